@@ -1,0 +1,251 @@
+// Configuration: one schema holds every key with its default and a one-line description.
+// Loading rejects unknown keys, wrong types and unparsable durations or listen addresses,
+// naming the key, so a typo never silently falls back to a default.
+import { readFileSync, existsSync } from 'node:fs';
+import { parse as parseToml } from 'smol-toml';
+
+export class ConfigError extends Error {}
+
+interface Field<T> {
+  default: T;
+  /** The default as it is written in TOML (durations stay "15m", not 900000). */
+  example: string;
+  description: string;
+  parse(value: unknown, key: string): T;
+}
+
+const fail = (key: string, what: string): never => {
+  throw new ConfigError(`config key \`${key}\`: ${what}`);
+};
+
+const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** "15m" → 900000. Accepts ms, s, m, h, d; a bare number is not accepted (ambiguous). */
+export function parseDuration(text: string): number | undefined {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/.exec(text.trim());
+  if (!m) return undefined;
+  return Math.round(Number(m[1]) * DURATION_UNITS[m[2]]);
+}
+
+export interface ListenAddress {
+  host: string;
+  port: number;
+}
+
+/** "127.0.0.1:3000", "0.0.0.0:25", "[::1]:25"; port 0 picks a free port (tests). */
+export function parseListen(text: string): ListenAddress | undefined {
+  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([A-Za-z0-9.-]+)):(\d{1,5})$/.exec(text.trim());
+  if (!m) return undefined;
+  const port = Number(m[3]);
+  if (port > 65535) return undefined;
+  return { host: m[1] ?? m[2], port };
+}
+
+const str = (def: string, description: string): Field<string> => ({
+  default: def,
+  example: JSON.stringify(def),
+  description,
+  parse: (v, k) => (typeof v === 'string' ? v : fail(k, `expected a string, got ${typeof v}`)),
+});
+
+const int = (def: number, description: string, min = 0): Field<number> => ({
+  default: def,
+  example: String(def),
+  description,
+  parse: (v, k) =>
+    typeof v === 'number' && Number.isInteger(v) && v >= min ? v : fail(k, `expected an integer ≥ ${min}, got ${JSON.stringify(v)}`),
+});
+
+const bool = (def: boolean, description: string): Field<boolean> => ({
+  default: def,
+  example: String(def),
+  description,
+  parse: (v, k) => (typeof v === 'boolean' ? v : fail(k, `expected true or false, got ${JSON.stringify(v)}`)),
+});
+
+const oneOf = <T extends string>(values: readonly T[], def: T, description: string): Field<T> => ({
+  default: def,
+  example: JSON.stringify(def),
+  description,
+  parse: (v, k) =>
+    values.includes(v as T) ? (v as T) : fail(k, `expected one of ${values.map((x) => JSON.stringify(x)).join(', ')}, got ${JSON.stringify(v)}`),
+});
+
+const duration = (def: string, description: string): Field<number> => ({
+  default: parseDuration(def)!,
+  example: JSON.stringify(def),
+  description,
+  parse: (v, k) => {
+    const ms = typeof v === 'string' ? parseDuration(v) : undefined;
+    return ms ?? fail(k, `expected a duration such as "30s", "5m", "2h", got ${JSON.stringify(v)}`);
+  },
+});
+
+const durations = (def: string[], description: string): Field<number[]> => ({
+  default: def.map((d) => parseDuration(d)!),
+  example: JSON.stringify(def).replaceAll(',', ', '),
+  description,
+  parse: (v, k) => {
+    if (!Array.isArray(v) || v.length === 0) return fail(k, 'expected a non-empty array of durations such as ["5s", "30s"]');
+    return v.map((item, i) => {
+      const ms = typeof item === 'string' ? parseDuration(item) : undefined;
+      return ms ?? fail(`${k}[${i}]`, `expected a duration such as "30s", got ${JSON.stringify(item)}`);
+    });
+  },
+});
+
+const strings = (def: string[], description: string): Field<string[]> => ({
+  default: def,
+  example: JSON.stringify(def),
+  description,
+  parse: (v, k) =>
+    Array.isArray(v) && v.every((x) => typeof x === 'string') ? (v as string[]) : fail(k, 'expected an array of strings'),
+});
+
+const listen = (def: string, description: string, optional = false): Field<ListenAddress | null> => ({
+  default: def ? parseListen(def)! : null,
+  example: JSON.stringify(def),
+  description,
+  parse: (v, k) => {
+    if (optional && v === '') return null;
+    const addr = typeof v === 'string' ? parseListen(v) : undefined;
+    return addr ?? fail(k, `expected "host:port" such as "127.0.0.1:3000", got ${JSON.stringify(v)}`);
+  },
+});
+
+export const CONFIG_SCHEMA = {
+  data_dir: str('./data', 'Directory for the SQLite database, attachments and raw messages.'),
+  hostname: str('localhost', 'Public name of this host: EHLO name, MX target in DNS records, Message-ID host.'),
+  shared_domain: str('mailroom.localhost', 'Domain of inboxes that do not use a custom domain.'),
+  http: {
+    listen: listen('127.0.0.1:3000', 'Address the HTTP API listens on.'),
+    public_url: str('http://localhost:3000', 'Base URL clients reach the API at; attachment download URLs start with it.'),
+    max_body_bytes: int(1_048_576, 'Largest JSON request body accepted; larger bodies get 413.', 1),
+    shutdown_grace: duration('10s', 'How long shutdown waits for in-flight HTTP requests and SMTP sessions.'),
+  },
+  smtp: {
+    listen: listen('127.0.0.1:2525', 'Address the inbound (MX) SMTP listener binds; operators set "0.0.0.0:25".'),
+    tls_cert: str('', 'PEM certificate file for STARTTLS; STARTTLS is offered when cert and key are set. Reloaded when it changes.'),
+    tls_key: str('', 'PEM private key file for STARTTLS.'),
+    max_message_bytes: int(26_214_400, 'Largest message accepted (advertised with SIZE); larger ones get 552.', 1),
+    max_recipients: int(100, 'Most RCPT TO per message; further recipients get 452.', 1),
+    max_connections: int(200, 'Most simultaneous SMTP connections; further ones get 421.', 1),
+    idle_timeout: duration('5m', 'An SMTP client silent for this long is disconnected.'),
+  },
+  outbound: {
+    mode: oneOf(['email', 'dry-run'] as const, 'email', '"email" delivers for real; "dry-run" sends nothing off the box (delivery = "dry-run").'),
+    mx_port: int(25, 'Port used for direct-to-MX delivery (tests point it elsewhere).', 1),
+    relay: str('', 'Optional smarthost that receives all outbound mail, e.g. smtp://user:pass@host:587.'),
+    retry_schedule: durations(['1m', '5m', '30m', '2h', '6h', '12h'], 'Delays between delivery attempts after a temporary failure; then the message fails.'),
+    concurrency_per_domain: int(4, 'Most deliveries in flight to one recipient domain.', 1),
+    timeout: duration('60s', 'Connection and reply timeout for one SMTP delivery attempt.'),
+  },
+  dns: {
+    servers: strings([], 'Resolvers ("ip" or "ip:port") for MX lookups, domain checks and SPF/DKIM/DMARC; [] uses the system resolvers.'),
+    timeout: duration('5s', 'Time limit of one DNS query.'),
+  },
+  limits: {
+    daily_send_limit: int(100, 'Default dailySendLimit of new inboxes.', 0),
+    requests_per_minute: int(600, 'API requests allowed per key per minute (unauthenticated requests: per client address).', 1),
+    idempotency_window: duration('24h', 'How long an Idempotency-Key is remembered.'),
+    max_attachment_bytes: int(26_214_400, 'Largest attachment upload; larger uploads get 413.', 1),
+  },
+  webhooks: {
+    retry_schedule: durations(['5s', '30s', '5m', '30m', '2h'], 'Delays between webhook delivery attempts; after the last the delivery is failed.'),
+    timeout: duration('10s', 'A delivery succeeds only on a 2xx answer within this time.'),
+    allow_insecure_targets: bool(false, 'Allow http:// and loopback/private webhook targets (development and tests only).'),
+  },
+  attachments: {
+    url_ttl: duration('15m', 'Lifetime of presigned attachment download URLs.'),
+  },
+  jobs: {
+    concurrency: int(16, 'Most jobs (sends, webhook deliveries) running at once.', 1),
+    lease: duration('5m', 'A claimed job whose worker vanished is retried after this long.'),
+    retention: duration('7d', 'Finished jobs are kept this long for inspection, then swept.'),
+  },
+  domains: {
+    recheck_interval: duration('1h', 'Unverified domains are re-checked in DNS this often in the background.'),
+  },
+} as const;
+
+type Schema = { [key: string]: Field<unknown> | Schema };
+type Infer<S> = { -readonly [K in keyof S]: S[K] extends Field<infer T> ? T : Infer<S[K]> };
+export type Config = Infer<typeof CONFIG_SCHEMA>;
+
+const isField = (x: unknown): x is Field<unknown> => typeof x === 'object' && x !== null && 'parse' in x;
+
+function build(schema: Schema, input: Record<string, unknown>, prefix: string): Record<string, unknown> {
+  for (const key of Object.keys(input)) {
+    if (!(key in schema)) fail(prefix + key, 'unknown key');
+  }
+  const out: Record<string, unknown> = {};
+  for (const [key, spec] of Object.entries(schema)) {
+    const value = input[key];
+    if (isField(spec)) {
+      out[key] = value === undefined ? spec.default : spec.parse(value, prefix + key);
+    } else {
+      if (value !== undefined && (typeof value !== 'object' || value === null || Array.isArray(value))) {
+        fail(prefix + key, 'expected a table');
+      }
+      out[key] = build(spec, (value ?? {}) as Record<string, unknown>, `${prefix}${key}.`);
+    }
+  }
+  return out;
+}
+
+/** Builds a Config from an already-parsed TOML object (or overrides in tests). */
+export function configFrom(input: Record<string, unknown> = {}): Config {
+  return build(CONFIG_SCHEMA as unknown as Schema, input, '') as Config;
+}
+
+/**
+ * Loads the config: the given file (which must exist), else ./mailroom.toml when present,
+ * else the embedded defaults.
+ */
+export function loadConfig(path?: string): Config {
+  const file = path ?? (existsSync('mailroom.toml') ? 'mailroom.toml' : undefined);
+  if (!file) return configFrom({});
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new ConfigError(`cannot read config file ${file}: ${(err as Error).message}`);
+  }
+  let parsed: Record<string, unknown>;
+  try {
+    parsed = parseToml(text) as Record<string, unknown>;
+  } catch (err) {
+    throw new ConfigError(`config file ${file} is not valid TOML: ${(err as Error).message}`);
+  }
+  return configFrom(parsed);
+}
+
+/** Every key path with its field, in schema order (used to render and check the example). */
+export function configKeys(): Array<{ key: string; field: Field<unknown> }> {
+  const out: Array<{ key: string; field: Field<unknown> }> = [];
+  const walk = (schema: Schema, prefix: string) => {
+    for (const [key, spec] of Object.entries(schema)) {
+      if (isField(spec)) out.push({ key: prefix + key, field: spec });
+      else walk(spec, `${prefix}${key}.`);
+    }
+  };
+  walk(CONFIG_SCHEMA as unknown as Schema, '');
+  return out;
+}
+
+/** config.example.toml as generated from the schema: every key, its default, its description. */
+export function renderExampleConfig(): string {
+  const lines = ['# mailroom configuration. Every key is optional; the value shown is the default.', ''];
+  let section = '';
+  for (const { key, field } of configKeys()) {
+    const dot = key.lastIndexOf('.');
+    const sec = dot === -1 ? '' : key.slice(0, dot);
+    const name = key.slice(dot + 1);
+    if (sec !== section) {
+      lines.push('', `[${sec}]`);
+      section = sec;
+    }
+    lines.push(`# ${field.description}`, `${name} = ${field.example}`);
+  }
+  return lines.join('\n').replace(/\n{3,}/g, '\n\n') + '\n';
+}

@@ -1,0 +1,53 @@
+// AppContext: what every domain function needs, built once in main.ts (or a CLI command).
+// Time and DNS are injected here so tests control them without monkey-patching.
+import { join } from 'node:path';
+import type { Config } from './config.ts';
+import { openDatabase, type Db } from './db/client.ts';
+import { migrateDatabase } from './db/migrate.ts';
+import type { Logger } from './log.ts';
+import { createResolver, type Resolver } from './dns.ts';
+import { Blobs } from './storage/blobs.ts';
+
+export interface Clock {
+  now(): Date;
+}
+export const systemClock: Clock = { now: () => new Date() };
+
+/** In-process notifications (e.g. "a job was enqueued") so workers wake without polling. */
+export type Signal = 'jobs';
+
+export interface AppContext {
+  config: Config;
+  db: Db;
+  log: Logger;
+  clock: Clock;
+  dns: Resolver;
+  blobs: Blobs;
+  /** Listeners registered by long-running parts (the job runner) of this process. */
+  notify(signal: Signal): void;
+  onSignal(signal: Signal, fn: () => void): void;
+}
+
+export function createContext(config: Config, log: Logger, opts: { clock?: Clock } = {}): AppContext {
+  const db = openDatabase(join(config.data_dir, 'mailroom.db'));
+  migrateDatabase(db);
+  const listeners = new Map<Signal, Array<() => void>>();
+  return {
+    config,
+    db,
+    log,
+    clock: opts.clock ?? systemClock,
+    dns: createResolver(config.dns.servers, config.dns.timeout),
+    blobs: new Blobs(config.data_dir),
+    notify(signal) {
+      for (const fn of listeners.get(signal) ?? []) fn();
+    },
+    onSignal(signal, fn) {
+      listeners.set(signal, [...(listeners.get(signal) ?? []), fn]);
+    },
+  };
+}
+
+export function closeContext(ctx: AppContext): void {
+  ctx.db.$client.close();
+}

@@ -1,0 +1,28 @@
+// Opens the SQLite database with the settings every process (server and CLI) must share:
+// WAL so the CLI can work beside a running server, a busy timeout instead of SQLITE_BUSY
+// errors, foreign keys on, and synchronous=FULL so a committed row survives power loss.
+import Database from 'better-sqlite3';
+import { drizzle, type BetterSQLite3Database } from 'drizzle-orm/better-sqlite3';
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import * as schema from './schema.ts';
+
+export type Db = BetterSQLite3Database<typeof schema> & { $client: Database.Database };
+/** The handle a transaction callback receives; domain functions that need one take it first. */
+export type Tx = Parameters<Parameters<Db['transaction']>[0]>[0];
+
+/** Native addon override, set by the single-executable build (which embeds the addon). */
+export let nativeBinding: string | undefined;
+export function setNativeBinding(path: string | undefined): void {
+  nativeBinding = path;
+}
+
+export function openDatabase(file: string): Db {
+  if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
+  const sqlite = new Database(file, nativeBinding ? { nativeBinding } : {});
+  sqlite.pragma('journal_mode = WAL');
+  sqlite.pragma('busy_timeout = 5000');
+  sqlite.pragma('foreign_keys = ON');
+  sqlite.pragma('synchronous = FULL');
+  return drizzle(sqlite, { schema }) as Db;
+}

@@ -1,0 +1,286 @@
+// Database schema (drizzle). SQL names are snake_case, TypeScript names camelCase; the mapping
+// lives only here. drizzle-kit generates migrations/ from this file (`npm run db:generate`).
+// Timestamps are ISO 8601 strings (UTC), so they sort as text and read back as the API shows them.
+import { sqliteTable, text, integer, index, uniqueIndex, primaryKey } from 'drizzle-orm/sqlite-core';
+
+export const accounts = sqliteTable('accounts', {
+  id: text('id').primaryKey(),
+  name: text('name').notNull(),
+  createdAt: text('created_at').notNull(),
+});
+
+export const apiKeys = sqliteTable(
+  'api_keys',
+  {
+    id: text('id').primaryKey(),
+    accountId: text('account_id')
+      .notNull()
+      .references(() => accounts.id, { onDelete: 'cascade' }),
+    name: text('name'),
+    /** First 12 characters of the key: shown in listings and used to find candidates. */
+    keyPrefix: text('key_prefix').notNull(),
+    /** SHA-256 of the whole key (hex). The key itself is never stored. */
+    keyHash: text('key_hash').notNull(),
+    readOnly: integer('read_only', { mode: 'boolean' }).notNull().default(false),
+    lastUsedAt: text('last_used_at'),
+    expiresAt: text('expires_at'),
+    revokedAt: text('revoked_at'),
+    createdAt: text('created_at').notNull(),
+  },
+  (t) => [index('api_keys_prefix').on(t.keyPrefix), index('api_keys_account').on(t.accountId, t.createdAt)],
+);
+
+export const domains = sqliteTable(
+  'domains',
+  {
+    id: text('id').primaryKey(),
+    accountId: text('account_id')
+      .notNull()
+      .references(() => accounts.id, { onDelete: 'cascade' }),
+    /** Lowercase, no trailing dot. Unique across the appliance: one owner per domain. */
+    domain: text('domain').notNull(),
+    dkimSelector: text('dkim_selector').notNull(),
+    dkimPrivateKey: text('dkim_private_key').notNull(),
+    dkimPublicKey: text('dkim_public_key').notNull(),
+    verificationToken: text('verification_token').notNull(),
+    sendingStatus: text('sending_status').notNull().default('pending'),
+    receivingStatus: text('receiving_status').notNull().default('pending'),
+    sendingVerifiedAt: text('sending_verified_at'),
+    receivingVerifiedAt: text('receiving_verified_at'),
+    lastCheckedAt: text('last_checked_at'),
+    /** What the last check could not determine (DNS timeout, SERVFAIL), or null. */
+    lastCheckError: text('last_check_error'),
+    createdAt: text('created_at').notNull(),
+  },
+  (t) => [uniqueIndex('domains_domain').on(t.domain), index('domains_account').on(t.accountId, t.createdAt)],
+);
+
+export const inboxes = sqliteTable(
+  'inboxes',
+  {
+    id: text('id').primaryKey(),
+    accountId: text('account_id')
+      .notNull()
+      .references(() => accounts.id, { onDelete: 'cascade' }),
+    /** Lowercase full address; unique across the appliance. */
+    address: text('address').notNull(),
+    domainId: text('domain_id').references(() => domains.id, { onDelete: 'set null' }),
+    displayName: text('display_name'),
+    status: text('status').notNull().default('active'),
+    dailySendLimit: integer('daily_send_limit').notNull(),
+    sendsToday: integer('sends_today').notNull().default(0),
+    /** UTC day (YYYY-MM-DD) that sendsToday counts; a different day means the count is 0. */
+    sendsDay: text('sends_day'),
+    totalSent: integer('total_sent').notNull().default(0),
+    bounceCount: integer('bounce_count').notNull().default(0),
+    complaintCount: integer('complaint_count').notNull().default(0),
+    createdAt: text('created_at').notNull(),
+  },
+  (t) => [uniqueIndex('inboxes_address').on(t.address), index('inboxes_account').on(t.accountId, t.createdAt)],
+);
+
+export const threads = sqliteTable(
+  'threads',
+  {
+    id: text('id').primaryKey(),
+    accountId: text('account_id').notNull(),
+    inboxId: text('inbox_id')
+      .notNull()
+      .references(() => inboxes.id, { onDelete: 'cascade' }),
+    subject: text('subject').notNull().default(''),
+    messageCount: integer('message_count').notNull().default(0),
+    lastMessageAt: text('last_message_at').notNull(),
+    createdAt: text('created_at').notNull(),
+  },
+  (t) => [index('threads_inbox_activity').on(t.inboxId, t.lastMessageAt)],
+);
+
+export const messages = sqliteTable(
+  'messages',
+  {
+    id: text('id').primaryKey(),
+    accountId: text('account_id').notNull(),
+    inboxId: text('inbox_id')
+      .notNull()
+      .references(() => inboxes.id, { onDelete: 'cascade' }),
+    threadId: text('thread_id')
+      .notNull()
+      .references(() => threads.id, { onDelete: 'cascade' }),
+    direction: text('direction').notNull(),
+    fromAddress: text('from_address').notNull(),
+    fromName: text('from_name'),
+    /** JSON arrays of addresses. */
+    toAddresses: text('to_addresses').notNull().default('[]'),
+    ccAddresses: text('cc_addresses').notNull().default('[]'),
+    bccAddresses: text('bcc_addresses').notNull().default('[]'),
+    subject: text('subject').notNull().default(''),
+    bodyText: text('body_text'),
+    bodyHtml: text('body_html'),
+    /** 'email' | 'dry-run' on outbound messages; null on inbound. */
+    delivery: text('delivery'),
+    status: text('status').notNull(),
+    /** RFC 5322 Message-ID including the angle brackets. */
+    messageIdHeader: text('message_id_header').notNull(),
+    inReplyTo: text('in_reply_to'),
+    /** JSON array of Message-IDs from the References header. */
+    references: text('references').notNull().default('[]'),
+    /** JSON array of {address, status, response} (outbound). */
+    recipients: text('recipients').notNull().default('[]'),
+    /** JSON {spf, dkim, dmarc} (inbound). */
+    authentication: text('authentication'),
+    /** Path of the raw RFC 5322 source, relative to data_dir. */
+    rawPath: text('raw_path'),
+    size: integer('size').notNull().default(0),
+    createdAt: text('created_at').notNull(),
+    updatedAt: text('updated_at').notNull(),
+  },
+  (t) => [
+    index('messages_inbox_created').on(t.inboxId, t.createdAt),
+    index('messages_inbox_status_created').on(t.inboxId, t.status, t.createdAt),
+    index('messages_thread').on(t.threadId, t.createdAt),
+    index('messages_account_msgid').on(t.accountId, t.messageIdHeader),
+  ],
+);
+
+export const attachments = sqliteTable(
+  'attachments',
+  {
+    id: text('id').primaryKey(),
+    accountId: text('account_id')
+      .notNull()
+      .references(() => accounts.id, { onDelete: 'cascade' }),
+    /** Set for attachments that arrived with (or were sent in) a message. */
+    messageId: text('message_id').references(() => messages.id, { onDelete: 'cascade' }),
+    filename: text('filename').notNull(),
+    contentType: text('content_type').notNull(),
+    size: integer('size').notNull(),
+    sha256: text('sha256').notNull(),
+    /** Path of the stored bytes, relative to data_dir. */
+    storagePath: text('storage_path').notNull(),
+    createdAt: text('created_at').notNull(),
+  },
+  (t) => [index('attachments_message').on(t.messageId), index('attachments_account').on(t.accountId)],
+);
+
+/** One message may name several uploaded attachments; one upload may be sent many times. */
+export const messageAttachments = sqliteTable(
+  'message_attachments',
+  {
+    messageId: text('message_id')
+      .notNull()
+      .references(() => messages.id, { onDelete: 'cascade' }),
+    attachmentId: text('attachment_id')
+      .notNull()
+      .references(() => attachments.id, { onDelete: 'cascade' }),
+    position: integer('position').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.messageId, t.attachmentId] }), index('message_attachments_att').on(t.attachmentId)],
+);
+
+export const idempotencyKeys = sqliteTable(
+  'idempotency_keys',
+  {
+    accountId: text('account_id')
+      .notNull()
+      .references(() => accounts.id, { onDelete: 'cascade' }),
+    key: text('key').notNull(),
+    /** SHA-256 of method, path and body: the same key with another request is a conflict. */
+    requestHash: text('request_hash').notNull(),
+    /** null while the first request is still running. */
+    responseStatus: integer('response_status'),
+    responseBody: text('response_body'),
+    createdAt: text('created_at').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.accountId, t.key] }), index('idempotency_created').on(t.createdAt)],
+);
+
+/** Every state change worth telling a webhook about, written in the change's transaction. */
+export const events = sqliteTable(
+  'events',
+  {
+    id: text('id').primaryKey(),
+    accountId: text('account_id')
+      .notNull()
+      .references(() => accounts.id, { onDelete: 'cascade' }),
+    type: text('type').notNull(),
+    /** JSON payload (the `data` of the webhook envelope). */
+    data: text('data').notNull(),
+    createdAt: text('created_at').notNull(),
+  },
+  (t) => [index('events_account_created').on(t.accountId, t.createdAt)],
+);
+
+export const webhooks = sqliteTable(
+  'webhooks',
+  {
+    id: text('id').primaryKey(),
+    accountId: text('account_id')
+      .notNull()
+      .references(() => accounts.id, { onDelete: 'cascade' }),
+    url: text('url').notNull(),
+    description: text('description'),
+    /** JSON array of event types, or null for all events. */
+    events: text('events'),
+    isActive: integer('is_active', { mode: 'boolean' }).notNull().default(true),
+    secret: text('secret').notNull(),
+    /** Set when deleted: logs stay readable, no new deliveries are made. */
+    deletedAt: text('deleted_at'),
+    createdAt: text('created_at').notNull(),
+    updatedAt: text('updated_at').notNull(),
+  },
+  (t) => [index('webhooks_account').on(t.accountId, t.createdAt)],
+);
+
+/** The delivery log: one row per attempt to POST one event to one webhook. */
+export const webhookAttempts = sqliteTable(
+  'webhook_attempts',
+  {
+    id: text('id').primaryKey(),
+    accountId: text('account_id').notNull(),
+    webhookId: text('webhook_id').notNull(),
+    eventId: text('event_id').notNull(),
+    eventType: text('event_type').notNull(),
+    jobId: text('job_id'),
+    /** 'success' | 'failed' | 'pending' (failed but will be retried). */
+    status: text('status').notNull(),
+    httpStatus: integer('http_status'),
+    durationMs: integer('duration_ms').notNull().default(0),
+    attempt: integer('attempt').notNull(),
+    error: text('error'),
+    createdAt: text('created_at').notNull(),
+  },
+  (t) => [
+    index('webhook_attempts_account_created').on(t.accountId, t.createdAt),
+    index('webhook_attempts_webhook_created').on(t.webhookId, t.createdAt),
+  ],
+);
+
+/**
+ * The one durable job table: outbound sends, webhook deliveries, anything retried.
+ * Claiming a job increments attempts, sets status 'running' with a lease, and already sets
+ * runAt to the next retry time in the same transaction (mox's queue), so a crash mid-attempt
+ * neither loses the job nor retries it in a tight loop.
+ */
+export const jobs = sqliteTable(
+  'jobs',
+  {
+    id: text('id').primaryKey(),
+    kind: text('kind').notNull(),
+    /** JSON payload for the handler. */
+    payload: text('payload').notNull(),
+    /** 'queued' | 'running' | 'done' | 'failed' */
+    status: text('status').notNull().default('queued'),
+    /** Concurrency partition, e.g. the recipient domain of a send. */
+    partition: text('partition').notNull().default(''),
+    attempts: integer('attempts').notNull().default(0),
+    maxAttempts: integer('max_attempts').notNull(),
+    /** Epoch milliseconds: when the job is next due (queued) or retried if its lease expires. */
+    runAt: integer('run_at').notNull(),
+    leaseUntil: integer('lease_until'),
+    lastError: text('last_error'),
+    createdAt: text('created_at').notNull(),
+    updatedAt: text('updated_at').notNull(),
+    finishedAt: text('finished_at'),
+  },
+  (t) => [index('jobs_due').on(t.status, t.runAt), index('jobs_kind_status').on(t.kind, t.status)],
+);

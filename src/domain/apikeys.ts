@@ -1,0 +1,148 @@
+// API keys: `mr_live_<random>`, stored only as a SHA-256 hash. Authentication finds candidates
+// by the visible prefix and compares hashes in constant time. Read-only keys may not write.
+import { and, desc, eq, isNull } from 'drizzle-orm';
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { AppContext } from '../context.ts';
+import { apiKeys } from '../db/schema.ts';
+import { newId } from '../ids.ts';
+import { AppError } from './errors.ts';
+import { isoNow } from './time.ts';
+
+export const KEY_PREFIX_LENGTH = 12;
+const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+
+export interface ApiKeyView {
+  id: string;
+  keyPrefix: string;
+  name: string | null;
+  readOnly: boolean;
+  lastUsedAt: string | null;
+  expiresAt: string | null;
+  createdAt: string;
+}
+
+export interface CreatedApiKey {
+  id: string;
+  key: string;
+  prefix: string;
+  name: string | null;
+  readOnly: boolean;
+  expiresAt: string | null;
+  message: string;
+}
+
+export interface Principal {
+  accountId: string;
+  keyId: string;
+  readOnly: boolean;
+}
+
+const hashKey = (key: string): Buffer => createHash('sha256').update(key).digest();
+
+function generateKey(): string {
+  // 40 base62 characters ≈ 238 bits; rejection sampling keeps the characters uniform.
+  let out = '';
+  while (out.length < 40) {
+    for (const b of randomBytes(48)) {
+      if (b < 248 && out.length < 40) out += BASE62[b % 62];
+    }
+  }
+  return `mr_live_${out}`;
+}
+
+const view = (row: typeof apiKeys.$inferSelect): ApiKeyView => ({
+  id: row.id,
+  keyPrefix: row.keyPrefix,
+  name: row.name,
+  readOnly: row.readOnly,
+  lastUsedAt: row.lastUsedAt,
+  expiresAt: row.expiresAt,
+  createdAt: row.createdAt,
+});
+
+export function createApiKey(
+  ctx: AppContext,
+  accountId: string,
+  opts: { name?: string | null; readOnly?: boolean; expiresAt?: string | null } = {},
+): CreatedApiKey {
+  const key = generateKey();
+  const row = {
+    id: newId('key'),
+    accountId,
+    name: opts.name ?? null,
+    keyPrefix: key.slice(0, KEY_PREFIX_LENGTH),
+    keyHash: hashKey(key).toString('hex'),
+    readOnly: opts.readOnly ?? false,
+    expiresAt: opts.expiresAt ?? null,
+    createdAt: isoNow(ctx.clock),
+  };
+  ctx.db.insert(apiKeys).values(row).run();
+  return {
+    id: row.id,
+    key,
+    prefix: row.keyPrefix,
+    name: row.name,
+    readOnly: row.readOnly,
+    expiresAt: row.expiresAt,
+    message: 'Store this key now: it is shown only once and cannot be retrieved again.',
+  };
+}
+
+export function listApiKeys(ctx: AppContext, accountId: string): ApiKeyView[] {
+  return ctx.db
+    .select()
+    .from(apiKeys)
+    .where(and(eq(apiKeys.accountId, accountId), isNull(apiKeys.revokedAt)))
+    .orderBy(desc(apiKeys.createdAt), desc(apiKeys.id))
+    .all()
+    .map(view);
+}
+
+/** Every active key of every account (CLI listing without --account). */
+export function listAllApiKeys(ctx: AppContext): Array<ApiKeyView & { accountId: string }> {
+  return ctx.db
+    .select()
+    .from(apiKeys)
+    .where(isNull(apiKeys.revokedAt))
+    .orderBy(desc(apiKeys.createdAt))
+    .all()
+    .map((r) => ({ ...view(r), accountId: r.accountId }));
+}
+
+export function revokeApiKey(ctx: AppContext, accountId: string | null, id: string, currentKeyId?: string): void {
+  if (id === currentKeyId) {
+    throw new AppError('CANNOT_REVOKE_CURRENT_KEY', 'the key that authenticates this request cannot revoke itself; use another key');
+  }
+  const conds = [eq(apiKeys.id, id), isNull(apiKeys.revokedAt)];
+  if (accountId) conds.push(eq(apiKeys.accountId, accountId));
+  const res = ctx.db.update(apiKeys).set({ revokedAt: isoNow(ctx.clock) }).where(and(...conds)).run();
+  if (res.changes === 0) throw new AppError('API_KEY_NOT_FOUND', `API key ${id} not found`);
+}
+
+const LAST_USED_PRECISION_MS = 1000;
+
+/**
+ * Resolves a presented key to its principal, or undefined. Revoked and expired keys are
+ * rejected at once (every request reads the table: nothing is cached, so a revocation made by
+ * the CLI in another process takes effect on the next request).
+ */
+export function authenticateKey(ctx: AppContext, presented: string): Principal | undefined {
+  if (presented.length < KEY_PREFIX_LENGTH || presented.length > 200) return undefined;
+  const candidates = ctx.db
+    .select()
+    .from(apiKeys)
+    .where(and(eq(apiKeys.keyPrefix, presented.slice(0, KEY_PREFIX_LENGTH)), isNull(apiKeys.revokedAt)))
+    .all();
+  const digest = hashKey(presented);
+  const now = ctx.clock.now();
+  for (const row of candidates) {
+    if (!timingSafeEqual(digest, Buffer.from(row.keyHash, 'hex'))) continue;
+    if (row.expiresAt && Date.parse(row.expiresAt) <= now.getTime()) return undefined;
+    // lastUsedAt is written at most once a second per key, keeping reads cheap under load.
+    if (!row.lastUsedAt || now.getTime() - Date.parse(row.lastUsedAt) >= LAST_USED_PRECISION_MS) {
+      ctx.db.update(apiKeys).set({ lastUsedAt: now.toISOString() }).where(eq(apiKeys.id, row.id)).run();
+    }
+    return { accountId: row.accountId, keyId: row.id, readOnly: row.readOnly };
+  }
+  return undefined;
+}

@@ -1,0 +1,47 @@
+// The one error type domain code throws, and the closed list of codes (PRODUCT.md's table).
+// http/ maps a code to its status in one place; smtp/ maps it to a reply.
+
+export const ERROR_STATUS = {
+  VALIDATION_ERROR: 400,
+  INVALID_JSON: 400,
+  INVALID_WEBHOOK_URL: 400,
+  INVALID_ADDRESS: 400,
+  UNAUTHORIZED: 401,
+  FORBIDDEN: 403,
+  INBOX_SUSPENDED: 403,
+  INVALID_SIGNATURE: 403,
+  NOT_FOUND: 404,
+  INBOX_NOT_FOUND: 404,
+  MESSAGE_NOT_FOUND: 404,
+  THREAD_NOT_FOUND: 404,
+  DOMAIN_NOT_FOUND: 404,
+  ATTACHMENT_NOT_FOUND: 404,
+  WEBHOOK_NOT_FOUND: 404,
+  API_KEY_NOT_FOUND: 404,
+  ADDRESS_TAKEN: 409,
+  DOMAIN_EXISTS: 409,
+  DOMAIN_NOT_VERIFIED: 409,
+  CANNOT_REVOKE_CURRENT_KEY: 409,
+  IDEMPOTENCY_KEY_REUSED: 409,
+  URL_EXPIRED: 410,
+  PAYLOAD_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  RATE_LIMITED: 429,
+  DAILY_SEND_LIMIT_EXCEEDED: 429,
+  INTERNAL_ERROR: 500,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+export class AppError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  constructor(code: ErrorCode, message: string) {
+    super(message);
+    this.name = 'AppError';
+    this.code = code;
+    this.status = ERROR_STATUS[code];
+  }
+}
+
+export const isAppError = (err: unknown): err is AppError => err instanceof AppError;

@@ -1,0 +1,43 @@
+// Idempotency records: the first POST with a given Idempotency-Key stores its response; a
+// repeat with the same request within the window gets that response back, a repeat with a
+// different request is a conflict. Rows are written before the work starts, so two
+// concurrent requests with one key cannot both run.
+import { and, eq, lt } from 'drizzle-orm';
+import type { AppContext } from '../context.ts';
+import { idempotencyKeys } from '../db/schema.ts';
+import { AppError } from './errors.ts';
+
+export type IdempotencyStart = { kind: 'new' } | { kind: 'replay'; status: number; body: string };
+
+export function beginIdempotent(ctx: AppContext, accountId: string, key: string, requestHash: string): IdempotencyStart {
+  const now = ctx.clock.now();
+  const cutoff = new Date(now.getTime() - ctx.config.limits.idempotency_window).toISOString();
+  return ctx.db.transaction((tx) => {
+    const where = and(eq(idempotencyKeys.accountId, accountId), eq(idempotencyKeys.key, key));
+    const row = tx.select().from(idempotencyKeys).where(where).get();
+    if (row && row.createdAt >= cutoff) {
+      if (row.requestHash !== requestHash) {
+        throw new AppError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was already used with a different request');
+      }
+      if (row.responseStatus === null || row.responseBody === null) {
+        throw new AppError('IDEMPOTENCY_KEY_REUSED', 'a request with this Idempotency-Key is still in progress');
+      }
+      return { kind: 'replay', status: row.responseStatus, body: row.responseBody } as const;
+    }
+    if (row) tx.delete(idempotencyKeys).where(where).run();
+    tx.insert(idempotencyKeys).values({ accountId, key, requestHash, createdAt: now.toISOString() }).run();
+    return { kind: 'new' } as const;
+  });
+}
+
+/** Stores the response; a server error is not stored, so the client may retry with the key. */
+export function finishIdempotent(ctx: AppContext, accountId: string, key: string, status: number, body: string): void {
+  const where = and(eq(idempotencyKeys.accountId, accountId), eq(idempotencyKeys.key, key));
+  if (status >= 500) ctx.db.delete(idempotencyKeys).where(where).run();
+  else ctx.db.update(idempotencyKeys).set({ responseStatus: status, responseBody: body }).where(where).run();
+}
+
+export function sweepIdempotencyKeys(ctx: AppContext): number {
+  const cutoff = new Date(ctx.clock.now().getTime() - ctx.config.limits.idempotency_window).toISOString();
+  return ctx.db.delete(idempotencyKeys).where(lt(idempotencyKeys.createdAt, cutoff)).run().changes;
+}

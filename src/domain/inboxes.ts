@@ -1,0 +1,209 @@
+// Inboxes: one address each, on the shared domain or on a custom domain of the account that is
+// verified for sending. Counters for sending live on the row; `sendsToday` counts the current
+// UTC day only. Deleting an inbox removes everything under it, files included.
+import { and, count, desc, eq, inArray, sql } from 'drizzle-orm';
+import type { AppContext } from '../context.ts';
+import { attachments, domains, inboxes, messages } from '../db/schema.ts';
+import { newId, randomToken } from '../ids.ts';
+import { isValidLocalPart, splitAddress } from './addresses.ts';
+import { AppError } from './errors.ts';
+import type { Page, PageResult } from './pagination.ts';
+import { isoNow, utcDay } from './time.ts';
+
+export type InboxRow = typeof inboxes.$inferSelect;
+
+export interface Inbox {
+  id: string;
+  address: string;
+  displayName: string | null;
+  domainId: string | null;
+  status: string;
+  dailySendLimit: number;
+  sendsToday: number;
+  totalSent: number;
+  bounceCount: number;
+  complaintCount: number;
+  createdAt: string;
+}
+
+export function inboxView(ctx: AppContext, row: InboxRow): Inbox {
+  return {
+    id: row.id,
+    address: row.address,
+    displayName: row.displayName,
+    domainId: row.domainId,
+    status: row.status,
+    dailySendLimit: row.dailySendLimit,
+    sendsToday: row.sendsDay === utcDay(ctx.clock) ? row.sendsToday : 0,
+    totalSent: row.totalSent,
+    bounceCount: row.bounceCount,
+    complaintCount: row.complaintCount,
+    createdAt: row.createdAt,
+  };
+}
+
+export interface CreateInboxInput {
+  address?: string;
+  displayName?: string | null;
+  domainId?: string;
+}
+
+/** The domain row an inbox may use, checked for ownership and sending verification. */
+function usableDomain(ctx: AppContext, accountId: string, where: { id?: string; name?: string }) {
+  const row = ctx.db
+    .select()
+    .from(domains)
+    .where(where.id ? eq(domains.id, where.id) : eq(domains.domain, where.name!))
+    .get();
+  if (!row || row.accountId !== accountId) return undefined;
+  if (row.sendingStatus !== 'verified') {
+    throw new AppError('DOMAIN_NOT_VERIFIED', `domain ${row.domain} is not verified for sending yet; publish its DNS records and verify it`);
+  }
+  return row;
+}
+
+export function createInbox(ctx: AppContext, accountId: string, input: CreateInboxInput): Inbox {
+  const shared = ctx.config.shared_domain.toLowerCase();
+  let local: string;
+  let domainName = shared;
+  let domainId: string | null = null;
+
+  if (input.domainId) {
+    const d = usableDomain(ctx, accountId, { id: input.domainId });
+    if (!d) throw new AppError('DOMAIN_NOT_FOUND', `domain ${input.domainId} not found`);
+    domainName = d.domain;
+    domainId = d.id;
+  }
+
+  const given = input.address?.trim().toLowerCase();
+  if (!given) {
+    local = randomToken(12);
+  } else if (given.includes('@')) {
+    const parts = splitAddress(given);
+    if (!parts) throw new AppError('INVALID_ADDRESS', `\`address\` is not a valid email address`);
+    local = parts.local;
+    if (domainId) {
+      if (parts.domain !== domainName) {
+        throw new AppError('INVALID_ADDRESS', `\`address\` must be on the domain of \`domainId\` (${domainName})`);
+      }
+    } else if (parts.domain !== shared) {
+      const d = usableDomain(ctx, accountId, { name: parts.domain });
+      if (!d) {
+        throw new AppError('INVALID_ADDRESS', `\`address\` must be on ${shared} or on a verified domain of this account`);
+      }
+      domainName = d.domain;
+      domainId = d.id;
+    }
+  } else {
+    local = given;
+  }
+  if (!isValidLocalPart(local)) {
+    throw new AppError('INVALID_ADDRESS', '`address` local part may use letters, digits and . _ + - (at most 64 characters)');
+  }
+
+  const address = `${local}@${domainName}`;
+  const row: InboxRow = {
+    id: newId('inb'),
+    accountId,
+    address,
+    domainId,
+    displayName: input.displayName ?? null,
+    status: 'active',
+    dailySendLimit: ctx.config.limits.daily_send_limit,
+    sendsToday: 0,
+    sendsDay: null,
+    totalSent: 0,
+    bounceCount: 0,
+    complaintCount: 0,
+    createdAt: isoNow(ctx.clock),
+  };
+  try {
+    ctx.db.insert(inboxes).values(row).run();
+  } catch (err) {
+    if ((err as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE') {
+      throw new AppError('ADDRESS_TAKEN', `address ${address} is already in use`);
+    }
+    throw err;
+  }
+  return inboxView(ctx, row);
+}
+
+export function findInboxRow(ctx: AppContext, accountId: string, id: string): InboxRow {
+  const row = ctx.db.select().from(inboxes).where(eq(inboxes.id, id)).get();
+  // Another account's inbox is reported exactly like a missing one.
+  if (!row || row.accountId !== accountId) throw new AppError('INBOX_NOT_FOUND', `inbox ${id} not found`);
+  return row;
+}
+
+export function getInbox(ctx: AppContext, accountId: string, id: string): Inbox {
+  return inboxView(ctx, findInboxRow(ctx, accountId, id));
+}
+
+/** The inbox that receives mail for an address (case-insensitive), whatever its status. */
+export function findInboxByAddress(ctx: AppContext, address: string): InboxRow | undefined {
+  return ctx.db.select().from(inboxes).where(eq(inboxes.address, address.toLowerCase())).get();
+}
+
+export function listInboxes(ctx: AppContext, accountId: string, page: Page): PageResult<Inbox> {
+  const rows = ctx.db
+    .select()
+    .from(inboxes)
+    .where(eq(inboxes.accountId, accountId))
+    .orderBy(desc(inboxes.createdAt), desc(inboxes.id))
+    .limit(page.limit)
+    .offset(page.offset)
+    .all();
+  const total = ctx.db.select({ n: count() }).from(inboxes).where(eq(inboxes.accountId, accountId)).get()!.n;
+  return { data: rows.map((r) => inboxView(ctx, r)), total, ...page };
+}
+
+/** Every inbox of every account, or of one (CLI). */
+export function listAllInboxes(ctx: AppContext, accountId?: string): Array<Inbox & { accountId: string }> {
+  const q = ctx.db.select().from(inboxes);
+  const rows = (accountId ? q.where(eq(inboxes.accountId, accountId)) : q).orderBy(desc(inboxes.createdAt)).all();
+  return rows.map((r) => ({ ...inboxView(ctx, r), accountId: r.accountId }));
+}
+
+export async function deleteInbox(ctx: AppContext, accountId: string, id: string): Promise<void> {
+  findInboxRow(ctx, accountId, id);
+  // Collect the files first; rows go in one transaction (cascades remove threads, messages
+  // and their attachments), then the files, so a crash leaves at worst an orphan file.
+  const files = ctx.db.transaction((tx) => {
+    const msgRows = tx.select({ id: messages.id, rawPath: messages.rawPath }).from(messages).where(eq(messages.inboxId, id)).all();
+    const ids = msgRows.map((m) => m.id);
+    const attRows = ids.length
+      ? tx.select({ p: attachments.storagePath }).from(attachments).where(inArray(attachments.messageId, ids)).all()
+      : [];
+    tx.delete(inboxes).where(and(eq(inboxes.id, id), eq(inboxes.accountId, accountId))).run();
+    return [...msgRows.map((m) => m.rawPath), ...attRows.map((a) => a.p)];
+  });
+  await ctx.blobs.remove(files);
+}
+
+function setField(ctx: AppContext, id: string, values: Partial<InboxRow>): Inbox {
+  const row = ctx.db.update(inboxes).set(values).where(eq(inboxes.id, id)).returning().get();
+  if (!row) throw new AppError('INBOX_NOT_FOUND', `inbox ${id} not found`);
+  return inboxView(ctx, row);
+}
+
+/** Support actions (CLI only; the API offers no way to change status or limits). */
+export const suspendInbox = (ctx: AppContext, id: string) => setField(ctx, id, { status: 'suspended' });
+export const unsuspendInbox = (ctx: AppContext, id: string) => setField(ctx, id, { status: 'active' });
+export const setDailyLimit = (ctx: AppContext, id: string, limit: number) => setField(ctx, id, { dailySendLimit: limit });
+
+/**
+ * Counts one send against the inbox's daily limit (resetting the count on a new UTC day) and
+ * its total. Throws DAILY_SEND_LIMIT_EXCEEDED when the limit is reached. Run inside the
+ * transaction that stores the message.
+ */
+export function countSend(tx: Pick<AppContext['db'], 'update'>, ctx: AppContext, row: InboxRow): void {
+  const today = utcDay(ctx.clock);
+  const sent = row.sendsDay === today ? row.sendsToday : 0;
+  if (sent >= row.dailySendLimit) {
+    throw new AppError('DAILY_SEND_LIMIT_EXCEEDED', `inbox ${row.address} reached its daily send limit of ${row.dailySendLimit}; it resets at midnight UTC`);
+  }
+  tx.update(inboxes)
+    .set({ sendsToday: sent + 1, sendsDay: today, totalSent: sql`${inboxes.totalSent} + 1` })
+    .where(eq(inboxes.id, row.id))
+    .run();
+}

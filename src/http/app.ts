@@ -1,0 +1,86 @@
+// The HTTP API: a tinyhttp app with one global step (request id, authentication, rate limit,
+// access log) and the routes of each resource. Unknown routes answer 404 NOT_FOUND.
+import { App, type Request, type Response } from '@tinyhttp/app';
+import type { AppContext } from '../context.ts';
+import { authenticateKey } from '../domain/apikeys.ts';
+import { AppError } from '../domain/errors.ts';
+import { errorFields } from '../log.ts';
+import { RateLimiter } from './ratelimit.ts';
+import { Routes, callerOf, newRequestId, sendError, type CallerInfo } from './routes.ts';
+import { registerHealthRoutes } from './routes/health.ts';
+import { registerInboxRoutes } from './routes/inboxes.ts';
+import { registerApiKeyRoutes } from './routes/apikeys.ts';
+
+/** Each resource module adds its routes here; fixed paths must come before `/:id` ones. */
+const ROUTE_MODULES: Array<(r: Routes, ctx: AppContext) => void> = [registerHealthRoutes, registerInboxRoutes, registerApiKeyRoutes];
+
+function presentedKey(req: Request): string | undefined {
+  const auth = req.headers.authorization;
+  if (auth) {
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(auth);
+    return m ? m[1] : '';
+  }
+  const x = req.headers['x-api-key'];
+  return typeof x === 'string' ? x.trim() : undefined;
+}
+
+export function createHttpApp(ctx: AppContext, extraModules: Array<(r: Routes, ctx: AppContext) => void> = []): App {
+  const limiter = new RateLimiter(ctx.config.limits.requests_per_minute);
+  const app = new App({
+    settings: { xPoweredBy: false },
+    noMatchHandler: (req: Request, res: Response) => {
+      sendError(res, new AppError('NOT_FOUND', `no route for ${req.method} ${new URL(req.url ?? '/', 'http://x').pathname}`), callerOf(req)?.requestId ?? newRequestId());
+    },
+    onError: (err: unknown, req: Request, res: Response) => {
+      ctx.log.error('unhandled error', errorFields(err));
+      if (res.headersSent) return void res.destroy();
+      sendError(res, new AppError('INTERNAL_ERROR', 'internal error'), callerOf(req)?.requestId ?? newRequestId());
+    },
+  });
+
+  app.use((req: Request, res: Response, next: () => void) => {
+    const caller: CallerInfo = { requestId: newRequestId(), started: performance.now() };
+    (req as unknown as { mr: CallerInfo }).mr = caller;
+    res.setHeader('X-Request-Id', caller.requestId);
+
+    const key = presentedKey(req);
+    if (key !== undefined) {
+      try {
+        caller.principal = key ? authenticateKey(ctx, key) : undefined;
+      } catch (err) {
+        ctx.log.error('authentication failed', errorFields(err));
+      }
+      if (!caller.principal) caller.authError = 'invalid, expired or revoked API key';
+    }
+
+    const identity = caller.principal ? `key:${caller.principal.keyId}` : `ip:${req.socket.remoteAddress ?? ''}`;
+    const rate = limiter.hit(identity, ctx.clock.now().getTime());
+    res.setHeader('X-RateLimit-Limit', String(rate.limit));
+    res.setHeader('X-RateLimit-Remaining', String(rate.remaining));
+    res.setHeader('X-RateLimit-Reset', String(rate.reset));
+
+    res.on('finish', () => {
+      ctx.log.info('request', {
+        requestId: caller.requestId,
+        method: req.method,
+        path: req.url?.split('?')[0],
+        status: res.statusCode,
+        ms: Math.round((performance.now() - caller.started) * 10) / 10,
+        keyId: caller.principal?.keyId,
+      });
+    });
+
+    if (!rate.allowed) {
+      const retryAfter = Math.max(1, Math.ceil(rate.reset - ctx.clock.now().getTime() / 1000));
+      sendError(res, new AppError('RATE_LIMITED', `rate limit of ${rate.limit} requests per minute exceeded; retry after ${retryAfter}s`), caller.requestId, {
+        'Retry-After': String(retryAfter),
+      });
+      return;
+    }
+    next();
+  });
+
+  const routes = new Routes(app, ctx);
+  for (const register of [...ROUTE_MODULES, ...extraModules]) register(routes, ctx);
+  return app;
+}

@@ -1,0 +1,238 @@
+// Every API route has the same shape: authenticate, rate-limit, refuse writes from read-only
+// keys, apply Idempotency-Key to POSTs, call one handler, and answer JSON or the error
+// envelope. Handlers return a Reply; they never touch the response object.
+import type { App, Request, Response } from '@tinyhttp/app';
+import { createHash, randomBytes } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Readable } from 'node:stream';
+import type { AppContext } from '../context.ts';
+import type { Principal } from '../domain/apikeys.ts';
+import { AppError, isAppError } from '../domain/errors.ts';
+import { beginIdempotent, finishIdempotent } from '../domain/idempotency.ts';
+import { errorFields } from '../log.ts';
+
+export interface ApiRequest {
+  method: string;
+  path: string;
+  params: Record<string, string>;
+  query: URLSearchParams;
+  headers: IncomingHttpHeaders;
+  requestId: string;
+  /** Set on every route that is not public. */
+  principal: Principal;
+  /** The parsed JSON body (undefined when the request had none). */
+  json(): Promise<unknown>;
+  /** The raw request stream (multipart uploads), or the whole body when it was buffered. */
+  raw: Request;
+  bufferedBody?: Buffer;
+}
+
+export type Reply =
+  | { status: number; body?: unknown; headers?: Record<string, string> }
+  | { status: number; stream: Readable | Buffer; headers: Record<string, string> };
+
+export type Handler = (req: ApiRequest) => Reply | Promise<Reply>;
+
+export interface RouteOptions {
+  /** No API key required (health, signed downloads). */
+  public?: boolean;
+  /** Body is multipart, read by the handler; buffered only for Idempotency-Key hashing. */
+  multipart?: boolean;
+}
+
+/** What the global middleware learned about the caller, attached to the request. */
+export interface CallerInfo {
+  requestId: string;
+  principal?: Principal;
+  authError?: string;
+  started: number;
+}
+
+export const callerOf = (req: Request): CallerInfo => (req as unknown as { mr: CallerInfo }).mr;
+
+const WRITE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+export function newRequestId(): string {
+  return randomBytes(8).toString('hex');
+}
+
+export function sendError(res: Response, err: AppError, requestId: string, extraHeaders: Record<string, string> = {}): void {
+  const body = JSON.stringify({ error: { code: err.code, message: err.message, status: err.status, requestId } });
+  res.writeHead(err.status, { 'Content-Type': 'application/json; charset=utf-8', ...extraHeaders });
+  res.end(body);
+}
+
+/** Reads the whole body up to `limit` bytes; larger bodies are refused with 413. */
+export function readBody(req: Request, limit: number): Promise<Buffer> {
+  const declared = Number(req.headers['content-length'] ?? NaN);
+  if (declared > limit) {
+    req.resume();
+    return Promise.reject(new AppError('PAYLOAD_TOO_LARGE', `request body exceeds the limit of ${limit} bytes`));
+  }
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let done = false;
+    req.on('data', (chunk: Buffer) => {
+      if (done) return;
+      size += chunk.length;
+      if (size > limit) {
+        done = true;
+        reject(new AppError('PAYLOAD_TOO_LARGE', `request body exceeds the limit of ${limit} bytes`));
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on('end', () => {
+      if (!done) {
+        done = true;
+        resolve(Buffer.concat(chunks));
+      }
+    });
+    req.on('error', (err) => {
+      if (!done) {
+        done = true;
+        reject(err);
+      }
+    });
+  });
+}
+
+function parseJson(buf: Buffer, contentType: string | undefined): unknown {
+  if (buf.length === 0) return undefined;
+  if (!contentType || !/^application\/(?:[\w.+-]*\+)?json\s*(?:;|$)/i.test(contentType)) {
+    throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'request bodies must be JSON with Content-Type: application/json');
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(buf.toString('utf8'));
+  } catch {
+    throw new AppError('INVALID_JSON', 'request body is not valid JSON');
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new AppError('VALIDATION_ERROR', 'request body must be a JSON object');
+  }
+  return value;
+}
+
+const JSON_HEADERS = { 'Content-Type': 'application/json; charset=utf-8' };
+
+function writeReply(res: Response, reply: Reply): void {
+  if ('stream' in reply) {
+    res.writeHead(reply.status, reply.headers);
+    if (Buffer.isBuffer(reply.stream)) res.end(reply.stream);
+    else {
+      reply.stream.on('error', () => res.destroy());
+      reply.stream.pipe(res);
+    }
+    return;
+  }
+  if (reply.body === undefined) {
+    res.writeHead(reply.status, reply.headers ?? {});
+    res.end();
+    return;
+  }
+  res.writeHead(reply.status, { ...JSON_HEADERS, ...reply.headers });
+  res.end(JSON.stringify(reply.body));
+}
+
+export class Routes {
+  constructor(
+    private readonly app: App,
+    private readonly ctx: AppContext,
+  ) {}
+
+  get(path: string, handler: Handler, opts?: RouteOptions) {
+    this.add('get', path, handler, opts);
+  }
+  post(path: string, handler: Handler, opts?: RouteOptions) {
+    this.add('post', path, handler, opts);
+  }
+  put(path: string, handler: Handler, opts?: RouteOptions) {
+    this.add('put', path, handler, opts);
+  }
+  delete(path: string, handler: Handler, opts?: RouteOptions) {
+    this.add('delete', path, handler, opts);
+  }
+
+  private add(method: 'get' | 'post' | 'put' | 'delete', path: string, handler: Handler, opts: RouteOptions = {}) {
+    this.app[method](path, (req: Request, res: Response) => {
+      void this.run(req, res, handler, opts);
+    });
+  }
+
+  private async run(req: Request, res: Response, handler: Handler, opts: RouteOptions): Promise<void> {
+    const { ctx } = this;
+    const caller = callerOf(req);
+    const method = req.method ?? 'GET';
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    let idem: { accountId: string; key: string } | undefined;
+    try {
+      if (!opts.public) {
+        if (!caller.principal) throw new AppError('UNAUTHORIZED', caller.authError ?? 'missing API key: send Authorization: Bearer <key> or x-api-key');
+        if (caller.principal.readOnly && WRITE_METHODS.has(method)) {
+          throw new AppError('FORBIDDEN', 'this API key is read-only');
+        }
+      }
+      let bodyPromise: Promise<unknown> | undefined;
+      let buffered: Buffer | undefined;
+      const limit = ctx.config.http.max_body_bytes;
+      const apiReq: ApiRequest = {
+        method,
+        path: url.pathname,
+        params: (req.params ?? {}) as Record<string, string>,
+        query: url.searchParams,
+        headers: req.headers,
+        requestId: caller.requestId,
+        principal: caller.principal!,
+        raw: req,
+        json: () => {
+          bodyPromise ??= (buffered ? Promise.resolve(buffered) : readBody(req, limit)).then((b) => parseJson(b, req.headers['content-type']));
+          return bodyPromise;
+        },
+      };
+
+      const idemKey = req.headers['idempotency-key'];
+      if (method === 'POST' && typeof idemKey === 'string' && caller.principal) {
+        if (!/^[\x21-\x7e]{1,255}$/.test(idemKey)) {
+          throw new AppError('VALIDATION_ERROR', '`Idempotency-Key` header must be 1 to 255 visible ASCII characters');
+        }
+        const bodyLimit = opts.multipart ? ctx.config.limits.max_attachment_bytes + 1_048_576 : limit;
+        buffered = await readBody(req, bodyLimit);
+        apiReq.bufferedBody = buffered;
+        const hash = createHash('sha256').update(`${method} ${url.pathname}${url.search}\n`).update(buffered).digest('hex');
+        const start = beginIdempotent(ctx, caller.principal.accountId, idemKey, hash);
+        if (start.kind === 'replay') {
+          res.writeHead(start.status, { ...JSON_HEADERS, 'Idempotent-Replayed': 'true' });
+          res.end(start.body);
+          return;
+        }
+        idem = { accountId: caller.principal.accountId, key: idemKey };
+      }
+
+      const reply = await handler(apiReq);
+      if (idem) {
+        finishIdempotent(ctx, idem.accountId, idem.key, reply.status, 'body' in reply && reply.body !== undefined ? JSON.stringify(reply.body) : '');
+        idem = undefined;
+      }
+      writeReply(res, reply);
+    } catch (err) {
+      const appErr = isAppError(err) ? err : undefined;
+      if (!appErr) ctx.log.error('unhandled error', { requestId: caller.requestId, method, path: url.pathname, ...errorFields(err) });
+      const answer = appErr ?? new AppError('INTERNAL_ERROR', `internal error; quote request id ${caller.requestId} when reporting it`);
+      if (idem) {
+        try {
+          finishIdempotent(ctx, idem.accountId, idem.key, answer.status, JSON.stringify({ error: { code: answer.code, message: answer.message, status: answer.status } }));
+        } catch (e) {
+          ctx.log.error('idempotency record not saved', errorFields(e));
+        }
+      }
+      if (res.headersSent) {
+        res.destroy();
+        return;
+      }
+      // A body we did not read (413) would otherwise be read to the end over keep-alive.
+      sendError(res, answer, caller.requestId, answer.code === 'PAYLOAD_TOO_LARGE' ? { Connection: 'close' } : {});
+    }
+  }
+}

@@ -1,0 +1,22 @@
+// /account/api-keys: create, list, revoke. The key authenticating a request cannot revoke itself.
+import { z } from 'zod';
+import type { AppContext } from '../../context.ts';
+import { createApiKey, listApiKeys, revokeApiKey } from '../../domain/apikeys.ts';
+import type { Routes } from '../routes.ts';
+import { headerSafe, parseInput } from '../validate.ts';
+
+export const CreateApiKeyBody = z.strictObject({
+  name: headerSafe(200).nullable().optional(),
+});
+
+export function registerApiKeyRoutes(r: Routes, ctx: AppContext): void {
+  r.post('/account/api-keys', async (req) => {
+    const body = parseInput(CreateApiKeyBody, await req.json());
+    return { status: 201, body: createApiKey(ctx, req.principal.accountId, { name: body.name ?? null }) };
+  });
+  r.get('/account/api-keys', (req) => ({ status: 200, body: { data: listApiKeys(ctx, req.principal.accountId) } }));
+  r.delete('/account/api-keys/:id', (req) => {
+    revokeApiKey(ctx, req.principal.accountId, req.params.id, req.principal.keyId);
+    return { status: 204 };
+  });
+}

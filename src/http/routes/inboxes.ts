@@ -1,0 +1,26 @@
+// /inboxes: create, list, get, delete.
+import { z } from 'zod';
+import type { AppContext } from '../../context.ts';
+import { createInbox, deleteInbox, getInbox, listInboxes } from '../../domain/inboxes.ts';
+import { parsePage } from '../../domain/pagination.ts';
+import type { Routes } from '../routes.ts';
+import { headerSafe, parseInput } from '../validate.ts';
+
+export const CreateInboxBody = z.strictObject({
+  address: z.string().max(254, 'must be at most 254 characters').optional(),
+  displayName: headerSafe(200).nullable().optional(),
+  domainId: z.string().max(100).optional(),
+});
+
+export function registerInboxRoutes(r: Routes, ctx: AppContext): void {
+  r.post('/inboxes', async (req) => {
+    const body = parseInput(CreateInboxBody, await req.json());
+    return { status: 201, body: createInbox(ctx, req.principal.accountId, body) };
+  });
+  r.get('/inboxes', (req) => ({ status: 200, body: listInboxes(ctx, req.principal.accountId, parsePage(req.query)) }));
+  r.get('/inboxes/:id', (req) => ({ status: 200, body: getInbox(ctx, req.principal.accountId, req.params.id) }));
+  r.delete('/inboxes/:id', async (req) => {
+    await deleteInbox(ctx, req.principal.accountId, req.params.id);
+    return { status: 204 };
+  });
+}

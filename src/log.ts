@@ -1,0 +1,27 @@
+// Structured logging: one JSON object per line on stdout, per request and per lifecycle event.
+export type LogFields = Record<string, unknown>;
+
+export interface Logger {
+  info(msg: string, fields?: LogFields): void;
+  warn(msg: string, fields?: LogFields): void;
+  error(msg: string, fields?: LogFields): void;
+}
+
+export function createLogger(write: (line: string) => void = (l) => process.stdout.write(l)): Logger {
+  const emit = (level: string, msg: string, fields?: LogFields) => {
+    write(JSON.stringify({ time: new Date().toISOString(), level, msg, ...fields }) + '\n');
+  };
+  return {
+    info: (m, f) => emit('info', m, f),
+    warn: (m, f) => emit('warn', m, f),
+    error: (m, f) => emit('error', m, f),
+  };
+}
+
+/** A logger that drops everything (CLI commands and tests that do not want the noise). */
+export const silentLogger: Logger = { info() {}, warn() {}, error() {} };
+
+export function errorFields(err: unknown): LogFields {
+  if (err instanceof Error) return { error: err.message, stack: err.stack };
+  return { error: String(err) };
+}

@@ -1,0 +1,121 @@
+// Wiring only: config → context (database, migrations) → HTTP listener → SMTP listener →
+// job runner and background timers. Returns a handle that stops everything in reverse order.
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Config } from './config.ts';
+import { closeContext, createContext, type AppContext, type Clock } from './context.ts';
+import { createHttpApp } from './http/app.ts';
+import type { Logger } from './log.ts';
+import { sweepIdempotencyKeys } from './domain/idempotency.ts';
+import { errorFields } from './log.ts';
+
+/** A long-running part of the process (SMTP listener, job runner, timers). */
+export interface Service {
+  name: string;
+  start(): Promise<void>;
+  /** Stop taking new work and finish what is in flight within `graceMs`. */
+  stop(graceMs: number): Promise<void>;
+}
+
+export interface RunningServer {
+  ctx: AppContext;
+  http: Server;
+  httpUrl: string;
+  services: Service[];
+  /** Port the SMTP listener bound (0 when none). */
+  smtpPort: number;
+  close(): Promise<void>;
+}
+
+export interface StartOptions {
+  clock?: Clock;
+  /** Extra services to run (tests, later features). */
+  services?: Array<(ctx: AppContext) => Service>;
+}
+
+/** Periodic housekeeping: expired idempotency records. */
+function housekeeping(ctx: AppContext): Service {
+  let timer: NodeJS.Timeout | undefined;
+  return {
+    name: 'housekeeping',
+    async start() {
+      const run = () => {
+        try {
+          sweepIdempotencyKeys(ctx);
+        } catch (err) {
+          ctx.log.error('housekeeping failed', errorFields(err));
+        }
+      };
+      run();
+      timer = setInterval(run, 3_600_000);
+      timer.unref();
+    },
+    async stop() {
+      clearInterval(timer);
+    },
+  };
+}
+
+export const SERVICE_FACTORIES: Array<(ctx: AppContext) => Service> = [housekeeping];
+
+function listenHttp(server: Server, host: string, port: number): Promise<AddressInfo> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve(server.address() as AddressInfo);
+    });
+  });
+}
+
+export async function startServer(config: Config, log: Logger, opts: StartOptions = {}): Promise<RunningServer> {
+  const ctx = createContext(config, log, { clock: opts.clock });
+  const app = createHttpApp(ctx);
+  const http = createServer((req, res) => app.attach(req as never, res as never));
+  http.keepAliveTimeout = 65_000;
+  const services = [...SERVICE_FACTORIES, ...(opts.services ?? [])].map((f) => f(ctx));
+  const started: Service[] = [];
+  try {
+    const addr = await listenHttp(http, config.http.listen!.host, config.http.listen!.port);
+    for (const s of services) {
+      await s.start();
+      started.push(s);
+    }
+    const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
+    const httpUrl = `http://${host}:${addr.port}`;
+    log.info('started', { http: httpUrl, services: services.map((s) => s.name) });
+    const smtp = services.find((s) => s.name === 'smtp') as (Service & { port?: number }) | undefined;
+    let closing: Promise<void> | undefined;
+    return {
+      ctx,
+      http,
+      httpUrl,
+      services,
+      smtpPort: smtp?.port ?? 0,
+      close: () => (closing ??= shutdown(ctx, http, started)),
+    };
+  } catch (err) {
+    await shutdown(ctx, http, started);
+    throw err;
+  }
+}
+
+async function shutdown(ctx: AppContext, http: Server, services: Service[]): Promise<void> {
+  const grace = ctx.config.http.shutdown_grace;
+  ctx.log.info('stopping');
+  // Stop accepting, let in-flight requests finish, then cut what is left after the grace period.
+  const httpClosed = new Promise<void>((resolve) => http.close(() => resolve()));
+  http.closeIdleConnections();
+  const force = setTimeout(() => http.closeAllConnections(), grace);
+  for (const s of [...services].reverse()) {
+    try {
+      await s.stop(grace);
+    } catch (err) {
+      ctx.log.error(`stopping ${s.name} failed`, errorFields(err));
+    }
+  }
+  await httpClosed;
+  clearTimeout(force);
+  closeContext(ctx);
+  ctx.log.info('stopped');
+}

@@ -1,0 +1,76 @@
+// Files on disk under data_dir: raw messages and attachment bytes. Writes go to a temporary
+// name, are fsynced, then renamed into place, so a file that exists is complete.
+import { createWriteStream, promises as fs, createReadStream, type ReadStream } from 'node:fs';
+import { dirname, join, resolve, sep } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+
+export class Blobs {
+  readonly root: string;
+  constructor(dataDir: string) {
+    this.root = resolve(dataDir);
+  }
+
+  /** Absolute path of a stored relative path; refuses anything that escapes data_dir. */
+  path(rel: string): string {
+    const abs = resolve(this.root, rel);
+    if (!abs.startsWith(this.root + sep)) throw new Error(`blob path escapes data_dir: ${rel}`);
+    return abs;
+  }
+
+  async write(rel: string, data: Buffer | string): Promise<void> {
+    const abs = this.path(rel);
+    await fs.mkdir(dirname(abs), { recursive: true });
+    const tmp = `${abs}.${randomBytes(4).toString('hex')}.tmp`;
+    const fh = await fs.open(tmp, 'w', 0o600);
+    try {
+      await fh.writeFile(data);
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+    await fs.rename(tmp, abs);
+  }
+
+  /** Streams into place; if the source errors (a size limit, a dropped client) nothing is left behind. */
+  async writeStream(rel: string, source: Readable): Promise<void> {
+    const abs = this.path(rel);
+    await fs.mkdir(dirname(abs), { recursive: true });
+    const tmp = `${abs}.${randomBytes(4).toString('hex')}.tmp`;
+    try {
+      await pipeline(source, createWriteStream(tmp, { mode: 0o600 }));
+      const fh = await fs.open(tmp, 'r+');
+      try {
+        await fh.sync();
+      } finally {
+        await fh.close();
+      }
+      await fs.rename(tmp, abs);
+    } catch (err) {
+      await fs.rm(tmp, { force: true });
+      throw err;
+    }
+  }
+
+  read(rel: string): Promise<Buffer> {
+    return fs.readFile(this.path(rel));
+  }
+
+  stream(rel: string): ReadStream {
+    return createReadStream(this.path(rel));
+  }
+
+  async remove(rels: Iterable<string | null | undefined>): Promise<void> {
+    for (const rel of rels) {
+      if (rel) await fs.rm(this.path(rel), { force: true });
+    }
+  }
+
+  /** A fresh relative path for a new blob: <kind>/<yyyy-mm>/<id><ext>. */
+  static key(kind: 'raw' | 'attachments', id: string, ext = ''): string {
+    const d = new Date();
+    const month = `${d.getUTCFullYear()}-${String(d.getUTCMonth() + 1).padStart(2, '0')}`;
+    return join(kind, month, id + ext);
+  }
+}

@@ -1,0 +1,122 @@
+// Test harness: boots the real server (HTTP, SMTP, job runner) on loopback ports 0 with a
+// temporary data directory, and gives tests an account, an API key and a fetch helper.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { configFrom, type Config } from '../../src/config.ts';
+import type { Clock } from '../../src/context.ts';
+import { createAccount } from '../../src/domain/accounts.ts';
+import { createApiKey } from '../../src/domain/apikeys.ts';
+import { createLogger, silentLogger, type Logger } from '../../src/log.ts';
+import { startServer, type RunningServer } from '../../src/main.ts';
+
+process.on('unhandledRejection', (err) => {
+  // An unhandled rejection anywhere fails the run (STYLE.md §7).
+  console.error('unhandled rejection in test process:', err);
+  process.exitCode = 1;
+  throw err;
+});
+
+type DeepPartial<T> = { [K in keyof T]?: T[K] extends object ? DeepPartial<T[K]> | T[K] : T[K] };
+
+export interface TestServer {
+  server: RunningServer;
+  url: string;
+  key: string;
+  keyId: string;
+  accountId: string;
+  dataDir: string;
+  config: Config;
+  /** fetch against the API with this server's key (override with opts.key; null for none). */
+  api(method: string, path: string, body?: unknown, opts?: { key?: string | null; headers?: Record<string, string> }): Promise<ApiResponse>;
+  /** A second account with its own key, for cross-account checks. */
+  newAccount(name?: string): { accountId: string; key: string; keyId: string };
+  close(): Promise<void>;
+}
+
+export interface ApiResponse {
+  status: number;
+  headers: Headers;
+  body: any;
+  text: string;
+}
+
+/** Raw TOML-shaped overrides, e.g. { limits: { requests_per_minute: 5 } }. */
+export type Overrides = Record<string, unknown>;
+
+function merge(base: Record<string, any>, over: Record<string, any>): Record<string, any> {
+  const out = { ...base };
+  for (const [k, v] of Object.entries(over)) {
+    out[k] = v && typeof v === 'object' && !Array.isArray(v) && typeof base[k] === 'object' ? merge(base[k], v) : v;
+  }
+  return out;
+}
+
+export async function startTestServer(overrides: Overrides = {}, opts: { clock?: Clock; log?: Logger; dataDir?: string } = {}): Promise<TestServer> {
+  const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'mailroom-test-'));
+  const raw = merge(
+    {
+      data_dir: dataDir,
+      hostname: 'mx.test.localhost',
+      shared_domain: 'agents.test',
+      http: { listen: '127.0.0.1:0', public_url: 'http://127.0.0.1:0', shutdown_grace: '2s' },
+      smtp: { listen: '127.0.0.1:0' },
+      outbound: { mode: 'dry-run' },
+      webhooks: { allow_insecure_targets: true },
+      dns: { servers: ['127.0.0.1:9'], timeout: '1s' },
+    },
+    overrides,
+  );
+  const config = configFrom(raw);
+  const log = opts.log ?? (process.env.MAILROOM_TEST_LOG ? createLogger() : silentLogger);
+  const server = await startServer(config, log, { clock: opts.clock });
+  // Attachment URLs must point at the port actually bound.
+  if ((overrides.http as Record<string, unknown> | undefined)?.public_url === undefined) config.http.public_url = server.httpUrl;
+  const newAccount = (name = 'test') => {
+    const acc = createAccount(server.ctx, name);
+    const k = createApiKey(server.ctx, acc.id, { name: 'test' });
+    return { accountId: acc.id, key: k.key, keyId: k.id };
+  };
+  const main = newAccount('main');
+  const api: TestServer['api'] = async (method, path, body, o = {}) => {
+    const headers: Record<string, string> = { ...o.headers };
+    const key = o.key === undefined ? main.key : o.key;
+    if (key !== null) headers.authorization = `Bearer ${key}`;
+    let payload: string | undefined;
+    if (body !== undefined) {
+      payload = typeof body === 'string' ? body : JSON.stringify(body);
+      headers['content-type'] ??= 'application/json';
+    }
+    const res = await fetch(server.httpUrl + path, { method, headers, body: payload });
+    const text = await res.text();
+    let parsed: unknown;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {
+      parsed = undefined;
+    }
+    return { status: res.status, headers: res.headers, body: parsed, text };
+  };
+  return {
+    server,
+    url: server.httpUrl,
+    key: main.key,
+    keyId: main.keyId,
+    accountId: main.accountId,
+    dataDir,
+    config,
+    api,
+    newAccount,
+    async close() {
+      await server.close();
+      if (!opts.dataDir) rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Asserts the error envelope: exact status and code. */
+export function expectError(res: ApiResponse, status: number, code: string): void {
+  if (res.status !== status || res.body?.error?.code !== code || res.body?.error?.status !== status || typeof res.body?.error?.message !== 'string') {
+    throw new Error(`expected ${status} ${code}, got ${res.status} ${res.text.slice(0, 300)}`);
+  }
+}
