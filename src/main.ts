@@ -8,6 +8,8 @@ import { createHttpApp } from './http/app.ts';
 import type { Logger } from './log.ts';
 import { sweepIdempotencyKeys } from './domain/idempotency.ts';
 import { errorFields } from './log.ts';
+import { createJobRunner } from './jobs/runner.ts';
+import { JOB_HANDLERS } from './jobs/handlers/index.ts';
 
 /** A long-running part of the process (SMTP listener, job runner, timers). */
 export interface Service {
@@ -56,7 +58,8 @@ function housekeeping(ctx: AppContext): Service {
   };
 }
 
-export const SERVICE_FACTORIES: Array<(ctx: AppContext) => Service> = [housekeeping];
+/** Started in this order, stopped in reverse. */
+export const SERVICE_FACTORIES: Array<(ctx: AppContext) => Service> = [housekeeping, (ctx) => createJobRunner(ctx, JOB_HANDLERS)];
 
 function listenHttp(server: Server, host: string, port: number): Promise<AddressInfo> {
   return new Promise((resolve, reject) => {

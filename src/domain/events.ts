@@ -1,0 +1,36 @@
+// Events: every state change a webhook may report (message.received, message.sent, …,
+// domain.verified). recordEvent is called inside the transaction that makes the change, so an
+// event exists exactly when its change was committed — a crash never loses or invents one.
+import type { AppContext } from '../context.ts';
+import type { Tx } from '../db/client.ts';
+import { events } from '../db/schema.ts';
+import { newId } from '../ids.ts';
+
+export const EVENT_TYPES = {
+  'message.received': 'An inbound email arrived in an inbox.',
+  'message.sent': "An outbound message was accepted by every recipient's mail server.",
+  'message.delivered': 'Delivery to the recipient mailbox was confirmed (every recipient was an inbox of this appliance).',
+  'message.bounced': 'The message could not be delivered: a recipient server rejected it, or a bounce report named it.',
+  'message.complained': 'A recipient marked the message as spam (an ARF feedback report named it).',
+  'domain.verified': 'A custom domain passed DNS verification for sending.',
+} as const;
+
+export type EventType = keyof typeof EVENT_TYPES;
+
+export interface EventRecord {
+  id: string;
+  accountId: string;
+  type: EventType;
+  data: unknown;
+  createdAt: string;
+}
+
+/** Hooks run inside the same transaction for each recorded event (webhook fan-out). */
+export const EVENT_FANOUT: Array<(tx: Tx, ctx: AppContext, event: EventRecord) => void> = [];
+
+export function recordEvent(tx: Tx, ctx: AppContext, accountId: string, type: EventType, data: unknown): EventRecord {
+  const event: EventRecord = { id: newId('evt'), accountId, type, data, createdAt: ctx.clock.now().toISOString() };
+  tx.insert(events).values({ id: event.id, accountId, type, data: JSON.stringify(data), createdAt: event.createdAt }).run();
+  for (const fan of EVENT_FANOUT) fan(tx, ctx, event);
+  return event;
+}

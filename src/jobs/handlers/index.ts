@@ -1,0 +1,4 @@
+// Every kind of job the runner knows. Each feature adds its handler here.
+import type { JobHandler } from '../runner.ts';
+
+export const JOB_HANDLERS: JobHandler[] = [];
