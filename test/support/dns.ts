@@ -2,7 +2,8 @@
 // a mutable zone; a name can be made to SERVFAIL or to never answer (timeout).
 import dns2 from 'dns2';
 
-const { Packet } = dns2;
+// dns2's bundled types lag its API (RCODE, record shapes); it is used untyped here.
+const Packet = (dns2 as any).Packet;
 
 export type TestRecord =
   | { type: 'A'; address: string }
@@ -29,7 +30,7 @@ export interface TestDns {
   close(): Promise<void>;
 }
 
-const TYPE_NAMES = Object.fromEntries(Object.entries(Packet.TYPE).map(([k, v]) => [v, k])) as Record<number, string>;
+const TYPE_NAMES = Object.fromEntries(Object.entries(Packet.TYPE as Record<string, number>).map(([k, v]) => [v, k])) as Record<number, string>;
 
 export async function startTestDns(): Promise<TestDns> {
   const zone = new Map<string, TestRecord[]>();
@@ -40,7 +41,7 @@ export async function startTestDns(): Promise<TestDns> {
   const server = dns2.createServer({
     udp: true,
     handle: (request: any, send: (r: any) => void) => {
-      const response = Packet.createResponseFromRequest(request);
+      const response: any = Packet.createResponseFromRequest(request);
       const [q] = request.questions;
       const name = String(q.name).toLowerCase().replace(/\.$/, '');
       const typeName = TYPE_NAMES[q.type] ?? String(q.type);
