@@ -17,7 +17,6 @@ process.on('unhandledRejection', (err) => {
   throw err;
 });
 
-type DeepPartial<T> = { [K in keyof T]?: T[K] extends object ? DeepPartial<T[K]> | T[K] : T[K] };
 
 export interface TestServer {
   server: RunningServer;
