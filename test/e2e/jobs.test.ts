@@ -1,0 +1,192 @@
+// The job table and runner with a test job kind: attempts recorded at claim, retries on the
+// schedule, final failure, recovery after a crash, per-partition concurrency, sweeping.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { eq } from 'drizzle-orm';
+import { configFrom } from '../../src/config.ts';
+import { closeContext, createContext, type AppContext } from '../../src/context.ts';
+import { jobs } from '../../src/db/schema.ts';
+import { claimDue, enqueueJob, fail, getJob, ok, recoverJobs, retry, sweepJobs, type JobOutcome } from '../../src/jobs/table.ts';
+import { createJobRunner, type JobHandler } from '../../src/jobs/runner.ts';
+import { silentLogger } from '../../src/log.ts';
+
+function context(extra: Record<string, unknown> = {}): AppContext {
+  const dir = mkdtempSync(join(tmpdir(), 'mailroom-jobs-'));
+  return createContext(configFrom({ data_dir: dir, ...extra }), silentLogger);
+}
+
+function enqueue(ctx: AppContext, payload: unknown, opts: { partition?: string; maxAttempts?: number; kind?: string } = {}): string {
+  const id = ctx.db.transaction((tx) => enqueueJob(tx, new Date(), { kind: opts.kind ?? 'test', payload, partition: opts.partition, maxAttempts: opts.maxAttempts ?? 3 }));
+  ctx.notify('jobs');
+  return id;
+}
+
+const until = async (cond: () => boolean, ms = 5000) => {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error('condition not reached in time');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+};
+
+test('claiming records the attempt and the next run time in one step', () => {
+  const ctx = context();
+  try {
+    const id = enqueue(ctx, { n: 1 });
+    const before = Date.now();
+    const [job] = claimDue(ctx, 10, () => [60_000, 120_000]);
+    assert.equal(job.id, id);
+    const row = getJob(ctx, id)!;
+    assert.equal(row.status, 'running');
+    assert.equal(row.attempts, 1);
+    assert.ok(row.runAt >= before + 60_000, 'next run time already set from the schedule');
+    assert.ok(row.leaseUntil! >= before + ctx.config.jobs.lease);
+    // A running job with a live lease is not claimed again.
+    assert.equal(claimDue(ctx, 10, () => [1]).length, 0);
+  } finally {
+    closeContext(ctx);
+  }
+});
+
+test('the runner wakes at once on new work, retries on the schedule, and fails after the last attempt', async () => {
+  const ctx = context();
+  const seen: Array<{ payload: string; attempt: number; at: number }> = [];
+  const handler: JobHandler = {
+    kind: 'test',
+    schedule: () => [50, 50],
+    async run(_ctx, job): Promise<JobOutcome> {
+      seen.push({ payload: job.payload, attempt: job.attempts, at: Date.now() });
+      const p = JSON.parse(job.payload);
+      if (p.mode === 'ok') return ok();
+      if (p.mode === 'fail') return fail('permanent');
+      if (p.mode === 'throw') throw new Error('boom');
+      return retry('try later');
+    },
+  };
+  const runner = createJobRunner(ctx, [handler]);
+  await runner.start();
+  try {
+    const okId = enqueue(ctx, { mode: 'ok' });
+    const retryId = enqueue(ctx, { mode: 'retry' });
+    const failId = enqueue(ctx, { mode: 'fail' });
+    const throwId = enqueue(ctx, { mode: 'throw' }, { maxAttempts: 2 });
+    await until(() => ['done', 'failed'].includes(getJob(ctx, retryId)!.status) && getJob(ctx, throwId)!.status === 'failed');
+    await runner.idle();
+    assert.equal(getJob(ctx, okId)!.status, 'done');
+    assert.ok(getJob(ctx, okId)!.finishedAt);
+    const r = getJob(ctx, retryId)!;
+    assert.equal(r.status, 'failed');
+    assert.equal(r.attempts, 3);
+    assert.equal(r.lastError, 'try later');
+    const times = seen.filter((s) => JSON.parse(s.payload).mode === 'retry');
+    assert.deepEqual(times.map((s) => s.attempt), [1, 2, 3]);
+    assert.ok(times[1].at - times[0].at >= 45, 'retries wait for the schedule');
+    const f = getJob(ctx, failId)!;
+    assert.equal(f.status, 'failed');
+    assert.equal(f.attempts, 1, 'a permanent failure is not retried');
+    const t = getJob(ctx, throwId)!;
+    assert.equal(t.status, 'failed');
+    assert.equal(t.attempts, 2);
+    assert.equal(t.lastError, 'boom');
+  } finally {
+    await runner.stop(1000);
+    closeContext(ctx);
+  }
+});
+
+test('an outcome commit runs in the same transaction as the finish', async () => {
+  const ctx = context();
+  const handler: JobHandler = {
+    kind: 'test',
+    schedule: () => [10],
+    run: async (_c, job) =>
+      ok((tx) => {
+        tx.update(jobs).set({ lastError: `committed by ${job.id}` }).where(eq(jobs.id, job.id)).run();
+      }),
+  };
+  const runner = createJobRunner(ctx, [handler]);
+  await runner.start();
+  try {
+    const id = enqueue(ctx, {});
+    await until(() => getJob(ctx, id)!.status === 'done');
+    assert.equal(getJob(ctx, id)!.lastError, `committed by ${id}`);
+  } finally {
+    await runner.stop(1000);
+    closeContext(ctx);
+  }
+});
+
+test('a job left running by a dead process is recovered at start and runs again', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'mailroom-jobs-'));
+  const cfg = configFrom({ data_dir: dir });
+  const crashed = createContext(cfg, silentLogger);
+  const id = enqueue(crashed, { n: 1 });
+  claimDue(crashed, 1, () => [3_600_000]); // claimed, then the process "dies"
+  closeContext(crashed);
+
+  const ctx = createContext(cfg, silentLogger);
+  const attempts: number[] = [];
+  const runner = createJobRunner(ctx, [{ kind: 'test', schedule: () => [3_600_000], run: async (_c, job) => (attempts.push(job.attempts), ok()) }]);
+  await runner.start();
+  try {
+    await until(() => getJob(ctx, id)!.status === 'done');
+    assert.deepEqual(attempts, [2], 'the interrupted attempt counted; the retry ran at once, not an hour later');
+    assert.equal(recoverJobs(ctx), 0);
+  } finally {
+    await runner.stop(1000);
+    closeContext(ctx);
+  }
+});
+
+test('concurrency per partition is bounded', async () => {
+  const ctx = context();
+  let active = 0;
+  let peak = 0;
+  const perPartition = new Map<string, number>();
+  let peakPerPartition = 0;
+  const handler: JobHandler = {
+    kind: 'test',
+    schedule: () => [10],
+    partitionLimit: () => 2,
+    async run(_c, job) {
+      active++;
+      peak = Math.max(peak, active);
+      perPartition.set(job.partition, (perPartition.get(job.partition) ?? 0) + 1);
+      peakPerPartition = Math.max(peakPerPartition, perPartition.get(job.partition)!);
+      await new Promise((r) => setTimeout(r, 20));
+      perPartition.set(job.partition, perPartition.get(job.partition)! - 1);
+      active--;
+      return ok();
+    },
+  };
+  const runner = createJobRunner(ctx, [handler]);
+  await runner.start();
+  try {
+    const ids = [];
+    for (let i = 0; i < 12; i++) ids.push(enqueue(ctx, { i }, { partition: i % 2 ? 'a.example' : 'b.example' }));
+    await until(() => ids.every((id) => getJob(ctx, id)!.status === 'done'));
+    assert.equal(peakPerPartition, 2);
+    assert.ok(peak <= 4 && peak >= 3, `peak ${peak}`);
+  } finally {
+    await runner.stop(1000);
+    closeContext(ctx);
+  }
+});
+
+test('finished jobs are swept after the retention period, unfinished ones never', () => {
+  const ctx = context({ jobs: { retention: '1h' } });
+  try {
+    const old = enqueue(ctx, {});
+    const pending = enqueue(ctx, {});
+    ctx.db.update(jobs).set({ status: 'done', finishedAt: new Date(Date.now() - 2 * 3_600_000).toISOString() }).where(eq(jobs.id, old)).run();
+    ctx.db.update(jobs).set({ createdAt: new Date(Date.now() - 10 * 3_600_000).toISOString() }).where(eq(jobs.id, pending)).run();
+    assert.equal(sweepJobs(ctx), 1);
+    assert.equal(getJob(ctx, old), undefined);
+    assert.ok(getJob(ctx, pending));
+  } finally {
+    closeContext(ctx);
+  }
+});
