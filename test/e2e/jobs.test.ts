@@ -165,7 +165,7 @@ test('concurrency per partition is bounded', async () => {
   const runner = createJobRunner(ctx, [handler]);
   await runner.start();
   try {
-    const ids = [];
+    const ids: string[] = [];
     for (let i = 0; i < 12; i++) ids.push(enqueue(ctx, { i }, { partition: i % 2 ? 'a.example' : 'b.example' }));
     await until(() => ids.every((id) => getJob(ctx, id)!.status === 'done'));
     assert.equal(peakPerPartition, 2);
