@@ -82,5 +82,6 @@ export function createHttpApp(ctx: AppContext, extraModules: Array<(r: Routes, c
 
   const routes = new Routes(app, ctx);
   for (const register of [...ROUTE_MODULES, ...extraModules]) register(routes, ctx);
+  app.locals.routes = routes.registered;
   return app;
 }

@@ -136,7 +136,17 @@ function writeReply(res: Response, reply: Reply): void {
   res.end(JSON.stringify(reply.body));
 }
 
+export interface RegisteredRoute {
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  /** tinyhttp pattern, e.g. /inboxes/:id */
+  path: string;
+  options: RouteOptions;
+}
+
 export class Routes {
+  /** Every route registered, in order (the OpenAPI document and metrics read it). */
+  readonly registered: RegisteredRoute[] = [];
+
   constructor(
     private readonly app: App,
     private readonly ctx: AppContext,
@@ -156,6 +166,7 @@ export class Routes {
   }
 
   private add(method: 'get' | 'post' | 'put' | 'delete', path: string, handler: Handler, opts: RouteOptions = {}) {
+    this.registered.push({ method: method.toUpperCase() as RegisteredRoute['method'], path, options: opts });
     this.app[method](path, (req: Request, res: Response) => {
       void this.run(req, res, handler, opts);
     });
