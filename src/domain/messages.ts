@@ -1,6 +1,13 @@
 // Messages: the API shape of a stored message (inbound or outbound). Listing, reading and
 // deleting messages live here too; receiving is in inbound.ts, sending in sending.ts.
-import type { messages } from '../db/schema.ts';
+import { and, asc, count, desc, eq } from 'drizzle-orm';
+import type { AppContext } from '../context.ts';
+import { attachments, messages } from '../db/schema.ts';
+import { attachmentMetaForMany } from './attachments.ts';
+import { AppError } from './errors.ts';
+import { findInboxRow } from './inboxes.ts';
+import type { Page, PageResult } from './pagination.ts';
+import { afterMessageRemoved, findThreadRow, threadView, type Thread } from './threads.ts';
 
 export type MessageRow = typeof messages.$inferSelect;
 
@@ -73,4 +80,82 @@ export function messageView(row: MessageRow, attachments: AttachmentMeta[]): Mes
     m.authentication = row.authentication ? JSON.parse(row.authentication) : null;
   }
   return m;
+}
+
+/** Views of many rows with their attachments, in two queries rather than one per message. */
+export function messageViews(ctx: AppContext, rows: MessageRow[]): Message[] {
+  const metas = attachmentMetaForMany(ctx, rows.map((r) => r.id));
+  return rows.map((r) => messageView(r, metas.get(r.id) ?? []));
+}
+
+export const MESSAGE_STATUSES = ['queued', 'sending', 'sent', 'delivered', 'failed', 'bounced', 'complained', 'received'] as const;
+
+export function findMessageRow(ctx: AppContext, accountId: string, id: string): MessageRow {
+  const row = ctx.db.select().from(messages).where(eq(messages.id, id)).get();
+  // Another account's message is reported exactly like a missing one.
+  if (!row || row.accountId !== accountId) throw new AppError('MESSAGE_NOT_FOUND', `message ${id} not found`);
+  return row;
+}
+
+/** Messages of an inbox, newest first, optionally of one status. */
+export function listMessages(ctx: AppContext, accountId: string, inboxId: string, opts: Page & { status?: string | null }): PageResult<Message> {
+  findInboxRow(ctx, accountId, inboxId);
+  if (opts.status && !(MESSAGE_STATUSES as readonly string[]).includes(opts.status)) {
+    throw new AppError('VALIDATION_ERROR', `query parameter \`status\` must be one of ${MESSAGE_STATUSES.join(', ')}`);
+  }
+  const where = opts.status ? and(eq(messages.inboxId, inboxId), eq(messages.status, opts.status)) : eq(messages.inboxId, inboxId);
+  const rows = ctx.db
+    .select()
+    .from(messages)
+    .where(where)
+    .orderBy(desc(messages.createdAt), desc(messages.id))
+    .limit(opts.limit)
+    .offset(opts.offset)
+    .all();
+  const total = ctx.db.select({ n: count() }).from(messages).where(where).get()!.n;
+  return { data: messageViews(ctx, rows), total, limit: opts.limit, offset: opts.offset };
+}
+
+export function getMessage(ctx: AppContext, accountId: string, id: string): Message {
+  return messageViews(ctx, [findMessageRow(ctx, accountId, id)])[0];
+}
+
+/** The RFC 5322 source as stored (inbound: as received; outbound: as built for sending). */
+export async function rawMessage(ctx: AppContext, accountId: string, id: string): Promise<Buffer> {
+  const row = findMessageRow(ctx, accountId, id);
+  if (!row.rawPath) throw new AppError('MESSAGE_NOT_FOUND', `message ${id} has no stored source yet`);
+  try {
+    return await ctx.blobs.read(row.rawPath);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new AppError('MESSAGE_NOT_FOUND', `the source of message ${id} is no longer stored`);
+    throw err;
+  }
+}
+
+/**
+ * Deletes a message, its own attachments (inbound ones) and its thread when it was the thread's
+ * only message. Rows go in one transaction, then files, so a crash leaves at worst an orphan
+ * file, never a row pointing at nothing. Uploaded attachments it was sent with stay.
+ */
+export async function deleteMessage(ctx: AppContext, accountId: string, id: string): Promise<void> {
+  const files = ctx.db.transaction((tx) => {
+    const row = tx.select().from(messages).where(eq(messages.id, id)).get();
+    if (!row || row.accountId !== accountId) throw new AppError('MESSAGE_NOT_FOUND', `message ${id} not found`);
+    const own = tx.select({ p: attachments.storagePath }).from(attachments).where(eq(attachments.messageId, id)).all();
+    tx.delete(messages).where(eq(messages.id, id)).run();
+    afterMessageRemoved(tx, row.threadId);
+    return [row.rawPath, ...own.map((a) => a.p)];
+  });
+  await ctx.blobs.remove(files);
+}
+
+export interface ThreadWithMessages extends Thread {
+  messages: Message[];
+}
+
+/** A thread with its messages, oldest first. */
+export function getThread(ctx: AppContext, accountId: string, id: string): ThreadWithMessages {
+  const thread = findThreadRow(ctx, accountId, id);
+  const rows = ctx.db.select().from(messages).where(eq(messages.threadId, id)).orderBy(asc(messages.createdAt), asc(messages.id)).all();
+  return { ...threadView(thread), messages: messageViews(ctx, rows) };
 }

@@ -1,0 +1,226 @@
+// Receiving mail: which RCPT addresses are ours, and acceptInbound, the one path every inbound
+// message takes (SMTP and local delivery by the sender): parse once, write the raw source and
+// attachment bytes (fsynced), then in ONE transaction the rows, threads and events.
+import { simpleParser, type AddressObject, type ParsedMail } from 'mailparser';
+import { createHash } from 'node:crypto';
+import { eq, inArray } from 'drizzle-orm';
+import type { AppContext } from '../context.ts';
+import { attachments, domains, inboxes, messages } from '../db/schema.ts';
+import { newId } from '../ids.ts';
+import { Blobs } from '../storage/blobs.ts';
+import { splitAddress } from './addresses.ts';
+import { cleanContentType, cleanFilename, type AttachmentRow } from './attachments.ts';
+import { authenticateMessage, type AuthenticationResults } from './authentication.ts';
+import { AppError } from './errors.ts';
+import { recordEvent } from './events.ts';
+import { findInboxByAddress, type InboxRow } from './inboxes.ts';
+import { messageView, type MessageRow } from './messages.ts';
+import { messageIdsIn, threadForMessage } from './threads.ts';
+import { isoNow } from './time.ts';
+
+/**
+ * Early handlers for reports about our own outbound mail (DSN multipart/report, ARF feedback).
+ * Each is called after parsing; the first that returns true has consumed the message, and it is
+ * not stored as an ordinary message. The outbound side registers its handler here.
+ */
+export const INBOUND_REPORT_HANDLERS: Array<(ctx: AppContext, parsed: ParsedMail, recipients: InboxRow[]) => boolean | Promise<boolean>> = [];
+
+/**
+ * The inbox that receives mail for an RCPT TO address, or the AppError to answer:
+ * FORBIDDEN (relay denied) for anything not on a domain we serve or using routing syntax,
+ * INBOX_NOT_FOUND for an unknown mailbox of ours, INBOX_SUSPENDED for a suspended inbox.
+ */
+export function resolveRecipient(ctx: AppContext, address: string): InboxRow {
+  const parts = splitAddress(address.trim());
+  // Never an open relay (RFC 5321 §3.6): quoted local parts, `%` hacks and `!` UUCP paths are
+  // ways of naming another host; a local part with an `@` left in it is one too.
+  if (!parts || parts.local.startsWith('"') || /[%!@]/.test(parts.local)) {
+    throw new AppError('FORBIDDEN', 'relaying denied: routing syntax in the recipient address is not accepted');
+  }
+  const domain = parts.domain.toLowerCase().replace(/\.$/, '');
+  if (!servesDomain(ctx, domain)) throw new AppError('FORBIDDEN', `relaying denied: ${domain} is not a domain of this server`);
+  const inbox = findInboxByAddress(ctx, `${parts.local}@${domain}`);
+  if (!inbox) throw new AppError('INBOX_NOT_FOUND', 'no such mailbox here');
+  if (inbox.status !== 'active') throw new AppError('INBOX_SUSPENDED', 'mailbox disabled, not accepting messages');
+  return inbox;
+}
+
+/** The shared domain and every domain in the domains table (any account, any status). */
+export function servesDomain(ctx: AppContext, domain: string): boolean {
+  if (domain === ctx.config.shared_domain.toLowerCase()) return true;
+  return ctx.db.select({ id: domains.id }).from(domains).where(eq(domains.domain, domain)).get() !== undefined;
+}
+
+export interface InboundInput {
+  raw: Buffer;
+  /** Envelope sender (MAIL FROM); '' for the null reverse-path of bounces. */
+  mailFrom: string;
+  recipients: InboxRow[];
+  remoteAddress?: string;
+  heloName?: string;
+  /** Local delivery from this appliance: there is no remote sender to authenticate. */
+  skipAuthentication?: boolean;
+}
+
+/** Parses with mailparser; a parser failure still yields a message built from what can be read. */
+async function parseMessage(raw: Buffer): Promise<ParsedMail> {
+  try {
+    return await simpleParser(raw, { skipTextToHtml: true, skipImageLinks: true, keepCidLinks: true, skipHtmlToText: false });
+  } catch {
+    // Keep the raw bytes; take the subject from the header block if one can be seen.
+    const head = raw.subarray(0, 65_536).toString('latin1');
+    const subject = /^subject:[ \t]*(.*(?:\r?\n[ \t].*)*)/im.exec(head)?.[1]?.replace(/\r?\n[ \t]+/g, ' ').trim();
+    return { attachments: [], headers: new Map(), headerLines: [], html: false, subject, text: undefined } as unknown as ParsedMail;
+  }
+}
+
+function addressesOf(field: AddressObject | AddressObject[] | undefined): string[] {
+  const out: string[] = [];
+  const walk = (list: Array<{ address?: string; group?: Array<{ address?: string }> }>) => {
+    for (const v of list) {
+      if (v.group) walk(v.group);
+      else if (v.address) out.push(v.address.slice(0, 320));
+    }
+  };
+  for (const obj of field ? [field].flat() : []) walk(obj.value);
+  return out;
+}
+
+const VALID_MSGID = /^<[^<>\s]{1,900}>$/;
+
+interface PreparedAttachment {
+  filename: string;
+  contentType: string;
+  content: Buffer;
+  sha256: string;
+}
+
+/**
+ * Stores one received message for each recipient inbox and returns after the commit. Each
+ * recipient gets its own raw file and attachment files, so deleting one inbox's copy can never
+ * remove bytes another inbox still lists.
+ */
+export async function acceptInbound(ctx: AppContext, input: InboundInput): Promise<{ messageIds: string[] }> {
+  if (input.raw.length === 0 || input.raw.every((b) => b === 0x0d || b === 0x0a || b === 0x20 || b === 0x09)) {
+    throw new AppError('VALIDATION_ERROR', 'empty message');
+  }
+  const parsed = await parseMessage(input.raw);
+
+  // ---- Reports about our own outbound mail (DSN/ARF): handled by INBOUND_REPORT_HANDLERS. ----
+  for (const handle of INBOUND_REPORT_HANDLERS) {
+    if (await handle(ctx, parsed, input.recipients)) return { messageIds: [] };
+  }
+
+  const unique = [...new Map(input.recipients.map((r) => [r.id, r])).values()];
+  if (unique.length === 0) throw new AppError('INBOX_NOT_FOUND', 'no recipient inbox');
+
+  const from = addressesOf(parsed.from);
+  const fromName = parsed.from?.value.find((v) => v.address)?.name || null;
+  const messageIdHeader = parsed.messageId && VALID_MSGID.test(parsed.messageId) ? parsed.messageId : `<${newId('msg')}@${ctx.config.hostname}>`;
+  const inReplyTo = messageIdsIn(parsed.inReplyTo)[0] ?? null;
+  const references = messageIdsIn(parsed.references);
+  const parents = messageIdsIn(references, inReplyTo);
+  const atts: PreparedAttachment[] = parsed.attachments.map((a, i) => ({
+    filename: cleanFilename(a.filename, `attachment-${i + 1}`),
+    contentType: cleanContentType(a.contentType),
+    content: a.content,
+    sha256: createHash('sha256').update(a.content).digest('hex'),
+  }));
+
+  // Files first (fsynced), authentication alongside: both must finish before the commit.
+  const plan = unique.map((inbox) => {
+    const id = newId('msg');
+    return {
+      inbox,
+      id,
+      rawPath: Blobs.key('raw', id, '.eml'),
+      attachments: atts.map((a) => ({ ...a, id: newId('att'), storagePath: '' })),
+    };
+  });
+  for (const p of plan) for (const a of p.attachments) a.storagePath = Blobs.key('attachments', a.id);
+  const files = plan.flatMap((p) => [p.rawPath, ...p.attachments.map((a) => a.storagePath)]);
+
+  let authentication: AuthenticationResults | null = null;
+  try {
+    const [auth] = await Promise.all([
+      input.skipAuthentication
+        ? Promise.resolve(null)
+        : authenticateMessage(ctx, { raw: input.raw, mailFrom: input.mailFrom, remoteAddress: input.remoteAddress, heloName: input.heloName }),
+      ...plan.flatMap((p) => [ctx.blobs.write(p.rawPath, input.raw), ...p.attachments.map((a) => ctx.blobs.write(a.storagePath, a.content))]),
+    ]);
+    authentication = auth;
+  } catch (err) {
+    await ctx.blobs.remove(files).catch(() => undefined);
+    throw err;
+  }
+
+  const now = isoNow(ctx.clock);
+  const subject = (parsed.subject ?? '').slice(0, 998);
+  let messageIds: string[];
+  try {
+    messageIds = ctx.db.transaction((tx) => {
+      // An inbox deleted since RCPT gets nothing (its rows would be orphans).
+      const alive = new Set(
+        tx.select({ id: inboxes.id }).from(inboxes).where(inArray(inboxes.id, plan.map((p) => p.inbox.id))).all().map((r) => r.id),
+      );
+      const stored: string[] = [];
+      for (const p of plan) {
+        if (!alive.has(p.inbox.id)) continue;
+        const threadId = threadForMessage(tx, { accountId: p.inbox.accountId, inboxId: p.inbox.id, parents, subject, at: now });
+        const row: MessageRow = {
+          id: p.id,
+          accountId: p.inbox.accountId,
+          inboxId: p.inbox.id,
+          threadId,
+          direction: 'inbound',
+          fromAddress: from[0] ?? input.mailFrom ?? '',
+          fromName,
+          toAddresses: JSON.stringify(addressesOf(parsed.to)),
+          ccAddresses: JSON.stringify(addressesOf(parsed.cc)),
+          bccAddresses: '[]',
+          subject,
+          bodyText: parsed.text ?? null,
+          bodyHtml: typeof parsed.html === 'string' ? parsed.html : null,
+          delivery: null,
+          status: 'received',
+          messageIdHeader,
+          inReplyTo,
+          references: JSON.stringify(references),
+          recipients: '[]',
+          authentication: authentication ? JSON.stringify(authentication) : null,
+          rawPath: p.rawPath,
+          size: input.raw.length,
+          createdAt: now,
+          updatedAt: now,
+        };
+        tx.insert(messages).values(row).run();
+        const attRows: AttachmentRow[] = p.attachments.map((a) => ({
+          id: a.id,
+          accountId: p.inbox.accountId,
+          messageId: p.id,
+          filename: a.filename,
+          contentType: a.contentType,
+          size: a.content.length,
+          sha256: a.sha256,
+          storagePath: a.storagePath,
+          createdAt: now,
+        }));
+        if (attRows.length) tx.insert(attachments).values(attRows).run();
+        const view = messageView(row, attRows.map((a) => ({ id: a.id, filename: a.filename, contentType: a.contentType, size: a.size })));
+        recordEvent(tx, ctx, p.inbox.accountId, 'message.received', { ...view, fromName, hasAttachments: attRows.length > 0, receivedAt: now });
+        stored.push(p.id);
+      }
+      if (stored.length === 0) throw new AppError('INBOX_NOT_FOUND', 'no recipient inbox exists any more');
+      return stored;
+    });
+  } catch (err) {
+    await ctx.blobs.remove(files).catch(() => undefined);
+    throw err;
+  }
+  // Files of inboxes deleted meanwhile were not used.
+  const unused = plan.filter((p) => !messageIds.includes(p.id)).flatMap((p) => [p.rawPath, ...p.attachments.map((a) => a.storagePath)]);
+  if (unused.length) await ctx.blobs.remove(unused).catch(() => undefined);
+  // Webhook fan-out may have enqueued jobs in the transaction.
+  ctx.notify('jobs');
+  return { messageIds };
+}

@@ -1,0 +1,110 @@
+// Threads: a conversation in one inbox. A message whose In-Reply-To/References names a stored
+// Message-ID of the same inbox joins that message's thread; any other message starts one.
+// The thread row keeps its message count and last activity so listings need no aggregation.
+import { and, count, desc, eq, inArray, sql } from 'drizzle-orm';
+import type { AppContext } from '../context.ts';
+import type { Tx } from '../db/client.ts';
+import { messages, threads } from '../db/schema.ts';
+import { newId } from '../ids.ts';
+import { AppError } from './errors.ts';
+import { findInboxRow } from './inboxes.ts';
+import type { Page, PageResult } from './pagination.ts';
+
+export type ThreadRow = typeof threads.$inferSelect;
+
+export interface Thread {
+  id: string;
+  inboxId: string;
+  subject: string;
+  messageCount: number;
+  lastMessageAt: string;
+  createdAt: string;
+}
+
+export const threadView = (row: ThreadRow): Thread => ({
+  id: row.id,
+  inboxId: row.inboxId,
+  subject: row.subject,
+  messageCount: row.messageCount,
+  lastMessageAt: row.lastMessageAt,
+  createdAt: row.createdAt,
+});
+
+/** Message-IDs (`<…>`) found in In-Reply-To / References header values, in order, deduplicated. */
+export function messageIdsIn(...values: Array<string | string[] | null | undefined>): string[] {
+  const out: string[] = [];
+  for (const v of values.flat()) {
+    if (!v) continue;
+    for (const m of v.matchAll(/<[^<>\s]{1,900}>/g)) if (!out.includes(m[0])) out.push(m[0]);
+  }
+  return out;
+}
+
+/**
+ * The thread a new message of `inboxId` belongs to (RFC 5322 §3.6.4: In-Reply-To and References
+ * name the parents), creating one when no parent is stored. Counts the message on the thread.
+ * Run inside the transaction that inserts the message.
+ */
+export function threadForMessage(
+  tx: Tx,
+  input: { accountId: string; inboxId: string; parents: string[]; subject: string; at: string; threadId?: string },
+): string {
+  let threadId = input.threadId;
+  if (!threadId && input.parents.length) {
+    const parent = tx
+      .select({ threadId: messages.threadId })
+      .from(messages)
+      .where(and(eq(messages.accountId, input.accountId), inArray(messages.messageIdHeader, input.parents.slice(-100)), eq(messages.inboxId, input.inboxId)))
+      .orderBy(desc(messages.createdAt))
+      .limit(1)
+      .get();
+    threadId = parent?.threadId;
+  }
+  if (threadId) {
+    tx.update(threads)
+      .set({ messageCount: sql`${threads.messageCount} + 1`, lastMessageAt: sql`max(${threads.lastMessageAt}, ${input.at})` })
+      .where(eq(threads.id, threadId))
+      .run();
+    return threadId;
+  }
+  const id = newId('thr');
+  tx.insert(threads)
+    .values({ id, accountId: input.accountId, inboxId: input.inboxId, subject: input.subject.slice(0, 998), messageCount: 1, lastMessageAt: input.at, createdAt: input.at })
+    .run();
+  return id;
+}
+
+/**
+ * After a message of `threadId` was deleted: the thread goes when it has no message left
+ * (api-spec: deleting the only message deletes the thread), else its counters are recomputed.
+ */
+export function afterMessageRemoved(tx: Tx, threadId: string): void {
+  const left = tx
+    .select({ n: count(), last: sql<string | null>`max(${messages.createdAt})` })
+    .from(messages)
+    .where(eq(messages.threadId, threadId))
+    .get()!;
+  if (left.n === 0) tx.delete(threads).where(eq(threads.id, threadId)).run();
+  else tx.update(threads).set({ messageCount: left.n, lastMessageAt: left.last! }).where(eq(threads.id, threadId)).run();
+}
+
+export function findThreadRow(ctx: AppContext, accountId: string, id: string): ThreadRow {
+  const row = ctx.db.select().from(threads).where(eq(threads.id, id)).get();
+  if (!row || row.accountId !== accountId) throw new AppError('THREAD_NOT_FOUND', `thread ${id} not found`);
+  return row;
+}
+
+/** Threads of an inbox, most recent activity first. */
+export function listThreads(ctx: AppContext, accountId: string, inboxId: string, page: Page): PageResult<Thread> {
+  findInboxRow(ctx, accountId, inboxId);
+  const rows = ctx.db
+    .select()
+    .from(threads)
+    .where(eq(threads.inboxId, inboxId))
+    .orderBy(desc(threads.lastMessageAt), desc(threads.id))
+    .limit(page.limit)
+    .offset(page.offset)
+    .all();
+  const total = ctx.db.select({ n: count() }).from(threads).where(eq(threads.inboxId, inboxId)).get()!.n;
+  return { data: rows.map(threadView), total, ...page };
+}

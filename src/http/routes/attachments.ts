@@ -1,0 +1,65 @@
+// /attachments: upload (multipart/form-data read with busboy, the `file` part streamed to disk),
+// get (with a fresh presigned URL), and the public signed download route (no API key).
+import busboy from 'busboy';
+import { Readable } from 'node:stream';
+import type { AppContext } from '../../context.ts';
+import { getAttachment, openDownload, storeUpload, type Attachment } from '../../domain/attachments.ts';
+import { AppError } from '../../domain/errors.ts';
+import type { ApiRequest, Routes } from '../routes.ts';
+
+/** Multipart overhead allowed on top of the file itself (boundaries, part headers, small fields). */
+const MULTIPART_SLACK = 1_048_576;
+
+/** Streams the `file` part of a multipart/form-data request into storeUpload. */
+function receiveUpload(ctx: AppContext, req: ApiRequest): Promise<Attachment> {
+  const contentType = req.headers['content-type'] ?? '';
+  if (!/^multipart\/form-data\s*;/i.test(contentType)) {
+    return Promise.reject(new AppError('UNSUPPORTED_MEDIA_TYPE', 'upload with Content-Type: multipart/form-data and one part named `file`'));
+  }
+  const max = ctx.config.limits.max_attachment_bytes;
+  if (Number(req.headers['content-length'] ?? 0) > max + MULTIPART_SLACK) {
+    return Promise.reject(new AppError('PAYLOAD_TOO_LARGE', `attachment exceeds the limit of ${max} bytes`));
+  }
+  return new Promise((resolve, reject) => {
+    let bb: busboy.Busboy;
+    try {
+      bb = busboy({
+        headers: req.headers,
+        defParamCharset: 'utf8',
+        // One byte over the limit is enough to know the upload is too large (storeUpload refuses it).
+        limits: { files: 1, fileSize: max + 1, fields: 20, fieldSize: 65_536, parts: 40, headerPairs: 50 },
+      });
+    } catch {
+      return reject(new AppError('VALIDATION_ERROR', 'malformed multipart/form-data request: missing boundary'));
+    }
+    let upload: Promise<Attachment> | undefined;
+    bb.on('file', (name, stream, info) => {
+      if (name !== 'file' || upload) {
+        stream.resume();
+        return;
+      }
+      upload = storeUpload(ctx, req.principal.accountId, { filename: info.filename, contentType: info.mimeType, source: stream });
+      upload.catch(reject);
+    });
+    bb.on('error', () => reject(new AppError('VALIDATION_ERROR', 'malformed multipart/form-data body')));
+    bb.on('close', () => {
+      if (!upload) reject(new AppError('VALIDATION_ERROR', '`file` is required: send one file part named `file` (with a filename)'));
+      else upload.then(resolve, reject);
+    });
+    const source = req.bufferedBody ? Readable.from([req.bufferedBody]) : req.raw;
+    source.pipe(bb);
+  });
+}
+
+export function registerAttachmentRoutes(r: Routes, ctx: AppContext): void {
+  r.post('/attachments', async (req) => ({ status: 201, body: await receiveUpload(ctx, req) }), { multipart: true });
+  r.get('/attachments/:id', (req) => ({ status: 200, body: getAttachment(ctx, req.principal.accountId, req.params.id) }));
+  r.get(
+    '/attachments/:id/download',
+    (req) => {
+      const d = openDownload(ctx, req.params.id, req.query.get('expires'), req.query.get('signature'));
+      return { status: 200, stream: d.stream, headers: d.headers };
+    },
+    { public: true },
+  );
+}

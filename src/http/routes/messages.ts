@@ -1,0 +1,28 @@
+// /inboxes/:inboxId/messages (list), /messages/:id (get, delete), /messages/:id/raw (RFC 5322
+// source). Sending (POST /inboxes/:inboxId/messages) lives in sending.ts.
+import type { AppContext } from '../../context.ts';
+import { deleteMessage, getMessage, listMessages, rawMessage } from '../../domain/messages.ts';
+import { parsePage } from '../../domain/pagination.ts';
+import type { Routes } from '../routes.ts';
+
+export function registerMessageRoutes(r: Routes, ctx: AppContext): void {
+  r.get('/inboxes/:inboxId/messages', (req) => ({
+    status: 200,
+    body: listMessages(ctx, req.principal.accountId, req.params.inboxId, { ...parsePage(req.query), status: req.query.get('status') }),
+  }));
+  r.get('/messages/:id', (req) => ({ status: 200, body: getMessage(ctx, req.principal.accountId, req.params.id) }));
+  r.get('/messages/:id/raw', async (req) => ({
+    status: 200,
+    stream: await rawMessage(ctx, req.principal.accountId, req.params.id),
+    headers: {
+      // RFC 5322 source: mail clients open it; browsers must not render it.
+      'Content-Type': 'message/rfc822',
+      'Content-Disposition': `attachment; filename="${req.params.id.replace(/[^\w.-]/g, '_')}.eml"`,
+      'X-Content-Type-Options': 'nosniff',
+    },
+  }));
+  r.delete('/messages/:id', async (req) => {
+    await deleteMessage(ctx, req.principal.accountId, req.params.id);
+    return { status: 204 };
+  });
+}

@@ -1,0 +1,119 @@
+// The MX-facing SMTP listener (smtp-server): EHLO with `hostname`, SIZE, optional STARTTLS,
+// recipient checks (never an open relay) and DATA answered 250 only after acceptInbound has
+// written the files and committed the rows. Callbacks stay thin; the rules live in domain/.
+import { SMTPServer, type SMTPServerAddress, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server';
+import type { AddressInfo } from 'node:net';
+import type { AppContext } from '../context.ts';
+import { acceptInbound, resolveRecipient } from '../domain/inbound.ts';
+import type { InboxRow } from '../domain/inboxes.ts';
+import { errorFields } from '../log.ts';
+import type { Service } from '../main.ts';
+import { replyFor, smtpReply } from './replies.ts';
+import { TlsCertificate } from './tls.ts';
+
+type Recipient = SMTPServerAddress & { inbox?: InboxRow };
+
+export interface SmtpService extends Service {
+  /** The port bound (known after start; 0 before). */
+  port: number;
+}
+
+export function createSmtpService(ctx: AppContext): SmtpService {
+  const cfg = ctx.config.smtp;
+  const maxBytes = cfg.max_message_bytes;
+  const tls = cfg.tls_cert && cfg.tls_key ? new TlsCertificate(cfg.tls_cert, cfg.tls_key, ctx.log) : undefined;
+  let server: SMTPServer | undefined;
+
+  const onData = (stream: SMTPServerDataStream, session: SMTPServerSession, done: (err?: Error | null, message?: string) => void) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    stream.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      // Past the limit the rest is read and dropped (the client must finish DATA to hear 552).
+      if (size <= maxBytes) chunks.push(chunk);
+    });
+    stream.on('error', (err) => done(replyFor(err)));
+    stream.on('end', () => {
+      if (stream.sizeExceeded || size > maxBytes) {
+        return done(smtpReply(552, '5.3.4', `message exceeds the maximum size of ${maxBytes} bytes`));
+      }
+      const recipients = (session.envelope.rcptTo as Recipient[]).flatMap((r) => (r.inbox ? [r.inbox] : []));
+      const mailFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : '';
+      acceptInbound(ctx, {
+        raw: Buffer.concat(chunks, size),
+        mailFrom,
+        recipients,
+        remoteAddress: session.remoteAddress,
+        heloName: session.hostNameAppearsAs,
+      }).then(
+        ({ messageIds }) => {
+          ctx.log.info('smtp message accepted', { session: session.id, remote: session.remoteAddress, size, messageIds });
+          done(null, `2.0.0 OK: stored as ${messageIds.join(' ') || 'report'}`);
+        },
+        (err) => {
+          const reply = replyFor(err);
+          if (reply.responseCode === 451) ctx.log.error('smtp message not stored', { session: session.id, ...errorFields(err) });
+          else ctx.log.info('smtp message refused', { session: session.id, reply: reply.message });
+          done(reply);
+        },
+      );
+    });
+  };
+
+  const service: SmtpService = {
+    name: 'smtp',
+    port: 0,
+    async start() {
+      server = new SMTPServer({
+        name: ctx.config.hostname,
+        banner: 'mailroom ESMTP',
+        size: maxBytes,
+        authOptional: true,
+        disabledCommands: tls ? ['AUTH'] : ['AUTH', 'STARTTLS'],
+        ...(tls ? { key: tls.current.key, cert: tls.current.cert } : {}),
+        maxClients: cfg.max_connections,
+        maxRecipients: cfg.max_recipients,
+        socketTimeout: cfg.idle_timeout,
+        closeTimeout: ctx.config.http.shutdown_grace,
+        logger: false,
+        onConnect(_session, cb) {
+          const renewed = tls?.reloadIfChanged();
+          if (renewed && server) {
+            try {
+              server.updateSecureContext({ key: renewed.key, cert: renewed.cert });
+            } catch (err) {
+              ctx.log.warn('smtp tls certificate rejected; keeping the previous one', errorFields(err));
+            }
+          }
+          cb();
+        },
+        onRcptTo(address, _session, cb) {
+          try {
+            (address as Recipient).inbox = resolveRecipient(ctx, address.address);
+            cb();
+          } catch (err) {
+            cb(replyFor(err));
+          }
+        },
+        onData,
+      });
+      server.on('error', (err) => ctx.log.error('smtp server error', errorFields(err)));
+      const { host, port } = cfg.listen!;
+      await new Promise<void>((resolve, reject) => {
+        const s = server!.server;
+        s.once('error', reject);
+        server!.listen(port, host, () => {
+          s.off('error', reject);
+          resolve();
+        });
+      });
+      service.port = (server.server.address() as AddressInfo).port;
+      ctx.log.info('smtp listening', { host, port: service.port, starttls: Boolean(tls) });
+    },
+    async stop() {
+      // smtp-server stops accepting, lets sessions finish, and cuts them after closeTimeout.
+      if (server) await new Promise<void>((resolve) => server!.close(() => resolve()));
+    },
+  };
+  return service;
+}

@@ -1,0 +1,36 @@
+// AppError → SMTP reply: the SMTP side of "one error type, two transports". smtp-server sends
+// `err.responseCode` and `err.message`; the RFC 3463 enhanced status code leads the message.
+import { isAppError, type ErrorCode } from '../domain/errors.ts';
+
+export interface SmtpReplyError extends Error {
+  responseCode: number;
+}
+
+export function smtpReply(code: number, enhanced: string, text: string): SmtpReplyError {
+  const err = new Error(`${enhanced} ${text}`) as SmtpReplyError;
+  err.responseCode = code;
+  return err;
+}
+
+/** Reply code and enhanced status (RFC 3463) for each domain error that reaches SMTP. */
+const REPLIES: Partial<Record<ErrorCode, [number, string]>> = {
+  INBOX_NOT_FOUND: [550, '5.1.1'], // bad destination mailbox address
+  INBOX_SUSPENDED: [550, '5.2.1'], // mailbox disabled, not accepting messages
+  FORBIDDEN: [550, '5.7.1'], // delivery not authorized (relay denied)
+  INVALID_ADDRESS: [553, '5.1.3'], // bad destination mailbox address syntax
+  VALIDATION_ERROR: [554, '5.6.0'], // other or undefined media error
+  PAYLOAD_TOO_LARGE: [552, '5.3.4'], // message too big for system
+  RATE_LIMITED: [451, '4.7.1'],
+};
+
+/**
+ * The reply for an error thrown while handling a command. Anything unexpected is a temporary
+ * local error (451 4.3.0): the sender keeps the message and retries, nothing is lost.
+ */
+export function replyFor(err: unknown): SmtpReplyError {
+  if (isAppError(err)) {
+    const r = REPLIES[err.code];
+    if (r) return smtpReply(r[0], r[1], err.message);
+  }
+  return smtpReply(451, '4.3.0', 'local error in processing, try again later');
+}
