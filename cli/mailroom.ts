@@ -2,6 +2,8 @@
 // The mailroom command line: `serve` and the operator's commands. Every command takes
 // --config FILE (default ./mailroom.toml, else the embedded defaults).
 import { Command } from 'commander';
+import { realpathSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
 import { registerAccounts } from './commands/accounts.ts';
 import { registerInboxes } from './commands/inboxes.ts';
 import { registerKeys } from './commands/keys.ts';
@@ -25,4 +27,18 @@ export async function runCli(argv: string[]): Promise<void> {
   }
 }
 
-await runCli(process.argv);
+/**
+ * True when this file is the program being run (`tsx cli/mailroom.ts`). The single executable
+ * imports it from src/sea.ts, which calls runCli itself; there import.meta.url is a constant
+ * no argv[1] can name (see build/build.ts), so the CLI runs exactly once.
+ */
+function invokedDirectly(): boolean {
+  try {
+    return !!process.argv[1] && import.meta.url === pathToFileURL(realpathSync(process.argv[1])).href;
+  } catch {
+    return false;
+  }
+}
+
+// Not awaited: runCli settles every failure itself, and the bundle (CommonJS) has no top-level await.
+if (invokedDirectly()) void runCli(process.argv);

