@@ -5,6 +5,7 @@ import { Command } from 'commander';
 import { realpathSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { registerAccounts } from './commands/accounts.ts';
+import { registerDomains } from './commands/domains.ts';
 import { registerInboxes } from './commands/inboxes.ts';
 import { registerKeys } from './commands/keys.ts';
 import { registerServe } from './commands/serve.ts';
@@ -15,7 +16,7 @@ export function buildProgram(): Command {
     .description('self-hosted email appliance for software agents')
     .option('--config <file>', 'config file (default: ./mailroom.toml if present, else built-in defaults)')
     .showHelpAfterError();
-  for (const register of [registerServe, registerAccounts, registerKeys, registerInboxes]) register(program);
+  for (const register of [registerServe, registerAccounts, registerKeys, registerInboxes, registerDomains]) register(program);
   return program;
 }
 

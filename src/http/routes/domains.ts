@@ -1,0 +1,24 @@
+// /domains: add, list, get, delete, verify. Rules live in domain/domains.ts.
+import { z } from 'zod';
+import type { AppContext } from '../../context.ts';
+import { addDomain, deleteDomain, getDomain, listDomains, verifyDomain } from '../../domain/domains.ts';
+import type { Routes } from '../routes.ts';
+import { parseInput } from '../validate.ts';
+
+export const AddDomainBody = z.strictObject({
+  domain: z.string({ error: 'is required and must be a string' }).min(1, 'must not be empty').max(253, 'must be at most 253 characters'),
+});
+
+export function registerDomainRoutes(r: Routes, ctx: AppContext): void {
+  r.post('/domains', async (req) => {
+    const body = parseInput(AddDomainBody, await req.json());
+    return { status: 201, body: await addDomain(ctx, req.principal.accountId, body.domain) };
+  });
+  r.get('/domains', (req) => ({ status: 200, body: listDomains(ctx, req.principal.accountId) }));
+  r.get('/domains/:id', (req) => ({ status: 200, body: getDomain(ctx, req.principal.accountId, req.params.id) }));
+  r.delete('/domains/:id', (req) => {
+    deleteDomain(ctx, req.principal.accountId, req.params.id);
+    return { status: 204 };
+  });
+  r.post('/domains/:id/verify', async (req) => ({ status: 200, body: await verifyDomain(ctx, req.principal.accountId, req.params.id) }));
+}
