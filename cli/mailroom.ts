@@ -8,6 +8,7 @@ import { registerAccounts } from './commands/accounts.ts';
 import { registerDomains } from './commands/domains.ts';
 import { registerInboxes } from './commands/inboxes.ts';
 import { registerKeys } from './commands/keys.ts';
+import { registerQueue } from './commands/queue.ts';
 import { registerServe } from './commands/serve.ts';
 import { reportFailure } from './shared.ts';
 
@@ -16,7 +17,7 @@ export function buildProgram(): Command {
     .description('self-hosted email appliance for software agents')
     .option('--config <file>', 'config file (default: ./mailroom.toml if present, else built-in defaults)')
     .showHelpAfterError();
-  for (const register of [registerServe, registerAccounts, registerKeys, registerInboxes, registerDomains]) register(program);
+  for (const register of [registerServe, registerAccounts, registerKeys, registerInboxes, registerQueue, registerDomains]) register(program);
   return program;
 }
 

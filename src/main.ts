@@ -12,6 +12,7 @@ import { createJobRunner } from './jobs/runner.ts';
 import { JOB_HANDLERS } from './jobs/handlers/index.ts';
 import { createDomainRecheck } from './domain/domain-recheck.ts';
 import { createSmtpService } from './smtp/inbound.ts';
+import { createOutboundService } from './outbound/deliver.ts';
 
 /** A long-running part of the process (SMTP listener, job runner, timers). */
 export interface Service {
@@ -61,7 +62,7 @@ function housekeeping(ctx: AppContext): Service {
 }
 
 /** Started in this order, stopped in reverse. */
-export const SERVICE_FACTORIES: Array<(ctx: AppContext) => Service> = [housekeeping, createSmtpService, (ctx) => createJobRunner(ctx, JOB_HANDLERS), createDomainRecheck];
+export const SERVICE_FACTORIES: Array<(ctx: AppContext) => Service> = [housekeeping, createSmtpService, createOutboundService, (ctx) => createJobRunner(ctx, JOB_HANDLERS), createDomainRecheck];
 
 function listenHttp(server: Server, host: string, port: number): Promise<AddressInfo> {
   return new Promise((resolve, reject) => {

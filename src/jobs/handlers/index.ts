@@ -1,4 +1,5 @@
 // Every kind of job the runner knows. Each feature adds its handler here.
 import type { JobHandler } from '../runner.ts';
+import { sendHandler } from './send.ts';
 
-export const JOB_HANDLERS: JobHandler[] = [];
+export const JOB_HANDLERS: JobHandler[] = [sendHandler, ];

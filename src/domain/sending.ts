@@ -1,0 +1,313 @@
+// Sending: queueSend accepts a message from an inbox (validation, daily limit, thread, MIME
+// built and DKIM-signed once, stored) and queues one delivery job per recipient domain, all in
+// one transaction. recordOutcomes turns per-recipient results into the message's status, its
+// counters and its events, inside the transaction that finishes the job (PRODUCT.md rules):
+//
+//   queued → sending → sent | delivered | bounced | failed   (complained comes from ARF reports)
+import { desc, eq, inArray, sql, type Column } from 'drizzle-orm';
+import type { AppContext } from '../context.ts';
+import type { Tx } from '../db/client.ts';
+import { inboxes, messageAttachments, messages } from '../db/schema.ts';
+import { newId } from '../ids.ts';
+import { enqueueJob } from '../jobs/table.ts';
+import { signMessage } from '../outbound/dkim.ts';
+import { buildMime, textFromHtml, type MailAddress } from '../outbound/mime.ts';
+import { Blobs } from '../storage/blobs.ts';
+import { normalizeRecipient, splitAddress } from './addresses.ts';
+import { attachmentMeta, attachmentMetaFor, getAttachmentRows } from './attachments.ts';
+import { AppError } from './errors.ts';
+import { recordEvent, type EventType } from './events.ts';
+import { countSend, findInboxByAddress, findInboxRow } from './inboxes.ts';
+import { messageView, type Message, type MessageRow, type RecipientOutcome } from './messages.ts';
+import { findThreadRow, messageIdsIn, threadForMessage } from './threads.ts';
+
+export const SEND_JOB = 'send';
+
+/** Most recipients (to + cc + bcc, after removing duplicates) of one message. */
+export const MAX_RECIPIENTS = 100;
+
+/** Recipient states after which nothing more is attempted for that recipient. */
+export const FINAL_RECIPIENT_STATES = new Set(['sent', 'delivered', 'bounced', 'failed']);
+
+/** What a send job carries: which message, and which of its recipients this job delivers to. */
+export interface SendJobPayload {
+  messageId: string;
+  /** Recipient domain ('' for the local job). */
+  domain: string;
+  /** Recipients that are inboxes of this appliance (or on the shared domain). */
+  local: boolean;
+  recipients: string[];
+}
+
+export interface SendInput {
+  to: string[];
+  cc?: string[];
+  bcc?: string[];
+  subject: string;
+  bodyText?: string | null;
+  bodyHtml?: string | null;
+  threadId?: string;
+  attachmentIds?: string[];
+}
+
+/** `addr@example.com` or `Name <addr@example.com>` → {name, address}. */
+export function parseRecipient(field: string, raw: string): MailAddress {
+  const m = /^\s*(?:"([^"]*)"|([^"<>]*?))\s*<([^<>]*)>\s*$/.exec(raw);
+  if (m) {
+    const name = (m[1] ?? m[2] ?? '').trim();
+    return { name: name || null, address: normalizeRecipient(field, m[3]) };
+  }
+  return { name: null, address: normalizeRecipient(field, raw) };
+}
+
+const dedupe = (list: MailAddress[]) => [...new Map(list.map((a) => [a.address.toLowerCase(), a])).values()];
+
+/**
+ * Accepts a message for sending and returns it in `queued`. Everything that can be refused is
+ * checked before anything is written; the message row, its counters, its thread and its jobs
+ * are committed together.
+ */
+export async function queueSend(ctx: AppContext, accountId: string, inboxId: string, input: SendInput): Promise<Message> {
+  const inbox = findInboxRow(ctx, accountId, inboxId);
+  if (inbox.status !== 'active') throw new AppError('INBOX_SUSPENDED', `inbox ${inbox.address} is suspended and cannot send`);
+  if (!input.bodyText && !input.bodyHtml) {
+    throw new AppError('VALIDATION_ERROR', '`bodyText`: give bodyText, bodyHtml or both');
+  }
+
+  const parse = (field: string, list: string[] | undefined) => (list ?? []).map((r, i) => parseRecipient(`${field}[${i}]`, r));
+  const to = parse('to', input.to);
+  const cc = parse('cc', input.cc);
+  const bcc = parse('bcc', input.bcc);
+  const everyone = dedupe([...to, ...cc, ...bcc]);
+  if (everyone.length > MAX_RECIPIENTS) {
+    throw new AppError('VALIDATION_ERROR', `\`to\`: at most ${MAX_RECIPIENTS} recipients (to, cc and bcc together) per message`);
+  }
+
+  // A reply: In-Reply-To is the thread's last message, References its chain (RFC 5322 §3.6.4).
+  let threadId: string | undefined;
+  let inReplyTo: string | null = null;
+  let references: string[] = [];
+  if (input.threadId !== undefined) {
+    const thread = findThreadRow(ctx, accountId, input.threadId);
+    if (thread.inboxId !== inbox.id) throw new AppError('THREAD_NOT_FOUND', `thread ${input.threadId} not found in inbox ${inbox.id}`);
+    threadId = thread.id;
+    const last = ctx.db
+      .select({ messageIdHeader: messages.messageIdHeader, references: messages.references })
+      .from(messages)
+      .where(eq(messages.threadId, thread.id))
+      .orderBy(desc(messages.createdAt), desc(messages.id))
+      .limit(1)
+      .get();
+    if (last) {
+      inReplyTo = last.messageIdHeader;
+      // RFC 5322 suggests trimming long chains; keep the first and the most recent ones.
+      const chain = messageIdsIn(JSON.parse(last.references) as string[], last.messageIdHeader);
+      references = chain.length > 20 ? [chain[0], ...chain.slice(-19)] : chain;
+    }
+  }
+
+  const attRows = getAttachmentRows(ctx, accountId, input.attachmentIds ?? []);
+
+  const now = ctx.clock.now();
+  const iso = now.toISOString();
+  const id = newId('msg', now.getTime());
+  const domain = splitAddress(inbox.address)!.domain;
+  const messageIdHeader = `<${id}@${domain}>`;
+  const bodyText = input.bodyText || (input.bodyHtml ? textFromHtml(input.bodyHtml) : null);
+  const bodyHtml = input.bodyHtml || null;
+
+  const mime = await buildMime({
+    from: { name: inbox.displayName, address: inbox.address },
+    to,
+    cc,
+    subject: input.subject,
+    text: bodyText,
+    html: bodyHtml,
+    messageId: messageIdHeader,
+    date: now,
+    inReplyTo,
+    references,
+    attachments: attRows.map((a) => ({ filename: a.filename, contentType: a.contentType, path: ctx.blobs.path(a.storagePath) })),
+  });
+  const raw = signMessage(ctx, mime, domain);
+  const rawPath = Blobs.key('raw', id, '.eml');
+  await ctx.blobs.write(rawPath, raw);
+
+  const plan = planDelivery(ctx, everyone.map((a) => a.address));
+  const mode = ctx.config.outbound.mode;
+  const row: MessageRow = {
+    id,
+    accountId,
+    inboxId: inbox.id,
+    threadId: '',
+    direction: 'outbound',
+    fromAddress: inbox.address,
+    fromName: inbox.displayName,
+    toAddresses: JSON.stringify(to.map((a) => a.address)),
+    ccAddresses: JSON.stringify(cc.map((a) => a.address)),
+    bccAddresses: JSON.stringify(bcc.map((a) => a.address)),
+    subject: input.subject,
+    bodyText,
+    bodyHtml,
+    delivery: mode,
+    status: 'queued',
+    messageIdHeader,
+    inReplyTo,
+    references: JSON.stringify(references),
+    recipients: JSON.stringify(everyone.map((a): RecipientOutcome => ({ address: a.address, status: 'queued', response: null }))),
+    authentication: null,
+    rawPath,
+    size: raw.length,
+    createdAt: iso,
+    updatedAt: iso,
+  };
+
+  try {
+    ctx.db.transaction((tx) => {
+      // Re-read: counters and status may have changed while the message was being built.
+      const fresh = tx.select().from(inboxes).where(eq(inboxes.id, inbox.id)).get();
+      if (!fresh) throw new AppError('INBOX_NOT_FOUND', `inbox ${inbox.id} not found`);
+      if (fresh.status !== 'active') throw new AppError('INBOX_SUSPENDED', `inbox ${fresh.address} is suspended and cannot send`);
+      countSend(tx, ctx, fresh);
+      row.threadId = threadForMessage(tx, { accountId, inboxId: inbox.id, parents: [], subject: input.subject, at: iso, threadId });
+      tx.insert(messages).values(row).run();
+      if (attRows.length) {
+        tx.insert(messageAttachments)
+          .values(attRows.map((a, position) => ({ messageId: id, attachmentId: a.id, position })))
+          .run();
+      }
+      const maxAttempts = ctx.config.outbound.retry_schedule.length + 1;
+      for (const job of plan) {
+        const payload: SendJobPayload = { messageId: id, ...job };
+        // Remote jobs share a partition per recipient domain: the runner bounds concurrency there.
+        enqueueJob(tx, now, { kind: SEND_JOB, payload, partition: job.local ? '' : job.domain, maxAttempts });
+      }
+    });
+  } catch (err) {
+    await ctx.blobs.remove([rawPath]).catch(() => undefined);
+    throw err;
+  }
+  ctx.notify('jobs');
+  return messageView(row, attRows.map(attachmentMeta));
+}
+
+/**
+ * Groups recipients into jobs: one for recipients that are inboxes here (or claim to be, on the
+ * shared domain), delivered through acceptInbound; one per remote domain.
+ */
+function planDelivery(ctx: AppContext, addresses: string[]): Array<Omit<SendJobPayload, 'messageId'>> {
+  const shared = ctx.config.shared_domain.toLowerCase();
+  const local: string[] = [];
+  const remote = new Map<string, string[]>();
+  for (const address of addresses) {
+    const domain = splitAddress(address)!.domain;
+    if (domain === shared || findInboxByAddress(ctx, address)) local.push(address);
+    else remote.set(domain, [...(remote.get(domain) ?? []), address]);
+  }
+  const jobs: Array<Omit<SendJobPayload, 'messageId'>> = [];
+  if (local.length) jobs.push({ domain: '', local: true, recipients: local });
+  for (const [domain, recipients] of remote) jobs.push({ domain, local: false, recipients });
+  return jobs;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Delivery state
+
+export function findOutboundRow(ctx: AppContext, id: string): MessageRow | undefined {
+  const row = ctx.db.select().from(messages).where(eq(messages.id, id)).get();
+  return row?.direction === 'outbound' ? row : undefined;
+}
+
+const sameAddress = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
+
+/** The recipients of `addresses` that still need an attempt. */
+export function pendingRecipients(row: MessageRow, addresses: string[]): string[] {
+  const list = JSON.parse(row.recipients) as RecipientOutcome[];
+  return addresses.filter((a) => {
+    const r = list.find((x) => sameAddress(x.address, a));
+    return !r || !FINAL_RECIPIENT_STATES.has(r.status);
+  });
+}
+
+/** States set by reports after delivery; a late job result never undoes them. */
+const STICKY = new Set(['bounced', 'complained']);
+
+/** The message status that follows from its recipients (PRODUCT.md; README "Sending mail"). */
+export function aggregateStatus(list: RecipientOutcome[]): string {
+  if (list.some((r) => !FINAL_RECIPIENT_STATES.has(r.status))) return list.some((r) => r.status === 'sending') ? 'sending' : 'queued';
+  if (list.some((r) => r.status === 'bounced')) return 'bounced';
+  if (list.some((r) => r.status === 'failed')) return 'failed';
+  if (list.every((r) => r.status === 'delivered')) return 'delivered';
+  return 'sent';
+}
+
+const EVENT_OF: Record<string, EventType | undefined> = {
+  sent: 'message.sent',
+  delivered: 'message.delivered',
+  bounced: 'message.bounced',
+  // No event type exists for `failed`; it is reported as a bounce (the message could not be
+  // delivered), with status `failed` in the payload.
+  failed: 'message.bounced',
+  complained: 'message.complained',
+};
+
+/**
+ * Writes new recipients and status; on entering a final status, updates the inbox counters and
+ * records the event, all in `tx`. Returns the view (or undefined when nothing changed).
+ */
+export function writeMessageState(tx: Tx, ctx: AppContext, row: MessageRow, list: RecipientOutcome[], status: string): Message | undefined {
+  const recipients = JSON.stringify(list);
+  if (recipients === row.recipients && status === row.status) return undefined;
+  const updatedAt = ctx.clock.now().toISOString();
+  tx.update(messages).set({ recipients, status, updatedAt }).where(eq(messages.id, row.id)).run();
+  const next: MessageRow = { ...row, recipients, status, updatedAt };
+  const view = messageView(next, attachmentMetaFor(ctx, row.id));
+  if (status !== row.status) {
+    if (status === 'bounced') {
+      tx.update(inboxes).set({ bounceCount: incr(inboxes.bounceCount) }).where(eq(inboxes.id, row.inboxId)).run();
+    } else if (status === 'complained') {
+      tx.update(inboxes).set({ complaintCount: incr(inboxes.complaintCount) }).where(eq(inboxes.id, row.inboxId)).run();
+    }
+    const event = EVENT_OF[status];
+    if (event) recordEvent(tx, ctx, row.accountId, event, view);
+  }
+  return view;
+}
+
+const incr = (col: Column) => sql`${col} + 1`;
+
+/** Marks recipients as being attempted now (status `sending` while a worker holds them). */
+export function markSending(ctx: AppContext, messageId: string, addresses: string[]): void {
+  ctx.db.transaction((tx) => {
+    const row = tx.select().from(messages).where(eq(messages.id, messageId)).get();
+    if (!row) return;
+    const list = (JSON.parse(row.recipients) as RecipientOutcome[]).map((r) =>
+      addresses.some((a) => sameAddress(a, r.address)) && !FINAL_RECIPIENT_STATES.has(r.status) ? { ...r, status: 'sending' } : r,
+    );
+    writeMessageState(tx, ctx, row, list, STICKY.has(row.status) ? row.status : aggregateStatus(list));
+  });
+}
+
+/** Applies one attempt's per-recipient results (inside the job's finishing transaction). */
+export function recordOutcomes(tx: Tx, ctx: AppContext, messageId: string, outcomes: RecipientOutcome[]): void {
+  const row = tx.select().from(messages).where(eq(messages.id, messageId)).get();
+  if (!row) return;
+  const list = (JSON.parse(row.recipients) as RecipientOutcome[]).map((r) => {
+    const o = outcomes.find((x) => sameAddress(x.address, r.address));
+    return o && !FINAL_RECIPIENT_STATES.has(r.status) ? { ...r, status: o.status, response: o.response } : r;
+  });
+  writeMessageState(tx, ctx, row, list, STICKY.has(row.status) ? row.status : aggregateStatus(list));
+}
+
+/** Outbound messages of the given inboxes whose Message-ID or id is one of `refs`. */
+export function findOutboundByRefs(ctx: AppContext, inboxIds: string[], refs: { messageIds: string[]; ids: string[] }): MessageRow[] {
+  if (!inboxIds.length) return [];
+  const found = new Map<string, MessageRow>();
+  if (refs.messageIds.length) {
+    for (const r of ctx.db.select().from(messages).where(inArray(messages.messageIdHeader, refs.messageIds.slice(0, 50))).all()) found.set(r.id, r);
+  }
+  if (refs.ids.length) {
+    for (const r of ctx.db.select().from(messages).where(inArray(messages.id, refs.ids.slice(0, 50))).all()) found.set(r.id, r);
+  }
+  return [...found.values()].filter((r) => r.direction === 'outbound' && inboxIds.includes(r.inboxId));
+}

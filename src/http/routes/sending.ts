@@ -1,0 +1,31 @@
+// POST /inboxes/:inboxId/messages: send a message. Answers 202 with the Message in `queued`;
+// delivery happens in the background (jobs/handlers/send.ts) and is reported on the message.
+import { z } from 'zod';
+import type { AppContext } from '../../context.ts';
+import { MAX_RECIPIENTS, queueSend } from '../../domain/sending.ts';
+import type { Routes } from '../routes.ts';
+import { headerSafe, parseInput } from '../validate.ts';
+
+// Addresses end up in headers and SMTP commands: CR, LF and NUL are refused (400) before any
+// address parsing; malformed addresses are 400 INVALID_ADDRESS from the domain rules.
+const address = headerSafe(320);
+const addressList = z.array(address).max(MAX_RECIPIENTS, `must list at most ${MAX_RECIPIENTS} addresses`);
+
+export const SendMessageBody = z.strictObject({
+  to: addressList.min(1, 'must list at least one recipient'),
+  cc: addressList.optional(),
+  bcc: addressList.optional(),
+  // RFC 5322 §2.1.1: a line is at most 998 characters; the spec applies it to the subject.
+  subject: headerSafe(998),
+  bodyText: z.string().nullable().optional(),
+  bodyHtml: z.string().nullable().optional(),
+  threadId: z.string().max(100).optional(),
+  attachmentIds: z.array(z.string().max(100)).max(100, 'must list at most 100 attachments').optional(),
+});
+
+export function registerSendingRoutes(r: Routes, ctx: AppContext): void {
+  r.post('/inboxes/:inboxId/messages', async (req) => {
+    const body = parseInput(SendMessageBody, await req.json());
+    return { status: 202, body: await queueSend(ctx, req.principal.accountId, req.params.inboxId, body) };
+  });
+}

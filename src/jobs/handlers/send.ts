@@ -1,0 +1,122 @@
+// The `send` job: one attempt to deliver a message to the recipients of one domain (or to the
+// local inboxes). Remote: MX lookup, then each MX host in preference order until one holds an
+// SMTP transaction; each recipient's reply is classified (outbound/classify.ts). Local: the
+// same acceptInbound path as inbound SMTP. Results are committed with the job's outcome.
+import type { AppContext } from '../../context.ts';
+import { DnsUnavailableError } from '../../dns.ts';
+import { acceptInbound, resolveRecipient } from '../../domain/inbound.ts';
+import type { InboxRow } from '../../domain/inboxes.ts';
+import type { MessageRow, RecipientOutcome } from '../../domain/messages.ts';
+import { SEND_JOB, findOutboundRow, markSending, pendingRecipients, recordOutcomes, type SendJobPayload } from '../../domain/sending.ts';
+import { errorFields } from '../../log.ts';
+import { classifyReply } from '../../outbound/classify.ts';
+import { deliverAttempt, type AttemptResult, type Envelope } from '../../outbound/deliver.ts';
+import { resolveMx } from '../../outbound/mx.ts';
+import { replyFor } from '../../smtp/replies.ts';
+// Bounce and complaint reports are the other half of outbound delivery: registers their handler.
+import '../../domain/reports.ts';
+import type { JobHandler } from '../runner.ts';
+import { fail, ok, retry } from '../table.ts';
+
+/** Per-recipient result of one attempt; `deferred` means "try again on the schedule". */
+type Result = RecipientOutcome & { status: 'sent' | 'delivered' | 'bounced' | 'failed' | 'deferred' };
+
+const all = (addresses: string[], status: Result['status'], response: string): Result[] => addresses.map((address) => ({ address, status, response }));
+
+async function deliverLocally(ctx: AppContext, row: MessageRow, addresses: string[]): Promise<Result[]> {
+  const results: Result[] = [];
+  const inboxes: InboxRow[] = [];
+  const targets: string[] = [];
+  for (const address of addresses) {
+    try {
+      inboxes.push(resolveRecipient(ctx, address));
+      targets.push(address);
+    } catch (err) {
+      // The same answer the SMTP listener gives: 550 5.1.1 unknown, 550 5.2.1 suspended.
+      const reply = replyFor(err);
+      const action = reply.responseCode >= 500 ? 'bounced' : 'deferred';
+      results.push({ address, status: action, response: `${reply.responseCode} ${reply.message}` });
+    }
+  }
+  if (inboxes.length) {
+    try {
+      const raw = await ctx.blobs.read(row.rawPath!);
+      await acceptInbound(ctx, { raw, mailFrom: row.fromAddress, recipients: inboxes, skipAuthentication: true });
+      results.push(...all(targets, 'delivered', '250 2.0.0 delivered to a local inbox'));
+    } catch (err) {
+      ctx.log.error('local delivery failed', { messageId: row.id, ...errorFields(err) });
+      const reply = replyFor(err);
+      results.push(...all(targets, reply.responseCode >= 500 ? 'bounced' : 'deferred', `${reply.responseCode} ${reply.message}`));
+    }
+  }
+  return results;
+}
+
+function fromReplies(res: Extract<AttemptResult, { kind: 'replies' }>, addresses: string[]): Result[] {
+  return addresses.map((address) => {
+    const r = res.replies.get(address.toLowerCase());
+    if (!r) return { address, status: 'deferred', response: `no reply from ${res.host}` };
+    if (r.accepted) return { address, status: 'sent', response: r.response };
+    const verdict = classifyReply({ code: r.code, response: r.response });
+    return { address, status: verdict.action === 'bounce' ? 'bounced' : 'deferred', response: r.response || `${r.code}` };
+  });
+}
+
+async function deliverRemotely(ctx: AppContext, row: MessageRow, domain: string, addresses: string[]): Promise<Result[]> {
+  const raw = await ctx.blobs.read(row.rawPath!);
+  // Bounces go to the sending inbox itself, where the report handler (domain/reports.ts)
+  // recognises them; ENVID lets a DSN name the message even without its headers (RFC 3461).
+  const envelope: Envelope = { from: row.fromAddress, to: addresses, envid: row.id };
+  if (ctx.config.outbound.relay) {
+    const res = await deliverAttempt(ctx, 'relay', envelope, raw);
+    if (res.kind === 'replies') return fromReplies(res, addresses);
+    return all(addresses, 'deferred', `relay unreachable: ${res.error}`);
+  }
+  let route;
+  try {
+    route = await resolveMx(ctx, domain);
+  } catch (err) {
+    if (err instanceof DnsUnavailableError) return all(addresses, 'deferred', `DNS lookup failed for ${domain}: ${err.code}`);
+    throw err;
+  }
+  if (route.kind === 'null-mx') return all(addresses, 'failed', `${domain} accepts no mail (null MX, RFC 7505)`);
+  if (route.kind === 'none') return all(addresses, 'failed', `${domain} has no MX or address record`);
+  let last = '';
+  for (const host of route.hosts) {
+    for (const address of host.addresses) {
+      const res = await deliverAttempt(ctx, { name: host.name, address, port: ctx.config.outbound.mx_port }, envelope, raw);
+      if (res.kind === 'replies') return fromReplies(res, addresses);
+      last = `${res.host}: ${res.error}`;
+      ctx.log.warn('mx unreachable', { messageId: row.id, host: res.host, error: res.error });
+    }
+  }
+  return all(addresses, 'deferred', `no MX host of ${domain} reachable; last: ${last}`);
+}
+
+export const sendHandler: JobHandler = {
+  kind: SEND_JOB,
+  schedule: (ctx) => ctx.config.outbound.retry_schedule,
+  partitionLimit: (ctx) => ctx.config.outbound.concurrency_per_domain,
+  async run(ctx, job) {
+    const payload = JSON.parse(job.payload) as SendJobPayload;
+    const row = findOutboundRow(ctx, payload.messageId);
+    if (!row) return ok(); // deleted meanwhile: nothing left to send
+    const pending = pendingRecipients(row, payload.recipients);
+    if (!pending.length) return ok();
+    markSending(ctx, row.id, pending);
+
+    let results: Result[];
+    if (payload.local) results = await deliverLocally(ctx, row, pending);
+    else if (row.delivery === 'dry-run') results = all(pending, 'sent', '250 dry-run: accepted without sending (outbound.mode = "dry-run")');
+    else results = await deliverRemotely(ctx, row, payload.domain, pending);
+
+    const deferred = results.filter((r) => r.status === 'deferred');
+    const lastAttempt = job.attempts >= job.maxAttempts;
+    // Out of attempts: what was still deferred has failed (its last reply is kept).
+    const outcomes = lastAttempt ? results.map((r) => (r.status === 'deferred' ? { ...r, status: 'failed' as const } : r)) : results;
+    const commit = (tx: Parameters<typeof recordOutcomes>[0]) => recordOutcomes(tx, ctx, row.id, outcomes);
+    if (!deferred.length) return ok(commit);
+    const reason = `${deferred.length} recipient(s) deferred: ${deferred[0].response}`;
+    return lastAttempt ? fail(reason, commit) : retry(reason, commit);
+  },
+};

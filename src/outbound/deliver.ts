@@ -1,0 +1,154 @@
+// One delivery attempt: hand a signed message to one MX host (or to `outbound.relay`) over
+// SMTP with nodemailer, and report what the server said for each recipient. Connections are
+// pooled per MX host and reused across messages; STARTTLS is used whenever the server offers
+// it (opportunistic, RFC 3207; certificates of MX hosts are not checked, as MTAs do without
+// DANE/MTA-STS). The pools are closed by the `outbound` service at shutdown.
+import nodemailer, { type Transporter } from 'nodemailer';
+import type { AppContext } from '../context.ts';
+import type { Service } from '../main.ts';
+
+export interface Envelope {
+  /** MAIL FROM: where bounces go. */
+  from: string;
+  to: string[];
+  /** RFC 3461 ENVID: returned in DSNs so a bounce names the message (sent when offered). */
+  envid?: string;
+}
+
+export interface RecipientReply {
+  accepted: boolean;
+  code?: number;
+  response: string;
+}
+
+export type AttemptResult =
+  /** The server took part in the transaction: a reply for each recipient. */
+  | { kind: 'replies'; host: string; replies: Map<string, RecipientReply> }
+  /** No transaction with this host (refused, timed out, dropped, TLS failed, 421 greeting). */
+  | { kind: 'unreachable'; host: string; error: string; errorCode?: string; code?: number; response?: string };
+
+export interface Target {
+  /** MX host name (TLS SNI, logs). */
+  name: string;
+  /** Address to connect to. */
+  address: string;
+  port: number;
+}
+
+interface Pools {
+  byKey: Map<string, Transporter>;
+}
+
+const pools = new WeakMap<AppContext, Pools>();
+
+function poolsOf(ctx: AppContext): Pools {
+  let p = pools.get(ctx);
+  if (!p) pools.set(ctx, (p = { byKey: new Map() }));
+  return p;
+}
+
+function transportFor(ctx: AppContext, target: Target | 'relay'): Transporter {
+  const p = poolsOf(ctx);
+  const key = target === 'relay' ? 'relay' : `${target.name}|${target.address}|${target.port}`;
+  let t = p.byKey.get(key);
+  if (t) return t;
+  const o = ctx.config.outbound;
+  const common = {
+    pool: true as const,
+    // One pool per MX host; the job runner already bounds deliveries per recipient domain.
+    maxConnections: o.concurrency_per_domain,
+    maxMessages: 1000,
+    idleTimeout: 30_000,
+    name: ctx.config.hostname,
+    connectionTimeout: o.timeout,
+    greetingTimeout: o.timeout,
+    socketTimeout: o.timeout,
+    opportunisticTLS: true,
+    logger: false,
+  };
+  if (target === 'relay') {
+    const url = new URL(o.relay);
+    t = nodemailer.createTransport({
+      ...common,
+      host: url.hostname.replace(/^\[|\]$/g, ''),
+      port: Number(url.port) || (url.protocol === 'smtps:' ? 465 : 587),
+      secure: url.protocol === 'smtps:',
+      auth: url.username ? { user: decodeURIComponent(url.username), pass: decodeURIComponent(url.password) } : undefined,
+    });
+  } else {
+    t = nodemailer.createTransport({
+      ...common,
+      host: target.address,
+      port: target.port,
+      tls: { servername: /^[\d.:]+$/.test(target.name) ? undefined : target.name, rejectUnauthorized: false },
+    });
+  }
+  p.byKey.set(key, t);
+  return t;
+}
+
+interface SmtpError extends Error {
+  code?: string;
+  responseCode?: number;
+  response?: string;
+  command?: string;
+  rejectedErrors?: Array<SmtpError & { recipient?: string }>;
+}
+
+const oneLine = (s: string | undefined) => (s ?? '').replace(/\s+/g, ' ').trim().slice(0, 500);
+
+/** Sends `raw` to every recipient of `envelope` through `target` (an MX host or the relay). */
+export async function deliverAttempt(ctx: AppContext, target: Target | 'relay', envelope: Envelope, raw: Buffer): Promise<AttemptResult> {
+  const host = target === 'relay' ? 'relay' : `${target.name} [${target.address}]:${target.port}`;
+  const transport = transportFor(ctx, target);
+  const replies = new Map<string, RecipientReply>();
+  try {
+    const info = await transport.sendMail({
+      envelope: { from: envelope.from, to: envelope.to },
+      raw,
+      dsn: envelope.envid ? { id: envelope.envid, return: 'headers' } : undefined,
+    });
+    const rejectedErrors = ((info as { rejectedErrors?: SmtpError[] }).rejectedErrors ?? []) as Array<SmtpError & { recipient?: string }>;
+    for (const e of rejectedErrors) {
+      if (e.recipient) replies.set(e.recipient.toLowerCase(), { accepted: false, code: e.responseCode, response: oneLine(e.response ?? e.message) });
+    }
+    const code = Number(/^\d{3}/.exec(info.response ?? '')?.[0]) || 250;
+    for (const to of envelope.to) {
+      if (!replies.has(to.toLowerCase())) replies.set(to.toLowerCase(), { accepted: true, code, response: oneLine(info.response) || '250 OK' });
+    }
+    return { kind: 'replies', host, replies };
+  } catch (raw_) {
+    const err = raw_ as SmtpError;
+    if (err.rejectedErrors?.length) {
+      // Every recipient was refused at RCPT TO: each has its own reply.
+      for (const e of err.rejectedErrors) {
+        if (e.recipient) replies.set(e.recipient.toLowerCase(), { accepted: false, code: e.responseCode, response: oneLine(e.response ?? e.message) });
+      }
+      for (const to of envelope.to) {
+        if (!replies.has(to.toLowerCase())) replies.set(to.toLowerCase(), { accepted: false, code: err.responseCode, response: oneLine(err.response ?? err.message) });
+      }
+      return { kind: 'replies', host, replies };
+    }
+    if (err.responseCode && (err.command === 'MAIL FROM' || err.command === 'DATA' || err.code === 'EMESSAGE' || err.code === 'EENVELOPE')) {
+      // The transaction ran and the server refused the sender or the message: the same
+      // reply counts for every recipient of this attempt.
+      for (const to of envelope.to) replies.set(to.toLowerCase(), { accepted: false, code: err.responseCode, response: oneLine(err.response) });
+      return { kind: 'replies', host, replies };
+    }
+    return { kind: 'unreachable', host, error: oneLine(err.response || err.message), errorCode: err.code, code: err.responseCode, response: err.response };
+  }
+}
+
+/** Closes the connection pools at shutdown (and lets idle MX connections go). */
+export function createOutboundService(ctx: AppContext): Service {
+  return {
+    name: 'outbound',
+    async start() {},
+    async stop() {
+      const p = pools.get(ctx);
+      if (!p) return;
+      for (const t of p.byKey.values()) t.close();
+      p.byKey.clear();
+    },
+  };
+}

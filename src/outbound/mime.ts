@@ -1,0 +1,55 @@
+// Builds the RFC 5322 / MIME source of an outbound message with nodemailer's MailComposer.
+// Bcc recipients are never given to the composer: they exist only in the SMTP envelope, so no
+// header can ever reveal them. When only HTML is given, a text part is generated from it.
+import MailComposer from 'nodemailer/lib/mail-composer/index.js';
+import { convert } from 'html-to-text';
+
+export interface MailAddress {
+  name?: string | null;
+  address: string;
+}
+
+export interface ComposeInput {
+  from: MailAddress;
+  to: MailAddress[];
+  cc: MailAddress[];
+  subject: string;
+  text: string | null;
+  html: string | null;
+  /** With angle brackets. */
+  messageId: string;
+  date: Date;
+  inReplyTo?: string | null;
+  references?: string[];
+  /** Files on disk (absolute paths), streamed into the message. */
+  attachments: Array<{ filename: string; contentType: string; path: string }>;
+}
+
+/** The text alternative of an HTML body (what a text-only client shows). */
+export function textFromHtml(html: string): string {
+  return convert(html, { wordwrap: 78, selectors: [{ selector: 'img', format: 'skip' }] }).trim();
+}
+
+const addr = (a: MailAddress) => (a.name ? { name: a.name, address: a.address } : a.address);
+
+export async function buildMime(input: ComposeInput): Promise<Buffer> {
+  const composer = new MailComposer({
+    from: addr(input.from),
+    to: input.to.map(addr),
+    cc: input.cc.length ? input.cc.map(addr) : undefined,
+    subject: input.subject,
+    text: input.text ?? undefined,
+    html: input.html ?? undefined,
+    messageId: input.messageId,
+    date: input.date,
+    inReplyTo: input.inReplyTo ?? undefined,
+    references: input.references?.length ? input.references : undefined,
+    attachments: input.attachments.map((a) => ({ filename: a.filename, contentType: a.contentType, path: a.path })),
+    // Only the files named above are read; nothing from URLs.
+    disableUrlAccess: true,
+    // RFC 5322 §2.3: CRLF line endings throughout, so the stored source is byte-for-byte what
+    // is signed and sent (bodies from JSON usually have bare LF).
+    newline: 'windows',
+  });
+  return composer.compile().build();
+}

@@ -1,0 +1,118 @@
+// A capturing remote MX for outbound tests: smtp-server on loopback that records every message
+// (envelope, raw source, TLS, DSN parameters) and answers each recipient as scripted — 250,
+// 451, 550 or dropping the connection — optionally a different answer on each attempt.
+import { createServer as createNetServer, type Socket } from 'node:net';
+import { SMTPServer, type SMTPServerSession } from 'smtp-server';
+
+export type Behaviour = '250' | '451' | '550' | 'drop';
+
+export interface CapturedMessage {
+  mailFrom: string;
+  rcptTo: string[];
+  raw: Buffer;
+  secure: boolean;
+  envid: string | undefined;
+  heloName: string;
+}
+
+export interface TestMx {
+  port: number;
+  messages: CapturedMessage[];
+  /** Answers for one recipient, used in turn (the last one repeats): e.g. ['451', '250']. */
+  script(address: string, answers: Behaviour | Behaviour[]): void;
+  /** Resolves when `n` messages in total have been captured. */
+  waitFor(n: number, timeoutMs?: number): Promise<CapturedMessage[]>;
+  /** Number of RCPT TO commands seen for an address (attempts). */
+  attempts(address: string): number;
+  /** Connections opened so far (to check reuse). */
+  connections(): number;
+  close(): Promise<void>;
+}
+
+const reply = (code: number, text: string) => Object.assign(new Error(text), { responseCode: code });
+
+export async function startTestMx(): Promise<TestMx> {
+  const scripts = new Map<string, Behaviour[]>();
+  const seen = new Map<string, number>();
+  const messages: CapturedMessage[] = [];
+  const sockets = new Map<number, Socket>();
+  let connectionCount = 0;
+  const waiters: Array<() => void> = [];
+
+  const server = new SMTPServer({
+    authOptional: true,
+    hideDSN: false,
+    logger: false,
+    size: 50 * 1024 * 1024,
+    onConnect(_session, cb) {
+      connectionCount++;
+      cb();
+    },
+    onRcptTo(address, session: SMTPServerSession, cb) {
+      const addr = address.address.toLowerCase();
+      const n = seen.get(addr) ?? 0;
+      seen.set(addr, n + 1);
+      const answers = scripts.get(addr) ?? ['250'];
+      const answer = answers[Math.min(n, answers.length - 1)];
+      if (answer === '250') return cb();
+      if (answer === '451') return cb(reply(451, '4.7.1 Try again later (scripted)'));
+      if (answer === '550') return cb(reply(550, '5.1.1 No such user here (scripted)'));
+      // 'drop': cut the TCP connection without a reply.
+      sockets.get(session.remotePort)?.destroy();
+    },
+    onData(stream, session, cb) {
+      const chunks: Buffer[] = [];
+      stream.on('data', (c: Buffer) => chunks.push(c));
+      stream.on('end', () => {
+        const env = session.envelope as typeof session.envelope & { dsn?: { envid?: string } };
+        messages.push({
+          mailFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
+          rcptTo: session.envelope.rcptTo.map((r) => r.address),
+          raw: Buffer.concat(chunks),
+          secure: session.secure,
+          envid: env.dsn?.envid,
+          heloName: session.hostNameAppearsAs,
+        });
+        cb(null, `2.0.0 Ok: queued as ${messages.length}`);
+        for (const w of waiters.splice(0)) w();
+      });
+    },
+  });
+  // Remember each raw socket by its remote port so a script can drop it.
+  const net = (server as unknown as { server: ReturnType<typeof createNetServer> }).server;
+  net.on('connection', (socket: Socket) => {
+    if (socket.remotePort) {
+      const port = socket.remotePort;
+      sockets.set(port, socket);
+      socket.on('close', () => sockets.delete(port));
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (net.address() as { port: number }).port;
+
+  return {
+    port,
+    messages,
+    script(address, answers) {
+      scripts.set(address.toLowerCase(), Array.isArray(answers) ? answers : [answers]);
+    },
+    async waitFor(n, timeoutMs = 10_000) {
+      const deadline = Date.now() + timeoutMs;
+      while (messages.length < n) {
+        if (Date.now() > deadline) throw new Error(`expected ${n} captured messages, have ${messages.length}`);
+        await new Promise<void>((resolve) => {
+          waiters.push(resolve);
+          setTimeout(resolve, 100).unref();
+        });
+      }
+      return messages;
+    },
+    attempts: (address) => seen.get(address.toLowerCase()) ?? 0,
+    connections: () => connectionCount,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const s of sockets.values()) s.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
