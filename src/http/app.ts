@@ -12,12 +12,12 @@ import { registerInboxRoutes } from './routes/inboxes.ts';
 import { registerApiKeyRoutes } from './routes/apikeys.ts';
 import { registerDomainRoutes } from './routes/domains.ts';
 import { registerMessageRoutes } from './routes/messages.ts';
-import { registerSendingRoutes } from './routes/sending.ts';
 import { registerThreadRoutes } from './routes/threads.ts';
 import { registerAttachmentRoutes } from './routes/attachments.ts';
+import { registerDashboardRoutes } from './routes/dashboard.ts';
 
 /** Each resource module adds its routes here; fixed paths must come before `/:id` ones. */
-const ROUTE_MODULES: Array<(r: Routes, ctx: AppContext) => void> = [registerHealthRoutes, registerInboxRoutes, registerApiKeyRoutes, registerDomainRoutes, registerMessageRoutes, registerSendingRoutes, registerThreadRoutes, registerAttachmentRoutes];
+const ROUTE_MODULES: Array<(r: Routes, ctx: AppContext) => void> = [registerHealthRoutes, registerInboxRoutes, registerApiKeyRoutes, registerDomainRoutes, registerMessageRoutes, registerThreadRoutes, registerAttachmentRoutes, registerDashboardRoutes];
 
 function presentedKey(req: Request): string | undefined {
   const auth = req.headers.authorization;

@@ -1,0 +1,53 @@
+// /dashboard: the operator's web page (HTML, script and stylesheet embedded in the binary,
+// served without a key; the page signs in with an API key itself) and the dashboard-only
+// endpoint POST /dashboard/api/deliveries/:id/replay, which needs a write key like any POST.
+import type { AppContext } from '../../context.ts';
+import { replayAccountDelivery } from '../../domain/dashboard.ts';
+import { DASHBOARD_CSS, DASHBOARD_HTML, DASHBOARD_ICON } from '../dashboard/page.ts';
+import { DASHBOARD_JS } from '../dashboard/script.ts';
+import type { Routes } from '../routes.ts';
+
+/**
+ * Only same-origin script, style and fetch; no inline code, no frames, no forms posted
+ * anywhere. The page shows mail from strangers, so it must not be able to run or load theirs.
+ */
+export const DASHBOARD_CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "connect-src 'self'",
+  "img-src 'self'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+const SECURITY_HEADERS = {
+  'Content-Security-Policy': DASHBOARD_CSP,
+  'X-Content-Type-Options': 'nosniff',
+  'X-Frame-Options': 'DENY',
+  'Referrer-Policy': 'no-referrer',
+  // Assets change with the binary; revalidating is cheap and never serves a stale page after an upgrade.
+  'Cache-Control': 'no-cache',
+};
+
+const asset = (body: string, contentType: string) => {
+  const bytes = Buffer.from(body, 'utf8');
+  return () => ({ status: 200, stream: bytes, headers: { ...SECURITY_HEADERS, 'Content-Type': contentType, 'Content-Length': String(bytes.length) } });
+};
+
+/** Paths under /dashboard are not part of the public API (left out of the OpenAPI document). */
+export const DASHBOARD_PREFIX = '/dashboard';
+
+export function registerDashboardRoutes(r: Routes, ctx: AppContext): void {
+  const page = asset(DASHBOARD_HTML, 'text/html; charset=utf-8');
+  r.get('/dashboard', page, { public: true });
+  r.get('/dashboard/', page, { public: true });
+  r.get('/dashboard/app.js', asset(DASHBOARD_JS, 'text/javascript; charset=utf-8'), { public: true });
+  r.get('/dashboard/app.css', asset(DASHBOARD_CSS, 'text/css; charset=utf-8'), { public: true });
+  r.get('/dashboard/favicon.svg', asset(DASHBOARD_ICON, 'image/svg+xml'), { public: true });
+  r.post('/dashboard/api/deliveries/:id/replay', (req) => ({
+    status: 202,
+    body: replayAccountDelivery(ctx, req.principal.accountId, req.params.id),
+  }));
+}
