@@ -10,6 +10,7 @@ import { registerInboxes } from './commands/inboxes.ts';
 import { registerKeys } from './commands/keys.ts';
 import { registerQueue } from './commands/queue.ts';
 import { registerServe } from './commands/serve.ts';
+import { registerWebhooks } from './commands/webhooks.ts';
 import { reportFailure } from './shared.ts';
 
 export function buildProgram(): Command {
@@ -17,7 +18,7 @@ export function buildProgram(): Command {
     .description('self-hosted email appliance for software agents')
     .option('--config <file>', 'config file (default: ./mailroom.toml if present, else built-in defaults)')
     .showHelpAfterError();
-  for (const register of [registerServe, registerAccounts, registerKeys, registerInboxes, registerQueue, registerDomains]) register(program);
+  for (const register of [registerServe, registerAccounts, registerKeys, registerInboxes, registerQueue, registerDomains, registerWebhooks]) register(program);
   return program;
 }
 

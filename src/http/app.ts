@@ -10,6 +10,7 @@ import { Routes, callerOf, newRequestId, sendError, type CallerInfo } from './ro
 import { registerHealthRoutes } from './routes/health.ts';
 import { registerInboxRoutes } from './routes/inboxes.ts';
 import { registerApiKeyRoutes } from './routes/apikeys.ts';
+import { registerWebhookRoutes } from './routes/webhooks.ts';
 import { registerDomainRoutes } from './routes/domains.ts';
 import { registerMessageRoutes } from './routes/messages.ts';
 import { registerThreadRoutes } from './routes/threads.ts';
@@ -17,7 +18,7 @@ import { registerAttachmentRoutes } from './routes/attachments.ts';
 import { registerDashboardRoutes } from './routes/dashboard.ts';
 
 /** Each resource module adds its routes here; fixed paths must come before `/:id` ones. */
-const ROUTE_MODULES: Array<(r: Routes, ctx: AppContext) => void> = [registerHealthRoutes, registerInboxRoutes, registerApiKeyRoutes, registerDomainRoutes, registerMessageRoutes, registerThreadRoutes, registerAttachmentRoutes, registerDashboardRoutes];
+const ROUTE_MODULES: Array<(r: Routes, ctx: AppContext) => void> = [registerHealthRoutes, registerInboxRoutes, registerApiKeyRoutes, registerDomainRoutes, registerMessageRoutes, registerThreadRoutes, registerAttachmentRoutes, registerDashboardRoutes, registerWebhookRoutes];
 
 function presentedKey(req: Request): string | undefined {
   const auth = req.headers.authorization;

@@ -1,5 +1,6 @@
 // Every kind of job the runner knows. Each feature adds its handler here.
 import type { JobHandler } from '../runner.ts';
 import { sendHandler } from './send.ts';
+import { webhookHandler } from './webhook.ts';
 
-export const JOB_HANDLERS: JobHandler[] = [sendHandler, ];
+export const JOB_HANDLERS: JobHandler[] = [sendHandler, webhookHandler];

@@ -1,0 +1,135 @@
+// Webhook target safety: which URLs may be saved and which addresses may be connected to.
+// A webhook makes this server send requests on a customer's behalf, so a target that points
+// back inside the host or its network (SSRF) is refused at save and again at every delivery.
+import ipaddr from 'ipaddr.js';
+import { isIP } from 'node:net';
+import type { AppContext } from '../context.ts';
+import { DnsUnavailableError } from '../dns.ts';
+import { AppError } from './errors.ts';
+
+export const MAX_WEBHOOK_URL_LENGTH = 2048;
+
+/** A target as the sender will reach it: the parsed URL and the address(es) it may connect to. */
+export interface ResolvedTarget {
+  url: URL;
+  /** Host without IPv6 brackets. */
+  host: string;
+  /** Checked addresses to connect to; empty when insecure targets are allowed (system lookup). */
+  addresses: Array<{ address: string; family: 4 | 6 }>;
+}
+
+export class UnsafeTargetError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UnsafeTargetError';
+  }
+}
+
+// RFC 6052 §2.1 well-known NAT64 prefix; RFC 6145 / RFC 4291 §2.5.5 embedded IPv4 forms.
+const NAT64 = ipaddr.IPv6.parse('64:ff9b::');
+const COMPAT = ipaddr.IPv6.parse('::');
+const GLOBAL_UNICAST = ipaddr.IPv6.parse('2000::');
+
+function v4Reason(ip: ipaddr.IPv4): string | undefined {
+  // ipaddr.js names every special-purpose block of RFC 6890 (loopback, private = RFC 1918,
+  // linkLocal, carrierGradeNat = RFC 6598 100.64/10, multicast, unspecified, broadcast,
+  // reserved = documentation/benchmark/240/4/…); only plain unicast is public.
+  const range = ip.range();
+  return range === 'unicast' ? undefined : range;
+}
+
+/** Why an address must not be connected to, or undefined when it is a public unicast one. */
+export function nonPublicReason(address: string): string | undefined {
+  if (!ipaddr.isValid(address)) return 'not an IP address';
+  const ip = ipaddr.parse(address);
+  if (ip.kind() === 'ipv4') return v4Reason(ip as ipaddr.IPv4);
+  const v6 = ip as ipaddr.IPv6;
+  // Forms that carry an IPv4 address are judged by the address they reach.
+  if (v6.isIPv4MappedAddress()) return v4Reason(v6.toIPv4Address()) && `IPv4-mapped ${v4Reason(v6.toIPv4Address())}`;
+  const parts = v6.parts;
+  const embedded = () => ipaddr.IPv4.parse(`${parts[6] >> 8}.${parts[6] & 255}.${parts[7] >> 8}.${parts[7] & 255}`);
+  if (v6.match(NAT64, 96)) {
+    const r = v4Reason(embedded());
+    return r && `NAT64 ${r}`;
+  }
+  if (v6.match(COMPAT, 96)) {
+    // ::/96 holds ::, ::1 and the deprecated IPv4-compatible form (RFC 4291 §2.5.5.1).
+    if (parts.slice(0, 7).every((p) => p === 0) && parts[7] <= 1) return v6.range();
+    const r = v4Reason(embedded());
+    return r && `IPv4-compatible ${r}`;
+  }
+  const range = v6.range();
+  if (range === '6to4') {
+    // RFC 3056: 2002:V4ADDR::/48.
+    const r = v4Reason(ipaddr.IPv4.parse(`${parts[1] >> 8}.${parts[1] & 255}.${parts[2] >> 8}.${parts[2] & 255}`));
+    return r && `6to4 ${r}`;
+  }
+  // Everything else must be ordinary global unicast (2000::/3, RFC 4291 §2.4): this refuses
+  // ULA fc00::/7, link-local fe80::/10, multicast, Teredo, documentation and the like.
+  if (!v6.match(GLOBAL_UNICAST, 3)) return range === 'unicast' ? 'not global unicast' : range;
+  return range === 'unicast' ? undefined : range;
+}
+
+function invalid(message: string): AppError {
+  return new AppError('INVALID_WEBHOOK_URL', message);
+}
+
+/** Parses a webhook URL and applies the scheme rules; throws INVALID_WEBHOOK_URL. */
+export function parseWebhookUrl(raw: string, allowInsecure: boolean): URL {
+  if (raw.length > MAX_WEBHOOK_URL_LENGTH) throw invalid(`\`url\` must be at most ${MAX_WEBHOOK_URL_LENGTH} characters`);
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw invalid('`url` is not a valid absolute URL');
+  }
+  if (url.protocol !== 'https:' && !(allowInsecure && url.protocol === 'http:')) {
+    throw invalid('`url` must use https://');
+  }
+  // Credentials in the URL would be sent to the receiver and shown in logs and listings.
+  if (url.username || url.password) throw invalid('`url` must not contain a user name or password');
+  if (!url.hostname) throw invalid('`url` has no host');
+  return url;
+}
+
+const hostOf = (url: URL) => url.hostname.replace(/^\[(.*)\]$/, '$1').replace(/\.$/, '').toLowerCase();
+
+/**
+ * Resolves the URL's host through `ctx.dns` and checks every address. Throws
+ * UnsafeTargetError when any address is non-public or none exists; DnsUnavailableError when DNS
+ * could not answer. Used at save and before every delivery, which then connects to one of
+ * the checked addresses (no second lookup that a rebinding name could answer differently).
+ */
+export async function resolveTarget(ctx: AppContext, url: URL): Promise<ResolvedTarget> {
+  const host = hostOf(url);
+  if (ctx.config.webhooks.allow_insecure_targets) return { url, host, addresses: [] };
+  const literal = isIP(host);
+  if (literal) {
+    const reason = nonPublicReason(host);
+    if (reason) throw new UnsafeTargetError(`${host} is not a public address (${reason})`);
+    return { url, host, addresses: [{ address: host, family: literal as 4 | 6 }] };
+  }
+  // RFC 6761 §6.3: localhost names always mean this host, whatever a resolver says.
+  if (host === 'localhost' || host.endsWith('.localhost')) throw new UnsafeTargetError(`${host} is a loopback name`);
+  const [a, aaaa] = await Promise.all([ctx.dns.a(host), ctx.dns.aaaa(host)]);
+  const addresses = [...a.map((address) => ({ address, family: 4 as const })), ...aaaa.map((address) => ({ address, family: 6 as const }))];
+  if (!addresses.length) throw new UnsafeTargetError(`${host} does not resolve to any address`);
+  for (const { address } of addresses) {
+    const reason = nonPublicReason(address);
+    if (reason) throw new UnsafeTargetError(`${host} resolves to ${address}, which is not a public address (${reason})`);
+  }
+  return { url, host, addresses };
+}
+
+/** Save-time check: the URL rules plus the address rules, as 400 INVALID_WEBHOOK_URL. */
+export async function checkWebhookUrl(ctx: AppContext, raw: string): Promise<string> {
+  const url = parseWebhookUrl(raw, ctx.config.webhooks.allow_insecure_targets);
+  try {
+    await resolveTarget(ctx, url);
+  } catch (err) {
+    if (err instanceof UnsafeTargetError) throw invalid(`\`url\` is not allowed: ${err.message}`);
+    if (err instanceof DnsUnavailableError) throw invalid(`\`url\` host could not be resolved (DNS unavailable: ${err.code}); try again`);
+    throw err;
+  }
+  return url.toString();
+}

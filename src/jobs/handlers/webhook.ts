@@ -1,0 +1,169 @@
+// Webhook delivery: one job = one event to one webhook; one run = one signed POST, logged in
+// webhook_attempts in the transaction that records the job's outcome. Retries follow
+// `webhooks.retry_schedule`; the target's addresses are checked again before every attempt
+// and the connection goes to the checked address (no DNS-rebinding bypass).
+import { eq } from 'drizzle-orm';
+import { createHmac } from 'node:crypto';
+import http from 'node:http';
+import https from 'node:https';
+import type { LookupFunction } from 'node:net';
+import type { AppContext } from '../../context.ts';
+import type { Tx } from '../../db/client.ts';
+import { events, webhookAttempts, webhooks } from '../../db/schema.ts';
+import { DnsUnavailableError } from '../../dns.ts';
+import { WEBHOOK_JOB, type WebhookJobPayload } from '../../domain/webhook-fanout.ts';
+import { parseWebhookUrl, resolveTarget, UnsafeTargetError, type ResolvedTarget } from '../../domain/webhook-targets.ts';
+import type { AttemptStatus } from '../../domain/webhooks.ts';
+import { newId } from '../../ids.ts';
+import type { JobHandler } from '../runner.ts';
+import { fail, ok, retry, type JobOutcome } from '../table.ts';
+
+export const SIGNATURE_HEADER = 'X-Service-Signature';
+
+/** Lowercase hex HMAC-SHA256 of the exact bytes sent, keyed with the webhook's secret. */
+export const signBody = (secret: string, body: Buffer | string): string => createHmac('sha256', secret).update(body).digest('hex');
+
+interface PostResult {
+  status?: number;
+  error?: string;
+  durationMs: number;
+}
+
+/** A `lookup` that answers with the already-checked address, whatever the name. */
+function pinnedLookup(target: { address: string; family: 4 | 6 }): LookupFunction {
+  return ((_host: string, opts: { all?: boolean }, cb: (...args: unknown[]) => void) => {
+    if (opts?.all) cb(null, [{ address: target.address, family: target.family }]);
+    else cb(null, target.address, target.family);
+  }) as unknown as LookupFunction;
+}
+
+/** One POST. Redirects are not followed (node:http never does): a 3xx is a failure. */
+function post(target: ResolvedTarget, body: Buffer, headers: Record<string, string>, timeoutMs: number): Promise<PostResult> {
+  const { url } = target;
+  const started = performance.now();
+  const elapsed = () => Math.round(performance.now() - started);
+  return new Promise((resolve) => {
+    let settled = false;
+    const settle = (r: Omit<PostResult, 'durationMs'>) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      resolve({ ...r, durationMs: elapsed() });
+    };
+    const req = (url.protocol === 'https:' ? https : http).request({
+      method: 'POST',
+      protocol: url.protocol,
+      // Host header and TLS SNI stay the name; only the socket goes to the checked address.
+      hostname: target.host,
+      port: url.port || undefined,
+      path: `${url.pathname}${url.search}`,
+      headers: { ...headers, 'Content-Length': String(body.length) },
+      agent: false,
+      lookup: target.addresses.length ? pinnedLookup(target.addresses[0]) : undefined,
+    });
+    const timer = setTimeout(() => {
+      settle({ error: `no answer within ${timeoutMs} ms` });
+      req.destroy();
+    }, timeoutMs);
+    req.on('response', (res) => {
+      settle({ status: res.statusCode });
+      // The body is not needed; read and drop it, but never hold a socket longer than the timeout.
+      res.resume();
+      const cut = setTimeout(() => req.destroy(), timeoutMs);
+      cut.unref();
+      res.on('close', () => clearTimeout(cut));
+      res.on('error', () => {});
+    });
+    req.on('error', (err) => settle({ error: err.message }));
+    req.end(body);
+  });
+}
+
+function logAttempt(
+  job: { id: string },
+  hook: { id: string; accountId: string },
+  event: { id: string; type: string },
+  id: string,
+  createdAt: string,
+  attempt: number,
+  status: AttemptStatus,
+  result: PostResult,
+): (tx: Tx) => void {
+  return (tx) => {
+    tx.insert(webhookAttempts)
+      .values({
+        id,
+        accountId: hook.accountId,
+        webhookId: hook.id,
+        eventId: event.id,
+        eventType: event.type,
+        jobId: job.id,
+        status,
+        httpStatus: result.status ?? null,
+        durationMs: result.durationMs,
+        attempt,
+        error: result.error ?? null,
+        createdAt,
+      })
+      .run();
+  };
+}
+
+export const webhookHandler: JobHandler = {
+  kind: WEBHOOK_JOB,
+  schedule: (ctx) => ctx.config.webhooks.retry_schedule,
+  partitionLimit: () => 4,
+  async run(ctx: AppContext, job): Promise<JobOutcome> {
+    const payload = JSON.parse(job.payload) as WebhookJobPayload;
+    const hook = ctx.db.select().from(webhooks).where(eq(webhooks.id, payload.webhookId)).get();
+    const event = ctx.db.select().from(events).where(eq(events.id, payload.eventId)).get();
+    // Gone with its account (cascade): nobody is left to deliver to or to read a log.
+    if (!hook || !event) return fail('webhook or event no longer exists');
+
+    // The attempt's time is when it was claimed (the job's updatedAt): the next retry is due a
+    // schedule step after that same instant, so the log shows the schedule exactly.
+    const now = new Date(job.updatedAt);
+    const attempt = (payload.attemptOffset ?? 0) + job.attempts;
+    const last = job.attempts >= job.maxAttempts;
+    const id = newId('dlv', now.getTime());
+    const record = (status: AttemptStatus, result: PostResult) => logAttempt(job, hook, event, id, now.toISOString(), attempt, status, result);
+
+    // Paused: the receiver gets nothing while inactive. A delivery queued before the pause is
+    // dropped, and logged as failed so the operator can replay it after resuming. (A deleted
+    // webhook's queued deliveries are still attempted: they were in flight at deletion.)
+    if (!hook.isActive && !hook.deletedAt) {
+      const reason = 'webhook inactive: delivery dropped';
+      return fail(reason, record('failed', { error: reason, durationMs: 0 }));
+    }
+
+    const envelope = { id: event.id, type: event.type, createdAt: event.createdAt, webhookId: hook.id, data: JSON.parse(event.data) as unknown };
+    const body = Buffer.from(JSON.stringify(envelope), 'utf8');
+    const headers = {
+      'Content-Type': 'application/json',
+      'User-Agent': 'mailroom-webhooks/1',
+      [SIGNATURE_HEADER]: signBody(hook.secret, body),
+      'X-Service-Event-Id': event.id,
+      'X-Service-Event-Type': event.type,
+      'X-Service-Delivery-Id': id,
+      'X-Service-Attempt': String(attempt),
+    };
+
+    let result: PostResult;
+    try {
+      const target = await resolveTarget(ctx, parseWebhookUrl(hook.url, ctx.config.webhooks.allow_insecure_targets));
+      result = await post(target, body, headers, ctx.config.webhooks.timeout);
+    } catch (err) {
+      // Unsafe address, DNS outage, or a URL saved under looser settings: a failed attempt,
+      // logged like any other and retried on the schedule (DNS may come back, or change).
+      const what = err instanceof UnsafeTargetError ? 'target refused' : err instanceof DnsUnavailableError ? 'DNS unavailable' : 'target invalid';
+      result = { error: `${what}: ${(err as Error)?.message ?? String(err)}`, durationMs: 0 };
+    }
+
+    const success = result.status !== undefined && result.status >= 200 && result.status < 300;
+    ctx.log.info('webhook delivery', { webhookId: hook.id, eventId: event.id, attempt, httpStatus: result.status, error: result.error, ms: result.durationMs });
+    if (success) return ok(record('success', result));
+    const reason = result.error ?? `HTTP ${result.status}${result.status! >= 300 && result.status! < 400 ? ' (redirects are not followed)' : ''}`;
+    if (!result.error) result.error = reason;
+    return last ? fail(reason, record('failed', result)) : retry(reason, record('pending', result));
+  },
+};

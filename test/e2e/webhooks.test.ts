@@ -1,0 +1,521 @@
+// Webhooks end to end: the API (CRUD, PUT semantics, catalog, logs, activity), signed delivery
+// to a real local HTTP receiver, retries on a shortened schedule, pausing, deletion, secret
+// rotation, SSRF refusals at save and at delivery (through the test DNS server), a restart
+// with deliveries pending, cross-account isolation, and the CLI's deliveries/replay.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { recordEvent, type EventType } from '../../src/domain/events.ts';
+import { listJobs } from '../../src/jobs/table.ts';
+import { runCli } from '../support/cli.ts';
+import { startTestDns } from '../support/dns.ts';
+import { startReceiver, type Received } from '../support/receiver.ts';
+import { expectError, startTestServer, type TestServer } from '../support/server.ts';
+
+const FAST = { allow_insecure_targets: true, retry_schedule: ['100ms', '200ms', '300ms', '400ms', '500ms'], timeout: '500ms' };
+
+/** Records an event the way the domain does: inside a transaction. */
+function emit(t: TestServer, type: EventType, data: unknown = { id: 'msg_test', subject: 'hello' }, accountId = t.accountId) {
+  return t.server.ctx.db.transaction((tx) => recordEvent(tx, t.server.ctx, accountId, type, data));
+}
+
+/** Polls `fn` until it returns a value (waiting for background work, not timing it). */
+async function until<T>(fn: () => Promise<T | undefined | false> | T | undefined | false, what: string, timeoutMs = 8000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+const verify = (secret: string, r: Received) => {
+  const expected = createHmac('sha256', secret).update(r.raw).digest();
+  const got = Buffer.from(String(r.headers['x-service-signature']), 'hex');
+  return got.length === expected.length && timingSafeEqual(got, expected);
+};
+
+async function logsOf(t: TestServer, query = '') {
+  const res = await t.api('GET', `/webhooks/logs${query}`);
+  assert.equal(res.status, 200, res.text);
+  return res.body.data as any[];
+}
+
+test('CRUD: secret only on create and rotation, PUT changes only given fields, catalog and fixed words, validation errors', async () => {
+  const t = await startTestServer({ webhooks: FAST });
+  try {
+    const created = await t.api('POST', '/webhooks', { url: 'http://127.0.0.1:9/hook', description: 'orders', events: ['message.received', 'message.sent'] });
+    assert.equal(created.status, 201, created.text);
+    const w = created.body;
+    assert.match(w.id, /^whk_/);
+    assert.match(w.secret, /^whsec_[A-Za-z0-9_-]{40,}$/);
+    assert.deepEqual(
+      { url: w.url, description: w.description, events: w.events, isActive: w.isActive },
+      { url: 'http://127.0.0.1:9/hook', description: 'orders', events: ['message.received', 'message.sent'], isActive: true },
+    );
+    assert.ok(w.createdAt && w.updatedAt);
+
+    const got = await t.api('GET', `/webhooks/${w.id}`);
+    assert.equal(got.status, 200);
+    assert.equal(got.body.secret, undefined);
+    const { secret: _secret, ...withoutSecret } = w;
+    assert.deepEqual(got.body, withoutSecret);
+    const list = await t.api('GET', '/webhooks');
+    assert.equal(list.status, 200);
+    assert.equal(list.body.data.length, 1);
+    assert.ok(!list.text.includes('whsec_'));
+
+    // Fixed words win over /webhooks/:id.
+    const catalog = await t.api('GET', '/webhooks/catalog');
+    assert.equal(catalog.status, 200);
+    assert.deepEqual(catalog.body.data.map((e: any) => e.name).sort(), ['domain.verified', 'message.bounced', 'message.complained', 'message.delivered', 'message.received', 'message.sent']);
+    assert.ok(catalog.body.data.every((e: any) => typeof e.description === 'string' && e.description.length > 10));
+    assert.deepEqual((await t.api('GET', '/webhooks/logs')).body, { data: [] });
+    assert.equal((await t.api('GET', '/webhooks/activity')).body.hours, 6);
+
+    // PUT: only the given fields change.
+    const put1 = await t.api('PUT', `/webhooks/${w.id}`, { description: 'renamed' });
+    assert.equal(put1.status, 200);
+    assert.deepEqual([put1.body.url, put1.body.description, put1.body.events, put1.body.isActive], [w.url, 'renamed', w.events, true]);
+    assert.equal(put1.body.secret, undefined);
+    // events replaces the list; [] and null mean all events.
+    assert.deepEqual((await t.api('PUT', `/webhooks/${w.id}`, { events: ['domain.verified'] })).body.events, ['domain.verified']);
+    assert.equal((await t.api('PUT', `/webhooks/${w.id}`, { events: [] })).body.events, null);
+    assert.deepEqual((await t.api('PUT', `/webhooks/${w.id}`, { events: ['message.bounced'] })).body.events, ['message.bounced']);
+    assert.equal((await t.api('PUT', `/webhooks/${w.id}`, { events: null })).body.events, null);
+    assert.equal((await t.api('PUT', `/webhooks/${w.id}`, { description: null })).body.description, null);
+    const paused = await t.api('PUT', `/webhooks/${w.id}`, { isActive: false });
+    assert.equal(paused.body.isActive, false);
+    assert.equal(paused.body.url, w.url);
+
+    // Rotation returns a new secret once.
+    const rotated = await t.api('PUT', `/webhooks/${w.id}`, { rotateSecret: true });
+    assert.equal(rotated.status, 200);
+    assert.match(rotated.body.secret, /^whsec_/);
+    assert.notEqual(rotated.body.secret, w.secret);
+    assert.equal((await t.api('GET', `/webhooks/${w.id}`)).body.secret, undefined);
+
+    // Validation.
+    expectError(await t.api('POST', '/webhooks', { url: 'http://127.0.0.1:9/', events: ['message.opened'] }), 400, 'VALIDATION_ERROR');
+    const unknownType = await t.api('PUT', `/webhooks/${w.id}`, { events: ['message.received', 'nope'] });
+    expectError(unknownType, 400, 'VALIDATION_ERROR');
+    assert.match(unknownType.body.error.message, /events\[1\]/);
+    expectError(await t.api('POST', '/webhooks', {}), 400, 'VALIDATION_ERROR');
+    expectError(await t.api('POST', '/webhooks', { url: 'http://127.0.0.1:9/', secret: 'mine' }), 400, 'VALIDATION_ERROR');
+    expectError(await t.api('POST', '/webhooks', { url: 'not a url' }), 400, 'INVALID_WEBHOOK_URL');
+    expectError(await t.api('POST', '/webhooks', { url: 'ftp://example.com/x' }), 400, 'INVALID_WEBHOOK_URL');
+    expectError(await t.api('POST', '/webhooks', { url: 'https://user:pw@example.com/x' }), 400, 'INVALID_WEBHOOK_URL');
+    expectError(await t.api('PUT', `/webhooks/${w.id}`, { isActive: 'yes' }), 400, 'VALIDATION_ERROR');
+    expectError(await t.api('GET', '/webhooks/logs?limit=201'), 400, 'VALIDATION_ERROR');
+    expectError(await t.api('GET', '/webhooks/logs?limit=0'), 400, 'VALIDATION_ERROR');
+    expectError(await t.api('GET', '/webhooks/logs?status=done'), 400, 'VALIDATION_ERROR');
+    expectError(await t.api('GET', '/webhooks/logs?hours=abc'), 400, 'VALIDATION_ERROR');
+    expectError(await t.api('GET', '/webhooks/activity?hours=0'), 400, 'VALIDATION_ERROR');
+    assert.equal((await t.api('GET', '/webhooks/logs?limit=200')).status, 200);
+
+    // Not found, and other accounts see nothing.
+    expectError(await t.api('GET', '/webhooks/whk_nope'), 404, 'WEBHOOK_NOT_FOUND');
+    expectError(await t.api('PUT', '/webhooks/whk_nope', { description: 'x' }), 404, 'WEBHOOK_NOT_FOUND');
+    expectError(await t.api('DELETE', '/webhooks/whk_nope'), 404, 'WEBHOOK_NOT_FOUND');
+    const other = t.newAccount('other');
+    expectError(await t.api('GET', `/webhooks/${w.id}`, undefined, { key: other.key }), 404, 'WEBHOOK_NOT_FOUND');
+    expectError(await t.api('PUT', `/webhooks/${w.id}`, { isActive: true }, { key: other.key }), 404, 'WEBHOOK_NOT_FOUND');
+    expectError(await t.api('DELETE', `/webhooks/${w.id}`, undefined, { key: other.key }), 404, 'WEBHOOK_NOT_FOUND');
+    expectError(await t.api('GET', `/webhooks/logs?webhookId=${w.id}`, undefined, { key: other.key }), 404, 'WEBHOOK_NOT_FOUND');
+    expectError(await t.api('GET', `/webhooks/activity?webhookId=${w.id}`, undefined, { key: other.key }), 404, 'WEBHOOK_NOT_FOUND');
+    assert.deepEqual((await t.api('GET', '/webhooks', undefined, { key: other.key })).body.data, []);
+    expectError(await t.api('GET', '/webhooks', undefined, { key: null }), 401, 'UNAUTHORIZED');
+
+    // Delete: 204, then gone from reads; a second delete is 404.
+    assert.equal((await t.api('DELETE', `/webhooks/${w.id}`)).status, 204);
+    expectError(await t.api('GET', `/webhooks/${w.id}`), 404, 'WEBHOOK_NOT_FOUND');
+    expectError(await t.api('PUT', `/webhooks/${w.id}`, { isActive: true }), 404, 'WEBHOOK_NOT_FOUND');
+    expectError(await t.api('DELETE', `/webhooks/${w.id}`), 404, 'WEBHOOK_NOT_FOUND');
+    assert.deepEqual((await t.api('GET', '/webhooks')).body.data, []);
+  } finally {
+    await t.close();
+  }
+});
+
+test('delivery: signed POST of the envelope, logged with both variants, counted in activity', async () => {
+  const rx = await startReceiver(200);
+  const t = await startTestServer({ webhooks: FAST });
+  try {
+    const w = (await t.api('POST', '/webhooks', { url: `${rx.url}/hooks/in?x=1` })).body;
+    const ev = emit(t, 'message.received', { id: 'msg_1', subject: 'Hi ☃', hasAttachments: false });
+    const [r] = await rx.waitFor(1);
+    assert.equal(r.method, 'POST');
+    assert.equal(r.path, '/hooks/in?x=1');
+    assert.equal(r.headers['content-type'], 'application/json');
+    assert.ok(verify(w.secret, r), 'signature verifies over the raw body');
+    assert.match(String(r.headers['x-service-signature']), /^[0-9a-f]{64}$/);
+    assert.equal(r.headers['x-service-event-id'], ev.id);
+    assert.equal(r.headers['x-service-attempt'], '1');
+    assert.deepEqual(r.json, { id: ev.id, type: 'message.received', createdAt: ev.createdAt, webhookId: w.id, data: { id: 'msg_1', subject: 'Hi ☃', hasAttachments: false } });
+
+    const [entry] = await until(async () => {
+      const l = await logsOf(t);
+      return l.length === 1 && l;
+    }, 'log entry');
+    assert.deepEqual(Object.keys(entry).sort(), ['attempt', 'attempts', 'createdAt', 'durationMs', 'error', 'event', 'eventId', 'eventType', 'httpStatus', 'id', 'responseStatus', 'status', 'webhookId']);
+    assert.match(entry.id, /^dlv_/);
+    assert.equal(entry.id, r.headers['x-service-delivery-id']);
+    assert.deepEqual(
+      [entry.eventId, entry.eventType, entry.event, entry.webhookId, entry.status, entry.httpStatus, entry.responseStatus, entry.attempt, entry.attempts, entry.error],
+      [ev.id, 'message.received', 'message.received', w.id, 'success', 200, 200, 1, 1, null],
+    );
+    assert.ok(Number.isInteger(entry.durationMs) && entry.durationMs >= 0);
+
+    const act = (await t.api('GET', `/webhooks/activity?webhookId=${w.id}`)).body;
+    assert.equal(act.webhookId, w.id);
+    assert.equal(act.hours, 6);
+    assert.equal(act.successCount, 1);
+    assert.equal(act.failureCount, 0);
+    assert.equal(act.buckets.length, 6);
+    const hourOf = (iso: string) => new Date(Math.floor(Date.parse(iso) / 3_600_000) * 3_600_000).toISOString();
+    assert.deepEqual(act.buckets.find((b: any) => b.timestamp === hourOf(entry.createdAt)), { timestamp: hourOf(entry.createdAt), success: 1, failure: 0 });
+    assert.ok(act.buckets.every((b: any, i: number) => i === 0 || Date.parse(b.timestamp) - Date.parse(act.buckets[i - 1].timestamp) === 3_600_000));
+    assert.equal((await t.api('GET', '/webhooks/activity?hours=24')).body.buckets.length, 24);
+
+    // Subscriptions filter by type: a domain.verified event is not sent to a message-only hook.
+    const onlyBounced = (await t.api('POST', '/webhooks', { url: `${rx.url}/bounced`, events: ['message.bounced'] })).body;
+    emit(t, 'domain.verified', { id: 'dom_1' });
+    emit(t, 'message.bounced', { id: 'msg_2' });
+    await until(async () => (await logsOf(t)).length === 4, 'four deliveries logged');
+    assert.equal(rx.received.length, 4, 'the first hook got both, the bounced-only hook got one');
+    assert.deepEqual(rx.received.filter((x) => x.path === '/bounced').map((x) => x.json.type), ['message.bounced']);
+    assert.ok(rx.received.filter((x) => x.path === '/bounced').every((x) => verify(onlyBounced.secret, x)));
+  } finally {
+    await t.close();
+    await rx.close();
+  }
+});
+
+test('retries: six attempts spaced by the schedule, then failed; timeouts, redirects and hangs are failures', async () => {
+  const rx = await startReceiver(500);
+  const t = await startTestServer({ webhooks: FAST });
+  try {
+    const w = (await t.api('POST', '/webhooks', { url: `${rx.url}/fail` })).body;
+    const ev = emit(t, 'message.sent');
+    await rx.waitFor(6);
+    const logs = await until(async () => {
+      const l = await logsOf(t, `?webhookId=${w.id}`);
+      return l.length === 6 && l;
+    }, 'six log entries');
+    assert.deepEqual(logs.map((e) => e.attempt), [6, 5, 4, 3, 2, 1], 'most recent first');
+    assert.deepEqual(logs.map((e) => e.status), ['failed', 'pending', 'pending', 'pending', 'pending', 'pending']);
+    assert.ok(logs.every((e) => e.httpStatus === 500 && e.eventId === ev.id && e.error === 'HTTP 500'));
+    // Spacing: each attempt starts at least its delay after the previous one started (the
+    // log's createdAt is the moment the attempt was claimed, which also fixes the next run time).
+    const at = logs.map((e) => Date.parse(e.createdAt)).reverse();
+    const delays = [100, 200, 300, 400, 500];
+    for (let i = 1; i < at.length; i++) assert.ok(at[i] - at[i - 1] >= delays[i - 1], `gap ${i}: ${at[i] - at[i - 1]} ms < ${delays[i - 1]} ms`);
+    assert.deepEqual(rx.received.map((r) => r.headers['x-service-attempt']), ['1', '2', '3', '4', '5', '6']);
+    assert.ok(rx.received.every((r) => r.raw.equals(rx.received[0].raw)), 'every attempt sends the same bytes');
+    const job = await until(() => listJobs(t.server.ctx, ['failed']).find((j) => j.kind === 'webhook'), 'job failed');
+    assert.equal(job.attempts, 6);
+    // No seventh attempt.
+    assert.equal(listJobs(t.server.ctx, ['queued', 'running']).length, 0);
+    const act = (await t.api('GET', '/webhooks/activity')).body;
+    assert.deepEqual([act.webhookId, act.successCount, act.failureCount], [null, 0, 6]);
+
+    // Filters and cursor.
+    assert.equal((await logsOf(t, '?status=failed')).length, 1);
+    assert.equal((await logsOf(t, '?status=pending')).length, 5);
+    assert.equal((await logsOf(t, '?status=success')).length, 0);
+    assert.equal((await logsOf(t, '?event=message.sent')).length, 6);
+    assert.equal((await logsOf(t, '?event=message.received')).length, 0);
+    assert.equal((await logsOf(t, '?hours=1')).length, 6);
+    const page1 = await logsOf(t, '?limit=4');
+    assert.deepEqual(page1.map((e) => e.attempt), [6, 5, 4, 3]);
+    const page2 = await logsOf(t, `?limit=4&before=${page1.at(-1).id}`);
+    assert.deepEqual(page2.map((e) => e.attempt), [2, 1]);
+
+    // Slow answers, hangs and redirects: each a failed attempt, then success.
+    assert.equal((await t.api('DELETE', `/webhooks/${w.id}`)).status, 204);
+    const w2 = (await t.api('POST', '/webhooks', { url: `${rx.url}/mixed`, events: ['domain.verified'] })).body;
+    const before = rx.received.length;
+    rx.script({ status: 200, delayMs: 900 }, 'hang', { status: 302, headers: { location: `${rx.url}/elsewhere` } }, 204);
+    emit(t, 'domain.verified', { id: 'dom_1' });
+    await rx.waitFor(before + 4);
+    const mixed = await until(async () => {
+      const l = await logsOf(t, `?webhookId=${w2.id}`);
+      return l.length === 4 && l;
+    }, 'four attempts');
+    assert.deepEqual(mixed.map((e) => [e.attempt, e.status, e.httpStatus]).reverse(), [
+      [1, 'pending', null],
+      [2, 'pending', null],
+      [3, 'pending', 302],
+      [4, 'success', 204],
+    ]);
+    assert.match(mixed[3].error, /no answer within 500 ms/);
+    assert.match(mixed[1].error, /redirects are not followed/);
+    assert.ok(!rx.received.some((r) => r.path === '/elsewhere'), 'the redirect was not followed');
+  } finally {
+    await t.close();
+    await rx.close();
+  }
+});
+
+test('pausing: nothing is queued while inactive, a queued retry is dropped and logged, resuming delivers new events only', async () => {
+  const rx = await startReceiver(200);
+  const t = await startTestServer({ webhooks: { ...FAST, retry_schedule: ['300ms'] } });
+  try {
+    const a = (await t.api('POST', '/webhooks', { url: `${rx.url}/a` })).body;
+    const b = (await t.api('POST', '/webhooks', { url: `${rx.url}/b` })).body;
+    assert.equal((await t.api('PUT', `/webhooks/${a.id}`, { isActive: false })).body.isActive, false);
+    emit(t, 'message.received', { id: 'msg_paused' });
+    await rx.waitFor(1);
+    assert.equal(rx.received[0].path, '/b');
+    assert.equal(listJobs(t.server.ctx, ['queued', 'running', 'done', 'failed']).length, 1, 'no job was created for the paused webhook');
+
+    await t.api('PUT', `/webhooks/${a.id}`, { isActive: true });
+    emit(t, 'message.received', { id: 'msg_resumed' });
+    await rx.waitFor(3);
+    const toA = rx.received.filter((r) => r.path === '/a');
+    assert.deepEqual(toA.map((r) => r.json.data.id), ['msg_resumed']);
+
+    // A retry queued before a pause is dropped, logged as failed (replayable later).
+    await t.api('PUT', `/webhooks/${b.id}`, { isActive: false });
+    rx.script(500);
+    emit(t, 'message.received', { id: 'msg_retry' });
+    await rx.waitFor(4);
+    await t.api('PUT', `/webhooks/${a.id}`, { isActive: false });
+    const logs = await until(async () => {
+      const l = await logsOf(t, `?webhookId=${a.id}`);
+      return l.length === 3 && l;
+    }, 'dropped retry logged');
+    assert.deepEqual([logs[0].status, logs[0].attempt, logs[0].httpStatus, logs[0].error], ['failed', 2, null, 'webhook inactive: delivery dropped']);
+    assert.equal(rx.received.length, 4);
+  } finally {
+    await t.close();
+    await rx.close();
+  }
+});
+
+test('deletion: an in-flight delivery still finishes, later events are not delivered, logs are kept', async () => {
+  const rx = await startReceiver(200);
+  const t = await startTestServer({ webhooks: { ...FAST, retry_schedule: ['300ms'] } });
+  try {
+    const w = (await t.api('POST', '/webhooks', { url: `${rx.url}/del` })).body;
+    rx.script(503);
+    emit(t, 'message.delivered', { id: 'msg_1' });
+    await rx.waitFor(1);
+    assert.equal((await t.api('DELETE', `/webhooks/${w.id}`)).status, 204);
+    emit(t, 'message.delivered', { id: 'msg_after_delete' });
+    await rx.waitFor(2);
+    const logs = await until(async () => {
+      const l = await logsOf(t, `?webhookId=${w.id}`);
+      return l.length === 2 && l;
+    }, 'retry after delete logged');
+    assert.deepEqual(logs.map((e) => [e.attempt, e.status, e.httpStatus]), [
+      [2, 'success', 200],
+      [1, 'pending', 503],
+    ]);
+    assert.deepEqual(rx.received.map((r) => r.json.data.id), ['msg_1', 'msg_1']);
+    assert.equal(listJobs(t.server.ctx, ['queued', 'running']).length, 0, 'nothing queued for the event after deletion');
+    assert.equal((await t.api('GET', `/webhooks/activity?webhookId=${w.id}`)).body.successCount, 1);
+  } finally {
+    await t.close();
+    await rx.close();
+  }
+});
+
+test('secret rotation: deliveries after a rotation are signed with the new secret only', async () => {
+  const rx = await startReceiver(200);
+  const t = await startTestServer({ webhooks: FAST });
+  try {
+    const w = (await t.api('POST', '/webhooks', { url: `${rx.url}/rot` })).body;
+    emit(t, 'message.sent');
+    await rx.waitFor(1);
+    assert.ok(verify(w.secret, rx.received[0]));
+    const rotated = (await t.api('PUT', `/webhooks/${w.id}`, { rotateSecret: true })).body;
+    emit(t, 'message.sent');
+    await rx.waitFor(2);
+    assert.ok(verify(rotated.secret, rx.received[1]));
+    assert.ok(!verify(w.secret, rx.received[1]), 'the old secret no longer verifies');
+  } finally {
+    await t.close();
+    await rx.close();
+  }
+});
+
+test('target safety: unsafe URLs are refused at save and re-checked at every delivery', async () => {
+  const dns = await startTestDns();
+  dns.set('public.test', [{ type: 'A', address: '93.184.216.34' }]);
+  dns.set('internal.test', [{ type: 'A', address: '127.0.0.1' }]);
+  dns.set('mixed.test', [
+    { type: 'A', address: '93.184.216.34' },
+    { type: 'A', address: '10.0.0.7' },
+  ]);
+  dns.set('ula.test', [{ type: 'AAAA', address: 'fd12::1' }]);
+  dns.set('metadata.test', [{ type: 'CNAME', domain: 'internal.test' }]);
+  dns.servfail('broken.test');
+  const t = await startTestServer({ webhooks: { ...FAST, allow_insecure_targets: false, retry_schedule: ['50ms'] }, dns: { servers: [dns.server], timeout: '500ms' } });
+  try {
+    const refused = [
+      'http://public.test/hook',
+      'https://localhost/hook',
+      'https://api.localhost/hook',
+      'https://127.0.0.1/hook',
+      'https://127.1.2.3/hook',
+      'https://10.1.2.3/hook',
+      'https://172.16.0.1/hook',
+      'https://192.168.1.1/hook',
+      'https://169.254.169.254/latest/meta-data',
+      'https://100.64.0.1/hook',
+      'https://0.0.0.0/hook',
+      'https://224.0.0.1/hook',
+      'https://198.18.0.1/hook',
+      'https://[::1]/hook',
+      'https://[::]/hook',
+      'https://[::ffff:127.0.0.1]/hook',
+      'https://[::ffff:a00:1]/hook',
+      'https://[64:ff9b::a9fe:a9fe]/hook',
+      'https://[fe80::1]/hook',
+      'https://[fd00::1]/hook',
+      'https://2130706433/hook', // 127.0.0.1 as a decimal host
+      'https://internal.test/hook',
+      'https://metadata.test/hook',
+      'https://mixed.test/hook',
+      'https://ula.test/hook',
+      'https://nowhere.test/hook',
+      'https://broken.test/hook',
+    ];
+    for (const url of refused) {
+      const res = await t.api('POST', '/webhooks', { url });
+      assert.equal(res.body?.error?.code, 'INVALID_WEBHOOK_URL', `${url}: ${res.status} ${res.text}`);
+      expectError(res, 400, 'INVALID_WEBHOOK_URL');
+    }
+    assert.deepEqual((await t.api('GET', '/webhooks')).body.data, []);
+
+    const ok = await t.api('POST', '/webhooks', { url: 'https://public.test/hook' });
+    assert.equal(ok.status, 201, ok.text);
+    assert.equal((await t.api('POST', '/webhooks', { url: 'https://93.184.216.34/hook' })).status, 201);
+    // PUT with an unsafe URL changes nothing.
+    expectError(await t.api('PUT', `/webhooks/${ok.body.id}`, { url: 'https://internal.test/x', description: 'changed' }), 400, 'INVALID_WEBHOOK_URL');
+    const unchanged = (await t.api('GET', `/webhooks/${ok.body.id}`)).body;
+    assert.deepEqual([unchanged.url, unchanged.description], ['https://public.test/hook', null]);
+    await t.api('DELETE', `/webhooks/${(await t.api('GET', '/webhooks')).body.data.find((w: any) => w.url.includes('93.184'))!.id}`);
+
+    // DNS rebinding: public when saved, loopback at delivery — refused before connecting.
+    dns.set('public.test', [{ type: 'A', address: '127.0.0.1' }]);
+    emit(t, 'message.received');
+    const logs = await until(async () => {
+      const l = await logsOf(t, `?webhookId=${ok.body.id}`);
+      return l.length === 2 && l;
+    }, 'two refused attempts');
+    assert.deepEqual(logs.map((e) => [e.attempt, e.status, e.httpStatus]), [
+      [2, 'failed', null],
+      [1, 'pending', null],
+    ]);
+    assert.ok(logs.every((e) => /target refused: public\.test resolves to 127\.0\.0\.1/.test(e.error)), logs[0].error);
+  } finally {
+    await t.close();
+    await dns.close();
+  }
+});
+
+test('restart with deliveries pending loses none', async () => {
+  const rx = await startReceiver(500);
+  const dataDir = mkdtempSync(join(tmpdir(), 'mailroom-webhooks-'));
+  const overrides = { webhooks: { ...FAST, retry_schedule: ['1500ms', '1500ms'] } };
+  let t = await startTestServer(overrides, { dataDir });
+  // Each start of the harness makes a fresh account; keep using the first one.
+  const { key, accountId } = t;
+  try {
+    const w = (await t.api('POST', '/webhooks', { url: `${rx.url}/r` })).body;
+    const ev = emit(t, 'message.bounced', { id: 'msg_r' });
+    await rx.waitFor(1);
+    await t.close();
+    // The receiver comes back; the queued retry and a new event both arrive after the restart.
+    rx.fallback = 200;
+    t = await startTestServer(overrides, { dataDir });
+    const evLate = emit(t, 'message.complained', { id: 'msg_c' }, accountId);
+    await rx.waitFor(3);
+    const logs = await until(async () => {
+      const l = (await t.api('GET', `/webhooks/logs?webhookId=${w.id}`, undefined, { key })).body.data as any[];
+      return l.length === 3 && l;
+    }, 'three entries');
+    const byEvent = (id: string) => logs.filter((e) => e.eventId === id).map((e) => [e.attempt, e.status]);
+    assert.deepEqual(byEvent(ev.id), [
+      [2, 'success'],
+      [1, 'pending'],
+    ]);
+    assert.deepEqual(byEvent(evLate.id), [[1, 'success']]);
+    assert.ok(rx.received.every((r) => verify(w.secret, r)));
+  } finally {
+    await t.close();
+    await rx.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});
+
+test('cross-account: a webhook receives only its own account events', async () => {
+  const rx = await startReceiver(200);
+  const t = await startTestServer({ webhooks: FAST });
+  try {
+    const other = t.newAccount('other');
+    const mine = (await t.api('POST', '/webhooks', { url: `${rx.url}/mine` })).body;
+    const theirs = (await t.api('POST', '/webhooks', { url: `${rx.url}/theirs` }, { key: other.key })).body;
+    emit(t, 'message.received', { id: 'msg_mine' });
+    emit(t, 'message.received', { id: 'msg_theirs' }, other.accountId);
+    await rx.waitFor(2);
+    const paths = Object.fromEntries(rx.received.map((r) => [r.path, r.json]));
+    assert.equal(paths['/mine'].data.id, 'msg_mine');
+    assert.equal(paths['/mine'].webhookId, mine.id);
+    assert.equal(paths['/theirs'].data.id, 'msg_theirs');
+    assert.equal(paths['/theirs'].webhookId, theirs.id);
+    await until(async () => (await logsOf(t)).length === 1, 'own log');
+    assert.deepEqual((await logsOf(t)).map((e) => e.webhookId), [mine.id]);
+    expectError(await t.api('GET', `/webhooks/${theirs.id}`), 404, 'WEBHOOK_NOT_FOUND');
+  } finally {
+    await t.close();
+    await rx.close();
+  }
+});
+
+test('CLI: webhooks deliveries --failed lists the final failure; replay sends it again as a new attempt', async () => {
+  const rx = await startReceiver(500);
+  const t = await startTestServer({ webhooks: { ...FAST, retry_schedule: ['50ms'] } });
+  const dir = mkdtempSync(join(tmpdir(), 'mailroom-cli-wh-'));
+  const config = join(dir, 'mailroom.toml');
+  writeFileSync(config, `data_dir = ${JSON.stringify(t.dataDir)}\n[webhooks]\nallow_insecure_targets = true\n`);
+  try {
+    const w = (await t.api('POST', '/webhooks', { url: `${rx.url}/replay` })).body;
+    const ev = emit(t, 'message.sent', { id: 'msg_replay' });
+    await rx.waitFor(2);
+    const failed = await until(async () => (await logsOf(t, '?status=failed'))[0], 'final failure');
+
+    const listed = await runCli(['webhooks', 'deliveries', '--failed', '--json', '--config', config]);
+    assert.equal(listed.code, 0, listed.stderr);
+    assert.deepEqual(JSON.parse(listed.stdout).data.map((e: any) => [e.id, e.status, e.attempt]), [[failed.id, 'failed', 2]]);
+
+    // Only failed entries can be replayed.
+    const pendingId = (await logsOf(t, '?status=pending'))[0].id;
+    const notFailed = await runCli(['webhooks', 'replay', pendingId, '--config', config]);
+    assert.equal(notFailed.code, 1);
+    assert.match(notFailed.stderr, /only failed deliveries/);
+
+    rx.fallback = 200;
+    const replayed = await runCli(['webhooks', 'replay', failed.id, '--json', '--config', config]);
+    assert.equal(replayed.code, 0, replayed.stderr);
+    assert.deepEqual(JSON.parse(replayed.stdout).attempt, 3);
+    // The CLI is another process: the server's runner finds the job on its next poll; wake it now.
+    t.server.ctx.notify('jobs');
+    await rx.waitFor(3);
+    assert.equal(rx.received[2].headers['x-service-attempt'], '3');
+    assert.ok(verify(w.secret, rx.received[2]));
+    assert.equal(rx.received[2].json.id, ev.id);
+    const last = await until(async () => (await logsOf(t, '?status=success'))[0], 'replayed success');
+    assert.deepEqual([last.attempt, last.eventId], [3, ev.id]);
+  } finally {
+    await t.close();
+    await rx.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
