@@ -5,6 +5,7 @@ import { Command } from 'commander';
 import { realpathSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { registerAccounts } from './commands/accounts.ts';
+import { registerBackup } from './commands/backup.ts';
 import { registerDomains } from './commands/domains.ts';
 import { registerInboxes } from './commands/inboxes.ts';
 import { registerKeys } from './commands/keys.ts';
@@ -18,7 +19,7 @@ export function buildProgram(): Command {
     .description('self-hosted email appliance for software agents')
     .option('--config <file>', 'config file (default: ./mailroom.toml if present, else built-in defaults)')
     .showHelpAfterError();
-  for (const register of [registerServe, registerAccounts, registerKeys, registerInboxes, registerQueue, registerDomains, registerWebhooks]) register(program);
+  for (const register of [registerServe, registerAccounts, registerKeys, registerInboxes, registerQueue, registerDomains, registerWebhooks, registerBackup]) register(program);
   return program;
 }
 

@@ -1,0 +1,37 @@
+// mailroom backup FILE / mailroom restore FILE [--force]: a consistent snapshot of data_dir
+// (taken while the server runs) and its restore into an empty, stopped data directory.
+import type { Command } from 'commander';
+import { BackupError, createBackup, restoreBackup } from '../../src/storage/backup.ts';
+import { CliError, configOf, globals, print } from '../shared.ts';
+
+async function cliErrors<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    throw err instanceof BackupError ? new CliError(err.message) : err;
+  }
+}
+
+export function registerBackup(program: Command): void {
+  program
+    .command('backup <file>')
+    .description('write a backup of data_dir (database snapshot, messages, attachments, keys) to FILE; safe while the server runs')
+    .option('--json', 'print the summary as JSON')
+    .action(async (file: string, _opts: unknown, cmd: Command) => {
+      const summary = await cliErrors(() => createBackup(configOf(cmd).data_dir, file));
+      if (globals(cmd).json) return print(cmd, summary);
+      const rows = Object.values(summary.tables).reduce((a, b) => a + b, 0);
+      process.stdout.write(`wrote ${summary.file} (${summary.bytes} bytes): ${rows} rows, ${summary.files} files\n`);
+      if (summary.missing.length) process.stdout.write(`note: ${summary.missing.length} file(s) were deleted while the backup ran: ${summary.missing.join(', ')}\n`);
+    });
+  program
+    .command('restore <file>')
+    .description('restore a backup into data_dir, which must be empty (or --force) and not in use by a running server')
+    .option('--force', 'replace the contents of a non-empty data_dir')
+    .option('--json', 'print the summary as JSON')
+    .action(async (file: string, opts: { force?: boolean }, cmd: Command) => {
+      const summary = await cliErrors(() => restoreBackup(file, configOf(cmd).data_dir, { force: !!opts.force }));
+      if (globals(cmd).json) return print(cmd, summary);
+      process.stdout.write(`restored ${file} into ${summary.dataDir} (backup of ${summary.manifest.createdAt})\n`);
+    });
+}
