@@ -5,6 +5,9 @@
 // retry, dry-run, local delivery, bounce and complaint reports, and every validation error.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { simpleParser } from 'mailparser';
 import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
 import nodemailer from 'nodemailer';
@@ -41,6 +44,16 @@ async function waitForStatus(server: TestServer, id: string, statuses: string[],
     if (statuses.includes(res.body.status)) return res.body;
     if (Date.now() > deadline) throw new Error(`message ${id} stayed ${res.body.status}, expected ${statuses.join('|')}: ${JSON.stringify(res.body.recipients)}`);
     await new Promise((r) => setTimeout(r, 40));
+  }
+}
+
+async function until<T>(fn: () => Promise<T | undefined> | T | undefined, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v !== undefined && v !== false) return v;
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 25));
   }
 }
 
@@ -145,7 +158,7 @@ describe('delivery to a remote MX', () => {
     // DKIM: an independent verifier (mailauth) checks the signature against the key published
     // in DNS, looked up through the test DNS server.
     const resolver = createResolver([dns.server], 1000);
-    const verdict = await dkimVerify(captured.raw, { resolver: resolver.raw as Parameters<typeof dkimVerify>[1]["resolver"] });
+    const verdict = await dkimVerify(captured.raw, { resolver: resolver.raw as never });
     const sig = verdict.results[0];
     assert.equal(sig?.status.result, 'pass', JSON.stringify(verdict.results));
     assert.equal(sig.signingDomain, t.config.shared_domain);
@@ -172,5 +185,310 @@ describe('delivery to a remote MX', () => {
     const parsed = await simpleParser(captured.raw);
     assert.match(parsed.text ?? '', /Some text here\./);
     assert.match(String(parsed.html), /<h1>Title<\/h1>/);
+  });
+});
+
+describe('status from the remote answers', () => {
+  test('550 for one recipient: bounced, with the reply on that recipient, bounceCount +1', async () => {
+    remoteDomain('bounce.test');
+    mx.script('nobody@bounce.test', '550');
+    const before = (await t.api('GET', `/inboxes/${inbox.id}`)).body.bounceCount;
+    const res = await send({ to: ['nobody@bounce.test', 'someone@bounce.test'], subject: 'to a missing user', bodyText: 'hi' });
+    assert.equal(res.status, 202, res.text);
+    const m = await waitForStatus(t, res.body.id, ['bounced', 'sent', 'failed']);
+    assert.equal(m.status, 'bounced');
+    const byAddr = Object.fromEntries(m.recipients.map((r: { address: string }) => [r.address, r]));
+    assert.equal(byAddr['nobody@bounce.test'].status, 'bounced');
+    assert.match(byAddr['nobody@bounce.test'].response, /^550 5\.1\.1 No such user here/);
+    assert.equal(byAddr['someone@bounce.test'].status, 'sent');
+    assert.equal((await t.api('GET', `/inboxes/${inbox.id}`)).body.bounceCount, before + 1);
+    const ev = eventsOf(t, 'message.bounced', m.id);
+    assert.equal(ev.length, 1);
+    assert.equal(ev[0].status, 'bounced');
+    assert.equal(eventsOf(t, 'message.sent', m.id).length, 0);
+  });
+
+  test('451 then 250: retried on the schedule, then sent', async () => {
+    remoteDomain('grey.test');
+    mx.script('later@grey.test', ['451', '250']);
+    const res = await send({ to: ['later@grey.test'], subject: 'greylisted', bodyText: 'hi' });
+    const m = await waitForStatus(t, res.body.id, ['sent', 'failed', 'bounced']);
+    assert.equal(m.status, 'sent');
+    assert.equal(mx.attempts('later@grey.test'), 2);
+    assert.equal(eventsOf(t, 'message.sent', m.id).length, 1);
+  });
+
+  test('always 451: failed when the retry schedule runs out, and the job is listed as failed', async () => {
+    remoteDomain('busy.test');
+    mx.script('never@busy.test', '451');
+    const res = await send({ to: ['never@busy.test'], subject: 'never accepted', bodyText: 'hi' });
+    const m = await waitForStatus(t, res.body.id, ['failed', 'sent', 'bounced']);
+    assert.equal(m.status, 'failed');
+    assert.equal(m.recipients[0].status, 'failed');
+    assert.match(m.recipients[0].response, /^451 4\.7\.1/);
+    // Two retries scheduled: three attempts in all.
+    assert.equal(mx.attempts('never@busy.test'), 3);
+    const job = t.server.ctx.db.select().from(jobs).where(and(eq(jobs.kind, 'send'), eq(jobs.partition, 'busy.test'))).get()!;
+    assert.equal(job.status, 'failed');
+    assert.equal(job.attempts, 3);
+    // `failed` has no event type of its own: it is reported as message.bounced, status failed.
+    assert.equal(eventsOf(t, 'message.bounced', m.id)[0]?.status, 'failed');
+  });
+
+  test('a dropped connection is retried', async () => {
+    remoteDomain('flaky.test');
+    mx.script('drop@flaky.test', ['drop', '250']);
+    const res = await send({ to: ['drop@flaky.test'], subject: 'flaky', bodyText: 'hi' });
+    const m = await waitForStatus(t, res.body.id, ['sent', 'failed', 'bounced']);
+    assert.equal(m.status, 'sent');
+    assert.equal(mx.attempts('drop@flaky.test'), 2);
+  });
+
+  test('null MX (RFC 7505): failed at once, no connection made', async () => {
+    dns.set('nullmx.test', [{ type: 'MX', exchange: '.', priority: 0 }]);
+    const res = await send({ to: ['x@nullmx.test'], subject: 'null mx', bodyText: 'hi' });
+    const m = await waitForStatus(t, res.body.id, ['failed', 'sent', 'bounced']);
+    assert.equal(m.status, 'failed');
+    assert.match(m.recipients[0].response, /null MX/);
+    assert.equal(mx.attempts('x@nullmx.test'), 0);
+    const job = t.server.ctx.db.select().from(jobs).where(eq(jobs.partition, 'nullmx.test')).get()!;
+    assert.equal(job.attempts, 1);
+  });
+
+  test('no MX: the domain\'s A record is the implicit MX (RFC 5321 §5.1)', async () => {
+    dns.set('amx.test', [{ type: 'A', address: '127.0.0.1' }]);
+    const res = await send({ to: ['direct@amx.test'], subject: 'implicit mx', bodyText: 'hi' });
+    const m = await waitForStatus(t, res.body.id, ['sent', 'failed', 'bounced']);
+    assert.equal(m.status, 'sent');
+    assert.equal(mx.attempts('direct@amx.test'), 1);
+  });
+
+  test('neither MX nor address records: failed', async () => {
+    const res = await send({ to: ['x@nowhere.test'], subject: 'nowhere', bodyText: 'hi' });
+    const m = await waitForStatus(t, res.body.id, ['failed', 'sent', 'bounced']);
+    assert.equal(m.status, 'failed');
+    assert.match(m.recipients[0].response, /no MX or address record/);
+  });
+
+  test('DNS outage: deferred and retried, not failed on the first answer', async () => {
+    remoteDomain('outage.test');
+    dns.servfail('outage.test');
+    const res = await send({ to: ['x@outage.test'], subject: 'dns outage', bodyText: 'hi' });
+    // Wait for the first attempt to be recorded, then let DNS recover.
+    await until(() => {
+      const job = t.server.ctx.db.select().from(jobs).where(eq(jobs.partition, 'outage.test')).get();
+      return job?.lastError ? job : undefined;
+    });
+    dns.clear('outage.test');
+    remoteDomain('outage.test');
+    const m = await waitForStatus(t, res.body.id, ['sent', 'failed', 'bounced']);
+    assert.equal(m.status, 'sent');
+  });
+});
+
+describe('durability', () => {
+  test('a restart in the middle of a retry leaves the job to finish', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'mailroom-restart-'));
+    const o = { ...overrides(), outbound: { ...overrides().outbound, retry_schedule: ['1s'] } };
+    remoteDomain('restart.test');
+    mx.script('patient@restart.test', ['451', '250']);
+    let first: TestServer | undefined = await startTestServer(o, { dataDir });
+    let second: TestServer | undefined;
+    try {
+      const key = first.key;
+      const ib = (await first.api('POST', '/inboxes', { address: 'restarter' })).body;
+      const res = await send({ to: ['patient@restart.test'], subject: 'survives a restart', bodyText: 'hi' }, ib.id, first);
+      assert.equal(res.status, 202, res.text);
+      // After the first (451) attempt the recipient is deferred and the message waits, queued.
+      const waiting = await until(async () => {
+        const m = (await first!.api('GET', `/messages/${res.body.id}`)).body;
+        return m.recipients[0].status === 'deferred' ? m : undefined;
+      });
+      assert.equal(waiting.status, 'queued');
+      assert.match(waiting.recipients[0].response, /^451 /);
+      await first.close();
+      first = undefined;
+      assert.equal(mx.attempts('patient@restart.test'), 1);
+
+      second = await startTestServer(o, { dataDir });
+      const m = await waitForStatus(second, res.body.id, ['sent', 'failed', 'bounced'], { key });
+      assert.equal(m.status, 'sent');
+      assert.equal(mx.attempts('patient@restart.test'), 2);
+    } finally {
+      await first?.close();
+      await second?.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('local delivery and dry-run', () => {
+  test('every recipient an inbox here: delivered through the inbound path, received there', async () => {
+    const other = t.newAccount('other');
+    const rcv = (await t.api('POST', '/inboxes', { address: 'receiver' }, { key: other.key })).body;
+    const res = await send({ to: [rcv.address.toUpperCase()], subject: 'internal hello', bodyText: 'between inboxes' });
+    assert.equal(res.status, 202, res.text);
+    const m = await waitForStatus(t, res.body.id, ['delivered', 'sent', 'failed', 'bounced']);
+    assert.equal(m.status, 'delivered');
+    assert.equal(m.recipients[0].status, 'delivered');
+    assert.equal(eventsOf(t, 'message.delivered', m.id).length, 1);
+    const list = (await t.api('GET', `/inboxes/${rcv.id}/messages`, undefined, { key: other.key })).body;
+    assert.equal(list.total, 1);
+    const got = list.data[0];
+    assert.equal(got.direction, 'inbound');
+    assert.equal(got.status, 'received');
+    assert.equal(got.subject, 'internal hello');
+    assert.equal(got.fromAddress, inbox.address);
+    assert.equal(got.messageIdHeader, m.messageIdHeader);
+    assert.match(got.bodyText, /between inboxes/);
+  });
+
+  test('local and remote recipients: sent once both are done; an unknown local address bounces', async () => {
+    const rcv = (await t.api('POST', '/inboxes', { address: 'colleague' })).body;
+    const res = await send({ to: [rcv.address, 'peer@remote.test'], subject: 'mixed', bodyText: 'hi' });
+    const m = await waitForStatus(t, res.body.id, ['sent', 'delivered', 'failed', 'bounced']);
+    assert.equal(m.status, 'sent');
+    const st = Object.fromEntries(m.recipients.map((r: { address: string; status: string }) => [r.address, r.status]));
+    assert.deepEqual(st, { [rcv.address]: 'delivered', 'peer@remote.test': 'sent' });
+
+    const ghost = await send({ to: [`ghost@${t.config.shared_domain}`], subject: 'to nobody', bodyText: 'hi' });
+    const g = await waitForStatus(t, ghost.body.id, ['bounced', 'failed', 'sent', 'delivered']);
+    assert.equal(g.status, 'bounced');
+    assert.match(g.recipients[0].response, /^550 5\.1\.1/);
+  });
+
+  test('dry-run: nothing leaves the box, messages end sent with delivery "dry-run"; local ones are still delivered', async () => {
+    const dry = await startTestServer({ outbound: { mode: 'dry-run', mx_port: mx.port, retry_schedule: ['200ms'] }, dns: { servers: [dns.server], timeout: '1s' } });
+    try {
+      const a = (await dry.api('POST', '/inboxes', { address: 'dry-a' })).body;
+      const b = (await dry.api('POST', '/inboxes', { address: 'dry-b' })).body;
+      const connections = mx.connections();
+      const res = await send({ to: ['someone@remote.test', b.address], subject: 'dry', bodyText: 'hi' }, a.id, dry);
+      assert.equal(res.status, 202, res.text);
+      assert.equal(res.body.delivery, 'dry-run');
+      const m = await waitForStatus(dry, res.body.id, ['sent', 'delivered', 'failed', 'bounced']);
+      assert.equal(m.status, 'sent');
+      assert.equal(m.delivery, 'dry-run');
+      const st = Object.fromEntries(m.recipients.map((r: { address: string; status: string }) => [r.address, r.status]));
+      assert.deepEqual(st, { 'someone@remote.test': 'sent', [b.address]: 'delivered' });
+      assert.match(m.recipients.find((r: { address: string }) => r.address === 'someone@remote.test').response, /dry-run/);
+      assert.equal(mx.connections(), connections, 'no connection left the box');
+      assert.equal((await dry.api('GET', `/inboxes/${b.id}/messages`)).body.total, 1);
+    } finally {
+      await dry.close();
+    }
+  });
+});
+
+describe('bounce and complaint reports', () => {
+  const dsn = (to: string, messageId: string, envid: string | null, rcpt: string) =>
+    [
+      'From: Mail Delivery System <MAILER-DAEMON@remote.test>',
+      `To: ${to}`,
+      'Subject: Undelivered Mail Returned to Sender',
+      'MIME-Version: 1.0',
+      'Content-Type: multipart/report; report-type=delivery-status; boundary="b1"',
+      '',
+      '--b1',
+      'Content-Type: text/plain',
+      '',
+      'Your message could not be delivered.',
+      '--b1',
+      'Content-Type: message/delivery-status',
+      '',
+      'Reporting-MTA: dns; mx.remote.test',
+      ...(envid ? [`Original-Envelope-Id: ${envid}`] : []),
+      '',
+      `Final-Recipient: rfc822; ${rcpt}`,
+      'Action: failed',
+      'Status: 5.1.1',
+      'Diagnostic-Code: smtp; 550 5.1.1 mailbox unavailable',
+      '--b1',
+      'Content-Type: text/rfc822-headers',
+      '',
+      `Message-ID: ${messageId}`,
+      'Subject: original',
+      '--b1--',
+      '',
+    ].join('\r\n');
+
+  const arf = (to: string, messageId: string) =>
+    [
+      'From: Feedback Loop <fbl@remote.test>',
+      `To: ${to}`,
+      'Subject: Abuse report',
+      'MIME-Version: 1.0',
+      'Content-Type: multipart/report; report-type=feedback-report; boundary="b2"',
+      '',
+      '--b2',
+      'Content-Type: text/plain',
+      '',
+      'This is an email abuse report.',
+      '--b2',
+      'Content-Type: message/feedback-report',
+      '',
+      'Feedback-Type: abuse',
+      'User-Agent: TestFBL/1.0',
+      'Version: 1',
+      '',
+      '--b2',
+      'Content-Type: message/rfc822',
+      '',
+      `From: ${to}`,
+      'To: reader@remote.test',
+      `Message-ID: ${messageId}`,
+      'Subject: original',
+      '',
+      'Original body.',
+      '--b2--',
+      '',
+    ].join('\r\n');
+
+  async function deliverReport(raw: string, to: string) {
+    const transport = nodemailer.createTransport({ host: '127.0.0.1', port: t.server.smtpPort, secure: false, ignoreTLS: true });
+    try {
+      // The null reverse-path of bounces (RFC 5321 §4.5.5).
+      await transport.sendMail({ envelope: { from: '', to: [to] }, raw });
+    } finally {
+      transport.close();
+    }
+  }
+
+  test('a DSN naming our message (by ENVID) marks it bounced and is not stored as mail', async () => {
+    const res = await send({ to: ['later-bounce@remote.test'], subject: 'bounces later', bodyText: 'hi' });
+    const m = await waitForStatus(t, res.body.id, ['sent']);
+    const counts = (await t.api('GET', `/inboxes/${inbox.id}`)).body;
+    const inboundBefore = (await t.api('GET', `/inboxes/${inbox.id}/messages?status=received`)).body.total;
+    await deliverReport(dsn(inbox.address, '<unrelated@elsewhere>', m.id, 'later-bounce@remote.test'), inbox.address);
+    const b = await waitForStatus(t, m.id, ['bounced']);
+    assert.equal(b.recipients[0].status, 'bounced');
+    assert.match(b.recipients[0].response, /550 5\.1\.1 mailbox unavailable/);
+    assert.equal((await t.api('GET', `/inboxes/${inbox.id}`)).body.bounceCount, counts.bounceCount + 1);
+    assert.equal(eventsOf(t, 'message.bounced', m.id).length, 1);
+    assert.equal((await t.api('GET', `/inboxes/${inbox.id}/messages?status=received`)).body.total, inboundBefore);
+  });
+
+  test('a DSN naming our message by its returned Message-ID works too', async () => {
+    const res = await send({ to: ['hdr-bounce@remote.test'], subject: 'bounces later', bodyText: 'hi' });
+    const m = await waitForStatus(t, res.body.id, ['sent']);
+    await deliverReport(dsn(inbox.address, m.messageIdHeader, null, 'hdr-bounce@remote.test'), inbox.address);
+    await waitForStatus(t, m.id, ['bounced']);
+  });
+
+  test('an ARF report marks it complained, complaintCount +1', async () => {
+    const res = await send({ to: ['reader@remote.test'], subject: 'complained about', bodyText: 'hi' });
+    const m = await waitForStatus(t, res.body.id, ['sent']);
+    const before = (await t.api('GET', `/inboxes/${inbox.id}`)).body.complaintCount;
+    await deliverReport(arf(inbox.address, m.messageIdHeader), inbox.address);
+    const c = await waitForStatus(t, m.id, ['complained']);
+    assert.equal(c.status, 'complained');
+    assert.equal((await t.api('GET', `/inboxes/${inbox.id}`)).body.complaintCount, before + 1);
+    assert.equal(eventsOf(t, 'message.complained', m.id).length, 1);
+  });
+
+  test('a report about a message we did not send is ordinary mail', async () => {
+    const before = (await t.api('GET', `/inboxes/${inbox.id}/messages?status=received`)).body.total;
+    await deliverReport(dsn(inbox.address, '<someone-else@elsewhere>', 'not-ours', 'x@remote.test'), inbox.address);
+    await until(async () => ((await t.api('GET', `/inboxes/${inbox.id}/messages?status=received`)).body.total === before + 1 ? true : undefined));
   });
 });
