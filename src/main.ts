@@ -10,6 +10,7 @@ import { sweepIdempotencyKeys } from './domain/idempotency.ts';
 import { errorFields } from './log.ts';
 import { createJobRunner } from './jobs/runner.ts';
 import { JOB_HANDLERS } from './jobs/handlers/index.ts';
+import { createMetricsService } from './http/metrics.ts';
 import { createDomainRecheck } from './domain/domain-recheck.ts';
 import { createSmtpService } from './smtp/inbound.ts';
 import { createOutboundService } from './outbound/deliver.ts';
@@ -62,7 +63,7 @@ function housekeeping(ctx: AppContext): Service {
 }
 
 /** Started in this order, stopped in reverse. */
-export const SERVICE_FACTORIES: Array<(ctx: AppContext) => Service> = [housekeeping, createSmtpService, createOutboundService, (ctx) => createJobRunner(ctx, JOB_HANDLERS), createDomainRecheck];
+export const SERVICE_FACTORIES: Array<(ctx: AppContext) => Service> = [housekeeping, createMetricsService, createSmtpService, createOutboundService, (ctx) => createJobRunner(ctx, JOB_HANDLERS), createDomainRecheck];
 
 function listenHttp(server: Server, host: string, port: number): Promise<AddressInfo> {
   return new Promise((resolve, reject) => {

@@ -40,8 +40,16 @@ function v4Reason(ip: ipaddr.IPv4): string | undefined {
 
 /** Why an address must not be connected to, or undefined when it is a public unicast one. */
 export function nonPublicReason(address: string): string | undefined {
-  if (!ipaddr.isValid(address)) return 'not an IP address';
-  const ip = ipaddr.parse(address);
+  const family = isIP(address);
+  if (!family) return 'not an IP address';
+  // ipaddr.js reads a dotted tail (::127.0.0.1) as IPv4-mapped; the socket would use ::7f00:1.
+  // The WHATWG URL parser gives the form the connection really uses.
+  let ip: ipaddr.IPv4 | ipaddr.IPv6;
+  try {
+    ip = ipaddr.parse(family === 6 ? new URL(`http://[${address}]/`).hostname.slice(1, -1) : address);
+  } catch {
+    return 'not a plain IP address'; // e.g. an IPv6 zone id (fe80::1%eth0)
+  }
   if (ip.kind() === 'ipv4') return v4Reason(ip as ipaddr.IPv4);
   const v6 = ip as ipaddr.IPv6;
   // Forms that carry an IPv4 address are judged by the address they reach.

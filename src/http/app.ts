@@ -6,6 +6,7 @@ import { authenticateKey } from '../domain/apikeys.ts';
 import { AppError } from '../domain/errors.ts';
 import { errorFields } from '../log.ts';
 import { RateLimiter } from './ratelimit.ts';
+import { observeRequest } from '../metrics.ts';
 import { Routes, callerOf, newRequestId, sendError, type CallerInfo } from './routes.ts';
 import { registerHealthRoutes } from './routes/health.ts';
 import { registerInboxRoutes } from './routes/inboxes.ts';
@@ -66,6 +67,7 @@ export function createHttpApp(ctx: AppContext, extraModules: Array<(r: Routes, c
     res.setHeader('X-RateLimit-Reset', String(rate.reset));
 
     res.on('finish', () => {
+      observeRequest(ctx, app.locals.routes, req.method, new URL(req.originalUrl ?? req.url ?? '/', 'http://x').pathname, res.statusCode, (performance.now() - caller.started) / 1000);
       ctx.log.info('request', {
         requestId: caller.requestId,
         method: req.method,

@@ -1,13 +1,15 @@
 // Webhooks end to end: the API (CRUD, PUT semantics, catalog, logs, activity), signed delivery
 // to a real local HTTP receiver, retries on a shortened schedule, pausing, deletion, secret
 // rotation, SSRF refusals at save and at delivery (through the test DNS server), a restart
-// with deliveries pending, cross-account isolation, and the CLI's deliveries/replay.
+// with deliveries pending, cross-account isolation, the CLI's deliveries/replay, and the real
+// event sources: mail over SMTP (message.received) and the send API (message.delivered).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import nodemailer from 'nodemailer';
 import { recordEvent, type EventType } from '../../src/domain/events.ts';
 import { listJobs } from '../../src/jobs/table.ts';
 import { runCli } from '../support/cli.ts';
@@ -517,5 +519,76 @@ test('CLI: webhooks deliveries --failed lists the final failure; replay sends it
     await t.close();
     await rx.close();
     rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('end to end: mail over SMTP becomes a signed message.received POST, also when the receiver is down at first', async () => {
+  const rx = await startReceiver(200);
+  const dns = await startTestDns(); // answers the inbound SPF/DKIM questions at once (NXDOMAIN)
+  const t = await startTestServer({ webhooks: FAST, dns: { servers: [dns.server], timeout: '500ms' } });
+  const transport = nodemailer.createTransport({ host: '127.0.0.1', port: t.server.smtpPort, secure: false, ignoreTLS: true, pool: true, maxConnections: 1 });
+  try {
+    const inbox = (await t.api('POST', '/inboxes', { address: 'agent' })).body;
+    const w = (await t.api('POST', '/webhooks', { url: `${rx.url}/inbound`, events: ['message.received'] })).body;
+    const info = await transport.sendMail({ from: 'Bob Sender <bob@example.org>', to: inbox.address, subject: 'Order 42', text: 'Where is it?', html: '<p>Where is it?</p>', attachments: [{ filename: 'a.txt', content: 'x' }] });
+    const [r] = await rx.waitFor(1);
+    assert.ok(verify(w.secret, r));
+    assert.equal(r.json.type, 'message.received');
+    assert.equal(r.json.webhookId, w.id);
+    const d = r.json.data;
+    assert.ok(info.response.includes(d.id), `${info.response} names ${d.id}`);
+    assert.deepEqual(
+      { inboxId: d.inboxId, fromAddress: d.fromAddress, fromName: d.fromName, toAddresses: d.toAddresses, subject: d.subject, hasAttachments: d.hasAttachments },
+      { inboxId: inbox.id, fromAddress: 'bob@example.org', fromName: 'Bob Sender', toAddresses: [inbox.address], subject: 'Order 42', hasAttachments: true },
+    );
+    assert.match(d.bodyText, /Where is it\?/);
+    assert.match(d.bodyHtml, /<p>Where is it\?<\/p>/);
+    assert.match(d.threadId, /^thr_/);
+    assert.ok(!Number.isNaN(Date.parse(d.receivedAt)));
+    // The stored message and the payload agree.
+    assert.equal((await t.api('GET', `/messages/${d.id}`)).body.subject, 'Order 42');
+
+    // Receiver down (connection refused) for the first attempts: the retries still get it there.
+    await rx.down();
+    await transport.sendMail({ from: 'bob@example.org', to: inbox.address, subject: 'Second', text: 'again' });
+    await until(async () => (await logsOf(t, '?status=pending')).length >= 2, 'two refused attempts');
+    await rx.up();
+    const [, second] = await rx.waitFor(2);
+    assert.equal(second.json.data.subject, 'Second');
+    assert.ok(verify(w.secret, second));
+    const logs = await until(async () => {
+      const l = await logsOf(t, `?event=message.received&webhookId=${w.id}`);
+      return l[0]?.status === 'success' && l[0].eventId === second.json.id && l;
+    }, 'second delivery logged');
+    const attempts = logs.filter((e) => e.eventId === second.json.id);
+    assert.ok(attempts.length >= 3);
+    assert.ok(attempts.slice(1).every((e) => e.status === 'pending' && e.httpStatus === null && /ECONNREFUSED/.test(e.error)));
+  } finally {
+    transport.close();
+    await t.close();
+    await dns.close();
+    await rx.close();
+  }
+});
+
+test('end to end: a message sent through the API to a local inbox reports message.delivered and message.received', async () => {
+  const rx = await startReceiver(200);
+  const t = await startTestServer({ webhooks: FAST });
+  try {
+    const from = (await t.api('POST', '/inboxes', { address: 'sender' })).body;
+    const to = (await t.api('POST', '/inboxes', { address: 'receiver' })).body;
+    const w = (await t.api('POST', '/webhooks', { url: `${rx.url}/all` })).body;
+    const sent = await t.api('POST', `/inboxes/${from.id}/messages`, { to: [to.address], subject: 'Local hop', bodyText: 'hi' });
+    assert.equal(sent.status, 202, sent.text);
+    await rx.waitFor(2);
+    const byType = Object.fromEntries(rx.received.map((r) => [r.json.type, r.json]));
+    assert.deepEqual(Object.keys(byType).sort(), ['message.delivered', 'message.received']);
+    assert.equal(byType['message.delivered'].data.id, sent.body.id);
+    assert.equal(byType['message.delivered'].data.status, 'delivered');
+    assert.equal(byType['message.received'].data.inboxId, to.id);
+    assert.ok(rx.received.every((r) => verify(w.secret, r)));
+  } finally {
+    await t.close();
+    await rx.close();
   }
 });
