@@ -492,3 +492,96 @@ describe('bounce and complaint reports', () => {
     await until(async () => ((await t.api('GET', `/inboxes/${inbox.id}/messages?status=received`)).body.total === before + 1 ? true : undefined));
   });
 });
+
+describe('send API validation', () => {
+  const ok = { to: ['v@remote.test'], subject: 'valid', bodyText: 'hi' };
+
+  test('field rules: each refused with its exact status and code, nothing queued', async () => {
+    const cases: Array<[string, unknown, number, string]> = [
+      ['missing to', { subject: 's', bodyText: 'b' }, 400, 'VALIDATION_ERROR'],
+      ['empty to', { ...ok, to: [] }, 400, 'VALIDATION_ERROR'],
+      ['to not an array', { ...ok, to: 'v@remote.test' }, 400, 'VALIDATION_ERROR'],
+      ['missing subject', { to: ok.to, bodyText: 'b' }, 400, 'VALIDATION_ERROR'],
+      ['subject over 998 characters', { ...ok, subject: 'x'.repeat(999) }, 400, 'VALIDATION_ERROR'],
+      ['no body', { to: ok.to, subject: 's' }, 400, 'VALIDATION_ERROR'],
+      ['empty bodies', { to: ok.to, subject: 's', bodyText: '', bodyHtml: '' }, 400, 'VALIDATION_ERROR'],
+      ['CRLF in subject', { ...ok, subject: 'hi\r\nBcc: victim@example.com' }, 400, 'VALIDATION_ERROR'],
+      ['LF in a recipient', { ...ok, to: ['v@remote.test\nBcc: x@y.z'] }, 400, 'VALIDATION_ERROR'],
+      ['NUL in cc', { ...ok, cc: ['a\u0000@remote.test'] }, 400, 'VALIDATION_ERROR'],
+      ['invalid address', { ...ok, to: ['not-an-address'] }, 400, 'INVALID_ADDRESS'],
+      ['invalid cc address', { ...ok, cc: ['a@'] }, 400, 'INVALID_ADDRESS'],
+      ['invalid bcc address', { ...ok, bcc: ['two@@remote.test'] }, 400, 'INVALID_ADDRESS'],
+      ['unknown attachment', { ...ok, attachmentIds: ['att_doesnotexist'] }, 400, 'VALIDATION_ERROR'],
+      ['unknown field', { ...ok, replyTo: 'x@remote.test' }, 400, 'VALIDATION_ERROR'],
+      ['unknown thread', { ...ok, threadId: 'thr_doesnotexist' }, 404, 'THREAD_NOT_FOUND'],
+      ['too many recipients', { ...ok, to: Array.from({ length: 60 }, (_, i) => `a${i}@remote.test`), cc: Array.from({ length: 60 }, (_, i) => `c${i}@remote.test`) }, 400, 'VALIDATION_ERROR'],
+    ];
+    const before = (await t.api('GET', `/inboxes/${inbox.id}`)).body;
+    for (const [name, body, status, code] of cases) {
+      const res = await send(body as Record<string, unknown>);
+      assert.doesNotThrow(() => expectError(res, status, code), `${name}: got ${res.status} ${res.text}`);
+    }
+    const res = await t.api('POST', `/inboxes/${inbox.id}/messages`, 'not json');
+    expectError(res, 400, 'INVALID_JSON');
+    const after = (await t.api('GET', `/inboxes/${inbox.id}`)).body;
+    assert.equal(after.sendsToday, before.sendsToday, 'refused sends are not counted');
+    assert.equal(after.totalSent, before.totalSent);
+  });
+
+  test('inbox rules: unknown 404, another account 404, suspended 403, read-only key 403', async () => {
+    expectError(await send(ok, 'inb_doesnotexist'), 404, 'INBOX_NOT_FOUND');
+    const other = t.newAccount('stranger');
+    expectError(await t.api('POST', `/inboxes/${inbox.id}/messages`, ok, { key: other.key }), 404, 'INBOX_NOT_FOUND');
+    const frozen = (await t.api('POST', '/inboxes', { address: 'frozen' })).body;
+    suspendInbox(t.server.ctx, frozen.id);
+    expectError(await send(ok, frozen.id), 403, 'INBOX_SUSPENDED');
+    const ro = (await t.api('POST', '/account/api-keys', { name: 'ro', readOnly: true })).body;
+    assert.ok(ro.key, 'read-only key created');
+    expectError(await t.api('POST', `/inboxes/${inbox.id}/messages`, ok, { key: ro.key }), 403, 'FORBIDDEN');
+  });
+
+  test('a thread of another inbox is 404 THREAD_NOT_FOUND', async () => {
+    const other = (await t.api('POST', '/inboxes', { address: 'thread-owner' })).body;
+    const first = await send({ ...ok, subject: 'thread start' }, other.id);
+    expectError(await send({ ...ok, threadId: first.body.threadId }), 404, 'THREAD_NOT_FOUND');
+  });
+
+  test('daily limit: one send counts once whatever its recipients; over it 429 DAILY_SEND_LIMIT_EXCEEDED', async () => {
+    const lim = (await t.api('POST', '/inboxes', { address: 'limited' })).body;
+    setDailyLimit(t.server.ctx, lim.id, 2);
+    assert.equal((await send({ ...ok, to: ['a@remote.test', 'b@remote.test', 'c@remote.test'] }, lim.id)).status, 202);
+    assert.equal((await send(ok, lim.id)).status, 202);
+    expectError(await send(ok, lim.id), 429, 'DAILY_SEND_LIMIT_EXCEEDED');
+    const after = (await t.api('GET', `/inboxes/${lim.id}`)).body;
+    assert.equal(after.sendsToday, 2);
+    assert.equal(after.totalSent, 2);
+    assert.equal((await t.api('GET', `/inboxes/${lim.id}/messages`)).body.total, 2);
+  });
+
+  test('threadId: the reply joins the thread with In-Reply-To and References of its last message', async () => {
+    const first = await send({ to: ['thread@remote.test'], subject: 'Topic', bodyText: 'one' });
+    await waitForStatus(t, first.body.id, ['sent']);
+    const second = await send({ to: ['thread@remote.test'], subject: 'Re: Topic', bodyText: 'two', threadId: first.body.threadId });
+    assert.equal(second.status, 202, second.text);
+    assert.equal(second.body.threadId, first.body.threadId);
+    assert.equal(second.body.inReplyTo, first.body.messageIdHeader);
+    const third = await send({ to: ['thread@remote.test'], subject: 'Re: Topic', bodyText: 'three', threadId: first.body.threadId });
+    await waitForStatus(t, third.body.id, ['sent']);
+    const captured = mx.messages.find((c) => c.raw.includes(third.body.messageIdHeader))!;
+    const parsed = await simpleParser(captured.raw);
+    assert.equal(parsed.inReplyTo, second.body.messageIdHeader);
+    assert.deepEqual([parsed.references].flat(), [first.body.messageIdHeader, second.body.messageIdHeader]);
+    const thread = (await t.api('GET', `/threads/${first.body.threadId}`)).body;
+    assert.equal(thread.messageCount ?? thread.messages?.length, 3);
+  });
+
+  test('Idempotency-Key: a retried send is queued once', async () => {
+    const headers = { 'Idempotency-Key': `send-${Date.now()}` };
+    const a = await t.api('POST', `/inboxes/${inbox.id}/messages`, { ...ok, subject: 'once' }, { headers });
+    const b = await t.api('POST', `/inboxes/${inbox.id}/messages`, { ...ok, subject: 'once' }, { headers });
+    assert.equal(a.status, 202);
+    assert.equal(b.status, 202);
+    assert.equal(b.headers.get('idempotent-replayed'), 'true');
+    assert.equal(b.body.id, a.body.id);
+  });
+});
