@@ -1,0 +1,61 @@
+// Renders the results of one run as Markdown (bench/results/latest.md, included in README):
+// one table per scenario, mailroom beside each baseline with the ratio mailroom ÷ baseline.
+import type { Row, ScenarioResult } from './support.ts';
+
+export interface RunResults {
+  startedAt: string;
+  finishedAt?: string;
+  seconds?: number;
+  machine: { cpus: number; cpuModel: string; memoryGb: number; node: string; os: string };
+  /** Load average when the run started, and notes such as other work on the machine. */
+  loadAtStart: number[];
+  notes: string[];
+  scenarios: ScenarioResult[];
+}
+
+const fmt = (v: number | null | undefined): string => {
+  if (v === null || v === undefined || Number.isNaN(v)) return '—';
+  if (Math.abs(v) >= 100) return Math.round(v).toLocaleString('en-US');
+  if (Math.abs(v) >= 10) return v.toFixed(1);
+  return v.toFixed(2);
+};
+
+function ratio(a: number | null, b: number | null): string {
+  if (a === null || b === null || !b) return '—';
+  return `${(a / b).toFixed(2)}×`;
+}
+
+function rowLines(r: Row): string[] {
+  const target = r.target ? `${r.target}${r.met === undefined ? '' : r.met ? ' ✅' : ' ❌'}` : '';
+  const mine = `${fmt(r.mailroom)} ${r.unit}`;
+  const note = r.note ?? '';
+  if (!r.baselines?.length) return [`| ${r.metric} | ${mine} | | | | ${target} | ${note} |`];
+  return r.baselines.map(
+    (b, i) => `| ${i === 0 ? r.metric : ''} | ${i === 0 ? mine : ''} | ${b.name} | ${fmt(b.value)} ${r.unit} | ${ratio(r.mailroom, b.value)} | ${i === 0 ? target : ''} | ${i === 0 ? note : ''} |`,
+  );
+}
+
+export function renderMarkdown(run: RunResults): string {
+  const out: string[] = [];
+  const m = run.machine;
+  out.push(
+    `Measured ${run.startedAt.slice(0, 16).replace('T', ' ')} UTC on ${m.cpus} × ${m.cpuModel}, ${m.memoryGb} GB, Node ${m.node}; ` +
+      `load average at start ${run.loadAtStart.join(' / ')}; whole run ${Math.round(run.seconds ?? 0)} s. ` +
+      'Ratios are mailroom ÷ baseline (for msg/s and req/s higher is better, for ms and MB lower is better).',
+  );
+  for (const n of run.notes) out.push('', `> ${n}`);
+  for (const s of run.scenarios) {
+    out.push('', `#### ${s.title}`, '');
+    if (s.status === 'skipped') {
+      out.push(`skipped: ${s.reason}`);
+      continue;
+    }
+    out.push(`${s.setup}${s.loadBefore ? ` (load average before: ${s.loadBefore.join(' / ')})` : ''}`, '');
+    if (s.status === 'failed') out.push(`**failed**: ${s.reason}`, '');
+    if (s.rows.length) {
+      out.push('| metric | mailroom | baseline | baseline value | ratio | target | note |', '|---|---:|---|---:|---:|---|---|');
+      for (const r of s.rows) out.push(...rowLines(r));
+    }
+  }
+  return out.join('\n') + '\n';
+}

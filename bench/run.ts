@@ -1,0 +1,95 @@
+// `npm run bench [-- scenario…]`: runs every scenario (or the named ones) against the real
+// server on loopback, each with its baselines measured in the same run, and writes
+// bench/results/latest.json and latest.md. Scratch files go to bench/work/ (git-ignored).
+import { cpus, totalmem, release } from 'node:os';
+import { mkdirSync, writeFileSync, readFileSync, existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { startTestDns } from '../test/support/dns.ts';
+import { renderMarkdown, type RunResults } from './report.ts';
+import { RESULTS, SkipError, WORK, killChildren, load, log, round, type ScenarioResult } from './support.ts';
+import { smtpIngest } from './scenarios/smtp.ts';
+import { httpApi } from './scenarios/http.ts';
+import { outbound } from './scenarios/outbound.ts';
+import { webhookLatency } from './scenarios/webhook.ts';
+import { scale } from './scenarios/scale.ts';
+import { coldStart } from './scenarios/coldstart.ts';
+import type { TestDns } from '../test/support/dns.ts';
+
+interface Scenario {
+  id: string;
+  title: string;
+  run(env: { dns: TestDns }): Promise<ScenarioResult | ScenarioResult[]>;
+}
+
+/** In report order; `npm run bench -- http scale` runs a subset. */
+const SCENARIOS: Scenario[] = [
+  { id: 'smtp', title: '(a) SMTP ingest, durable, 10 KB messages', run: smtpIngest },
+  { id: 'http', title: '(b) HTTP API at 50 connections', run: httpApi },
+  { id: 'outbound', title: '(c) Outbound with DKIM to one MX', run: outbound },
+  { id: 'webhook', title: '(d) Webhook latency, inbound mail to receipt', run: webhookLatency },
+  { id: 'scale', title: '(e) Scale: list and get with 10³ and 10⁶ stored messages', run: scale },
+  { id: 'coldstart', title: '(g) Cold start of the single executable', run: coldStart },
+];
+
+async function main(): Promise<void> {
+  const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));
+  const unknown = wanted.filter((w) => !SCENARIOS.some((s) => s.id === w));
+  if (unknown.length) throw new Error(`unknown scenario ${unknown.join(', ')}; known: ${SCENARIOS.map((s) => s.id).join(', ')}`);
+  const selected = SCENARIOS.filter((s) => wanted.length === 0 || wanted.includes(s.id));
+  mkdirSync(WORK, { recursive: true });
+  mkdirSync(RESULTS, { recursive: true });
+  const t0 = performance.now();
+  const run: RunResults = {
+    startedAt: new Date().toISOString(),
+    machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model.trim() ?? '?', memoryGb: Math.round(totalmem() / 2 ** 30), node: process.version, os: `linux ${release()}` },
+    loadAtStart: load(),
+    notes: process.env.BENCH_NOTE ? [process.env.BENCH_NOTE] : [],
+    scenarios: [],
+  };
+  // A partial run (some scenarios) keeps the other scenarios' last results.
+  const previous: ScenarioResult[] = wanted.length && existsSync(join(RESULTS, 'latest.json')) ? (JSON.parse(readFileSync(join(RESULTS, 'latest.json'), 'utf8')) as RunResults).scenarios : [];
+  if (wanted.length && previous.length) run.notes.push(`Partial run (${wanted.join(', ')}); other scenarios are from an earlier run.`);
+  const dns = await startTestDns();
+  const results = new Map<string, ScenarioResult[]>();
+  const write = () => {
+    const order = SCENARIOS.flatMap((s) => results.get(s.id) ?? previous.filter((p) => p.id === s.id || (s.id === 'smtp' && p.id === 'memory')));
+    run.scenarios = order;
+    run.finishedAt = new Date().toISOString();
+    run.seconds = round((performance.now() - t0) / 1000);
+    writeFileSync(join(RESULTS, 'latest.json'), JSON.stringify(run, null, 2) + '\n');
+    writeFileSync(join(RESULTS, 'latest.md'), renderMarkdown(run));
+  };
+  try {
+    for (const s of selected) {
+      const loadBefore = load();
+      const started = performance.now();
+      log(`== ${s.id}: ${s.title} (load ${loadBefore.join(' ')})`);
+      let out: ScenarioResult[];
+      try {
+        const r = await s.run({ dns });
+        out = Array.isArray(r) ? r : [r];
+      } catch (err) {
+        const skipped = err instanceof SkipError;
+        log(`${s.id} ${skipped ? 'skipped' : 'failed'}: ${(err as Error).stack ?? err}`);
+        out = [{ id: s.id, title: s.title, status: skipped ? 'skipped' : 'failed', reason: (err as Error).message, setup: '', rows: [] }];
+      }
+      for (const o of out) {
+        o.seconds = round((performance.now() - started) / 1000);
+        o.loadBefore = loadBefore;
+      }
+      results.set(s.id, out);
+      write();
+    }
+  } finally {
+    killChildren();
+    await dns.close();
+  }
+  write();
+  log(`done in ${run.seconds} s: bench/results/latest.md`);
+}
+
+main().catch((err) => {
+  killChildren();
+  process.stderr.write(`bench: ${(err as Error).stack ?? err}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,138 @@
+// (a) Durable SMTP ingest and (f) memory: Postfix's smtp-source drives 50 parallel sessions,
+// each reusing its connection (-d), of 10 KB messages into mailroom (every 250 = on disk),
+// then into smtp-sink and a bare smtp-server that both discard. Mailroom's count of stored
+// messages is checked afterwards; RSS is read from /proc while idle and at peak.
+import { spawn } from 'node:child_process';
+import type { TestDns } from '../../test/support/dns.ts';
+import { createInbox, startMailroom } from '../mailroom.ts';
+import {
+  SMTP_SINK,
+  SMTP_SOURCE,
+  ensurePostfixTools,
+  freePort,
+  log,
+  memoryOf,
+  round,
+  runBounded,
+  sleep,
+  startBaseline,
+  stopChild,
+  track,
+  waitFor,
+  type ScenarioResult,
+} from '../support.ts';
+
+export const SESSIONS = 50;
+export const MESSAGE_BYTES = 10_240;
+const COUNT = Number(process.env.BENCH_SMTP_COUNT ?? 10_000);
+const WARMUP = 500;
+const LIMIT_MS = 150_000;
+
+interface Blast {
+  msgPerSec: number;
+  seconds: number;
+  sent: number;
+  timedOut: boolean;
+  error?: string;
+}
+
+/** One smtp-source run: `count` messages over `sessions` reused connections. */
+async function blast(port: number, to: string, count: number, sessions = SESSIONS): Promise<Blast> {
+  const args = ['-d', '-s', String(sessions), '-m', String(count), '-l', String(MESSAGE_BYTES), '-f', 'load@source.bench', '-t', to, '-S', 'bench message', '-M', 'source.bench', `127.0.0.1:${port}`];
+  const res = await runBounded(SMTP_SOURCE, args, LIMIT_MS);
+  const seconds = res.ms / 1000;
+  const error = res.code !== 0 ? (res.stderr.trim().split('\n').pop() ?? `exit ${res.code}`) : undefined;
+  return { msgPerSec: round(count / seconds), seconds: round(seconds, 2), sent: count, timedOut: res.timedOut, error };
+}
+
+export async function smtpIngest(env: { dns: TestDns }): Promise<ScenarioResult[]> {
+  ensurePostfixTools();
+  const setup = `smtp-source -d (connection reuse), ${SESSIONS} parallel sessions, ${COUNT} messages of ${MESSAGE_BYTES} bytes body, 1 recipient each; ${WARMUP} warm-up messages first`;
+
+  // ---- mailroom ----
+  const m = await startMailroom('smtp', { dns: env.dns.server });
+  let idleRss: number | undefined;
+  let mailroom: Blast;
+  let stored = 0;
+  let peak = 0;
+  let peakSampled = 0;
+  try {
+    const inbox = await createInbox(m);
+    await sleep(3000);
+    idleRss = memoryOf(m.pid)?.rssMb;
+    log(`mailroom idle RSS ${idleRss} MB; warm-up`);
+    await blast(m.smtpPort, inbox.address, WARMUP, 10);
+    log(`mailroom: ${COUNT} messages, ${SESSIONS} sessions`);
+    const sampler = setInterval(() => {
+      const mem = memoryOf(m.pid);
+      if (mem) peakSampled = Math.max(peakSampled, mem.rssMb);
+    }, 100);
+    mailroom = await blast(m.smtpPort, inbox.address, COUNT);
+    clearInterval(sampler);
+    peak = memoryOf(m.pid)?.peakMb ?? peakSampled;
+    const res = await m.api('GET', `/inboxes/${inbox.id}/messages?limit=1`);
+    stored = (res.body?.total ?? 0) - WARMUP;
+    if (stored < COUNT) mailroom.msgPerSec = round(Math.max(0, stored) / mailroom.seconds);
+  } finally {
+    await m.stop();
+  }
+  log(`mailroom ${mailroom.msgPerSec} msg/s (${stored} stored)`);
+
+  // ---- smtp-sink (Postfix's discard server, C) ----
+  const sinkPort = await freePort();
+  const sink = track(spawn(SMTP_SINK, ['-u', 'nobody', `127.0.0.1:${sinkPort}`, '1024'], { stdio: 'ignore' }));
+  let sinkRun: Blast;
+  try {
+    await waitFor('smtp-sink', async () => (await runBounded(SMTP_SOURCE, ['-m', '1', `127.0.0.1:${sinkPort}`], 5000)).code === 0, 5000, 100);
+    await blast(sinkPort, 'x@sink.bench', WARMUP, 10);
+    sinkRun = await blast(sinkPort, 'x@sink.bench', COUNT);
+  } finally {
+    await stopChild(sink);
+  }
+  log(`smtp-sink ${sinkRun.msgPerSec} msg/s`);
+
+  // ---- bare smtp-server, discarding ----
+  const bare = await startBaseline('smtp-discard.ts');
+  let bareRun: Blast;
+  try {
+    await blast(bare.port, 'x@bare.bench', WARMUP, 10);
+    bareRun = await blast(bare.port, 'x@bare.bench', COUNT);
+  } finally {
+    await stopChild(bare.child);
+  }
+  log(`bare smtp-server ${bareRun.msgPerSec} msg/s`);
+
+  const ingest: ScenarioResult = {
+    id: 'smtp',
+    title: '(a) SMTP ingest, durable, 10 KB messages',
+    status: mailroom.error && stored < COUNT ? 'failed' : 'ok',
+    reason: mailroom.error,
+    setup,
+    rows: [
+      {
+        metric: 'messages accepted per second (250 = stored)',
+        unit: 'msg/s',
+        mailroom: mailroom.msgPerSec,
+        baselines: [
+          { name: 'smtp-sink (discard)', value: sinkRun.msgPerSec },
+          { name: 'bare smtp-server (discard)', value: bareRun.msgPerSec },
+        ],
+        target: '≥ 1500',
+        met: mailroom.msgPerSec >= 1500,
+        note: `${stored} of ${COUNT} stored in ${mailroom.seconds} s${mailroom.timedOut ? ' (time limit hit)' : ''}`,
+      },
+    ],
+    details: { mailroom, sink: sinkRun, bare: bareRun, stored },
+  };
+  const memory: ScenarioResult = {
+    id: 'memory',
+    title: '(f) Memory',
+    status: idleRss === undefined ? 'failed' : 'ok',
+    setup: 'RSS of the mailroom process from /proc: idle 3 s after start with one inbox; peak (VmHWM) at the end of (a)',
+    rows: [
+      { metric: 'idle RSS', unit: 'MB', mailroom: idleRss ?? null, target: '< 80', met: (idleRss ?? Infinity) < 80 },
+      { metric: 'peak RSS under (a)', unit: 'MB', mailroom: peak || null, note: `highest 100 ms sample ${peakSampled} MB` },
+    ],
+  };
+  return [ingest, memory];
+}
