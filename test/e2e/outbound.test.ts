@@ -15,6 +15,7 @@ import { and, eq } from 'drizzle-orm';
 import { events, jobs } from '../../src/db/schema.ts';
 import { createResolver } from '../../src/dns.ts';
 import { dkimTxtValue, publishedKeyFor } from '../../src/domain/dkim-keys.ts';
+import { createApiKey } from '../../src/domain/apikeys.ts';
 import { setDailyLimit, suspendInbox } from '../../src/domain/inboxes.ts';
 import { startTestDns, type TestDns } from '../support/dns.ts';
 import { startTestMx, type TestMx } from '../support/mx.ts';
@@ -535,8 +536,7 @@ describe('send API validation', () => {
     const frozen = (await t.api('POST', '/inboxes', { address: 'frozen' })).body;
     suspendInbox(t.server.ctx, frozen.id);
     expectError(await send(ok, frozen.id), 403, 'INBOX_SUSPENDED');
-    const ro = (await t.api('POST', '/account/api-keys', { name: 'ro', readOnly: true })).body;
-    assert.ok(ro.key, 'read-only key created');
+    const ro = createApiKey(t.server.ctx, t.accountId, { name: 'ro', readOnly: true });
     expectError(await t.api('POST', `/inboxes/${inbox.id}/messages`, ok, { key: ro.key }), 403, 'FORBIDDEN');
   });
 
