@@ -151,7 +151,12 @@ export function findDomainRow(ctx: AppContext, accountId: string | null, id: str
 /** CLI lookup: a domain id or a domain name. */
 export function findDomainByIdOrName(ctx: AppContext, idOrName: string): DomainRow {
   if (idOrName.startsWith('dom_')) return findDomainRow(ctx, null, idOrName);
-  const name = idOrName.trim().toLowerCase().replace(/\.$/, '');
+  let name = idOrName.trim().toLowerCase().replace(/\.$/, '');
+  try {
+    name = normalizeDomainName(idOrName);
+  } catch {
+    // Not a valid name: it cannot match a stored one either; answered as not found below.
+  }
   const row = ctx.db.select().from(domains).where(eq(domains.domain, name)).get();
   if (!row) throw new AppError('DOMAIN_NOT_FOUND', `domain ${idOrName} not found`);
   return row;

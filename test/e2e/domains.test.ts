@@ -568,7 +568,11 @@ describe('CLI', () => {
     assert.equal(got.receivingStatus, 'verified');
     assert.equal(verifiedEvents(s, apiDomain.id).length, 1);
 
-    const shown = await runCli(['--config', config, 'domains', 'show', 'cli.example.com', '--json']);
+    // Independent runs go in parallel: each CLI run costs a process start.
+    const [shown, listed] = await Promise.all([
+      runCli(['--config', config, 'domains', 'show', 'cli.example.com', '--json']),
+      runCli(['--config', config, 'domains', 'list', '--json']),
+    ]);
     assert.equal(shown.code, 0, shown.stderr);
     const json = JSON.parse(shown.stdout);
     assert.deepEqual(
@@ -583,7 +587,6 @@ describe('CLI', () => {
     );
     assert.equal(json.status.sendingStatus, 'verified');
 
-    const listed = await runCli(['--config', config, 'domains', 'list', '--json']);
     assert.ok(JSON.parse(listed.stdout).data.some((d: any) => d.id === apiDomain.id));
 
     const removed = await runCli(['--config', config, 'domains', 'remove', apiDomain.id]);
@@ -594,7 +597,14 @@ describe('CLI', () => {
 
   test('show shared prints the shared domain records with the key signingKeyFor uses; unknown domains exit 1', async () => {
     const config = configFile();
-    const shown = await runCli(['--config', config, 'domains', 'show', 'shared', '--no-check']);
+    const errorRuns = [
+      ['domains', 'remove', 'nope.example.com'],
+      ['domains', 'add', SHARED],
+    ];
+    const [shown, ...failed] = await Promise.all([
+      runCli(['--config', config, 'domains', 'show', 'shared', '--no-check']),
+      ...errorRuns.map((args) => runCli(['--config', config, ...args])),
+    ]);
     assert.equal(shown.code, 0, shown.stderr);
     const records = parseZone(shown.stdout);
     assert.deepEqual(
@@ -606,13 +616,9 @@ describe('CLI', () => {
     const derived = createPublicKey(key.privateKey).export({ type: 'spki', format: 'der' }).toString('base64');
     assert.equal(records[0].value, `v=DKIM1; k=rsa; p=${derived}`);
 
-    // Each CLI run costs a process start; one not-found and one refused add cover the paths.
-    for (const args of [
-      ['domains', 'remove', 'nope.example.com'],
-      ['domains', 'add', SHARED],
-    ]) {
-      const res = await runCli(['--config', config, ...args]);
-      assert.equal(res.code, 1, `${args.join(' ')}: ${res.stdout}`);
+    // One not-found and one refused add cover the CLI's error path (one line, exit 1).
+    for (const [i, res] of failed.entries()) {
+      assert.equal(res.code, 1, `${errorRuns[i].join(' ')}: ${res.stdout}`);
       assert.match(res.stderr, /^mailroom: /);
       assert.doesNotMatch(res.stderr, /\n\s+at /, 'no stack trace');
     }
