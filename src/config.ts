@@ -163,6 +163,9 @@ export const CONFIG_SCHEMA = {
     lease: duration('5m', 'A claimed job whose worker vanished is retried after this long.'),
     retention: duration('7d', 'Finished jobs are kept this long for inspection, then swept.'),
   },
+  metrics: {
+    listen: listen('', 'Address of the Prometheus endpoint GET /metrics (no key; keep it private, e.g. "127.0.0.1:9464"); "" turns it off.', true),
+  },
   domains: {
     recheck_interval: duration('1h', 'Unverified domains are re-checked in DNS this often in the background.'),
   },

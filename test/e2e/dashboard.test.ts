@@ -12,6 +12,7 @@ import { createApiKey } from '../../src/domain/apikeys.ts';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
 import { startTestDns, type TestDns } from '../support/dns.ts';
 import { expectError, startTestServer, type TestServer } from '../support/server.ts';
+import { until } from '../support/wait.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 
@@ -21,15 +22,6 @@ let hook: Receiver;
 let webhookId: string;
 let domainId: string;
 
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 const deliveries = async (status: string) => (await t.api('GET', `/webhooks/logs?webhookId=${webhookId}&status=${status}`)).body.data as Array<{ id: string; attempt: number; status: string }>;
 
