@@ -14,7 +14,7 @@ export interface ResolvedTarget {
   url: URL;
   /** Host without IPv6 brackets. */
   host: string;
-  /** Checked addresses to connect to; empty when insecure targets are allowed (system lookup). */
+  /** Checked addresses; the connection goes to the first. Empty: let the system resolve (insecure mode only). */
   addresses: Array<{ address: string; family: 4 | 6 }>;
 }
 
@@ -102,6 +102,11 @@ export function parseWebhookUrl(raw: string, allowInsecure: boolean): URL {
 
 const hostOf = (url: URL) => url.hostname.replace(/^\[(.*)\]$/, '$1').replace(/\.$/, '').toLowerCase();
 
+async function lookupAll(ctx: AppContext, host: string): Promise<ResolvedTarget['addresses']> {
+  const [a, aaaa] = await Promise.all([ctx.dns.a(host), ctx.dns.aaaa(host)]);
+  return [...a.map((address) => ({ address, family: 4 as const })), ...aaaa.map((address) => ({ address, family: 6 as const }))];
+}
+
 /**
  * Resolves the URL's host through `ctx.dns` and checks every address. Throws
  * UnsafeTargetError when any address is non-public or none exists; DnsUnavailableError when DNS
@@ -110,8 +115,13 @@ const hostOf = (url: URL) => url.hostname.replace(/^\[(.*)\]$/, '$1').replace(/\
  */
 export async function resolveTarget(ctx: AppContext, url: URL): Promise<ResolvedTarget> {
   const host = hostOf(url);
-  if (ctx.config.webhooks.allow_insecure_targets) return { url, host, addresses: [] };
   const literal = isIP(host);
+  if (ctx.config.webhooks.allow_insecure_targets) {
+    // Development: no checks. A name is still resolved through `dns.servers` and pinned the
+    // same way; when those servers do not know it (localhost), the system resolver is used.
+    if (literal || host === 'localhost' || host.endsWith('.localhost')) return { url, host, addresses: [] };
+    return { url, host, addresses: await lookupAll(ctx, host).catch(() => []) };
+  }
   if (literal) {
     const reason = nonPublicReason(host);
     if (reason) throw new UnsafeTargetError(`${host} is not a public address (${reason})`);
@@ -119,8 +129,7 @@ export async function resolveTarget(ctx: AppContext, url: URL): Promise<Resolved
   }
   // RFC 6761 §6.3: localhost names always mean this host, whatever a resolver says.
   if (host === 'localhost' || host.endsWith('.localhost')) throw new UnsafeTargetError(`${host} is a loopback name`);
-  const [a, aaaa] = await Promise.all([ctx.dns.a(host), ctx.dns.aaaa(host)]);
-  const addresses = [...a.map((address) => ({ address, family: 4 as const })), ...aaaa.map((address) => ({ address, family: 6 as const }))];
+  const addresses = await lookupAll(ctx, host);
   if (!addresses.length) throw new UnsafeTargetError(`${host} does not resolve to any address`);
   for (const { address } of addresses) {
     const reason = nonPublicReason(address);

@@ -6,11 +6,15 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer as createHttpsServer } from 'node:https';
+import { createSecureContext } from 'node:tls';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import nodemailer from 'nodemailer';
 import { recordEvent, type EventType } from '../../src/domain/events.ts';
+import { replayDelivery } from '../../src/domain/webhook-fanout.ts';
 import { listJobs } from '../../src/jobs/table.ts';
 import { runCli } from '../support/cli.ts';
 import { startTestDns } from '../support/dns.ts';
@@ -497,11 +501,10 @@ test('CLI: webhooks deliveries --failed lists the final failure; replay sends it
     assert.equal(listed.code, 0, listed.stderr);
     assert.deepEqual(JSON.parse(listed.stdout).data.map((e: any) => [e.id, e.status, e.attempt]), [[failed.id, 'failed', 2]]);
 
-    // Only failed entries can be replayed.
+    // Only failed entries can be replayed (the rule the command applies).
     const pendingId = (await logsOf(t, '?status=pending'))[0].id;
-    const notFailed = await runCli(['webhooks', 'replay', pendingId, '--config', config]);
-    assert.equal(notFailed.code, 1);
-    assert.match(notFailed.stderr, /only failed deliveries/);
+    assert.throws(() => replayDelivery(t.server.ctx, pendingId), /only failed deliveries/);
+    assert.throws(() => replayDelivery(t.server.ctx, 'dlv_nope'), /not found/);
 
     rx.fallback = 200;
     const replayed = await runCli(['webhooks', 'replay', failed.id, '--json', '--config', config]);
@@ -590,5 +593,45 @@ test('end to end: a message sent through the API to a local inbox reports messag
   } finally {
     await t.close();
     await rx.close();
+  }
+});
+
+test('the connection goes to the resolved address while Host and TLS SNI keep the name; TLS errors are failures', { skip: spawnSync('openssl', ['version']).status !== 0 && 'openssl not installed' }, async () => {
+  const rx = await startReceiver(200);
+  const dns = await startTestDns();
+  dns.set('receiver.test', [{ type: 'A', address: '127.0.0.1' }]);
+  // An HTTPS receiver with a self-signed certificate: the sender must refuse it (no
+  // verification bypass), after sending the name in SNI.
+  const dir = mkdtempSync(join(tmpdir(), 'mailroom-wh-tls-'));
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'), '-days', '1', '-subj', '/CN=receiver.test'], { stdio: 'ignore' });
+  const secure = createSecureContext({ key: readFileSync(join(dir, 'key.pem')), cert: readFileSync(join(dir, 'cert.pem')) });
+  const sni: string[] = [];
+  const tlsServer = createHttpsServer({ SNICallback: (name, cb) => (sni.push(name), cb(null, secure)) }, (_req, res) => res.writeHead(200).end());
+  await new Promise<void>((r) => tlsServer.listen(0, '127.0.0.1', r));
+  const tlsPort = (tlsServer.address() as import('node:net').AddressInfo).port;
+  const t = await startTestServer({ webhooks: { ...FAST, retry_schedule: ['50ms'] }, dns: { servers: [dns.server], timeout: '500ms' } });
+  try {
+    const plain = (await t.api('POST', '/webhooks', { url: `http://receiver.test:${rx.port}/pinned` })).body;
+    const tls = (await t.api('POST', '/webhooks', { url: `https://receiver.test:${tlsPort}/tls` })).body;
+    emit(t, 'message.sent');
+    const [r] = await rx.waitFor(1);
+    assert.equal(r.headers.host, `receiver.test:${rx.port}`);
+    assert.ok(verify(plain.secret, r));
+    const logs = await until(async () => {
+      const l = await logsOf(t, `?webhookId=${tls.id}`);
+      return l.length === 2 && l;
+    }, 'two TLS failures');
+    assert.deepEqual(logs.map((e) => [e.attempt, e.status, e.httpStatus]), [
+      [2, 'failed', null],
+      [1, 'pending', null],
+    ]);
+    assert.match(logs[0].error, /self[- ]signed certificate/);
+    assert.ok(sni.length >= 1 && sni.every((n) => n === 'receiver.test'), `SNI: ${sni.join(',')}`);
+  } finally {
+    await t.close();
+    await new Promise((r) => tlsServer.close(r));
+    await dns.close();
+    await rx.close();
+    rmSync(dir, { recursive: true, force: true });
   }
 });
