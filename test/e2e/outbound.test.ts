@@ -5,7 +5,8 @@
 // retry, dry-run, local delivery, bounce and complaint reports, and every validation error.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { simpleParser } from 'mailparser';
@@ -19,7 +20,9 @@ import { createApiKey } from '../../src/domain/apikeys.ts';
 import { setDailyLimit, suspendInbox } from '../../src/domain/inboxes.ts';
 import { startTestDns, type TestDns } from '../support/dns.ts';
 import { startTestMx, type TestMx } from '../support/mx.ts';
+import { runCli } from '../support/cli.ts';
 import { expectError, startTestServer, type TestServer } from '../support/server.ts';
+import { until } from '../support/wait.ts';
 
 let t: TestServer;
 let dns: TestDns;
@@ -45,16 +48,6 @@ async function waitForStatus(server: TestServer, id: string, statuses: string[],
     if (statuses.includes(res.body.status)) return res.body;
     if (Date.now() > deadline) throw new Error(`message ${id} stayed ${res.body.status}, expected ${statuses.join('|')}: ${JSON.stringify(res.body.recipients)}`);
     await new Promise((r) => setTimeout(r, 40));
-  }
-}
-
-async function until<T>(fn: () => Promise<T | undefined> | T | undefined, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 25));
   }
 }
 
@@ -176,6 +169,28 @@ describe('delivery to a remote MX', () => {
     assert.equal(Buffer.from(await raw.arrayBuffer()).toString(), rawText);
   });
 
+  test('DKIM also verified by python3-dkim (dkimpy) against the published TXT record', async (ctx) => {
+    const python = ['python3', '/usr/bin/python3'].find((bin) => spawnSync(bin, ['-c', 'import dkim'], { stdio: 'ignore' }).status === 0);
+    if (!python) {
+      ctx.skip('python3-dkim is not installed (apt-get install python3-dkim); mailauth verified the signature above');
+      return;
+    }
+    const before = mx.messages.length;
+    const res = await send({ to: ['dkimpy@remote.test'], subject: 'Verify me', bodyText: 'Body line one.\nBody line two.  ', bodyHtml: '<p>html</p>' });
+    await waitForStatus(t, res.body.id, ['sent']);
+    const [captured] = (await mx.waitFor(before + 1)).slice(before);
+    const key = publishedKeyFor(t.server.ctx, t.config.shared_domain)!;
+    // dkimpy looks the key up through dnsfunc; it answers with the record published in the test DNS.
+    const script = [
+      'import sys, dkim',
+      'txt = sys.argv[1].encode()',
+      'ok = dkim.verify(sys.stdin.buffer.read(), dnsfunc=lambda name, timeout=5: txt)',
+      'print("pass" if ok else "fail")',
+    ].join('\n');
+    const out = spawnSync(python, ['-c', script, dkimTxtValue(key.publicKey)], { input: captured.raw });
+    assert.equal(out.stdout.toString().trim(), 'pass', out.stderr.toString());
+  });
+
   test('HTML only: a text part is generated from it', async () => {
     const before = mx.messages.length;
     const res = await send({ to: ['html@remote.test'], subject: 'html only', bodyHtml: '<h1>Title</h1><p>Some <i>text</i> here.</p>' });
@@ -236,6 +251,29 @@ describe('status from the remote answers', () => {
     assert.equal(eventsOf(t, 'message.bounced', m.id)[0]?.status, 'failed');
   });
 
+  test('mailroom queue lists the failed send with its last error', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'mailroom-queue-'));
+    try {
+      const config = join(dir, 'mailroom.toml');
+      writeFileSync(config, `data_dir = ${JSON.stringify(t.dataDir)}\nshared_domain = ${JSON.stringify(t.config.shared_domain)}\n`);
+      const out = await runCli(['--config', config, 'queue', '--failed', '--json']);
+      assert.equal(out.code, 0, out.stderr);
+      const entries = JSON.parse(out.stdout).data as Array<Record<string, unknown>>;
+      const busy = entries.find((e) => e.partition === 'busy.test');
+      assert.ok(busy, out.stdout);
+      assert.equal(busy.kind, 'send');
+      assert.equal(busy.status, 'failed');
+      assert.equal(busy.attempts, 3);
+      assert.match(String(busy.lastError), /451 4\.7\.1/);
+      assert.match(String(busy.subject), /^msg_/);
+      const table = await runCli(['--config', config, 'queue']);
+      assert.equal(table.code, 0, table.stderr);
+      assert.match(table.stdout, /send\s+failed\s+busy\.test\s+3\/3/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   test('a dropped connection is retried', async () => {
     remoteDomain('flaky.test');
     mx.script('drop@flaky.test', ['drop', '250']);
@@ -276,7 +314,7 @@ describe('status from the remote answers', () => {
     dns.servfail('outage.test');
     const res = await send({ to: ['x@outage.test'], subject: 'dns outage', bodyText: 'hi' });
     // Wait for the first attempt to be recorded, then let DNS recover.
-    await until(() => {
+    await until('the first attempt recorded', () => {
       const job = t.server.ctx.db.select().from(jobs).where(eq(jobs.partition, 'outage.test')).get();
       return job?.lastError ? job : undefined;
     });
@@ -301,7 +339,7 @@ describe('durability', () => {
       const res = await send({ to: ['patient@restart.test'], subject: 'survives a restart', bodyText: 'hi' }, ib.id, first);
       assert.equal(res.status, 202, res.text);
       // After the first (451) attempt the recipient is deferred and the message waits, queued.
-      const waiting = await until(async () => {
+      const waiting = await until('the first attempt deferred', async () => {
         const m = (await first!.api('GET', `/messages/${res.body.id}`)).body;
         return m.recipients[0].status === 'deferred' ? m : undefined;
       });
@@ -490,7 +528,7 @@ describe('bounce and complaint reports', () => {
   test('a report about a message we did not send is ordinary mail', async () => {
     const before = (await t.api('GET', `/inboxes/${inbox.id}/messages?status=received`)).body.total;
     await deliverReport(dsn(inbox.address, '<someone-else@elsewhere>', 'not-ours', 'x@remote.test'), inbox.address);
-    await until(async () => ((await t.api('GET', `/inboxes/${inbox.id}/messages?status=received`)).body.total === before + 1 ? true : undefined));
+    await until('the report stored as mail', async () => ((await t.api('GET', `/inboxes/${inbox.id}/messages?status=received`)).body.total === before + 1 ? true : undefined));
   });
 });
 
