@@ -35,10 +35,15 @@ export class Blobs {
 
   /** Streams into place; if the source errors (a size limit, a dropped client) nothing is left behind. */
   async writeStream(rel: string, source: Readable): Promise<void> {
+    // An error emitted before pipeline() listens (while mkdir runs: a client that sends a
+    // truncated upload) would be an uncaught 'error' event and end the process; pipeline()
+    // still sees it (the stream is left errored) and rejects.
+    const early = () => {};
+    source.on('error', early);
     const abs = this.path(rel);
-    await fs.mkdir(dirname(abs), { recursive: true });
     const tmp = `${abs}.${randomBytes(4).toString('hex')}.tmp`;
     try {
+      await fs.mkdir(dirname(abs), { recursive: true });
       await pipeline(source, createWriteStream(tmp, { mode: 0o600 }));
       const fh = await fs.open(tmp, 'r+');
       try {
@@ -50,6 +55,8 @@ export class Blobs {
     } catch (err) {
       await fs.rm(tmp, { force: true });
       throw err;
+    } finally {
+      source.off('error', early);
     }
   }
 
