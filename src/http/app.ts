@@ -85,6 +85,14 @@ export function createHttpApp(ctx: AppContext, extraModules: Array<(r: Routes, c
       });
       return;
     }
+    // tinyhttp answers a bare 400 (and prints a stack) when a path parameter has a malformed
+    // %-escape; answer with the error envelope instead.
+    try {
+      decodeURIComponent((req.url ?? '/').split('?')[0]);
+    } catch {
+      sendError(res, new AppError('VALIDATION_ERROR', 'the request path contains a malformed %-escape'), caller.requestId);
+      return;
+    }
     next();
   });
 
