@@ -1,0 +1,382 @@
+// Hostile HTTP input against every route of the registry: wrong types, missing and unknown
+// fields, huge strings, CR/LF/NUL in header-bound fields, non-JSON bodies, wrong content types,
+// deep nesting, bad pagination and ids. Each must get its exact 4xx code, never a 500, and leave
+// the database byte-for-byte as it was. A route added without an entry here fails the suite.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { connect } from 'node:net';
+import nodemailer from 'nodemailer';
+import { createHttpApp } from '../../src/http/app.ts';
+import type { RegisteredRoute } from '../../src/http/routes.ts';
+import { startTestServer, type TestServer } from '../support/server.ts';
+
+let t: TestServer;
+/** Ids of real resources of the test account, so a route gets past its lookup to the input checks. */
+const ids: Record<string, string> = {};
+
+before(async () => {
+  t = await startTestServer({ limits: { requests_per_minute: 100_000 }, domains: { recheck_interval: '24h' } });
+  ids.inbox = (await t.api('POST', '/inboxes', { address: 'hostile' })).body.id;
+  const transport = nodemailer.createTransport({ host: '127.0.0.1', port: t.server.smtpPort, secure: false, ignoreTLS: true });
+  try {
+    const info = await transport.sendMail({ from: 'x@example.org', to: 'hostile@agents.test', subject: 'fixture', text: 'hi', attachments: [{ filename: 'a.txt', content: 'abc' }] });
+    ids.message = /stored as (\S+)/.exec(info.response)![1];
+  } finally {
+    transport.close();
+  }
+  const msg = (await t.api('GET', `/messages/${ids.message}`)).body;
+  ids.thread = msg.threadId;
+  ids.attachment = msg.attachments[0].id;
+  ids.domain = (await t.api('POST', '/domains', { domain: 'hostile.example' })).body.id;
+  // Inactive: no delivery jobs run in the background while the database is being compared.
+  ids.webhook = (await t.api('POST', '/webhooks', { url: 'http://127.0.0.1:9/hook', isActive: false })).body.id;
+  ids.key = (await t.api('POST', '/account/api-keys', { name: 'spare' })).body.id;
+  ids.delivery = 'dlv_00000000000000000000000000';
+  await settle();
+});
+
+after(async () => {
+  await t?.close();
+});
+
+/** Waits until no job is queued or running (the fixture's background work is over). */
+async function settle(): Promise<void> {
+  const sqlite = t.server.ctx.db.$client;
+  for (let i = 0; i < 200; i++) {
+    const busy = sqlite.prepare(`SELECT count(*) FROM jobs WHERE status IN ('queued', 'running')`).pluck().get() as number;
+    if (busy === 0) return;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error('background jobs did not settle');
+}
+
+/** A digest of every row of every table (api_keys.last_used_at aside: reading with a key touches it). */
+function dbDigest(): string {
+  const sqlite = t.server.ctx.db.$client;
+  const hash = createHash('sha256');
+  const tables = sqlite.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`).pluck().all() as string[];
+  for (const name of tables) {
+    hash.update(`\n#${name}\n`);
+    for (const row of sqlite.prepare(`SELECT * FROM "${name}" ORDER BY rowid`).all() as Array<Record<string, unknown>>) {
+      if (name === 'api_keys') row.last_used_at = null;
+      hash.update(JSON.stringify(row, (_k, v) => (typeof v === 'bigint' ? String(v) : Buffer.isBuffer(v) ? v.toString('hex') : v)));
+    }
+  }
+  return hash.digest('hex');
+}
+
+interface Sent {
+  status: number;
+  code?: string;
+  text: string;
+}
+
+async function send(method: string, path: string, init: { body?: string | Buffer | FormData; headers?: Record<string, string>; key?: string | null } = {}): Promise<Sent> {
+  const headers: Record<string, string> = { ...init.headers };
+  const key = init.key === undefined ? t.key : init.key;
+  if (key) headers.authorization = `Bearer ${key}`;
+  const res = await fetch(t.url + path, { method, headers, body: init.body });
+  const text = await res.text();
+  let code: string | undefined;
+  try {
+    code = JSON.parse(text)?.error?.code;
+  } catch {
+    /* not JSON */
+  }
+  return { status: res.status, code, text };
+}
+
+/** Sends a request that must be refused with `status`/`code` and must not change the database. */
+async function refused(label: string, status: number, code: string, method: string, path: string, init: Parameters<typeof send>[2] = {}): Promise<void> {
+  const before = dbDigest();
+  const res = await send(method, path, init);
+  assert.equal(res.status, status, `${label}: ${method} ${path} → ${res.status} ${res.text.slice(0, 200)}`);
+  assert.equal(res.code, code, `${label}: ${method} ${path} → ${res.text.slice(0, 200)}`);
+  assert.ok(!/\bat \S+:\d+:\d+|SQLITE|stack/i.test(res.text), `${label}: internals leaked: ${res.text.slice(0, 300)}`);
+  assert.equal(dbDigest(), before, `${label}: ${method} ${path} changed the database`);
+}
+
+type FieldKind = 'string' | 'header' | 'strings' | 'headers' | 'bool' | 'events' | 'id';
+
+interface RouteSpec {
+  /** Path with :params filled from `ids`. */
+  path: string;
+  /** JSON body routes: a minimal valid body (never sent as is) and each field's kind. */
+  json?: { valid: Record<string, unknown>; fields: Record<string, FieldKind>; required: string[]; crlfCode?: Record<string, string> };
+  /** Code for an unknown or malformed id in the path (404 unless `idStatus`). */
+  notFound?: string;
+  idStatus?: number;
+  /** Query parameters that must be refused: name → bad values. */
+  query?: Record<string, string[]>;
+  /** Public static page: only generic hostile ids/queries apply. */
+  static?: true;
+  multipart?: true;
+}
+
+const PAGE = { limit: ['-1', '0', '101', 'abc', '1e3', '1.5', '0x10', ' 5', '99999999999999999999'], offset: ['-1', 'abc', '1.5', '-0x1'] };
+const HEADER_ATTACKS = ['evil\r\nBcc: victim@example.com', 'a\nb', 'a\rb', 'nul\u0000byte'];
+
+const SPEC: Record<string, RouteSpec> = {
+  'GET /health': { path: '/health', static: true },
+  'POST /inboxes': {
+    path: '/inboxes',
+    json: { valid: {}, fields: { address: 'string', displayName: 'header', domainId: 'id' }, required: [], crlfCode: { address: 'INVALID_ADDRESS' } },
+  },
+  'GET /inboxes': { path: '/inboxes', query: PAGE },
+  'GET /inboxes/:id': { path: '/inboxes/:inbox', notFound: 'INBOX_NOT_FOUND' },
+  'DELETE /inboxes/:id': { path: '/inboxes/:inbox', notFound: 'INBOX_NOT_FOUND' },
+  'POST /account/api-keys': { path: '/account/api-keys', json: { valid: {}, fields: { name: 'header' }, required: [] } },
+  'GET /account/api-keys': { path: '/account/api-keys' },
+  'DELETE /account/api-keys/:id': { path: '/account/api-keys/:key', notFound: 'API_KEY_NOT_FOUND' },
+  'POST /domains': { path: '/domains', json: { valid: { domain: 'ok.example' }, fields: { domain: 'string' }, required: ['domain'] } },
+  'GET /domains': { path: '/domains' },
+  'GET /domains/:id': { path: '/domains/:domain', notFound: 'DOMAIN_NOT_FOUND' },
+  'DELETE /domains/:id': { path: '/domains/:domain', notFound: 'DOMAIN_NOT_FOUND' },
+  'POST /domains/:id/verify': { path: '/domains/:domain/verify', notFound: 'DOMAIN_NOT_FOUND' },
+  'GET /inboxes/:inboxId/messages': { path: '/inboxes/:inbox/messages', notFound: 'INBOX_NOT_FOUND', query: { ...PAGE, status: ['bogus', 'RECEIVED', "received' OR 1=1"] } },
+  'GET /messages/:id': { path: '/messages/:message', notFound: 'MESSAGE_NOT_FOUND' },
+  'GET /messages/:id/raw': { path: '/messages/:message/raw', notFound: 'MESSAGE_NOT_FOUND' },
+  'DELETE /messages/:id': { path: '/messages/:message', notFound: 'MESSAGE_NOT_FOUND' },
+  'POST /inboxes/:inboxId/messages': {
+    path: '/inboxes/:inbox/messages',
+    notFound: 'INBOX_NOT_FOUND',
+    json: {
+      valid: { to: ['bob@example.org'], subject: 'hi', bodyText: 'x' },
+      fields: { to: 'headers', cc: 'headers', bcc: 'headers', subject: 'header', bodyText: 'string', bodyHtml: 'string', threadId: 'id', attachmentIds: 'strings' },
+      required: ['to', 'subject'],
+    },
+  },
+  'GET /inboxes/:inboxId/threads': { path: '/inboxes/:inbox/threads', notFound: 'INBOX_NOT_FOUND', query: PAGE },
+  'GET /threads/:id': { path: '/threads/:thread', notFound: 'THREAD_NOT_FOUND' },
+  'POST /attachments': { path: '/attachments', multipart: true },
+  'GET /attachments/:id': { path: '/attachments/:attachment', notFound: 'ATTACHMENT_NOT_FOUND' },
+  // Public: without a valid signature every id is refused alike, so ids cannot be probed.
+  'GET /attachments/:id/download': { path: '/attachments/:attachment/download', notFound: 'INVALID_SIGNATURE', idStatus: 403, query: { expires: ['abc', '-1', '1e99', ''], signature: ['', 'zz', '0'.repeat(64), 'A'.repeat(5000)] } },
+  'POST /webhooks': {
+    path: '/webhooks',
+    json: {
+      valid: { url: 'https://hooks.example/x' },
+      fields: { url: 'string', description: 'header', events: 'events', isActive: 'bool' },
+      required: ['url'],
+      crlfCode: { url: 'INVALID_WEBHOOK_URL' },
+    },
+  },
+  'GET /webhooks': { path: '/webhooks' },
+  'GET /webhooks/catalog': { path: '/webhooks/catalog' },
+  'GET /webhooks/logs': { path: '/webhooks/logs', query: { limit: ['-1', '0', '201', 'abc', '1.5'], hours: ['-1', '0', 'abc', '99999999'], status: ['bogus'], event: ['message.bogus'] } },
+  'GET /webhooks/activity': { path: '/webhooks/activity', query: { hours: ['-1', '0', 'abc', '1.5', '99999999'] } },
+  'GET /webhooks/:id': { path: '/webhooks/:webhook', notFound: 'WEBHOOK_NOT_FOUND' },
+  'PUT /webhooks/:id': {
+    path: '/webhooks/:webhook',
+    notFound: 'WEBHOOK_NOT_FOUND',
+    json: {
+      valid: {},
+      fields: { url: 'string', description: 'header', events: 'events', isActive: 'bool', rotateSecret: 'bool' },
+      required: [],
+      crlfCode: { url: 'INVALID_WEBHOOK_URL' },
+    },
+  },
+  'DELETE /webhooks/:id': { path: '/webhooks/:webhook', notFound: 'WEBHOOK_NOT_FOUND' },
+  'GET /dashboard': { path: '/dashboard', static: true },
+  'GET /dashboard/': { path: '/dashboard/', static: true },
+  'GET /dashboard/app.js': { path: '/dashboard/app.js', static: true },
+  'GET /dashboard/app.css': { path: '/dashboard/app.css', static: true },
+  'GET /dashboard/favicon.svg': { path: '/dashboard/favicon.svg', static: true },
+  'POST /dashboard/api/deliveries/:id/replay': { path: '/dashboard/api/deliveries/:delivery/replay', notFound: 'NOT_FOUND' },
+};
+
+const fill = (path: string, id?: string) => path.replace(/:(\w+)/g, (_m, name: string) => (id === undefined ? ids[name] : id));
+
+/** Ids that must be a plain not-found: oversized, traversal, injection, NUL, non-ASCII, another type's prefix. */
+const BAD_IDS = ['inb_doesnotexist', 'x'.repeat(4000), '..%2F..%2Fetc%2Fpasswd', "1'%20OR%20'1'%3D'1", '%00', 'a%0D%0Ab', '%F0%9F%92%A9', 'msg_%25s%25s%25n', '%E0%A4%A'];
+
+const WRONG_TYPES: Record<FieldKind, unknown[]> = {
+  string: [42, true, {}, ['a']],
+  header: [42, false, { a: 1 }, ['a']],
+  id: [42, true, {}, ['inb_x']],
+  strings: ['a@b.c', 42, {}, [42], [null], [['nested']]],
+  headers: ['a@b.c', 42, {}, [42], [null], [['nested']]],
+  events: ['message.received', 42, [42], ['message.bogus'], [{}]],
+  bool: ['true', 1, 0, 'false', [], {}],
+};
+
+describe('hostile HTTP', () => {
+  test('every registered route has a hostile-input entry (add one when you add a route)', () => {
+    const routes = createHttpApp(t.server.ctx).locals.routes as RegisteredRoute[];
+    const registered = routes.map((r) => `${r.method} ${r.path}`);
+    const missing = registered.filter((k) => !(k in SPEC));
+    assert.deepEqual(missing, [], `routes without hostile coverage: ${missing.join(', ')}`);
+    const stale = Object.keys(SPEC).filter((k) => !registered.includes(k));
+    assert.deepEqual(stale, [], `entries for routes that no longer exist: ${stale.join(', ')}`);
+  });
+
+  test('malformed and unknown ids in the path: the resource not-found code, never a 500', async () => {
+    for (const [route, spec] of Object.entries(SPEC)) {
+      if (!spec.notFound) continue;
+      const method = route.split(' ')[0];
+      for (const bad of BAD_IDS) {
+        const path = spec.path.replace(/:(\w+)/, bad).replace(/:(\w+)/g, (_m, n: string) => ids[n]);
+        const init = spec.json ? { body: JSON.stringify(spec.json.valid), headers: { 'content-type': 'application/json' } } : {};
+        // A malformed %-escape is refused before routing, whatever the route.
+        if (bad === '%E0%A4%A') await refused(`${route} malformed escape`, 400, 'VALIDATION_ERROR', method, path, init);
+        else await refused(`${route} bad id`, spec.idStatus ?? 404, spec.notFound, method, path, init);
+      }
+    }
+  });
+
+  test('bad query parameters are 400 VALIDATION_ERROR (never capped, never a 500)', async () => {
+    for (const [route, spec] of Object.entries(SPEC)) {
+      if (!spec.query || spec.notFound === 'INVALID_SIGNATURE') continue;
+      for (const [name, values] of Object.entries(spec.query)) {
+        for (const v of values) {
+          await refused(`${route} ?${name}`, 400, 'VALIDATION_ERROR', route.split(' ')[0], `${fill(spec.path)}?${name}=${encodeURIComponent(v)}`);
+        }
+      }
+    }
+  });
+
+  test('signed download: forged, malformed or missing signature and expiry are refused alike', async () => {
+    const spec = SPEC['GET /attachments/:id/download'];
+    for (const [name, values] of Object.entries(spec.query!)) {
+      for (const v of values) {
+        const other = name === 'expires' ? `signature=${'0'.repeat(64)}` : `expires=${Math.floor(Date.now() / 1000) + 600}`;
+        await refused(`download ?${name}`, 403, 'INVALID_SIGNATURE', 'GET', `${fill(spec.path)}?${other}&${name}=${encodeURIComponent(v)}`, { key: null });
+      }
+    }
+    await refused('download without query', 403, 'INVALID_SIGNATURE', 'GET', fill(spec.path), { key: null });
+  });
+
+  for (const [route, spec] of Object.entries(SPEC)) {
+    if (!spec.json) continue;
+    const [method] = route.split(' ');
+    const { valid, fields, required, crlfCode = {} } = spec.json;
+    test(`${route}: hostile JSON bodies`, async () => {
+      const path = fill(spec.path);
+      const json = (body: unknown) => ({ body: typeof body === 'string' ? body : JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+
+      // Not JSON, or not the JSON we take.
+      for (const raw of ['{"a":', '{', 'nope', "{'single': 1}", '{"a":1,}', '\u0000', '{"a": NaN}', '\xff\xfe{']) {
+        await refused('malformed JSON', 400, 'INVALID_JSON', method, path, json(raw));
+      }
+      for (const raw of ['[]', '"text"', '42', 'null', 'true', JSON.stringify([valid])]) {
+        await refused('non-object JSON', 400, 'VALIDATION_ERROR', method, path, json(raw));
+      }
+      // Wrong or missing content type with an otherwise valid body.
+      for (const ct of ['text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/jsonx', 'application/xml']) {
+        await refused(`content-type ${ct}`, 415, 'UNSUPPORTED_MEDIA_TYPE', method, path, { body: JSON.stringify(valid), headers: { 'content-type': ct } });
+      }
+      await refused('no content-type', 415, 'UNSUPPORTED_MEDIA_TYPE', method, path, { body: Buffer.from(JSON.stringify(valid)) });
+      // Deep nesting: 100k levels of objects and of arrays (JSON.parse must not blow the stack into a 500).
+      await refused('deep objects', 400, 'VALIDATION_ERROR', method, path, json('{"a":'.repeat(100_000) + '1' + '}'.repeat(100_000)));
+      const deepField = `"${Object.keys(fields)[0]}":${'['.repeat(100_000)}${']'.repeat(100_000)}`;
+      await refused('deep arrays', 400, 'VALIDATION_ERROR', method, path, json('{' + [JSON.stringify(valid).slice(1, -1), deepField].filter(Boolean).join(',') + '}'));
+      // Over max_body_bytes: 413 before anything is parsed.
+      await refused('huge body', 413, 'PAYLOAD_TOO_LARGE', method, path, json({ ...valid, pad: 'x'.repeat(t.config.http.max_body_bytes + 10) }));
+      // Unknown fields, including prototype pollution attempts.
+      for (const extra of ['"extra":1', '"id":"inb_x"', '"accountId":"acc_x"', '"status":"active"', '"__proto__":{"admin":true}', '"constructor":{"prototype":{"x":1}}']) {
+        const raw = '{' + [JSON.stringify(valid).slice(1, -1), extra].filter(Boolean).join(',') + '}';
+        await refused(`unknown field ${extra}`, 400, 'VALIDATION_ERROR', method, path, json(raw));
+      }
+      // Missing required fields, one at a time.
+      for (const name of required) {
+        const body = { ...valid };
+        delete body[name];
+        await refused(`missing ${name}`, 400, 'VALIDATION_ERROR', method, path, json(body));
+      }
+      for (const [name, kind] of Object.entries(fields)) {
+        for (const wrong of WRONG_TYPES[kind]) {
+          await refused(`${name}=${JSON.stringify(wrong)}`, 400, 'VALIDATION_ERROR', method, path, json({ ...valid, [name]: wrong }));
+        }
+        // Huge strings (under the body limit): a field limit refuses them, or for free text the
+        // message is refused for another field, so use a body that is otherwise invalid.
+        if (kind === 'header' || kind === 'id' || kind === 'headers' || kind === 'strings') {
+          const huge = 'x'.repeat(200_000);
+          await refused(`${name} huge`, 400, 'VALIDATION_ERROR', method, path, json({ ...valid, [name]: kind === 'headers' || kind === 'strings' ? [huge] : huge }));
+        }
+        // CR, LF and NUL in anything that can reach a header or a log line.
+        if (kind === 'header' || kind === 'headers' || name in crlfCode) {
+          for (const attack of HEADER_ATTACKS) {
+            const value = kind === 'headers' ? [attack] : attack;
+            await refused(`${name} with control characters`, 400, crlfCode[name] ?? 'VALIDATION_ERROR', method, path, json({ ...valid, [name]: value }));
+          }
+        }
+      }
+    });
+  }
+
+  test('POST /attachments: wrong content type, malformed multipart, no file part, JSON instead', async () => {
+    const path = '/attachments';
+    await refused('json body', 415, 'UNSUPPORTED_MEDIA_TYPE', 'POST', path, { body: '{}', headers: { 'content-type': 'application/json' } });
+    await refused('text body', 415, 'UNSUPPORTED_MEDIA_TYPE', 'POST', path, { body: 'x', headers: { 'content-type': 'text/plain' } });
+    await refused('no boundary', 400, 'VALIDATION_ERROR', 'POST', path, { body: 'x', headers: { 'content-type': 'multipart/form-data; charset=utf-8' } });
+    await refused('garbage multipart', 400, 'VALIDATION_ERROR', 'POST', path, { body: 'not multipart at all', headers: { 'content-type': 'multipart/form-data; boundary=XYZ' } });
+    const b = 'BOUNDARY';
+    const part = (headers: string, body: string) => `--${b}\r\n${headers}\r\n\r\n${body}\r\n`;
+    const bodies = [
+      part('Content-Disposition: form-data; name="other"', 'value') + `--${b}--\r\n`, // no `file` part
+      part('Content-Disposition: form-data; name="file"', 'no filename') + `--${b}--\r\n`, // a field, not a file
+      `--${b}\r\nContent-Disposition: form-data; name="file"; filename="a.txt"\r\n\r\ntruncated, no closing boundary`,
+    ];
+    for (const body of bodies) {
+      const res = await (async () => {
+        const before = dbDigest();
+        const r = await send('POST', path, { body, headers: { 'content-type': `multipart/form-data; boundary=${b}` } });
+        assert.equal(dbDigest(), before, `multipart ${JSON.stringify(body.slice(0, 60))} changed the database`);
+        return r;
+      })();
+      assert.equal(res.status, 400, res.text);
+      assert.equal(res.code, 'VALIDATION_ERROR');
+    }
+  });
+
+  test('headers: bad keys, bad Idempotency-Key, oversized URL and headers, raw protocol garbage', async () => {
+    for (const key of ['', 'mr_live_' + 'A'.repeat(40), 'x'.repeat(10_000), 'mr_live_\u00e9', "mr_live_' OR 1=1 --"]) {
+      await refused('bad key', 401, 'UNAUTHORIZED', 'GET', '/inboxes', { key: null, headers: { 'x-api-key': key } });
+    }
+    await refused('bearer without key', 401, 'UNAUTHORIZED', 'GET', '/inboxes', { key: null, headers: { authorization: 'Bearer' } });
+    await refused('basic auth', 401, 'UNAUTHORIZED', 'GET', '/inboxes', { key: null, headers: { authorization: 'Basic YTpi' } });
+    for (const idem of ['x'.repeat(256), 'has space', 'caf\u00e9']) {
+      await refused('bad Idempotency-Key', 400, 'VALIDATION_ERROR', 'POST', '/inboxes', { body: '{}', headers: { 'content-type': 'application/json', 'idempotency-key': idem } });
+    }
+    await refused('unknown method on a known path', 404, 'NOT_FOUND', 'PATCH', `/inboxes/${ids.inbox}`, { body: '{}', headers: { 'content-type': 'application/json' } });
+    await refused('unknown route', 404, 'NOT_FOUND', 'GET', '/inboxes/../../etc/passwd');
+
+    // What fetch will not send: raw bytes on a socket. The server answers 4xx (or closes) and keeps serving.
+    const raw = async (payload: string): Promise<string> =>
+      new Promise((resolve) => {
+        const s = connect(Number(new URL(t.url).port), '127.0.0.1');
+        let out = '';
+        s.on('data', (d) => (out += d));
+        s.on('error', () => resolve(out));
+        s.on('close', () => resolve(out));
+        s.setTimeout(3000, () => s.destroy());
+        s.write(payload);
+      });
+    const before = dbDigest();
+    const auth = `Authorization: Bearer ${t.key}\r\n`;
+    const cases = [
+      `GET /${'a'.repeat(70_000)} HTTP/1.1\r\nHost: x\r\n\r\n`,
+      `GET /inboxes HTTP/1.1\r\nHost: x\r\n${auth}X-Big: ${'b'.repeat(70_000)}\r\n\r\n`,
+      `POST /inboxes HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\nContent-Length: 5\r\nContent-Length: 7\r\n\r\n{}`,
+      `POST /inboxes HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\nTransfer-Encoding: chunked\r\nContent-Length: 2\r\n\r\n0\r\n\r\n`,
+      `POST /inboxes HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nZZ\r\n{}\r\n0\r\n\r\n`,
+      `GET /inboxes HTTP/1.1\r\nHost: x\r\nX-Evil: a\u0000b\r\n\r\n`,
+      `GET /inboxes HTTP/1.1\r\nHost: x\r\nBad Header Line\r\n\r\n`,
+      `\u0016\u0003\u0001\u0002\u0000\u0001\u0000\u01fc\u0003\u0003`, // a TLS ClientHello on the plain port
+      `GET / HTTP/9.9\r\n\r\n`,
+    ];
+    for (const c of cases) {
+      const answer = await raw(c);
+      const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(answer)?.[1] ?? 0);
+      assert.ok(status === 0 || (status >= 400 && status < 500), `raw request ${JSON.stringify(c.slice(0, 80))} answered ${answer.slice(0, 120)}`);
+    }
+    assert.equal(dbDigest(), before, 'raw protocol garbage changed the database');
+    assert.equal((await send('GET', '/health')).status, 200, 'the listener stopped serving');
+  });
+
+  test('after all of it the fixture still reads back', async () => {
+    assert.equal((await t.api('GET', `/messages/${ids.message}`)).status, 200);
+    assert.equal((await t.api('GET', `/inboxes/${ids.inbox}`)).body.address, 'hostile@agents.test');
+  });
+});
