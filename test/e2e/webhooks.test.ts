@@ -20,6 +20,7 @@ import { runCli } from '../support/cli.ts';
 import { startTestDns } from '../support/dns.ts';
 import { startReceiver, type Received } from '../support/receiver.ts';
 import { expectError, startTestServer, type TestServer } from '../support/server.ts';
+import { until as untilDefined } from '../support/wait.ts';
 
 const FAST = { allow_insecure_targets: true, retry_schedule: ['100ms', '200ms', '300ms', '400ms', '500ms'], timeout: '500ms' };
 
@@ -28,16 +29,9 @@ function emit(t: TestServer, type: EventType, data: unknown = { id: 'msg_test', 
   return t.server.ctx.db.transaction((tx) => recordEvent(tx, t.server.ctx, accountId, type, data));
 }
 
-/** Polls `fn` until it returns a value (waiting for background work, not timing it). */
-async function until<T>(fn: () => Promise<T | undefined | false> | T | undefined | false, what: string, timeoutMs = 8000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+/** Waits until `fn` returns a truthy value (the shared poller, which waits for non-undefined). */
+const until = <T>(fn: () => Promise<T | undefined | false> | T | undefined | false, what: string, timeoutMs = 8000): Promise<T> =>
+  untilDefined(what, async () => (await fn()) || undefined, timeoutMs);
 
 const verify = (secret: string, r: Received) => {
   const expected = createHmac('sha256', secret).update(r.raw).digest();
