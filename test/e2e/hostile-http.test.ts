@@ -72,7 +72,7 @@ interface Sent {
   text: string;
 }
 
-async function send(method: string, path: string, init: { body?: string | Buffer | FormData; headers?: Record<string, string>; key?: string | null } = {}): Promise<Sent> {
+async function send(method: string, path: string, init: { body?: string | Blob | FormData; headers?: Record<string, string>; key?: string | null } = {}): Promise<Sent> {
   const headers: Record<string, string> = { ...init.headers };
   const key = init.key === undefined ? t.key : init.key;
   if (key) headers.authorization = `Bearer ${key}`;
@@ -266,7 +266,7 @@ describe('hostile HTTP', () => {
       for (const ct of ['text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/jsonx', 'application/xml']) {
         await refused(`content-type ${ct}`, 415, 'UNSUPPORTED_MEDIA_TYPE', method, path, { body: JSON.stringify(valid), headers: { 'content-type': ct } });
       }
-      await refused('no content-type', 415, 'UNSUPPORTED_MEDIA_TYPE', method, path, { body: Buffer.from(JSON.stringify(valid)) });
+      await refused('no content-type', 415, 'UNSUPPORTED_MEDIA_TYPE', method, path, { body: new Blob([JSON.stringify(valid)]) });
       // Deep nesting: 100k levels of objects and of arrays (JSON.parse must not blow the stack into a 500).
       await refused('deep objects', 400, 'VALIDATION_ERROR', method, path, json('{"a":'.repeat(100_000) + '1' + '}'.repeat(100_000)));
       const deepField = `"${Object.keys(fields)[0]}":${'['.repeat(100_000)}${']'.repeat(100_000)}`;
