@@ -629,3 +629,28 @@ test('the connection goes to the resolved address while Host and TLS SNI keep th
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('end to end: verifying a custom domain in DNS sends domain.verified with the Domain object', async () => {
+  const rx = await startReceiver(200);
+  const dns = await startTestDns();
+  const t = await startTestServer({ webhooks: FAST, dns: { servers: [dns.server], timeout: '500ms' } });
+  try {
+    const w = (await t.api('POST', '/webhooks', { url: `${rx.url}/domains`, events: ['domain.verified'] })).body;
+    const d = (await t.api('POST', '/domains', { domain: 'hooks.example.com' })).body;
+    // Publish the ownership and DKIM records the API asked for.
+    for (const r of d.dnsRecords as Array<{ type: string; name: string; value: string }>) {
+      if (r.type === 'TXT' && (r.name.startsWith('_mailroom.') || r.name.includes('._domainkey.'))) dns.add(r.name, { type: 'TXT', value: r.value });
+    }
+    const v = await t.api('POST', `/domains/${d.id}/verify`);
+    assert.equal(v.body.sendingStatus, 'verified', v.text);
+    const [r] = await rx.waitFor(1);
+    assert.ok(verify(w.secret, r));
+    assert.equal(r.json.type, 'domain.verified');
+    assert.equal(r.json.data.id, d.id);
+    assert.equal(r.json.data.domain, 'hooks.example.com');
+  } finally {
+    await t.close();
+    await dns.close();
+    await rx.close();
+  }
+});
