@@ -1,0 +1,126 @@
+// Runs the built single executable (build/mailroom) the way an operator would: copied into an
+// empty directory and started with an empty environment (`env -i`: no PATH, so no node, and no
+// node_modules anywhere near it). Builds the binary first when it is missing or older than
+// the sources.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { readdirSync, statSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+export const BINARY = join(ROOT, 'build', 'mailroom');
+
+/** Newest modification time under the inputs of the build. */
+function newestSource(): number {
+  let newest = 0;
+  const visit = (path: string) => {
+    const st = statSync(path, { throwIfNoEntry: false });
+    if (!st) return;
+    if (st.isDirectory()) for (const name of readdirSync(path)) visit(join(path, name));
+    else newest = Math.max(newest, st.mtimeMs);
+  };
+  for (const p of ['src', 'cli', 'migrations', 'build/build.ts', 'package-lock.json']) visit(join(ROOT, p));
+  return newest;
+}
+
+/** Builds build/mailroom unless an up-to-date one exists; returns why it was (re)built, if it was. */
+export function ensureBinary(): string | null {
+  const st = statSync(BINARY, { throwIfNoEntry: false });
+  const reason = !st ? 'missing' : st.mtimeMs < newestSource() ? 'older than the sources' : null;
+  if (!reason) return null;
+  const res = spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, 'build', 'build.ts')], { cwd: ROOT, encoding: 'utf8' });
+  if (res.status !== 0) throw new Error(`npm run build failed:\n${res.stdout}\n${res.stderr}`);
+  return reason;
+}
+
+export interface RunResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `./mailroom args` in `dir` with exactly `env` (default: empty, as `env -i`). */
+export function runBinary(dir: string, args: string[], env: Record<string, string> = {}): Promise<RunResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(join(dir, 'mailroom'), args, { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+export interface BinaryServe {
+  child: ChildProcess;
+  url: string;
+  stdout(): string;
+  stderr(): string;
+  /** SIGTERM, then the exit code. */
+  stop(): Promise<number | null>;
+}
+
+/** Starts `./mailroom serve` in `dir` and resolves once it logs "started". */
+export function serveBinary(dir: string, env: Record<string, string> = {}): Promise<BinaryServe> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(join(dir, 'mailroom'), ['serve'], { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    let started = false;
+    const exited = new Promise<number | null>((r) => child.on('close', (code) => r(code)));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`serve did not start within 30 s:\n${stdout}\n${stderr}`));
+    }, 30_000);
+    child.stderr.on('data', (d) => (stderr += d));
+    child.stdout.on('data', (d) => {
+      stdout += d;
+      if (started) return;
+      for (const line of stdout.split('\n')) {
+        if (!line.startsWith('{')) continue;
+        let entry: { msg?: string; http?: string };
+        try {
+          entry = JSON.parse(line);
+        } catch {
+          continue; // partial line
+        }
+        if (entry.msg !== 'started' || !entry.http) continue;
+        started = true;
+        clearTimeout(timer);
+        resolve({
+          child,
+          url: entry.http,
+          stdout: () => stdout,
+          stderr: () => stderr,
+          stop: () => {
+            child.kill('SIGTERM');
+            return exited;
+          },
+        });
+        return;
+      }
+    });
+    exited.then((code) => {
+      clearTimeout(timer);
+      if (!started) reject(new Error(`serve exited with ${code}:\n${stdout}\n${stderr}`));
+    });
+  });
+}
+
+/** A port that was free a moment ago (the binary's config needs ports before it starts). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
+}
