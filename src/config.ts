@@ -136,6 +136,7 @@ export const CONFIG_SCHEMA = {
     mode: oneOf(['email', 'dry-run'] as const, 'email', '"email" delivers for real; "dry-run" sends nothing off the box (delivery = "dry-run").'),
     mx_port: int(25, 'Port used for direct-to-MX delivery (tests point it elsewhere).', 1),
     relay: str('', 'Optional smarthost that receives all outbound mail, e.g. smtp://user:pass@host:587.'),
+    relay_verify_tls: bool(true, "Check the relay's TLS certificate (false only for a relay with a self-signed certificate)."),
     retry_schedule: durations(['1m', '5m', '30m', '2h', '6h', '12h'], 'Delays between delivery attempts after a temporary failure; then the message fails.'),
     concurrency_per_domain: int(4, 'Most deliveries in flight to one recipient domain.', 1),
     timeout: duration('60s', 'Connection and reply timeout for one SMTP delivery attempt.'),

@@ -74,6 +74,8 @@ function transportFor(ctx: AppContext, target: Target | 'relay'): Transporter {
       port: Number(url.port) || (url.protocol === 'smtps:' ? 465 : 587),
       secure: url.protocol === 'smtps:',
       auth: url.username ? { user: decodeURIComponent(url.username), pass: decodeURIComponent(url.password) } : undefined,
+      // A smarthost is a known party holding our credentials: its certificate is checked.
+      tls: { rejectUnauthorized: o.relay_verify_tls },
     });
   } else {
     t = nodemailer.createTransport({

@@ -325,6 +325,52 @@ describe('status from the remote answers', () => {
   });
 });
 
+describe('transport', () => {
+  test('connections to an MX host are pooled and reused across messages', async () => {
+    remoteDomain('pool.test');
+    const opened = mx.connections();
+    const sends = await Promise.all(Array.from({ length: 8 }, (_, i) => send({ to: [`p${i}@pool.test`], subject: `pooled ${i}`, bodyText: 'hi' })));
+    for (const s of sends) await waitForStatus(t, s.body.id, ['sent']);
+    const used = mx.connections() - opened;
+    assert.ok(used >= 1 && used <= t.config.outbound.concurrency_per_domain, `8 messages used ${used} connections`);
+  });
+
+  test('outbound.relay: everything goes to the smarthost, whatever the recipient domain\'s DNS says', async () => {
+    const relayed = await startTestServer({
+      outbound: { mode: 'email', relay: `smtp://127.0.0.1:${mx.port}`, relay_verify_tls: false, retry_schedule: ['200ms'] },
+      dns: { servers: [dns.server], timeout: '1s' },
+    });
+    try {
+      const a = (await relayed.api('POST', '/inboxes', { address: 'relayed' })).body;
+      const before = mx.messages.length;
+      const res = await send({ to: ['someone@no-dns-at-all.test'], subject: 'via relay', bodyText: 'hi' }, a.id, relayed);
+      const m = await waitForStatus(relayed, res.body.id, ['sent', 'failed', 'bounced']);
+      assert.equal(m.status, 'sent', JSON.stringify(m.recipients));
+      const [captured] = (await mx.waitFor(before + 1)).slice(before);
+      assert.deepEqual(captured.rcptTo, ['someone@no-dns-at-all.test']);
+      assert.equal(captured.mailFrom, a.address);
+    } finally {
+      await relayed.close();
+    }
+  });
+  test('outbound.relay: the smarthost\'s certificate is checked by default', async () => {
+    const strict = await startTestServer({
+      outbound: { mode: 'email', relay: `smtp://127.0.0.1:${mx.port}`, retry_schedule: ['100ms'] },
+      dns: { servers: [dns.server], timeout: '1s' },
+    });
+    try {
+      const a = (await strict.api('POST', '/inboxes', { address: 'strict' })).body;
+      const res = await send({ to: ['someone@remote.test'], subject: 'bad relay cert', bodyText: 'hi' }, a.id, strict);
+      const m = await waitForStatus(strict, res.body.id, ['sent', 'failed', 'bounced']);
+      // smtp-server's bundled certificate is self-signed (and expired): never trusted silently.
+      assert.equal(m.status, 'failed');
+      assert.match(m.recipients[0].response, /relay unreachable: .*certificate/);
+    } finally {
+      await strict.close();
+    }
+  });
+});
+
 describe('durability', () => {
   test('a restart in the middle of a retry leaves the job to finish', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'mailroom-restart-'));
