@@ -179,7 +179,8 @@ export async function acceptInbound(ctx: AppContext, input: InboundInput): Promi
           ccAddresses: JSON.stringify(addressesOf(parsed.cc)),
           bccAddresses: '[]',
           subject,
-          bodyText: parsed.text ?? null,
+          // The line break that ends the last body line belongs to MIME framing, not the text.
+          bodyText: parsed.text === undefined ? null : parsed.text.replace(/\r?\n$/, ''),
           bodyHtml: typeof parsed.html === 'string' ? parsed.html : null,
           delivery: null,
           status: 'received',

@@ -54,7 +54,8 @@ export class SmtpClient {
     const go = await this.cmd('DATA');
     if (go.code !== 354) return go;
     const text = body.toString('latin1').replace(/(^|\r?\n)\./g, '$1..');
-    const end = text.endsWith('\n') ? '.\r\n' : '\r\n.\r\n';
+    // The terminator is CRLF.CRLF: a body ending in a bare LF still needs its CRLF.
+    const end = text.endsWith('\r\n') ? '.\r\n' : '\r\n.\r\n';
     this.socket.write(Buffer.from(text + end, 'latin1'));
     return this.read();
   }
