@@ -36,6 +36,10 @@ function step(label: string, started: number): void {
 /** binutils strip; its warnings about Node's many unnamed .note sections are noise. */
 function strip(mode: string, file: string): void {
   const res = spawnSync('strip', [mode, file], { encoding: 'utf8' });
+  if ((res.error as NodeJS.ErrnoException | undefined)?.code === 'ENOENT') {
+    process.stderr.write(`build: warning: \`strip\` not found (install binutils); ${file} left unstripped\n`);
+    return;
+  }
   if (res.error || res.status !== 0) throw new Error(`strip ${mode} ${file} failed: ${res.error?.message ?? res.stderr}`);
   const rest = res.stderr.split('\n').filter((l) => l && !/Can't find string offset for section name '\.note/.test(l));
   if (rest.length) process.stderr.write(rest.join('\n') + '\n');
@@ -130,6 +134,30 @@ async function main(): Promise<void> {
     throw new Error(`build/mailroom --help exited ${help.status}:\n${help.stdout}\n${help.stderr}`);
   }
   step(`wrote ${TARGET} (${mb(statSync(TARGET).size)})`, t0);
+  const needs = libcRequirements([TARGET, addon]);
+  if (needs) process.stdout.write(`build: runs on Linux x64 with ${needs} (the addon compiled on this machine sets the floor)\n`);
+}
+
+/**
+ * The newest glibc and libstdc++ symbol versions the executable and the addon import (what a
+ * target system must provide), read with objdump; null when binutils are missing.
+ */
+function libcRequirements(files: string[]): string | null {
+  const newest: Record<string, string> = {};
+  for (const file of files) {
+    const res = spawnSync('objdump', ['-T', file], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+    if (res.status !== 0) return null;
+    for (const [, lib, version] of res.stdout.matchAll(/\((GLIBC|GLIBCXX)_([0-9.]+)\)/g)) {
+      if (!newest[lib] || compareVersions(version, newest[lib]) > 0) newest[lib] = version;
+    }
+  }
+  return `glibc >= ${newest.GLIBC ?? '?'} and libstdc++ with GLIBCXX_${newest.GLIBCXX ?? '?'}`;
+}
+
+function compareVersions(a: string, b: string): number {
+  const [x, y] = [a.split('.').map(Number), b.split('.').map(Number)];
+  for (let i = 0; i < Math.max(x.length, y.length); i++) if ((x[i] ?? 0) !== (y[i] ?? 0)) return (x[i] ?? 0) - (y[i] ?? 0);
+  return 0;
 }
 
 main().catch((err) => {
