@@ -10,7 +10,7 @@ import { existsSync, readdirSync, readFileSync, writeFileSync, mkdtempSync, rmSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect as tlsConnect } from 'node:tls';
-import nodemailer from 'nodemailer';
+import nodemailer, { type SendMailOptions, type Transporter } from 'nodemailer';
 import { eq } from 'drizzle-orm';
 import { events } from '../../src/db/schema.ts';
 import { suspendInbox } from '../../src/domain/inboxes.ts';
@@ -24,7 +24,7 @@ const FIXTURES = join(import.meta.dirname, '..', 'fixtures', 'mime');
 let t: TestServer;
 let dns: TestDns;
 let inboxId: string;
-let transport: nodemailer.Transporter;
+let transport: Transporter;
 const dkimKeys = generateKeyPairSync('rsa', { modulusLength: 1024 });
 
 before(async () => {
@@ -55,13 +55,13 @@ function run(cmd: string, args: string[]): Promise<{ code: number; stdout: strin
   });
 }
 
-function storedIds(response: string): string[] {
-  const m = /stored as (.+)$/.exec(response);
+function storedIds(response: string | undefined): string[] {
+  const m = /stored as (.+)$/.exec(response ?? '');
   assert.ok(m, `no stored ids in ${response}`);
   return m[1].split(' ');
 }
 
-async function sendError(mail: nodemailer.SendMailOptions): Promise<{ responseCode: number; response: string }> {
+async function sendError(mail: SendMailOptions): Promise<{ responseCode: number; response: string }> {
   try {
     await transport.sendMail(mail);
   } catch (err) {
@@ -73,7 +73,7 @@ async function sendError(mail: nodemailer.SendMailOptions): Promise<{ responseCo
 describe('receiving over SMTP', () => {
   test('a plain-text message becomes a received message of the inbox', async () => {
     const info = await transport.sendMail({ from: 'Bob Sender <bob@example.org>', to: 'alice@agents.test', subject: 'Hello Alice', text: 'Plain body\nline two' });
-    assert.match(info.response, /^250 2\.0\.0 OK: stored as msg_/);
+    assert.match(info.response ?? '', /^250 2\.0\.0 OK: stored as msg_/);
     const [id] = storedIds(info.response);
     const res = await t.api('GET', `/messages/${id}`);
     assert.equal(res.status, 200);
