@@ -4,11 +4,11 @@
 // the database byte-for-byte as it was. A route added without an entry here fails the suite.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createHash } from 'node:crypto';
 import { connect } from 'node:net';
 import nodemailer from 'nodemailer';
 import { createHttpApp } from '../../src/http/app.ts';
 import type { RegisteredRoute } from '../../src/http/routes.ts';
+import { dbDigest as digestOf, settleJobs } from '../support/db-digest.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
 let t: TestServer;
@@ -33,38 +33,14 @@ before(async () => {
   ids.webhook = (await t.api('POST', '/webhooks', { url: 'http://127.0.0.1:9/hook', isActive: false })).body.id;
   ids.key = (await t.api('POST', '/account/api-keys', { name: 'spare' })).body.id;
   ids.delivery = 'dlv_00000000000000000000000000';
-  await settle();
+  await settleJobs(t.server.ctx);
 });
 
 after(async () => {
   await t?.close();
 });
 
-/** Waits until no job is queued or running (the fixture's background work is over). */
-async function settle(): Promise<void> {
-  const sqlite = t.server.ctx.db.$client;
-  for (let i = 0; i < 200; i++) {
-    const busy = sqlite.prepare(`SELECT count(*) FROM jobs WHERE status IN ('queued', 'running')`).pluck().get() as number;
-    if (busy === 0) return;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error('background jobs did not settle');
-}
-
-/** A digest of every row of every table (api_keys.last_used_at aside: reading with a key touches it). */
-function dbDigest(): string {
-  const sqlite = t.server.ctx.db.$client;
-  const hash = createHash('sha256');
-  const tables = sqlite.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`).pluck().all() as string[];
-  for (const name of tables) {
-    hash.update(`\n#${name}\n`);
-    for (const row of sqlite.prepare(`SELECT * FROM "${name}" ORDER BY rowid`).all() as Array<Record<string, unknown>>) {
-      if (name === 'api_keys') row.last_used_at = null;
-      hash.update(JSON.stringify(row, (_k, v) => (typeof v === 'bigint' ? String(v) : Buffer.isBuffer(v) ? v.toString('hex') : v)));
-    }
-  }
-  return hash.digest('hex');
-}
+const dbDigest = () => digestOf(t.server.ctx);
 
 interface Sent {
   status: number;

@@ -1,0 +1,376 @@
+// Who may do what: another account's resources are 404 on every route (reads and writes, ids in
+// paths, bodies and queries), read-only keys get 403 on every write, revoked and expired keys 401
+// everywhere, signed attachment URLs cannot be forged, replayed late or moved to another
+// attachment, the SMTP listener relays nothing, and webhook targets cannot point inside.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import nodemailer from 'nodemailer';
+import { createApiKey } from '../../src/domain/apikeys.ts';
+import { createHttpApp } from '../../src/http/app.ts';
+import type { RegisteredRoute } from '../../src/http/routes.ts';
+import { dbDigest, settleJobs } from '../support/db-digest.ts';
+import { startReceiver, type Receiver } from '../support/receiver.ts';
+import { SmtpClient } from '../support/smtp-client.ts';
+import { startTestDns, type TestDns } from '../support/dns.ts';
+import { startTestServer, type ApiResponse, type TestServer } from '../support/server.ts';
+import { until } from '../support/wait.ts';
+
+let t: TestServer;
+let receiver: Receiver;
+/** Shifts the server's clock (presigned URL expiry). */
+let clockOffset = 0;
+let intruder: { accountId: string; key: string; keyId: string };
+/** The owner's resources, which the intruder's key must never reach. */
+const own: Record<string, string> = {};
+/** The intruder's own inbox, for requests that need one. */
+let intruderInbox: string;
+
+before(async () => {
+  receiver = await startReceiver(200);
+  t = await startTestServer({ limits: { requests_per_minute: 100_000 }, domains: { recheck_interval: '24h' } }, { clock: { now: () => new Date(Date.now() + clockOffset) } });
+  intruder = t.newAccount('intruder');
+  own.inbox = (await t.api('POST', '/inboxes', { address: 'owner' })).body.id;
+  intruderInbox = (await t.api('POST', '/inboxes', { address: 'intruder' }, { key: intruder.key })).body.id;
+  own.webhook = (await t.api('POST', '/webhooks', { url: `${receiver.url}/hook` })).body.id;
+  const transport = nodemailer.createTransport({ host: '127.0.0.1', port: t.server.smtpPort, secure: false, ignoreTLS: true });
+  try {
+    const info = await transport.sendMail({ from: 'x@example.org', to: 'owner@agents.test', subject: 'private', text: 'for the owner only', attachments: [{ filename: 'secret.txt', content: 'top secret' }] });
+    own.message = /stored as (\S+)/.exec(info.response)![1];
+  } finally {
+    transport.close();
+  }
+  const msg = (await t.api('GET', `/messages/${own.message}`)).body;
+  own.thread = msg.threadId;
+  own.attachment = msg.attachments[0].id;
+  const form = new FormData();
+  form.append('file', new Blob(['uploaded secret'], { type: 'text/plain' }), 'upload.txt');
+  own.upload = (await (await fetch(`${t.url}/attachments`, { method: 'POST', headers: { authorization: `Bearer ${t.key}` }, body: form })).json()).id;
+  own.domain = (await t.api('POST', '/domains', { domain: 'owner.example' })).body.id;
+  own.key = (await t.api('POST', '/account/api-keys', { name: 'spare' })).body.id;
+  await receiver.waitFor(1);
+  await settleJobs(t.server.ctx);
+  own.delivery = (await t.api('GET', `/webhooks/logs?webhookId=${own.webhook}`)).body.data[0].id;
+  // Paused from here on, so no background delivery changes the database during the checks.
+  assert.equal((await t.api('PUT', `/webhooks/${own.webhook}`, { isActive: false })).status, 200);
+});
+
+after(async () => {
+  await t?.close();
+  await receiver?.close();
+});
+
+function routes(): RegisteredRoute[] {
+  return createHttpApp(t.server.ctx).locals.routes as RegisteredRoute[];
+}
+
+/** A request each route accepts from its owner (bodies valid where one is read). */
+const VALID_BODIES: Record<string, unknown> = {
+  'POST /inboxes': {},
+  'POST /account/api-keys': { name: 'x' },
+  'POST /domains': { domain: 'another.example' },
+  'POST /inboxes/:inboxId/messages': { to: ['someone@example.org'], subject: 's', bodyText: 'b' },
+  'POST /webhooks': { url: 'http://127.0.0.1:9/x' },
+  'PUT /webhooks/:id': { description: 'changed' },
+};
+
+/** Route param → the owner's resource and the code the intruder must get. */
+const PARAM_TARGET: Record<string, [string, string]> = {
+  'inboxes/:id': ['inbox', 'INBOX_NOT_FOUND'],
+  'inboxes/:inboxId': ['inbox', 'INBOX_NOT_FOUND'],
+  'api-keys/:id': ['key', 'API_KEY_NOT_FOUND'],
+  'domains/:id': ['domain', 'DOMAIN_NOT_FOUND'],
+  'messages/:id': ['message', 'MESSAGE_NOT_FOUND'],
+  'threads/:id': ['thread', 'THREAD_NOT_FOUND'],
+  'attachments/:id': ['attachment', 'ATTACHMENT_NOT_FOUND'],
+  'webhooks/:id': ['webhook', 'WEBHOOK_NOT_FOUND'],
+  'deliveries/:id': ['delivery', 'NOT_FOUND'],
+};
+
+function targetOf(route: RegisteredRoute): { path: string; code: string } {
+  const m = /([\w-]+\/:\w+)/.exec(route.path);
+  assert.ok(m && PARAM_TARGET[m[1]], `no cross-account entry for ${route.method} ${route.path}: add it to PARAM_TARGET`);
+  const [resource, code] = PARAM_TARGET[m[1]];
+  return { path: route.path.replace(/:\w+/, own[resource]), code };
+}
+
+async function call(method: string, path: string, key: string | null, body?: unknown): Promise<ApiResponse> {
+  return t.api(method, path, body, { key });
+}
+
+/** The request must be refused with status/code and leave the database as it was. */
+async function refusedUnchanged(label: string, status: number, code: string, run: () => Promise<ApiResponse>): Promise<void> {
+  const before = dbDigest(t.server.ctx);
+  const res = await run();
+  assert.equal(res.status, status, `${label}: ${res.status} ${res.text.slice(0, 200)}`);
+  assert.equal(res.body?.error?.code, code, `${label}: ${res.text.slice(0, 200)}`);
+  assert.equal(dbDigest(t.server.ctx), before, `${label} changed the database`);
+}
+
+describe('cross-account', () => {
+  test("every route with an id answers 404 for another account's resource, reads and writes alike", async () => {
+    let checked = 0;
+    for (const route of routes()) {
+      if (route.options.public || !route.path.includes(':')) continue;
+      const { path, code } = targetOf(route);
+      const key = `${route.method} ${route.path}`;
+      await refusedUnchanged(`intruder ${key}`, 404, code, () => call(route.method, path, intruder.key, VALID_BODIES[key]));
+      checked++;
+    }
+    assert.ok(checked >= 15, `only ${checked} routes checked`);
+    // The owner still reaches every one of them (the 404 was about ownership, not the id).
+    for (const path of [`/inboxes/${own.inbox}`, `/messages/${own.message}`, `/threads/${own.thread}`, `/attachments/${own.attachment}`, `/attachments/${own.upload}`, `/domains/${own.domain}`, `/webhooks/${own.webhook}`]) {
+      assert.equal((await t.api('GET', path)).status, 200, path);
+    }
+  });
+
+  test("another account's ids in bodies and queries are not found either", async () => {
+    await refusedUnchanged('send with their thread', 404, 'THREAD_NOT_FOUND', () =>
+      call('POST', `/inboxes/${intruderInbox}/messages`, intruder.key, { to: ['a@example.org'], subject: 's', bodyText: 'b', threadId: own.thread }),
+    );
+    for (const att of [own.attachment, own.upload]) {
+      await refusedUnchanged('send with their attachment', 400, 'VALIDATION_ERROR', () =>
+        call('POST', `/inboxes/${intruderInbox}/messages`, intruder.key, { to: ['a@example.org'], subject: 's', bodyText: 'b', attachmentIds: [att] }),
+      );
+    }
+    await refusedUnchanged('inbox on their domain', 404, 'DOMAIN_NOT_FOUND', () => call('POST', '/inboxes', intruder.key, { address: 'x', domainId: own.domain }));
+    await refusedUnchanged('logs of their webhook', 404, 'WEBHOOK_NOT_FOUND', () => call('GET', `/webhooks/logs?webhookId=${own.webhook}`, intruder.key));
+    await refusedUnchanged('activity of their webhook', 404, 'WEBHOOK_NOT_FOUND', () => call('GET', `/webhooks/activity?webhookId=${own.webhook}`, intruder.key));
+  });
+
+  test("lists never show another account's resources", async () => {
+    const mine = new Set(Object.values(own));
+    for (const path of ['/inboxes?limit=100', '/account/api-keys', '/domains', '/webhooks', '/webhooks/logs', `/inboxes/${intruderInbox}/messages`, `/inboxes/${intruderInbox}/threads`]) {
+      const res = await call('GET', path, intruder.key);
+      assert.equal(res.status, 200, path);
+      const leaked = JSON.stringify(res.body).match(/\b[a-z]{3}_[0-9a-z]{26}\b/g)?.filter((id) => mine.has(id)) ?? [];
+      assert.deepEqual(leaked, [], `${path} shows the owner's ${leaked.join(', ')}`);
+    }
+    const activity = (await call('GET', '/webhooks/activity', intruder.key)).body;
+    assert.equal(activity.successCount + activity.failureCount, 0, 'activity counts the owner’s deliveries');
+  });
+});
+
+describe('keys', () => {
+  test('a read-only key reads everything and gets 403 FORBIDDEN on every write, changing nothing', async () => {
+    const ro = createApiKey(t.server.ctx, t.accountId, { name: 'reader', readOnly: true }).key;
+    for (const route of routes()) {
+      if (route.options.public) continue;
+      const key = `${route.method} ${route.path}`;
+      const path = route.path.includes(':') ? route.path.replace(/:\w+/, own[PARAM_TARGET[/([\w-]+\/:\w+)/.exec(route.path)![1]][0]]) : route.path;
+      if (route.method === 'GET') {
+        assert.equal((await call('GET', path, ro)).status, 200, key);
+        continue;
+      }
+      await refusedUnchanged(`read-only ${key}`, 403, 'FORBIDDEN', () => call(route.method, path, ro, VALID_BODIES[key]));
+    }
+    // Idempotency-Key does not let a read-only key through either.
+    await refusedUnchanged('read-only with Idempotency-Key', 403, 'FORBIDDEN', () => t.api('POST', '/inboxes', {}, { key: ro, headers: { 'idempotency-key': 'ro-1' } }));
+  });
+
+  test('revoked and expired keys get 401 UNAUTHORIZED on every route, at once', async () => {
+    const spare = (await t.api('POST', '/account/api-keys', { name: 'to revoke' })).body;
+    assert.equal((await call('GET', '/inboxes', spare.key)).status, 200);
+    assert.equal((await t.api('DELETE', `/account/api-keys/${spare.id}`)).status, 204);
+    const expired = createApiKey(t.server.ctx, t.accountId, { name: 'old', expiresAt: new Date(Date.now() - 1000).toISOString() }).key;
+    for (const dead of [spare.key, expired]) {
+      for (const route of routes()) {
+        if (route.options.public) continue;
+        const path = route.path.replace(/:\w+/g, 'x');
+        await refusedUnchanged(`dead key ${route.method} ${route.path}`, 401, 'UNAUTHORIZED', () => call(route.method, path, dead, VALID_BODIES[`${route.method} ${route.path}`]));
+      }
+    }
+    // The key that authenticates a request cannot revoke itself; another account's key is not found.
+    await refusedUnchanged('revoke the current key', 409, 'CANNOT_REVOKE_CURRENT_KEY', () => t.api('DELETE', `/account/api-keys/${t.keyId}`));
+    await refusedUnchanged("revoke another account's key", 404, 'API_KEY_NOT_FOUND', () => t.api('DELETE', `/account/api-keys/${intruder.keyId}`));
+  });
+});
+
+describe('signed attachment URLs', () => {
+  const freshUrl = async (id: string) => new URL((await t.api('GET', `/attachments/${id}`)).body.url);
+  const download = async (url: URL | string) => {
+    const res = await fetch(url);
+    const text = await res.text();
+    let code: string | undefined;
+    try {
+      code = JSON.parse(text).error?.code;
+    } catch {
+      /* the file */
+    }
+    return { status: res.status, code, text, headers: res.headers };
+  };
+
+  test('a fresh URL downloads without a key, as an attachment that is never sniffed', async () => {
+    const res = await download(await freshUrl(own.attachment));
+    assert.equal(res.status, 200);
+    assert.equal(res.text, 'top secret');
+    assert.match(res.headers.get('content-disposition') ?? '', /^attachment/);
+    assert.equal(res.headers.get('x-content-type-options'), 'nosniff');
+  });
+
+  test('forged: a changed signature, a longer expiry, or the signature of another attachment is 403', async () => {
+    const url = await freshUrl(own.attachment);
+    const sig = url.searchParams.get('signature')!;
+    const expires = Number(url.searchParams.get('expires'));
+    const variants: Array<[string, URL]> = [];
+    const flipped = new URL(url);
+    flipped.searchParams.set('signature', (sig[0] === '0' ? '1' : '0') + sig.slice(1));
+    variants.push(['flipped signature', flipped]);
+    const truncated = new URL(url);
+    truncated.searchParams.set('signature', sig.slice(0, 32));
+    variants.push(['truncated signature', truncated]);
+    const extended = new URL(url);
+    extended.searchParams.set('expires', String(expires + 86_400 * 365));
+    variants.push(['extended expiry', extended]);
+    // The same expiry and signature moved to the other attachment.
+    const moved = new URL(url.href.replace(own.attachment, own.upload));
+    variants.push(['another attachment', moved]);
+    // Signature of an id made with a trailing character, or an unknown id.
+    variants.push(['unknown id', new URL(url.href.replace(own.attachment, own.attachment.slice(0, -1) + (own.attachment.endsWith('a') ? 'b' : 'a')))]);
+    const noSig = new URL(url);
+    noSig.searchParams.delete('signature');
+    variants.push(['no signature', noSig]);
+    const dup = new URL(url);
+    dup.search = `?expires=${expires}&signature=${'0'.repeat(64)}&signature=${sig}`;
+    variants.push(['duplicated parameter', dup]);
+    for (const [label, u] of variants) {
+      const res = await download(u);
+      assert.equal(res.status, 403, `${label}: ${res.status} ${res.text.slice(0, 120)}`);
+      assert.equal(res.code, 'INVALID_SIGNATURE', label);
+    }
+  });
+
+  test('replayed after expiry: 410 URL_EXPIRED; a fresh URL from the API works again', async () => {
+    const url = await freshUrl(own.upload);
+    assert.equal((await download(url)).status, 200);
+    clockOffset = t.config.attachments.url_ttl + 1000;
+    try {
+      const late = await download(url);
+      assert.equal(late.status, 410);
+      assert.equal(late.code, 'URL_EXPIRED');
+      const again = await download(await freshUrl(own.upload));
+      assert.equal(again.status, 200);
+      assert.equal(again.text, 'uploaded secret');
+    } finally {
+      clockOffset = 0;
+    }
+  });
+});
+
+describe('SMTP: not an open relay', () => {
+  test('every routing trick and foreign recipient is refused with 5xx; nothing is queued to leave', async () => {
+    const jobsBefore = t.server.ctx.db.$client.prepare(`SELECT count(*) FROM jobs WHERE kind = 'send'`).pluck().get();
+    const { client, greeting } = await SmtpClient.open(t.server.smtpPort);
+    assert.equal(greeting.code, 220);
+    assert.equal((await client.cmd('EHLO attacker.example')).code, 250);
+    assert.equal((await client.cmd('MAIL FROM:<spammer@attacker.example>')).code, 250);
+    const tricks = [
+      'victim@gmail.com',
+      'victim@GMAIL.COM',
+      'victim%gmail.com@agents.test', // %-hack
+      'victim%gmail.com%agents.test@agents.test',
+      'gmail.com!victim@agents.test', // UUCP bang path
+      'gmail.com!victim', // bare bang path, no domain
+      '"victim@gmail.com"@agents.test', // quoted local part hiding an address
+      '"victim%gmail.com"@agents.test',
+      '"owner@agents.test"@gmail.com',
+      'victim@gmail.com@agents.test',
+      'owner@agents.test.gmail.com', // our domain as a prefix of theirs
+      'owner@gmail.com', // a local inbox's local part on another domain
+      'owner@agents.test.', // trailing dot
+      'owner@[127.0.0.1]', // address literal
+      'owner@[IPv6:::1]',
+      'postmaster@gmail.com',
+      'victim',
+      '@agents.test',
+    ];
+    for (const rcpt of tricks) {
+      const r = await client.cmd(`RCPT TO:<${rcpt}>`);
+      assert.ok(r.code >= 500 && r.code < 600, `RCPT TO:<${rcpt}> got ${r.code} ${r.text}`);
+    }
+    // Source routes (RFC 5321 §4.1.2, appendix C): the route is ignored; a foreign mailbox is still refused.
+    for (const rcpt of ['@agents.test:victim@gmail.com', '@agents.test,@relay.example:victim@gmail.com', '@a.example,@b.example:victim@c.example']) {
+      const r = await client.cmd(`RCPT TO:<${rcpt}>`);
+      assert.ok(r.code >= 500 && r.code < 600, `RCPT TO:<${rcpt}> got ${r.code} ${r.text}`);
+    }
+    // The one real inbox is accepted and the transaction completes: it is stored, not forwarded.
+    assert.equal((await client.cmd('RCPT TO:<@relay.example:owner@agents.test>')).code, 250);
+    const data = await client.data(Buffer.from('From: spammer@attacker.example\r\nTo: victim@gmail.com\r\nBcc: victim2@gmail.com\r\nSubject: relay?\r\n\r\nbody\r\n'));
+    assert.equal(data.code, 250, data.text);
+    await client.quit();
+    await settleJobs(t.server.ctx);
+    assert.equal(t.server.ctx.db.$client.prepare(`SELECT count(*) FROM jobs WHERE kind = 'send'`).pluck().get(), jobsBefore, 'inbound mail queued an outbound send');
+  });
+});
+
+describe('webhook targets (SSRF)', () => {
+  let dns: TestDns;
+  let strict: TestServer;
+  before(async () => {
+    dns = await startTestDns();
+    dns.set('public.test', [{ type: 'A', address: '93.184.216.34' }]);
+    dns.set('rebind.test', [{ type: 'A', address: '10.0.0.1' }]);
+    dns.set('v6.test', [{ type: 'AAAA', address: '::1' }]);
+    strict = await startTestServer({ webhooks: { allow_insecure_targets: false }, dns: { servers: [dns.server], timeout: '500ms' } });
+  });
+  after(async () => {
+    await strict?.close();
+    await dns?.close();
+  });
+
+  test('loopback, private and metadata targets in every spelling are refused on create and on update', async () => {
+    const created = await strict.api('POST', '/webhooks', { url: 'https://public.test/hook' });
+    assert.equal(created.status, 201, created.text);
+    const spellings = [
+      'https://0x7f000001/hook',
+      'https://0x7f.0.0.1/hook',
+      'https://0177.0.0.1/hook',
+      'https://127.1/hook',
+      'https://0/hook',
+      'https://[0:0:0:0:0:ffff:7f00:1]/hook',
+      'https://[::ffff:7f00:1]/hook',
+      'https://[::127.0.0.1]/hook',
+      'https://user:pass@127.0.0.1/hook',
+      'https://public.test@127.0.0.1/hook',
+      'https://127.0.0.1:443@public.test.evil/hook',
+      'https://LOCALHOST/hook',
+      'https://localhost./hook',
+      'https://sub.localhost/hook',
+      'https://169.254.169.254/latest/meta-data/',
+      'https://[fd00:ec2::254]/hook',
+      'https://metadata.google.internal/computeMetadata/v1/',
+      'https://rebind.test/hook',
+      'https://v6.test/hook',
+      'http://public.test/hook',
+      'ftp://public.test/hook',
+      'file:///etc/passwd',
+      'gopher://127.0.0.1:25/_HELO',
+      'javascript:alert(1)',
+      '//public.test/hook',
+      'https:///hook',
+      'https://',
+    ];
+    for (const url of spellings) {
+      for (const [method, path] of [['POST', '/webhooks'], ['PUT', `/webhooks/${created.body.id}`]]) {
+        const before = dbDigest(strict.server.ctx);
+        const res = await strict.api(method, path, { url });
+        assert.equal(res.status, 400, `${method} ${url}: ${res.status} ${res.text.slice(0, 200)}`);
+        assert.equal(res.body.error.code, 'INVALID_WEBHOOK_URL', `${method} ${url}: ${res.text.slice(0, 200)}`);
+        assert.equal(dbDigest(strict.server.ctx), before, `${method} ${url} changed the database`);
+      }
+    }
+    const list = (await strict.api('GET', '/webhooks')).body.data;
+    assert.deepEqual(list.map((w: any) => w.url), ['https://public.test/hook']);
+  });
+
+  // The WHATWG URL parser silently drops CR, LF and tab, so this is saved as
+  // "https://public.test/hookHost:%20x": not an SSRF, but not the URL the client sent either.
+  test('a URL with CR/LF inside is refused rather than silently rewritten', { todo: 'webhooks: refuse control characters in `url` before URL parsing' }, async () => {
+    const res = await strict.api('POST', '/webhooks', { url: 'https://public.test/hook\r\nHost: x' });
+    assert.equal(res.status, 400, res.text);
+  });
+});
+
+test('the webhook receiver saw only the owner’s one event', async () => {
+  await until('receiver idle', () => (receiver.received.length >= 1 ? true : undefined));
+  assert.ok(receiver.received.every((r) => r.json?.data?.inboxId !== intruderInbox));
+});
