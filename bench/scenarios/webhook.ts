@@ -1,6 +1,80 @@
-// placeholder
+// (d) Webhook latency: one message at a time over a reused SMTP connection (nodemailer pool)
+// into an inbox with a `message.received` webhook on a loopback receiver; per message, the
+// time from the 250 (the commit) and from the start of the SMTP transaction to the POST.
+import { createServer } from 'node:http';
+import nodemailer from 'nodemailer';
 import type { TestDns } from '../../test/support/dns.ts';
-import { SkipError, type ScenarioResult } from '../support.ts';
-export async function webhookLatency(_env: { dns: TestDns }): Promise<ScenarioResult> {
-  throw new SkipError('not written yet');
+import { createInbox, startMailroom } from '../mailroom.ts';
+import { SkipError, log, summarize, type ScenarioResult } from '../support.ts';
+
+const COUNT = 200;
+const WARMUP = 20;
+
+export async function webhookLatency(env: { dns: TestDns }): Promise<ScenarioResult> {
+  const waiting = new Map<string, (at: number) => void>();
+  const receiver = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const at = performance.now();
+      res.writeHead(204).end();
+      try {
+        const subject = (JSON.parse(Buffer.concat(chunks).toString('utf8')) as { data?: { subject?: string } }).data?.subject ?? '';
+        waiting.get(subject)?.(at);
+      } catch {
+        // not ours
+      }
+    });
+  });
+  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', () => r()));
+  const hookUrl = `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hook`;
+  const m = await startMailroom('webhook', { dns: env.dns.server });
+  const transport = nodemailer.createTransport({ host: '127.0.0.1', port: m.smtpPort, secure: false, ignoreTLS: true, pool: true, maxConnections: 1, maxMessages: Infinity });
+  try {
+    const inbox = await createInbox(m);
+    const hook = await m.api('POST', '/webhooks', { url: hookUrl, events: ['message.received'] });
+    if (hook.status === 404 && hook.body?.error?.code === 'NOT_FOUND') throw new SkipError('the webhooks API has not landed (POST /webhooks is 404)');
+    if (hook.status !== 201) throw new Error(`POST /webhooks: ${hook.status} ${JSON.stringify(hook.body)}`);
+    const fromCommit: number[] = [];
+    const fromSubmit: number[] = [];
+    for (let i = 0; i < WARMUP + COUNT; i++) {
+      const subject = `webhook latency ${i}`;
+      const received = new Promise<number>((resolve, reject) => {
+        const t = setTimeout(() => reject(new Error(`no webhook for message ${i} within 10 s`)), 10_000);
+        waiting.set(subject, (at) => {
+          clearTimeout(t);
+          resolve(at);
+        });
+      });
+      const t0 = performance.now();
+      await transport.sendMail({ from: 'sender@source.bench', to: inbox.address, subject, text: 'Latency probe.\n'.repeat(20) });
+      const t250 = performance.now();
+      const at = await received;
+      waiting.delete(subject);
+      if (i >= WARMUP) {
+        fromCommit.push(at - t250);
+        fromSubmit.push(at - t0);
+      }
+    }
+    const commit = summarize(fromCommit);
+    const submit = summarize(fromSubmit);
+    log(`webhook: 250→POST p50 ${commit.p50} ms p99 ${commit.p99} ms; submit→POST p50 ${submit.p50} ms p99 ${submit.p99} ms`);
+    return {
+      id: 'webhook',
+      title: '(d) Webhook latency, inbound mail to receipt',
+      status: 'ok',
+      setup: `${COUNT} messages (after ${WARMUP} warm-up), one at a time over one reused SMTP connection, each waiting for its webhook; receiver on loopback answering 204. "250 → POST" is the time from the client reading the 250 (the commit is just before it) to the receiver reading the POST; it is negative when the POST arrives before the 250 does`,
+      rows: [
+        { metric: '250 → webhook POST, p50', unit: 'ms', mailroom: commit.p50, target: '< 50', met: commit.p50 < 50 },
+        { metric: '250 → webhook POST, p99', unit: 'ms', mailroom: commit.p99 },
+        { metric: 'SMTP transaction start → webhook POST, p50', unit: 'ms', mailroom: submit.p50 },
+        { metric: 'SMTP transaction start → webhook POST, p99', unit: 'ms', mailroom: submit.p99 },
+      ],
+      details: { fromCommit: commit, fromSubmit: submit },
+    };
+  } finally {
+    transport.close();
+    await m.stop();
+    receiver.close();
+  }
 }
