@@ -40,7 +40,7 @@ async function upload(parts: FormData | string, opts: { key?: string; headers?: 
 
 function form(content: Buffer | string, filename: string, type = 'application/octet-stream', field = 'file'): FormData {
   const fd = new FormData();
-  fd.append(field, new Blob([content], { type }), filename);
+  fd.append(field, new Blob([typeof content === 'string' ? content : new Uint8Array(content)], { type }), filename);
   return fd;
 }
 
