@@ -6,6 +6,7 @@ import { realpathSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { registerAccounts } from './commands/accounts.ts';
 import { registerBackup } from './commands/backup.ts';
+import { registerDoctor } from './commands/doctor.ts';
 import { registerDomains } from './commands/domains.ts';
 import { registerInboxes } from './commands/inboxes.ts';
 import { registerKeys } from './commands/keys.ts';
@@ -19,7 +20,7 @@ export function buildProgram(): Command {
     .description('self-hosted email appliance for software agents')
     .option('--config <file>', 'config file (default: ./mailroom.toml if present, else built-in defaults)')
     .showHelpAfterError();
-  for (const register of [registerServe, registerAccounts, registerKeys, registerInboxes, registerQueue, registerDomains, registerWebhooks, registerBackup]) register(program);
+  for (const register of [registerServe, registerAccounts, registerKeys, registerInboxes, registerQueue, registerDomains, registerWebhooks, registerBackup, registerDoctor]) register(program);
   return program;
 }
 
