@@ -253,25 +253,23 @@ const EVENT_OF: Record<string, EventType | undefined> = {
 
 /**
  * Writes new recipients and status; on entering a final status, updates the inbox counters and
- * records the event, all in `tx`. Returns the view (or undefined when nothing changed).
+ * records the event, all in `tx`. Returns whether anything changed.
  */
-export function writeMessageState(tx: Tx, ctx: AppContext, row: MessageRow, list: RecipientOutcome[], status: string): Message | undefined {
+export function writeMessageState(tx: Tx, ctx: AppContext, row: MessageRow, list: RecipientOutcome[], status: string): boolean {
   const recipients = JSON.stringify(list);
-  if (recipients === row.recipients && status === row.status) return undefined;
+  if (recipients === row.recipients && status === row.status) return false;
   const updatedAt = ctx.clock.now().toISOString();
   tx.update(messages).set({ recipients, status, updatedAt }).where(eq(messages.id, row.id)).run();
-  const next: MessageRow = { ...row, recipients, status, updatedAt };
-  const view = messageView(next, attachmentMetaFor(ctx, row.id));
-  if (status !== row.status) {
-    if (status === 'bounced') {
-      tx.update(inboxes).set({ bounceCount: incr(inboxes.bounceCount) }).where(eq(inboxes.id, row.inboxId)).run();
-    } else if (status === 'complained') {
-      tx.update(inboxes).set({ complaintCount: incr(inboxes.complaintCount) }).where(eq(inboxes.id, row.inboxId)).run();
-    }
-    const event = EVENT_OF[status];
-    if (event) recordEvent(tx, ctx, row.accountId, event, view);
+  if (status === row.status) return true;
+  if (status === 'bounced') {
+    tx.update(inboxes).set({ bounceCount: incr(inboxes.bounceCount) }).where(eq(inboxes.id, row.inboxId)).run();
+  } else if (status === 'complained') {
+    tx.update(inboxes).set({ complaintCount: incr(inboxes.complaintCount) }).where(eq(inboxes.id, row.inboxId)).run();
   }
-  return view;
+  const event = EVENT_OF[status];
+  // The view (with its attachments) is built only for the event: this runs on every attempt.
+  if (event) recordEvent(tx, ctx, row.accountId, event, messageView({ ...row, recipients, status, updatedAt }, attachmentMetaFor(ctx, row.id)));
+  return true;
 }
 
 const incr = (col: Column) => sql`${col} + 1`;
