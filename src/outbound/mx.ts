@@ -49,7 +49,7 @@ function byPreference(records: Array<{ exchange: string; priority: number }>) {
 export async function resolveMx(ctx: AppContext, domain: string): Promise<MxRoute> {
   let cache = caches.get(ctx);
   if (!cache) caches.set(ctx, (cache = new Map()));
-  const now = Date.now();
+  const now = ctx.clock.now().getTime();
   const hit = cache.get(domain);
   if (hit && hit.until > now) return hit.route;
 

@@ -191,6 +191,20 @@ describe('delivery to a remote MX', () => {
     assert.equal(out.stdout.toString().trim(), 'pass', out.stderr.toString());
   });
 
+  test('status is `sending` while a worker holds the message, then `sent`', async () => {
+    remoteDomain('slow.test');
+    mx.script('slow@slow.test', 'hold');
+    const res = await send({ to: ['slow@slow.test'], subject: 'slow', bodyText: 'hi' });
+    assert.equal(res.body.status, 'queued');
+    await mx.held('slow@slow.test');
+    const during = (await t.api('GET', `/messages/${res.body.id}`)).body;
+    assert.equal(during.status, 'sending');
+    assert.equal(during.recipients[0].status, 'sending');
+    mx.release('slow@slow.test');
+    const done = await waitForStatus(t, res.body.id, ['sent', 'failed', 'bounced']);
+    assert.equal(done.status, 'sent');
+  });
+
   test('HTML only: a text part is generated from it', async () => {
     const before = mx.messages.length;
     const res = await send({ to: ['html@remote.test'], subject: 'html only', bodyHtml: '<h1>Title</h1><p>Some <i>text</i> here.</p>' });

@@ -4,7 +4,8 @@
 import { createServer as createNetServer, type Socket } from 'node:net';
 import { SMTPServer, type SMTPServerSession } from 'smtp-server';
 
-export type Behaviour = '250' | '451' | '550' | 'drop';
+/** 'hold' keeps the RCPT reply back until release() (to observe a message while it is being sent). */
+export type Behaviour = '250' | '451' | '550' | 'drop' | 'hold';
 
 export interface CapturedMessage {
   mailFrom: string;
@@ -22,6 +23,10 @@ export interface TestMx {
   script(address: string, answers: Behaviour | Behaviour[]): void;
   /** Resolves when `n` messages in total have been captured. */
   waitFor(n: number, timeoutMs?: number): Promise<CapturedMessage[]>;
+  /** Answers 250 to the held RCPT TO of `address` (and to those held later). */
+  release(address: string): void;
+  /** Resolves once an RCPT TO for `address` is being held. */
+  held(address: string, timeoutMs?: number): Promise<void>;
   /** Number of RCPT TO commands seen for an address (attempts). */
   attempts(address: string): number;
   /** Connections opened so far (to check reuse). */
@@ -38,6 +43,8 @@ export async function startTestMx(): Promise<TestMx> {
   const sockets = new Map<number, Socket>();
   let connectionCount = 0;
   const waiters: Array<() => void> = [];
+  const holding = new Map<string, () => void>();
+  const released = new Set<string>();
 
   const server = new SMTPServer({
     authOptional: true,
@@ -57,6 +64,11 @@ export async function startTestMx(): Promise<TestMx> {
       if (answer === '250') return cb();
       if (answer === '451') return cb(reply(451, '4.7.1 Try again later (scripted)'));
       if (answer === '550') return cb(reply(550, '5.1.1 No such user here (scripted)'));
+      if (answer === 'hold') {
+        if (released.has(addr)) return cb();
+        holding.set(addr, () => cb());
+        return;
+      }
       // 'drop': cut the TCP connection without a reply.
       sockets.get(session.remotePort)?.destroy();
     },
@@ -106,6 +118,19 @@ export async function startTestMx(): Promise<TestMx> {
         });
       }
       return messages;
+    },
+    release(address) {
+      const addr = address.toLowerCase();
+      released.add(addr);
+      holding.get(addr)?.();
+      holding.delete(addr);
+    },
+    async held(address, timeoutMs = 10_000) {
+      const deadline = Date.now() + timeoutMs;
+      while (!holding.has(address.toLowerCase())) {
+        if (Date.now() > deadline) throw new Error(`no RCPT TO ${address} held`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
     },
     attempts: (address) => seen.get(address.toLowerCase()) ?? 0,
     connections: () => connectionCount,
