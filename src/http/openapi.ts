@@ -1,0 +1,505 @@
+// The OpenAPI 3.1 document of the API, built from the route registry (every registered route
+// must have an entry below, or building fails) and from the zod schemas the routes validate
+// request bodies with (z.toJSONSchema), so the document cannot drift from what is enforced.
+// Response shapes are written here as JSON Schema next to the domain views they describe.
+import { z } from 'zod';
+import { EVENT_TYPES } from '../domain/events.ts';
+import { ERROR_STATUS, type ErrorCode } from '../domain/errors.ts';
+import { MESSAGE_STATUSES } from '../domain/messages.ts';
+import { ATTEMPT_STATUSES } from '../domain/webhooks.ts';
+import type { RegisteredRoute } from './routes.ts';
+import { CreateApiKeyBody } from './routes/apikeys.ts';
+import { DASHBOARD_PREFIX } from './routes/dashboard.ts';
+import { AddDomainBody } from './routes/domains.ts';
+import { CreateInboxBody } from './routes/inboxes.ts';
+import { SendMessageBody } from './routes/sending.ts';
+import { CreateWebhookBody, UpdateWebhookBody } from './routes/webhooks.ts';
+
+type Schema = Record<string, unknown>;
+
+/** The document's info.version; a test keeps it equal to package.json's version. */
+export const API_VERSION = '0.1.0';
+
+const ref = (name: string): Schema => ({ $ref: `#/components/schemas/${name}` });
+const str = (description?: string, extra: Schema = {}): Schema => ({ type: 'string', ...(description ? { description } : {}), ...extra });
+const nullable = (s: Schema): Schema => ({ ...s, type: [s.type as string, 'null'] });
+const int = (description?: string): Schema => ({ type: 'integer', ...(description ? { description } : {}) });
+const time = (description?: string): Schema => str(description, { format: 'date-time' });
+const obj = (properties: Record<string, Schema>, required: string[] = Object.keys(properties)): Schema => ({ type: 'object', properties, required });
+const list = (item: string, paged = false): Schema =>
+  obj(paged ? { data: { type: 'array', items: ref(item) }, total: int(), limit: int(), offset: int() } : { data: { type: 'array', items: ref(item) }, total: int() }, paged ? ['data', 'total', 'limit', 'offset'] : ['data']);
+
+const EVENT_NAMES = Object.keys(EVENT_TYPES);
+const DNS_RECORD = obj({ type: str(undefined, { enum: ['TXT', 'MX', 'CNAME'] }), name: str(), value: str(), priority: int('MX only') }, ['type', 'name', 'value']);
+const DOMAIN_PROPS: Record<string, Schema> = {
+  id: str(),
+  domain: str(),
+  sendingStatus: str(undefined, { enum: ['pending', 'pending_dkim', 'verified', 'failed'] }),
+  receivingStatus: str(undefined, { enum: ['pending', 'verified', 'failed'] }),
+  verificationStatus: str('Backward-compatible alias of sendingStatus; always equal to it.'),
+  sendingDnsRecords: { type: 'array', items: ref('DnsRecord') },
+  receivingDnsRecords: { type: 'array', items: ref('DnsRecord') },
+  dnsRecords: { type: 'array', items: ref('DnsRecord') },
+  sendingVerifiedAt: nullable(time()),
+  receivingVerifiedAt: nullable(time()),
+  lastCheckedAt: nullable(time('When DNS was last asked; null before the first check.')),
+  lastCheckError: nullable(str('What the last check could not find out (DNS timeout, SERVFAIL).')),
+  createdAt: time(),
+};
+const ATTACHMENT_META = { id: str(), filename: str(), contentType: str(), size: int('Bytes.') };
+const THREAD_PROPS = { id: str(), inboxId: str(), subject: str(), messageCount: int(), lastMessageAt: time(), createdAt: time() };
+const WEBHOOK_PROPS: Record<string, Schema> = {
+  id: str(),
+  url: str(undefined, { format: 'uri' }),
+  description: nullable(str()),
+  events: { type: ['array', 'null'], items: str(undefined, { enum: EVENT_NAMES }), description: 'null = every event type.' },
+  isActive: { type: 'boolean' },
+  createdAt: time(),
+  updatedAt: time(),
+  secret: str('Signing secret; only in the create response and in an update that rotates it.'),
+};
+
+/** components.schemas: the response shapes (domain views). */
+const SCHEMAS: Record<string, Schema> = {
+  Error: obj({
+    error: obj({
+      code: str(undefined, { enum: Object.keys(ERROR_STATUS) }),
+      message: str('Human-readable; validation errors name the field.'),
+      status: int('The HTTP status, repeated.'),
+      requestId: str('Also in the X-Request-Id header and the request log line.'),
+    }),
+  }),
+  Health: obj({ status: str(undefined, { const: 'ok' }) }),
+  Inbox: obj({
+    id: str(),
+    address: str(),
+    displayName: nullable(str()),
+    domainId: nullable(str()),
+    status: str(undefined, { enum: ['active', 'suspended', 'deleted'] }),
+    dailySendLimit: int(),
+    sendsToday: int('Resets at midnight UTC.'),
+    totalSent: int(),
+    bounceCount: int(),
+    complaintCount: int(),
+    createdAt: time(),
+  }),
+  InboxPage: list('Inbox', true),
+  AttachmentMeta: obj(ATTACHMENT_META),
+  Recipient: obj({ address: str(), status: str(), response: nullable(str("The remote server's last reply, or what happened instead.")) }),
+  Message: obj(
+    {
+      id: str(),
+      inboxId: str(),
+      threadId: str(),
+      direction: str(undefined, { enum: ['inbound', 'outbound'] }),
+      fromAddress: str(),
+      fromName: nullable(str()),
+      toAddresses: { type: 'array', items: str() },
+      ccAddresses: { type: 'array', items: str() },
+      bccAddresses: { type: 'array', items: str(), description: 'Outbound only.' },
+      subject: str(),
+      bodyText: nullable(str()),
+      bodyHtml: nullable(str()),
+      delivery: str('Outbound only.', { enum: ['email', 'dry-run'] }),
+      status: str(undefined, { enum: [...MESSAGE_STATUSES] }),
+      attachments: { type: 'array', items: ref('AttachmentMeta') },
+      messageIdHeader: str('RFC 5322 Message-ID, with angle brackets.'),
+      inReplyTo: nullable(str()),
+      recipients: { type: 'array', items: ref('Recipient'), description: 'Outbound only: the outcome per recipient.' },
+      authentication: { description: 'Inbound only: SPF, DKIM and DMARC results, or null.' },
+      size: int('Bytes of the RFC 5322 source.'),
+      createdAt: time(),
+      updatedAt: time(),
+    },
+    ['id', 'inboxId', 'threadId', 'direction', 'fromAddress', 'toAddresses', 'ccAddresses', 'subject', 'bodyText', 'bodyHtml', 'status', 'attachments', 'messageIdHeader', 'createdAt'],
+  ),
+  MessagePage: list('Message', true),
+  Thread: obj(THREAD_PROPS),
+  ThreadPage: list('Thread', true),
+  ThreadWithMessages: obj({ ...THREAD_PROPS, messages: { type: 'array', items: ref('Message'), description: 'Oldest first.' } }),
+  Attachment: obj({ ...ATTACHMENT_META, url: str('Presigned download URL (no API key needed) until expiresAt.', { format: 'uri' }), expiresAt: time(), createdAt: time() }),
+  DnsRecord: DNS_RECORD,
+  Domain: obj(DOMAIN_PROPS),
+  DomainList: list('Domain'),
+  RecordCheck: obj({
+    role: str(undefined, { enum: ['ownership', 'dkim', 'spf', 'dmarc', 'mx'] }),
+    type: str(),
+    name: str(),
+    state: str(undefined, { enum: ['found', 'missing', 'wrong', 'differs', 'unknown'] }),
+    detail: str(),
+  }),
+  VerifiedDomain: obj({ ...DOMAIN_PROPS, dnsCheck: { type: 'array', items: ref('RecordCheck'), description: 'What DNS answered for each record.' } }),
+  ApiKey: obj({ id: str(), keyPrefix: str(), name: nullable(str()), readOnly: { type: 'boolean' }, lastUsedAt: nullable(time()), expiresAt: nullable(time()), createdAt: time() }),
+  ApiKeyList: obj({ data: { type: 'array', items: ref('ApiKey') } }),
+  CreatedApiKey: obj({
+    id: str(),
+    key: str('The full key; shown only in this response.'),
+    prefix: str(),
+    name: nullable(str()),
+    readOnly: { type: 'boolean' },
+    expiresAt: nullable(time()),
+    message: str(),
+  }),
+  Webhook: obj(WEBHOOK_PROPS, ['id', 'url', 'description', 'events', 'isActive', 'createdAt', 'updatedAt']),
+  WebhookWithSecret: obj(WEBHOOK_PROPS),
+  WebhookList: list('Webhook'),
+  EventCatalog: obj({ data: { type: 'array', items: obj({ name: str(undefined, { enum: EVENT_NAMES }), description: str() }) } }),
+  DeliveryLogEntry: obj({
+    id: str(),
+    eventId: str(),
+    eventType: str(),
+    event: str('Same as eventType (variant B name).'),
+    webhookId: str(),
+    status: str(undefined, { enum: [...ATTEMPT_STATUSES] }),
+    httpStatus: nullable(int()),
+    responseStatus: nullable(int('Same as httpStatus (variant B name).')),
+    durationMs: int(),
+    attempt: int('1 = first delivery.'),
+    attempts: int('Same as attempt (variant B name).'),
+    error: nullable(str('Why the attempt failed; null on success.')),
+    createdAt: time(),
+  }),
+  DeliveryLog: obj({ data: { type: 'array', items: ref('DeliveryLogEntry') } }),
+  WebhookActivity: obj({
+    webhookId: nullable(str()),
+    hours: int(),
+    successCount: int(),
+    failureCount: int(),
+    buckets: { type: 'array', items: obj({ timestamp: time(), success: int(), failure: int() }) },
+  }),
+};
+
+interface Param {
+  name: string;
+  description: string;
+  schema: Schema;
+  required?: boolean;
+}
+
+const PAGE: Param[] = [
+  { name: 'limit', description: 'Items per page, 1 to 100 (above 100 is refused with 400).', schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 } },
+  { name: 'offset', description: 'Items to skip.', schema: { type: 'integer', minimum: 0, default: 0 } },
+];
+
+interface Operation {
+  summary: string;
+  tag: string;
+  /** zod schema of the JSON body (the one the route validates with). */
+  body?: z.ZodType;
+  multipart?: boolean;
+  query?: Param[];
+  status: number;
+  description: string;
+  /** Response schema name, or a media type + schema for non-JSON answers. */
+  response?: string | { mediaType: string; schema: Schema };
+  /** Error codes beyond the ones every route can answer. */
+  errors?: ErrorCode[];
+}
+
+/** Every route of the API. A registered route missing here makes buildOpenApi throw. */
+export const OPERATIONS: Record<string, Operation> = {
+  'GET /health': { summary: 'Liveness (no key needed)', tag: 'Service', status: 200, description: 'The database answers.', response: 'Health' },
+  'GET /openapi.json': {
+    summary: 'This document (no key needed)',
+    tag: 'Service',
+    status: 200,
+    description: 'The OpenAPI 3.1 document.',
+    response: { mediaType: 'application/json', schema: { type: 'object' } },
+  },
+  'POST /inboxes': {
+    summary: 'Create an inbox',
+    tag: 'Inboxes',
+    body: CreateInboxBody,
+    status: 201,
+    description: 'The new inbox.',
+    response: 'Inbox',
+    errors: ['INVALID_ADDRESS', 'ADDRESS_TAKEN', 'DOMAIN_NOT_VERIFIED', 'DOMAIN_NOT_FOUND'],
+  },
+  'GET /inboxes': { summary: 'List inboxes, most recent first', tag: 'Inboxes', query: PAGE, status: 200, description: 'A page of inboxes.', response: 'InboxPage' },
+  'GET /inboxes/:id': { summary: 'Get an inbox', tag: 'Inboxes', status: 200, description: 'The inbox.', response: 'Inbox', errors: ['INBOX_NOT_FOUND'] },
+  'DELETE /inboxes/:id': { summary: 'Delete an inbox with its messages and threads', tag: 'Inboxes', status: 204, description: 'Deleted.', errors: ['INBOX_NOT_FOUND'] },
+  'POST /inboxes/:inboxId/messages': {
+    summary: 'Send a message (queued; delivery is asynchronous)',
+    tag: 'Messages',
+    body: SendMessageBody,
+    status: 202,
+    description: 'The message, status `queued`.',
+    response: 'Message',
+    errors: ['INBOX_NOT_FOUND', 'INBOX_SUSPENDED', 'INVALID_ADDRESS', 'THREAD_NOT_FOUND', 'DAILY_SEND_LIMIT_EXCEEDED'],
+  },
+  'GET /inboxes/:inboxId/messages': {
+    summary: "List an inbox's messages, most recent first",
+    tag: 'Messages',
+    query: [...PAGE, { name: 'status', description: 'Only messages in this status.', schema: str(undefined, { enum: [...MESSAGE_STATUSES] }) }],
+    status: 200,
+    description: 'A page of messages.',
+    response: 'MessagePage',
+    errors: ['INBOX_NOT_FOUND'],
+  },
+  'GET /messages/:id': { summary: 'Get a message', tag: 'Messages', status: 200, description: 'The message.', response: 'Message', errors: ['MESSAGE_NOT_FOUND'] },
+  'GET /messages/:id/raw': {
+    summary: 'The RFC 5322 source of a message',
+    tag: 'Messages',
+    status: 200,
+    description: 'The message as sent or received.',
+    response: { mediaType: 'message/rfc822', schema: { type: 'string', contentMediaType: 'message/rfc822' } },
+    errors: ['MESSAGE_NOT_FOUND'],
+  },
+  'DELETE /messages/:id': { summary: 'Delete a message (does not unsend it)', tag: 'Messages', status: 204, description: 'Deleted.', errors: ['MESSAGE_NOT_FOUND'] },
+  'GET /inboxes/:inboxId/threads': {
+    summary: "List an inbox's threads, most recent activity first",
+    tag: 'Threads',
+    query: PAGE,
+    status: 200,
+    description: 'A page of threads.',
+    response: 'ThreadPage',
+    errors: ['INBOX_NOT_FOUND'],
+  },
+  'GET /threads/:id': { summary: 'A thread with its messages, oldest first', tag: 'Threads', status: 200, description: 'The thread.', response: 'ThreadWithMessages', errors: ['THREAD_NOT_FOUND'] },
+  'POST /domains': {
+    summary: 'Add a custom domain',
+    tag: 'Domains',
+    body: AddDomainBody,
+    status: 201,
+    description: 'The domain with the DNS records to publish.',
+    response: 'Domain',
+    errors: ['DOMAIN_EXISTS'],
+  },
+  'GET /domains': { summary: 'List domains', tag: 'Domains', status: 200, description: 'Every domain of the account.', response: 'DomainList' },
+  'GET /domains/:id': { summary: 'Get a domain', tag: 'Domains', status: 200, description: 'The domain.', response: 'Domain', errors: ['DOMAIN_NOT_FOUND'] },
+  'DELETE /domains/:id': {
+    summary: 'Delete a domain (its inboxes move to the shared domain)',
+    tag: 'Domains',
+    status: 204,
+    description: 'Deleted.',
+    errors: ['DOMAIN_NOT_FOUND'],
+  },
+  'POST /domains/:id/verify': {
+    summary: 'Check DNS now and refresh both statuses',
+    tag: 'Domains',
+    status: 200,
+    description: 'The domain with the latest statuses and what DNS answered per record.',
+    response: 'VerifiedDomain',
+    errors: ['DOMAIN_NOT_FOUND'],
+  },
+  'POST /attachments': {
+    summary: 'Upload an attachment (multipart/form-data, one part `file`)',
+    tag: 'Attachments',
+    multipart: true,
+    status: 201,
+    description: 'The attachment with a presigned download URL.',
+    response: 'Attachment',
+  },
+  'GET /attachments/:id': {
+    summary: 'Get an attachment with a fresh presigned URL',
+    tag: 'Attachments',
+    status: 200,
+    description: 'The attachment.',
+    response: 'Attachment',
+    errors: ['ATTACHMENT_NOT_FOUND'],
+  },
+  'GET /attachments/:id/download': {
+    summary: 'Download through a presigned URL (no API key; the URL carries the signature)',
+    tag: 'Attachments',
+    query: [
+      { name: 'expires', description: 'Unix time the URL expires at.', schema: { type: 'integer' }, required: true },
+      { name: 'signature', description: 'Hex HMAC of the attachment id and expiry.', schema: str(), required: true },
+    ],
+    status: 200,
+    description: 'The file, with Content-Disposition: attachment.',
+    response: { mediaType: 'application/octet-stream', schema: { type: 'string', contentMediaType: 'application/octet-stream' } },
+    errors: ['INVALID_SIGNATURE', 'URL_EXPIRED', 'ATTACHMENT_NOT_FOUND'],
+  },
+  'POST /account/api-keys': { summary: 'Create an API key', tag: 'API keys', body: CreateApiKeyBody, status: 201, description: 'The key, in full only here.', response: 'CreatedApiKey' },
+  'GET /account/api-keys': { summary: 'List active API keys (values never returned)', tag: 'API keys', status: 200, description: 'The keys.', response: 'ApiKeyList' },
+  'DELETE /account/api-keys/:id': {
+    summary: 'Revoke an API key',
+    tag: 'API keys',
+    status: 204,
+    description: 'Revoked.',
+    errors: ['API_KEY_NOT_FOUND', 'CANNOT_REVOKE_CURRENT_KEY'],
+  },
+  'POST /webhooks': {
+    summary: 'Create a webhook',
+    tag: 'Webhooks',
+    body: CreateWebhookBody,
+    status: 201,
+    description: 'The webhook with its signing secret.',
+    response: 'WebhookWithSecret',
+    errors: ['INVALID_WEBHOOK_URL'],
+  },
+  'GET /webhooks': { summary: 'List webhooks (no secrets)', tag: 'Webhooks', status: 200, description: 'The webhooks.', response: 'WebhookList' },
+  'GET /webhooks/catalog': { summary: 'The event types', tag: 'Webhooks', status: 200, description: 'Every event type with its meaning.', response: 'EventCatalog' },
+  'GET /webhooks/logs': {
+    summary: 'The delivery log, most recent first',
+    tag: 'Webhooks',
+    query: [
+      { name: 'webhookId', description: 'Only this webhook.', schema: str() },
+      { name: 'status', description: 'Only attempts with this outcome.', schema: str(undefined, { enum: [...ATTEMPT_STATUSES] }) },
+      { name: 'event', description: 'Only this event type.', schema: str(undefined, { enum: EVENT_NAMES }) },
+      { name: 'hours', description: 'Look-back window in hours.', schema: { type: 'integer', minimum: 1 } },
+      { name: 'before', description: 'Cursor: the id of the last entry already seen.', schema: str() },
+      { name: 'limit', description: 'Entries to return.', schema: { type: 'integer', minimum: 1, maximum: 200, default: 50 } },
+    ],
+    status: 200,
+    description: 'Log entries.',
+    response: 'DeliveryLog',
+    errors: ['WEBHOOK_NOT_FOUND'],
+  },
+  'GET /webhooks/activity': {
+    summary: 'Successes and failures per hour',
+    tag: 'Webhooks',
+    query: [
+      { name: 'webhookId', description: 'Only this webhook.', schema: str() },
+      { name: 'hours', description: 'Hours to cover, the current one included.', schema: { type: 'integer', minimum: 1, default: 6 } },
+    ],
+    status: 200,
+    description: 'Hourly buckets.',
+    response: 'WebhookActivity',
+    errors: ['WEBHOOK_NOT_FOUND'],
+  },
+  'GET /webhooks/:id': { summary: 'Get a webhook (no secret)', tag: 'Webhooks', status: 200, description: 'The webhook.', response: 'Webhook', errors: ['WEBHOOK_NOT_FOUND'] },
+  'PUT /webhooks/:id': {
+    summary: 'Update a webhook (only the given fields change)',
+    tag: 'Webhooks',
+    body: UpdateWebhookBody,
+    status: 200,
+    description: 'The updated webhook; includes `secret` when rotateSecret was true.',
+    response: 'WebhookWithSecret',
+    errors: ['WEBHOOK_NOT_FOUND', 'INVALID_WEBHOOK_URL'],
+  },
+  'DELETE /webhooks/:id': { summary: 'Delete a webhook (logs are kept)', tag: 'Webhooks', status: 204, description: 'Deleted.', errors: ['WEBHOOK_NOT_FOUND'] },
+};
+
+/** Routes left out of the document on purpose: the dashboard's page and its own endpoint. */
+export const isDocumented = (r: { path: string }) => r.path !== DASHBOARD_PREFIX && !r.path.startsWith(`${DASHBOARD_PREFIX}/`);
+
+const toOpenApiPath = (path: string) => path.replace(/:([A-Za-z_][A-Za-z0-9_]*)/g, '{$1}');
+
+/** A request body's JSON Schema, exactly as zod validates it (unknown fields refused). */
+function bodySchema(schema: z.ZodType): Schema {
+  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { target: 'draft-2020-12', io: 'input', unrepresentable: 'any' }) as Schema;
+  return rest;
+}
+
+const RATE_HEADERS = {
+  'X-RateLimit-Limit': { $ref: '#/components/headers/RateLimitLimit' },
+  'X-RateLimit-Remaining': { $ref: '#/components/headers/RateLimitRemaining' },
+  'X-RateLimit-Reset': { $ref: '#/components/headers/RateLimitReset' },
+  'X-Request-Id': { $ref: '#/components/headers/RequestId' },
+};
+
+function errorResponses(codes: ErrorCode[]): Record<string, Schema> {
+  const byStatus = new Map<number, ErrorCode[]>();
+  for (const c of codes) byStatus.set(ERROR_STATUS[c], [...(byStatus.get(ERROR_STATUS[c]) ?? []), c]);
+  const out: Record<string, Schema> = {};
+  for (const [status, list] of [...byStatus].sort((a, b) => a[0] - b[0])) {
+    out[String(status)] = {
+      description: `Error envelope; \`error.code\` is ${list.map((c) => `\`${c}\``).join(', ')}.`,
+      headers: RATE_HEADERS,
+      content: { 'application/json': { schema: ref('Error') } },
+    };
+  }
+  return out;
+}
+
+function operationOf(route: RegisteredRoute, op: Operation): Schema {
+  const isPublic = !!route.options.public;
+  const params: Schema[] = [...route.path.matchAll(/:([A-Za-z_][A-Za-z0-9_]*)/g)].map((m) => ({
+    name: m[1],
+    in: 'path',
+    required: true,
+    description: 'Resource id (opaque string with a type prefix).',
+    schema: str(),
+  }));
+  for (const q of op.query ?? []) params.push({ name: q.name, in: 'query', required: !!q.required, description: q.description, schema: q.schema });
+  if (route.method === 'POST' && !isPublic) {
+    params.push({
+      name: 'Idempotency-Key',
+      in: 'header',
+      required: false,
+      description: 'Repeating a POST with the same key and body within the idempotency window returns the stored response (Idempotent-Replayed: true).',
+      schema: str(undefined, { minLength: 1, maxLength: 255 }),
+    });
+  }
+
+  const codes: ErrorCode[] = ['RATE_LIMITED', 'INTERNAL_ERROR', ...(op.errors ?? [])];
+  if (!isPublic) codes.push('UNAUTHORIZED');
+  if (!isPublic && route.method !== 'GET') codes.push('FORBIDDEN');
+  if (op.body || op.query || op.multipart || route.path.includes(':')) codes.push('VALIDATION_ERROR');
+  if (op.body) codes.push('INVALID_JSON', 'UNSUPPORTED_MEDIA_TYPE', 'PAYLOAD_TOO_LARGE');
+  if (op.multipart) codes.push('UNSUPPORTED_MEDIA_TYPE', 'PAYLOAD_TOO_LARGE');
+  if (route.method === 'POST' && !isPublic) codes.push('IDEMPOTENCY_KEY_REUSED');
+
+  const success: Schema = { description: op.description, headers: RATE_HEADERS };
+  if (typeof op.response === 'string') success.content = { 'application/json': { schema: ref(op.response) } };
+  else if (op.response) success.content = { [op.response.mediaType]: { schema: op.response.schema } };
+
+  const out: Schema = {
+    operationId: `${route.method.toLowerCase()}${route.path.replace(/:([a-z])/gi, (_m, c: string) => `By${c.toUpperCase()}`).replace(/[^A-Za-z0-9]+(.)?/g, (_m, c?: string) => (c ? c.toUpperCase() : ''))}`,
+    summary: op.summary,
+    tags: [op.tag],
+    parameters: params.length ? params : undefined,
+    responses: { [String(op.status)]: success, ...errorResponses([...new Set(codes)]) },
+  };
+  if (isPublic) out.security = [];
+  if (op.body) out.requestBody = { required: true, content: { 'application/json': { schema: bodySchema(op.body) } } };
+  if (op.multipart) {
+    out.requestBody = {
+      required: true,
+      content: {
+        'multipart/form-data': {
+          schema: obj({ file: { type: 'string', contentMediaType: 'application/octet-stream', description: 'The file; its filename and content type are kept.' } }),
+        },
+      },
+    };
+  }
+  return out;
+}
+
+/**
+ * The document for the registered routes. Throws when a route has no entry in OPERATIONS, so
+ * a new route cannot ship undocumented (the OpenAPI test builds it from the real registry).
+ */
+export function buildOpenApi(routes: RegisteredRoute[], serverUrl: string, version = API_VERSION): Schema {
+  const documented = routes.filter(isDocumented);
+  const keys = new Set(documented.map((r) => `${r.method} ${r.path}`));
+  const missing = [...keys].filter((k) => !OPERATIONS[k]);
+  if (missing.length) throw new Error(`OpenAPI: no entry in OPERATIONS (src/http/openapi.ts) for ${missing.join(', ')}`);
+
+  const paths: Record<string, Record<string, Schema>> = {};
+  for (const r of documented) {
+    const p = (paths[toOpenApiPath(r.path)] ??= {});
+    p[r.method.toLowerCase()] = operationOf(r, OPERATIONS[`${r.method} ${r.path}`]);
+  }
+  return JSON.parse(
+    JSON.stringify({
+      openapi: '3.1.0',
+      info: {
+        title: 'mailroom',
+        version,
+        summary: 'Email inboxes for software agents: inboxes, messages, threads, domains, attachments, API keys, webhooks.',
+        description:
+          'Every request body and response body is JSON except attachment upload (multipart/form-data), raw message source and downloads. ' +
+          'Errors are `{"error": {"code", "message", "status", "requestId"}}`. Every response carries X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset and X-Request-Id.',
+      },
+      servers: [{ url: serverUrl }],
+      security: [{ bearerAuth: [] }, { apiKeyHeader: [] }],
+      tags: [...new Set(Object.values(OPERATIONS).map((o) => o.tag))].map((name) => ({ name })),
+      paths,
+      components: {
+        securitySchemes: {
+          bearerAuth: { type: 'http', scheme: 'bearer', description: 'Authorization: Bearer mr_live_…' },
+          apiKeyHeader: { type: 'apiKey', in: 'header', name: 'x-api-key' },
+        },
+        headers: {
+          RateLimitLimit: { description: 'Requests allowed per window.', schema: { type: 'integer' } },
+          RateLimitRemaining: { description: 'Requests left in the window.', schema: { type: 'integer' } },
+          RateLimitReset: { description: 'Unix time the window resets.', schema: { type: 'integer' } },
+          RequestId: { description: 'Id of this request, also in error bodies and the log line.', schema: { type: 'string' } },
+        },
+        schemas: SCHEMAS,
+      },
+    }),
+  ) as Schema;
+}
