@@ -5,6 +5,7 @@ import { simpleParser, type AddressObject, type ParsedMail } from 'mailparser';
 import { createHash } from 'node:crypto';
 import { eq, inArray } from 'drizzle-orm';
 import type { AppContext } from '../context.ts';
+import { commitGrouped } from '../db/group-commit.ts';
 import { attachments, domains, inboxes, messages } from '../db/schema.ts';
 import { newId } from '../ids.ts';
 import { Blobs } from '../storage/blobs.ts';
@@ -158,7 +159,8 @@ export async function acceptInbound(ctx: AppContext, input: InboundInput): Promi
   const subject = (parsed.subject ?? '').slice(0, 998);
   let messageIds: string[];
   try {
-    messageIds = ctx.db.transaction((tx) => {
+    // Shared with the other messages committing at this moment: one fsync for all of them.
+    messageIds = await commitGrouped(ctx.db, (tx) => {
       // An inbox deleted since RCPT gets nothing (its rows would be orphans).
       const alive = new Set(
         tx.select({ id: inboxes.id }).from(inboxes).where(inArray(inboxes.id, plan.map((p) => p.inbox.id))).all().map((r) => r.id),

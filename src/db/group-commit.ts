@@ -1,0 +1,85 @@
+// Group commit: the transactions of many concurrent writers (inbound messages arriving on 50
+// SMTP sessions at once) share one SQLite COMMIT, and so one WAL fsync under synchronous=FULL.
+// Each writer's work runs in its own savepoint, so one that throws rolls back only its rows;
+// every promise settles only after the shared COMMIT has returned: resolved still means on disk.
+import type { Db, Tx } from './client.ts';
+
+interface Pending {
+  work: (tx: Tx) => unknown;
+  resolve: (value: unknown) => void;
+  reject: (err: unknown) => void;
+}
+
+/** Most writers in one transaction: bounds how long one COMMIT holds the event loop. */
+const MAX_BATCH = 256;
+
+class GroupCommitter {
+  private queue: Pending[] = [];
+  private scheduled = false;
+
+  constructor(private readonly db: Db) {}
+
+  run<T>(work: (tx: Tx) => T): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.queue.push({ work, resolve: resolve as (v: unknown) => void, reject });
+      this.schedule();
+    });
+  }
+
+  private schedule(): void {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    // setImmediate runs after the current poll phase, so every writer whose files finished
+    // in the same turn of the event loop joins this batch; while a COMMIT's fsync blocks the
+    // loop the next batch fills up, so batches grow with the load by themselves.
+    setImmediate(() => {
+      this.scheduled = false;
+      this.flush();
+    });
+  }
+
+  private flush(): void {
+    const batch = this.queue.splice(0, MAX_BATCH);
+    if (this.queue.length) this.schedule();
+    if (batch.length === 0) return;
+    const outcomes: Array<{ ok: true; value: unknown } | { ok: false; err: unknown }> = [];
+    try {
+      this.db.transaction((tx) => {
+        if (batch.length === 1) {
+          // Alone: no savepoint needed, a throw rolls back the whole (one-writer) transaction.
+          outcomes.push({ ok: true, value: batch[0].work(tx) });
+          return;
+        }
+        for (const p of batch) {
+          try {
+            outcomes.push({ ok: true, value: tx.transaction((sp) => p.work(sp as unknown as Tx)) });
+          } catch (err) {
+            outcomes.push({ ok: false, err });
+          }
+        }
+      });
+    } catch (err) {
+      // The shared COMMIT failed (or the lone writer threw): nothing of this batch is stored.
+      for (const p of batch) p.reject(err);
+      return;
+    }
+    batch.forEach((p, i) => {
+      const o = outcomes[i];
+      if (o.ok) p.resolve(o.value);
+      else p.reject(o.err);
+    });
+  }
+}
+
+const committers = new WeakMap<Db, GroupCommitter>();
+
+/**
+ * Runs `work` in a transaction shared with other writers of the same moment; resolves with its
+ * result once that transaction has committed (rejects with what `work` threw, its savepoint
+ * rolled back). `work` is synchronous, like every better-sqlite3 transaction.
+ */
+export function commitGrouped<T>(db: Db, work: (tx: Tx) => T): Promise<T> {
+  let c = committers.get(db);
+  if (!c) committers.set(db, (c = new GroupCommitter(db)));
+  return c.run(work);
+}
