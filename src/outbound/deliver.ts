@@ -35,23 +35,48 @@ export interface Target {
   port: number;
 }
 
-interface Pools {
-  byKey: Map<string, Transporter>;
+interface Pool {
+  transport: Transporter;
+  /** Attempts using it right now, and when it was last used: idle pools are closed. */
+  inUse: number;
+  lastUsed: number;
 }
+
+interface Pools {
+  byKey: Map<string, Pool>;
+  lastSweep: number;
+}
+
+/** A pool unused this long is closed, so pools of every domain ever mailed do not pile up. */
+const POOL_IDLE_MS = 120_000;
 
 const pools = new WeakMap<AppContext, Pools>();
 
 function poolsOf(ctx: AppContext): Pools {
   let p = pools.get(ctx);
-  if (!p) pools.set(ctx, (p = { byKey: new Map() }));
+  if (!p) pools.set(ctx, (p = { byKey: new Map(), lastSweep: 0 }));
   return p;
 }
 
-function transportFor(ctx: AppContext, target: Target | 'relay'): Transporter {
+function sweepIdle(p: Pools, now: number): void {
+  if (now - p.lastSweep < POOL_IDLE_MS / 4) return;
+  p.lastSweep = now;
+  for (const [key, pool] of p.byKey) {
+    if (pool.inUse === 0 && now - pool.lastUsed > POOL_IDLE_MS) {
+      pool.transport.close();
+      p.byKey.delete(key);
+    }
+  }
+}
+
+function poolFor(ctx: AppContext, target: Target | 'relay'): Pool {
   const p = poolsOf(ctx);
+  const now = Date.now();
+  sweepIdle(p, now);
   const key = target === 'relay' ? 'relay' : `${target.name}|${target.address}|${target.port}`;
-  let t = p.byKey.get(key);
-  if (t) return t;
+  const existing = p.byKey.get(key);
+  if (existing) return existing;
+  let t: Transporter;
   const o = ctx.config.outbound;
   const common = {
     pool: true as const,
@@ -85,8 +110,9 @@ function transportFor(ctx: AppContext, target: Target | 'relay'): Transporter {
       tls: { servername: /^[\d.:]+$/.test(target.name) ? undefined : target.name, rejectUnauthorized: false },
     });
   }
-  p.byKey.set(key, t);
-  return t;
+  const pool: Pool = { transport: t, inUse: 0, lastUsed: now };
+  p.byKey.set(key, pool);
+  return pool;
 }
 
 interface SmtpError extends Error {
@@ -102,10 +128,17 @@ const oneLine = (s: string | undefined) => (s ?? '').replace(/\s+/g, ' ').trim()
 /** Sends `raw` to every recipient of `envelope` through `target` (an MX host or the relay). */
 export async function deliverAttempt(ctx: AppContext, target: Target | 'relay', envelope: Envelope, raw: Buffer): Promise<AttemptResult> {
   const host = target === 'relay' ? 'relay' : `${target.name} [${target.address}]:${target.port}`;
-  const transport = transportFor(ctx, target);
+  let pool: Pool;
+  try {
+    pool = poolFor(ctx, target);
+  } catch (err) {
+    // Only a malformed outbound.relay URL gets here.
+    return { kind: 'unreachable', host, error: `cannot use outbound.relay: ${(err as Error).message}` };
+  }
+  pool.inUse++;
   const replies = new Map<string, RecipientReply>();
   try {
-    const info = await transport.sendMail({
+    const info = await pool.transport.sendMail({
       envelope: { from: envelope.from, to: envelope.to },
       raw,
       dsn: envelope.envid ? { id: envelope.envid, return: 'headers' } : undefined,
@@ -138,6 +171,9 @@ export async function deliverAttempt(ctx: AppContext, target: Target | 'relay', 
       return { kind: 'replies', host, replies };
     }
     return { kind: 'unreachable', host, error: oneLine(err.response || err.message), errorCode: err.code, code: err.responseCode, response: err.response };
+  } finally {
+    pool.inUse--;
+    pool.lastUsed = Date.now();
   }
 }
 
@@ -149,7 +185,7 @@ export function createOutboundService(ctx: AppContext): Service {
     async stop() {
       const p = pools.get(ctx);
       if (!p) return;
-      for (const t of p.byKey.values()) t.close();
+      for (const pool of p.byKey.values()) pool.transport.close();
       p.byKey.clear();
     },
   };
