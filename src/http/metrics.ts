@@ -23,17 +23,17 @@ export function createMetricsService(ctx: AppContext): Service & { port: number 
           res.end('not found: metrics are at GET /metrics\n');
           return;
         }
-        let body: string;
-        try {
-          body = renderMetrics(ctx);
-        } catch (err) {
-          ctx.log.error('metrics scrape failed', errorFields(err));
-          res.writeHead(500, { 'Content-Type': 'text/plain; charset=utf-8' });
-          res.end('metrics unavailable\n');
-          return;
-        }
-        res.writeHead(200, { 'Content-Type': METRICS_CONTENT_TYPE, 'Cache-Control': 'no-store' });
-        res.end(req.method === 'HEAD' ? undefined : body);
+        renderMetrics(ctx).then(
+          (body) => {
+            res.writeHead(200, { 'Content-Type': METRICS_CONTENT_TYPE, 'Cache-Control': 'no-store' });
+            res.end(req.method === 'HEAD' ? undefined : body);
+          },
+          (err) => {
+            ctx.log.error('metrics scrape failed', errorFields(err));
+            res.writeHead(500, { 'Content-Type': 'text/plain; charset=utf-8' });
+            res.end('metrics unavailable\n');
+          },
+        );
       });
       await new Promise<void>((resolve, reject) => {
         server!.once('error', reject);

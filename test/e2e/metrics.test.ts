@@ -1,6 +1,6 @@
 // Observability: GET /metrics on its own listen address (off by default, never on the API
 // port), request counters by route pattern and status, SMTP counters, job queue depth and
-// age, messages and webhook attempts by outcome; and the request id shared by the error
+// age, events and webhook attempts by outcome; and the request id shared by the error
 // body, the X-Request-Id header and the JSON log line.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -98,7 +98,7 @@ describe('what the metrics count', () => {
     assert.ok(!['no/such'].some((p) => [...m.keys()].some((k) => k.includes(p))), 'raw paths never become labels');
   });
 
-  test('messages by status; webhook attempts by outcome', async () => {
+  test('events (delivery outcomes) and webhook attempts by outcome, counted from their logs', async () => {
     await t.api('POST', '/webhooks', { url: `${hook.url}/in`, events: ['message.received'] });
     await t.api('POST', '/inboxes', { address: 'metrics' });
     const transport = nodemailer.createTransport({ host: '127.0.0.1', port: t.server.smtpPort, secure: false, ignoreTLS: true });
@@ -111,9 +111,10 @@ describe('what the metrics count', () => {
     await hook.waitFor(1);
     const m = await until('the webhook attempt in the log', async () => {
       const s = await scrape();
-      return s.get('mailroom_webhook_attempts{status="success"}') === 1 ? s : undefined;
+      return s.get('mailroom_webhook_attempts_total{status="success"}') === 1 ? s : undefined;
     });
-    assert.equal(m.get('mailroom_messages{direction="inbound",status="received"}'), 1);
+    assert.equal(m.get('mailroom_events_total{type="message.received"}'), 1);
+    assert.equal(m.get('mailroom_inboxes{status="active"}'), 1);
     assert.equal(m.get('mailroom_jobs{kind="webhook",status="done"}'), 1);
   });
 
