@@ -24,7 +24,14 @@ export function createSmtpService(ctx: AppContext): SmtpService {
   const tls = cfg.tls_cert && cfg.tls_key ? new TlsCertificate(cfg.tls_cert, cfg.tls_key, ctx.log) : undefined;
   let server: SMTPServer | undefined;
 
-  const onData = (stream: SMTPServerDataStream, session: SMTPServerSession, done: (err?: Error | null, message?: string) => void) => {
+  const onData = (stream: SMTPServerDataStream, session: SMTPServerSession, callback: (err?: Error | null, message?: string) => void) => {
+    // One answer per DATA, whichever of 'error' and 'end' comes first.
+    let answered = false;
+    const done = (err: Error | null, message?: string) => {
+      if (answered) return;
+      answered = true;
+      callback(err, message);
+    };
     const chunks: Buffer[] = [];
     let size = 0;
     stream.on('data', (chunk: Buffer) => {
