@@ -33,6 +33,8 @@ export interface Target {
   /** Address to connect to. */
   address: string;
   port: number;
+  /** Never STARTTLS: the second try after a failed TLS handshake with this host. */
+  plaintext?: boolean;
 }
 
 interface Pool {
@@ -73,7 +75,7 @@ function poolFor(ctx: AppContext, target: Target | 'relay'): Pool {
   const p = poolsOf(ctx);
   const now = Date.now();
   sweepIdle(p, now);
-  const key = target === 'relay' ? 'relay' : `${target.name}|${target.address}|${target.port}`;
+  const key = target === 'relay' ? 'relay' : `${target.name}|${target.address}|${target.port}${target.plaintext ? '|plain' : ''}`;
   const existing = p.byKey.get(key);
   if (existing) return existing;
   let t: Transporter;
@@ -107,6 +109,7 @@ function poolFor(ctx: AppContext, target: Target | 'relay'): Pool {
       ...common,
       host: target.address,
       port: target.port,
+      ignoreTLS: !!target.plaintext,
       tls: { servername: /^[\d.:]+$/.test(target.name) ? undefined : target.name, rejectUnauthorized: false },
     });
   }
@@ -125,8 +128,25 @@ interface SmtpError extends Error {
 
 const oneLine = (s: string | undefined) => (s ?? '').replace(/\s+/g, ' ').trim().slice(0, 500);
 
-/** Sends `raw` to every recipient of `envelope` through `target` (an MX host or the relay). */
+/**
+ * Sends `raw` to every recipient of `envelope` through `target` (an MX host or the relay).
+ * Opportunistic TLS means plaintext is acceptable: when an MX host offers STARTTLS but the
+ * handshake fails, the same host is tried once more without it (as Postfix does at TLS
+ * security level "may"), rather than never delivering to a host with a broken TLS setup.
+ */
 export async function deliverAttempt(ctx: AppContext, target: Target | 'relay', envelope: Envelope, raw: Buffer): Promise<AttemptResult> {
+  const res = await attemptOnce(ctx, target, envelope, raw);
+  if (res.kind === 'unreachable' && target !== 'relay' && !target.plaintext && isTlsFailure(res)) {
+    ctx.log.warn('STARTTLS failed, retrying without TLS', { host: res.host, error: res.error });
+    return attemptOnce(ctx, { ...target, plaintext: true }, envelope, raw);
+  }
+  return res;
+}
+
+/** The STARTTLS step failed (an error during the upgrade, or a handshake that never finished). */
+const isTlsFailure = (res: { errorCode?: string; error: string }) => res.errorCode === 'ETLS' || /TLS handshake/i.test(res.error);
+
+async function attemptOnce(ctx: AppContext, target: Target | 'relay', envelope: Envelope, raw: Buffer): Promise<AttemptResult> {
   const host = target === 'relay' ? 'relay' : `${target.name} [${target.address}]:${target.port}`;
   let pool: Pool;
   try {

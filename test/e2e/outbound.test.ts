@@ -170,11 +170,6 @@ describe('delivery to a remote MX', () => {
   });
 
   test('DKIM also verified by python3-dkim (dkimpy) against the published TXT record', async (ctx) => {
-    const python = ['python3', '/usr/bin/python3'].find((bin) => spawnSync(bin, ['-c', 'import dkim'], { stdio: 'ignore' }).status === 0);
-    if (!python) {
-      ctx.skip('python3-dkim is not installed (apt-get install python3-dkim); mailauth verified the signature above');
-      return;
-    }
     const before = mx.messages.length;
     const res = await send({ to: ['dkimpy@remote.test'], subject: 'Verify me', bodyText: 'Body line one.\nBody line two.  ', bodyHtml: '<p>html</p>' });
     await waitForStatus(t, res.body.id, ['sent']);
@@ -182,13 +177,29 @@ describe('delivery to a remote MX', () => {
     const key = publishedKeyFor(t.server.ctx, t.config.shared_domain)!;
     // dkimpy looks the key up through dnsfunc; it answers with the record published in the test DNS.
     const script = [
-      'import sys, dkim',
+      'import sys',
+      'try:',
+      '    import dkim',
+      'except ImportError:',
+      '    sys.exit(3)',
       'txt = sys.argv[1].encode()',
       'ok = dkim.verify(sys.stdin.buffer.read(), dnsfunc=lambda name, timeout=5: txt)',
       'print("pass" if ok else "fail")',
     ].join('\n');
-    const out = spawnSync(python, ['-c', script, dkimTxtValue(key.publicKey)], { input: captured.raw });
-    assert.equal(out.stdout.toString().trim(), 'pass', out.stderr.toString());
+    // The first interpreter that has the module (the system one has python3-dkim on Debian).
+    let out: ReturnType<typeof spawnSync> | undefined;
+    for (const bin of ['python3', '/usr/bin/python3']) {
+      const r = spawnSync(bin, ['-c', script, dkimTxtValue(key.publicKey)], { input: captured.raw });
+      if (r.status !== 3 && !r.error) {
+        out = r;
+        break;
+      }
+    }
+    if (!out) {
+      ctx.skip('python3-dkim is not installed (apt-get install python3-dkim); mailauth verified the signature above');
+      return;
+    }
+    assert.equal(out.stdout!.toString().trim(), 'pass', out.stderr!.toString());
   });
 
   test('status is `sending` while a worker holds the message, then `sent`', async () => {
@@ -280,9 +291,6 @@ describe('status from the remote answers', () => {
       assert.equal(busy.attempts, 3);
       assert.match(String(busy.lastError), /451 4\.7\.1/);
       assert.match(String(busy.subject), /^msg_/);
-      const table = await runCli(['--config', config, 'queue']);
-      assert.equal(table.code, 0, table.stderr);
-      assert.match(table.stdout, /send\s+failed\s+busy\.test\s+3\/3/);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -347,6 +355,25 @@ describe('transport', () => {
     for (const s of sends) await waitForStatus(t, s.body.id, ['sent']);
     const used = mx.connections() - opened;
     assert.ok(used >= 1 && used <= t.config.outbound.concurrency_per_domain, `8 messages used ${used} connections`);
+  });
+
+  test('STARTTLS whose handshake fails: the same host is tried again without TLS', async () => {
+    // Its own server, so the handshake gives up after a short timeout.
+    const quick = await startTestServer({ ...overrides(), outbound: { ...overrides().outbound, timeout: '500ms' } });
+    try {
+      remoteDomain('badtls.test');
+      mx.breakTls('mx.badtls.test');
+      const a = (await quick.api('POST', '/inboxes', { address: 'tls-tester' })).body;
+      const before = mx.messages.length;
+      const res = await send({ to: ['plain@badtls.test'], subject: 'tls broken', bodyText: 'hi' }, a.id, quick);
+      const m = await waitForStatus(quick, res.body.id, ['sent', 'failed', 'bounced']);
+      assert.equal(m.status, 'sent', JSON.stringify(m.recipients));
+      const [captured] = (await mx.waitFor(before + 1)).slice(before);
+      assert.equal(captured.secure, false);
+      assert.deepEqual(captured.rcptTo, ['plain@badtls.test']);
+    } finally {
+      await quick.close();
+    }
   });
 
   test('outbound.relay: everything goes to the smarthost, whatever the recipient domain\'s DNS says', async () => {

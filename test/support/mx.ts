@@ -2,7 +2,9 @@
 // (envelope, raw source, TLS, DSN parameters) and answers each recipient as scripted — 250,
 // 451, 550 or dropping the connection — optionally a different answer on each attempt.
 import { createServer as createNetServer, type Socket } from 'node:net';
+import { createSecureContext } from 'node:tls';
 import { SMTPServer, type SMTPServerSession } from 'smtp-server';
+import getTLSOptions from 'smtp-server/lib/tls-options.js';
 
 /** 'hold' keeps the RCPT reply back until release() (to observe a message while it is being sent). */
 export type Behaviour = '250' | '451' | '550' | 'drop' | 'hold';
@@ -27,6 +29,8 @@ export interface TestMx {
   release(address: string): void;
   /** Resolves once an RCPT TO for `address` is being held. */
   held(address: string, timeoutMs?: number): Promise<void>;
+  /** Stalls the STARTTLS handshake of clients that ask for this server name (SNI) until they give up. */
+  breakTls(serverName: string): void;
   /** Number of RCPT TO commands seen for an address (attempts). */
   attempts(address: string): number;
   /** Connections opened so far (to check reuse). */
@@ -44,11 +48,18 @@ export async function startTestMx(): Promise<TestMx> {
   let connectionCount = 0;
   const waiters: Array<() => void> = [];
   const holding = new Map<string, () => void>();
+  const brokenTls = new Set<string>();
+  const defaultContext = createSecureContext(getTLSOptions({}));
   const released = new Set<string>();
 
   const server = new SMTPServer({
     authOptional: true,
     hideDSN: false,
+    // STARTTLS with smtp-server's bundled certificate, except for names made to fail.
+    SNICallback(name: string, cb: (err: Error | null, ctx?: ReturnType<typeof createSecureContext>) => void) {
+      // A broken name never gets its context: the client's handshake times out.
+      if (!brokenTls.has(name.toLowerCase())) cb(null, defaultContext);
+    },
     logger: false,
     size: 50 * 1024 * 1024,
     onConnect(_session, cb) {
@@ -118,6 +129,9 @@ export async function startTestMx(): Promise<TestMx> {
         });
       }
       return messages;
+    },
+    breakTls(serverName) {
+      brokenTls.add(serverName.toLowerCase());
     },
     release(address) {
       const addr = address.toLowerCase();
