@@ -46,10 +46,12 @@ before(async () => {
   const transport = nodemailer.createTransport({ host: '127.0.0.1', port: t.server.smtpPort, secure: false, ignoreTLS: true });
   try {
     await transport.sendMail({ from: 'Bob <bob@example.org>', to: 'ops@agents.test', subject: 'Disk almost full on db-1', text: 'Usage is at 93%.\nPlease have a look.' });
+    // Mail from strangers: markup in it must stay text on the page.
+    await transport.sendMail({ from: 'mallory@example.org', to: 'ops@agents.test', subject: '<img src=x id=pwn onerror="document.title=1">Invoice', html: '<b id=pwn2>bold</b>' });
   } finally {
     transport.close();
   }
-  await until('a failed delivery', async () => ((await deliveries('failed')).length ? true : undefined));
+  await until('two failed deliveries', async () => ((await deliveries('failed')).length === 2 ? true : undefined));
   domainId = (await t.api('POST', '/domains', { domain: 'example.net' })).body.id;
   assert.ok(domainId);
 });
@@ -161,6 +163,11 @@ describe('dashboard in headless Chromium', () => {
       const messageRow = page.locator('tr.message-row', { hasText: 'Disk almost full on db-1' });
       await messageRow.waitFor();
       assert.match((await messageRow.textContent()) ?? '', /bob@example\.org.*received/);
+      const hostile = page.locator('tr.message-row', { hasText: '<img src=x id=pwn' });
+      await hostile.waitFor();
+      await hostile.click();
+      await page.locator('#message-detail h2', { hasText: '<img src=x id=pwn' }).waitFor();
+      assert.equal(await page.locator('#pwn, #pwn2').count(), 0, 'markup from a message never becomes elements');
       await messageRow.click();
       await page.locator('#message-detail pre.body', { hasText: 'Usage is at 93%.' }).waitFor();
       await page.screenshot({ path: join(process.env.MAILROOM_SCREENSHOT_DIR ?? profile, 'dashboard-messages.png'), fullPage: true });

@@ -80,7 +80,9 @@ tr.clickable { cursor: pointer; }
 tr.clickable:hover td { background: #f2f5fc; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 td.host { min-width: 190px; word-break: normal; overflow-wrap: anywhere; }
-td.mono, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 12px; word-break: break-all; }
+td.addr, td.when { white-space: nowrap; }
+td.mono, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 12px; overflow-wrap: break-word; }
+td.long { word-break: break-all; }
 .badge { display: inline-block; padding: 1px 8px; border-radius: 999px; font-size: 12px; font-weight: 600; background: var(--idlebg); color: var(--idle); }
 .badge.ok { background: var(--okbg); color: var(--ok); }
 .badge.warn { background: var(--warnbg); color: var(--warn); }

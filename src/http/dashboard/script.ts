@@ -145,7 +145,7 @@ export const DASHBOARD_JS = String.raw`
       table(['Address', 'Name', 'Status', '#Today / limit', '#Total sent', '#Bounces', '#Complaints', 'Created'],
         page.data.map(function (i) {
           return el('tr', { className: 'clickable inbox-row', dataset: { id: i.id }, title: 'Show messages', onclick: function () { location.hash = '#messages/' + i.id; } }, [
-            td(i.address, 'mono'), td(i.displayName || ''), el('td', null, [badge(i.status)]),
+            td(i.address, 'mono addr'), td(i.displayName || ''), el('td', null, [badge(i.status)]),
             td(i.sendsToday + ' / ' + i.dailySendLimit, 'num'), td(i.totalSent, 'num'), td(i.bounceCount, 'num'),
             td(i.complaintCount, 'num'), td(when(i.createdAt))
           ]);
@@ -173,8 +173,8 @@ export const DASHBOARD_JS = String.raw`
       el('div', { className: 'toolbar' }, [el('span', { textContent: 'Inbox' }), picker]),
       table(['When', 'Inbox', 'Dir', 'From', 'To', 'Subject', 'Status'], list.map(function (m) {
         return el('tr', { className: 'clickable message-row', dataset: { id: m.id }, onclick: function () { showMessage(detail, m.id); } }, [
-          td(when(m.createdAt)), td(byId[m.inboxId] ? byId[m.inboxId].address : m.inboxId, 'mono'), td(m.direction === 'inbound' ? 'in' : 'out'),
-          td(m.fromAddress, 'mono'), td((m.toAddresses || []).join(', '), 'mono'), td(m.subject || '(no subject)'), el('td', null, [badge(m.status)])
+          td(when(m.createdAt), 'when'), td(byId[m.inboxId] ? byId[m.inboxId].address : m.inboxId, 'mono addr'), td(m.direction === 'inbound' ? 'in' : 'out'),
+          td(m.fromAddress, 'mono addr'), td((m.toAddresses || []).join(', '), 'mono'), td(m.subject || '(no subject)'), el('td', null, [badge(m.status)])
         ]);
       }), 'No messages yet.'),
       detail
@@ -225,8 +225,8 @@ export const DASHBOARD_JS = String.raw`
             onclick: function (ev) { replay(ev.target, d); } })
           : null;
         return el('tr', { className: 'delivery-row', dataset: { id: d.id, status: d.status } }, [
-          td(when(d.createdAt)), td(d.eventType), td(urlOf[d.webhookId] || d.webhookId, 'mono'), el('td', null, [badge(d.status)]),
-          td(d.httpStatus === null ? '-' : d.httpStatus, 'num'), td(d.attempt, 'num'), td(d.durationMs, 'num'), td(d.error || '', 'mono'), el('td', null, [action])
+          td(when(d.createdAt), 'when'), td(d.eventType), td(urlOf[d.webhookId] || d.webhookId, 'mono'), el('td', null, [badge(d.status)]),
+          td(d.httpStatus === null ? '-' : d.httpStatus, 'num'), td(d.attempt, 'num'), td(d.durationMs, 'num'), td(d.error || '', 'mono long'), el('td', null, [action])
         ]);
       }), 'No deliveries logged.')
     );
@@ -272,7 +272,7 @@ export const DASHBOARD_JS = String.raw`
     (d.dnsCheck || []).forEach(function (c) { checks[c.type + ' ' + c.name] = c; });
     var rows = (d.dnsRecords || []).map(function (r) {
       var c = checks[r.type + ' ' + r.name];
-      return el('tr', null, [td(r.type), td(r.name, 'mono host'), td(r.priority === undefined ? '' : r.priority, 'num'), td(r.value, 'mono'),
+      return el('tr', null, [td(r.type), td(r.name, 'mono host'), td(r.priority === undefined ? '' : r.priority, 'num'), td(r.value, 'mono long'),
         el('td', null, [c ? badge(c.state === 'found' ? 'verified' : c.state) : null, c && c.detail ? el('div', { className: 'muted', textContent: c.detail }) : null])]);
     });
     card.append(
