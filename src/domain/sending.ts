@@ -107,6 +107,11 @@ export async function queueSend(ctx: AppContext, accountId: string, inboxId: str
   }
 
   const attRows = getAttachmentRows(ctx, accountId, input.attachmentIds ?? []);
+  // The message is built in memory: its attachments together get the limit one upload has.
+  const attBytes = attRows.reduce((n, a) => n + a.size, 0);
+  if (attBytes > ctx.config.limits.max_attachment_bytes) {
+    throw new AppError('PAYLOAD_TOO_LARGE', `\`attachmentIds\`: attachments total ${attBytes} bytes; one message may carry at most ${ctx.config.limits.max_attachment_bytes}`);
+  }
 
   const now = ctx.clock.now();
   const iso = now.toISOString();

@@ -665,6 +665,25 @@ describe('send API validation', () => {
     expectError(await t.api('POST', `/inboxes/${inbox.id}/messages`, ok, { key: ro.key }), 403, 'FORBIDDEN');
   });
 
+  test('attachments over limits.max_attachment_bytes in total: 413 PAYLOAD_TOO_LARGE', async () => {
+    const small = await startTestServer({ limits: { max_attachment_bytes: 1000 } });
+    try {
+      const ids: string[] = [];
+      for (const name of ['a.bin', 'b.bin']) {
+        const form = new FormData();
+        form.append('file', new Blob([Buffer.alloc(600, 1)], { type: 'application/octet-stream' }), name);
+        const up = await fetch(`${small.url}/attachments`, { method: 'POST', headers: { authorization: `Bearer ${small.key}` }, body: form });
+        assert.equal(up.status, 201);
+        ids.push(((await up.json()) as { id: string }).id);
+      }
+      const ib = (await small.api('POST', '/inboxes', { address: 'heavy' })).body;
+      assert.equal((await send({ ...ok, attachmentIds: [ids[0]] }, ib.id, small)).status, 202);
+      expectError(await send({ ...ok, attachmentIds: ids }, ib.id, small), 413, 'PAYLOAD_TOO_LARGE');
+    } finally {
+      await small.close();
+    }
+  });
+
   test('a thread of another inbox is 404 THREAD_NOT_FOUND', async () => {
     const other = (await t.api('POST', '/inboxes', { address: 'thread-owner' })).body;
     const first = await send({ ...ok, subject: 'thread start' }, other.id);
