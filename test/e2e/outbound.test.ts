@@ -13,7 +13,7 @@ import { simpleParser } from 'mailparser';
 import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
 import nodemailer from 'nodemailer';
 import { and, eq } from 'drizzle-orm';
-import { events, jobs } from '../../src/db/schema.ts';
+import { events, jobs, messages } from '../../src/db/schema.ts';
 import { createResolver } from '../../src/dns.ts';
 import { dkimTxtValue, publishedKeyFor } from '../../src/domain/dkim-keys.ts';
 import { createApiKey } from '../../src/domain/apikeys.ts';
@@ -344,6 +344,19 @@ describe('status from the remote answers', () => {
     remoteDomain('outage.test');
     const m = await waitForStatus(t, res.body.id, ['sent', 'failed', 'bounced']);
     assert.equal(m.status, 'sent');
+  });
+  test('a local failure during an attempt (source file gone) is retried, then the message fails', async () => {
+    dns.servfail('lost.test');
+    const res = await send({ to: ['x@lost.test'], subject: 'lost source', bodyText: 'hi' });
+    await until('the first attempt recorded', () => {
+      const job = t.server.ctx.db.select().from(jobs).where(eq(jobs.partition, 'lost.test')).get();
+      return job?.lastError ? job : undefined;
+    });
+    const row = t.server.ctx.db.select().from(messages).where(eq(messages.id, res.body.id)).get()!;
+    rmSync(t.server.ctx.blobs.path(row.rawPath!));
+    const m = await waitForStatus(t, res.body.id, ['failed', 'sent', 'bounced']);
+    assert.equal(m.status, 'failed');
+    assert.match(m.recipients[0].response, /local error/);
   });
 });
 

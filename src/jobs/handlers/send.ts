@@ -106,9 +106,16 @@ export const sendHandler: JobHandler = {
     markSending(ctx, row.id, pending);
 
     let results: Result[];
-    if (payload.local) results = await deliverLocally(ctx, row, pending);
-    else if (row.delivery === 'dry-run') results = all(pending, 'sent', '250 dry-run: accepted without sending (outbound.mode = "dry-run")');
-    else results = await deliverRemotely(ctx, row, payload.domain, pending);
+    try {
+      if (payload.local) results = await deliverLocally(ctx, row, pending);
+      else if (row.delivery === 'dry-run') results = all(pending, 'sent', '250 dry-run: accepted without sending (outbound.mode = "dry-run")');
+      else results = await deliverRemotely(ctx, row, payload.domain, pending);
+    } catch (err) {
+      // Something local (the stored source unreadable, …): retried like a temporary failure,
+      // so the recipients still end in a final state when the schedule runs out.
+      ctx.log.error('send attempt failed locally', { messageId: row.id, ...errorFields(err) });
+      results = all(pending, 'deferred', `451 4.3.0 local error: ${(err as Error)?.message ?? String(err)}`.slice(0, 300));
+    }
 
     const deferred = results.filter((r) => r.status === 'deferred');
     const lastAttempt = job.attempts >= job.maxAttempts;
