@@ -161,6 +161,7 @@ function compareVersions(a: string, b: string): number {
 }
 
 main().catch((err) => {
+  rmSync(`${TARGET}.tmp`, { force: true });
   process.stderr.write(`build failed: ${(err as Error).stack ?? String(err)}\n`);
   process.exit(1);
 });
