@@ -62,8 +62,12 @@ function housekeeping(ctx: AppContext): Service {
   };
 }
 
-/** Started in this order, stopped in reverse. */
-export const SERVICE_FACTORIES: Array<(ctx: AppContext) => Service> = [housekeeping, createMetricsService, createSmtpService, createOutboundService, (ctx) => createJobRunner(ctx, JOB_HANDLERS), createDomainRecheck];
+/**
+ * Started in this order, stopped in reverse. The SMTP listener is last so that it is the first
+ * to stop accepting at shutdown (like HTTP), instead of taking new sessions while the job
+ * runner drains; the runner stops before the outbound pools its deliveries use.
+ */
+export const SERVICE_FACTORIES: Array<(ctx: AppContext) => Service> = [housekeeping, createMetricsService, createOutboundService, (ctx) => createJobRunner(ctx, JOB_HANDLERS), createDomainRecheck, createSmtpService];
 
 function listenHttp(server: Server, host: string, port: number): Promise<AddressInfo> {
   return new Promise((resolve, reject) => {
