@@ -1,0 +1,107 @@
+// The real server as a child process (`node --import tsx cli/mailroom.ts serve --config …`) on
+// fixed loopback ports, so suites can SIGTERM or SIGKILL it and start it again on the same
+// data directory and ports while their clients keep the same addresses.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { loadConfig } from '../../src/config.ts';
+import { closeContext, createContext } from '../../src/context.ts';
+import { createAccount } from '../../src/domain/accounts.ts';
+import { createApiKey } from '../../src/domain/apikeys.ts';
+import { silentLogger } from '../../src/log.ts';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const ENTRY = join(ROOT, 'cli/mailroom.ts');
+
+/** A port free right now on 127.0.0.1 (bound and released). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export interface Instance {
+  dir: string;
+  dataDir: string;
+  configFile: string;
+  httpUrl: string;
+  smtpPort: number;
+  key: string;
+  accountId: string;
+}
+
+/** Writes a config (fixed ports, `extraToml` appended) and creates an account and key in the data dir. */
+export async function prepareInstance(dir: string, extraToml = ''): Promise<Instance> {
+  const dataDir = join(dir, 'data');
+  mkdirSync(dataDir, { recursive: true });
+  const httpPort = await freePort();
+  const smtpPort = await freePort();
+  const configFile = join(dir, 'mailroom.toml');
+  // Listen addresses go into the [http] and [smtp] tables, which extraToml may also set.
+  let rest = extraToml;
+  for (const [table, keys] of [
+    ['http', `listen = "127.0.0.1:${httpPort}"\npublic_url = "http://127.0.0.1:${httpPort}"`],
+    ['smtp', `listen = "127.0.0.1:${smtpPort}"`],
+  ] as const) {
+    const header = `[${table}]\n`;
+    rest = rest.includes(header) ? rest.replace(header, `${header}${keys}\n`) : `${rest}\n${header}${keys}\n`;
+  }
+  writeFileSync(configFile, [`data_dir = ${JSON.stringify(dataDir)}`, 'hostname = "mx.test.localhost"', 'shared_domain = "agents.test"', rest].join('\n') + '\n');
+  const ctx = createContext(loadConfig(configFile), silentLogger);
+  try {
+    const account = createAccount(ctx, 'reliability');
+    const key = createApiKey(ctx, account.id, { name: 'harness' });
+    return { dir, dataDir, configFile, httpUrl: `http://127.0.0.1:${httpPort}`, smtpPort, key: key.key, accountId: account.id };
+  } finally {
+    closeContext(ctx);
+  }
+}
+
+export interface ChildServer {
+  child: ChildProcess;
+  /** Everything the server wrote on stdout (JSON log lines). */
+  log(): string;
+  stderr(): string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/** Starts `mailroom serve` and resolves once it logged "started" (listeners bound, jobs recovered). */
+export function startChild(inst: Instance, timeoutMs = 30_000): Promise<ChildServer> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', ENTRY, 'serve', '--config', inst.configFile], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    let started = false;
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => child.on('exit', (code, signal) => r({ code, signal })));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`serve did not start within ${timeoutMs} ms: ${err.slice(-2000)}`));
+    }, timeoutMs);
+    child.stderr!.on('data', (d) => (err += d));
+    child.stdout!.on('data', (d) => {
+      out += d;
+      if (!started && out.includes('"msg":"started"')) {
+        started = true;
+        clearTimeout(timer);
+        resolve({ child, log: () => out, stderr: () => err, exited });
+      }
+    });
+    void exited.then(({ code, signal }) => {
+      clearTimeout(timer);
+      if (!started) reject(new Error(`serve exited (${code ?? signal}) before starting: ${err.slice(-2000)}`));
+    });
+  });
+}
+
+/** Sends `signal` and waits for the process to exit. */
+export async function stopChild(server: ChildServer, signal: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+  if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill(signal);
+  return server.exited;
+}
