@@ -3,9 +3,11 @@
 // attachment bytes (fsynced), then in ONE transaction the rows, threads and events.
 import { simpleParser, type AddressObject, type ParsedMail } from 'mailparser';
 import { createHash } from 'node:crypto';
-import { eq, inArray } from 'drizzle-orm';
+import { eq, inArray, sql } from 'drizzle-orm';
 import type { AppContext } from '../context.ts';
+import type { Db } from '../db/client.ts';
 import { commitGrouped } from '../db/group-commit.ts';
+import { preparedQuery } from '../db/prepared.ts';
 import { attachments, domains, inboxes, messages } from '../db/schema.ts';
 import { newId } from '../ids.ts';
 import { Blobs } from '../storage/blobs.ts';
@@ -47,9 +49,11 @@ export function resolveRecipient(ctx: AppContext, address: string): InboxRow {
 }
 
 /** The shared domain and every domain in the domains table (any account, any status). */
+const domainByName = (db: Db) => db.select({ id: domains.id }).from(domains).where(eq(domains.domain, sql.placeholder('domain'))).prepare();
+
 export function servesDomain(ctx: AppContext, domain: string): boolean {
   if (domain === ctx.config.shared_domain.toLowerCase()) return true;
-  return ctx.db.select({ id: domains.id }).from(domains).where(eq(domains.domain, domain)).get() !== undefined;
+  return preparedQuery(ctx.db, domainByName).get({ domain }) !== undefined;
 }
 
 export interface InboundInput {
@@ -59,6 +63,8 @@ export interface InboundInput {
   recipients: InboxRow[];
   remoteAddress?: string;
   heloName?: string;
+  /** The SMTP session ran over TLS (recorded as ESMTPS in the Received header, RFC 3848). */
+  secure?: boolean;
   /** Local delivery from this appliance: there is no remote sender to authenticate. */
   skipAuthentication?: boolean;
 }
@@ -85,6 +91,22 @@ function addressesOf(field: AddressObject | AddressObject[] | undefined): string
   };
   for (const obj of field ? [field].flat() : []) walk(obj.value);
   return out;
+}
+
+/**
+ * Trace fields for a message that arrived over SMTP (RFC 5321 §4.4: the receiving server MUST
+ * add a Received line, and the delivering one a Return-Path). Local deliveries carry none.
+ */
+function traceHeaders(ctx: AppContext, input: InboundInput, id: string): Buffer {
+  if (!input.remoteAddress) return Buffer.alloc(0);
+  const clean = (v: string) => v.replace(/[^\x21-\x7e]/g, '').slice(0, 255);
+  const ip = input.remoteAddress.replace(/^::ffff:/, '');
+  const date = ctx.clock.now().toUTCString().replace(/GMT$/, '+0000');
+  const proto = input.secure ? 'ESMTPS' : 'ESMTP';
+  return Buffer.from(
+    `Return-Path: <${clean(input.mailFrom)}>\r\n` +
+      `Received: from ${clean(input.heloName || 'unknown')} ([${clean(ip)}])\r\n\tby ${ctx.config.hostname} (mailroom) with ${proto} id ${id};\r\n\t${date}\r\n`,
+  );
 }
 
 const VALID_MSGID = /^<[^<>\s]{1,900}>$/;
@@ -141,13 +163,14 @@ export async function acceptInbound(ctx: AppContext, input: InboundInput): Promi
   for (const p of plan) for (const a of p.attachments) a.storagePath = Blobs.key('attachments', a.id);
   const files = plan.flatMap((p) => [p.rawPath, ...p.attachments.map((a) => a.storagePath)]);
 
+  const stored = Buffer.concat([traceHeaders(ctx, input, plan[0].id), input.raw]);
   let authentication: AuthenticationResults | null = null;
   try {
     const [auth] = await Promise.all([
       input.skipAuthentication
         ? Promise.resolve(null)
         : authenticateMessage(ctx, { raw: input.raw, mailFrom: input.mailFrom, remoteAddress: input.remoteAddress, heloName: input.heloName }),
-      ...plan.flatMap((p) => [ctx.blobs.write(p.rawPath, input.raw), ...p.attachments.map((a) => ctx.blobs.write(a.storagePath, a.content))]),
+      ...plan.flatMap((p) => [ctx.blobs.write(p.rawPath, stored), ...p.attachments.map((a) => ctx.blobs.write(a.storagePath, a.content))]),
     ]);
     authentication = auth;
   } catch (err) {
@@ -165,7 +188,7 @@ export async function acceptInbound(ctx: AppContext, input: InboundInput): Promi
       const alive = new Set(
         tx.select({ id: inboxes.id }).from(inboxes).where(inArray(inboxes.id, plan.map((p) => p.inbox.id))).all().map((r) => r.id),
       );
-      const stored: string[] = [];
+      const ids: string[] = [];
       for (const p of plan) {
         if (!alive.has(p.inbox.id)) continue;
         const threadId = threadForMessage(tx, { accountId: p.inbox.accountId, inboxId: p.inbox.id, parents, subject, at: now });
@@ -192,7 +215,7 @@ export async function acceptInbound(ctx: AppContext, input: InboundInput): Promi
           recipients: '[]',
           authentication: authentication ? JSON.stringify(authentication) : null,
           rawPath: p.rawPath,
-          size: input.raw.length,
+          size: stored.length,
           createdAt: now,
           updatedAt: now,
         };
@@ -211,10 +234,10 @@ export async function acceptInbound(ctx: AppContext, input: InboundInput): Promi
         if (attRows.length) tx.insert(attachments).values(attRows).run();
         const view = messageView(row, attRows.map((a) => ({ id: a.id, filename: a.filename, contentType: a.contentType, size: a.size })));
         recordEvent(tx, ctx, p.inbox.accountId, 'message.received', { ...view, fromName, hasAttachments: attRows.length > 0, receivedAt: now });
-        stored.push(p.id);
+        ids.push(p.id);
       }
-      if (stored.length === 0) throw new AppError('INBOX_NOT_FOUND', 'no recipient inbox exists any more');
-      return stored;
+      if (ids.length === 0) throw new AppError('INBOX_NOT_FOUND', 'no recipient inbox exists any more');
+      return ids;
     });
   } catch (err) {
     await ctx.blobs.remove(files).catch(() => undefined);

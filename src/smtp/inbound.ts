@@ -52,6 +52,7 @@ export function createSmtpService(ctx: AppContext): SmtpService {
         recipients,
         remoteAddress: session.remoteAddress,
         heloName: session.hostNameAppearsAs,
+        secure: session.secure,
       }).then(
         ({ messageIds }) => {
           ctx.log.info('smtp message accepted', { session: session.id, remote: session.remoteAddress, size, messageIds });

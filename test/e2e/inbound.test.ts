@@ -322,10 +322,13 @@ describe('malformed MIME corpus', () => {
         assert.equal(got.body.status, 'received');
         const src = await fetch(`${t.url}/messages/${id}/raw`, { headers: { authorization: `Bearer ${t.key}` } });
         assert.equal(src.status, 200);
-        // The stored source is what arrived: the bytes sent, plus the CRLF that ends DATA's last
-        // line when the sample did not end with one.
+        // The stored source is the trace fields (RFC 5321 §4.4) then what arrived: the bytes
+        // sent, plus the CRLF that ends DATA's last line when the sample did not end with one.
         const sent = raw.subarray(-2).toString() === '\r\n' ? raw : Buffer.concat([raw, Buffer.from('\r\n')]);
-        assert.ok(Buffer.from(await src.arrayBuffer()).equals(sent), `${f}: raw source kept`);
+        const source = Buffer.from(await src.arrayBuffer());
+        assert.match(source.subarray(0, 300).toString('latin1'), /^Return-Path: <bob@example\.org>\r\nReceived: from tester\.example \(\[127\.0\.0\.1\]\)\r\n\tby mx\.test\.localhost \(mailroom\) with ESMTP id msg_\w+;\r\n\t\w{3}, \d{2} \w{3} \d{4} [\d:]{8} \+0000\r\n/);
+        assert.ok(source.subarray(source.length - sent.length).equals(sent), `${f}: raw source kept`);
+        assert.equal(got.body.size, source.length);
         for (const a of got.body.attachments) {
           assert.ok(!a.filename.includes('/') && !a.filename.includes('\\') && !a.filename.includes('\0'), `${f}: filename ${a.filename}`);
         }
@@ -406,7 +409,10 @@ describe('connection limits, STARTTLS', () => {
       const tr = nodemailer.createTransport({ host: '127.0.0.1', port: s.server.smtpPort, secure: false, requireTLS: true, tls: { rejectUnauthorized: false } });
       await tr.sendMail({ from: 'bob@example.org', to: 'tls@agents.test', subject: 'over tls', text: 'x' });
       tr.close();
-      assert.equal((await s.api('GET', `/inboxes/${inbox}/messages`)).body.total, 1);
+      const list = (await s.api('GET', `/inboxes/${inbox}/messages`)).body;
+      assert.equal(list.total, 1);
+      const raw = await fetch(`${s.url}/messages/${list.data[0].id}/raw`, { headers: { authorization: `Bearer ${s.key}` } });
+      assert.match(await raw.text(), /^Return-Path: <bob@example\.org>\r\nReceived: from .*\r\n\tby mx\.test\.localhost \(mailroom\) with ESMTPS id /);
     } finally {
       await s.close();
       rmSync(dir, { recursive: true, force: true });
