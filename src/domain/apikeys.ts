@@ -1,8 +1,10 @@
 // API keys: `mr_live_<random>`, stored only as a SHA-256 hash. Authentication finds candidates
 // by the visible prefix and compares hashes in constant time. Read-only keys may not write.
-import { and, desc, eq, isNull } from 'drizzle-orm';
+import { and, desc, eq, isNull, sql } from 'drizzle-orm';
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { AppContext } from '../context.ts';
+import type { Db } from '../db/client.ts';
+import { preparedQuery } from '../db/prepared.ts';
 import { apiKeys } from '../db/schema.ts';
 import { newId } from '../ids.ts';
 import { AppError } from './errors.ts';
@@ -126,13 +128,17 @@ const LAST_USED_PRECISION_MS = 1000;
  * rejected at once (every request reads the table: nothing is cached, so a revocation made by
  * the CLI in another process takes effect on the next request).
  */
-export function authenticateKey(ctx: AppContext, presented: string): Principal | undefined {
-  if (presented.length < KEY_PREFIX_LENGTH || presented.length > 200) return undefined;
-  const candidates = ctx.db
+const activeKeysByPrefix = (db: Db) =>
+  db
     .select()
     .from(apiKeys)
-    .where(and(eq(apiKeys.keyPrefix, presented.slice(0, KEY_PREFIX_LENGTH)), isNull(apiKeys.revokedAt)))
-    .all();
+    .where(and(eq(apiKeys.keyPrefix, sql.placeholder('prefix')), isNull(apiKeys.revokedAt)))
+    .prepare();
+
+export function authenticateKey(ctx: AppContext, presented: string): Principal | undefined {
+  if (presented.length < KEY_PREFIX_LENGTH || presented.length > 200) return undefined;
+  // Runs on every API request: prepared once (src/db/prepared.ts).
+  const candidates = preparedQuery(ctx.db, activeKeysByPrefix).all({ prefix: presented.slice(0, KEY_PREFIX_LENGTH) });
   const digest = hashKey(presented);
   const now = ctx.clock.now();
   for (const row of candidates) {

@@ -3,8 +3,10 @@
 // (messageId set). Bytes live on disk; downloads go through presigned, time-limited URLs.
 import { createHash } from 'node:crypto';
 import { Transform, type Readable } from 'node:stream';
-import { and, asc, eq, inArray } from 'drizzle-orm';
+import { and, asc, eq, inArray, sql } from 'drizzle-orm';
 import type { AppContext } from '../context.ts';
+import type { Db } from '../db/client.ts';
+import { preparedQuery } from '../db/prepared.ts';
 import { attachments, messageAttachments } from '../db/schema.ts';
 import { newId } from '../ids.ts';
 import { Blobs } from '../storage/blobs.ts';
@@ -105,24 +107,32 @@ export function getAttachmentRows(ctx: AppContext, accountId: string, ids: strin
   return unique.map((id) => byId.get(id)!);
 }
 
+// Run for every message read or listed: prepared once (src/db/prepared.ts), the id list passed
+// as one JSON array parameter so every list length shares one statement.
+const ownAttachments = (db: Db) =>
+  db
+    .select()
+    .from(attachments)
+    .where(sql`${attachments.messageId} IN (SELECT value FROM json_each(${sql.placeholder('ids')}))`)
+    .orderBy(asc(attachments.id))
+    .prepare();
+const linkedAttachments = (db: Db) =>
+  db
+    .select({ messageId: messageAttachments.messageId, row: attachments })
+    .from(messageAttachments)
+    .innerJoin(attachments, eq(attachments.id, messageAttachments.attachmentId))
+    .where(sql`${messageAttachments.messageId} IN (SELECT value FROM json_each(${sql.placeholder('ids')}))`)
+    .orderBy(asc(messageAttachments.position))
+    .prepare();
+
 /** Attachments listed on messages: those that arrived with them and those linked when sent. */
 export function attachmentMetaForMany(ctx: AppContext, messageIds: string[]): Map<string, AttachmentMeta[]> {
   const out = new Map<string, AttachmentMeta[]>(messageIds.map((id) => [id, []]));
   if (messageIds.length === 0) return out;
-  const own = ctx.db
-    .select()
-    .from(attachments)
-    .where(inArray(attachments.messageId, messageIds))
-    .orderBy(asc(attachments.id))
-    .all();
+  const ids = JSON.stringify(messageIds);
+  const own = preparedQuery(ctx.db, ownAttachments).all({ ids });
   for (const row of own) out.get(row.messageId!)?.push(attachmentMeta(row));
-  const linked = ctx.db
-    .select({ messageId: messageAttachments.messageId, row: attachments })
-    .from(messageAttachments)
-    .innerJoin(attachments, eq(attachments.id, messageAttachments.attachmentId))
-    .where(inArray(messageAttachments.messageId, messageIds))
-    .orderBy(asc(messageAttachments.position))
-    .all();
+  const linked = preparedQuery(ctx.db, linkedAttachments).all({ ids });
   for (const l of linked) out.get(l.messageId)?.push(attachmentMeta(l.row));
   return out;
 }

@@ -164,19 +164,20 @@ export async function acceptInbound(ctx: AppContext, input: InboundInput): Promi
   const files = plan.flatMap((p) => [p.rawPath, ...p.attachments.map((a) => a.storagePath)]);
 
   const stored = Buffer.concat([traceHeaders(ctx, input, plan[0].id), input.raw]);
-  let authentication: AuthenticationResults | null = null;
-  try {
-    const [auth] = await Promise.all([
-      input.skipAuthentication
-        ? Promise.resolve(null)
-        : authenticateMessage(ctx, { raw: input.raw, mailFrom: input.mailFrom, remoteAddress: input.remoteAddress, heloName: input.heloName }),
-      ...plan.flatMap((p) => [ctx.blobs.write(p.rawPath, stored), ...p.attachments.map((a) => ctx.blobs.write(a.storagePath, a.content))]),
-    ]);
-    authentication = auth;
-  } catch (err) {
+  // allSettled, not all: on a failure every write has finished before the cleanup runs, so
+  // no file can appear after it.
+  const [auth, ...writes] = await Promise.allSettled([
+    input.skipAuthentication
+      ? Promise.resolve(null)
+      : authenticateMessage(ctx, { raw: input.raw, mailFrom: input.mailFrom, remoteAddress: input.remoteAddress, heloName: input.heloName }),
+    ...plan.flatMap((p) => [ctx.blobs.write(p.rawPath, stored), ...p.attachments.map((a) => ctx.blobs.write(a.storagePath, a.content))]),
+  ]);
+  const failed = [auth, ...writes].find((r) => r.status === 'rejected');
+  if (failed) {
     await ctx.blobs.remove(files).catch(() => undefined);
-    throw err;
+    throw failed.reason;
   }
+  const authentication = auth.status === 'fulfilled' ? (auth.value as AuthenticationResults | null) : null;
 
   const now = isoNow(ctx.clock);
   const subject = (parsed.subject ?? '').slice(0, 998);

@@ -3,6 +3,8 @@
 // UTC day only. Deleting an inbox removes everything under it, files included.
 import { and, count, desc, eq, inArray, sql } from 'drizzle-orm';
 import type { AppContext } from '../context.ts';
+import type { Db } from '../db/client.ts';
+import { preparedQuery } from '../db/prepared.ts';
 import { attachments, domains, inboxes, messages } from '../db/schema.ts';
 import { newId, randomToken } from '../ids.ts';
 import { isValidLocalPart, splitAddress } from './addresses.ts';
@@ -128,8 +130,12 @@ export function createInbox(ctx: AppContext, accountId: string, input: CreateInb
   return inboxView(ctx, row);
 }
 
+// Hot reads (every inbox route, every RCPT TO): prepared once (src/db/prepared.ts).
+const inboxById = (db: Db) => db.select().from(inboxes).where(eq(inboxes.id, sql.placeholder('id'))).prepare();
+const inboxByAddress = (db: Db) => db.select().from(inboxes).where(eq(inboxes.address, sql.placeholder('address'))).prepare();
+
 export function findInboxRow(ctx: AppContext, accountId: string, id: string): InboxRow {
-  const row = ctx.db.select().from(inboxes).where(eq(inboxes.id, id)).get();
+  const row = preparedQuery(ctx.db, inboxById).get({ id });
   // Another account's inbox is reported exactly like a missing one.
   if (!row || row.accountId !== accountId) throw new AppError('INBOX_NOT_FOUND', `inbox ${id} not found`);
   return row;
@@ -141,7 +147,7 @@ export function getInbox(ctx: AppContext, accountId: string, id: string): Inbox 
 
 /** The inbox that receives mail for an address (case-insensitive), whatever its status. */
 export function findInboxByAddress(ctx: AppContext, address: string): InboxRow | undefined {
-  return ctx.db.select().from(inboxes).where(eq(inboxes.address, address.toLowerCase())).get();
+  return preparedQuery(ctx.db, inboxByAddress).get({ address: address.toLowerCase() });
 }
 
 export function listInboxes(ctx: AppContext, accountId: string, page: Page): PageResult<Inbox> {

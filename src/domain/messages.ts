@@ -2,6 +2,8 @@
 // deleting messages live here too; receiving is in inbound.ts, sending in sending.ts.
 import { and, asc, desc, eq, sql } from 'drizzle-orm';
 import type { AppContext } from '../context.ts';
+import type { Db } from '../db/client.ts';
+import { preparedQuery } from '../db/prepared.ts';
 import { attachments, inboxMessageCounts, messages } from '../db/schema.ts';
 import { attachmentMetaForMany } from './attachments.ts';
 import { AppError } from './errors.ts';
@@ -90,8 +92,31 @@ export function messageViews(ctx: AppContext, rows: MessageRow[]): Message[] {
 
 export const MESSAGE_STATUSES = ['queued', 'sending', 'sent', 'delivered', 'failed', 'bounced', 'complained', 'received'] as const;
 
+// The reads behind GET /messages/{id} and the message list: prepared once (src/db/prepared.ts).
+const messageById = (db: Db) => db.select().from(messages).where(eq(messages.id, sql.placeholder('id'))).prepare();
+const pageOf = (db: Db, withStatus: boolean) =>
+  db
+    .select()
+    .from(messages)
+    .where(withStatus ? and(eq(messages.inboxId, sql.placeholder('inboxId')), eq(messages.status, sql.placeholder('status'))) : eq(messages.inboxId, sql.placeholder('inboxId')))
+    .orderBy(desc(messages.createdAt), desc(messages.id))
+    .limit(sql.placeholder('limit'))
+    .offset(sql.placeholder('offset'))
+    .prepare();
+const pageOfInbox = (db: Db) => pageOf(db, false);
+const pageOfInboxStatus = (db: Db) => pageOf(db, true);
+// Kept by triggers (schema.ts inboxMessageCounts): constant time however large the inbox.
+const totalOf = (db: Db, withStatus: boolean) =>
+  db
+    .select({ n: sql<number>`coalesce(sum(${inboxMessageCounts.n}), 0)` })
+    .from(inboxMessageCounts)
+    .where(withStatus ? and(eq(inboxMessageCounts.inboxId, sql.placeholder('inboxId')), eq(inboxMessageCounts.status, sql.placeholder('status'))) : eq(inboxMessageCounts.inboxId, sql.placeholder('inboxId')))
+    .prepare();
+const totalOfInbox = (db: Db) => totalOf(db, false);
+const totalOfInboxStatus = (db: Db) => totalOf(db, true);
+
 export function findMessageRow(ctx: AppContext, accountId: string, id: string): MessageRow {
-  const row = ctx.db.select().from(messages).where(eq(messages.id, id)).get();
+  const row = preparedQuery(ctx.db, messageById).get({ id });
   // Another account's message is reported exactly like a missing one.
   if (!row || row.accountId !== accountId) throw new AppError('MESSAGE_NOT_FOUND', `message ${id} not found`);
   return row;
@@ -103,18 +128,9 @@ export function listMessages(ctx: AppContext, accountId: string, inboxId: string
   if (opts.status && !(MESSAGE_STATUSES as readonly string[]).includes(opts.status)) {
     throw new AppError('VALIDATION_ERROR', `query parameter \`status\` must be one of ${MESSAGE_STATUSES.join(', ')}`);
   }
-  const where = opts.status ? and(eq(messages.inboxId, inboxId), eq(messages.status, opts.status)) : eq(messages.inboxId, inboxId);
-  const rows = ctx.db
-    .select()
-    .from(messages)
-    .where(where)
-    .orderBy(desc(messages.createdAt), desc(messages.id))
-    .limit(opts.limit)
-    .offset(opts.offset)
-    .all();
-  // Kept by triggers (schema.ts inboxMessageCounts): constant time however large the inbox.
-  const countWhere = opts.status ? and(eq(inboxMessageCounts.inboxId, inboxId), eq(inboxMessageCounts.status, opts.status)) : eq(inboxMessageCounts.inboxId, inboxId);
-  const total = ctx.db.select({ n: sql<number>`coalesce(sum(${inboxMessageCounts.n}), 0)` }).from(inboxMessageCounts).where(countWhere).get()!.n;
+  const params = { inboxId, status: opts.status ?? '', limit: opts.limit, offset: opts.offset };
+  const rows = preparedQuery(ctx.db, opts.status ? pageOfInboxStatus : pageOfInbox).all(params);
+  const total = preparedQuery(ctx.db, opts.status ? totalOfInboxStatus : totalOfInbox).get(params)!.n;
   return { data: messageViews(ctx, rows), total, limit: opts.limit, offset: opts.offset };
 }
 
