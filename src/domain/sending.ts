@@ -17,7 +17,7 @@ import { normalizeRecipient, splitAddress } from './addresses.ts';
 import { attachmentMeta, attachmentMetaFor, getAttachmentRows } from './attachments.ts';
 import { AppError } from './errors.ts';
 import { recordEvent, type EventType } from './events.ts';
-import { countSend, findInboxByAddress, findInboxRow } from './inboxes.ts';
+import { countSend, findInboxByAddress, findInboxRow, inboxView } from './inboxes.ts';
 import { messageView, type Message, type MessageRow, type RecipientOutcome } from './messages.ts';
 import { findThreadRow, messageIdsIn, threadForMessage } from './threads.ts';
 
@@ -64,12 +64,16 @@ const dedupe = (list: MailAddress[]) => [...new Map(list.map((a) => [a.address.t
 
 /**
  * Accepts a message for sending and returns it in `queued`. Everything that can be refused is
- * checked before anything is written; the message row, its counters, its thread and its jobs
- * are committed together.
+ * checked before the message is built; the message row, its counters (re-checked), its thread
+ * and its jobs are committed together, and the stored source is removed if that fails.
  */
 export async function queueSend(ctx: AppContext, accountId: string, inboxId: string, input: SendInput): Promise<Message> {
   const inbox = findInboxRow(ctx, accountId, inboxId);
   if (inbox.status !== 'active') throw new AppError('INBOX_SUSPENDED', `inbox ${inbox.address} is suspended and cannot send`);
+  // Checked again (and counted) in the transaction; this spares building a message for nothing.
+  if (inboxView(ctx, inbox).sendsToday >= inbox.dailySendLimit) {
+    throw new AppError('DAILY_SEND_LIMIT_EXCEEDED', `inbox ${inbox.address} reached its daily send limit of ${inbox.dailySendLimit}; it resets at midnight UTC`);
+  }
   if (!input.bodyText && !input.bodyHtml) {
     throw new AppError('VALIDATION_ERROR', '`bodyText`: give bodyText, bodyHtml or both');
   }
