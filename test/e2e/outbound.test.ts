@@ -249,6 +249,18 @@ describe('status from the remote answers', () => {
     assert.equal(eventsOf(t, 'message.sent', m.id).length, 0);
   });
 
+  test('a message refused after DATA: every recipient of that transaction bounces with the reply', async () => {
+    remoteDomain('content.test');
+    mx.rejectData('strict@content.test');
+    const res = await send({ to: ['strict@content.test', 'other@content.test'], subject: 'refused content', bodyText: 'hi' });
+    const m = await waitForStatus(t, res.body.id, ['bounced', 'sent', 'failed']);
+    assert.equal(m.status, 'bounced');
+    for (const r of m.recipients) {
+      assert.equal(r.status, 'bounced');
+      assert.match(r.response, /^554 5\.6\.0 Message content rejected/);
+    }
+  });
+
   test('451 then 250: retried on the schedule, then sent', async () => {
     remoteDomain('grey.test');
     mx.script('later@grey.test', ['451', '250']);

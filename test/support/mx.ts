@@ -29,6 +29,8 @@ export interface TestMx {
   release(address: string): void;
   /** Resolves once an RCPT TO for `address` is being held. */
   held(address: string, timeoutMs?: number): Promise<void>;
+  /** Refuses the message at the end of DATA (554) when this address is among its recipients. */
+  rejectData(address: string): void;
   /** Stalls the STARTTLS handshake of clients that ask for this server name (SNI) until they give up. */
   breakTls(serverName: string): void;
   /** Number of RCPT TO commands seen for an address (attempts). */
@@ -49,6 +51,7 @@ export async function startTestMx(): Promise<TestMx> {
   const waiters: Array<() => void> = [];
   const holding = new Map<string, () => void>();
   const brokenTls = new Set<string>();
+  const refuseData = new Set<string>();
   const defaultContext = createSecureContext(getTLSOptions({}));
   const released = new Set<string>();
 
@@ -87,6 +90,9 @@ export async function startTestMx(): Promise<TestMx> {
       const chunks: Buffer[] = [];
       stream.on('data', (c: Buffer) => chunks.push(c));
       stream.on('end', () => {
+        if (session.envelope.rcptTo.some((r) => refuseData.has(r.address.toLowerCase()))) {
+          return cb(reply(554, '5.6.0 Message content rejected (scripted)'));
+        }
         const env = session.envelope as typeof session.envelope & { dsn?: { envid?: string } };
         messages.push({
           mailFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
@@ -129,6 +135,9 @@ export async function startTestMx(): Promise<TestMx> {
         });
       }
       return messages;
+    },
+    rejectData(address) {
+      refuseData.add(address.toLowerCase());
     },
     breakTls(serverName) {
       brokenTls.add(serverName.toLowerCase());
