@@ -8,8 +8,16 @@ import { pipeline } from 'node:stream/promises';
 
 export class Blobs {
   readonly root: string;
+  /** Directories known to exist: one mkdir per month directory, not one per message. */
+  private readonly made = new Set<string>();
   constructor(dataDir: string) {
     this.root = resolve(dataDir);
+  }
+
+  private async ensureDir(dir: string): Promise<void> {
+    if (this.made.has(dir)) return;
+    await fs.mkdir(dir, { recursive: true });
+    this.made.add(dir);
   }
 
   /** Absolute path of a stored relative path; refuses anything that escapes data_dir. */
@@ -21,9 +29,16 @@ export class Blobs {
 
   async write(rel: string, data: Buffer | string): Promise<void> {
     const abs = this.path(rel);
-    await fs.mkdir(dirname(abs), { recursive: true });
+    const dir = dirname(abs);
+    await this.ensureDir(dir);
     const tmp = `${abs}.${randomBytes(4).toString('hex')}.tmp`;
-    const fh = await fs.open(tmp, 'w', 0o600);
+    const fh = await fs.open(tmp, 'w', 0o600).catch(async (err: NodeJS.ErrnoException) => {
+      // The directory went away behind our back (restore, manual cleanup): make it again.
+      if (err.code !== 'ENOENT') throw err;
+      this.made.delete(dir);
+      await this.ensureDir(dir);
+      return fs.open(tmp, 'w', 0o600);
+    });
     try {
       await fh.writeFile(data);
       await fh.sync();
