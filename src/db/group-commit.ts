@@ -1,7 +1,8 @@
 // Group commit: the transactions of many concurrent writers (inbound messages arriving on 50
-// SMTP sessions at once) share one SQLite COMMIT, and so one WAL fsync under synchronous=FULL.
-// Each writer's work runs in its own savepoint, so one that throws rolls back only its rows;
-// every promise settles only after the shared COMMIT has returned: resolved still means on disk.
+// SMTP sessions at once) share one SQLite COMMIT and one fsync of the WAL. Each writer's work
+// runs in its own savepoint, so one that throws rolls back only its rows; every promise
+// settles only after the WAL holding the shared COMMIT is fsynced: resolved means on disk.
+import { promises as fs } from 'node:fs';
 import type { Db, Tx } from './client.ts';
 
 interface Pending {
@@ -17,7 +18,13 @@ class GroupCommitter {
   private queue: Pending[] = [];
   private scheduled = false;
 
-  constructor(private readonly db: Db) {}
+  /** The WAL file this connection commits to ('' for an in-memory database). */
+  private readonly wal: string;
+
+  constructor(private readonly db: Db) {
+    const name = db.$client.name;
+    this.wal = db.$client.memory || !name || name === ':memory:' ? '' : `${name}-wal`;
+  }
 
   run<T>(work: (tx: Tx) => T): Promise<T> {
     return new Promise<T>((resolve, reject) => {
@@ -43,6 +50,12 @@ class GroupCommitter {
     if (this.queue.length) this.schedule();
     if (batch.length === 0) return;
     const outcomes: Array<{ ok: true; value: unknown } | { ok: false; err: unknown }> = [];
+    // The COMMIT skips SQLite's own WAL fsync (synchronous=NORMAL for this one transaction) and
+    // the WAL is fsynced in the libuv pool below, so the event loop keeps serving SMTP sessions
+    // during the flush instead of blocking in it. Other writers on the connection keep FULL:
+    // their own fsyncs cover these frames too. Checkpoints still sync in NORMAL mode.
+    const deferSync = this.wal !== '';
+    if (deferSync) this.db.$client.pragma('synchronous = NORMAL');
     try {
       this.db.transaction((tx) => {
         if (batch.length === 1) {
@@ -62,12 +75,30 @@ class GroupCommitter {
       // The shared COMMIT failed (or the lone writer threw): nothing of this batch is stored.
       for (const p of batch) p.reject(err);
       return;
+    } finally {
+      if (deferSync) this.db.$client.pragma('synchronous = FULL');
     }
-    batch.forEach((p, i) => {
-      const o = outcomes[i];
-      if (o.ok) p.resolve(o.value);
-      else p.reject(o.err);
-    });
+    const settle = (syncErr?: unknown) =>
+      batch.forEach((p, i) => {
+        const o = outcomes[i];
+        // Committed but not known to be on disk: report failure (the sender retries; a
+        // duplicate copy is better than a 250 for mail that could be lost).
+        if (syncErr !== undefined && o.ok) p.reject(syncErr);
+        else if (o.ok) p.resolve(o.value);
+        else p.reject(o.err);
+      });
+    if (!deferSync || !outcomes.some((o) => o.ok)) return settle();
+    syncFile(this.wal).then(() => settle(), settle);
+  }
+}
+
+/** fsync of a file by name (any descriptor of the file flushes its data). */
+async function syncFile(path: string): Promise<void> {
+  const fh = await fs.open(path, 'r+');
+  try {
+    await fh.sync();
+  } finally {
+    await fh.close();
   }
 }
 
