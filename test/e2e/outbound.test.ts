@@ -29,6 +29,9 @@ let dns: TestDns;
 let mx: TestMx;
 let inbox: { id: string; address: string };
 
+/** Extra servers in this file shut down without the default grace period. */
+const FAST_CLOSE = { shutdown_grace: '100ms' };
+
 const overrides = () => ({
   outbound: { mode: 'email', mx_port: mx.port, retry_schedule: ['200ms', '200ms'], timeout: '5s' },
   dns: { servers: [dns.server], timeout: '1s' },
@@ -384,7 +387,7 @@ describe('transport', () => {
 
   test('STARTTLS whose handshake fails: the same host is tried again without TLS', async () => {
     // Its own server, so the handshake gives up after a short timeout.
-    const quick = await startTestServer({ ...overrides(), outbound: { ...overrides().outbound, timeout: '500ms' } });
+    const quick = await startTestServer({ ...overrides(), outbound: { ...overrides().outbound, timeout: '500ms' }, http: FAST_CLOSE });
     try {
       remoteDomain('badtls.test');
       mx.breakTls('mx.badtls.test');
@@ -405,6 +408,7 @@ describe('transport', () => {
     const relayed = await startTestServer({
       outbound: { mode: 'email', relay: `smtp://127.0.0.1:${mx.port}`, relay_verify_tls: false, retry_schedule: ['200ms'] },
       dns: { servers: [dns.server], timeout: '1s' },
+      http: FAST_CLOSE,
     });
     try {
       const a = (await relayed.api('POST', '/inboxes', { address: 'relayed' })).body;
@@ -423,6 +427,7 @@ describe('transport', () => {
     const strict = await startTestServer({
       outbound: { mode: 'email', relay: `smtp://127.0.0.1:${mx.port}`, retry_schedule: ['100ms'] },
       dns: { servers: [dns.server], timeout: '1s' },
+      http: FAST_CLOSE,
     });
     try {
       const a = (await strict.api('POST', '/inboxes', { address: 'strict' })).body;
@@ -440,7 +445,7 @@ describe('transport', () => {
 describe('durability', () => {
   test('a restart in the middle of a retry leaves the job to finish', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'mailroom-restart-'));
-    const o = { ...overrides(), outbound: { ...overrides().outbound, retry_schedule: ['1s'] } };
+    const o = { ...overrides(), outbound: { ...overrides().outbound, retry_schedule: ['1s'] }, http: FAST_CLOSE };
     remoteDomain('restart.test');
     mx.script('patient@restart.test', ['451', '250']);
     let first: TestServer | undefined = await startTestServer(o, { dataDir });
@@ -509,7 +514,7 @@ describe('local delivery and dry-run', () => {
   });
 
   test('dry-run: nothing leaves the box, messages end sent with delivery "dry-run"; local ones are still delivered', async () => {
-    const dry = await startTestServer({ outbound: { mode: 'dry-run', mx_port: mx.port, retry_schedule: ['200ms'] }, dns: { servers: [dns.server], timeout: '1s' } });
+    const dry = await startTestServer({ outbound: { mode: 'dry-run', mx_port: mx.port, retry_schedule: ['200ms'] }, dns: { servers: [dns.server], timeout: '1s' }, http: FAST_CLOSE });
     try {
       const a = (await dry.api('POST', '/inboxes', { address: 'dry-a' })).body;
       const b = (await dry.api('POST', '/inboxes', { address: 'dry-b' })).body;
@@ -691,7 +696,7 @@ describe('send API validation', () => {
   });
 
   test('attachments over limits.max_attachment_bytes in total: 413 PAYLOAD_TOO_LARGE', async () => {
-    const small = await startTestServer({ limits: { max_attachment_bytes: 1000 } });
+    const small = await startTestServer({ limits: { max_attachment_bytes: 1000 }, http: FAST_CLOSE });
     try {
       const ids: string[] = [];
       for (const name of ['a.bin', 'b.bin']) {
