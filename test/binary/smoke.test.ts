@@ -354,6 +354,8 @@ timeout = "5s"
     const code = await serve!.stop();
     assert.equal(code, 0);
     assert.match(serve!.stdout(), /"msg":"stopped"/);
+    // Nothing on stderr through the whole run: no warning (deprecation, experimental) leaked.
+    assert.equal(serve!.stderr(), '');
   });
 
   it('keeps the SQLite addon in a private cache: content-hashed, refused when others can write, past a noexec mount', async (t) => {
