@@ -6,7 +6,8 @@
 //   queued → sending → sent | delivered | bounced | failed   (complained comes from ARF reports)
 import { desc, eq, inArray, sql, type Column } from 'drizzle-orm';
 import type { AppContext } from '../context.ts';
-import type { Tx } from '../db/client.ts';
+import type { Db, Tx } from '../db/client.ts';
+import { preparedQuery } from '../db/prepared.ts';
 import { inboxes, messageAttachments, messages } from '../db/schema.ts';
 import { newId } from '../ids.ts';
 import { enqueueJob } from '../jobs/table.ts';
@@ -222,8 +223,20 @@ function planDelivery(ctx: AppContext, addresses: string[]): Array<Omit<SendJobP
 // ---------------------------------------------------------------------------------------------
 // Delivery state
 
+// Every attempt reads and writes its message's state: prepared once (src/db/prepared.ts).
+// Statements run on the one connection, so they take part in an open transaction.
+const rowById = (db: Db) => db.select().from(messages).where(eq(messages.id, sql.placeholder('id'))).prepare();
+const stateUpdate = (db: Db) =>
+  db
+    .update(messages)
+    .set({ recipients: sql`${sql.placeholder('recipients')}`, status: sql`${sql.placeholder('status')}`, updatedAt: sql`${sql.placeholder('updatedAt')}` })
+    .where(eq(messages.id, sql.placeholder('id')))
+    .prepare();
+
+const readRow = (ctx: AppContext, id: string): MessageRow | undefined => preparedQuery(ctx.db, rowById).get({ id });
+
 export function findOutboundRow(ctx: AppContext, id: string): MessageRow | undefined {
-  const row = ctx.db.select().from(messages).where(eq(messages.id, id)).get();
+  const row = readRow(ctx, id);
   return row?.direction === 'outbound' ? row : undefined;
 }
 
@@ -268,7 +281,7 @@ export function writeMessageState(tx: Tx, ctx: AppContext, row: MessageRow, list
   const recipients = JSON.stringify(list);
   if (recipients === row.recipients && status === row.status) return false;
   const updatedAt = ctx.clock.now().toISOString();
-  tx.update(messages).set({ recipients, status, updatedAt }).where(eq(messages.id, row.id)).run();
+  preparedQuery(ctx.db, stateUpdate).run({ recipients, status, updatedAt, id: row.id });
   if (status === row.status) return true;
   if (status === 'bounced') {
     tx.update(inboxes).set({ bounceCount: incr(inboxes.bounceCount) }).where(eq(inboxes.id, row.inboxId)).run();
@@ -286,7 +299,7 @@ const incr = (col: Column) => sql`${col} + 1`;
 /** Marks recipients as being attempted now (status `sending` while a worker holds them). */
 export function markSending(ctx: AppContext, messageId: string, addresses: string[]): void {
   ctx.db.transaction((tx) => {
-    const row = tx.select().from(messages).where(eq(messages.id, messageId)).get();
+    const row = readRow(ctx, messageId);
     if (!row) return;
     const list = (JSON.parse(row.recipients) as RecipientOutcome[]).map((r) =>
       addresses.some((a) => sameAddress(a, r.address)) && !FINAL_RECIPIENT_STATES.has(r.status) ? { ...r, status: 'sending' } : r,
@@ -297,7 +310,7 @@ export function markSending(ctx: AppContext, messageId: string, addresses: strin
 
 /** Applies one attempt's per-recipient results (inside the job's finishing transaction). */
 export function recordOutcomes(tx: Tx, ctx: AppContext, messageId: string, outcomes: RecipientOutcome[]): void {
-  const row = tx.select().from(messages).where(eq(messages.id, messageId)).get();
+  const row = readRow(ctx, messageId);
   if (!row) return;
   const list = (JSON.parse(row.recipients) as RecipientOutcome[]).map((r) => {
     const o = outcomes.find((x) => sameAddress(x.address, r.address));

@@ -95,6 +95,7 @@ const HEADER_ATTACKS = ['evil\r\nBcc: victim@example.com', 'a\nb', 'a\rb', 'nul\
 
 const SPEC: Record<string, RouteSpec> = {
   'GET /health': { path: '/health', static: true },
+  'GET /openapi.json': { path: '/openapi.json', static: true },
   'POST /inboxes': {
     path: '/inboxes',
     json: { valid: {}, fields: { address: 'string', displayName: 'header', domainId: 'id' }, required: [], crlfCode: { address: 'INVALID_ADDRESS' } },
