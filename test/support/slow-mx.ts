@@ -11,6 +11,8 @@ export interface SlowMx {
   deliveries: Map<string, number>;
   /** DATA transactions started (the server was reached), finished or not. */
   started(): number;
+  /** Messages received in full whose 250 has not been sent yet (a crash now may duplicate them). */
+  inflight(): number;
   down(): Promise<void>;
   up(): Promise<void>;
   close(): Promise<void>;
@@ -19,6 +21,7 @@ export interface SlowMx {
 export async function startSlowMx(delayMs: number, port = 0): Promise<SlowMx> {
   const deliveries = new Map<string, number>();
   let started = 0;
+  let inflight = 0;
   let server: SMTPServer | undefined;
   const sockets = new Set<Socket>();
   const mx: SlowMx = {
@@ -26,7 +29,9 @@ export async function startSlowMx(delayMs: number, port = 0): Promise<SlowMx> {
     delayMs,
     deliveries,
     started: () => started,
+    inflight: () => inflight,
     async up() {
+      if (server) return;
       server = new SMTPServer({
         authOptional: true,
         disabledCommands: ['STARTTLS', 'AUTH'],
@@ -41,7 +46,11 @@ export async function startSlowMx(delayMs: number, port = 0): Promise<SlowMx> {
             // sender vanishes before reading the 250 (RFC 5321 §6.1's duplicate window).
             const id = /^message-id:\s*(\S+)/im.exec(Buffer.concat(chunks).toString('latin1'))?.[1] ?? '(none)';
             deliveries.set(id, (deliveries.get(id) ?? 0) + 1);
-            setTimeout(() => cb(null, '2.0.0 queued'), mx.delayMs);
+            inflight++;
+            setTimeout(() => {
+              inflight--;
+              cb(null, '2.0.0 queued');
+            }, mx.delayMs);
           });
         },
       });
