@@ -32,20 +32,23 @@ export class Blobs {
     const dir = dirname(abs);
     await this.ensureDir(dir);
     const tmp = `${abs}.${randomBytes(4).toString('hex')}.tmp`;
-    const fh = await fs.open(tmp, 'w', 0o600).catch(async (err: NodeJS.ErrnoException) => {
-      // The directory went away behind our back (restore, manual cleanup): make it again.
-      if (err.code !== 'ENOENT') throw err;
-      this.made.delete(dir);
-      await this.ensureDir(dir);
-      return fs.open(tmp, 'w', 0o600);
-    });
+    // writeFile with flush (Node ≥ 20.10) fsyncs before closing; one call instead of a
+    // FileHandle's open/write/sync/close round trips, which cost the event loop about twice as
+    // much per file (bench/: ~210 vs ~105 µs of loop time per 10 KB write).
+    const put = () => fs.writeFile(tmp, data, { mode: 0o600, flush: true });
     try {
-      await fh.writeFile(data);
-      await fh.sync();
-    } finally {
-      await fh.close();
+      await put().catch(async (err: NodeJS.ErrnoException) => {
+        // The directory went away behind our back (restore, manual cleanup): make it again.
+        if (err.code !== 'ENOENT') throw err;
+        this.made.delete(dir);
+        await this.ensureDir(dir);
+        await put();
+      });
+      await fs.rename(tmp, abs);
+    } catch (err) {
+      await fs.rm(tmp, { force: true });
+      throw err;
     }
-    await fs.rename(tmp, abs);
   }
 
   /** Streams into place; if the source errors (a size limit, a dropped client) nothing is left behind. */
