@@ -2,7 +2,9 @@
 // domain.verified). recordEvent is called inside the transaction that makes the change, so an
 // event exists exactly when its change was committed — a crash never loses or invents one.
 import type { AppContext } from '../context.ts';
-import type { Tx } from '../db/client.ts';
+import { sql } from 'drizzle-orm';
+import type { Db, Tx } from '../db/client.ts';
+import { preparedQuery } from '../db/prepared.ts';
 import { events } from '../db/schema.ts';
 import { newId } from '../ids.ts';
 
@@ -28,9 +30,17 @@ export interface EventRecord {
 /** Hooks run inside the same transaction for each recorded event (webhook fan-out). */
 export const EVENT_FANOUT: Array<(tx: Tx, ctx: AppContext, event: EventRecord) => void> = [];
 
+// One per inbound message and per send outcome: prepared once (src/db/prepared.ts); run on the
+// connection's open transaction like any statement of `tx`.
+const insertEvent = (db: Db) =>
+  db
+    .insert(events)
+    .values({ id: sql.placeholder('id'), accountId: sql.placeholder('accountId'), type: sql.placeholder('type'), data: sql.placeholder('data'), createdAt: sql.placeholder('createdAt') })
+    .prepare();
+
 export function recordEvent(tx: Tx, ctx: AppContext, accountId: string, type: EventType, data: unknown): EventRecord {
   const event: EventRecord = { id: newId('evt'), accountId, type, data, createdAt: ctx.clock.now().toISOString() };
-  tx.insert(events).values({ id: event.id, accountId, type, data: JSON.stringify(data), createdAt: event.createdAt }).run();
+  preparedQuery(ctx.db, insertEvent).run({ id: event.id, accountId, type, data: JSON.stringify(data), createdAt: event.createdAt });
   for (const fan of EVENT_FANOUT) fan(tx, ctx, event);
   return event;
 }

@@ -1,9 +1,10 @@
 // Webhook fan-out: each recorded event becomes one delivery job per active, non-deleted
 // webhook of the same account that subscribes to its type, written in the transaction that
 // records the event — so a delivery exists exactly when its event was committed.
-import { and, eq, isNull } from 'drizzle-orm';
+import { and, eq, isNull, sql } from 'drizzle-orm';
 import type { AppContext } from '../context.ts';
-import type { Tx } from '../db/client.ts';
+import type { Db, Tx } from '../db/client.ts';
+import { preparedQuery } from '../db/prepared.ts';
 import { webhooks } from '../db/schema.ts';
 import { enqueueJob } from '../jobs/table.ts';
 import { AppError } from './errors.ts';
@@ -29,12 +30,16 @@ export function queueDelivery(tx: Tx, ctx: AppContext, payload: WebhookJobPayloa
  * Events recorded while a webhook is inactive are not queued for it: pausing means the
  * receiver gets nothing for that period, not a backlog on resume.
  */
-export function fanOutToWebhooks(tx: Tx, ctx: AppContext, event: EventRecord): void {
-  const targets = tx
+// Runs for every event: prepared once (src/db/prepared.ts), on the transaction's connection.
+const activeWebhooksOf = (db: Db) =>
+  db
     .select({ id: webhooks.id, events: webhooks.events })
     .from(webhooks)
-    .where(and(eq(webhooks.accountId, event.accountId), eq(webhooks.isActive, true), isNull(webhooks.deletedAt)))
-    .all();
+    .where(and(eq(webhooks.accountId, sql.placeholder('accountId')), eq(webhooks.isActive, true), isNull(webhooks.deletedAt)))
+    .prepare();
+
+export function fanOutToWebhooks(tx: Tx, ctx: AppContext, event: EventRecord): void {
+  const targets = preparedQuery(ctx.db, activeWebhooksOf).all({ accountId: event.accountId });
   let queued = 0;
   for (const w of targets) {
     const types = subscribedTypes(w);
