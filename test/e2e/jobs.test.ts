@@ -58,7 +58,9 @@ test('the runner wakes at once on new work, retries on the schedule, and fails a
     kind: 'test',
     schedule: () => [50, 50],
     async run(_ctx, job): Promise<JobOutcome> {
-      seen.push({ payload: job.payload, attempt: job.attempts, at: Date.now() });
+      // The claim time (updatedAt at claim), not when the handler got to run: under load the
+      // handler may start late, but a retry can never be claimed before its scheduled time.
+      seen.push({ payload: job.payload, attempt: job.attempts, at: Date.parse(job.updatedAt) });
       const p = JSON.parse(job.payload);
       if (p.mode === 'ok') return ok();
       if (p.mode === 'fail') return fail('permanent');
@@ -83,7 +85,8 @@ test('the runner wakes at once on new work, retries on the schedule, and fails a
     assert.equal(r.lastError, 'try later');
     const times = seen.filter((s) => JSON.parse(s.payload).mode === 'retry');
     assert.deepEqual(times.map((s) => s.attempt), [1, 2, 3]);
-    assert.ok(times[1].at - times[0].at >= 45, 'retries wait for the schedule');
+    assert.ok(times[1].at - times[0].at >= 50, 'retries wait for the schedule');
+    assert.ok(times[2].at - times[1].at >= 50, 'retries wait for the schedule');
     const f = getJob(ctx, failId)!;
     assert.equal(f.status, 'failed');
     assert.equal(f.attempts, 1, 'a permanent failure is not retried');
