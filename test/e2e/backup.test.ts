@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import nodemailer from 'nodemailer';
 import { BackupError, restoreBackup } from '../../src/storage/backup.ts';
 import { runCli } from '../support/cli.ts';
+import { until } from '../support/wait.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
 let t: TestServer;
@@ -39,7 +40,8 @@ before(async () => {
   await t.api('POST', '/webhooks', { url: 'http://127.0.0.1:9/hook', description: 'backup test' });
   const form = new FormData();
   form.append('file', new Blob([attachmentBytes], { type: 'application/pdf' }), 'report.pdf');
-  await fetch(`${t.url}/attachments`, { method: 'POST', headers: { authorization: `Bearer ${t.key}` }, body: form });
+  const uploadRes = await fetch(`${t.url}/attachments`, { method: 'POST', headers: { authorization: `Bearer ${t.key}` }, body: form });
+  const uploaded: string | undefined = uploadRes.status === 201 ? (await uploadRes.json()).id : undefined;
 
   // An inbound message with an attachment and a reply in the same thread, over real SMTP.
   const transport = nodemailer.createTransport({ host: '127.0.0.1', port: t.server.smtpPort, secure: false, ignoreTLS: true });
@@ -57,6 +59,13 @@ before(async () => {
   } finally {
     transport.close();
   }
+  // An outbound message (dry-run) with the uploaded attachment, finished before the backup.
+  const sent = await t.api('POST', `/inboxes/${alice.body.id}/messages`, { to: ['carol@example.net'], subject: 'Outbound before backup', bodyText: 'sent', attachmentIds: uploaded ? [uploaded] : [] });
+  assert.equal(sent.status, 202, sent.text);
+  await until('the send is final', async () => {
+    const m = (await t.api('GET', `/messages/${sent.body.id}`)).body;
+    return m.status !== 'queued' && m.status !== 'sending' ? m : undefined;
+  });
 });
 
 after(async () => {
