@@ -54,6 +54,8 @@ export async function startSlowMx(delayMs: number, port = 0): Promise<SlowMx> {
           });
         },
       });
+      // A sender killed mid-session resets its connection; that is expected here, not fatal.
+      server.on('error', () => undefined);
       const net = (server as unknown as { server: import('node:net').Server }).server;
       net.on('connection', (s: Socket) => {
         sockets.add(s);
