@@ -85,6 +85,9 @@ function invalid(message: string): AppError {
 /** Parses a webhook URL and applies the scheme rules; throws INVALID_WEBHOOK_URL. */
 export function parseWebhookUrl(raw: string, allowInsecure: boolean): URL {
   if (raw.length > MAX_WEBHOOK_URL_LENGTH) throw invalid(`\`url\` must be at most ${MAX_WEBHOOK_URL_LENGTH} characters`);
+  // The WHATWG parser silently drops tab, CR and LF; refuse them (and other controls and
+  // spaces) so the URL saved is exactly the URL the client sent.
+  if (/[\x00-\x20\x7f]/.test(raw)) throw invalid('`url` must not contain spaces or control characters');
   let url: URL;
   try {
     url = new URL(raw);
