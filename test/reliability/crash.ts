@@ -233,6 +233,8 @@ export async function crashSmtpIngest(rounds: number, seed: number): Promise<Sce
 }
 
 const FINAL = new Set(['sent', 'delivered', 'failed', 'bounced']);
+/** Deliveries in flight to the one remote domain at once (outbound.concurrency_per_domain). */
+const PER_DOMAIN = 8;
 
 /** (b) Outbound sends with the remote MX slow or down: every accepted send ends final; duplicates counted. */
 export async function crashOutbound(rounds: number, seed: number): Promise<ScenarioResult> {
@@ -251,7 +253,7 @@ export async function crashOutbound(rounds: number, seed: number): Promise<Scena
       `mx_port = ${mx.port}`,
       // Enough attempts that a send outlives the rounds the MX is down; short, so the run is bounded.
       'retry_schedule = ["300ms", "600ms", "1s", "1s", "2s", "2s", "3s", "3s", "5s", "5s", "5s", "5s"]',
-      'concurrency_per_domain = 8',
+      `concurrency_per_domain = ${PER_DOMAIN}`,
       'timeout = "5s"',
       '[dns]',
       `servers = [${JSON.stringify(dns.server)}]`,
@@ -325,6 +327,8 @@ export async function crashOutbound(rounds: number, seed: number): Promise<Scena
     if (lost.length) violations.push(`${lost.length} sends answered 202 are missing: ${lost.slice(0, 5).join(', ')}`);
     if (notFinal.length) violations.push(`${notFinal.length} sends never reached a final status: ${notFinal.slice(0, 5).map((m) => `${m.id}=${m.status}`).join(', ')}`);
     if (maxPerMessage > 1 + kills) violations.push(`a message was delivered ${maxPerMessage} times in ${kills} crashes`);
+    // At most one duplicate per delivery in flight at a crash, and at most PER_DOMAIN are in flight.
+    if (duplicates > kills * PER_DOMAIN) violations.push(`${duplicates} duplicate deliveries in ${kills} crashes: more than the ${PER_DOMAIN} deliveries that can be in flight at each`);
     const sentWithoutDelivery = rows.filter((m, i) => m.status === 'sent' && deliveries[i] === 0).length;
     if (sentWithoutDelivery) violations.push(`${sentWithoutDelivery} messages are "sent" but never reached the MX`);
     if (integrity !== 'ok') violations.push(`database quick_check: ${String(integrity)}`);
@@ -412,6 +416,9 @@ export async function crashWebhooks(rounds: number, seed: number): Promise<Scena
     const missingEvents = fate.accepted.size - eventIds.length;
     if (!settled) violations.push('webhook jobs did not settle within 120 s of the last restart');
     if (lost.length) violations.push(`${lost.length} events never reached the receiver: ${lost.slice(0, 5).join(', ')}`);
+    // A delivery is repeated only when a crash cut it after the receiver got it: at most the
+    // job runner's concurrency (jobs.concurrency, 16) per crash.
+    if (duplicates > kills * 16) violations.push(`${duplicates} duplicate deliveries in ${kills} crashes: more than can be in flight`);
     if (missingEvents > 0) violations.push(`${missingEvents} messages answered 250 have no message.received event`);
     if (integrity !== 'ok') violations.push(`database quick_check: ${String(integrity)}`);
     return {
