@@ -7,7 +7,32 @@ export interface Logger {
   error(msg: string, fields?: LogFields): void;
 }
 
-export function createLogger(write: (line: string) => void = (l) => process.stdout.write(l)): Logger {
+/**
+ * stdout, with the lines of one event-loop turn written together: one write (a syscall: stdout
+ * to a file or pipe is synchronous) per turn rather than per request — the per-line write was
+ * 6% of a GET's CPU in bench/ profiles. Whatever is pending is written when the process exits.
+ */
+function batchedStdout(): (line: string) => void {
+  let pending: string[] = [];
+  let scheduled = false;
+  const flush = () => {
+    scheduled = false;
+    if (pending.length === 0) return;
+    const chunk = pending.join('');
+    pending = [];
+    process.stdout.write(chunk);
+  };
+  process.once('exit', flush);
+  return (line) => {
+    pending.push(line);
+    if (!scheduled) {
+      scheduled = true;
+      setImmediate(flush).unref();
+    }
+  };
+}
+
+export function createLogger(write: (line: string) => void = batchedStdout()): Logger {
   const emit = (level: string, msg: string, fields?: LogFields) => {
     write(JSON.stringify({ time: new Date().toISOString(), level, msg, ...fields }) + '\n');
   };
