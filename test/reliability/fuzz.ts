@@ -2,9 +2,9 @@
 // corpus (test/support/hostile-mail.ts) over persistent connections, a session attack every
 // 100 inputs, the process's RSS sampled, and /health polled throughout to measure how long the
 // event loop is ever blocked. Zero crashes, bounded memory and a listener that keeps serving.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { prepareInstance, startChild, stopChild } from '../support/child-server.ts';
 import { foldedHeader, mutate, rawSession, seedMessages, sessionAttacks } from '../support/hostile-mail.ts';
 import { LoadSession, rng, type ScenarioResult } from './crash.ts';
@@ -20,6 +20,15 @@ function rssMb(pid: number): number {
 }
 
 const MAX_RSS_MB = 1024;
+const FINDINGS = join(import.meta.dirname, 'findings');
+
+/** Keeps an input that broke an invariant, to replay it: test/reliability/findings/<seed>-<n>.eml. */
+function saveFinding(seed: number, i: number, input: Buffer): string {
+  mkdirSync(FINDINGS, { recursive: true });
+  const file = join(FINDINGS, `${seed}-${i}.eml`);
+  writeFileSync(file, input);
+  return relative(process.cwd(), file);
+}
 /** One input may cost CPU, but never freeze the HTTP API for seconds. */
 const MAX_STALL_MS = 3000;
 
@@ -80,7 +89,8 @@ export async function fuzzSmtp(inputs: number, seed: number): Promise<ScenarioRe
         } else if (code >= 500) f.refused_5xx++;
         else if (code >= 400) {
           f.temporary_4xx++;
-          violations.push(`input ${i} (${name}, mutated) got ${code}: a temporary failure means the server could not store a message it took`);
+          const file = saveFinding(seed, i, input);
+          violations.push(`input ${i} (${name}${input === raw ? '' : ', mutated'}) got ${code}: a temporary failure means the server could not store a message it took; saved as ${file}`);
         }
       } catch {
         f.connection_lost++;
@@ -121,6 +131,7 @@ export async function fuzzSmtp(inputs: number, seed: number): Promise<ScenarioRe
     await probe;
     const rssEnd = rssMb(pid);
     const errors = server.log().split('\n').filter((l) => l.includes('"level":"error"'));
+    for (const line of new Set(errors.map((l) => (JSON.parse(l) as { msg: string; error?: string }).error ?? JSON.parse(l).msg))) violations.push(`server logged an error: ${line}`);
     const exit = await stopChild(server, 'SIGTERM');
     if (exit.code !== 0) violations.push(`SIGTERM after the run: exit ${exit.code ?? exit.signal}`);
     if (rss.max > MAX_RSS_MB) violations.push(`RSS reached ${rss.max} MB (limit ${MAX_RSS_MB} MB)`);
