@@ -14,13 +14,14 @@ import { registerApiKeyRoutes } from './routes/apikeys.ts';
 import { registerWebhookRoutes } from './routes/webhooks.ts';
 import { registerDomainRoutes } from './routes/domains.ts';
 import { registerMessageRoutes } from './routes/messages.ts';
+import { registerSendingRoutes } from './routes/sending.ts';
 import { registerThreadRoutes } from './routes/threads.ts';
 import { registerAttachmentRoutes } from './routes/attachments.ts';
 import { registerDashboardRoutes } from './routes/dashboard.ts';
 import { registerOpenApiRoutes } from './routes/openapi.ts';
 
 /** Each resource module adds its routes here; fixed paths must come before `/:id` ones. */
-const ROUTE_MODULES: Array<(r: Routes, ctx: AppContext) => void> = [registerHealthRoutes, registerOpenApiRoutes, registerInboxRoutes, registerApiKeyRoutes, registerDomainRoutes, registerMessageRoutes, registerThreadRoutes, registerAttachmentRoutes, registerDashboardRoutes, registerWebhookRoutes];
+const ROUTE_MODULES: Array<(r: Routes, ctx: AppContext) => void> = [registerHealthRoutes, registerOpenApiRoutes, registerInboxRoutes, registerApiKeyRoutes, registerDomainRoutes, registerMessageRoutes, registerSendingRoutes, registerThreadRoutes, registerAttachmentRoutes, registerDashboardRoutes, registerWebhookRoutes];
 
 function presentedKey(req: Request): string | undefined {
   const auth = req.headers.authorization;
