@@ -3,7 +3,7 @@
 // attachment bytes (fsynced), then in ONE transaction the rows, threads and events.
 import type { AddressObject, ParsedMail } from 'mailparser';
 import { createHash } from 'node:crypto';
-import { eq, inArray, sql } from 'drizzle-orm';
+import { eq, getTableColumns, sql } from 'drizzle-orm';
 import type { AppContext } from '../context.ts';
 import type { Db } from '../db/client.ts';
 import { commitGrouped } from '../db/group-commit.ts';
@@ -49,6 +49,20 @@ export function resolveRecipient(ctx: AppContext, address: string): InboxRow {
 }
 
 /** The shared domain and every domain in the domains table (any account, any status). */
+// Run for every stored message inside the group commit: prepared once (src/db/prepared.ts).
+const liveInboxes = (db: Db) =>
+  db
+    .select({ id: inboxes.id })
+    .from(inboxes)
+    .where(sql`${inboxes.id} IN (SELECT value FROM json_each(${sql.placeholder('ids')}))`)
+    .prepare();
+const MESSAGE_COLUMNS = Object.keys(getTableColumns(messages)) as Array<keyof MessageRow>;
+const insertMessage = (db: Db) =>
+  db
+    .insert(messages)
+    .values(Object.fromEntries(MESSAGE_COLUMNS.map((k) => [k, sql.placeholder(k)])) as unknown as MessageRow)
+    .prepare();
+
 const domainByName = (db: Db) => db.select({ id: domains.id }).from(domains).where(eq(domains.domain, sql.placeholder('domain'))).prepare();
 
 export function servesDomain(ctx: AppContext, domain: string): boolean {
@@ -192,9 +206,7 @@ export async function acceptInbound(ctx: AppContext, input: InboundInput): Promi
     // Shared with the other messages committing at this moment: one fsync for all of them.
     messageIds = await commitGrouped(ctx.db, (tx) => {
       // An inbox deleted since RCPT gets nothing (its rows would be orphans).
-      const alive = new Set(
-        tx.select({ id: inboxes.id }).from(inboxes).where(inArray(inboxes.id, plan.map((p) => p.inbox.id))).all().map((r) => r.id),
-      );
+      const alive = new Set(preparedQuery(ctx.db, liveInboxes).all({ ids: JSON.stringify(plan.map((p) => p.inbox.id)) }).map((r) => r.id));
       const ids: string[] = [];
       for (const p of plan) {
         if (!alive.has(p.inbox.id)) continue;
@@ -226,7 +238,7 @@ export async function acceptInbound(ctx: AppContext, input: InboundInput): Promi
           createdAt: now,
           updatedAt: now,
         };
-        tx.insert(messages).values(row).run();
+        preparedQuery(ctx.db, insertMessage).run(row as unknown as Record<string, unknown>);
         const attRows: AttachmentRow[] = p.attachments.map((a) => ({
           id: a.id,
           accountId: p.inbox.accountId,
