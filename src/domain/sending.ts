@@ -123,7 +123,7 @@ export async function queueSend(ctx: AppContext, accountId: string, inboxId: str
   const id = newId('msg', now.getTime());
   const domain = splitAddress(inbox.address)!.domain;
   const messageIdHeader = `<${id}@${domain}>`;
-  const bodyText = input.bodyText || (input.bodyHtml ? textFromHtml(input.bodyHtml) : null);
+  const bodyText = input.bodyText || (input.bodyHtml ? await textFromHtml(input.bodyHtml) : null);
   const bodyHtml = input.bodyHtml || null;
 
   const mime = await buildMime({

@@ -2,7 +2,10 @@
 // Bcc recipients are never given to the composer: they exist only in the SMTP envelope, so no
 // header can ever reveal them. When only HTML is given, a text part is generated from it.
 import MailComposer from 'nodemailer/lib/mail-composer/index.js';
-import { convert } from 'html-to-text';
+
+// html-to-text is loaded by the first HTML-only send, not at start-up (bench/: ~8-11 MB of
+// resident memory for a module most appliances rarely need).
+let htmlToText: Promise<typeof import('html-to-text')> | undefined;
 
 export interface MailAddress {
   name?: string | null;
@@ -26,7 +29,8 @@ export interface ComposeInput {
 }
 
 /** The text alternative of an HTML body (what a text-only client shows). */
-export function textFromHtml(html: string): string {
+export async function textFromHtml(html: string): Promise<string> {
+  const { convert } = await (htmlToText ??= import('html-to-text'));
   return convert(html, { wordwrap: 78, selectors: [{ selector: 'img', format: 'skip' }] }).trim();
 }
 
