@@ -63,12 +63,14 @@ export async function webhookLatency(env: { dns: TestDns }): Promise<ScenarioRes
       id: 'webhook',
       title: '(d) Webhook latency, inbound mail to receipt',
       status: 'ok',
-      setup: `${COUNT} messages (after ${WARMUP} warm-up), one at a time over one reused SMTP connection, each waiting for its webhook; receiver on loopback answering 204. "250 → POST" is the time from the client reading the 250 (the commit is just before it) to the receiver reading the POST; it is negative when the POST arrives before the 250 does`,
+      setup: `${COUNT} messages (after ${WARMUP} warm-up), one at a time over one reused SMTP connection, each waiting for its webhook; receiver on loopback answering 204. "transaction start → POST" runs from nodemailer's sendMail call (MAIL FROM, RCPT, DATA, parse, files, commit) to the receiver reading the POST, an upper bound of commit → receiver; "250 → POST" is negative when the POST arrives before the 250 does`,
       rows: [
-        { metric: '250 → webhook POST, p50', unit: 'ms', mailroom: commit.p50, target: '< 50', met: commit.p50 < 50 },
-        { metric: '250 → webhook POST, p99', unit: 'ms', mailroom: commit.p99 },
-        { metric: 'SMTP transaction start → webhook POST, p50', unit: 'ms', mailroom: submit.p50 },
+        // The target is "commit → receiver"; the transaction start is before the commit, so this
+        // is an upper bound of it (the 250 itself waits for the WAL fsync; see README).
+        { metric: 'SMTP transaction start → webhook POST, p50', unit: 'ms', mailroom: submit.p50, target: '< 50', met: submit.p50 < 50 },
         { metric: 'SMTP transaction start → webhook POST, p99', unit: 'ms', mailroom: submit.p99 },
+        { metric: '250 → webhook POST, p50', unit: 'ms', mailroom: commit.p50, note: commit.p50 < 0 ? 'negative: the POST usually arrived before the 250' : undefined },
+        { metric: '250 → webhook POST, p99', unit: 'ms', mailroom: commit.p99 },
       ],
       details: { fromCommit: commit, fromSubmit: submit },
     };
