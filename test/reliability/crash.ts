@@ -2,10 +2,10 @@
 // random points, restarted on the same data directory, round after round. Three scenarios:
 // SMTP ingest, outbound sends to a slow or absent MX, and pending webhook deliveries. Each
 // returns its figures and the invariant violations it found (none expected).
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, type Dirent } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { openDatabase } from '../../src/db/client.ts';
 import { prepareInstance, startChild, stopChild, type ChildServer, type Instance } from '../support/child-server.ts';
 import { startTestDns } from '../support/dns.ts';
@@ -166,19 +166,29 @@ async function waitFor(what: string, probe: () => boolean | Promise<boolean>, ti
 }
 
 /** Runs `rounds` of: start, load for a random while, SIGKILL. Returns the number of kills. */
-async function crashRounds(inst: Instance, rounds: number, random: () => number, round: (r: number, server: ChildServer) => Promise<() => Promise<void>>, beforeKill?: () => void): Promise<number> {
+async function crashRounds(
+  inst: Instance,
+  rounds: number,
+  random: () => number,
+  round: (r: number, server: ChildServer) => Promise<() => Promise<void>>,
+  opts: { beforeKill?: () => void; loadMs?: [number, number] } = {},
+): Promise<number> {
+  const [min, max] = opts.loadMs ?? [200, 1500];
   let kills = 0;
   for (let r = 0; r < rounds; r++) {
     const server = await startChild(inst);
     const finish = await round(r, server);
-    await sleep(200 + Math.floor(random() * 1300));
-    beforeKill?.();
+    await sleep(min + Math.floor(random() * (max - min)));
+    opts.beforeKill?.();
     await stopChild(server, 'SIGKILL');
     kills++;
     await finish();
   }
   return kills;
 }
+
+/** SMTP-driven rounds run longer: a process loads the MIME and authentication libraries with its first message. */
+const SMTP_LOAD = { loadMs: [1000, 4000] as [number, number] };
 
 /** (a) SMTP ingest with parallel connections: every 250 is stored after restart, none twice. */
 export async function crashSmtpIngest(rounds: number, seed: number): Promise<ScenarioResult> {
@@ -198,11 +208,28 @@ export async function crashSmtpIngest(rounds: number, seed: number): Promise<Sce
         stopped = true;
         await load;
       };
-    });
+    }, SMTP_LOAD);
     const server = await startChild(inst);
     const stored = readDb(inst, (db) => db.prepare(`SELECT message_id_header AS id, count(*) AS n FROM messages WHERE inbox_id = ? GROUP BY message_id_header`).all(inbox) as Array<{ id: string; n: number }>);
     const integrity = readDb(inst, (db) => db.pragma('quick_check', { simple: true }));
+    const referenced = new Set(
+      readDb(inst, (db) => [
+        ...(db.prepare(`SELECT raw_path FROM messages WHERE raw_path IS NOT NULL`).pluck().all() as string[]),
+        ...(db.prepare(`SELECT storage_path FROM attachments`).pluck().all() as string[]),
+      ]),
+    );
     await stopChild(server, 'SIGTERM');
+    // Files a crash left behind: written before a commit that never happened (harmless, counted).
+    const onDisk = ['raw', 'attachments'].flatMap((kind) => {
+      try {
+        return (readdirSync(join(inst.dataDir, kind), { recursive: true, withFileTypes: true }) as Dirent[]).filter((e) => e.isFile()).map((e) => relative(inst.dataDir, join(e.parentPath ?? e.path, e.name)));
+      } catch {
+        return [];
+      }
+    });
+    const orphans = onDisk.filter((f) => !referenced.has(f));
+    const unreadable = [...referenced].filter((f) => !existsSync(join(inst.dataDir, f)));
+    if (unreadable.length) violations.push(`${unreadable.length} stored rows point at missing files: ${unreadable.slice(0, 5).join(', ')}`);
     const count = new Map(stored.map((s) => [bare(s.id), s.n]));
     const missing = [...fate.accepted].filter((id) => !count.has(id));
     const duplicated = stored.filter((s) => s.n > 1).map((s) => s.id);
@@ -224,6 +251,9 @@ export async function crashSmtpIngest(rounds: number, seed: number): Promise<Sce
         in_doubt_stored: inDoubtStored,
         missing_after_250: missing.length,
         stored_twice: duplicated.length,
+        files_missing_for_rows: unreadable.length,
+        orphan_files_after_crashes: orphans.filter((f) => !f.endsWith('.tmp')).length,
+        temporary_files_left: orphans.filter((f) => f.endsWith('.tmp')).length,
       },
       violations,
     };
@@ -301,8 +331,10 @@ export async function crashOutbound(rounds: number, seed: number): Promise<Scena
           await Promise.all(workers);
         };
       },
-      () => {
-        inflightAtKill += mx.inflight();
+      {
+        beforeKill: () => {
+          inflightAtKill += mx.inflight();
+        },
       },
     );
     await mx.up();
@@ -393,7 +425,7 @@ export async function crashWebhooks(rounds: number, seed: number): Promise<Scena
         await load;
         if (down) await receiver.up();
       };
-    });
+    }, SMTP_LOAD);
     receiver.fallback = 200;
     const server = await startChild(inst);
     const settled = await waitFor(
