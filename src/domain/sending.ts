@@ -7,6 +7,7 @@
 import { desc, eq, inArray, sql, type Column } from 'drizzle-orm';
 import type { AppContext } from '../context.ts';
 import type { Db, Tx } from '../db/client.ts';
+import { commitGrouped } from '../db/group-commit.ts';
 import { preparedQuery } from '../db/prepared.ts';
 import { inboxes, messageAttachments, messages } from '../db/schema.ts';
 import { newId } from '../ids.ts';
@@ -173,7 +174,9 @@ export async function queueSend(ctx: AppContext, accountId: string, inboxId: str
   };
 
   try {
-    ctx.db.transaction((tx) => {
+    // Shared with the other sends committing at this moment (src/db/group-commit.ts): one WAL
+    // fsync, off the event loop, for all of them; the 202 still follows the fsync.
+    await commitGrouped(ctx.db, (tx) => {
       // Re-read: counters and status may have changed while the message was being built.
       const fresh = tx.select().from(inboxes).where(eq(inboxes.id, inbox.id)).get();
       if (!fresh) throw new AppError('INBOX_NOT_FOUND', `inbox ${inbox.id} not found`);
