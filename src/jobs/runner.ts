@@ -55,7 +55,7 @@ export function createJobRunner(ctx: AppContext, handlers: JobHandler[]): JobRun
       outcome = { kind: 'retry', reason: (err as Error)?.message ?? String(err) };
     }
     try {
-      const status = finishJob(ctx, job, outcome);
+      const status = await finishJob(ctx, job, outcome);
       ctx.log.info('job', { jobId: job.id, kind: job.kind, attempt: job.attempts, status, reason: 'reason' in outcome ? outcome.reason : undefined });
     } catch (err) {
       // The lease will expire and the job run again: at-least-once, never lost.

@@ -8,6 +8,7 @@
 import { and, asc, eq, inArray, lte, or, sql } from 'drizzle-orm';
 import type { AppContext } from '../context.ts';
 import type { Tx } from '../db/client.ts';
+import { commitGrouped } from '../db/group-commit.ts';
 import { jobs } from '../db/schema.ts';
 import { newId } from '../ids.ts';
 
@@ -104,10 +105,14 @@ export function claimDue(
   });
 }
 
-/** Records a handler's outcome (and its `commit`) in one transaction. */
-export function finishJob(ctx: AppContext, job: JobRow, outcome: JobOutcome): JobStatus {
+/**
+ * Records a handler's outcome (and its `commit`) in one transaction, shared with the other
+ * jobs finishing at this moment (src/db/group-commit.ts: one WAL fsync, off the event loop);
+ * resolves once it is on disk.
+ */
+export function finishJob(ctx: AppContext, job: JobRow, outcome: JobOutcome): Promise<JobStatus> {
   const now = ctx.clock.now();
-  return ctx.db.transaction((tx) => {
+  return commitGrouped(ctx.db, (tx) => {
     outcome.commit?.(tx);
     let status: JobStatus;
     const values: Partial<JobRow> = { leaseUntil: null, updatedAt: now.toISOString() };
