@@ -137,6 +137,22 @@ describe('cross-account', () => {
     await refusedUnchanged('activity of their webhook', 404, 'WEBHOOK_NOT_FOUND', () => call('GET', `/webhooks/activity?webhookId=${own.webhook}`, intruder.key));
   });
 
+  test("an Idempotency-Key another account used replays nothing of theirs", async () => {
+    const key = 'shared-idempotency-key-1';
+    const mine = await t.api('POST', '/inboxes', { displayName: 'idem' }, { headers: { 'idempotency-key': key } });
+    assert.equal(mine.status, 201);
+    const theirs = await t.api('POST', '/inboxes', { displayName: 'idem' }, { key: intruder.key, headers: { 'idempotency-key': key } });
+    assert.equal(theirs.status, 201, theirs.text);
+    assert.equal(theirs.headers.get('idempotent-replayed'), null);
+    assert.notEqual(theirs.body.id, mine.body.id);
+    assert.equal((await call('GET', `/inboxes/${theirs.body.id}`, intruder.key)).status, 200);
+    assert.equal((await call('GET', `/inboxes/${mine.body.id}`, intruder.key)).status, 404);
+    // A cursor naming another account's delivery shows nothing of theirs either.
+    const page = await call('GET', `/webhooks/logs?before=${own.delivery}`, intruder.key);
+    assert.equal(page.status, 200);
+    assert.deepEqual(page.body.data, []);
+  });
+
   test("lists never show another account's resources", async () => {
     const mine = new Set(Object.values(own));
     for (const path of ['/inboxes?limit=100', '/account/api-keys', '/domains', '/webhooks', '/webhooks/logs', `/inboxes/${intruderInbox}/messages`, `/inboxes/${intruderInbox}/threads`]) {
