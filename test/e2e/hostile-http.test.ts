@@ -294,6 +294,11 @@ describe('hostile HTTP', () => {
       part('Content-Disposition: form-data; name="other"', 'value') + `--${b}--\r\n`, // no `file` part
       part('Content-Disposition: form-data; name="file"', 'no filename') + `--${b}--\r\n`, // a field, not a file
       `--${b}\r\nContent-Disposition: form-data; name="file"; filename="a.txt"\r\n\r\ntruncated, no closing boundary`,
+      // Past busboy's limits: 500 fields before the file, 5,000 part headers, a 200 KB header line, NUL in the name.
+      Array.from({ length: 500 }, (_v, i) => part(`Content-Disposition: form-data; name="f${i}"`, 'v')).join('') + part('Content-Disposition: form-data; name="file"; filename="a.txt"', 'data') + `--${b}--\r\n`,
+      `--${b}\r\n` + Array.from({ length: 5000 }, (_v, i) => `X-H${i}: v`).join('\r\n') + `\r\nContent-Disposition: form-data; name="file"; filename="a.txt"\r\n\r\ndata\r\n--${b}--\r\n`,
+      part(`Content-Disposition: form-data; name="file"; filename="${'a'.repeat(200_000)}.txt"`, 'x') + `--${b}--\r\n`,
+      part('Content-Disposition: form-data; name="file"; filename="a\u0000.txt"', 'x') + `--${b}--\r\n`,
     ];
     for (const body of bodies) {
       const res = await (async () => {
