@@ -87,6 +87,15 @@ async function stageFiles(root: string, staging: string, staged: Set<string>): P
   }
 }
 
+/** Staging directories of backups killed part-way (an hour old: no backup still running owns them). */
+async function removeStaleStaging(root: string): Promise<void> {
+  for (const name of await fs.readdir(root)) {
+    if (!name.startsWith(STAGING_PREFIX)) continue;
+    const stat = await fs.stat(join(root, name)).catch(() => undefined);
+    if (stat && Date.now() - stat.mtimeMs > 3_600_000) await fs.rm(join(root, name), { recursive: true, force: true });
+  }
+}
+
 function tableCounts(db: Database.Database): Record<string, number> {
   const names = db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name`).pluck().all() as string[];
   return Object.fromEntries(names.map((n) => [n, db.prepare(`SELECT count(*) FROM "${n.replaceAll('"', '""')}"`).pluck().get() as number]));
@@ -120,6 +129,7 @@ export async function createBackup(dataDir: string, file: string): Promise<Backu
   if (!existsSync(join(root, DB_FILE))) throw new BackupError(`no database at ${join(root, DB_FILE)}: is data_dir right?`);
   const out = resolve(file);
   if (out.startsWith(root + sep)) throw new BackupError('the backup file must be outside data_dir');
+  await removeStaleStaging(root);
   const staging = join(root, STAGING_PREFIX + randomBytes(6).toString('hex'));
   const partial = `${out}.${randomBytes(4).toString('hex')}.partial`;
   await fs.mkdir(staging, { mode: 0o700 });

@@ -3,7 +3,7 @@
 // server on the restored directory must answer every read exactly as the original did.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import nodemailer from 'nodemailer';
@@ -136,6 +136,13 @@ test('backup while the server writes, restore into an empty directory, every rea
     assert.deepEqual(Buffer.from(body, 'base64'), attachmentBytes);
   }
 
+  // What a backup killed part-way leaves behind: removed by the next backup once an hour old.
+  const stale = join(t.dataDir, '.mailroom-staging-killed');
+  mkdirSync(join(stale, 'raw'), { recursive: true });
+  writeFileSync(join(stale, 'raw', 'x.eml'), 'left over');
+  const hoursAgo = new Date(Date.now() - 2 * 3_600_000);
+  utimesSync(stale, hoursAgo, hoursAgo);
+
   const archive = join(work, 'snap.tar.gz');
   const liveConfig = configFile('live', t.dataDir);
   // Writes keep arriving while the backup runs; the snapshot must still be consistent.
@@ -157,7 +164,7 @@ test('backup while the server writes, restore into an empty directory, every rea
   assert.deepEqual(summary.missing, []);
   assert.ok(summary.files >= 4, `expected raw messages, attachments and the signing key, got ${summary.files} files`);
   assert.equal(statSync(archive).mode & 0o077, 0, 'the archive holds keys: it must not be readable by others');
-  assert.ok(!readdirSync(t.dataDir).some((n) => n.startsWith('.mailroom-staging-')), 'staging directory left behind');
+  assert.ok(!readdirSync(t.dataDir).some((n) => n.startsWith('.mailroom-staging-')), 'staging directory left behind (or a stale one kept)');
 
   // Restore into a fresh directory, then a second restore into the now non-empty one is refused.
   const restoredDir = join(work, 'restored');
