@@ -214,6 +214,7 @@ export async function restoreBackup(file: string, dataDir: string, opts: { force
   }
   const staging = join(dirname(root), STAGING_PREFIX + randomBytes(6).toString('hex'));
   await fs.mkdir(staging, { recursive: true, mode: 0o700 });
+  let aside: string | undefined;
   try {
     try {
       const tar = await loadTar();
@@ -245,9 +246,17 @@ export async function restoreBackup(file: string, dataDir: string, opts: { force
     await fs.rm(join(staging, MANIFEST));
 
     await fs.mkdir(root, { recursive: true, mode: 0o700 });
-    // --force: empty the directory itself (it may be a mount point), then move the new contents in.
-    for (const name of await fs.readdir(root)) await fs.rm(join(root, name), { recursive: true, force: true });
+    // --force: move the old contents aside (the directory itself may be a mount point), move the
+    // new ones in, and only then delete the old: a restore killed part-way leaves the previous
+    // data in <parent>/.mailroom-staging-previous-… instead of destroying it.
+    const previous = await fs.readdir(root);
+    if (previous.length) {
+      aside = join(dirname(root), `${STAGING_PREFIX}previous-${randomBytes(6).toString('hex')}`);
+      await fs.mkdir(aside, { mode: 0o700 });
+      for (const name of previous) await fs.rename(join(root, name), join(aside, name));
+    }
     for (const name of await fs.readdir(staging)) await fs.rename(join(staging, name), join(root, name));
+    if (aside) await fs.rm(aside, { recursive: true, force: true });
     return { dataDir: root, manifest };
   } finally {
     await fs.rm(staging, { recursive: true, force: true });

@@ -207,4 +207,6 @@ test('backup while the server writes, restore into an empty directory, every rea
   // --force replaces a stopped instance's directory.
   const forced = await restoreBackup(archive, restoredDir, { force: true });
   assert.equal(forced.manifest.tables.inboxes, summary.tables.inboxes);
+  assert.ok(existsSync(join(restoredDir, 'mailroom.db')));
+  assert.deepEqual(readdirSync(work).filter((n) => n.startsWith('.mailroom-staging-')), [], 'restore left its staging or the previous contents behind');
 });
