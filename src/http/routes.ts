@@ -253,8 +253,9 @@ export class Routes {
         res.destroy();
         return;
       }
-      // A body we did not read (413) would otherwise be read to the end over keep-alive.
-      sendError(res, answer, caller.requestId, answer.code === 'PAYLOAD_TOO_LARGE' ? { Connection: 'close' } : {});
+      // A body we did not read to the end (413, or a multipart upload refused part-way) would
+      // otherwise stall the next request on this keep-alive connection until it times out.
+      sendError(res, answer, caller.requestId, answer.code === 'PAYLOAD_TOO_LARGE' || !req.complete ? { Connection: 'close' } : {});
     }
   }
 }
