@@ -90,7 +90,9 @@ export async function startMailroom(
   const err = openSync(errFile, 'a');
   const logStart = existsSync(logFile) ? readFileSync(logFile).length : 0;
   const errStart = existsSync(errFile) ? readFileSync(errFile).length : 0;
-  const child = track(spawn(process.execPath, [...(opts.nodeArgs ?? []), bundle, 'serve', '--config', configFile], { stdio: ['ignore', out, err], cwd: dir }));
+  // BENCH_PROFILE=1: a V8 CPU profile per server process in <dir>/profile (see bench/profile.ts).
+  const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${join(dir, 'profile')}`] : [];
+  const child = track(spawn(process.execPath, [...profile, ...(opts.nodeArgs ?? []), bundle, 'serve', '--config', configFile], { stdio: ['ignore', out, err], cwd: dir }));
   closeSync(out);
   closeSync(err);
   const readNew = (file: string, from: number) => readFileSync(file, 'utf8').slice(from);
