@@ -8,6 +8,7 @@ import { acceptInbound, resolveRecipient } from '../domain/inbound.ts';
 import type { InboxRow } from '../domain/inboxes.ts';
 import { errorFields } from '../log.ts';
 import type { Service } from '../main.ts';
+import { countSmtpMessage, countSmtpRecipient, countSmtpSession } from '../metrics.ts';
 import { replyFor, smtpReply } from './replies.ts';
 import { TlsCertificate } from './tls.ts';
 
@@ -42,6 +43,7 @@ export function createSmtpService(ctx: AppContext): SmtpService {
     stream.on('error', (err) => done(replyFor(err)));
     stream.on('end', () => {
       if (stream.sizeExceeded || size > maxBytes) {
+        countSmtpMessage(ctx, 'rejected');
         return done(smtpReply(552, '5.3.4', `message exceeds the maximum size of ${maxBytes} bytes`));
       }
       const recipients = (session.envelope.rcptTo as Recipient[]).flatMap((r) => (r.inbox ? [r.inbox] : []));
@@ -55,10 +57,12 @@ export function createSmtpService(ctx: AppContext): SmtpService {
         secure: session.secure,
       }).then(
         ({ messageIds }) => {
+          countSmtpMessage(ctx, 'accepted');
           ctx.log.info('smtp message accepted', { session: session.id, remote: session.remoteAddress, size, messageIds });
           done(null, `2.0.0 OK: stored as ${messageIds.join(' ') || 'report'}`);
         },
         (err) => {
+          countSmtpMessage(ctx, 'rejected');
           const reply = replyFor(err);
           if (reply.responseCode === 451) ctx.log.error('smtp message not stored', { session: session.id, ...errorFields(err) });
           else ctx.log.info('smtp message refused', { session: session.id, reply: reply.message });
@@ -85,6 +89,7 @@ export function createSmtpService(ctx: AppContext): SmtpService {
         closeTimeout: ctx.config.http.shutdown_grace,
         logger: false,
         onConnect(_session, cb) {
+          countSmtpSession(ctx);
           const renewed = tls?.reloadIfChanged();
           if (renewed && server) {
             try {
@@ -98,8 +103,10 @@ export function createSmtpService(ctx: AppContext): SmtpService {
         onRcptTo(address, _session, cb) {
           try {
             (address as Recipient).inbox = resolveRecipient(ctx, address.address);
+            countSmtpRecipient(ctx, 'accepted');
             cb();
           } catch (err) {
+            countSmtpRecipient(ctx, 'rejected');
             cb(replyFor(err));
           }
         },

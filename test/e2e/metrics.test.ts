@@ -98,7 +98,7 @@ describe('what the metrics count', () => {
     assert.ok(!['no/such'].some((p) => [...m.keys()].some((k) => k.includes(p))), 'raw paths never become labels');
   });
 
-  test('events (delivery outcomes) and webhook attempts by outcome, counted from their logs', async () => {
+  test('SMTP sessions, messages and recipients; events (delivery outcomes) and webhook attempts by outcome', async () => {
     await t.api('POST', '/webhooks', { url: `${hook.url}/in`, events: ['message.received'] });
     await t.api('POST', '/inboxes', { address: 'metrics' });
     const transport = nodemailer.createTransport({ host: '127.0.0.1', port: t.server.smtpPort, secure: false, ignoreTLS: true });
@@ -113,6 +113,10 @@ describe('what the metrics count', () => {
       const s = await scrape();
       return s.get('mailroom_webhook_attempts_total{status="success"}') === 1 ? s : undefined;
     });
+    assert.ok((m.get('mailroom_smtp_sessions_total') ?? 0) >= 1);
+    assert.equal(m.get('mailroom_smtp_messages_total{result="accepted"}'), 1);
+    assert.equal(m.get('mailroom_smtp_recipients_total{result="accepted"}'), 1);
+    assert.equal(m.get('mailroom_smtp_recipients_total{result="rejected"}'), 1);
     assert.equal(m.get('mailroom_events_total{type="message.received"}'), 1);
     assert.equal(m.get('mailroom_inboxes{status="active"}'), 1);
     assert.equal(m.get('mailroom_jobs{kind="webhook",status="done"}'), 1);
