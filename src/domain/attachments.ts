@@ -24,8 +24,8 @@ export interface Attachment extends AttachmentMeta {
 }
 
 /** A display filename: no directories, no control characters, bounded length. Never a path. */
-export function cleanFilename(raw: string | undefined | null, fallback = 'attachment'): string {
-  let name = (raw ?? '').normalize('NFC');
+export function cleanFilename(raw: unknown, fallback = 'attachment'): string {
+  let name = (typeof raw === 'string' ? raw : '').normalize('NFC');
   name = name.replace(/[\u0000-\u001f\u007f-\u009f]/g, '');
   name = name.split(/[\\/]/).pop() ?? '';
   name = name.replace(/^[.\s]+/, '').trim();
@@ -38,8 +38,10 @@ export function cleanFilename(raw: string | undefined | null, fallback = 'attach
 }
 
 /** `type/subtype` lowercased and without parameters, or application/octet-stream. */
-export function cleanContentType(raw: string | undefined | null): string {
-  const t = (raw ?? '').split(';')[0].trim().toLowerCase();
+export function cleanContentType(raw: unknown): string {
+  // mailparser reports a part's contentType as `false` when its Content-Type has no type/subtype
+  // (found by the SMTP fuzz run); anything but a string is treated as absent.
+  const t = (typeof raw === 'string' ? raw : '').split(';')[0].trim().toLowerCase();
   return /^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}$/.test(t) ? t : 'application/octet-stream';
 }
 
