@@ -19,6 +19,29 @@ export interface AuthenticationResults {
 
 const TEMPERROR: AuthenticationResults = { spf: 'temperror', dkim: 'temperror', dmarc: 'temperror' };
 
+/**
+ * mailauth 4.13.3 (pinned) joins folded header lines with repeated Array concat and splice,
+ * quadratic in the lines of the header section and synchronous: one 400 KB message whose
+ * header is folded over 100,000 lines blocked the event loop (HTTP and SMTP alike) for about
+ * 40 s in the fuzz run (test/reliability/fuzz.ts). Real headers are a few hundred lines; past
+ * this many the message is not evaluated, and recorded as `permerror` (it cannot be judged).
+ */
+export const MAX_HEADER_LINES = 10_000;
+const UNJUDGED: AuthenticationResults = { spf: 'permerror', dkim: 'permerror', dmarc: 'permerror' };
+
+/** Lines of the header section (up to the first empty line, RFC 5322 §2.1), counting to `limit` + 1 at most. */
+export function headerLineCount(raw: Buffer, limit = MAX_HEADER_LINES): number {
+  let lines = 0;
+  let pos = 0;
+  while (lines <= limit) {
+    const nl = raw.indexOf(10, pos);
+    if (nl === -1 || nl === pos || (nl === pos + 1 && raw[pos] === 13)) return lines;
+    lines++;
+    pos = nl + 1;
+  }
+  return lines;
+}
+
 /** Orders DKIM results so one passing signature makes the message's DKIM result `pass`. */
 const DKIM_RANK = ['pass', 'temperror', 'fail', 'permerror', 'policy', 'neutral', 'none'];
 
@@ -26,6 +49,10 @@ export async function authenticateMessage(
   ctx: AppContext,
   input: { raw: Buffer; mailFrom: string; remoteAddress?: string; heloName?: string },
 ): Promise<AuthenticationResults> {
+  if (headerLineCount(input.raw) > MAX_HEADER_LINES) {
+    ctx.log.warn('sender authentication skipped: header section too long', { maxLines: MAX_HEADER_LINES });
+    return { ...UNJUDGED };
+  }
   const { authenticate } = await loadMailauth();
   const started = performance.now();
   let timer: NodeJS.Timeout | undefined;
