@@ -7,13 +7,14 @@ import { closeContext, createContext, type AppContext, type Clock } from './cont
 import { createHttpApp } from './http/app.ts';
 import type { Logger } from './log.ts';
 import { sweepIdempotencyKeys } from './domain/idempotency.ts';
+import { sweepOrphanBlobs } from './storage/orphans.ts';
 import { errorFields } from './log.ts';
 import { createJobRunner } from './jobs/runner.ts';
 import { JOB_HANDLERS } from './jobs/handlers/index.ts';
 import { createMetricsService } from './http/metrics.ts';
-import { createDomainRecheck } from './domain/domain-recheck.ts';
 import { createSmtpService } from './smtp/inbound.ts';
 import { createOutboundService } from './outbound/deliver.ts';
+import { createDomainRecheck } from './domain/domain-recheck.ts';
 
 /** A long-running part of the process (SMTP listener, job runner, timers). */
 export interface Service {
@@ -39,9 +40,10 @@ export interface StartOptions {
   services?: Array<(ctx: AppContext) => Service>;
 }
 
-/** Periodic housekeeping: expired idempotency records. */
+/** Periodic housekeeping: expired idempotency records, files a crash left without a row. */
 function housekeeping(ctx: AppContext): Service {
   let timer: NodeJS.Timeout | undefined;
+  let sweeping: Promise<unknown> | undefined;
   return {
     name: 'housekeeping',
     async start() {
@@ -51,6 +53,9 @@ function housekeeping(ctx: AppContext): Service {
         } catch (err) {
           ctx.log.error('housekeeping failed', errorFields(err));
         }
+        sweeping ??= sweepOrphanBlobs(ctx)
+          .catch((err) => ctx.log.error('sweeping orphaned files failed', errorFields(err)))
+          .finally(() => (sweeping = undefined));
       };
       run();
       timer = setInterval(run, 3_600_000);
@@ -58,6 +63,7 @@ function housekeeping(ctx: AppContext): Service {
     },
     async stop() {
       clearInterval(timer);
+      await sweeping;
     },
   };
 }

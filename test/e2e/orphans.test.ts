@@ -1,0 +1,52 @@
+// Files a crash leaves without a row (written before a commit that never happened) are removed
+// by housekeeping once an hour old; files a row names, and recent ones, are never touched.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync, utimesSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import nodemailer from 'nodemailer';
+import { sweepOrphanBlobs } from '../../src/storage/orphans.ts';
+import { startTestServer, type TestServer } from '../support/server.ts';
+
+let t: TestServer;
+
+before(async () => {
+  t = await startTestServer();
+  await t.api('POST', '/inboxes', { address: 'keep' });
+});
+
+after(async () => {
+  await t?.close();
+});
+
+test('old unreferenced blobs and .tmp leftovers go; referenced and recent files stay', async () => {
+  const transport = nodemailer.createTransport({ host: '127.0.0.1', port: t.server.smtpPort, secure: false, ignoreTLS: true });
+  const info = await transport.sendMail({ from: 'a@example.org', to: 'keep@agents.test', subject: 'kept', text: 'x', attachments: [{ filename: 'k.txt', content: 'kept bytes' }] });
+  transport.close();
+  const id = /stored as (\S+)/.exec(info.response)![1];
+  const sqlite = t.server.ctx.db.$client;
+  const rawPath = sqlite.prepare('SELECT raw_path FROM messages WHERE id = ?').pluck().get(id) as string;
+  const attPath = sqlite.prepare('SELECT storage_path FROM attachments WHERE message_id = ?').pluck().get(id) as string;
+
+  const old = new Date(Date.now() - 2 * 3_600_000);
+  const put = (rel: string, age: Date | null) => {
+    const abs = join(t.dataDir, rel);
+    mkdirSync(join(abs, '..'), { recursive: true });
+    writeFileSync(abs, 'orphan');
+    if (age) utimesSync(abs, age, age);
+    return abs;
+  };
+  const orphans = [put('raw/2026-01/msg_01orphan000000000000000000.eml', old), put('attachments/2026-01/att_01orphan000000000000000000', old), put(`${rawPath}.a1b2c3d4.tmp`, old)];
+  // Named like a real message's file but in another place: not what the row names.
+  orphans.push(put(`raw/1999-01/${id}.eml`, old));
+  const recent = put('raw/2026-01/msg_01recent000000000000000000.eml', null);
+  for (const p of [rawPath, attPath]) utimesSync(join(t.dataDir, p), old, old);
+
+  const { removed } = await sweepOrphanBlobs(t.server.ctx);
+  assert.equal(removed, orphans.length);
+  for (const p of orphans) assert.ok(!existsSync(p), `${p} kept`);
+  assert.ok(existsSync(recent), 'a recent file (its commit may be in flight) was removed');
+  assert.ok(existsSync(join(t.dataDir, rawPath)) && existsSync(join(t.dataDir, attPath)), 'a referenced file was removed');
+  const raw = await fetch(`${t.url}/messages/${id}/raw`, { headers: { authorization: `Bearer ${t.key}` } });
+  assert.equal(raw.status, 200);
+});
