@@ -225,8 +225,14 @@ export class Routes {
         const hash = createHash('sha256').update(`${method} ${url.pathname}${url.search}\n`).update(buffered).digest('hex');
         const start = beginIdempotent(ctx, caller.principal.accountId, idemKey, hash);
         if (start.kind === 'replay') {
+          let body = start.body;
+          // A replayed error names this request's id, like every other error body.
+          if (start.status >= 400) {
+            const stored = JSON.parse(body) as { error: Record<string, unknown> };
+            body = JSON.stringify({ error: { ...stored.error, requestId: caller.requestId } });
+          }
           res.writeHead(start.status, { ...JSON_HEADERS, 'Idempotent-Replayed': 'true' });
-          res.end(start.body);
+          res.end(body);
           return;
         }
         idem = { accountId: caller.principal.accountId, key: idemKey };

@@ -307,6 +307,7 @@ describe('idempotency', () => {
     const replay = await s.api('POST', '/inboxes', { address: 'no@gmail.com' }, { headers: bad });
     expectError(replay, 400, 'INVALID_ADDRESS');
     assert.equal(replay.headers.get('idempotent-replayed'), 'true');
+    assert.equal(replay.body.error.requestId, replay.headers.get('x-request-id'));
   });
 
   test('an invalid Idempotency-Key header is 400', async () => {
