@@ -11,7 +11,7 @@ import type { Clock } from '../../src/context.ts';
 import { attachments } from '../../src/db/schema.ts';
 import { getAttachmentRows } from '../../src/domain/attachments.ts';
 import { AppError } from '../../src/domain/errors.ts';
-import { expectError, startTestServer, type ApiResponse, type TestServer } from '../support/server.ts';
+import { expectError, readResponse, startTestServer, type ApiResponse, type TestServer } from '../support/server.ts';
 
 const MAX = 100_000;
 let t: TestServer;
@@ -27,15 +27,7 @@ after(async () => {
 
 async function upload(parts: FormData | string, opts: { key?: string; headers?: Record<string, string> } = {}): Promise<ApiResponse> {
   const headers: Record<string, string> = { authorization: `Bearer ${opts.key ?? t.key}`, ...opts.headers };
-  const res = await fetch(`${t.url}/attachments`, { method: 'POST', headers, body: parts });
-  const text = await res.text();
-  let body: any;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    body = undefined;
-  }
-  return { status: res.status, headers: res.headers, body, text };
+  return readResponse(await fetch(`${t.url}/attachments`, { method: 'POST', headers, body: parts }));
 }
 
 function form(content: Buffer | string, filename: string, type = 'application/octet-stream', field = 'file'): FormData {
@@ -193,17 +185,7 @@ describe('signed download', () => {
     }
     return u.toString();
   };
-  const get = async (url: string): Promise<ApiResponse> => {
-    const res = await fetch(url);
-    const text = await res.text();
-    let body: any;
-    try {
-      body = JSON.parse(text);
-    } catch {
-      body = undefined;
-    }
-    return { status: res.status, headers: res.headers, body, text };
-  };
+  const get = async (url: string): Promise<ApiResponse> => readResponse(await fetch(url));
 
   test('a tampered, missing or malformed signature is 403 INVALID_SIGNATURE', async () => {
     const sig = new URL(a.url).searchParams.get('signature')!;

@@ -40,6 +40,18 @@ export interface ApiResponse {
   text: string;
 }
 
+/** Reads a fetch response whole: status, headers, text, and the JSON body when it parses. */
+export async function readResponse(res: Response): Promise<ApiResponse> {
+  const text = await res.text();
+  let body: unknown;
+  try {
+    body = text ? JSON.parse(text) : undefined;
+  } catch {
+    body = undefined;
+  }
+  return { status: res.status, headers: res.headers, body, text };
+}
+
 /** Raw TOML-shaped overrides, e.g. { limits: { requests_per_minute: 5 } }. */
 export type Overrides = Record<string, unknown>;
 
@@ -86,15 +98,7 @@ export async function startTestServer(overrides: Overrides = {}, opts: { clock?:
       payload = typeof body === 'string' ? body : JSON.stringify(body);
       headers['content-type'] ??= 'application/json';
     }
-    const res = await fetch(server.httpUrl + path, { method, headers, body: payload });
-    const text = await res.text();
-    let parsed: unknown;
-    try {
-      parsed = text ? JSON.parse(text) : undefined;
-    } catch {
-      parsed = undefined;
-    }
-    return { status: res.status, headers: res.headers, body: parsed, text };
+    return readResponse(await fetch(server.httpUrl + path, { method, headers, body: payload }));
   };
   return {
     server,
