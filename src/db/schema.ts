@@ -1,7 +1,7 @@
 // Database schema (drizzle). SQL names are snake_case, TypeScript names camelCase; the mapping
 // lives only here. drizzle-kit generates migrations/ from this file (`npm run db:generate`).
 // Timestamps are ISO 8601 strings (UTC), so they sort as text and read back as the API shows them.
-import { sqliteTable, text, integer, index, uniqueIndex, primaryKey } from 'drizzle-orm/sqlite-core';
+import { blob, sqliteTable, text, integer, index, uniqueIndex, primaryKey } from 'drizzle-orm/sqlite-core';
 
 export const accounts = sqliteTable('accounts', {
   id: text('id').primaryKey(),
@@ -301,3 +301,16 @@ export const jobs = sqliteTable(
   },
   (t) => [index('jobs_due').on(t.status, t.runAt), index('jobs_kind_status').on(t.kind, t.status)],
 );
+
+/**
+ * Raw bytes of inbound messages accepted under load and not processed yet (src/domain/spool.ts):
+ * one row per `inbound` job, written in the transaction that creates the job and deleted in
+ * the one that stores the message, so the bytes live exactly as long as the work is pending.
+ */
+export const spooledMessages = sqliteTable('spooled_messages', {
+  jobId: text('job_id')
+    .primaryKey()
+    .references(() => jobs.id, { onDelete: 'cascade' }),
+  raw: blob('raw', { mode: 'buffer' }).notNull(),
+  createdAt: text('created_at').notNull(),
+});
