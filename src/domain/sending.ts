@@ -140,7 +140,7 @@ export async function queueSend(ctx: AppContext, accountId: string, inboxId: str
     references,
     attachments: attRows.map((a) => ({ filename: a.filename, contentType: a.contentType, path: ctx.blobs.path(a.storagePath) })),
   });
-  const raw = signMessage(ctx, mime, domain);
+  const raw = await signMessage(ctx, mime, domain);
   const rawPath = Blobs.key('raw', id, '.eml');
   await ctx.blobs.write(rawPath, raw);
 
@@ -182,7 +182,7 @@ export async function queueSend(ctx: AppContext, accountId: string, inboxId: str
       if (!fresh) throw new AppError('INBOX_NOT_FOUND', `inbox ${inbox.id} not found`);
       if (fresh.status !== 'active') throw new AppError('INBOX_SUSPENDED', `inbox ${fresh.address} is suspended and cannot send`);
       countSend(tx, ctx, fresh);
-      row.threadId = threadForMessage(tx, { accountId, inboxId: inbox.id, parents: [], subject: input.subject, at: iso, threadId });
+      row.threadId = threadForMessage(ctx.db, { accountId, inboxId: inbox.id, parents: [], subject: input.subject, at: iso, threadId });
       tx.insert(messages).values(row).run();
       if (attRows.length) {
         tx.insert(messageAttachments)
@@ -299,16 +299,21 @@ export function writeMessageState(tx: Tx, ctx: AppContext, row: MessageRow, list
 
 const incr = (col: Column) => sql`${col} + 1`;
 
-/** Marks recipients as being attempted now (status `sending` while a worker holds them). */
-export function markSending(ctx: AppContext, messageId: string, addresses: string[]): void {
-  ctx.db.transaction((tx) => {
-    const row = readRow(ctx, messageId);
-    if (!row) return;
-    const list = (JSON.parse(row.recipients) as RecipientOutcome[]).map((r) =>
-      addresses.some((a) => sameAddress(a, r.address)) && !FINAL_RECIPIENT_STATES.has(r.status) ? { ...r, status: 'sending' } : r,
-    );
-    writeMessageState(tx, ctx, row, list, STICKY.has(row.status) ? row.status : aggregateStatus(list));
-  });
+/**
+ * Marks the recipients of `addresses` that still need an attempt as being attempted now
+ * (status `sending` while a worker holds them), inside `tx`: the transaction that claims the
+ * send job. Returns them.
+ */
+export function markSending(tx: Tx, ctx: AppContext, messageId: string, addresses: string[]): string[] {
+  const row = findOutboundRow(ctx, messageId);
+  if (!row) return [];
+  const pending = pendingRecipients(row, addresses);
+  if (!pending.length) return pending;
+  const list = (JSON.parse(row.recipients) as RecipientOutcome[]).map((r) =>
+    pending.some((a) => sameAddress(a, r.address)) ? { ...r, status: 'sending' } : r,
+  );
+  writeMessageState(tx, ctx, row, list, STICKY.has(row.status) ? row.status : aggregateStatus(list));
+  return pending;
 }
 
 /** Applies one attempt's per-recipient results (inside the job's finishing transaction). */

@@ -1,10 +1,13 @@
 // The job runner: claims due jobs and runs their handlers with bounded concurrency (overall,
 // and per partition such as a recipient domain). It wakes at once when work is enqueued
-// (ctx.notify('jobs')) and otherwise sleeps until the next job is due.
+// (ctx.notify('jobs')) or a job finishes, and otherwise sleeps until the next job is due.
+// One claim is in flight at a time; a claim commits with the other writers of the moment
+// (group commit) and its jobs start once it is on disk.
 import type { AppContext } from '../context.ts';
 import { errorFields } from '../log.ts';
 import type { Service } from '../main.ts';
-import { claimDue, finishJob, nextDueAt, recoverJobs, sweepJobs, type JobOutcome, type JobRow } from './table.ts';
+import type { Tx } from '../db/client.ts';
+import { claimDue, finishJob, nextDueAt, recoverJobs, sweepJobs, type JobCandidate, type JobOutcome, type JobRow } from './table.ts';
 
 export interface JobHandler {
   kind: string;
@@ -12,6 +15,11 @@ export interface JobHandler {
   schedule(ctx: AppContext): number[];
   /** Most jobs of this kind running at once in one partition (default: no partition limit). */
   partitionLimit?(ctx: AppContext): number;
+  /**
+   * Runs inside the transaction that claims the job (e.g. a send marks its recipients
+   * `sending`), so no extra commit is needed before `run`. Must not throw.
+   */
+  claimed?(tx: Tx, ctx: AppContext, job: JobRow): void;
   /** Runs one attempt. Should not throw; a throw counts as a retry with the error as reason. */
   run(ctx: AppContext, job: JobRow): Promise<JobOutcome>;
 }
@@ -34,16 +42,25 @@ export function createJobRunner(ctx: AppContext, handlers: JobHandler[]): JobRun
   let sweepTimer: NodeJS.Timeout | undefined;
   let stopped = true;
   let scheduled = false;
+  /** The claim being committed; wakes meanwhile are folded into one pass after it. */
+  let claiming: Promise<void> | undefined;
+  let wokenWhileClaiming = false;
 
   const scheduleOf = (kind: string) => byKind.get(kind)?.schedule(ctx) ?? [];
-  const partitionKey = (job: JobRow) => `${job.kind}\u0000${job.partition}`;
+  const partitionKey = (job: JobCandidate) => `${job.kind}\u0000${job.partition}`;
 
-  const accept = (job: JobRow) => {
+  const accept = (job: JobCandidate) => {
     const h = byKind.get(job.kind);
     if (!h) return false;
     if (!job.partition || !h.partitionLimit) return true;
     return (perPartition.get(partitionKey(job)) ?? 0) < h.partitionLimit(ctx);
   };
+  const release = (key: string) => {
+    const n = (perPartition.get(key) ?? 1) - 1;
+    if (n <= 0) perPartition.delete(key);
+    else perPartition.set(key, n);
+  };
+  const onClaimed = (tx: Tx, job: JobRow) => byKind.get(job.kind)?.claimed?.(tx, ctx, job);
 
   async function execute(job: JobRow): Promise<void> {
     const handler = byKind.get(job.kind)!;
@@ -53,6 +70,12 @@ export function createJobRunner(ctx: AppContext, handlers: JobHandler[]): JobRun
     } catch (err) {
       ctx.log.error('job handler threw', { jobId: job.id, kind: job.kind, ...errorFields(err) });
       outcome = { kind: 'retry', reason: (err as Error)?.message ?? String(err) };
+    } finally {
+      // The attempt itself (an SMTP transaction, an HTTP POST) is over: its partition slot is
+      // free while the outcome commits, so the next claim can share that commit. The job's row
+      // stays `running` until then, so it cannot be claimed again meanwhile.
+      release(partitionKey(job));
+      wake();
     }
     try {
       const status = await finishJob(ctx, job, outcome);
@@ -66,46 +89,72 @@ export function createJobRunner(ctx: AppContext, handlers: JobHandler[]): JobRun
   function pass(): void {
     scheduled = false;
     if (stopped) return;
-    const free = ctx.config.jobs.concurrency - inflight.size;
-    if (free > 0) {
-      let claimed: JobRow[] = [];
-      try {
-        claimed = claimDue(ctx, free, scheduleOf, (job) => {
-          if (!accept(job)) return false;
-          // Count it now so the rest of this batch respects the partition limit too.
-          perPartition.set(partitionKey(job), (perPartition.get(partitionKey(job)) ?? 0) + 1);
-          return true;
-        });
-      } catch (err) {
-        ctx.log.error('claiming jobs failed', errorFields(err));
-      }
-      for (const job of claimed) {
-        const key = partitionKey(job);
-        const p = execute(job).finally(() => {
-          inflight.delete(p);
-          const n = (perPartition.get(key) ?? 1) - 1;
-          if (n <= 0) perPartition.delete(key);
-          else perPartition.set(key, n);
-          wake();
-        });
-        inflight.add(p);
-      }
+    if (claiming) {
+      wokenWhileClaiming = true;
+      return;
     }
-    armTimer();
+    const free = ctx.config.jobs.concurrency - inflight.size;
+    if (free <= 0) return armTimer(ctx.clock.now().getTime());
+    const reserved: string[] = [];
+    let seenAt = ctx.clock.now().getTime();
+    claiming = claimDue(
+      ctx,
+      free,
+      scheduleOf,
+      (job) => {
+        seenAt = ctx.clock.now().getTime();
+        if (!accept(job)) return false;
+        // Counted now (inside the claim) so the rest of this batch respects the partition limit.
+        const key = partitionKey(job);
+        perPartition.set(key, (perPartition.get(key) ?? 0) + 1);
+        reserved.push(key);
+        return true;
+      },
+      onClaimed,
+    )
+      .then(
+        (claimed) => {
+          // Stopped meanwhile: the claimed jobs keep their lease and are recovered at the next start.
+          if (stopped) for (const key of reserved) release(key);
+          else for (const job of claimed) start(job);
+        },
+        (err) => {
+          // Not claimed (or not known to be on disk): give the slots back. A claim that did
+          // commit is retried when its lease expires, like a worker that died.
+          for (const key of reserved) release(key);
+          ctx.log.error('claiming jobs failed', errorFields(err));
+        },
+      )
+      .finally(() => {
+        claiming = undefined;
+        if (wokenWhileClaiming) {
+          wokenWhileClaiming = false;
+          wake();
+        }
+        armTimer(seenAt);
+      });
   }
 
-  function armTimer(): void {
+  function start(job: JobRow): void {
+    const p = execute(job).finally(() => {
+      inflight.delete(p);
+      wake();
+    });
+    inflight.add(p);
+  }
+
+  /** Sleeps until the first job due after `afterMs` (earlier ones were seen by the last claim). */
+  function armTimer(afterMs: number): void {
     clearTimeout(timer);
     if (stopped) return;
     let delay = MAX_SLEEP_MS;
     try {
-      const due = nextDueAt(ctx);
+      const due = nextDueAt(ctx, afterMs);
       if (due !== undefined) delay = Math.min(MAX_SLEEP_MS, Math.max(0, due - ctx.clock.now().getTime()));
     } catch (err) {
       ctx.log.error('reading the job queue failed', errorFields(err));
+      delay = 1000;
     }
-    // When every slot is busy, finishing a job wakes the runner; no need to spin.
-    if (inflight.size >= ctx.config.jobs.concurrency) delay = MAX_SLEEP_MS;
     timer = setTimeout(wake, Math.max(delay, 5));
     timer.unref();
   }
@@ -141,10 +190,10 @@ export function createJobRunner(ctx: AppContext, handlers: JobHandler[]): JobRun
       clearInterval(sweepTimer);
       // In-flight attempts get the grace period; anything unfinished keeps its lease and is
       // recovered at the next start.
-      await Promise.race([Promise.allSettled([...inflight]), new Promise((r) => setTimeout(r, graceMs).unref())]);
+      await Promise.race([Promise.allSettled([...inflight, claiming]), new Promise((r) => setTimeout(r, graceMs).unref())]);
     },
     async idle() {
-      while (inflight.size) await Promise.allSettled([...inflight]);
+      while (inflight.size || claiming) await Promise.allSettled([...inflight, claiming]);
     },
     wake,
   };

@@ -1,7 +1,9 @@
-// DKIM signing of outbound mail (RFC 6376, rsa-sha256, relaxed/relaxed) with dkim-signer and
-// the sending domain's key (a custom domain's, or the shared domain's). Private keys are parsed
-// once and cached: parsing PEM costs more than the signature itself at high send rates.
-import { createHash, createPrivateKey, type KeyObject } from 'node:crypto';
+// DKIM signing of outbound mail (RFC 6376, rsa-sha256, relaxed/relaxed) with the sending
+// domain's key (a custom domain's, or the shared domain's). dkim-signer canonicalises and
+// builds the header; the RSA signature itself is computed in libuv's thread pool, off the
+// event loop. Private keys are parsed once: parsing PEM costs more than the signature itself.
+import { createHash, createPrivateKey, sign, type KeyObject } from 'node:crypto';
+import { promisify } from 'node:util';
 import dkimSigner from 'dkim-signer';
 import type { AppContext } from '../context.ts';
 import { signingKeyFor } from '../domain/dkim-keys.ts';
@@ -11,6 +13,9 @@ import { signingKeyFor } from '../domain/dkim-keys.ts';
  * replayed copy cannot be given a new identity (RFC 6376 §5.4.1 lists them as candidates).
  */
 const SIGNED_HEADERS = 'From:Sender:Reply-To:Subject:Date:Message-ID:To:Cc:MIME-Version:Content-Type:Content-Transfer-Encoding:In-Reply-To:References';
+
+/** crypto.sign with a callback runs in the thread pool (bench/: 0.46 ms of the loop per RSA-2048 signature). */
+const signAsync = promisify(sign);
 
 const parsedKeys = new Map<string, KeyObject>();
 
@@ -28,14 +33,21 @@ function keyObject(pem: string): KeyObject {
  * Prepends a DKIM-Signature for `domainName` to `raw`. Returns `raw` unchanged when mailroom
  * holds no key for the domain (mail then goes unsigned rather than not at all).
  */
-export function signMessage(ctx: AppContext, raw: Buffer, domainName: string): Buffer {
+export async function signMessage(ctx: AppContext, raw: Buffer, domainName: string): Promise<Buffer> {
   const key = signingKeyFor(ctx, domainName);
   if (!key) return raw;
-  const header = dkimSigner.DKIMSign(raw.toString('utf8'), {
-    domainName: key.domainName,
-    keySelector: key.selector,
-    privateKey: keyObject(key.privateKey),
-    headerFieldNames: SIGNED_HEADERS,
-  });
+  // What dkim-signer's DKIMSign does, with the signature step made asynchronous.
+  const email = raw.toString('utf8');
+  const match = /^\r?\n|(?:\r?\n){2}/.exec(email);
+  const headers = match ? email.slice(0, match.index) : '';
+  const body = match ? email.slice(match.index + match[0].length) : email;
+  const { DKIMCanonicalizer: canon, generateDKIMHeader } = dkimSigner;
+  const dkim = generateDKIMHeader(key.domainName, key.selector, SIGNED_HEADERS, headers, body);
+  // RFC 6376 §3.7: the signed data is the canonical signed headers, then this header with b= empty.
+  const line = canon.relaxedHeaderLine(dkim);
+  const data = `${canon.relaxedHeaders(headers, SIGNED_HEADERS).headers}${line.key}:${line.value}`;
+  const signature = (await signAsync('sha256', Buffer.from(data, 'utf8'), keyObject(key.privateKey))).toString('base64');
+  // Folded as dkim-signer folds it: the first line after "b=", then 75 columns per line.
+  const header = dkim + signature.replace(/(^.{73}|.{75}(?!\r?\n|\r))/g, '$&\r\n ').trim();
   return Buffer.concat([Buffer.from(header + '\r\n'), raw]);
 }

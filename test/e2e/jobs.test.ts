@@ -32,12 +32,12 @@ const until = async (cond: () => boolean, ms = 5000) => {
   }
 };
 
-test('claiming records the attempt and the next run time in one step', () => {
+test('claiming records the attempt and the next run time in one step', async () => {
   const ctx = context();
   try {
     const id = enqueue(ctx, { n: 1 });
     const before = Date.now();
-    const [job] = claimDue(ctx, 10, () => [60_000, 120_000]);
+    const [job] = await claimDue(ctx, 10, () => [60_000, 120_000]);
     assert.equal(job.id, id);
     const row = getJob(ctx, id)!;
     assert.equal(row.status, 'running');
@@ -45,7 +45,7 @@ test('claiming records the attempt and the next run time in one step', () => {
     assert.ok(row.runAt >= before + 60_000, 'next run time already set from the schedule');
     assert.ok(row.leaseUntil! >= before + ctx.config.jobs.lease);
     // A running job with a live lease is not claimed again.
-    assert.equal(claimDue(ctx, 10, () => [1]).length, 0);
+    assert.equal((await claimDue(ctx, 10, () => [1])).length, 0);
   } finally {
     closeContext(ctx);
   }
@@ -127,7 +127,7 @@ test('a job left running by a dead process is recovered at start and runs again'
   const cfg = configFrom({ data_dir: dir });
   const crashed = createContext(cfg, silentLogger);
   const id = enqueue(crashed, { n: 1 });
-  claimDue(crashed, 1, () => [3_600_000]); // claimed, then the process "dies"
+  await claimDue(crashed, 1, () => [3_600_000]); // claimed, then the process "dies"
   closeContext(crashed);
 
   const ctx = createContext(cfg, silentLogger);

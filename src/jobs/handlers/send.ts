@@ -97,13 +97,21 @@ export const sendHandler: JobHandler = {
   kind: SEND_JOB,
   schedule: (ctx) => ctx.config.outbound.retry_schedule,
   partitionLimit: (ctx) => ctx.config.outbound.concurrency_per_domain,
+  claimed(tx, ctx, job) {
+    // Only the displayed status depends on it: a failure here must not stop the claim.
+    try {
+      const payload = JSON.parse(job.payload) as SendJobPayload;
+      markSending(tx, ctx, payload.messageId, payload.recipients);
+    } catch (err) {
+      ctx.log.error('marking a send as sending failed', { jobId: job.id, ...errorFields(err) });
+    }
+  },
   async run(ctx, job) {
     const payload = JSON.parse(job.payload) as SendJobPayload;
     const row = findOutboundRow(ctx, payload.messageId);
     if (!row) return ok(); // deleted meanwhile: nothing left to send
     const pending = pendingRecipients(row, payload.recipients);
     if (!pending.length) return ok();
-    markSending(ctx, row.id, pending);
 
     let results: Result[];
     try {
