@@ -95,6 +95,23 @@ export function memoryOf(pid: number): { rssMb: number; peakMb: number } | undef
   }
 }
 
+/**
+ * CPU time (user + system, all threads) a process has used so far, in ms, from /proc. The
+ * difference over a run divided by the work done is a cost per operation that, unlike
+ * throughput, stays comparable when other processes compete for this 2-core machine.
+ */
+export function cpuMsOf(pid: number): number | undefined {
+  try {
+    // Fields after the parenthesised command name: utime and stime are the 12th and 13th.
+    const rest = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ').pop()!.split(' ');
+    return ((Number(rest[11]) + Number(rest[12])) * 1000) / CLOCK_TICKS;
+  } catch {
+    return undefined;
+  }
+}
+/** USER_HZ: 100 on every Linux this runs on (getconf CLK_TCK). */
+const CLOCK_TICKS = 100;
+
 export function round(x: number, digits = 0): number {
   const f = 10 ** digits;
   return Math.round(x * f) / f;

@@ -8,6 +8,7 @@ import { createInbox, startMailroom } from '../mailroom.ts';
 import {
   SMTP_SINK,
   SMTP_SOURCE,
+  cpuMsOf,
   ensurePostfixTools,
   freePort,
   log,
@@ -33,16 +34,21 @@ interface Blast {
   seconds: number;
   sent: number;
   timedOut: boolean;
+  /** CPU time of the receiving process (all its threads) per message, in ms. */
+  cpuMsPerMsg?: number;
   error?: string;
 }
 
 /** One smtp-source run: `count` messages over `sessions` reused connections. */
-async function blast(port: number, to: string, count: number, sessions = SESSIONS): Promise<Blast> {
+async function blast(port: number, to: string, count: number, sessions = SESSIONS, pid?: number): Promise<Blast> {
+  const cpuBefore = pid === undefined ? undefined : cpuMsOf(pid);
   const args = ['-d', '-s', String(sessions), '-m', String(count), '-l', String(MESSAGE_BYTES), '-f', 'load@source.bench', '-t', to, '-S', 'bench message', '-M', 'source.bench', `127.0.0.1:${port}`];
   const res = await runBounded(SMTP_SOURCE, args, LIMIT_MS);
   const seconds = res.ms / 1000;
   const error = res.code !== 0 ? (res.stderr.trim().split('\n').pop() ?? `exit ${res.code}`) : undefined;
-  return { msgPerSec: round(count / seconds), seconds: round(seconds, 2), sent: count, timedOut: res.timedOut, error };
+  const cpuAfter = pid === undefined ? undefined : cpuMsOf(pid);
+  const cpuMsPerMsg = cpuBefore !== undefined && cpuAfter !== undefined ? round((cpuAfter - cpuBefore) / count, 3) : undefined;
+  return { msgPerSec: round(count / seconds), seconds: round(seconds, 2), sent: count, timedOut: res.timedOut, cpuMsPerMsg, error };
 }
 
 export async function smtpIngest(env: { dns: TestDns }): Promise<ScenarioResult[]> {
@@ -54,6 +60,7 @@ export async function smtpIngest(env: { dns: TestDns }): Promise<ScenarioResult[
   let idleRss: number | undefined;
   let mailroom: Blast;
   let stored = 0;
+  let processedSeconds = 0;
   let peak = 0;
   let peakSampled = 0;
   try {
@@ -67,16 +74,21 @@ export async function smtpIngest(env: { dns: TestDns }): Promise<ScenarioResult[
       const mem = memoryOf(m.pid);
       if (mem) peakSampled = Math.max(peakSampled, mem.rssMb);
     }, 100);
-    mailroom = await blast(m.smtpPort, inbox.address, COUNT);
+    const t0 = performance.now();
+    mailroom = await blast(m.smtpPort, inbox.address, COUNT, SESSIONS, m.pid);
+    // Mail spooled under the burst is processed after its 250: wait until every message is
+    // visible in the API (bounded), and report that rate too.
+    const visible = async () => ((await m.api('GET', `/inboxes/${inbox.id}/messages?limit=1`)).body?.total ?? 0) - WARMUP;
+    const deadline = performance.now() + LIMIT_MS;
+    while ((stored = await visible()) < COUNT && performance.now() < deadline) await sleep(100);
+    processedSeconds = (performance.now() - t0) / 1000;
     clearInterval(sampler);
     peak = memoryOf(m.pid)?.peakMb ?? peakSampled;
-    const res = await m.api('GET', `/inboxes/${inbox.id}/messages?limit=1`);
-    stored = (res.body?.total ?? 0) - WARMUP;
-    if (stored < COUNT) mailroom.msgPerSec = round(Math.max(0, stored) / mailroom.seconds);
+    if (stored < COUNT) log(`mailroom: only ${stored} of ${COUNT} messages visible after ${round(processedSeconds)} s`);
   } finally {
     await m.stop();
   }
-  log(`mailroom ${mailroom.msgPerSec} msg/s (${stored} stored)`);
+  log(`mailroom ${mailroom.msgPerSec} msg/s accepted, all ${stored} visible after ${round(processedSeconds, 2)} s, ${mailroom.cpuMsPerMsg} ms CPU/msg accepting`);
 
   // ---- smtp-sink (Postfix's discard server, C) ----
   const sinkPort = await freePort();
@@ -85,27 +97,27 @@ export async function smtpIngest(env: { dns: TestDns }): Promise<ScenarioResult[
   try {
     await waitFor('smtp-sink', async () => (await runBounded(SMTP_SOURCE, ['-m', '1', `127.0.0.1:${sinkPort}`], 5000)).code === 0, 5000, 100);
     await blast(sinkPort, 'x@sink.bench', WARMUP, 10);
-    sinkRun = await blast(sinkPort, 'x@sink.bench', COUNT);
+    sinkRun = await blast(sinkPort, 'x@sink.bench', COUNT, SESSIONS, sink.pid);
   } finally {
     await stopChild(sink);
   }
-  log(`smtp-sink ${sinkRun.msgPerSec} msg/s`);
+  log(`smtp-sink ${sinkRun.msgPerSec} msg/s, ${sinkRun.cpuMsPerMsg} ms CPU/msg`);
 
   // ---- bare smtp-server, discarding ----
   const bare = await startBaseline('smtp-discard.ts');
   let bareRun: Blast;
   try {
     await blast(bare.port, 'x@bare.bench', WARMUP, 10);
-    bareRun = await blast(bare.port, 'x@bare.bench', COUNT);
+    bareRun = await blast(bare.port, 'x@bare.bench', COUNT, SESSIONS, bare.child.pid);
   } finally {
     await stopChild(bare.child);
   }
-  log(`bare smtp-server ${bareRun.msgPerSec} msg/s`);
+  log(`bare smtp-server ${bareRun.msgPerSec} msg/s, ${bareRun.cpuMsPerMsg} ms CPU/msg`);
 
   const ingest: ScenarioResult = {
     id: 'smtp',
     title: '(a) SMTP ingest, durable, 10 KB messages',
-    status: mailroom.error && stored < COUNT ? 'failed' : 'ok',
+    status: stored < COUNT ? 'failed' : 'ok',
     reason: mailroom.error,
     setup,
     rows: [
@@ -118,8 +130,25 @@ export async function smtpIngest(env: { dns: TestDns }): Promise<ScenarioResult[
           { name: 'bare smtp-server (discard)', value: bareRun.msgPerSec },
         ],
         target: '≥ 1500',
-        met: mailroom.msgPerSec >= 1500,
-        note: `${stored} of ${COUNT} stored in ${mailroom.seconds} s${mailroom.timedOut ? ' (time limit hit)' : ''}`,
+        met: !mailroom.error && mailroom.msgPerSec >= 1500,
+        note: `${COUNT} answered 250 in ${mailroom.seconds} s${mailroom.timedOut ? ' (time limit hit)' : ''}${mailroom.error ? `; ${mailroom.error}` : ''}`,
+      },
+      {
+        metric: 'messages processed per second (visible in the API)',
+        unit: 'msg/s',
+        mailroom: round(stored / processedSeconds),
+        baselines: [],
+        note: `${stored} of ${COUNT} visible ${round(processedSeconds, 2)} s after the first was sent (spooled mail is processed after its 250)`,
+      },
+      {
+        metric: 'CPU time per message (all threads)',
+        unit: 'ms',
+        mailroom: mailroom.cpuMsPerMsg ?? null,
+        baselines: [
+          { name: 'smtp-sink (discard)', value: sinkRun.cpuMsPerMsg ?? null },
+          { name: 'bare smtp-server (discard)', value: bareRun.cpuMsPerMsg ?? null },
+        ],
+        note: 'from /proc while smtp-source ran; spooled mail processed after that is not included',
       },
     ],
     details: { mailroom, sink: sinkRun, bare: bareRun, stored },

@@ -21,7 +21,15 @@ class GroupCommitter {
   /** The WAL file this connection commits to ('' for an in-memory database). */
   private readonly wal: string;
 
+  /**
+   * Runs one writer in a SAVEPOINT: better-sqlite3's own nesting, whose statements are prepared
+   * once, rather than drizzle's, which builds and prepares `savepoint spN` for every writer
+   * (bench/: a third of the batch's time in the SMTP spool profile).
+   */
+  private readonly savepoint: (work: (tx: Tx) => unknown, tx: Tx) => unknown;
+
   constructor(private readonly db: Db) {
+    this.savepoint = db.$client.transaction((work: (tx: Tx) => unknown, tx: Tx) => work(tx));
     const name = db.$client.name;
     this.wal = db.$client.memory || !name || name === ':memory:' ? '' : `${name}-wal`;
   }
@@ -65,7 +73,7 @@ class GroupCommitter {
         }
         for (const p of batch) {
           try {
-            outcomes.push({ ok: true, value: tx.transaction((sp) => p.work(sp as unknown as Tx)) });
+            outcomes.push({ ok: true, value: this.savepoint(p.work, tx) });
           } catch (err) {
             outcomes.push({ ok: false, err });
           }

@@ -5,7 +5,7 @@ import type { AddressObject, ParsedMail } from 'mailparser';
 import { createHash } from 'node:crypto';
 import { eq, getTableColumns, sql } from 'drizzle-orm';
 import type { AppContext } from '../context.ts';
-import type { Db } from '../db/client.ts';
+import type { Db, Tx } from '../db/client.ts';
 import { commitGrouped } from '../db/group-commit.ts';
 import { preparedQuery } from '../db/prepared.ts';
 import { attachments, domains, inboxes, messages } from '../db/schema.ts';
@@ -81,6 +81,8 @@ export interface InboundInput {
   secure?: boolean;
   /** Local delivery from this appliance: there is no remote sender to authenticate. */
   skipAuthentication?: boolean;
+  /** When the 250 was given, for mail processed later from the spool (default: now). */
+  receivedAt?: Date;
 }
 
 // mailparser is loaded by the first inbound message, not at start-up (bench/: ~20 MB of
@@ -117,11 +119,11 @@ function addressesOf(field: AddressObject | AddressObject[] | undefined): string
  * Trace fields for a message that arrived over SMTP (RFC 5321 §4.4: the receiving server MUST
  * add a Received line, and the delivering one a Return-Path). Local deliveries carry none.
  */
-function traceHeaders(ctx: AppContext, input: InboundInput, id: string): Buffer {
+function traceHeaders(ctx: AppContext, input: InboundInput, id: string, at: Date): Buffer {
   if (!input.remoteAddress) return Buffer.alloc(0);
   const clean = (v: string) => v.replace(/[^\x21-\x7e]/g, '').slice(0, 255);
   const ip = input.remoteAddress.replace(/^::ffff:/, '');
-  const date = ctx.clock.now().toUTCString().replace(/GMT$/, '+0000');
+  const date = at.toUTCString().replace(/GMT$/, '+0000');
   const proto = input.secure ? 'ESMTPS' : 'ESMTP';
   return Buffer.from(
     `Return-Path: <${clean(input.mailFrom)}>\r\n` +
@@ -138,20 +140,61 @@ interface PreparedAttachment {
   sha256: string;
 }
 
+/** True for a message with no content at all (only whitespace): refused, not stored. */
+export function isEmptyMessage(raw: Buffer): boolean {
+  return raw.length === 0 || raw.every((b) => b === 0x0d || b === 0x0a || b === 0x20 || b === 0x09);
+}
+
+/**
+ * A message parsed, authenticated and with its files written (fsynced), ready to be stored:
+ * `store(tx)` inserts its rows, threads and events inside the caller's transaction and returns
+ * the ids stored (recipients whose inbox was deleted meanwhile get none). `files` are what to
+ * remove when that transaction does not commit.
+ */
+export interface PreparedInbound {
+  files: string[];
+  store(tx: Tx): string[];
+  /** After the commit: removes the files planned for inboxes that were gone at `store`. */
+  removeUnused(stored: string[]): Promise<void>;
+}
+
 /**
  * Stores one received message for each recipient inbox and returns after the commit. Each
  * recipient gets its own raw file and attachment files, so deleting one inbox's copy can never
  * remove bytes another inbox still lists.
  */
 export async function acceptInbound(ctx: AppContext, input: InboundInput): Promise<{ messageIds: string[] }> {
-  if (input.raw.length === 0 || input.raw.every((b) => b === 0x0d || b === 0x0a || b === 0x20 || b === 0x09)) {
-    throw new AppError('VALIDATION_ERROR', 'empty message');
+  const prepared = await prepareInbound(ctx, input);
+  if (!prepared) return { messageIds: [] };
+  let messageIds: string[];
+  try {
+    // Shared with the other messages committing at this moment: one fsync for all of them.
+    messageIds = await commitGrouped(ctx.db, (tx) => {
+      const ids = prepared.store(tx);
+      if (ids.length === 0) throw new AppError('INBOX_NOT_FOUND', 'no recipient inbox exists any more');
+      return ids;
+    });
+  } catch (err) {
+    await ctx.blobs.remove(prepared.files).catch(() => undefined);
+    throw err;
   }
+  await prepared.removeUnused(messageIds);
+  // Webhook fan-out may have enqueued jobs in the transaction.
+  ctx.notify('jobs');
+  return { messageIds };
+}
+
+/**
+ * Everything of acceptInbound before the transaction: parse, report handlers, authentication
+ * and the files. Null when a report handler consumed the message (nothing to store).
+ */
+export async function prepareInbound(ctx: AppContext, input: InboundInput): Promise<PreparedInbound | null> {
+  if (isEmptyMessage(input.raw)) throw new AppError('VALIDATION_ERROR', 'empty message');
   const parsed = await parseMessage(input.raw);
 
   // ---- Reports about our own outbound mail (DSN/ARF): handled by INBOUND_REPORT_HANDLERS. ----
   for (const handle of INBOUND_REPORT_HANDLERS) {
-    if (await handle(ctx, parsed, input.recipients)) return { messageIds: [] };
+    if (await handle(ctx, parsed, input.recipients)) return null;
   }
 
   const unique = [...new Map(input.recipients.map((r) => [r.id, r])).values()];
@@ -181,9 +224,11 @@ export async function acceptInbound(ctx: AppContext, input: InboundInput): Promi
     };
   });
   for (const p of plan) for (const a of p.attachments) a.storagePath = Blobs.key('attachments', a.id);
-  const files = plan.flatMap((p) => [p.rawPath, ...p.attachments.map((a) => a.storagePath)]);
+  const filesOf = (p: (typeof plan)[number]) => [p.rawPath, ...p.attachments.map((a) => a.storagePath)];
+  const files = plan.flatMap(filesOf);
 
-  const stored = Buffer.concat([traceHeaders(ctx, input, plan[0].id), input.raw]);
+  const receivedAt = input.receivedAt ?? ctx.clock.now();
+  const stored = Buffer.concat([traceHeaders(ctx, input, plan[0].id, receivedAt), input.raw]);
   // allSettled, not all: on a failure every write has finished before the cleanup runs, so
   // no file can appear after it.
   const [auth, ...writes] = await Promise.allSettled([
@@ -200,72 +245,64 @@ export async function acceptInbound(ctx: AppContext, input: InboundInput): Promi
   const authentication = auth.status === 'fulfilled' ? (auth.value as AuthenticationResults | null) : null;
 
   const now = isoNow(ctx.clock);
+  const createdAt = receivedAt.toISOString();
   const subject = (parsed.subject ?? '').slice(0, 998);
-  let messageIds: string[];
-  try {
-    // Shared with the other messages committing at this moment: one fsync for all of them.
-    messageIds = await commitGrouped(ctx.db, (tx) => {
-      // An inbox deleted since RCPT gets nothing (its rows would be orphans).
-      const alive = new Set(preparedQuery(ctx.db, liveInboxes).all({ ids: JSON.stringify(plan.map((p) => p.inbox.id)) }).map((r) => r.id));
-      const ids: string[] = [];
-      for (const p of plan) {
-        if (!alive.has(p.inbox.id)) continue;
-        const threadId = threadForMessage(tx, { accountId: p.inbox.accountId, inboxId: p.inbox.id, parents, subject, at: now });
-        const row: MessageRow = {
-          id: p.id,
-          accountId: p.inbox.accountId,
-          inboxId: p.inbox.id,
-          threadId,
-          direction: 'inbound',
-          fromAddress: from[0] ?? input.mailFrom ?? '',
-          fromName,
-          toAddresses: JSON.stringify(addressesOf(parsed.to)),
-          ccAddresses: JSON.stringify(addressesOf(parsed.cc)),
-          bccAddresses: '[]',
-          subject,
-          // The line break that ends the last body line belongs to MIME framing, not the text.
-          bodyText: parsed.text === undefined ? null : parsed.text.replace(/\r?\n$/, ''),
-          bodyHtml: typeof parsed.html === 'string' ? parsed.html : null,
-          delivery: null,
-          status: 'received',
-          messageIdHeader,
-          inReplyTo,
-          references: JSON.stringify(references),
-          recipients: '[]',
-          authentication: authentication ? JSON.stringify(authentication) : null,
-          rawPath: p.rawPath,
-          size: stored.length,
-          createdAt: now,
-          updatedAt: now,
-        };
-        preparedQuery(ctx.db, insertMessage).run(row as unknown as Record<string, unknown>);
-        const attRows: AttachmentRow[] = p.attachments.map((a) => ({
-          id: a.id,
-          accountId: p.inbox.accountId,
-          messageId: p.id,
-          filename: a.filename,
-          contentType: a.contentType,
-          size: a.content.length,
-          sha256: a.sha256,
-          storagePath: a.storagePath,
-          createdAt: now,
-        }));
-        if (attRows.length) tx.insert(attachments).values(attRows).run();
-        const view = messageView(row, attRows.map((a) => ({ id: a.id, filename: a.filename, contentType: a.contentType, size: a.size })));
-        recordEvent(tx, ctx, p.inbox.accountId, 'message.received', { ...view, fromName, hasAttachments: attRows.length > 0, receivedAt: now });
-        ids.push(p.id);
-      }
-      if (ids.length === 0) throw new AppError('INBOX_NOT_FOUND', 'no recipient inbox exists any more');
-      return ids;
-    });
-  } catch (err) {
-    await ctx.blobs.remove(files).catch(() => undefined);
-    throw err;
-  }
-  // Files of inboxes deleted meanwhile were not used.
-  const unused = plan.filter((p) => !messageIds.includes(p.id)).flatMap((p) => [p.rawPath, ...p.attachments.map((a) => a.storagePath)]);
-  if (unused.length) await ctx.blobs.remove(unused).catch(() => undefined);
-  // Webhook fan-out may have enqueued jobs in the transaction.
-  ctx.notify('jobs');
-  return { messageIds };
+  const store = (tx: Tx): string[] => {
+    // An inbox deleted since RCPT gets nothing (its rows would be orphans).
+    const alive = new Set(preparedQuery(ctx.db, liveInboxes).all({ ids: JSON.stringify(plan.map((p) => p.inbox.id)) }).map((r) => r.id));
+    const ids: string[] = [];
+    for (const p of plan) {
+      if (!alive.has(p.inbox.id)) continue;
+      const threadId = threadForMessage(ctx.db, { accountId: p.inbox.accountId, inboxId: p.inbox.id, parents, subject, at: createdAt });
+      const row: MessageRow = {
+        id: p.id,
+        accountId: p.inbox.accountId,
+        inboxId: p.inbox.id,
+        threadId,
+        direction: 'inbound',
+        fromAddress: from[0] ?? input.mailFrom ?? '',
+        fromName,
+        toAddresses: JSON.stringify(addressesOf(parsed.to)),
+        ccAddresses: JSON.stringify(addressesOf(parsed.cc)),
+        bccAddresses: '[]',
+        subject,
+        // The line break that ends the last body line belongs to MIME framing, not the text.
+        bodyText: parsed.text === undefined ? null : parsed.text.replace(/\r?\n$/, ''),
+        bodyHtml: typeof parsed.html === 'string' ? parsed.html : null,
+        delivery: null,
+        status: 'received',
+        messageIdHeader,
+        inReplyTo,
+        references: JSON.stringify(references),
+        recipients: '[]',
+        authentication: authentication ? JSON.stringify(authentication) : null,
+        rawPath: p.rawPath,
+        size: stored.length,
+        createdAt,
+        updatedAt: now,
+      };
+      preparedQuery(ctx.db, insertMessage).run(row as unknown as Record<string, unknown>);
+      const attRows: AttachmentRow[] = p.attachments.map((a) => ({
+        id: a.id,
+        accountId: p.inbox.accountId,
+        messageId: p.id,
+        filename: a.filename,
+        contentType: a.contentType,
+        size: a.content.length,
+        sha256: a.sha256,
+        storagePath: a.storagePath,
+        createdAt,
+      }));
+      if (attRows.length) tx.insert(attachments).values(attRows).run();
+      const view = messageView(row, attRows.map((a) => ({ id: a.id, filename: a.filename, contentType: a.contentType, size: a.size })));
+      recordEvent(tx, ctx, p.inbox.accountId, 'message.received', { ...view, fromName, hasAttachments: attRows.length > 0, receivedAt: createdAt });
+      ids.push(p.id);
+    }
+    return ids;
+  };
+  const removeUnused = async (storedIds: string[]) => {
+    const unused = plan.filter((p) => !storedIds.includes(p.id)).flatMap(filesOf);
+    if (unused.length) await ctx.blobs.remove(unused).catch(() => undefined);
+  };
+  return { files, store, removeUnused };
 }

@@ -1,9 +1,10 @@
 // Threads: a conversation in one inbox. A message whose In-Reply-To/References names a stored
 // Message-ID of the same inbox joins that message's thread; any other message starts one.
 // The thread row keeps its message count and last activity so listings need no aggregation.
-import { and, count, desc, eq, inArray, sql } from 'drizzle-orm';
+import { and, count, desc, eq, sql } from 'drizzle-orm';
 import type { AppContext } from '../context.ts';
-import type { Tx } from '../db/client.ts';
+import type { Db, Tx } from '../db/client.ts';
+import { preparedQuery } from '../db/prepared.ts';
 import { messages, threads } from '../db/schema.ts';
 import { newId } from '../ids.ts';
 import { AppError } from './errors.ts';
@@ -43,36 +44,60 @@ export function messageIdsIn(...values: Array<string | string[] | null | undefin
 /**
  * The thread a new message of `inboxId` belongs to (RFC 5322 §3.6.4: In-Reply-To and References
  * name the parents), creating one when no parent is stored. Counts the message on the thread.
- * Run inside the transaction that inserts the message.
+ * Run inside the transaction that inserts the message (the statements run on `db`'s one
+ * connection, so in that transaction).
  */
 export function threadForMessage(
-  tx: Tx,
+  db: Db,
   input: { accountId: string; inboxId: string; parents: string[]; subject: string; at: string; threadId?: string },
 ): string {
   let threadId = input.threadId;
   if (!threadId && input.parents.length) {
-    const parent = tx
-      .select({ threadId: messages.threadId })
-      .from(messages)
-      .where(and(eq(messages.accountId, input.accountId), inArray(messages.messageIdHeader, input.parents.slice(-100)), eq(messages.inboxId, input.inboxId)))
-      .orderBy(desc(messages.createdAt))
-      .limit(1)
-      .get();
-    threadId = parent?.threadId;
+    threadId = preparedQuery(db, parentThread).get({ accountId: input.accountId, inboxId: input.inboxId, parents: JSON.stringify(input.parents.slice(-100)) })?.threadId;
   }
   if (threadId) {
-    tx.update(threads)
-      .set({ messageCount: sql`${threads.messageCount} + 1`, lastMessageAt: sql`max(${threads.lastMessageAt}, ${input.at})` })
-      .where(eq(threads.id, threadId))
-      .run();
+    preparedQuery(db, countOnThread).run({ id: threadId, at: input.at });
     return threadId;
   }
   const id = newId('thr');
-  tx.insert(threads)
-    .values({ id, accountId: input.accountId, inboxId: input.inboxId, subject: input.subject.slice(0, 998), messageCount: 1, lastMessageAt: input.at, createdAt: input.at })
-    .run();
+  preparedQuery(db, insertThread).run({ id, accountId: input.accountId, inboxId: input.inboxId, subject: input.subject.slice(0, 998), at: input.at });
   return id;
 }
+
+// Run for every stored message: prepared once (src/db/prepared.ts).
+const parentThread = (db: Db) =>
+  db
+    .select({ threadId: messages.threadId })
+    .from(messages)
+    .where(
+      and(
+        eq(messages.accountId, sql.placeholder('accountId')),
+        sql`${messages.messageIdHeader} IN (SELECT value FROM json_each(${sql.placeholder('parents')}))`,
+        eq(messages.inboxId, sql.placeholder('inboxId')),
+      ),
+    )
+    .orderBy(desc(messages.createdAt))
+    .limit(1)
+    .prepare();
+const countOnThread = (db: Db) =>
+  db
+    .update(threads)
+    .set({ messageCount: sql`${threads.messageCount} + 1`, lastMessageAt: sql`max(${threads.lastMessageAt}, ${sql.placeholder('at')})` })
+    .where(eq(threads.id, sql.placeholder('id')))
+    .prepare();
+const insertThread = (db: Db) =>
+  db
+    .insert(threads)
+    .values({
+      id: sql.placeholder('id'),
+      accountId: sql.placeholder('accountId'),
+      inboxId: sql.placeholder('inboxId'),
+      subject: sql.placeholder('subject'),
+      messageCount: 1,
+      lastMessageAt: sql.placeholder('at'),
+      createdAt: sql.placeholder('at'),
+    })
+    .prepare();
 
 /**
  * After a message of `threadId` was deleted: the thread goes when it has no message left

@@ -1,10 +1,12 @@
 // The MX-facing SMTP listener (smtp-server): EHLO with `hostname`, SIZE, optional STARTTLS,
-// recipient checks (never an open relay) and DATA answered 250 only after acceptInbound has
-// written the files and committed the rows. Callbacks stay thin; the rules live in domain/.
+// recipient checks (never an open relay) and DATA answered 250 only once the message is on disk:
+// processed and committed, or spooled (src/domain/spool.ts). Callbacks stay thin; the rules
+// live in domain/.
 import { SMTPServer, type SMTPServerAddress, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server';
 import type { AddressInfo } from 'node:net';
 import type { AppContext } from '../context.ts';
-import { acceptInbound, resolveRecipient } from '../domain/inbound.ts';
+import { resolveRecipient } from '../domain/inbound.ts';
+import { receiveInbound } from '../domain/spool.ts';
 import type { InboxRow } from '../domain/inboxes.ts';
 import { errorFields } from '../log.ts';
 import type { Service } from '../main.ts';
@@ -48,7 +50,7 @@ export function createSmtpService(ctx: AppContext): SmtpService {
       }
       const recipients = (session.envelope.rcptTo as Recipient[]).flatMap((r) => (r.inbox ? [r.inbox] : []));
       const mailFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : '';
-      acceptInbound(ctx, {
+      receiveInbound(ctx, {
         raw: Buffer.concat(chunks, size),
         mailFrom,
         recipients,
@@ -56,10 +58,10 @@ export function createSmtpService(ctx: AppContext): SmtpService {
         heloName: session.hostNameAppearsAs,
         secure: session.secure,
       }).then(
-        ({ messageIds }) => {
+        ({ messageIds, spooledAs }) => {
           countSmtpMessage(ctx, 'accepted');
-          ctx.log.info('smtp message accepted', { session: session.id, remote: session.remoteAddress, size, messageIds });
-          done(null, `2.0.0 OK: stored as ${messageIds.join(' ') || 'report'}`);
+          ctx.log.info('smtp message accepted', { session: session.id, remote: session.remoteAddress, size, messageIds, spooledAs });
+          done(null, spooledAs ? `2.0.0 OK: queued as ${spooledAs}` : `2.0.0 OK: stored as ${messageIds?.join(' ') || 'report'}`);
         },
         (err) => {
           countSmtpMessage(ctx, 'rejected');

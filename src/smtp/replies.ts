@@ -1,6 +1,7 @@
 // AppError → SMTP reply: the SMTP side of "one error type, two transports". smtp-server sends
 // `err.responseCode` and `err.message`; the RFC 3463 enhanced status code leads the message.
 import { isAppError, type ErrorCode } from '../domain/errors.ts';
+import { SpoolFullError } from '../domain/spool.ts';
 
 export interface SmtpReplyError extends Error {
   responseCode: number;
@@ -28,6 +29,8 @@ const REPLIES: Partial<Record<ErrorCode, [number, string]>> = {
  * local error (451 4.3.0): the sender keeps the message and retries, nothing is lost.
  */
 export function replyFor(err: unknown): SmtpReplyError {
+  // 4.3.1: mail system full (RFC 3463); the sender keeps the message and retries.
+  if (err instanceof SpoolFullError) return smtpReply(451, '4.3.1', err.message);
   if (isAppError(err)) {
     const r = REPLIES[err.code];
     if (r) return smtpReply(r[0], r[1], err.message);

@@ -1,6 +1,7 @@
 // Every kind of job the runner knows. Each feature adds its handler here.
 import type { JobHandler } from '../runner.ts';
+import { inboundHandler } from './inbound.ts';
 import { sendHandler } from './send.ts';
 import { webhookHandler } from './webhook.ts';
 
-export const JOB_HANDLERS: JobHandler[] = [sendHandler, webhookHandler];
+export const JOB_HANDLERS: JobHandler[] = [sendHandler, webhookHandler, inboundHandler];

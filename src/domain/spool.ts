@@ -1,0 +1,174 @@
+// The inbound spool: how mail arriving over SMTP is stored before its 250. Normally a message is
+// processed (parsed, authenticated, stored with its threads and events) before the reply. While
+// `smtp.inline_processing` messages are already being processed, further ones are spooled: the
+// raw bytes and an `inbound` job committed in one transaction, answered 250, and processed by the
+// job runner moments later. Either way the 250 means the message is on disk.
+import { eq, sql } from 'drizzle-orm';
+import type { AppContext } from '../context.ts';
+import type { Db, Tx } from '../db/client.ts';
+import { preparedQuery } from '../db/prepared.ts';
+import { commitGrouped } from '../db/group-commit.ts';
+import { inboxes, jobs, spooledMessages } from '../db/schema.ts';
+import { enqueueJob } from '../jobs/table.ts';
+import { AppError } from './errors.ts';
+import { acceptInbound, isEmptyMessage, prepareInbound, type InboundInput } from './inbound.ts';
+import type { InboxRow } from './inboxes.ts';
+
+export const INBOUND_JOB = 'inbound';
+
+/**
+ * Larger messages are always processed before the reply: the spool keeps bytes in the database,
+ * which suits the small messages of a burst, not 25 MB attachments.
+ */
+export const SPOOL_MAX_MESSAGE_BYTES = 1_048_576;
+
+/** What an `inbound` job carries besides the bytes (spooled_messages.raw). */
+export interface SpooledEnvelope {
+  mailFrom: string;
+  recipients: string[];
+  remoteAddress?: string;
+  heloName?: string;
+  secure?: boolean;
+  /** ISO time of the 250. */
+  receivedAt: string;
+}
+
+interface SpoolState {
+  /** Messages being processed before their reply right now. */
+  inline: number;
+  /** Date.now() of the last message spooled. */
+  spooledAt: number;
+  /** Spooled messages not processed yet, as last counted (plus those spooled since). */
+  depth: number;
+  countedAt: number;
+}
+
+const states = new WeakMap<AppContext, SpoolState>();
+const stateOf = (ctx: AppContext): SpoolState => {
+  let s = states.get(ctx);
+  if (!s) states.set(ctx, (s = { inline: 0, spooledAt: -Infinity, depth: 0, countedAt: -Infinity }));
+  return s;
+};
+
+/** Mail was spooled within the last second: SMTP is taking a burst. */
+export const smtpBusy = (ctx: AppContext): boolean => Date.now() - stateOf(ctx).spooledAt < 1000;
+
+/** Pending spooled messages, recounted (one indexed COUNT) at most once a second. */
+function spoolDepth(ctx: AppContext): number {
+  const s = stateOf(ctx);
+  const now = Date.now();
+  if (now - s.countedAt >= 1000) {
+    s.depth = ctx.db
+      .select({ n: sql<number>`count(*)` })
+      .from(jobs)
+      .where(sql`${jobs.kind} = ${INBOUND_JOB} AND ${jobs.status} IN ('queued', 'running')`)
+      .get()!.n;
+    s.countedAt = now;
+  }
+  return s.depth;
+}
+
+/** The spool holds `smtp.spool_limit` messages already: the sender should retry later. */
+export class SpoolFullError extends Error {
+  constructor(limit: number) {
+    super(`the inbound spool is full (${limit} messages waiting); try again later`);
+    this.name = 'SpoolFullError';
+  }
+}
+
+export type Received = { messageIds: string[]; spooledAs?: undefined } | { messageIds?: undefined; spooledAs: string };
+
+/**
+ * The SMTP path for one message: processed before the reply when fewer than
+ * `smtp.inline_processing` are in progress (or it is large), otherwise spooled. Throws the
+ * AppError to answer (VALIDATION_ERROR for an empty message, as acceptInbound does), or
+ * SpoolFullError when the spool is full.
+ */
+export async function receiveInbound(ctx: AppContext, input: InboundInput): Promise<Received> {
+  const s = stateOf(ctx);
+  if (s.inline >= ctx.config.smtp.inline_processing && input.raw.length <= SPOOL_MAX_MESSAGE_BYTES) {
+    s.spooledAt = Date.now();
+    return { spooledAs: await spoolInbound(ctx, input) };
+  }
+  s.inline++;
+  try {
+    return await acceptInbound(ctx, input);
+  } finally {
+    s.inline--;
+  }
+}
+
+async function spoolInbound(ctx: AppContext, input: InboundInput): Promise<string> {
+  if (isEmptyMessage(input.raw)) throw new AppError('VALIDATION_ERROR', 'empty message');
+  if (spoolDepth(ctx) >= ctx.config.smtp.spool_limit) {
+    throw new SpoolFullError(ctx.config.smtp.spool_limit);
+  }
+  const now = ctx.clock.now();
+  const envelope: SpooledEnvelope = {
+    mailFrom: input.mailFrom,
+    recipients: [...new Set(input.recipients.map((r) => r.id))],
+    remoteAddress: input.remoteAddress,
+    heloName: input.heloName,
+    secure: input.secure,
+    receivedAt: now.toISOString(),
+  };
+  const jobId = await commitGrouped(ctx.db, (tx) => {
+    const id = enqueueJob(tx, now, { kind: INBOUND_JOB, payload: envelope, partition: INBOUND_JOB, maxAttempts: INBOUND_RETRY_SCHEDULE.length + 1 });
+    preparedQuery(ctx.db, insertSpooled).run({ jobId: id, raw: input.raw, createdAt: now.toISOString() });
+    return id;
+  });
+  stateOf(ctx).depth++;
+  ctx.notify('jobs');
+  return jobId;
+}
+
+/** Retries of a spooled message whose processing failed (a full disk, a failed write). */
+export const INBOUND_RETRY_SCHEDULE = [5_000, 30_000, 120_000, 600_000, 1_800_000, 3_600_000];
+
+/**
+ * Processes one spooled message: the same steps as a message processed before its reply, with
+ * the 250's time as its received time. Returns what to commit with the job's end: the rows (if
+ * any recipient inbox still exists) and the removal of the spooled bytes. Null when the bytes
+ * are gone (the job already completed under an earlier lease).
+ */
+export async function processSpooled(ctx: AppContext, jobId: string, envelope: SpooledEnvelope): Promise<((tx: Tx) => void) | null> {
+  const row = preparedQuery(ctx.db, spooledRaw).get({ jobId });
+  if (!row) return null;
+  const recipients: InboxRow[] = preparedQuery(ctx.db, inboxesById).all({ ids: JSON.stringify(envelope.recipients) });
+  // Runs inside the job's finishing transaction (prepared statements use its connection).
+  const drop = () => void preparedQuery(ctx.db, deleteSpooled).run({ jobId });
+  // Every recipient inbox was deleted after the 250: like deleting the stored message.
+  if (recipients.length === 0) return drop;
+  const prepared = await prepareInbound(ctx, {
+    raw: row.raw,
+    mailFrom: envelope.mailFrom,
+    recipients,
+    remoteAddress: envelope.remoteAddress,
+    heloName: envelope.heloName,
+    secure: envelope.secure,
+    receivedAt: new Date(envelope.receivedAt),
+  });
+  if (!prepared) return drop;
+  return (tx) => {
+    prepared.store(tx);
+    drop();
+  };
+}
+
+// Once per spooled message each: prepared once (src/db/prepared.ts).
+const insertSpooled = (db: Db) =>
+  db.insert(spooledMessages).values({ jobId: sql.placeholder('jobId'), raw: sql.placeholder('raw'), createdAt: sql.placeholder('createdAt') }).prepare();
+const spooledRaw = (db: Db) => db.select({ raw: spooledMessages.raw }).from(spooledMessages).where(eq(spooledMessages.jobId, sql.placeholder('jobId'))).prepare();
+const deleteSpooled = (db: Db) => db.delete(spooledMessages).where(eq(spooledMessages.jobId, sql.placeholder('jobId'))).prepare();
+const inboxesById = (db: Db) =>
+  db
+    .select()
+    .from(inboxes)
+    .where(sql`${inboxes.id} IN (SELECT value FROM json_each(${sql.placeholder('ids')}))`)
+    .prepare();
+
+/** Called when an inbound job has ended (either way): the cached spool depth goes down. */
+export function spoolJobEnded(ctx: AppContext): void {
+  const s = stateOf(ctx);
+  if (s.depth > 0) s.depth--;
+}

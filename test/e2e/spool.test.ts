@@ -1,0 +1,157 @@
+// The inbound spool under load (src/domain/spool.ts), forced with smtp.inline_processing = 0 so
+// every message is spooled: the 250 names the job, the message then appears with the same
+// fields as one processed before its reply, the spooled bytes go once it is stored, a full
+// spool answers 451 4.3.1, spooled mail survives a restart, and large mail is never spooled.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { eq } from 'drizzle-orm';
+import { jobs, spooledMessages } from '../../src/db/schema.ts';
+import { SPOOL_MAX_MESSAGE_BYTES } from '../../src/domain/spool.ts';
+import type { Service } from '../../src/main.ts';
+import { startTestServer, type TestServer } from '../support/server.ts';
+import { SmtpClient } from '../support/smtp-client.ts';
+import { until } from '../support/wait.ts';
+
+const SPOOL_ALL = { smtp: { inline_processing: 0, max_message_bytes: 4 * SPOOL_MAX_MESSAGE_BYTES } };
+
+function message(subject: string, body = 'spooled body\r\n'): Buffer {
+  return Buffer.from(`From: Sender <sender@example.net>\r\nTo: box@agents.test\r\nSubject: ${subject}\r\nMessage-ID: <${subject.replace(/\W/g, '')}@example.net>\r\n\r\n${body}`);
+}
+
+/** One SMTP transaction to `to`; returns the final reply of DATA. */
+async function deliver(port: number, to: string, raw: Buffer): Promise<{ code: number; text: string }> {
+  const { client } = await SmtpClient.open(port);
+  try {
+    await client.cmd('EHLO client.example.net');
+    assert.equal((await client.cmd('MAIL FROM:<sender@example.net>')).code, 250);
+    assert.equal((await client.cmd(`RCPT TO:<${to}>`)).code, 250);
+    return await client.data(raw);
+  } finally {
+    await client.cmd('QUIT').catch(() => undefined);
+  }
+}
+
+const jobRunner = (t: TestServer) => t.server.services.find((s) => s.name === 'jobs') as Service;
+const spooledCount = (t: TestServer) => t.server.ctx.db.select().from(spooledMessages).all().length;
+
+async function messagesOf(t: TestServer, inboxId: string, key?: string): Promise<any[]> {
+  const res = await t.api('GET', `/inboxes/${inboxId}/messages?limit=100`, undefined, key ? { key } : undefined);
+  assert.equal(res.status, 200);
+  return res.body.data;
+}
+
+describe('spooled inbound mail', () => {
+  let t: TestServer;
+  let inboxId: string;
+
+  before(async () => {
+    t = await startTestServer(SPOOL_ALL);
+    inboxId = (await t.api('POST', '/inboxes', { address: 'box' })).body.id;
+  });
+  after(() => t?.close());
+
+  test('the 250 names the job; the message is then stored like one processed before its reply', async () => {
+    const reply = await deliver(t.server.smtpPort, 'box@agents.test', message('spooled one'));
+    assert.equal(reply.code, 250);
+    const jobId = /queued as (job_\S+)/.exec(reply.text)?.[1];
+    assert.ok(jobId, `reply names the job: ${reply.text}`);
+
+    const stored = await until('the spooled message to be processed', async () => (await messagesOf(t, inboxId)).find((m) => m.subject === 'spooled one'));
+    assert.equal(stored.fromAddress, 'sender@example.net');
+    assert.equal(stored.fromName, 'Sender');
+    assert.equal(stored.bodyText, 'spooled body');
+    assert.deepEqual(stored.toAddresses, ['box@agents.test']);
+    assert.equal(stored.status, 'received');
+    assert.ok(stored.threadId.startsWith('thr_'));
+    assert.ok(stored.authentication, 'sender authentication was evaluated');
+    const raw = await fetch(`${t.url}/messages/${stored.id}/raw`, { headers: { authorization: `Bearer ${t.key}` } });
+    assert.equal(raw.status, 200);
+    const text = await raw.text();
+    assert.match(text, /^Return-Path: <sender@example\.net>\r\nReceived: from client\.example\.net/);
+
+    await until('the job to finish', () => t.server.ctx.db.select().from(jobs).where(eq(jobs.id, jobId)).get()?.status === 'done' || undefined);
+    assert.equal(spooledCount(t), 0, 'spooled bytes are deleted with the commit that stores the message');
+  });
+
+  test('a reply to a spooled message joins its thread', async () => {
+    const first = await until('the first message', async () => (await messagesOf(t, inboxId)).find((m) => m.subject === 'spooled one'));
+    const reply = Buffer.from(
+      `From: sender@example.net\r\nTo: box@agents.test\r\nSubject: Re: spooled one\r\nMessage-ID: <reply1@example.net>\r\nIn-Reply-To: <spooledone@example.net>\r\n\r\nagain\r\n`,
+    );
+    assert.equal((await deliver(t.server.smtpPort, 'box@agents.test', reply)).code, 250);
+    const second = await until('the reply', async () => (await messagesOf(t, inboxId)).find((m) => m.subject === 'Re: spooled one'));
+    assert.equal(second.threadId, first.threadId);
+  });
+
+  test('an empty message is refused before it is spooled', async () => {
+    const reply = await deliver(t.server.smtpPort, 'box@agents.test', Buffer.from('\r\n\r\n'));
+    assert.equal(reply.code, 554);
+    assert.match(reply.text, /^5\.6\.0 empty message/);
+    assert.equal(spooledCount(t), 0);
+  });
+
+  test(`a message over ${SPOOL_MAX_MESSAGE_BYTES} bytes is processed before its reply`, async () => {
+    const big = message('big one', ('x'.repeat(76) + '\r\n').repeat(Math.ceil(SPOOL_MAX_MESSAGE_BYTES / 78) + 10));
+    const reply = await deliver(t.server.smtpPort, 'box@agents.test', big);
+    assert.equal(reply.code, 250);
+    const id = /stored as (msg_\S+)/.exec(reply.text)?.[1];
+    assert.ok(id, `stored at once: ${reply.text}`);
+    const res = await t.api('GET', `/messages/${id}`);
+    assert.equal(res.status, 200);
+    assert.equal(res.body.subject, 'big one');
+  });
+
+  test('mail for an inbox deleted before processing is dropped with its spooled bytes', async () => {
+    const doomed = (await t.api('POST', '/inboxes', { address: 'doomed' })).body.id;
+    await jobRunner(t).stop(1000);
+    try {
+      assert.equal((await deliver(t.server.smtpPort, 'doomed@agents.test', message('for doomed'))).code, 250);
+      assert.equal(spooledCount(t), 1);
+      assert.equal((await t.api('DELETE', `/inboxes/${doomed}`)).status, 204);
+    } finally {
+      await jobRunner(t).start();
+    }
+    await until('the spool to empty', () => spooledCount(t) === 0 || undefined);
+    const res = await t.api('GET', `/inboxes/${doomed}/messages`);
+    assert.equal(res.status, 404);
+  });
+});
+
+describe('a full spool and a restart', () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'mailroom-spool-'));
+  let first: TestServer | undefined;
+  let second: TestServer | undefined;
+  after(async () => {
+    await first?.close();
+    await second?.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  test('451 4.3.1 past smtp.spool_limit; what was spooled is processed after a restart', async () => {
+    first = await startTestServer({ smtp: { inline_processing: 0, spool_limit: 2 } }, { dataDir });
+    const inboxId = (await first.api('POST', '/inboxes', { address: 'box' })).body.id;
+    const key = first.key;
+    // Nothing processes the spool while the runner is stopped.
+    await jobRunner(first).stop(1000);
+    for (const n of [1, 2]) assert.equal((await deliver(first.server.smtpPort, 'box@agents.test', message(`held ${n}`))).code, 250);
+    const full = await deliver(first.server.smtpPort, 'box@agents.test', message('held 3'));
+    assert.equal(full.code, 451);
+    assert.match(full.text, /^4\.3\.1 the inbound spool is full \(2 messages waiting\)/);
+    assert.equal(spooledCount(first), 2);
+    assert.deepEqual(await messagesOf(first, inboxId), []);
+    await first.close();
+    first = undefined;
+
+    second = await startTestServer({}, { dataDir });
+    const s = second;
+    const subjects = await until('both held messages to be processed', async () => {
+      const list = (await messagesOf(s, inboxId, key)).map((m) => m.subject).sort();
+      return list.length === 2 ? list : undefined;
+    });
+    assert.deepEqual(subjects, ['held 1', 'held 2']);
+    assert.equal(spooledCount(s), 0);
+  });
+});
