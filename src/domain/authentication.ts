@@ -42,6 +42,46 @@ export function headerLineCount(raw: Buffer, limit = MAX_HEADER_LINES): number {
   return lines;
 }
 
+/** The header section up to and including the empty line that ends it (all of `raw` if none). */
+function headerSection(raw: Buffer): Buffer {
+  const crlf = raw.indexOf('\r\n\r\n');
+  const lf = raw.indexOf('\n\n');
+  const ends = [crlf === -1 ? -1 : crlf + 4, lf === -1 ? -1 : lf + 2].filter((i) => i !== -1);
+  return ends.length ? raw.subarray(0, Math.min(...ends)) : raw;
+}
+
+/** A DKIM-Signature field anywhere in the header section (RFC 6376 §3.5). */
+const hasDkimSignature = (raw: Buffer): boolean => /^dkim-signature[ \t]*:/im.test(headerSection(raw).toString('latin1'));
+
+/**
+ * SPF and DMARC records of a sending domain are looked up for every message it sends; answers
+ * ("no such record" included) are kept this long, as a caching resolver would, well under the
+ * TTLs such records use. Failures (timeout, SERVFAIL) are not kept.
+ */
+const LOOKUP_CACHE_MS = 30_000;
+const LOOKUP_CACHE_MAX = 5_000;
+const lookupCaches = new WeakMap<AppContext, Map<string, { until: number; answer: Promise<unknown> }>>();
+
+function cachedLookup(ctx: AppContext): (name: string, rrtype: string) => Promise<string[] | string[][]> {
+  let cache = lookupCaches.get(ctx);
+  if (!cache) lookupCaches.set(ctx, (cache = new Map()));
+  const entries = cache;
+  return (name, rrtype) => {
+    const key = `${rrtype} ${name.toLowerCase()}`;
+    const now = Date.now();
+    const hit = entries.get(key);
+    if (hit && hit.until > now) return hit.answer as Promise<string[] | string[][]>;
+    if (entries.size >= LOOKUP_CACHE_MAX) entries.clear();
+    const answer = ctx.dns.raw(name, rrtype);
+    entries.set(key, { until: now + LOOKUP_CACHE_MS, answer });
+    answer.catch((err: NodeJS.ErrnoException) => {
+      // Only "no such name/record" is an answer worth keeping.
+      if (!['ENOTFOUND', 'ENODATA'].includes(err?.code ?? '')) entries.delete(key);
+    });
+    return answer as Promise<string[] | string[][]>;
+  };
+}
+
 /** Orders DKIM results so one passing signature makes the message's DKIM result `pass`. */
 const DKIM_RANK = ['pass', 'temperror', 'fail', 'permerror', 'policy', 'neutral', 'none'];
 
@@ -62,12 +102,14 @@ export async function authenticateMessage(
     timer = setTimeout(() => resolve('timeout'), Math.max(1000, ctx.config.dns.timeout * 4));
   });
   try {
-    const run = authenticate(input.raw, {
+    // Without a DKIM-Signature the body cannot change any result: mailauth gets the header
+    // section alone instead of hashing the body for nothing (bench/: ~0.2 ms per 10 KB message).
+    const run = authenticate(hasDkimSignature(input.raw) ? input.raw : headerSection(input.raw), {
       ip: input.remoteAddress ? input.remoteAddress.replace(/^::ffff:/, '') : undefined,
       helo: input.heloName || undefined,
       sender: input.mailFrom || undefined,
       mta: ctx.config.hostname,
-      resolver: (name: string, rrtype: string) => ctx.dns.raw(name, rrtype) as Promise<string[] | string[][]>,
+      resolver: cachedLookup(ctx),
       disableArc: true,
       disableBimi: true,
     });
