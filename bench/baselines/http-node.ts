@@ -17,7 +17,8 @@ const server = createServer((req, res) => {
   }
   if (req.method === 'GET' && parts.length === 4 && parts[1] === 'inboxes' && parts[3] === 'messages') {
     const limit = Number(url.searchParams.get('limit') ?? 20);
-    return send(200, { data: store.listMessages(parts[2], limit), limit, offset: 0 });
+    const offset = Number(url.searchParams.get('offset') ?? 0);
+    return send(200, { data: store.listMessages(parts[2], limit, offset), limit, offset });
   }
   if (req.method === 'POST' && url.pathname === '/inboxes') {
     const chunks: Buffer[] = [];

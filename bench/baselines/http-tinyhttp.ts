@@ -15,8 +15,10 @@ app.get('/inboxes/:id', (req, res) => {
   send(res, row ? 200 : 404, row ?? { error: 'not found' });
 });
 app.get('/inboxes/:id/messages', (req, res) => {
-  const limit = Number(new URL(req.url, 'http://x').searchParams.get('limit') ?? 20);
-  send(res, 200, { data: store.listMessages(req.params.id, limit), limit, offset: 0 });
+  const q = new URL(req.url, 'http://x').searchParams;
+  const limit = Number(q.get('limit') ?? 20);
+  const offset = Number(q.get('offset') ?? 0);
+  send(res, 200, { data: store.listMessages(req.params.id, limit, offset), limit, offset });
 });
 app.post('/inboxes', (req, res) => {
   const chunks: Buffer[] = [];

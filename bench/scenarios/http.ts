@@ -1,6 +1,6 @@
 // (b) HTTP API throughput: autocannon with 50 keep-alive connections against three endpoints
 // of mailroom (auth, rate limit and logging on, as in production) and the same three paths on
-// bare tinyhttp + SQLite and bare node:http + SQLite baselines over the same data shape.
+// bare tinyhttp + SQLite and bare node:http + SQLite baselines giving the same JSON answers.
 import type { TestDns } from '../../test/support/dns.ts';
 import { createInbox, startMailroom, type Mailroom } from '../mailroom.ts';
 import { accountOfInbox, seedMessages } from '../seed.ts';
@@ -94,7 +94,7 @@ export async function httpApi(env: { dns: TestDns }): Promise<ScenarioResult> {
     id: 'http',
     title: '(b) HTTP API at 50 connections',
     status: 'ok',
-    setup: `autocannon, ${CONNECTIONS} keep-alive connections, no pipelining, ${WARMUP_SECONDS} s warm-up then ${SECONDS} s per endpoint; mailroom with auth, rate limiting (limit raised out of the way) and one log line per request; inbox with ${SEEDED} stored messages (~1 KB bodies); baselines serve the same paths from the same data shape without auth or logging`,
+    setup: `autocannon, ${CONNECTIONS} keep-alive connections, no pipelining, ${WARMUP_SECONDS} s warm-up then ${SECONDS} s per endpoint; mailroom with auth, rate limiting (limit raised out of the way) and one log line per request; inbox with ${SEEDED} stored messages (~1 KB bodies); baselines serve the same paths with the same JSON answers (the fields of mailroom's inbox and message views, ~31 KB per list page) without auth, rate limiting, logging or metrics`,
     rows,
     details: { mailroom: mine, baselines },
   };
