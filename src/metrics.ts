@@ -28,10 +28,15 @@ export class Counter {
   ) {}
 
   inc(labels: Labels = {}, by = 1): void {
+    this.series(labels).value += by;
+  }
+
+  /** The series of `labels` (created at 0): hot paths keep it and add to its value directly. */
+  series(labels: Labels): { value: number } {
     const key = labelText(labels);
-    const cur = this.values.get(key);
-    if (cur) cur.value += by;
-    else this.values.set(key, { labels, value: by });
+    let cur = this.values.get(key);
+    if (!cur) this.values.set(key, (cur = { labels, value: 0 }));
+    return cur;
   }
 
   get(labels: Labels = {}): number {
@@ -45,8 +50,15 @@ export class Counter {
   }
 }
 
+interface HistogramSeries {
+  labels: Labels;
+  counts: number[];
+  sum: number;
+  count: number;
+}
+
 export class Histogram {
-  private readonly series = new Map<string, { labels: Labels; counts: number[]; sum: number; count: number }>();
+  private readonly all = new Map<string, HistogramSeries>();
   constructor(
     readonly name: string,
     readonly help: string,
@@ -54,12 +66,18 @@ export class Histogram {
   ) {}
 
   observe(labels: Labels, value: number): void {
+    this.add(this.series(labels), value);
+  }
+
+  /** The series of `labels` (created empty), for add() on hot paths. */
+  series(labels: Labels): HistogramSeries {
     const key = labelText(labels);
-    let s = this.series.get(key);
-    if (!s) {
-      s = { labels, counts: this.buckets.map(() => 0), sum: 0, count: 0 };
-      this.series.set(key, s);
-    }
+    let s = this.all.get(key);
+    if (!s) this.all.set(key, (s = { labels, counts: this.buckets.map(() => 0), sum: 0, count: 0 }));
+    return s;
+  }
+
+  add(s: HistogramSeries, value: number): void {
     for (let i = 0; i < this.buckets.length; i++) if (value <= this.buckets[i]) s.counts[i]++;
     s.sum += value;
     s.count++;
@@ -67,7 +85,7 @@ export class Histogram {
 
   render(): string[] {
     const out = [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} histogram`];
-    for (const s of this.series.values()) {
+    for (const s of this.all.values()) {
       this.buckets.forEach((le, i) => out.push(`${this.name}_bucket${labelText({ ...s.labels, le: String(le) })} ${s.counts[i]}`));
       out.push(`${this.name}_bucket${labelText({ ...s.labels, le: '+Inf' })} ${s.count}`);
       out.push(`${this.name}_sum${labelText(s.labels)} ${num(s.sum)}`);
@@ -88,6 +106,8 @@ export interface Metrics {
   smtpSessions: Counter;
   smtpMessages: Counter;
   smtpRecipients: Counter;
+  /** The two HTTP series of each method, route and status, found by one map lookup per request. */
+  httpSeries: Map<string, { requests: { value: number }; duration: HistogramSeries }>;
   startedAt: number;
 }
 
@@ -104,6 +124,7 @@ export function metricsOf(ctx: AppContext): Metrics {
       smtpSessions: new Counter('mailroom_smtp_sessions_total', 'Inbound SMTP connections accepted by the listener.'),
       smtpMessages: new Counter('mailroom_smtp_messages_total', 'Inbound messages by result: accepted (stored) or rejected (refused with an SMTP error).'),
       smtpRecipients: new Counter('mailroom_smtp_recipients_total', 'RCPT TO commands by result: accepted or rejected (unknown inbox, relay, suspended, limits).'),
+      httpSeries: new Map(),
       startedAt: Date.now(),
     };
     registry.set(ctx, m);
@@ -148,13 +169,22 @@ export function routeOf(routes: RoutePattern[] | undefined, method: string, path
 
 const KNOWN_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
 
-/** Called once per answered request from the HTTP app's global step. */
-export function observeRequest(ctx: AppContext, routes: unknown, method: string | undefined, path: string, status: number, seconds: number): void {
+/**
+ * Called once per answered request from the HTTP app's global step, with the pattern of the
+ * route that answered (routeOf() for answers given before routing, "unmatched" for none).
+ */
+export function observeRequest(ctx: AppContext, method: string | undefined, route: string, status: number, seconds: number): void {
   const m = method && KNOWN_METHODS.has(method) ? method : 'OTHER';
-  const route = routeOf(Array.isArray(routes) ? (routes as RoutePattern[]) : undefined, m, path);
   const metrics = metricsOf(ctx);
-  metrics.httpRequests.inc({ method: m, route, status: String(status) });
-  metrics.httpDuration.observe({ method: m, route }, seconds);
+  // Label text is built once per series, not per request.
+  const key = `${m} ${route} ${status}`;
+  let s = metrics.httpSeries.get(key);
+  if (!s) {
+    s = { requests: metrics.httpRequests.series({ method: m, route, status: String(status) }), duration: metrics.httpDuration.series({ method: m, route }) };
+    metrics.httpSeries.set(key, s);
+  }
+  s.requests.value++;
+  metrics.httpDuration.add(s.duration, seconds);
 }
 
 // ---- scrape ---------------------------------------------------------------------------------

@@ -1,10 +1,10 @@
 // API keys: `mr_live_<random>`, stored only as a SHA-256 hash. Authentication finds candidates
 // by the visible prefix and compares hashes in constant time. Read-only keys may not write.
-import { and, desc, eq, isNull, sql } from 'drizzle-orm';
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { and, desc, eq, isNull } from 'drizzle-orm';
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { AppContext } from '../context.ts';
 import type { Db } from '../db/client.ts';
-import { preparedQuery } from '../db/prepared.ts';
+import { preparedQuery, preparedRows } from '../db/prepared.ts';
 import { apiKeys } from '../db/schema.ts';
 import { newId } from '../ids.ts';
 import { AppError } from './errors.ts';
@@ -39,7 +39,8 @@ export interface Principal {
   readOnly: boolean;
 }
 
-const hashKey = (key: string): Buffer => createHash('sha256').update(key).digest();
+// One-shot hash: no Hash object per call (this runs on every API request).
+const hashKey = (key: string): Buffer => hash('sha256', key, 'buffer');
 
 function generateKey(): string {
   // 40 base62 characters ≈ 238 bits; rejection sampling keeps the characters uniform.
@@ -123,32 +124,30 @@ export function revokeApiKey(ctx: AppContext, accountId: string | null, id: stri
 
 const LAST_USED_PRECISION_MS = 1000;
 
+// Runs on every API request: a plain statement prepared once (src/db/prepared.ts), reading only
+// the columns authentication needs.
+type KeyCandidate = [id: string, accountId: string, keyHash: string, readOnly: number, lastUsedAt: string | null, expiresAt: string | null];
+const activeKeysByPrefix = (db: Db) =>
+  preparedRows<[string], KeyCandidate>(db, 'SELECT id, account_id, key_hash, read_only, last_used_at, expires_at FROM api_keys WHERE key_prefix = ? AND revoked_at IS NULL');
+
 /**
  * Resolves a presented key to its principal, or undefined. Revoked and expired keys are
  * rejected at once (every request reads the table: nothing is cached, so a revocation made by
  * the CLI in another process takes effect on the next request).
  */
-const activeKeysByPrefix = (db: Db) =>
-  db
-    .select()
-    .from(apiKeys)
-    .where(and(eq(apiKeys.keyPrefix, sql.placeholder('prefix')), isNull(apiKeys.revokedAt)))
-    .prepare();
-
 export function authenticateKey(ctx: AppContext, presented: string): Principal | undefined {
   if (presented.length < KEY_PREFIX_LENGTH || presented.length > 200) return undefined;
-  // Runs on every API request: prepared once (src/db/prepared.ts).
-  const candidates = preparedQuery(ctx.db, activeKeysByPrefix).all({ prefix: presented.slice(0, KEY_PREFIX_LENGTH) });
+  const candidates = preparedQuery(ctx.db, activeKeysByPrefix).all(presented.slice(0, KEY_PREFIX_LENGTH));
   const digest = hashKey(presented);
   const now = ctx.clock.now();
-  for (const row of candidates) {
-    if (!timingSafeEqual(digest, Buffer.from(row.keyHash, 'hex'))) continue;
-    if (row.expiresAt && Date.parse(row.expiresAt) <= now.getTime()) return undefined;
+  for (const [id, accountId, keyHash, readOnly, lastUsedAt, expiresAt] of candidates) {
+    if (!timingSafeEqual(digest, Buffer.from(keyHash, 'hex'))) continue;
+    if (expiresAt && Date.parse(expiresAt) <= now.getTime()) return undefined;
     // lastUsedAt is written at most once a second per key, keeping reads cheap under load.
-    if (!row.lastUsedAt || now.getTime() - Date.parse(row.lastUsedAt) >= LAST_USED_PRECISION_MS) {
-      ctx.db.update(apiKeys).set({ lastUsedAt: now.toISOString() }).where(eq(apiKeys.id, row.id)).run();
+    if (!lastUsedAt || now.getTime() - Date.parse(lastUsedAt) >= LAST_USED_PRECISION_MS) {
+      ctx.db.update(apiKeys).set({ lastUsedAt: now.toISOString() }).where(eq(apiKeys.id, id)).run();
     }
-    return { accountId: row.accountId, keyId: row.id, readOnly: row.readOnly };
+    return { accountId, keyId: id, readOnly: readOnly === 1 };
   }
   return undefined;
 }

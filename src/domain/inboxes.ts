@@ -4,7 +4,7 @@
 import { and, count, desc, eq, inArray, sql } from 'drizzle-orm';
 import type { AppContext } from '../context.ts';
 import type { Db } from '../db/client.ts';
-import { preparedQuery } from '../db/prepared.ts';
+import { preparedQuery, preparedRows } from '../db/prepared.ts';
 import { attachments, domains, inboxes, messages } from '../db/schema.ts';
 import { newId, randomToken } from '../ids.ts';
 import { isValidLocalPart, splitAddress } from './addresses.ts';
@@ -36,7 +36,7 @@ export function inboxView(ctx: AppContext, row: InboxRow): Inbox {
     domainId: row.domainId,
     status: row.status,
     dailySendLimit: row.dailySendLimit,
-    sendsToday: row.sendsDay === utcDay(ctx.clock) ? row.sendsToday : 0,
+    sendsToday: row.sendsDay !== null && row.sendsDay === utcDay(ctx.clock) ? row.sendsToday : 0,
     totalSent: row.totalSent,
     bounceCount: row.bounceCount,
     complaintCount: row.complaintCount,
@@ -130,12 +130,50 @@ export function createInbox(ctx: AppContext, accountId: string, input: CreateInb
   return inboxView(ctx, row);
 }
 
-// Hot reads (every inbox route, every RCPT TO): prepared once (src/db/prepared.ts).
-const inboxById = (db: Db) => db.select().from(inboxes).where(eq(inboxes.id, sql.placeholder('id'))).prepare();
+// Hot reads (every inbox route, every RCPT TO): prepared once (src/db/prepared.ts). The read by
+// id (every inbox and message-list request) is a plain statement, without drizzle's mapping.
+type InboxTuple = [
+  id: string,
+  accountId: string,
+  address: string,
+  domainId: string | null,
+  displayName: string | null,
+  status: string,
+  dailySendLimit: number,
+  sendsToday: number,
+  sendsDay: string | null,
+  totalSent: number,
+  bounceCount: number,
+  complaintCount: number,
+  createdAt: string,
+];
+const inboxById = (db: Db) =>
+  preparedRows<[string], InboxTuple>(
+    db,
+    `SELECT id, account_id, address, domain_id, display_name, status, daily_send_limit, sends_today, sends_day, total_sent,
+            bounce_count, complaint_count, created_at
+       FROM inboxes WHERE id = ?`,
+  );
+const inboxRow = (r: InboxTuple): InboxRow => ({
+  id: r[0],
+  accountId: r[1],
+  address: r[2],
+  domainId: r[3],
+  displayName: r[4],
+  status: r[5],
+  dailySendLimit: r[6],
+  sendsToday: r[7],
+  sendsDay: r[8],
+  totalSent: r[9],
+  bounceCount: r[10],
+  complaintCount: r[11],
+  createdAt: r[12],
+});
 const inboxByAddress = (db: Db) => db.select().from(inboxes).where(eq(inboxes.address, sql.placeholder('address'))).prepare();
 
 export function findInboxRow(ctx: AppContext, accountId: string, id: string): InboxRow {
-  const row = preparedQuery(ctx.db, inboxById).get({ id });
+  const found = preparedQuery(ctx.db, inboxById).get(id);
+  const row = found && inboxRow(found);
   // Another account's inbox is reported exactly like a missing one.
   if (!row || row.accountId !== accountId) throw new AppError('INBOX_NOT_FOUND', `inbox ${id} not found`);
   return row;

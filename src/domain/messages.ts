@@ -1,10 +1,10 @@
 // Messages: the API shape of a stored message (inbound or outbound). Listing, reading and
 // deleting messages live here too; receiving is in inbound.ts, sending in sending.ts.
-import { and, asc, desc, eq, sql } from 'drizzle-orm';
+import { asc, eq, sql } from 'drizzle-orm';
 import type { AppContext } from '../context.ts';
 import type { Db } from '../db/client.ts';
-import { preparedQuery } from '../db/prepared.ts';
-import { attachments, inboxMessageCounts, messages } from '../db/schema.ts';
+import { preparedQuery, preparedRows } from '../db/prepared.ts';
+import { attachments, messages } from '../db/schema.ts';
 import { attachmentMetaForMany } from './attachments.ts';
 import { AppError } from './errors.ts';
 import { findInboxRow } from './inboxes.ts';
@@ -12,6 +12,8 @@ import type { Page, PageResult } from './pagination.ts';
 import { afterMessageRemoved, findThreadRow, threadView, type Thread } from './threads.ts';
 
 export type MessageRow = typeof messages.$inferSelect;
+/** The columns a Message is made of (what list pages read). */
+export type MessageViewRow = Omit<MessageRow, 'accountId' | 'references' | 'rawPath'>;
 
 export interface AttachmentMeta {
   id: string;
@@ -53,7 +55,7 @@ export interface Message {
   updatedAt: string;
 }
 
-export function messageView(row: MessageRow, attachments: AttachmentMeta[]): Message {
+export function messageView(row: MessageViewRow, attachments: AttachmentMeta[]): Message {
   const m: Message = {
     id: row.id,
     inboxId: row.inboxId,
@@ -85,7 +87,7 @@ export function messageView(row: MessageRow, attachments: AttachmentMeta[]): Mes
 }
 
 /** Views of many rows with their attachments, in two queries rather than one per message. */
-export function messageViews(ctx: AppContext, rows: MessageRow[]): Message[] {
+export function messageViews(ctx: AppContext, rows: MessageViewRow[]): Message[] {
   const metas = attachmentMetaForMany(ctx, rows.map((r) => r.id));
   return rows.map((r) => messageView(r, metas.get(r.id) ?? []));
 }
@@ -94,26 +96,70 @@ export const MESSAGE_STATUSES = ['queued', 'sending', 'sent', 'delivered', 'fail
 
 // The reads behind GET /messages/{id} and the message list: prepared once (src/db/prepared.ts).
 const messageById = (db: Db) => db.select().from(messages).where(eq(messages.id, sql.placeholder('id'))).prepare();
-const pageOf = (db: Db, withStatus: boolean) =>
-  db
-    .select()
-    .from(messages)
-    .where(withStatus ? and(eq(messages.inboxId, sql.placeholder('inboxId')), eq(messages.status, sql.placeholder('status'))) : eq(messages.inboxId, sql.placeholder('inboxId')))
-    .orderBy(desc(messages.createdAt), desc(messages.id))
-    .limit(sql.placeholder('limit'))
-    .offset(sql.placeholder('offset'))
-    .prepare();
-const pageOfInbox = (db: Db) => pageOf(db, false);
-const pageOfInboxStatus = (db: Db) => pageOf(db, true);
+
+// A list page is 20-100 rows of 21 columns: read with plain statements in raw mode (rows as
+// arrays, src/db/prepared.ts), each turned into a MessageViewRow once. drizzle mapped every
+// value through its column decoders into one object and messageView copied it into another.
+type ViewTuple = [
+  id: string,
+  inboxId: string,
+  threadId: string,
+  direction: string,
+  fromAddress: string,
+  fromName: string | null,
+  toAddresses: string,
+  ccAddresses: string,
+  bccAddresses: string,
+  subject: string,
+  bodyText: string | null,
+  bodyHtml: string | null,
+  delivery: string | null,
+  status: string,
+  messageIdHeader: string,
+  inReplyTo: string | null,
+  recipients: string,
+  authentication: string | null,
+  size: number,
+  createdAt: string,
+  updatedAt: string,
+];
+const VIEW_COLUMNS = `id, inbox_id, thread_id, direction, from_address, from_name, to_addresses, cc_addresses, bcc_addresses, subject,
+  body_text, body_html, delivery, status, message_id_header, in_reply_to, recipients, authentication, size, created_at, updated_at`;
+// In VIEW_COLUMNS order.
+const viewRow = (r: ViewTuple): MessageViewRow => ({
+  id: r[0],
+  inboxId: r[1],
+  threadId: r[2],
+  direction: r[3],
+  fromAddress: r[4],
+  fromName: r[5],
+  toAddresses: r[6],
+  ccAddresses: r[7],
+  bccAddresses: r[8],
+  subject: r[9],
+  bodyText: r[10],
+  bodyHtml: r[11],
+  delivery: r[12],
+  status: r[13],
+  messageIdHeader: r[14],
+  inReplyTo: r[15],
+  recipients: r[16],
+  authentication: r[17],
+  size: r[18],
+  createdAt: r[19],
+  updatedAt: r[20],
+});
+const pageOfInbox = (db: Db) =>
+  preparedRows<[string, number, number], ViewTuple>(db, `SELECT ${VIEW_COLUMNS} FROM messages WHERE inbox_id = ? ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`);
+const pageOfInboxStatus = (db: Db) =>
+  preparedRows<[string, string, number, number], ViewTuple>(
+    db,
+    `SELECT ${VIEW_COLUMNS} FROM messages WHERE inbox_id = ? AND status = ? ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`,
+  );
 // Kept by triggers (schema.ts inboxMessageCounts): constant time however large the inbox.
-const totalOf = (db: Db, withStatus: boolean) =>
-  db
-    .select({ n: sql<number>`coalesce(sum(${inboxMessageCounts.n}), 0)` })
-    .from(inboxMessageCounts)
-    .where(withStatus ? and(eq(inboxMessageCounts.inboxId, sql.placeholder('inboxId')), eq(inboxMessageCounts.status, sql.placeholder('status'))) : eq(inboxMessageCounts.inboxId, sql.placeholder('inboxId')))
-    .prepare();
-const totalOfInbox = (db: Db) => totalOf(db, false);
-const totalOfInboxStatus = (db: Db) => totalOf(db, true);
+const totalOfInbox = (db: Db) => preparedRows<[string], [number]>(db, 'SELECT coalesce(sum(n), 0) FROM inbox_message_counts WHERE inbox_id = ?');
+const totalOfInboxStatus = (db: Db) =>
+  preparedRows<[string, string], [number]>(db, 'SELECT coalesce(sum(n), 0) FROM inbox_message_counts WHERE inbox_id = ? AND status = ?');
 
 export function findMessageRow(ctx: AppContext, accountId: string, id: string): MessageRow {
   const row = preparedQuery(ctx.db, messageById).get({ id });
@@ -128,10 +174,10 @@ export function listMessages(ctx: AppContext, accountId: string, inboxId: string
   if (opts.status && !(MESSAGE_STATUSES as readonly string[]).includes(opts.status)) {
     throw new AppError('VALIDATION_ERROR', `query parameter \`status\` must be one of ${MESSAGE_STATUSES.join(', ')}`);
   }
-  const params = { inboxId, status: opts.status ?? '', limit: opts.limit, offset: opts.offset };
-  const rows = preparedQuery(ctx.db, opts.status ? pageOfInboxStatus : pageOfInbox).all(params);
-  const total = preparedQuery(ctx.db, opts.status ? totalOfInboxStatus : totalOfInbox).get(params)!.n;
-  return { data: messageViews(ctx, rows), total, limit: opts.limit, offset: opts.offset };
+  const { status, limit, offset } = opts;
+  const rows = status ? preparedQuery(ctx.db, pageOfInboxStatus).all(inboxId, status, limit, offset) : preparedQuery(ctx.db, pageOfInbox).all(inboxId, limit, offset);
+  const [total] = (status ? preparedQuery(ctx.db, totalOfInboxStatus).get(inboxId, status) : preparedQuery(ctx.db, totalOfInbox).get(inboxId))!;
+  return { data: messageViews(ctx, rows.map(viewRow)), total, limit, offset };
 }
 
 export function getMessage(ctx: AppContext, accountId: string, id: string): Message {

@@ -1,13 +1,13 @@
 // The HTTP API: a tinyhttp app with one global step (request id, authentication, rate limit,
-// access log) and the routes of each resource. Unknown routes answer 404 NOT_FOUND.
+// access log, metrics) and the routes of each resource. Unknown routes answer 404 NOT_FOUND.
 import { App, type Request, type Response } from '@tinyhttp/app';
 import type { AppContext } from '../context.ts';
 import { authenticateKey } from '../domain/apikeys.ts';
 import { AppError } from '../domain/errors.ts';
 import { errorFields } from '../log.ts';
 import { RateLimiter } from './ratelimit.ts';
-import { observeRequest } from '../metrics.ts';
-import { Routes, callerOf, newRequestId, sendError, type CallerInfo } from './routes.ts';
+import { observeRequest, routeOf } from '../metrics.ts';
+import { Routes, callerOf, newRequestId, sendError, type CallerInfo, type RegisteredRoute } from './routes.ts';
 import { registerHealthRoutes } from './routes/health.ts';
 import { registerInboxRoutes } from './routes/inboxes.ts';
 import { registerApiKeyRoutes } from './routes/apikeys.ts';
@@ -23,6 +23,9 @@ import { registerOpenApiRoutes } from './routes/openapi.ts';
 /** Each resource module adds its routes here; fixed paths must come before `/:id` ones. */
 const ROUTE_MODULES: Array<(r: Routes, ctx: AppContext) => void> = [registerHealthRoutes, registerOpenApiRoutes, registerInboxRoutes, registerApiKeyRoutes, registerDomainRoutes, registerMessageRoutes, registerSendingRoutes, registerThreadRoutes, registerAttachmentRoutes, registerDashboardRoutes, registerWebhookRoutes];
 
+/** The metrics label of requests no route answered (one series, whatever the path). */
+const UNMATCHED = 'unmatched';
+
 function presentedKey(req: Request): string | undefined {
   const auth = req.headers.authorization;
   if (auth) {
@@ -35,11 +38,16 @@ function presentedKey(req: Request): string | undefined {
 
 export function createHttpApp(ctx: AppContext, extraModules: Array<(r: Routes, ctx: AppContext) => void> = []): App {
   const limiter = new RateLimiter(ctx.config.limits.requests_per_minute);
-  const app = new App({
+  const app: App = new App({
     settings: { xPoweredBy: false },
-    noMatchHandler: (req: Request, res: Response) => {
-      sendError(res, new AppError('NOT_FOUND', `no route for ${req.method} ${new URL(req.url ?? '/', 'http://x').pathname}`), callerOf(req)?.requestId ?? newRequestId());
+    // tinyhttp runs this first for every request, before any route, in place of its own
+    // request/response helpers (res.json, req.accepts, …: some thirty closures per request,
+    // which mailroom never uses: handlers return a Reply). Being first, it also refuses a
+    // malformed %-escape before tinyhttp decodes the path parameters.
+    applyExtensions: (req: Request, res: Response, next: () => void) => {
+      if (globalStep(req, res)) next();
     },
+    noMatchHandler: notFound,
     onError: (err: unknown, req: Request, res: Response) => {
       ctx.log.error('unhandled error', errorFields(err));
       if (res.headersSent) return void res.destroy();
@@ -47,7 +55,14 @@ export function createHttpApp(ctx: AppContext, extraModules: Array<(r: Routes, c
     },
   });
 
-  app.use((req: Request, res: Response, next: () => void) => {
+  function notFound(req: Request, res: Response): void {
+    const caller = callerOf(req);
+    if (caller) caller.route = UNMATCHED;
+    sendError(res, new AppError('NOT_FOUND', `no route for ${req.method} ${new URL(req.url ?? '/', 'http://x').pathname}`), caller?.requestId ?? newRequestId());
+  }
+
+  /** Request id, authentication, rate limit, log and metrics; false when it answered itself. */
+  function globalStep(req: Request, res: Response): boolean {
     const caller: CallerInfo = { requestId: newRequestId(), started: performance.now() };
     (req as unknown as { mr: CallerInfo }).mr = caller;
     res.setHeader('X-Request-Id', caller.requestId);
@@ -69,13 +84,18 @@ export function createHttpApp(ctx: AppContext, extraModules: Array<(r: Routes, c
     res.setHeader('X-RateLimit-Reset', String(rate.reset));
 
     res.on('finish', () => {
-      observeRequest(ctx, app.locals.routes, req.method, new URL(req.originalUrl ?? req.url ?? '/', 'http://x').pathname, res.statusCode, (performance.now() - caller.started) / 1000);
+      const ms = performance.now() - caller.started;
+      const path = (req.url ?? '/').split('?')[0];
+      // The route that answered recorded its pattern; answers given before routing (429, a bad
+      // %-escape) find it by matching the path.
+      const route = caller.route ?? routeOf(app.locals.routes as RegisteredRoute[], req.method ?? '', path);
+      observeRequest(ctx, req.method, route, res.statusCode, ms / 1000);
       ctx.log.info('request', {
         requestId: caller.requestId,
         method: req.method,
-        path: req.url?.split('?')[0],
+        path,
         status: res.statusCode,
-        ms: Math.round((performance.now() - caller.started) * 10) / 10,
+        ms: Math.round(ms * 10) / 10,
         keyId: caller.principal?.keyId,
       });
     });
@@ -85,7 +105,7 @@ export function createHttpApp(ctx: AppContext, extraModules: Array<(r: Routes, c
       sendError(res, new AppError('RATE_LIMITED', `rate limit of ${rate.limit} requests per minute exceeded; retry after ${retryAfter}s`), caller.requestId, {
         'Retry-After': String(retryAfter),
       });
-      return;
+      return false;
     }
     // tinyhttp answers a bare 400 (and prints a stack) when a path parameter has a malformed
     // %-escape; answer with the error envelope instead.
@@ -93,13 +113,16 @@ export function createHttpApp(ctx: AppContext, extraModules: Array<(r: Routes, c
       decodeURIComponent((req.url ?? '/').split('?')[0]);
     } catch {
       sendError(res, new AppError('VALIDATION_ERROR', 'the request path contains a malformed %-escape'), caller.requestId);
-      return;
+      return false;
     }
-    next();
-  });
+    return true;
+  }
 
   const routes = new Routes(app, ctx);
   for (const register of [...ROUTE_MODULES, ...extraModules]) register(routes, ctx);
+  // Last of all: a HEAD that no GET route answered (its path has only POST or DELETE routes,
+  // which pass HEAD on) is a 404 like the GET would be, not tinyhttp's empty 204.
+  app.use(notFound);
   app.locals.routes = routes.registered;
   return app;
 }

@@ -46,6 +46,8 @@ export interface CallerInfo {
   principal?: Principal;
   authError?: string;
   started: number;
+  /** The pattern of the route that answered (`/inboxes/:id`), set when one ran (metrics label). */
+  route?: string;
 }
 
 export const callerOf = (req: Request): CallerInfo => (req as unknown as { mr: CallerInfo }).mr;
@@ -69,7 +71,7 @@ export function newRequestId(): string {
 
 export function sendError(res: Response, err: AppError, requestId: string, extraHeaders: Record<string, string> = {}): void {
   const body = JSON.stringify({ error: { code: err.code, message: err.message, status: err.status, requestId } });
-  res.writeHead(err.status, { 'Content-Type': 'application/json; charset=utf-8', ...extraHeaders });
+  res.writeHead(err.status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': String(Buffer.byteLength(body)), ...extraHeaders });
   res.end(body);
 }
 
@@ -143,8 +145,11 @@ function writeReply(res: Response, reply: Reply): void {
     res.end();
     return;
   }
-  res.writeHead(reply.status, { ...JSON_HEADERS, ...reply.headers });
-  res.end(JSON.stringify(reply.body));
+  // With Content-Length the head and body leave in one write; without it Node frames the body
+  // as chunked (size line, body, terminator) for every JSON answer.
+  const body = JSON.stringify(reply.body);
+  res.writeHead(reply.status, { ...JSON_HEADERS, 'Content-Length': String(Buffer.byteLength(body)), ...reply.headers });
+  res.end(body);
 }
 
 export interface RegisteredRoute {
@@ -178,7 +183,13 @@ export class Routes {
 
   private add(method: 'get' | 'post' | 'put' | 'delete', path: string, handler: Handler, opts: RouteOptions = {}) {
     this.registered.push({ method: method.toUpperCase() as RegisteredRoute['method'], path, options: opts });
-    this.app[method](path, (req: Request, res: Response) => {
+    this.app[method](path, (req: Request, res: Response, next?: () => void) => {
+      // tinyhttp offers a HEAD request to every route of its path whatever the route's method,
+      // so HEAD /inboxes would run POST /inboxes (and a read-only key could write, HEAD not
+      // being a write method). HEAD is answered by the GET route only.
+      if (req.method === 'HEAD' && method !== 'get') return next?.();
+      // Recorded for the request metrics, so they need not match the path again.
+      callerOf(req).route = path;
       void this.run(req, res, handler, opts);
     });
   }
@@ -187,7 +198,12 @@ export class Routes {
     const { ctx } = this;
     const caller = callerOf(req);
     const method = req.method ?? 'GET';
-    const url = new URL(req.url ?? '/', 'http://localhost');
+    // The path and query as sent; a WHATWG URL is built only where a request needs one.
+    const target = req.url ?? '/';
+    const q = target.indexOf('?');
+    const pathname = q === -1 ? target : target.slice(0, q);
+    const search = q === -1 ? '' : target.slice(q);
+    let query: URLSearchParams | undefined;
     let idem: { accountId: string; key: string } | undefined;
     try {
       if (!opts.public) {
@@ -201,9 +217,11 @@ export class Routes {
       const limit = ctx.config.http.max_body_bytes;
       const apiReq: ApiRequest = {
         method,
-        path: url.pathname,
+        path: pathname,
         params: (req.params ?? {}) as Record<string, string>,
-        query: url.searchParams,
+        get query() {
+          return (query ??= new URLSearchParams(search));
+        },
         headers: req.headers,
         requestId: caller.requestId,
         principal: caller.principal!,
@@ -222,6 +240,7 @@ export class Routes {
         const bodyLimit = opts.multipart ? ctx.config.limits.max_attachment_bytes + 1_048_576 : limit;
         buffered = await readBody(req, bodyLimit);
         apiReq.bufferedBody = buffered;
+        const url = new URL(target, 'http://localhost');
         const hash = createHash('sha256').update(`${method} ${url.pathname}${url.search}\n`).update(buffered).digest('hex');
         const start = beginIdempotent(ctx, caller.principal.accountId, idemKey, hash);
         if (start.kind === 'replay') {
@@ -246,7 +265,7 @@ export class Routes {
       writeReply(res, reply);
     } catch (err) {
       const appErr = isAppError(err) ? err : undefined;
-      if (!appErr) ctx.log.error('unhandled error', { requestId: caller.requestId, method, path: url.pathname, ...errorFields(err) });
+      if (!appErr) ctx.log.error('unhandled error', { requestId: caller.requestId, method, path: pathname, ...errorFields(err) });
       const answer = appErr ?? new AppError('INTERNAL_ERROR', `internal error; quote request id ${caller.requestId} when reporting it`);
       if (idem) {
         try {

@@ -98,6 +98,25 @@ describe('what the metrics count', () => {
     assert.ok(!['no/such'].some((p) => [...m.keys()].some((k) => k.includes(p))), 'raw paths never become labels');
   });
 
+  test('the route label is the pattern that answered: fixed words before /:id, HEAD with the GET pattern, answers before routing matched by path', async () => {
+    const before = await scrape();
+    const delta = (m: Map<string, number>, k: string) => (m.get(k) ?? 0) - (before.get(k) ?? 0);
+    assert.equal((await t.api('GET', '/webhooks/catalog')).status, 200);
+    expectError(await t.api('GET', '/webhooks/whk_missing'), 404, 'WEBHOOK_NOT_FOUND');
+    // POST /inboxes comes first in the registry; HEAD is answered (and counted) by GET /inboxes.
+    assert.equal((await fetch(`${t.url}/inboxes`, { method: 'HEAD', headers: { authorization: `Bearer ${t.key}` } })).status, 200);
+    // A HEAD whose path has no GET route, and a bad %-escape refused before routing.
+    assert.equal((await fetch(`${t.url}/domains/dom_x/verify`, { method: 'HEAD', headers: { authorization: `Bearer ${t.key}` } })).status, 404);
+    expectError(await t.api('GET', '/inboxes/%E0%A4%A'), 400, 'VALIDATION_ERROR');
+    const m = await scrape();
+    assert.equal(delta(m, 'mailroom_http_requests_total{method="GET",route="/webhooks/catalog",status="200"}'), 1);
+    assert.equal(delta(m, 'mailroom_http_requests_total{method="GET",route="/webhooks/:id",status="404"}'), 1);
+    assert.equal(delta(m, 'mailroom_http_requests_total{method="HEAD",route="/inboxes",status="200"}'), 1);
+    assert.equal(delta(m, 'mailroom_http_requests_total{method="HEAD",route="unmatched",status="404"}'), 1);
+    assert.equal(delta(m, 'mailroom_http_requests_total{method="GET",route="/inboxes/:id",status="400"}'), 1);
+    assert.equal(delta(m, 'mailroom_http_request_duration_seconds_count{method="HEAD",route="/inboxes"}'), 1);
+  });
+
   test('SMTP sessions, messages and recipients; events (delivery outcomes) and webhook attempts by outcome', async () => {
     await t.api('POST', '/webhooks', { url: `${hook.url}/in`, events: ['message.received'] });
     await t.api('POST', '/inboxes', { address: 'metrics' });
