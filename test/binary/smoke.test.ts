@@ -228,6 +228,10 @@ timeout = "5s"
     assert.equal(received.attachments.length, 1);
     assert.equal(received.attachments[0].filename, 'report.bin');
     assert.equal(received.attachments[0].size, attachmentBytes.length);
+    // mailparser and mailauth come from the "mail" chunk, compiled by this first message.
+    const full = await api('GET', `/messages/${received.id}`);
+    assert.equal(full.body.bodyText?.trim(), 'The report is attached.');
+    assert.ok(['none', 'neutral', 'softfail', 'fail', 'pass'].includes(full.body.authentication?.spf), `SPF evaluated: ${JSON.stringify(full.body.authentication)}`);
 
     const meta = await api('GET', `/attachments/${received.attachments[0].id}`);
     assert.equal(meta.status, 200);
@@ -302,6 +306,11 @@ timeout = "5s"
       return m.body.status === 'sent' ? m.body : undefined;
     });
     assert.equal(final.recipients[0].status, 'sent');
+
+    // An HTML-only send gets its text alternative from html-to-text (also in the "mail" chunk).
+    const html = await api('POST', `/inboxes/${inbox.id}/messages`, { to: ['someone@remote.test'], subject: 'Smoke HTML', bodyHtml: '<p>Hello <b>HTML</b></p>' });
+    assert.equal(html.status, 202);
+    assert.equal(html.body.bodyText, 'Hello HTML');
   });
 
   it('runs the operator commands beside the running server', async () => {

@@ -2,7 +2,8 @@
 // API with the key kept in sessionStorage, plus the one dashboard-only endpoint (replay of a
 // failed webhook delivery). Every value from the server is put in the page with textContent,
 // never as HTML: subjects and addresses come from strangers on the internet.
-// (Plain ES2020 without template literals, so it can live inside this template string.)
+// (Plain ES2020 without template literals, so it can live inside this template string; ASCII
+// only, non-ASCII written as \u escapes: see build/build.ts on why the bundle must be ASCII.)
 
 export const DASHBOARD_JS = String.raw`
 (function () {
@@ -257,7 +258,7 @@ export const DASHBOARD_JS = String.raw`
     var card = el('div', { className: 'card domain', dataset: { id: d.id } });
     var verify = el('button', { type: 'button', className: 'verify', textContent: 'Verify now', onclick: async function () {
       verify.disabled = true;
-      verify.textContent = 'Checking DNS…';
+      verify.textContent = 'Checking DNS\u2026';
       try {
         var fresh = await api('POST', '/domains/' + encodeURIComponent(d.id) + '/verify');
         card.replaceWith(domainCard(fresh));
