@@ -12,11 +12,13 @@ import { setEmbeddedMigrations } from './db/migrate.ts';
 
 /** Asset names; build/build.ts writes them under the same names. */
 const ADDON_ASSET = 'better_sqlite3.node';
+const ADDON_SHA256_ASSET = 'better_sqlite3.node.sha256';
 const MIGRATIONS_ASSET = 'migrations.json';
 
 function boot(): boolean {
   try {
-    const addon = loadCachedAddon('better_sqlite3', new Uint8Array(getAsset(ADDON_ASSET)), addonCacheDirs());
+    const embedded = { sha256: getAsset(ADDON_SHA256_ASSET, 'utf8'), bytes: () => new Uint8Array(getAsset(ADDON_ASSET)) };
+    const addon = loadCachedAddon('better_sqlite3', embedded, addonCacheDirs());
     setNativeBinding(addon.exports);
     setEmbeddedMigrations(JSON.parse(getAsset(MIGRATIONS_ASSET, 'utf8')) as MigrationMeta[]);
     return true;

@@ -2,6 +2,7 @@
 // addon of this checkout: directory order, private-directory rule, reuse and repair of the
 // cached file, planted symlinks, and the error when no directory works.
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { homedir, tmpdir } from 'node:os';
@@ -10,7 +11,16 @@ import { after, describe, it } from 'node:test';
 import { addonCacheDirs, loadCachedAddon } from '../../src/addon-cache.ts';
 
 const require = createRequire(import.meta.url);
-const ADDON = readFileSync(join(dirname(require.resolve('better-sqlite3/package.json')), 'build', 'Release', 'better_sqlite3.node'));
+const BYTES = readFileSync(join(dirname(require.resolve('better-sqlite3/package.json')), 'build', 'Release', 'better_sqlite3.node'));
+/** The addon as src/sea.ts hands it over; `reads` counts how often the bytes were asked for. */
+let reads = 0;
+const ADDON = {
+  sha256: createHash('sha256').update(BYTES).digest('hex'),
+  bytes: () => {
+    reads++;
+    return BYTES;
+  },
+};
 const root = mkdtempSync(join(tmpdir(), 'mailroom-addon-cache-'));
 after(() => rmSync(root, { recursive: true, force: true }));
 
@@ -36,9 +46,11 @@ describe('addon cache', () => {
     assert.equal(statSync(dir).mode & 0o777, 0o700);
     assert.deepEqual(readdirSync(dir), [first.path.split('/').pop()], 'no temporary file left behind');
     const mtime = statSync(first.path).mtimeMs;
+    const readsBefore = reads;
     const again = loadCachedAddon('better_sqlite3', ADDON, [dir]);
     assert.equal(again.path, first.path);
     assert.equal(statSync(again.path).mtimeMs, mtime);
+    assert.equal(reads, readsBefore, 'a good cached copy is reused without reading the embedded bytes');
   });
 
   it('replaces a damaged copy and a planted symlink instead of loading them', () => {
@@ -50,7 +62,7 @@ describe('addon cache', () => {
     writeFileSync(`${path}.damaged`, 'garbage');
     renameSync(`${path}.damaged`, path);
     loadCachedAddon('better_sqlite3', ADDON, [dir]);
-    assert.ok(readFileSync(path).equals(ADDON));
+    assert.ok(readFileSync(path).equals(BYTES));
 
     const elsewhere = join(root, 'elsewhere.node');
     writeFileSync(elsewhere, 'do not touch');
