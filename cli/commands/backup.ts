@@ -1,14 +1,17 @@
 // mailroom backup FILE / mailroom restore FILE [--force]: a consistent snapshot of data_dir
 // (taken while the server runs) and its restore into an empty, stopped data directory.
 import type { Command } from 'commander';
-import { BackupError, createBackup, restoreBackup } from '../../src/storage/backup.ts';
 import { CliError, configOf, globals, print } from '../shared.ts';
 
-async function cliErrors<T>(fn: () => Promise<T>): Promise<T> {
+// Loaded when backup or restore runs, so that other commands (serve) do not evaluate it.
+const loadBackup = () => import('../../src/storage/backup.ts');
+
+async function cliErrors<T>(fn: (backup: Awaited<ReturnType<typeof loadBackup>>) => Promise<T>): Promise<T> {
+  const backup = await loadBackup();
   try {
-    return await fn();
+    return await fn(backup);
   } catch (err) {
-    throw err instanceof BackupError ? new CliError(err.message) : err;
+    throw err instanceof backup.BackupError ? new CliError(err.message) : err;
   }
 }
 
@@ -18,7 +21,7 @@ export function registerBackup(program: Command): void {
     .description('write a backup of data_dir (database snapshot, messages, attachments, keys) to FILE; safe while the server runs')
     .option('--json', 'print the summary as JSON')
     .action(async (file: string, _opts: unknown, cmd: Command) => {
-      const summary = await cliErrors(() => createBackup(configOf(cmd).data_dir, file));
+      const summary = await cliErrors(({ createBackup }) => createBackup(configOf(cmd).data_dir, file));
       if (globals(cmd).json) return print(cmd, summary);
       const rows = Object.values(summary.tables).reduce((a, b) => a + b, 0);
       process.stdout.write(`wrote ${summary.file} (${summary.bytes} bytes): ${rows} rows, ${summary.files} files\n`);
@@ -30,7 +33,7 @@ export function registerBackup(program: Command): void {
     .option('--force', 'replace the contents of a non-empty data_dir')
     .option('--json', 'print the summary as JSON')
     .action(async (file: string, opts: { force?: boolean }, cmd: Command) => {
-      const summary = await cliErrors(() => restoreBackup(file, configOf(cmd).data_dir, { force: !!opts.force }));
+      const summary = await cliErrors(({ restoreBackup }) => restoreBackup(file, configOf(cmd).data_dir, { force: !!opts.force }));
       if (globals(cmd).json) return print(cmd, summary);
       process.stdout.write(`restored ${file} into ${summary.dataDir} (backup of ${summary.manifest.createdAt})\n`);
     });

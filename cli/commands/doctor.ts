@@ -3,7 +3,6 @@
 // records. Human-readable by default, --json for scripts; exit code 1 when a check fails.
 import type { Command } from 'commander';
 import { isIP } from 'node:net';
-import { renderDoctorReport, runDoctor } from '../../src/domain/doctor.ts';
 import { CliError, globals, withContext } from '../shared.ts';
 
 const positive = (name: string, v: string | undefined, max: number): number | undefined => {
@@ -23,6 +22,8 @@ export function registerDoctor(program: Command): void {
     .option('--json', 'print the report as JSON')
     .action(async (opts: { address?: string; smtpPort: string; probeDomain: string; timeout: string }, cmd: Command) => {
       if (opts.address !== undefined && !isIP(opts.address)) throw new CliError(`--address must be an IP address, got ${opts.address}`);
+      // Loaded when the command runs, so that other commands (serve) do not evaluate it.
+      const { renderDoctorReport, runDoctor } = await import('../../src/domain/doctor.ts');
       const report = await withContext(cmd, (ctx) =>
         runDoctor(ctx, {
           address: opts.address,
