@@ -1,13 +1,14 @@
 // (g) Cold start of the single executable: time from spawning `build/mailroom serve` until it
 // logs "started" (HTTP and SMTP listening, database migrated), on an empty data dir and on an
-// existing one; baseline: the same pinned Node binary starting a bare node:http server.
+// existing one; baseline: the same pinned Node binary starting a bare node:http server. Also
+// the idle RSS of the binary itself (scenario (f) measures the esbuild bundle under `node`).
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'smol-toml';
 import type { TestDns } from '../../test/support/dns.ts';
 import { benchConfig } from '../mailroom.ts';
-import { ROOT, SkipError, freshDir, log, runBounded, summarize, track, type ScenarioResult } from '../support.ts';
+import { ROOT, SkipError, freshDir, log, memoryOf, round, runBounded, sleep, stopChild, summarize, track, waitFor, type ScenarioResult } from '../support.ts';
 
 const RUNS = 7;
 const BINARY = join(ROOT, 'build', 'mailroom');
@@ -37,6 +38,45 @@ function timeToMarker(cmd: string, args: string[], marker: string): Promise<numb
       else resolve(at);
     });
   });
+}
+
+/** RssAnon of a process in MB: its own memory, without the pages it maps from files. */
+function anonMb(pid: number): number | undefined {
+  try {
+    const kb = /^RssAnon:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+    return kb === undefined ? undefined : round(Number(kb) / 1024, 1);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * RSS of `build/mailroom serve` idle with one inbox (as scenario (f) does for the bundle): 3 s
+ * after start, and 20 s after, once V8's memory reducer has run its idle collections.
+ */
+async function idleMemory(config: string): Promise<{ at3s?: number; anon3s?: number; at20s?: number; anon20s?: number }> {
+  const child = track(spawn(BINARY, ['serve', '--config', config], { stdio: ['ignore', 'pipe', 'pipe'] }));
+  let out = '';
+  let err = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d));
+  child.stderr!.on('data', (d: Buffer) => (err += d));
+  try {
+    const started = Date.now();
+    const http = await waitFor('build/mailroom to start', () => {
+      const line = out.split('\n').find((l) => l.includes('"msg":"started"'));
+      return line ? (JSON.parse(line).http as string) : undefined;
+    }, 20_000);
+    const key = await waitFor('bootstrap key', () => /mr_live_[A-Za-z0-9]+/.exec(err)?.[0], 5_000);
+    const res = await fetch(`${http}/inboxes`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: '{}' });
+    if (res.status !== 201) throw new Error(`POST /inboxes: ${res.status}`);
+    await sleep(3000 - (Date.now() - started));
+    const at3s = memoryOf(child.pid!)?.rssMb;
+    const anon3s = anonMb(child.pid!);
+    await sleep(20_000 - (Date.now() - started));
+    return { at3s, anon3s, at20s: memoryOf(child.pid!)?.rssMb, anon20s: anonMb(child.pid!) };
+  } finally {
+    await stopChild(child);
+  }
 }
 
 export async function coldStart(env: { dns: TestDns }): Promise<ScenarioResult> {
@@ -72,15 +112,19 @@ export async function coldStart(env: { dns: TestDns }): Promise<ScenarioResult> 
   for (let i = 0; i < RUNS; i++) bare.push(await timeToMarker(nodeBin, ['-e', script], 'started'));
   const [e, x, b] = [summarize(empty), summarize(existing), summarize(bare)];
   log(`cold start: empty data dir p50 ${e.p50} ms, existing ${x.p50} ms, bare node ${b.p50} ms`);
+  const idle = await idleMemory(configFor('idle'));
+  log(`binary idle RSS: ${idle.at3s} MB at 3 s, ${idle.at20s} MB at 20 s`);
   return {
     id: 'coldstart',
     title: '(g) Cold start of the single executable',
     status: 'ok',
-    setup: `build/mailroom serve, spawn until its "started" log line (HTTP and SMTP listening, migrations applied), median of ${RUNS}; after one untimed start that fills the addon cache. Baseline: the same pinned Node binary starting a bare node:http server${buildNote}`,
+    setup: `build/mailroom serve, spawn until its "started" log line (HTTP and SMTP listening, migrations applied), median of ${RUNS}; after one untimed start that fills the addon cache. Baseline: the same pinned Node binary starting a bare node:http server. Idle RSS: one more start with one inbox created over HTTP, read from /proc${buildNote}`,
     rows: [
       { metric: 'start, existing data dir (median)', unit: 'ms', mailroom: x.p50, baselines: [{ name: 'bare node:http start', value: b.p50 }], target: '< 200', met: x.p50 < 200, note: `max ${x.max} ms` },
       { metric: 'first start, empty data dir (median)', unit: 'ms', mailroom: e.p50, baselines: [{ name: 'bare node:http start', value: b.p50 }], target: '< 200', met: e.p50 < 200, note: `max ${e.max} ms; includes creating the database and the shared DKIM key` },
+      { metric: 'idle RSS of build/mailroom, 3 s after start, one inbox', unit: 'MB', mailroom: idle.at3s ?? null, target: '< 80', met: (idle.at3s ?? Infinity) < 80, note: `${idle.anon3s} MB of it anonymous (the rest is pages of the executable file)` },
+      { metric: 'idle RSS of build/mailroom, 20 s after start', unit: 'MB', mailroom: idle.at20s ?? null, note: `${idle.anon20s} MB anonymous; after V8's idle-time collections` },
     ],
-    details: { empty, existing, bare },
+    details: { empty, existing, bare, idle },
   };
 }
