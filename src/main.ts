@@ -42,6 +42,7 @@ export interface StartOptions {
 
 /** Periodic housekeeping: expired idempotency records, files a crash left without a row. */
 function housekeeping(ctx: AppContext): Service {
+  let first: NodeJS.Immediate | undefined;
   let timer: NodeJS.Timeout | undefined;
   let sweeping: Promise<unknown> | undefined;
   return {
@@ -57,11 +58,14 @@ function housekeeping(ctx: AppContext): Service {
           .catch((err) => ctx.log.error('sweeping orphaned files failed', errorFields(err)))
           .finally(() => (sweeping = undefined));
       };
-      run();
+      // The first sweep runs right after start-up instead of inside it: nothing a request or a
+      // message needs depends on it (3-5 ms of the binary's start on this machine).
+      first = setImmediate(run);
       timer = setInterval(run, 3_600_000);
       timer.unref();
     },
     async stop() {
+      clearImmediate(first);
       clearInterval(timer);
       await sweeping;
     },
