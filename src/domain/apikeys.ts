@@ -4,9 +4,11 @@ import { and, desc, eq, isNull } from 'drizzle-orm';
 import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { AppContext } from '../context.ts';
 import type { Db } from '../db/client.ts';
+import { commitGrouped } from '../db/group-commit.ts';
 import { preparedQuery, preparedRows } from '../db/prepared.ts';
 import { apiKeys } from '../db/schema.ts';
 import { newId } from '../ids.ts';
+import { errorFields } from '../log.ts';
 import { AppError } from './errors.ts';
 import { isoNow } from './time.ts';
 
@@ -124,6 +126,22 @@ export function revokeApiKey(ctx: AppContext, accountId: string | null, id: stri
 
 const LAST_USED_PRECISION_MS = 1000;
 
+/** Keys whose lastUsedAt write is queued, so concurrent requests queue one write, not fifty. */
+const recording = new Set<string>();
+
+/**
+ * Writes lastUsedAt through the group committer, whose WAL fsync runs off the event loop: a
+ * synchronous=FULL commit here stalled every open connection once a second (bench/, GET at 50
+ * connections). The timestamp is informational, so the request does not wait for it.
+ */
+function recordUse(ctx: AppContext, id: string, now: Date): void {
+  if (recording.has(id)) return;
+  recording.add(id);
+  commitGrouped(ctx.db, (tx) => tx.update(apiKeys).set({ lastUsedAt: now.toISOString() }).where(eq(apiKeys.id, id)).run())
+    .catch((err: unknown) => ctx.log.warn('lastUsedAt not recorded', { keyId: id, ...errorFields(err) }))
+    .finally(() => recording.delete(id));
+}
+
 // Runs on every API request: a plain statement prepared once (src/db/prepared.ts), reading only
 // the columns authentication needs.
 type KeyCandidate = [id: string, accountId: string, keyHash: string, readOnly: number, lastUsedAt: string | null, expiresAt: string | null];
@@ -144,9 +162,7 @@ export function authenticateKey(ctx: AppContext, presented: string): Principal |
     if (!timingSafeEqual(digest, Buffer.from(keyHash, 'hex'))) continue;
     if (expiresAt && Date.parse(expiresAt) <= now.getTime()) return undefined;
     // lastUsedAt is written at most once a second per key, keeping reads cheap under load.
-    if (!lastUsedAt || now.getTime() - Date.parse(lastUsedAt) >= LAST_USED_PRECISION_MS) {
-      ctx.db.update(apiKeys).set({ lastUsedAt: now.toISOString() }).where(eq(apiKeys.id, id)).run();
-    }
+    if (!lastUsedAt || now.getTime() - Date.parse(lastUsedAt) >= LAST_USED_PRECISION_MS) recordUse(ctx, id, now);
     return { accountId, keyId: id, readOnly: readOnly === 1 };
   }
   return undefined;
