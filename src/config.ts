@@ -140,7 +140,7 @@ export const CONFIG_SCHEMA = {
     relay: str('', 'Optional smarthost that receives all outbound mail, e.g. smtp://user:pass@host:587.'),
     relay_verify_tls: bool(true, "Check the relay's TLS certificate (false only for a relay with a self-signed certificate)."),
     retry_schedule: durations(['1m', '5m', '30m', '2h', '6h', '12h'], 'Delays between delivery attempts after a temporary failure; then the message fails.'),
-    concurrency_per_domain: int(4, 'Most deliveries in flight to one recipient domain.', 1),
+    concurrency_per_domain: int(16, 'Most deliveries in flight to one recipient domain (SMTP connections per MX host); Postfix allows 20.', 1),
     timeout: duration('60s', 'Connection and reply timeout for one SMTP delivery attempt.'),
   },
   dns: {
@@ -162,7 +162,7 @@ export const CONFIG_SCHEMA = {
     url_ttl: duration('15m', 'Lifetime of presigned attachment download URLs.'),
   },
   jobs: {
-    concurrency: int(16, 'Most jobs (sends, webhook deliveries) running at once.', 1),
+    concurrency: int(32, 'Most jobs (sends, webhook deliveries) running at once; above outbound.concurrency_per_domain, so one busy domain leaves room for the rest.', 1),
     lease: duration('5m', 'A claimed job whose worker vanished is retried after this long.'),
     retention: duration('7d', 'Finished jobs are kept this long for inspection, then swept.'),
   },

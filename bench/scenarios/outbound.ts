@@ -7,6 +7,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import { chmodSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import nodemailer from 'nodemailer';
+import { configFrom } from '../../src/config.ts';
 import type { TestDns } from '../../test/support/dns.ts';
 import { createInbox, startMailroom } from '../mailroom.ts';
 import {
@@ -29,8 +30,9 @@ import {
 
 const COUNT = Number(process.env.BENCH_OUTBOUND_COUNT ?? 3000);
 const POSTERS = 20;
+const DEFAULTS = configFrom({});
 /** mailroom's default outbound.concurrency_per_domain; the baseline pool gets the same. */
-const CONNECTIONS = 4;
+const CONNECTIONS = DEFAULTS.outbound.concurrency_per_domain;
 const BODY = 'Outbound benchmark message. '.repeat(36);
 
 async function startSink(port: number, dumpDir?: string): Promise<ChildProcess> {
@@ -131,7 +133,7 @@ export async function outbound(env: { dns: TestDns }): Promise<ScenarioResult> {
     id: 'outbound',
     title: '(c) Outbound with DKIM to one MX',
     status: 'ok',
-    setup: `${COUNT} sends (after 50 warm-up) POSTed by autocannon over ${POSTERS} connections, one recipient each at a domain whose MX (local DNS) is smtp-sink; mailroom defaults: outbound.concurrency_per_domain ${CONNECTIONS}, jobs.concurrency 16; timed from the first POST until no message is queued or sending. DKIM signature ${dkimSeen ? 'checked present' : 'NOT found'} in the warm-up mail. Baselines: nodemailer pool (${CONNECTIONS} connections, reused) sending the same mail straight to the sink`,
+    setup: `${COUNT} sends (after 50 warm-up) POSTed by autocannon over ${POSTERS} connections, one recipient each at a domain whose MX (local DNS) is smtp-sink; mailroom defaults: outbound.concurrency_per_domain ${CONNECTIONS}, jobs.concurrency ${DEFAULTS.jobs.concurrency}; timed from the first POST until no message is queued or sending. DKIM signature ${dkimSeen ? 'checked present' : 'NOT found'} in the warm-up mail. Baselines: nodemailer pool (${CONNECTIONS} connections, reused) sending the same mail straight to the sink`,
     rows: [
       {
         metric: 'sends delivered per second (POST → sent)',

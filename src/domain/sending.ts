@@ -4,7 +4,7 @@
 // counters and its events, inside the transaction that finishes the job (PRODUCT.md rules):
 //
 //   queued → sending → sent | delivered | bounced | failed   (complained comes from ARF reports)
-import { desc, eq, inArray, sql, type Column } from 'drizzle-orm';
+import { desc, eq, getTableColumns, inArray, sql, type Column } from 'drizzle-orm';
 import type { AppContext } from '../context.ts';
 import type { Db, Tx } from '../db/client.ts';
 import { commitGrouped } from '../db/group-commit.ts';
@@ -178,12 +178,11 @@ export async function queueSend(ctx: AppContext, accountId: string, inboxId: str
     // fsync, off the event loop, for all of them; the 202 still follows the fsync.
     await commitGrouped(ctx.db, (tx) => {
       // Re-read: counters and status may have changed while the message was being built.
-      const fresh = tx.select().from(inboxes).where(eq(inboxes.id, inbox.id)).get();
-      if (!fresh) throw new AppError('INBOX_NOT_FOUND', `inbox ${inbox.id} not found`);
+      const fresh = findInboxRow(ctx, accountId, inbox.id);
       if (fresh.status !== 'active') throw new AppError('INBOX_SUSPENDED', `inbox ${fresh.address} is suspended and cannot send`);
       countSend(tx, ctx, fresh);
       row.threadId = threadForMessage(ctx.db, { accountId, inboxId: inbox.id, parents: [], subject: input.subject, at: iso, threadId });
-      tx.insert(messages).values(row).run();
+      preparedQuery(ctx.db, insertMessage).run(row as unknown as Record<string, unknown>);
       if (attRows.length) {
         tx.insert(messageAttachments)
           .values(attRows.map((a, position) => ({ messageId: id, attachmentId: a.id, position })))
@@ -203,6 +202,15 @@ export async function queueSend(ctx: AppContext, accountId: string, inboxId: str
   ctx.notify('jobs');
   return messageView(row, attRows.map(attachmentMeta));
 }
+
+// Every send inserts one message row: prepared once (src/db/prepared.ts; drizzle built this
+// insert anew per send, 0.25 ms of the loop each in the outbound bench).
+const MESSAGE_COLUMNS = Object.keys(getTableColumns(messages));
+const insertMessage = (db: Db) =>
+  db
+    .insert(messages)
+    .values(Object.fromEntries(MESSAGE_COLUMNS.map((k) => [k, sql.placeholder(k)])) as unknown as MessageRow)
+    .prepare();
 
 /**
  * Groups recipients into jobs: one for recipients that are inboxes here (or claim to be, on the

@@ -7,7 +7,7 @@ import type { AppContext } from '../context.ts';
 import { errorFields } from '../log.ts';
 import type { Service } from '../main.ts';
 import type { Tx } from '../db/client.ts';
-import { claimDue, finishJob, nextDueAt, recoverJobs, sweepJobs, type JobCandidate, type JobOutcome, type JobRow } from './table.ts';
+import { claimDue, finishJob, nextDueAt, recoverJobs, sweepJobs, type JobCandidate, type JobOutcome, type JobRow, type JobStatus } from './table.ts';
 
 export interface JobHandler {
   kind: string;
@@ -62,7 +62,8 @@ export function createJobRunner(ctx: AppContext, handlers: JobHandler[]): JobRun
   };
   const onClaimed = (tx: Tx, job: JobRow) => byKind.get(job.kind)?.claimed?.(tx, ctx, job);
 
-  async function execute(job: JobRow): Promise<void> {
+  /** Runs one attempt and records its outcome; resolves with the saved status (never rejects). */
+  async function execute(job: JobRow): Promise<JobStatus | undefined> {
     const handler = byKind.get(job.kind)!;
     let outcome: JobOutcome;
     try {
@@ -80,9 +81,11 @@ export function createJobRunner(ctx: AppContext, handlers: JobHandler[]): JobRun
     try {
       const status = await finishJob(ctx, job, outcome);
       ctx.log.info('job', { jobId: job.id, kind: job.kind, attempt: job.attempts, status, reason: 'reason' in outcome ? outcome.reason : undefined });
+      return status;
     } catch (err) {
       // The lease will expire and the job run again: at-least-once, never lost.
       ctx.log.error('job outcome not saved', { jobId: job.id, ...errorFields(err) });
+      return undefined;
     }
   }
 
@@ -95,37 +98,41 @@ export function createJobRunner(ctx: AppContext, handlers: JobHandler[]): JobRun
     }
     const free = ctx.config.jobs.concurrency - inflight.size;
     if (free <= 0) return armTimer(ctx.clock.now().getTime());
-    const reserved: string[] = [];
+    // Partition slots taken by this claim, by job id: given back for any job not claimed after all.
+    const reserved = new Map<string, string>();
     let seenAt = ctx.clock.now().getTime();
-    claiming = claimDue(
+    const claim = claimDue(
       ctx,
       free,
       scheduleOf,
       (job) => {
         seenAt = ctx.clock.now().getTime();
         if (!accept(job)) return false;
-        // Counted now (inside the claim) so the rest of this batch respects the partition limit.
+        // Counted now so the rest of this batch respects the partition limit too.
         const key = partitionKey(job);
         perPartition.set(key, (perPartition.get(key) ?? 0) + 1);
-        reserved.push(key);
+        reserved.set(job.id, key);
         return true;
       },
       onClaimed,
-    )
+    );
+    if (!reserved.size) return armTimer(seenAt);
+    claiming = claim
       .then(
         (claimed) => {
+          for (const job of claimed) reserved.delete(job.id);
           // Stopped meanwhile: the claimed jobs keep their lease and are recovered at the next start.
-          if (stopped) for (const key of reserved) release(key);
+          if (stopped) for (const job of claimed) release(partitionKey(job));
           else for (const job of claimed) start(job);
         },
         (err) => {
-          // Not claimed (or not known to be on disk): give the slots back. A claim that did
-          // commit is retried when its lease expires, like a worker that died.
-          for (const key of reserved) release(key);
+          // A claim that did commit without being known to be on disk is retried when its
+          // lease expires, like the job of a worker that died.
           ctx.log.error('claiming jobs failed', errorFields(err));
         },
       )
       .finally(() => {
+        for (const key of reserved.values()) release(key);
         claiming = undefined;
         if (wokenWhileClaiming) {
           wokenWhileClaiming = false;
@@ -136,9 +143,13 @@ export function createJobRunner(ctx: AppContext, handlers: JobHandler[]): JobRun
   }
 
   function start(job: JobRow): void {
-    const p = execute(job).finally(() => {
+    const p = execute(job).then((status) => {
+      // The partition slot was given back (and the runner woken) when the attempt ended. The
+      // overall slot frees only now, which matters if all of them were taken; a retry needs
+      // the timer set for its time.
+      const wasFull = inflight.size >= ctx.config.jobs.concurrency;
       inflight.delete(p);
-      wake();
+      if (wasFull || status !== 'done') wake();
     });
     inflight.add(p);
   }

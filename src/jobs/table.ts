@@ -5,7 +5,7 @@
 // lease and already moves `run_at` to the next retry time from the kind's schedule (mox's
 // queue). A worker that dies mid-attempt therefore leaves a job that is retried when its
 // lease expires (or at once after a restart), never lost and never retried in a tight loop.
-import { and, asc, eq, gt, inArray, lte, sql, type SQL } from 'drizzle-orm';
+import { and, asc, eq, gt, inArray, lte, or, sql, type Placeholder, type SQL } from 'drizzle-orm';
 import type { AppContext } from '../context.ts';
 import type { Db, Tx } from '../db/client.ts';
 import { commitGrouped } from '../db/group-commit.ts';
@@ -62,11 +62,11 @@ export function enqueueJob(tx: Tx, now: Date, input: EnqueueInput): string {
   return id;
 }
 
-// The runner claims after every finished job and every enqueue: the queries are prepared once
-// (src/db/prepared.ts), and each reads the index (status, run_at) in order from its start, so a
-// claim costs the same with 3 or 3,000 jobs waiting. (One query with `queued OR lease expired`
-// made SQLite collect and sort every due row per claim: bench/, the largest cost of a claim.)
-// Candidates carry only what choosing needs; the payload is read back by the claim's
+// The runner looks for work after every finished job and every enqueue, so the queries are
+// prepared once (src/db/prepared.ts) and each reads the index (status, run_at) in order from its
+// start: a look costs the same with 3 or 3,000 jobs waiting. (One query with `queued OR lease
+// expired` made SQLite collect and sort every due row per claim: bench/, the largest cost of a
+// claim.) Candidates carry only what choosing needs; the payload comes back from the claim's
 // UPDATE … RETURNING for the jobs actually taken.
 const candidates = (db: Db, where: SQL | undefined) =>
   db
@@ -76,10 +76,13 @@ const candidates = (db: Db, where: SQL | undefined) =>
     .orderBy(asc(jobs.runAt))
     .limit(sql.placeholder('limit'))
     .prepare();
-const dueQueued = (db: Db) => candidates(db, and(eq(jobs.status, 'queued'), lte(jobs.runAt, sql.placeholder('now'))));
-/** Running jobs whose worker vanished (their lease ran out): only ever a few rows are `running`. */
-const leaseExpired = (db: Db) => candidates(db, and(eq(jobs.status, 'running'), lte(jobs.leaseUntil, sql.placeholder('now'))));
+const due = (now: Placeholder) => and(eq(jobs.status, 'queued'), lte(jobs.runAt, now));
+/** A running job whose worker vanished (its lease ran out); only ever a few rows are `running`. */
+const leaseOver = (now: Placeholder) => and(eq(jobs.status, 'running'), lte(jobs.leaseUntil, now));
+const dueQueued = (db: Db) => candidates(db, due(sql.placeholder('now')));
+const leaseExpired = (db: Db) => candidates(db, leaseOver(sql.placeholder('now')));
 
+/** Claims one job if it is still as it was read (another process, the CLI, may have changed it). */
 const claimOne = (db: Db) =>
   db
     .update(jobs)
@@ -90,7 +93,7 @@ const claimOne = (db: Db) =>
       runAt: sql`${sql.placeholder('runAt')}`,
       updatedAt: sql`${sql.placeholder('updatedAt')}`,
     })
-    .where(eq(jobs.id, sql.placeholder('id')))
+    .where(and(eq(jobs.id, sql.placeholder('id')), eq(jobs.attempts, sql.placeholder('attempts')), or(due(sql.placeholder('now')), leaseOver(sql.placeholder('now')))))
     .returning()
     .prepare();
 
@@ -98,12 +101,16 @@ const claimOne = (db: Db) =>
 export type JobCandidate = Pick<JobRow, 'id' | 'kind' | 'partition' | 'attempts' | 'runAt'>;
 
 /**
- * Claims up to `limit` due jobs in one transaction, shared with the other writers of the
- * moment (src/db/group-commit.ts), and resolves once it is on disk. That fsync also covers the
- * commits that enqueued the jobs, so no job runs before the request that queued it is durable.
- * `accept` lets the runner skip jobs whose partition is at its concurrency limit; `scheduleOf`
- * gives each kind's retry delays; `claimed` runs in the claim's transaction for each job taken
- * (a send marks its recipients `sending` there) and must not throw.
+ * Claims up to `limit` due jobs, oldest first. `accept` lets the runner skip jobs whose
+ * partition is at its concurrency limit; `scheduleOf` gives each kind's retry delays.
+ *
+ * The due jobs are read first; when none is accepted nothing is written (the runner looks after
+ * every enqueue, mostly while the partition is full). The chosen ones are claimed in one
+ * transaction shared with the other writers of the moment (src/db/group-commit.ts), and the
+ * promise resolves once that is on disk. That fsync also covers the commits that enqueued the
+ * jobs, so no job runs before the request that queued it is durable. `claimed` runs in the
+ * claim's transaction for each job taken (a send marks its recipients `sending` there) and must
+ * not throw. A chosen job that changed meanwhile is left out of the result.
  */
 export function claimDue(
   ctx: AppContext,
@@ -112,22 +119,27 @@ export function claimDue(
   accept: (job: JobCandidate) => boolean = () => true,
   claimed?: (tx: Tx, job: JobRow) => void,
 ): Promise<JobRow[]> {
+  const window = { now: ctx.clock.now().getTime(), limit: Math.max(limit * 2, 16) };
+  const expired = preparedQuery(ctx.db, leaseExpired).all(window);
+  const queued = preparedQuery(ctx.db, dueQueued).all(window);
+  const chosen: JobCandidate[] = [];
+  for (const job of expired.length ? [...expired, ...queued].sort((a, b) => a.runAt - b.runAt) : queued) {
+    if (chosen.length >= limit) break;
+    if (accept(job)) chosen.push(job);
+  }
+  if (!chosen.length) return Promise.resolve([]);
   return commitGrouped(ctx.db, (tx) => {
     const now = ctx.clock.now();
     const nowMs = now.getTime();
-    const window = { now: nowMs, limit: Math.max(limit * 4, 32) };
-    const expired = preparedQuery(ctx.db, leaseExpired).all(window);
-    const queued = preparedQuery(ctx.db, dueQueued).all(window);
-    const due = expired.length ? [...expired, ...queued].sort((a, b) => a.runAt - b.runAt) : queued;
     const taken: JobRow[] = [];
-    for (const job of due) {
-      if (taken.length >= limit) break;
-      if (!accept(job)) continue;
+    for (const job of chosen) {
       const schedule = scheduleOf(job.kind);
       const attempts = job.attempts + 1;
       const nextDelay = schedule.length ? schedule[Math.min(attempts - 1, schedule.length - 1)] : 60_000;
       const row = preparedQuery(ctx.db, claimOne).get({
         id: job.id,
+        attempts: job.attempts,
+        now: nowMs,
         leaseUntil: nowMs + ctx.config.jobs.lease,
         runAt: nowMs + nextDelay,
         updatedAt: now.toISOString(),

@@ -6,6 +6,7 @@ import { existsSync, mkdtempSync, readdirSync, rmSync, type Dirent } from 'node:
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
+import { configFrom } from '../../src/config.ts';
 import { openDatabase } from '../../src/db/client.ts';
 import { prepareInstance, startChild, stopChild, type ChildServer, type Instance } from '../support/child-server.ts';
 import { startTestDns } from '../support/dns.ts';
@@ -274,6 +275,8 @@ export async function crashSmtpIngest(rounds: number, seed: number): Promise<Sce
 }
 
 const FINAL = new Set(['sent', 'delivered', 'failed', 'bounced']);
+/** Jobs running at once in a server with the default config (bounds duplicates per crash). */
+const JOBS_CONCURRENCY = configFrom({}).jobs.concurrency;
 /** Deliveries in flight to the one remote domain at once (outbound.concurrency_per_domain). */
 const PER_DOMAIN = 8;
 
@@ -460,8 +463,8 @@ export async function crashWebhooks(rounds: number, seed: number): Promise<Scena
     if (!settled) violations.push('webhook jobs did not settle within 120 s of the last restart');
     if (lost.length) violations.push(`${lost.length} events never reached the receiver: ${lost.slice(0, 5).join(', ')}`);
     // A delivery is repeated only when a crash cut it after the receiver got it: at most the
-    // job runner's concurrency (jobs.concurrency, 16) per crash.
-    if (duplicates > kills * 16) violations.push(`${duplicates} duplicate deliveries in ${kills} crashes: more than can be in flight`);
+    // job runner's concurrency (jobs.concurrency) per crash.
+    if (duplicates > kills * JOBS_CONCURRENCY) violations.push(`${duplicates} duplicate deliveries in ${kills} crashes: more than can be in flight`);
     if (missingEvents > 0) violations.push(`${missingEvents} messages answered 250 have no message.received event`);
     if (integrity !== 'ok') violations.push(`database quick_check: ${String(integrity)}`);
     return {
