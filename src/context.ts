@@ -7,6 +7,7 @@ import { migrateDatabase } from './db/migrate.ts';
 import type { Logger } from './log.ts';
 import { createResolver, type Resolver } from './dns.ts';
 import { Blobs } from './storage/blobs.ts';
+import { closeGroupCommit } from './db/group-commit.ts';
 
 export interface Clock {
   now(): Date;
@@ -49,5 +50,6 @@ export function createContext(config: Config, log: Logger, opts: { clock?: Clock
 }
 
 export function closeContext(ctx: AppContext): void {
+  closeGroupCommit(ctx.db);
   ctx.db.$client.close();
 }
