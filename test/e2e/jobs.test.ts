@@ -1,5 +1,6 @@
-// The job table and runner with a test job kind: attempts recorded at claim, retries on the
-// schedule, final failure, recovery after a crash, per-partition concurrency, sweeping.
+// The job table and runner with a test job kind: attempts recorded at claim, claims that lost a
+// race, the claim hook, retries on the schedule, final failure, recovery after a crash,
+// per-partition concurrency, sweeping.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
@@ -47,6 +48,45 @@ test('claiming records the attempt and the next run time in one step', async () 
     // A running job with a live lease is not claimed again.
     assert.equal((await claimDue(ctx, 10, () => [1])).length, 0);
   } finally {
+    closeContext(ctx);
+  }
+});
+
+test('a due job changed by another writer before the claim commits is left alone', async () => {
+  const ctx = context();
+  try {
+    const id = enqueue(ctx, { n: 1 });
+    // The claim reads the due jobs now and commits them moments later (group commit); the CLI
+    // or another process may change the job in between.
+    const claim = claimDue(ctx, 10, () => [60_000]);
+    ctx.db.update(jobs).set({ status: 'failed', finishedAt: new Date().toISOString() }).where(eq(jobs.id, id)).run();
+    assert.deepEqual(await claim, []);
+    assert.equal(getJob(ctx, id)!.status, 'failed');
+    assert.equal(getJob(ctx, id)!.attempts, 0);
+  } finally {
+    closeContext(ctx);
+  }
+});
+
+test("a handler's claimed hook is committed with the claim, before the attempt runs", async () => {
+  const ctx = context();
+  const seen: Array<string | null> = [];
+  const handler: JobHandler = {
+    kind: 'test',
+    schedule: () => [60_000],
+    claimed: (tx, _c, job) => {
+      tx.update(jobs).set({ lastError: `claimed at attempt ${job.attempts}` }).where(eq(jobs.id, job.id)).run();
+    },
+    run: async (_c, job) => (seen.push(getJob(ctx, job.id)!.lastError), ok()),
+  };
+  const runner = createJobRunner(ctx, [handler]);
+  await runner.start();
+  try {
+    const id = enqueue(ctx, {});
+    await until(() => getJob(ctx, id)!.status === 'done');
+    assert.deepEqual(seen, ['claimed at attempt 1']);
+  } finally {
+    await runner.stop(1000);
     closeContext(ctx);
   }
 });
