@@ -192,7 +192,7 @@ export async function queueSend(ctx: AppContext, accountId: string, inboxId: str
       for (const job of plan) {
         const payload: SendJobPayload = { messageId: id, ...job };
         // Remote jobs share a partition per recipient domain: the runner bounds concurrency there.
-        enqueueJob(tx, now, { kind: SEND_JOB, payload, partition: job.local ? '' : job.domain, maxAttempts });
+        enqueueJob(ctx.db, now, { kind: SEND_JOB, payload, partition: job.local ? '' : job.domain, maxAttempts });
       }
     });
   } catch (err) {

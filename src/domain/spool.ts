@@ -116,8 +116,8 @@ async function spoolInbound(ctx: AppContext, input: InboundInput): Promise<strin
     secure: input.secure,
     receivedAt: now.toISOString(),
   };
-  const jobId = await commitGrouped(ctx.db, (tx) => {
-    const id = enqueueJob(tx, now, { kind: INBOUND_JOB, payload: envelope, partition: INBOUND_JOB, maxAttempts: INBOUND_RETRY_SCHEDULE.length + 1 });
+  const jobId = await commitGrouped(ctx.db, () => {
+    const id = enqueueJob(ctx.db, now, { kind: INBOUND_JOB, payload: envelope, partition: INBOUND_JOB, maxAttempts: INBOUND_RETRY_SCHEDULE.length + 1 });
     preparedQuery(ctx.db, insertSpooled).run({ jobId: id, raw: input.raw, createdAt: now.toISOString() });
     return id;
   });

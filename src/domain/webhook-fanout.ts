@@ -23,7 +23,7 @@ export interface WebhookJobPayload {
 /** Enqueues one delivery inside `tx`; the caller wakes the runner after commit. */
 export function queueDelivery(tx: Tx, ctx: AppContext, payload: WebhookJobPayload, maxAttempts = ctx.config.webhooks.retry_schedule.length + 1): string {
   // One partition per webhook, so one slow receiver cannot take every worker.
-  return enqueueJob(tx, ctx.clock.now(), { kind: WEBHOOK_JOB, payload, partition: payload.webhookId, maxAttempts });
+  return enqueueJob(ctx.db, ctx.clock.now(), { kind: WEBHOOK_JOB, payload, partition: payload.webhookId, maxAttempts });
 }
 
 /**

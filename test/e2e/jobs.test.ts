@@ -20,7 +20,7 @@ function context(extra: Record<string, unknown> = {}): AppContext {
 }
 
 function enqueue(ctx: AppContext, payload: unknown, opts: { partition?: string; maxAttempts?: number; kind?: string } = {}): string {
-  const id = ctx.db.transaction((tx) => enqueueJob(tx, new Date(), { kind: opts.kind ?? 'test', payload, partition: opts.partition, maxAttempts: opts.maxAttempts ?? 3 }));
+  const id = ctx.db.transaction(() => enqueueJob(ctx.db, new Date(), { kind: opts.kind ?? 'test', payload, partition: opts.partition, maxAttempts: opts.maxAttempts ?? 3 }));
   ctx.notify('jobs');
   return id;
 }
