@@ -51,7 +51,8 @@ test('totals follow delivery, sending, status changes and deletion', async () =>
   // A dry-run send is stored queued, then its status changes: the per-status totals move.
   const sent = await t.api('POST', `/inboxes/${inbox.id}/messages`, { to: ['someone@example.org'], subject: 'out', bodyText: 'x' });
   assert.equal(sent.status, 202, sent.text);
-  await until('the send to finish', async () => ((await t.api('GET', `/messages/${sent.body.id}`)).body.status !== 'queued' ? true : undefined));
+  // 'sending' is visible between the claim and the outcome: wait for the outcome itself.
+  await until('the send to finish', async () => (!['queued', 'sending'].includes((await t.api('GET', `/messages/${sent.body.id}`)).body.status) ? true : undefined));
   const finalStatus = (await t.api('GET', `/messages/${sent.body.id}`)).body.status as string;
   assert.notEqual(finalStatus, 'queued');
   assert.equal(await total(inbox.id), 4);
