@@ -215,9 +215,10 @@ export async function smtpIngest(env: { dns: TestDns }): Promise<ScenarioResult[
     id: 'memory',
     title: '(f) Memory',
     status: idleRss === undefined ? 'failed' : 'ok',
-    setup: 'RSS of the mailroom process from /proc: idle 3 s after start with one inbox; peak (VmHWM) at the end of (a)',
+    setup: 'RSS of the mailroom process of (a) (the esbuild bundle run by node) from /proc: idle 3 s after start with one inbox; peak (VmHWM) at the end of (a), spool processing included',
     rows: [
-      { metric: 'idle RSS', unit: 'MB', mailroom: idleRss ?? null, target: '< 80', met: (idleRss ?? Infinity) < 80 },
+      // The target applies to the appliance as shipped: build/mailroom's idle RSS is in (g).
+      { metric: 'idle RSS (esbuild bundle under node)', unit: 'MB', mailroom: idleRss ?? null, note: 'the single executable as shipped: see (g)' },
       { metric: 'peak RSS under (a)', unit: 'MB', mailroom: peak || null, note: `highest 100 ms sample ${peakSampled} MB` },
     ],
   };
