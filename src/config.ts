@@ -2,6 +2,7 @@
 // Loading rejects unknown keys, wrong types and unparsable durations or listen addresses,
 // naming the key, so a typo never silently falls back to a default.
 import { readFileSync, existsSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { parse as parseToml } from 'smol-toml';
 
 export class ConfigError extends Error {}
@@ -102,6 +103,23 @@ const strings = (def: string[], description: string): Field<string[]> => ({
     Array.isArray(v) && v.every((x) => typeof x === 'string') ? (v as string[]) : fail(k, 'expected an array of strings'),
 });
 
+/** "192.0.2.53", "192.0.2.53:5353", "2001:db8::53" or "[2001:db8::53]:5353": what setServers() takes. */
+export function isResolverAddress(text: string): boolean {
+  const m = /^\[([^\]]+)\]:(\d{1,5})$/.exec(text) ?? /^([^:]+):(\d{1,5})$/.exec(text);
+  if (m) return isIP(m[1]) !== 0 && Number(m[2]) <= 65535;
+  return isIP(text) !== 0;
+}
+
+/** Resolver addresses, checked at load (the resolver itself is made on first use). */
+const resolvers = (def: string[], description: string): Field<string[]> => ({
+  ...strings(def, description),
+  parse: (v, k) => {
+    const list = strings(def, description).parse(v, k);
+    const bad = list.find((x) => !isResolverAddress(x));
+    return bad === undefined ? list : fail(k, `${JSON.stringify(bad)} is not an IP address or "ip:port"`);
+  },
+});
+
 const listen = (def: string, description: string, optional = false): Field<ListenAddress | null> => ({
   default: def ? parseListen(def)! : null,
   example: JSON.stringify(def),
@@ -144,7 +162,7 @@ export const CONFIG_SCHEMA = {
     timeout: duration('60s', 'Connection and reply timeout for one SMTP delivery attempt.'),
   },
   dns: {
-    servers: strings([], 'Resolvers ("ip" or "ip:port") for MX lookups, domain checks and SPF/DKIM/DMARC; [] uses the system resolvers.'),
+    servers: resolvers([], 'Resolvers ("ip" or "ip:port") for MX lookups, domain checks and SPF/DKIM/DMARC; [] uses the system resolvers.'),
     timeout: duration('5s', 'Time limit of one DNS query.'),
   },
   limits: {

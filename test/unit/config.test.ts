@@ -74,6 +74,10 @@ test('bad config stops start-up with a message naming the key', () => {
   expectConfigError({ outbound: { mode: 'live' } }, /`outbound\.mode`: expected one of/);
   expectConfigError({ webhooks: { allow_insecure_targets: 'yes' } }, /`webhooks\.allow_insecure_targets`: expected true or false/);
   expectConfigError({ http: 'x' }, /`http`: expected a table/);
+  expectConfigError({ dns: { servers: ['dns.example'] } }, /`dns\.servers`: "dns\.example" is not an IP address or "ip:port"/);
+  expectConfigError({ dns: { servers: ['1.1.1.1', '10.0.0.1:99999'] } }, /`dns\.servers`: "10\.0\.0\.1:99999"/);
+  expectConfigError({ dns: { servers: [53] } }, /`dns\.servers`: expected an array of strings/);
+  assert.deepEqual(configFrom({ dns: { servers: ['192.0.2.53', '127.0.0.1:5353', '2001:db8::53', '[::1]:5353'] } }).dns.servers, ['192.0.2.53', '127.0.0.1:5353', '2001:db8::53', '[::1]:5353']);
 });
 
 test('loadConfig reads a TOML file, reports unreadable and invalid files', () => {
