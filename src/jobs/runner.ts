@@ -101,21 +101,29 @@ export function createJobRunner(ctx: AppContext, handlers: JobHandler[]): JobRun
     // Partition slots taken by this claim, by job id: given back for any job not claimed after all.
     const reserved = new Map<string, string>();
     let seenAt = ctx.clock.now().getTime();
-    const claim = claimDue(
-      ctx,
-      free,
-      scheduleOf,
-      (job) => {
-        seenAt = ctx.clock.now().getTime();
-        if (!accept(job)) return false;
-        // Counted now so the rest of this batch respects the partition limit too.
-        const key = partitionKey(job);
-        perPartition.set(key, (perPartition.get(key) ?? 0) + 1);
-        reserved.set(job.id, key);
-        return true;
-      },
-      onClaimed,
-    );
+    let claim: Promise<JobRow[]>;
+    try {
+      claim = claimDue(
+        ctx,
+        free,
+        scheduleOf,
+        (job) => {
+          seenAt = ctx.clock.now().getTime();
+          if (!accept(job)) return false;
+          // Counted now so the rest of this batch respects the partition limit too.
+          const key = partitionKey(job);
+          perPartition.set(key, (perPartition.get(key) ?? 0) + 1);
+          reserved.set(job.id, key);
+          return true;
+        },
+        onClaimed,
+      );
+    } catch (err) {
+      // Reading the due jobs failed (nothing was reserved): try again when the timer fires.
+      ctx.log.error('claiming jobs failed', errorFields(err));
+      return armTimer(seenAt);
+    }
+    // Nothing could start: no commit was made (claimDue resolved with []).
     if (!reserved.size) return armTimer(seenAt);
     claiming = claim
       .then(

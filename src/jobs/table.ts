@@ -126,7 +126,8 @@ export type JobCandidate = Pick<JobRow, 'id' | 'kind' | 'partition' | 'attempts'
  * promise resolves once that is on disk. That fsync also covers the commits that enqueued the
  * jobs, so no job runs before the request that queued it is durable. `claimed` runs in the
  * claim's transaction for each job taken (a send marks its recipients `sending` there) and must
- * not throw. A chosen job that changed meanwhile is left out of the result.
+ * not throw. A chosen job that changed meanwhile is left out of the result. Throws when the
+ * read fails; rejects when the commit does.
  */
 export function claimDue(
   ctx: AppContext,
