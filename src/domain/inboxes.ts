@@ -147,13 +147,10 @@ type InboxTuple = [
   complaintCount: number,
   createdAt: string,
 ];
-const inboxById = (db: Db) =>
-  preparedRows<[string], InboxTuple>(
-    db,
-    `SELECT id, account_id, address, domain_id, display_name, status, daily_send_limit, sends_today, sends_day, total_sent,
+const SELECT_INBOX = `SELECT id, account_id, address, domain_id, display_name, status, daily_send_limit, sends_today, sends_day, total_sent,
             bounce_count, complaint_count, created_at
-       FROM inboxes WHERE id = ?`,
-  );
+       FROM inboxes`;
+const inboxById = (db: Db) => preparedRows<[string], InboxTuple>(db, `${SELECT_INBOX} WHERE id = ?`);
 const inboxRow = (r: InboxTuple): InboxRow => ({
   id: r[0],
   accountId: r[1],
@@ -169,7 +166,8 @@ const inboxRow = (r: InboxTuple): InboxRow => ({
   complaintCount: r[11],
   createdAt: r[12],
 });
-const inboxByAddress = (db: Db) => db.select().from(inboxes).where(eq(inboxes.address, sql.placeholder('address'))).prepare();
+// Every RCPT TO: the same plain statement and row shape as inbox by id.
+const inboxByAddress = (db: Db) => preparedRows<[string], InboxTuple>(db, `${SELECT_INBOX} WHERE address = ?`);
 
 export function findInboxRow(ctx: AppContext, accountId: string, id: string): InboxRow {
   const found = preparedQuery(ctx.db, inboxById).get(id);
@@ -185,7 +183,8 @@ export function getInbox(ctx: AppContext, accountId: string, id: string): Inbox 
 
 /** The inbox that receives mail for an address (case-insensitive), whatever its status. */
 export function findInboxByAddress(ctx: AppContext, address: string): InboxRow | undefined {
-  return preparedQuery(ctx.db, inboxByAddress).get({ address: address.toLowerCase() });
+  const found = preparedQuery(ctx.db, inboxByAddress).get(address.toLowerCase());
+  return found && inboxRow(found);
 }
 
 export function listInboxes(ctx: AppContext, accountId: string, page: Page): PageResult<Inbox> {
