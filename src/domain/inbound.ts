@@ -3,12 +3,12 @@
 // attachment bytes (fsynced), then in ONE transaction the rows, threads and events.
 import type { AddressObject, ParsedMail } from 'mailparser';
 import { createHash } from 'node:crypto';
-import { eq, getTableColumns, sql } from 'drizzle-orm';
+import { eq, sql } from 'drizzle-orm';
 import type { AppContext } from '../context.ts';
 import type { Db, Tx } from '../db/client.ts';
 import { commitGrouped } from '../db/group-commit.ts';
 import { preparedQuery } from '../db/prepared.ts';
-import { attachments, domains, inboxes, messages } from '../db/schema.ts';
+import { attachments, domains, inboxes } from '../db/schema.ts';
 import { newId } from '../ids.ts';
 import { Blobs } from '../storage/blobs.ts';
 import { splitAddress } from './addresses.ts';
@@ -17,7 +17,7 @@ import { authenticateMessage, type AuthenticationResults } from './authenticatio
 import { AppError } from './errors.ts';
 import { recordEvent } from './events.ts';
 import { findInboxByAddress, type InboxRow } from './inboxes.ts';
-import { messageView, type MessageRow } from './messages.ts';
+import { insertMessageRow, messageView, type MessageRow } from './messages.ts';
 import { messageIdsIn, threadForMessage } from './threads.ts';
 import { isoNow } from './time.ts';
 
@@ -56,13 +56,6 @@ const liveInboxes = (db: Db) =>
     .from(inboxes)
     .where(sql`${inboxes.id} IN (SELECT value FROM json_each(${sql.placeholder('ids')}))`)
     .prepare();
-const MESSAGE_COLUMNS = Object.keys(getTableColumns(messages)) as Array<keyof MessageRow>;
-const insertMessage = (db: Db) =>
-  db
-    .insert(messages)
-    .values(Object.fromEntries(MESSAGE_COLUMNS.map((k) => [k, sql.placeholder(k)])) as unknown as MessageRow)
-    .prepare();
-
 const domainByName = (db: Db) => db.select({ id: domains.id }).from(domains).where(eq(domains.domain, sql.placeholder('domain'))).prepare();
 
 export function servesDomain(ctx: AppContext, domain: string): boolean {
@@ -281,7 +274,7 @@ export async function prepareInbound(ctx: AppContext, input: InboundInput): Prom
         createdAt,
         updatedAt: now,
       };
-      preparedQuery(ctx.db, insertMessage).run(row as unknown as Record<string, unknown>);
+      insertMessageRow(ctx.db, row);
       const attRows: AttachmentRow[] = p.attachments.map((a) => ({
         id: a.id,
         accountId: p.inbox.accountId,

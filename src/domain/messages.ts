@@ -1,6 +1,6 @@
 // Messages: the API shape of a stored message (inbound or outbound). Listing, reading and
 // deleting messages live here too; receiving is in inbound.ts, sending in sending.ts.
-import { asc, eq, sql } from 'drizzle-orm';
+import { asc, eq, getTableColumns, sql } from 'drizzle-orm';
 import type { AppContext } from '../context.ts';
 import type { Db } from '../db/client.ts';
 import { preparedQuery, preparedRows } from '../db/prepared.ts';
@@ -12,6 +12,19 @@ import type { Page, PageResult } from './pagination.ts';
 import { afterMessageRemoved, findThreadRow, threadView, type Thread } from './threads.ts';
 
 export type MessageRow = typeof messages.$inferSelect;
+// Every stored message, received or sent, is one insert: prepared once (src/db/prepared.ts).
+const MESSAGE_COLUMNS = Object.keys(getTableColumns(messages)) as Array<keyof MessageRow>;
+const insertMessage = (db: Db) =>
+  db
+    .insert(messages)
+    .values(Object.fromEntries(MESSAGE_COLUMNS.map((k) => [k, sql.placeholder(k)])) as unknown as MessageRow)
+    .prepare();
+
+/** Inserts a message row inside the caller's transaction (the statement runs on `db`'s connection). */
+export function insertMessageRow(db: Db, row: MessageRow): void {
+  preparedQuery(db, insertMessage).run(row as unknown as Record<string, unknown>);
+}
+
 /** The columns a Message is made of (what list pages read). */
 export type MessageViewRow = Omit<MessageRow, 'accountId' | 'references' | 'rawPath'>;
 
