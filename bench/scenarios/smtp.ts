@@ -178,7 +178,7 @@ export async function smtpIngest(env: { dns: TestDns }): Promise<ScenarioResult[
     setup,
     rows: [
       {
-        metric: 'messages accepted per second (250 = stored)',
+        metric: 'messages accepted per second (250 = on disk)',
         unit: 'msg/s',
         mailroom: mailroom.msgPerSec,
         baselines: [
