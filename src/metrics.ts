@@ -266,7 +266,7 @@ async function scrape(ctx: AppContext, state: ScrapeState): Promise<string> {
   lines.push(...m.smtpSessions.render(), ...m.smtpMessages.render(), ...m.smtpRecipients.render());
 
   const snapshot = ctx.db.transaction((tx) => ({
-    // Index-only (jobs_kind_status), whatever the number of finished jobs kept.
+    // Index-only (jobs_kind_due), whatever the number of finished jobs kept.
     jobs: tx.select({ kind: jobs.kind, status: jobs.status, n: sql<number>`count(*)` }).from(jobs).groupBy(jobs.kind, jobs.status).all(),
     // Only the live jobs are read row by row (jobs_due index on status).
     live: tx

@@ -36,6 +36,7 @@ export interface JobRunner extends Service {
 
 export function createJobRunner(ctx: AppContext, handlers: JobHandler[]): JobRunner {
   const byKind = new Map(handlers.map((h) => [h.kind, h]));
+  const kinds = handlers.map((h) => h.kind);
   const inflight = new Set<Promise<void>>();
   const perPartition = new Map<string, number>();
   let timer: NodeJS.Timeout | undefined;
@@ -117,6 +118,7 @@ export function createJobRunner(ctx: AppContext, handlers: JobHandler[]): JobRun
           return true;
         },
         onClaimed,
+        kinds,
       );
     } catch (err) {
       // Reading the due jobs failed (nothing was reserved): try again when the timer fires.

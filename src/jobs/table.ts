@@ -96,6 +96,7 @@ const due = (now: Placeholder) => and(eq(jobs.status, 'queued'), lte(jobs.runAt,
 /** A running job whose worker vanished (its lease ran out); only ever a few rows are `running`. */
 const leaseOver = (now: Placeholder) => and(eq(jobs.status, 'running'), lte(jobs.leaseUntil, now));
 const dueQueued = (db: Db) => candidates(db, due(sql.placeholder('now')));
+const dueQueuedOfKind = (db: Db) => candidates(db, and(eq(jobs.kind, sql.placeholder('kind')), due(sql.placeholder('now'))));
 const leaseExpired = (db: Db) => candidates(db, leaseOver(sql.placeholder('now')));
 
 /** Claims one job if it is still as it was read (another process, the CLI, may have changed it). */
@@ -118,7 +119,8 @@ export type JobCandidate = Pick<JobRow, 'id' | 'kind' | 'partition' | 'attempts'
 
 /**
  * Claims up to `limit` due jobs, oldest first. `accept` lets the runner skip jobs whose
- * partition is at its concurrency limit; `scheduleOf` gives each kind's retry delays.
+ * partition is at its concurrency limit; `scheduleOf` gives each kind's retry delays; `kinds`,
+ * when given, has each kind's due jobs read separately (the runner passes its handlers').
  *
  * The due jobs are read first; when none is accepted nothing is written (the runner looks after
  * every enqueue, mostly while the partition is full). The chosen ones are claimed in one
@@ -135,12 +137,17 @@ export function claimDue(
   scheduleOf: (kind: string) => number[],
   accept: (job: JobCandidate) => boolean = () => true,
   claimed?: (tx: Tx, job: JobRow) => void,
+  kinds?: string[],
 ): Promise<JobRow[]> {
   const window = { now: ctx.clock.now().getTime(), limit: Math.max(limit * 2, 16) };
   const expired = preparedQuery(ctx.db, leaseExpired).all(window);
-  const queued = preparedQuery(ctx.db, dueQueued).all(window);
+  // With `kinds`, a window of due jobs per kind: thousands of spooled messages waiting for their
+  // one processing slot must not fill the window and starve webhook deliveries and sends.
+  const queued = kinds
+    ? kinds.flatMap((kind) => preparedQuery(ctx.db, dueQueuedOfKind).all({ ...window, kind }))
+    : preparedQuery(ctx.db, dueQueued).all(window);
   const chosen: JobCandidate[] = [];
-  for (const job of expired.length ? [...expired, ...queued].sort((a, b) => a.runAt - b.runAt) : queued) {
+  for (const job of expired.length || kinds ? [...expired, ...queued].sort((a, b) => a.runAt - b.runAt) : queued) {
     if (chosen.length >= limit) break;
     if (accept(job)) chosen.push(job);
   }

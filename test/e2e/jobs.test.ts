@@ -219,6 +219,38 @@ test('concurrency per partition is bounded', async () => {
   }
 });
 
+test('a backlog of one kind held to one slot does not hide another kind queued after it', async () => {
+  const ctx = context();
+  const order: string[] = [];
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  const slow: JobHandler = {
+    kind: 'backlog',
+    schedule: () => [10],
+    partitionLimit: () => 1,
+    async run(_c, job) {
+      order.push(job.id);
+      await gate;
+      return ok();
+    },
+  };
+  const quick: JobHandler = { kind: 'quick', schedule: () => [10], run: async (_c, job) => (order.push(job.id), ok()) };
+  const runner = createJobRunner(ctx, [slow, quick]);
+  try {
+    // 200 due jobs of one partition, more than any claim window, then one of another kind.
+    const backlog = Array.from({ length: 200 }, (_v, i) => enqueue(ctx, { i }, { kind: 'backlog', partition: 'spool' }));
+    const late = enqueue(ctx, {}, { kind: 'quick' });
+    await runner.start();
+    await until(() => getJob(ctx, late)!.status === 'done');
+    assert.equal(order.filter((id) => backlog.includes(id)).length, 1, 'the backlog holds its one slot');
+    assert.ok(order.includes(late));
+  } finally {
+    release();
+    await runner.stop(1000);
+    closeContext(ctx);
+  }
+});
+
 test('finished jobs are swept after the retention period, unfinished ones never', () => {
   const ctx = context({ jobs: { retention: '1h' } });
   try {
