@@ -149,7 +149,7 @@ export const CONFIG_SCHEMA = {
     max_recipients: int(100, 'Most RCPT TO per message; further recipients get 452.', 1),
     max_connections: int(200, 'Most simultaneous SMTP connections; further ones get 421.', 1),
     idle_timeout: duration('5m', 'An SMTP client silent for this long is disconnected.'),
-    inline_processing: int(8, 'Messages processed (parsed, checked, stored for the API) before their 250 at once; messages arriving meanwhile are spooled: committed raw, answered 250 and processed moments later. 0 spools every message.', 0),
+    inline_processing: int(8, 'Messages processed (parsed, checked, stored for the API) before their 250 at once; messages arriving while that many are in progress, or while mail waits in the spool, are spooled: committed raw, answered 250 and processed moments later. 0 spools every message.', 0),
     spool_limit: int(20_000, 'Most spooled messages waiting to be processed; beyond it new mail gets 451 4.3.1 and the sender retries later.', 1),
   },
   outbound: {

@@ -14,7 +14,7 @@ export interface QueueEntry {
   maxAttempts: number;
   /** When the job is next due (queued) or its lease ends (running); ISO 8601. */
   nextAttemptAt: string | null;
-  /** The message (send) or event (webhook) the job is about, when its payload names one. */
+  /** The message (send), event (webhook) or envelope sender (spooled mail) the job is about. */
   subject: string | null;
   lastError: string | null;
   createdAt: string;
@@ -25,7 +25,8 @@ export function queueEntry(job: JobRow): QueueEntry {
   let subject: string | null = null;
   try {
     const p = JSON.parse(job.payload) as Record<string, unknown>;
-    const ref = p.messageId ?? p.eventId ?? p.deliveryId;
+    // A spooled inbound message (src/domain/spool.ts) is named by its envelope sender.
+    const ref = p.messageId ?? p.eventId ?? p.deliveryId ?? (typeof p.mailFrom === 'string' ? `mail from <${p.mailFrom}>` : undefined);
     subject = typeof ref === 'string' ? ref : null;
   } catch {
     // a payload that is not JSON is shown without a subject
@@ -49,7 +50,7 @@ export function queueEntry(job: JobRow): QueueEntry {
 export function registerQueue(program: Command): void {
   program
     .command('queue')
-    .description('list pending (queued, running) and failed jobs: outbound sends and webhook deliveries')
+    .description('list pending (queued, running) and failed jobs: outbound sends, webhook deliveries and spooled inbound mail')
     .option('--failed', 'only failed jobs')
     .option('--pending', 'only queued and running jobs')
     .option('--limit <n>', 'most jobs listed', '200')

@@ -9,7 +9,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { eq } from 'drizzle-orm';
 import { jobs, spooledMessages } from '../../src/db/schema.ts';
+import { queueEntry } from '../../cli/commands/queue.ts';
 import { SPOOL_MAX_MESSAGE_BYTES } from '../../src/domain/spool.ts';
+import { listJobs } from '../../src/jobs/table.ts';
 import type { Service } from '../../src/main.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { SmtpClient } from '../support/smtp-client.ts';
@@ -142,6 +144,9 @@ describe('a full spool and a restart', () => {
     assert.match(full.text, /^4\.3\.1 the inbound spool is full \(2 messages waiting\)/);
     assert.equal(spooledCount(first), 2);
     assert.deepEqual(await messagesOf(first, inboxId), []);
+    // `mailroom queue` shows what waits, named by its envelope sender.
+    const waiting = listJobs(first.server.ctx, ['queued']).map(queueEntry).filter((e) => e.kind === 'inbound');
+    assert.deepEqual(waiting.map((e) => e.subject), ['mail from <sender@example.net>', 'mail from <sender@example.net>']);
     await first.close();
     first = undefined;
 
