@@ -1,8 +1,9 @@
 // The inbound spool: how mail arriving over SMTP is stored before its 250. Normally a message is
 // processed (parsed, authenticated, stored with its threads and events) before the reply. While
-// `smtp.inline_processing` messages are already being processed, further ones are spooled: the
-// raw bytes and an `inbound` job committed in one transaction, answered 250, and processed by the
-// job runner moments later. Either way the 250 means the message is on disk.
+// `smtp.inline_processing` messages are already being processed, or mail waits in the spool,
+// further ones are spooled: the raw bytes and an `inbound` job committed in one transaction,
+// answered 250, and processed by the job runner moments later. Either way the 250 means the
+// message is on disk.
 import { eq, sql } from 'drizzle-orm';
 import type { AppContext } from '../context.ts';
 import type { Db, Tx } from '../db/client.ts';
