@@ -1,6 +1,7 @@
 // mailroom queue — the durable job table as an operator sees it: what is waiting or running
 // (outbound sends, webhook deliveries) and what failed, with the last error of each.
 import type { Command } from 'commander';
+import { retrySpooled } from '../../src/domain/spool.ts';
 import { listJobs, type JobRow, type JobStatus } from '../../src/jobs/table.ts';
 import { print, withContext } from '../shared.ts';
 
@@ -55,7 +56,14 @@ export function registerQueue(program: Command): void {
     .option('--pending', 'only queued and running jobs')
     .option('--limit <n>', 'most jobs listed', '200')
     .option('--json', 'print JSON')
-    .action(async (opts: { failed?: boolean; pending?: boolean; limit: string }, cmd: Command) => {
+    .option('--retry <job-id>', 're-queue a failed spooled inbound message (after fixing what made it fail)')
+    .action(async (opts: { failed?: boolean; pending?: boolean; limit: string; retry?: string }, cmd: Command) => {
+      if (opts.retry) {
+        const id = opts.retry;
+        await withContext(cmd, (ctx) => retrySpooled(ctx, id));
+        print(cmd, { jobId: id, status: 'queued' }, [{ id, status: 'queued: a running server picks it up within 30 s' }]);
+        return;
+      }
       const statuses: JobStatus[] = opts.failed ? ['failed'] : opts.pending ? ['queued', 'running'] : ['queued', 'running', 'failed'];
       const limit = Math.max(1, Math.min(10_000, Number(opts.limit) || 200));
       const entries = await withContext(cmd, (ctx) => listJobs(ctx, statuses, limit).map(queueEntry));

@@ -195,6 +195,26 @@ const inboxesById = (db: Db) =>
     .where(sql`${inboxes.id} IN (SELECT value FROM json_each(${sql.placeholder('ids')}))`)
     .prepare();
 
+/**
+ * Puts a failed spooled message back in the queue with a fresh set of attempts, once whatever
+ * made its processing fail (a full disk, say) is fixed: `mailroom queue --retry`. Its bytes were
+ * kept (the sweep of old jobs leaves jobs with spooled bytes alone).
+ */
+export function retrySpooled(ctx: AppContext, jobId: string): void {
+  const job = ctx.db.select().from(jobs).where(eq(jobs.id, jobId)).get();
+  if (!job) throw new AppError('NOT_FOUND', `job ${jobId} not found (see \`mailroom queue --failed\`)`);
+  if (job.kind !== INBOUND_JOB) throw new AppError('VALIDATION_ERROR', `job ${jobId} is a ${job.kind} job; only spooled inbound mail is retried this way`);
+  if (job.status !== 'failed') throw new AppError('VALIDATION_ERROR', `job ${jobId} is ${job.status}; only a failed one can be retried`);
+  const now = ctx.clock.now();
+  ctx.db.transaction((tx) => {
+    if (!tx.select({ id: spooledMessages.jobId }).from(spooledMessages).where(eq(spooledMessages.jobId, jobId)).get()) {
+      throw new AppError('VALIDATION_ERROR', `job ${jobId} has no spooled message left`);
+    }
+    tx.update(jobs).set({ status: 'queued', attempts: 0, runAt: now.getTime(), leaseUntil: null, finishedAt: null, updatedAt: now.toISOString() }).where(eq(jobs.id, jobId)).run();
+  });
+  ctx.notify('jobs');
+}
+
 /** Called when an inbound job has ended (either way): the cached spool depth goes down. */
 export function spoolJobEnded(ctx: AppContext): void {
   const s = stateOf(ctx);

@@ -232,12 +232,14 @@ export function recoverJobs(ctx: AppContext): number {
     .run().changes;
 }
 
-/** Deletes finished jobs older than `jobs.retention`. */
+/** Deletes finished jobs older than `jobs.retention` (not those holding spooled mail). */
 export function sweepJobs(ctx: AppContext): number {
   const cutoff = new Date(ctx.clock.now().getTime() - ctx.config.jobs.retention).toISOString();
   return ctx.db
     .delete(jobs)
-    .where(and(inArray(jobs.status, ['done', 'failed']), lte(jobs.finishedAt, cutoff)))
+    // A failed job whose message bytes are still spooled (src/domain/spool.ts) is kept: those
+    // bytes are mail answered 250, waiting for `mailroom queue --retry`.
+    .where(and(inArray(jobs.status, ['done', 'failed']), lte(jobs.finishedAt, cutoff), sql`NOT EXISTS (SELECT 1 FROM spooled_messages WHERE job_id = ${jobs.id})`))
     .run().changes;
 }
 

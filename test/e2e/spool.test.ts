@@ -4,14 +4,15 @@
 // spool answers 451 4.3.1, spooled mail survives a restart, and large mail is never spooled.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { eq } from 'drizzle-orm';
 import { jobs, spooledMessages } from '../../src/db/schema.ts';
 import { queueEntry } from '../../cli/commands/queue.ts';
 import { SPOOL_MAX_MESSAGE_BYTES } from '../../src/domain/spool.ts';
-import { listJobs } from '../../src/jobs/table.ts';
+import { getJob, listJobs, sweepJobs } from '../../src/jobs/table.ts';
+import { runCli } from '../support/cli.ts';
 import type { Service } from '../../src/main.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { SmtpClient } from '../support/smtp-client.ts';
@@ -104,6 +105,38 @@ describe('spooled inbound mail', () => {
     const res = await t.api('GET', `/messages/${id}`);
     assert.equal(res.status, 200);
     assert.equal(res.body.subject, 'big one');
+  });
+
+  test('a failed spooled message keeps its bytes through the sweep and `mailroom queue --retry` processes it', async () => {
+    await jobRunner(t).stop(1000);
+    let jobId = '';
+    try {
+      const reply = await deliver(t.server.smtpPort, 'box@agents.test', message('retried one'));
+      jobId = /queued as (job_\S+)/.exec(reply.text)![1];
+      // As if every attempt had failed (a full disk) a month ago.
+      const longAgo = new Date(Date.now() - 30 * 86_400_000).toISOString();
+      t.server.ctx.db.update(jobs).set({ status: 'failed', attempts: 7, lastError: 'ENOSPC', finishedAt: longAgo }).where(eq(jobs.id, jobId)).run();
+      sweepJobs(t.server.ctx);
+      assert.equal(getJob(t.server.ctx, jobId)?.status, 'failed', 'the sweep keeps a job whose mail is still spooled');
+      assert.equal(spooledCount(t), 1);
+
+      const config = join(t.dataDir, 'cli.toml');
+      writeFileSync(config, `data_dir = ${JSON.stringify(t.dataDir)}\nshared_domain = "agents.test"\n`);
+      const retried = await runCli(['queue', '--retry', jobId, '--json', '--config', config]);
+      assert.equal(retried.code, 0, retried.stderr);
+      assert.deepEqual(JSON.parse(retried.stdout), { jobId, status: 'queued' });
+      const again = await runCli(['queue', '--retry', jobId, '--config', config]);
+      assert.notEqual(again.code, 0);
+      assert.match(again.stderr, /is queued; only a failed one can be retried/);
+      const missing = await runCli(['queue', '--retry', 'job_nope', '--config', config]);
+      assert.notEqual(missing.code, 0);
+      assert.match(missing.stderr, /job job_nope not found/);
+    } finally {
+      await jobRunner(t).start();
+    }
+    const stored = await until('the retried message', async () => (await messagesOf(t, inboxId)).find((m) => m.subject === 'retried one'));
+    assert.equal(stored.bodyText, 'spooled body');
+    assert.equal(getJob(t.server.ctx, jobId)?.status, 'done');
   });
 
   test('mail for an inbox deleted before processing is dropped with its spooled bytes', async () => {
