@@ -4,7 +4,6 @@
 // attachment, the SMTP listener relays nothing, and webhook targets cannot point inside.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import nodemailer from 'nodemailer';
 import { createApiKey } from '../../src/domain/apikeys.ts';
 import { createHttpApp } from '../../src/http/app.ts';
 import type { RegisteredRoute } from '../../src/http/routes.ts';
@@ -14,6 +13,7 @@ import { SmtpClient } from '../support/smtp-client.ts';
 import { startTestDns, type TestDns } from '../support/dns.ts';
 import { expectError, startTestServer, type ApiResponse, type TestServer } from '../support/server.ts';
 import { until } from '../support/wait.ts';
+import { deliverMail } from '../support/mail.ts';
 
 let t: TestServer;
 let receiver: Receiver;
@@ -32,13 +32,7 @@ before(async () => {
   own.inbox = (await t.api('POST', '/inboxes', { address: 'owner' })).body.id;
   intruderInbox = (await t.api('POST', '/inboxes', { address: 'intruder' }, { key: intruder.key })).body.id;
   own.webhook = (await t.api('POST', '/webhooks', { url: `${receiver.url}/hook` })).body.id;
-  const transport = nodemailer.createTransport({ host: '127.0.0.1', port: t.server.smtpPort, secure: false, ignoreTLS: true });
-  try {
-    const info = await transport.sendMail({ from: 'x@example.org', to: 'owner@agents.test', subject: 'private', text: 'for the owner only', attachments: [{ filename: 'secret.txt', content: 'top secret' }] });
-    own.message = /stored as (\S+)/.exec(info.response)![1];
-  } finally {
-    transport.close();
-  }
+  own.message = await deliverMail(t.server.smtpPort, { from: 'x@example.org', to: 'owner@agents.test', subject: 'private', text: 'for the owner only', attachments: [{ filename: 'secret.txt', content: 'top secret' }] });
   const msg = (await t.api('GET', `/messages/${own.message}`)).body;
   own.thread = msg.threadId;
   own.attachment = msg.attachments[0].id;

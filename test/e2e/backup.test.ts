@@ -6,11 +6,11 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import nodemailer from 'nodemailer';
 import { BackupError, restoreBackup } from '../../src/storage/backup.ts';
 import { runCli } from '../support/cli.ts';
 import { until } from '../support/wait.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
+import { smtpTransport } from '../support/mail.ts';
 
 let t: TestServer;
 let work: string;
@@ -44,7 +44,7 @@ before(async () => {
   const uploaded: string | undefined = uploadRes.status === 201 ? (await uploadRes.json()).id : undefined;
 
   // An inbound message with an attachment and a reply in the same thread, over real SMTP.
-  const transport = nodemailer.createTransport({ host: '127.0.0.1', port: t.server.smtpPort, secure: false, ignoreTLS: true });
+  const transport = smtpTransport(t.server.smtpPort);
   try {
     const first = await transport.sendMail({
       from: 'bob@example.org',

@@ -7,12 +7,12 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import nodemailer from 'nodemailer';
 import { createApiKey } from '../../src/domain/apikeys.ts';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
 import { startTestDns, type TestDns } from '../support/dns.ts';
 import { expectError, startTestServer, type TestServer } from '../support/server.ts';
 import { until } from '../support/wait.ts';
+import { smtpTransport } from '../support/mail.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 
@@ -43,7 +43,7 @@ before(async () => {
   webhookId = (await t.api('POST', '/webhooks', { url: `${hook.url}/hook`, events: ['message.received'] })).body.id;
   const inbox = (await t.api('POST', '/inboxes', { address: 'ops', displayName: 'Ops agent' })).body;
   assert.equal(inbox.address, 'ops@agents.test');
-  const transport = nodemailer.createTransport({ host: '127.0.0.1', port: t.server.smtpPort, secure: false, ignoreTLS: true });
+  const transport = smtpTransport(t.server.smtpPort);
   try {
     await transport.sendMail({ from: 'Bob <bob@example.org>', to: 'ops@agents.test', subject: 'Disk almost full on db-1', text: 'Usage is at 93%.\nPlease have a look.' });
     // Mail from strangers: markup in it must stay text on the page.

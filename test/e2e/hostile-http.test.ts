@@ -5,11 +5,11 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
-import nodemailer from 'nodemailer';
 import { createHttpApp } from '../../src/http/app.ts';
 import type { RegisteredRoute } from '../../src/http/routes.ts';
 import { dbDigest as digestOf, settleJobs } from '../support/db-digest.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
+import { deliverMail } from '../support/mail.ts';
 
 let t: TestServer;
 /** Ids of real resources of the test account, so a route gets past its lookup to the input checks. */
@@ -18,13 +18,7 @@ const ids: Record<string, string> = {};
 before(async () => {
   t = await startTestServer({ limits: { requests_per_minute: 100_000 }, domains: { recheck_interval: '24h' } });
   ids.inbox = (await t.api('POST', '/inboxes', { address: 'hostile' })).body.id;
-  const transport = nodemailer.createTransport({ host: '127.0.0.1', port: t.server.smtpPort, secure: false, ignoreTLS: true });
-  try {
-    const info = await transport.sendMail({ from: 'x@example.org', to: 'hostile@agents.test', subject: 'fixture', text: 'hi', attachments: [{ filename: 'a.txt', content: 'abc' }] });
-    ids.message = /stored as (\S+)/.exec(info.response)![1];
-  } finally {
-    transport.close();
-  }
+  ids.message = await deliverMail(t.server.smtpPort, { from: 'x@example.org', to: 'hostile@agents.test', subject: 'fixture', text: 'hi', attachments: [{ filename: 'a.txt', content: 'abc' }] });
   const msg = (await t.api('GET', `/messages/${ids.message}`)).body;
   ids.thread = msg.threadId;
   ids.attachment = msg.attachments[0].id;

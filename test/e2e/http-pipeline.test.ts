@@ -5,12 +5,12 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { desc, eq } from 'drizzle-orm';
-import nodemailer from 'nodemailer';
 import { apiKeys, inboxes, messages } from '../../src/db/schema.ts';
 import { createApiKey } from '../../src/domain/apikeys.ts';
 import { findInboxRow } from '../../src/domain/inboxes.ts';
 import { listMessages, messageViews } from '../../src/domain/messages.ts';
 import { expectError, startTestServer, type TestServer } from '../support/server.ts';
+import { smtpTransport } from '../support/mail.ts';
 
 let t: TestServer;
 
@@ -73,7 +73,7 @@ test('query parameters are read as sent: percent-escapes, plus signs, repeated a
 test('plain-statement reads return what drizzle reads: key lookup, inbox by id, inbound and outbound message pages', async () => {
   const { ctx } = t.server;
   const inbox = (await t.api('POST', '/inboxes', { address: 'columns', displayName: 'Columns' })).body;
-  const transport = nodemailer.createTransport({ host: '127.0.0.1', port: t.server.smtpPort, secure: false, ignoreTLS: true });
+  const transport = smtpTransport(t.server.smtpPort);
   try {
     await transport.sendMail({ from: 'Bob <bob@example.org>', to: 'columns@agents.test', cc: 'c@example.org', subject: 'in', text: 'hello', html: '<p>hello</p>' });
   } finally {

@@ -3,16 +3,17 @@
 // sent), message deletion and inbox deletion, whichever path wrote the rows.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import nodemailer, { type Transporter } from 'nodemailer';
+import { type Transporter } from 'nodemailer';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { until } from '../support/wait.ts';
+import { smtpTransport } from '../support/mail.ts';
 
 let t: TestServer;
 let transport: Transporter;
 
 before(async () => {
   t = await startTestServer();
-  transport = nodemailer.createTransport({ host: '127.0.0.1', port: t.server.smtpPort, secure: false, ignoreTLS: true, pool: true, maxConnections: 1 });
+  transport = smtpTransport(t.server.smtpPort);
 });
 
 after(async () => {

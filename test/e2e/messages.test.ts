@@ -5,16 +5,17 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import nodemailer, { type SendMailOptions, type Transporter } from 'nodemailer';
+import { type SendMailOptions, type Transporter } from 'nodemailer';
 import { createApiKey } from '../../src/domain/apikeys.ts';
 import { expectError, startTestServer, type TestServer } from '../support/server.ts';
+import { smtpTransport } from '../support/mail.ts';
 
 let t: TestServer;
 let transport: Transporter;
 
 before(async () => {
   t = await startTestServer();
-  transport = nodemailer.createTransport({ host: '127.0.0.1', port: t.server.smtpPort, secure: false, ignoreTLS: true, pool: true, maxConnections: 1 });
+  transport = smtpTransport(t.server.smtpPort);
 });
 
 after(async () => {

@@ -4,7 +4,6 @@
 // body, the X-Request-Id header and the JSON log line.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import nodemailer from 'nodemailer';
 import { configFrom, ConfigError } from '../../src/config.ts';
 import { enqueueJob } from '../../src/jobs/table.ts';
 import { createLogger } from '../../src/log.ts';
@@ -12,6 +11,7 @@ import { startReceiver, type Receiver } from '../support/receiver.ts';
 import { startTestDns, type TestDns } from '../support/dns.ts';
 import { expectError, startTestServer, type TestServer } from '../support/server.ts';
 import { until } from '../support/wait.ts';
+import { smtpTransport } from '../support/mail.ts';
 
 let t: TestServer;
 let dns: TestDns;
@@ -120,7 +120,7 @@ describe('what the metrics count', () => {
   test('SMTP sessions, messages and recipients; events (delivery outcomes) and webhook attempts by outcome', async () => {
     await t.api('POST', '/webhooks', { url: `${hook.url}/in`, events: ['message.received'] });
     await t.api('POST', '/inboxes', { address: 'metrics' });
-    const transport = nodemailer.createTransport({ host: '127.0.0.1', port: t.server.smtpPort, secure: false, ignoreTLS: true });
+    const transport = smtpTransport(t.server.smtpPort);
     try {
       await transport.sendMail({ from: 'a@example.org', to: 'metrics@agents.test', subject: 'one', text: 'x' });
       await assert.rejects(transport.sendMail({ from: 'a@example.org', to: 'nobody@agents.test', subject: 'two', text: 'x' }));

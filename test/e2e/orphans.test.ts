@@ -4,9 +4,9 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import nodemailer from 'nodemailer';
 import { sweepOrphanBlobs } from '../../src/storage/orphans.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
+import { deliverMail } from '../support/mail.ts';
 
 let t: TestServer;
 
@@ -20,10 +20,7 @@ after(async () => {
 });
 
 test('old unreferenced blobs and .tmp leftovers go; referenced and recent files stay', async () => {
-  const transport = nodemailer.createTransport({ host: '127.0.0.1', port: t.server.smtpPort, secure: false, ignoreTLS: true });
-  const info = await transport.sendMail({ from: 'a@example.org', to: 'keep@agents.test', subject: 'kept', text: 'x', attachments: [{ filename: 'k.txt', content: 'kept bytes' }] });
-  transport.close();
-  const id = /stored as (\S+)/.exec(info.response)![1];
+  const id = await deliverMail(t.server.smtpPort, { from: 'a@example.org', to: 'keep@agents.test', subject: 'kept', text: 'x', attachments: [{ filename: 'k.txt', content: 'kept bytes' }] });
   const sqlite = t.server.ctx.db.$client;
   const rawPath = sqlite.prepare('SELECT raw_path FROM messages WHERE id = ?').pluck().get(id) as string;
   const attPath = sqlite.prepare('SELECT storage_path FROM attachments WHERE message_id = ?').pluck().get(id) as string;

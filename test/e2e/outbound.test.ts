@@ -11,7 +11,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { simpleParser } from 'mailparser';
 import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
-import nodemailer from 'nodemailer';
 import { and, eq } from 'drizzle-orm';
 import { events, jobs, messages } from '../../src/db/schema.ts';
 import { createResolver } from '../../src/dns.ts';
@@ -23,6 +22,7 @@ import { startTestMx, type TestMx } from '../support/mx.ts';
 import { runCli } from '../support/cli.ts';
 import { expectError, startTestServer, type TestServer } from '../support/server.ts';
 import { until } from '../support/wait.ts';
+import { smtpTransport } from '../support/mail.ts';
 
 let t: TestServer;
 let dns: TestDns;
@@ -601,7 +601,7 @@ describe('bounce and complaint reports', () => {
     ].join('\r\n');
 
   async function deliverReport(raw: string, to: string) {
-    const transport = nodemailer.createTransport({ host: '127.0.0.1', port: t.server.smtpPort, secure: false, ignoreTLS: true });
+    const transport = smtpTransport(t.server.smtpPort);
     try {
       // The null reverse-path of bounces (RFC 5321 §4.5.5).
       await transport.sendMail({ envelope: { from: '', to: [to] }, raw });

@@ -12,7 +12,6 @@ import { createServer as createHttpsServer } from 'node:https';
 import { createSecureContext } from 'node:tls';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import nodemailer from 'nodemailer';
 import { recordEvent, type EventType } from '../../src/domain/events.ts';
 import { replayDelivery } from '../../src/domain/webhook-fanout.ts';
 import { listJobs } from '../../src/jobs/table.ts';
@@ -21,6 +20,7 @@ import { startTestDns } from '../support/dns.ts';
 import { startReceiver, type Received } from '../support/receiver.ts';
 import { expectError, startTestServer, type TestServer } from '../support/server.ts';
 import { until as untilDefined } from '../support/wait.ts';
+import { smtpTransport } from '../support/mail.ts';
 
 const FAST = { allow_insecure_targets: true, retry_schedule: ['100ms', '200ms', '300ms', '400ms', '500ms'], timeout: '500ms' };
 
@@ -523,7 +523,7 @@ test('end to end: mail over SMTP becomes a signed message.received POST, also wh
   const rx = await startReceiver(200);
   const dns = await startTestDns(); // answers the inbound SPF/DKIM questions at once (NXDOMAIN)
   const t = await startTestServer({ webhooks: FAST, dns: { servers: [dns.server], timeout: '500ms' } });
-  const transport = nodemailer.createTransport({ host: '127.0.0.1', port: t.server.smtpPort, secure: false, ignoreTLS: true, pool: true, maxConnections: 1 });
+  const transport = smtpTransport(t.server.smtpPort);
   try {
     const inbox = (await t.api('POST', '/inboxes', { address: 'agent' })).body;
     const w = (await t.api('POST', '/webhooks', { url: `${rx.url}/inbound`, events: ['message.received'] })).body;
