@@ -20,8 +20,8 @@ export interface WebhookJobPayload {
   attemptOffset?: number;
 }
 
-/** Enqueues one delivery inside `tx`; the caller wakes the runner after commit. */
-export function queueDelivery(tx: Tx, ctx: AppContext, payload: WebhookJobPayload, maxAttempts = ctx.config.webhooks.retry_schedule.length + 1): string {
+/** Enqueues one delivery inside the caller's transaction; the caller wakes the runner after commit. */
+export function queueDelivery(ctx: AppContext, payload: WebhookJobPayload, maxAttempts = ctx.config.webhooks.retry_schedule.length + 1): string {
   // One partition per webhook, so one slow receiver cannot take every worker.
   return enqueueJob(ctx.db, ctx.clock.now(), { kind: WEBHOOK_JOB, payload, partition: payload.webhookId, maxAttempts });
 }
@@ -38,13 +38,13 @@ const activeWebhooksOf = (db: Db) =>
     .where(and(eq(webhooks.accountId, sql.placeholder('accountId')), eq(webhooks.isActive, true), isNull(webhooks.deletedAt)))
     .prepare();
 
-export function fanOutToWebhooks(tx: Tx, ctx: AppContext, event: EventRecord): void {
+export function fanOutToWebhooks(_tx: Tx, ctx: AppContext, event: EventRecord): void {
   const targets = preparedQuery(ctx.db, activeWebhooksOf).all({ accountId: event.accountId });
   let queued = 0;
   for (const w of targets) {
     const types = subscribedTypes(w);
     if (types && !types.includes(event.type)) continue;
-    queueDelivery(tx, ctx, { webhookId: w.id, eventId: event.id });
+    queueDelivery(ctx, { webhookId: w.id, eventId: event.id });
     queued++;
   }
   // recordEvent runs inside a synchronous better-sqlite3 transaction: a microtask runs after it
@@ -66,7 +66,7 @@ export function replayDelivery(ctx: AppContext, attemptId: string): { jobId: str
   const hook = ctx.db.select().from(webhooks).where(eq(webhooks.id, attempt.webhookId)).get();
   if (!hook || hook.deletedAt) throw new AppError('WEBHOOK_NOT_FOUND', `webhook ${attempt.webhookId} was deleted; nothing to replay to`);
   if (!hook.isActive) throw new AppError('VALIDATION_ERROR', `webhook ${hook.id} is inactive; activate it (PUT isActive: true) before replaying`);
-  const jobId = ctx.db.transaction((tx) => queueDelivery(tx, ctx, { webhookId: hook.id, eventId: attempt.eventId, attemptOffset: attempt.attempt }, 1));
+  const jobId = ctx.db.transaction(() => queueDelivery(ctx, { webhookId: hook.id, eventId: attempt.eventId, attemptOffset: attempt.attempt }, 1));
   ctx.notify('jobs');
   return { jobId, webhookId: hook.id, eventId: attempt.eventId, attempt: attempt.attempt + 1 };
 }
