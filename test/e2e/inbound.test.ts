@@ -17,6 +17,7 @@ import { suspendInbox } from '../../src/domain/inboxes.ts';
 import { startTestDns, type TestDns } from '../support/dns.ts';
 import { expectError, startTestServer, type TestServer } from '../support/server.ts';
 import { SmtpClient } from '../support/smtp-client.ts';
+import { smtpTransport } from '../support/mail.ts';
 
 const MAX_BYTES = 300_000;
 const FIXTURES = join(import.meta.dirname, '..', 'fixtures', 'mime');
@@ -40,7 +41,7 @@ before(async () => {
   t = await startTestServer({ smtp: { max_message_bytes: MAX_BYTES, max_recipients: 3 }, dns: { servers: [dns.server], timeout: '1s' } });
   inboxId = (await t.api('POST', '/inboxes', { address: 'alice', displayName: 'Alice' })).body.id;
   // One pooled connection for every nodemailer send (smtp-server delays each greeting).
-  transport = nodemailer.createTransport({ host: '127.0.0.1', port: t.server.smtpPort, secure: false, ignoreTLS: true, pool: true, maxConnections: 1 });
+  transport = smtpTransport(t.server.smtpPort);
 });
 
 after(async () => {
@@ -302,6 +303,29 @@ describe('sender authentication', () => {
     const m = (await t.api('GET', `/messages/${storedIds(info.response)[0]}`)).body;
     assert.equal(m.authentication.spf, 'temperror');
     assert.equal(m.authentication.dmarc, 'temperror');
+  });
+});
+
+describe('sender authentication lookups', () => {
+  const asked = (q: string) => dns.queries.filter((x) => x.toLowerCase() === q).length;
+
+  test('answers for a sending domain are reused, "no record" included; failed lookups are asked again', async () => {
+    dns.set('repeat.example', [{ type: 'TXT', value: 'v=spf1 ip4:127.0.0.1 -all' }]);
+    for (const n of [1, 2]) {
+      const info = await transport.sendMail({ from: `n${n}@repeat.example`, to: 'alice@agents.test', subject: `repeat ${n}`, text: 'x' });
+      const m = (await t.api('GET', `/messages/${storedIds(info.response)[0]}`)).body;
+      assert.deepEqual(m.authentication, { spf: 'pass', dkim: 'none', dmarc: 'none' });
+    }
+    assert.equal(asked('txt repeat.example'), 1, 'the SPF record was looked up once for both messages');
+    assert.equal(asked('txt _dmarc.repeat.example'), 1, 'the missing DMARC record was looked up once');
+
+    dns.servfail('flaky.example');
+    for (const n of [1, 2]) {
+      const info = await transport.sendMail({ from: `n${n}@flaky.example`, to: 'alice@agents.test', subject: `flaky ${n}`, text: 'x' });
+      const m = (await t.api('GET', `/messages/${storedIds(info.response)[0]}`)).body;
+      assert.equal(m.authentication.spf, 'temperror');
+    }
+    assert.ok(asked('txt flaky.example') >= 2, 'a SERVFAIL is not kept: the second message asked again');
   });
 });
 

@@ -193,3 +193,47 @@ describe('a full spool and a restart', () => {
     assert.equal(spooledCount(s), 0);
   });
 });
+
+describe('mail that waits in the spool', () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'mailroom-spool-join-'));
+  let first: TestServer | undefined;
+  let second: TestServer | undefined;
+  after(async () => {
+    await first?.close();
+    await second?.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  test('new mail joins a non-empty spool instead of overtaking it, even with processing slots free', async () => {
+    first = await startTestServer({ smtp: { inline_processing: 0 } }, { dataDir });
+    const inboxId = (await first.api('POST', '/inboxes', { address: 'box' })).body.id;
+    const key = first.key;
+    await jobRunner(first).stop(1000);
+    const waiting = /queued as (job_\S+)/.exec((await deliver(first.server.smtpPort, 'box@agents.test', message('waiting one'))).text)![1];
+    // Not due for an hour: it stays in the spool across the restart.
+    first.server.ctx.db.update(jobs).set({ runAt: Date.now() + 3_600_000 }).where(eq(jobs.id, waiting)).run();
+    await first.close();
+    first = undefined;
+
+    // Default smtp.inline_processing (8): nothing is being processed, yet the spool is not empty.
+    second = await startTestServer({}, { dataDir });
+    const s = second;
+    const reply = await deliver(s.server.smtpPort, 'box@agents.test', message('newcomer'));
+    assert.equal(reply.code, 250);
+    assert.match(reply.text, /queued as job_/, `spooled behind the waiting message: ${reply.text}`);
+
+    s.server.ctx.db.update(jobs).set({ runAt: Date.now() }).where(eq(jobs.id, waiting)).run();
+    s.server.ctx.notify('jobs');
+    const subjects = await until('both messages to be processed', async () => {
+      const list = (await messagesOf(s, inboxId, key)).map((m) => m.subject).sort();
+      return list.length === 2 ? list : undefined;
+    });
+    assert.deepEqual(subjects, ['newcomer', 'waiting one']);
+    // With the spool empty again, mail is processed before its reply.
+    const after250 = await until('the spool count to catch up', async () => {
+      const r = await deliver(s.server.smtpPort, 'box@agents.test', message('later one'));
+      return /stored as msg_/.test(r.text) ? r : undefined;
+    });
+    assert.equal(after250.code, 250);
+  });
+});
