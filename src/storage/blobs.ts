@@ -1,6 +1,6 @@
 // Files on disk under data_dir: raw messages and attachment bytes. Writes go to a temporary
 // name, are fsynced, then renamed into place, so a file that exists is complete.
-import { createWriteStream, promises as fs, createReadStream, type ReadStream } from 'node:fs';
+import { createWriteStream, promises as fs, createReadStream, type ReadStream, type WriteStream } from 'node:fs';
 import { dirname, join, resolve, sep } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
@@ -60,9 +60,11 @@ export class Blobs {
     source.on('error', early);
     const abs = this.path(rel);
     const tmp = `${abs}.${randomBytes(4).toString('hex')}.tmp`;
+    let out: WriteStream | undefined;
     try {
       await fs.mkdir(dirname(abs), { recursive: true });
-      await pipeline(source, createWriteStream(tmp, { mode: 0o600 }));
+      out = createWriteStream(tmp, { mode: 0o600 });
+      await pipeline(source, out);
       const fh = await fs.open(tmp, 'r+');
       try {
         await fh.sync();
@@ -71,6 +73,10 @@ export class Blobs {
       }
       await fs.rename(tmp, abs);
     } catch (err) {
+      // pipeline() rejects as soon as the source fails (413, client gone), possibly before the
+      // write stream has even opened its file: removing it then would leave the file behind.
+      const opened = out;
+      if (opened && !opened.closed) await new Promise<void>((resolve) => opened.once('close', () => resolve()));
       await fs.rm(tmp, { force: true });
       throw err;
     } finally {
