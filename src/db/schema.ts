@@ -131,6 +131,11 @@ export const messages = sqliteTable(
     /** Path of the raw RFC 5322 source, relative to data_dir. */
     rawPath: text('raw_path'),
     size: integer('size').notNull().default(0),
+    /**
+     * Inbound: SHA-256 (hex) of the message as the sender handed it over. With the Message-ID it
+     * recognises a sender's redelivery after a lost reply (src/domain/inbound.ts). Null on outbound.
+     */
+    contentHash: text('content_hash'),
     createdAt: text('created_at').notNull(),
     updatedAt: text('updated_at').notNull(),
   },

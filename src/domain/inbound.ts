@@ -3,12 +3,12 @@
 // attachment bytes (fsynced), then in ONE transaction the rows, threads and events.
 import type { AddressObject, ParsedMail } from 'mailparser';
 import { createHash } from 'node:crypto';
-import { eq, sql } from 'drizzle-orm';
+import { and, eq, gt, sql } from 'drizzle-orm';
 import type { AppContext } from '../context.ts';
 import type { Db, Tx } from '../db/client.ts';
 import { commitGrouped } from '../db/group-commit.ts';
 import { preparedQuery } from '../db/prepared.ts';
-import { attachments, domains, inboxes } from '../db/schema.ts';
+import { attachments, domains, inboxes, messages } from '../db/schema.ts';
 import { newId } from '../ids.ts';
 import { Blobs } from '../storage/blobs.ts';
 import { splitAddress } from './addresses.ts';
@@ -56,6 +56,27 @@ const liveInboxes = (db: Db) =>
     .from(inboxes)
     .where(sql`${inboxes.id} IN (SELECT value FROM json_each(${sql.placeholder('ids')}))`)
     .prepare();
+/**
+ * A message this inbox already stored from the same sender's bytes: same Message-ID, same
+ * content hash, within REDELIVERY_WINDOW_MS. Senders redeliver after a lost reply (a timeout, a
+ * reset, a 250 that never reached them); storing it again would make an agent act twice.
+ */
+const storedBefore = (db: Db) =>
+  db
+    .select({ id: messages.id })
+    .from(messages)
+    .where(
+      and(
+        eq(messages.accountId, sql.placeholder('accountId')),
+        eq(messages.messageIdHeader, sql.placeholder('messageIdHeader')),
+        eq(messages.inboxId, sql.placeholder('inboxId')),
+        eq(messages.contentHash, sql.placeholder('contentHash')),
+        gt(messages.createdAt, sql.placeholder('since')),
+      ),
+    )
+    .limit(1)
+    .prepare();
+export const REDELIVERY_WINDOW_MS = 24 * 3_600_000;
 const domainByName = (db: Db) => db.select({ id: domains.id }).from(domains).where(eq(domains.domain, sql.placeholder('domain'))).prepare();
 
 export function servesDomain(ctx: AppContext, domain: string): boolean {
@@ -147,7 +168,7 @@ export function isEmptyMessage(raw: Buffer): boolean {
 export interface PreparedInbound {
   files: string[];
   store(tx: Tx): string[];
-  /** After the commit: removes the files planned for inboxes that were gone at `store`. */
+  /** After the commit: removes the files planned for inboxes that were gone at `store`, or that already held this message (a redelivery). */
   removeUnused(stored: string[]): Promise<void>;
 }
 
@@ -240,12 +261,21 @@ export async function prepareInbound(ctx: AppContext, input: InboundInput): Prom
   const now = isoNow(ctx.clock);
   const createdAt = receivedAt.toISOString();
   const subject = (parsed.subject ?? '').slice(0, 998);
+  const contentHash = createHash('sha256').update(input.raw).digest('hex');
+  const since = new Date(receivedAt.getTime() - REDELIVERY_WINDOW_MS).toISOString();
   const store = (tx: Tx): string[] => {
     // An inbox deleted since RCPT gets nothing (its rows would be orphans).
     const alive = new Set(preparedQuery(ctx.db, liveInboxes).all({ ids: JSON.stringify(plan.map((p) => p.inbox.id)) }).map((r) => r.id));
     const ids: string[] = [];
     for (const p of plan) {
       if (!alive.has(p.inbox.id)) continue;
+      // Inside the write transaction, so two sessions delivering the same message at once are
+      // serialised here and the second one finds the first's row.
+      const before = preparedQuery(ctx.db, storedBefore).get({ accountId: p.inbox.accountId, messageIdHeader, inboxId: p.inbox.id, contentHash, since });
+      if (before) {
+        ids.push(before.id);
+        continue;
+      }
       const threadId = threadForMessage(ctx.db, { accountId: p.inbox.accountId, inboxId: p.inbox.id, parents, subject, at: createdAt });
       const row: MessageRow = {
         id: p.id,
@@ -271,6 +301,7 @@ export async function prepareInbound(ctx: AppContext, input: InboundInput): Prom
         authentication: authentication ? JSON.stringify(authentication) : null,
         rawPath: p.rawPath,
         size: stored.length,
+        contentHash,
         createdAt,
         updatedAt: now,
       };

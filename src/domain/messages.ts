@@ -26,7 +26,7 @@ export function insertMessageRow(db: Db, row: MessageRow): void {
 }
 
 /** The columns a Message is made of (what list pages read). */
-export type MessageViewRow = Omit<MessageRow, 'accountId' | 'references' | 'rawPath'>;
+export type MessageViewRow = Omit<MessageRow, 'accountId' | 'references' | 'rawPath' | 'contentHash'>;
 
 export interface AttachmentMeta {
   id: string;

@@ -168,6 +168,7 @@ export async function queueSend(ctx: AppContext, accountId: string, inboxId: str
     recipients: JSON.stringify(everyone.map((a): RecipientOutcome => ({ address: a.address, status: 'queued', response: null }))),
     authentication: null,
     rawPath,
+    contentHash: null,
     size: raw.length,
     createdAt: iso,
     updatedAt: iso,

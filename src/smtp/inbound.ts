@@ -3,7 +3,7 @@
 // processed and committed, or spooled (src/domain/spool.ts). Callbacks stay thin; the rules
 // live in domain/.
 import { SMTPServer, type SMTPServerAddress, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import type { AppContext } from '../context.ts';
 import { resolveRecipient } from '../domain/inbound.ts';
 import { receiveInbound } from '../domain/spool.ts';
@@ -15,6 +15,23 @@ import { replyFor, smtpReply } from './replies.ts';
 import { TlsCertificate } from './tls.ts';
 
 type Recipient = SMTPServerAddress & { inbox?: InboxRow };
+
+/**
+ * RFC 5321 §4.1.1.4 and §4.1.1.10: every command gets its reply, QUIT gets 221, and the server
+ * closes only after replying. Exim pipelines the final "." with QUIT and half-closes its side at
+ * once. Node's default (allowHalfOpen false) then ended our side too, and smtp-server writes a
+ * reply only while `readyState` is 'open', so the 250 for the data was never written: Exim
+ * deferred and redelivered, and every message was stored twice. The listener runs with
+ * allowHalfOpen, and each socket (the TCP one, and the TLS one after STARTTLS) reports 'open'
+ * for as long as our side can still be written. QUIT (or the idle timeout, for a client that
+ * half-closes without QUIT) closes it once the replies are written.
+ */
+function answerAfterHalfClose(socket: Socket): void {
+  Object.defineProperty(socket, 'readyState', {
+    configurable: true,
+    get: () => (socket.destroyed ? 'closed' : socket.writable ? 'open' : 'readOnly'),
+  });
+}
 
 export interface SmtpService extends Service {
   /** The port bound (known after start; 0 before). */
@@ -80,7 +97,9 @@ export function createSmtpService(ctx: AppContext): SmtpService {
     async start() {
       server = new SMTPServer({
         name: ctx.config.hostname,
-        banner: 'mailroom ESMTP',
+        // smtp-server writes "<name> ESMTP <banner>": the banner adds only the product's name.
+        banner: 'mailroom',
+        allowHalfOpen: true,
         size: maxBytes,
         authOptional: true,
         disabledCommands: tls ? ['AUTH'] : ['AUTH', 'STARTTLS'],
@@ -102,6 +121,10 @@ export function createSmtpService(ctx: AppContext): SmtpService {
           }
           cb();
         },
+        onSecure(socket, _session, cb) {
+          answerAfterHalfClose(socket as Socket);
+          cb();
+        },
         onRcptTo(address, _session, cb) {
           try {
             (address as Recipient).inbox = resolveRecipient(ctx, address.address);
@@ -114,6 +137,7 @@ export function createSmtpService(ctx: AppContext): SmtpService {
         },
         onData,
       });
+      server.server.on('connection', answerAfterHalfClose);
       server.on('error', (err) => ctx.log.error('smtp server error', errorFields(err)));
       const { host, port } = cfg.listen!;
       await new Promise<void>((resolve, reject) => {

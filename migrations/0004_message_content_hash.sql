@@ -1,0 +1,1 @@
+ALTER TABLE `messages` ADD `content_hash` text;
