@@ -29,6 +29,8 @@ export const ERROR_STATUS = {
   RATE_LIMITED: 429,
   DAILY_SEND_LIMIT_EXCEEDED: 429,
   INTERNAL_ERROR: 500,
+  /** Storage cannot be read right now (the database failed): retry later; never a bad key. */
+  SERVICE_UNAVAILABLE: 503,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

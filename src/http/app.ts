@@ -71,10 +71,13 @@ export function createHttpApp(ctx: AppContext, extraModules: Array<(r: Routes, c
     if (key !== undefined) {
       try {
         caller.principal = key ? authenticateKey(ctx, key) : undefined;
+        if (!caller.principal) caller.authError = 'invalid, expired or revoked API key';
       } catch (err) {
+        // The key could not be checked (the database failed): that says nothing about the key,
+        // so the client is told to retry instead of being told its key is bad.
         ctx.log.error('authentication failed', errorFields(err));
+        caller.storageFailed = true;
       }
-      if (!caller.principal) caller.authError = 'invalid, expired or revoked API key';
     }
 
     const identity = caller.principal ? `key:${caller.principal.keyId}` : `ip:${req.socket.remoteAddress ?? ''}`;
@@ -100,6 +103,10 @@ export function createHttpApp(ctx: AppContext, extraModules: Array<(r: Routes, c
       });
     });
 
+    if (caller.storageFailed) {
+      sendError(res, new AppError('SERVICE_UNAVAILABLE', 'the service cannot check API keys right now; retry shortly'), caller.requestId, { 'Retry-After': '5' });
+      return false;
+    }
     if (!rate.allowed) {
       const retryAfter = Math.max(1, Math.ceil(rate.reset - ctx.clock.now().getTime() / 1000));
       sendError(res, new AppError('RATE_LIMITED', `rate limit of ${rate.limit} requests per minute exceeded; retry after ${retryAfter}s`), caller.requestId, {

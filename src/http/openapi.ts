@@ -424,7 +424,7 @@ function operationOf(route: RegisteredRoute, op: Operation): Schema {
   }
 
   const codes: ErrorCode[] = ['RATE_LIMITED', 'INTERNAL_ERROR', ...(op.errors ?? [])];
-  if (!isPublic) codes.push('UNAUTHORIZED');
+  if (!isPublic) codes.push('UNAUTHORIZED', 'SERVICE_UNAVAILABLE');
   if (!isPublic && route.method !== 'GET') codes.push('FORBIDDEN');
   if (op.body || op.query || op.multipart || route.path.includes(':')) codes.push('VALIDATION_ERROR');
   if (op.body) codes.push('INVALID_JSON', 'UNSUPPORTED_MEDIA_TYPE', 'PAYLOAD_TOO_LARGE');

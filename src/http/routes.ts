@@ -45,6 +45,8 @@ export interface CallerInfo {
   requestId: string;
   principal?: Principal;
   authError?: string;
+  /** Reading the presented key failed (a database error): answered 503, not 401. */
+  storageFailed?: boolean;
   started: number;
   /** The pattern of the route that answered (`/inboxes/:id`), set when one ran (metrics label). */
   route?: string;

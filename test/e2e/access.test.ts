@@ -4,6 +4,8 @@
 // attachment, the SMTP listener relays nothing, and webhook targets cannot point inside.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import Database from 'better-sqlite3';
+import { join } from 'node:path';
 import { createApiKey } from '../../src/domain/apikeys.ts';
 import { createHttpApp } from '../../src/http/app.ts';
 import type { RegisteredRoute } from '../../src/http/routes.ts';
@@ -192,6 +194,23 @@ describe('keys', () => {
     // The key that authenticates a request cannot revoke itself; another account's key is not found.
     await refusedUnchanged('revoke the current key', 409, 'CANNOT_REVOKE_CURRENT_KEY', () => t.api('DELETE', `/account/api-keys/${t.keyId}`));
     await refusedUnchanged("revoke another account's key", 404, 'API_KEY_NOT_FOUND', () => t.api('DELETE', `/account/api-keys/${intruder.keyId}`));
+  });
+
+  test('a database that fails while the key is read: 503 SERVICE_UNAVAILABLE with Retry-After, never 401', async () => {
+    // Another connection moves the keys table away: the server's own read of the key fails.
+    const other = new Database(join(t.dataDir, 'mailroom.db'));
+    other.exec('ALTER TABLE api_keys RENAME TO api_keys_away');
+    try {
+      const res = await t.api('GET', '/inboxes');
+      expectError(res, 503, 'SERVICE_UNAVAILABLE');
+      assert.equal(res.headers.get('retry-after'), '5');
+      assert.doesNotMatch(res.body.error.message, /api_keys|sqlite|table/i);
+      assert.ok(res.headers.get('x-ratelimit-limit'));
+    } finally {
+      other.exec('ALTER TABLE api_keys_away RENAME TO api_keys');
+      other.close();
+    }
+    assert.equal((await t.api('GET', '/inboxes')).status, 200);
   });
 });
 
