@@ -418,7 +418,7 @@ function operationOf(route: RegisteredRoute, op: Operation): Schema {
       name: 'Idempotency-Key',
       in: 'header',
       required: false,
-      description: 'Repeating a POST with the same key and body within the idempotency window returns the stored response (Idempotent-Replayed: true).',
+      description: 'Repeating a POST with the same key and body within the idempotency window returns the stored response (Idempotent-Replayed: true). Secrets shown once (a new API key, a webhook secret) are never stored: the replay answers them as null.',
       schema: str(undefined, { minLength: 1, maxLength: 255 }),
     });
   }

@@ -38,6 +38,17 @@ export interface RouteOptions {
   public?: boolean;
   /** Body is multipart, read by the handler; buffered only for Idempotency-Key hashing. */
   multipart?: boolean;
+  /**
+   * Fields of the response shown once and stored nowhere in clear (a new API key, a webhook
+   * secret). The response kept for an Idempotency-Key replay has them set to null.
+   */
+  secretFields?: string[];
+}
+
+/** The body kept for Idempotency-Key replays: the response without its secret fields. */
+function replayableBody(body: unknown, secretFields: string[] | undefined): string {
+  if (!secretFields || !body || typeof body !== 'object') return JSON.stringify(body);
+  return JSON.stringify({ ...body, ...Object.fromEntries(secretFields.map((f) => [f, null])) });
 }
 
 /** What the global middleware learned about the caller, attached to the request. */
@@ -261,7 +272,7 @@ export class Routes {
 
       const reply = await handler(apiReq);
       if (idem) {
-        finishIdempotent(ctx, idem.accountId, idem.key, reply.status, 'body' in reply && reply.body !== undefined ? JSON.stringify(reply.body) : '');
+        finishIdempotent(ctx, idem.accountId, idem.key, reply.status, 'body' in reply && reply.body !== undefined ? replayableBody(reply.body, opts.secretFields) : '');
         idem = undefined;
       }
       writeReply(res, reply);

@@ -5,7 +5,9 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import Database from 'better-sqlite3';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { idempotencyKeys } from '../../src/db/schema.ts';
 import { createApiKey } from '../../src/domain/apikeys.ts';
 import { createHttpApp } from '../../src/http/app.ts';
 import type { RegisteredRoute } from '../../src/http/routes.ts';
@@ -194,6 +196,30 @@ describe('keys', () => {
     // The key that authenticates a request cannot revoke itself; another account's key is not found.
     await refusedUnchanged('revoke the current key', 409, 'CANNOT_REVOKE_CURRENT_KEY', () => t.api('DELETE', `/account/api-keys/${t.keyId}`));
     await refusedUnchanged("revoke another account's key", 404, 'API_KEY_NOT_FOUND', () => t.api('DELETE', `/account/api-keys/${intruder.keyId}`));
+  });
+
+  test('an Idempotency-Key create of a key or webhook keeps no secret: the replay answers it as null', async () => {
+    const headers = { 'idempotency-key': `secret-${Date.now()}` };
+    const created = await t.api('POST', '/account/api-keys', { name: 'idempotent' }, { headers });
+    assert.equal(created.status, 201);
+    assert.match(created.body.key, /^mr_live_/);
+    const replay = await t.api('POST', '/account/api-keys', { name: 'idempotent' }, { headers });
+    assert.equal(replay.status, 201);
+    assert.equal(replay.headers.get('idempotent-replayed'), 'true');
+    assert.deepEqual(replay.body, { ...created.body, key: null });
+    // The key works, and its bytes are nowhere under data_dir (only its hash is kept).
+    assert.equal((await call('GET', '/inboxes', created.body.key)).status, 200);
+    const files = readdirSync(t.dataDir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile());
+    for (const f of files) assert.ok(!readFileSync(join(f.parentPath, f.name)).includes(created.body.key), `${f.name} holds the API key`);
+
+    const hookHeaders = { 'idempotency-key': `hook-${Date.now()}` };
+    const hook = await t.api('POST', '/webhooks', { url: `${receiver.url}/idempotent` }, { headers: hookHeaders });
+    const again = await t.api('POST', '/webhooks', { url: `${receiver.url}/idempotent` }, { headers: hookHeaders });
+    assert.match(hook.body.secret, /^whsec_/);
+    assert.deepEqual(again.body, { ...hook.body, secret: null });
+    const kept = t.server.ctx.db.select().from(idempotencyKeys).all();
+    assert.ok(kept.length >= 2);
+    for (const row of kept) assert.ok(!row.responseBody?.includes(hook.body.secret) && !row.responseBody?.includes(created.body.key));
   });
 
   test('a database that fails while the key is read: 503 SERVICE_UNAVAILABLE with Retry-After, never 401', async () => {

@@ -43,7 +43,7 @@ export function registerWebhookRoutes(r: Routes, ctx: AppContext): void {
   r.post('/webhooks', async (req) => {
     const body = parseInput(CreateWebhookBody, await req.json());
     return { status: 201, body: await createWebhook(ctx, req.principal.accountId, body) };
-  });
+  }, { secretFields: ['secret'] });
   r.get('/webhooks', (req) => {
     const data = listWebhooks(ctx, req.principal.accountId);
     return { status: 200, body: { data, total: data.length } };
