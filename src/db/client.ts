@@ -58,3 +58,19 @@ function cacheStatements(sqlite: Database.Database): void {
     return stmt;
   }) as typeof sqlite.prepare;
 }
+
+/**
+ * A probe that answers true when another connection (a CLI command beside the running server)
+ * committed since the previous call. SQLite's `data_version` changes only for commits made by
+ * other connections, so the server's own writes never trip it; one pragma read costs ~1 µs.
+ */
+export function externalCommits(db: Db): () => boolean {
+  const version = db.$client.prepare('PRAGMA data_version').pluck();
+  let seen = version.get() as number;
+  return () => {
+    const now = version.get() as number;
+    if (now === seen) return false;
+    seen = now;
+    return true;
+  };
+}

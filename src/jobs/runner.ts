@@ -6,7 +6,7 @@
 import type { AppContext } from '../context.ts';
 import { errorFields } from '../log.ts';
 import type { Service } from '../main.ts';
-import type { Tx } from '../db/client.ts';
+import { externalCommits, type Tx } from '../db/client.ts';
 import { claimDue, finishJob, nextDueAt, recoverJobs, sweepJobs, type JobCandidate, type JobOutcome, type JobRow, type JobStatus } from './table.ts';
 
 export interface JobHandler {
@@ -25,6 +25,12 @@ export interface JobHandler {
 }
 
 const MAX_SLEEP_MS = 30_000;
+/**
+ * How often the runner checks for jobs queued by another process (`mailroom webhooks replay`,
+ * `queue --retry`): the CLI cannot call notify() in this process, so a commit by another
+ * connection wakes the runner within this time instead of at its next timer (up to 30 s).
+ */
+const EXTERNAL_CHECK_MS = 500;
 const SWEEP_EVERY_MS = 3_600_000;
 
 export interface JobRunner extends Service {
@@ -41,6 +47,7 @@ export function createJobRunner(ctx: AppContext, handlers: JobHandler[]): JobRun
   const perPartition = new Map<string, number>();
   let timer: NodeJS.Timeout | undefined;
   let sweepTimer: NodeJS.Timeout | undefined;
+  let externalTimer: NodeJS.Timeout | undefined;
   let stopped = true;
   let scheduled = false;
   /** The claim being committed; wakes meanwhile are folded into one pass after it. */
@@ -193,6 +200,15 @@ export function createJobRunner(ctx: AppContext, handlers: JobHandler[]): JobRun
       const recovered = recoverJobs(ctx);
       if (recovered) ctx.log.info('jobs recovered', { count: recovered });
       ctx.onSignal('jobs', wake);
+      const committedElsewhere = externalCommits(ctx.db);
+      externalTimer = setInterval(() => {
+        try {
+          if (committedElsewhere()) wake();
+        } catch (err) {
+          ctx.log.error('checking for jobs queued elsewhere failed', errorFields(err));
+        }
+      }, EXTERNAL_CHECK_MS);
+      externalTimer.unref();
       const sweep = () => {
         try {
           sweepJobs(ctx);
@@ -209,6 +225,7 @@ export function createJobRunner(ctx: AppContext, handlers: JobHandler[]): JobRun
       stopped = true;
       clearTimeout(timer);
       clearInterval(sweepTimer);
+      clearInterval(externalTimer);
       // In-flight attempts get the grace period; anything unfinished keeps its lease and is
       // recovered at the next start.
       await Promise.race([Promise.allSettled([...inflight, claiming]), new Promise((r) => setTimeout(r, graceMs).unref())]);
