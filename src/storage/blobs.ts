@@ -1,5 +1,6 @@
 // Files on disk under data_dir: raw messages and attachment bytes. Writes go to a temporary
-// name, are fsynced, then renamed into place, so a file that exists is complete.
+// name, are fsynced, then renamed into place (and the directory fsynced), so a file that exists
+// is complete and a file written before a 250 survives power loss.
 import { createWriteStream, promises as fs, createReadStream, type ReadStream, type WriteStream } from 'node:fs';
 import { dirname, join, resolve, sep } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -12,6 +13,41 @@ export class Blobs {
   private readonly made = new Set<string>();
   constructor(dataDir: string) {
     this.root = resolve(dataDir);
+  }
+
+  /** Per directory: the fsync not yet started (joined by renames made before it starts) and the one running. */
+  private readonly syncWaiting = new Map<string, Promise<void>>();
+  private readonly syncRunning = new Map<string, Promise<void>>();
+
+  /**
+   * Makes the renames already done in `dir` durable: a rename is on disk once an fsync of its
+   * directory that started after it has finished (POSIX promises nothing sooner; ext4 happens
+   * to, XFS and btrfs need it). Renames made while one fsync runs share the next one, so a burst
+   * of messages costs a few directory fsyncs, not one each.
+   */
+  private syncDir(dir: string): Promise<void> {
+    const waiting = this.syncWaiting.get(dir);
+    if (waiting) return waiting;
+    const next = (async () => {
+      await this.syncRunning.get(dir)?.catch(() => undefined);
+      this.syncWaiting.delete(dir);
+      const run = (async () => {
+        const fh = await fs.open(dir, 'r');
+        try {
+          await fh.sync();
+        } finally {
+          await fh.close();
+        }
+      })();
+      this.syncRunning.set(dir, run);
+      try {
+        await run;
+      } finally {
+        if (this.syncRunning.get(dir) === run) this.syncRunning.delete(dir);
+      }
+    })();
+    this.syncWaiting.set(dir, next);
+    return next;
   }
 
   private async ensureDir(dir: string): Promise<void> {
@@ -45,6 +81,7 @@ export class Blobs {
         await put();
       });
       await fs.rename(tmp, abs);
+      await this.syncDir(dir);
     } catch (err) {
       await fs.rm(tmp, { force: true });
       throw err;
@@ -72,6 +109,7 @@ export class Blobs {
         await fh.close();
       }
       await fs.rename(tmp, abs);
+      await this.syncDir(dirname(abs));
     } catch (err) {
       // pipeline() rejects as soon as the source fails (413, client gone), possibly before the
       // write stream has even opened its file: removing it then would leave the file behind.
