@@ -3,7 +3,7 @@
 // attachment bytes (fsynced), then in ONE transaction the rows, threads and events.
 import type { AddressObject, ParsedMail } from 'mailparser';
 import { createHash } from 'node:crypto';
-import { and, eq, gt, sql } from 'drizzle-orm';
+import { and, eq, gt, inArray, sql } from 'drizzle-orm';
 import type { AppContext } from '../context.ts';
 import type { Db, Tx } from '../db/client.ts';
 import { commitGrouped } from '../db/group-commit.ts';
@@ -14,10 +14,12 @@ import { Blobs } from '../storage/blobs.ts';
 import { splitAddress } from './addresses.ts';
 import { cleanContentType, cleanFilename, type AttachmentRow } from './attachments.ts';
 import { authenticateMessage, type AuthenticationResults } from './authentication.ts';
+import { isBounceLocalPart, readBounceAddress, type BounceTarget } from './bounce-address.ts';
 import { AppError } from './errors.ts';
 import { recordEvent } from './events.ts';
 import { findInboxByAddress, type InboxRow } from './inboxes.ts';
 import { insertMessageRow, messageView, type MessageRow } from './messages.ts';
+import { findOutboundRow } from './sending.ts';
 import { messageIdsIn, threadForMessage } from './threads.ts';
 import { isoNow } from './time.ts';
 
@@ -26,7 +28,21 @@ import { isoNow } from './time.ts';
  * Each is called after parsing; the first that returns true has consumed the message, and it is
  * not stored as an ordinary message. The outbound side registers its handler here.
  */
-export const INBOUND_REPORT_HANDLERS: Array<(ctx: AppContext, parsed: ParsedMail, recipients: InboxRow[]) => boolean | Promise<boolean>> = [];
+export const INBOUND_REPORT_HANDLERS: Array<(ctx: AppContext, parsed: ParsedMail, input: InboundInput) => boolean | Promise<boolean>> = [];
+
+/**
+ * The outbound message and recipient an RCPT TO names when it is one of our per-recipient
+ * bounce addresses (domain/bounce-address.ts); undefined for any other address. An address in
+ * the bounce namespace with a wrong token is an unknown mailbox.
+ */
+export function resolveBounceRecipient(ctx: AppContext, address: string): BounceTarget | undefined {
+  const parts = splitAddress(address.trim());
+  if (!parts || !isBounceLocalPart(parts.local)) return undefined;
+  if (!servesDomain(ctx, parts.domain.toLowerCase().replace(/\.$/, ''))) return undefined;
+  const target = readBounceAddress(ctx, parts.local, (id) => findOutboundRow(ctx, id));
+  if (!target) throw new AppError('INBOX_NOT_FOUND', 'no such mailbox here');
+  return target;
+}
 
 /**
  * The inbox that receives mail for an RCPT TO address, or the AppError to answer:
@@ -77,6 +93,7 @@ const storedBefore = (db: Db) =>
     .limit(1)
     .prepare();
 export const REDELIVERY_WINDOW_MS = 24 * 3_600_000;
+const inboxRowsById = (ctx: AppContext, ids: string[]): InboxRow[] => ctx.db.select().from(inboxes).where(inArray(inboxes.id, ids)).all();
 const domainByName = (db: Db) => db.select({ id: domains.id }).from(domains).where(eq(domains.domain, sql.placeholder('domain'))).prepare();
 
 export function servesDomain(ctx: AppContext, domain: string): boolean {
@@ -97,6 +114,8 @@ export interface InboundInput {
   skipAuthentication?: boolean;
   /** When the 250 was given, for mail processed later from the spool (default: now). */
   receivedAt?: Date;
+  /** Recipients that were bounce addresses of ours: what a report at them may change. */
+  bounces?: BounceTarget[];
 }
 
 // mailparser is loaded by the first inbound message, not at start-up (bench/: ~20 MB of
@@ -208,10 +227,13 @@ export async function prepareInbound(ctx: AppContext, input: InboundInput): Prom
 
   // ---- Reports about our own outbound mail (DSN/ARF): handled by INBOUND_REPORT_HANDLERS. ----
   for (const handle of INBOUND_REPORT_HANDLERS) {
-    if (await handle(ctx, parsed, input.recipients)) return null;
+    if (await handle(ctx, parsed, input)) return null;
   }
 
-  const unique = [...new Map(input.recipients.map((r) => [r.id, r])).values()];
+  // Mail at a bounce address that is no report (an out-of-office reply to the Return-Path, a
+  // DSN from a non-null sender) is delivered to the inbox that sent the message it names.
+  const senders = input.bounces?.length ? inboxRowsById(ctx, input.bounces.map((b) => b.inboxId)) : [];
+  const unique = [...new Map([...input.recipients, ...senders].map((r) => [r.id, r])).values()];
   if (unique.length === 0) throw new AppError('INBOX_NOT_FOUND', 'no recipient inbox');
 
   const from = addressesOf(parsed.from);

@@ -8,6 +8,7 @@ import { preparedQuery, preparedRows } from '../db/prepared.ts';
 import { attachments, domains, inboxes, messages } from '../db/schema.ts';
 import { newId, randomToken } from '../ids.ts';
 import { isValidLocalPart, splitAddress } from './addresses.ts';
+import { BOUNCE_PREFIX, isBounceLocalPart } from './bounce-address.ts';
 import { AppError } from './errors.ts';
 import type { Page, PageResult } from './pagination.ts';
 import { isoNow, utcDay } from './time.ts';
@@ -101,6 +102,9 @@ export function createInbox(ctx: AppContext, accountId: string, input: CreateInb
   }
   if (!isValidLocalPart(local)) {
     throw new AppError('INVALID_ADDRESS', '`address` local part may use letters, digits and . _ + - (at most 64 characters)');
+  }
+  if (isBounceLocalPart(local)) {
+    throw new AppError('INVALID_ADDRESS', `\`address\` local parts starting with "${BOUNCE_PREFIX}" are reserved for bounce handling`);
   }
 
   const address = `${local}@${domainName}`;

@@ -1,22 +1,24 @@
 // Reports about our own outbound mail that come back as mail: delivery status notifications
-// (RFC 3464, multipart/report; report-type=delivery-status) and abuse feedback (RFC 5965 ARF,
-// report-type=feedback-report). One that names a message an inbox sent marks it `bounced` or
-// `complained` (counters, event) and is consumed: it is not stored as an ordinary message.
+// (RFC 3464, multipart/report; report-type=delivery-status), abuse feedback (RFC 5965 ARF,
+// report-type=feedback-report) and the plain-text bounces of MTAs that send no DSN (qmail,
+// older Exim, Microsoft's "Undeliverable:" notices).
 //
-// Outbound mail uses the inbox's own address as envelope sender, so reports arrive at that
-// inbox through the normal SMTP listener; the message is found by ENVID (Original-Envelope-Id,
-// RFC 3461 — we send our message id), or by the Message-ID in the returned headers.
+// Only mail that arrives at a per-recipient bounce address with a valid token
+// (domain/bounce-address.ts) can change a message's state, and only for the recipient that
+// address was made for: a report that merely quotes a Message-ID is stored as ordinary mail. A
+// DSN must come with the null reverse-path (RFC 3464 §2, RFC 5321 §4.5.5). Mail at a bounce
+// address that is no report (an out-of-office reply) goes to the inbox that sent the message.
 import type { ParsedMail } from 'mailparser';
 import type { AppContext } from '../context.ts';
-import { INBOUND_REPORT_HANDLERS } from './inbound.ts';
-import type { InboxRow } from './inboxes.ts';
+import type { BounceTarget } from './bounce-address.ts';
+import { INBOUND_REPORT_HANDLERS, type InboundInput } from './inbound.ts';
 import type { RecipientOutcome } from './messages.ts';
-import { findOutboundByRefs, writeMessageState } from './sending.ts';
-import { messageIdsIn } from './threads.ts';
+import { findOutboundRow, writeMessageState } from './sending.ts';
 
 interface ReportRecipient {
   address: string;
   action: string;
+  status: string;
   diagnostic: string;
 }
 
@@ -31,22 +33,25 @@ function fieldsOf(text: string): Array<[string, string]> {
   return out;
 }
 
+const addressOf = (v: string) => v.replace(/^[^;]*;\s*/, '').replace(/^<|>$/g, '').trim();
+
 /** Per-recipient blocks of a delivery-status body (RFC 3464 §2.3). */
 function recipientsOf(fields: Array<[string, string]>): ReportRecipient[] {
   const out: ReportRecipient[] = [];
-  let cur: Partial<ReportRecipient> | undefined;
+  let cur: Partial<ReportRecipient> & { original?: string } = {};
   const flush = () => {
-    if (cur?.address) out.push({ address: cur.address, action: (cur.action ?? '').toLowerCase(), diagnostic: cur.diagnostic ?? '' });
-    cur = undefined;
+    const address = cur.address ?? cur.original;
+    if (address) out.push({ address, action: (cur.action ?? '').toLowerCase(), status: cur.status ?? '', diagnostic: cur.diagnostic ?? '' });
+    cur = {};
   };
   for (const [k, v] of fields) {
     if (k === '') flush();
-    else if (k === 'final-recipient' || k === 'original-recipient') {
-      const address = v.replace(/^[^;]*;\s*/, '').replace(/^<|>$/g, '').trim();
-      if (k === 'final-recipient' || !cur?.address) (cur ??= {}).address = address;
-    } else if (k === 'action') (cur ??= {}).action = v;
-    else if (k === 'diagnostic-code') (cur ??= {}).diagnostic = v.replace(/^[^;]*;\s*/, '');
-    else if (k === 'status' && !cur?.diagnostic) (cur ??= {}).diagnostic = v;
+    else if (k === 'final-recipient') cur.address = addressOf(v);
+    else if (k === 'original-recipient') cur.original = addressOf(v);
+    else if (k === 'action') cur.action = v;
+    else if (k === 'status') cur.status = v;
+    // The remote server's own words, with their type ("smtp; 550 5.1.1 …"), as received.
+    else if (k === 'diagnostic-code') cur.diagnostic = v;
   }
   flush();
   return out;
@@ -58,46 +63,100 @@ function reportType(parsed: ParsedMail): string | undefined {
   return ct.params?.['report-type']?.toLowerCase();
 }
 
-/** The consuming handler registered with acceptInbound. */
-export async function handleReport(ctx: AppContext, parsed: ParsedMail, recipients: InboxRow[]): Promise<boolean> {
-  const type = reportType(parsed);
-  if (type !== 'delivery-status' && type !== 'feedback-report') return false;
+/**
+ * mailparser gives the first text part as `text` and the rest (message/delivery-status,
+ * message/feedback-report, message/rfc822 — attached or inline — and text/rfc822-headers) as
+ * attachments; all of their text is read.
+ */
+function reportText(parsed: ParsedMail): string {
+  const parts = parsed.attachments.filter((a) => /^(message|text)\//i.test(a.contentType)).map((a) => a.content.toString('utf8'));
+  return [parsed.text ?? '', ...parts].join('\n\n');
+}
 
-  // mailparser gives message/delivery-status as text and the other parts as attachments.
-  const parts = [parsed.text ?? '', ...parsed.attachments.filter((a) => /^(message|text)\//i.test(a.contentType)).map((a) => a.content.toString('utf8'))];
-  const all = parts.join('\n\n');
-  const fields = fieldsOf(all);
-  const envIds = fields.filter(([k]) => k === 'original-envelope-id').map(([, v]) => v.trim());
-  const returnedIds = messageIdsIn(...[...all.matchAll(/^message-id:\s*(<[^<>\s]+>)/gim)].map((m) => m[1]));
-  const rows = findOutboundByRefs(
-    ctx,
-    recipients.map((r) => r.id),
-    { messageIds: returnedIds, ids: envIds.filter((v) => /^msg_[0-9a-z]+$/.test(v)) },
-  );
-  if (!rows.length) return false; // not about our mail: stored as an ordinary message
+/** A line with an SMTP reply code or an enhanced status code (RFC 3463): the server's own words. */
+const CODE_LINE = /\b[45]\d\d[\s:-]|\b[45]\.\d{1,3}\.\d{1,3}\b/;
+/** The phrases of Postfix, Exim, qmail, Sendmail and Exchange notices for a failure. */
+const FAILURE_PHRASE =
+  /user unknown|unknown user|no such (user|mailbox|recipient)|does not exist|doesn't exist|mailbox (is )?(unavailable|full|disabled)|address rejected|unrouteable|could not be delivered|couldn't be delivered|undeliverable|delivery (has )?failed|permanent(ly)? (error|failure)|rejected/i;
 
-  if (type === 'delivery-status') {
-    const failed = recipientsOf(fields).filter((r) => r.action === 'failed');
-    // Delayed/delivered/relayed notices change nothing: the message stays as it is.
-    ctx.db.transaction((tx) => {
-      for (const row of rows) {
-        if (!failed.length || row.status === 'bounced' || row.status === 'complained') continue;
-        const list = (JSON.parse(row.recipients) as RecipientOutcome[]).map((r) => {
-          const f = failed.find((x) => x.address.toLowerCase() === r.address.toLowerCase());
-          return f ? { ...r, status: 'bounced', response: f.diagnostic || 'bounced (delivery status notification)' } : r;
-        });
-        writeMessageState(tx, ctx, row, list, 'bounced');
-      }
-    });
-  } else {
-    ctx.db.transaction((tx) => {
-      for (const row of rows) {
-        if (row.status === 'complained') continue;
-        writeMessageState(tx, ctx, row, JSON.parse(row.recipients) as RecipientOutcome[], 'complained');
-      }
-    });
+/**
+ * The line of the human-readable part that says why delivery to `recipient` failed, for a
+ * bounce without a Diagnostic-Code: a line with a reply code; else the first line under the
+ * one naming the recipient (Exim's "  x@y\n    Unrouteable address", qmail's "<x@y>:\n…");
+ * else the first line with a failure phrase.
+ */
+function firstFailureLine(text: string, recipient: string): string | undefined {
+  // mailparser's text also holds the message/delivery-status part: its "Field: value" lines
+  // (and a returned message's headers) are data, not the human-readable explanation.
+  const lines = text
+    .split(/\r?\n/)
+    .map((l) => l.replace(/^[>\s]+/, '').trim())
+    .filter((l) => !/^[A-Za-z][A-Za-z0-9-]*:\s/.test(l));
+  const pick = (l: string | undefined) => l?.slice(0, 500);
+  const coded = lines.find((l) => CODE_LINE.test(l));
+  if (coded) return pick(coded);
+  const named = lines.findIndex((l) => l.toLowerCase().includes(recipient.toLowerCase()));
+  if (named >= 0) {
+    const next = lines.slice(named + 1).find((l) => l !== '');
+    if (next && !next.includes('@')) return pick(next);
   }
-  ctx.log.info('report consumed', { type, messageIds: rows.map((r) => r.id) });
+  return pick(lines.find((l) => FAILURE_PHRASE.test(l)));
+}
+
+/** Subjects that bounce notices use (Postfix, Exim, qmail, Sendmail, Exchange, Gmail, Yahoo). */
+const BOUNCE_SUBJECT = /undeliver|undelivered|returned mail|delivery status notification|delivery failure|failure notice|mail delivery failed|delivery has failed|could not be delivered|non[- ]?delivery|nondeliverable/i;
+
+/** An auto-reply (RFC 3834) is not a bounce: it goes to the inbox like any reply. */
+const isAutoReply = (parsed: ParsedMail) => /^auto-replied/i.test(String(parsed.headers.get('auto-submitted') ?? ''));
+
+type Verdict = { status: 'bounced'; response: string } | { status: 'complained' } | { status: 'unchanged' } | null;
+
+/** What one report says about the recipient its bounce address names; null: not a report. */
+function verdictFor(parsed: ParsedMail, input: InboundInput, target: BounceTarget): Verdict {
+  const type = reportType(parsed);
+  const text = reportText(parsed);
+  if (type === 'delivery-status') {
+    // A DSN comes from the null reverse-path; anything else is a message that looks like one.
+    if (input.mailFrom !== '') return null;
+    const blocks = recipientsOf(fieldsOf(text));
+    const block = blocks.find((b) => b.address.toLowerCase() === target.recipient.toLowerCase()) ?? (blocks.length === 1 ? blocks[0] : undefined);
+    // Delayed, delivered, relayed and expanded notices change nothing.
+    if (!block || block.action !== 'failed') return { status: 'unchanged' };
+    const human = firstFailureLine(parsed.text ?? '', target.recipient);
+    return { status: 'bounced', response: block.diagnostic || human || `${block.status || 'failed'} (delivery status notification)` };
+  }
+  if (type === 'feedback-report') return { status: 'complained' };
+  // A plain-text bounce: from the null reverse-path or a mailer daemon, not an auto-reply, and
+  // saying so in its subject or its text.
+  if (type !== undefined || isAutoReply(parsed)) return null;
+  const from = parsed.from?.value[0]?.address ?? '';
+  const daemon = input.mailFrom === '' || /^(mailer-daemon|postmaster)@/i.test(from);
+  const line = firstFailureLine(parsed.text ?? '', target.recipient);
+  if (!daemon || !(BOUNCE_SUBJECT.test(parsed.subject ?? '') || line)) return null;
+  return { status: 'bounced', response: line ?? (parsed.subject ?? 'bounced').slice(0, 500) };
+}
+
+/** The consuming handler registered with prepareInbound. */
+export function handleReport(ctx: AppContext, parsed: ParsedMail, input: InboundInput): boolean {
+  const targets = input.bounces ?? [];
+  if (!targets.length || input.recipients.length) return false;
+  const verdicts = targets.map((target) => ({ target, verdict: verdictFor(parsed, input, target) }));
+  if (verdicts.some((v) => v.verdict === null)) return false; // not a report: stored as mail
+
+  const changed: string[] = [];
+  ctx.db.transaction((tx) => {
+    for (const { target, verdict } of verdicts) {
+      // Read inside the transaction: the state a concurrent attempt or report just wrote.
+      const row = findOutboundRow(ctx, target.messageId);
+      if (!row || verdict!.status === 'unchanged' || row.status === 'complained') continue;
+      const list = JSON.parse(row.recipients) as RecipientOutcome[];
+      if (verdict!.status === 'bounced') {
+        const next = list.map((r) => (r.address.toLowerCase() === target.recipient.toLowerCase() ? { ...r, status: 'bounced', response: verdict!.response } : r));
+        if (writeMessageState(tx, ctx, row, next, 'bounced')) changed.push(row.id);
+      } else if (writeMessageState(tx, ctx, row, list, 'complained')) changed.push(row.id);
+    }
+  });
+  ctx.log.info('report consumed', { messageIds: changed, mailFrom: input.mailFrom });
   // Webhook fan-out may have enqueued jobs in the transaction.
   ctx.notify('jobs');
   return true;

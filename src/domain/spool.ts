@@ -14,6 +14,7 @@ import { enqueueJob } from '../jobs/table.ts';
 import { AppError } from './errors.ts';
 import { acceptInbound, isEmptyMessage, prepareInbound, type InboundInput } from './inbound.ts';
 import type { InboxRow } from './inboxes.ts';
+import type { BounceTarget } from './bounce-address.ts';
 
 export const INBOUND_JOB = 'inbound';
 
@@ -32,6 +33,8 @@ export interface SpooledEnvelope {
   secure?: boolean;
   /** ISO time of the 250. */
   receivedAt: string;
+  /** Bounce addresses among the recipients (checked at RCPT). */
+  bounces?: BounceTarget[];
 }
 
 interface SpoolState {
@@ -130,6 +133,7 @@ async function spoolInbound(ctx: AppContext, input: InboundInput): Promise<strin
     heloName: input.heloName,
     secure: input.secure,
     receivedAt: now.toISOString(),
+    ...(input.bounces?.length ? { bounces: input.bounces } : {}),
   };
   const jobId = await commitGrouped(ctx.db, () => {
     const id = enqueueJob(ctx.db, now, { kind: INBOUND_JOB, payload: envelope, partition: INBOUND_JOB, maxAttempts: INBOUND_RETRY_SCHEDULE.length + 1 });
@@ -166,7 +170,7 @@ export async function processSpooled(ctx: AppContext, jobId: string, envelope: S
   // Runs inside the job's finishing transaction (prepared statements use its connection).
   const drop = () => void preparedQuery(ctx.db, deleteSpooled).run({ jobId });
   // Every recipient inbox was deleted after the 250: like deleting the stored message.
-  if (recipients.length === 0) return drop;
+  if (recipients.length === 0 && !envelope.bounces?.length) return drop;
   const prepared = await prepareInbound(ctx, {
     raw: row.raw,
     mailFrom: envelope.mailFrom,
@@ -175,6 +179,7 @@ export async function processSpooled(ctx: AppContext, jobId: string, envelope: S
     heloName: envelope.heloName,
     secure: envelope.secure,
     receivedAt: new Date(envelope.receivedAt),
+    bounces: envelope.bounces,
   });
   if (!prepared) return drop;
   return (tx) => {

@@ -5,7 +5,8 @@
 import { SMTPServer, type SMTPServerAddress, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server';
 import type { AddressInfo, Socket } from 'node:net';
 import type { AppContext } from '../context.ts';
-import { resolveRecipient } from '../domain/inbound.ts';
+import type { BounceTarget } from '../domain/bounce-address.ts';
+import { resolveBounceRecipient, resolveRecipient } from '../domain/inbound.ts';
 import { receiveInbound } from '../domain/spool.ts';
 import type { InboxRow } from '../domain/inboxes.ts';
 import { errorFields } from '../log.ts';
@@ -14,7 +15,7 @@ import { countSmtpMessage, countSmtpRecipient, countSmtpSession } from '../metri
 import { replyFor, smtpReply } from './replies.ts';
 import { TlsCertificate } from './tls.ts';
 
-type Recipient = SMTPServerAddress & { inbox?: InboxRow };
+type Recipient = SMTPServerAddress & { inbox?: InboxRow; bounce?: BounceTarget };
 
 /**
  * RFC 5321 §4.1.1.4 and §4.1.1.10: every command gets its reply, QUIT gets 221, and the server
@@ -65,12 +66,15 @@ export function createSmtpService(ctx: AppContext): SmtpService {
         countSmtpMessage(ctx, 'rejected');
         return done(smtpReply(552, '5.3.4', `message exceeds the maximum size of ${maxBytes} bytes`));
       }
-      const recipients = (session.envelope.rcptTo as Recipient[]).flatMap((r) => (r.inbox ? [r.inbox] : []));
+      const rcpts = session.envelope.rcptTo as Recipient[];
+      const recipients = rcpts.flatMap((r) => (r.inbox ? [r.inbox] : []));
+      const bounces = rcpts.flatMap((r) => (r.bounce ? [r.bounce] : []));
       const mailFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : '';
       receiveInbound(ctx, {
         raw: Buffer.concat(chunks, size),
         mailFrom,
         recipients,
+        bounces,
         remoteAddress: session.remoteAddress,
         heloName: session.hostNameAppearsAs,
         secure: session.secure,
@@ -127,7 +131,9 @@ export function createSmtpService(ctx: AppContext): SmtpService {
         },
         onRcptTo(address, _session, cb) {
           try {
-            (address as Recipient).inbox = resolveRecipient(ctx, address.address);
+            const bounce = resolveBounceRecipient(ctx, address.address);
+            if (bounce) (address as Recipient).bounce = bounce;
+            else (address as Recipient).inbox = resolveRecipient(ctx, address.address);
             countSmtpRecipient(ctx, 'accepted');
             cb();
           } catch (err) {

@@ -4,13 +4,14 @@
 // same acceptInbound path as inbound SMTP. Results are committed with the job's outcome.
 import type { AppContext } from '../../context.ts';
 import { DnsUnavailableError } from '../../dns.ts';
+import { bounceAddress } from '../../domain/bounce-address.ts';
 import { acceptInbound, resolveRecipient } from '../../domain/inbound.ts';
 import type { InboxRow } from '../../domain/inboxes.ts';
 import type { MessageRow, RecipientOutcome } from '../../domain/messages.ts';
 import { SEND_JOB, findOutboundRow, markSending, pendingRecipients, recordOutcomes, type SendJobPayload } from '../../domain/sending.ts';
 import { errorFields } from '../../log.ts';
 import { classifyReply } from '../../outbound/classify.ts';
-import { deliverAttempt, type AttemptResult, type Envelope } from '../../outbound/deliver.ts';
+import { deliverAttempt, type AttemptResult, type Envelope, type RecipientReply, type Target } from '../../outbound/deliver.ts';
 import { resolveMx } from '../../outbound/mx.ts';
 import { replyFor } from '../../smtp/replies.ts';
 // Bounce and complaint reports are the other half of outbound delivery: registers their handler.
@@ -62,13 +63,32 @@ function fromReplies(res: Extract<AttemptResult, { kind: 'replies' }>, addresses
   });
 }
 
+/**
+ * One transaction per recipient over the same (pooled) connection: each gets its own bounce
+ * address as MAIL FROM (domain/bounce-address.ts), so a report can only ever change the
+ * recipient it was sent for. ENVID lets a DSN name the message too (RFC 3461). Unreachable
+ * only when the first transaction found no server; a later failure leaves the rest deferred.
+ */
+async function attemptEach(ctx: AppContext, target: Target | 'relay', row: MessageRow, addresses: string[], raw: Buffer): Promise<AttemptResult> {
+  const replies = new Map<string, RecipientReply>();
+  let host = '';
+  for (const address of addresses) {
+    const envelope: Envelope = { from: bounceAddress(ctx, row, address), to: [address], envid: row.id };
+    const res = await deliverAttempt(ctx, target, envelope, raw);
+    if (res.kind === 'unreachable') {
+      if (!replies.size) return res;
+      break;
+    }
+    host = res.host;
+    for (const [k, v] of res.replies) replies.set(k, v);
+  }
+  return { kind: 'replies', host, replies };
+}
+
 async function deliverRemotely(ctx: AppContext, row: MessageRow, domain: string, addresses: string[]): Promise<Result[]> {
   const raw = await ctx.blobs.read(row.rawPath!);
-  // Bounces go to the sending inbox itself, where the report handler (domain/reports.ts)
-  // recognises them; ENVID lets a DSN name the message even without its headers (RFC 3461).
-  const envelope: Envelope = { from: row.fromAddress, to: addresses, envid: row.id };
   if (ctx.config.outbound.relay) {
-    const res = await deliverAttempt(ctx, 'relay', envelope, raw);
+    const res = await attemptEach(ctx, 'relay', row, addresses, raw);
     if (res.kind === 'replies') return fromReplies(res, addresses);
     return all(addresses, 'deferred', `relay unreachable: ${res.error}`);
   }
@@ -84,7 +104,7 @@ async function deliverRemotely(ctx: AppContext, row: MessageRow, domain: string,
   let last = '';
   for (const host of route.hosts) {
     for (const address of host.addresses) {
-      const res = await deliverAttempt(ctx, { name: host.name, address, port: ctx.config.outbound.mx_port }, envelope, raw);
+      const res = await attemptEach(ctx, { name: host.name, address, port: ctx.config.outbound.mx_port }, row, addresses, raw);
       if (res.kind === 'replies') return fromReplies(res, addresses);
       last = `${res.host}: ${res.error}`;
       ctx.log.warn('mx unreachable', { messageId: row.id, host: res.host, error: res.error });
