@@ -6,8 +6,8 @@ import type { AppContext } from '../context.ts';
 import type { Db } from '../db/client.ts';
 import { preparedQuery, preparedRows } from '../db/prepared.ts';
 import { attachments, domains, inboxes, messages } from '../db/schema.ts';
-import { newId, randomToken } from '../ids.ts';
-import { isValidLocalPart, splitAddress } from './addresses.ts';
+import { newId } from '../ids.ts';
+import { isValidLocalPart, readableLocalPart, splitAddress } from './addresses.ts';
 import { BOUNCE_PREFIX, isBounceLocalPart } from './bounce-address.ts';
 import { AppError } from './errors.ts';
 import type { Page, PageResult } from './pagination.ts';
@@ -80,7 +80,7 @@ export function createInbox(ctx: AppContext, accountId: string, input: CreateInb
 
   const given = input.address?.trim().toLowerCase();
   if (!given) {
-    local = randomToken(12);
+    local = readableLocalPart();
   } else if (given.includes('@')) {
     const parts = splitAddress(given);
     if (!parts) throw new AppError('INVALID_ADDRESS', `\`address\` is not a valid email address`);
