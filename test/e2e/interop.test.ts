@@ -1,0 +1,159 @@
+// mailroom with the MTAs that carry most of the internet's mail, in both directions: Debian's
+// Postfix and Exim (test/support/mta.ts runs a private instance of each on loopback).
+//  - in: 200 messages queued at the MTA and handed to mailroom over one reused connection are
+//    stored exactly once each (Exim pipelines "." with QUIT and half-closes), with no deferral
+//    in the MTA's log; the same message redelivered after a lost reply is stored once;
+//  - out: a send reaches the MTA over STARTTLS, DKIM-signed; a recipient the MTA bounces later
+//    comes back as the MTA's own DSN at the per-recipient bounce address and marks the message
+//    bounced with the MTA's diagnostic; a 450 greylist is retried to success.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { eq } from 'drizzle-orm';
+import { events } from '../../src/db/schema.ts';
+import { dkimTxtValue, publishedKeyFor } from '../../src/domain/dkim-keys.ts';
+import { smtpTransport } from '../support/mail.ts';
+import { eximMissing, postfixMissing, startExim, startPostfix, type Mta, type MtaOptions } from '../support/mta.ts';
+import { startTestDns, type TestDns } from '../support/dns.ts';
+import { SmtpClient } from '../support/smtp-client.ts';
+import { startTestServer, type TestServer } from '../support/server.ts';
+import { until } from '../support/wait.ts';
+
+const PARTNERS: Array<{ name: string; missing: () => string | false; start: (o: MtaOptions) => Promise<Mta> }> = [
+  { name: 'Postfix', missing: postfixMissing, start: startPostfix },
+  { name: 'Exim', missing: eximMissing, start: startExim },
+];
+
+const MESSAGES = 200;
+
+for (const partner of PARTNERS) {
+  const skip = partner.missing();
+  describe(`${partner.name} as a peer`, { skip }, () => {
+    let t: TestServer;
+    let dns: TestDns;
+    let mta: Mta;
+    let inbox: { id: string; address: string };
+
+    before(async () => {
+      dns = await startTestDns();
+      // mailroom's outbound goes to the MTA's port; the MTA's mail for agents.test comes back.
+      const mtaPort = { value: 0 };
+      t = await startTestServer({
+        outbound: { mode: 'email', mx_port: 1, retry_schedule: ['1s', '1s', '1s', '2s', '2s', '5s'], timeout: '10s' },
+        dns: { servers: [dns.server], timeout: '1s' },
+        limits: { requests_per_minute: 100_000 },
+      });
+      mta = await partner.start({ mailroomPort: t.server.smtpPort, routeDomains: [t.config.shared_domain], greylisted: 'grey@remote.test', queueOnly: true });
+      mtaPort.value = mta.port;
+      t.config.outbound.mx_port = mta.port;
+      for (const d of ['remote.test', 'bouncy.test']) {
+        dns.set(d, [{ type: 'MX', exchange: `mx.${d}`, priority: 10 }]);
+        dns.set(`mx.${d}`, [{ type: 'A', address: '127.0.0.1' }]);
+      }
+      const key = publishedKeyFor(t.server.ctx, t.config.shared_domain)!;
+      dns.set(`${key.selector}._domainkey.${t.config.shared_domain}`, [{ type: 'TXT', value: dkimTxtValue(key.publicKey) }]);
+      inbox = (await t.api('POST', '/inboxes', { address: `peer-${partner.name.toLowerCase()}` })).body;
+      console.log(`# ${partner.name} ${mta.version}`);
+    });
+
+    after(async () => {
+      await mta?.stop();
+      await t?.close();
+      await dns?.close();
+    });
+
+    const stored = async () => (await t.api('GET', `/inboxes/${inbox.id}/messages?limit=1`)).body.total as number;
+    const receivedEvents = () =>
+      t.server.ctx.db
+        .select({ data: events.data })
+        .from(events)
+        .where(eq(events.type, 'message.received'))
+        .all()
+        .filter((e) => JSON.parse(e.data).inboxId === inbox.id).length;
+
+    test(`${MESSAGES} messages queued at ${partner.name}, handed over on reused connections: each stored once, no deferral`, async () => {
+      const transport = smtpTransport(mta.port);
+      try {
+        for (let i = 0; i < MESSAGES; i++) {
+          await transport.sendMail({ from: `sender${i}@remote.test`, to: inbox.address, subject: `interop ${i}`, text: `message ${i}`, messageId: `<interop-${i}@remote.test>` });
+        }
+      } finally {
+        transport.close();
+      }
+      mta.flush();
+      await until(`${MESSAGES} stored`, async () => ((await stored()) >= MESSAGES ? true : undefined), 60_000);
+      // Nothing arrives a second time (a deferral would redeliver within seconds).
+      await new Promise((r) => setTimeout(r, 2500));
+      assert.equal(await stored(), MESSAGES);
+      assert.equal(receivedEvents(), MESSAGES);
+      const log = mta.log();
+      // Until the flush the MTA only queued (Postfix logs that as "deferred transport").
+      assert.doesNotMatch(log, /status=deferred(?! \(deferred transport\))|==\s.*(defer|closed)|Remote host closed connection/i, log.slice(-3000));
+      const connections = partner.name === 'Postfix' ? (log.match(/relay=\[?127\.0\.0\.1\]?\[127\.0\.0\.1\]:\d+.*status=sent/g) ?? []).length : MESSAGES;
+      assert.ok(connections >= MESSAGES, 'every message logged as sent');
+    });
+
+    test('the same message handed over again after a lost reply is stored once', async () => {
+      const list = (await t.api('GET', `/inboxes/${inbox.id}/messages?limit=1`)).body.data;
+      const first = list[0];
+      // The bytes the MTA sent (mailroom's own trace fields, added on receipt, removed): what it
+      // would send again from its queue file after a lost 250.
+      const raw = (await (await fetch(`${t.url}/messages/${first.id}/raw`, { headers: { authorization: `Bearer ${t.key}` } })).text()).replace(/^Return-Path: [^\n]*\n(Received: [^\n]*\n(?:\t[^\n]*\n)*)/, '');
+      const { client } = await SmtpClient.open(t.server.smtpPort);
+      await client.cmd(`EHLO ${partner.name.toLowerCase()}.remote.test`);
+      const reply = await client.send(first.fromAddress, [inbox.address], Buffer.from(raw, 'utf8'));
+      await client.quit();
+      assert.equal(reply.code, 250, reply.text);
+      assert.match(reply.text, new RegExp(`stored as ${first.id}`));
+      assert.equal(await stored(), MESSAGES);
+    });
+
+    test(`a send reaches ${partner.name} over STARTTLS, DKIM-signed`, async () => {
+      const res = await t.api('POST', `/inboxes/${inbox.id}/messages`, { to: ['alice@remote.test'], subject: 'to a real MTA', bodyText: 'hello alice' });
+      assert.equal(res.status, 202, res.text);
+      const m = await until('sent', async () => {
+        const r = (await t.api('GET', `/messages/${res.body.id}`)).body;
+        return r.status === 'sent' ? r : undefined;
+      }, 20_000);
+      assert.match(m.recipients[0].response, /^250 /);
+      partner.name === 'Exim' && mta.flush();
+      const files = await until('delivered to alice', () => (mta.delivered('alice').length ? mta.delivered('alice') : undefined), 20_000);
+      const got = files[0];
+      assert.match(got, /^DKIM-Signature: .*d=agents\.test/im);
+      assert.match(got, /with ESMTPS/i, 'the MTA logged the hop as TLS');
+      assert.match(got, /Subject: to a real MTA/);
+    });
+
+    test(`a recipient ${partner.name} bounces later: its DSN comes back to the bounce address and marks the message bounced`, async () => {
+      const res = await t.api('POST', `/inboxes/${inbox.id}/messages`, { to: ['nobody@bouncy.test'], subject: 'will bounce', bodyText: 'hi' });
+      assert.equal(res.status, 202, res.text);
+      await until('accepted by the MTA', async () => ((await t.api('GET', `/messages/${res.body.id}`)).body.status === 'sent' ? true : undefined), 20_000);
+      // The MTA writes its DSN to the envelope sender: the bounce address on agents.test, which
+      // it routes back to mailroom.
+      mta.flush();
+      const m = await until('bounced', async () => {
+        partner.name === 'Exim' && mta.flush();
+        const r = (await t.api('GET', `/messages/${res.body.id}`)).body;
+        return r.status === 'bounced' ? r : undefined;
+      }, 30_000);
+      assert.equal(m.recipients[0].status, 'bounced');
+      assert.match(m.recipients[0].response, /User unknown/, m.recipients[0].response);
+      assert.equal((await t.api('GET', `/inboxes/${inbox.id}`)).body.bounceCount, 1);
+    });
+
+    test(`a 450 greylist from ${partner.name} is retried to success`, async () => {
+      const res = await t.api('POST', `/inboxes/${inbox.id}/messages`, { to: ['grey@remote.test'], subject: 'greylisted', bodyText: 'hi' });
+      assert.equal(res.status, 202, res.text);
+      const deferred = await until('deferred once', async () => {
+        const r = (await t.api('GET', `/messages/${res.body.id}`)).body;
+        return /^4\d\d /.test(r.recipients[0].response ?? '') ? r : undefined;
+      }, 20_000);
+      assert.match(deferred.recipients[0].response, /greylisted/);
+      mta.stopGreylisting();
+      const m = await until('sent after the retry', async () => {
+        const r = (await t.api('GET', `/messages/${res.body.id}`)).body;
+        return r.status === 'sent' ? r : undefined;
+      }, 30_000);
+      assert.match(m.recipients[0].response, /^250 /);
+    });
+  });
+}
