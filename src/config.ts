@@ -72,13 +72,14 @@ const oneOf = <T extends string>(values: readonly T[], def: T, description: stri
     values.includes(v as T) ? (v as T) : fail(k, `expected one of ${values.map((x) => JSON.stringify(x)).join(', ')}, got ${JSON.stringify(v)}`),
 });
 
-const duration = (def: string, description: string): Field<number> => ({
+const duration = (def: string, description: string, min?: string): Field<number> => ({
   default: parseDuration(def)!,
   example: JSON.stringify(def),
   description,
   parse: (v, k) => {
     const ms = typeof v === 'string' ? parseDuration(v) : undefined;
-    return ms ?? fail(k, `expected a duration such as "30s", "5m", "2h", got ${JSON.stringify(v)}`);
+    if (ms === undefined) return fail(k, `expected a duration such as "30s", "5m", "2h", got ${JSON.stringify(v)}`);
+    return min !== undefined && ms < parseDuration(min)! ? fail(k, `must be at least ${min}, got ${JSON.stringify(v)}`) : ms;
   },
 });
 
@@ -148,7 +149,10 @@ export const CONFIG_SCHEMA = {
     max_message_bytes: int(26_214_400, 'Largest message accepted (advertised with SIZE); larger ones get 552.', 1),
     max_recipients: int(100, 'Most RCPT TO per message; further recipients get 452.', 1),
     max_connections: int(200, 'Most simultaneous SMTP connections; further ones get 421.', 1),
+    max_connections_per_ip: int(20, 'Most simultaneous SMTP connections from one client address (IPv6: its /64); further ones get 421, so one sender cannot take every slot.', 1),
     idle_timeout: duration('5m', 'An SMTP client silent for this long is disconnected.'),
+    max_session_time: duration('30m', 'An SMTP session is closed with 421 after this long, however busy (a sender keeping a connection open forever with NOOPs).'),
+    max_junk_commands: int(100, 'NOOP, RSET, VRFY and HELP commands allowed between two MAIL commands (Postfix: smtpd_junk_command_limit); the next one gets 421.', 1),
     inline_processing: int(8, 'Messages processed (parsed, checked, stored for the API) before their 250 at once; messages arriving while that many are in progress, or while mail waits in the spool, are spooled: committed raw, answered 250 and processed moments later. 0 spools every message.', 0),
     spool_limit: int(20_000, 'Most spooled messages waiting to be processed; beyond it new mail gets 451 4.3.1 and the sender retries later.', 1),
   },
@@ -183,6 +187,10 @@ export const CONFIG_SCHEMA = {
     concurrency: int(32, 'Most jobs (sends, webhook deliveries) running at once; above outbound.concurrency_per_domain, so one busy domain leaves room for the rest.', 1),
     lease: duration('5m', 'A claimed job whose worker vanished is retried after this long.'),
     retention: duration('7d', 'Finished jobs are kept this long for inspection, then swept.'),
+  },
+  retention: {
+    events: duration('30d', 'Events (GET /events, webhook payloads) are kept this long, then deleted; at least 7d, the time GET /events promises. Events about a message go with the message.', '7d'),
+    delivery_logs: duration('30d', 'Webhook delivery logs (webhooks deliveries, the dashboard) are kept this long, then deleted.', '1d'),
   },
   metrics: {
     listen: listen('', 'Address of the Prometheus endpoint GET /metrics (no key; keep it private, e.g. "127.0.0.1:9464"); "" turns it off.', true),

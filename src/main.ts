@@ -7,6 +7,7 @@ import { closeContext, createContext, type AppContext, type Clock } from './cont
 import { createHttpApp } from './http/app.ts';
 import type { Logger } from './log.ts';
 import { sweepIdempotencyKeys } from './domain/idempotency.ts';
+import { sweepEvents } from './domain/events.ts';
 import { sweepOrphanBlobs } from './storage/orphans.ts';
 import { errorFields } from './log.ts';
 import { createJobRunner } from './jobs/runner.ts';
@@ -40,7 +41,7 @@ export interface StartOptions {
   services?: Array<(ctx: AppContext) => Service>;
 }
 
-/** Periodic housekeeping: expired idempotency records, files a crash left without a row. */
+/** Periodic housekeeping: expired idempotency records, events and delivery logs past retention, files a crash left without a row. */
 function housekeeping(ctx: AppContext): Service {
   let first: NodeJS.Immediate | undefined;
   let timer: NodeJS.Timeout | undefined;
@@ -51,6 +52,7 @@ function housekeeping(ctx: AppContext): Service {
       const run = () => {
         try {
           sweepIdempotencyKeys(ctx);
+          sweepEvents(ctx);
         } catch (err) {
           ctx.log.error('housekeeping failed', errorFields(err));
         }

@@ -106,6 +106,7 @@ export interface Metrics {
   smtpSessions: Counter;
   smtpMessages: Counter;
   smtpRecipients: Counter;
+  smtpLimited: Counter;
   /** The two HTTP series of each method, route and status, found by one map lookup per request. */
   httpSeries: Map<string, { requests: { value: number }; duration: HistogramSeries }>;
   startedAt: number;
@@ -124,6 +125,10 @@ export function metricsOf(ctx: AppContext): Metrics {
       smtpSessions: new Counter('mailroom_smtp_sessions_total', 'Inbound SMTP connections accepted by the listener.'),
       smtpMessages: new Counter('mailroom_smtp_messages_total', 'Inbound messages by result: accepted (stored) or rejected (refused with an SMTP error).'),
       smtpRecipients: new Counter('mailroom_smtp_recipients_total', 'RCPT TO commands by result: accepted or rejected (unknown inbox, relay, suspended, limits).'),
+      smtpLimited: new Counter(
+        'mailroom_smtp_sessions_limited_total',
+        'SMTP sessions refused or closed with 421 by a limit: per_ip (smtp.max_connections_per_ip), session_time (smtp.max_session_time), junk_commands (smtp.max_junk_commands).',
+      ),
       httpSeries: new Map(),
       startedAt: Date.now(),
     };
@@ -137,6 +142,7 @@ export function metricsOf(ctx: AppContext): Metrics {
 export const countSmtpSession = (ctx: AppContext) => metricsOf(ctx).smtpSessions.inc();
 export const countSmtpMessage = (ctx: AppContext, result: 'accepted' | 'rejected') => metricsOf(ctx).smtpMessages.inc({ result });
 export const countSmtpRecipient = (ctx: AppContext, result: 'accepted' | 'rejected') => metricsOf(ctx).smtpRecipients.inc({ result });
+export const countSmtpLimited = (ctx: AppContext, reason: 'per_ip' | 'session_time' | 'junk_commands') => metricsOf(ctx).smtpLimited.inc({ reason });
 
 /** A registered route, as src/http/routes.ts records it. */
 export interface RoutePattern {
@@ -263,7 +269,7 @@ async function scrape(ctx: AppContext, state: ScrapeState): Promise<string> {
   lines.push(...gauge('mailroom_process_heap_used_bytes', 'JavaScript heap in use.', [{ labels: {}, value: mem.heapUsed }]));
 
   lines.push(...m.httpRequests.render(), ...m.httpDuration.render());
-  lines.push(...m.smtpSessions.render(), ...m.smtpMessages.render(), ...m.smtpRecipients.render());
+  lines.push(...m.smtpSessions.render(), ...m.smtpMessages.render(), ...m.smtpRecipients.render(), ...m.smtpLimited.render());
 
   const snapshot = ctx.db.transaction((tx) => ({
     // Index-only (jobs_kind_due), whatever the number of finished jobs kept.

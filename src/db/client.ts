@@ -30,8 +30,19 @@ export function openDatabase(file: string): Db {
   sqlite.pragma('busy_timeout = 5000');
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('synchronous = FULL');
+  // Deleted rows are overwritten with zeros, not left readable in free pages (deleted mail is
+  // gone from the file; checkpointWal clears the log's copies).
+  sqlite.pragma('secure_delete = ON');
   cacheStatements(sqlite);
   return drizzle(sqlite) as Db;
+}
+
+/**
+ * Copies the write-ahead log into the database and truncates it to zero bytes, so page images
+ * of deleted rows do not linger in it. Best effort: readers in progress may keep some frames.
+ */
+export function checkpointWal(db: Db): void {
+  db.$client.pragma('wal_checkpoint(TRUNCATE)');
 }
 
 /** Distinct SQL texts kept compiled; `IN (?, ?, …)` lists of varying length make new texts. */

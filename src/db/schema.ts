@@ -211,9 +211,11 @@ export const idempotencyKeys = sqliteTable(
     /** null while the first request is still running. */
     responseStatus: integer('response_status'),
     responseBody: text('response_body'),
+    /** The `id` of the resource the response shows (a sent message): deleting it deletes the copy. */
+    resourceId: text('resource_id'),
     createdAt: text('created_at').notNull(),
   },
-  (t) => [primaryKey({ columns: [t.accountId, t.key] }), index('idempotency_created').on(t.createdAt)],
+  (t) => [primaryKey({ columns: [t.accountId, t.key] }), index('idempotency_created').on(t.createdAt), index('idempotency_resource').on(t.resourceId)],
 );
 
 /** Every state change worth telling a webhook about, written in the change's transaction. */
@@ -227,9 +229,14 @@ export const events = sqliteTable(
     type: text('type').notNull(),
     /** JSON payload (the `data` of the webhook envelope). */
     data: text('data').notNull(),
+    /**
+     * The message a message.* event is about: its payload copies the message, so the event goes
+     * when the message does (deleted mail leaves no copy behind, src/domain/events.ts).
+     */
+    messageId: text('message_id').references(() => messages.id, { onDelete: 'cascade' }),
     createdAt: text('created_at').notNull(),
   },
-  (t) => [index('events_account_created').on(t.accountId, t.createdAt)],
+  (t) => [index('events_account_created').on(t.accountId, t.createdAt), index('events_message').on(t.messageId), index('events_created').on(t.createdAt)],
 );
 
 export const webhooks = sqliteTable(
@@ -273,6 +280,7 @@ export const webhookAttempts = sqliteTable(
   },
   (t) => [
     index('webhook_attempts_account_created').on(t.accountId, t.createdAt),
+    index('webhook_attempts_created').on(t.createdAt),
     index('webhook_attempts_webhook_created').on(t.webhookId, t.createdAt),
   ],
 );

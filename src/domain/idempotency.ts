@@ -2,7 +2,8 @@
 // repeat with the same request within the window gets that response back, a repeat with a
 // different request is a conflict. Rows are written before the work starts, so two
 // concurrent requests with one key cannot both run.
-import { and, eq, lt } from 'drizzle-orm';
+import { and, eq, inArray, lt } from 'drizzle-orm';
+import type { Tx } from '../db/client.ts';
 import type { AppContext } from '../context.ts';
 import { idempotencyKeys } from '../db/schema.ts';
 import { AppError } from './errors.ts';
@@ -34,7 +35,31 @@ export function beginIdempotent(ctx: AppContext, accountId: string, key: string,
 export function finishIdempotent(ctx: AppContext, accountId: string, key: string, status: number, body: string): void {
   const where = and(eq(idempotencyKeys.accountId, accountId), eq(idempotencyKeys.key, key));
   if (status >= 500) ctx.db.delete(idempotencyKeys).where(where).run();
-  else ctx.db.update(idempotencyKeys).set({ responseStatus: status, responseBody: body }).where(where).run();
+  else ctx.db.update(idempotencyKeys).set({ responseStatus: status, responseBody: body, resourceId: resourceIdOf(body) }).where(where).run();
+}
+
+/** The `id` of the object a response shows, so deleting that object deletes this copy of it. */
+function resourceIdOf(body: string): string | null {
+  try {
+    const id = (JSON.parse(body) as { id?: unknown } | null)?.id;
+    return typeof id === 'string' ? id : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Replaces stored responses that show these resources (deleted messages) with a 409, inside
+ * the deleting transaction: the copy of the content goes, and a repeat of the request still
+ * does not run again (it would send the message a second time).
+ */
+export function forgetIdempotentResponses(tx: Tx, ids: string[]): void {
+  if (!ids.length) return;
+  const gone = new AppError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was used for a message that has since been deleted');
+  tx.update(idempotencyKeys)
+    .set({ responseStatus: gone.status, responseBody: JSON.stringify({ error: { code: gone.code, message: gone.message, status: gone.status } }), resourceId: null })
+    .where(inArray(idempotencyKeys.resourceId, ids))
+    .run();
 }
 
 export function sweepIdempotencyKeys(ctx: AppContext): number {

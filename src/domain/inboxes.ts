@@ -3,7 +3,8 @@
 // UTC day only. Deleting an inbox removes everything under it, files included.
 import { and, count, desc, eq, inArray, sql } from 'drizzle-orm';
 import type { AppContext } from '../context.ts';
-import type { Db } from '../db/client.ts';
+import { checkpointWal, type Db } from '../db/client.ts';
+import { forgetIdempotentResponses } from './idempotency.ts';
 import { preparedQuery, preparedRows } from '../db/prepared.ts';
 import { attachments, domains, inboxes, messages } from '../db/schema.ts';
 import { newId } from '../ids.ts';
@@ -222,9 +223,13 @@ export async function deleteInbox(ctx: AppContext, accountId: string, id: string
       ? tx.select({ p: attachments.storagePath }).from(attachments).where(inArray(attachments.messageId, ids)).all()
       : [];
     tx.delete(inboxes).where(and(eq(inboxes.id, id), eq(inboxes.accountId, accountId))).run();
+    forgetIdempotentResponses(tx, ids);
     return [...msgRows.map((m) => m.rawPath), ...attRows.map((a) => a.p)];
   });
   await ctx.blobs.remove(files);
+  // secure_delete zeroed the freed pages; the write-ahead log still holds the old page images
+  // until it is checkpointed and truncated (a busy reader may postpone it to the next one).
+  checkpointWal(ctx.db);
 }
 
 function setField(ctx: AppContext, id: string, values: Partial<InboxRow>): Inbox {

@@ -3,6 +3,7 @@
 import { asc, eq, getTableColumns, sql } from 'drizzle-orm';
 import type { AppContext } from '../context.ts';
 import type { Db } from '../db/client.ts';
+import { forgetIdempotentResponses } from './idempotency.ts';
 import { preparedQuery, preparedRows } from '../db/prepared.ts';
 import { attachments, messages } from '../db/schema.ts';
 import { attachmentMetaForMany } from './attachments.ts';
@@ -220,6 +221,7 @@ export async function deleteMessage(ctx: AppContext, accountId: string, id: stri
     if (!row || row.accountId !== accountId) throw new AppError('MESSAGE_NOT_FOUND', `message ${id} not found`);
     const own = tx.select({ p: attachments.storagePath }).from(attachments).where(eq(attachments.messageId, id)).all();
     tx.delete(messages).where(eq(messages.id, id)).run();
+    forgetIdempotentResponses(tx, [id]);
     afterMessageRemoved(tx, row.threadId);
     return [row.rawPath, ...own.map((a) => a.p)];
   });

@@ -13,6 +13,7 @@ import { errorFields } from '../log.ts';
 import type { Service } from '../main.ts';
 import { countSmtpMessage, countSmtpRecipient, countSmtpSession } from '../metrics.ts';
 import { replyFor, smtpReply } from './replies.ts';
+import { limitSessions } from './session-limits.ts';
 import { TlsCertificate } from './tls.ts';
 
 type Recipient = SMTPServerAddress & { inbox?: InboxRow; bounce?: BounceTarget };
@@ -113,7 +114,8 @@ export function createSmtpService(ctx: AppContext): SmtpService {
         socketTimeout: cfg.idle_timeout,
         closeTimeout: ctx.config.http.shutdown_grace,
         logger: false,
-        onConnect(_session, cb) {
+        onConnect(session, cb) {
+          if (limits.overPerIpLimit(session.remoteAddress)) return cb(smtpReply(421, '4.7.0', 'too many connections from your address, try again later'));
           countSmtpSession(ctx);
           const renewed = tls?.reloadIfChanged();
           if (renewed && server) {
@@ -144,6 +146,7 @@ export function createSmtpService(ctx: AppContext): SmtpService {
         onData,
       });
       server.server.on('connection', answerAfterHalfClose);
+      const limits = limitSessions(ctx, server);
       server.on('error', (err) => ctx.log.error('smtp server error', errorFields(err)));
       const { host, port } = cfg.listen!;
       await new Promise<void>((resolve, reject) => {

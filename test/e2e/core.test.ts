@@ -128,7 +128,7 @@ describe('inboxes', () => {
     assert.equal(res.status, 201);
     const inbox = res.body;
     assert.match(inbox.id, /^inb_/);
-    assert.match(inbox.address, /^[0-9a-z]{12}@agents\.test$/);
+    assert.match(inbox.address, /^[a-z]+-[a-z]+-[a-z]+-\d{1,3}@agents\.test$/);
     assert.deepEqual(
       { ...inbox, id: 0, address: 0, createdAt: 0 },
       { id: 0, address: 0, createdAt: 0, displayName: 'Support agent', domainId: null, status: 'active', dailySendLimit: 100, sendsToday: 0, totalSent: 0, bounceCount: 0, complaintCount: 0 },

@@ -404,7 +404,7 @@ describe('inboxes on a custom domain', () => {
     assert.equal(b.body.domainId, d.id);
     const c = await s.api('POST', '/inboxes', { domainId: d.id });
     assert.equal(c.status, 201, c.text);
-    assert.match(c.body.address, /^[0-9a-z]{12}@inboxes\.example\.com$/);
+    assert.match(c.body.address, /^[a-z]+-[a-z]+-[a-z]+-\d{1,3}@inboxes\.example\.com$/);
     expectError(await s.api('POST', '/inboxes', { domainId: d.id, address: 'support' }), 409, 'ADDRESS_TAKEN');
     expectError(await s.api('POST', '/inboxes', { domainId: d.id, address: 'x@other.example.com' }), 400, 'INVALID_ADDRESS');
 

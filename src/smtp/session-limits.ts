@@ -1,0 +1,87 @@
+// Limits that keep one SMTP client from holding the listener (docs/security.md): connections
+// per client address, an absolute session lifetime, and a cap on commands that do not advance
+// a transaction (NOOP, RSET, VRFY, HELP: a client sending NOOP every few seconds never hits the
+// idle timeout). smtp-server offers only a total connection cap, so this wraps the connection
+// objects it creates: `connect` (its entry point per accepted socket) and their command
+// handlers, which it looks up by name on the connection.
+import type { Socket } from 'node:net';
+import type { SMTPServer } from 'smtp-server';
+import type { AppContext } from '../context.ts';
+import { countSmtpLimited } from '../metrics.ts';
+
+/** The parts of smtp-server's SMTPConnection used here. */
+interface Connection {
+  send(code: number, text: string): void;
+  close(): void;
+  [handler: `handler_${string}`]: (command: Buffer, callback: () => void) => void;
+}
+
+const JUNK = ['NOOP', 'RSET', 'VRFY', 'HELP'] as const;
+
+/** IPv4 as is; IPv6 by its /64 (one host usually holds a whole /64). */
+export function clientKey(address: string | undefined): string {
+  const a = (address ?? '').replace(/^::ffff:(?=\d+\.)/, '');
+  if (!a.includes(':')) return a;
+  const [head, tail = ''] = a.split('::');
+  const left = head ? head.split(':') : [];
+  const right = tail ? tail.split(':') : [];
+  const groups = [...left, ...Array(Math.max(0, 8 - left.length - right.length)).fill('0'), ...right];
+  return groups.slice(0, 4).map((g) => g.toLowerCase().replace(/^0+(?=.)/, '')).join(':') + '::/64';
+}
+
+export interface SessionLimits {
+  /** True when this client address has more connections open than allowed (the current one counted). */
+  overPerIpLimit(address: string | undefined): boolean;
+}
+
+export function limitSessions(ctx: AppContext, server: SMTPServer): SessionLimits {
+  const cfg = ctx.config.smtp;
+  const open = new Map<string, number>();
+  const internals = server as unknown as { connect(socket: Socket, options: unknown): void; connections: Set<Connection> };
+  const connect = internals.connect.bind(server);
+
+  const refuse = (conn: Connection, reason: 'session_time' | 'junk_commands', text: string) => {
+    countSmtpLimited(ctx, reason);
+    conn.send(421, text);
+    conn.close();
+  };
+
+  internals.connect = (socket, options) => {
+    connect(socket, options);
+    let conn: Connection | undefined;
+    for (const c of internals.connections) conn = c; // the one just added (a Set keeps insertion order)
+    if (!conn) return;
+    const key = clientKey(socket.remoteAddress);
+    open.set(key, (open.get(key) ?? 0) + 1);
+    const lifetime = setTimeout(() => refuse(conn, 'session_time', '4.4.2 session time limit reached, closing'), cfg.max_session_time);
+    lifetime.unref();
+    socket.once('close', () => {
+      clearTimeout(lifetime);
+      const n = (open.get(key) ?? 1) - 1;
+      if (n > 0) open.set(key, n);
+      else open.delete(key);
+    });
+
+    let junk = 0;
+    for (const name of JUNK) {
+      const handler = conn[`handler_${name}`];
+      conn[`handler_${name}`] = (command, callback) => {
+        if (++junk > cfg.max_junk_commands) return refuse(conn, 'junk_commands', '4.7.0 too many commands without mail, closing');
+        handler.call(conn, command, callback);
+      };
+    }
+    const mail = conn.handler_MAIL;
+    conn.handler_MAIL = (command, callback) => {
+      junk = 0;
+      mail.call(conn, command, callback);
+    };
+  };
+
+  return {
+    overPerIpLimit(address) {
+      const over = (open.get(clientKey(address)) ?? 0) > cfg.max_connections_per_ip;
+      if (over) countSmtpLimited(ctx, 'per_ip');
+      return over;
+    },
+  };
+}
