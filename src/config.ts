@@ -141,6 +141,9 @@ export const CONFIG_SCHEMA = {
     public_url: str('http://localhost:3000', 'Base URL clients reach the API at; attachment download URLs start with it.'),
     max_body_bytes: int(1_048_576, 'Largest JSON request body accepted; larger bodies get 413.', 1),
     shutdown_grace: duration('10s', 'How long shutdown waits for in-flight HTTP requests and SMTP sessions.'),
+    headers_timeout: duration('10s', 'A client must send its request headers within this time; else 408 and the connection is closed.'),
+    request_timeout: duration('30s', 'A client must send its whole request (headers and body, uploads included) within this time; else 408 and the connection is closed (slow-body clients cannot hold connections). Raise it for large uploads over slow links.'),
+    max_connections: int(1000, 'Most simultaneous HTTP connections; further ones are closed at once.', 1),
   },
   smtp: {
     listen: listen('127.0.0.1:2525', 'Address the inbound (MX) SMTP listener binds; operators set "0.0.0.0:25".'),
@@ -171,7 +174,7 @@ export const CONFIG_SCHEMA = {
   },
   limits: {
     daily_send_limit: int(100, 'Default dailySendLimit of new inboxes.', 0),
-    requests_per_minute: int(600, 'API requests allowed per key per minute (unauthenticated requests: per client address).', 1),
+    requests_per_minute: int(600, 'API requests allowed per account per minute, whatever the number of its keys (unauthenticated requests: per client address).', 1),
     idempotency_window: duration('24h', 'How long an Idempotency-Key is remembered.'),
     max_attachment_bytes: int(26_214_400, 'Largest attachment upload; larger uploads get 413.', 1),
   },

@@ -94,8 +94,15 @@ function listenHttp(server: Server, host: string, port: number): Promise<Address
 export async function startServer(config: Config, log: Logger, opts: StartOptions = {}): Promise<RunningServer> {
   const ctx = createContext(config, log, { clock: opts.clock });
   const app = createHttpApp(ctx);
-  const http = createServer((req, res) => app.attach(req as never, res as never));
+  const { request_timeout: requestTimeout, headers_timeout: headersTimeout, max_connections: maxConnections } = config.http;
+  const http = createServer(
+    // Node checks both timeouts every connectionsCheckingInterval (30 s by default, which would
+    // double a 30 s limit); headers are part of the request, so their limit is at most its.
+    { requestTimeout, headersTimeout: Math.min(headersTimeout, requestTimeout), connectionsCheckingInterval: Math.min(1000, headersTimeout) },
+    (req, res) => app.attach(req as never, res as never),
+  );
   http.keepAliveTimeout = 65_000;
+  http.maxConnections = maxConnections;
   const services = [...SERVICE_FACTORIES, ...(opts.services ?? [])].map((f) => f(ctx));
   const started: Service[] = [];
   try {

@@ -80,7 +80,8 @@ export function createHttpApp(ctx: AppContext, extraModules: Array<(r: Routes, c
       }
     }
 
-    const identity = caller.principal ? `key:${caller.principal.keyId}` : `ip:${req.socket.remoteAddress ?? ''}`;
+    // Per account, not per key: creating keys must not multiply the limit.
+    const identity = caller.principal ? `account:${caller.principal.accountId}` : `ip:${req.socket.remoteAddress ?? ''}`;
     const rate = limiter.hit(identity, ctx.clock.now().getTime());
     res.setHeader('X-RateLimit-Limit', String(rate.limit));
     res.setHeader('X-RateLimit-Remaining', String(rate.remaining));

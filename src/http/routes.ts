@@ -278,6 +278,13 @@ export class Routes {
       writeReply(res, reply);
     } catch (err) {
       const appErr = isAppError(err) ? err : undefined;
+      // The client went away mid-request (closed, reset, timed out): nobody is left to answer.
+      if (!appErr && (req.destroyed || res.destroyed) && !res.headersSent) {
+        ctx.log.info('client closed the connection', { requestId: caller.requestId, method, path: pathname, received: req.complete ? 'all' : 'part' });
+        // Not stored: the client may repeat the request with its key (a 5xx is not kept either).
+        if (idem) finishIdempotent(ctx, idem.accountId, idem.key, 500, '');
+        return;
+      }
       if (!appErr) ctx.log.error('unhandled error', { requestId: caller.requestId, method, path: pathname, ...errorFields(err) });
       const answer = appErr ?? new AppError('INTERNAL_ERROR', `internal error; quote request id ${caller.requestId} when reporting it`);
       if (idem) {

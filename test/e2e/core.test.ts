@@ -256,9 +256,10 @@ describe('request bodies', () => {
 });
 
 describe('rate limits', () => {
-  test('every response carries the headers; over the limit is 429 with Retry-After; limits are per key', async () => {
+  test('every response carries the headers; over the limit is 429 with Retry-After; limits are per account, whatever its number of keys', async () => {
     const rl = await startTestServer({ limits: { requests_per_minute: 3 } });
     try {
+      const secondKey = createApiKey(rl.server.ctx, rl.accountId, { name: 'second' }).key;
       const r1 = await rl.api('GET', '/inboxes');
       assert.equal(r1.headers.get('x-ratelimit-limit'), '3');
       assert.equal(r1.headers.get('x-ratelimit-remaining'), '2');
@@ -272,6 +273,8 @@ describe('rate limits', () => {
       assert.equal(r4.headers.get('x-ratelimit-remaining'), '0');
       const retry = Number(r4.headers.get('retry-after'));
       assert.ok(retry >= 1 && retry <= 60);
+      // Another key of the same account shares the budget (a new key does not reset it).
+      expectError(await rl.api('GET', '/inboxes', undefined, { key: secondKey }), 429, 'RATE_LIMITED');
       const other = rl.newAccount();
       assert.equal((await rl.api('GET', '/inboxes', undefined, { key: other.key })).status, 200);
     } finally {
