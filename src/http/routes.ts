@@ -2,9 +2,13 @@
 // keys, apply Idempotency-Key to POSTs, call one handler, and answer JSON or the error
 // envelope. Handlers return a Reply; they never touch the response object.
 import type { App, Request, Response } from '@tinyhttp/app';
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, randomBytes, type Hash } from 'node:crypto';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdir, rm } from 'node:fs/promises';
 import type { IncomingHttpHeaders } from 'node:http';
-import type { Readable } from 'node:stream';
+import { join } from 'node:path';
+import { Readable, Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import type { AppContext } from '../context.ts';
 import type { Principal } from '../domain/apikeys.ts';
 import { AppError, isAppError } from '../domain/errors.ts';
@@ -22,9 +26,13 @@ export interface ApiRequest {
   principal: Principal;
   /** The parsed JSON body (undefined when the request had none). */
   json(): Promise<unknown>;
-  /** The raw request stream (multipart uploads), or the whole body when it was buffered. */
+  /** The raw request stream (multipart uploads). */
   raw: Request;
-  bufferedBody?: Buffer;
+  /**
+   * The body, when it had to be read before the handler (an Idempotency-Key needs its hash):
+   * JSON bodies in memory, multipart uploads in a file under data_dir/tmp (removed afterwards).
+   */
+  readBody?: () => Readable;
 }
 
 export type Reply =
@@ -218,6 +226,7 @@ export class Routes {
     const search = q === -1 ? '' : target.slice(q);
     let query: URLSearchParams | undefined;
     let idem: { accountId: string; key: string } | undefined;
+    let spooled: string | undefined;
     try {
       if (!opts.public) {
         if (!caller.principal) throw new AppError('UNAUTHORIZED', caller.authError ?? 'missing API key: send Authorization: Bearer <key> or x-api-key');
@@ -250,12 +259,19 @@ export class Routes {
         if (!/^[\x21-\x7e]{1,255}$/.test(idemKey)) {
           throw new AppError('VALIDATION_ERROR', '`Idempotency-Key` header must be 1 to 255 visible ASCII characters');
         }
-        const bodyLimit = opts.multipart ? ctx.config.limits.max_attachment_bytes + 1_048_576 : limit;
-        buffered = await readBody(req, bodyLimit);
-        apiReq.bufferedBody = buffered;
         const url = new URL(target, 'http://localhost');
-        const hash = createHash('sha256').update(`${method} ${url.pathname}${url.search}\n`).update(buffered).digest('hex');
-        const start = beginIdempotent(ctx, caller.principal.accountId, idemKey, hash);
+        const hasher = createHash('sha256').update(`${method} ${url.pathname}${url.search}\n`);
+        if (opts.multipart) {
+          // Hashed while it streams to disk: uploads never sit in memory whole.
+          spooled = await spoolBody(ctx, req, ctx.config.limits.max_attachment_bytes + 1_048_576, hasher);
+          const file = spooled;
+          apiReq.readBody = () => createReadStream(file);
+        } else {
+          const body = (buffered = await readBody(req, limit));
+          hasher.update(body);
+          apiReq.readBody = () => Readable.from([body]);
+        }
+        const start = beginIdempotent(ctx, caller.principal.accountId, idemKey, hasher.digest('hex'));
         if (start.kind === 'replay') {
           let body = start.body;
           // A replayed error names this request's id, like every other error body.
@@ -301,6 +317,38 @@ export class Routes {
       // A body we did not read to the end (413, or a multipart upload refused part-way) would
       // otherwise stall the next request on this keep-alive connection until it times out.
       sendError(res, answer, caller.requestId, answer.code === 'PAYLOAD_TOO_LARGE' || !req.complete ? { Connection: 'close' } : {});
+    } finally {
+      if (spooled) void rm(spooled, { force: true });
     }
+  }
+}
+
+/**
+ * Streams a request body to a file under data_dir/tmp, feeding `hasher` on the way; its path.
+ * Past `limit` bytes: 413 and no file.
+ */
+async function spoolBody(ctx: AppContext, req: Request, limit: number, hasher: Hash): Promise<string> {
+  if (Number(req.headers['content-length'] ?? NaN) > limit) {
+    req.resume();
+    throw new AppError('PAYLOAD_TOO_LARGE', `request body exceeds the limit of ${limit} bytes`);
+  }
+  const dir = join(ctx.config.data_dir, 'tmp');
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  const file = join(dir, `upload-${randomBytes(8).toString('hex')}`);
+  let size = 0;
+  const count = new Transform({
+    transform(chunk: Buffer, _enc, done) {
+      size += chunk.length;
+      if (size > limit) return done(new AppError('PAYLOAD_TOO_LARGE', `request body exceeds the limit of ${limit} bytes`));
+      hasher.update(chunk);
+      done(null, chunk);
+    },
+  });
+  try {
+    await pipeline(req, count, createWriteStream(file, { mode: 0o600 }));
+    return file;
+  } catch (err) {
+    await rm(file, { force: true });
+    throw err;
   }
 }

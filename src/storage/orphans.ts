@@ -28,7 +28,7 @@ async function* files(dir: string): AsyncGenerator<string> {
   }
 }
 
-/** Removes unreferenced blob files (and `.tmp` leftovers) older than `ORPHAN_AGE_MS`. */
+/** Removes unreferenced blob files (and `.tmp` leftovers, and data_dir/tmp files) older than `ORPHAN_AGE_MS`. */
 export async function sweepOrphanBlobs(ctx: AppContext): Promise<{ removed: number }> {
   const root = ctx.blobs.root;
   const cutoff = ctx.clock.now().getTime() - ORPHAN_AGE_MS;
@@ -45,6 +45,13 @@ export async function sweepOrphanBlobs(ctx: AppContext): Promise<{ removed: numb
       await fs.rm(abs, { force: true });
       removed++;
     }
+  }
+  // Uploads spooled for an Idempotency-Key hash (src/http/routes.ts) by a process that died.
+  for await (const abs of files(join(ctx.config.data_dir, 'tmp'))) {
+    const stat = await fs.stat(abs).catch(() => undefined);
+    if (!stat || stat.mtimeMs > cutoff) continue;
+    await fs.rm(abs, { force: true });
+    removed++;
   }
   if (removed) ctx.log.info('orphaned files removed', { removed });
   return { removed };

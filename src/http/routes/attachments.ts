@@ -1,7 +1,6 @@
 // /attachments: upload (multipart/form-data read with busboy, the `file` part streamed to disk),
 // get (with a fresh presigned URL), and the public signed download route (no API key).
 import busboy from 'busboy';
-import { Readable } from 'node:stream';
 import type { AppContext } from '../../context.ts';
 import { getAttachment, openDownload, storeUpload, type Attachment } from '../../domain/attachments.ts';
 import { AppError } from '../../domain/errors.ts';
@@ -46,7 +45,7 @@ function receiveUpload(ctx: AppContext, req: ApiRequest): Promise<Attachment> {
       if (!upload) reject(new AppError('VALIDATION_ERROR', '`file` is required: send one file part named `file` (with a filename)'));
       else upload.then(resolve, reject);
     });
-    const source = req.bufferedBody ? Readable.from([req.bufferedBody]) : req.raw;
+    const source = req.readBody?.() ?? req.raw;
     source.pipe(bb);
   });
 }
