@@ -144,6 +144,8 @@ export const messages = sqliteTable(
     index('messages_inbox_status_created').on(t.inboxId, t.status, t.createdAt),
     index('messages_thread').on(t.threadId, t.createdAt),
     index('messages_account_msgid').on(t.accountId, t.messageIdHeader),
+    // A raw file may be shared by the copies of one delivery: deleting one asks who else names it.
+    index('messages_raw_path').on(t.rawPath),
   ],
 );
 
@@ -181,7 +183,7 @@ export const attachments = sqliteTable(
     storagePath: text('storage_path').notNull(),
     createdAt: text('created_at').notNull(),
   },
-  (t) => [index('attachments_message').on(t.messageId), index('attachments_account').on(t.accountId)],
+  (t) => [index('attachments_message').on(t.messageId), index('attachments_account').on(t.accountId), index('attachments_storage_path').on(t.storagePath)],
 );
 
 /** One message may name several uploaded attachments; one upload may be sent many times. */

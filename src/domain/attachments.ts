@@ -14,6 +14,7 @@ import { downloadUrl, urlSigningSecret, verifyDownload } from '../storage/signed
 import { AppError } from './errors.ts';
 import type { AttachmentMeta } from './messages.ts';
 import { isoNow } from './time.ts';
+import { releaseBlobs } from '../storage/blob-refs.ts';
 
 export type AttachmentRow = typeof attachments.$inferSelect;
 
@@ -189,7 +190,7 @@ export async function storeUpload(
   try {
     ctx.db.insert(attachments).values(row).run();
   } catch (err) {
-    await ctx.blobs.remove([storagePath]);
+    releaseBlobs(ctx, [storagePath]);
     throw err;
   }
   return attachmentView(ctx, row);

@@ -17,6 +17,7 @@ import { authenticateMessage, type AuthenticationResults } from './authenticatio
 import { isBounceLocalPart, readBounceAddress, type BounceTarget } from './bounce-address.ts';
 import { AppError } from './errors.ts';
 import { recordEvent } from './events.ts';
+import { releaseBlobs } from '../storage/blob-refs.ts';
 import { findInboxByAddress, type InboxRow } from './inboxes.ts';
 import { insertMessageRow, messageView, type MessageRow } from './messages.ts';
 import { findOutboundRow } from './sending.ts';
@@ -182,19 +183,17 @@ export function isEmptyMessage(raw: Buffer): boolean {
  * A message parsed, authenticated and with its files written (fsynced), ready to be stored:
  * `store(tx)` inserts its rows, threads and events inside the caller's transaction and returns
  * the ids stored (recipients whose inbox was deleted meanwhile get none). `files` are what to
- * remove when that transaction does not commit.
+ * release (releaseBlobs) after that transaction, committed or not: those no row names go.
  */
 export interface PreparedInbound {
   files: string[];
   store(tx: Tx): string[];
-  /** After the commit: removes the files planned for inboxes that were gone at `store`, or that already held this message (a redelivery). */
-  removeUnused(stored: string[]): Promise<void>;
 }
 
 /**
- * Stores one received message for each recipient inbox and returns after the commit. Each
- * recipient gets its own raw file and attachment files, so deleting one inbox's copy can never
- * remove bytes another inbox still lists.
+ * Stores one received message for each recipient inbox and returns after the commit. The
+ * copies share one raw file, and each attachment's bytes are stored once however many messages
+ * carry them (Blobs.contentKey): a file goes when the last row naming it does (releaseBlobs).
  */
 export async function acceptInbound(ctx: AppContext, input: InboundInput): Promise<{ messageIds: string[] }> {
   const prepared = await prepareInbound(ctx, input);
@@ -208,10 +207,11 @@ export async function acceptInbound(ctx: AppContext, input: InboundInput): Promi
       return ids;
     });
   } catch (err) {
-    await ctx.blobs.remove(prepared.files).catch(() => undefined);
+    releaseBlobs(ctx, prepared.files);
     throw err;
   }
-  await prepared.removeUnused(messageIds);
+  // Inboxes gone at `store`, or a redelivery stored nothing new: their planned files go.
+  releaseBlobs(ctx, prepared.files);
   // Webhook fan-out may have enqueued jobs in the transaction.
   ctx.notify('jobs');
   return { messageIds };
@@ -249,19 +249,17 @@ export async function prepareInbound(ctx: AppContext, input: InboundInput): Prom
     sha256: createHash('sha256').update(a.content).digest('hex'),
   }));
 
-  // Files first (fsynced), authentication alongside: both must finish before the commit.
-  const plan = unique.map((inbox) => {
-    const id = newId('msg');
-    return {
-      inbox,
-      id,
-      rawPath: Blobs.key('raw', id, '.eml'),
-      attachments: atts.map((a) => ({ ...a, id: newId('att'), storagePath: '' })),
-    };
-  });
-  for (const p of plan) for (const a of p.attachments) a.storagePath = Blobs.key('attachments', a.id);
-  const filesOf = (p: (typeof plan)[number]) => [p.rawPath, ...p.attachments.map((a) => a.storagePath)];
-  const files = plan.flatMap(filesOf);
+  // Files first (fsynced), authentication alongside: both must finish before the commit. One
+  // raw file for every copy of this delivery; attachment bytes by their hash.
+  const messageIds = unique.map(() => newId('msg'));
+  const rawPath = Blobs.key('raw', messageIds[0], '.eml');
+  const plan = unique.map((inbox, i) => ({
+    inbox,
+    id: messageIds[i],
+    attachments: atts.map((a) => ({ ...a, id: newId('att'), storagePath: Blobs.contentKey('attachments', a.sha256) })),
+  }));
+  const shared = new Map(atts.map((a) => [Blobs.contentKey('attachments', a.sha256), a.content]));
+  const files = [rawPath, ...shared.keys()];
 
   const receivedAt = input.receivedAt ?? ctx.clock.now();
   const stored = Buffer.concat([traceHeaders(ctx, input, plan[0].id, receivedAt), input.raw]);
@@ -271,11 +269,12 @@ export async function prepareInbound(ctx: AppContext, input: InboundInput): Prom
     input.skipAuthentication
       ? Promise.resolve(null)
       : authenticateMessage(ctx, { raw: input.raw, mailFrom: input.mailFrom, remoteAddress: input.remoteAddress, heloName: input.heloName }),
-    ...plan.flatMap((p) => [ctx.blobs.write(p.rawPath, stored), ...p.attachments.map((a) => ctx.blobs.write(a.storagePath, a.content))]),
+    ctx.blobs.write(rawPath, stored),
+    ...[...shared].map(([path, content]) => ctx.blobs.write(path, content)),
   ]);
   const failed = [auth, ...writes].find((r) => r.status === 'rejected');
   if (failed) {
-    await ctx.blobs.remove(files).catch(() => undefined);
+    releaseBlobs(ctx, files);
     throw failed.reason;
   }
   const authentication = auth.status === 'fulfilled' ? (auth.value as AuthenticationResults | null) : null;
@@ -288,6 +287,8 @@ export async function prepareInbound(ctx: AppContext, input: InboundInput): Prom
   const store = (tx: Tx): string[] => {
     // An inbox deleted since RCPT gets nothing (its rows would be orphans).
     const alive = new Set(preparedQuery(ctx.db, liveInboxes).all({ ids: JSON.stringify(plan.map((p) => p.inbox.id)) }).map((r) => r.id));
+    // The deletion of another message sharing these bytes may have removed them since.
+    for (const [path, content] of shared) ctx.blobs.ensureSync(path, content);
     const ids: string[] = [];
     for (const p of plan) {
       if (!alive.has(p.inbox.id)) continue;
@@ -321,7 +322,7 @@ export async function prepareInbound(ctx: AppContext, input: InboundInput): Prom
         references: JSON.stringify(references),
         recipients: '[]',
         authentication: authentication ? JSON.stringify(authentication) : null,
-        rawPath: p.rawPath,
+        rawPath,
         size: stored.length,
         contentHash,
         createdAt,
@@ -346,9 +347,5 @@ export async function prepareInbound(ctx: AppContext, input: InboundInput): Prom
     }
     return ids;
   };
-  const removeUnused = async (storedIds: string[]) => {
-    const unused = plan.filter((p) => !storedIds.includes(p.id)).flatMap(filesOf);
-    if (unused.length) await ctx.blobs.remove(unused).catch(() => undefined);
-  };
-  return { files, store, removeUnused };
+  return { files, store };
 }

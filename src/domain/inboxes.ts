@@ -13,6 +13,7 @@ import { BOUNCE_PREFIX, isBounceLocalPart } from './bounce-address.ts';
 import { AppError } from './errors.ts';
 import type { Page, PageResult } from './pagination.ts';
 import { isoNow, utcDay } from './time.ts';
+import { releaseBlobs } from '../storage/blob-refs.ts';
 
 export type InboxRow = typeof inboxes.$inferSelect;
 
@@ -226,7 +227,7 @@ export async function deleteInbox(ctx: AppContext, accountId: string, id: string
     forgetIdempotentResponses(tx, ids);
     return [...msgRows.map((m) => m.rawPath), ...attRows.map((a) => a.p)];
   });
-  await ctx.blobs.remove(files);
+  releaseBlobs(ctx, files);
   // secure_delete zeroed the freed pages; the write-ahead log still holds the old page images
   // until it is checkpointed and truncated (a busy reader may postpone it to the next one).
   checkpointWal(ctx.db);

@@ -11,6 +11,7 @@ import { AppError } from './errors.ts';
 import { findInboxRow } from './inboxes.ts';
 import type { Page, PageResult } from './pagination.ts';
 import { afterMessageRemoved, findThreadRow, threadView, type Thread } from './threads.ts';
+import { releaseBlobs } from '../storage/blob-refs.ts';
 
 export type MessageRow = typeof messages.$inferSelect;
 // Every stored message, received or sent, is one insert: prepared once (src/db/prepared.ts).
@@ -225,7 +226,7 @@ export async function deleteMessage(ctx: AppContext, accountId: string, id: stri
     afterMessageRemoved(tx, row.threadId);
     return [row.rawPath, ...own.map((a) => a.p)];
   });
-  await ctx.blobs.remove(files);
+  releaseBlobs(ctx, files);
 }
 
 export interface ThreadWithMessages extends Thread {

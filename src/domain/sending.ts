@@ -22,6 +22,7 @@ import { recordEvent, type EventType } from './events.ts';
 import { countSend, findInboxByAddress, findInboxRow, inboxView } from './inboxes.ts';
 import { insertMessageRow, messageView, type Message, type MessageRow, type RecipientOutcome } from './messages.ts';
 import { findThreadRow, messageIdsIn, threadForMessage } from './threads.ts';
+import { releaseBlobs } from '../storage/blob-refs.ts';
 
 export const SEND_JOB = 'send';
 
@@ -197,7 +198,7 @@ export async function queueSend(ctx: AppContext, accountId: string, inboxId: str
       }
     });
   } catch (err) {
-    await ctx.blobs.remove([rawPath]).catch(() => undefined);
+    releaseBlobs(ctx, [rawPath]);
     throw err;
   }
   ctx.notify('jobs');

@@ -1,7 +1,21 @@
 // Files on disk under data_dir: raw messages and attachment bytes. Writes go to a temporary
 // name, are fsynced, then renamed into place (and the directory fsynced), so a file that exists
 // is complete and a file written before a 250 survives power loss.
-import { createWriteStream, promises as fs, createReadStream, type ReadStream, type WriteStream } from 'node:fs';
+import {
+  closeSync,
+  createReadStream,
+  createWriteStream,
+  existsSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  promises as fs,
+  renameSync,
+  unlinkSync,
+  writeSync,
+  type ReadStream,
+  type WriteStream,
+} from 'node:fs';
 import { dirname, join, resolve, sep } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
@@ -134,6 +148,60 @@ export class Blobs {
     for (const rel of rels) {
       if (rel) await fs.rm(this.path(rel), { force: true });
     }
+  }
+
+  /**
+   * Removes each file no row refers to any more, checking and unlinking in one synchronous
+   * step: no commit of a row naming the file can come in between (see contentKey). Files still
+   * named by a row stay; missing files are fine.
+   */
+  removeUnreferenced(rels: Iterable<string | null | undefined>, referenced: (rel: string) => boolean): number {
+    let removed = 0;
+    for (const rel of new Set(rels)) {
+      if (!rel || referenced(rel)) continue;
+      try {
+        unlinkSync(this.path(rel));
+        removed++;
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      }
+    }
+    return removed;
+  }
+
+  /**
+   * Makes sure a content-addressed file is in place at commit time, synchronously (inside the
+   * transaction that adds a row naming it): a file written earlier may have been removed
+   * meanwhile by the deletion of the last other message that shared it.
+   */
+  ensureSync(rel: string, data: Buffer): void {
+    const abs = this.path(rel);
+    if (existsSync(abs)) return;
+    mkdirSync(dirname(abs), { recursive: true });
+    const tmp = `${abs}.${randomBytes(4).toString('hex')}.tmp`;
+    const fd = openSync(tmp, 'w', 0o600);
+    try {
+      writeSync(fd, data);
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    renameSync(tmp, abs);
+    const dir = openSync(dirname(abs), 'r');
+    try {
+      fsyncSync(dir);
+    } finally {
+      closeSync(dir);
+    }
+  }
+
+  /**
+   * The path of content stored once however many messages share it:
+   * <kind>/sha256/<first two hex digits>/<sha256>. Rows name it; the file goes with the last
+   * row (removeUnreferenced).
+   */
+  static contentKey(kind: 'attachments', sha256: string): string {
+    return join(kind, 'sha256', sha256.slice(0, 2), sha256);
   }
 
   /** A fresh relative path for a new blob: <kind>/<yyyy-mm>/<id><ext>. */

@@ -3,16 +3,11 @@
 // (the crash suite counts them). They are removed once older than an hour: no write in flight
 // takes that long, so a file still waiting for its commit is never touched.
 import { promises as fs } from 'node:fs';
-import { basename, join, relative } from 'node:path';
+import { join, relative } from 'node:path';
 import type { AppContext } from '../context.ts';
+import { blobReferenced } from './blob-refs.ts';
 
 export const ORPHAN_AGE_MS = 3_600_000;
-
-/** The row that may name a file: raw/<…>/<message id>.eml, attachments/<…>/<attachment id>. */
-const OWNERS = {
-  raw: { sql: 'SELECT raw_path FROM messages WHERE id = ?', id: (name: string) => name.replace(/\.eml$/, '') },
-  attachments: { sql: 'SELECT storage_path FROM attachments WHERE id = ?', id: (name: string) => name },
-} as const;
 
 async function* files(dir: string): AsyncGenerator<string> {
   let entries;
@@ -33,17 +28,17 @@ export async function sweepOrphanBlobs(ctx: AppContext): Promise<{ removed: numb
   const root = ctx.blobs.root;
   const cutoff = ctx.clock.now().getTime() - ORPHAN_AGE_MS;
   let removed = 0;
-  for (const [kind, owner] of Object.entries(OWNERS)) {
-    const lookup = ctx.db.$client.prepare(owner.sql).pluck();
+  for (const kind of ['raw', 'attachments']) {
     for await (const abs of files(join(root, kind))) {
       const stat = await fs.stat(abs).catch(() => undefined);
       if (!stat || stat.mtimeMs > cutoff) continue;
-      const rel = relative(root, abs);
-      const name = basename(abs);
-      const referenced = !name.endsWith('.tmp') && lookup.get(owner.id(name)) === rel;
-      if (referenced) continue;
-      await fs.rm(abs, { force: true });
-      removed++;
+      if (abs.endsWith('.tmp')) {
+        await fs.rm(abs, { force: true });
+        removed++;
+      } else {
+        // Checked and removed in one synchronous step (a shared file may gain a row any moment).
+        removed += ctx.blobs.removeUnreferenced([relative(root, abs)], (rel) => blobReferenced(ctx, rel));
+      }
     }
   }
   // Uploads spooled for an Idempotency-Key hash (src/http/routes.ts) by a process that died.
