@@ -155,7 +155,8 @@ function addressesOf(field: AddressObject | AddressObject[] | undefined): string
  */
 function traceHeaders(ctx: AppContext, input: InboundInput, id: string, at: Date): Buffer {
   if (!input.remoteAddress) return Buffer.alloc(0);
-  const clean = (v: string) => v.replace(/[^\x21-\x7e]/g, '').slice(0, 255);
+  // Controls, spaces and angle brackets cannot be in these fields; UTF-8 (RFC 6531) can.
+  const clean = (v: string) => v.replace(/[\x00-\x20\x7f<>]/g, '').slice(0, 255);
   const ip = input.remoteAddress.replace(/^::ffff:/, '');
   const date = at.toUTCString().replace(/GMT$/, '+0000');
   const proto = input.secure ? 'ESMTPS' : 'ESMTP';

@@ -323,6 +323,9 @@ describe('SMTP edge cases', () => {
       byMsgid('<smtputf8-header@example.org>').map((m: any) => [m.id, m.fromAddress, m.fromName, m.subject]),
       [[storedId(h), 'pérez@ejemplo.org', 'Ñandú Pérez', '¿utf8 header?']],
     );
+    // The trace field names the envelope sender as given, not with its non-ASCII letters cut.
+    const raw = await (await fetch(`${t.url}/messages/${storedId(r)}/raw`, { headers: { authorization: `Bearer ${t.key}` } })).text();
+    assert.match(raw, /^Return-Path: <ñandú@ejemplo\.org>\r\n/);
   });
 
   for (const [name, dot] of [
