@@ -13,6 +13,7 @@ import { outbound } from './scenarios/outbound.ts';
 import { webhookLatency } from './scenarios/webhook.ts';
 import { scale } from './scenarios/scale.ts';
 import { coldStart } from './scenarios/coldstart.ts';
+import { largeMessages } from './scenarios/large.ts';
 import type { TestDns } from '../test/support/dns.ts';
 
 interface Scenario {
@@ -29,6 +30,7 @@ const SCENARIOS: Scenario[] = [
   { id: 'webhook', title: '(d) Webhook latency, inbound mail to receipt', run: webhookLatency },
   { id: 'scale', title: '(e) Scale: list and get with 10³ and 10⁶ stored messages', run: scale },
   { id: 'coldstart', title: '(g) Cold start of the single executable', run: coldStart },
+  { id: 'large', title: '(h) Ten 25 MB messages at once; (i) one message to 50 inboxes on disk', run: largeMessages },
 ];
 
 async function main(): Promise<void> {

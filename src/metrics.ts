@@ -127,7 +127,7 @@ export function metricsOf(ctx: AppContext): Metrics {
       smtpRecipients: new Counter('mailroom_smtp_recipients_total', 'RCPT TO commands by result: accepted or rejected (unknown inbox, relay, suspended, limits).'),
       smtpLimited: new Counter(
         'mailroom_smtp_sessions_limited_total',
-        'SMTP sessions refused or closed with 421 by a limit: per_ip (smtp.max_connections_per_ip), session_time (smtp.max_session_time), junk_commands (smtp.max_junk_commands).',
+        'SMTP sessions refused or closed with 421 by a limit: per_ip (smtp.max_connections_per_ip), session_time (smtp.max_session_time), junk_commands (smtp.max_junk_commands), memory_budget (smtp.memory_budget, 452 4.3.1 and the sender retries).',
       ),
       httpSeries: new Map(),
       startedAt: Date.now(),
@@ -142,7 +142,7 @@ export function metricsOf(ctx: AppContext): Metrics {
 export const countSmtpSession = (ctx: AppContext) => metricsOf(ctx).smtpSessions.inc();
 export const countSmtpMessage = (ctx: AppContext, result: 'accepted' | 'rejected') => metricsOf(ctx).smtpMessages.inc({ result });
 export const countSmtpRecipient = (ctx: AppContext, result: 'accepted' | 'rejected') => metricsOf(ctx).smtpRecipients.inc({ result });
-export const countSmtpLimited = (ctx: AppContext, reason: 'per_ip' | 'session_time' | 'junk_commands') => metricsOf(ctx).smtpLimited.inc({ reason });
+export const countSmtpLimited = (ctx: AppContext, reason: 'per_ip' | 'session_time' | 'junk_commands' | 'memory_budget') => metricsOf(ctx).smtpLimited.inc({ reason });
 
 /** A registered route, as src/http/routes.ts records it. */
 export interface RoutePattern {

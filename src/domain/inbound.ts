@@ -263,7 +263,11 @@ export async function prepareInbound(ctx: AppContext, input: InboundInput): Prom
   const files = [rawPath, ...shared.keys()];
 
   const receivedAt = input.receivedAt ?? ctx.clock.now();
-  const stored = Buffer.concat([traceHeaders(ctx, input, plan[0].id, receivedAt), input.raw]);
+  // Trace fields and the message as received, written one after the other (a 25 MB message is
+  // not copied to prepend two lines).
+  const trace = traceHeaders(ctx, input, plan[0].id, receivedAt);
+  const stored = trace.length ? [trace, input.raw] : input.raw;
+  const storedSize = trace.length + input.raw.length;
   // allSettled, not all: on a failure every write has finished before the cleanup runs, so
   // no file can appear after it.
   const [auth, ...writes] = await Promise.allSettled([
@@ -324,7 +328,7 @@ export async function prepareInbound(ctx: AppContext, input: InboundInput): Prom
         recipients: '[]',
         authentication: authentication ? JSON.stringify(authentication) : null,
         rawPath,
-        size: stored.length,
+        size: storedSize,
         contentHash,
         createdAt,
         updatedAt: now,

@@ -11,7 +11,8 @@ import { receiveInbound } from '../domain/spool.ts';
 import type { InboxRow } from '../domain/inboxes.ts';
 import { errorFields } from '../log.ts';
 import type { Service } from '../main.ts';
-import { countSmtpMessage, countSmtpRecipient, countSmtpSession } from '../metrics.ts';
+import { countSmtpLimited, countSmtpMessage, countSmtpRecipient, countSmtpSession } from '../metrics.ts';
+import { MemoryBudget } from './memory-budget.ts';
 import { replyFor, smtpReply } from './replies.ts';
 import { limitSessions } from './session-limits.ts';
 import { TlsCertificate } from './tls.ts';
@@ -45,6 +46,7 @@ export function createSmtpService(ctx: AppContext): SmtpService {
   const maxBytes = cfg.max_message_bytes;
   const tls = cfg.tls_cert && cfg.tls_key ? new TlsCertificate(cfg.tls_cert, cfg.tls_key, ctx.log) : undefined;
   let server: SMTPServer | undefined;
+  const memory = new MemoryBudget(cfg.memory_budget);
 
   const onData = (stream: SMTPServerDataStream, session: SMTPServerSession, callback: (err?: Error | null, message?: string) => void) => {
     // One answer per DATA, whichever of 'error' and 'end' comes first.
@@ -56,30 +58,56 @@ export function createSmtpService(ctx: AppContext): SmtpService {
     };
     const chunks: Buffer[] = [];
     let size = 0;
+    let held = 0;
+    let overBudget = false;
+    const release = () => {
+      memory.release(held);
+      held = 0;
+    };
     stream.on('data', (chunk: Buffer) => {
       size += chunk.length;
-      // Past the limit the rest is read and dropped (the client must finish DATA to hear 552).
-      if (size <= maxBytes) chunks.push(chunk);
+      // Past the limit the rest is read and dropped (the client must finish DATA to hear 552),
+      // and so is the rest of a transaction the memory budget cannot hold (452 at the end).
+      if (size > maxBytes || overBudget) return;
+      if (!memory.take(held, chunk.length)) {
+        overBudget = true;
+        chunks.length = 0;
+        return release();
+      }
+      held += chunk.length;
+      chunks.push(chunk);
     });
-    stream.on('error', (err) => done(replyFor(err)));
+    stream.on('error', (err) => {
+      release();
+      done(replyFor(err));
+    });
     stream.on('end', () => {
       if (stream.sizeExceeded || size > maxBytes) {
+        release();
         countSmtpMessage(ctx, 'rejected');
         return done(smtpReply(552, '5.3.4', `message exceeds the maximum size of ${maxBytes} bytes`));
+      }
+      if (overBudget) {
+        countSmtpLimited(ctx, 'memory_budget');
+        return done(smtpReply(452, '4.3.1', 'too much mail in progress, try again later'));
       }
       const rcpts = session.envelope.rcptTo as Recipient[];
       const recipients = rcpts.flatMap((r) => (r.inbox ? [r.inbox] : []));
       const bounces = rcpts.flatMap((r) => (r.bounce ? [r.bounce] : []));
       const mailFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : '';
+      const raw = Buffer.concat(chunks, size);
+      chunks.length = 0; // the pieces are garbage now, not held until the reply
       receiveInbound(ctx, {
-        raw: Buffer.concat(chunks, size),
+        raw,
         mailFrom,
         recipients,
         bounces,
         remoteAddress: session.remoteAddress,
         heloName: session.hostNameAppearsAs,
         secure: session.secure,
-      }).then(
+      })
+        .finally(release)
+        .then(
         ({ messageIds, spooledAs }) => {
           countSmtpMessage(ctx, 'accepted');
           ctx.log.info('smtp message accepted', { session: session.id, remote: session.remoteAddress, size, messageIds, spooledAs });
@@ -129,6 +157,15 @@ export function createSmtpService(ctx: AppContext): SmtpService {
         },
         onSecure(socket, _session, cb) {
           answerAfterHalfClose(socket as Socket);
+          cb();
+        },
+        onMailFrom(address, _session, cb) {
+          // A sender announcing a size the budget cannot hold now hears so before sending it.
+          const announced = Number((address.args || {}).SIZE ?? 0);
+          if (announced > 0 && announced <= maxBytes && !memory.fits(announced)) {
+            countSmtpLimited(ctx, 'memory_budget');
+            return cb(smtpReply(452, '4.3.1', 'too much mail in progress, try again later'));
+          }
           cb();
         },
         onRcptTo(address, _session, cb) {

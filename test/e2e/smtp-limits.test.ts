@@ -78,3 +78,53 @@ test('client addresses: IPv4 as is (also IPv4-mapped), IPv6 by its /64', () => {
   assert.equal(clientKey('2001:db8::1'), '2001:db8:0:0::/64');
   assert.equal(clientKey('::1'), '0:0:0:0::/64');
 });
+
+describe('SMTP memory budget', () => {
+  let m: TestServer;
+  before(async () => {
+    // 1 MiB: one 60 KB message in progress holds 720 KB of it (twelve times its size).
+    m = await startTestServer({ smtp: { memory_budget: 1_048_576 } });
+    await m.api('POST', '/inboxes', { address: 'big' });
+  });
+  after(async () => {
+    await m?.close();
+  });
+
+  const body = (kb: number) => `Subject: big\r\n\r\n${('x'.repeat(76) + '\r\n').repeat(Math.ceil((kb * 1024) / 78))}`;
+
+  test('while one large transaction is in progress, another gets 452 4.3.1 (at MAIL when it announces SIZE, else after DATA); both succeed once it is done', async () => {
+    const a = (await SmtpClient.open(m.server.smtpPort)).client;
+    const b = (await SmtpClient.open(m.server.smtpPort)).client;
+    for (const c of [a, b]) assert.equal((await c.cmd('EHLO client.example.org')).code, 250);
+    // A: 60 KB of DATA sent, the final dot not yet.
+    assert.equal((await a.cmd('MAIL FROM:<a@example.org>')).code, 250);
+    assert.equal((await a.cmd('RCPT TO:<big@agents.test>')).code, 250);
+    assert.equal((await a.cmd('DATA')).code, 354);
+    a.socket.write(body(60));
+    await new Promise((r) => setTimeout(r, 300));
+
+    const announced = await b.cmd(`MAIL FROM:<b@example.org> SIZE=${60 * 1024}`);
+    assert.equal(announced.code, 452);
+    assert.match(announced.text, /4\.3\.1 too much mail in progress/);
+    // Without SIZE the sender learns at the end of DATA; nothing is stored.
+    const unannounced = await b.send('b@example.org', ['big@agents.test'], Buffer.from(body(60)));
+    assert.equal(unannounced.code, 452);
+    assert.match(unannounced.text, /4\.3\.1/);
+
+    a.socket.write('.\r\n');
+    assert.equal((await a.read()).code, 250);
+    assert.equal((await b.send('b@example.org', ['big@agents.test'], Buffer.from(body(60)))).code, 250, 'the retry goes through');
+    const inbox = (await m.api('GET', '/inboxes')).body.data[0];
+    assert.equal((await m.api('GET', `/inboxes/${inbox.id}/messages?limit=1`)).body.total, 2);
+    await Promise.all([a.quit(), b.quit()]);
+    const limitedLine = metricsOf(m.server.ctx).smtpLimited.render().find((l) => l.includes('reason="memory_budget"'));
+    assert.equal(Number(limitedLine?.split(' ').pop()), 2);
+  });
+
+  test('a transaction alone is always let through, however large for the budget', async () => {
+    const { client } = await SmtpClient.open(m.server.smtpPort);
+    assert.equal((await client.cmd('EHLO client.example.org')).code, 250);
+    assert.equal((await client.send('c@example.org', ['big@agents.test'], Buffer.from(body(300)))).code, 250);
+    await client.quit();
+  });
+});
