@@ -313,7 +313,10 @@ begin rewrite
     async stop() {
       daemon.kill('SIGTERM');
       trustConfig(conf, false);
+      // Exim's daemon exits on SIGTERM; a stuck one must not hold the suite.
+      const killer = setTimeout(() => daemon.kill('SIGKILL'), 5000);
       await new Promise((r) => (daemon.exitCode !== null ? r(undefined) : daemon.once('exit', r)));
+      clearTimeout(killer);
       if (!process.env.MAILROOM_TEST_KEEP_MTA) rmSync(dir, { recursive: true, force: true });
     },
   };

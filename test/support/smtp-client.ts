@@ -28,7 +28,13 @@ export class SmtpClient {
       }
     });
     socket.on('error', () => undefined);
-    this.closed = new Promise((resolve) => socket.on('close', () => resolve()));
+    this.closed = new Promise((resolve) =>
+      socket.on('close', () => {
+        // A reply that will never come reads as code 0, so a test fails instead of hanging.
+        for (const w of this.waiters.splice(0)) w({ code: 0, text: 'connection closed' });
+        resolve();
+      }),
+    );
   }
 
   static async open(port: number, host = '127.0.0.1'): Promise<{ client: SmtpClient; greeting: SmtpReply }> {
@@ -41,6 +47,7 @@ export class SmtpClient {
   read(): Promise<SmtpReply> {
     const r = this.replies.shift();
     if (r) return Promise.resolve(r);
+    if (this.socket.destroyed) return Promise.resolve({ code: 0, text: 'connection closed' });
     return new Promise((resolve) => this.waiters.push(resolve));
   }
 
