@@ -7,19 +7,10 @@
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, chmodSync } from 'node:fs';
 import { createServer, type AddressInfo, type Server } from 'node:net';
+import { freePort } from './child-server.ts';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /** A self-signed certificate for STARTTLS (openssl), in `dir`. */
 export function selfSignedCert(dir: string, name: string): { cert: string; key: string } {
