@@ -12,7 +12,12 @@ import { createServer as createHttpsServer } from 'node:https';
 import { createSecureContext } from 'node:tls';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { eq } from 'drizzle-orm';
+import { inboxes, messages } from '../../src/db/schema.ts';
 import { recordEvent, type EventType } from '../../src/domain/events.ts';
+import { createInbox } from '../../src/domain/inboxes.ts';
+import { insertMessageRow } from '../../src/domain/messages.ts';
+import { threadForMessage } from '../../src/domain/threads.ts';
 import { replayDelivery } from '../../src/domain/webhook-fanout.ts';
 import { listJobs } from '../../src/jobs/table.ts';
 import { runCli } from '../support/cli.ts';
@@ -24,9 +29,31 @@ import { smtpTransport } from '../support/mail.ts';
 
 const FAST = { allow_insecure_targets: true, retry_schedule: ['100ms', '200ms', '300ms', '400ms', '500ms'], timeout: '500ms' };
 
-/** Records an event the way the domain does: inside a transaction. */
+/**
+ * Records an event the way the domain does: inside a transaction. A message.* event names its
+ * message (events.message_id), so the message it is about is stored first when it is not yet.
+ */
 function emit(t: TestServer, type: EventType, data: unknown = { id: 'msg_test', subject: 'hello' }, accountId = t.accountId) {
-  return t.server.ctx.db.transaction((tx) => recordEvent(tx, t.server.ctx, accountId, type, data));
+  return t.server.ctx.db.transaction((tx) => {
+    const id = (data as { id?: string }).id;
+    if (type.startsWith('message.') && id) storeFixtureMessage(t, accountId, id);
+    return recordEvent(tx, t.server.ctx, accountId, type, data);
+  });
+}
+
+/** A received message row with this id in a fixture inbox of the account, unless one exists. */
+function storeFixtureMessage(t: TestServer, accountId: string, id: string): void {
+  const db = t.server.ctx.db;
+  if (db.select({ id: messages.id }).from(messages).where(eq(messages.id, id)).get()) return;
+  const address = `fixture-${accountId.slice(-8)}@${t.config.shared_domain}`.toLowerCase();
+  const inboxId = db.select({ id: inboxes.id }).from(inboxes).where(eq(inboxes.address, address)).get()?.id ?? createInbox(t.server.ctx, accountId, { address }).id;
+  const at = new Date().toISOString();
+  const threadId = threadForMessage(db, { accountId, inboxId, parents: [], subject: 'fixture', at });
+  insertMessageRow(db, {
+    id, accountId, inboxId, threadId, direction: 'inbound', fromAddress: 'a@example.org', fromName: null, toAddresses: '[]', ccAddresses: '[]', bccAddresses: '[]',
+    subject: 'fixture', bodyText: null, bodyHtml: null, delivery: null, status: 'received', messageIdHeader: `<${id}@example.org>`, inReplyTo: null, references: '[]',
+    recipients: '[]', authentication: null, rawPath: null, size: 0, contentHash: null, createdAt: at, updatedAt: at,
+  });
 }
 
 /** Waits until `fn` returns a truthy value (the shared poller, which waits for non-undefined). */
