@@ -7,9 +7,10 @@ import { EVENT_TYPES } from '../domain/events.ts';
 import { ERROR_STATUS, type ErrorCode } from '../domain/errors.ts';
 import { MESSAGE_STATUSES } from '../domain/messages.ts';
 import { ATTEMPT_STATUSES } from '../domain/webhooks.ts';
+import { VERSION } from '../version.ts';
 import type { RegisteredRoute } from './routes.ts';
 import { CreateApiKeyBody } from './routes/apikeys.ts';
-import { DASHBOARD_PREFIX } from './routes/dashboard.ts';
+import { DASHBOARD_PREFIX, ROOT_REDIRECT } from './routes/dashboard.ts';
 import { AddDomainBody } from './routes/domains.ts';
 import { CreateInboxBody } from './routes/inboxes.ts';
 import { SendMessageBody } from './routes/sending.ts';
@@ -17,8 +18,8 @@ import { CreateWebhookBody, UpdateWebhookBody } from './routes/webhooks.ts';
 
 type Schema = Record<string, unknown>;
 
-/** The document's info.version; a test keeps it equal to package.json's version. */
-export const API_VERSION = '0.1.0';
+/** The document's info.version: package.json's version. */
+export const API_VERSION = VERSION;
 
 const ref = (name: string): Schema => ({ $ref: `#/components/schemas/${name}` });
 const str = (description?: string, extra: Schema = {}): Schema => ({ type: 'string', ...(description ? { description } : {}), ...extra });
@@ -371,8 +372,8 @@ export const OPERATIONS: Record<string, Operation> = {
   'DELETE /webhooks/:id': { summary: 'Delete a webhook (logs are kept)', tag: 'Webhooks', status: 204, description: 'Deleted.', errors: ['WEBHOOK_NOT_FOUND'] },
 };
 
-/** Routes left out of the document on purpose: the dashboard's page and its own endpoint. */
-export const isDocumented = (r: { path: string }) => r.path !== DASHBOARD_PREFIX && !r.path.startsWith(`${DASHBOARD_PREFIX}/`);
+/** Routes left out of the document on purpose: `/` (a redirect), the dashboard's page and its own endpoint. */
+export const isDocumented = (r: { path: string }) => r.path !== ROOT_REDIRECT && r.path !== DASHBOARD_PREFIX && !r.path.startsWith(`${DASHBOARD_PREFIX}/`);
 
 const toOpenApiPath = (path: string) => path.replace(/:([A-Za-z_][A-Za-z0-9_]*)/g, '{$1}');
 
