@@ -2,7 +2,8 @@
 // `mailroom --version`, the start-up block, a busy port, the first-start hint.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runCli } from '../support/cli.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
@@ -37,5 +38,20 @@ describe('mailroom --version', () => {
       assert.equal(res.code, 0, res.stderr);
       assert.equal(res.stdout, `${PKG_VERSION}\n`);
     }
+  });
+});
+
+describe('config validation at start', () => {
+  test('serve refuses a bad hostname and a public_url without a scheme: one line each, exit 2, nothing started', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'mailroom-first-'));
+    const config = join(dir, 'mailroom.toml');
+    writeFileSync(config, `data_dir = ${JSON.stringify(join(dir, 'data'))}\nhostname = "mail example"\n[http]\nlisten = "127.0.0.1:0"\npublic_url = "mail.example.com"\n`);
+    const res = await runCli(['serve', '--config', config]);
+    assert.equal(res.code, 2);
+    assert.equal(res.stdout, '');
+    const lines = res.stderr.trimEnd().split('\n');
+    assert.equal(lines.length, 2, res.stderr);
+    assert.match(lines[0], /^mailroom: config key `hostname`: "mail example" is not a valid DNS host name/);
+    assert.match(lines[1], /^mailroom: config key `http\.public_url`: expected an absolute http:\/\/ or https:\/\/ URL/);
   });
 });
