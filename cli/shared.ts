@@ -63,7 +63,12 @@ export function reportFailure(err: unknown): number {
     process.stderr.write(err.problems.map((line) => `mailroom: ${line}\n`).join(''));
     return 2;
   }
-  if (err instanceof CliError || isAppError(err)) {
+  if (isAppError(err)) {
+    // The API's wording: the same code and message as its error envelope.
+    process.stderr.write(`mailroom: ${err.code}: ${err.message}\n`);
+    return 1;
+  }
+  if (err instanceof CliError) {
     process.stderr.write(`mailroom: ${err.message}\n`);
     return 1;
   }
