@@ -295,12 +295,17 @@ export function configFrom(input: Record<string, unknown> = {}): Config {
   return config;
 }
 
+/** The file loadConfig reads for --config `path`: it, else ./mailroom.toml when present, else none (built-in defaults). */
+export function configFileOf(path?: string): string | undefined {
+  return path ?? (existsSync('mailroom.toml') ? 'mailroom.toml' : undefined);
+}
+
 /**
  * Loads the config: the given file (which must exist), else ./mailroom.toml when present,
  * else the embedded defaults.
  */
 export function loadConfig(path?: string): Config {
-  const file = path ?? (existsSync('mailroom.toml') ? 'mailroom.toml' : undefined);
+  const file = configFileOf(path);
   if (!file) return configFrom({});
   let text: string;
   try {
