@@ -13,11 +13,13 @@ import { registerKeys } from './commands/keys.ts';
 import { registerQueue } from './commands/queue.ts';
 import { registerServe } from './commands/serve.ts';
 import { registerWebhooks } from './commands/webhooks.ts';
+import { VERSION } from '../src/version.ts';
 import { reportFailure } from './shared.ts';
 
 export function buildProgram(): Command {
   const program = new Command('mailroom')
     .description('self-hosted email appliance for software agents')
+    .version(VERSION, '-V, --version', 'print the version and exit')
     .option('--config <file>', 'config file (default: ./mailroom.toml if present, else built-in defaults)')
     .showHelpAfterError();
   for (const register of [registerServe, registerAccounts, registerKeys, registerInboxes, registerQueue, registerDomains, registerWebhooks, registerBackup, registerDoctor]) register(program);

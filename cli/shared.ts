@@ -57,13 +57,18 @@ export function print(cmd: Command, value: unknown, rows?: Array<Record<string, 
   process.stdout.write([line(cols), ...rows.map((r) => line(cols.map((c) => cell(r[c]))))].join('\n') + '\n');
 }
 
-/** Turns expected failures into one line on stderr and exit code 1 (2 for bad config). */
+/** Turns expected failures into one line on stderr and exit code 1 (2 for bad config: one line per bad key). */
 export function reportFailure(err: unknown): number {
   if (err instanceof ConfigError) {
-    process.stderr.write(`mailroom: ${err.message}\n`);
+    process.stderr.write(err.problems.map((line) => `mailroom: ${line}\n`).join(''));
     return 2;
   }
-  if (err instanceof CliError || isAppError(err)) {
+  if (isAppError(err)) {
+    // The API's wording: the same code and message as its error envelope.
+    process.stderr.write(`mailroom: ${err.code}: ${err.message}\n`);
+    return 1;
+  }
+  if (err instanceof CliError) {
     process.stderr.write(`mailroom: ${err.message}\n`);
     return 1;
   }

@@ -5,7 +5,15 @@ import { readFileSync, existsSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { parse as parseToml } from 'smol-toml';
 
-export class ConfigError extends Error {}
+export class ConfigError extends Error {
+  /** One line per bad key (the message is these lines joined). */
+  readonly problems: string[];
+  constructor(problems: string | string[]) {
+    const list = Array.isArray(problems) ? problems : [problems];
+    super(list.join('\n'));
+    this.problems = list;
+  }
+}
 
 interface Field<T> {
   default: T;
@@ -121,6 +129,44 @@ const resolvers = (def: string[], description: string): Field<string[]> => ({
   },
 });
 
+/**
+ * A DNS host name (RFC 1123 §2.1): dot-separated labels of letters, digits and hyphens, none
+ * starting or ending with a hyphen, at most 63 characters each and 253 in all; one final dot
+ * is allowed. An IP address is not a host name (an MX target must be a name, RFC 5321 §5.1).
+ */
+export function isHostname(text: string): boolean {
+  const name = text.endsWith('.') ? text.slice(0, -1) : text;
+  if (name.length === 0 || name.length > 253 || isIP(name) !== 0) return false;
+  return name.split('.').every((label) => /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/.test(label));
+}
+
+const hostname = (def: string, description: string): Field<string> => ({
+  ...str(def, description),
+  parse: (v, k) => {
+    const name = str(def, description).parse(v, k);
+    return isHostname(name) ? name : fail(k, `${JSON.stringify(name)} is not a valid DNS host name (letters, digits, hyphens and dots, such as "mail.example.com")`);
+  },
+});
+
+/** An absolute http:// or https:// URL, kept without a trailing slash (paths are appended to it). */
+const baseUrl = (def: string, description: string): Field<string> => ({
+  ...str(def, description),
+  parse: (v, k) => {
+    const text = str(def, description).parse(v, k);
+    let url: URL | undefined;
+    try {
+      url = new URL(text);
+    } catch {
+      url = undefined;
+    }
+    if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:') || !url.hostname || !/^https?:\/\//i.test(text)) {
+      return fail(k, `expected an absolute http:// or https:// URL such as "https://mail.example.com", got ${JSON.stringify(text)}`);
+    }
+    if (url.search || url.hash || url.username || url.password) return fail(k, `must not contain a query, a fragment or credentials, got ${JSON.stringify(text)}`);
+    return text.replace(/\/+$/, '');
+  },
+});
+
 const listen = (def: string, description: string, optional = false): Field<ListenAddress | null> => ({
   default: def ? parseListen(def)! : null,
   example: JSON.stringify(def),
@@ -134,11 +180,11 @@ const listen = (def: string, description: string, optional = false): Field<Liste
 
 export const CONFIG_SCHEMA = {
   data_dir: str('./data', 'Directory for the SQLite database, attachments and raw messages.'),
-  hostname: str('localhost', 'Public name of this host: EHLO name, MX target in DNS records, Message-ID host.'),
-  shared_domain: str('mailroom.localhost', 'Domain of inboxes that do not use a custom domain.'),
+  hostname: hostname('localhost', 'Public name of this host: EHLO name, MX target in DNS records, Message-ID host.'),
+  shared_domain: hostname('mailroom.localhost', 'Domain of inboxes that do not use a custom domain.'),
   http: {
     listen: listen('127.0.0.1:3000', 'Address the HTTP API listens on.'),
-    public_url: str('http://localhost:3000', 'Base URL clients reach the API at; attachment download URLs start with it.'),
+    public_url: baseUrl('http://localhost:3000', 'Base URL clients reach the API at; attachment download URLs start with it.'),
     max_body_bytes: int(1_048_576, 'Largest JSON request body accepted; larger bodies get 413.', 1),
     shutdown_grace: duration('10s', 'How long shutdown waits for in-flight HTTP requests and SMTP sessions.'),
     headers_timeout: duration('10s', 'A client must send its request headers within this time; else 408 and the connection is closed.'),
@@ -210,28 +256,48 @@ export type Config = Infer<typeof CONFIG_SCHEMA>;
 
 const isField = (x: unknown): x is Field<unknown> => typeof x === 'object' && x !== null && 'parse' in x;
 
-function build(schema: Schema, input: Record<string, unknown>, prefix: string): Record<string, unknown> {
+/** Builds one table; every bad key adds its line to `problems` (all are reported, not just the first). */
+function build(schema: Schema, input: Record<string, unknown>, prefix: string, problems: string[]): Record<string, unknown> {
+  const check = (fn: () => void) => {
+    try {
+      fn();
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      problems.push(...err.problems);
+    }
+  };
   for (const key of Object.keys(input)) {
-    if (!(key in schema)) fail(prefix + key, 'unknown key');
+    if (!(key in schema)) check(() => fail(prefix + key, 'unknown key'));
   }
   const out: Record<string, unknown> = {};
   for (const [key, spec] of Object.entries(schema)) {
     const value = input[key];
     if (isField(spec)) {
-      out[key] = value === undefined ? spec.default : spec.parse(value, prefix + key);
+      out[key] = spec.default;
+      if (value !== undefined) check(() => (out[key] = spec.parse(value, prefix + key)));
     } else {
+      let table = value;
       if (value !== undefined && (typeof value !== 'object' || value === null || Array.isArray(value))) {
-        fail(prefix + key, 'expected a table');
+        check(() => fail(prefix + key, 'expected a table'));
+        table = undefined;
       }
-      out[key] = build(spec, (value ?? {}) as Record<string, unknown>, `${prefix}${key}.`);
+      out[key] = build(spec, (table ?? {}) as Record<string, unknown>, `${prefix}${key}.`, problems);
     }
   }
   return out;
 }
 
-/** Builds a Config from an already-parsed TOML object (or overrides in tests). */
+/** Builds a Config from an already-parsed TOML object (or overrides in tests); throws one ConfigError listing every bad key. */
 export function configFrom(input: Record<string, unknown> = {}): Config {
-  return build(CONFIG_SCHEMA as unknown as Schema, input, '') as Config;
+  const problems: string[] = [];
+  const config = build(CONFIG_SCHEMA as unknown as Schema, input, '', problems) as Config;
+  if (problems.length) throw new ConfigError(problems);
+  return config;
+}
+
+/** The file loadConfig reads for --config `path`: it, else ./mailroom.toml when present, else none (built-in defaults). */
+export function configFileOf(path?: string): string | undefined {
+  return path ?? (existsSync('mailroom.toml') ? 'mailroom.toml' : undefined);
 }
 
 /**
@@ -239,7 +305,7 @@ export function configFrom(input: Record<string, unknown> = {}): Config {
  * else the embedded defaults.
  */
 export function loadConfig(path?: string): Config {
-  const file = path ?? (existsSync('mailroom.toml') ? 'mailroom.toml' : undefined);
+  const file = configFileOf(path);
   if (!file) return configFrom({});
   let text: string;
   try {

@@ -16,6 +16,7 @@ import { createMetricsService } from './http/metrics.ts';
 import { createSmtpService } from './smtp/inbound.ts';
 import { createOutboundService } from './outbound/deliver.ts';
 import { createDomainRecheck } from './domain/domain-recheck.ts';
+import { describeStartup, listenFailure, type StartupInfo } from './startup.ts';
 
 /** A long-running part of the process (SMTP listener, job runner, timers). */
 export interface Service {
@@ -39,7 +40,14 @@ export interface StartOptions {
   clock?: Clock;
   /** Extra services to run (tests, later features). */
   services?: Array<(ctx: AppContext) => Service>;
+  /** The config file the config came from (undefined: built-in defaults), for the start-up block. */
+  configFile?: string;
+  /** Shows the start-up block; by default it is logged as one "started" line (and a "warn" line per warning). */
+  announce?: (info: StartupInfo) => void;
 }
+
+/** The config key of each listening service, named when its address cannot be bound. */
+const LISTEN_KEYS: Record<string, 'smtp' | 'metrics'> = { smtp: 'smtp', metrics: 'metrics' };
 
 /** Periodic housekeeping: expired idempotency records, events and delivery logs past retention, files a crash left without a row. */
 function housekeeping(ctx: AppContext): Service {
@@ -106,15 +114,29 @@ export async function startServer(config: Config, log: Logger, opts: StartOption
   const services = [...SERVICE_FACTORIES, ...(opts.services ?? [])].map((f) => f(ctx));
   const started: Service[] = [];
   try {
-    const addr = await listenHttp(http, config.http.listen!.host, config.http.listen!.port);
+    const addr = await listenHttp(http, config.http.listen!.host, config.http.listen!.port).catch((err: unknown) => {
+      throw listenFailure(err, 'http.listen', config.http.listen);
+    });
     for (const s of services) {
-      await s.start();
+      try {
+        await s.start();
+      } catch (err) {
+        const section = LISTEN_KEYS[s.name];
+        throw section ? listenFailure(err, `${section}.listen`, config[section].listen) : err;
+      }
       started.push(s);
     }
     const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
     const httpUrl = `http://${host}:${addr.port}`;
-    log.info('started', { http: httpUrl, services: services.map((s) => s.name) });
     const smtp = services.find((s) => s.name === 'smtp') as (Service & { port?: number }) | undefined;
+    const metrics = services.find((s) => s.name === 'metrics') as (Service & { port?: number }) | undefined;
+    const info = describeStartup(ctx, { httpUrl, smtpPort: smtp?.port ?? 0, metricsPort: metrics?.port ?? 0, services: services.map((s) => s.name) }, opts.configFile);
+    if (opts.announce) opts.announce(info);
+    else {
+      const { warnings, ...fields } = info;
+      log.info('started', fields);
+      for (const w of warnings) log.warn(w);
+    }
     let closing: Promise<void> | undefined;
     return {
       ctx,

@@ -5,6 +5,7 @@
 import './bundle-warnings.ts';
 import { getAsset } from 'node:sea';
 import type { MigrationMeta } from 'drizzle-orm/migrator';
+import { markBuiltBinary } from '../cli/invocation.ts';
 import { runCli } from '../cli/mailroom.ts';
 import { addonCacheDirs, loadCachedAddon } from './addon-cache.ts';
 import { setNativeBinding } from './db/client.ts';
@@ -30,4 +31,7 @@ function boot(): boolean {
 }
 
 // No top-level await: the bundle is CommonJS (SEA's only format in Node 20).
-if (boot()) void runCli(process.argv);
+if (boot()) {
+  markBuiltBinary();
+  void runCli(process.argv);
+}

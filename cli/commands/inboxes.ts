@@ -1,7 +1,8 @@
 // mailroom inboxes list|suspend|unsuspend|set-limit — support actions the API does not offer.
 import type { Command } from 'commander';
-import { listAllInboxes, setDailyLimit, suspendInbox, unsuspendInbox, type Inbox } from '../../src/domain/inboxes.ts';
-import { CliError, print, withContext } from '../shared.ts';
+import { AppError } from '../../src/domain/errors.ts';
+import { listAllInboxes, MAX_DAILY_SEND_LIMIT, setDailyLimit, suspendInbox, unsuspendInbox, type Inbox } from '../../src/domain/inboxes.ts';
+import { print, withContext } from '../shared.ts';
 
 const row = (i: Inbox) => ({ id: i.id, address: i.address, status: i.status, sendsToday: i.sendsToday, dailySendLimit: i.dailySendLimit, totalSent: i.totalSent, bounces: i.bounceCount, complaints: i.complaintCount });
 
@@ -18,8 +19,8 @@ export function registerInboxes(program: Command): void {
     });
   const action = (name: string, description: string, fn: typeof suspendInbox) =>
     inboxes
-      .command(`${name} <id>`)
-      .description(description)
+      .command(`${name} <inbox>`)
+      .description(`${description}; <inbox> is its id or its address`)
       .option('--json', 'print JSON')
       .action(async (id: string, _opts: unknown, cmd: Command) => {
         const inbox = await withContext(cmd, (ctx) => fn(ctx, id));
@@ -28,11 +29,13 @@ export function registerInboxes(program: Command): void {
   action('suspend', 'suspend an inbox: it receives no mail (SMTP 550) and cannot send (403)', suspendInbox);
   action('unsuspend', 'make a suspended inbox active again', unsuspendInbox);
   inboxes
-    .command('set-limit <id> <limit>')
-    .description("set an inbox's daily send limit")
+    .command('set-limit <inbox> <limit>')
+    .description("set an inbox's daily send limit; <inbox> is its id or its address")
     .option('--json', 'print JSON')
     .action(async (id: string, limit: string, _opts: unknown, cmd: Command) => {
-      if (!/^\d+$/.test(limit)) throw new CliError(`limit must be a whole number, got ${limit}`);
+      if (!/^\d+$/.test(limit)) {
+        throw new AppError('VALIDATION_ERROR', `\`dailySendLimit\`: must be a whole number from 0 to ${MAX_DAILY_SEND_LIMIT}, got ${JSON.stringify(limit)}`);
+      }
       const inbox = await withContext(cmd, (ctx) => setDailyLimit(ctx, id, Number(limit)));
       print(cmd, inbox, [row(inbox)]);
     });

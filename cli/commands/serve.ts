@@ -3,9 +3,12 @@
 import type { Command } from 'commander';
 import { listAccounts, createAccount } from '../../src/domain/accounts.ts';
 import { createApiKey } from '../../src/domain/apikeys.ts';
+import { configFileOf } from '../../src/config.ts';
 import { createLogger } from '../../src/log.ts';
 import { startServer } from '../../src/main.ts';
-import { configOf } from '../shared.ts';
+import { ListenError, renderStartup } from '../../src/startup.ts';
+import { suggestCommand } from '../invocation.ts';
+import { CliError, configOf, globals } from '../shared.ts';
 
 export function registerServe(program: Command): void {
   program
@@ -13,15 +16,21 @@ export function registerServe(program: Command): void {
     .description('run the HTTP API, the SMTP listener and the job runner (migrates the database first)')
     .action(async (_opts: unknown, cmd: Command) => {
       const config = configOf(cmd);
+      const given = globals(cmd).config;
       const log = createLogger();
-      const server = await startServer(config, log);
+      // On a terminal the start-up block is for a person; otherwise it is one JSON log line.
+      const announce = process.stdout.isTTY ? (info: Parameters<typeof renderStartup>[0]) => void process.stdout.write(renderStartup(info)) : undefined;
+      const server = await startServer(config, log, { configFile: configFileOf(given), announce }).catch((err: unknown) => {
+        // A busy port is an operator's everyday mistake: one line naming the key, no stack.
+        throw err instanceof ListenError ? new CliError(err.message) : err;
+      });
       if (listAccounts(server.ctx).length === 0) {
         const account = createAccount(server.ctx, 'default');
         const key = createApiKey(server.ctx, account.id, { name: 'bootstrap' });
         log.info('bootstrap', { account: account.id, keyId: key.id, note: 'first start: API key printed on stderr' });
         process.stderr.write(
           `\nFirst start: created account ${account.id} and this API key (shown only once):\n\n    ${key.key}\n\n` +
-            `Make more with: mailroom keys create [--name LABEL] [--read-only]\n\n`,
+            `Make more with: ${suggestCommand('keys create [--name LABEL] [--read-only]', given)}\n\n`,
         );
       }
       let stopping = false;

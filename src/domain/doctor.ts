@@ -377,8 +377,13 @@ function checkTls(ctx: AppContext, warnDays: number, out: DoctorCheck[]): void {
   });
 }
 
-/** Records an operator must have for mail to flow; the rest (DMARC) only help. */
-const REQUIRED: Record<RecordRole, boolean> = { ownership: true, dkim: true, spf: true, mx: true, dmarc: false };
+/**
+ * Records an operator must have for mail to flow; the rest only help, so their absence is a
+ * warning. The same split as `mailroom domains show` prints: SPF and DMARC are "recommended"
+ * (DKIM alone passes DMARC alignment, RFC 7489 §3.1), the ownership token, DKIM key and MX are
+ * required.
+ */
+const REQUIRED: Record<RecordRole, boolean> = { ownership: true, dkim: true, spf: false, mx: true, dmarc: false };
 const ROLE_TITLE: Record<RecordRole, string> = { ownership: 'ownership TXT', dkim: 'DKIM key', spf: 'SPF', dmarc: 'DMARC', mx: 'MX' };
 
 function recordCheck(domain: string, record: DnsRecord, c: RecordCheck): DoctorCheck {
@@ -388,7 +393,9 @@ function recordCheck(domain: string, record: DnsRecord, c: RecordCheck): DoctorC
     case 'found':
       return { ...base, status: 'ok' };
     case 'missing':
-      return { ...base, status: REQUIRED[c.role] ? 'fail' : 'warn', fix: `publish: ${line}` };
+      return REQUIRED[c.role]
+        ? { ...base, status: 'fail', detail: `${c.detail} (required)`, fix: `publish: ${line}` }
+        : { ...base, status: 'warn', detail: `${c.detail} (recommended, not required)`, fix: `publish: ${line}` };
     case 'wrong':
       return { ...base, status: 'fail', fix: `replace what is published at ${record.name} (${record.type}) with: ${line}` };
     case 'differs':

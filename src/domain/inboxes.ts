@@ -239,10 +239,27 @@ function setField(ctx: AppContext, id: string, values: Partial<InboxRow>): Inbox
   return inboxView(ctx, row);
 }
 
-/** Support actions (CLI only; the API offers no way to change status or limits). */
-export const suspendInbox = (ctx: AppContext, id: string) => setField(ctx, id, { status: 'suspended' });
-export const unsuspendInbox = (ctx: AppContext, id: string) => setField(ctx, id, { status: 'active' });
-export const setDailyLimit = (ctx: AppContext, id: string, limit: number) => setField(ctx, id, { dailySendLimit: limit });
+/** An inbox named by id or by address (case-insensitive), of any account (support actions). */
+export function resolveInboxId(ctx: AppContext, idOrAddress: string): string {
+  if (!idOrAddress.includes('@')) return idOrAddress;
+  const row = findInboxByAddress(ctx, idOrAddress);
+  if (!row) throw new AppError('INBOX_NOT_FOUND', `inbox ${idOrAddress} not found`);
+  return row.id;
+}
+
+/** Largest daily send limit accepted (the column is a 32-bit count in practice). */
+export const MAX_DAILY_SEND_LIMIT = 1_000_000_000;
+
+/** Support actions (CLI only; the API offers no way to change status or limits). Each takes an id or an address. */
+export const suspendInbox = (ctx: AppContext, inbox: string) => setField(ctx, resolveInboxId(ctx, inbox), { status: 'suspended' });
+export const unsuspendInbox = (ctx: AppContext, inbox: string) => setField(ctx, resolveInboxId(ctx, inbox), { status: 'active' });
+export function setDailyLimit(ctx: AppContext, inbox: string, limit: number): Inbox {
+  // Worded like the API's validation errors: VALIDATION_ERROR naming the field.
+  if (!Number.isSafeInteger(limit) || limit < 0 || limit > MAX_DAILY_SEND_LIMIT) {
+    throw new AppError('VALIDATION_ERROR', `\`dailySendLimit\`: must be a whole number from 0 to ${MAX_DAILY_SEND_LIMIT}, got ${JSON.stringify(limit)}`);
+  }
+  return setField(ctx, resolveInboxId(ctx, inbox), { dailySendLimit: limit });
+}
 
 /**
  * Counts one send against the inbox's daily limit (resetting the count on a new UTC day) and

@@ -78,6 +78,9 @@ export function nonPublicReason(address: string): string | undefined {
   return range === 'unicast' ? undefined : range;
 }
 
+/** Named in every refusal the setting would lift, so a developer finds it from the error. */
+const INSECURE_HINT = 'set webhooks.allow_insecure_targets = true in the config to allow it (development only)';
+
 function invalid(message: string): AppError {
   return new AppError('INVALID_WEBHOOK_URL', message);
 }
@@ -95,7 +98,7 @@ export function parseWebhookUrl(raw: string, allowInsecure: boolean): URL {
     throw invalid('`url` is not a valid absolute URL');
   }
   if (url.protocol !== 'https:' && !(allowInsecure && url.protocol === 'http:')) {
-    throw invalid('`url` must use https://');
+    throw invalid(url.protocol === 'http:' ? `\`url\` must use https://; ${INSECURE_HINT}` : '`url` must use https://');
   }
   // Credentials in the URL would be sent to the receiver and shown in logs and listings.
   if (url.username || url.password) throw invalid('`url` must not contain a user name or password');
@@ -147,7 +150,7 @@ export async function checkWebhookUrl(ctx: AppContext, raw: string): Promise<str
   try {
     await resolveTarget(ctx, url);
   } catch (err) {
-    if (err instanceof UnsafeTargetError) throw invalid(`\`url\` is not allowed: ${err.message}`);
+    if (err instanceof UnsafeTargetError) throw invalid(`\`url\` is not allowed: ${err.message}; ${INSECURE_HINT}`);
     if (err instanceof DnsUnavailableError) throw invalid(`\`url\` host could not be resolved (DNS unavailable: ${err.code}); try again`);
     throw err;
   }

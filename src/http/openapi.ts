@@ -7,9 +7,10 @@ import { EVENT_TYPES } from '../domain/events.ts';
 import { ERROR_STATUS, type ErrorCode } from '../domain/errors.ts';
 import { MESSAGE_STATUSES } from '../domain/messages.ts';
 import { ATTEMPT_STATUSES } from '../domain/webhooks.ts';
+import { VERSION } from '../version.ts';
 import type { RegisteredRoute } from './routes.ts';
 import { CreateApiKeyBody } from './routes/apikeys.ts';
-import { DASHBOARD_PREFIX } from './routes/dashboard.ts';
+import { DASHBOARD_PREFIX, ROOT_REDIRECT } from './routes/dashboard.ts';
 import { AddDomainBody } from './routes/domains.ts';
 import { CreateInboxBody } from './routes/inboxes.ts';
 import { SendMessageBody } from './routes/sending.ts';
@@ -17,8 +18,8 @@ import { CreateWebhookBody, UpdateWebhookBody } from './routes/webhooks.ts';
 
 type Schema = Record<string, unknown>;
 
-/** The document's info.version; a test keeps it equal to package.json's version. */
-export const API_VERSION = '0.1.0';
+/** The document's info.version: package.json's version. */
+export const API_VERSION = VERSION;
 
 const ref = (name: string): Schema => ({ $ref: `#/components/schemas/${name}` });
 const str = (description?: string, extra: Schema = {}): Schema => ({ type: 'string', ...(description ? { description } : {}), ...extra });
@@ -182,10 +183,14 @@ const PAGE: Param[] = [
 ];
 
 interface Operation {
+  /** Stable, unique and readable (`getInbox`, `listInboxes`, `sendMessage`): client generators name methods after it. */
+  operationId: string;
   summary: string;
   tag: string;
   /** zod schema of the JSON body (the one the route validates with). */
   body?: z.ZodType;
+  /** A typical JSON body (a test checks that `body` accepts it). */
+  example?: Record<string, unknown>;
   multipart?: boolean;
   query?: Param[];
   status: number;
@@ -198,8 +203,9 @@ interface Operation {
 
 /** Every route of the API. A registered route missing here makes buildOpenApi throw. */
 export const OPERATIONS: Record<string, Operation> = {
-  'GET /health': { summary: 'Liveness (no key needed)', tag: 'Service', status: 200, description: 'The database answers.', response: 'Health' },
+  'GET /health': { operationId: 'getHealth', summary: 'Liveness (no key needed)', tag: 'Service', status: 200, description: 'The database answers.', response: 'Health' },
   'GET /openapi.json': {
+    operationId: 'getOpenApiDocument',
     summary: 'This document (no key needed)',
     tag: 'Service',
     status: 200,
@@ -207,6 +213,8 @@ export const OPERATIONS: Record<string, Operation> = {
     response: { mediaType: 'application/json', schema: { type: 'object' } },
   },
   'POST /inboxes': {
+    operationId: 'createInbox',
+    example: { address: 'support@agents.example.com', displayName: 'Support agent' },
     summary: 'Create an inbox',
     tag: 'Inboxes',
     body: CreateInboxBody,
@@ -215,10 +223,12 @@ export const OPERATIONS: Record<string, Operation> = {
     response: 'Inbox',
     errors: ['INVALID_ADDRESS', 'ADDRESS_TAKEN', 'DOMAIN_NOT_VERIFIED', 'DOMAIN_NOT_FOUND'],
   },
-  'GET /inboxes': { summary: 'List inboxes, most recent first', tag: 'Inboxes', query: PAGE, status: 200, description: 'A page of inboxes.', response: 'InboxPage' },
-  'GET /inboxes/:id': { summary: 'Get an inbox', tag: 'Inboxes', status: 200, description: 'The inbox.', response: 'Inbox', errors: ['INBOX_NOT_FOUND'] },
-  'DELETE /inboxes/:id': { summary: 'Delete an inbox with its messages and threads', tag: 'Inboxes', status: 204, description: 'Deleted.', errors: ['INBOX_NOT_FOUND'] },
+  'GET /inboxes': { operationId: 'listInboxes', summary: 'List inboxes, most recent first', tag: 'Inboxes', query: PAGE, status: 200, description: 'A page of inboxes.', response: 'InboxPage' },
+  'GET /inboxes/:id': { operationId: 'getInbox', summary: 'Get an inbox', tag: 'Inboxes', status: 200, description: 'The inbox.', response: 'Inbox', errors: ['INBOX_NOT_FOUND'] },
+  'DELETE /inboxes/:id': { operationId: 'deleteInbox', summary: 'Delete an inbox with its messages and threads', tag: 'Inboxes', status: 204, description: 'Deleted.', errors: ['INBOX_NOT_FOUND'] },
   'POST /inboxes/:inboxId/messages': {
+    operationId: 'sendMessage',
+    example: { to: ['customer@example.net'], subject: 'Your order #1042', bodyText: 'Hello,\n\nyour order has shipped.\n', bodyHtml: '<p>Hello,</p><p>your order has shipped.</p>' },
     summary: 'Send a message (queued; delivery is asynchronous)',
     tag: 'Messages',
     body: SendMessageBody,
@@ -228,6 +238,7 @@ export const OPERATIONS: Record<string, Operation> = {
     errors: ['INBOX_NOT_FOUND', 'INBOX_SUSPENDED', 'INVALID_ADDRESS', 'THREAD_NOT_FOUND', 'DAILY_SEND_LIMIT_EXCEEDED'],
   },
   'GET /inboxes/:inboxId/messages': {
+    operationId: 'listMessages',
     summary: "List an inbox's messages, most recent first",
     tag: 'Messages',
     query: [...PAGE, { name: 'status', description: 'Only messages in this status.', schema: str(undefined, { enum: [...MESSAGE_STATUSES] }) }],
@@ -236,8 +247,9 @@ export const OPERATIONS: Record<string, Operation> = {
     response: 'MessagePage',
     errors: ['INBOX_NOT_FOUND'],
   },
-  'GET /messages/:id': { summary: 'Get a message', tag: 'Messages', status: 200, description: 'The message.', response: 'Message', errors: ['MESSAGE_NOT_FOUND'] },
+  'GET /messages/:id': { operationId: 'getMessage', summary: 'Get a message', tag: 'Messages', status: 200, description: 'The message.', response: 'Message', errors: ['MESSAGE_NOT_FOUND'] },
   'GET /messages/:id/raw': {
+    operationId: 'getRawMessage',
     summary: 'The RFC 5322 source of a message',
     tag: 'Messages',
     status: 200,
@@ -245,8 +257,9 @@ export const OPERATIONS: Record<string, Operation> = {
     response: { mediaType: 'message/rfc822', schema: { type: 'string', contentMediaType: 'message/rfc822' } },
     errors: ['MESSAGE_NOT_FOUND'],
   },
-  'DELETE /messages/:id': { summary: 'Delete a message (does not unsend it)', tag: 'Messages', status: 204, description: 'Deleted.', errors: ['MESSAGE_NOT_FOUND'] },
+  'DELETE /messages/:id': { operationId: 'deleteMessage', summary: 'Delete a message (does not unsend it)', tag: 'Messages', status: 204, description: 'Deleted.', errors: ['MESSAGE_NOT_FOUND'] },
   'GET /inboxes/:inboxId/threads': {
+    operationId: 'listThreads',
     summary: "List an inbox's threads, most recent activity first",
     tag: 'Threads',
     query: PAGE,
@@ -255,8 +268,10 @@ export const OPERATIONS: Record<string, Operation> = {
     response: 'ThreadPage',
     errors: ['INBOX_NOT_FOUND'],
   },
-  'GET /threads/:id': { summary: 'A thread with its messages, oldest first', tag: 'Threads', status: 200, description: 'The thread.', response: 'ThreadWithMessages', errors: ['THREAD_NOT_FOUND'] },
+  'GET /threads/:id': { operationId: 'getThread', summary: 'A thread with its messages, oldest first', tag: 'Threads', status: 200, description: 'The thread.', response: 'ThreadWithMessages', errors: ['THREAD_NOT_FOUND'] },
   'POST /domains': {
+    operationId: 'createDomain',
+    example: { domain: 'agents.example.com' },
     summary: 'Add a custom domain',
     tag: 'Domains',
     body: AddDomainBody,
@@ -265,9 +280,10 @@ export const OPERATIONS: Record<string, Operation> = {
     response: 'Domain',
     errors: ['DOMAIN_EXISTS'],
   },
-  'GET /domains': { summary: 'List domains', tag: 'Domains', status: 200, description: 'Every domain of the account.', response: 'DomainList' },
-  'GET /domains/:id': { summary: 'Get a domain', tag: 'Domains', status: 200, description: 'The domain.', response: 'Domain', errors: ['DOMAIN_NOT_FOUND'] },
+  'GET /domains': { operationId: 'listDomains', summary: 'List domains', tag: 'Domains', status: 200, description: 'Every domain of the account.', response: 'DomainList' },
+  'GET /domains/:id': { operationId: 'getDomain', summary: 'Get a domain', tag: 'Domains', status: 200, description: 'The domain.', response: 'Domain', errors: ['DOMAIN_NOT_FOUND'] },
   'DELETE /domains/:id': {
+    operationId: 'deleteDomain',
     summary: 'Delete a domain (its inboxes move to the shared domain)',
     tag: 'Domains',
     status: 204,
@@ -275,6 +291,7 @@ export const OPERATIONS: Record<string, Operation> = {
     errors: ['DOMAIN_NOT_FOUND'],
   },
   'POST /domains/:id/verify': {
+    operationId: 'verifyDomain',
     summary: 'Check DNS now and refresh both statuses',
     tag: 'Domains',
     status: 200,
@@ -283,6 +300,7 @@ export const OPERATIONS: Record<string, Operation> = {
     errors: ['DOMAIN_NOT_FOUND'],
   },
   'POST /attachments': {
+    operationId: 'uploadAttachment',
     summary: 'Upload an attachment (multipart/form-data, one part `file`)',
     tag: 'Attachments',
     multipart: true,
@@ -291,6 +309,7 @@ export const OPERATIONS: Record<string, Operation> = {
     response: 'Attachment',
   },
   'GET /attachments/:id': {
+    operationId: 'getAttachment',
     summary: 'Get an attachment with a fresh presigned URL',
     tag: 'Attachments',
     status: 200,
@@ -299,6 +318,7 @@ export const OPERATIONS: Record<string, Operation> = {
     errors: ['ATTACHMENT_NOT_FOUND'],
   },
   'GET /attachments/:id/download': {
+    operationId: 'downloadAttachment',
     summary: 'Download through a presigned URL (no API key; the URL carries the signature)',
     tag: 'Attachments',
     query: [
@@ -310,9 +330,12 @@ export const OPERATIONS: Record<string, Operation> = {
     response: { mediaType: 'application/octet-stream', schema: { type: 'string', contentMediaType: 'application/octet-stream' } },
     errors: ['INVALID_SIGNATURE', 'URL_EXPIRED', 'ATTACHMENT_NOT_FOUND'],
   },
-  'POST /account/api-keys': { summary: 'Create an API key', tag: 'API keys', body: CreateApiKeyBody, status: 201, description: 'The key, in full only here.', response: 'CreatedApiKey' },
-  'GET /account/api-keys': { summary: 'List active API keys (values never returned)', tag: 'API keys', status: 200, description: 'The keys.', response: 'ApiKeyList' },
+  'POST /account/api-keys': {
+    operationId: 'createApiKey',
+    example: { name: 'triage agent' }, summary: 'Create an API key', tag: 'API keys', body: CreateApiKeyBody, status: 201, description: 'The key, in full only here.', response: 'CreatedApiKey' },
+  'GET /account/api-keys': { operationId: 'listApiKeys', summary: 'List active API keys (values never returned)', tag: 'API keys', status: 200, description: 'The keys.', response: 'ApiKeyList' },
   'DELETE /account/api-keys/:id': {
+    operationId: 'revokeApiKey',
     summary: 'Revoke an API key',
     tag: 'API keys',
     status: 204,
@@ -320,6 +343,8 @@ export const OPERATIONS: Record<string, Operation> = {
     errors: ['API_KEY_NOT_FOUND', 'CANNOT_REVOKE_CURRENT_KEY'],
   },
   'POST /webhooks': {
+    operationId: 'createWebhook',
+    example: { url: 'https://hooks.example.com/mailroom', description: 'new mail to the triage agent', events: ['message.received'] },
     summary: 'Create a webhook',
     tag: 'Webhooks',
     body: CreateWebhookBody,
@@ -328,9 +353,10 @@ export const OPERATIONS: Record<string, Operation> = {
     response: 'WebhookWithSecret',
     errors: ['INVALID_WEBHOOK_URL'],
   },
-  'GET /webhooks': { summary: 'List webhooks (no secrets)', tag: 'Webhooks', status: 200, description: 'The webhooks.', response: 'WebhookList' },
-  'GET /webhooks/catalog': { summary: 'The event types', tag: 'Webhooks', status: 200, description: 'Every event type with its meaning.', response: 'EventCatalog' },
+  'GET /webhooks': { operationId: 'listWebhooks', summary: 'List webhooks (no secrets)', tag: 'Webhooks', status: 200, description: 'The webhooks.', response: 'WebhookList' },
+  'GET /webhooks/catalog': { operationId: 'listEventTypes', summary: 'The event types', tag: 'Webhooks', status: 200, description: 'Every event type with its meaning.', response: 'EventCatalog' },
   'GET /webhooks/logs': {
+    operationId: 'listWebhookDeliveries',
     summary: 'The delivery log, most recent first',
     tag: 'Webhooks',
     query: [
@@ -347,6 +373,7 @@ export const OPERATIONS: Record<string, Operation> = {
     errors: ['WEBHOOK_NOT_FOUND'],
   },
   'GET /webhooks/activity': {
+    operationId: 'getWebhookActivity',
     summary: 'Successes and failures per hour',
     tag: 'Webhooks',
     query: [
@@ -358,21 +385,23 @@ export const OPERATIONS: Record<string, Operation> = {
     response: 'WebhookActivity',
     errors: ['WEBHOOK_NOT_FOUND'],
   },
-  'GET /webhooks/:id': { summary: 'Get a webhook (no secret)', tag: 'Webhooks', status: 200, description: 'The webhook.', response: 'Webhook', errors: ['WEBHOOK_NOT_FOUND'] },
+  'GET /webhooks/:id': { operationId: 'getWebhook', summary: 'Get a webhook (no secret)', tag: 'Webhooks', status: 200, description: 'The webhook.', response: 'Webhook', errors: ['WEBHOOK_NOT_FOUND'] },
   'PUT /webhooks/:id': {
+    operationId: 'updateWebhook',
+    example: { isActive: false },
     summary: 'Update a webhook (only the given fields change)',
     tag: 'Webhooks',
     body: UpdateWebhookBody,
     status: 200,
-    description: 'The updated webhook; includes `secret` when rotateSecret was true.',
-    response: 'WebhookWithSecret',
+    description: 'The updated webhook; includes `secret` only when rotateSecret was true.',
+    response: 'Webhook',
     errors: ['WEBHOOK_NOT_FOUND', 'INVALID_WEBHOOK_URL'],
   },
-  'DELETE /webhooks/:id': { summary: 'Delete a webhook (logs are kept)', tag: 'Webhooks', status: 204, description: 'Deleted.', errors: ['WEBHOOK_NOT_FOUND'] },
+  'DELETE /webhooks/:id': { operationId: 'deleteWebhook', summary: 'Delete a webhook (logs are kept)', tag: 'Webhooks', status: 204, description: 'Deleted.', errors: ['WEBHOOK_NOT_FOUND'] },
 };
 
-/** Routes left out of the document on purpose: the dashboard's page and its own endpoint. */
-export const isDocumented = (r: { path: string }) => r.path !== DASHBOARD_PREFIX && !r.path.startsWith(`${DASHBOARD_PREFIX}/`);
+/** Routes left out of the document on purpose: `/` (a redirect), the dashboard's page and its own endpoint. */
+export const isDocumented = (r: { path: string }) => r.path !== ROOT_REDIRECT && r.path !== DASHBOARD_PREFIX && !r.path.startsWith(`${DASHBOARD_PREFIX}/`);
 
 const toOpenApiPath = (path: string) => path.replace(/:([A-Za-z_][A-Za-z0-9_]*)/g, '{$1}');
 
@@ -436,14 +465,14 @@ function operationOf(route: RegisteredRoute, op: Operation): Schema {
   else if (op.response) success.content = { [op.response.mediaType]: { schema: op.response.schema } };
 
   const out: Schema = {
-    operationId: `${route.method.toLowerCase()}${route.path.replace(/:([a-z])/gi, (_m, c: string) => `By${c.toUpperCase()}`).replace(/[^A-Za-z0-9]+(.)?/g, (_m, c?: string) => (c ? c.toUpperCase() : ''))}`,
+    operationId: op.operationId,
     summary: op.summary,
     tags: [op.tag],
     parameters: params.length ? params : undefined,
     responses: { [String(op.status)]: success, ...errorResponses([...new Set(codes)]) },
   };
   if (isPublic) out.security = [];
-  if (op.body) out.requestBody = { required: true, content: { 'application/json': { schema: bodySchema(op.body) } } };
+  if (op.body) out.requestBody = { required: true, content: { 'application/json': { schema: bodySchema(op.body), ...(op.example ? { example: op.example } : {}) } } };
   if (op.multipart) {
     out.requestBody = {
       required: true,

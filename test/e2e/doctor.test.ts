@@ -228,10 +228,14 @@ describe('broken set-ups say how to fix them', () => {
     assert.equal(check('mx').fix, `replace what is published at broken.doctor-test.net (MX) with: broken.doctor-test.net. 3600 IN MX 10 ${HOST}.`);
     assert.equal(check('dkim').status, 'fail');
     assert.match(check('dkim').fix!, /^replace what is published at mr\w+\._domainkey\.broken\.doctor-test\.net \(TXT\) with: .* IN TXT "v=DKIM1; k=rsa; p=/);
-    assert.equal(check('spf').status, 'fail');
+    // SPF and DMARC are what `domains show` calls recommended: missing, they warn, never fail.
+    assert.equal(check('spf').status, 'warn', 'SPF helps but is not required');
+    assert.equal(check('spf').detail, 'no v=spf1 record (recommended, not required)');
     assert.match(check('spf').fix!, /^publish: broken\.doctor-test\.net\. 3600 IN TXT "v=spf1 a:mx\.doctor-test\.net mx ~all"$/);
     assert.equal(check('dmarc').status, 'warn', 'DMARC helps but is not required');
+    assert.equal(check('dmarc').detail, 'no v=DMARC1 record (recommended, not required)');
     assert.equal(check('ownership').status, 'fail');
+    assert.equal(check('ownership').detail, 'no TXT record (required)');
     // The good domain is still good in the same report.
     assert.equal(one(r, 'domain', 'good.doctor-test.net', 'mx').status, 'ok');
 

@@ -149,6 +149,7 @@ const SPEC: Record<string, RouteSpec> = {
     },
   },
   'DELETE /webhooks/:id': { path: '/webhooks/:webhook', notFound: 'WEBHOOK_NOT_FOUND' },
+  'GET /': { path: '/', static: true },
   'GET /dashboard': { path: '/dashboard', static: true },
   'GET /dashboard/': { path: '/dashboard/', static: true },
   'GET /dashboard/app.js': { path: '/dashboard/app.js', static: true },

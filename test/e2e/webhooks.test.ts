@@ -418,6 +418,12 @@ test('target safety: unsafe URLs are refused at save and re-checked at every del
       assert.equal(res.body?.error?.code, 'INVALID_WEBHOOK_URL', `${url}: ${res.status} ${res.text}`);
       expectError(res, 400, 'INVALID_WEBHOOK_URL');
     }
+    // A refusal the setting would lift names it, so a developer finds the switch from the error.
+    for (const url of ['https://127.0.0.1/hook', 'https://[::1]/hook', 'https://internal.test/hook', 'http://public.test/hook']) {
+      const res = await t.api('POST', '/webhooks', { url });
+      expectError(res, 400, 'INVALID_WEBHOOK_URL');
+      assert.match(res.body.error.message, /webhooks\.allow_insecure_targets = true/, url);
+    }
     assert.deepEqual((await t.api('GET', '/webhooks')).body.data, []);
 
     const ok = await t.api('POST', '/webhooks', { url: 'https://public.test/hook' });

@@ -93,3 +93,39 @@ test('loadConfig reads a TOML file, reports unreadable and invalid files', () =>
   assert.throws(() => loadConfig(bad), /not valid TOML/);
   assert.throws(() => loadConfig(join(dir, 'missing.toml')), /cannot read config file/);
 });
+
+test('hostname and shared_domain must be DNS host names', () => {
+  expectConfigError({ hostname: 'mail example' }, /^config key `hostname`: "mail example" is not a valid DNS host name/);
+  expectConfigError({ hostname: '' }, /`hostname`: "" is not a valid DNS host name/);
+  expectConfigError({ hostname: '-mx.example.com' }, /`hostname`/);
+  expectConfigError({ hostname: 'mx..example.com' }, /`hostname`/);
+  expectConfigError({ hostname: 'mx_1.example.com' }, /`hostname`/);
+  expectConfigError({ hostname: `${'a'.repeat(64)}.example.com` }, /`hostname`/);
+  expectConfigError({ hostname: '192.0.2.1' }, /`hostname`/);
+  expectConfigError({ shared_domain: 'agents example' }, /`shared_domain`: "agents example" is not a valid DNS host name/);
+  for (const ok of ['localhost', 'mx.example.com', 'MX-1.Example.com', 'mx.example.com.', 'xn--bcher-kva.example']) assert.equal(configFrom({ hostname: ok }).hostname, ok);
+});
+
+test('http.public_url must be an absolute http(s) URL; a trailing slash is dropped', () => {
+  for (const bad of ['localhost:3000', 'mail.example.com', '/api', 'ftp://mail.example.com', 'https://', 'mailto:x@example.com']) {
+    expectConfigError({ http: { public_url: bad } }, /^config key `http\.public_url`: expected an absolute http:\/\/ or https:\/\/ URL/);
+  }
+  expectConfigError({ http: { public_url: 'https://mail.example.com/?x=1' } }, /`http\.public_url`: must not contain a query/);
+  assert.equal(configFrom({ http: { public_url: 'https://mail.example.com/' } }).http.public_url, 'https://mail.example.com');
+  assert.equal(configFrom({ http: { public_url: 'http://127.0.0.1:3000/mailroom' } }).http.public_url, 'http://127.0.0.1:3000/mailroom');
+});
+
+test('every bad key is reported, one line each, not just the first', () => {
+  assert.throws(
+    () => configFrom({ hostname: 'mail example', http: { public_url: 'localhost:3000', listen: 'x' }, smtp: 'y', nonsense: 1 }),
+    (err: unknown) => {
+      assert.ok(err instanceof ConfigError);
+      assert.deepEqual(
+        err.problems.map((p) => /^config key `([^`]+)`/.exec(p)?.[1]),
+        ['nonsense', 'hostname', 'http.listen', 'http.public_url', 'smtp'],
+      );
+      assert.equal(err.message, err.problems.join('\n'));
+      return true;
+    },
+  );
+});

@@ -1,4 +1,4 @@
-// /dashboard: the operator's web page (HTML, script and stylesheet embedded in the binary,
+// GET / (a redirect to the dashboard) and /dashboard: the operator's web page (HTML, script and stylesheet embedded in the binary,
 // served without a key; the page signs in with an API key itself) and the dashboard-only
 // endpoint POST /dashboard/api/deliveries/:id/replay, which needs a write key like any POST.
 import type { AppContext } from '../../context.ts';
@@ -39,8 +39,12 @@ const asset = (body: string, contentType: string) => {
 /** Paths under /dashboard are not part of the public API (left out of the OpenAPI document). */
 export const DASHBOARD_PREFIX = '/dashboard';
 
+/** GET / sends a browser to the dashboard (it was a 404: the first page a new user opens). */
+export const ROOT_REDIRECT = '/';
+
 export function registerDashboardRoutes(r: Routes, ctx: AppContext): void {
   const page = asset(DASHBOARD_HTML, 'text/html; charset=utf-8');
+  r.get(ROOT_REDIRECT, () => ({ status: 302, headers: { Location: DASHBOARD_PREFIX, 'Cache-Control': 'no-cache', 'Content-Length': '0' } }), { public: true });
   r.get('/dashboard', page, { public: true });
   r.get('/dashboard/', page, { public: true });
   r.get('/dashboard/app.js', asset(DASHBOARD_JS, 'text/javascript; charset=utf-8'), { public: true });
