@@ -12,7 +12,7 @@ import { CreateApiKeyBody } from './routes/apikeys.ts';
 import { DASHBOARD_PREFIX } from './routes/dashboard.ts';
 import { AddDomainBody } from './routes/domains.ts';
 import { CreateInboxBody } from './routes/inboxes.ts';
-import { SendMessageBody } from './routes/sending.ts';
+import { ForwardBody, ReplyBody, SendMessageBody } from './routes/sending.ts';
 import { CreateWebhookBody, UpdateWebhookBody } from './routes/webhooks.ts';
 
 type Schema = Record<string, unknown>;
@@ -244,6 +244,27 @@ export const OPERATIONS: Record<string, Operation> = {
     description: 'The message as sent or received.',
     response: { mediaType: 'message/rfc822', schema: { type: 'string', contentMediaType: 'message/rfc822' } },
     errors: ['MESSAGE_NOT_FOUND'],
+  },
+  'POST /messages/:id/reply': {
+    summary: 'Reply to a message from the inbox holding it (queued like a send)',
+    tag: 'Messages',
+    body: ReplyBody,
+    status: 202,
+    description:
+      "The reply, status `queued`. To: the original's Reply-To, else its From (a message the inbox sent: its To). replyAll adds the original's To and Cc, " +
+      'less the inbox itself and duplicates, as Cc. Subject `Re: <original>` (never `Re: Re:`), In-Reply-To and References set, same thread.',
+    response: 'Message',
+    errors: ['MESSAGE_NOT_FOUND', 'INBOX_SUSPENDED', 'INVALID_ADDRESS', 'DAILY_SEND_LIMIT_EXCEEDED'],
+  },
+  'POST /messages/:id/forward': {
+    summary: 'Forward a message from the inbox holding it (queued like a send)',
+    tag: 'Messages',
+    body: ForwardBody,
+    status: 202,
+    description:
+      "The forward, status `queued`: subject `Fwd: <original>`, the note above the original's headers and body quoted inline, the original's attachments carried over, in a new thread.",
+    response: 'Message',
+    errors: ['MESSAGE_NOT_FOUND', 'INBOX_SUSPENDED', 'INVALID_ADDRESS', 'DAILY_SEND_LIMIT_EXCEEDED'],
   },
   'DELETE /messages/:id': { summary: 'Delete a message (does not unsend it)', tag: 'Messages', status: 204, description: 'Deleted.', errors: ['MESSAGE_NOT_FOUND'] },
   'GET /inboxes/:inboxId/threads': {

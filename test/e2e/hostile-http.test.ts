@@ -118,6 +118,16 @@ const SPEC: Record<string, RouteSpec> = {
       required: ['to', 'subject'],
     },
   },
+  'POST /messages/:id/reply': {
+    path: '/messages/:message/reply',
+    notFound: 'MESSAGE_NOT_FOUND',
+    json: { valid: { bodyText: 'x' }, fields: { bodyText: 'string', bodyHtml: 'string', attachmentIds: 'strings', replyAll: 'bool' }, required: [] },
+  },
+  'POST /messages/:id/forward': {
+    path: '/messages/:message/forward',
+    notFound: 'MESSAGE_NOT_FOUND',
+    json: { valid: { to: ['bob@example.org'] }, fields: { to: 'headers', cc: 'headers', bodyText: 'string', bodyHtml: 'string' }, required: ['to'] },
+  },
   'GET /inboxes/:inboxId/threads': { path: '/inboxes/:inbox/threads', notFound: 'INBOX_NOT_FOUND', query: PAGE },
   'GET /threads/:id': { path: '/threads/:thread', notFound: 'THREAD_NOT_FOUND' },
   'POST /attachments': { path: '/attachments', multipart: true },
