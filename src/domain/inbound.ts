@@ -325,6 +325,7 @@ export async function prepareInbound(ctx: AppContext, input: InboundInput): Prom
         rawPath,
         size: stored.length,
         contentHash,
+        unread: true,
         createdAt,
         updatedAt: now,
       };

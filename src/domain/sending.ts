@@ -194,6 +194,7 @@ export async function queueSend(ctx: AppContext, accountId: string, inboxId: str
     authentication: null,
     rawPath,
     contentHash: null,
+    unread: false,
     size: raw.length,
     createdAt: iso,
     updatedAt: iso,

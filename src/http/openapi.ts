@@ -5,6 +5,8 @@
 import { z } from 'zod';
 import { EVENT_TYPES } from '../domain/events.ts';
 import { ERROR_STATUS, type ErrorCode } from '../domain/errors.ts';
+import { DIRECTIONS } from '../domain/filters.ts';
+import { LABEL_PATTERN } from '../domain/labels.ts';
 import { MESSAGE_STATUSES } from '../domain/messages.ts';
 import { ATTEMPT_STATUSES } from '../domain/webhooks.ts';
 import type { RegisteredRoute } from './routes.ts';
@@ -12,6 +14,7 @@ import { CreateApiKeyBody } from './routes/apikeys.ts';
 import { DASHBOARD_PREFIX } from './routes/dashboard.ts';
 import { AddDomainBody } from './routes/domains.ts';
 import { CreateInboxBody } from './routes/inboxes.ts';
+import { UpdateMarksBody } from './routes/messages.ts';
 import { ForwardBody, ReplyBody, SendMessageBody } from './routes/sending.ts';
 import { CreateWebhookBody, UpdateWebhookBody } from './routes/webhooks.ts';
 
@@ -47,7 +50,17 @@ const DOMAIN_PROPS: Record<string, Schema> = {
   createdAt: time(),
 };
 const ATTACHMENT_META = { id: str(), filename: str(), contentType: str(), size: int('Bytes.') };
-const THREAD_PROPS = { id: str(), inboxId: str(), subject: str(), messageCount: int(), lastMessageAt: time(), createdAt: time() };
+const LABELS: Schema = { type: 'array', items: str(undefined, { pattern: LABEL_PATTERN.source }) };
+const THREAD_PROPS = {
+  id: str(),
+  inboxId: str(),
+  subject: str(),
+  messageCount: int(),
+  unreadCount: int('Messages of the thread still unread.'),
+  labels: { ...LABELS, description: 'Every label of any of its messages, sorted.' },
+  lastMessageAt: time(),
+  createdAt: time(),
+};
 const WEBHOOK_PROPS: Record<string, Schema> = {
   id: str(),
   url: str(undefined, { format: 'uri' }),
@@ -107,11 +120,13 @@ const SCHEMAS: Record<string, Schema> = {
       inReplyTo: nullable(str()),
       recipients: { type: 'array', items: ref('Recipient'), description: 'Outbound only: the outcome per recipient.' },
       authentication: { description: 'Inbound only: SPF, DKIM and DMARC results, or null.' },
+      unread: { type: 'boolean', description: 'Inbound messages arrive unread, outbound ones are read.' },
+      labels: { ...LABELS, description: 'Sorted.' },
       size: int('Bytes of the RFC 5322 source.'),
       createdAt: time(),
       updatedAt: time(),
     },
-    ['id', 'inboxId', 'threadId', 'direction', 'fromAddress', 'toAddresses', 'ccAddresses', 'subject', 'bodyText', 'bodyHtml', 'status', 'attachments', 'messageIdHeader', 'createdAt'],
+    ['id', 'inboxId', 'threadId', 'direction', 'fromAddress', 'toAddresses', 'ccAddresses', 'subject', 'bodyText', 'bodyHtml', 'status', 'attachments', 'messageIdHeader', 'unread', 'labels', 'createdAt'],
   ),
   MessagePage: list('Message', true),
   Thread: obj(THREAD_PROPS),
@@ -181,6 +196,14 @@ const PAGE: Param[] = [
   { name: 'offset', description: 'Items to skip.', schema: { type: 'integer', minimum: 0, default: 0 } },
 ];
 
+const FILTERS: Param[] = [
+  { name: 'label', description: 'Only messages with this label.', schema: str(undefined, { pattern: LABEL_PATTERN.source }) },
+  { name: 'unread', description: 'Only unread (true) or read (false) messages.', schema: { type: 'boolean' } },
+  { name: 'direction', description: 'Only messages received (inbound) or sent (outbound).', schema: str(undefined, { enum: [...DIRECTIONS] }) },
+  { name: 'status', description: 'Only messages in this status.', schema: str(undefined, { enum: [...MESSAGE_STATUSES] }) },
+];
+const THREAD_FILTERS = 'A thread is listed when at least one of its messages passes every filter given.';
+
 interface Operation {
   summary: string;
   tag: string;
@@ -230,13 +253,30 @@ export const OPERATIONS: Record<string, Operation> = {
   'GET /inboxes/:inboxId/messages': {
     summary: "List an inbox's messages, most recent first",
     tag: 'Messages',
-    query: [...PAGE, { name: 'status', description: 'Only messages in this status.', schema: str(undefined, { enum: [...MESSAGE_STATUSES] }) }],
+    query: [...PAGE, ...FILTERS],
     status: 200,
     description: 'A page of messages.',
     response: 'MessagePage',
     errors: ['INBOX_NOT_FOUND'],
   },
+  'GET /messages': {
+    summary: "List the messages of every inbox of the account, most recent first",
+    tag: 'Messages',
+    query: [...PAGE, ...FILTERS],
+    status: 200,
+    description: 'A page of messages.',
+    response: 'MessagePage',
+  },
   'GET /messages/:id': { summary: 'Get a message', tag: 'Messages', status: 200, description: 'The message.', response: 'Message', errors: ['MESSAGE_NOT_FOUND'] },
+  'PATCH /messages/:id': {
+    summary: 'Mark a message read or unread, add or remove labels',
+    tag: 'Messages',
+    body: UpdateMarksBody,
+    status: 200,
+    description: 'The message as it is now. Absent fields stay as they are; a label both added and removed is refused.',
+    response: 'Message',
+    errors: ['MESSAGE_NOT_FOUND'],
+  },
   'GET /messages/:id/raw': {
     summary: 'The RFC 5322 source of a message',
     tag: 'Messages',
@@ -270,13 +310,30 @@ export const OPERATIONS: Record<string, Operation> = {
   'GET /inboxes/:inboxId/threads': {
     summary: "List an inbox's threads, most recent activity first",
     tag: 'Threads',
-    query: PAGE,
+    query: [...PAGE, ...FILTERS],
     status: 200,
-    description: 'A page of threads.',
+    description: `A page of threads. ${THREAD_FILTERS}`,
     response: 'ThreadPage',
     errors: ['INBOX_NOT_FOUND'],
   },
+  'GET /threads': {
+    summary: 'List the threads of every inbox of the account, most recent activity first',
+    tag: 'Threads',
+    query: [...PAGE, ...FILTERS],
+    status: 200,
+    description: `A page of threads. ${THREAD_FILTERS}`,
+    response: 'ThreadPage',
+  },
   'GET /threads/:id': { summary: 'A thread with its messages, oldest first', tag: 'Threads', status: 200, description: 'The thread.', response: 'ThreadWithMessages', errors: ['THREAD_NOT_FOUND'] },
+  'PATCH /threads/:id': {
+    summary: 'Mark every message of a thread read or unread, add or remove labels on all of them',
+    tag: 'Threads',
+    body: UpdateMarksBody,
+    status: 200,
+    description: 'The thread as it is now (the union of its labels, its unread count).',
+    response: 'Thread',
+    errors: ['THREAD_NOT_FOUND'],
+  },
   'POST /domains': {
     summary: 'Add a custom domain',
     tag: 'Domains',
