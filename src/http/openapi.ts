@@ -197,6 +197,14 @@ const PAGE: Param[] = [
 ];
 
 const FILTERS: Param[] = [
+  {
+    name: 'q',
+    description:
+      'Gmail-style search: words (all must match, as word prefixes), "a phrase", from:, to: (To or Cc), cc:, subject:, label:, is:unread, is:read, ' +
+      'has:attachment, in:inbound, in:outbound, before:YYYY-MM-DD, after:YYYY-MM-DD (that day on), -term to exclude. With words, messages are ordered by relevance, then newest. ' +
+      'Bad syntax: 400 INVALID_QUERY with the position and what was expected.',
+    schema: str(undefined, { maxLength: 1000 }),
+  },
   { name: 'label', description: 'Only messages with this label.', schema: str(undefined, { pattern: LABEL_PATTERN.source }) },
   { name: 'unread', description: 'Only unread (true) or read (false) messages.', schema: { type: 'boolean' } },
   { name: 'direction', description: 'Only messages received (inbound) or sent (outbound).', schema: str(undefined, { enum: [...DIRECTIONS] }) },
@@ -257,7 +265,7 @@ export const OPERATIONS: Record<string, Operation> = {
     status: 200,
     description: 'A page of messages.',
     response: 'MessagePage',
-    errors: ['INBOX_NOT_FOUND'],
+    errors: ['INBOX_NOT_FOUND', 'INVALID_QUERY'],
   },
   'GET /messages': {
     summary: "List the messages of every inbox of the account, most recent first",
@@ -266,6 +274,7 @@ export const OPERATIONS: Record<string, Operation> = {
     status: 200,
     description: 'A page of messages.',
     response: 'MessagePage',
+    errors: ['INVALID_QUERY'],
   },
   'GET /messages/:id': { summary: 'Get a message', tag: 'Messages', status: 200, description: 'The message.', response: 'Message', errors: ['MESSAGE_NOT_FOUND'] },
   'PATCH /messages/:id': {
@@ -314,7 +323,7 @@ export const OPERATIONS: Record<string, Operation> = {
     status: 200,
     description: `A page of threads. ${THREAD_FILTERS}`,
     response: 'ThreadPage',
-    errors: ['INBOX_NOT_FOUND'],
+    errors: ['INBOX_NOT_FOUND', 'INVALID_QUERY'],
   },
   'GET /threads': {
     summary: 'List the threads of every inbox of the account, most recent activity first',
@@ -323,6 +332,7 @@ export const OPERATIONS: Record<string, Operation> = {
     status: 200,
     description: `A page of threads. ${THREAD_FILTERS}`,
     response: 'ThreadPage',
+    errors: ['INVALID_QUERY'],
   },
   'GET /threads/:id': { summary: 'A thread with its messages, oldest first', tag: 'Threads', status: 200, description: 'The thread.', response: 'ThreadWithMessages', errors: ['THREAD_NOT_FOUND'] },
   'PATCH /threads/:id': {

@@ -14,6 +14,7 @@ export const Label = z.string().regex(LABEL_PATTERN, { error: (iss) => `label ${
 
 /** The filters of every message and thread list (src/domain/filters.ts). */
 export const ListFilterQuery = z.object({
+  q: z.string().optional(),
   label: Label.optional(),
   unread: z
     .enum(['true', 'false'])
