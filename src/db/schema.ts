@@ -1,6 +1,7 @@
 // Database schema (drizzle). SQL names are snake_case, TypeScript names camelCase; the mapping
 // lives only here. drizzle-kit generates migrations/ from this file (`npm run db:generate`).
 // Timestamps are ISO 8601 strings (UTC), so they sort as text and read back as the API shows them.
+import { sql } from 'drizzle-orm';
 import { blob, sqliteTable, text, integer, index, uniqueIndex, primaryKey } from 'drizzle-orm/sqlite-core';
 
 export const accounts = sqliteTable('accounts', {
@@ -92,7 +93,7 @@ export const threads = sqliteTable(
     lastMessageAt: text('last_message_at').notNull(),
     createdAt: text('created_at').notNull(),
   },
-  (t) => [index('threads_inbox_activity').on(t.inboxId, t.lastMessageAt)],
+  (t) => [index('threads_inbox_activity').on(t.inboxId, t.lastMessageAt), index('threads_account_activity').on(t.accountId, t.lastMessageAt)],
 );
 
 export const messages = sqliteTable(
@@ -136,6 +137,12 @@ export const messages = sqliteTable(
      * recognises a sender's redelivery after a lost reply (src/domain/inbound.ts). Null on outbound.
      */
     contentHash: text('content_hash'),
+    /**
+     * Inbound messages arrive unread, outbound ones are read. Messages stored before the column
+     * existed read as read (migration 0007): an agent asking for unread mail after an upgrade
+     * must not be handed its whole history again.
+     */
+    unread: integer('unread', { mode: 'boolean' }).notNull().default(false),
     createdAt: text('created_at').notNull(),
     updatedAt: text('updated_at').notNull(),
   },
@@ -146,6 +153,39 @@ export const messages = sqliteTable(
     index('messages_account_msgid').on(t.accountId, t.messageIdHeader),
     // A raw file may be shared by the copies of one delivery: deleting one asks who else names it.
     index('messages_raw_path').on(t.rawPath),
+    // Account-wide lists (GET /messages), newest first.
+    index('messages_account_created').on(t.accountId, t.createdAt),
+    // `unread=true`, the question an agent asks most: partial, so only unread mail is indexed and
+    // marking a message read takes it out. Queries must say `unread = 1` literally to use them.
+    index('messages_inbox_unread').on(t.inboxId, t.createdAt).where(sql`unread = 1`),
+    index('messages_account_unread').on(t.accountId, t.createdAt).where(sql`unread = 1`),
+  ],
+);
+
+/**
+ * Labels of messages, one row per (message, label). A join table rather than a JSON column:
+ * `label=x` on a list is then an index range read in list order — (inbox_id | account_id,
+ * label, created_at) — where a JSON column would need json_each over every message of the
+ * inbox. inbox_id, thread_id and created_at copy the message's (they never change) so the
+ * filter needs no join to order, and a thread's labels are one index read (thread_id).
+ */
+export const messageLabels = sqliteTable(
+  'message_labels',
+  {
+    messageId: text('message_id')
+      .notNull()
+      .references(() => messages.id, { onDelete: 'cascade' }),
+    label: text('label').notNull(),
+    accountId: text('account_id').notNull(),
+    inboxId: text('inbox_id').notNull(),
+    threadId: text('thread_id').notNull(),
+    createdAt: text('created_at').notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.messageId, t.label] }),
+    index('message_labels_inbox').on(t.inboxId, t.label, t.createdAt),
+    index('message_labels_account').on(t.accountId, t.label, t.createdAt),
+    index('message_labels_thread').on(t.threadId),
   ],
 );
 

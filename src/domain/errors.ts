@@ -6,6 +6,8 @@ export const ERROR_STATUS = {
   INVALID_JSON: 400,
   INVALID_WEBHOOK_URL: 400,
   INVALID_ADDRESS: 400,
+  /** A search query `q` that does not parse (src/domain/search.ts). */
+  INVALID_QUERY: 400,
   UNAUTHORIZED: 401,
   FORBIDDEN: 403,
   INBOX_SUSPENDED: 403,

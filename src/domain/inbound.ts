@@ -330,6 +330,7 @@ export async function prepareInbound(ctx: AppContext, input: InboundInput): Prom
         rawPath,
         size: storedSize,
         contentHash,
+        unread: true,
         createdAt,
         updatedAt: now,
       };

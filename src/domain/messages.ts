@@ -10,7 +10,9 @@ import { attachmentMetaForMany } from './attachments.ts';
 import { AppError } from './errors.ts';
 import { findInboxRow } from './inboxes.ts';
 import type { Page, PageResult } from './pagination.ts';
-import { afterMessageRemoved, findThreadRow, threadView, type Thread } from './threads.ts';
+import { hasFilters, matchMessages, rawRows, type MessageFilters } from './filters.ts';
+import { applyMarks, checkMarks, labelsOfMessages, type Marks } from './labels.ts';
+import { afterMessageRemoved, findThreadRow, threadViews, type Thread } from './threads.ts';
 import { releaseBlobs } from '../storage/blob-refs.ts';
 
 export type MessageRow = typeof messages.$inferSelect;
@@ -65,12 +67,15 @@ export interface Message {
   inReplyTo: string | null;
   recipients?: RecipientOutcome[];
   authentication?: unknown;
+  /** Inbound messages arrive unread; outbound ones are read (PATCH /messages/{id} changes it). */
+  unread: boolean;
+  labels: string[];
   size: number;
   createdAt: string;
   updatedAt: string;
 }
 
-export function messageView(row: MessageViewRow, attachments: AttachmentMeta[]): Message {
+export function messageView(row: MessageViewRow, attachments: AttachmentMeta[], labels: string[] = []): Message {
   const m: Message = {
     id: row.id,
     inboxId: row.inboxId,
@@ -87,6 +92,8 @@ export function messageView(row: MessageViewRow, attachments: AttachmentMeta[]):
     attachments,
     messageIdHeader: row.messageIdHeader,
     inReplyTo: row.inReplyTo,
+    unread: row.unread,
+    labels,
     size: row.size,
     createdAt: row.createdAt,
     updatedAt: row.updatedAt,
@@ -101,10 +108,12 @@ export function messageView(row: MessageViewRow, attachments: AttachmentMeta[]):
   return m;
 }
 
-/** Views of many rows with their attachments, in two queries rather than one per message. */
+/** Views of many rows with their attachments and labels, in three queries rather than three per message. */
 export function messageViews(ctx: AppContext, rows: MessageViewRow[]): Message[] {
-  const metas = attachmentMetaForMany(ctx, rows.map((r) => r.id));
-  return rows.map((r) => messageView(r, metas.get(r.id) ?? []));
+  const ids = rows.map((r) => r.id);
+  const metas = attachmentMetaForMany(ctx, ids);
+  const labels = labelsOfMessages(ctx, ids);
+  return rows.map((r) => messageView(r, metas.get(r.id) ?? [], labels.get(r.id) ?? []));
 }
 
 export const MESSAGE_STATUSES = ['queued', 'sending', 'sent', 'delivered', 'failed', 'bounced', 'complained', 'received'] as const;
@@ -137,9 +146,10 @@ type ViewTuple = [
   size: number,
   createdAt: string,
   updatedAt: string,
+  unread: number,
 ];
 const VIEW_COLUMNS = `id, inbox_id, thread_id, direction, from_address, from_name, to_addresses, cc_addresses, bcc_addresses, subject,
-  body_text, body_html, delivery, status, message_id_header, in_reply_to, recipients, authentication, size, created_at, updated_at`;
+  body_text, body_html, delivery, status, message_id_header, in_reply_to, recipients, authentication, size, created_at, updated_at, unread`;
 // In VIEW_COLUMNS order.
 const viewRow = (r: ViewTuple): MessageViewRow => ({
   id: r[0],
@@ -163,6 +173,7 @@ const viewRow = (r: ViewTuple): MessageViewRow => ({
   size: r[18],
   createdAt: r[19],
   updatedAt: r[20],
+  unread: r[21] === 1,
 });
 const pageOfInbox = (db: Db) =>
   preparedRows<[string, number, number], ViewTuple>(db, `SELECT ${VIEW_COLUMNS} FROM messages WHERE inbox_id = ? ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`);
@@ -183,16 +194,60 @@ export function findMessageRow(ctx: AppContext, accountId: string, id: string): 
   return row;
 }
 
-/** Messages of an inbox, newest first, optionally of one status. */
-export function listMessages(ctx: AppContext, accountId: string, inboxId: string, opts: Page & { status?: string | null }): PageResult<Message> {
-  findInboxRow(ctx, accountId, inboxId);
-  if (opts.status && !(MESSAGE_STATUSES as readonly string[]).includes(opts.status)) {
-    throw new AppError('VALIDATION_ERROR', `query parameter \`status\` must be one of ${MESSAGE_STATUSES.join(', ')}`);
+// Account-wide totals from the same counters: the account's inboxes' rows.
+const totalOfAccount = (db: Db) =>
+  preparedRows<[string], [number]>(db, 'SELECT coalesce(sum(n), 0) FROM inbox_message_counts WHERE inbox_id IN (SELECT id FROM inboxes WHERE account_id = ?)');
+const totalOfAccountStatus = (db: Db) =>
+  preparedRows<[string, string], [number]>(
+    db,
+    'SELECT coalesce(sum(n), 0) FROM inbox_message_counts WHERE inbox_id IN (SELECT id FROM inboxes WHERE account_id = ?) AND status = ?',
+  );
+const M_VIEW_COLUMNS = VIEW_COLUMNS.split(',').map((c) => `m.${c.trim()}`).join(', ');
+
+/**
+ * Messages of an inbox (or, `inboxId` null, of the whole account), newest first, passing `filters`
+ * (src/domain/filters.ts). Without filters, or with only `status`, totals come from the
+ * counters kept by triggers; otherwise they are counted over the same index range as the page.
+ */
+export function listMessages(ctx: AppContext, accountId: string, inboxId: string | null, opts: Page & MessageFilters): PageResult<Message> {
+  const { limit, offset, ...filters } = opts;
+  if (inboxId !== null) findInboxRow(ctx, accountId, inboxId);
+  const { status, ...rest } = filters;
+  if (inboxId !== null && !hasFilters(rest)) {
+    const rows = status ? preparedQuery(ctx.db, pageOfInboxStatus).all(inboxId, status, limit, offset) : preparedQuery(ctx.db, pageOfInbox).all(inboxId, limit, offset);
+    const [total] = (status ? preparedQuery(ctx.db, totalOfInboxStatus).get(inboxId, status) : preparedQuery(ctx.db, totalOfInbox).get(inboxId))!;
+    return { data: messageViews(ctx, rows.map(viewRow)), total, limit, offset };
   }
-  const { status, limit, offset } = opts;
-  const rows = status ? preparedQuery(ctx.db, pageOfInboxStatus).all(inboxId, status, limit, offset) : preparedQuery(ctx.db, pageOfInbox).all(inboxId, limit, offset);
-  const [total] = (status ? preparedQuery(ctx.db, totalOfInboxStatus).get(inboxId, status) : preparedQuery(ctx.db, totalOfInbox).get(inboxId))!;
+  const m = matchMessages(inboxId !== null ? { inboxId } : { accountId }, filters);
+  const rows = rawRows<ViewTuple>(ctx.db, `SELECT ${M_VIEW_COLUMNS} FROM ${m.from} WHERE ${m.where} ORDER BY ${m.order} LIMIT ? OFFSET ?`, [...m.params, limit, offset]);
+  let total: number;
+  if (inboxId === null && !hasFilters(rest)) {
+    [total] = (status ? preparedQuery(ctx.db, totalOfAccountStatus).get(accountId, status) : preparedQuery(ctx.db, totalOfAccount).get(accountId))!;
+  } else {
+    [[total]] = rawRows<[number]>(ctx.db, `SELECT count(*) FROM ${m.from} WHERE ${m.where}`, m.params);
+  }
   return { data: messageViews(ctx, rows.map(viewRow)), total, limit, offset };
+}
+
+/** PATCH /messages/{id}: read state and labels; the message as it is afterwards. */
+export function updateMessage(ctx: AppContext, accountId: string, id: string, marks: Marks): Message {
+  checkMarks(marks);
+  ctx.db.transaction(() => {
+    findMessageRow(ctx, accountId, id);
+    applyMarks(ctx.db, 'message', id, marks);
+  });
+  return getMessage(ctx, accountId, id);
+}
+
+/** PATCH /threads/{id}: read state and labels of every message of the thread; the thread afterwards. */
+export function updateThread(ctx: AppContext, accountId: string, id: string, marks: Marks): Thread {
+  checkMarks(marks);
+  const row = ctx.db.transaction(() => {
+    const thread = findThreadRow(ctx, accountId, id);
+    applyMarks(ctx.db, 'thread', id, marks);
+    return thread;
+  });
+  return threadViews(ctx, [row])[0];
 }
 
 export function getMessage(ctx: AppContext, accountId: string, id: string): Message {
@@ -237,5 +292,5 @@ export interface ThreadWithMessages extends Thread {
 export function getThread(ctx: AppContext, accountId: string, id: string): ThreadWithMessages {
   const thread = findThreadRow(ctx, accountId, id);
   const rows = ctx.db.select().from(messages).where(eq(messages.threadId, id)).orderBy(asc(messages.createdAt), asc(messages.id)).all();
-  return { ...threadView(thread), messages: messageViews(ctx, rows) };
+  return { ...threadViews(ctx, [thread])[0], messages: messageViews(ctx, rows) };
 }

@@ -9,14 +9,14 @@ import type { AppContext } from '../context.ts';
 import type { Db, Tx } from '../db/client.ts';
 import { commitGrouped } from '../db/group-commit.ts';
 import { preparedQuery } from '../db/prepared.ts';
-import { inboxes, messageAttachments, messages } from '../db/schema.ts';
+import { attachments, inboxes, messageAttachments, messages } from '../db/schema.ts';
 import { newId } from '../ids.ts';
 import { enqueueJob } from '../jobs/table.ts';
 import { signMessage } from '../outbound/dkim.ts';
 import { buildMime, textFromHtml, type MailAddress } from '../outbound/mime.ts';
 import { Blobs } from '../storage/blobs.ts';
 import { normalizeRecipient, splitAddress } from './addresses.ts';
-import { attachmentMeta, attachmentMetaFor, getAttachmentRows } from './attachments.ts';
+import { attachmentMeta, attachmentMetaFor, getAttachmentRows, type AttachmentRow } from './attachments.ts';
 import { AppError } from './errors.ts';
 import { recordEvent, type EventType } from './events.ts';
 import { countSend, findInboxByAddress, findInboxRow, inboxView } from './inboxes.ts';
@@ -53,6 +53,25 @@ export interface SendInput {
   attachmentIds?: string[];
 }
 
+/**
+ * What a reply or a forward (src/domain/replies.ts) adds to a send: the message it answers,
+ * the threading headers it computed, and for a forward the original's attachments.
+ */
+export interface SendOrigin {
+  /** The message replied to or forwarded: it must still exist when the send commits. */
+  messageId: string;
+  /** Reply: the original's thread. Forward: undefined (a new thread). */
+  threadId?: string;
+  inReplyTo: string | null;
+  references: string[];
+  /**
+   * Forward: the original's attachments. Each becomes an attachment row of the new message
+   * naming the same stored bytes (src/storage/blob-refs.ts removes a file with its last row),
+   * so deleting the original later leaves the forward's attachments readable.
+   */
+  carried: AttachmentRow[];
+}
+
 /** `addr@example.com` or `Name <addr@example.com>` → {name, address}. */
 export function parseRecipient(field: string, raw: string): MailAddress {
   const m = /^\s*(?:"([^"]*)"|([^"<>]*?))\s*<([^<>]*)>\s*$/.exec(raw);
@@ -70,7 +89,7 @@ const dedupe = (list: MailAddress[]) => [...new Map(list.map((a) => [a.address.t
  * checked before the message is built; the message row, its counters (re-checked), its thread
  * and its jobs are committed together, and the stored source is removed if that fails.
  */
-export async function queueSend(ctx: AppContext, accountId: string, inboxId: string, input: SendInput): Promise<Message> {
+export async function queueSend(ctx: AppContext, accountId: string, inboxId: string, input: SendInput, origin?: SendOrigin): Promise<Message> {
   const inbox = findInboxRow(ctx, accountId, inboxId);
   if (inbox.status !== 'active') throw new AppError('INBOX_SUSPENDED', `inbox ${inbox.address} is suspended and cannot send`);
   // Checked again (and counted) in the transaction; this spares building a message for nothing.
@@ -94,7 +113,11 @@ export async function queueSend(ctx: AppContext, accountId: string, inboxId: str
   let threadId: string | undefined;
   let inReplyTo: string | null = null;
   let references: string[] = [];
-  if (input.threadId !== undefined) {
+  if (origin) {
+    threadId = origin.threadId;
+    inReplyTo = origin.inReplyTo;
+    references = origin.references;
+  } else if (input.threadId !== undefined) {
     const thread = findThreadRow(ctx, accountId, input.threadId);
     if (thread.inboxId !== inbox.id) throw new AppError('THREAD_NOT_FOUND', `thread ${input.threadId} not found in inbox ${inbox.id}`);
     threadId = thread.id;
@@ -114,15 +137,16 @@ export async function queueSend(ctx: AppContext, accountId: string, inboxId: str
   }
 
   const attRows = getAttachmentRows(ctx, accountId, input.attachmentIds ?? []);
+  const now = ctx.clock.now();
+  const iso = now.toISOString();
+  const id = newId('msg', now.getTime());
+  const carried: AttachmentRow[] = (origin?.carried ?? []).map((a) => ({ ...a, id: newId('att', now.getTime()), messageId: id, createdAt: iso }));
   // The message is built in memory: its attachments together get the limit one upload has.
-  const attBytes = attRows.reduce((n, a) => n + a.size, 0);
+  const attBytes = [...attRows, ...carried].reduce((n, a) => n + a.size, 0);
   if (attBytes > ctx.config.limits.max_attachment_bytes) {
     throw new AppError('PAYLOAD_TOO_LARGE', `\`attachmentIds\`: attachments total ${attBytes} bytes; one message may carry at most ${ctx.config.limits.max_attachment_bytes}`);
   }
 
-  const now = ctx.clock.now();
-  const iso = now.toISOString();
-  const id = newId('msg', now.getTime());
   const domain = splitAddress(inbox.address)!.domain;
   const messageIdHeader = `<${id}@${domain}>`;
   const bodyText = input.bodyText || (input.bodyHtml ? await textFromHtml(input.bodyHtml) : null);
@@ -139,7 +163,7 @@ export async function queueSend(ctx: AppContext, accountId: string, inboxId: str
     date: now,
     inReplyTo,
     references,
-    attachments: attRows.map((a) => ({ filename: a.filename, contentType: a.contentType, path: ctx.blobs.path(a.storagePath) })),
+    attachments: [...carried, ...attRows].map((a) => ({ filename: a.filename, contentType: a.contentType, path: ctx.blobs.path(a.storagePath) })),
   });
   const raw = await signMessage(ctx, mime, domain);
   const rawPath = Blobs.key('raw', id, '.eml');
@@ -170,6 +194,7 @@ export async function queueSend(ctx: AppContext, accountId: string, inboxId: str
     authentication: null,
     rawPath,
     contentHash: null,
+    unread: false,
     size: raw.length,
     createdAt: iso,
     updatedAt: iso,
@@ -182,9 +207,11 @@ export async function queueSend(ctx: AppContext, accountId: string, inboxId: str
       // Re-read: counters and status may have changed while the message was being built.
       const fresh = findInboxRow(ctx, accountId, inbox.id);
       if (fresh.status !== 'active') throw new AppError('INBOX_SUSPENDED', `inbox ${fresh.address} is suspended and cannot send`);
+      if (origin) assertOriginStored(tx, accountId, origin);
       countSend(tx, ctx, fresh);
       row.threadId = threadForMessage(ctx.db, { accountId, inboxId: inbox.id, parents: [], subject: input.subject, at: iso, threadId });
       insertMessageRow(ctx.db, row);
+      if (carried.length) tx.insert(attachments).values(carried).run();
       if (attRows.length) {
         tx.insert(messageAttachments)
           .values(attRows.map((a, position) => ({ messageId: id, attachmentId: a.id, position })))
@@ -202,7 +229,22 @@ export async function queueSend(ctx: AppContext, accountId: string, inboxId: str
     throw err;
   }
   ctx.notify('jobs');
-  return messageView(row, attRows.map(attachmentMeta));
+  return messageView(row, [...carried, ...attRows].map(attachmentMeta));
+}
+
+/**
+ * Inside the send's transaction: the original is still stored (a concurrent delete answers
+ * 404 rather than a reply in a thread that no longer exists), and so are the attachment rows a
+ * forward carries over: while one of them names a file, no delete removes it, and once the
+ * forward's rows commit they name it too.
+ */
+function assertOriginStored(tx: Tx, accountId: string, origin: SendOrigin): void {
+  const original = tx.select({ accountId: messages.accountId }).from(messages).where(eq(messages.id, origin.messageId)).get();
+  if (original?.accountId !== accountId) throw new AppError('MESSAGE_NOT_FOUND', `message ${origin.messageId} not found`);
+  if (!origin.carried.length) return;
+  const ids = origin.carried.map((a) => a.id);
+  const still = tx.select({ id: attachments.id }).from(attachments).where(inArray(attachments.id, ids)).all();
+  if (still.length !== ids.length) throw new AppError('MESSAGE_NOT_FOUND', `message ${origin.messageId} not found`);
 }
 
 

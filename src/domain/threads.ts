@@ -8,6 +8,8 @@ import { preparedQuery } from '../db/prepared.ts';
 import { messages, threads } from '../db/schema.ts';
 import { newId } from '../ids.ts';
 import { AppError } from './errors.ts';
+import { hasFilters, matchMessages, rawRows, type ListScope, type MessageFilters } from './filters.ts';
+import { marksOfThreads } from './labels.ts';
 import { findInboxRow } from './inboxes.ts';
 import type { Page, PageResult } from './pagination.ts';
 
@@ -18,18 +20,30 @@ export interface Thread {
   inboxId: string;
   subject: string;
   messageCount: number;
+  /** Messages of the thread still unread. */
+  unreadCount: number;
+  /** Every label of any of its messages. */
+  labels: string[];
   lastMessageAt: string;
   createdAt: string;
 }
 
-export const threadView = (row: ThreadRow): Thread => ({
+export const threadView = (row: ThreadRow, marks: { labels: string[]; unreadCount: number } = { labels: [], unreadCount: 0 }): Thread => ({
   id: row.id,
   inboxId: row.inboxId,
   subject: row.subject,
   messageCount: row.messageCount,
+  unreadCount: marks.unreadCount,
+  labels: marks.labels,
   lastMessageAt: row.lastMessageAt,
   createdAt: row.createdAt,
 });
+
+/** Views of thread rows with their labels and unread counts (two queries for the page). */
+export function threadViews(ctx: AppContext, rows: ThreadRow[]): Thread[] {
+  const marks = marksOfThreads(ctx, rows.map((r) => r.id));
+  return rows.map((r) => threadView(r, marks.get(r.id)));
+}
 
 /** Message-IDs (`<…>`) found in In-Reply-To / References header values, in order, deduplicated. */
 export function messageIdsIn(...values: Array<string | string[] | null | undefined>): string[] {
@@ -119,17 +133,30 @@ export function findThreadRow(ctx: AppContext, accountId: string, id: string): T
   return row;
 }
 
-/** Threads of an inbox, most recent activity first. */
-export function listThreads(ctx: AppContext, accountId: string, inboxId: string, page: Page): PageResult<Thread> {
-  findInboxRow(ctx, accountId, inboxId);
-  const rows = ctx.db
-    .select()
-    .from(threads)
-    .where(eq(threads.inboxId, inboxId))
-    .orderBy(desc(threads.lastMessageAt), desc(threads.id))
-    .limit(page.limit)
-    .offset(page.offset)
-    .all();
-  const total = ctx.db.select({ n: count() }).from(threads).where(eq(threads.inboxId, inboxId)).get()!.n;
-  return { data: rows.map(threadView), total, ...page };
+type ThreadTuple = [id: string, accountId: string, inboxId: string, subject: string, messageCount: number, lastMessageAt: string, createdAt: string];
+const THREAD_COLUMNS = 't.id, t.account_id, t.inbox_id, t.subject, t.message_count, t.last_message_at, t.created_at';
+const threadRow = (r: ThreadTuple): ThreadRow => ({ id: r[0], accountId: r[1], inboxId: r[2], subject: r[3], messageCount: r[4], lastMessageAt: r[5], createdAt: r[6] });
+
+/**
+ * Threads of an inbox (or, `inboxId` null, of the whole account, most recent activity first; with
+ * filters, those with at least one message passing all of them (src/domain/filters.ts).
+ */
+export function listThreads(ctx: AppContext, accountId: string, inboxId: string | null, opts: Page & MessageFilters): PageResult<Thread> {
+  const { limit, offset, ...filters } = opts;
+  if (inboxId !== null) findInboxRow(ctx, accountId, inboxId);
+  const scope: ListScope = inboxId !== null ? { inboxId } : { accountId };
+  let where = inboxId !== null ? 't.inbox_id = ?' : 't.account_id = ?';
+  const params: unknown[] = [inboxId ?? accountId];
+  if (hasFilters(filters)) {
+    const m = matchMessages(scope, filters);
+    where += ` AND t.id IN (SELECT ${m.threadColumn} FROM ${m.from} WHERE ${m.where})`;
+    params.push(...m.params);
+  }
+  const rows = rawRows<ThreadTuple>(ctx.db, `SELECT ${THREAD_COLUMNS} FROM threads t WHERE ${where} ORDER BY t.last_message_at DESC, t.id DESC LIMIT ? OFFSET ?`, [
+    ...params,
+    limit,
+    offset,
+  ]);
+  const [[total]] = rawRows<[number]>(ctx.db, `SELECT count(*) FROM threads t WHERE ${where}`, params);
+  return { data: threadViews(ctx, rows.map(threadRow)), total, limit, offset };
 }

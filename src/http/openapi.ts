@@ -5,6 +5,8 @@
 import { z } from 'zod';
 import { EVENT_TYPES } from '../domain/events.ts';
 import { ERROR_STATUS, type ErrorCode } from '../domain/errors.ts';
+import { DIRECTIONS } from '../domain/filters.ts';
+import { LABEL_PATTERN } from '../domain/labels.ts';
 import { MESSAGE_STATUSES } from '../domain/messages.ts';
 import { ATTEMPT_STATUSES } from '../domain/webhooks.ts';
 import { VERSION } from '../version.ts';
@@ -13,7 +15,8 @@ import { CreateApiKeyBody } from './routes/apikeys.ts';
 import { DASHBOARD_PREFIX, ROOT_REDIRECT } from './routes/dashboard.ts';
 import { AddDomainBody } from './routes/domains.ts';
 import { CreateInboxBody } from './routes/inboxes.ts';
-import { SendMessageBody } from './routes/sending.ts';
+import { UpdateMarksBody } from './routes/messages.ts';
+import { ForwardBody, ReplyBody, SendMessageBody } from './routes/sending.ts';
 import { CreateWebhookBody, UpdateWebhookBody } from './routes/webhooks.ts';
 
 type Schema = Record<string, unknown>;
@@ -48,7 +51,17 @@ const DOMAIN_PROPS: Record<string, Schema> = {
   createdAt: time(),
 };
 const ATTACHMENT_META = { id: str(), filename: str(), contentType: str(), size: int('Bytes.') };
-const THREAD_PROPS = { id: str(), inboxId: str(), subject: str(), messageCount: int(), lastMessageAt: time(), createdAt: time() };
+const LABELS: Schema = { type: 'array', items: str(undefined, { pattern: LABEL_PATTERN.source }) };
+const THREAD_PROPS = {
+  id: str(),
+  inboxId: str(),
+  subject: str(),
+  messageCount: int(),
+  unreadCount: int('Messages of the thread still unread.'),
+  labels: { ...LABELS, description: 'Every label of any of its messages, sorted.' },
+  lastMessageAt: time(),
+  createdAt: time(),
+};
 const WEBHOOK_PROPS: Record<string, Schema> = {
   id: str(),
   url: str(undefined, { format: 'uri' }),
@@ -108,11 +121,13 @@ const SCHEMAS: Record<string, Schema> = {
       inReplyTo: nullable(str()),
       recipients: { type: 'array', items: ref('Recipient'), description: 'Outbound only: the outcome per recipient.' },
       authentication: { description: 'Inbound only: SPF, DKIM and DMARC results, or null.' },
+      unread: { type: 'boolean', description: 'Inbound messages arrive unread, outbound ones are read.' },
+      labels: { ...LABELS, description: 'Sorted.' },
       size: int('Bytes of the RFC 5322 source.'),
       createdAt: time(),
       updatedAt: time(),
     },
-    ['id', 'inboxId', 'threadId', 'direction', 'fromAddress', 'toAddresses', 'ccAddresses', 'subject', 'bodyText', 'bodyHtml', 'status', 'attachments', 'messageIdHeader', 'createdAt'],
+    ['id', 'inboxId', 'threadId', 'direction', 'fromAddress', 'toAddresses', 'ccAddresses', 'subject', 'bodyText', 'bodyHtml', 'status', 'attachments', 'messageIdHeader', 'unread', 'labels', 'createdAt'],
   ),
   MessagePage: list('Message', true),
   Thread: obj(THREAD_PROPS),
@@ -182,6 +197,22 @@ const PAGE: Param[] = [
   { name: 'offset', description: 'Items to skip.', schema: { type: 'integer', minimum: 0, default: 0 } },
 ];
 
+const FILTERS: Param[] = [
+  {
+    name: 'q',
+    description:
+      'Gmail-style search: words (all must match, as word prefixes), "a phrase", from:, to: (To or Cc), cc:, subject:, label:, is:unread, is:read, ' +
+      'has:attachment, in:inbound, in:outbound, before:YYYY-MM-DD, after:YYYY-MM-DD (that day on), -term to exclude. With words, messages are ordered by relevance, then newest. ' +
+      'Bad syntax: 400 INVALID_QUERY with the position and what was expected.',
+    schema: str(undefined, { maxLength: 1000 }),
+  },
+  { name: 'label', description: 'Only messages with this label.', schema: str(undefined, { pattern: LABEL_PATTERN.source }) },
+  { name: 'unread', description: 'Only unread (true) or read (false) messages.', schema: { type: 'boolean' } },
+  { name: 'direction', description: 'Only messages received (inbound) or sent (outbound).', schema: str(undefined, { enum: [...DIRECTIONS] }) },
+  { name: 'status', description: 'Only messages in this status.', schema: str(undefined, { enum: [...MESSAGE_STATUSES] }) },
+];
+const THREAD_FILTERS = 'A thread is listed when at least one of its messages passes every filter given.';
+
 interface Operation {
   /** Stable, unique and readable (`getInbox`, `listInboxes`, `sendMessage`): client generators name methods after it. */
   operationId: string;
@@ -241,13 +272,33 @@ export const OPERATIONS: Record<string, Operation> = {
     operationId: 'listMessages',
     summary: "List an inbox's messages, most recent first",
     tag: 'Messages',
-    query: [...PAGE, { name: 'status', description: 'Only messages in this status.', schema: str(undefined, { enum: [...MESSAGE_STATUSES] }) }],
+    query: [...PAGE, ...FILTERS],
     status: 200,
     description: 'A page of messages.',
     response: 'MessagePage',
-    errors: ['INBOX_NOT_FOUND'],
+    errors: ['INBOX_NOT_FOUND', 'INVALID_QUERY'],
+  },
+  'GET /messages': {
+    operationId: 'listAccountMessages',
+    summary: "List the messages of every inbox of the account, most recent first",
+    tag: 'Messages',
+    query: [...PAGE, ...FILTERS],
+    status: 200,
+    description: 'A page of messages.',
+    response: 'MessagePage',
+    errors: ['INVALID_QUERY'],
   },
   'GET /messages/:id': { operationId: 'getMessage', summary: 'Get a message', tag: 'Messages', status: 200, description: 'The message.', response: 'Message', errors: ['MESSAGE_NOT_FOUND'] },
+  'PATCH /messages/:id': {
+    operationId: 'updateMessage',
+    summary: 'Mark a message read or unread, add or remove labels',
+    tag: 'Messages',
+    body: UpdateMarksBody,
+    status: 200,
+    description: 'The message as it is now. Absent fields stay as they are; a label both added and removed is refused.',
+    response: 'Message',
+    errors: ['MESSAGE_NOT_FOUND'],
+  },
   'GET /messages/:id/raw': {
     operationId: 'getRawMessage',
     summary: 'The RFC 5322 source of a message',
@@ -257,18 +308,61 @@ export const OPERATIONS: Record<string, Operation> = {
     response: { mediaType: 'message/rfc822', schema: { type: 'string', contentMediaType: 'message/rfc822' } },
     errors: ['MESSAGE_NOT_FOUND'],
   },
+  'POST /messages/:id/reply': {
+    operationId: 'replyToMessage',
+    summary: 'Reply to a message from the inbox holding it (queued like a send)',
+    tag: 'Messages',
+    body: ReplyBody,
+    status: 202,
+    description:
+      "The reply, status `queued`. To: the original's Reply-To, else its From (a message the inbox sent: its To). replyAll adds the original's To and Cc, " +
+      'less the inbox itself and duplicates, as Cc. Subject `Re: <original>` (never `Re: Re:`), In-Reply-To and References set, same thread.',
+    response: 'Message',
+    errors: ['MESSAGE_NOT_FOUND', 'INBOX_SUSPENDED', 'INVALID_ADDRESS', 'DAILY_SEND_LIMIT_EXCEEDED'],
+  },
+  'POST /messages/:id/forward': {
+    operationId: 'forwardMessage',
+    summary: 'Forward a message from the inbox holding it (queued like a send)',
+    tag: 'Messages',
+    body: ForwardBody,
+    status: 202,
+    description:
+      "The forward, status `queued`: subject `Fwd: <original>`, the note above the original's headers and body quoted inline, the original's attachments carried over, in a new thread.",
+    response: 'Message',
+    errors: ['MESSAGE_NOT_FOUND', 'INBOX_SUSPENDED', 'INVALID_ADDRESS', 'DAILY_SEND_LIMIT_EXCEEDED'],
+  },
   'DELETE /messages/:id': { operationId: 'deleteMessage', summary: 'Delete a message (does not unsend it)', tag: 'Messages', status: 204, description: 'Deleted.', errors: ['MESSAGE_NOT_FOUND'] },
   'GET /inboxes/:inboxId/threads': {
     operationId: 'listThreads',
     summary: "List an inbox's threads, most recent activity first",
     tag: 'Threads',
-    query: PAGE,
+    query: [...PAGE, ...FILTERS],
     status: 200,
-    description: 'A page of threads.',
+    description: `A page of threads. ${THREAD_FILTERS}`,
     response: 'ThreadPage',
-    errors: ['INBOX_NOT_FOUND'],
+    errors: ['INBOX_NOT_FOUND', 'INVALID_QUERY'],
+  },
+  'GET /threads': {
+    operationId: 'listAccountThreads',
+    summary: 'List the threads of every inbox of the account, most recent activity first',
+    tag: 'Threads',
+    query: [...PAGE, ...FILTERS],
+    status: 200,
+    description: `A page of threads. ${THREAD_FILTERS}`,
+    response: 'ThreadPage',
+    errors: ['INVALID_QUERY'],
   },
   'GET /threads/:id': { operationId: 'getThread', summary: 'A thread with its messages, oldest first', tag: 'Threads', status: 200, description: 'The thread.', response: 'ThreadWithMessages', errors: ['THREAD_NOT_FOUND'] },
+  'PATCH /threads/:id': {
+    operationId: 'updateThread',
+    summary: 'Mark every message of a thread read or unread, add or remove labels on all of them',
+    tag: 'Threads',
+    body: UpdateMarksBody,
+    status: 200,
+    description: 'The thread as it is now (the union of its labels, its unread count).',
+    response: 'Thread',
+    errors: ['THREAD_NOT_FOUND'],
+  },
   'POST /domains': {
     operationId: 'createDomain',
     example: { domain: 'agents.example.com' },

@@ -174,7 +174,7 @@ function writeReply(res: Response, reply: Reply): void {
 }
 
 export interface RegisteredRoute {
-  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   /** tinyhttp pattern, e.g. /inboxes/:id */
   path: string;
   options: RouteOptions;
@@ -198,11 +198,14 @@ export class Routes {
   put(path: string, handler: Handler, opts?: RouteOptions) {
     this.add('put', path, handler, opts);
   }
+  patch(path: string, handler: Handler, opts?: RouteOptions) {
+    this.add('patch', path, handler, opts);
+  }
   delete(path: string, handler: Handler, opts?: RouteOptions) {
     this.add('delete', path, handler, opts);
   }
 
-  private add(method: 'get' | 'post' | 'put' | 'delete', path: string, handler: Handler, opts: RouteOptions = {}) {
+  private add(method: 'get' | 'post' | 'put' | 'patch' | 'delete', path: string, handler: Handler, opts: RouteOptions = {}) {
     this.registered.push({ method: method.toUpperCase() as RegisteredRoute['method'], path, options: opts });
     this.app[method](path, (req: Request, res: Response, next?: () => void) => {
       // tinyhttp offers a HEAD request to every route of its path whatever the route's method,

@@ -26,3 +26,14 @@ export const headerSafe = (max: number) =>
     .string()
     .max(max, `must be at most ${max} characters`)
     .refine((s) => !/[\r\n\0]/.test(s), 'must not contain CR, LF or NUL characters');
+
+/**
+ * Query parameters through a zod object schema (parameters it does not name are left to other
+ * parsers, e.g. parsePage); empty values count as absent. The failing parameter is named.
+ */
+export function parseQuery<S extends z.ZodType>(schema: S, query: URLSearchParams): z.infer<S> {
+  const res = schema.safeParse(Object.fromEntries([...query].filter(([, v]) => v !== '')));
+  if (res.success) return res.data;
+  const issue = res.error.issues[0];
+  throw new AppError('VALIDATION_ERROR', `query parameter \`${fieldName(issue.path)}\`: ${issue.message}`);
+}

@@ -69,6 +69,10 @@ const VALID_BODIES: Record<string, unknown> = {
   'POST /inboxes/:inboxId/messages': { to: ['someone@example.org'], subject: 's', bodyText: 'b' },
   'POST /webhooks': { url: 'http://127.0.0.1:9/x' },
   'PUT /webhooks/:id': { description: 'changed' },
+  'POST /messages/:id/reply': { bodyText: 'b', replyAll: true },
+  'POST /messages/:id/forward': { to: ['someone@example.org'], bodyText: 'b' },
+  'PATCH /messages/:id': { unread: false, addLabels: ['x'] },
+  'PATCH /threads/:id': { unread: false, addLabels: ['x'] },
 };
 
 /** Route param → the owner's resource and the code the intruder must get. */

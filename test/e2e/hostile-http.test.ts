@@ -85,6 +85,12 @@ interface RouteSpec {
 }
 
 const PAGE = { limit: ['-1', '0', '101', 'abc', '1e3', '1.5', '0x10', ' 5', '99999999999999999999'], offset: ['-1', 'abc', '1.5', '-0x1'] };
+const FILTERS = {
+  status: ['bogus', 'RECEIVED', "received' OR 1=1"],
+  label: ['Urgent', '-lead', 'has space', 'x'.repeat(65), "a' OR 1=1", 'tab\there'],
+  unread: ['yes', '1', 'TRUE', 'null'],
+  direction: ['in', 'INBOUND', 'both'],
+};
 const HEADER_ATTACKS = ['evil\r\nBcc: victim@example.com', 'a\nb', 'a\rb', 'nul\u0000byte'];
 
 const SPEC: Record<string, RouteSpec> = {
@@ -105,8 +111,10 @@ const SPEC: Record<string, RouteSpec> = {
   'GET /domains/:id': { path: '/domains/:domain', notFound: 'DOMAIN_NOT_FOUND' },
   'DELETE /domains/:id': { path: '/domains/:domain', notFound: 'DOMAIN_NOT_FOUND' },
   'POST /domains/:id/verify': { path: '/domains/:domain/verify', notFound: 'DOMAIN_NOT_FOUND' },
-  'GET /inboxes/:inboxId/messages': { path: '/inboxes/:inbox/messages', notFound: 'INBOX_NOT_FOUND', query: { ...PAGE, status: ['bogus', 'RECEIVED', "received' OR 1=1"] } },
+  'GET /inboxes/:inboxId/messages': { path: '/inboxes/:inbox/messages', notFound: 'INBOX_NOT_FOUND', query: { ...PAGE, ...FILTERS } },
+  'GET /messages': { path: '/messages', query: { ...PAGE, ...FILTERS } },
   'GET /messages/:id': { path: '/messages/:message', notFound: 'MESSAGE_NOT_FOUND' },
+  'PATCH /messages/:id': { path: '/messages/:message', notFound: 'MESSAGE_NOT_FOUND', json: { valid: {}, fields: { unread: 'bool', addLabels: 'strings', removeLabels: 'strings' }, required: [] } },
   'GET /messages/:id/raw': { path: '/messages/:message/raw', notFound: 'MESSAGE_NOT_FOUND' },
   'DELETE /messages/:id': { path: '/messages/:message', notFound: 'MESSAGE_NOT_FOUND' },
   'POST /inboxes/:inboxId/messages': {
@@ -118,8 +126,20 @@ const SPEC: Record<string, RouteSpec> = {
       required: ['to', 'subject'],
     },
   },
-  'GET /inboxes/:inboxId/threads': { path: '/inboxes/:inbox/threads', notFound: 'INBOX_NOT_FOUND', query: PAGE },
+  'POST /messages/:id/reply': {
+    path: '/messages/:message/reply',
+    notFound: 'MESSAGE_NOT_FOUND',
+    json: { valid: { bodyText: 'x' }, fields: { bodyText: 'string', bodyHtml: 'string', attachmentIds: 'strings', replyAll: 'bool' }, required: [] },
+  },
+  'POST /messages/:id/forward': {
+    path: '/messages/:message/forward',
+    notFound: 'MESSAGE_NOT_FOUND',
+    json: { valid: { to: ['bob@example.org'] }, fields: { to: 'headers', cc: 'headers', bodyText: 'string', bodyHtml: 'string' }, required: ['to'] },
+  },
+  'GET /inboxes/:inboxId/threads': { path: '/inboxes/:inbox/threads', notFound: 'INBOX_NOT_FOUND', query: { ...PAGE, ...FILTERS } },
+  'GET /threads': { path: '/threads', query: { ...PAGE, ...FILTERS } },
   'GET /threads/:id': { path: '/threads/:thread', notFound: 'THREAD_NOT_FOUND' },
+  'PATCH /threads/:id': { path: '/threads/:thread', notFound: 'THREAD_NOT_FOUND', json: { valid: {}, fields: { unread: 'bool', addLabels: 'strings', removeLabels: 'strings' }, required: [] } },
   'POST /attachments': { path: '/attachments', multipart: true },
   'GET /attachments/:id': { path: '/attachments/:attachment', notFound: 'ATTACHMENT_NOT_FOUND' },
   // Public: without a valid signature every id is refused alike, so ids cannot be probed.

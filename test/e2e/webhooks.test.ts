@@ -52,7 +52,7 @@ function storeFixtureMessage(t: TestServer, accountId: string, id: string): void
   insertMessageRow(db, {
     id, accountId, inboxId, threadId, direction: 'inbound', fromAddress: 'a@example.org', fromName: null, toAddresses: '[]', ccAddresses: '[]', bccAddresses: '[]',
     subject: 'fixture', bodyText: null, bodyHtml: null, delivery: null, status: 'received', messageIdHeader: `<${id}@example.org>`, inReplyTo: null, references: '[]',
-    recipients: '[]', authentication: null, rawPath: null, size: 0, contentHash: null, createdAt: at, updatedAt: at,
+    recipients: '[]', authentication: null, rawPath: null, size: 0, contentHash: null, unread: true, createdAt: at, updatedAt: at,
   });
 }
 

@@ -10,7 +10,10 @@ export function dbDigest(ctx: AppContext): string {
   const tables = sqlite.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`).pluck().all() as string[];
   for (const name of tables) {
     hash.update(`\n#${name}\n`);
-    for (const row of sqlite.prepare(`SELECT * FROM "${name}" ORDER BY rowid`).all() as Array<Record<string, unknown>>) {
+    // WITHOUT ROWID tables (FTS5's shadow tables) are ordered by all their columns instead.
+    const withoutRowid = !sqlite.prepare(`SELECT 1 FROM pragma_table_list WHERE name = ? AND wr = 0`).get(name);
+    const order = withoutRowid ? Array.from({ length: (sqlite.prepare(`SELECT count(*) FROM pragma_table_info(?)`).pluck().get(name) as number) }, (_v, i) => i + 1).join(', ') : 'rowid';
+    for (const row of sqlite.prepare(`SELECT * FROM "${name}" ORDER BY ${order}`).all() as Array<Record<string, unknown>>) {
       if (name === 'api_keys') row.last_used_at = null;
       hash.update(JSON.stringify(row, (_k, v) => (typeof v === 'bigint' ? String(v) : v)));
     }

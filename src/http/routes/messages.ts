@@ -1,16 +1,52 @@
-// /inboxes/:inboxId/messages (list), /messages/:id (get, delete), /messages/:id/raw (RFC 5322
-// source). Sending (POST /inboxes/:inboxId/messages) lives in sending.ts.
+// /inboxes/:inboxId/messages and /messages (lists, with filters), /messages/:id (get, update
+// read state and labels, delete), /messages/:id/raw (RFC 5322 source). Sending, replying and
+// forwarding (POST) live in sending.ts.
+import { z } from 'zod';
 import type { AppContext } from '../../context.ts';
-import { deleteMessage, getMessage, listMessages, rawMessage } from '../../domain/messages.ts';
+import { DIRECTIONS } from '../../domain/filters.ts';
+import { LABEL_PATTERN, LABEL_RULE } from '../../domain/labels.ts';
+import { deleteMessage, getMessage, listMessages, MESSAGE_STATUSES, rawMessage, updateMessage } from '../../domain/messages.ts';
 import { parsePage } from '../../domain/pagination.ts';
 import type { Routes } from '../routes.ts';
+import { parseInput, parseQuery } from '../validate.ts';
+
+export const Label = z.string().regex(LABEL_PATTERN, { error: (iss) => `label ${JSON.stringify(iss.input).slice(0, 80)} must be ${LABEL_RULE}` });
+
+/** The filters of every message and thread list (src/domain/filters.ts). */
+export const ListFilterQuery = z.object({
+  q: z.string().optional(),
+  label: Label.optional(),
+  unread: z
+    .enum(['true', 'false'])
+    .transform((v) => v === 'true')
+    .optional(),
+  direction: z.enum(DIRECTIONS).optional(),
+  status: z.enum(MESSAGE_STATUSES).optional(),
+});
+
+const labelList = z.array(Label).max(100, 'must list at most 100 labels');
+
+/** PATCH /messages/{id} and PATCH /threads/{id}. */
+export const UpdateMarksBody = z.strictObject({
+  unread: z.boolean().optional(),
+  addLabels: labelList.optional(),
+  removeLabels: labelList.optional(),
+});
 
 export function registerMessageRoutes(r: Routes, ctx: AppContext): void {
   r.get('/inboxes/:inboxId/messages', (req) => ({
     status: 200,
-    body: listMessages(ctx, req.principal.accountId, req.params.inboxId, { ...parsePage(req.query), status: req.query.get('status') }),
+    body: listMessages(ctx, req.principal.accountId, req.params.inboxId, { ...parsePage(req.query), ...parseQuery(ListFilterQuery, req.query) }),
+  }));
+  r.get('/messages', (req) => ({
+    status: 200,
+    body: listMessages(ctx, req.principal.accountId, null, { ...parsePage(req.query), ...parseQuery(ListFilterQuery, req.query) }),
   }));
   r.get('/messages/:id', (req) => ({ status: 200, body: getMessage(ctx, req.principal.accountId, req.params.id) }));
+  r.patch('/messages/:id', async (req) => ({
+    status: 200,
+    body: updateMessage(ctx, req.principal.accountId, req.params.id, parseInput(UpdateMarksBody, await req.json())),
+  }));
   r.get('/messages/:id/raw', async (req) => ({
     status: 200,
     stream: await rawMessage(ctx, req.principal.accountId, req.params.id),

@@ -1,7 +1,9 @@
-// POST /inboxes/:inboxId/messages: send a message. Answers 202 with the Message in `queued`;
-// delivery happens in the background (jobs/handlers/send.ts) and is reported on the message.
+// POST /inboxes/:inboxId/messages: send a message; POST /messages/:id/reply and /forward:
+// answer or pass on a stored one. Each answers 202 with the Message in `queued`; delivery
+// happens in the background (jobs/handlers/send.ts) and is reported on the message.
 import { z } from 'zod';
 import type { AppContext } from '../../context.ts';
+import { forwardMessage, replyToMessage } from '../../domain/replies.ts';
 import { MAX_RECIPIENTS, queueSend } from '../../domain/sending.ts';
 import type { Routes } from '../routes.ts';
 import { headerSafe, parseInput } from '../validate.ts';
@@ -23,9 +25,35 @@ export const SendMessageBody = z.strictObject({
   attachmentIds: z.array(z.string().max(100)).max(100, 'must list at most 100 attachments').optional(),
 });
 
+const attachmentIds = z.array(z.string().max(100)).max(100, 'must list at most 100 attachments');
+
+/** Recipients, subject and threading come from the original (src/domain/replies.ts). */
+export const ReplyBody = z.strictObject({
+  bodyText: z.string().nullable().optional(),
+  bodyHtml: z.string().nullable().optional(),
+  attachmentIds: attachmentIds.optional(),
+  replyAll: z.boolean().optional(),
+});
+
+/** The note goes above the quoted original; the original's attachments are carried over. */
+export const ForwardBody = z.strictObject({
+  to: addressList.min(1, 'must list at least one recipient'),
+  cc: addressList.optional(),
+  bodyText: z.string().nullable().optional(),
+  bodyHtml: z.string().nullable().optional(),
+});
+
 export function registerSendingRoutes(r: Routes, ctx: AppContext): void {
   r.post('/inboxes/:inboxId/messages', async (req) => {
     const body = parseInput(SendMessageBody, await req.json());
     return { status: 202, body: await queueSend(ctx, req.principal.accountId, req.params.inboxId, body) };
+  });
+  r.post('/messages/:id/reply', async (req) => {
+    const body = parseInput(ReplyBody, await req.json());
+    return { status: 202, body: await replyToMessage(ctx, req.principal.accountId, req.params.id, body) };
+  });
+  r.post('/messages/:id/forward', async (req) => {
+    const body = parseInput(ForwardBody, await req.json());
+    return { status: 202, body: await forwardMessage(ctx, req.principal.accountId, req.params.id, body) };
   });
 }

@@ -1,15 +1,26 @@
-// /inboxes/:inboxId/threads (most recent activity first) and /threads/:id (with its messages,
-// oldest first). Beyond the spec (PRODUCT.md), for agents that read conversations.
+// /inboxes/:inboxId/threads and /threads (most recent activity first, with the message list
+// filters), /threads/:id (with its messages, oldest first; PATCH marks every message).
+// Beyond the spec (PRODUCT.md), for agents that read conversations.
 import type { AppContext } from '../../context.ts';
-import { getThread } from '../../domain/messages.ts';
+import { getThread, updateThread } from '../../domain/messages.ts';
 import { parsePage } from '../../domain/pagination.ts';
 import { listThreads } from '../../domain/threads.ts';
 import type { Routes } from '../routes.ts';
+import { parseInput, parseQuery } from '../validate.ts';
+import { ListFilterQuery, UpdateMarksBody } from './messages.ts';
 
 export function registerThreadRoutes(r: Routes, ctx: AppContext): void {
   r.get('/inboxes/:inboxId/threads', (req) => ({
     status: 200,
-    body: listThreads(ctx, req.principal.accountId, req.params.inboxId, parsePage(req.query)),
+    body: listThreads(ctx, req.principal.accountId, req.params.inboxId, { ...parsePage(req.query), ...parseQuery(ListFilterQuery, req.query) }),
+  }));
+  r.get('/threads', (req) => ({
+    status: 200,
+    body: listThreads(ctx, req.principal.accountId, null, { ...parsePage(req.query), ...parseQuery(ListFilterQuery, req.query) }),
   }));
   r.get('/threads/:id', (req) => ({ status: 200, body: getThread(ctx, req.principal.accountId, req.params.id) }));
+  r.patch('/threads/:id', async (req) => ({
+    status: 200,
+    body: updateThread(ctx, req.principal.accountId, req.params.id, parseInput(UpdateMarksBody, await req.json())),
+  }));
 }

@@ -1,0 +1,172 @@
+// Search: the Gmail-style query language of `q` (PRODUCT.md "Reading state, labels, search"),
+// parsed into SQL over the FTS5 index messages_fts (migration 0008) and plain columns.
+//
+//   words (all must match, as word prefixes)   "a phrase"   -term (negation, also -op:value)
+//   from:  to: (To or Cc)  cc:  subject:  label:  is:unread  is:read  has:attachment
+//   in:inbound  in:outbound  before:YYYY-MM-DD (earlier days)  after:YYYY-MM-DD (that day on)
+//
+// Words are never spliced into SQL or into FTS syntax: each becomes an FTS5 string ("…",
+// quotes doubled) and every value is a bound parameter. Errors are 400 INVALID_QUERY naming the
+// position (1-based character) and what was expected there.
+import { AppError } from './errors.ts';
+import { LABEL_PATTERN, LABEL_RULE } from './labels.ts';
+
+/** One parsed query: an FTS5 expression for the positive text terms, and SQL conditions on `m`. */
+export interface ParsedQuery {
+  /** FTS5 MATCH expression every result must satisfy (ranked), or null. */
+  match: string | null;
+  /** FTS5 expressions no result may satisfy. */
+  exclude: string[];
+  /** SQL conditions on messages `m`, with their parameters in order. */
+  where: string[];
+  params: unknown[];
+}
+
+/** Longest `q` accepted (characters). */
+export const MAX_QUERY_LENGTH = 1000;
+
+const FTS_COLUMNS: Record<string, string> = {
+  from: '{from_address from_name}',
+  to: '{to_addresses cc_addresses}',
+  cc: '{cc_addresses}',
+  subject: '{subject}',
+};
+
+const invalid = (pos: number, expected: string, found: string) =>
+  new AppError('INVALID_QUERY', `\`q\` at position ${pos + 1}: expected ${expected}, found ${found}`);
+
+/** An FTS5 string for a word or phrase; `prefix` lets the last word match as a prefix. */
+const ftsString = (text: string, prefix: boolean) => `"${text.replaceAll('"', '""')}"${prefix ? '*' : ''}`;
+
+/** True when the text has something the FTS tokenizer keeps (letters or digits). */
+const hasToken = (text: string) => /[\p{L}\p{N}]/u.test(text);
+
+function isDate(s: string): boolean {
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(s)) return false;
+  const d = new Date(`${s}T00:00:00Z`);
+  return !Number.isNaN(d.getTime()) && d.toISOString().startsWith(s);
+}
+
+interface Term {
+  pos: number;
+  negated: boolean;
+  op: string | null;
+  value: string;
+  quoted: boolean;
+  /** Where the value starts (for errors about it). */
+  valuePos: number;
+}
+
+/** Splits the query into terms: [-][op:](word | "phrase"). */
+function tokenize(q: string): Term[] {
+  const terms: Term[] = [];
+  let i = 0;
+  const readValue = (start: number): { value: string; quoted: boolean; end: number } => {
+    if (q[start] === '"') {
+      const close = q.indexOf('"', start + 1);
+      if (close === -1) throw invalid(q.length, 'a closing `"`', 'the end of the query');
+      return { value: q.slice(start + 1, close), quoted: true, end: close + 1 };
+    }
+    let end = start;
+    while (end < q.length && !/\s/.test(q[end])) end++;
+    return { value: q.slice(start, end), quoted: false, end };
+  };
+  while (i < q.length) {
+    if (/\s/.test(q[i])) {
+      i++;
+      continue;
+    }
+    const pos = i;
+    let negated = false;
+    if (q[i] === '-') {
+      negated = true;
+      i++;
+      if (i >= q.length || /\s/.test(q[i])) throw invalid(i, 'a term after `-`', i >= q.length ? 'the end of the query' : 'a space');
+    }
+    const op = /^([a-z]+):/i.exec(q.slice(i));
+    if (op && (op[1].toLowerCase() in FTS_COLUMNS || ['label', 'is', 'has', 'in', 'before', 'after'].includes(op[1].toLowerCase()))) {
+      const valuePos = i + op[0].length;
+      if (valuePos >= q.length || /\s/.test(q[valuePos])) throw invalid(valuePos, `a value after \`${op[0]}\``, valuePos >= q.length ? 'the end of the query' : 'a space');
+      const v = readValue(valuePos);
+      terms.push({ pos, negated, op: op[1].toLowerCase(), value: v.value, quoted: v.quoted, valuePos });
+      i = v.end;
+      continue;
+    }
+    // Anything else (unknown `word:` included) is text, as in Gmail.
+    const v = readValue(i);
+    terms.push({ pos, negated, op: null, value: v.value, quoted: v.quoted, valuePos: i });
+    i = v.end;
+  }
+  return terms;
+}
+
+/** Parses `q`; throws 400 INVALID_QUERY with the position and what was expected. */
+export function parseSearch(q: string): ParsedQuery {
+  if (q.length > MAX_QUERY_LENGTH) throw invalid(MAX_QUERY_LENGTH, `at most ${MAX_QUERY_LENGTH} characters`, `${q.length}`);
+  const positive: string[] = [];
+  const out: ParsedQuery = { match: null, exclude: [], where: [], params: [] };
+  const cond = (negated: boolean, sql: string, ...params: unknown[]) => {
+    out.where.push(negated ? `NOT (${sql})` : sql);
+    out.params.push(...params);
+  };
+  const text = (negated: boolean, fts: string) => (negated ? out.exclude.push(fts) : positive.push(fts));
+  const terms = tokenize(q);
+  if (!terms.length) throw invalid(0, 'a search term', 'an empty query');
+  for (const t of terms) {
+    const found = JSON.stringify(t.value);
+    switch (t.op) {
+      case null:
+      case 'from':
+      case 'to':
+      case 'cc':
+      case 'subject': {
+        if (!hasToken(t.value)) {
+          // Punctuation alone is no word to the tokenizer: skipped like Gmail does, except where
+          // it was asked for explicitly (a phrase, an operator's value).
+          if (!t.quoted && !t.op) continue;
+          throw invalid(t.valuePos, 'a word or a "phrase" with letters or digits', t.value ? found : 'an empty phrase');
+        }
+        // Words match as prefixes; a quoted phrase matches exactly.
+        const s = ftsString(t.value, !t.quoted);
+        text(t.negated, t.op ? `${FTS_COLUMNS[t.op]} : ${s}` : s);
+        break;
+      }
+      case 'label': {
+        const label = t.value.toLowerCase();
+        if (!LABEL_PATTERN.test(label)) throw invalid(t.valuePos, `a label (${LABEL_RULE})`, found);
+        cond(t.negated, 'EXISTS (SELECT 1 FROM message_labels ql WHERE ql.message_id = m.id AND ql.label = ?)', label);
+        break;
+      }
+      case 'is': {
+        const v = t.value.toLowerCase();
+        if (v !== 'unread' && v !== 'read') throw invalid(t.valuePos, '`unread` or `read` after `is:`', found);
+        cond(t.negated, v === 'unread' ? 'm.unread = 1' : 'm.unread = 0');
+        break;
+      }
+      case 'has': {
+        if (t.value.toLowerCase() !== 'attachment') throw invalid(t.valuePos, '`attachment` after `has:`', found);
+        cond(
+          t.negated,
+          'EXISTS (SELECT 1 FROM attachments qa WHERE qa.message_id = m.id) OR EXISTS (SELECT 1 FROM message_attachments qm WHERE qm.message_id = m.id)',
+        );
+        break;
+      }
+      case 'in': {
+        const v = t.value.toLowerCase();
+        if (v !== 'inbound' && v !== 'outbound') throw invalid(t.valuePos, '`inbound` or `outbound` after `in:`', found);
+        cond(t.negated, 'm.direction = ?', v);
+        break;
+      }
+      case 'before':
+      case 'after': {
+        if (!isDate(t.value)) throw invalid(t.valuePos, `a date YYYY-MM-DD after \`${t.op}:\``, found);
+        // created_at is ISO 8601 UTC: a day compares as the prefix of its timestamps.
+        cond(t.negated, t.op === 'before' ? 'm.created_at < ?' : 'm.created_at >= ?', t.value);
+        break;
+      }
+    }
+  }
+  out.match = positive.length ? positive.join(' AND ') : null;
+  if (!out.match && !out.exclude.length && !out.where.length) throw invalid(0, 'a search term with letters or digits', JSON.stringify(q.trim()));
+  return out;
+}

@@ -1,0 +1,150 @@
+// Search (`q`) over real sockets: mail received over SMTP and sent through the API, found by
+// words (prefixes, accents folded), phrases, from:/to:/cc:/subject:, label:, is:, has:, in:,
+// before:/after: and negation, per inbox and account-wide, on message and thread lists; the
+// index follows deletes; relevance before recency; INVALID_QUERY with position and expectation.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { SendMailOptions, Transporter } from 'nodemailer';
+import { smtpTransport } from '../support/mail.ts';
+import { expectError, startTestServer, type TestServer } from '../support/server.ts';
+
+let t: TestServer;
+let transport: Transporter;
+let x: { id: string; address: string };
+let y: { id: string; address: string };
+const m: Record<string, any> = {};
+
+async function receive(mail: SendMailOptions): Promise<any> {
+  const info = await transport.sendMail({ from: 'zed@example.org', text: 'nothing to see', ...mail });
+  return (await t.api('GET', `/messages/${/stored as (msg_\w+)/.exec(info.response ?? '')![1]}`)).body;
+}
+
+before(async () => {
+  t = await startTestServer();
+  transport = smtpTransport(t.server.smtpPort);
+  x = (await t.api('POST', '/inboxes', { address: 'search-x' })).body;
+  y = (await t.api('POST', '/inboxes', { address: 'search-y' })).body;
+  m.invoice = await receive({ from: 'Alice Accounts <alice@billing.example>', to: x.address, subject: 'Invoice 2024-17 for March', text: 'Please pay the invoice by Friday.', attachments: [{ filename: 'inv.pdf', content: 'x' }] });
+  m.resume = await receive({ from: 'bob@jobs.example', to: x.address, cc: 'carol@jobs.example', subject: 'Résumé attached', text: 'My résumé for the position of quarterly reviewer.' });
+  m.quarterly = await receive({ from: 'carol@jobs.example', to: x.address, subject: 'quarterly report', text: 'The quarterly report is ready. Quarterly numbers look good, quarterly again.' });
+  m.other = await receive({ from: 'alice@billing.example', to: y.address, subject: 'Invoice for y', text: 'Another invoice, pay soon.' });
+  m.sent = (await t.api('POST', `/inboxes/${x.id}/messages`, { to: ['dave@client.example'], subject: 'Invoice question', bodyText: 'Is the invoice paid?' })).body;
+  await t.api('PATCH', `/messages/${m.resume.id}`, { unread: false, addLabels: ['hiring'] });
+});
+
+after(async () => {
+  transport?.close();
+  await t?.close();
+});
+
+const ids = (res: any) => res.body.data.map((d: any) => d.id);
+const inX = (q: string) => t.api('GET', `/inboxes/${x.id}/messages?q=${encodeURIComponent(q)}`);
+const all = (q: string) => t.api('GET', `/messages?q=${encodeURIComponent(q)}`);
+const same = (a: string[], b: string[]) => assert.deepEqual([...a].sort(), [...b].sort());
+
+describe('q', () => {
+  test('words: all must match, as word prefixes, accents folded, case-insensitive', async () => {
+    same(ids(await inX('invoice')), [m.invoice.id, m.sent.id]);
+    same(ids(await all('invoice')), [m.invoice.id, m.sent.id, m.other.id]);
+    same(ids(await inX('invoice friday')), [m.invoice.id]);
+    same(ids(await inX('INVO')), [m.invoice.id, m.sent.id]);
+    same(ids(await inX('resume')), [m.resume.id]);
+    same(ids(await inX('résumé position')), [m.resume.id]);
+    assert.deepEqual(ids(await inX('nonexistentword')), []);
+    const res = await inX('invoice');
+    assert.equal(res.body.total, 2);
+    assert.equal(res.body.limit, 20);
+  });
+
+  test('phrases match exactly; -term excludes', async () => {
+    same(ids(await inX('"quarterly report"')), [m.quarterly.id]);
+    same(ids(await inX('quarterly')), [m.resume.id, m.quarterly.id]);
+    same(ids(await inX('quarterly -report')), [m.resume.id]);
+    same(ids(await inX('invoice -"pay the invoice"')), [m.sent.id]);
+    same(ids(await inX('-invoice')), [m.resume.id, m.quarterly.id]);
+  });
+
+  test('from:, to:, cc:, subject:', async () => {
+    same(ids(await all('from:alice')), [m.invoice.id, m.other.id]);
+    same(ids(await all('from:"Alice Accounts"')), [m.invoice.id]);
+    same(ids(await all('from:accounts')), [m.invoice.id]);
+    same(ids(await all('from:alice@billing.example')), [m.invoice.id, m.other.id]);
+    same(ids(await all('to:dave@client.example')), [m.sent.id]);
+    same(ids(await all('to:carol')), [m.resume.id]);
+    same(ids(await all('cc:carol')), [m.resume.id]);
+    same(ids(await all('subject:invoice -from:alice')), [m.sent.id]);
+    same(ids(await inX('subject:quarterly')), [m.quarterly.id]);
+  });
+
+  test('label:, is:, has:attachment, in:, before:/after:', async () => {
+    same(ids(await all('label:hiring')), [m.resume.id]);
+    same(ids(await all('-label:hiring in:inbound')), [m.invoice.id, m.quarterly.id, m.other.id]);
+    same(ids(await inX('is:read')), [m.resume.id, m.sent.id]);
+    same(ids(await inX('is:unread')), [m.invoice.id, m.quarterly.id]);
+    same(ids(await all('has:attachment')), [m.invoice.id]);
+    same(ids(await all('invoice -has:attachment')), [m.other.id, m.sent.id]);
+    same(ids(await all('in:outbound')), [m.sent.id]);
+    const today = new Date().toISOString().slice(0, 10);
+    const tomorrow = new Date(Date.now() + 86_400_000).toISOString().slice(0, 10);
+    assert.equal((await all(`after:${today}`)).body.total, 5);
+    assert.equal((await all(`before:${today}`)).body.total, 0);
+    assert.equal((await all(`before:${tomorrow} invoice`)).body.total, 3);
+    assert.equal((await all(`after:${tomorrow}`)).body.total, 0);
+  });
+
+  test('with words, the best match comes first, then the newest', async () => {
+    // "quarterly" four times in one message, once in the other.
+    assert.deepEqual(ids(await inX('quarterly')), [m.quarterly.id, m.resume.id]);
+    // Without words: newest first.
+    assert.deepEqual(ids(await inX('in:inbound')), [m.quarterly.id, m.resume.id, m.invoice.id]);
+  });
+
+  test('combines with the other filters and with thread lists', async () => {
+    same(ids(await t.api('GET', `/messages?q=invoice&direction=inbound`)), [m.invoice.id, m.other.id]);
+    same(ids(await t.api('GET', `/messages?q=quarterly&label=hiring`)), [m.resume.id]);
+    same(ids(await t.api('GET', `/threads?q=invoice`)), [m.invoice.threadId, m.other.threadId, m.sent.threadId]);
+    same(ids(await t.api('GET', `/inboxes/${x.id}/threads?q=${encodeURIComponent('from:carol')}`)), [m.quarterly.threadId]);
+    assert.equal((await t.api('GET', `/threads?q=invoice&limit=1`)).body.total, 3);
+  });
+
+  test('a deleted message leaves the index', async () => {
+    const gone = await receive({ to: y.address, subject: 'ephemeral zebra' });
+    same(ids(await all('zebra')), [gone.id]);
+    assert.equal((await t.api('DELETE', `/messages/${gone.id}`)).status, 204);
+    assert.deepEqual(ids(await all('zebra')), []);
+  });
+
+  test('another account finds nothing', async () => {
+    const other = t.newAccount('other');
+    const res = await t.api('GET', '/messages?q=invoice', undefined, { key: other.key });
+    assert.deepEqual(res.body, { data: [], total: 0, limit: 20, offset: 0 });
+  });
+
+  test('bad syntax: 400 INVALID_QUERY with the position and what was expected', async () => {
+    for (const [q, pos, expected] of [
+      ['invoice "unclosed', 18, 'closing'],
+      ['is:maybe', 4, '`unread` or `read`'],
+      ['has:pdf', 5, '`attachment`'],
+      ['in:spam', 4, '`inbound` or `outbound`'],
+      ['before:2024-13-01', 8, 'YYYY-MM-DD'],
+      ['after:yesterday', 7, 'YYYY-MM-DD'],
+      ['label:Bad!', 7, 'a label'],
+      ['invoice -', 10, 'a term after `-`'],
+      ['from: alice', 6, 'a value after `from:`'],
+      ['   ', 1, 'a search term'],
+      ['* ^', 1, 'a search term'],
+      ['"!!"', 1, 'letters or digits'],
+    ] as const) {
+      for (const path of [`/inboxes/${x.id}/messages`, '/messages', '/threads']) {
+        const res = await t.api('GET', `${path}?q=${encodeURIComponent(q)}`);
+        expectError(res, 400, 'INVALID_QUERY');
+        assert.ok(res.body.error.message.includes(`position ${pos}:`), `${q}: ${res.body.error.message}`);
+        assert.ok(res.body.error.message.includes(expected), `${q}: ${res.body.error.message}`);
+      }
+    }
+    expectError(await t.api('GET', `/messages?q=${'a'.repeat(1001)}`), 400, 'INVALID_QUERY');
+    // Quotes, parentheses and FTS5 operators in words are just text.
+    assert.equal((await all('NEAR(invoice) OR * ^')).status, 200);
+    assert.equal((await all("o'brien AND (x)")).status, 200);
+  });
+});
