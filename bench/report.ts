@@ -1,4 +1,4 @@
-// Renders the results of one run as Markdown (bench/results/latest.md, included in README):
+// Renders the results of one run as Markdown (bench/results/latest.md, copied into docs/performance.md):
 // one table per scenario, mailroom beside each baseline with the ratio mailroom ÷ baseline.
 import type { Row, ScenarioResult } from './support.ts';
 
