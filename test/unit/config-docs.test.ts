@@ -29,5 +29,7 @@ test('types are read from the schema, not guessed', () => {
   assert.equal(t('metrics.listen'), 'listen address (`"host:port"`), or `""` for off');
   assert.equal(t('http.listen'), 'listen address (`"host:port"`)');
   assert.equal(t('webhooks.allow_insecure_targets'), 'boolean');
-  assert.equal(t('hostname'), 'string');
+  assert.equal(t('hostname'), 'DNS host name');
+  assert.equal(t('http.public_url'), 'absolute `http://` or `https://` URL (no query, fragment or credentials)');
+  assert.equal(t('outbound.relay'), 'string');
 });
