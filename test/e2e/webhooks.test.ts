@@ -12,7 +12,8 @@ import { createServer as createHttpsServer } from 'node:https';
 import { createSecureContext } from 'node:tls';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { recordEvent, type EventType } from '../../src/domain/events.ts';
+import type { EventType } from '../../src/domain/events.ts';
+import { emitEvent } from '../support/events.ts';
 import { replayDelivery } from '../../src/domain/webhook-fanout.ts';
 import { listJobs } from '../../src/jobs/table.ts';
 import { runCli } from '../support/cli.ts';
@@ -21,12 +22,13 @@ import { startReceiver, type Received } from '../support/receiver.ts';
 import { expectError, startTestServer, type TestServer } from '../support/server.ts';
 import { until as untilDefined } from '../support/wait.ts';
 import { smtpTransport } from '../support/mail.ts';
+import { Webhook as StandardWebhook } from 'standardwebhooks';
 
 const FAST = { allow_insecure_targets: true, retry_schedule: ['100ms', '200ms', '300ms', '400ms', '500ms'], timeout: '500ms' };
 
-/** Records an event the way the domain does: inside a transaction. */
-function emit(t: TestServer, type: EventType, data: unknown = { id: 'msg_test', subject: 'hello' }, accountId = t.accountId) {
-  return t.server.ctx.db.transaction((tx) => recordEvent(tx, t.server.ctx, accountId, type, data));
+/** Records an event the way the domain does: inside a transaction (a message.* event's message is stored first). */
+function emit(t: TestServer, type: EventType, data?: unknown, accountId = t.accountId) {
+  return emitEvent(t.server.ctx, accountId, type, data);
 }
 
 /** Waits until `fn` returns a truthy value (the shared poller, which waits for non-undefined). */
@@ -651,6 +653,42 @@ test('end to end: verifying a custom domain in DNS sends domain.verified with th
   } finally {
     await t.close();
     await dns.close();
+    await rx.close();
+  }
+});
+
+test('Standard Webhooks: every attempt carries webhook-id/-timestamp/-signature that the standardwebhooks package verifies; retries keep webhook-id', async () => {
+  const rx = await startReceiver(500);
+  const t = await startTestServer({ webhooks: { ...FAST, retry_schedule: ['100ms', '100ms'] } });
+  try {
+    const w = (await t.api('POST', '/webhooks', { url: `${rx.url}/std` })).body;
+    rx.script(500, 503);
+    rx.fallback = 200;
+    const ev = emit(t, 'message.received', { id: 'msg_std', subject: 'Grüße ☃' });
+    const got = await rx.waitFor(3);
+    // The library is given the secret base64-encoded: its key is then the secret's UTF-8 bytes.
+    const verifier = new StandardWebhook(Buffer.from(w.secret, 'utf8').toString('base64'));
+    for (const r of got) {
+      const headers = { 'webhook-id': String(r.headers['webhook-id']), 'webhook-timestamp': String(r.headers['webhook-timestamp']), 'webhook-signature': String(r.headers['webhook-signature']) };
+      assert.equal(headers['webhook-id'], ev.id, 'webhook-id is the event id on every attempt');
+      assert.match(headers['webhook-timestamp'], /^\d{10}$/);
+      assert.ok(Math.abs(Number(headers['webhook-timestamp']) - r.at / 1000) < 60, 'timestamp is the time of the attempt');
+      assert.match(headers['webhook-signature'], /^v1,[A-Za-z0-9+/]{43}=$/);
+      assert.deepEqual(verifier.verify(r.raw.toString('utf8'), headers), r.json);
+      assert.ok(verify(w.secret, r), 'X-Service-Signature is still sent');
+      // A changed body, id or timestamp fails verification.
+      assert.throws(() => verifier.verify(r.raw.toString('utf8').replace('msg_std', 'msg_xxx'), headers));
+      assert.throws(() => verifier.verify(r.raw.toString('utf8'), { ...headers, 'webhook-id': 'evt_other' }));
+      assert.throws(() => verifier.verify(r.raw.toString('utf8'), { ...headers, 'webhook-timestamp': String(Number(headers['webhook-timestamp']) - 1) }));
+    }
+    assert.deepEqual(got.map((r) => r.headers['x-service-attempt']), ['1', '2', '3']);
+    // Another webhook's secret does not verify.
+    const other = (await t.api('POST', '/webhooks', { url: `${rx.url}/other`, isActive: false })).body;
+    const wrong = new StandardWebhook(Buffer.from(other.secret, 'utf8').toString('base64'));
+    const r0 = got[0];
+    assert.throws(() => wrong.verify(r0.raw.toString('utf8'), { 'webhook-id': String(r0.headers['webhook-id']), 'webhook-timestamp': String(r0.headers['webhook-timestamp']), 'webhook-signature': String(r0.headers['webhook-signature']) }));
+  } finally {
+    await t.close();
     await rx.close();
   }
 });

@@ -23,6 +23,16 @@ export const SIGNATURE_HEADER = 'X-Service-Signature';
 /** Lowercase hex HMAC-SHA256 of the exact bytes sent, keyed with the webhook's secret. */
 export const signBody = (secret: string, body: Buffer | string): string => createHmac('sha256', secret).update(body).digest('hex');
 
+/**
+ * Standard Webhooks (standardwebhooks.com, "Signature scheme"): `v1,` + base64 HMAC-SHA256 of
+ * `<webhook-id>.<webhook-timestamp>.<body>`. The key is the UTF-8 bytes of the whole secret
+ * (`whsec_…` included), so the `standardwebhooks` libraries take it base64-encoded.
+ */
+export function standardSignature(secret: string, id: string, timestamp: number, body: Buffer): string {
+  const mac = createHmac('sha256', Buffer.from(secret, 'utf8')).update(`${id}.${timestamp}.`).update(body).digest('base64');
+  return `v1,${mac}`;
+}
+
 interface PostResult {
   status?: number;
   error?: string;
@@ -138,7 +148,12 @@ export const webhookHandler: JobHandler = {
 
     const envelope = { id: event.id, type: event.type, createdAt: event.createdAt, webhookId: hook.id, data: JSON.parse(event.data) as unknown };
     const body = Buffer.from(JSON.stringify(envelope), 'utf8');
+    // webhook-id is the event id, the same on every retry and replay, so receivers can dedupe.
+    const timestamp = Math.floor(ctx.clock.now().getTime() / 1000);
     const headers = {
+      'webhook-id': event.id,
+      'webhook-timestamp': String(timestamp),
+      'webhook-signature': standardSignature(hook.secret, event.id, timestamp, body),
       'Content-Type': 'application/json',
       'User-Agent': 'mailroom-webhooks/1',
       [SIGNATURE_HEADER]: signBody(hook.secret, body),
