@@ -209,7 +209,8 @@ test('retries: six attempts spaced by the schedule, then failed; timeouts, redir
       return l.length === 6 && l;
     }, 'six log entries');
     assert.deepEqual(logs.map((e) => e.attempt), [6, 5, 4, 3, 2, 1], 'most recent first');
-    assert.deepEqual(logs.map((e) => e.status), ['failed', 'pending', 'pending', 'pending', 'pending', 'pending']);
+    // Each attempt a retry followed is `failed` once that retry is logged; none stays pending.
+    assert.deepEqual(logs.map((e) => e.status), ['failed', 'failed', 'failed', 'failed', 'failed', 'failed']);
     assert.ok(logs.every((e) => e.httpStatus === 500 && e.eventId === ev.id && e.error === 'HTTP 500'));
     // Spacing: each attempt starts at least its delay after the previous one started (the
     // log's createdAt is the moment the attempt was claimed, which also fixes the next run time).
@@ -226,8 +227,8 @@ test('retries: six attempts spaced by the schedule, then failed; timeouts, redir
     assert.deepEqual([act.webhookId, act.successCount, act.failureCount], [null, 0, 6]);
 
     // Filters and cursor.
-    assert.equal((await logsOf(t, '?status=failed')).length, 1);
-    assert.equal((await logsOf(t, '?status=pending')).length, 5);
+    assert.equal((await logsOf(t, '?status=failed')).length, 6);
+    assert.equal((await logsOf(t, '?status=pending')).length, 0);
     assert.equal((await logsOf(t, '?status=success')).length, 0);
     assert.equal((await logsOf(t, '?event=message.sent')).length, 6);
     assert.equal((await logsOf(t, '?event=message.received')).length, 0);
@@ -249,9 +250,9 @@ test('retries: six attempts spaced by the schedule, then failed; timeouts, redir
       return l.length === 4 && l;
     }, 'four attempts');
     assert.deepEqual(mixed.map((e) => [e.attempt, e.status, e.httpStatus]).reverse(), [
-      [1, 'pending', null],
-      [2, 'pending', null],
-      [3, 'pending', 302],
+      [1, 'failed', null],
+      [2, 'failed', null],
+      [3, 'failed', 302],
       [4, 'success', 204],
     ]);
     assert.match(mixed[3].error, /no answer within 500 ms/);
@@ -316,7 +317,7 @@ test('deletion: an in-flight delivery still finishes, later events are not deliv
     }, 'retry after delete logged');
     assert.deepEqual(logs.map((e) => [e.attempt, e.status, e.httpStatus]), [
       [2, 'success', 200],
-      [1, 'pending', 503],
+      [1, 'failed', 503],
     ]);
     assert.deepEqual(rx.received.map((r) => r.json.data.id), ['msg_1', 'msg_1']);
     assert.equal(listJobs(t.server.ctx, ['queued', 'running']).length, 0, 'nothing queued for the event after deletion');
@@ -413,7 +414,7 @@ test('target safety: unsafe URLs are refused at save and re-checked at every del
     }, 'two refused attempts');
     assert.deepEqual(logs.map((e) => [e.attempt, e.status, e.httpStatus]), [
       [2, 'failed', null],
-      [1, 'pending', null],
+      [1, 'failed', null],
     ]);
     assert.ok(logs.every((e) => /target refused: public\.test resolves to 127\.0\.0\.1/.test(e.error)), logs[0].error);
   } finally {
@@ -446,7 +447,7 @@ test('restart with deliveries pending loses none', async () => {
     const byEvent = (id: string) => logs.filter((e) => e.eventId === id).map((e) => [e.attempt, e.status]);
     assert.deepEqual(byEvent(ev.id), [
       [2, 'success'],
-      [1, 'pending'],
+      [1, 'failed'],
     ]);
     assert.deepEqual(byEvent(evLate.id), [[1, 'success']]);
     assert.ok(rx.received.every((r) => verify(w.secret, r)));
@@ -481,7 +482,7 @@ test('cross-account: a webhook receives only its own account events', async () =
   }
 });
 
-test('CLI: webhooks deliveries --failed lists the final failure; replay sends it again as a new attempt', async () => {
+test('CLI: webhooks deliveries --failed lists failures; replay sends one again as a new attempt, two replays get distinct numbers, replaying a success warns', async () => {
   const rx = await startReceiver(500);
   const t = await startTestServer({ webhooks: { ...FAST, retry_schedule: ['50ms'] } });
   const dir = mkdtempSync(join(tmpdir(), 'mailroom-cli-wh-'));
@@ -491,33 +492,97 @@ test('CLI: webhooks deliveries --failed lists the final failure; replay sends it
     const w = (await t.api('POST', '/webhooks', { url: `${rx.url}/replay` })).body;
     const ev = emit(t, 'message.sent', { id: 'msg_replay' });
     await rx.waitFor(2);
-    const failed = await until(async () => (await logsOf(t, '?status=failed'))[0], 'final failure');
+    const [failed, first] = await until(async () => {
+      const l = await logsOf(t, '?status=failed');
+      return l.length === 2 && l;
+    }, 'both attempts failed');
+    assert.deepEqual([failed.attempt, first.attempt], [2, 1], 'attempt 1 is failed (then retried), not pending forever');
 
     const listed = await runCli(['webhooks', 'deliveries', '--failed', '--json', '--config', config]);
     assert.equal(listed.code, 0, listed.stderr);
-    assert.deepEqual(JSON.parse(listed.stdout).data.map((e: any) => [e.id, e.status, e.attempt]), [[failed.id, 'failed', 2]]);
-
-    // Only failed entries can be replayed (the rule the command applies).
-    const pendingId = (await logsOf(t, '?status=pending'))[0].id;
-    assert.throws(() => replayDelivery(t.server.ctx, pendingId), /only failed deliveries/);
+    assert.deepEqual(JSON.parse(listed.stdout).data.map((e: any) => [e.id, e.status, e.attempt]), [
+      [failed.id, 'failed', 2],
+      [first.id, 'failed', 1],
+    ]);
     assert.throws(() => replayDelivery(t.server.ctx, 'dlv_nope'), /not found/);
 
     rx.fallback = 200;
     const replayed = await runCli(['webhooks', 'replay', failed.id, '--json', '--config', config]);
     assert.equal(replayed.code, 0, replayed.stderr);
-    assert.deepEqual(JSON.parse(replayed.stdout).attempt, 3);
+    assert.equal(JSON.parse(replayed.stdout).attempt, 3);
+    assert.equal(JSON.parse(replayed.stdout).alreadyDelivered, false);
+    assert.doesNotMatch(replayed.stderr, /warning/);
     // The CLI is another process: nothing in this one is told. The running server notices the
     // other connection's commit and delivers within the 2 s it promises (not its 30 s timer).
     await rx.waitFor(3, 2000);
     assert.equal(rx.received[2].headers['x-service-attempt'], '3');
     assert.ok(verify(w.secret, rx.received[2]));
     assert.equal(rx.received[2].json.id, ev.id);
+    assert.equal(rx.received[2].headers['webhook-id'], ev.id, 'a replay keeps webhook-id');
     const last = await until(async () => (await logsOf(t, '?status=success'))[0], 'replayed success');
     assert.deepEqual([last.attempt, last.eventId], [3, ev.id]);
+
+    // Replaying the same failed entry twice more: each replay is a new, distinct attempt number.
+    const again = [replayDelivery(t.server.ctx, failed.id), replayDelivery(t.server.ctx, failed.id)];
+    assert.deepEqual(again.map((r) => r.attempt), [4, 5]);
+    assert.ok(again.every((r) => r.alreadyDelivered), 'attempt 3 succeeded: the event was already delivered');
+    await rx.waitFor(5);
+    const numbers = await until(async () => {
+      const l = (await logsOf(t, `?webhookId=${w.id}`)).map((e) => e.attempt);
+      return l.length === 5 && l;
+    }, 'five attempts logged');
+    assert.deepEqual(numbers.sort(), [1, 2, 3, 4, 5]);
+
+    // Replaying a successful delivery is allowed, with a warning.
+    const ok = await runCli(['webhooks', 'replay', last.id, '--config', config]);
+    assert.equal(ok.code, 0, ok.stderr);
+    assert.match(ok.stderr, new RegExp(`warning: event ${ev.id} was already delivered successfully to webhook ${w.id}`));
+    await rx.waitFor(6, 2000);
+    assert.equal(rx.received[5].headers['x-service-attempt'], '6');
   } finally {
     await t.close();
     await rx.close();
     rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('replay: an attempt whose retry is still scheduled (pending) cannot be replayed; a replay while retries remain is numbered after them', async () => {
+  const rx = await startReceiver(500);
+  const t = await startTestServer({ webhooks: { ...FAST, retry_schedule: ['1500ms', '1500ms'] } });
+  try {
+    const w = (await t.api('POST', '/webhooks', { url: `${rx.url}/p` })).body;
+    emit(t, 'message.sent');
+    await rx.waitFor(1);
+    const [pending] = await until(async () => {
+      const l = await logsOf(t, '?status=pending');
+      return l.length === 1 && l;
+    }, 'first attempt pending');
+    assert.equal(pending.attempt, 1);
+    assert.throws(() => replayDelivery(t.server.ctx, pending.id), /pending: its retry is already scheduled/);
+    expectError(await t.api('POST', `/dashboard/api/deliveries/${pending.id}/replay`), 400, 'VALIDATION_ERROR');
+    // Attempt 2 logged (attempt 1 becomes failed); attempt 3 is still to come.
+    await rx.waitFor(2, 5000);
+    const logs = await until(async () => {
+      const l = await logsOf(t, `?webhookId=${w.id}`);
+      return l.length === 2 && l;
+    }, 'two attempts');
+    assert.deepEqual(logs.map((e) => [e.attempt, e.status]), [
+      [2, 'pending'],
+      [1, 'failed'],
+    ]);
+    rx.fallback = 200;
+    // Numbered after the job's last possible attempt (3), so the two never share a number.
+    assert.equal(replayDelivery(t.server.ctx, logs[1].id).attempt, 4);
+    await rx.waitFor(4, 5000);
+    const all = await until(async () => {
+      const l = await logsOf(t, `?webhookId=${w.id}`);
+      return l.length === 4 && l;
+    }, 'four attempts');
+    assert.deepEqual(all.map((e) => e.attempt).sort(), [1, 2, 3, 4]);
+    assert.ok(all.every((e) => e.status !== 'pending'));
+  } finally {
+    await t.close();
+    await rx.close();
   }
 });
 
@@ -550,7 +615,7 @@ test('end to end: mail over SMTP becomes a signed message.received POST, also wh
     // Receiver down (connection refused) for the first attempts: the retries still get it there.
     await rx.down();
     await transport.sendMail({ from: 'bob@example.org', to: inbox.address, subject: 'Second', text: 'again' });
-    await until(async () => (await logsOf(t, '?status=pending')).length >= 2, 'two refused attempts');
+    await until(async () => (await logsOf(t, `?webhookId=${w.id}`)).filter((e) => /ECONNREFUSED/.test(e.error ?? '')).length >= 2, 'two refused attempts');
     await rx.up();
     const [, second] = await rx.waitFor(2);
     assert.equal(second.json.data.subject, 'Second');
@@ -561,7 +626,7 @@ test('end to end: mail over SMTP becomes a signed message.received POST, also wh
     }, 'second delivery logged');
     const attempts = logs.filter((e) => e.eventId === second.json.id);
     assert.ok(attempts.length >= 3);
-    assert.ok(attempts.slice(1).every((e) => e.status === 'pending' && e.httpStatus === null && /ECONNREFUSED/.test(e.error)));
+    assert.ok(attempts.slice(1).every((e) => e.status === 'failed' && e.httpStatus === null && /ECONNREFUSED/.test(e.error)));
   } finally {
     transport.close();
     await t.close();
@@ -619,7 +684,7 @@ test('the connection goes to the resolved address while Host and TLS SNI keep th
     }, 'two TLS failures');
     assert.deepEqual(logs.map((e) => [e.attempt, e.status, e.httpStatus]), [
       [2, 'failed', null],
-      [1, 'pending', null],
+      [1, 'failed', null],
     ]);
     assert.match(logs[0].error, /self[- ]signed certificate/);
     assert.ok(sni.length >= 1 && sni.every((n) => n === 'receiver.test'), `SNI: ${sni.join(',')}`);

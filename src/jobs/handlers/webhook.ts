@@ -2,7 +2,7 @@
 // webhook_attempts in the transaction that records the job's outcome. Retries follow
 // `webhooks.retry_schedule`; the target's addresses are checked again before every attempt
 // and the connection goes to the checked address (no DNS-rebinding bypass).
-import { eq } from 'drizzle-orm';
+import { and, eq, gte } from 'drizzle-orm';
 import { createHmac } from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
@@ -89,8 +89,20 @@ function post(target: ResolvedTarget, body: Buffer, headers: Record<string, stri
   });
 }
 
+/**
+ * An attempt is logged `pending` while its retry is scheduled; once a later attempt of the same
+ * job is logged it is `failed` (failed, then retried), so no row stays pending after its job
+ * ended. The job's attempts are all younger than the job (index webhook_id, created_at).
+ */
+function supersedePending(tx: Tx, job: { id: string; createdAt: string }, webhookId: string): void {
+  tx.update(webhookAttempts)
+    .set({ status: 'failed' })
+    .where(and(eq(webhookAttempts.webhookId, webhookId), gte(webhookAttempts.createdAt, job.createdAt), eq(webhookAttempts.jobId, job.id), eq(webhookAttempts.status, 'pending')))
+    .run();
+}
+
 function logAttempt(
-  job: { id: string },
+  job: { id: string; createdAt: string; attempts: number },
   hook: { id: string; accountId: string },
   event: { id: string; type: string },
   id: string,
@@ -100,6 +112,7 @@ function logAttempt(
   result: PostResult,
 ): (tx: Tx) => void {
   return (tx) => {
+    if (job.attempts > 1) supersedePending(tx, job, hook.id);
     tx.insert(webhookAttempts)
       .values({
         id,
@@ -128,7 +141,7 @@ export const webhookHandler: JobHandler = {
     const hook = ctx.db.select().from(webhooks).where(eq(webhooks.id, payload.webhookId)).get();
     const event = ctx.db.select().from(events).where(eq(events.id, payload.eventId)).get();
     // Gone with its account (cascade): nobody is left to deliver to or to read a log.
-    if (!hook || !event) return fail('webhook or event no longer exists');
+    if (!hook || !event) return fail('webhook or event no longer exists', (tx) => supersedePending(tx, job, payload.webhookId));
 
     // The attempt's time is when it was claimed (the job's updatedAt): the next retry is due a
     // schedule step after that same instant, so the log shows the schedule exactly.
