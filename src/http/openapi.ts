@@ -160,6 +160,13 @@ const SCHEMAS: Record<string, Schema> = {
     createdAt: time(),
   }),
   DeliveryLog: obj({ data: { type: 'array', items: ref('DeliveryLogEntry') } }),
+  Event: obj({
+    id: str('Event id (evt_…); ids sort by the time the event was recorded. Also the `webhook-id` of its webhook deliveries.'),
+    type: str(undefined, { enum: EVENT_NAMES }),
+    createdAt: time(),
+    data: { description: 'message.* events: the Message (with inboxId); domain.verified: the Domain.' },
+  }),
+  EventList: obj({ data: { type: 'array', items: ref('Event'), description: 'Oldest first.' } }),
   WebhookActivity: obj({
     webhookId: nullable(str()),
     hours: int(),
@@ -175,6 +182,12 @@ interface Param {
   schema: Schema;
   required?: boolean;
 }
+
+const EVENT_FILTERS: Param[] = [
+  { name: 'after', description: 'Cursor: only events after this event id (the last one already seen).', schema: str(undefined, { pattern: '^evt_[0-9a-z]{26}$' }) },
+  { name: 'types', description: `Comma-separated event types (${EVENT_NAMES.join(', ')}).`, schema: str() },
+  { name: 'inboxId', description: 'Only events about this inbox (`data.inboxId`: the message.* events).', schema: str() },
+];
 
 const PAGE: Param[] = [
   { name: 'limit', description: 'Items per page, 1 to 100 (above 100 is refused with 400).', schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 } },
@@ -367,6 +380,27 @@ export const OPERATIONS: Record<string, Operation> = {
     description: 'The updated webhook; includes `secret` when rotateSecret was true.',
     response: 'WebhookWithSecret',
     errors: ['WEBHOOK_NOT_FOUND', 'INVALID_WEBHOOK_URL'],
+  },
+  'GET /events': {
+    summary: "The account's events, oldest first (kept at least 7 days)",
+    tag: 'Events',
+    query: [...EVENT_FILTERS, { name: 'limit', description: 'Events to return.', schema: { type: 'integer', minimum: 1, maximum: 1000, default: 100 } }],
+    status: 200,
+    description: 'Events as webhooks send them (without `webhookId`). Continue with `after` = the last id.',
+    response: 'EventList',
+    errors: ['INBOX_NOT_FOUND'],
+  },
+  'GET /events/stream': {
+    summary: 'Live events as Server-Sent Events',
+    tag: 'Events',
+    query: EVENT_FILTERS,
+    status: 200,
+    description:
+      'A text/event-stream: each event is `id:` (event id), `event:` (type) and `data:` (the Event as JSON). Without `after` or a `Last-Event-ID` header it starts with events recorded from now; ' +
+      'with either it first sends every matching event after that id (Last-Event-ID wins), so a reconnecting client misses and repeats nothing, across server restarts too. ' +
+      'A `: keep-alive` comment comes every 15 s. A client that stops reading (over 1 MiB unsent) gets a final `event: dropped` with `{"lastEventId", "reason"}` and the stream ends; reconnect with that id.',
+    response: { mediaType: 'text/event-stream', schema: { type: 'string' } },
+    errors: ['INBOX_NOT_FOUND'],
   },
   'DELETE /webhooks/:id': { summary: 'Delete a webhook (logs are kept)', tag: 'Webhooks', status: 204, description: 'Deleted.', errors: ['WEBHOOK_NOT_FOUND'] },
 };

@@ -85,6 +85,12 @@ interface RouteSpec {
 }
 
 const PAGE = { limit: ['-1', '0', '101', 'abc', '1e3', '1.5', '0x10', ' 5', '99999999999999999999'], offset: ['-1', 'abc', '1.5', '-0x1'] };
+const EVENT_QUERY = {
+  limit: ['-1', '0', '1001', 'abc', '1.5', '1e3'],
+  after: ['nope', 'msg_00000000000000000000000000', "evt_' OR 1=1", 'evt_' + 'x'.repeat(5000)],
+  types: ['', ',', 'message.bogus', 'message.received,bogus', "message.received' OR 1=1"],
+  inboxId: ['', 'x'.repeat(5000)],
+};
 const HEADER_ATTACKS = ['evil\r\nBcc: victim@example.com', 'a\nb', 'a\rb', 'nul\u0000byte'];
 
 const SPEC: Record<string, RouteSpec> = {
@@ -138,6 +144,8 @@ const SPEC: Record<string, RouteSpec> = {
   'GET /webhooks/logs': { path: '/webhooks/logs', query: { limit: ['-1', '0', '201', 'abc', '1.5'], hours: ['-1', '0', 'abc', '99999999'], status: ['bogus'], event: ['message.bogus'] } },
   'GET /webhooks/activity': { path: '/webhooks/activity', query: { hours: ['-1', '0', 'abc', '1.5', '99999999'] } },
   'GET /webhooks/:id': { path: '/webhooks/:webhook', notFound: 'WEBHOOK_NOT_FOUND' },
+  'GET /events': { path: '/events', query: EVENT_QUERY },
+  'GET /events/stream': { path: '/events/stream', query: { ...EVENT_QUERY, limit: ['abc', '0', '1001'] } },
   'PUT /webhooks/:id': {
     path: '/webhooks/:webhook',
     notFound: 'WEBHOOK_NOT_FOUND',
