@@ -243,7 +243,20 @@ export const OPERATIONS: Record<string, Operation> = {
   'GET /inboxes/:inboxId/messages': {
     summary: "List an inbox's messages, most recent first",
     tag: 'Messages',
-    query: [...PAGE, { name: 'status', description: 'Only messages in this status.', schema: str(undefined, { enum: [...MESSAGE_STATUSES] }) }],
+    query: [
+      ...PAGE,
+      { name: 'status', description: 'Only messages in this status.', schema: str(undefined, { enum: [...MESSAGE_STATUSES] }) },
+      {
+        name: 'after',
+        description: 'Only messages stored after this message of the inbox (still newest first): pass the newest id you have to get what came since.',
+        schema: str(undefined, { pattern: '^msg_[0-9a-z]{26}$' }),
+      },
+      {
+        name: 'wait',
+        description: 'Long-poll: when the page would be empty, wait up to this many seconds and answer as soon as a message matches; still empty after that: `data` is [].',
+        schema: { type: 'integer', minimum: 0, maximum: 60, default: 0 },
+      },
+    ],
     status: 200,
     description: 'A page of messages.',
     response: 'MessagePage',

@@ -356,3 +356,74 @@ describe('GET /events/stream: timeouts and restarts', () => {
     }
   });
 });
+
+describe('GET /inboxes/{id}/messages?after=&wait= (long-poll)', () => {
+  let t: TestServer;
+  before(async () => {
+    t = await startTestServer({ limits: { requests_per_minute: 100_000 } });
+  });
+  after(async () => t?.close());
+
+  const list = (inboxId: string, query: string, key?: string) => t.api('GET', `/inboxes/${inboxId}/messages?${query}`, undefined, key ? { key } : {});
+
+  test('answers as soon as a newer message arrives; with one already there at once; else empty after wait', async () => {
+    const inbox = (await t.api('POST', '/inboxes', { address: 'lp' })).body;
+    const m1 = await deliverMail(t.server.smtpPort, { from: 'a@example.org', to: inbox.address, subject: 'one', text: '1' });
+
+    const none = await list(inbox.id, `after=${m1}`);
+    assert.equal(none.status, 200, none.text);
+    assert.deepEqual([none.body.data, none.body.total], [[], 0]);
+
+    // Waiting: a message arriving over SMTP ends the wait.
+    const started = Date.now();
+    const waiting = list(inbox.id, `after=${m1}&wait=30`);
+    await new Promise((r) => setTimeout(r, 300));
+    const m2 = await deliverMail(t.server.smtpPort, { from: 'a@example.org', to: inbox.address, subject: 'two', text: '2' });
+    const woke = await waiting;
+    assert.equal(woke.status, 200, woke.text);
+    assert.deepEqual(woke.body.data.map((m: any) => m.id), [m2]);
+    assert.equal(woke.body.total, 1);
+    assert.ok(Date.now() - started < 20_000, 'answered before the wait ran out');
+
+    // Already newer: at once, newest first.
+    const m3 = await deliverMail(t.server.smtpPort, { from: 'a@example.org', to: inbox.address, subject: 'three', text: '3' });
+    assert.deepEqual((await list(inbox.id, `after=${m1}&wait=30`)).body.data.map((m: any) => m.id), [m3, m2]);
+    // Without after, wait only matters for an empty list: this one is not.
+    assert.equal((await list(inbox.id, 'wait=30')).body.data.length, 3);
+
+    // Nothing newer: empty data once the wait is over.
+    const empty = await list(inbox.id, `after=${m3}&wait=1`);
+    assert.equal(empty.status, 200);
+    assert.deepEqual([empty.body.data, empty.body.total], [[], 0]);
+
+    // A message sent from the inbox (no event until its outcome) also ends a wait.
+    const waitingOut = list(inbox.id, `after=${m3}&wait=30`);
+    await new Promise((r) => setTimeout(r, 200));
+    const sent = await t.api('POST', `/inboxes/${inbox.id}/messages`, { to: ['someone@example.org'], subject: 'out', bodyText: 'x' });
+    assert.equal(sent.status, 202, sent.text);
+    assert.ok((await waitingOut).body.data.some((m: any) => m.id === sent.body.id));
+
+    // The `after` message deleted: its id still works as the cursor.
+    assert.equal((await t.api('DELETE', `/messages/${m1}`)).status, 204);
+    assert.deepEqual(new Set((await list(inbox.id, `after=${m1}`)).body.data.map((m: any) => m.id)), new Set([sent.body.id, m3, m2]));
+  });
+
+  test('errors: wait above 60, negative or not a number, a bad after: 400 VALIDATION_ERROR; another account\'s inbox: 404 at once', async () => {
+    const inbox = (await t.api('POST', '/inboxes', { address: 'lp-err' })).body;
+    for (const q of ['wait=61', 'wait=-1', 'wait=abc', 'wait=1.5', 'after=nope', 'after=evt_00000000000000000000000000']) {
+      const res = await list(inbox.id, q);
+      expectError(res, 400, 'VALIDATION_ERROR');
+      assert.match(res.body.error.message, new RegExp(`\`${q.split('=')[0]}\``));
+    }
+    assert.equal((await list(inbox.id, 'wait=0')).status, 200);
+    const other = t.newAccount('lp-other');
+    const started = Date.now();
+    expectError(await list(inbox.id, 'wait=30', other.key), 404, 'INBOX_NOT_FOUND');
+    assert.ok(Date.now() - started < 10_000);
+    // Mail to another account's inbox does not end this account's wait.
+    const theirs = (await t.api('POST', '/inboxes', { address: 'lp-theirs' }, { key: other.key })).body;
+    const waiting = list(inbox.id, 'wait=2');
+    await deliverMail(t.server.smtpPort, { from: 'a@example.org', to: theirs.address, subject: 'not yours', text: 'x' });
+    assert.deepEqual((await waiting).body.data, []);
+  });
+});

@@ -111,7 +111,7 @@ const SPEC: Record<string, RouteSpec> = {
   'GET /domains/:id': { path: '/domains/:domain', notFound: 'DOMAIN_NOT_FOUND' },
   'DELETE /domains/:id': { path: '/domains/:domain', notFound: 'DOMAIN_NOT_FOUND' },
   'POST /domains/:id/verify': { path: '/domains/:domain/verify', notFound: 'DOMAIN_NOT_FOUND' },
-  'GET /inboxes/:inboxId/messages': { path: '/inboxes/:inbox/messages', notFound: 'INBOX_NOT_FOUND', query: { ...PAGE, status: ['bogus', 'RECEIVED', "received' OR 1=1"] } },
+  'GET /inboxes/:inboxId/messages': { path: '/inboxes/:inbox/messages', notFound: 'INBOX_NOT_FOUND', query: { ...PAGE, status: ['bogus', 'RECEIVED', "received' OR 1=1"], after: ['nope', "msg_' OR 1=1", 'evt_00000000000000000000000000', 'msg_' + 'x'.repeat(5000)], wait: ['-1', '61', 'abc', '1.5', '1e1', '99999999999999999999'] } },
   'GET /messages/:id': { path: '/messages/:message', notFound: 'MESSAGE_NOT_FOUND' },
   'GET /messages/:id/raw': { path: '/messages/:message/raw', notFound: 'MESSAGE_NOT_FOUND' },
   'DELETE /messages/:id': { path: '/messages/:message', notFound: 'MESSAGE_NOT_FOUND' },
