@@ -14,8 +14,11 @@ export interface Clock {
 }
 export const systemClock: Clock = { now: () => new Date() };
 
-/** In-process notifications (e.g. "a job was enqueued") so workers wake without polling. */
-export type Signal = 'jobs';
+/**
+ * In-process notifications so workers wake without polling: 'jobs' (a job was enqueued),
+ * 'events' (an event was committed: the event stream and long-polls, src/domain/event-feed.ts).
+ */
+export type Signal = 'jobs' | 'events';
 
 export interface AppContext {
   config: Config;

@@ -8,6 +8,7 @@ import { createHttpApp } from './http/app.ts';
 import type { Logger } from './log.ts';
 import { sweepIdempotencyKeys } from './domain/idempotency.ts';
 import { sweepEvents } from './domain/events.ts';
+import { closeEventWatchers } from './domain/event-feed.ts';
 import { sweepOrphanBlobs } from './storage/orphans.ts';
 import { errorFields } from './log.ts';
 import { createJobRunner } from './jobs/runner.ts';
@@ -87,7 +88,15 @@ function housekeeping(ctx: AppContext): Service {
  * to stop accepting at shutdown (like HTTP), instead of taking new sessions while the job
  * runner drains; the runner stops before the outbound pools its deliveries use.
  */
-export const SERVICE_FACTORIES: Array<(ctx: AppContext) => Service> = [housekeeping, createMetricsService, createOutboundService, (ctx) => createJobRunner(ctx, JOB_HANDLERS), createDomainRecheck, createSmtpService];
+export const SERVICE_FACTORIES: Array<(ctx: AppContext) => Service> = [housekeeping, createMetricsService, createOutboundService, (ctx) => createJobRunner(ctx, JOB_HANDLERS), createDomainRecheck, createSmtpService, eventWatchers];
+
+/**
+ * Open event streams and long-polls (src/domain/event-feed.ts). Stopped first: the streams end
+ * and the long-polls answer, so HTTP can close without waiting out its grace period for them.
+ */
+function eventWatchers(ctx: AppContext): Service {
+  return { name: 'events', async start() {}, async stop() { closeEventWatchers(ctx); } };
+}
 
 function listenHttp(server: Server, host: string, port: number): Promise<AddressInfo> {
   return new Promise((resolve, reject) => {

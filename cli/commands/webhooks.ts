@@ -1,5 +1,5 @@
 // mailroom webhooks deliveries|replay — the delivery log across accounts, and replaying a
-// failed delivery (the "dashboard" action; the API has no replay endpoint).
+// delivery again (the "dashboard" action; the API has no replay endpoint).
 import type { Command } from 'commander';
 import { replayDelivery } from '../../src/domain/webhook-fanout.ts';
 import { listDeliveryLogs, type DeliveryLogEntry } from '../../src/domain/webhooks.ts';
@@ -36,10 +36,14 @@ export function registerWebhooks(program: Command): void {
     });
   webhooks
     .command('replay <id>')
-    .description('send a failed delivery (an id from `webhooks deliveries --failed`) again as one new attempt; the running server picks it up within 30 s')
+    .description('send a delivery (an id from `webhooks deliveries`) again as one new attempt; the running server picks it up within a second. Warns when the event was already delivered')
     .option('--json', 'print JSON')
     .action(async (id: string, _opts: unknown, cmd: Command) => {
       const queued = await withContext(cmd, (ctx) => replayDelivery(ctx, id));
-      print(cmd, queued, [queued]);
+      // Allowed (a receiver may have lost it), but the receiver will get the event twice.
+      if (queued.alreadyDelivered) {
+        process.stderr.write(`warning: event ${queued.eventId} was already delivered successfully to webhook ${queued.webhookId}; the receiver gets it again (same webhook-id header, so it can drop the duplicate)\n`);
+      }
+      print(cmd, queued, [{ ...queued }]);
     });
 }

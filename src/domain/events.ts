@@ -4,11 +4,14 @@
 // A message.* event carries a copy of the message, so it names the message and is deleted with
 // it (a foreign-key cascade); every event goes after `retention.events` (sweepEvents).
 import type { AppContext } from '../context.ts';
-import { lt, sql } from 'drizzle-orm';
+import { and, asc, eq, gt, inArray, lt, sql, type SQL } from 'drizzle-orm';
 import type { Db, Tx } from '../db/client.ts';
 import { preparedQuery } from '../db/prepared.ts';
 import { events, webhookAttempts } from '../db/schema.ts';
 import { newId } from '../ids.ts';
+import { AppError } from './errors.ts';
+import { findInboxRow } from './inboxes.ts';
+import { intParam } from './pagination.ts';
 
 export const EVENT_TYPES = {
   'message.received': 'An inbound email arrived in an inbox.',
@@ -52,7 +55,83 @@ export function recordEvent(tx: Tx, ctx: AppContext, accountId: string, type: Ev
   const messageId = type.startsWith('message.') ? (data as { id: string }).id : null;
   preparedQuery(ctx.db, insertEvent).run({ id: event.id, accountId, type, data: JSON.stringify(data), messageId, createdAt: event.createdAt });
   for (const fan of EVENT_FANOUT) fan(tx, ctx, event);
+  // The transaction is synchronous: this microtask runs once it has committed (or rolled back,
+  // and then the stream's read just finds nothing new).
+  queueMicrotask(() => ctx.notify('events'));
   return event;
+}
+
+// ---- reading events (GET /events, the stream) -----------------------------------------------
+
+/** An event as webhooks carry it (without the webhook's own `webhookId`). */
+export interface EventEnvelope {
+  id: string;
+  type: EventType;
+  createdAt: string;
+  data: unknown;
+}
+
+export interface EventQuery {
+  /** Only events after this event id (ids sort by the time they were recorded). */
+  after?: string;
+  types?: EventType[];
+  /** Only events whose payload names this inbox (`data.inboxId`: the message.* events). */
+  inboxId?: string;
+  limit: number;
+}
+
+export const EVENTS_MAX_LIMIT = 1000;
+const EVENT_ID = /^evt_[0-9a-z]{26}$/;
+
+/**
+ * Reads and checks the query of GET /events and /events/stream. `lastEventId` (the SSE
+ * Last-Event-ID header a reconnecting client sends) wins over `after`: the URL still carries
+ * the `after` the stream was first opened with.
+ */
+export function parseEventQuery(q: URLSearchParams, lastEventId?: string): EventQuery {
+  const after = lastEventId?.trim() || q.get('after') || undefined;
+  if (after !== undefined && !EVENT_ID.test(after)) {
+    throw new AppError('VALIDATION_ERROR', `${lastEventId?.trim() ? 'header `Last-Event-ID`' : 'query parameter `after`'} must be an event id (evt_…)`);
+  }
+  let types: EventType[] | undefined;
+  const rawTypes = q.get('types');
+  if (rawTypes !== null) {
+    const list = rawTypes.split(',').map((t) => t.trim()).filter(Boolean);
+    const unknown = list.filter((t) => !(t in EVENT_TYPES));
+    if (!list.length || unknown.length) {
+      throw new AppError('VALIDATION_ERROR', `query parameter \`types\` must be a comma-separated list of ${Object.keys(EVENT_TYPES).join(', ')}${unknown.length ? ` (unknown: ${unknown.slice(0, 3).join(', ').slice(0, 200)})` : ''}`);
+    }
+    types = [...new Set(list)] as EventType[];
+  }
+  const inboxId = q.get('inboxId') ?? undefined;
+  if (inboxId !== undefined && (inboxId === '' || inboxId.length > 100)) throw new AppError('VALIDATION_ERROR', 'query parameter `inboxId` must be an inbox id');
+  return { after, types, inboxId, limit: intParam('limit', q.get('limit'), 100, 1, EVENTS_MAX_LIMIT) };
+}
+
+/**
+ * Events of the account after `query.after`, oldest first. Within this process an event's id is
+ * made inside the transaction that records it and transactions commit one at a time, so ids
+ * grow in commit order: a reader that continues after the last id it saw misses nothing.
+ */
+export function listEvents(ctx: AppContext, accountId: string, query: EventQuery): EventEnvelope[] {
+  if (query.inboxId) findInboxRow(ctx, accountId, query.inboxId);
+  const conds: SQL[] = [eq(events.accountId, accountId)];
+  if (query.after) conds.push(gt(events.id, query.after));
+  if (query.types) conds.push(inArray(events.type, query.types));
+  if (query.inboxId) conds.push(sql`json_extract(${events.data}, '$.inboxId') = ${query.inboxId}`);
+  return ctx.db
+    .select({ id: events.id, type: events.type, createdAt: events.createdAt, data: events.data })
+    .from(events)
+    .where(and(...conds))
+    .orderBy(asc(events.id))
+    .limit(query.limit)
+    .all()
+    .map((r) => ({ id: r.id, type: r.type as EventType, createdAt: r.createdAt, data: JSON.parse(r.data) as unknown }));
+}
+
+/** The newest event id of the whole appliance (a stream opened without a cursor starts there). */
+export function latestEventId(ctx: AppContext): string | undefined {
+  return ctx.db.select({ id: sql<string | null>`max(${events.id})` }).from(events).get()?.id ?? undefined;
 }
 
 /** Deletes events and webhook delivery logs older than their retention (housekeeping, hourly). */

@@ -8,6 +8,7 @@ import { preparedQuery, preparedRows } from '../db/prepared.ts';
 import { attachments, messages } from '../db/schema.ts';
 import { attachmentMetaForMany } from './attachments.ts';
 import { AppError } from './errors.ts';
+import { FEED_SETTINGS, watchEvents } from './event-feed.ts';
 import { findInboxRow } from './inboxes.ts';
 import type { Page, PageResult } from './pagination.ts';
 import { hasFilters, matchMessages, rawRows, type MessageFilters } from './filters.ts';
@@ -194,6 +195,21 @@ export function findMessageRow(ctx: AppContext, accountId: string, id: string): 
   return row;
 }
 
+// `after`: the messages stored after a given one. Message ids are made before an inbound message's
+// files are written, so two arriving at once may commit in the other order than their ids; the
+// row order (rowid, assigned at insert, one writer at a time) is the order they were stored. A
+// rowid is only reused after the newest row is deleted, and the `after` message still exists
+// (it is looked up each time), so every message stored later has a larger one. When the `after`
+// message is gone (deleted), its id is compared instead: ids are time-ordered.
+const rowidOf = (db: Db) => preparedRows<[string, string], [number]>(db, 'SELECT rowid FROM messages WHERE id = ? AND inbox_id = ?');
+type AfterParams = { inbox: string; rowid: number | null; after: string | null; status: string | null };
+const AFTER_WHERE = 'inbox_id = @inbox AND (@rowid IS NULL OR rowid > @rowid) AND (@after IS NULL OR id > @after) AND (@status IS NULL OR status = @status)';
+const pageAfter = (db: Db) =>
+  preparedRows<[AfterParams & { limit: number; offset: number }], ViewTuple>(db, `SELECT ${VIEW_COLUMNS} FROM messages WHERE ${AFTER_WHERE} ORDER BY created_at DESC, id DESC LIMIT @limit OFFSET @offset`);
+const totalAfter = (db: Db) => preparedRows<[AfterParams], [number]>(db, `SELECT count(*) FROM messages WHERE ${AFTER_WHERE}`);
+
+const MESSAGE_ID = /^msg_[0-9a-z]{26}$/;
+
 // Account-wide totals from the same counters: the account's inboxes' rows.
 const totalOfAccount = (db: Db) =>
   preparedRows<[string], [number]>(db, 'SELECT coalesce(sum(n), 0) FROM inbox_message_counts WHERE inbox_id IN (SELECT id FROM inboxes WHERE account_id = ?)');
@@ -209,10 +225,27 @@ const M_VIEW_COLUMNS = VIEW_COLUMNS.split(',').map((c) => `m.${c.trim()}`).join(
  * (src/domain/filters.ts). Without filters, or with only `status`, totals come from the
  * counters kept by triggers; otherwise they are counted over the same index range as the page.
  */
-export function listMessages(ctx: AppContext, accountId: string, inboxId: string | null, opts: Page & MessageFilters): PageResult<Message> {
-  const { limit, offset, ...filters } = opts;
+export interface MessageListOptions extends Page, MessageFilters {
+  /**
+   * Only messages stored after this one (a message id of the inbox), still newest first: the
+   * long-poll's cursor. Per inbox, with `status` only.
+   */
+  after?: string | null;
+}
+
+export function listMessages(ctx: AppContext, accountId: string, inboxId: string | null, opts: MessageListOptions): PageResult<Message> {
+  const { limit, offset, after, ...filters } = opts;
   if (inboxId !== null) findInboxRow(ctx, accountId, inboxId);
   const { status, ...rest } = filters;
+  if (after) {
+    if (inboxId === null || hasFilters(rest)) throw new AppError('VALIDATION_ERROR', 'query parameter `after` lists one inbox and combines with `status` only');
+    if (!MESSAGE_ID.test(after)) throw new AppError('VALIDATION_ERROR', 'query parameter `after` must be a message id (msg_…)');
+    const found = preparedQuery(ctx.db, rowidOf).get(after, inboxId);
+    const params: AfterParams = { inbox: inboxId, rowid: found ? found[0] : null, after: found ? null : after, status: status || null };
+    const rows = preparedQuery(ctx.db, pageAfter).all({ ...params, limit, offset });
+    const [total] = preparedQuery(ctx.db, totalAfter).get(params)!;
+    return { data: messageViews(ctx, rows.map(viewRow)), total, limit, offset };
+  }
   if (inboxId !== null && !hasFilters(rest)) {
     const rows = status ? preparedQuery(ctx.db, pageOfInboxStatus).all(inboxId, status, limit, offset) : preparedQuery(ctx.db, pageOfInbox).all(inboxId, limit, offset);
     const [total] = (status ? preparedQuery(ctx.db, totalOfInboxStatus).get(inboxId, status) : preparedQuery(ctx.db, totalOfInbox).get(inboxId))!;
@@ -293,4 +326,42 @@ export function getThread(ctx: AppContext, accountId: string, id: string): Threa
   const thread = findThreadRow(ctx, accountId, id);
   const rows = ctx.db.select().from(messages).where(eq(messages.threadId, id)).orderBy(asc(messages.createdAt), asc(messages.id)).all();
   return { ...threadViews(ctx, [thread])[0], messages: messageViews(ctx, rows) };
+}
+
+export const MAX_WAIT_SECONDS = 60;
+
+/**
+ * The long-poll of GET /inboxes/{id}/messages?wait=: the list as listMessages gives it, as soon
+ * as it is not empty, else after `waitSeconds` (empty). Woken by the event feed (an inbound
+ * message records message.received in its own transaction) and checked every FEED_SETTINGS.pollMs
+ * anyway (a message sent from the inbox records no event until its outcome). `gone` resolves
+ * when the client left: the wait ends early; at shutdown the feed ends it too.
+ */
+export async function waitForMessages(ctx: AppContext, accountId: string, inboxId: string, opts: MessageListOptions, waitSeconds: number, gone?: Promise<unknown>): Promise<PageResult<Message>> {
+  let result = listMessages(ctx, accountId, inboxId, opts);
+  if (result.data.length || waitSeconds <= 0) return result;
+  const deadline = Date.now() + waitSeconds * 1000;
+  let wake!: () => void;
+  let over = false;
+  const stop = watchEvents(ctx, { wake: () => wake(), close: () => ((over = true), wake()) });
+  const tick = setInterval(() => wake(), FEED_SETTINGS.pollMs);
+  void gone?.then(() => ((over = true), wake()));
+  try {
+    for (;;) {
+      const left = deadline - Date.now();
+      if (left <= 0 || over) return result;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, left);
+        wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      result = listMessages(ctx, accountId, inboxId, opts);
+      if (result.data.length) return result;
+    }
+  } finally {
+    stop();
+    clearInterval(tick);
+  }
 }

@@ -1,11 +1,11 @@
 // Webhook fan-out: each recorded event becomes one delivery job per active, non-deleted
 // webhook of the same account that subscribes to its type, written in the transaction that
 // records the event — so a delivery exists exactly when its event was committed.
-import { and, eq, isNull, sql } from 'drizzle-orm';
+import { and, eq, gte, inArray, isNull, sql } from 'drizzle-orm';
 import type { AppContext } from '../context.ts';
 import type { Db, Tx } from '../db/client.ts';
 import { preparedQuery } from '../db/prepared.ts';
-import { webhooks } from '../db/schema.ts';
+import { events, jobs, webhookAttempts, webhooks } from '../db/schema.ts';
 import { enqueueJob } from '../jobs/table.ts';
 import { AppError } from './errors.ts';
 import { EVENT_FANOUT, type EventRecord } from './events.ts';
@@ -54,19 +54,57 @@ export function fanOutToWebhooks(_tx: Tx, ctx: AppContext, event: EventRecord): 
 
 if (!EVENT_FANOUT.includes(fanOutToWebhooks)) EVENT_FANOUT.push(fanOutToWebhooks);
 
+/** What a replay queued; `alreadyDelivered` is set when the event had reached the webhook before. */
+export interface ReplayResult {
+  jobId: string;
+  webhookId: string;
+  eventId: string;
+  attempt: number;
+  /** A successful attempt of this event to this webhook exists: the receiver gets it twice. */
+  alreadyDelivered: boolean;
+}
+
 /**
  * Sends a logged delivery again as one new attempt through the job table (the CLI's replay;
- * the API has no replay endpoint). Only a final `failed` entry can be replayed, and only to a
- * webhook that still exists and is active.
+ * the API has no replay endpoint). A `failed` entry (final, or an attempt a retry followed) or
+ * a `success` one (allowed; `alreadyDelivered` lets the caller warn) can be replayed; a
+ * `pending` one cannot (its retry is already scheduled). Only to a webhook that still exists
+ * and is active, and only while the event is kept.
+ *
+ * The new attempt is numbered after every attempt logged or still to come for this event and
+ * webhook (a retrying job's remaining attempts, other queued replays), decided in an IMMEDIATE
+ * transaction so two replays — from the CLI and the dashboard at once — never share a number.
  */
-export function replayDelivery(ctx: AppContext, attemptId: string): { jobId: string; webhookId: string; eventId: string; attempt: number } {
+export function replayDelivery(ctx: AppContext, attemptId: string): ReplayResult {
   const attempt = getDeliveryAttempt(ctx, attemptId);
   if (!attempt) throw new AppError('NOT_FOUND', `delivery ${attemptId} not found (see \`mailroom webhooks deliveries\`)`);
-  if (attempt.status !== 'failed') throw new AppError('VALIDATION_ERROR', `delivery ${attemptId} is ${attempt.status}; only failed deliveries can be replayed`);
+  if (attempt.status === 'pending') throw new AppError('VALIDATION_ERROR', `delivery ${attemptId} is pending: its retry is already scheduled; only failed or successful deliveries can be replayed`);
   const hook = ctx.db.select().from(webhooks).where(eq(webhooks.id, attempt.webhookId)).get();
   if (!hook || hook.deletedAt) throw new AppError('WEBHOOK_NOT_FOUND', `webhook ${attempt.webhookId} was deleted; nothing to replay to`);
   if (!hook.isActive) throw new AppError('VALIDATION_ERROR', `webhook ${hook.id} is inactive; activate it (PUT isActive: true) before replaying`);
-  const jobId = ctx.db.transaction(() => queueDelivery(ctx, { webhookId: hook.id, eventId: attempt.eventId, attemptOffset: attempt.attempt }, 1));
+  const event = ctx.db.select({ createdAt: events.createdAt }).from(events).where(eq(events.id, attempt.eventId)).get();
+  if (!event) throw new AppError('VALIDATION_ERROR', `event ${attempt.eventId} is no longer kept (retention.events, or its message was deleted); nothing to replay`);
+  const queued = ctx.db.transaction(
+    () => {
+      // Attempts of this event are younger than it: the index (webhook_id, created_at) bounds the scan.
+      const logged = ctx.db
+        .select({ last: sql<number | null>`max(${webhookAttempts.attempt})`, delivered: sql<number>`coalesce(max(${webhookAttempts.status} = 'success'), 0)` })
+        .from(webhookAttempts)
+        .where(and(eq(webhookAttempts.webhookId, hook.id), gte(webhookAttempts.createdAt, event.createdAt), eq(webhookAttempts.eventId, attempt.eventId)))
+        .get();
+      const unfinished = ctx.db
+        .select({ payload: jobs.payload, maxAttempts: jobs.maxAttempts })
+        .from(jobs)
+        .where(and(eq(jobs.kind, WEBHOOK_JOB), inArray(jobs.status, ['queued', 'running'])))
+        .all()
+        .map((j) => ({ ...(JSON.parse(j.payload) as WebhookJobPayload), maxAttempts: j.maxAttempts }))
+        .filter((j) => j.webhookId === hook.id && j.eventId === attempt.eventId);
+      const offset = Math.max(logged?.last ?? 0, ...unfinished.map((j) => (j.attemptOffset ?? 0) + j.maxAttempts));
+      const jobId = queueDelivery(ctx, { webhookId: hook.id, eventId: attempt.eventId, attemptOffset: offset }, 1);
+      return { jobId, attempt: offset + 1, alreadyDelivered: attempt.status === 'success' || Number(logged?.delivered ?? 0) === 1 };
+    },
+    { behavior: 'immediate' },
+  );
   ctx.notify('jobs');
-  return { jobId, webhookId: hook.id, eventId: attempt.eventId, attempt: attempt.attempt + 1 };
+  return { jobId: queued.jobId, webhookId: hook.id, eventId: attempt.eventId, attempt: queued.attempt, alreadyDelivered: queued.alreadyDelivered };
 }

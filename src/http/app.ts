@@ -19,9 +19,10 @@ import { registerThreadRoutes } from './routes/threads.ts';
 import { registerAttachmentRoutes } from './routes/attachments.ts';
 import { registerDashboardRoutes } from './routes/dashboard.ts';
 import { registerOpenApiRoutes } from './routes/openapi.ts';
+import { registerEventRoutes } from './routes/events.ts';
 
 /** Each resource module adds its routes here; fixed paths must come before `/:id` ones. */
-const ROUTE_MODULES: Array<(r: Routes, ctx: AppContext) => void> = [registerHealthRoutes, registerOpenApiRoutes, registerInboxRoutes, registerApiKeyRoutes, registerDomainRoutes, registerMessageRoutes, registerSendingRoutes, registerThreadRoutes, registerAttachmentRoutes, registerDashboardRoutes, registerWebhookRoutes];
+const ROUTE_MODULES: Array<(r: Routes, ctx: AppContext) => void> = [registerHealthRoutes, registerOpenApiRoutes, registerInboxRoutes, registerApiKeyRoutes, registerDomainRoutes, registerMessageRoutes, registerSendingRoutes, registerThreadRoutes, registerAttachmentRoutes, registerDashboardRoutes, registerWebhookRoutes, registerEventRoutes];
 
 /** The metrics label of requests no route answered (one series, whatever the path). */
 const UNMATCHED = 'unmatched';

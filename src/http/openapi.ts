@@ -176,6 +176,13 @@ const SCHEMAS: Record<string, Schema> = {
     createdAt: time(),
   }),
   DeliveryLog: obj({ data: { type: 'array', items: ref('DeliveryLogEntry') } }),
+  Event: obj({
+    id: str('Event id (evt_…); ids sort by the time the event was recorded. Also the `webhook-id` of its webhook deliveries.'),
+    type: str(undefined, { enum: EVENT_NAMES }),
+    createdAt: time(),
+    data: { description: 'message.* events: the Message (with inboxId); domain.verified: the Domain.' },
+  }),
+  EventList: obj({ data: { type: 'array', items: ref('Event'), description: 'Oldest first.' } }),
   WebhookActivity: obj({
     webhookId: nullable(str()),
     hours: int(),
@@ -191,6 +198,12 @@ interface Param {
   schema: Schema;
   required?: boolean;
 }
+
+const EVENT_FILTERS: Param[] = [
+  { name: 'after', description: 'Cursor: only events after this event id (the last one already seen).', schema: str(undefined, { pattern: '^evt_[0-9a-z]{26}$' }) },
+  { name: 'types', description: `Comma-separated event types (${EVENT_NAMES.join(', ')}).`, schema: str() },
+  { name: 'inboxId', description: 'Only events about this inbox (`data.inboxId`: the message.* events).', schema: str() },
+];
 
 const PAGE: Param[] = [
   { name: 'limit', description: 'Items per page, 1 to 100 (above 100 is refused with 400).', schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 } },
@@ -272,7 +285,20 @@ export const OPERATIONS: Record<string, Operation> = {
     operationId: 'listMessages',
     summary: "List an inbox's messages, most recent first",
     tag: 'Messages',
-    query: [...PAGE, ...FILTERS],
+    query: [
+      ...PAGE,
+      ...FILTERS,
+      {
+        name: 'after',
+        description: 'Only messages stored after this message of the inbox (still newest first): pass the newest id you have to get what came since. Combines with `status` only.',
+        schema: str(undefined, { pattern: '^msg_[0-9a-z]{26}$' }),
+      },
+      {
+        name: 'wait',
+        description: 'Long-poll: when the page would be empty, wait up to this many seconds and answer as soon as a message matches; still empty after that: `data` is [].',
+        schema: { type: 'integer', minimum: 0, maximum: 60, default: 0 },
+      },
+    ],
     status: 200,
     description: 'A page of messages.',
     response: 'MessagePage',
@@ -490,6 +516,29 @@ export const OPERATIONS: Record<string, Operation> = {
     description: 'The updated webhook; includes `secret` only when rotateSecret was true.',
     response: 'Webhook',
     errors: ['WEBHOOK_NOT_FOUND', 'INVALID_WEBHOOK_URL'],
+  },
+  'GET /events': {
+    operationId: 'listEvents',
+    summary: "The account's events, oldest first (kept at least 7 days)",
+    tag: 'Events',
+    query: [...EVENT_FILTERS, { name: 'limit', description: 'Events to return.', schema: { type: 'integer', minimum: 1, maximum: 1000, default: 100 } }],
+    status: 200,
+    description: 'Events as webhooks send them (without `webhookId`). Continue with `after` = the last id.',
+    response: 'EventList',
+    errors: ['INBOX_NOT_FOUND'],
+  },
+  'GET /events/stream': {
+    operationId: 'streamEvents',
+    summary: 'Live events as Server-Sent Events',
+    tag: 'Events',
+    query: EVENT_FILTERS,
+    status: 200,
+    description:
+      'A text/event-stream: each event is `id:` (event id), `event:` (type) and `data:` (the Event as JSON). Without `after` or a `Last-Event-ID` header it starts with events recorded from now; ' +
+      'with either it first sends every matching event after that id (Last-Event-ID wins), so a reconnecting client misses and repeats nothing, across server restarts too. ' +
+      'A `: keep-alive` comment comes every 15 s. A client that stops reading (over 1 MiB unsent) gets a final `event: dropped` with `{"lastEventId", "reason"}` and the stream ends; reconnect with that id.',
+    response: { mediaType: 'text/event-stream', schema: { type: 'string' } },
+    errors: ['INBOX_NOT_FOUND'],
   },
   'DELETE /webhooks/:id': { operationId: 'deleteWebhook', summary: 'Delete a webhook (logs are kept)', tag: 'Webhooks', status: 204, description: 'Deleted.', errors: ['WEBHOOK_NOT_FOUND'] },
 };

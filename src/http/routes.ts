@@ -5,7 +5,7 @@ import type { App, Request, Response } from '@tinyhttp/app';
 import { createHash, randomBytes, type Hash } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
-import type { IncomingHttpHeaders } from 'node:http';
+import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -37,7 +37,12 @@ export interface ApiRequest {
 
 export type Reply =
   | { status: number; body?: unknown; headers?: Record<string, string> }
-  | { status: number; stream: Readable | Buffer; headers: Record<string, string> };
+  | { status: number; stream: Readable | Buffer; headers: Record<string, string> }
+  /**
+   * A long-lived answer (Server-Sent Events, src/http/sse.ts): the head is written, then `open`
+   * writes the body itself for as long as it lasts, watching the socket's buffer.
+   */
+  | { status: number; headers: Record<string, string>; open: (res: ServerResponse) => void };
 
 export type Handler = (req: ApiRequest) => Reply | Promise<Reply>;
 
@@ -152,6 +157,11 @@ function parseJson(buf: Buffer, contentType: string | undefined): unknown {
 const JSON_HEADERS = { 'Content-Type': 'application/json; charset=utf-8' };
 
 function writeReply(res: Response, reply: Reply): void {
+  if ('open' in reply) {
+    res.writeHead(reply.status, reply.headers);
+    reply.open(res);
+    return;
+  }
   if ('stream' in reply) {
     res.writeHead(reply.status, reply.headers);
     if (Buffer.isBuffer(reply.stream)) res.end(reply.stream);

@@ -91,6 +91,12 @@ const FILTERS = {
   unread: ['yes', '1', 'TRUE', 'null'],
   direction: ['in', 'INBOUND', 'both'],
 };
+const EVENT_QUERY = {
+  limit: ['-1', '0', '1001', 'abc', '1.5', '1e3'],
+  after: ['nope', 'msg_00000000000000000000000000', "evt_' OR 1=1", 'evt_' + 'x'.repeat(5000)],
+  types: ['', ',', 'message.bogus', 'message.received,bogus', "message.received' OR 1=1"],
+  inboxId: ['', 'x'.repeat(5000)],
+};
 const HEADER_ATTACKS = ['evil\r\nBcc: victim@example.com', 'a\nb', 'a\rb', 'nul\u0000byte'];
 
 const SPEC: Record<string, RouteSpec> = {
@@ -111,7 +117,11 @@ const SPEC: Record<string, RouteSpec> = {
   'GET /domains/:id': { path: '/domains/:domain', notFound: 'DOMAIN_NOT_FOUND' },
   'DELETE /domains/:id': { path: '/domains/:domain', notFound: 'DOMAIN_NOT_FOUND' },
   'POST /domains/:id/verify': { path: '/domains/:domain/verify', notFound: 'DOMAIN_NOT_FOUND' },
-  'GET /inboxes/:inboxId/messages': { path: '/inboxes/:inbox/messages', notFound: 'INBOX_NOT_FOUND', query: { ...PAGE, ...FILTERS } },
+  'GET /inboxes/:inboxId/messages': {
+    path: '/inboxes/:inbox/messages',
+    notFound: 'INBOX_NOT_FOUND',
+    query: { ...PAGE, ...FILTERS, after: ['nope', "msg_' OR 1=1", 'evt_00000000000000000000000000', 'msg_' + 'x'.repeat(5000)], wait: ['-1', '61', 'abc', '1.5', '1e1', '99999999999999999999'] },
+  },
   'GET /messages': { path: '/messages', query: { ...PAGE, ...FILTERS } },
   'GET /messages/:id': { path: '/messages/:message', notFound: 'MESSAGE_NOT_FOUND' },
   'PATCH /messages/:id': { path: '/messages/:message', notFound: 'MESSAGE_NOT_FOUND', json: { valid: {}, fields: { unread: 'bool', addLabels: 'strings', removeLabels: 'strings' }, required: [] } },
@@ -158,6 +168,8 @@ const SPEC: Record<string, RouteSpec> = {
   'GET /webhooks/logs': { path: '/webhooks/logs', query: { limit: ['-1', '0', '201', 'abc', '1.5'], hours: ['-1', '0', 'abc', '99999999'], status: ['bogus'], event: ['message.bogus'] } },
   'GET /webhooks/activity': { path: '/webhooks/activity', query: { hours: ['-1', '0', 'abc', '1.5', '99999999'] } },
   'GET /webhooks/:id': { path: '/webhooks/:webhook', notFound: 'WEBHOOK_NOT_FOUND' },
+  'GET /events': { path: '/events', query: EVENT_QUERY },
+  'GET /events/stream': { path: '/events/stream', query: { ...EVENT_QUERY, limit: ['abc', '0', '1001'] } },
   'PUT /webhooks/:id': {
     path: '/webhooks/:webhook',
     notFound: 'WEBHOOK_NOT_FOUND',

@@ -12,12 +12,8 @@ import { createServer as createHttpsServer } from 'node:https';
 import { createSecureContext } from 'node:tls';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { eq } from 'drizzle-orm';
-import { inboxes, messages } from '../../src/db/schema.ts';
-import { recordEvent, type EventType } from '../../src/domain/events.ts';
-import { createInbox } from '../../src/domain/inboxes.ts';
-import { insertMessageRow } from '../../src/domain/messages.ts';
-import { threadForMessage } from '../../src/domain/threads.ts';
+import type { EventType } from '../../src/domain/events.ts';
+import { emitEvent } from '../support/events.ts';
 import { replayDelivery } from '../../src/domain/webhook-fanout.ts';
 import { listJobs } from '../../src/jobs/table.ts';
 import { runCli } from '../support/cli.ts';
@@ -26,34 +22,13 @@ import { startReceiver, type Received } from '../support/receiver.ts';
 import { expectError, startTestServer, type TestServer } from '../support/server.ts';
 import { until as untilDefined } from '../support/wait.ts';
 import { smtpTransport } from '../support/mail.ts';
+import { Webhook as StandardWebhook } from 'standardwebhooks';
 
 const FAST = { allow_insecure_targets: true, retry_schedule: ['100ms', '200ms', '300ms', '400ms', '500ms'], timeout: '500ms' };
 
-/**
- * Records an event the way the domain does: inside a transaction. A message.* event names its
- * message (events.message_id), so the message it is about is stored first when it is not yet.
- */
-function emit(t: TestServer, type: EventType, data: unknown = { id: 'msg_test', subject: 'hello' }, accountId = t.accountId) {
-  return t.server.ctx.db.transaction((tx) => {
-    const id = (data as { id?: string }).id;
-    if (type.startsWith('message.') && id) storeFixtureMessage(t, accountId, id);
-    return recordEvent(tx, t.server.ctx, accountId, type, data);
-  });
-}
-
-/** A received message row with this id in a fixture inbox of the account, unless one exists. */
-function storeFixtureMessage(t: TestServer, accountId: string, id: string): void {
-  const db = t.server.ctx.db;
-  if (db.select({ id: messages.id }).from(messages).where(eq(messages.id, id)).get()) return;
-  const address = `fixture-${accountId.slice(-8)}@${t.config.shared_domain}`.toLowerCase();
-  const inboxId = db.select({ id: inboxes.id }).from(inboxes).where(eq(inboxes.address, address)).get()?.id ?? createInbox(t.server.ctx, accountId, { address }).id;
-  const at = new Date().toISOString();
-  const threadId = threadForMessage(db, { accountId, inboxId, parents: [], subject: 'fixture', at });
-  insertMessageRow(db, {
-    id, accountId, inboxId, threadId, direction: 'inbound', fromAddress: 'a@example.org', fromName: null, toAddresses: '[]', ccAddresses: '[]', bccAddresses: '[]',
-    subject: 'fixture', bodyText: null, bodyHtml: null, delivery: null, status: 'received', messageIdHeader: `<${id}@example.org>`, inReplyTo: null, references: '[]',
-    recipients: '[]', authentication: null, rawPath: null, size: 0, contentHash: null, unread: true, createdAt: at, updatedAt: at,
-  });
+/** Records an event the way the domain does: inside a transaction (a message.* event's message is stored first). */
+function emit(t: TestServer, type: EventType, data?: unknown, accountId = t.accountId) {
+  return emitEvent(t.server.ctx, accountId, type, data);
 }
 
 /** Waits until `fn` returns a truthy value (the shared poller, which waits for non-undefined). */
@@ -234,7 +209,8 @@ test('retries: six attempts spaced by the schedule, then failed; timeouts, redir
       return l.length === 6 && l;
     }, 'six log entries');
     assert.deepEqual(logs.map((e) => e.attempt), [6, 5, 4, 3, 2, 1], 'most recent first');
-    assert.deepEqual(logs.map((e) => e.status), ['failed', 'pending', 'pending', 'pending', 'pending', 'pending']);
+    // Each attempt a retry followed is `failed` once that retry is logged; none stays pending.
+    assert.deepEqual(logs.map((e) => e.status), ['failed', 'failed', 'failed', 'failed', 'failed', 'failed']);
     assert.ok(logs.every((e) => e.httpStatus === 500 && e.eventId === ev.id && e.error === 'HTTP 500'));
     // Spacing: each attempt starts at least its delay after the previous one started (the
     // log's createdAt is the moment the attempt was claimed, which also fixes the next run time).
@@ -251,8 +227,8 @@ test('retries: six attempts spaced by the schedule, then failed; timeouts, redir
     assert.deepEqual([act.webhookId, act.successCount, act.failureCount], [null, 0, 6]);
 
     // Filters and cursor.
-    assert.equal((await logsOf(t, '?status=failed')).length, 1);
-    assert.equal((await logsOf(t, '?status=pending')).length, 5);
+    assert.equal((await logsOf(t, '?status=failed')).length, 6);
+    assert.equal((await logsOf(t, '?status=pending')).length, 0);
     assert.equal((await logsOf(t, '?status=success')).length, 0);
     assert.equal((await logsOf(t, '?event=message.sent')).length, 6);
     assert.equal((await logsOf(t, '?event=message.received')).length, 0);
@@ -274,9 +250,9 @@ test('retries: six attempts spaced by the schedule, then failed; timeouts, redir
       return l.length === 4 && l;
     }, 'four attempts');
     assert.deepEqual(mixed.map((e) => [e.attempt, e.status, e.httpStatus]).reverse(), [
-      [1, 'pending', null],
-      [2, 'pending', null],
-      [3, 'pending', 302],
+      [1, 'failed', null],
+      [2, 'failed', null],
+      [3, 'failed', 302],
       [4, 'success', 204],
     ]);
     assert.match(mixed[3].error, /no answer within 500 ms/);
@@ -341,7 +317,7 @@ test('deletion: an in-flight delivery still finishes, later events are not deliv
     }, 'retry after delete logged');
     assert.deepEqual(logs.map((e) => [e.attempt, e.status, e.httpStatus]), [
       [2, 'success', 200],
-      [1, 'pending', 503],
+      [1, 'failed', 503],
     ]);
     assert.deepEqual(rx.received.map((r) => r.json.data.id), ['msg_1', 'msg_1']);
     assert.equal(listJobs(t.server.ctx, ['queued', 'running']).length, 0, 'nothing queued for the event after deletion');
@@ -444,7 +420,7 @@ test('target safety: unsafe URLs are refused at save and re-checked at every del
     }, 'two refused attempts');
     assert.deepEqual(logs.map((e) => [e.attempt, e.status, e.httpStatus]), [
       [2, 'failed', null],
-      [1, 'pending', null],
+      [1, 'failed', null],
     ]);
     assert.ok(logs.every((e) => /target refused: public\.test resolves to 127\.0\.0\.1/.test(e.error)), logs[0].error);
   } finally {
@@ -477,7 +453,7 @@ test('restart with deliveries pending loses none', async () => {
     const byEvent = (id: string) => logs.filter((e) => e.eventId === id).map((e) => [e.attempt, e.status]);
     assert.deepEqual(byEvent(ev.id), [
       [2, 'success'],
-      [1, 'pending'],
+      [1, 'failed'],
     ]);
     assert.deepEqual(byEvent(evLate.id), [[1, 'success']]);
     assert.ok(rx.received.every((r) => verify(w.secret, r)));
@@ -512,7 +488,7 @@ test('cross-account: a webhook receives only its own account events', async () =
   }
 });
 
-test('CLI: webhooks deliveries --failed lists the final failure; replay sends it again as a new attempt', async () => {
+test('CLI: webhooks deliveries --failed lists failures; replay sends one again as a new attempt, two replays get distinct numbers, replaying a success warns', async () => {
   const rx = await startReceiver(500);
   const t = await startTestServer({ webhooks: { ...FAST, retry_schedule: ['50ms'] } });
   const dir = mkdtempSync(join(tmpdir(), 'mailroom-cli-wh-'));
@@ -522,33 +498,97 @@ test('CLI: webhooks deliveries --failed lists the final failure; replay sends it
     const w = (await t.api('POST', '/webhooks', { url: `${rx.url}/replay` })).body;
     const ev = emit(t, 'message.sent', { id: 'msg_replay' });
     await rx.waitFor(2);
-    const failed = await until(async () => (await logsOf(t, '?status=failed'))[0], 'final failure');
+    const [failed, first] = await until(async () => {
+      const l = await logsOf(t, '?status=failed');
+      return l.length === 2 && l;
+    }, 'both attempts failed');
+    assert.deepEqual([failed.attempt, first.attempt], [2, 1], 'attempt 1 is failed (then retried), not pending forever');
 
     const listed = await runCli(['webhooks', 'deliveries', '--failed', '--json', '--config', config]);
     assert.equal(listed.code, 0, listed.stderr);
-    assert.deepEqual(JSON.parse(listed.stdout).data.map((e: any) => [e.id, e.status, e.attempt]), [[failed.id, 'failed', 2]]);
-
-    // Only failed entries can be replayed (the rule the command applies).
-    const pendingId = (await logsOf(t, '?status=pending'))[0].id;
-    assert.throws(() => replayDelivery(t.server.ctx, pendingId), /only failed deliveries/);
+    assert.deepEqual(JSON.parse(listed.stdout).data.map((e: any) => [e.id, e.status, e.attempt]), [
+      [failed.id, 'failed', 2],
+      [first.id, 'failed', 1],
+    ]);
     assert.throws(() => replayDelivery(t.server.ctx, 'dlv_nope'), /not found/);
 
     rx.fallback = 200;
     const replayed = await runCli(['webhooks', 'replay', failed.id, '--json', '--config', config]);
     assert.equal(replayed.code, 0, replayed.stderr);
-    assert.deepEqual(JSON.parse(replayed.stdout).attempt, 3);
+    assert.equal(JSON.parse(replayed.stdout).attempt, 3);
+    assert.equal(JSON.parse(replayed.stdout).alreadyDelivered, false);
+    assert.doesNotMatch(replayed.stderr, /warning/);
     // The CLI is another process: nothing in this one is told. The running server notices the
     // other connection's commit and delivers within the 2 s it promises (not its 30 s timer).
     await rx.waitFor(3, 2000);
     assert.equal(rx.received[2].headers['x-service-attempt'], '3');
     assert.ok(verify(w.secret, rx.received[2]));
     assert.equal(rx.received[2].json.id, ev.id);
+    assert.equal(rx.received[2].headers['webhook-id'], ev.id, 'a replay keeps webhook-id');
     const last = await until(async () => (await logsOf(t, '?status=success'))[0], 'replayed success');
     assert.deepEqual([last.attempt, last.eventId], [3, ev.id]);
+
+    // Replaying the same failed entry twice more: each replay is a new, distinct attempt number.
+    const again = [replayDelivery(t.server.ctx, failed.id), replayDelivery(t.server.ctx, failed.id)];
+    assert.deepEqual(again.map((r) => r.attempt), [4, 5]);
+    assert.ok(again.every((r) => r.alreadyDelivered), 'attempt 3 succeeded: the event was already delivered');
+    await rx.waitFor(5);
+    const numbers = await until(async () => {
+      const l = (await logsOf(t, `?webhookId=${w.id}`)).map((e) => e.attempt);
+      return l.length === 5 && l;
+    }, 'five attempts logged');
+    assert.deepEqual(numbers.sort(), [1, 2, 3, 4, 5]);
+
+    // Replaying a successful delivery is allowed, with a warning.
+    const ok = await runCli(['webhooks', 'replay', last.id, '--config', config]);
+    assert.equal(ok.code, 0, ok.stderr);
+    assert.match(ok.stderr, new RegExp(`warning: event ${ev.id} was already delivered successfully to webhook ${w.id}`));
+    await rx.waitFor(6, 2000);
+    assert.equal(rx.received[5].headers['x-service-attempt'], '6');
   } finally {
     await t.close();
     await rx.close();
     rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('replay: an attempt whose retry is still scheduled (pending) cannot be replayed; a replay while retries remain is numbered after them', async () => {
+  const rx = await startReceiver(500);
+  const t = await startTestServer({ webhooks: { ...FAST, retry_schedule: ['1500ms', '1500ms'] } });
+  try {
+    const w = (await t.api('POST', '/webhooks', { url: `${rx.url}/p` })).body;
+    emit(t, 'message.sent');
+    await rx.waitFor(1);
+    const [pending] = await until(async () => {
+      const l = await logsOf(t, '?status=pending');
+      return l.length === 1 && l;
+    }, 'first attempt pending');
+    assert.equal(pending.attempt, 1);
+    assert.throws(() => replayDelivery(t.server.ctx, pending.id), /pending: its retry is already scheduled/);
+    expectError(await t.api('POST', `/dashboard/api/deliveries/${pending.id}/replay`), 400, 'VALIDATION_ERROR');
+    // Attempt 2 logged (attempt 1 becomes failed); attempt 3 is still to come.
+    await rx.waitFor(2, 5000);
+    const logs = await until(async () => {
+      const l = await logsOf(t, `?webhookId=${w.id}`);
+      return l.length === 2 && l;
+    }, 'two attempts');
+    assert.deepEqual(logs.map((e) => [e.attempt, e.status]), [
+      [2, 'pending'],
+      [1, 'failed'],
+    ]);
+    rx.fallback = 200;
+    // Numbered after the job's last possible attempt (3), so the two never share a number.
+    assert.equal(replayDelivery(t.server.ctx, logs[1].id).attempt, 4);
+    await rx.waitFor(4, 5000);
+    const all = await until(async () => {
+      const l = await logsOf(t, `?webhookId=${w.id}`);
+      return l.length === 4 && l;
+    }, 'four attempts');
+    assert.deepEqual(all.map((e) => e.attempt).sort(), [1, 2, 3, 4]);
+    assert.ok(all.every((e) => e.status !== 'pending'));
+  } finally {
+    await t.close();
+    await rx.close();
   }
 });
 
@@ -581,7 +621,7 @@ test('end to end: mail over SMTP becomes a signed message.received POST, also wh
     // Receiver down (connection refused) for the first attempts: the retries still get it there.
     await rx.down();
     await transport.sendMail({ from: 'bob@example.org', to: inbox.address, subject: 'Second', text: 'again' });
-    await until(async () => (await logsOf(t, '?status=pending')).length >= 2, 'two refused attempts');
+    await until(async () => (await logsOf(t, `?webhookId=${w.id}`)).filter((e) => /ECONNREFUSED/.test(e.error ?? '')).length >= 2, 'two refused attempts');
     await rx.up();
     const [, second] = await rx.waitFor(2);
     assert.equal(second.json.data.subject, 'Second');
@@ -592,7 +632,7 @@ test('end to end: mail over SMTP becomes a signed message.received POST, also wh
     }, 'second delivery logged');
     const attempts = logs.filter((e) => e.eventId === second.json.id);
     assert.ok(attempts.length >= 3);
-    assert.ok(attempts.slice(1).every((e) => e.status === 'pending' && e.httpStatus === null && /ECONNREFUSED/.test(e.error)));
+    assert.ok(attempts.slice(1).every((e) => e.status === 'failed' && e.httpStatus === null && /ECONNREFUSED/.test(e.error)));
   } finally {
     transport.close();
     await t.close();
@@ -650,7 +690,7 @@ test('the connection goes to the resolved address while Host and TLS SNI keep th
     }, 'two TLS failures');
     assert.deepEqual(logs.map((e) => [e.attempt, e.status, e.httpStatus]), [
       [2, 'failed', null],
-      [1, 'pending', null],
+      [1, 'failed', null],
     ]);
     assert.match(logs[0].error, /self[- ]signed certificate/);
     assert.ok(sni.length >= 1 && sni.every((n) => n === 'receiver.test'), `SNI: ${sni.join(',')}`);
@@ -684,6 +724,42 @@ test('end to end: verifying a custom domain in DNS sends domain.verified with th
   } finally {
     await t.close();
     await dns.close();
+    await rx.close();
+  }
+});
+
+test('Standard Webhooks: every attempt carries webhook-id/-timestamp/-signature that the standardwebhooks package verifies; retries keep webhook-id', async () => {
+  const rx = await startReceiver(500);
+  const t = await startTestServer({ webhooks: { ...FAST, retry_schedule: ['100ms', '100ms'] } });
+  try {
+    const w = (await t.api('POST', '/webhooks', { url: `${rx.url}/std` })).body;
+    rx.script(500, 503);
+    rx.fallback = 200;
+    const ev = emit(t, 'message.received', { id: 'msg_std', subject: 'Grüße ☃' });
+    const got = await rx.waitFor(3);
+    // The library is given the secret base64-encoded: its key is then the secret's UTF-8 bytes.
+    const verifier = new StandardWebhook(Buffer.from(w.secret, 'utf8').toString('base64'));
+    for (const r of got) {
+      const headers = { 'webhook-id': String(r.headers['webhook-id']), 'webhook-timestamp': String(r.headers['webhook-timestamp']), 'webhook-signature': String(r.headers['webhook-signature']) };
+      assert.equal(headers['webhook-id'], ev.id, 'webhook-id is the event id on every attempt');
+      assert.match(headers['webhook-timestamp'], /^\d{10}$/);
+      assert.ok(Math.abs(Number(headers['webhook-timestamp']) - r.at / 1000) < 60, 'timestamp is the time of the attempt');
+      assert.match(headers['webhook-signature'], /^v1,[A-Za-z0-9+/]{43}=$/);
+      assert.deepEqual(verifier.verify(r.raw.toString('utf8'), headers), r.json);
+      assert.ok(verify(w.secret, r), 'X-Service-Signature is still sent');
+      // A changed body, id or timestamp fails verification.
+      assert.throws(() => verifier.verify(r.raw.toString('utf8').replace('msg_std', 'msg_xxx'), headers));
+      assert.throws(() => verifier.verify(r.raw.toString('utf8'), { ...headers, 'webhook-id': 'evt_other' }));
+      assert.throws(() => verifier.verify(r.raw.toString('utf8'), { ...headers, 'webhook-timestamp': String(Number(headers['webhook-timestamp']) - 1) }));
+    }
+    assert.deepEqual(got.map((r) => r.headers['x-service-attempt']), ['1', '2', '3']);
+    // Another webhook's secret does not verify.
+    const other = (await t.api('POST', '/webhooks', { url: `${rx.url}/other`, isActive: false })).body;
+    const wrong = new StandardWebhook(Buffer.from(other.secret, 'utf8').toString('base64'));
+    const r0 = got[0];
+    assert.throws(() => wrong.verify(r0.raw.toString('utf8'), { 'webhook-id': String(r0.headers['webhook-id']), 'webhook-timestamp': String(r0.headers['webhook-timestamp']), 'webhook-signature': String(r0.headers['webhook-signature']) }));
+  } finally {
+    await t.close();
     await rx.close();
   }
 });

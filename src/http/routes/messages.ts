@@ -5,8 +5,8 @@ import { z } from 'zod';
 import type { AppContext } from '../../context.ts';
 import { DIRECTIONS } from '../../domain/filters.ts';
 import { LABEL_PATTERN, LABEL_RULE } from '../../domain/labels.ts';
-import { deleteMessage, getMessage, listMessages, MESSAGE_STATUSES, rawMessage, updateMessage } from '../../domain/messages.ts';
-import { parsePage } from '../../domain/pagination.ts';
+import { deleteMessage, getMessage, listMessages, MAX_WAIT_SECONDS, MESSAGE_STATUSES, rawMessage, updateMessage, waitForMessages } from '../../domain/messages.ts';
+import { intParam, parsePage } from '../../domain/pagination.ts';
 import type { Routes } from '../routes.ts';
 import { parseInput, parseQuery } from '../validate.ts';
 
@@ -34,10 +34,23 @@ export const UpdateMarksBody = z.strictObject({
 });
 
 export function registerMessageRoutes(r: Routes, ctx: AppContext): void {
-  r.get('/inboxes/:inboxId/messages', (req) => ({
-    status: 200,
-    body: listMessages(ctx, req.principal.accountId, req.params.inboxId, { ...parsePage(req.query), ...parseQuery(ListFilterQuery, req.query) }),
-  }));
+  r.get('/inboxes/:inboxId/messages', async (req) => {
+    const opts = { ...parsePage(req.query), ...parseQuery(ListFilterQuery, req.query), after: req.query.get('after') };
+    const wait = intParam('wait', req.query.get('wait'), 0, 0, MAX_WAIT_SECONDS);
+    if (!wait) return { status: 200, body: listMessages(ctx, req.principal.accountId, req.params.inboxId, opts) };
+    // The client may leave while it waits: stop waiting then.
+    const socket = req.raw.socket;
+    let left!: () => void;
+    const gone = new Promise<void>((resolve) => (left = resolve));
+    if (socket.destroyed) left();
+    socket.once('close', left);
+    try {
+      return { status: 200, body: await waitForMessages(ctx, req.principal.accountId, req.params.inboxId, opts, wait, gone) };
+    } finally {
+      // A keep-alive connection carries many requests: no listener per request may stay on it.
+      socket.off('close', left);
+    }
+  });
   r.get('/messages', (req) => ({
     status: 200,
     body: listMessages(ctx, req.principal.accountId, null, { ...parsePage(req.query), ...parseQuery(ListFilterQuery, req.query) }),

@@ -2,7 +2,7 @@
 // webhook_attempts in the transaction that records the job's outcome. Retries follow
 // `webhooks.retry_schedule`; the target's addresses are checked again before every attempt
 // and the connection goes to the checked address (no DNS-rebinding bypass).
-import { eq } from 'drizzle-orm';
+import { and, eq, gte } from 'drizzle-orm';
 import { createHmac } from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
@@ -22,6 +22,16 @@ export const SIGNATURE_HEADER = 'X-Service-Signature';
 
 /** Lowercase hex HMAC-SHA256 of the exact bytes sent, keyed with the webhook's secret. */
 export const signBody = (secret: string, body: Buffer | string): string => createHmac('sha256', secret).update(body).digest('hex');
+
+/**
+ * Standard Webhooks (standardwebhooks.com, "Signature scheme"): `v1,` + base64 HMAC-SHA256 of
+ * `<webhook-id>.<webhook-timestamp>.<body>`. The key is the UTF-8 bytes of the whole secret
+ * (`whsec_…` included), so the `standardwebhooks` libraries take it base64-encoded.
+ */
+export function standardSignature(secret: string, id: string, timestamp: number, body: Buffer): string {
+  const mac = createHmac('sha256', Buffer.from(secret, 'utf8')).update(`${id}.${timestamp}.`).update(body).digest('base64');
+  return `v1,${mac}`;
+}
 
 interface PostResult {
   status?: number;
@@ -79,8 +89,20 @@ function post(target: ResolvedTarget, body: Buffer, headers: Record<string, stri
   });
 }
 
+/**
+ * An attempt is logged `pending` while its retry is scheduled; once a later attempt of the same
+ * job is logged it is `failed` (failed, then retried), so no row stays pending after its job
+ * ended. The job's attempts are all younger than the job (index webhook_id, created_at).
+ */
+function supersedePending(tx: Tx, job: { id: string; createdAt: string }, webhookId: string): void {
+  tx.update(webhookAttempts)
+    .set({ status: 'failed' })
+    .where(and(eq(webhookAttempts.webhookId, webhookId), gte(webhookAttempts.createdAt, job.createdAt), eq(webhookAttempts.jobId, job.id), eq(webhookAttempts.status, 'pending')))
+    .run();
+}
+
 function logAttempt(
-  job: { id: string },
+  job: { id: string; createdAt: string; attempts: number },
   hook: { id: string; accountId: string },
   event: { id: string; type: string },
   id: string,
@@ -90,6 +112,7 @@ function logAttempt(
   result: PostResult,
 ): (tx: Tx) => void {
   return (tx) => {
+    if (job.attempts > 1) supersedePending(tx, job, hook.id);
     tx.insert(webhookAttempts)
       .values({
         id,
@@ -118,7 +141,7 @@ export const webhookHandler: JobHandler = {
     const hook = ctx.db.select().from(webhooks).where(eq(webhooks.id, payload.webhookId)).get();
     const event = ctx.db.select().from(events).where(eq(events.id, payload.eventId)).get();
     // Gone with its account (cascade): nobody is left to deliver to or to read a log.
-    if (!hook || !event) return fail('webhook or event no longer exists');
+    if (!hook || !event) return fail('webhook or event no longer exists', (tx) => supersedePending(tx, job, payload.webhookId));
 
     // The attempt's time is when it was claimed (the job's updatedAt): the next retry is due a
     // schedule step after that same instant, so the log shows the schedule exactly.
@@ -138,7 +161,12 @@ export const webhookHandler: JobHandler = {
 
     const envelope = { id: event.id, type: event.type, createdAt: event.createdAt, webhookId: hook.id, data: JSON.parse(event.data) as unknown };
     const body = Buffer.from(JSON.stringify(envelope), 'utf8');
+    // webhook-id is the event id, the same on every retry and replay, so receivers can dedupe.
+    const timestamp = Math.floor(ctx.clock.now().getTime() / 1000);
     const headers = {
+      'webhook-id': event.id,
+      'webhook-timestamp': String(timestamp),
+      'webhook-signature': standardSignature(hook.secret, event.id, timestamp, body),
       'Content-Type': 'application/json',
       'User-Agent': 'mailroom-webhooks/1',
       [SIGNATURE_HEADER]: signBody(hook.secret, body),
