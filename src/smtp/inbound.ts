@@ -108,19 +108,19 @@ export function createSmtpService(ctx: AppContext): SmtpService {
       })
         .finally(release)
         .then(
-        ({ messageIds, spooledAs }) => {
-          countSmtpMessage(ctx, 'accepted');
-          ctx.log.info('smtp message accepted', { session: session.id, remote: session.remoteAddress, size, messageIds, spooledAs });
-          done(null, spooledAs ? `2.0.0 OK: queued as ${spooledAs}` : `2.0.0 OK: stored as ${messageIds?.join(' ') || 'report'}`);
-        },
-        (err) => {
-          countSmtpMessage(ctx, 'rejected');
-          const reply = replyFor(err);
-          if (reply.responseCode === 451) ctx.log.error('smtp message not stored', { session: session.id, ...errorFields(err) });
-          else ctx.log.info('smtp message refused', { session: session.id, reply: reply.message });
-          done(reply);
-        },
-      );
+          ({ messageIds, spooledAs }) => {
+            countSmtpMessage(ctx, 'accepted');
+            ctx.log.info('smtp message accepted', { session: session.id, remote: session.remoteAddress, size, messageIds, spooledAs });
+            done(null, spooledAs ? `2.0.0 OK: queued as ${spooledAs}` : `2.0.0 OK: stored as ${messageIds?.join(' ') || 'report'}`);
+          },
+          (err) => {
+            countSmtpMessage(ctx, 'rejected');
+            const reply = replyFor(err);
+            if (reply.responseCode === 451) ctx.log.error('smtp message not stored', { session: session.id, ...errorFields(err) });
+            else ctx.log.info('smtp message refused', { session: session.id, reply: reply.message });
+            done(reply);
+          },
+        );
     });
   };
 
