@@ -6,7 +6,7 @@ import type { Db } from '../db/client.ts';
 import { forgetIdempotentResponses } from './idempotency.ts';
 import { preparedQuery, preparedRows } from '../db/prepared.ts';
 import { attachments, messages } from '../db/schema.ts';
-import { attachmentMetaForMany } from './attachments.ts';
+import { attachmentMetaForMany, presignAttachment } from './attachments.ts';
 import { AppError } from './errors.ts';
 import { FEED_SETTINGS, watchEvents } from './event-feed.ts';
 import { findInboxRow } from './inboxes.ts';
@@ -38,6 +38,8 @@ export interface AttachmentMeta {
   filename: string;
   contentType: string;
   size: number;
+  /** A fresh presigned download URL: in API answers, not in event payloads (which are kept). */
+  url?: string;
 }
 
 export interface RecipientOutcome {
@@ -114,7 +116,9 @@ export function messageViews(ctx: AppContext, rows: MessageViewRow[]): Message[]
   const ids = rows.map((r) => r.id);
   const metas = attachmentMetaForMany(ctx, ids);
   const labels = labelsOfMessages(ctx, ids);
-  return rows.map((r) => messageView(r, metas.get(r.id) ?? [], labels.get(r.id) ?? []));
+  // An agent reads an attachment straight from the message, without asking for a URL first.
+  const withUrls = (list: AttachmentMeta[]) => list.map((a) => ({ ...a, url: presignAttachment(ctx, a.id).url }));
+  return rows.map((r) => messageView(r, withUrls(metas.get(r.id) ?? []), labels.get(r.id) ?? []));
 }
 
 export const MESSAGE_STATUSES = ['queued', 'sending', 'sent', 'delivered', 'failed', 'bounced', 'complained', 'received'] as const;

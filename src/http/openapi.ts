@@ -98,7 +98,10 @@ const SCHEMAS: Record<string, Schema> = {
     createdAt: time(),
   }),
   InboxPage: list('Inbox', true),
-  AttachmentMeta: obj(ATTACHMENT_META),
+  AttachmentMeta: obj(
+    { ...ATTACHMENT_META, url: str('A fresh presigned download URL, valid `attachments.url_ttl` and needing no key. In API answers only; webhook and event payloads (kept for days) carry none.') },
+    Object.keys(ATTACHMENT_META),
+  ),
   Recipient: obj({ address: str(), status: str(), response: nullable(str("The remote server's last reply, or what happened instead.")) }),
   Message: obj(
     {

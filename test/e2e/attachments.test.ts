@@ -8,7 +8,8 @@ import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { count, eq } from 'drizzle-orm';
 import type { Clock } from '../../src/context.ts';
-import { attachments } from '../../src/db/schema.ts';
+import { attachments, events } from '../../src/db/schema.ts';
+import { deliverMail } from '../support/mail.ts';
 import { getAttachmentRows } from '../../src/domain/attachments.ts';
 import { AppError } from '../../src/domain/errors.ts';
 import { until } from '../support/wait.ts';
@@ -310,5 +311,24 @@ describe('uploads with an Idempotency-Key stream', () => {
     );
     assert.equal(again.status, 201);
     assert.equal(again.headers.get('idempotent-replayed'), 'true');
+  });
+});
+
+describe('attachments on a message', () => {
+  test('every message view carries a fresh download URL per attachment (get and list); the stored event payload carries none', async () => {
+    const inbox = (await t.api('POST', '/inboxes', { address: 'with-urls' })).body;
+    const bytes = randomBytes(2000);
+    const id = await deliverMail(t.server.smtpPort, { from: 'a@example.org', to: inbox.address, subject: 'has a file', text: 'see file', attachments: [{ filename: 'f.bin', content: bytes }] });
+    const got = (await t.api('GET', `/messages/${id}`)).body;
+    const listed = (await t.api('GET', `/inboxes/${inbox.id}/messages`)).body.data[0];
+    for (const view of [got, listed]) {
+      const a = view.attachments[0];
+      assert.match(a.url, /\/attachments\/att_[0-9a-z]+\/download\?expires=\d+&signature=[0-9a-f]{64}$/);
+      const dl = await fetch(a.url);
+      assert.equal(dl.status, 200);
+      assert.deepEqual(Buffer.from(await dl.arrayBuffer()), bytes);
+    }
+    const event = t.server.ctx.db.select().from(events).where(eq(events.messageId, id)).get()!;
+    assert.equal(JSON.parse(event.data).attachments[0].url, undefined);
   });
 });
