@@ -141,7 +141,7 @@ describe('receiving over SMTP', () => {
     const m = (await t.api('GET', `/messages/${storedIds(info.response)[0]}`)).body;
     assert.equal(m.attachments.length, 1);
     const meta = m.attachments[0];
-    assert.deepEqual(Object.keys(meta).sort(), ['contentType', 'filename', 'id', 'size']);
+    assert.deepEqual(Object.keys(meta).sort(), ['contentType', 'filename', 'id', 'size', 'url']);
     assert.equal(meta.filename, 'report.pdf');
     assert.equal(meta.contentType, 'application/pdf');
     assert.equal(meta.size, pdf.length);
