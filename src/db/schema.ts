@@ -292,6 +292,8 @@ export const webhooks = sqliteTable(
     description: text('description'),
     /** JSON array of event types, or null for all events. */
     events: text('events'),
+    /** JSON array of inbox ids whose events it receives, or null for every inbox (and account-level events). */
+    inboxIds: text('inbox_ids'),
     isActive: integer('is_active', { mode: 'boolean' }).notNull().default(true),
     secret: text('secret').notNull(),
     /** Set when deleted: logs stay readable, no new deliveries are made. */

@@ -1,5 +1,5 @@
 // Webhook fan-out: each recorded event becomes one delivery job per active, non-deleted
-// webhook of the same account that subscribes to its type, written in the transaction that
+// webhook of the same account that subscribes to its type (and, when scoped, to its inbox), written in the transaction that
 // records the event — so a delivery exists exactly when its event was committed.
 import { and, eq, gte, inArray, isNull, sql } from 'drizzle-orm';
 import type { AppContext } from '../context.ts';
@@ -9,7 +9,7 @@ import { events, jobs, webhookAttempts, webhooks } from '../db/schema.ts';
 import { enqueueJob } from '../jobs/table.ts';
 import { AppError } from './errors.ts';
 import { EVENT_FANOUT, type EventRecord } from './events.ts';
-import { getDeliveryAttempt, subscribedTypes } from './webhooks.ts';
+import { getDeliveryAttempt, subscribedInboxes, subscribedTypes } from './webhooks.ts';
 
 export const WEBHOOK_JOB = 'webhook';
 
@@ -33,17 +33,21 @@ export function queueDelivery(ctx: AppContext, payload: WebhookJobPayload, maxAt
 // Runs for every event: prepared once (src/db/prepared.ts), on the transaction's connection.
 const activeWebhooksOf = (db: Db) =>
   db
-    .select({ id: webhooks.id, events: webhooks.events })
+    .select({ id: webhooks.id, events: webhooks.events, inboxIds: webhooks.inboxIds })
     .from(webhooks)
     .where(and(eq(webhooks.accountId, sql.placeholder('accountId')), eq(webhooks.isActive, true), isNull(webhooks.deletedAt)))
     .prepare();
 
 export function fanOutToWebhooks(_tx: Tx, ctx: AppContext, event: EventRecord): void {
   const targets = preparedQuery(ctx.db, activeWebhooksOf).all({ accountId: event.accountId });
+  const inboxId = (event.data as { inboxId?: unknown } | null)?.inboxId;
   let queued = 0;
   for (const w of targets) {
     const types = subscribedTypes(w);
     if (types && !types.includes(event.type)) continue;
+    // Scoped to inboxes: only events of those inboxes (an account-level event is none of them).
+    const scope = subscribedInboxes(w);
+    if (scope && !(typeof inboxId === 'string' && scope.includes(inboxId))) continue;
     queueDelivery(ctx, { webhookId: w.id, eventId: event.id });
     queued++;
   }

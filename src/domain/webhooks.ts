@@ -10,6 +10,7 @@ import { AppError } from './errors.ts';
 import { EVENT_TYPES, type EventType } from './events.ts';
 import { intParam } from './pagination.ts';
 import { isoNow } from './time.ts';
+import { findInboxRow } from './inboxes.ts';
 import { checkWebhookUrl } from './webhook-targets.ts';
 
 export type WebhookRow = typeof webhooks.$inferSelect;
@@ -21,6 +22,8 @@ export interface Webhook {
   description: string | null;
   /** null = every event type. */
   events: EventType[] | null;
+  /** The inboxes whose events it receives; empty = every inbox, and events of no inbox (domain.verified). */
+  inboxIds: string[];
   isActive: boolean;
   createdAt: string;
   updatedAt: string;
@@ -32,6 +35,7 @@ export interface CreateWebhookInput {
   url: string;
   description?: string | null;
   events?: EventType[] | null;
+  inboxIds?: string[] | null;
   isActive?: boolean;
 }
 
@@ -39,6 +43,7 @@ export interface UpdateWebhookInput {
   url?: string;
   description?: string | null;
   events?: EventType[] | null;
+  inboxIds?: string[] | null;
   isActive?: boolean;
   rotateSecret?: boolean;
 }
@@ -59,12 +64,26 @@ export function subscribedTypes(row: Pick<WebhookRow, 'events'>): EventType[] | 
   return row.events ? (JSON.parse(row.events) as EventType[]) : null;
 }
 
+/** The inboxes a webhook is scoped to, or null for all. */
+export function subscribedInboxes(row: Pick<WebhookRow, 'inboxIds'>): string[] | null {
+  return row.inboxIds ? (JSON.parse(row.inboxIds) as string[]) : null;
+}
+
+/** Stored form of a scope: null means every inbox; each id must be an inbox of the account (else 404). */
+function storedInboxIds(ctx: AppContext, accountId: string, ids: string[] | null | undefined): string | null {
+  if (!ids || ids.length === 0) return null;
+  const unique = [...new Set(ids)];
+  for (const id of unique) findInboxRow(ctx, accountId, id);
+  return JSON.stringify(unique);
+}
+
 export function webhookView(row: WebhookRow, withSecret = false): Webhook {
   const view: Webhook = {
     id: row.id,
     url: row.url,
     description: row.description,
     events: subscribedTypes(row),
+    inboxIds: subscribedInboxes(row) ?? [],
     isActive: row.isActive,
     createdAt: row.createdAt,
     updatedAt: row.updatedAt,
@@ -95,6 +114,7 @@ export async function createWebhook(ctx: AppContext, accountId: string, input: C
     url,
     description: input.description ?? null,
     events: storedEvents(input.events),
+    inboxIds: storedInboxIds(ctx, accountId, input.inboxIds),
     isActive: input.isActive ?? true,
     secret: newWebhookSecret(),
     deletedAt: null,
@@ -128,6 +148,7 @@ export async function updateWebhook(ctx: AppContext, accountId: string, id: stri
   if (url !== undefined) set.url = url;
   if (input.description !== undefined) set.description = input.description;
   if (input.events !== undefined) set.events = storedEvents(input.events);
+  if (input.inboxIds !== undefined) set.inboxIds = storedInboxIds(ctx, accountId, input.inboxIds);
   if (input.isActive !== undefined) set.isActive = input.isActive;
   if (input.rotateSecret) set.secret = newWebhookSecret();
   const res = ctx.db

@@ -488,6 +488,49 @@ test('cross-account: a webhook receives only its own account events', async () =
   }
 });
 
+test('inboxIds: a scoped webhook gets only those inboxes\' events; empty means every inbox; ids are checked', async () => {
+  const rx = await startReceiver(200);
+  const t = await startTestServer({ webhooks: FAST });
+  try {
+    const a = (await t.api('POST', '/inboxes', { address: 'scoped-a' })).body;
+    const b = (await t.api('POST', '/inboxes', { address: 'scoped-b' })).body;
+    const scoped = await t.api('POST', '/webhooks', { url: `${rx.url}/scoped`, inboxIds: [a.id, a.id] });
+    assert.equal(scoped.status, 201, scoped.text);
+    assert.deepEqual(scoped.body.inboxIds, [a.id]);
+    const all = (await t.api('POST', '/webhooks', { url: `${rx.url}/all` })).body;
+    assert.deepEqual(all.inboxIds, []);
+
+    const transport = smtpTransport(t.server.smtpPort);
+    try {
+      for (const inbox of [a, b]) await transport.sendMail({ from: 'x@example.org', to: inbox.address, subject: `to ${inbox.address}`, text: 'hi' });
+    } finally {
+      transport.close();
+    }
+    emit(t, 'domain.verified', { id: 'dom_1' });
+    await rx.waitFor(4); // all: two messages and the domain; scoped: one message
+    await new Promise((r) => setTimeout(r, 500));
+    const got = (path: string) => rx.received.filter((r) => r.path === path).map((r) => `${r.json.type} ${r.json.data.inboxId ?? '-'}`).sort();
+    assert.deepEqual(got('/scoped'), [`message.received ${a.id}`]);
+    assert.deepEqual(got('/all'), ['domain.verified -', `message.received ${a.id}`, `message.received ${b.id}`].sort());
+
+    // PUT changes the scope; [] and null both mean every inbox.
+    assert.deepEqual((await t.api('PUT', `/webhooks/${scoped.body.id}`, { inboxIds: [b.id] })).body.inboxIds, [b.id]);
+    assert.deepEqual((await t.api('GET', `/webhooks/${scoped.body.id}`)).body.inboxIds, [b.id]);
+    assert.deepEqual((await t.api('PUT', `/webhooks/${scoped.body.id}`, { inboxIds: null })).body.inboxIds, []);
+
+    const other = t.newAccount('other');
+    const theirs = (await t.api('POST', '/inboxes', { address: 'theirs' }, { key: other.key })).body;
+    expectError(await t.api('POST', '/webhooks', { url: `${rx.url}/x`, inboxIds: [theirs.id] }), 404, 'INBOX_NOT_FOUND');
+    expectError(await t.api('PUT', `/webhooks/${all.id}`, { inboxIds: [theirs.id] }), 404, 'INBOX_NOT_FOUND');
+    expectError(await t.api('POST', '/webhooks', { url: `${rx.url}/x`, inboxIds: ['nope'] }), 400, 'VALIDATION_ERROR');
+    expectError(await t.api('POST', '/webhooks', { url: `${rx.url}/x`, inboxIds: 'inb_x' }), 400, 'VALIDATION_ERROR');
+    assert.deepEqual((await t.api('GET', `/webhooks/${all.id}`)).body.inboxIds, [], 'a refused update changes nothing');
+  } finally {
+    await t.close();
+    await rx.close();
+  }
+});
+
 test('CLI: webhooks deliveries --failed lists failures; replay sends one again as a new attempt, two replays get distinct numbers, replaying a success warns', async () => {
   const rx = await startReceiver(500);
   const t = await startTestServer({ webhooks: { ...FAST, retry_schedule: ['50ms'] } });

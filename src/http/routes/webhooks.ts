@@ -23,11 +23,13 @@ const EventName = z.enum(Object.keys(EVENT_TYPES) as [EventType, ...EventType[]]
 const Events = z.array(EventName).max(50).nullable().optional();
 const Url = z.string().min(1, 'is required');
 const Description = headerSafe(500).nullable().optional();
+const InboxIds = z.array(z.string().regex(/^inb_[0-9a-z]{26}$/, 'must be an inbox id (inb_…)')).max(100).nullable().optional();
 
 export const CreateWebhookBody = z.strictObject({
   url: Url,
   description: Description,
   events: Events,
+  inboxIds: InboxIds,
   isActive: z.boolean().optional(),
 });
 
@@ -35,6 +37,7 @@ export const UpdateWebhookBody = z.strictObject({
   url: Url.optional(),
   description: Description,
   events: Events,
+  inboxIds: InboxIds,
   isActive: z.boolean().optional(),
   rotateSecret: z.boolean().optional(),
 });
