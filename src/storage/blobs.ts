@@ -162,12 +162,6 @@ export class Blobs {
     return createReadStream(this.path(rel));
   }
 
-  async remove(rels: Iterable<string | null | undefined>): Promise<void> {
-    for (const rel of rels) {
-      if (rel) await fs.rm(this.path(rel), { force: true });
-    }
-  }
-
   /**
    * Removes each file no row refers to any more, checking and unlinking in one synchronous
    * step: no commit of a row naming the file can come in between (see contentKey). Files still
