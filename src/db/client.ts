@@ -23,6 +23,13 @@ export function setNativeBinding(binding: string | object | undefined): void {
 }
 
 export function openDatabase(file: string): Db {
+  const sqlite = openConnection(file);
+  cacheStatements(sqlite);
+  return drizzle(sqlite) as Db;
+}
+
+/** A better-sqlite3 connection with the settings above (the storage port's SQLite adapter uses it too). */
+export function openConnection(file: string): Database.Database {
   if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
   // better-sqlite3 accepts an addon object at run time; its typings only declare the path form.
   const sqlite = new Database(file, nativeBinding ? { nativeBinding: nativeBinding as string } : {});
@@ -33,8 +40,7 @@ export function openDatabase(file: string): Db {
   // Deleted rows are overwritten with zeros, not left readable in free pages (deleted mail is
   // gone from the file; checkpointWal clears the log's copies).
   sqlite.pragma('secure_delete = ON');
-  cacheStatements(sqlite);
-  return drizzle(sqlite) as Db;
+  return sqlite;
 }
 
 /**

@@ -1,0 +1,45 @@
+// Schema migrations for each engine: migrations/ (SQLite) and migrations/pg/ (PostgreSQL), both
+// written by drizzle-kit from the one schema (src/db/schema.ts, src/db/schema-pg.ts) plus the
+// hand-written parts (counters, full-text search). On PostgreSQL several nodes may start at
+// once: an advisory lock lets one migrate while the others wait, then find nothing to do.
+import { readMigrationFiles, type MigrationMeta } from 'drizzle-orm/migrator';
+import { fileURLToPath } from 'node:url';
+import type postgres from 'postgres';
+
+export const PG_MIGRATIONS_FOLDER = fileURLToPath(new URL('../../migrations/pg', import.meta.url));
+
+/** Any constant both sides agree on: the lock only serialises mailroom's own migrators. */
+const MIGRATION_LOCK = 0x6d61696c; // 'mail'
+
+let embeddedPg: MigrationMeta[] | undefined;
+/** The single executable has no migrations/ folder: it passes the files in (src/sea.ts). */
+export function setEmbeddedPgMigrations(list: MigrationMeta[]): void {
+  embeddedPg = list;
+}
+
+export function readPgMigrations(): MigrationMeta[] {
+  return embeddedPg ?? readMigrationFiles({ migrationsFolder: PG_MIGRATIONS_FOLDER });
+}
+
+/**
+ * Applies every PostgreSQL migration not yet applied, in one transaction; answers how many
+ * ran. Bookkeeping is drizzle's own (`drizzle.__drizzle_migrations`: hash and folder time of
+ * each applied file), so drizzle-kit's tools read the same history.
+ */
+export async function migratePostgres(sql: postgres.Sql): Promise<number> {
+  return (await sql.begin(async (t) => {
+    await t`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`;
+    await t`CREATE SCHEMA IF NOT EXISTS drizzle`;
+    await t`CREATE TABLE IF NOT EXISTS drizzle.__drizzle_migrations (id SERIAL PRIMARY KEY, hash text NOT NULL, created_at bigint)`;
+    const [last] = await t`SELECT created_at FROM drizzle.__drizzle_migrations ORDER BY created_at DESC LIMIT 1`;
+    const after = last ? Number(last.created_at) : -1;
+    let ran = 0;
+    for (const m of readPgMigrations()) {
+      if (m.folderMillis <= after) continue;
+      for (const statement of m.sql) if (statement.trim()) await t.unsafe(statement);
+      await t`INSERT INTO drizzle.__drizzle_migrations (hash, created_at) VALUES (${m.hash}, ${m.folderMillis})`;
+      ran++;
+    }
+    return ran;
+  })) as number;
+}

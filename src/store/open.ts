@@ -1,0 +1,32 @@
+// Opens the store the configuration names: PostgreSQL when a database URL is set, otherwise the
+// embedded SQLite file under the data directory. Either way the schema is brought up to date.
+import { drizzle } from 'drizzle-orm/better-sqlite3';
+import { join } from 'node:path';
+import { openConnection, type Db as SqliteDb } from '../db/client.ts';
+import { migrateDatabase } from '../db/migrate.ts';
+import { migratePostgres } from './migrate.ts';
+import { connectPostgres, PostgresStore } from './postgres.ts';
+import { SqliteStore } from './sqlite.ts';
+import type { Store } from './store.ts';
+
+export interface StoreOptions {
+  dataDir: string;
+  /** postgres://… (config `[database] url`, env MAILROOM_DATABASE_URL); empty: embedded SQLite. */
+  databaseUrl?: string;
+}
+
+export async function openStore(opts: StoreOptions): Promise<Store> {
+  if (opts.databaseUrl) {
+    const sql = connectPostgres(opts.databaseUrl);
+    try {
+      await migratePostgres(sql);
+    } catch (err) {
+      await sql.end({ timeout: 1 });
+      throw err;
+    }
+    return new PostgresStore(sql);
+  }
+  const client = openConnection(join(opts.dataDir, 'mailroom.db'));
+  migrateDatabase(drizzle(client) as SqliteDb);
+  return new SqliteStore(client);
+}

@@ -1,0 +1,158 @@
+// The storage port on both engines: the same drizzle queries against embedded SQLite and a real
+// PostgreSQL (a private cluster started by the harness): results mapped alike, transactions
+// that commit together or not at all, a guarded counter that stays exact under concurrent
+// writers, and a statement on the store handle from inside a transaction refused.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { and, eq, sql } from 'drizzle-orm';
+import { getTableConfig } from 'drizzle-orm/sqlite-core';
+import { getTableConfig as getPgTableConfig } from 'drizzle-orm/pg-core';
+import * as schema from '../../src/db/schema.ts';
+import { derivedTables } from '../../src/db/schema-pg.ts';
+import { openStore } from '../../src/store/open.ts';
+import { changes, isUniqueViolation, type Store } from '../../src/store/store.ts';
+import { toNumberedPlaceholders } from '../../src/store/placeholders.ts';
+import { pgCluster, postgresMissing } from '../support/postgres.ts';
+
+const NOW = '2026-11-25T00:00:00.000Z';
+
+test('placeholders are numbered outside quoted text and comments only', () => {
+  assert.equal(toNumberedPlaceholders(`SELECT '?', "a?" FROM t WHERE x = ? AND y = 'it''s ?' AND z = ? -- why?\nLIMIT ?`), `SELECT '?', "a?" FROM t WHERE x = $1 AND y = 'it''s ?' AND z = $2 -- why?\nLIMIT $3`);
+});
+
+test('every table has a PostgreSQL form with the same columns, keys and indexes', () => {
+  const tables = Object.values(schema).filter((v) => typeof v === 'object' && v !== null && Symbol.for('drizzle:IsDrizzleTable') in v);
+  assert.ok(tables.length >= 16);
+  for (const table of tables) {
+    const lite = getTableConfig(table as typeof schema.accounts);
+    const pg = derivedTables().get(table as typeof schema.accounts);
+    assert.ok(pg, `${lite.name} has no PostgreSQL form in src/db/schema-pg.ts`);
+    const pgc = getPgTableConfig(pg);
+    assert.deepEqual(
+      pgc.columns.map((c) => [c.name, c.notNull, c.primary]),
+      lite.columns.map((c) => [c.name, c.notNull, c.primary]),
+      lite.name,
+    );
+    assert.deepEqual(pgc.indexes.map((i) => i.config.name).sort(), lite.indexes.map((i) => i.config.name).sort(), lite.name);
+    assert.deepEqual(pgc.foreignKeys.map((f) => f.onDelete).sort(), lite.foreignKeys.map((f) => f.onDelete).sort(), lite.name);
+    assert.equal(pgc.primaryKeys.length, lite.primaryKeys.length, lite.name);
+  }
+});
+
+const engines: Array<[string, () => Promise<string | undefined>]> = [
+  ['sqlite', async () => undefined],
+  ['postgres', async () => (await pgCluster()).createDatabase()],
+];
+
+for (const [engine, databaseUrl] of engines) {
+  describe(`store on ${engine}`, { skip: engine === 'postgres' && postgresMissing() }, () => {
+    let store: Store;
+    let dir: string;
+
+    before(async () => {
+      dir = mkdtempSync(join(tmpdir(), 'mailroom-store-'));
+      store = await openStore({ dataDir: dir, databaseUrl: await databaseUrl() });
+      await store.db.insert(schema.accounts).values({ id: 'acc_1', name: 'one', createdAt: NOW });
+    });
+    after(async () => {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    });
+
+    test('the query builder maps rows, booleans, big numbers and bytes alike', async () => {
+      await store.db.insert(schema.apiKeys).values({ id: 'key_1', accountId: 'acc_1', keyPrefix: 'mr_abc', keyHash: 'h', readOnly: true, createdAt: NOW });
+      const key = await store.db.select().from(schema.apiKeys).where(eq(schema.apiKeys.id, 'key_1')).get();
+      assert.equal(key?.readOnly, true);
+      assert.equal(key?.name, null);
+      const big = 2 ** 52 + 7;
+      await store.db.insert(schema.jobs).values({ id: 'job_1', kind: 'k', payload: '{}', maxAttempts: 3, runAt: big, createdAt: NOW, updatedAt: NOW });
+      const bytes = Buffer.from([0, 1, 2, 255, 13, 10]);
+      await store.db.insert(schema.spooledMessages).values({ jobId: 'job_1', raw: bytes, createdAt: NOW });
+      const job = await store.db.select({ runAt: schema.jobs.runAt, status: schema.jobs.status }).from(schema.jobs).get();
+      assert.deepEqual(job, { runAt: big, status: 'queued' });
+      const spooled = await store.db.select().from(schema.spooledMessages).all();
+      assert.ok(Buffer.isBuffer(spooled[0]?.raw) && bytes.equals(spooled[0].raw));
+      const [count] = await store.rows<[number]>(store.db, 'SELECT count(*) FROM jobs WHERE run_at > ?', [1]);
+      assert.deepEqual(count, [1]);
+      assert.equal(await store.db.select().from(schema.apiKeys).where(eq(schema.apiKeys.id, 'nope')).get(), undefined);
+    });
+
+    test('a transaction commits everything or nothing; an inner one joins it', async () => {
+      await assert.rejects(
+        store.transaction(async (tx) => {
+          await tx.insert(schema.inboxes).values({ id: 'inb_x', accountId: 'acc_1', address: 'x@example.org', dailySendLimit: 5, createdAt: NOW });
+          await store.transaction(async (inner) => {
+            assert.equal(inner, tx);
+            await inner.insert(schema.inboxes).values({ id: 'inb_y', accountId: 'acc_1', address: 'y@example.org', dailySendLimit: 5, createdAt: NOW });
+          });
+          throw new Error('boom');
+        }),
+        /boom/,
+      );
+      assert.equal((await store.db.select().from(schema.inboxes).all()).length, 0);
+      const id = await store.transaction(async (tx) => {
+        await tx.insert(schema.inboxes).values({ id: 'inb_1', accountId: 'acc_1', address: 'one@example.org', dailySendLimit: 3, createdAt: NOW });
+        return 'inb_1';
+      });
+      assert.equal((await store.db.select().from(schema.inboxes).where(eq(schema.inboxes.id, id)).all()).length, 1);
+    });
+
+    test('a unique violation inside a transaction rolls it back', async () => {
+      await assert.rejects(
+        store.transaction(async (tx) => {
+          await tx.insert(schema.accounts).values({ id: 'acc_2', name: 'two', createdAt: NOW });
+          await tx.insert(schema.inboxes).values({ id: 'inb_dup', accountId: 'acc_1', address: 'one@example.org', dailySendLimit: 3, createdAt: NOW });
+        }),
+        (err) => isUniqueViolation(err),
+      );
+      assert.equal((await store.db.select().from(schema.accounts).where(eq(schema.accounts.id, 'acc_2')).all()).length, 0);
+    });
+
+    test('a guarded counter stays exact under 20 concurrent writers', async () => {
+      const take = () =>
+        store.transaction(async (tx) => {
+          const r = await tx
+            .update(schema.inboxes)
+            .set({ sendsToday: sql`${schema.inboxes.sendsToday} + 1` })
+            .where(and(eq(schema.inboxes.id, 'inb_1'), sql`${schema.inboxes.sendsToday} < ${schema.inboxes.dailySendLimit}`))
+            .run();
+          return changes(r) === 1;
+        });
+      const outcomes = await Promise.all(Array.from({ length: 20 }, take));
+      assert.equal(outcomes.filter(Boolean).length, 3);
+      const inbox = await store.db.select({ n: schema.inboxes.sendsToday }).from(schema.inboxes).where(eq(schema.inboxes.id, 'inb_1')).get();
+      assert.equal(inbox?.n, 3);
+    });
+
+    test('statements outside a transaction wait for it instead of joining it', async () => {
+      let release!: () => void;
+      const held = new Promise<void>((r) => (release = r));
+      const tx = store.transaction(async (t) => {
+        await t.insert(schema.accounts).values({ id: 'acc_3', name: 'three', createdAt: NOW });
+        await held;
+        throw new Error('rolled back');
+      });
+      await new Promise((r) => setTimeout(r, 20));
+      const outside = store.db.insert(schema.accounts).values({ id: 'acc_4', name: 'four', createdAt: NOW }).run();
+      release();
+      await assert.rejects(tx, /rolled back/);
+      await outside;
+      const ids = (await store.db.select({ id: schema.accounts.id }).from(schema.accounts).all()).map((r) => r.id).sort();
+      assert.deepEqual(ids, ['acc_1', 'acc_4']);
+    });
+
+    if (engine === 'sqlite') {
+      test('a statement on the store handle inside a transaction is refused, not deadlocked', async () => {
+        await assert.rejects(
+          store.transaction(async () => {
+            await store.db.select().from(schema.accounts).all();
+          }),
+          (err: Error) => /use the transaction handle/.test(String((err.cause as Error | undefined)?.message)),
+        );
+      });
+    }
+  });
+}
