@@ -34,8 +34,9 @@ function executorOn(sql: Sql | postgres.TransactionSql): Executor {
         const r = await query;
         return { rows: [], changes: r.count };
       }
+      // The client's result is an Array subclass carrying metadata; callers get a plain array.
       const rows = await query.values();
-      return { rows: method === 'get' ? rows[0] : rows, changes: rows.count };
+      return { rows: method === 'get' ? rows[0] : Array.from(rows), changes: rows.count };
     },
   };
 }

@@ -144,6 +144,20 @@ for (const [engine, databaseUrl] of engines) {
       assert.deepEqual(ids, ['acc_1', 'acc_4']);
     });
 
+    test('message counts per inbox and status follow inserts, status changes and deletes', async () => {
+      await store.db.insert(schema.threads).values({ id: 'thr_1', accountId: 'acc_1', inboxId: 'inb_1', lastMessageAt: NOW, createdAt: NOW });
+      const message = (id: string, status: string) => ({
+        id, accountId: 'acc_1', inboxId: 'inb_1', threadId: 'thr_1', direction: 'inbound', fromAddress: 'a@example.net',
+        status, messageIdHeader: `<${id}@example.net>`, createdAt: NOW, updatedAt: NOW,
+      });
+      await store.db.insert(schema.messages).values([message('msg_1', 'received'), message('msg_2', 'received'), message('msg_3', 'received')]);
+      await store.db.update(schema.messages).set({ status: 'bounced' }).where(eq(schema.messages.id, 'msg_2'));
+      await store.db.update(schema.messages).set({ subject: 'no status change' }).where(eq(schema.messages.id, 'msg_1'));
+      await store.db.delete(schema.messages).where(eq(schema.messages.id, 'msg_3'));
+      const counts = await store.rows<[string, number]>(store.db, 'SELECT status, n FROM inbox_message_counts WHERE inbox_id = ? ORDER BY status', ['inb_1']);
+      assert.deepEqual(counts, [['bounced', 1], ['received', 1]]);
+    });
+
     if (engine === 'sqlite') {
       test('a statement on the store handle inside a transaction is refused, not deadlocked', async () => {
         await assert.rejects(
