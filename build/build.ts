@@ -10,6 +10,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { readMigrations } from '../src/db/migrate.ts';
+import { readPgMigrations } from '../src/store/migrate.ts';
 import { sha256Of } from '../src/addon-cache.ts';
 import { chunkAssets as chunkAssetNames } from '../src/sea-chunks.ts';
 
@@ -186,7 +187,9 @@ async function main(): Promise<void> {
   writeFileSync(addonHash, sha256Of(addon));
   const migrations = join(OUT, 'migrations.json');
   writeFileSync(migrations, JSON.stringify(readMigrations()));
-  step(`assets: addon ${mb(statSync(addon).size)}, ${readMigrations().length} migration(s)`, t0);
+  const pgMigrations = join(OUT, 'migrations-pg.json');
+  writeFileSync(pgMigrations, JSON.stringify(readPgMigrations()));
+  step(`assets: addon ${mb(statSync(addon).size)}, ${readMigrations().length} SQLite and ${readPgMigrations().length} PostgreSQL migration(s)`, t0);
 
   // 3. The SEA blob, written by the pinned Node itself.
   const blob = join(OUT, 'sea-prep.blob');
@@ -200,7 +203,7 @@ async function main(): Promise<void> {
       disableExperimentalSEAWarning: true,
       // V8 code cache of the bundle: compiled once here instead of on every start.
       useCodeCache: true,
-      assets: { 'better_sqlite3.node': addon, 'better_sqlite3.node.sha256': addonHash, 'migrations.json': migrations, ...chunkAssets },
+      assets: { 'better_sqlite3.node': addon, 'better_sqlite3.node.sha256': addonHash, 'migrations.json': migrations, 'migrations-pg.json': pgMigrations, ...chunkAssets },
     }),
   );
   const sea = spawnSync(NODE, ['--experimental-sea-config', seaConfig], { encoding: 'utf8' });

@@ -55,6 +55,7 @@ export function typeOf(key: string, field: Field): string {
     const err = probe(field, '\u0000 not a value');
     if (err === null) return 'string';
     if (err.includes('not a valid DNS host name')) return 'DNS host name';
+    if (err.includes('a PostgreSQL URL')) return '`""` or a `postgres://` URL';
     if (err.includes('expected an absolute http:// or https:// URL')) return 'absolute `http://` or `https://` URL (no query, fragment or credentials)';
     const values = /expected one of (.*), got/.exec(err);
     if (values) return `one of ${values[1].split(', ').map((v) => `\`${v}\``).join(', ')}`;

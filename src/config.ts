@@ -167,6 +167,25 @@ const baseUrl = (def: string, description: string): Field<string> => ({
   },
 });
 
+/** "" (embedded SQLite) or a postgres:// / postgresql:// connection URL. */
+const databaseUrl = (description: string): Field<string> => ({
+  ...str('', description),
+  parse: (v, k) => {
+    const text = str('', description).parse(v, k);
+    if (text === '') return text;
+    let url: URL | undefined;
+    try {
+      url = new URL(text);
+    } catch {
+      url = undefined;
+    }
+    if (!url || (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') || !url.hostname) {
+      return fail(k, `expected "" or a PostgreSQL URL such as "postgres://mailroom:secret@db.internal:5432/mailroom", got ${url ? `a ${url.protocol}// URL` : 'text that is not a URL'}`);
+    }
+    return text;
+  },
+});
+
 const listen = (def: string, description: string, optional = false): Field<ListenAddress | null> => ({
   default: def ? parseListen(def)! : null,
   example: JSON.stringify(def),
@@ -182,6 +201,9 @@ export const CONFIG_SCHEMA = {
   data_dir: str('./data', 'Directory for the SQLite database, attachments and raw messages.'),
   hostname: hostname('localhost', 'Public name of this host: EHLO name, MX target in DNS records, Message-ID host.'),
   shared_domain: hostname('mailroom.localhost', 'Domain of inboxes that do not use a custom domain.'),
+  database: {
+    url: databaseUrl('Where the state lives: "" for the embedded SQLite file under data_dir; a "postgres://user:pass@host:5432/db" URL names the PostgreSQL database that several nodes share (this release: `mailroom migrate` applies the schema there; `serve` still refuses it, see docs/operations.md). The environment variable MAILROOM_DATABASE_URL overrides it.'),
+  },
   http: {
     listen: listen('127.0.0.1:3000', 'Address the HTTP API listens on.'),
     public_url: baseUrl('http://localhost:3000', 'Base URL clients reach the API at; attachment download URLs start with it.'),
@@ -306,7 +328,7 @@ export function configFileOf(path?: string): string | undefined {
  */
 export function loadConfig(path?: string): Config {
   const file = configFileOf(path);
-  if (!file) return configFrom({});
+  if (!file) return withEnvironment(configFrom({}));
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
@@ -319,7 +341,18 @@ export function loadConfig(path?: string): Config {
   } catch (err) {
     throw new ConfigError(`config file ${file} is not valid TOML: ${(err as Error).message}`);
   }
-  return configFrom(parsed);
+  return withEnvironment(configFrom(parsed));
+}
+
+/** Settings the environment overrides (so a secret need not sit in the file): MAILROOM_DATABASE_URL. */
+function withEnvironment(config: Config): Config {
+  const url = process.env.MAILROOM_DATABASE_URL;
+  if (url === undefined) return config;
+  try {
+    return { ...config, database: { url: CONFIG_SCHEMA.database.url.parse(url, 'database.url') } };
+  } catch (err) {
+    throw err instanceof ConfigError ? new ConfigError(err.problems.map((p) => p.replace('config key `database.url`', 'environment variable MAILROOM_DATABASE_URL (overrides database.url)'))) : err;
+  }
 }
 
 /** Every key path with its field, in schema order (used to render and check the example). */

@@ -1,7 +1,7 @@
 // AppContext: what every domain function needs, built once in main.ts (or a CLI command).
 // Time and DNS are injected here so tests control them without monkey-patching.
 import { join } from 'node:path';
-import type { Config } from './config.ts';
+import { ConfigError, type Config } from './config.ts';
 import { openDatabase, type Db } from './db/client.ts';
 import { migrateDatabase } from './db/migrate.ts';
 import type { Logger } from './log.ts';
@@ -33,6 +33,13 @@ export interface AppContext {
 }
 
 export function createContext(config: Config, log: Logger, opts: { clock?: Clock } = {}): AppContext {
+  if (config.database.url) {
+    // The storage port (src/store/) runs on PostgreSQL and `mailroom migrate` prepares its schema;
+    // the domain moves onto the port next. Until then a node must not start on a database it cannot serve.
+    throw new ConfigError([
+      'database.url: this release serves from the embedded SQLite database only; PostgreSQL is accepted by `mailroom migrate` (see docs/operations.md, "Several nodes")',
+    ]);
+  }
   const db = openDatabase(join(config.data_dir, 'mailroom.db'));
   migrateDatabase(db);
   const listeners = new Map<Signal, Array<() => void>>();

@@ -10,11 +10,13 @@ import { runCli } from '../cli/mailroom.ts';
 import { addonCacheDirs, loadCachedAddon } from './addon-cache.ts';
 import { setNativeBinding } from './db/client.ts';
 import { setEmbeddedMigrations } from './db/migrate.ts';
+import { setEmbeddedPgMigrations } from './store/migrate.ts';
 
 /** Asset names; build/build.ts writes them under the same names. */
 const ADDON_ASSET = 'better_sqlite3.node';
 const ADDON_SHA256_ASSET = 'better_sqlite3.node.sha256';
 const MIGRATIONS_ASSET = 'migrations.json';
+const PG_MIGRATIONS_ASSET = 'migrations-pg.json';
 
 function boot(): boolean {
   try {
@@ -22,6 +24,7 @@ function boot(): boolean {
     const addon = loadCachedAddon('better_sqlite3', embedded, addonCacheDirs());
     setNativeBinding(addon.exports);
     setEmbeddedMigrations(JSON.parse(getAsset(MIGRATIONS_ASSET, 'utf8')) as MigrationMeta[]);
+    setEmbeddedPgMigrations(JSON.parse(getAsset(PG_MIGRATIONS_ASSET, 'utf8')) as MigrationMeta[]);
     return true;
   } catch (err) {
     process.stderr.write(`mailroom: ${(err as Error).message}\n`);

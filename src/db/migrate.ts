@@ -25,5 +25,5 @@ export function migrateDatabase(db: Db): void {
 }
 
 export function readMigrations(): MigrationMeta[] {
-  return readMigrationFiles({ migrationsFolder: MIGRATIONS_FOLDER });
+  return embedded ?? readMigrationFiles({ migrationsFolder: MIGRATIONS_FOLDER });
 }

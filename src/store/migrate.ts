@@ -4,7 +4,12 @@
 // once: an advisory lock lets one migrate while the others wait, then find nothing to do.
 import { readMigrationFiles, type MigrationMeta } from 'drizzle-orm/migrator';
 import { fileURLToPath } from 'node:url';
+import { drizzle as drizzleSqlite } from 'drizzle-orm/better-sqlite3';
+import { join } from 'node:path';
 import type postgres from 'postgres';
+import { openConnection, type Db as SqliteDb } from '../db/client.ts';
+import { migrateDatabase, readMigrations } from '../db/migrate.ts';
+import { connectPostgres } from './postgres.ts';
 
 export const PG_MIGRATIONS_FOLDER = fileURLToPath(new URL('../../migrations/pg', import.meta.url));
 
@@ -42,4 +47,42 @@ export async function migratePostgres(sql: postgres.Sql): Promise<number> {
     }
     return ran;
   })) as number;
+}
+
+export interface MigrateOutcome {
+  /** Migrations this run applied. */
+  applied: number;
+  /** Migrations the database has now, of `total` this release knows. */
+  current: number;
+  total: number;
+  /** The SQLite file, or '' for PostgreSQL. */
+  location: string;
+}
+
+/** `mailroom migrate`: brings the configured database up to date and counts what ran. */
+export async function migrateStore(opts: { dataDir: string; databaseUrl?: string }): Promise<MigrateOutcome> {
+  if (opts.databaseUrl) {
+    const sql = connectPostgres(opts.databaseUrl, { max: 1 });
+    try {
+      const applied = await migratePostgres(sql);
+      const [row] = await sql`SELECT count(*)::int AS n FROM drizzle.__drizzle_migrations`;
+      return { applied, current: row?.n ?? 0, total: readPgMigrations().length, location: '' };
+    } finally {
+      await sql.end({ timeout: 5 });
+    }
+  }
+  const file = join(opts.dataDir, 'mailroom.db');
+  const client = openConnection(file);
+  try {
+    const countApplied = () => {
+      const exists = client.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '__drizzle_migrations'").get();
+      return exists ? (client.prepare('SELECT count(*) FROM __drizzle_migrations').pluck().get() as number) : 0;
+    };
+    const before = countApplied();
+    migrateDatabase(drizzleSqlite(client) as SqliteDb);
+    const current = countApplied();
+    return { applied: current - before, current, total: readMigrations().length, location: file };
+  } finally {
+    client.close();
+  }
 }
