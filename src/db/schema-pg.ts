@@ -25,7 +25,7 @@ import * as sqlite from './schema.ts';
 
 const bytea = customType<{ data: Buffer }>({ dataType: () => 'bytea' });
 
-type AnyPgTable = PgTableWithColumns<any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+type AnyPgTable = PgTableWithColumns<any>;
 
 const derived = new Map<SQLiteTable, AnyPgTable>();
 

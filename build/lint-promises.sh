@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# A promise nobody awaits is a write that may land outside its transaction, or an error nobody
+# sees. This runs typescript-eslint's promise rules (no-floating-promises, no-misused-promises,
+# await-thenable) over src/ and cli/. typescript-eslint needs TypeScript's JavaScript API,
+# which the project's compiler (TypeScript 7, native) does not have, so the linter and a
+# TypeScript 5 live in a cache directory of their own, installed from npm on first use.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+dir=${MAILROOM_LINT_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/mailroom-lint}
+if [ ! -x "$dir/node_modules/.bin/eslint" ]; then
+  mkdir -p "$dir"
+  echo '{ "name": "mailroom-lint", "private": true, "type": "module" }' > "$dir/package.json"
+  (cd "$dir" && npm install --silent --no-audit --no-fund eslint@9 typescript-eslint@8.73.0 typescript@5.9.3)
+fi
+cat > "$dir/eslint.config.js" <<CONFIG
+import tseslint from 'typescript-eslint';
+export default tseslint.config({
+  files: ['**/*.ts'],
+  languageOptions: { parser: tseslint.parser, parserOptions: { project: '$root/tsconfig.json', tsconfigRootDir: '$root' } },
+  plugins: { '@typescript-eslint': tseslint.plugin },
+  linterOptions: { reportUnusedDisableDirectives: 'off' },
+  rules: {
+    '@typescript-eslint/no-floating-promises': 'error',
+    '@typescript-eslint/no-misused-promises': ['error', { checksVoidReturn: { arguments: false } }],
+    '@typescript-eslint/await-thenable': 'error',
+  },
+});
+CONFIG
+cd "$root"
+if [ $# -eq 0 ]; then set -- src cli; fi
+"$dir/node_modules/.bin/eslint" --no-warn-ignored --config "$dir/eslint.config.js" "$@"
