@@ -16,6 +16,10 @@ import { openStore } from '../../src/store/open.ts';
 import { changes, isUniqueViolation, type Store } from '../../src/store/store.ts';
 import { toNumberedPlaceholders } from '../../src/store/placeholders.ts';
 import { pgCluster, postgresMissing } from '../support/postgres.ts';
+import { PgBlobs } from '../../src/store/pg-blobs.ts';
+import { Readable } from 'node:stream';
+import { randomBytes } from 'node:crypto';
+import { buffer as collect } from 'node:stream/consumers';
 
 const NOW = '2026-11-25T00:00:00.000Z';
 
@@ -170,3 +174,63 @@ for (const [engine, databaseUrl] of engines) {
     }
   });
 }
+
+describe('blobs in PostgreSQL', { skip: postgresMissing() }, () => {
+  let store: Store;
+  let blobs: PgBlobs;
+  const CHUNK = 64 * 1024;
+  before(async () => {
+    store = await openStore({ dataDir: '/nonexistent', databaseUrl: await (await pgCluster()).createDatabase() });
+    blobs = new PgBlobs(store, CHUNK);
+  });
+  after(() => store.close());
+
+  test('a blob of several chunks reads and streams back byte for byte', async () => {
+    const bytes = randomBytes(CHUNK * 3 + 123);
+    await blobs.write(store.db, 'raw/2026-11/msg_a.eml', bytes);
+    assert.ok(bytes.equals(await blobs.read(store.db, 'raw/2026-11/msg_a.eml')));
+    assert.ok(bytes.equals(await collect(blobs.stream('raw/2026-11/msg_a.eml'))));
+    const [chunks] = await store.rows<[number]>(store.db, 'SELECT count(*) FROM blob_chunks WHERE key = ?', ['raw/2026-11/msg_a.eml']);
+    assert.deepEqual(chunks, [4]);
+  });
+
+  test('an empty blob exists and reads back empty; a missing one is ENOENT', async () => {
+    await blobs.write(store.db, 'raw/empty', Buffer.alloc(0));
+    assert.equal((await blobs.read(store.db, 'raw/empty')).length, 0);
+    assert.equal(await blobs.exists(store.db, 'raw/empty'), true);
+    await assert.rejects(blobs.read(store.db, 'raw/none'), { code: 'ENOENT' });
+    await assert.rejects(collect(blobs.stream('raw/none')), { code: 'ENOENT' });
+  });
+
+  test('writeStream stores what the source yields and answers its size', async () => {
+    const parts = Array.from({ length: 10 }, () => randomBytes(20_000));
+    const size = await blobs.writeStream(store.db, 'attachments/x', Readable.from(parts));
+    assert.equal(size, 200_000);
+    assert.ok(Buffer.concat(parts).equals(await blobs.read(store.db, 'attachments/x')));
+  });
+
+  test('blobs commit and roll back with the transaction that writes them', async () => {
+    await assert.rejects(
+      store.transaction(async (tx) => {
+        await blobs.write(tx, 'raw/rolled-back', randomBytes(CHUNK * 2));
+        throw new Error('no');
+      }),
+      /no/,
+    );
+    assert.equal(await blobs.exists(store.db, 'raw/rolled-back'), false);
+    const failing = new Readable({ read() { this.destroy(new Error('client went away')); } });
+    await assert.rejects(store.transaction((tx) => blobs.writeStream(tx, 'raw/cut', failing)), /client went away/);
+    assert.equal(await blobs.exists(store.db, 'raw/cut'), false);
+  });
+
+  test('writing a content key twice keeps one copy; remove takes every chunk', async () => {
+    const bytes = randomBytes(CHUNK + 5);
+    await blobs.write(store.db, 'attachments/sha256/ab/abc', bytes);
+    await blobs.write(store.db, 'attachments/sha256/ab/abc', bytes);
+    const [n] = await store.rows<[number]>(store.db, 'SELECT count(*) FROM blob_chunks WHERE key = ?', ['attachments/sha256/ab/abc']);
+    assert.deepEqual(n, [2]);
+    await blobs.remove(store.db, ['attachments/sha256/ab/abc', 'raw/2026-11/msg_a.eml']);
+    assert.equal(await blobs.exists(store.db, 'attachments/sha256/ab/abc'), false);
+    assert.equal(await blobs.exists(store.db, 'raw/2026-11/msg_a.eml'), false);
+  });
+});
