@@ -1,0 +1,173 @@
+// `mailroom export` and `mailroom import` through the real CLI: an installation filled through
+// the real server (mail in over SMTP with an attachment, a domain with its DKIM key, a webhook
+// with its secret, keys), exported from SQLite, imported into a real PostgreSQL (same ids, key
+// hashes, secrets, bytes; counters rebuilt) and into a fresh SQLite data dir, where a server
+// started on it answers the old API key and serves the old attachment. A wrong passphrase, a
+// missing one and a non-empty target are refused before anything is written.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import postgres from 'postgres';
+import { runCli } from '../support/cli.ts';
+import { smtpTransport } from '../support/mail.ts';
+import { startTestServer, type TestServer } from '../support/server.ts';
+import { until } from '../support/wait.ts';
+import { pgCluster, postgresMissing } from '../support/postgres.ts';
+import { openDatabase } from '../../src/db/client.ts';
+
+const PASSPHRASE = 'correct horse battery staple';
+let dir: string;
+let t: TestServer;
+let config: string;
+let archive: string;
+let passFile: string;
+let inboxId: string;
+const snapshot: Record<string, unknown[]> = {};
+
+const sqliteRows = (dataDir: string, query: string) => {
+  const db = openDatabase(join(dataDir, 'mailroom.db'));
+  try {
+    return db.$client.prepare(query).raw(true).all();
+  } finally {
+    db.$client.close();
+  }
+};
+
+const QUERIES: Record<string, string> = {
+  accounts: 'SELECT id, name FROM accounts ORDER BY id',
+  keys: 'SELECT id, key_hash, read_only FROM api_keys ORDER BY id',
+  messages: 'SELECT id, inbox_id, thread_id, subject, raw_path, unread FROM messages ORDER BY id',
+  attachments: 'SELECT id, sha256, storage_path FROM attachments ORDER BY id',
+  domains: 'SELECT id, domain, dkim_private_key FROM domains ORDER BY id',
+  webhooks: 'SELECT id, url, secret, is_active FROM webhooks ORDER BY id',
+  counts: 'SELECT inbox_id, status, n FROM inbox_message_counts WHERE n > 0 ORDER BY inbox_id, status',
+};
+
+before(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'mailroom-transfer-'));
+  t = await startTestServer({}, { dataDir: join(dir, 'source') });
+  const inbox = await t.api('POST', '/inboxes', { address: 'transfer' });
+  inboxId = inbox.body.id;
+  assert.equal((await t.api('POST', '/domains', { domain: 'moving.example' })).status, 201);
+  assert.equal((await t.api('POST', '/webhooks', { url: 'http://127.0.0.1:9/hook', events: ['message.received'] })).status, 201);
+  await t.api('POST', '/api-keys', { name: 'reader', readOnly: true });
+  const transport = smtpTransport(t.server.smtpPort);
+  await transport.sendMail({
+    from: 'sender@example.net',
+    to: inbox.body.address,
+    subject: 'Moving day',
+    text: 'Everything must arrive.',
+    attachments: [{ filename: 'inventory.bin', content: Buffer.from(Array.from({ length: 70_000 }, (_, i) => i % 251)) }],
+  });
+  transport.close();
+  await until('the message is stored', async () => ((await t.api('GET', `/inboxes/${inboxId}/messages`)).body.data.length === 1 ? true : undefined));
+  await t.close();
+  for (const [name, q] of Object.entries(QUERIES)) snapshot[name] = sqliteRows(t.dataDir, q);
+  config = join(dir, 'source.toml');
+  writeFileSync(config, `data_dir = ${JSON.stringify(t.dataDir)}\n`);
+  passFile = join(dir, 'pass');
+  writeFileSync(passFile, PASSPHRASE + '\n', { mode: 0o600 });
+  archive = join(dir, 'install.tar.gz');
+});
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+test('export needs a passphrase and says how to give one', async () => {
+  const r = await runCli(['--config', config, 'export', join(dir, 'nope.tar.gz')], { env: { MAILROOM_EXPORT_PASSPHRASE: '' } });
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, /^mailroom: a passphrase seals the secret parts .* --passphrase-file FILE or set MAILROOM_EXPORT_PASSPHRASE\n$/);
+});
+
+test('export writes one private archive whose secrets are sealed', async () => {
+  const r = await runCli(['--config', config, 'export', archive, '--passphrase-file', passFile, '--json']);
+  assert.equal(r.code, 0, r.stderr);
+  const summary = JSON.parse(r.stdout);
+  assert.equal(summary.source, 'sqlite');
+  assert.equal(summary.tables.messages, 1);
+  assert.equal(summary.tables.accounts, 1);
+  assert.equal(summary.blobs, 2); // the raw message and the attachment
+  assert.deepEqual(summary.missing, []);
+  assert.equal(statSync(archive).mode & 0o777, 0o600);
+  // Neither the DKIM key nor the webhook secret is readable in the archive.
+  const extract = mkdtempSync(join(dir, 'peek-'));
+  const tar = await import('tar');
+  await tar.extract({ file: archive, cwd: extract });
+  const domainsJsonl = readFileSync(join(extract, 'tables', 'domains.jsonl'), 'utf8');
+  const dkim = String((snapshot.domains![0] as unknown[])[2]);
+  assert.ok(dkim.includes('PRIVATE KEY'));
+  assert.ok(!domainsJsonl.includes(dkim.split('\n')[1]!));
+  const webhookSecret = String((snapshot.webhooks![0] as unknown[])[2]);
+  assert.ok(!readFileSync(join(extract, 'tables', 'webhooks.jsonl'), 'utf8').includes(webhookSecret));
+});
+
+describe('into PostgreSQL', { skip: postgresMissing() }, () => {
+  let url: string;
+  before(async () => {
+    url = await (await pgCluster()).createDatabase();
+  });
+
+  test('a wrong passphrase is refused before anything is written', async () => {
+    const wrong = join(dir, 'wrong');
+    writeFileSync(wrong, 'not the passphrase at all');
+    const r = await runCli(['--config', config, 'import', archive, '--passphrase-file', wrong], { env: { MAILROOM_DATABASE_URL: url } });
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /^mailroom: wrong passphrase \(or a damaged archive\): nothing was imported\n$/);
+    const sql = postgres(url, { max: 1, onnotice: () => {} });
+    try {
+      assert.equal((await sql`SELECT count(*)::int AS n FROM accounts`)[0]!.n, 0);
+    } finally {
+      await sql.end();
+    }
+  });
+
+  test('import keeps every id, key hash, secret and byte; the counters are rebuilt', async () => {
+    const r = await runCli(['--config', config, 'import', archive, '--passphrase-file', passFile], { env: { MAILROOM_DATABASE_URL: url } });
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^imported .* \(exported from sqlite at .*\): \d+ rows, 2 blobs\n$/);
+    const sql = postgres(url, { max: 1, onnotice: () => {}, types: { bigint: postgres.BigInt } });
+    try {
+      for (const [name, q] of Object.entries(QUERIES)) {
+        const rows = (await sql.unsafe(q).values()).map((row) => row.map((v) => (typeof v === 'bigint' ? Number(v) : v)));
+        assert.deepEqual(rows, snapshot[name], name);
+      }
+      const [message] = snapshot.messages as string[][];
+      const [attachment] = snapshot.attachments as string[][];
+      for (const key of [message![4]!, attachment![2]!]) {
+        const chunks = await sql`SELECT data FROM blob_chunks WHERE key = ${key} ORDER BY seq`;
+        assert.ok(Buffer.concat(chunks.map((c) => c.data as Buffer)).equals(readFileSync(join(t.dataDir, key))), key);
+      }
+    } finally {
+      await sql.end();
+    }
+  });
+
+  test('a database that already holds an installation is refused', async () => {
+    const r = await runCli(['--config', config, 'import', archive, '--passphrase-file', passFile], { env: { MAILROOM_DATABASE_URL: url } });
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /^mailroom: the target database already holds 1 account\(s\): import needs an empty one/);
+  });
+});
+
+test('into a fresh SQLite data dir: a server on it takes the old key and serves the old attachment', async () => {
+  const target = join(dir, 'target');
+  const targetConfig = join(dir, 'target.toml');
+  writeFileSync(targetConfig, `data_dir = ${JSON.stringify(target)}\n`);
+  const r = await runCli(['--config', targetConfig, 'import', archive], { env: { MAILROOM_EXPORT_PASSPHRASE: PASSPHRASE } });
+  assert.equal(r.code, 0, r.stderr);
+  for (const [name, q] of Object.entries(QUERIES)) assert.deepEqual(sqliteRows(target, q), snapshot[name], name);
+  assert.equal(statSync(join(target, 'url-signing.key')).mode & 0o777, 0o600);
+  assert.equal(readFileSync(join(target, 'url-signing.key'), 'utf8'), readFileSync(join(t.dataDir, 'url-signing.key'), 'utf8'));
+  const moved = await startTestServer({}, { dataDir: target });
+  try {
+    const list = await moved.api('GET', `/inboxes/${inboxId}/messages`, undefined, { key: t.key });
+    assert.equal(list.status, 200);
+    assert.equal(list.body.data[0].subject, 'Moving day');
+    const att = list.body.data[0].attachments[0];
+    const got = await fetch(att.url.replace(/^http:\/\/[^/]+/, moved.url));
+    assert.equal(got.status, 200);
+    assert.ok(Buffer.from(await got.arrayBuffer()).equals(Buffer.from(Array.from({ length: 70_000 }, (_, i) => i % 251))));
+  } finally {
+    await moved.close();
+  }
+});
