@@ -63,7 +63,7 @@ export function registerMcpRoutes(r: Routes, ctx: AppContext): void {
     async (req) => {
       checkOrigin(ctx, req);
       const message = parseJson(await readBody(req.raw, ctx.config.http.max_body_bytes), req.headers['content-type'], { arrays: true });
-      if (message === undefined) throw new AppError('VALIDATION_ERROR', 'request body: a JSON-RPC message is required');
+      if (message === undefined || (Array.isArray(message) && message.length === 0)) throw new AppError('VALIDATION_ERROR', 'request body: a JSON-RPC message (or a non-empty batch) is required');
       return { handOver: (res) => serveMcp(ctx, req, res, message) };
     },
     { protocol: true },
