@@ -13,6 +13,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { SUPPORTED_PROTOCOL_VERSIONS, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { Transporter } from 'nodemailer';
 import { createApiKey } from '../../src/domain/apikeys.ts';
+import { PROGRESS_SETTINGS } from '../../src/mcp/server.ts';
 import { dbDigest, settleJobs } from '../support/db-digest.ts';
 import { runCli } from '../support/cli.ts';
 import { smtpTransport } from '../support/mail.ts';
@@ -222,6 +223,22 @@ describe('MCP over Streamable HTTP', () => {
     const got = await waiting;
     assert.equal(got.id, storedId(info));
     assert.equal(got.subject, 'invoice 42');
+  });
+
+  test('a long call sends progress notifications to a caller that asked (over HTTP and through the bridge)', async () => {
+    PROGRESS_SETTINGS.everyMs = 200;
+    try {
+      const inbox = await call(await httpClient(), 'create_inbox', { address: 'progress' });
+      for (const client of [await httpClient(), (await stdioClient()).client]) {
+        const beats: number[] = [];
+        const res = (await client.callTool({ name: 'wait_for_message', arguments: { inboxId: inbox.id, timeout: 1.5 } }, undefined, { onprogress: (p) => beats.push(p.progress), timeout: 30_000 })) as CallToolResult;
+        assert.deepEqual(res.structuredContent, { message: null, timedOut: true, timeout: 1.5 });
+        assert.ok(beats.length >= 3, `only ${beats.length} progress notifications`);
+        assert.deepEqual(beats, beats.map((_v, i) => i + 1));
+      }
+    } finally {
+      PROGRESS_SETTINGS.everyMs = 10_000;
+    }
   });
 
   test('get_attachment: the download URL, and the text of a text file (null for other types)', async () => {

@@ -1,15 +1,13 @@
 // /mcp: the Model Context Protocol over Streamable HTTP (the official SDK's transport, every
 // protocol version it supports), authenticated like every route. Stateless: each POST builds a
-// server for its API key and answers it (JSON, or an SSE stream for a call that reports
-// progress); no session lives in this process, so any node can answer any request. HTTP-level
+// server for its API key and answers on its own SSE stream (progress notifications and
+// keep-alive comments while wait_for_message blocks); no session lives in this process, so any
+// node can answer any request. HTTP-level
 // refusals (key, Origin, media type, size, JSON) use the error envelope; the protocol's own
 // (not JSON-RPC, Accept, MCP-Protocol-Version) are JSON-RPC errors, as the MCP spec has them.
 import { isIP } from 'node:net';
-import type { ServerResponse } from 'node:http';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { AppContext } from '../../context.ts';
 import { AppError } from '../../domain/errors.ts';
-import { createMcpServer } from '../../mcp/server.ts';
 import { parseJson, readBody, type ApiRequest, type Reply, type Routes } from '../routes.ts';
 
 export const MCP_PATH = '/mcp';
@@ -40,15 +38,9 @@ function checkOrigin(ctx: AppContext, req: ApiRequest): void {
   throw new AppError('FORBIDDEN', `Origin ${JSON.stringify(origin.slice(0, 200))} is not this server's (${own}): /mcp takes requests from non-browser clients or from the server's own origin`);
 }
 
-async function serveMcp(ctx: AppContext, req: ApiRequest, res: ServerResponse, message: unknown): Promise<void> {
-  const mcp = createMcpServer(ctx, req.principal, req.requestId);
-  // sessionIdGenerator undefined: stateless, one transport per request.
-  const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
-  // Answered, or the client left: either way the server goes, aborting a call still running.
-  res.once('close', () => void mcp.close().catch(() => undefined));
-  await mcp.connect(transport);
-  await transport.handleRequest(req.raw, res, message);
-}
+let mcpModule: Promise<typeof import('../../mcp/http.ts')> | undefined;
+/** The MCP SDK and the tools, loaded by the first request (src/mcp/http.ts). */
+const loadMcp = () => (mcpModule ??= import('../../mcp/http.ts'));
 
 /** GET (a stream for server-initiated messages) and DELETE (end a session): neither exists here. */
 const notAllowed = (req: ApiRequest): Reply => ({
@@ -64,7 +56,8 @@ export function registerMcpRoutes(r: Routes, ctx: AppContext): void {
       checkOrigin(ctx, req);
       const message = parseJson(await readBody(req.raw, ctx.config.http.max_body_bytes), req.headers['content-type'], { arrays: true });
       if (message === undefined || (Array.isArray(message) && message.length === 0)) throw new AppError('VALIDATION_ERROR', 'request body: a JSON-RPC message (or a non-empty batch) is required');
-      return { handOver: (res) => serveMcp(ctx, req, res, message) };
+      const { serveMcp } = await loadMcp();
+      return { handOver: (res) => serveMcp(ctx, req.principal, req.requestId, req.raw, res, message) };
     },
     { protocol: true },
   );
