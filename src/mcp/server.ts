@@ -51,15 +51,20 @@ export function createMcpServer(ctx: AppContext, principal: Principal, requestId
       token === undefined
         ? undefined
         : setInterval(() => void extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: ++beats } }).catch(() => undefined), PROGRESS_SETTINGS.everyMs);
+    const started = performance.now();
+    let failed: string | undefined;
     try {
       return toolResult(await callTool(ctx, principal, tool, req.params.arguments, extra.signal));
     } catch (err) {
       const known = isAppError(err) ? err : undefined;
       if (!known) ctx.log.error('mcp tool failed', { requestId, tool: tool.name, ...errorFields(err) });
       const answer = known ?? new AppError('INTERNAL_ERROR', `internal error; quote request id ${requestId} when reporting it`);
+      failed = answer.code;
       return toolResult({ error: { code: answer.code, message: answer.message, status: answer.status, requestId } }, true);
     } finally {
       clearInterval(progress);
+      // The request's own log line says only POST /mcp: this one names the tool.
+      ctx.log.info('mcp tool', { requestId, tool: tool.name, ms: Math.round((performance.now() - started) * 10) / 10, keyId: principal.keyId, error: failed });
     }
   });
   return mcp;
