@@ -47,6 +47,15 @@ const BUNDLE_URL = 'file:///mailroom-sea-bundle.cjs';
 const LAZY_CHUNKS: Record<string, string[]> = {
   mail: ['mailparser', 'mailauth', 'html-to-text'],
   tar: ['tar'],
+  // The MCP SDK (with its zod, ajv and @hono/node-server): the first /mcp request, or `mailroom mcp`.
+  mcp: [
+    '@modelcontextprotocol/sdk/server/index.js',
+    '@modelcontextprotocol/sdk/server/streamableHttp.js',
+    '@modelcontextprotocol/sdk/server/stdio.js',
+    '@modelcontextprotocol/sdk/client/index.js',
+    '@modelcontextprotocol/sdk/client/streamableHttp.js',
+    '@modelcontextprotocol/sdk/types.js',
+  ],
 };
 const CHUNK_LOADER = join(ROOT, 'src', 'sea-chunks.ts');
 

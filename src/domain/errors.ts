@@ -25,6 +25,8 @@ export const ERROR_STATUS = {
   DOMAIN_NOT_VERIFIED: 409,
   CANNOT_REVOKE_CURRENT_KEY: 409,
   IDEMPOTENCY_KEY_REUSED: 409,
+  /** A method the path does not serve where the protocol asks for 405 (GET and DELETE /mcp: no sessions, no server-initiated stream). */
+  METHOD_NOT_ALLOWED: 405,
   URL_EXPIRED: 410,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,

@@ -21,9 +21,12 @@ function intParam(name: string, raw: string | null, def: number, min: number, ma
   return n;
 }
 
+/** The page size when none is asked for, and the largest one may ask for. */
+export const PAGE_LIMITS = { default: 20, max: 100 } as const;
+
 export function parsePage(query: URLSearchParams, opts: { defaultLimit?: number; maxLimit?: number } = {}): Page {
   return {
-    limit: intParam('limit', query.get('limit'), opts.defaultLimit ?? 20, 1, opts.maxLimit ?? 100),
+    limit: intParam('limit', query.get('limit'), opts.defaultLimit ?? PAGE_LIMITS.default, 1, opts.maxLimit ?? PAGE_LIMITS.max),
     offset: intParam('offset', query.get('offset'), 0, 0, Number.MAX_SAFE_INTEGER),
   };
 }

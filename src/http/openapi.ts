@@ -239,6 +239,8 @@ interface Operation {
   body?: z.ZodType;
   /** A typical JSON body (a test checks that `body` accepts it). */
   example?: Record<string, unknown>;
+  /** A JSON body another protocol defines and validates (MCP's JSON-RPC), described rather than derived from zod. */
+  protocolBody?: { description: string; schema: Schema };
   multipart?: boolean;
   query?: Param[];
   status: number;
@@ -545,6 +547,38 @@ export const OPERATIONS: Record<string, Operation> = {
     errors: ['INBOX_NOT_FOUND'],
   },
   'DELETE /webhooks/:id': { operationId: 'deleteWebhook', summary: 'Delete a webhook (logs are kept)', tag: 'Webhooks', status: 204, description: 'Deleted.', errors: ['WEBHOOK_NOT_FOUND'] },
+  'POST /mcp': {
+    operationId: 'postMcpMessage',
+    summary: 'Model Context Protocol (Streamable HTTP, stateless): the mailroom tools for agents',
+    tag: 'MCP',
+    protocolBody: {
+      description:
+        'A JSON-RPC 2.0 message of the Model Context Protocol (initialize, tools/list, tools/call, notifications), or a batch of them (protocol 2025-03-26). ' +
+        'Send `Accept: application/json, text/event-stream`. Read-only keys see and call only the read tools. The tools are described in docs/agents.md and by tools/list.',
+      schema: { type: ['object', 'array'] },
+    },
+    status: 200,
+    description:
+      'The JSON-RPC answer as a text/event-stream (progress notifications first when the call carried a progressToken); 202 with no body for notifications. ' +
+      'Protocol errors (not JSON-RPC, a missing Accept type, an unsupported MCP-Protocol-Version) are JSON-RPC error bodies with 400 or 406; a bad `Origin` is 403 FORBIDDEN.',
+    response: { mediaType: 'text/event-stream', schema: { type: 'string' } },
+  },
+  'GET /mcp': {
+    operationId: 'getMcpStream',
+    summary: 'No server-initiated stream: /mcp is stateless',
+    tag: 'MCP',
+    status: 405,
+    description: 'Always 405 METHOD_NOT_ALLOWED (Allow: POST), as MCP asks of a server without a stream for server-initiated messages.',
+    response: 'Error',
+  },
+  'DELETE /mcp': {
+    operationId: 'deleteMcpSession',
+    summary: 'No sessions to end: /mcp is stateless',
+    tag: 'MCP',
+    status: 405,
+    description: 'Always 405 METHOD_NOT_ALLOWED (Allow: POST): the server keeps no sessions.',
+    response: 'Error',
+  },
 };
 
 /** Routes left out of the document on purpose: `/` (a redirect), the dashboard's page and its own endpoint. */
@@ -589,7 +623,8 @@ function operationOf(route: RegisteredRoute, op: Operation): Schema {
     schema: str(),
   }));
   for (const q of op.query ?? []) params.push({ name: q.name, in: 'query', required: !!q.required, description: q.description, schema: q.schema });
-  if (route.method === 'POST' && !isPublic) {
+  // A protocol route (MCP) reads no Idempotency-Key.
+  if (route.method === 'POST' && !isPublic && !route.options.protocol) {
     params.push({
       name: 'Idempotency-Key',
       in: 'header',
@@ -601,11 +636,12 @@ function operationOf(route: RegisteredRoute, op: Operation): Schema {
 
   const codes: ErrorCode[] = ['RATE_LIMITED', 'INTERNAL_ERROR', ...(op.errors ?? [])];
   if (!isPublic) codes.push('UNAUTHORIZED', 'SERVICE_UNAVAILABLE');
-  if (!isPublic && route.method !== 'GET') codes.push('FORBIDDEN');
+  // Writes refuse read-only keys; a protocol route refuses a foreign Origin instead (POST /mcp).
+  if (!isPublic && (op.protocolBody || (route.method !== 'GET' && !route.options.protocol))) codes.push('FORBIDDEN');
   if (op.body || op.query || op.multipart || route.path.includes(':')) codes.push('VALIDATION_ERROR');
-  if (op.body) codes.push('INVALID_JSON', 'UNSUPPORTED_MEDIA_TYPE', 'PAYLOAD_TOO_LARGE');
+  if (op.body || op.protocolBody) codes.push('INVALID_JSON', 'UNSUPPORTED_MEDIA_TYPE', 'PAYLOAD_TOO_LARGE');
   if (op.multipart) codes.push('UNSUPPORTED_MEDIA_TYPE', 'PAYLOAD_TOO_LARGE');
-  if (route.method === 'POST' && !isPublic) codes.push('IDEMPOTENCY_KEY_REUSED');
+  if (route.method === 'POST' && !isPublic && !route.options.protocol) codes.push('IDEMPOTENCY_KEY_REUSED');
 
   const success: Schema = { description: op.description, headers: RATE_HEADERS };
   if (typeof op.response === 'string') success.content = { 'application/json': { schema: ref(op.response) } };
@@ -620,6 +656,7 @@ function operationOf(route: RegisteredRoute, op: Operation): Schema {
   };
   if (isPublic) out.security = [];
   if (op.body) out.requestBody = { required: true, content: { 'application/json': { schema: bodySchema(op.body), ...(op.example ? { example: op.example } : {}) } } };
+  if (op.protocolBody) out.requestBody = { required: true, description: op.protocolBody.description, content: { 'application/json': { schema: op.protocolBody.schema } } };
   if (op.multipart) {
     out.requestBody = {
       required: true,

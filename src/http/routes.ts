@@ -42,7 +42,12 @@ export type Reply =
    * A long-lived answer (Server-Sent Events, src/http/sse.ts): the head is written, then `open`
    * writes the body itself for as long as it lasts, watching the socket's buffer.
    */
-  | { status: number; headers: Record<string, string>; open: (res: ServerResponse) => void };
+  | { status: number; headers: Record<string, string>; open: (res: ServerResponse) => void }
+  /**
+   * Another protocol answers over HTTP (MCP's Streamable HTTP transport, src/http/routes/mcp.ts):
+   * it writes the whole response itself, head included.
+   */
+  | { handOver: (res: ServerResponse) => Promise<void> };
 
 export type Handler = (req: ApiRequest) => Reply | Promise<Reply>;
 
@@ -56,6 +61,11 @@ export interface RouteOptions {
    * secret). The response kept for an Idempotency-Key replay has them set to null.
    */
   secretFields?: string[];
+  /**
+   * The route carries another protocol (MCP) whose operations are not all writes: read-only keys
+   * pass (the protocol applies the read-only rule per operation) and Idempotency-Key is not read.
+   */
+  protocol?: boolean;
 }
 
 /** The body kept for Idempotency-Key replays: the response without its secret fields. */
@@ -137,7 +147,11 @@ export function readBody(req: Request, limit: number): Promise<Buffer> {
   });
 }
 
-function parseJson(buf: Buffer, contentType: string | undefined): unknown {
+/**
+ * A JSON request body: 415 without a JSON Content-Type, 400 INVALID_JSON when it does not parse.
+ * An object unless `arrays` (a JSON-RPC batch is an array); undefined when the body is empty.
+ */
+export function parseJson(buf: Buffer, contentType: string | undefined, opts: { arrays?: boolean } = {}): unknown {
   if (buf.length === 0) return undefined;
   if (!contentType || !/^application\/(?:[\w.+-]*\+)?json\s*(?:;|$)/i.test(contentType)) {
     throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'request bodies must be JSON with Content-Type: application/json');
@@ -148,15 +162,15 @@ function parseJson(buf: Buffer, contentType: string | undefined): unknown {
   } catch {
     throw new AppError('INVALID_JSON', 'request body is not valid JSON');
   }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new AppError('VALIDATION_ERROR', 'request body must be a JSON object');
+  if (typeof value !== 'object' || value === null || (Array.isArray(value) && !opts.arrays)) {
+    throw new AppError('VALIDATION_ERROR', `request body must be a JSON object${opts.arrays ? ' or array' : ''}`);
   }
   return value;
 }
 
 const JSON_HEADERS = { 'Content-Type': 'application/json; charset=utf-8' };
 
-function writeReply(res: Response, reply: Reply): void {
+function writeReply(res: Response, reply: Exclude<Reply, { handOver: unknown }>): void {
   if ('open' in reply) {
     res.writeHead(reply.status, reply.headers);
     reply.open(res);
@@ -243,7 +257,7 @@ export class Routes {
     try {
       if (!opts.public) {
         if (!caller.principal) throw new AppError('UNAUTHORIZED', caller.authError ?? 'missing API key: send Authorization: Bearer <key> or x-api-key');
-        if (caller.principal.readOnly && WRITE_METHODS.has(method)) {
+        if (caller.principal.readOnly && WRITE_METHODS.has(method) && !opts.protocol) {
           throw new AppError('FORBIDDEN', 'this API key is read-only');
         }
       }
@@ -268,7 +282,7 @@ export class Routes {
       };
 
       const idemKey = req.headers['idempotency-key'];
-      if (method === 'POST' && typeof idemKey === 'string' && caller.principal) {
+      if (method === 'POST' && typeof idemKey === 'string' && caller.principal && !opts.protocol) {
         if (!/^[\x21-\x7e]{1,255}$/.test(idemKey)) {
           throw new AppError('VALIDATION_ERROR', '`Idempotency-Key` header must be 1 to 255 visible ASCII characters');
         }
@@ -300,6 +314,7 @@ export class Routes {
       }
 
       const reply = await handler(apiReq);
+      if ('handOver' in reply) return await reply.handOver(res);
       if (idem) {
         finishIdempotent(ctx, idem.accountId, idem.key, reply.status, 'body' in reply && reply.body !== undefined ? replayableBody(reply.body, opts.secretFields) : '');
         idem = undefined;

@@ -9,6 +9,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { simpleParser, type ParsedMail } from 'mailparser';
 import nodemailer from 'nodemailer';
 import { SMTPServer } from 'smtp-server';
@@ -357,6 +360,28 @@ timeout = "5s"
     const doctor = await cli('doctor', '--json');
     assert.ok(doctor.code === 0 || doctor.code === 1, doctor.stderr);
     assert.ok(Array.isArray(JSON.parse(doctor.stdout).checks));
+  });
+
+  it('speaks MCP at /mcp and through `mailroom mcp` over stdio (the SDK from its lazy chunk)', async () => {
+    const http = new Client({ name: 'smoke', version: '1.0.0' });
+    await http.connect(new StreamableHTTPClientTransport(new URL(`${serve!.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${key}` } } }));
+    const stdio = new Client({ name: 'smoke-stdio', version: '1.0.0' });
+    const bridge = new StdioClientTransport({ command: join(dir, 'mailroom'), args: ['mcp', '--url', serve!.url, '--key', key], cwd: dir, stderr: 'pipe' });
+    let bridgeErr = '';
+    bridge.stderr?.on('data', (d) => (bridgeErr += d));
+    await stdio.connect(bridge);
+    try {
+      for (const client of [http, stdio]) {
+        const names = (await client.listTools()).tools.map((x) => x.name);
+        assert.ok(names.includes('wait_for_message') && names.includes('send_message'), names.join(', '));
+        const res = (await client.callTool({ name: 'get_inbox', arguments: { inboxId: inbox.id } })) as unknown as { structuredContent: { address: string } };
+        assert.equal(res.structuredContent.address, inbox.address);
+      }
+    } finally {
+      await http.close();
+      await stdio.close();
+    }
+    assert.match(bridgeErr, /^mailroom: MCP bridge to .* ready on stdio\n$/);
   });
 
   it('stops cleanly on SIGTERM', async () => {

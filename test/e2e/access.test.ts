@@ -106,6 +106,17 @@ async function statusOf(path: string, key: string): Promise<number> {
   return res.status;
 }
 
+/** One JSON-RPC request to /mcp with `key` (stateless: no initialize needed); its result. */
+async function mcpRequest(key: string, method: string, params: Record<string, unknown> = {}): Promise<any> {
+  const res = await fetch(`${t.url}/mcp`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+  });
+  assert.equal(res.status, 200);
+  return JSON.parse(/^data: (.*)$/m.exec(await res.text())![1]).result;
+}
+
 /** The request must be refused with status/code and leave the database as it was. */
 async function refusedUnchanged(label: string, status: number, code: string, run: () => Promise<ApiResponse>): Promise<void> {
   const before = dbDigest(t.server.ctx);
@@ -146,6 +157,25 @@ describe('cross-account', () => {
     await refusedUnchanged('activity of their webhook', 404, 'WEBHOOK_NOT_FOUND', () => call('GET', `/webhooks/activity?webhookId=${own.webhook}`, intruder.key));
   });
 
+  test("MCP tools answer another account's ids with the REST not-found codes, changing nothing", async () => {
+    const before = dbDigest(t.server.ctx);
+    const probes: Array<[string, Record<string, unknown>, string]> = [
+      ['get_inbox', { inboxId: own.inbox }, 'INBOX_NOT_FOUND'],
+      ['delete_inbox', { inboxId: own.inbox }, 'INBOX_NOT_FOUND'],
+      ['get_message', { messageId: own.message }, 'MESSAGE_NOT_FOUND'],
+      ['reply_to_message', { messageId: own.message, bodyText: 'b' }, 'MESSAGE_NOT_FOUND'],
+      ['update_thread', { threadId: own.thread, unread: false }, 'THREAD_NOT_FOUND'],
+      ['get_attachment', { attachmentId: own.attachment }, 'ATTACHMENT_NOT_FOUND'],
+      ['send_message', { inboxId: intruderInbox, to: ['a@example.org'], subject: 's', bodyText: 'b', threadId: own.thread }, 'THREAD_NOT_FOUND'],
+    ];
+    for (const [name, args, code] of probes) {
+      const result = await mcpRequest(intruder.key, 'tools/call', { name, arguments: args });
+      assert.equal(result.isError, true, name);
+      assert.equal(result.structuredContent.error.code, code, name);
+    }
+    assert.equal(dbDigest(t.server.ctx), before);
+  });
+
   test("an Idempotency-Key another account used replays nothing of theirs", async () => {
     const key = 'shared-idempotency-key-1';
     const mine = await t.api('POST', '/inboxes', { displayName: 'idem' }, { headers: { 'idempotency-key': key } });
@@ -181,6 +211,10 @@ describe('keys', () => {
     for (const route of routes()) {
       if (route.options.public) continue;
       const key = `${route.method} ${route.path}`;
+      if (route.options.protocol) {
+        await readOnlyProtocolRoute(route, ro);
+        continue;
+      }
       const path = route.path.includes(':') ? route.path.replace(/:\w+/, own[PARAM_TARGET[/([\w-]+\/:\w+)/.exec(route.path)![1]][0]]) : route.path;
       if (route.method === 'GET') {
         assert.equal(await statusOf(path, ro), 200, key);
@@ -191,6 +225,26 @@ describe('keys', () => {
     // Idempotency-Key does not let a read-only key through either.
     await refusedUnchanged('read-only with Idempotency-Key', 403, 'FORBIDDEN', () => t.api('POST', '/inboxes', {}, { key: ro, headers: { 'idempotency-key': 'ro-1' } }));
   });
+
+  /**
+   * MCP (the one protocol route) is not a write whatever its method: a read-only key lists the
+   * read tools only and a write tool is a FORBIDDEN tool error (test/e2e/mcp.test.ts has more);
+   * GET and DELETE /mcp are 405 for every key.
+   */
+  async function readOnlyProtocolRoute(route: RegisteredRoute, ro: string): Promise<void> {
+    assert.equal(route.path, '/mcp', `${route.path}: a protocol route this test does not know`);
+    if (route.method !== 'POST') {
+      expectError(await call(route.method, route.path, ro), 405, 'METHOD_NOT_ALLOWED');
+      return;
+    }
+    const { tools } = await mcpRequest(ro, 'tools/list');
+    assert.ok(tools.length > 0 && tools.every((x: { annotations: { readOnlyHint: boolean } }) => x.annotations.readOnlyHint), 'a write tool is listed to a read-only key');
+    const before = dbDigest(t.server.ctx);
+    const refused = await mcpRequest(ro, 'tools/call', { name: 'create_inbox', arguments: {} });
+    assert.equal(refused.isError, true);
+    assert.equal(refused.structuredContent.error.code, 'FORBIDDEN');
+    assert.equal(dbDigest(t.server.ctx), before);
+  }
 
   test('revoked and expired keys get 401 UNAUTHORIZED on every route, at once', async () => {
     const spare = (await t.api('POST', '/account/api-keys', { name: 'to revoke' })).body;

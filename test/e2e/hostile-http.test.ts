@@ -81,6 +81,8 @@ interface RouteSpec {
   query?: Record<string, string[]>;
   /** Public static page: only generic hostile ids/queries apply. */
   static?: true;
+  /** Another protocol over HTTP (MCP's JSON-RPC): its own hostile test below. */
+  protocol?: true;
   multipart?: true;
 }
 
@@ -188,6 +190,9 @@ const SPEC: Record<string, RouteSpec> = {
   'GET /dashboard/app.css': { path: '/dashboard/app.css', static: true },
   'GET /dashboard/favicon.svg': { path: '/dashboard/favicon.svg', static: true },
   'POST /dashboard/api/deliveries/:id/replay': { path: '/dashboard/api/deliveries/:delivery/replay', notFound: 'NOT_FOUND' },
+  'POST /mcp': { path: '/mcp', protocol: true },
+  'GET /mcp': { path: '/mcp', protocol: true },
+  'DELETE /mcp': { path: '/mcp', protocol: true },
 };
 
 const fill = (path: string, id?: string) => path.replace(/:(\w+)/g, (_m, name: string) => (id === undefined ? ids[name] : id));
@@ -337,6 +342,30 @@ describe('hostile HTTP', () => {
       assert.equal(res.status, 400, res.text);
       assert.equal(res.code, 'VALIDATION_ERROR');
     }
+  });
+
+  test('POST /mcp: the HTTP layer refuses with the envelope, the protocol with JSON-RPC errors; nothing changes', async () => {
+    const json = (raw: string, headers: Record<string, string> = {}) => ({ body: raw, headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers } });
+    for (const raw of ['{"jsonrpc":', 'nope', '{"a":1,}', '\u0000']) await refused('malformed JSON', 400, 'INVALID_JSON', 'POST', '/mcp', json(raw));
+    for (const raw of ['"text"', '42', 'null', 'true', '', '[]']) await refused('not a message or batch', 400, 'VALIDATION_ERROR', 'POST', '/mcp', json(raw));
+    for (const ct of ['text/plain', 'application/x-www-form-urlencoded', 'application/jsonx']) {
+      await refused(`content-type ${ct}`, 415, 'UNSUPPORTED_MEDIA_TYPE', 'POST', '/mcp', json('{}', { 'content-type': ct }));
+    }
+    await refused('huge body', 413, 'PAYLOAD_TOO_LARGE', 'POST', '/mcp', json(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', pad: 'x'.repeat(t.config.http.max_body_bytes) })));
+    await refused('foreign Origin', 403, 'FORBIDDEN', 'POST', '/mcp', json('{"jsonrpc":"2.0","id":1,"method":"tools/list"}', { origin: 'https://evil.example' }));
+    await refused('no key', 401, 'UNAUTHORIZED', 'POST', '/mcp', { ...json('{"jsonrpc":"2.0","id":1,"method":"tools/list"}'), key: null });
+    for (const method of ['GET', 'DELETE']) await refused(`${method} /mcp`, 405, 'METHOD_NOT_ALLOWED', method, '/mcp');
+    // Valid JSON the protocol does not take: JSON-RPC errors, 4xx, no internals, nothing changed.
+    for (const raw of ['{}', '[1]', '{"jsonrpc":"1.0","id":1,"method":"tools/list"}', '{"jsonrpc":"2.0","id":{},"method":"tools/call"}', JSON.stringify(Array.from({ length: 1000 }, (_v, i) => ({ jsonrpc: '2.0', id: i, method: 'ping' }))), '{"a":'.repeat(100_000) + '1' + '}'.repeat(100_000), '['.repeat(100_000) + ']'.repeat(100_000)]) {
+      const before = dbDigest();
+      const res = await send('POST', '/mcp', json(raw));
+      assert.ok(res.status >= 400 && res.status < 500, `${raw.slice(0, 60)} → ${res.status} ${res.text.slice(0, 200)}`);
+      assert.equal(JSON.parse(res.text).jsonrpc, '2.0', res.text.slice(0, 200));
+      assert.ok(!/\bat \S+:\d+:\d+|SQLITE|stack/i.test(res.text), res.text.slice(0, 300));
+      assert.equal(dbDigest(), before);
+    }
+    const noSse = await send('POST', '/mcp', json('{"jsonrpc":"2.0","id":1,"method":"tools/list"}', { accept: 'application/json' }));
+    assert.equal(noSse.status, 406);
   });
 
   test('headers: bad keys, bad Idempotency-Key, oversized URL and headers, raw protocol garbage', async () => {

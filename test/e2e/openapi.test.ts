@@ -169,7 +169,8 @@ describe('request schemas are the enforced ones', () => {
   test('every JSON body refuses unknown fields, in the document and on the wire', async () => {
     const withBody = Object.entries(doc.paths as Record<string, Record<string, any>>).flatMap(([p, ops]) =>
       Object.entries(ops)
-        .filter(([, op]) => op.requestBody?.content?.['application/json'])
+        // POST /mcp carries JSON-RPC, validated by the MCP SDK (test/e2e/mcp.test.ts), not a zod body.
+        .filter(([, op]) => op.requestBody?.content?.['application/json'] && !op.tags.includes('MCP'))
         .map(([m, op]) => ({ method: m.toUpperCase(), path: p, schema: op.requestBody.content['application/json'].schema })),
     );
     assert.ok(withBody.length >= 6, `only ${withBody.length} JSON bodies documented`);
