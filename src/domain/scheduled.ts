@@ -48,7 +48,8 @@ export function parseSendAt(ctx: AppContext, raw: string, field = 'sendAt'): Dat
   const m = DATE_TIME.exec(raw);
   const ms = m ? Date.parse(raw.replace(' ', 'T')) : NaN;
   // Date.parse rolls 2030-02-31 over to March: the fields must be what they say.
-  if (!m || Number.isNaN(ms) || Number(m[2]) > 12 || Number(m[3]) > 31 || Number(m[4]) > 23 || Number(m[5]) > 59 || Number(m[6] ?? 0) > 59) {
+  const daysInMonth = m ? new Date(Date.UTC(Number(m[1]), Number(m[2]), 0)).getUTCDate() : 0;
+  if (!m || Number.isNaN(ms) || Number(m[2]) < 1 || Number(m[2]) > 12 || Number(m[3]) < 1 || Number(m[3]) > daysInMonth || Number(m[4]) > 23 || Number(m[5]) > 59 || Number(m[6] ?? 0) > 59) {
     throw new AppError('VALIDATION_ERROR', `\`${field}\`: must be an ISO 8601 date-time with a time zone, e.g. 2030-01-31T09:00:00Z; got ${JSON.stringify(raw).slice(0, 60)}`);
   }
   const now = ctx.clock.now();
