@@ -8,7 +8,7 @@ import type { Routes } from '../routes.ts';
 import { headerSafe, parseInput } from '../validate.ts';
 import { addressList, attachmentIds, SendAt } from './sending.ts';
 
-const id = z.string().max(100).nullable().optional();
+const id = z.string().min(1, 'must not be empty (null clears it)').max(100).nullable().optional();
 
 /** A send body with every field optional (null clears one on update), plus inReplyTo. */
 export const DraftBody = z.strictObject({
