@@ -223,7 +223,8 @@ export async function queueSend(ctx: AppContext, accountId: string, inboxId: str
     releaseBlobs(ctx, [row.rawPath]);
     throw err;
   }
-  if (!sendAt) ctx.notify('jobs');
+  // A scheduled release too: the runner re-arms its timer for the new earliest due time.
+  ctx.notify('jobs');
   return messageView(row, [...carried, ...attRows].map(attachmentMeta));
 }
 

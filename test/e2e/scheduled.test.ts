@@ -202,6 +202,15 @@ describe('scheduling in one process', () => {
     assert.equal(copies(m.messageIdHeader), 0);
   });
 
+  test('a message due in a moment leaves on time without anything waking the runner', async () => {
+    const sendAt = at(1500);
+    const m = (await t.api('POST', `/inboxes/${box.id}/messages`, { to: ['kim@remote.test'], subject: 'Soon', bodyText: 'x', sendAt })).body;
+    assert.equal(m.status, 'scheduled');
+    const sent = await until('sent on time', async () => ((await statusOf(t, m.id)).status === 'sent' ? Date.now() + offset : undefined), 8000);
+    assert.ok(sent >= Date.parse(sendAt), 'sent early');
+    assert.ok(sent - Date.parse(sendAt) < 5000, `sent ${sent - Date.parse(sendAt)} ms late`);
+  });
+
   test('a scheduled reply keeps its threading headers; a scheduled forward carries the attachments', async () => {
     const original = await deliverMail(t.server.smtpPort, {
       from: 'gil@remote.test',
