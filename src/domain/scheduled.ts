@@ -107,14 +107,6 @@ export function releaseIn(tx: Tx, ctx: AppContext, messageId: string, source: { 
     writeMessageState(tx, ctx, fresh, settle(list, 'failed', `not sent: inbox ${inbox.address} was suspended at the send time`), 'failed');
     return false;
   }
-  try {
-    countSend(tx, ctx, inbox);
-  } catch (err) {
-    if (!(err instanceof AppError)) throw err;
-    const reason = `not sent: inbox ${inbox.address} had reached its daily send limit of ${inbox.dailySendLimit} on ${utcDay(ctx.clock)} (UTC) at the send time`;
-    writeMessageState(tx, ctx, fresh, settle(list, 'failed', reason), 'failed');
-    return false;
-  }
   // A send list may have gained an entry since the message was scheduled.
   list = list.map((r) =>
     r.status === 'scheduled' && refusedRecipient(ctx, row.accountId, row.inboxId, [r.address]) !== undefined
@@ -124,6 +116,14 @@ export function releaseIn(tx: Tx, ctx: AppContext, messageId: string, source: { 
   const pending = list.filter((r) => r.status === 'scheduled').map((r) => r.address);
   if (!pending.length) {
     writeMessageState(tx, ctx, fresh, list, 'failed');
+    return false;
+  }
+  try {
+    countSend(tx, ctx, inbox);
+  } catch (err) {
+    if (!(err instanceof AppError)) throw err;
+    const reason = `not sent: inbox ${inbox.address} had reached its daily send limit of ${inbox.dailySendLimit} on ${utcDay(ctx.clock)} (UTC) at the send time`;
+    writeMessageState(tx, ctx, fresh, settle(list, 'failed', reason), 'failed');
     return false;
   }
   writeMessageState(tx, ctx, fresh, settle(list, 'queued', null), 'queued');

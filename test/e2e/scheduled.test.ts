@@ -202,6 +202,27 @@ describe('scheduling in one process', () => {
     assert.equal(copies(m.messageIdHeader), 0);
   });
 
+  test('a send list added after scheduling is applied at the send time: refused recipients fail, the others go; none left: nothing counted', async () => {
+    const guarded = (await t.api('POST', '/inboxes', { address: 'guarded-later' })).body;
+    const both = (await t.api('POST', `/inboxes/${guarded.id}/messages`, { to: ['ok@remote.test', 'no@remote.test'], subject: 'two', bodyText: 'x', sendAt: at(MINUTE) })).body;
+    const only = (await t.api('POST', `/inboxes/${guarded.id}/messages`, { to: ['no@remote.test'], subject: 'one', bodyText: 'x', sendAt: at(MINUTE) })).body;
+    const entry = (await t.api('POST', '/lists', { direction: 'send', kind: 'block', entry: 'no@remote.test', inboxId: guarded.id })).body;
+    advance(t, offset + 2 * MINUTE);
+    const mixed = await until('both settled', async () => {
+      const m = await statusOf(t, both.id);
+      return ['sent', 'failed'].includes(m.recipients[0].status) && m.recipients[1].status === 'failed' ? m : undefined;
+    });
+    assert.deepEqual(mixed.recipients.map((r: any) => [r.address, r.status]), [['ok@remote.test', 'sent'], ['no@remote.test', 'failed']]);
+    assert.match(mixed.recipients[1].response, /send allow\/block lists/);
+    assert.equal(mixed.status, 'failed', 'the worst outcome names the message');
+    const none = await reaches(t, only.id, 'failed');
+    assert.match(none.recipients[0].response, /send allow\/block lists/);
+    assert.equal((await t.api('GET', `/inboxes/${guarded.id}`)).body.sendsToday, 1, 'only the message that went out counts');
+    const captured = rig.mx.messages.filter((m) => m.raw.includes(`Message-ID: ${both.messageIdHeader}`)).flatMap((m) => m.rcptTo);
+    assert.deepEqual(captured, ['ok@remote.test']);
+    await t.api('DELETE', `/lists/${entry.id}`);
+  });
+
   test('a message due in a moment leaves on time without anything waking the runner', async () => {
     const sendAt = at(1500);
     const m = (await t.api('POST', `/inboxes/${box.id}/messages`, { to: ['kim@remote.test'], subject: 'Soon', bodyText: 'x', sendAt })).body;
