@@ -317,7 +317,7 @@ async function scrape(ctx: AppContext, state: ScrapeState): Promise<string> {
   lines.push(
     ...counterLines(
       'mailroom_events_total',
-      'Events recorded, by type: message.received, and the delivery outcomes message.sent, message.delivered, message.bounced, message.complained; domain.verified.',
+      'Events recorded, by type: message.received, and the delivery outcomes message.sent, message.delivered, message.bounced, message.complained; message.canceled; domain.verified.',
       'type',
       events.counts,
     ),

@@ -143,6 +143,11 @@ export const messages = sqliteTable(
      * must not be handed its whole history again.
      */
     unread: integer('unread', { mode: 'boolean' }).notNull().default(false),
+    /**
+     * Outbound messages sent with `sendAt`: when they leave (status `scheduled` until then; the
+     * release is a job of the job table due at this time, src/domain/scheduled.ts). Else null.
+     */
+    sendAt: text('send_at'),
     createdAt: text('created_at').notNull(),
     updatedAt: text('updated_at').notNull(),
   },
@@ -373,3 +378,78 @@ export const spooledMessages = sqliteTable('spooled_messages', {
   raw: blob('raw', { mode: 'buffer' }).notNull(),
   createdAt: text('created_at').notNull(),
 });
+
+/**
+ * Drafts (src/domain/drafts.ts): a send body kept for later, every field optional. Addresses
+ * are JSON arrays as the client wrote them (display names kept); `threadId` and `inReplyTo`
+ * (a message id) are checked again when the draft is sent, so they carry no foreign key.
+ */
+export const drafts = sqliteTable(
+  'drafts',
+  {
+    id: text('id').primaryKey(),
+    accountId: text('account_id')
+      .notNull()
+      .references(() => accounts.id, { onDelete: 'cascade' }),
+    inboxId: text('inbox_id')
+      .notNull()
+      .references(() => inboxes.id, { onDelete: 'cascade' }),
+    toAddresses: text('to_addresses').notNull().default('[]'),
+    ccAddresses: text('cc_addresses').notNull().default('[]'),
+    bccAddresses: text('bcc_addresses').notNull().default('[]'),
+    subject: text('subject'),
+    bodyText: text('body_text'),
+    bodyHtml: text('body_html'),
+    threadId: text('thread_id'),
+    inReplyTo: text('in_reply_to'),
+    sendAt: text('send_at'),
+    createdAt: text('created_at').notNull(),
+    updatedAt: text('updated_at').notNull(),
+  },
+  (t) => [index('drafts_inbox_created').on(t.inboxId, t.createdAt)],
+);
+
+/**
+ * The attachments a draft names, in order. While a row names an attachment that arrived with a
+ * message, deleting that message keeps the attachment (trigger drafts_keep_attachments,
+ * migration 0010): it becomes an upload of the account, so the draft can still be sent.
+ */
+export const draftAttachments = sqliteTable(
+  'draft_attachments',
+  {
+    draftId: text('draft_id')
+      .notNull()
+      .references(() => drafts.id, { onDelete: 'cascade' }),
+    attachmentId: text('attachment_id')
+      .notNull()
+      .references(() => attachments.id, { onDelete: 'cascade' }),
+    position: integer('position').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.draftId, t.attachmentId] }), index('draft_attachments_att').on(t.attachmentId)],
+);
+
+/**
+ * Allow and block lists (src/domain/lists.ts): one row per entry, an address or a domain,
+ * lowercase. `inboxId` null = the whole account. One entry per (account, inbox, direction,
+ * kind, entry): the unique index treats "whole account" as one value.
+ */
+export const listEntries = sqliteTable(
+  'list_entries',
+  {
+    id: text('id').primaryKey(),
+    accountId: text('account_id')
+      .notNull()
+      .references(() => accounts.id, { onDelete: 'cascade' }),
+    inboxId: text('inbox_id').references(() => inboxes.id, { onDelete: 'cascade' }),
+    /** 'receive' | 'send' */
+    direction: text('direction').notNull(),
+    /** 'allow' | 'block' */
+    kind: text('kind').notNull(),
+    entry: text('entry').notNull(),
+    createdAt: text('created_at').notNull(),
+  },
+  (t) => [
+    uniqueIndex('list_entries_unique').on(t.accountId, sql`coalesce(${t.inboxId}, '')`, t.direction, t.kind, t.entry),
+    index('list_entries_account').on(t.accountId, t.direction, t.createdAt),
+  ],
+);

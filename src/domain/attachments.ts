@@ -144,6 +144,23 @@ export function attachmentMetaFor(ctx: AppContext, messageId: string): Attachmen
   return attachmentMetaForMany(ctx, [messageId]).get(messageId) ?? [];
 }
 
+/**
+ * The attachments of a message as its source carries them: those it arrived with (or a forward
+ * carried over) and those it was sent with, in order.
+ */
+export function messageAttachmentRows(ctx: AppContext, messageId: string): AttachmentRow[] {
+  const own = ctx.db.select().from(attachments).where(eq(attachments.messageId, messageId)).orderBy(attachments.id).all();
+  const linked = ctx.db
+    .select({ row: attachments })
+    .from(messageAttachments)
+    .innerJoin(attachments, eq(attachments.id, messageAttachments.attachmentId))
+    .where(eq(messageAttachments.messageId, messageId))
+    .orderBy(messageAttachments.position)
+    .all()
+    .map((l) => l.row);
+  return [...own, ...linked];
+}
+
 /** Counts bytes and fails the stream with 413 as soon as the limit is crossed. */
 function sizeLimit(limit: number, onChunk: (chunk: Buffer) => void): Transform {
   let size = 0;

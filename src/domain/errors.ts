@@ -12,6 +12,8 @@ export const ERROR_STATUS = {
   FORBIDDEN: 403,
   INBOX_SUSPENDED: 403,
   INVALID_SIGNATURE: 403,
+  /** A send to an address a send list refuses (src/domain/lists.ts); the message names it. */
+  RECIPIENT_BLOCKED: 403,
   NOT_FOUND: 404,
   INBOX_NOT_FOUND: 404,
   MESSAGE_NOT_FOUND: 404,
@@ -20,6 +22,8 @@ export const ERROR_STATUS = {
   ATTACHMENT_NOT_FOUND: 404,
   WEBHOOK_NOT_FOUND: 404,
   API_KEY_NOT_FOUND: 404,
+  DRAFT_NOT_FOUND: 404,
+  LIST_ENTRY_NOT_FOUND: 404,
   ADDRESS_TAKEN: 409,
   DOMAIN_EXISTS: 409,
   DOMAIN_NOT_VERIFIED: 409,
@@ -27,6 +31,8 @@ export const ERROR_STATUS = {
   IDEMPOTENCY_KEY_REUSED: 409,
   /** A method the path does not serve where the protocol asks for 405 (GET and DELETE /mcp: no sessions, no server-initiated stream). */
   METHOD_NOT_ALLOWED: 405,
+  /** POST /messages/{id}/cancel on a message that is not `scheduled` (src/domain/scheduled.ts). */
+  NOT_CANCELABLE: 409,
   URL_EXPIRED: 410,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,

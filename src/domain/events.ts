@@ -19,6 +19,7 @@ export const EVENT_TYPES = {
   'message.delivered': 'Delivery to the recipient mailbox was confirmed (every recipient was an inbox of this appliance).',
   'message.bounced': 'The message could not be delivered: a recipient server rejected it, or a bounce report named it.',
   'message.complained': 'A recipient marked the message as spam (an ARF feedback report named it).',
+  'message.canceled': 'A scheduled message was canceled before its send time (POST /messages/{id}/cancel); it is never sent.',
   'domain.verified': 'A custom domain passed DNS verification for sending.',
 } as const;
 

@@ -19,6 +19,7 @@ import { AppError } from './errors.ts';
 import { recordEvent } from './events.ts';
 import { releaseBlobs } from '../storage/blob-refs.ts';
 import { findInboxByAddress, type InboxRow } from './inboxes.ts';
+import { assertSenderAccepted } from './lists.ts';
 import { insertMessageRow, messageView, type MessageRow } from './messages.ts';
 import { findOutboundRow } from './sending.ts';
 import { messageIdsIn, threadForMessage } from './threads.ts';
@@ -48,9 +49,11 @@ export function resolveBounceRecipient(ctx: AppContext, address: string): Bounce
 /**
  * The inbox that receives mail for an RCPT TO address, or the AppError to answer:
  * FORBIDDEN (relay denied) for anything not on a domain we serve or using routing syntax,
- * INBOX_NOT_FOUND for an unknown mailbox of ours, INBOX_SUSPENDED for a suspended inbox.
+ * INBOX_NOT_FOUND for an unknown mailbox of ours, INBOX_SUSPENDED for a suspended inbox, and,
+ * when the envelope `sender` is given ('' for the null sender), FORBIDDEN (550 5.7.1) when the
+ * inbox's receive allow/block lists refuse it (src/domain/lists.ts): nothing is stored.
  */
-export function resolveRecipient(ctx: AppContext, address: string): InboxRow {
+export function resolveRecipient(ctx: AppContext, address: string, sender?: string): InboxRow {
   const parts = splitAddress(address.trim());
   // Never an open relay (RFC 5321 §3.6): quoted local parts, `%` hacks and `!` UUCP paths are
   // ways of naming another host; a local part with an `@` left in it is one too.
@@ -62,6 +65,7 @@ export function resolveRecipient(ctx: AppContext, address: string): InboxRow {
   const inbox = findInboxByAddress(ctx, `${parts.local}@${domain}`);
   if (!inbox) throw new AppError('INBOX_NOT_FOUND', 'no such mailbox here');
   if (inbox.status !== 'active') throw new AppError('INBOX_SUSPENDED', 'mailbox disabled, not accepting messages');
+  if (sender !== undefined) assertSenderAccepted(ctx, inbox.accountId, inbox.id, sender);
   return inbox;
 }
 
@@ -331,6 +335,7 @@ export async function prepareInbound(ctx: AppContext, input: InboundInput): Prom
         size: storedSize,
         contentHash,
         unread: true,
+        sendAt: null,
         createdAt,
         updatedAt: now,
       };

@@ -69,6 +69,8 @@ export interface Message {
   messageIdHeader: string;
   inReplyTo: string | null;
   recipients?: RecipientOutcome[];
+  /** Outbound: when a message sent with `sendAt` leaves (status `scheduled` until then); else null. */
+  sendAt?: string | null;
   authentication?: unknown;
   /** Inbound messages arrive unread; outbound ones are read (PATCH /messages/{id} changes it). */
   unread: boolean;
@@ -105,6 +107,7 @@ export function messageView(row: MessageViewRow, attachments: AttachmentMeta[], 
     m.bccAddresses = JSON.parse(row.bccAddresses);
     m.delivery = row.delivery ?? 'email';
     m.recipients = JSON.parse(row.recipients);
+    m.sendAt = row.sendAt ?? null;
   } else {
     m.authentication = row.authentication ? JSON.parse(row.authentication) : null;
   }
@@ -121,7 +124,7 @@ export function messageViews(ctx: AppContext, rows: MessageViewRow[]): Message[]
   return rows.map((r) => messageView(r, withUrls(metas.get(r.id) ?? []), labels.get(r.id) ?? []));
 }
 
-export const MESSAGE_STATUSES = ['queued', 'sending', 'sent', 'delivered', 'failed', 'bounced', 'complained', 'received'] as const;
+export const MESSAGE_STATUSES = ['scheduled', 'queued', 'sending', 'sent', 'delivered', 'failed', 'bounced', 'complained', 'received', 'canceled'] as const;
 
 // The reads behind GET /messages/{id} and the message list: prepared once (src/db/prepared.ts).
 const messageById = (db: Db) => db.select().from(messages).where(eq(messages.id, sql.placeholder('id'))).prepare();
@@ -152,9 +155,10 @@ type ViewTuple = [
   createdAt: string,
   updatedAt: string,
   unread: number,
+  sendAt: string | null,
 ];
 const VIEW_COLUMNS = `id, inbox_id, thread_id, direction, from_address, from_name, to_addresses, cc_addresses, bcc_addresses, subject,
-  body_text, body_html, delivery, status, message_id_header, in_reply_to, recipients, authentication, size, created_at, updated_at, unread`;
+  body_text, body_html, delivery, status, message_id_header, in_reply_to, recipients, authentication, size, created_at, updated_at, unread, send_at`;
 // In VIEW_COLUMNS order.
 const viewRow = (r: ViewTuple): MessageViewRow => ({
   id: r[0],
@@ -179,6 +183,7 @@ const viewRow = (r: ViewTuple): MessageViewRow => ({
   createdAt: r[19],
   updatedAt: r[20],
   unread: r[21] === 1,
+  sendAt: r[22],
 });
 const pageOfInbox = (db: Db) =>
   preparedRows<[string, number, number], ViewTuple>(db, `SELECT ${VIEW_COLUMNS} FROM messages WHERE inbox_id = ? ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`);

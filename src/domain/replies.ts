@@ -2,15 +2,13 @@
 // original of a forward. Each ends in queueSend (src/domain/sending.ts), so the daily limit,
 // suspension, DKIM, the job table and the events are the ones every send goes through.
 import type { AppContext } from '../context.ts';
-import { eq } from 'drizzle-orm';
-import { attachments, messageAttachments } from '../db/schema.ts';
 import { textFromHtml } from '../outbound/mime.ts';
 import { normalizeRecipient } from './addresses.ts';
-import type { AttachmentRow } from './attachments.ts';
+import { messageAttachmentRows } from './attachments.ts';
 import { AppError } from './errors.ts';
 import { findInboxRow } from './inboxes.ts';
 import { findMessageRow, type Message, type MessageRow } from './messages.ts';
-import { queueSend } from './sending.ts';
+import { queueSend, type SendOrigin } from './sending.ts';
 import { messageIdsIn } from './threads.ts';
 
 export interface ReplyInput {
@@ -18,6 +16,7 @@ export interface ReplyInput {
   bodyHtml?: string | null;
   attachmentIds?: string[];
   replyAll?: boolean;
+  sendAt?: string | null;
 }
 
 export interface ForwardInput {
@@ -25,6 +24,7 @@ export interface ForwardInput {
   cc?: string[];
   bodyText?: string | null;
   bodyHtml?: string | null;
+  sendAt?: string | null;
 }
 
 // RFC 5322 §3.6.5: "Re: " once, however many times the conversation went back and forth.
@@ -101,14 +101,12 @@ function distinct(list: string[], exclude: Set<string>): string[] {
 }
 
 /**
- * Replies from the inbox holding message `id` (PRODUCT.md "Replying and forwarding"). To: the
+ * Who a reply to `original` from `inbox` goes to (PRODUCT.md "Replying and forwarding"). To: the
  * original's Reply-To, else its From; for a message this inbox sent, its To. With replyAll the
  * original's To and Cc, less this inbox and anyone already in To, go in Cc.
  */
-export async function replyToMessage(ctx: AppContext, accountId: string, id: string, input: ReplyInput): Promise<Message> {
-  const original = findMessageRow(ctx, accountId, id);
-  const inbox = findInboxRow(ctx, accountId, original.inboxId);
-  const own = lower(inbox.address);
+export async function replyRecipients(ctx: AppContext, original: MessageRow, inboxAddress: string, replyAll: boolean): Promise<{ to: string[]; cc: string[] }> {
+  const own = lower(inboxAddress);
   const toList = JSON.parse(original.toAddresses) as string[];
   const ccList = JSON.parse(original.ccAddresses) as string[];
 
@@ -125,16 +123,28 @@ export async function replyToMessage(ctx: AppContext, accountId: string, id: str
   }
   const seen = new Set<string>();
   to = distinct(to, seen);
-  if (!to.length) throw new AppError('VALIDATION_ERROR', `message ${id} names no address a reply could go to`);
   seen.add(own);
-  const cc = input.replyAll ? distinct(others.map(validAddress).filter((a): a is string => !!a), seen) : [];
+  const cc = replyAll ? distinct(others.map(validAddress).filter((a): a is string => !!a), seen) : [];
+  return { to, cc };
+}
 
+/** What makes a send a reply to `original`: its thread, In-Reply-To and References. */
+export function replyOrigin(original: MessageRow): SendOrigin {
+  return { messageId: original.id, threadId: original.threadId, inReplyTo: original.messageIdHeader, references: referencesFor(original), carried: [] };
+}
+
+/** Replies from the inbox holding message `id` (recipients as replyRecipients says). */
+export async function replyToMessage(ctx: AppContext, accountId: string, id: string, input: ReplyInput): Promise<Message> {
+  const original = findMessageRow(ctx, accountId, id);
+  const inbox = findInboxRow(ctx, accountId, original.inboxId);
+  const { to, cc } = await replyRecipients(ctx, original, inbox.address, !!input.replyAll);
+  if (!to.length) throw new AppError('VALIDATION_ERROR', `message ${id} names no address a reply could go to`);
   return queueSend(
     ctx,
     accountId,
     inbox.id,
-    { to, cc, subject: replySubject(original.subject), bodyText: input.bodyText, bodyHtml: input.bodyHtml, attachmentIds: input.attachmentIds },
-    { messageId: original.id, threadId: original.threadId, inReplyTo: original.messageIdHeader, references: referencesFor(original), carried: [] },
+    { to, cc, subject: replySubject(original.subject), bodyText: input.bodyText, bodyHtml: input.bodyHtml, attachmentIds: input.attachmentIds, sendAt: input.sendAt },
+    replyOrigin(original),
   );
 }
 
@@ -161,20 +171,6 @@ const SEPARATOR = '---------- Forwarded message ---------';
 /** What is inside <body>, or the whole fragment when it has no body element. */
 const htmlBody = (html: string) => /<body[^>]*>([\s\S]*)<\/body>/i.exec(html)?.[1] ?? html;
 
-/** The original's attachments: those it arrived with and those it was sent with, in order. */
-function attachmentsOf(ctx: AppContext, messageId: string): AttachmentRow[] {
-  const own = ctx.db.select().from(attachments).where(eq(attachments.messageId, messageId)).orderBy(attachments.id).all();
-  const linked = ctx.db
-    .select({ row: attachments })
-    .from(messageAttachments)
-    .innerJoin(attachments, eq(attachments.id, messageAttachments.attachmentId))
-    .where(eq(messageAttachments.messageId, messageId))
-    .orderBy(messageAttachments.position)
-    .all()
-    .map((l) => l.row);
-  return [...own, ...linked];
-}
-
 /**
  * Forwards message `id` from the inbox holding it: `Fwd:` subject, the note above the
  * original's headers and body quoted inline, the original's attachments carried over, and a
@@ -200,7 +196,7 @@ export async function forwardMessage(ctx: AppContext, accountId: string, id: str
     ctx,
     accountId,
     original.inboxId,
-    { to: input.to, cc: input.cc, subject: forwardSubject(original.subject), bodyText, bodyHtml },
-    { messageId: original.id, inReplyTo: null, references: [], carried: attachmentsOf(ctx, original.id) },
+    { to: input.to, cc: input.cc, subject: forwardSubject(original.subject), bodyText, bodyHtml, sendAt: input.sendAt },
+    { messageId: original.id, inReplyTo: null, references: [], carried: messageAttachmentRows(ctx, original.id) },
   );
 }

@@ -19,7 +19,9 @@ import { normalizeRecipient, splitAddress } from './addresses.ts';
 import { attachmentMeta, attachmentMetaFor, getAttachmentRows, type AttachmentRow } from './attachments.ts';
 import { AppError } from './errors.ts';
 import { recordEvent, type EventType } from './events.ts';
-import { countSend, findInboxByAddress, findInboxRow, inboxView } from './inboxes.ts';
+import { countSend, findInboxByAddress, findInboxRow, inboxView, type InboxRow } from './inboxes.ts';
+import { assertRecipientsAllowed } from './lists.ts';
+import { parseSendAt, scheduleRelease } from './scheduled.ts';
 import { insertMessageRow, messageView, type Message, type MessageRow, type RecipientOutcome } from './messages.ts';
 import { findThreadRow, messageIdsIn, threadForMessage } from './threads.ts';
 import { releaseBlobs } from '../storage/blob-refs.ts';
@@ -51,6 +53,8 @@ export interface SendInput {
   bodyHtml?: string | null;
   threadId?: string;
   attachmentIds?: string[];
+  /** ISO 8601, future, at most 30 days ahead: the message is `scheduled` until then. */
+  sendAt?: string | null;
 }
 
 /**
@@ -84,16 +88,25 @@ export function parseRecipient(field: string, raw: string): MailAddress {
 
 const dedupe = (list: MailAddress[]) => [...new Map(list.map((a) => [a.address.toLowerCase(), a])).values()];
 
+/** What a caller adds to the send's transaction (a draft send deletes the draft there). */
+export interface SendOptions {
+  /** Runs inside the transaction that stores the message; a throw refuses the send. */
+  inTransaction?: (tx: Tx) => void;
+}
+
 /**
- * Accepts a message for sending and returns it in `queued`. Everything that can be refused is
- * checked before the message is built; the message row, its counters (re-checked), its thread
- * and its jobs are committed together, and the stored source is removed if that fails.
+ * Accepts a message for sending and returns it in `queued`, or in `scheduled` when it has a
+ * `sendAt` (src/domain/scheduled.ts). Everything that can be refused is checked before the
+ * message is built; the message row, its counters (re-checked), its thread and its jobs are
+ * committed together, and the stored source is removed if that fails. A scheduled message is
+ * counted against the daily limit, and built and signed, when it is released at its time.
  */
-export async function queueSend(ctx: AppContext, accountId: string, inboxId: string, input: SendInput, origin?: SendOrigin): Promise<Message> {
+export async function queueSend(ctx: AppContext, accountId: string, inboxId: string, input: SendInput, origin?: SendOrigin, opts: SendOptions = {}): Promise<Message> {
   const inbox = findInboxRow(ctx, accountId, inboxId);
   if (inbox.status !== 'active') throw new AppError('INBOX_SUSPENDED', `inbox ${inbox.address} is suspended and cannot send`);
+  const sendAt = input.sendAt ? parseSendAt(ctx, input.sendAt) : undefined;
   // Checked again (and counted) in the transaction; this spares building a message for nothing.
-  if (inboxView(ctx, inbox).sendsToday >= inbox.dailySendLimit) {
+  if (!sendAt && inboxView(ctx, inbox).sendsToday >= inbox.dailySendLimit) {
     throw new AppError('DAILY_SEND_LIMIT_EXCEEDED', `inbox ${inbox.address} reached its daily send limit of ${inbox.dailySendLimit}; it resets at midnight UTC`);
   }
   if (!input.bodyText && !input.bodyHtml) {
@@ -108,6 +121,7 @@ export async function queueSend(ctx: AppContext, accountId: string, inboxId: str
   if (everyone.length > MAX_RECIPIENTS) {
     throw new AppError('VALIDATION_ERROR', `\`to\`: at most ${MAX_RECIPIENTS} recipients (to, cc and bcc together) per message`);
   }
+  assertRecipientsAllowed(ctx, accountId, inbox.id, everyone.map((a) => a.address));
 
   // A reply: In-Reply-To is the thread's last message, References its chain (RFC 5322 §3.6.4).
   let threadId: string | undefined;
@@ -151,25 +165,6 @@ export async function queueSend(ctx: AppContext, accountId: string, inboxId: str
   const messageIdHeader = `<${id}@${domain}>`;
   const bodyText = input.bodyText || (input.bodyHtml ? await textFromHtml(input.bodyHtml) : null);
   const bodyHtml = input.bodyHtml || null;
-
-  const mime = await buildMime({
-    from: { name: inbox.displayName, address: inbox.address },
-    to,
-    cc,
-    subject: input.subject,
-    text: bodyText,
-    html: bodyHtml,
-    messageId: messageIdHeader,
-    date: now,
-    inReplyTo,
-    references,
-    attachments: [...carried, ...attRows].map((a) => ({ filename: a.filename, contentType: a.contentType, path: ctx.blobs.path(a.storagePath) })),
-  });
-  const raw = await signMessage(ctx, mime, domain);
-  const rawPath = Blobs.key('raw', id, '.eml');
-  await ctx.blobs.write(rawPath, raw);
-
-  const plan = planDelivery(ctx, everyone.map((a) => a.address));
   const mode = ctx.config.outbound.mode;
   const row: MessageRow = {
     id,
@@ -186,19 +181,22 @@ export async function queueSend(ctx: AppContext, accountId: string, inboxId: str
     bodyText,
     bodyHtml,
     delivery: mode,
-    status: 'queued',
+    status: sendAt ? 'scheduled' : 'queued',
     messageIdHeader,
     inReplyTo,
     references: JSON.stringify(references),
-    recipients: JSON.stringify(everyone.map((a): RecipientOutcome => ({ address: a.address, status: 'queued', response: null }))),
+    recipients: JSON.stringify(everyone.map((a): RecipientOutcome => ({ address: a.address, status: sendAt ? 'scheduled' : 'queued', response: null }))),
     authentication: null,
-    rawPath,
+    // A scheduled message has no source until it is released (GET /messages/{id}/raw: 404).
+    rawPath: null,
     contentHash: null,
     unread: false,
-    size: raw.length,
+    size: 0,
+    sendAt: sendAt?.toISOString() ?? null,
     createdAt: iso,
     updatedAt: iso,
   };
+  if (!sendAt) Object.assign(row, await renderSource(ctx, inbox, row, { to, cc }, [...carried, ...attRows], now));
 
   try {
     // Shared with the other sends committing at this moment (src/db/group-commit.ts): one WAL
@@ -208,7 +206,8 @@ export async function queueSend(ctx: AppContext, accountId: string, inboxId: str
       const fresh = findInboxRow(ctx, accountId, inbox.id);
       if (fresh.status !== 'active') throw new AppError('INBOX_SUSPENDED', `inbox ${fresh.address} is suspended and cannot send`);
       if (origin) assertOriginStored(tx, accountId, origin);
-      countSend(tx, ctx, fresh);
+      opts.inTransaction?.(tx);
+      if (!sendAt) countSend(tx, ctx, fresh);
       row.threadId = threadForMessage(ctx.db, { accountId, inboxId: inbox.id, parents: [], subject: input.subject, at: iso, threadId });
       insertMessageRow(ctx.db, row);
       if (carried.length) tx.insert(attachments).values(carried).run();
@@ -217,19 +216,58 @@ export async function queueSend(ctx: AppContext, accountId: string, inboxId: str
           .values(attRows.map((a, position) => ({ messageId: id, attachmentId: a.id, position })))
           .run();
       }
-      const maxAttempts = ctx.config.outbound.retry_schedule.length + 1;
-      for (const job of plan) {
-        const payload: SendJobPayload = { messageId: id, ...job };
-        // Remote jobs share a partition per recipient domain: the runner bounds concurrency there.
-        enqueueJob(ctx.db, now, { kind: SEND_JOB, payload, partition: job.local ? '' : job.domain, maxAttempts });
-      }
+      if (sendAt) scheduleRelease(tx, ctx, now, { messageId: id, to, cc }, sendAt);
+      else enqueueDeliveries(tx, ctx, now, id, planDelivery(ctx, everyone.map((a) => a.address)));
     });
   } catch (err) {
-    releaseBlobs(ctx, [rawPath]);
+    releaseBlobs(ctx, [row.rawPath]);
     throw err;
   }
+  // A scheduled release too: the runner re-arms its timer for the new earliest due time.
   ctx.notify('jobs');
   return messageView(row, [...carried, ...attRows].map(attachmentMeta));
+}
+
+/**
+ * Builds the RFC 5322 source of outbound message `row` (Date: `now`), DKIM-signs it and writes
+ * it (fsynced): its path and size, for the row. Recipients carry their display names.
+ */
+export async function renderSource(
+  ctx: AppContext,
+  inbox: Pick<InboxRow, 'address' | 'displayName'>,
+  row: Pick<MessageRow, 'id' | 'subject' | 'bodyText' | 'bodyHtml' | 'messageIdHeader' | 'inReplyTo' | 'references'>,
+  headers: { to: MailAddress[]; cc: MailAddress[] },
+  files: AttachmentRow[],
+  now: Date,
+): Promise<{ rawPath: string; size: number }> {
+  const mime = await buildMime({
+    from: { name: inbox.displayName, address: inbox.address },
+    to: headers.to,
+    cc: headers.cc,
+    subject: row.subject,
+    text: row.bodyText,
+    html: row.bodyHtml,
+    messageId: row.messageIdHeader,
+    date: now,
+    inReplyTo: row.inReplyTo,
+    references: JSON.parse(row.references) as string[],
+    attachments: files.map((a) => ({ filename: a.filename, contentType: a.contentType, path: ctx.blobs.path(a.storagePath) })),
+  });
+  const raw = await signMessage(ctx, mime, splitAddress(inbox.address)!.domain);
+  const rawPath = Blobs.key('raw', row.id, '.eml');
+  await ctx.blobs.write(rawPath, raw);
+  return { rawPath, size: raw.length };
+}
+
+/** Queues the delivery jobs of message `messageId` inside `tx` (the caller notifies 'jobs' after the commit). */
+export function enqueueDeliveries(tx: Tx, ctx: AppContext, now: Date, messageId: string, plan: Array<Omit<SendJobPayload, 'messageId'>>): void {
+  const maxAttempts = ctx.config.outbound.retry_schedule.length + 1;
+  for (const job of plan) {
+    const payload: SendJobPayload = { messageId, ...job };
+    // Remote jobs share a partition per recipient domain: the runner bounds concurrency there.
+    // enqueueJob's prepared statement runs on the connection of `tx`, inside it.
+    enqueueJob(ctx.db, now, { kind: SEND_JOB, payload, partition: job.local ? '' : job.domain, maxAttempts });
+  }
 }
 
 /**
@@ -252,7 +290,7 @@ function assertOriginStored(tx: Tx, accountId: string, origin: SendOrigin): void
  * Groups recipients into jobs: one for recipients that are inboxes here (or claim to be, on the
  * shared domain), delivered through acceptInbound; one per remote domain.
  */
-function planDelivery(ctx: AppContext, addresses: string[]): Array<Omit<SendJobPayload, 'messageId'>> {
+export function planDelivery(ctx: AppContext, addresses: string[]): Array<Omit<SendJobPayload, 'messageId'>> {
   const shared = ctx.config.shared_domain.toLowerCase();
   const local: string[] = [];
   const remote = new Map<string, string[]>();
@@ -318,6 +356,7 @@ const EVENT_OF: Record<string, EventType | undefined> = {
   // delivered), with status `failed` in the payload.
   failed: 'message.bounced',
   complained: 'message.complained',
+  canceled: 'message.canceled',
 };
 
 /**

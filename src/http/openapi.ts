@@ -17,6 +17,10 @@ import { AddDomainBody } from './routes/domains.ts';
 import { CreateInboxBody } from './routes/inboxes.ts';
 import { UpdateMarksBody } from './routes/messages.ts';
 import { ForwardBody, ReplyBody, SendMessageBody } from './routes/sending.ts';
+import { DraftBody, SendDraftBody } from './routes/drafts.ts';
+import { CreateListEntryBody } from './routes/lists.ts';
+import { LIST_DIRECTIONS, LIST_KINDS } from '../domain/lists.ts';
+import { MAX_SCHEDULE_DAYS } from '../domain/scheduled.ts';
 import { CreateWebhookBody, UpdateWebhookBody } from './routes/webhooks.ts';
 
 type Schema = Record<string, unknown>;
@@ -124,6 +128,7 @@ const SCHEMAS: Record<string, Schema> = {
       messageIdHeader: str('RFC 5322 Message-ID, with angle brackets.'),
       inReplyTo: nullable(str()),
       recipients: { type: 'array', items: ref('Recipient'), description: 'Outbound only: the outcome per recipient.' },
+      sendAt: nullable(time('Outbound only: when a message sent with `sendAt` leaves (status `scheduled` until then); null otherwise.')),
       authentication: { description: 'Inbound only: SPF, DKIM and DMARC results, or null.' },
       unread: { type: 'boolean', description: 'Inbound messages arrive unread, outbound ones are read.' },
       labels: { ...LABELS, description: 'Sorted.' },
@@ -134,6 +139,32 @@ const SCHEMAS: Record<string, Schema> = {
     ['id', 'inboxId', 'threadId', 'direction', 'fromAddress', 'toAddresses', 'ccAddresses', 'subject', 'bodyText', 'bodyHtml', 'status', 'attachments', 'messageIdHeader', 'unread', 'labels', 'createdAt'],
   ),
   MessagePage: list('Message', true),
+  Draft: obj({
+    id: str('drf_…'),
+    inboxId: str(),
+    to: { type: 'array', items: str() },
+    cc: { type: 'array', items: str() },
+    bcc: { type: 'array', items: str() },
+    subject: nullable(str()),
+    bodyText: nullable(str()),
+    bodyHtml: nullable(str()),
+    threadId: nullable(str()),
+    inReplyTo: nullable(str('A message id of the inbox: sending the draft replies to it (threading headers, same thread).')),
+    attachmentIds: { type: 'array', items: str(), description: 'Kept while the draft exists, even when the message they arrived with is deleted.' },
+    sendAt: nullable(time('Used by POST /drafts/{id}/send unless its body gives one.')),
+    createdAt: time(),
+    updatedAt: time(),
+  }),
+  DraftPage: list('Draft', true),
+  ListEntry: obj({
+    id: str('lst_…'),
+    direction: str(undefined, { enum: [...LIST_DIRECTIONS] }),
+    kind: str(undefined, { enum: [...LIST_KINDS] }),
+    entry: str('An address or a domain (matching its subdomains too), lowercase.'),
+    inboxId: nullable(str('null: every inbox of the account.')),
+    createdAt: time(),
+  }),
+  ListEntryPage: list('ListEntry', true),
   Thread: obj(THREAD_PROPS),
   ThreadPage: list('Thread', true),
   ThreadWithMessages: obj({ ...THREAD_PROPS, messages: { type: 'array', items: ref('Message'), description: 'Oldest first.' } }),
@@ -283,9 +314,9 @@ export const OPERATIONS: Record<string, Operation> = {
     tag: 'Messages',
     body: SendMessageBody,
     status: 202,
-    description: 'The message, status `queued`.',
+    description: `The message, status \`queued\`; with \`sendAt\` (ISO 8601, future, at most ${MAX_SCHEDULE_DAYS} days ahead) status \`scheduled\` until then, counted against the daily limit of the day it is sent.`,
     response: 'Message',
-    errors: ['INBOX_NOT_FOUND', 'INBOX_SUSPENDED', 'INVALID_ADDRESS', 'THREAD_NOT_FOUND', 'DAILY_SEND_LIMIT_EXCEEDED'],
+    errors: ['INBOX_NOT_FOUND', 'INBOX_SUSPENDED', 'INVALID_ADDRESS', 'THREAD_NOT_FOUND', 'DAILY_SEND_LIMIT_EXCEEDED', 'RECIPIENT_BLOCKED'],
   },
   'GET /inboxes/:inboxId/messages': {
     operationId: 'listMessages',
@@ -348,9 +379,9 @@ export const OPERATIONS: Record<string, Operation> = {
     status: 202,
     description:
       "The reply, status `queued`. To: the original's Reply-To, else its From (a message the inbox sent: its To). replyAll adds the original's To and Cc, " +
-      'less the inbox itself and duplicates, as Cc. Subject `Re: <original>` (never `Re: Re:`), In-Reply-To and References set, same thread.',
+      'less the inbox itself and duplicates, as Cc. Subject `Re: <original>` (never `Re: Re:`), In-Reply-To and References set, same thread. With `sendAt`: `scheduled` as for a send.',
     response: 'Message',
-    errors: ['MESSAGE_NOT_FOUND', 'INBOX_SUSPENDED', 'INVALID_ADDRESS', 'DAILY_SEND_LIMIT_EXCEEDED'],
+    errors: ['MESSAGE_NOT_FOUND', 'INBOX_SUSPENDED', 'INVALID_ADDRESS', 'DAILY_SEND_LIMIT_EXCEEDED', 'RECIPIENT_BLOCKED'],
   },
   'POST /messages/:id/forward': {
     operationId: 'forwardMessage',
@@ -359,10 +390,94 @@ export const OPERATIONS: Record<string, Operation> = {
     body: ForwardBody,
     status: 202,
     description:
-      "The forward, status `queued`: subject `Fwd: <original>`, the note above the original's headers and body quoted inline, the original's attachments carried over, in a new thread.",
+      "The forward, status `queued`: subject `Fwd: <original>`, the note above the original's headers and body quoted inline, the original's attachments carried over, in a new thread. With `sendAt`: `scheduled` as for a send.",
     response: 'Message',
-    errors: ['MESSAGE_NOT_FOUND', 'INBOX_SUSPENDED', 'INVALID_ADDRESS', 'DAILY_SEND_LIMIT_EXCEEDED'],
+    errors: ['MESSAGE_NOT_FOUND', 'INBOX_SUSPENDED', 'INVALID_ADDRESS', 'DAILY_SEND_LIMIT_EXCEEDED', 'RECIPIENT_BLOCKED'],
   },
+  'POST /messages/:id/cancel': {
+    operationId: 'cancelMessage',
+    summary: 'Cancel a scheduled message before its send time',
+    tag: 'Messages',
+    status: 200,
+    description: 'The message, status `canceled` (each recipient too); it is never sent, and `message.canceled` is recorded. Only a `scheduled` message can be canceled.',
+    response: 'Message',
+    errors: ['MESSAGE_NOT_FOUND', 'NOT_CANCELABLE'],
+  },
+  'POST /inboxes/:inboxId/drafts': {
+    operationId: 'createDraft',
+    example: { to: ['customer@example.net'], subject: 'Your order #1042', bodyText: 'Hello,\n\nyour order has shipped.\n' },
+    summary: 'Save a draft (a send body, every field optional, plus inReplyTo)',
+    tag: 'Drafts',
+    body: DraftBody,
+    status: 201,
+    description: 'The draft. With `inReplyTo` and no `to` or `subject`, they are filled as a reply would have them (Reply-To else From; `Re: <original>`).',
+    response: 'Draft',
+    errors: ['INBOX_NOT_FOUND', 'INVALID_ADDRESS', 'THREAD_NOT_FOUND', 'MESSAGE_NOT_FOUND'],
+  },
+  'GET /inboxes/:inboxId/drafts': {
+    operationId: 'listDrafts',
+    summary: "List an inbox's drafts, most recent first",
+    tag: 'Drafts',
+    query: PAGE,
+    status: 200,
+    description: 'A page of drafts.',
+    response: 'DraftPage',
+    errors: ['INBOX_NOT_FOUND'],
+  },
+  'GET /drafts/:id': { operationId: 'getDraft', summary: 'Get a draft', tag: 'Drafts', status: 200, description: 'The draft.', response: 'Draft', errors: ['DRAFT_NOT_FOUND'] },
+  'PATCH /drafts/:id': {
+    operationId: 'updateDraft',
+    example: { bodyText: 'Hello,\n\nyour order shipped today.\n', sendAt: '2030-01-31T09:00:00Z' },
+    summary: 'Change a draft (absent fields stay, null clears one)',
+    tag: 'Drafts',
+    body: DraftBody,
+    status: 200,
+    description: 'The draft as it is now.',
+    response: 'Draft',
+    errors: ['DRAFT_NOT_FOUND', 'INVALID_ADDRESS', 'THREAD_NOT_FOUND', 'MESSAGE_NOT_FOUND'],
+  },
+  'DELETE /drafts/:id': { operationId: 'deleteDraft', summary: 'Delete a draft', tag: 'Drafts', status: 204, description: 'Deleted.', errors: ['DRAFT_NOT_FOUND'] },
+  'POST /drafts/:id/send': {
+    operationId: 'sendDraft',
+    summary: 'Send a draft (the draft is deleted with the send)',
+    tag: 'Drafts',
+    body: SendDraftBody,
+    status: 202,
+    description:
+      'The message, `queued`, or `scheduled` when `sendAt` (this body\'s, else the draft\'s) is set. A draft lacking `to`, `subject` or a body is 400 VALIDATION_ERROR naming the field, and stays. ' +
+      'With `inReplyTo` it is a reply: In-Reply-To and References set, same thread. Every rule of a send applies.',
+    response: 'Message',
+    errors: ['DRAFT_NOT_FOUND', 'MESSAGE_NOT_FOUND', 'THREAD_NOT_FOUND', 'INBOX_SUSPENDED', 'INVALID_ADDRESS', 'DAILY_SEND_LIMIT_EXCEEDED', 'RECIPIENT_BLOCKED'],
+  },
+  'GET /lists': {
+    operationId: 'listListEntries',
+    summary: 'Allow and block list entries, most recent first',
+    tag: 'Lists',
+    query: [
+      ...PAGE,
+      { name: 'direction', description: 'Only entries for received (receive) or sent (send) mail.', schema: str(undefined, { enum: [...LIST_DIRECTIONS] }) },
+      { name: 'kind', description: 'Only allow or block entries.', schema: str(undefined, { enum: [...LIST_KINDS] }) },
+      { name: 'inboxId', description: "Only this inbox's own entries (not the account-wide ones).", schema: str() },
+    ],
+    status: 200,
+    description: 'A page of entries.',
+    response: 'ListEntryPage',
+    errors: ['INBOX_NOT_FOUND'],
+  },
+  'POST /lists': {
+    operationId: 'createListEntry',
+    example: { direction: 'receive', kind: 'block', entry: 'spam.example' },
+    summary: 'Add an allow or block entry (an address or a domain) for one inbox or the whole account',
+    tag: 'Lists',
+    body: CreateListEntryBody,
+    status: 201,
+    description:
+      'The entry. Receive-block: the sender is refused at RCPT with 550 5.7.1; a non-empty receive-allow list lets only its entries in. Send-block (and a non-empty send-allow list): ' +
+      'a send to another address is 403 RECIPIENT_BLOCKED naming it. Block wins over allow. The same entry again answers the existing one with 200.',
+    response: 'ListEntry',
+    errors: ['INBOX_NOT_FOUND'],
+  },
+  'DELETE /lists/:id': { operationId: 'deleteListEntry', summary: 'Remove an allow or block entry', tag: 'Lists', status: 204, description: 'Removed.', errors: ['LIST_ENTRY_NOT_FOUND'] },
   'DELETE /messages/:id': { operationId: 'deleteMessage', summary: 'Delete a message (does not unsend it)', tag: 'Messages', status: 204, description: 'Deleted.', errors: ['MESSAGE_NOT_FOUND'] },
   'GET /inboxes/:inboxId/threads': {
     operationId: 'listThreads',

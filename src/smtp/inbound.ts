@@ -168,11 +168,12 @@ export function createSmtpService(ctx: AppContext): SmtpService {
           }
           cb();
         },
-        onRcptTo(address, _session, cb) {
+        onRcptTo(address, session, cb) {
           try {
             const bounce = resolveBounceRecipient(ctx, address.address);
             if (bounce) (address as Recipient).bounce = bounce;
-            else (address as Recipient).inbox = resolveRecipient(ctx, address.address);
+            // The sender is checked against the inbox's receive lists here, before any data.
+            else (address as Recipient).inbox = resolveRecipient(ctx, address.address, session.envelope.mailFrom ? session.envelope.mailFrom.address : '');
             countSmtpRecipient(ctx, 'accepted');
             cb();
           } catch (err) {

@@ -45,6 +45,8 @@ before(async () => {
   own.upload = (await (await fetch(`${t.url}/attachments`, { method: 'POST', headers: { authorization: `Bearer ${t.key}` }, body: form })).json()).id;
   own.domain = (await t.api('POST', '/domains', { domain: 'owner.example' })).body.id;
   own.key = (await t.api('POST', '/account/api-keys', { name: 'spare' })).body.id;
+  own.draft = (await t.api('POST', `/inboxes/${own.inbox}/drafts`, { to: ['someone@example.org'], subject: 'draft', bodyText: 'private draft' })).body.id;
+  own.list = (await t.api('POST', '/lists', { direction: 'receive', kind: 'block', entry: 'blocked.example', inboxId: own.inbox })).body.id;
   await receiver.waitFor(1);
   await settleJobs(t.server.ctx);
   own.delivery = (await t.api('GET', `/webhooks/logs?webhookId=${own.webhook}`)).body.data[0].id;
@@ -73,6 +75,10 @@ const VALID_BODIES: Record<string, unknown> = {
   'POST /messages/:id/forward': { to: ['someone@example.org'], bodyText: 'b' },
   'PATCH /messages/:id': { unread: false, addLabels: ['x'] },
   'PATCH /threads/:id': { unread: false, addLabels: ['x'] },
+  'POST /inboxes/:inboxId/drafts': { subject: 'x' },
+  'PATCH /drafts/:id': { subject: 'changed' },
+  'POST /drafts/:id/send': {},
+  'POST /lists': { direction: 'send', kind: 'block', entry: 'x.example' },
 };
 
 /** Route param → the owner's resource and the code the intruder must get. */
@@ -86,6 +92,8 @@ const PARAM_TARGET: Record<string, [string, string]> = {
   'attachments/:id': ['attachment', 'ATTACHMENT_NOT_FOUND'],
   'webhooks/:id': ['webhook', 'WEBHOOK_NOT_FOUND'],
   'deliveries/:id': ['delivery', 'NOT_FOUND'],
+  'drafts/:id': ['draft', 'DRAFT_NOT_FOUND'],
+  'lists/:id': ['list', 'LIST_ENTRY_NOT_FOUND'],
 };
 
 function targetOf(route: RegisteredRoute): { path: string; code: string } {
@@ -138,7 +146,7 @@ describe('cross-account', () => {
     }
     assert.ok(checked >= 15, `only ${checked} routes checked`);
     // The owner still reaches every one of them (the 404 was about ownership, not the id).
-    for (const path of [`/inboxes/${own.inbox}`, `/messages/${own.message}`, `/threads/${own.thread}`, `/attachments/${own.attachment}`, `/attachments/${own.upload}`, `/domains/${own.domain}`, `/webhooks/${own.webhook}`]) {
+    for (const path of [`/inboxes/${own.inbox}`, `/messages/${own.message}`, `/threads/${own.thread}`, `/attachments/${own.attachment}`, `/attachments/${own.upload}`, `/domains/${own.domain}`, `/webhooks/${own.webhook}`, `/drafts/${own.draft}`]) {
       assert.equal((await t.api('GET', path)).status, 200, path);
     }
   });
@@ -153,6 +161,11 @@ describe('cross-account', () => {
       );
     }
     await refusedUnchanged('inbox on their domain', 404, 'DOMAIN_NOT_FOUND', () => call('POST', '/inboxes', intruder.key, { address: 'x', domainId: own.domain }));
+    await refusedUnchanged('draft replying to their message', 404, 'MESSAGE_NOT_FOUND', () => call('POST', `/inboxes/${intruderInbox}/drafts`, intruder.key, { inReplyTo: own.message }));
+    await refusedUnchanged('draft in their thread', 404, 'THREAD_NOT_FOUND', () => call('POST', `/inboxes/${intruderInbox}/drafts`, intruder.key, { threadId: own.thread }));
+    await refusedUnchanged('draft with their attachment', 400, 'VALIDATION_ERROR', () => call('POST', `/inboxes/${intruderInbox}/drafts`, intruder.key, { attachmentIds: [own.upload] }));
+    await refusedUnchanged('list entry for their inbox', 404, 'INBOX_NOT_FOUND', () => call('POST', '/lists', intruder.key, { direction: 'send', kind: 'block', entry: 'x.example', inboxId: own.inbox }));
+    await refusedUnchanged('list filtered by their inbox', 404, 'INBOX_NOT_FOUND', () => call('GET', `/lists?inboxId=${own.inbox}`, intruder.key));
     await refusedUnchanged('logs of their webhook', 404, 'WEBHOOK_NOT_FOUND', () => call('GET', `/webhooks/logs?webhookId=${own.webhook}`, intruder.key));
     await refusedUnchanged('activity of their webhook', 404, 'WEBHOOK_NOT_FOUND', () => call('GET', `/webhooks/activity?webhookId=${own.webhook}`, intruder.key));
   });
@@ -194,7 +207,7 @@ describe('cross-account', () => {
 
   test("lists never show another account's resources", async () => {
     const mine = new Set(Object.values(own));
-    for (const path of ['/inboxes?limit=100', '/account/api-keys', '/domains', '/webhooks', '/webhooks/logs', `/inboxes/${intruderInbox}/messages`, `/inboxes/${intruderInbox}/threads`]) {
+    for (const path of ['/inboxes?limit=100', '/account/api-keys', '/domains', '/webhooks', '/webhooks/logs', `/inboxes/${intruderInbox}/messages`, `/inboxes/${intruderInbox}/threads`, `/inboxes/${intruderInbox}/drafts`, '/lists']) {
       const res = await call('GET', path, intruder.key);
       assert.equal(res.status, 200, path);
       const leaked = JSON.stringify(res.body).match(/\b[a-z]{3}_[0-9a-z]{26}\b/g)?.filter((id) => mine.has(id)) ?? [];

@@ -27,6 +27,8 @@ before(async () => {
   ids.webhook = (await t.api('POST', '/webhooks', { url: 'http://127.0.0.1:9/hook', isActive: false })).body.id;
   ids.key = (await t.api('POST', '/account/api-keys', { name: 'spare' })).body.id;
   ids.delivery = 'dlv_00000000000000000000000000';
+  ids.draft = (await t.api('POST', `/inboxes/${ids.inbox}/drafts`, { subject: 'fixture draft' })).body.id;
+  ids.list = (await t.api('POST', '/lists', { direction: 'receive', kind: 'block', entry: 'blocked.example' })).body.id;
   await settleJobs(t.server.ctx);
 });
 
@@ -134,19 +136,49 @@ const SPEC: Record<string, RouteSpec> = {
     notFound: 'INBOX_NOT_FOUND',
     json: {
       valid: { to: ['bob@example.org'], subject: 'hi', bodyText: 'x' },
-      fields: { to: 'headers', cc: 'headers', bcc: 'headers', subject: 'header', bodyText: 'string', bodyHtml: 'string', threadId: 'id', attachmentIds: 'strings' },
+      fields: { to: 'headers', cc: 'headers', bcc: 'headers', subject: 'header', bodyText: 'string', bodyHtml: 'string', threadId: 'id', attachmentIds: 'strings', sendAt: 'string' },
       required: ['to', 'subject'],
     },
   },
+  'POST /messages/:id/cancel': { path: '/messages/:message/cancel', notFound: 'MESSAGE_NOT_FOUND' },
+  'POST /inboxes/:inboxId/drafts': {
+    path: '/inboxes/:inbox/drafts',
+    notFound: 'INBOX_NOT_FOUND',
+    json: {
+      valid: {},
+      fields: { to: 'headers', cc: 'headers', bcc: 'headers', subject: 'header', bodyText: 'string', bodyHtml: 'string', threadId: 'id', inReplyTo: 'id', attachmentIds: 'strings', sendAt: 'string' },
+      required: [],
+    },
+  },
+  'GET /inboxes/:inboxId/drafts': { path: '/inboxes/:inbox/drafts', notFound: 'INBOX_NOT_FOUND', query: PAGE },
+  'GET /drafts/:id': { path: '/drafts/:draft', notFound: 'DRAFT_NOT_FOUND' },
+  'PATCH /drafts/:id': {
+    path: '/drafts/:draft',
+    notFound: 'DRAFT_NOT_FOUND',
+    json: {
+      valid: {},
+      fields: { to: 'headers', cc: 'headers', bcc: 'headers', subject: 'header', bodyText: 'string', bodyHtml: 'string', threadId: 'id', inReplyTo: 'id', attachmentIds: 'strings', sendAt: 'string' },
+      required: [],
+    },
+  },
+  'DELETE /drafts/:id': { path: '/drafts/:draft', notFound: 'DRAFT_NOT_FOUND' },
+  // The fixture draft has no recipient: even a body that passed would be refused (400 `to`).
+  'POST /drafts/:id/send': { path: '/drafts/:draft/send', notFound: 'DRAFT_NOT_FOUND', json: { valid: {}, fields: { sendAt: 'string' }, required: [] } },
+  'GET /lists': { path: '/lists', query: { ...PAGE, direction: ['inbound', 'RECEIVE', "send' OR 1=1"], kind: ['deny', 'Block'], inboxId: ['x'.repeat(5000)] } },
+  'POST /lists': {
+    path: '/lists',
+    json: { valid: { direction: 'send', kind: 'block', entry: 'x.example' }, fields: { direction: 'string', kind: 'string', entry: 'header', inboxId: 'id' }, required: ['direction', 'kind', 'entry'] },
+  },
+  'DELETE /lists/:id': { path: '/lists/:list', notFound: 'LIST_ENTRY_NOT_FOUND' },
   'POST /messages/:id/reply': {
     path: '/messages/:message/reply',
     notFound: 'MESSAGE_NOT_FOUND',
-    json: { valid: { bodyText: 'x' }, fields: { bodyText: 'string', bodyHtml: 'string', attachmentIds: 'strings', replyAll: 'bool' }, required: [] },
+    json: { valid: { bodyText: 'x' }, fields: { bodyText: 'string', bodyHtml: 'string', attachmentIds: 'strings', replyAll: 'bool', sendAt: 'string' }, required: [] },
   },
   'POST /messages/:id/forward': {
     path: '/messages/:message/forward',
     notFound: 'MESSAGE_NOT_FOUND',
-    json: { valid: { to: ['bob@example.org'] }, fields: { to: 'headers', cc: 'headers', bodyText: 'string', bodyHtml: 'string' }, required: ['to'] },
+    json: { valid: { to: ['bob@example.org'] }, fields: { to: 'headers', cc: 'headers', bodyText: 'string', bodyHtml: 'string', sendAt: 'string' }, required: ['to'] },
   },
   'GET /inboxes/:inboxId/threads': { path: '/inboxes/:inbox/threads', notFound: 'INBOX_NOT_FOUND', query: { ...PAGE, ...FILTERS } },
   'GET /threads': { path: '/threads', query: { ...PAGE, ...FILTERS } },

@@ -1,9 +1,11 @@
 // POST /inboxes/:inboxId/messages: send a message; POST /messages/:id/reply and /forward:
-// answer or pass on a stored one. Each answers 202 with the Message in `queued`; delivery
-// happens in the background (jobs/handlers/send.ts) and is reported on the message.
+// answer or pass on a stored one. Each answers 202 with the Message in `queued` (`scheduled`
+// with `sendAt`); delivery happens in the background (jobs/handlers/send.ts) and is reported on
+// the message. POST /messages/:id/cancel stops a scheduled one (src/domain/scheduled.ts).
 import { z } from 'zod';
 import type { AppContext } from '../../context.ts';
 import { forwardMessage, replyToMessage } from '../../domain/replies.ts';
+import { cancelMessage } from '../../domain/scheduled.ts';
 import { MAX_RECIPIENTS, queueSend } from '../../domain/sending.ts';
 import type { Routes } from '../routes.ts';
 import { headerSafe, parseInput } from '../validate.ts';
@@ -11,7 +13,9 @@ import { headerSafe, parseInput } from '../validate.ts';
 // Addresses end up in headers and SMTP commands: CR, LF and NUL are refused (400) before any
 // address parsing; malformed addresses are 400 INVALID_ADDRESS from the domain rules.
 const address = headerSafe(320);
-const addressList = z.array(address).max(MAX_RECIPIENTS, `must list at most ${MAX_RECIPIENTS} addresses`);
+export const addressList = z.array(address).max(MAX_RECIPIENTS, `must list at most ${MAX_RECIPIENTS} addresses`);
+/** ISO 8601 date-time with a zone; the window (future, at most 30 days) is checked by the domain. */
+export const SendAt = z.string().max(64, 'must be at most 64 characters').nullable().optional();
 
 export const SendMessageBody = z.strictObject({
   to: addressList.min(1, 'must list at least one recipient'),
@@ -23,9 +27,10 @@ export const SendMessageBody = z.strictObject({
   bodyHtml: z.string().nullable().optional(),
   threadId: z.string().max(100).optional(),
   attachmentIds: z.array(z.string().max(100)).max(100, 'must list at most 100 attachments').optional(),
+  sendAt: SendAt,
 });
 
-const attachmentIds = z.array(z.string().max(100)).max(100, 'must list at most 100 attachments');
+export const attachmentIds = z.array(z.string().max(100)).max(100, 'must list at most 100 attachments');
 
 /** Recipients, subject and threading come from the original (src/domain/replies.ts). */
 export const ReplyBody = z.strictObject({
@@ -33,6 +38,7 @@ export const ReplyBody = z.strictObject({
   bodyHtml: z.string().nullable().optional(),
   attachmentIds: attachmentIds.optional(),
   replyAll: z.boolean().optional(),
+  sendAt: SendAt,
 });
 
 /** The note goes above the quoted original; the original's attachments are carried over. */
@@ -41,6 +47,7 @@ export const ForwardBody = z.strictObject({
   cc: addressList.optional(),
   bodyText: z.string().nullable().optional(),
   bodyHtml: z.string().nullable().optional(),
+  sendAt: SendAt,
 });
 
 export function registerSendingRoutes(r: Routes, ctx: AppContext): void {
@@ -56,4 +63,5 @@ export function registerSendingRoutes(r: Routes, ctx: AppContext): void {
     const body = parseInput(ForwardBody, await req.json());
     return { status: 202, body: await forwardMessage(ctx, req.principal.accountId, req.params.id, body) };
   });
+  r.post('/messages/:id/cancel', (req) => ({ status: 200, body: cancelMessage(ctx, req.principal.accountId, req.params.id) }));
 }

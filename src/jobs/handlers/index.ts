@@ -1,7 +1,8 @@
 // Every kind of job the runner knows. Each feature adds its handler here.
 import type { JobHandler } from '../runner.ts';
 import { inboundHandler } from './inbound.ts';
+import { releaseHandler } from './release.ts';
 import { sendHandler } from './send.ts';
 import { webhookHandler } from './webhook.ts';
 
-export const JOB_HANDLERS: JobHandler[] = [sendHandler, webhookHandler, inboundHandler];
+export const JOB_HANDLERS: JobHandler[] = [sendHandler, webhookHandler, inboundHandler, releaseHandler];

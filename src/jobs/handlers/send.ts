@@ -30,7 +30,8 @@ async function deliverLocally(ctx: AppContext, row: MessageRow, addresses: strin
   const targets: string[] = [];
   for (const address of addresses) {
     try {
-      inboxes.push(resolveRecipient(ctx, address));
+      // The receiving inbox's lists apply to mail from a neighbour inbox too.
+      inboxes.push(resolveRecipient(ctx, address, row.fromAddress));
       targets.push(address);
     } catch (err) {
       // The same answer the SMTP listener gives: 550 5.1.1 unknown, 550 5.2.1 suspended.

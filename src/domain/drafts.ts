@@ -1,0 +1,270 @@
+// Drafts (PRODUCT.md "Drafts and scheduled send"): a send body kept for later, every field
+// optional, plus `inReplyTo` (a message of the inbox: sending the draft makes a reply, with its
+// threading headers and thread, as POST /messages/{id}/reply does) and `sendAt`. Sending one
+// goes through queueSend (src/domain/sending.ts) and deletes the draft in the same transaction
+// that stores the message: a draft is sent once, and a refused send leaves it as it was.
+import { and, asc, count, desc, eq } from 'drizzle-orm';
+import type { AppContext } from '../context.ts';
+import type { Tx } from '../db/client.ts';
+import { draftAttachments, drafts } from '../db/schema.ts';
+import { newId } from '../ids.ts';
+import { getAttachmentRows } from './attachments.ts';
+import { AppError } from './errors.ts';
+import { findInboxRow } from './inboxes.ts';
+import { findMessageRow, type Message } from './messages.ts';
+import type { Page, PageResult } from './pagination.ts';
+import { replyOrigin, replyRecipients, replySubject } from './replies.ts';
+import { parseSendAt } from './scheduled.ts';
+import { MAX_RECIPIENTS, parseRecipient, queueSend } from './sending.ts';
+import { findThreadRow } from './threads.ts';
+
+type DraftRow = typeof drafts.$inferSelect;
+
+/** The body of POST /inboxes/{id}/drafts and PATCH /drafts/{id}: null clears a field. */
+export interface DraftInput {
+  to?: string[];
+  cc?: string[];
+  bcc?: string[];
+  subject?: string | null;
+  bodyText?: string | null;
+  bodyHtml?: string | null;
+  threadId?: string | null;
+  inReplyTo?: string | null;
+  attachmentIds?: string[];
+  sendAt?: string | null;
+}
+
+export interface Draft {
+  id: string;
+  inboxId: string;
+  to: string[];
+  cc: string[];
+  bcc: string[];
+  subject: string | null;
+  bodyText: string | null;
+  bodyHtml: string | null;
+  threadId: string | null;
+  inReplyTo: string | null;
+  attachmentIds: string[];
+  sendAt: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+// ---- storage: each takes the transaction it runs in ------------------------------------------
+
+function readDraft(tx: Tx, id: string): DraftRow | undefined {
+  return tx.select().from(drafts).where(eq(drafts.id, id)).get();
+}
+
+function attachmentIdsOf(tx: Tx, draftId: string): string[] {
+  return tx
+    .select({ id: draftAttachments.attachmentId })
+    .from(draftAttachments)
+    .where(eq(draftAttachments.draftId, draftId))
+    .orderBy(asc(draftAttachments.position))
+    .all()
+    .map((r) => r.id);
+}
+
+function writeDraft(tx: Tx, row: DraftRow, attachmentIds: string[] | undefined, isNew: boolean): void {
+  if (isNew) tx.insert(drafts).values(row).run();
+  else tx.update(drafts).set(row).where(eq(drafts.id, row.id)).run();
+  if (attachmentIds === undefined) return;
+  tx.delete(draftAttachments).where(eq(draftAttachments.draftId, row.id)).run();
+  if (attachmentIds.length) tx.insert(draftAttachments).values(attachmentIds.map((attachmentId, position) => ({ draftId: row.id, attachmentId, position }))).run();
+}
+
+/** Deletes the draft (its attachment links go with it); false when it was not there. */
+function removeDraft(tx: Tx, accountId: string, id: string): boolean {
+  return tx.delete(drafts).where(and(eq(drafts.id, id), eq(drafts.accountId, accountId))).run().changes > 0;
+}
+
+// ---- views and checks ------------------------------------------------------------------------
+
+function draftView(row: DraftRow, attachmentIds: string[]): Draft {
+  return {
+    id: row.id,
+    inboxId: row.inboxId,
+    to: JSON.parse(row.toAddresses),
+    cc: JSON.parse(row.ccAddresses),
+    bcc: JSON.parse(row.bccAddresses),
+    subject: row.subject,
+    bodyText: row.bodyText,
+    bodyHtml: row.bodyHtml,
+    threadId: row.threadId,
+    inReplyTo: row.inReplyTo,
+    attachmentIds,
+    sendAt: row.sendAt,
+    createdAt: row.createdAt,
+    updatedAt: row.updatedAt,
+  };
+}
+
+function findDraftRow(ctx: AppContext, accountId: string, id: string): DraftRow {
+  const row = ctx.db.transaction((tx) => readDraft(tx, id));
+  // Another account's draft is reported exactly like a missing one.
+  if (!row || row.accountId !== accountId) throw new AppError('DRAFT_NOT_FOUND', `draft ${id} not found`);
+  return row;
+}
+
+/** The message `inReplyTo` names, which must be one of the draft's inbox. */
+function originalIn(ctx: AppContext, accountId: string, inboxId: string, messageId: string) {
+  const original = findMessageRow(ctx, accountId, messageId);
+  if (original.inboxId !== inboxId) throw new AppError('MESSAGE_NOT_FOUND', `message ${messageId} not found in inbox ${inboxId}`);
+  return original;
+}
+
+/**
+ * Checks the fields `input` sets, for a draft of `inboxId` whose result is `merged`: addresses
+ * well-formed (INVALID_ADDRESS), at most MAX_RECIPIENTS, thread and replied message of the
+ * inbox (404), attachments of the account (400), sendAt in the window (400).
+ */
+function checkDraftInput(ctx: AppContext, accountId: string, inboxId: string, input: DraftInput, merged: DraftRow): void {
+  for (const field of ['to', 'cc', 'bcc'] as const) (input[field] ?? []).forEach((r, i) => parseRecipient(`${field}[${i}]`, r));
+  const total = [merged.toAddresses, merged.ccAddresses, merged.bccAddresses].reduce((n, json) => n + (JSON.parse(json) as string[]).length, 0);
+  if (total > MAX_RECIPIENTS) throw new AppError('VALIDATION_ERROR', `\`to\`: at most ${MAX_RECIPIENTS} recipients (to, cc and bcc together) per message`);
+  if (input.threadId) {
+    const thread = findThreadRow(ctx, accountId, input.threadId);
+    if (thread.inboxId !== inboxId) throw new AppError('THREAD_NOT_FOUND', `thread ${input.threadId} not found in inbox ${inboxId}`);
+  }
+  if (input.inReplyTo) originalIn(ctx, accountId, inboxId, input.inReplyTo);
+  if (merged.threadId && merged.inReplyTo && findMessageRow(ctx, accountId, merged.inReplyTo).threadId !== merged.threadId) {
+    throw new AppError('VALIDATION_ERROR', '`threadId`: a reply draft stays in the thread of `inReplyTo`; give one of them, or the thread of that message');
+  }
+  if (input.attachmentIds) getAttachmentRows(ctx, accountId, input.attachmentIds);
+  if (input.sendAt) parseSendAt(ctx, input.sendAt);
+}
+
+/** `row` with the fields `input` sets (an absent field stays, null clears). */
+function merge(row: DraftRow, input: DraftInput, now: string): DraftRow {
+  const list = (v: string[] | undefined, old: string) => (v === undefined ? old : JSON.stringify(v));
+  const keep = <T>(v: T | undefined, old: T) => (v === undefined ? old : v);
+  return {
+    ...row,
+    toAddresses: list(input.to, row.toAddresses),
+    ccAddresses: list(input.cc, row.ccAddresses),
+    bccAddresses: list(input.bcc, row.bccAddresses),
+    subject: keep(input.subject, row.subject),
+    bodyText: keep(input.bodyText, row.bodyText),
+    bodyHtml: keep(input.bodyHtml, row.bodyHtml),
+    threadId: keep(input.threadId, row.threadId),
+    inReplyTo: keep(input.inReplyTo, row.inReplyTo),
+    sendAt: keep(input.sendAt, row.sendAt),
+    updatedAt: now,
+  };
+}
+
+// ---- API -------------------------------------------------------------------------------------
+
+/**
+ * POST /inboxes/{id}/drafts. A reply draft (`inReplyTo`) without `to` or `subject` gets them as
+ * a reply would: to the original's Reply-To (else From), subject `Re: <original>`.
+ */
+export async function createDraft(ctx: AppContext, accountId: string, inboxId: string, input: DraftInput): Promise<Draft> {
+  const inbox = findInboxRow(ctx, accountId, inboxId);
+  const now = ctx.clock.now();
+  const iso = now.toISOString();
+  const filled = { ...input };
+  if (input.inReplyTo) {
+    const original = originalIn(ctx, accountId, inbox.id, input.inReplyTo);
+    if (input.to === undefined) filled.to = (await replyRecipients(ctx, original, inbox.address, false)).to;
+    if (input.subject === undefined) filled.subject = replySubject(original.subject);
+  }
+  const empty: DraftRow = {
+    id: newId('drf', now.getTime()),
+    accountId,
+    inboxId: inbox.id,
+    toAddresses: '[]',
+    ccAddresses: '[]',
+    bccAddresses: '[]',
+    subject: null,
+    bodyText: null,
+    bodyHtml: null,
+    threadId: null,
+    inReplyTo: null,
+    sendAt: null,
+    createdAt: iso,
+    updatedAt: iso,
+  };
+  const row = merge(empty, filled, iso);
+  checkDraftInput(ctx, accountId, inbox.id, filled, row);
+  const ids = [...new Set(filled.attachmentIds ?? [])];
+  ctx.db.transaction((tx) => writeDraft(tx, row, ids, true));
+  return draftView(row, ids);
+}
+
+/** GET /inboxes/{id}/drafts: newest first. */
+export function listDrafts(ctx: AppContext, accountId: string, inboxId: string, page: Page): PageResult<Draft> {
+  findInboxRow(ctx, accountId, inboxId);
+  return ctx.db.transaction((tx) => {
+    const rows = tx.select().from(drafts).where(eq(drafts.inboxId, inboxId)).orderBy(desc(drafts.createdAt), desc(drafts.id)).limit(page.limit).offset(page.offset).all();
+    const total = tx.select({ n: count() }).from(drafts).where(eq(drafts.inboxId, inboxId)).get()!.n;
+    return { data: rows.map((r) => draftView(r, attachmentIdsOf(tx, r.id))), total, ...page };
+  });
+}
+
+export function getDraft(ctx: AppContext, accountId: string, id: string): Draft {
+  const row = findDraftRow(ctx, accountId, id);
+  return draftView(row, ctx.db.transaction((tx) => attachmentIdsOf(tx, id)));
+}
+
+/** PATCH /drafts/{id}: the given fields change (null clears one, [] empties a list). */
+export function updateDraft(ctx: AppContext, accountId: string, id: string, input: DraftInput): Draft {
+  const row = findDraftRow(ctx, accountId, id);
+  const next = merge(row, input, ctx.clock.now().toISOString());
+  checkDraftInput(ctx, accountId, row.inboxId, input, next);
+  const ids = input.attachmentIds && [...new Set(input.attachmentIds)];
+  const saved = ctx.db.transaction((tx) => {
+    // Deleted (or sent) since it was read: nothing to update.
+    if (!readDraft(tx, id)) return undefined;
+    writeDraft(tx, next, ids, false);
+    return attachmentIdsOf(tx, id);
+  });
+  if (!saved) throw new AppError('DRAFT_NOT_FOUND', `draft ${id} not found`);
+  return draftView(next, saved);
+}
+
+export function deleteDraft(ctx: AppContext, accountId: string, id: string): void {
+  if (!ctx.db.transaction((tx) => removeDraft(tx, accountId, id))) throw new AppError('DRAFT_NOT_FOUND', `draft ${id} not found`);
+}
+
+/**
+ * POST /drafts/{id}/send: the draft as a send (a reply when it has `inReplyTo`), scheduled when
+ * `sendAt` (given here, else the draft's) is set. 400 VALIDATION_ERROR naming the first field
+ * it lacks; every rule of a send applies (suspension, daily limit, send lists). The draft is
+ * deleted in the transaction that stores the message.
+ */
+export async function sendDraft(ctx: AppContext, accountId: string, id: string, input: { sendAt?: string | null }): Promise<Message> {
+  const row = findDraftRow(ctx, accountId, id);
+  const to = JSON.parse(row.toAddresses) as string[];
+  if (!to.length) throw new AppError('VALIDATION_ERROR', `\`to\`: draft ${id} has no recipient; set one with PATCH /drafts/${id}`);
+  if (row.subject === null) throw new AppError('VALIDATION_ERROR', `\`subject\`: draft ${id} has no subject; set one with PATCH /drafts/${id}`);
+  if (!row.bodyText && !row.bodyHtml) throw new AppError('VALIDATION_ERROR', `\`bodyText\`: draft ${id} has no body; set bodyText or bodyHtml with PATCH /drafts/${id}`);
+  const origin = row.inReplyTo ? replyOrigin(originalIn(ctx, accountId, row.inboxId, row.inReplyTo)) : undefined;
+  const attachmentIds = ctx.db.transaction((tx) => attachmentIdsOf(tx, id));
+  const sendAt = input.sendAt !== undefined ? input.sendAt : row.sendAt;
+  return queueSend(
+    ctx,
+    accountId,
+    row.inboxId,
+    {
+      to,
+      cc: JSON.parse(row.ccAddresses),
+      bcc: JSON.parse(row.bccAddresses),
+      subject: row.subject,
+      bodyText: row.bodyText,
+      bodyHtml: row.bodyHtml,
+      threadId: row.threadId ?? undefined,
+      attachmentIds,
+      sendAt,
+    },
+    origin,
+    {
+      // Sent at most once: a concurrent send or delete of the draft makes this one 404.
+      inTransaction: (tx) => {
+        if (!removeDraft(tx, accountId, id)) throw new AppError('DRAFT_NOT_FOUND', `draft ${id} not found`);
+      },
+    },
+  );
+}

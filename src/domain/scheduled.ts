@@ -1,0 +1,162 @@
+// Scheduled send (PRODUCT.md "Drafts and scheduled send"): a send, reply, forward or draft send
+// with `sendAt` stores its message in `scheduled` and one `release` job in the job table, due at
+// `sendAt`. When the job runs, the message is built and signed (its Date is the send time), then
+// in ONE transaction it is counted against the daily limit of that day, turned `queued` and its
+// delivery jobs are queued: from there the normal pipeline goes on (sending → sent | …).
+//
+//   scheduled → queued → …            at sendAt
+//   scheduled → canceled              POST /messages/{id}/cancel (event message.canceled)
+//   scheduled → failed                at sendAt: inbox suspended, daily limit reached, or every
+//                                     recipient refused by a send list added since (event
+//                                     message.bounced with status failed, as for any failure)
+//
+// Crash and restart: the job is durable and only claimable once due, so nothing leaves early;
+// the release commits only while the message is still `scheduled`, so a rerun after a crash (or
+// a cancel that won the race) never queues it twice.
+import { and, eq, sql } from 'drizzle-orm';
+import type { AppContext } from '../context.ts';
+import type { Tx } from '../db/client.ts';
+import { inboxes, jobs, messages } from '../db/schema.ts';
+import { enqueueJob } from '../jobs/table.ts';
+import type { MailAddress } from '../outbound/mime.ts';
+import { messageAttachmentRows } from './attachments.ts';
+import { AppError } from './errors.ts';
+import { countSend } from './inboxes.ts';
+import { refusedRecipient } from './lists.ts';
+import { findMessageRow, getMessage, type Message, type MessageRow, type RecipientOutcome } from './messages.ts';
+import { enqueueDeliveries, findOutboundRow, planDelivery, renderSource, writeMessageState } from './sending.ts';
+import { utcDay } from './time.ts';
+
+/** Job kind of the release of a scheduled message. */
+export const RELEASE_JOB = 'release';
+
+/** How far ahead a message may be scheduled (PRODUCT.md: at most 30 days). */
+export const MAX_SCHEDULE_DAYS = 30;
+
+/** What a release job carries: the message, and its To and Cc with display names (the row keeps addresses only). */
+export interface ReleasePayload {
+  messageId: string;
+  to: MailAddress[];
+  cc: MailAddress[];
+}
+
+// RFC 3339 (the ISO 8601 profile the API uses everywhere): a date, a time and a zone.
+const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(?:[Zz]|[+-]\d{2}:\d{2})$/;
+
+/** `sendAt` as a time: ISO 8601 with a zone, in the future, at most MAX_SCHEDULE_DAYS ahead; else 400 naming the field. */
+export function parseSendAt(ctx: AppContext, raw: string, field = 'sendAt'): Date {
+  const m = DATE_TIME.exec(raw);
+  const ms = m ? Date.parse(raw.replace(' ', 'T')) : NaN;
+  // Date.parse rolls 2030-02-31 over to March: the fields must be what they say.
+  const daysInMonth = m ? new Date(Date.UTC(Number(m[1]), Number(m[2]), 0)).getUTCDate() : 0;
+  if (!m || Number.isNaN(ms) || Number(m[2]) < 1 || Number(m[2]) > 12 || Number(m[3]) < 1 || Number(m[3]) > daysInMonth || Number(m[4]) > 23 || Number(m[5]) > 59 || Number(m[6] ?? 0) > 59) {
+    throw new AppError('VALIDATION_ERROR', `\`${field}\`: must be an ISO 8601 date-time with a time zone, e.g. 2030-01-31T09:00:00Z; got ${JSON.stringify(raw).slice(0, 60)}`);
+  }
+  const now = ctx.clock.now();
+  const at = new Date(ms);
+  if (ms <= now.getTime()) throw new AppError('VALIDATION_ERROR', `\`${field}\`: must be in the future (it is ${now.toISOString()} now)`);
+  const latest = new Date(now.getTime() + MAX_SCHEDULE_DAYS * 86_400_000);
+  if (at > latest) throw new AppError('VALIDATION_ERROR', `\`${field}\`: must be at most ${MAX_SCHEDULE_DAYS} days ahead (until ${latest.toISOString()})`);
+  return at;
+}
+
+/** Inside the send's transaction: the release job, due at `sendAt`. */
+export function scheduleRelease(_tx: Tx, ctx: AppContext, now: Date, payload: ReleasePayload, sendAt: Date): void {
+  // Retried like a send when building the source fails (a full disk); enqueueJob's prepared
+  // statement runs on the connection of `_tx`, inside it.
+  enqueueJob(ctx.db, now, { kind: RELEASE_JOB, payload, maxAttempts: ctx.config.outbound.retry_schedule.length + 1, runAt: sendAt.getTime() });
+}
+
+/**
+ * Builds and stores the source of a scheduled message for its release (Date: now). Undefined
+ * when there is nothing to release: the message was deleted or canceled meanwhile.
+ */
+export async function renderRelease(ctx: AppContext, payload: ReleasePayload): Promise<{ rawPath: string; size: number } | undefined> {
+  const row = findOutboundRow(ctx, payload.messageId);
+  if (!row || row.status !== 'scheduled') return undefined;
+  const inbox = ctx.db.select({ address: inboxes.address, displayName: inboxes.displayName }).from(inboxes).where(eq(inboxes.id, row.inboxId)).get();
+  if (!inbox) return undefined;
+  return renderSource(ctx, inbox, row, payload, messageAttachmentRows(ctx, row.id), ctx.clock.now());
+}
+
+function readMessage(tx: Tx, id: string): MessageRow | undefined {
+  return tx.select().from(messages).where(eq(messages.id, id)).get();
+}
+
+function setSource(tx: Tx, id: string, source: { rawPath: string; size: number }): void {
+  tx.update(messages).set(source).where(eq(messages.id, id)).run();
+}
+
+/** Every recipient still waiting gets `status` and `response`. */
+const settle = (list: RecipientOutcome[], status: string, response: string | null) => list.map((r) => (r.status === 'scheduled' ? { ...r, status, response } : r));
+
+/**
+ * In the release job's finishing transaction: the scheduled message becomes `queued` with its
+ * delivery jobs (counted against today's limit), or `failed` when it cannot be sent now. Does
+ * nothing when it is no longer `scheduled`. Returns whether delivery jobs were queued.
+ */
+export function releaseIn(tx: Tx, ctx: AppContext, messageId: string, source: { rawPath: string; size: number }): boolean {
+  const row = readMessage(tx, messageId);
+  if (!row || row.status !== 'scheduled') return false;
+  const inbox = tx.select().from(inboxes).where(eq(inboxes.id, row.inboxId)).get();
+  if (!inbox) return false;
+  setSource(tx, row.id, source);
+  const fresh = { ...row, ...source };
+  let list = JSON.parse(row.recipients) as RecipientOutcome[];
+  if (inbox.status !== 'active') {
+    writeMessageState(tx, ctx, fresh, settle(list, 'failed', `not sent: inbox ${inbox.address} was suspended at the send time`), 'failed');
+    return false;
+  }
+  // A send list may have gained an entry since the message was scheduled.
+  list = list.map((r) =>
+    r.status === 'scheduled' && refusedRecipient(ctx, row.accountId, row.inboxId, [r.address]) !== undefined
+      ? { ...r, status: 'failed', response: 'not sent: refused by the send allow/block lists at the send time' }
+      : r,
+  );
+  const pending = list.filter((r) => r.status === 'scheduled').map((r) => r.address);
+  if (!pending.length) {
+    writeMessageState(tx, ctx, fresh, list, 'failed');
+    return false;
+  }
+  try {
+    countSend(tx, ctx, inbox);
+  } catch (err) {
+    if (!(err instanceof AppError)) throw err;
+    const reason = `not sent: inbox ${inbox.address} had reached its daily send limit of ${inbox.dailySendLimit} on ${utcDay(ctx.clock)} (UTC) at the send time`;
+    writeMessageState(tx, ctx, fresh, settle(list, 'failed', reason), 'failed');
+    return false;
+  }
+  writeMessageState(tx, ctx, fresh, settle(list, 'queued', null), 'queued');
+  enqueueDeliveries(tx, ctx, ctx.clock.now(), row.id, planDelivery(ctx, pending));
+  return true;
+}
+
+/** The release job of a message still waiting for its time: marked done with the reason, so it never runs. */
+function retireReleaseJob(tx: Tx, messageId: string, now: Date, reason: string): void {
+  tx.update(jobs)
+    .set({ status: 'done', lastError: reason, leaseUntil: null, finishedAt: now.toISOString(), updatedAt: now.toISOString() })
+    .where(and(eq(jobs.kind, RELEASE_JOB), eq(jobs.status, 'queued'), sql`json_extract(${jobs.payload}, '$.messageId') = ${messageId}`))
+    .run();
+}
+
+function cancelIn(tx: Tx, ctx: AppContext, accountId: string, id: string): void {
+  const row = readMessage(tx, id);
+  if (!row || row.accountId !== accountId) throw new AppError('MESSAGE_NOT_FOUND', `message ${id} not found`);
+  if (row.status !== 'scheduled') {
+    throw new AppError('NOT_CANCELABLE', `message ${id} is ${row.status}; only a scheduled message (sent with sendAt, not yet due) can be canceled`);
+  }
+  const list = settle(JSON.parse(row.recipients) as RecipientOutcome[], 'canceled', 'canceled before its send time');
+  writeMessageState(tx, ctx, row, list, 'canceled');
+  // A release job already running finds the message canceled and does nothing.
+  retireReleaseJob(tx, id, ctx.clock.now(), 'canceled (POST /messages/{id}/cancel)');
+}
+
+/**
+ * POST /messages/{id}/cancel: a `scheduled` message becomes `canceled`, its release job is
+ * retired and message.canceled recorded, in one transaction. 409 NOT_CANCELABLE otherwise.
+ */
+export function cancelMessage(ctx: AppContext, accountId: string, id: string): Message {
+  findMessageRow(ctx, accountId, id);
+  ctx.db.transaction((tx) => cancelIn(tx, ctx, accountId, id));
+  return getMessage(ctx, accountId, id);
+}

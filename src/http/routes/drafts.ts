@@ -1,0 +1,43 @@
+// /inboxes/:inboxId/drafts (create, list), /drafts/:id (get, update, delete) and
+// /drafts/:id/send (202 Message; the draft is gone). Rules in src/domain/drafts.ts.
+import { z } from 'zod';
+import type { AppContext } from '../../context.ts';
+import { createDraft, deleteDraft, getDraft, listDrafts, sendDraft, updateDraft } from '../../domain/drafts.ts';
+import { parsePage } from '../../domain/pagination.ts';
+import type { Routes } from '../routes.ts';
+import { headerSafe, parseInput } from '../validate.ts';
+import { addressList, attachmentIds, SendAt } from './sending.ts';
+
+const id = z.string().min(1, 'must not be empty (null clears it)').max(100).nullable().optional();
+
+/** A send body with every field optional (null clears one on update), plus inReplyTo. */
+export const DraftBody = z.strictObject({
+  to: addressList.optional(),
+  cc: addressList.optional(),
+  bcc: addressList.optional(),
+  subject: headerSafe(998).nullable().optional(),
+  bodyText: z.string().nullable().optional(),
+  bodyHtml: z.string().nullable().optional(),
+  threadId: id,
+  inReplyTo: id,
+  attachmentIds: attachmentIds.optional(),
+  sendAt: SendAt,
+});
+
+/** POST /drafts/:id/send: `sendAt` here replaces the draft's (null sends now). */
+export const SendDraftBody = z.strictObject({ sendAt: SendAt });
+
+export function registerDraftRoutes(r: Routes, ctx: AppContext): void {
+  r.post('/inboxes/:inboxId/drafts', async (req) => ({
+    status: 201,
+    body: await createDraft(ctx, req.principal.accountId, req.params.inboxId, parseInput(DraftBody, await req.json())),
+  }));
+  r.get('/inboxes/:inboxId/drafts', (req) => ({ status: 200, body: listDrafts(ctx, req.principal.accountId, req.params.inboxId, parsePage(req.query)) }));
+  r.get('/drafts/:id', (req) => ({ status: 200, body: getDraft(ctx, req.principal.accountId, req.params.id) }));
+  r.patch('/drafts/:id', async (req) => ({ status: 200, body: updateDraft(ctx, req.principal.accountId, req.params.id, parseInput(DraftBody, await req.json())) }));
+  r.delete('/drafts/:id', (req) => {
+    deleteDraft(ctx, req.principal.accountId, req.params.id);
+    return { status: 204 };
+  });
+  r.post('/drafts/:id/send', async (req) => ({ status: 202, body: await sendDraft(ctx, req.principal.accountId, req.params.id, parseInput(SendDraftBody, await req.json())) }));
+}

@@ -1,0 +1,35 @@
+// /lists: allow and block lists for receiving and sending (create, list, delete). Rules in
+// src/domain/lists.ts.
+import { z } from 'zod';
+import type { AppContext } from '../../context.ts';
+import { createListEntry, deleteListEntry, LIST_DIRECTIONS, LIST_KINDS, listListEntries } from '../../domain/lists.ts';
+import { parsePage } from '../../domain/pagination.ts';
+import type { Routes } from '../routes.ts';
+import { headerSafe, parseInput, parseQuery } from '../validate.ts';
+
+export const CreateListEntryBody = z.strictObject({
+  direction: z.enum(LIST_DIRECTIONS),
+  kind: z.enum(LIST_KINDS),
+  /** An address or a domain; checked (and lowercased) by the domain rules. */
+  entry: headerSafe(320),
+  inboxId: z.string().max(100).nullable().optional(),
+});
+
+export const ListEntryQuery = z.object({
+  direction: z.enum(LIST_DIRECTIONS).optional(),
+  kind: z.enum(LIST_KINDS).optional(),
+  inboxId: z.string().max(100).optional(),
+});
+
+export function registerListRoutes(r: Routes, ctx: AppContext): void {
+  r.post('/lists', async (req) => {
+    const { entry, created } = createListEntry(ctx, req.principal.accountId, parseInput(CreateListEntryBody, await req.json()));
+    // An entry that exists already is answered as it is (200), not added twice.
+    return { status: created ? 201 : 200, body: entry };
+  });
+  r.get('/lists', (req) => ({ status: 200, body: listListEntries(ctx, req.principal.accountId, { ...parsePage(req.query), ...parseQuery(ListEntryQuery, req.query) }) }));
+  r.delete('/lists/:id', (req) => {
+    deleteListEntry(ctx, req.principal.accountId, req.params.id);
+    return { status: 204 };
+  });
+}
