@@ -6,7 +6,7 @@
 //   parameters fit both; buffer blob → bytea.
 // Defaults, primary keys, foreign keys (with their ON DELETE), indexes (unique and partial)
 // carry over. A column type this file does not know stops the derivation with its name.
-import { getTableColumns, type SQL } from 'drizzle-orm';
+import { getTableColumns, is, SQL } from 'drizzle-orm';
 import { getTableConfig, type SQLiteColumn, type SQLiteTable } from 'drizzle-orm/sqlite-core';
 import {
   bigint,
@@ -83,7 +83,8 @@ function derive<T extends SQLiteTable>(table: T): AnyPgTable {
       extras.push(primaryKey({ columns: [first!, ...rest] }));
     }
     for (const ix of config.indexes) {
-      const [first, ...rest] = (ix.config.columns as SQLiteColumn[]).map(pick);
+      // An expression (sql`coalesce(${col}, '')`) is kept as it is: its columns render by name.
+      const [first, ...rest] = (ix.config.columns as Array<SQLiteColumn | SQL>).map((c) => (is(c, SQL) ? c : pick(c)));
       let built = (ix.config.unique ? uniqueIndex : index)(ix.config.name).on(first!, ...rest);
       if (ix.config.where) built = built.where(ix.config.where as SQL);
       extras.push(built);
@@ -110,6 +111,9 @@ export const webhooks = derive(sqlite.webhooks);
 export const webhookAttempts = derive(sqlite.webhookAttempts);
 export const jobs = derive(sqlite.jobs);
 export const spooledMessages = derive(sqlite.spooledMessages);
+export const drafts = derive(sqlite.drafts);
+export const draftAttachments = derive(sqlite.draftAttachments);
+export const listEntries = derive(sqlite.listEntries);
 
 /** Every SQLite table this file has a PostgreSQL form of (the parity test checks none is missing). */
 export function derivedTables(): ReadonlyMap<SQLiteTable, AnyPgTable> {
