@@ -10,13 +10,23 @@ export const MAIL_JS = String.raw`
     return page;
   }
 
-  /** Unread messages per inbox: the total of one filtered page each. */
+  /**
+   * Unread messages per inbox: one page of unread messages across the account when it holds
+   * them all (the usual case), else the total of one filtered page per inbox.
+   */
   async function loadUnread() {
-    var totals = await Promise.all(state.inboxes.map(function (i) {
-      return api('GET', '/inboxes/' + enc(i.id) + '/messages?unread=true&limit=1').then(function (p) { return p.total; });
-    }));
-    state.unread = {};
-    state.inboxes.forEach(function (i, n) { state.unread[i.id] = totals[n]; });
+    var counts = {};
+    state.inboxes.forEach(function (i) { counts[i.id] = 0; });
+    var page = await api('GET', '/messages?unread=true&limit=100');
+    if (page.total <= page.data.length) {
+      page.data.forEach(function (m) { if (m.inboxId in counts) counts[m.inboxId]++; });
+    } else {
+      var totals = await Promise.all(state.inboxes.map(function (i) {
+        return api('GET', '/inboxes/' + enc(i.id) + '/messages?unread=true&limit=1').then(function (p) { return p.total; });
+      }));
+      state.inboxes.forEach(function (i, n) { counts[i.id] = totals[n]; });
+    }
+    state.unread = counts;
   }
 
   function inboxOf(id) {
