@@ -9,6 +9,7 @@ import { registerBackup } from './commands/backup.ts';
 import { registerDoctor } from './commands/doctor.ts';
 import { registerDomains } from './commands/domains.ts';
 import { registerInboxes } from './commands/inboxes.ts';
+import { registerInit } from './commands/init.ts';
 import { registerKeys } from './commands/keys.ts';
 import { registerMcp } from './commands/mcp.ts';
 import { registerMigrate } from './commands/migrate.ts';
@@ -25,7 +26,7 @@ export function buildProgram(): Command {
     .version(VERSION, '-V, --version', 'print the version and exit')
     .option('--config <file>', 'config file (default: ./mailroom.toml if present, else built-in defaults)')
     .showHelpAfterError();
-  for (const register of [registerServe, registerAccounts, registerKeys, registerInboxes, registerQueue, registerDomains, registerWebhooks, registerBackup, registerDoctor, registerMcp, registerMigrate, registerTransfer]) register(program);
+  for (const register of [registerInit, registerServe, registerAccounts, registerKeys, registerInboxes, registerQueue, registerDomains, registerWebhooks, registerBackup, registerDoctor, registerMcp, registerMigrate, registerTransfer]) register(program);
   return program;
 }
 

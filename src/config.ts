@@ -370,7 +370,17 @@ export function configKeys(): Array<{ key: string; field: Field<unknown> }> {
 
 /** config.example.toml as generated from the schema: every key, its default, its description. */
 export function renderExampleConfig(): string {
-  const lines = ['# mailroom configuration. Every key is optional; the value shown is the default.', ''];
+  return renderConfigFile(['mailroom configuration. Every key is optional; the value shown is the default.']);
+}
+
+/**
+ * A config file in the example's layout (every key under its description, section by section)
+ * with the given header comment. Without `values` every key is written with its default (the
+ * example). With `values` (key path → value) those keys are set and every other key is written
+ * commented out at its default, so a later release's defaults still apply to it (`mailroom init`).
+ */
+export function renderConfigFile(header: string[], values?: Record<string, string | number | boolean>): string {
+  const lines = [...header.map((h) => (h ? `# ${h}` : '#')), ''];
   let section = '';
   for (const { key, field } of configKeys()) {
     const dot = key.lastIndexOf('.');
@@ -380,7 +390,8 @@ export function renderExampleConfig(): string {
       lines.push('', `[${sec}]`);
       section = sec;
     }
-    lines.push(`# ${field.description}`, `${name} = ${field.example}`);
+    const setting = !values ? `${name} = ${field.example}` : key in values ? `${name} = ${JSON.stringify(values[key])}` : `# ${name} = ${field.example}`;
+    lines.push(`# ${field.description}`, setting);
   }
   return lines.join('\n').replace(/\n{3,}/g, '\n\n') + '\n';
 }

@@ -1,0 +1,77 @@
+// The dashboard's drafts queue (joined in script.ts): what agents drafted, every inbox's drafts
+// (GET /inboxes/{id}/drafts), to review, edit (PATCH /drafts/{id}), approve (POST
+// /drafts/{id}/send) or discard (DELETE /drafts/{id}). Route: #drafts.
+
+export const DRAFTS_JS = String.raw`
+  async function viewDrafts(view) {
+    if (!state.inboxes.length) await loadInboxes();
+    view.append(el('h1', { textContent: 'Drafts' }),
+      el('p', { className: 'muted', textContent: 'Messages agents prepared and left for a person to approve. Approving sends the draft as it is shown.' }));
+    var lists;
+    try {
+      lists = await Promise.all(state.inboxes.map(function (i) {
+        return api('GET', '/inboxes/' + enc(i.id) + '/drafts?limit=100').then(function (p) { return p.data; });
+      }));
+    } catch (err) {
+      // A server without the drafts API answers the route with 404 NOT_FOUND.
+      if (err instanceof ApiError && err.code === 'NOT_FOUND') { view.append(el('p', { className: 'empty', textContent: 'This server does not offer drafts.' })); return; }
+      throw err;
+    }
+    var drafts = [].concat.apply([], lists);
+    drafts.sort(function (a, b) { return (a.updatedAt || a.createdAt) < (b.updatedAt || b.createdAt) ? 1 : -1; });
+    if (!drafts.length) view.append(el('p', { className: 'empty', textContent: 'No drafts waiting.' }));
+    drafts.forEach(function (d) { view.append(draftCard(d)); });
+  }
+
+  var list = function (v) { return Array.isArray(v) ? v.join(', ') : v || ''; };
+
+  function draftCard(d) {
+    var card = el('div', { className: 'card draft', dataset: { id: d.id } });
+    var inbox = inboxOf(d.inboxId);
+    var meta = [['From', inbox ? inboxLabel(inbox) : d.inboxId], ['To', list(d.to)], ['Cc', list(d.cc)], ['Bcc', list(d.bcc)],
+      ['In reply to', d.inReplyTo || ''], ['Send at', d.sendAt ? when(d.sendAt) : ''], ['Updated', when(d.updatedAt || d.createdAt)]];
+    var discard = writeButton('Discard', 'danger discard', async function (b) {
+      // Two clicks: the first asks, the second deletes.
+      if (!b.dataset.armed) { b.dataset.armed = '1'; b.textContent = 'Click again to discard'; return; }
+      await api('DELETE', '/drafts/' + enc(d.id));
+      card.replaceWith(el('p', { className: 'muted draft-gone', textContent: 'Discarded the draft \u201c' + (d.subject || '(no subject)') + '\u201d.' }));
+    });
+    put(card, [
+      el('h2', { textContent: d.subject || '(no subject)' }),
+      el('dl', { className: 'meta' }, [].concat.apply([], meta.filter(function (p) { return p[1]; }).map(function (p) {
+        return [el('dt', { textContent: p[0] }), el('dd', { textContent: p[1] })];
+      }))),
+      bodyView({ bodyText: d.bodyText, bodyHtml: d.bodyHtml }),
+      el('div', { className: 'actions' }, [
+        writeButton('Approve and send', 'approve', async function () {
+          var sent = await api('POST', '/drafts/' + enc(d.id) + '/send');
+          notify('Sent \u201c' + (sent.subject || '') + '\u201d to ' + sent.toAddresses.join(', ') + ': ' + sent.status + '.');
+          card.replaceWith(el('p', { className: 'muted draft-sent' }, ['Sent \u201c' + (sent.subject || '') + '\u201d (' + sent.status + '). ',
+            el('a', { href: '#mail/' + enc(sent.inboxId) + '/' + enc(sent.threadId), textContent: 'Open the conversation' })]));
+        }),
+        writeButton('Edit', 'quiet edit', function () { card.replaceWith(draftEditor(d)); }),
+        discard
+      ])
+    ]);
+    return card;
+  }
+
+  function draftEditor(d) {
+    var to = field('To', 'input', { type: 'text', name: 'to', value: list(d.to) });
+    var cc = field('Cc', 'input', { type: 'text', name: 'cc', value: list(d.cc) });
+    var subject = field('Subject', 'input', { type: 'text', name: 'subject', value: d.subject || '' });
+    var body = field('Message', 'textarea', { name: 'bodyText', value: d.bodyText || '' });
+    var save = el('button', { type: 'submit', className: 'save', textContent: 'Save' });
+    var form = el('form', { className: 'card draft editing', dataset: { id: d.id } }, [
+      el('h2', { textContent: 'Edit draft' }), el('div', { className: 'grid2' }, [to, cc]), subject, body,
+      d.bodyHtml ? el('p', { className: 'muted', textContent: 'The draft also has an HTML body, left as it is.' }) : null,
+      el('div', { className: 'actions' }, [save, el('button', { type: 'button', className: 'quiet', textContent: 'Cancel', onclick: function () { form.replaceWith(draftCard(d)); } })])
+    ]);
+    form.addEventListener('submit', busy(save, async function () {
+      var fresh = await api('PATCH', '/drafts/' + enc(d.id), { to: addresses(to.input.value), cc: addresses(cc.input.value), subject: subject.input.value, bodyText: body.input.value });
+      notify('Draft saved.');
+      form.replaceWith(draftCard(fresh));
+    }));
+    return form;
+  }
+`;

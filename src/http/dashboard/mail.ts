@@ -1,0 +1,211 @@
+// The dashboard's mail client (joined in script.ts): mailboxes with unread counts, the list of
+// conversations (search with the API's q), and the open conversation: senders, SPF/DKIM/DMARC
+// badges, attachments, HTML bodies in a sandboxed frame. Opening a conversation marks it read
+// (for a write key). Routes: #mail, #mail/<inbox id or all>, #mail/<inbox id or all>/<thread id>.
+
+export const MAIL_JS = String.raw`
+  async function loadInboxes() {
+    var page = await api('GET', '/inboxes?limit=100');
+    state.inboxes = page.data;
+    return page;
+  }
+
+  /**
+   * Unread messages per inbox: one page of unread messages across the account when it holds
+   * them all (the usual case), else the total of one filtered page per inbox.
+   */
+  async function loadUnread() {
+    var counts = {};
+    state.inboxes.forEach(function (i) { counts[i.id] = 0; });
+    var page = await api('GET', '/messages?unread=true&limit=100');
+    if (page.total <= page.data.length) {
+      page.data.forEach(function (m) { if (m.inboxId in counts) counts[m.inboxId]++; });
+    } else {
+      var totals = await Promise.all(state.inboxes.map(function (i) {
+        return api('GET', '/inboxes/' + enc(i.id) + '/messages?unread=true&limit=1').then(function (p) { return p.total; });
+      }));
+      state.inboxes.forEach(function (i, n) { counts[i.id] = totals[n]; });
+    }
+    state.unread = counts;
+  }
+
+  function inboxOf(id) {
+    return state.inboxes.filter(function (i) { return i.id === id; })[0];
+  }
+  function inboxLabel(i) { return i ? (i.displayName ? i.displayName + ' <' + i.address + '>' : i.address) : ''; }
+
+  function unreadTotal() {
+    return Object.keys(state.unread).reduce(function (n, k) { return n + state.unread[k]; }, 0);
+  }
+
+  function mailboxLink(id, name, count) {
+    return el('a', { href: '#mail/' + enc(id), className: 'mailbox' + (state.mailbox === id ? ' active' : ''), dataset: { id: id }, title: name }, [
+      el('span', { className: 'name', textContent: name }), el('span', { className: 'count', textContent: count ? String(count) : '' })
+    ]);
+  }
+
+  function renderMailboxes() {
+    var box = $('mailboxes');
+    if (!box) return;
+    box.replaceChildren.apply(box, [
+      writeButton('Compose', 'compose', function () { showCompose(); }, 'New message (c)'),
+      mailboxLink('all', 'All inboxes', unreadTotal())
+    ].concat(state.inboxes.map(function (i) { return mailboxLink(i.id, i.displayName || i.address, state.unread[i.id]); })).filter(Boolean));
+  }
+
+  /** Who a conversation is with, from the newest message of it on the page. */
+  function participant(m) {
+    if (m.direction === 'inbound') return m.fromName || m.fromAddress;
+    return 'To: ' + (m.toAddresses || []).join(', ');
+  }
+
+  async function viewMail(view, mailbox, threadId) {
+    if (!state.inboxes.length) await loadInboxes();
+    await loadUnread();
+    state.mailbox = mailbox;
+    var scope = mailbox === 'all' ? '' : '/inboxes/' + enc(mailbox);
+    var q = state.query ? '&q=' + enc(state.query) : '';
+    var pages, refused = null;
+    try {
+      pages = await Promise.all([api('GET', scope + '/threads?limit=50' + q), api('GET', scope + '/messages?limit=100' + q)]);
+    } catch (err) {
+      // A query the API cannot read: say why under the search box, which stays for a better one.
+      if (!(err instanceof ApiError && err.code === 'INVALID_QUERY')) throw err;
+      refused = err;
+      pages = [{ data: [], total: 0 }, { data: [] }];
+      failed(err);
+    }
+    var newest = {};
+    pages[1].data.forEach(function (m) { if (!newest[m.threadId]) newest[m.threadId] = m; });
+
+    var search = el('input', { id: 'q', type: 'search', name: 'q', value: state.query, placeholder: 'Search: words, from:, subject:, has:attachment, is:unread', attrs: { 'aria-label': 'Search' } });
+    var form = el('form', { className: 'search', id: 'search', attrs: { role: 'search' } }, [search, el('button', { type: 'submit', textContent: 'Search' })]);
+    form.addEventListener('submit', function (ev) { ev.preventDefault(); state.query = search.value.trim(); route(true); });
+    var list = el('ul', { className: 'threads', id: 'threads' }, pages[0].data.map(function (t) {
+      var m = newest[t.id];
+      var where = mailbox === 'all' && inboxOf(t.inboxId) ? inboxOf(t.inboxId).address + ' \u00b7 ' : '';
+      return el('li', { className: 'thread-row' + (t.unreadCount ? ' unread' : ''), dataset: { id: t.id } }, [
+        el('a', { href: '#mail/' + enc(mailbox) + '/' + enc(t.id) }, [
+          el('div', { className: 'line' }, [el('span', { className: 'from', textContent: m ? participant(m) : '' }), el('span', { className: 'when', textContent: shortWhen(t.lastMessageAt) })]),
+          el('div', { className: 'line' }, [el('span', { className: 'subject', textContent: t.subject || '(no subject)' }),
+            t.messageCount > 1 ? el('span', { className: 'count', textContent: String(t.messageCount) }) : null]),
+          el('div', { className: 'snippet', textContent: where + (m ? (m.bodyText || '').replace(/\s+/g, ' ').slice(0, 140) : '') })
+        ])
+      ]);
+    }));
+    var heading = state.query ? 'Results for \u201c' + state.query + '\u201d' : mailbox === 'all' ? 'All inboxes' : inboxLabel(inboxOf(mailbox)) || mailbox;
+    view.append(el('div', { className: 'mail', id: 'mail' }, [
+      el('nav', { className: 'mailboxes', id: 'mailboxes', attrs: { 'aria-label': 'Inboxes' } }),
+      el('div', { className: 'list-pane' }, [
+        el('div', { className: 'toolbar' }, [form]),
+        el('div', { className: 'toolbar' }, [el('h2', { textContent: heading }), el('span', { className: 'spacer' }),
+          el('span', { className: 'hint', textContent: pages[0].total + (pages[0].total === 1 ? ' conversation' : ' conversations') })]),
+        pages[0].data.length ? list : el('p', { className: refused ? 'error' : 'empty', textContent: refused ? refused.message : state.query ? 'Nothing matches.' : 'No mail yet.' }),
+        el('p', { className: 'hint' }, ['Keys: ', el('kbd', { textContent: 'j' }), ' ', el('kbd', { textContent: 'k' }), ' move, ', el('kbd', { textContent: 'r' }), ' reply, ',
+          el('kbd', { textContent: '/' }), ' search, ', el('kbd', { textContent: 'c' }), ' compose, ', el('kbd', { textContent: '?' }), ' help'])
+      ]),
+      el('section', { className: 'thread-pane', id: 'thread' })
+    ]));
+    renderMailboxes();
+    if (state.focusSearch) { state.focusSearch = false; search.focus(); }
+    if (threadId === 'new') showCompose();
+    else await openThread(threadId);
+  }
+
+  /** Shows a conversation in the right pane (or the placeholder); the list stays as it is. */
+  async function openThread(threadId) {
+    var pane = $('thread');
+    var mail = $('mail');
+    document.querySelectorAll('.thread-row').forEach(function (r) { r.classList.toggle('selected', r.dataset.id === threadId); });
+    mail.classList.toggle('reading', !!threadId);
+    state.thread = null;
+    if (!threadId) {
+      pane.replaceChildren(el('p', { className: 'empty', textContent: 'Select a conversation.' }));
+      return;
+    }
+    var t = await api('GET', '/threads/' + enc(threadId));
+    state.thread = t;
+    var row = document.querySelector('.thread-row.selected');
+    if (row) row.scrollIntoView({ block: 'nearest' });
+    pane.replaceChildren(
+      el('div', { className: 'thread-head' }, [el('a', { className: 'back', href: '#mail/' + enc(state.mailbox), textContent: '\u2190 Back' }),
+        el('h1', { textContent: t.subject || '(no subject)' })]),
+      el('p', { className: 'muted', textContent: inboxLabel(inboxOf(t.inboxId)) + ' \u00b7 ' + t.messageCount + (t.messageCount === 1 ? ' message' : ' messages') +
+        (t.labels.length ? ' \u00b7 labels: ' + t.labels.join(', ') : '') })
+    );
+    t.messages.forEach(function (m) { pane.append(messageCard(m)); });
+    pane.dataset.thread = t.id;
+    if (t.unreadCount && !state.readOnly) await markRead(t);
+  }
+
+  async function markRead(t) {
+    await api('PATCH', '/threads/' + enc(t.id), { unread: false });
+    state.unread[t.inboxId] = Math.max(0, (state.unread[t.inboxId] || 0) - t.unreadCount);
+    var row = document.querySelector('.thread-row[data-id="' + CSS.escape(t.id) + '"]');
+    if (row) row.classList.remove('unread');
+    renderMailboxes();
+  }
+
+  /** SPF, DKIM and DMARC as the server recorded them when the message arrived. */
+  function authBadges(a) {
+    return ['spf', 'dkim', 'dmarc'].map(function (k) {
+      var result = (a && a[k]) || 'none';
+      return badge(k.toUpperCase() + ' ' + result, TONE[result] || '', k.toUpperCase() + ' result when the message arrived: ' + result);
+    });
+  }
+
+  /**
+   * An HTML body goes into a sandboxed frame (no scripts, an opaque origin, no forms or pop-ups)
+   * through srcdoc, never into this page; the page's Content-Security-Policy applies inside it
+   * too, so remote images and inline styles stay off. The text body is one click away.
+   */
+  function bodyView(m) {
+    var text = el('pre', { className: 'body', textContent: m.bodyText || (m.bodyHtml ? '(no text part)' : '(empty body)') });
+    if (!m.bodyHtml) return text;
+    var frame = el('iframe', { className: 'html-body', title: 'HTML body of the message (sandboxed)', attrs: { sandbox: '', referrerpolicy: 'no-referrer' } });
+    frame.srcdoc = m.bodyHtml;
+    text.hidden = true;
+    var htmlTab = el('button', { type: 'button', className: 'small on', textContent: 'HTML' });
+    var textTab = el('button', { type: 'button', className: 'small', textContent: 'Text' });
+    function show(html) { frame.hidden = !html; text.hidden = html; htmlTab.classList.toggle('on', html); textTab.classList.toggle('on', !html); }
+    htmlTab.onclick = function () { show(true); };
+    textTab.onclick = function () { show(false); };
+    return el('div', { className: 'bodies' }, [el('div', { className: 'tabs' }, [htmlTab, textTab]), frame, text]);
+  }
+
+  function attachmentList(m) {
+    if (!(m.attachments || []).length) return null;
+    return el('ul', { className: 'attachments' }, m.attachments.map(function (a) {
+      return el('li', null, [el('a', { href: a.url, download: a.filename || '', rel: 'noopener noreferrer', className: 'attachment', title: a.contentType },
+        [(a.filename || a.id) + ' (' + size(a.size) + ')'])]);
+    }));
+  }
+
+  function messageCard(m) {
+    var inbound = m.direction === 'inbound';
+    var card = el('article', { className: 'message ' + m.direction, dataset: { id: m.id } });
+    var sender = inbound ? [el('b', { textContent: m.fromName || m.fromAddress }), m.fromName ? el('span', { className: 'mono', textContent: '<' + m.fromAddress + '>' }) : null]
+      : [el('b', { textContent: 'Sent from ' + m.fromAddress })];
+    var to = 'To: ' + (m.toAddresses || []).join(', ') + ((m.ccAddresses || []).length ? ' \u00b7 Cc: ' + m.ccAddresses.join(', ') : '');
+    var badges = inbound ? authBadges(m.authentication) : [badge(m.status), m.delivery === 'dry-run' ? badge('dry-run', 'warn', 'outbound.mode = "dry-run": nothing left the machine') : null];
+    var recipients = !inbound && (m.recipients || []).length ? table(['Recipient', 'Status', 'Last answer'], m.recipients.map(function (r) {
+      return el('tr', null, [td(r.address, 'mono addr'), el('td', null, [badge(r.status)]), td(r.response || '', 'mono')]);
+    }), '') : null;
+    var composer = el('div', { className: 'composer-slot' });
+    put(card, [
+      el('header', null, [el('div', { className: 'sender' }, sender), el('span', { className: 'when muted', textContent: when(m.createdAt) })]),
+      el('div', { className: 'to', textContent: to }),
+      el('div', { className: 'badges' }, badges),
+      bodyView(m),
+      attachmentList(m),
+      recipients,
+      el('div', { className: 'actions' }, [
+        writeButton('Reply', 'small reply', function () { openComposer(composer, 'reply', m); }),
+        writeButton('Reply all', 'small quiet reply-all', function () { openComposer(composer, 'reply-all', m); }),
+        writeButton('Forward', 'small quiet forward', function () { openComposer(composer, 'forward', m); })
+      ]),
+      composer
+    ]);
+    return card;
+  }
+`;
