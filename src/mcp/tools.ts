@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import type { AppContext } from '../context.ts';
 import { getAttachment } from '../domain/attachments.ts';
+import { createDraft, deleteDraft, getDraft, listDrafts, sendDraft, updateDraft } from '../domain/drafts.ts';
 import { isAppError } from '../domain/errors.ts';
 import { DIRECTIONS } from '../domain/filters.ts';
 import { createInbox, deleteInbox, getInbox, listInboxes } from '../domain/inboxes.ts';
@@ -17,6 +18,7 @@ import { queueSend } from '../domain/sending.ts';
 import { listThreads } from '../domain/threads.ts';
 import { CreateInboxBody } from '../http/routes/inboxes.ts';
 import { Label, UpdateMarksBody } from '../http/routes/messages.ts';
+import { DraftBody, SendDraftBody } from '../http/routes/drafts.ts';
 import { ForwardBody, ReplyBody, SendMessageBody } from '../http/routes/sending.ts';
 import { attachmentText } from './attachment-text.ts';
 
@@ -53,6 +55,7 @@ const id = (what: string) => z.string().min(1).max(100).describe(`The ${what} id
 const InboxId = id('inbox (inb_…)');
 const ThreadId = id('thread (thr_…)');
 const MessageId = id('message (msg_…)');
+const DraftId = id('draft (drf_…)');
 
 const PAGE = {
   limit: z.int().min(1).max(PAGE_LIMITS.max).optional().describe(`Page size (default ${PAGE_LIMITS.default}).`),
@@ -235,6 +238,52 @@ export const TOOLS: Tool[] = [
     }),
     run: async ({ ctx, accountId, signal }, { inboxId, q, timeout = DEFAULT_WAIT_SECONDS }) =>
       (await waitForNextMessage(ctx, accountId, inboxId, { q, timeoutSeconds: timeout, gone: leaving(signal) })) ?? { message: null, timedOut: true, timeout },
+  }),
+  tool({
+    name: 'list_drafts',
+    description: `List the drafts of an inbox, newest first (GET /inboxes/{inboxId}/drafts): messages prepared but not sent, for a person or an agent to review. ${UNTRUSTED_CONTENT}`,
+    write: false,
+    input: z.strictObject({ inboxId: InboxId, ...PAGE }),
+    run: ({ ctx, accountId }, { inboxId, ...p }) => listDrafts(ctx, accountId, inboxId, page(p)),
+  }),
+  tool({
+    name: 'get_draft',
+    description: `Get one draft (GET /drafts/{draftId}). ${UNTRUSTED_CONTENT}`,
+    write: false,
+    input: z.strictObject({ draftId: DraftId }),
+    run: ({ ctx, accountId }, { draftId }) => getDraft(ctx, accountId, draftId),
+  }),
+  tool({
+    name: 'create_draft',
+    description: 'Save a draft in an inbox without sending it (POST /inboxes/{inboxId}/drafts): the fields of a send, all optional, plus `inReplyTo` (a message id: the draft becomes a reply in its thread) and `sendAt` (when send_draft should schedule it).',
+    write: true,
+    input: DraftBody.extend({ inboxId: InboxId }),
+    run: ({ ctx, accountId }, { inboxId, ...body }) => createDraft(ctx, accountId, inboxId, body),
+  }),
+  tool({
+    name: 'update_draft',
+    description: 'Change fields of a draft (PATCH /drafts/{draftId}); fields left out keep their value.',
+    write: true,
+    input: DraftBody.extend({ draftId: DraftId }),
+    run: ({ ctx, accountId }, { draftId, ...body }) => updateDraft(ctx, accountId, draftId, body),
+  }),
+  tool({
+    name: 'send_draft',
+    description: 'Send a draft (POST /drafts/{draftId}/send): it becomes an outbound message (or a scheduled one, with `sendAt`) and the draft is gone. A draft missing a recipient or a subject is a VALIDATION_ERROR naming the field.',
+    write: true,
+    input: SendDraftBody.extend({ draftId: DraftId }),
+    run: ({ ctx, accountId }, { draftId, ...body }) => sendDraft(ctx, accountId, draftId, body),
+  }),
+  tool({
+    name: 'delete_draft',
+    description: 'Delete a draft without sending it (DELETE /drafts/{draftId}). Answers {id, deleted: true}.',
+    write: true,
+    destructive: true,
+    input: z.strictObject({ draftId: DraftId }),
+    run: async ({ ctx, accountId }, { draftId }) => {
+      deleteDraft(ctx, accountId, draftId);
+      return { id: draftId, deleted: true };
+    },
   }),
 ];
 

@@ -22,8 +22,8 @@ import { until } from '../support/wait.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
-const READ_TOOLS = ['list_inboxes', 'get_inbox', 'list_threads', 'search_threads', 'get_thread', 'list_messages', 'search_messages', 'get_message', 'get_attachment', 'wait_for_message'];
-const WRITE_TOOLS = ['create_inbox', 'delete_inbox', 'update_thread', 'send_message', 'reply_to_message', 'forward_message', 'update_message'];
+const READ_TOOLS = ['list_inboxes', 'get_inbox', 'list_threads', 'search_threads', 'get_thread', 'list_messages', 'search_messages', 'get_message', 'get_attachment', 'wait_for_message', 'list_drafts', 'get_draft'];
+const WRITE_TOOLS = ['create_inbox', 'delete_inbox', 'update_thread', 'send_message', 'reply_to_message', 'forward_message', 'update_message', 'create_draft', 'update_draft', 'send_draft', 'delete_draft'];
 
 let t: TestServer;
 let smtp: Transporter;
@@ -188,6 +188,39 @@ describe('MCP over Streamable HTTP', () => {
       const listed = JSON.stringify(await call(intruder, name, name.startsWith('search') ? { q: 'private' } : {}));
       for (const own of [inbox.id, message.id, message.threadId]) assert.ok(!listed.includes(own), `${name} shows ${own}`);
     }
+  });
+
+  test('drafts: create, list, update and send one as the REST routes do; another account cannot see or touch it', async () => {
+    const client = await httpClient();
+    const inbox = await call(client, 'create_inbox', {});
+    const draft = await call(client, 'create_draft', { inboxId: inbox.id, to: ['carol@example.org'], bodyText: 'first words' });
+    assert.match(draft.id, /^drf_/);
+    assert.deepEqual(await call(client, 'get_draft', { draftId: draft.id }), (await t.api('GET', `/drafts/${draft.id}`)).body);
+    const missing = await callFails(client, 'send_draft', { draftId: draft.id }, 'VALIDATION_ERROR');
+    assert.match(missing.message, /subject/);
+    const intruder = await httpClient(t.newAccount('draft-intruder').key);
+    for (const [name, args] of [
+      ['get_draft', { draftId: draft.id }],
+      ['update_draft', { draftId: draft.id, subject: 'taken over' }],
+      ['send_draft', { draftId: draft.id }],
+      ['delete_draft', { draftId: draft.id }],
+    ] as const) {
+      assert.equal((await callFails(intruder, name, args, 'DRAFT_NOT_FOUND')).status, 404);
+    }
+    await callFails(intruder, 'list_drafts', { inboxId: inbox.id }, 'INBOX_NOT_FOUND');
+    const updated = await call(client, 'update_draft', { draftId: draft.id, subject: 'Approved words' });
+    assert.equal(updated.subject, 'Approved words');
+    assert.deepEqual(updated.to, ['carol@example.org']);
+    const listed = await call(client, 'list_drafts', { inboxId: inbox.id });
+    assert.deepEqual(listed.data.map((d: { id: string }) => d.id), [draft.id]);
+    const sent = await call(client, 'send_draft', { draftId: draft.id });
+    assert.match(sent.id, /^msg_/);
+    assert.equal(sent.subject, 'Approved words');
+    assert.equal((await t.api('GET', `/messages/${sent.id}`)).status, 200);
+    await callFails(client, 'get_draft', { draftId: draft.id }, 'DRAFT_NOT_FOUND');
+    const other = await call(client, 'create_draft', { inboxId: inbox.id });
+    assert.deepEqual(await call(client, 'delete_draft', { draftId: other.id }), { id: other.id, deleted: true });
+    expectError(await t.api('GET', `/drafts/${other.id}`), 404, 'DRAFT_NOT_FOUND');
   });
 
   test('invalid tool input is a VALIDATION_ERROR naming the field, as the REST route words it', async () => {
