@@ -206,6 +206,9 @@ export const CONFIG_SCHEMA = {
     memory_budget: int(268_435_456, 'Memory SMTP transactions may hold at once (default 256 MiB), counted as twelve times the size of each message in progress (measured: parsing holds copies); a transaction that would go over it while others are in progress gets 452 4.3.1 and the sender retries later.', 1_048_576),
     spool_limit: int(20_000, 'Most spooled messages waiting to be processed; beyond it new mail gets 451 4.3.1 and the sender retries later.', 1),
   },
+  submission: {
+    listen: listen('', 'Address of the SMTP submission listener (mail clients and agents send through it: STARTTLS with smtp.tls_cert and smtp.tls_key, AUTH with an inbox address and an API key of its account); operators set "0.0.0.0:587"; "" turns it off.', true),
+  },
   outbound: {
     mode: oneOf(['email', 'dry-run'] as const, 'email', '"email" delivers for real; "dry-run" sends nothing off the box (delivery = "dry-run").'),
     mx_port: int(25, 'Port used for direct-to-MX delivery (tests point it elsewhere).', 1),

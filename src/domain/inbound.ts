@@ -122,7 +122,7 @@ export interface InboundInput {
 // mailparser is loaded by the first inbound message, not at start-up (bench/: ~20 MB of
 // resident memory and ~0.3 s of start time an idle appliance does not need).
 let mailparser: Promise<typeof import('mailparser')> | undefined;
-const loadMailparser = () => (mailparser ??= import('mailparser'));
+export const loadMailparser = () => (mailparser ??= import('mailparser'));
 
 /** Parses with mailparser; a parser failure still yields a message built from what can be read. */
 async function parseMessage(raw: Buffer): Promise<ParsedMail> {

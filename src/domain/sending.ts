@@ -19,7 +19,7 @@ import { normalizeRecipient, splitAddress } from './addresses.ts';
 import { attachmentMeta, attachmentMetaFor, getAttachmentRows, type AttachmentRow } from './attachments.ts';
 import { AppError } from './errors.ts';
 import { recordEvent, type EventType } from './events.ts';
-import { countSend, findInboxByAddress, findInboxRow, inboxView } from './inboxes.ts';
+import { countSend, findInboxByAddress, findInboxRow, inboxView, type InboxRow } from './inboxes.ts';
 import { insertMessageRow, messageView, type Message, type MessageRow, type RecipientOutcome } from './messages.ts';
 import { findThreadRow, messageIdsIn, threadForMessage } from './threads.ts';
 import { releaseBlobs } from '../storage/blob-refs.ts';
@@ -147,50 +147,124 @@ export async function queueSend(ctx: AppContext, accountId: string, inboxId: str
     throw new AppError('PAYLOAD_TOO_LARGE', `\`attachmentIds\`: attachments total ${attBytes} bytes; one message may carry at most ${ctx.config.limits.max_attachment_bytes}`);
   }
 
-  const domain = splitAddress(inbox.address)!.domain;
-  const messageIdHeader = `<${id}@${domain}>`;
+  const messageIdHeader = `<${id}@${splitAddress(inbox.address)!.domain}>`;
   const bodyText = input.bodyText || (input.bodyHtml ? await textFromHtml(input.bodyHtml) : null);
   const bodyHtml = input.bodyHtml || null;
 
-  const mime = await buildMime({
-    from: { name: inbox.displayName, address: inbox.address },
+  return queueOutbound(ctx, {
+    inbox,
+    id,
+    now,
+    fromName: inbox.displayName,
     to,
     cc,
+    bcc,
+    recipients: everyone.map((a) => a.address),
     subject: input.subject,
-    text: bodyText,
-    html: bodyHtml,
-    messageId: messageIdHeader,
-    date: now,
+    bodyText,
+    bodyHtml,
+    messageIdHeader,
     inReplyTo,
     references,
-    attachments: [...carried, ...attRows].map((a) => ({ filename: a.filename, contentType: a.contentType, path: ctx.blobs.path(a.storagePath) })),
+    threadId,
+    parents: [],
+    own: carried,
+    linked: attRows,
+    origin,
   });
-  const raw = await signMessage(ctx, mime, domain);
+}
+
+/**
+ * An outbound message checked and ready to build and queue: what its source and its row carry.
+ * Made by queueSend (the API) and by SMTP submission (src/domain/submission.ts).
+ */
+export interface OutboundDraft {
+  inbox: InboxRow;
+  id: string;
+  now: Date;
+  /** The From display name. */
+  fromName: string | null;
+  to: MailAddress[];
+  cc: MailAddress[];
+  bcc: MailAddress[];
+  /** Every address the message is delivered to (to, cc and bcc without duplicates). */
+  recipients: string[];
+  subject: string;
+  bodyText: string | null;
+  bodyHtml: string | null;
+  messageIdHeader: string;
+  inReplyTo: string | null;
+  references: string[];
+  /** The thread it joins, when known; else found from `parents` (Message-IDs), else a new one. */
+  threadId?: string;
+  parents: string[];
+  /** Attachment rows of this message alone (messageId set), inserted with it. */
+  own: AttachmentRow[];
+  /** Uploaded attachments it carries (linked through message_attachments). */
+  linked: AttachmentRow[];
+  /**
+   * The bytes of `own` rows stored by content (Blobs.contentKey): put back at commit if the
+   * deletion of another message sharing them removed them meanwhile.
+   */
+  shared?: Map<string, Buffer>;
+  /** Content-IDs of `own` attachments the HTML shows inline (cid: URLs), by attachment id. */
+  cids?: Map<string, string>;
+  origin?: SendOrigin;
+}
+
+/**
+ * The part of sending every way in shares: build the MIME source (mailroom's From, no Bcc
+ * header), DKIM-sign and store it, then commit the message row, its counters (daily limit
+ * re-checked), its thread, its attachments and one job per recipient domain together. The
+ * stored source is removed if that fails.
+ */
+export async function queueOutbound(ctx: AppContext, draft: OutboundDraft): Promise<Message> {
+  const { inbox, id, now } = draft;
+  const iso = now.toISOString();
+  const mime = await buildMime({
+    from: { name: draft.fromName, address: inbox.address },
+    to: draft.to,
+    cc: draft.cc,
+    subject: draft.subject,
+    text: draft.bodyText,
+    html: draft.bodyHtml,
+    messageId: draft.messageIdHeader,
+    date: now,
+    inReplyTo: draft.inReplyTo,
+    references: draft.references,
+    attachments: [...draft.own, ...draft.linked].map((a) => ({
+      filename: a.filename,
+      contentType: a.contentType,
+      path: ctx.blobs.path(a.storagePath),
+      cid: draft.cids?.get(a.id),
+    })),
+  });
+  const raw = await signMessage(ctx, mime, splitAddress(inbox.address)!.domain);
   const rawPath = Blobs.key('raw', id, '.eml');
   await ctx.blobs.write(rawPath, raw);
 
-  const plan = planDelivery(ctx, everyone.map((a) => a.address));
+  const plan = planDelivery(ctx, draft.recipients);
   const mode = ctx.config.outbound.mode;
   const row: MessageRow = {
     id,
-    accountId,
+    accountId: inbox.accountId,
     inboxId: inbox.id,
     threadId: '',
     direction: 'outbound',
     fromAddress: inbox.address,
     fromName: inbox.displayName,
-    toAddresses: JSON.stringify(to.map((a) => a.address)),
-    ccAddresses: JSON.stringify(cc.map((a) => a.address)),
-    bccAddresses: JSON.stringify(bcc.map((a) => a.address)),
-    subject: input.subject,
-    bodyText,
-    bodyHtml,
+    toAddresses: JSON.stringify(draft.to.map((a) => a.address)),
+    ccAddresses: JSON.stringify(draft.cc.map((a) => a.address)),
+    bccAddresses: JSON.stringify(draft.bcc.map((a) => a.address)),
+    subject: draft.subject,
+    bodyText: draft.bodyText,
+    bodyHtml: draft.bodyHtml,
     delivery: mode,
     status: 'queued',
-    messageIdHeader,
-    inReplyTo,
-    references: JSON.stringify(references),
-    recipients: JSON.stringify(everyone.map((a): RecipientOutcome => ({ address: a.address, status: 'queued', response: null }))),
+    messageIdHeader: draft.messageIdHeader,
+    inReplyTo: draft.inReplyTo,
+    references: JSON.stringify(draft.references),
+    recipients: JSON.stringify(draft.recipients.map((address): RecipientOutcome => ({ address, status: 'queued', response: null }))),
     authentication: null,
     rawPath,
     contentHash: null,
@@ -205,16 +279,17 @@ export async function queueSend(ctx: AppContext, accountId: string, inboxId: str
     // fsync, off the event loop, for all of them; the 202 still follows the fsync.
     await commitGrouped(ctx.db, (tx) => {
       // Re-read: counters and status may have changed while the message was being built.
-      const fresh = findInboxRow(ctx, accountId, inbox.id);
+      const fresh = findInboxRow(ctx, inbox.accountId, inbox.id);
       if (fresh.status !== 'active') throw new AppError('INBOX_SUSPENDED', `inbox ${fresh.address} is suspended and cannot send`);
-      if (origin) assertOriginStored(tx, accountId, origin);
+      if (draft.origin) assertOriginStored(tx, inbox.accountId, draft.origin);
       countSend(tx, ctx, fresh);
-      row.threadId = threadForMessage(ctx.db, { accountId, inboxId: inbox.id, parents: [], subject: input.subject, at: iso, threadId });
+      row.threadId = threadForMessage(ctx.db, { accountId: inbox.accountId, inboxId: inbox.id, parents: draft.parents, subject: draft.subject, at: iso, threadId: draft.threadId });
       insertMessageRow(ctx.db, row);
-      if (carried.length) tx.insert(attachments).values(carried).run();
-      if (attRows.length) {
+      for (const [path, content] of draft.shared ?? []) ctx.blobs.ensureSync(path, content);
+      if (draft.own.length) tx.insert(attachments).values(draft.own).run();
+      if (draft.linked.length) {
         tx.insert(messageAttachments)
-          .values(attRows.map((a, position) => ({ messageId: id, attachmentId: a.id, position })))
+          .values(draft.linked.map((a, position) => ({ messageId: id, attachmentId: a.id, position })))
           .run();
       }
       const maxAttempts = ctx.config.outbound.retry_schedule.length + 1;
@@ -229,7 +304,7 @@ export async function queueSend(ctx: AppContext, accountId: string, inboxId: str
     throw err;
   }
   ctx.notify('jobs');
-  return messageView(row, [...carried, ...attRows].map(attachmentMeta));
+  return messageView(row, [...draft.own, ...draft.linked].map(attachmentMeta));
 }
 
 /**

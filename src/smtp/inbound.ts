@@ -2,8 +2,7 @@
 // recipient checks (never an open relay) and DATA answered 250 only once the message is on disk:
 // processed and committed, or spooled (src/domain/spool.ts). Callbacks stay thin; the rules
 // live in domain/.
-import { SMTPServer, type SMTPServerAddress, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server';
-import type { AddressInfo, Socket } from 'node:net';
+import type { SMTPServer, SMTPServerAddress, SMTPServerDataStream, SMTPServerSession } from 'smtp-server';
 import type { AppContext } from '../context.ts';
 import type { BounceTarget } from '../domain/bounce-address.ts';
 import { resolveBounceRecipient, resolveRecipient } from '../domain/inbound.ts';
@@ -11,30 +10,13 @@ import { receiveInbound } from '../domain/spool.ts';
 import type { InboxRow } from '../domain/inboxes.ts';
 import { errorFields } from '../log.ts';
 import type { Service } from '../main.ts';
-import { countSmtpLimited, countSmtpMessage, countSmtpRecipient, countSmtpSession } from '../metrics.ts';
+import { countSmtpLimited, countSmtpMessage, countSmtpRecipient } from '../metrics.ts';
 import { MemoryBudget } from './memory-budget.ts';
-import { replyFor, smtpReply } from './replies.ts';
-import { limitSessions } from './session-limits.ts';
+import { refuseMessage, replyFor, smtpReply } from './replies.ts';
+import { closeSmtp, createSmtpServer, listenSmtp } from './listener.ts';
 import { TlsCertificate } from './tls.ts';
 
 type Recipient = SMTPServerAddress & { inbox?: InboxRow; bounce?: BounceTarget };
-
-/**
- * RFC 5321 §4.1.1.4 and §4.1.1.10: every command gets its reply, QUIT gets 221, and the server
- * closes only after replying. Exim pipelines the final "." with QUIT and half-closes its side at
- * once. Node's default (allowHalfOpen false) then ended our side too, and smtp-server writes a
- * reply only while `readyState` is 'open', so the 250 for the data was never written: Exim
- * deferred and redelivered, and every message was stored twice. The listener runs with
- * allowHalfOpen, and each socket (the TCP one, and the TLS one after STARTTLS) reports 'open'
- * for as long as our side can still be written. QUIT (or the idle timeout, for a client that
- * half-closes without QUIT) closes it once the replies are written.
- */
-function answerAfterHalfClose(socket: Socket): void {
-  Object.defineProperty(socket, 'readyState', {
-    configurable: true,
-    get: () => (socket.destroyed ? 'closed' : socket.writable ? 'open' : 'readOnly'),
-  });
-}
 
 export interface SmtpService extends Service {
   /** The port bound (known after start; 0 before). */
@@ -115,10 +97,7 @@ export function createSmtpService(ctx: AppContext): SmtpService {
           },
           (err) => {
             countSmtpMessage(ctx, 'rejected');
-            const reply = replyFor(err);
-            if (reply.responseCode === 451) ctx.log.error('smtp message not stored', { session: session.id, ...errorFields(err) });
-            else ctx.log.info('smtp message refused', { session: session.id, reply: reply.message });
-            done(reply);
+            done(refuseMessage(ctx, err, session.id, 'smtp message'));
           },
         );
     });
@@ -128,37 +107,12 @@ export function createSmtpService(ctx: AppContext): SmtpService {
     name: 'smtp',
     port: 0,
     async start() {
-      server = new SMTPServer({
-        name: ctx.config.hostname,
+      server = createSmtpServer(ctx, tls, {
         // smtp-server writes "<name> ESMTP <banner>": the banner adds only the product's name.
         banner: 'mailroom',
-        allowHalfOpen: true,
-        size: maxBytes,
         authOptional: true,
         disabledCommands: tls ? ['AUTH'] : ['AUTH', 'STARTTLS'],
-        ...(tls ? { key: tls.current.key, cert: tls.current.cert } : {}),
-        maxClients: cfg.max_connections,
         maxRecipients: cfg.max_recipients,
-        socketTimeout: cfg.idle_timeout,
-        closeTimeout: ctx.config.http.shutdown_grace,
-        logger: false,
-        onConnect(session, cb) {
-          if (limits.overPerIpLimit(session.remoteAddress)) return cb(smtpReply(421, '4.7.0', 'too many connections from your address, try again later'));
-          countSmtpSession(ctx);
-          const renewed = tls?.reloadIfChanged();
-          if (renewed && server) {
-            try {
-              server.updateSecureContext({ key: renewed.key, cert: renewed.cert });
-            } catch (err) {
-              ctx.log.warn('smtp tls certificate rejected; keeping the previous one', errorFields(err));
-            }
-          }
-          cb();
-        },
-        onSecure(socket, _session, cb) {
-          answerAfterHalfClose(socket as Socket);
-          cb();
-        },
         onMailFrom(address, _session, cb) {
           // A sender announcing a size the budget cannot hold now hears so before sending it.
           const announced = Number((address.args || {}).SIZE ?? 0);
@@ -182,24 +136,12 @@ export function createSmtpService(ctx: AppContext): SmtpService {
         },
         onData,
       });
-      server.server.on('connection', answerAfterHalfClose);
-      const limits = limitSessions(ctx, server);
       server.on('error', (err) => ctx.log.error('smtp server error', errorFields(err)));
-      const { host, port } = cfg.listen!;
-      await new Promise<void>((resolve, reject) => {
-        const s = server!.server;
-        s.once('error', reject);
-        server!.listen(port, host, () => {
-          s.off('error', reject);
-          resolve();
-        });
-      });
-      service.port = (server.server.address() as AddressInfo).port;
-      ctx.log.info('smtp listening', { host, port: service.port, starttls: Boolean(tls) });
+      service.port = await listenSmtp(server, cfg.listen!);
+      ctx.log.info('smtp listening', { host: cfg.listen!.host, port: service.port, starttls: Boolean(tls) });
     },
     async stop() {
-      // smtp-server stops accepting, lets sessions finish, and cuts them after closeTimeout.
-      if (server) await new Promise<void>((resolve) => server!.close(() => resolve()));
+      await closeSmtp(server);
     },
   };
   return service;
