@@ -1,0 +1,152 @@
+// (j) Event latency at 500 events/s: real SMTP deliveries (nodemailer, 5 pooled connections),
+// 25 messages a second each to 20 inboxes, make 500 `message.received` events a second. One
+// Server-Sent Events client (fetch, reading GET /events/stream) and a webhook receiver on
+// loopback (one message.received webhook per inbox) timestamp each event as it arrives;
+// latency = arrival − the event's createdAt (stamped when it is recorded, in the transaction
+// that stores the message; same machine, same clock).
+import { createServer } from 'node:http';
+import nodemailer from 'nodemailer';
+import type { TestDns } from '../../test/support/dns.ts';
+import { createInbox, startMailroom } from '../mailroom.ts';
+import { log, round, sleep, summarize, waitFor, type ScenarioResult } from '../support.ts';
+
+const INBOXES = 20;
+const MESSAGES_PER_SECOND = 25;
+const WARMUP_SECONDS = 2;
+const SECONDS = 10;
+const TARGET_EVENTS_PER_SECOND = INBOXES * MESSAGES_PER_SECOND;
+
+interface Arrival {
+  id: string;
+  subject: string;
+  createdAt: number;
+  at: number;
+}
+
+/** An event envelope (SSE data line or webhook body) as it arrived at `at`. */
+const arrival = (e: { id: string; createdAt: string; data: { subject: string } }, at: number): Arrival => ({ id: e.id, subject: e.data.subject, createdAt: Date.parse(e.createdAt), at });
+
+/** The measured phase's events: subject "events run <n>" (warm-up: "events warm-up <n>"). */
+const measured = (a: Arrival) => a.subject.startsWith('events run ');
+
+export async function eventLatency(env: { dns: TestDns }): Promise<ScenarioResult> {
+  const title = '(j) Event latency at 500 events/s: event → SSE and event → webhook';
+  const webhook: Arrival[] = [];
+  const receiver = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const at = Date.now();
+      res.writeHead(204).end();
+      try {
+        webhook.push(arrival(JSON.parse(Buffer.concat(chunks).toString('utf8')), at));
+      } catch {
+        // not an event
+      }
+    });
+  });
+  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', () => r()));
+  const m = await startMailroom('events', { dns: env.dns.server, config: { jobs: { concurrency: 32 } } });
+  const transport = nodemailer.createTransport({ host: '127.0.0.1', port: m.smtpPort, secure: false, ignoreTLS: true, pool: true, maxConnections: 5, maxMessages: Infinity });
+  const stream = new AbortController();
+  try {
+    const inboxes = [];
+    for (let i = 0; i < INBOXES; i++) inboxes.push(await createInbox(m));
+    // One webhook per inbox (scoped with inboxIds): deliveries to one webhook run at most 4 at
+    // a time (src/jobs/handlers/webhook.ts), too few for 500 a second to one URL.
+    for (const inbox of inboxes) {
+      const hook = await m.api('POST', '/webhooks', { url: `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hook`, events: ['message.received'], inboxIds: [inbox.id] });
+      if (hook.status !== 201) throw new Error(`POST /webhooks: ${hook.status} ${JSON.stringify(hook.body)}`);
+    }
+
+    // The SSE client: a plain fetch reading the stream as it comes.
+    const sse: Arrival[] = [];
+    const res = await fetch(`${m.url}/events/stream?types=message.received`, { headers: { authorization: `Bearer ${m.key}` }, signal: stream.signal });
+    if (res.status !== 200 || !res.body) throw new Error(`GET /events/stream: ${res.status}`);
+    const reading = (async () => {
+      const decoder = new TextDecoder();
+      let buf = '';
+      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+        const at = Date.now();
+        buf += decoder.decode(chunk, { stream: true });
+        let end: number;
+        while ((end = buf.indexOf('\n\n')) !== -1) {
+          const frame = buf.slice(0, end);
+          buf = buf.slice(end + 2);
+          const data = /^data: (.*)$/m.exec(frame)?.[1];
+          if (!data) continue;
+          sse.push(arrival(JSON.parse(data), at));
+        }
+      }
+    })().catch((err: Error) => {
+      if (err.name !== 'AbortError') throw err;
+    });
+
+    // Paced by the clock: message n is sent at start + n / rate, whatever the earlier ones do.
+    const to = inboxes.map((i) => i.address);
+    let failed = 0;
+    let inFlight = 0;
+    let maxInFlight = 0;
+    const sends: Promise<unknown>[] = [];
+    const total = (WARMUP_SECONDS + SECONDS) * MESSAGES_PER_SECOND;
+    const start = performance.now();
+    for (let n = 0; n < total; n++) {
+      const due = start + (n * 1000) / MESSAGES_PER_SECOND;
+      const wait = due - performance.now();
+      if (wait > 0) await sleep(wait);
+      const subject = n < WARMUP_SECONDS * MESSAGES_PER_SECOND ? `events warm-up ${n}` : `events run ${n}`;
+      inFlight++;
+      maxInFlight = Math.max(maxInFlight, inFlight);
+      sends.push(
+        transport
+          .sendMail({ from: 'sender@source.bench', to, subject, text: 'Event latency probe.\n'.repeat(10) })
+          .catch(() => failed++)
+          .finally(() => inFlight--),
+      );
+    }
+    await Promise.all(sends);
+    const sendSeconds = (performance.now() - start) / 1000;
+    const expected = SECONDS * MESSAGES_PER_SECOND * INBOXES;
+    const count = (list: Arrival[]) => list.filter(measured).length;
+    await waitFor('every event over SSE and webhook', () => count(sse) >= expected && count(webhook) >= expected, 60_000, 100).catch(() => undefined);
+    await sleep(500); // anything delivered twice would show now
+    stream.abort();
+    await reading;
+
+    const run = sse.filter(measured);
+    const hooks = webhook.filter(measured);
+    const created = run.map((a) => a.createdAt);
+    const producedPerSecond = created.length > 1 ? round((created.length - 1) / ((Math.max(...created) - Math.min(...created)) / 1000)) : 0;
+    const toSse = summarize(run.map((a) => a.at - a.createdAt));
+    const toHook = summarize(hooks.map((a) => a.at - a.createdAt));
+    const unique = (list: Arrival[]) => new Set(list.map((a) => a.id)).size;
+    log(`events: ${producedPerSecond}/s produced; SSE p50 ${toSse.p50} p99 ${toSse.p99} ms (${run.length}/${expected}); webhook p50 ${toHook.p50} p99 ${toHook.p99} ms (${hooks.length}/${expected})`);
+    return {
+      id: 'events',
+      title,
+      status: 'ok',
+      setup: `${SECONDS} s measured after ${WARMUP_SECONDS} s of warm-up: nodemailer (pool of 5 SMTP connections) sends ${MESSAGES_PER_SECOND} messages a second, paced by the clock, each to ${INBOXES} inboxes, so ${TARGET_EVENTS_PER_SECOND} message.received events a second (${expected} measured); one SSE client (fetch on GET /events/stream?types=message.received) and one webhook per inbox (inboxIds) to a receiver answering 204, both on loopback in the bench process. Latency = arrival − the event's createdAt (recorded in the transaction that stores the message, before its commit); SMTP sends in flight at most ${maxInFlight}, ${failed} failed, sending took ${round(sendSeconds, 1)} s`,
+      rows: [
+        { metric: 'events produced per second (message.received)', unit: 'events/s', mailroom: producedPerSecond, target: `≥ ${TARGET_EVENTS_PER_SECOND * 0.95}`, met: producedPerSecond >= TARGET_EVENTS_PER_SECOND * 0.95 },
+        { metric: 'event → SSE client, p50', unit: 'ms', mailroom: toSse.p50 },
+        { metric: 'event → SSE client, p99', unit: 'ms', mailroom: toSse.p99, note: `max ${toSse.max} ms` },
+        { metric: 'event → webhook receiver, p50', unit: 'ms', mailroom: toHook.p50 },
+        { metric: 'event → webhook receiver, p99', unit: 'ms', mailroom: toHook.p99, note: `max ${toHook.max} ms` },
+        {
+          metric: 'events received (SSE / webhook) of those sent',
+          unit: '',
+          mailroom: null,
+          note: `SSE ${run.length} (${unique(run)} distinct), webhook ${hooks.length} (${unique(hooks)} distinct) of ${expected}`,
+          target: 'all, once each',
+          met: run.length === expected && unique(run) === expected && hooks.length >= expected && unique(hooks) === expected,
+        },
+      ],
+      details: { sse: toSse, webhook: toHook, producedPerSecond, maxInFlight, failed },
+    };
+  } finally {
+    stream.abort();
+    transport.close();
+    await m.stop();
+    receiver.close();
+  }
+}
