@@ -4,11 +4,10 @@
 // loopback (one message.received webhook per inbox) timestamp each event as it arrives;
 // latency = arrival − the event's createdAt (stamped when it is recorded, in the transaction
 // that stores the message; same machine, same clock).
-import { createServer } from 'node:http';
 import nodemailer from 'nodemailer';
 import type { TestDns } from '../../test/support/dns.ts';
 import { createInbox, startMailroom } from '../mailroom.ts';
-import { log, round, sleep, summarize, waitFor, type ScenarioResult } from '../support.ts';
+import { log, round, sleep, startReceiver, summarize, waitFor, type ScenarioResult } from '../support.ts';
 
 const INBOXES = 20;
 const MESSAGES_PER_SECOND = 25;
@@ -32,20 +31,8 @@ const measured = (a: Arrival) => a.subject.startsWith('events run ');
 export async function eventLatency(env: { dns: TestDns }): Promise<ScenarioResult> {
   const title = '(j) Event latency at 500 events/s: event → SSE and event → webhook';
   const webhook: Arrival[] = [];
-  const receiver = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const at = Date.now();
-      res.writeHead(204).end();
-      try {
-        webhook.push(arrival(JSON.parse(Buffer.concat(chunks).toString('utf8')), at));
-      } catch {
-        // not an event
-      }
-    });
-  });
-  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', () => r()));
+  // Arrival times are wall-clock ms, comparable with the events' createdAt.
+  const receiver = await startReceiver((e, at) => webhook.push(arrival(e, performance.timeOrigin + at)));
   const m = await startMailroom('events', { dns: env.dns.server, config: { jobs: { concurrency: 32 } } });
   const transport = nodemailer.createTransport({ host: '127.0.0.1', port: m.smtpPort, secure: false, ignoreTLS: true, pool: true, maxConnections: 5, maxMessages: Infinity });
   const stream = new AbortController();
@@ -55,7 +42,7 @@ export async function eventLatency(env: { dns: TestDns }): Promise<ScenarioResul
     // One webhook per inbox (scoped with inboxIds): deliveries to one webhook run at most 4 at
     // a time (src/jobs/handlers/webhook.ts), too few for 500 a second to one URL.
     for (const inbox of inboxes) {
-      const hook = await m.api('POST', '/webhooks', { url: `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hook`, events: ['message.received'], inboxIds: [inbox.id] });
+      const hook = await m.api('POST', '/webhooks', { url: receiver.url, events: ['message.received'], inboxIds: [inbox.id] });
       if (hook.status !== 201) throw new Error(`POST /webhooks: ${hook.status} ${JSON.stringify(hook.body)}`);
     }
 
@@ -67,7 +54,7 @@ export async function eventLatency(env: { dns: TestDns }): Promise<ScenarioResul
       const decoder = new TextDecoder();
       let buf = '';
       for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-        const at = Date.now();
+        const at = performance.timeOrigin + performance.now();
         buf += decoder.decode(chunk, { stream: true });
         let end: number;
         while ((end = buf.indexOf('\n\n')) !== -1) {
