@@ -7,6 +7,8 @@ import type { AppContext } from '../context.ts';
 import type { BounceTarget } from '../domain/bounce-address.ts';
 import { resolveBounceRecipient, resolveRecipient } from '../domain/inbound.ts';
 import { receiveInbound } from '../domain/spool.ts';
+import { LARGE_MESSAGE_BYTES, stageInbound, type InboundStage } from '../domain/inbound-large.ts';
+import type { InboundInput } from '../domain/inbound.ts';
 import type { InboxRow } from '../domain/inboxes.ts';
 import { errorFields } from '../log.ts';
 import type { Service } from '../main.ts';
@@ -42,25 +44,57 @@ export function createSmtpService(ctx: AppContext): SmtpService {
     let size = 0;
     let held = 0;
     let overBudget = false;
+    /** A message past LARGE_MESSAGE_BYTES goes on to a staged file (src/domain/inbound-large.ts). */
+    let stage: InboundStage | undefined;
+    let head: Buffer | undefined;
+    let unstaged = false;
+    const mailFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : '';
+    const envelope = { mailFrom, remoteAddress: session.remoteAddress, heloName: session.hostNameAppearsAs, secure: session.secure };
     const release = () => {
       memory.release(held);
       held = 0;
+    };
+    const drop = () => {
+      chunks.length = 0;
+      head = undefined;
+      void stage?.discard();
+      stage = undefined;
     };
     stream.on('data', (chunk: Buffer) => {
       size += chunk.length;
       // Past the limit the rest is read and dropped (the client must finish DATA to hear 552),
       // and so is the rest of a transaction the memory budget cannot hold (452 at the end).
-      if (size > maxBytes || overBudget) return;
-      if (!memory.take(held, chunk.length)) {
-        overBudget = true;
-        chunks.length = 0;
-        return release();
+      if (size > maxBytes || overBudget || unstaged) return drop();
+      if (!stage) {
+        if (!memory.take(held, chunk.length)) {
+          overBudget = true;
+          drop();
+          return release();
+        }
+        held += chunk.length;
+        chunks.push(chunk);
+        if (size <= LARGE_MESSAGE_BYTES) return;
+        // From here on the bytes go to disk as they come; memory keeps the first ones (the
+        // header section, for authentication) and no more.
+        stage = stageInbound(ctx, envelope);
+        head = Buffer.concat(chunks.splice(0));
+        chunk = head;
       }
-      held += chunk.length;
-      chunks.push(chunk);
+      // The client waits while the disk catches up (smtp-server stops reading its socket).
+      const wait = stage.write(chunk);
+      if (wait) {
+        stream.pause();
+        wait.catch((err: unknown) => {
+          // A full or failing disk: the rest is read and dropped, and the sender retries later.
+          ctx.log.error('smtp message not staged', { session: session.id, ...errorFields(err) });
+          unstaged = true;
+          drop();
+        }).finally(() => stream.resume());
+      }
     });
     stream.on('error', (err) => {
       release();
+      drop();
       done(replyFor(err));
     });
     stream.on('end', () => {
@@ -73,22 +107,24 @@ export function createSmtpService(ctx: AppContext): SmtpService {
         countSmtpLimited(ctx, 'memory_budget');
         return done(smtpReply(452, '4.3.1', 'too much mail in progress, try again later'));
       }
+      if (unstaged) {
+        release();
+        countSmtpMessage(ctx, 'rejected');
+        return done(smtpReply(451, '4.3.0', 'local error in processing, try again later'));
+      }
       const rcpts = session.envelope.rcptTo as Recipient[];
       const recipients = rcpts.flatMap((r) => (r.inbox ? [r.inbox] : []));
       const bounces = rcpts.flatMap((r) => (r.bounce ? [r.bounce] : []));
-      const mailFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : '';
-      const raw = Buffer.concat(chunks, size);
-      chunks.length = 0; // the pieces are garbage now, not held until the reply
-      receiveInbound(ctx, {
-        raw,
-        mailFrom,
-        recipients,
-        bounces,
-        remoteAddress: session.remoteAddress,
-        heloName: session.hostNameAppearsAs,
-        secure: session.secure,
-      })
-        .finally(release)
+      // A staged message's file is the stored raw file once renamed; if it never is (refused,
+      // failed), it is removed here.
+      const staging = stage;
+      const raw: Promise<InboundInput['raw']> = staging ? staging.finish(head!) : Promise.resolve(Buffer.concat(chunks.splice(0), size));
+      raw
+        .then((message) => receiveInbound(ctx, { ...envelope, raw: message, recipients, bounces }))
+        .finally(() => {
+          release();
+          return staging?.discard();
+        })
         .then(
           ({ messageIds, spooledAs }) => {
             countSmtpMessage(ctx, 'accepted');
