@@ -10,7 +10,7 @@ import type { Attachment, ParsedMail } from 'mailparser';
 import type { AppContext } from '../context.ts';
 import { newId } from '../ids.ts';
 import { StagedWriter, removeStaged, type StagedFile } from '../storage/staging.ts';
-import { loadMailparser, traceHeaders, type InboundInput } from './inbound.ts';
+import { loadMailparser, traceHeaders, unparsedMessage, type InboundInput } from './inbound.ts';
 
 /**
  * Messages up to this size are held in memory (and may be spooled, src/domain/spool.ts); larger
@@ -80,8 +80,9 @@ const COPIED = ['subject', 'references', 'date', 'to', 'from', 'cc', 'bcc', 'mes
 /**
  * Parses a staged message as simpleParser would (the same options as parseMessage in
  * inbound.ts), except that attachment bytes past ATTACHMENT_MEMORY_BYTES in all are written to
- * staged files, named in `staged` (the caller removes them). Rejects as simpleParser does; the
- * staged files made so far are removed then.
+ * staged files, named in `files` (the caller removes them). A message mailparser fails on is
+ * kept as parseMessage keeps it (unparsedMessage); a failure to read the file rejects. Either
+ * way the staged files made so far are removed.
  */
 export async function parseStaged(ctx: AppContext, staged: StagedMessage): Promise<{ parsed: ParsedMail; files: string[] }> {
   const { MailParser } = await loadMailparser();
@@ -127,7 +128,7 @@ export async function parseStaged(ctx: AppContext, staged: StagedMessage): Promi
         source.destroy();
         reject(err);
       };
-      parser.on('error', fail);
+      parser.on('error', (err: Error) => fail(Object.assign(err, { unparsable: true })));
       parser.on('headers', (headers) => {
         mail.headers = headers;
         mail.headerLines = (parser as unknown as { headerLines: ParsedMail['headerLines'] }).headerLines;
@@ -162,6 +163,7 @@ export async function parseStaged(ctx: AppContext, staged: StagedMessage): Promi
     });
   } catch (err) {
     await removeStaged(files);
+    if ((err as { unparsable?: boolean }).unparsable) return { parsed: unparsedMessage(staged.head), files: [] };
     throw err;
   }
   return { parsed: mail, files };

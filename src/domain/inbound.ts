@@ -133,11 +133,15 @@ async function parseMessage(raw: Buffer): Promise<ParsedMail> {
   try {
     return await simpleParser(raw, { skipTextToHtml: true, skipImageLinks: true, keepCidLinks: true, skipHtmlToText: false });
   } catch {
-    // Keep the raw bytes; take the subject from the header block if one can be seen.
-    const head = raw.subarray(0, 65_536).toString('latin1');
-    const subject = /^subject:[ \t]*(.*(?:\r?\n[ \t].*)*)/im.exec(head)?.[1]?.replace(/\r?\n[ \t]+/g, ' ').trim();
-    return { attachments: [], headers: new Map(), headerLines: [], html: false, subject, text: undefined } as unknown as ParsedMail;
+    return unparsedMessage(raw);
   }
+}
+
+/** What is kept of a message mailparser fails on: the raw bytes, and the subject if the header block shows one. */
+export function unparsedMessage(raw: Buffer): ParsedMail {
+  const head = raw.subarray(0, 65_536).toString('latin1');
+  const subject = /^subject:[ \t]*(.*(?:\r?\n[ \t].*)*)/im.exec(head)?.[1]?.replace(/\r?\n[ \t]+/g, ' ').trim();
+  return { attachments: [], headers: new Map(), headerLines: [], html: false, subject, text: undefined } as unknown as ParsedMail;
 }
 
 function addressesOf(field: AddressObject | AddressObject[] | undefined): string[] {
