@@ -144,6 +144,23 @@ describe('a message larger than LARGE_MESSAGE_BYTES', () => {
     assert.deepEqual(filesUnder('tmp'), []);
   });
 
+  test('a connection lost in the middle of DATA leaves no staged file', async () => {
+    const { client } = await SmtpClient.open(t.server.smtpPort);
+    await client.cmd('EHLO tester.example');
+    await client.cmd('MAIL FROM:<bob@example.org>');
+    await client.cmd('RCPT TO:<big@agents.test>');
+    assert.equal((await client.cmd('DATA')).code, 354);
+    client.socket.write(`Subject: cut off\r\n\r\n${`${'z'.repeat(76)}\r\n`.repeat(Math.ceil((3 * LARGE_MESSAGE_BYTES) / 78))}`);
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(filesUnder('tmp').length, 1, 'the message was being staged');
+    // A connection lost (RST): a client that only half-closes is held to smtp.idle_timeout,
+    // since its last bytes may still be on their way through the parser (api.md).
+    client.socket.resetAndDestroy();
+    const deadline = Date.now() + 5000;
+    while (filesUnder('tmp').length && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    assert.deepEqual(filesUnder('tmp'), []);
+  });
+
   test('only whitespace: 554 5.6.0 like an empty message, nothing stored or left', async () => {
     const { client } = await SmtpClient.open(t.server.smtpPort);
     await client.cmd('EHLO tester.example');
