@@ -19,6 +19,7 @@ import { createApiKey, revokeApiKey } from '../../src/domain/apikeys.ts';
 import { dkimTxtValue, publishedKeyFor } from '../../src/domain/dkim-keys.ts';
 import { setDailyLimit, suspendInbox, unsuspendInbox } from '../../src/domain/inboxes.ts';
 import { renderMetrics } from '../../src/metrics.ts';
+import { describeStartup, renderStartup } from '../../src/startup.ts';
 import { AUTH_COOL_DOWN_MS, MAX_AUTH_FAILURES } from '../../src/smtp/auth-failures.ts';
 import { startTestDns, type TestDns, type TestRecord } from '../support/dns.ts';
 import { startTestMx, type TestMx } from '../support/mx.ts';
@@ -226,6 +227,16 @@ describe('sending through submission', () => {
     await assertDkimPass(captured.raw);
     assert.equal((await simpleParser(captured.raw)).text?.trim(), 'swaks body');
   });
+});
+
+test('the start-up block shows the submission address (and no such line when it is off)', () => {
+  const bound = { httpUrl: t.url, smtpPort: t.server.smtpPort, submissionPort: t.server.submissionPort, metricsPort: 0, services: [] };
+  const info = describeStartup(t.server.ctx, bound, undefined);
+  assert.equal(info.submission, `0.0.0.0:${t.server.submissionPort}`);
+  assert.match(renderStartup(info), new RegExp(`^  submission  0\\.0\\.0\\.0:${t.server.submissionPort}$`, 'm'));
+  const off = describeStartup({ ...t.server.ctx, config: { ...t.server.ctx.config, submission: { listen: null } } }, bound, undefined);
+  assert.equal(off.submission, 'off');
+  assert.doesNotMatch(renderStartup(off), /submission/);
 });
 
 describe('refusals', () => {
