@@ -4,6 +4,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { createServer as createHttpServer } from 'node:http';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -183,6 +184,30 @@ export async function startBaseline(file: string, args: string[] = []): Promise<
     return /listening (\d+)(.*)\n/.exec(out) ?? undefined;
   }, 20_000);
   return { child, port: Number(line[1]), extra: line[2].trim().split(' ').filter(Boolean) };
+}
+
+/**
+ * A webhook receiver on loopback answering 204: `onEvent` gets each POSTed JSON body and the
+ * time (performance.now()) it was read in full; bodies that do not parse are ignored.
+ */
+export async function startReceiver(onEvent: (event: any, at: number) => void): Promise<{ url: string; close(): void }> {
+  const server = createHttpServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const at = performance.now();
+      res.writeHead(204).end();
+      let event: unknown;
+      try {
+        event = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+      } catch {
+        return; // not an event
+      }
+      onEvent(event, at);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}/hook`, close: () => server.close() };
 }
 
 // ---- Tools -------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ import { createJobRunner } from './jobs/runner.ts';
 import { JOB_HANDLERS } from './jobs/handlers/index.ts';
 import { createMetricsService } from './http/metrics.ts';
 import { createSmtpService } from './smtp/inbound.ts';
+import { createSubmissionService } from './smtp/submission.ts';
 import { createOutboundService } from './outbound/deliver.ts';
 import { createDomainRecheck } from './domain/domain-recheck.ts';
 import { describeStartup, listenFailure, type StartupInfo } from './startup.ts';
@@ -34,6 +35,8 @@ export interface RunningServer {
   services: Service[];
   /** Port the SMTP listener bound (0 when none). */
   smtpPort: number;
+  /** Port the SMTP submission listener bound (0 when off). */
+  submissionPort: number;
   close(): Promise<void>;
 }
 
@@ -48,7 +51,7 @@ export interface StartOptions {
 }
 
 /** The config key of each listening service, named when its address cannot be bound. */
-const LISTEN_KEYS: Record<string, 'smtp' | 'metrics'> = { smtp: 'smtp', metrics: 'metrics' };
+const LISTEN_KEYS: Record<string, 'smtp' | 'metrics' | 'submission'> = { smtp: 'smtp', metrics: 'metrics', submission: 'submission' };
 
 /** Periodic housekeeping: expired idempotency records, events and delivery logs past retention, files a crash left without a row. */
 function housekeeping(ctx: AppContext): Service {
@@ -84,11 +87,11 @@ function housekeeping(ctx: AppContext): Service {
 }
 
 /**
- * Started in this order, stopped in reverse. The SMTP listener is last so that it is the first
- * to stop accepting at shutdown (like HTTP), instead of taking new sessions while the job
+ * Started in this order, stopped in reverse. The SMTP listeners (MX, then submission) are last so
+ * that they are the first to stop accepting at shutdown (like HTTP), instead of taking new sessions while the job
  * runner drains; the runner stops before the outbound pools its deliveries use.
  */
-export const SERVICE_FACTORIES: Array<(ctx: AppContext) => Service> = [housekeeping, createMetricsService, createOutboundService, (ctx) => createJobRunner(ctx, JOB_HANDLERS), createDomainRecheck, createSmtpService, eventWatchers];
+export const SERVICE_FACTORIES: Array<(ctx: AppContext) => Service> = [housekeeping, createMetricsService, createOutboundService, (ctx) => createJobRunner(ctx, JOB_HANDLERS), createDomainRecheck, createSmtpService, createSubmissionService, eventWatchers];
 
 /**
  * Open event streams and long-polls (src/domain/event-feed.ts). Stopped first: the streams end
@@ -137,9 +140,12 @@ export async function startServer(config: Config, log: Logger, opts: StartOption
     }
     const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
     const httpUrl = `http://${host}:${addr.port}`;
-    const smtp = services.find((s) => s.name === 'smtp') as (Service & { port?: number }) | undefined;
-    const metrics = services.find((s) => s.name === 'metrics') as (Service & { port?: number }) | undefined;
-    const info = describeStartup(ctx, { httpUrl, smtpPort: smtp?.port ?? 0, metricsPort: metrics?.port ?? 0, services: services.map((s) => s.name) }, opts.configFile);
+    const portOf = (name: string) => (services.find((s) => s.name === name) as (Service & { port?: number }) | undefined)?.port ?? 0;
+    const info = describeStartup(
+      ctx,
+      { httpUrl, smtpPort: portOf('smtp'), submissionPort: portOf('submission'), metricsPort: portOf('metrics'), services: services.map((s) => s.name) },
+      opts.configFile,
+    );
     if (opts.announce) opts.announce(info);
     else {
       const { warnings, ...fields } = info;
@@ -152,7 +158,8 @@ export async function startServer(config: Config, log: Logger, opts: StartOption
       http,
       httpUrl,
       services,
-      smtpPort: smtp?.port ?? 0,
+      smtpPort: portOf('smtp'),
+      submissionPort: portOf('submission'),
       close: () => (closing ??= shutdown(ctx, http, started)),
     };
   } catch (err) {

@@ -107,6 +107,8 @@ export interface Metrics {
   smtpMessages: Counter;
   smtpRecipients: Counter;
   smtpLimited: Counter;
+  submissionAuth: Counter;
+  submissionMessages: Counter;
   /** The two HTTP series of each method, route and status, found by one map lookup per request. */
   httpSeries: Map<string, { requests: { value: number }; duration: HistogramSeries }>;
   startedAt: number;
@@ -129,6 +131,11 @@ export function metricsOf(ctx: AppContext): Metrics {
         'mailroom_smtp_sessions_limited_total',
         'SMTP sessions refused or closed with 421 by a limit: per_ip (smtp.max_connections_per_ip), session_time (smtp.max_session_time), junk_commands (smtp.max_junk_commands), memory_budget (smtp.memory_budget, 452 4.3.1 and the sender retries).',
       ),
+      submissionAuth: new Counter(
+        'mailroom_submission_auth_total',
+        'SMTP submission AUTH attempts by result: accepted, rejected (535 5.7.8), rate_limited (454 4.7.0: too many failures from the client address).',
+      ),
+      submissionMessages: new Counter('mailroom_submission_messages_total', 'Messages submitted over SMTP submission by result: accepted (queued for sending) or rejected.'),
       httpSeries: new Map(),
       startedAt: Date.now(),
     };
@@ -143,6 +150,9 @@ export const countSmtpSession = (ctx: AppContext) => metricsOf(ctx).smtpSessions
 export const countSmtpMessage = (ctx: AppContext, result: 'accepted' | 'rejected') => metricsOf(ctx).smtpMessages.inc({ result });
 export const countSmtpRecipient = (ctx: AppContext, result: 'accepted' | 'rejected') => metricsOf(ctx).smtpRecipients.inc({ result });
 export const countSmtpLimited = (ctx: AppContext, reason: 'per_ip' | 'session_time' | 'junk_commands' | 'memory_budget') => metricsOf(ctx).smtpLimited.inc({ reason });
+
+export const countSubmissionAuth = (ctx: AppContext, result: 'accepted' | 'rejected' | 'rate_limited') => metricsOf(ctx).submissionAuth.inc({ result });
+export const countSubmission = (ctx: AppContext, result: 'accepted' | 'rejected') => metricsOf(ctx).submissionMessages.inc({ result });
 
 /** A registered route, as src/http/routes.ts records it. */
 export interface RoutePattern {
@@ -270,6 +280,7 @@ async function scrape(ctx: AppContext, state: ScrapeState): Promise<string> {
 
   lines.push(...m.httpRequests.render(), ...m.httpDuration.render());
   lines.push(...m.smtpSessions.render(), ...m.smtpMessages.render(), ...m.smtpRecipients.render(), ...m.smtpLimited.render());
+  lines.push(...m.submissionAuth.render(), ...m.submissionMessages.render());
 
   const snapshot = ctx.db.transaction((tx) => ({
     // Index-only (jobs_kind_due), whatever the number of finished jobs kept.

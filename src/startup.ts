@@ -17,6 +17,8 @@ export interface StartupInfo {
   http: string;
   dashboard: string;
   smtp: string;
+  /** The SMTP submission listener's address, or "off". */
+  submission: string;
   /** The Prometheus endpoint's address, or "off". */
   metrics: string;
   outbound: Config['outbound']['mode'];
@@ -45,7 +47,7 @@ export const LIVE_SENDING_WARNING =
 
 export function describeStartup(
   ctx: AppContext,
-  bound: { httpUrl: string; smtpPort: number; metricsPort: number; services: string[] },
+  bound: { httpUrl: string; smtpPort: number; submissionPort: number; metricsPort: number; services: string[] },
   configFile: string | undefined,
 ): StartupInfo {
   const c = ctx.config;
@@ -60,6 +62,7 @@ export function describeStartup(
     http: bound.httpUrl,
     dashboard: `${bound.httpUrl}/dashboard`,
     smtp: hostPort(c.smtp.listen!.host, bound.smtpPort),
+    submission: c.submission.listen ? hostPort(c.submission.listen.host, bound.submissionPort) : 'off',
     metrics: c.metrics.listen ? hostPort(c.metrics.listen.host, bound.metricsPort) : 'off',
     outbound: c.outbound.mode,
     ...(c.outbound.relay ? { relay: redactRelay(c.outbound.relay) } : {}),
@@ -81,6 +84,7 @@ export function renderStartup(info: StartupInfo): string {
     ['HTTP API', info.http],
     ['dashboard', info.dashboard],
     ['SMTP', info.smtp],
+    ...(info.submission === 'off' ? [] : [['submission', info.submission] as [string, string]]),
     ['metrics', info.metrics],
     ['outbound', outbound],
   ];

@@ -114,7 +114,7 @@ export async function pgClients(): Promise<ScenarioResult> {
     }
     return {
       id: 'pg-clients',
-      title: '(j) PostgreSQL client: postgres against pg',
+      title: '(k) PostgreSQL client: postgres against pg',
       status: 'ok',
       setup: `private PostgreSQL cluster on loopback, fsync on; pool of ${POOL}; ${READS} reads and ${WRITES} insert transactions at ${CONCURRENCY} concurrent callers after a warm-up; rows as arrays, statements prepared per connection. "mailroom" is the postgres client the adapter uses.`,
       rows,

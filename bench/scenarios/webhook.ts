@@ -1,33 +1,18 @@
 // (d) Webhook latency: one message at a time over a reused SMTP connection (nodemailer pool)
 // into an inbox with a `message.received` webhook on a loopback receiver; per message, the
 // time from the 250 (the commit) and from the start of the SMTP transaction to the POST.
-import { createServer } from 'node:http';
 import nodemailer from 'nodemailer';
 import type { TestDns } from '../../test/support/dns.ts';
 import { createInbox, startMailroom } from '../mailroom.ts';
-import { SkipError, log, summarize, type ScenarioResult } from '../support.ts';
+import { SkipError, log, startReceiver, summarize, type ScenarioResult } from '../support.ts';
 
 const COUNT = 200;
 const WARMUP = 20;
 
 export async function webhookLatency(env: { dns: TestDns }): Promise<ScenarioResult> {
   const waiting = new Map<string, (at: number) => void>();
-  const receiver = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const at = performance.now();
-      res.writeHead(204).end();
-      try {
-        const subject = (JSON.parse(Buffer.concat(chunks).toString('utf8')) as { data?: { subject?: string } }).data?.subject ?? '';
-        waiting.get(subject)?.(at);
-      } catch {
-        // not ours
-      }
-    });
-  });
-  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', () => r()));
-  const hookUrl = `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hook`;
+  const receiver = await startReceiver((e: { data?: { subject?: string } }, at) => waiting.get(e.data?.subject ?? '')?.(at));
+  const hookUrl = receiver.url;
   const m = await startMailroom('webhook', { dns: env.dns.server });
   const transport = nodemailer.createTransport({ host: '127.0.0.1', port: m.smtpPort, secure: false, ignoreTLS: true, pool: true, maxConnections: 1, maxMessages: Infinity });
   try {

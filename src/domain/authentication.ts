@@ -1,6 +1,7 @@
 // Sender authenticity of inbound mail: SPF (RFC 7208), DKIM (RFC 6376) and DMARC (RFC 7489)
 // evaluated by mailauth with DNS through ctx.dns (dns.servers). The outcome is recorded, never
 // enforced: a DNS outage yields `temperror` and the message is still accepted.
+import type { Readable } from 'node:stream';
 import type { AppContext } from '../context.ts';
 
 // mailauth, with what it pulls in, is loaded by the first inbound message rather than at
@@ -93,7 +94,8 @@ const DKIM_RANK = ['pass', 'temperror', 'fail', 'permerror', 'policy', 'neutral'
 
 export async function authenticateMessage(
   ctx: AppContext,
-  input: { raw: Buffer; mailFrom: string; remoteAddress?: string; heloName?: string },
+  /** `raw`: the message; for a large one, its first bytes, and `whole` opens all of it (a DKIM signature covers the body). */
+  input: { raw: Buffer; whole?: () => Readable; mailFrom: string; remoteAddress?: string; heloName?: string },
 ): Promise<AuthenticationResults> {
   if (headerLineCount(input.raw) > MAX_HEADER_LINES) {
     ctx.log.warn('sender authentication skipped: header section too long', { maxLines: MAX_HEADER_LINES });
@@ -110,7 +112,8 @@ export async function authenticateMessage(
   try {
     // Without a DKIM-Signature the body cannot change any result: mailauth gets the header
     // section alone instead of hashing the body for nothing (bench/: ~0.2 ms per 10 KB message).
-    const run = authenticate(authenticationInput(input.raw), {
+    const message = authenticationInput(input.raw);
+    const run = authenticate(message === input.raw && input.whole ? input.whole() : message, {
       ip: input.remoteAddress ? input.remoteAddress.replace(/^::ffff:/, '') : undefined,
       helo: input.heloName || undefined,
       sender: input.mailFrom || undefined,

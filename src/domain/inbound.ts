@@ -24,6 +24,8 @@ import { insertMessageRow, messageView, type MessageRow } from './messages.ts';
 import { findOutboundRow } from './sending.ts';
 import { messageIdsIn, threadForMessage } from './threads.ts';
 import { isoNow } from './time.ts';
+import { isStaged, parseStaged, readStaged, type LargeAttachment, type StagedMessage } from './inbound-large.ts';
+import { removeStaged } from '../storage/staging.ts';
 
 /**
  * Early handlers for reports about our own outbound mail (DSN multipart/report, ARF feedback).
@@ -107,7 +109,8 @@ export function servesDomain(ctx: AppContext, domain: string): boolean {
 }
 
 export interface InboundInput {
-  raw: Buffer;
+  /** The message: in memory, or staged on disk when large (src/domain/inbound-large.ts). */
+  raw: Buffer | StagedMessage;
   /** Envelope sender (MAIL FROM); '' for the null reverse-path of bounces. */
   mailFrom: string;
   recipients: InboxRow[];
@@ -126,7 +129,7 @@ export interface InboundInput {
 // mailparser is loaded by the first inbound message, not at start-up (bench/: ~20 MB of
 // resident memory and ~0.3 s of start time an idle appliance does not need).
 let mailparser: Promise<typeof import('mailparser')> | undefined;
-const loadMailparser = () => (mailparser ??= import('mailparser'));
+export const loadMailparser = () => (mailparser ??= import('mailparser'));
 
 /** Parses with mailparser; a parser failure still yields a message built from what can be read. */
 async function parseMessage(raw: Buffer): Promise<ParsedMail> {
@@ -134,11 +137,15 @@ async function parseMessage(raw: Buffer): Promise<ParsedMail> {
   try {
     return await simpleParser(raw, { skipTextToHtml: true, skipImageLinks: true, keepCidLinks: true, skipHtmlToText: false });
   } catch {
-    // Keep the raw bytes; take the subject from the header block if one can be seen.
-    const head = raw.subarray(0, 65_536).toString('latin1');
-    const subject = /^subject:[ \t]*(.*(?:\r?\n[ \t].*)*)/im.exec(head)?.[1]?.replace(/\r?\n[ \t]+/g, ' ').trim();
-    return { attachments: [], headers: new Map(), headerLines: [], html: false, subject, text: undefined } as unknown as ParsedMail;
+    return unparsedMessage(raw);
   }
+}
+
+/** What is kept of a message mailparser fails on: the raw bytes, and the subject if the header block shows one. */
+export function unparsedMessage(raw: Buffer): ParsedMail {
+  const head = raw.subarray(0, 65_536).toString('latin1');
+  const subject = /^subject:[ \t]*(.*(?:\r?\n[ \t].*)*)/im.exec(head)?.[1]?.replace(/\r?\n[ \t]+/g, ' ').trim();
+  return { attachments: [], headers: new Map(), headerLines: [], html: false, subject, text: undefined } as unknown as ParsedMail;
 }
 
 function addressesOf(field: AddressObject | AddressObject[] | undefined): string[] {
@@ -157,7 +164,7 @@ function addressesOf(field: AddressObject | AddressObject[] | undefined): string
  * Trace fields for a message that arrived over SMTP (RFC 5321 §4.4: the receiving server MUST
  * add a Received line, and the delivering one a Return-Path). Local deliveries carry none.
  */
-function traceHeaders(ctx: AppContext, input: InboundInput, id: string, at: Date): Buffer {
+export function traceHeaders(ctx: AppContext, input: Pick<InboundInput, 'mailFrom' | 'remoteAddress' | 'heloName' | 'secure'>, id: string, at: Date): Buffer {
   if (!input.remoteAddress) return Buffer.alloc(0);
   // Controls, spaces and angle brackets cannot be in these fields; UTF-8 (RFC 6531) can.
   const clean = (v: string) => v.replace(/[\x00-\x20\x7f<>]/g, '').slice(0, 255);
@@ -175,8 +182,10 @@ const VALID_MSGID = /^<[^<>\s]{1,900}>$/;
 interface PreparedAttachment {
   filename: string;
   contentType: string;
-  content: Buffer;
+  size: number;
   sha256: string;
+  /** The bytes in memory, or the staged file holding them (a large message's). */
+  content: Buffer | { staged: string };
 }
 
 /** True for a message with no content at all (only whitespace): refused, not stored. */
@@ -193,6 +202,8 @@ export function isEmptyMessage(raw: Buffer): boolean {
 export interface PreparedInbound {
   files: string[];
   store(tx: Tx): string[];
+  /** Staged attachment files to remove once `store` has committed or failed. */
+  staged: string[];
 }
 
 /**
@@ -214,6 +225,8 @@ export async function acceptInbound(ctx: AppContext, input: InboundInput): Promi
   } catch (err) {
     releaseBlobs(ctx, prepared.files);
     throw err;
+  } finally {
+    await removeStaged(prepared.staged);
   }
   // Inboxes gone at `store`, or a redelivery stored nothing new: their planned files go.
   releaseBlobs(ctx, prepared.files);
@@ -227,13 +240,28 @@ export async function acceptInbound(ctx: AppContext, input: InboundInput): Promi
  * and the files. Null when a report handler consumed the message (nothing to store).
  */
 export async function prepareInbound(ctx: AppContext, input: InboundInput): Promise<PreparedInbound | null> {
-  if (isEmptyMessage(input.raw)) throw new AppError('VALIDATION_ERROR', 'empty message');
-  const parsed = await parseMessage(input.raw);
-
-  // ---- Reports about our own outbound mail (DSN/ARF): handled by INBOUND_REPORT_HANDLERS. ----
-  for (const handle of INBOUND_REPORT_HANDLERS) {
-    if (await handle(ctx, parsed, input)) return null;
+  const raw = input.raw;
+  if (isStaged(raw) ? raw.blank : isEmptyMessage(raw)) throw new AppError('VALIDATION_ERROR', 'empty message');
+  // A large message is parsed from its file, its large attachments staged (removed after the commit).
+  const { parsed, files: staged } = isStaged(raw) ? await parseStaged(ctx, raw) : { parsed: await parseMessage(raw), files: [] };
+  try {
+    // ---- Reports about our own outbound mail (DSN/ARF): handled by INBOUND_REPORT_HANDLERS. ----
+    for (const handle of INBOUND_REPORT_HANDLERS) {
+      if (await handle(ctx, parsed, input)) {
+        await removeStaged(staged);
+        return null;
+      }
+    }
+    return { ...(await prepareStore(ctx, input, parsed)), staged };
+  } catch (err) {
+    await removeStaged(staged);
+    throw err;
   }
+}
+
+/** prepareInbound once the message is parsed and is no report: authentication, files, and the store step. */
+async function prepareStore(ctx: AppContext, input: InboundInput, parsed: ParsedMail): Promise<Omit<PreparedInbound, 'staged'>> {
+  const raw = input.raw;
 
   // Mail at a bounce address that is no report (an out-of-office reply to the Return-Path, a
   // DSN from a non-null sender) is delivered to the inbox that sent the message it names.
@@ -247,16 +275,18 @@ export async function prepareInbound(ctx: AppContext, input: InboundInput): Prom
   const inReplyTo = messageIdsIn(parsed.inReplyTo)[0] ?? null;
   const references = messageIdsIn(parsed.references);
   const parents = messageIdsIn(references, inReplyTo);
-  const atts: PreparedAttachment[] = parsed.attachments.map((a, i) => ({
+  const atts: PreparedAttachment[] = (parsed.attachments as LargeAttachment[]).map((a, i) => ({
     filename: cleanFilename(a.filename, `attachment-${i + 1}`),
     contentType: cleanContentType(a.contentType),
-    content: a.content,
-    sha256: createHash('sha256').update(a.content).digest('hex'),
+    size: a.staged?.size ?? a.content.length,
+    sha256: a.staged?.sha256 ?? createHash('sha256').update(a.content).digest('hex'),
+    content: a.staged ? { staged: a.staged.path } : a.content,
   }));
 
   // Files first (fsynced), authentication alongside: both must finish before the commit. One
   // raw file for every copy of this delivery; attachment bytes by their hash.
-  const messageIds = unique.map(() => newId('msg'));
+  // A staged message's trace fields already name the first copy's id.
+  const messageIds = unique.map((_, i) => (i === 0 && isStaged(raw) ? raw.id : newId('msg')));
   const rawPath = Blobs.key('raw', messageIds[0], '.eml');
   const plan = unique.map((inbox, i) => ({
     inbox,
@@ -266,20 +296,27 @@ export async function prepareInbound(ctx: AppContext, input: InboundInput): Prom
   const shared = new Map(atts.map((a) => [Blobs.contentKey('attachments', a.sha256), a.content]));
   const files = [rawPath, ...shared.keys()];
 
-  const receivedAt = input.receivedAt ?? ctx.clock.now();
+  const receivedAt = isStaged(raw) ? raw.receivedAt : (input.receivedAt ?? ctx.clock.now());
   // Trace fields and the message as received, written one after the other (a 25 MB message is
-  // not copied to prepend two lines).
-  const trace = traceHeaders(ctx, input, plan[0].id, receivedAt);
-  const stored = trace.length ? [trace, input.raw] : input.raw;
-  const storedSize = trace.length + input.raw.length;
+  // not copied to prepend two lines); a staged message has them in its file already, which
+  // becomes the raw file by a rename, before authentication reads it from there.
+  const trace = isStaged(raw) ? Buffer.alloc(0) : traceHeaders(ctx, input, plan[0].id, receivedAt);
+  const storedSize = isStaged(raw) ? raw.traceLength + raw.size : trace.length + raw.length;
+  if (isStaged(raw)) await ctx.blobs.adopt(rawPath, raw.path);
   // allSettled, not all: on a failure every write has finished before the cleanup runs, so
   // no file can appear after it.
   const [auth, ...writes] = await Promise.allSettled([
     input.skipAuthentication
       ? Promise.resolve(null)
-      : authenticateMessage(ctx, { raw: input.raw, mailFrom: input.mailFrom, remoteAddress: input.remoteAddress, heloName: input.heloName }),
-    ctx.blobs.write(rawPath, stored),
-    ...[...shared].map(([path, content]) => ctx.blobs.write(path, content)),
+      : authenticateMessage(ctx, {
+          raw: isStaged(raw) ? raw.head : raw,
+          whole: isStaged(raw) ? () => readStaged(ctx.blobs.path(rawPath), raw) : undefined,
+          mailFrom: input.mailFrom,
+          remoteAddress: input.remoteAddress,
+          heloName: input.heloName,
+        }),
+    isStaged(raw) ? Promise.resolve() : ctx.blobs.write(rawPath, trace.length ? [trace, raw] : raw),
+    ...[...shared].map(([path, content]) => (Buffer.isBuffer(content) ? ctx.blobs.write(path, content) : ctx.blobs.link(path, content.staged))),
   ]);
   const failed = [auth, ...writes].find((r) => r.status === 'rejected');
   if (failed) {
@@ -291,13 +328,16 @@ export async function prepareInbound(ctx: AppContext, input: InboundInput): Prom
   const now = isoNow(ctx.clock);
   const createdAt = receivedAt.toISOString();
   const subject = (parsed.subject ?? '').slice(0, 998);
-  const contentHash = createHash('sha256').update(input.raw).digest('hex');
+  const contentHash = isStaged(raw) ? raw.sha256 : createHash('sha256').update(raw).digest('hex');
   const since = new Date(receivedAt.getTime() - REDELIVERY_WINDOW_MS).toISOString();
   const store = (tx: Tx): string[] => {
     // An inbox deleted since RCPT gets nothing (its rows would be orphans).
     const alive = new Set(preparedQuery(ctx.db, liveInboxes).all({ ids: JSON.stringify(plan.map((p) => p.inbox.id)) }).map((r) => r.id));
     // The deletion of another message sharing these bytes may have removed them since.
-    for (const [path, content] of shared) ctx.blobs.ensureSync(path, content);
+    for (const [path, content] of shared) {
+      if (Buffer.isBuffer(content)) ctx.blobs.ensureSync(path, content);
+      else ctx.blobs.linkSync(path, content.staged);
+    }
     const ids: string[] = [];
     for (const p of plan) {
       if (!alive.has(p.inbox.id)) continue;
@@ -346,7 +386,7 @@ export async function prepareInbound(ctx: AppContext, input: InboundInput): Prom
         messageId: p.id,
         filename: a.filename,
         contentType: a.contentType,
-        size: a.content.length,
+        size: a.size,
         sha256: a.sha256,
         storagePath: a.storagePath,
         createdAt,

@@ -121,7 +121,6 @@ export async function queueSend(ctx: AppContext, accountId: string, inboxId: str
   if (everyone.length > MAX_RECIPIENTS) {
     throw new AppError('VALIDATION_ERROR', `\`to\`: at most ${MAX_RECIPIENTS} recipients (to, cc and bcc together) per message`);
   }
-  assertRecipientsAllowed(ctx, accountId, inbox.id, everyone.map((a) => a.address));
 
   // A reply: In-Reply-To is the thread's last message, References its chain (RFC 5322 §3.6.4).
   let threadId: string | undefined;
@@ -161,31 +160,110 @@ export async function queueSend(ctx: AppContext, accountId: string, inboxId: str
     throw new AppError('PAYLOAD_TOO_LARGE', `\`attachmentIds\`: attachments total ${attBytes} bytes; one message may carry at most ${ctx.config.limits.max_attachment_bytes}`);
   }
 
-  const domain = splitAddress(inbox.address)!.domain;
-  const messageIdHeader = `<${id}@${domain}>`;
+  const messageIdHeader = `<${id}@${splitAddress(inbox.address)!.domain}>`;
   const bodyText = input.bodyText || (input.bodyHtml ? await textFromHtml(input.bodyHtml) : null);
   const bodyHtml = input.bodyHtml || null;
+
+  return queueOutbound(ctx, {
+    inbox,
+    id,
+    now,
+    fromName: inbox.displayName,
+    to,
+    cc,
+    bcc,
+    recipients: everyone.map((a) => a.address),
+    subject: input.subject,
+    bodyText,
+    bodyHtml,
+    messageIdHeader,
+    inReplyTo,
+    references,
+    threadId,
+    parents: [],
+    own: carried,
+    linked: attRows,
+    origin,
+    sendAt,
+    inTransaction: opts.inTransaction,
+  });
+}
+
+/**
+ * An outbound message checked and ready to build and queue: what its source and its row carry.
+ * Made by queueSend (the API) and by SMTP submission (src/domain/submission.ts).
+ */
+export interface OutboundDraft {
+  inbox: InboxRow;
+  id: string;
+  now: Date;
+  /** The From display name. */
+  fromName: string | null;
+  to: MailAddress[];
+  cc: MailAddress[];
+  bcc: MailAddress[];
+  /** Every address the message is delivered to (to, cc and bcc without duplicates). */
+  recipients: string[];
+  subject: string;
+  bodyText: string | null;
+  bodyHtml: string | null;
+  messageIdHeader: string;
+  inReplyTo: string | null;
+  references: string[];
+  /** The thread it joins, when known; else found from `parents` (Message-IDs), else a new one. */
+  threadId?: string;
+  parents: string[];
+  /** Attachment rows of this message alone (messageId set), inserted with it. */
+  own: AttachmentRow[];
+  /** Uploaded attachments it carries (linked through message_attachments). */
+  linked: AttachmentRow[];
+  /**
+   * The bytes of `own` rows stored by content (Blobs.contentKey): put back at commit if the
+   * deletion of another message sharing them removed them meanwhile.
+   */
+  shared?: Map<string, Buffer>;
+  /** Content-IDs of `own` attachments the HTML shows inline (cid: URLs), by attachment id. */
+  cids?: Map<string, string>;
+  origin?: SendOrigin;
+  /** A scheduled send: stored `scheduled` without a source, released at this time. */
+  sendAt?: Date;
+  /** Runs inside the transaction that stores the message (SendOptions.inTransaction). */
+  inTransaction?: (tx: Tx) => void;
+}
+
+/**
+ * The part of sending every way in shares: build the MIME source (mailroom's From, no Bcc
+ * header), DKIM-sign and store it, then commit the message row, its counters (daily limit
+ * re-checked), its thread, its attachments and one job per recipient domain together. The
+ * stored source is removed if that fails.
+ */
+export async function queueOutbound(ctx: AppContext, draft: OutboundDraft): Promise<Message> {
+  const { inbox, id, now } = draft;
+  // Send lists (src/domain/lists.ts) hold for every way in: the API, drafts and SMTP submission.
+  assertRecipientsAllowed(ctx, inbox.accountId, inbox.id, draft.recipients);
+  const iso = now.toISOString();
+  const { sendAt } = draft;
   const mode = ctx.config.outbound.mode;
   const row: MessageRow = {
     id,
-    accountId,
+    accountId: inbox.accountId,
     inboxId: inbox.id,
     threadId: '',
     direction: 'outbound',
     fromAddress: inbox.address,
     fromName: inbox.displayName,
-    toAddresses: JSON.stringify(to.map((a) => a.address)),
-    ccAddresses: JSON.stringify(cc.map((a) => a.address)),
-    bccAddresses: JSON.stringify(bcc.map((a) => a.address)),
-    subject: input.subject,
-    bodyText,
-    bodyHtml,
+    toAddresses: JSON.stringify(draft.to.map((a) => a.address)),
+    ccAddresses: JSON.stringify(draft.cc.map((a) => a.address)),
+    bccAddresses: JSON.stringify(draft.bcc.map((a) => a.address)),
+    subject: draft.subject,
+    bodyText: draft.bodyText,
+    bodyHtml: draft.bodyHtml,
     delivery: mode,
     status: sendAt ? 'scheduled' : 'queued',
-    messageIdHeader,
-    inReplyTo,
-    references: JSON.stringify(references),
-    recipients: JSON.stringify(everyone.map((a): RecipientOutcome => ({ address: a.address, status: sendAt ? 'scheduled' : 'queued', response: null }))),
+    messageIdHeader: draft.messageIdHeader,
+    inReplyTo: draft.inReplyTo,
+    references: JSON.stringify(draft.references),
+    recipients: JSON.stringify(draft.recipients.map((address): RecipientOutcome => ({ address, status: sendAt ? 'scheduled' : 'queued', response: null }))),
     authentication: null,
     // A scheduled message has no source until it is released (GET /messages/{id}/raw: 404).
     rawPath: null,
@@ -196,28 +274,29 @@ export async function queueSend(ctx: AppContext, accountId: string, inboxId: str
     createdAt: iso,
     updatedAt: iso,
   };
-  if (!sendAt) Object.assign(row, await renderSource(ctx, inbox, row, { to, cc }, [...carried, ...attRows], now));
+  if (!sendAt) Object.assign(row, await renderSource(ctx, { address: inbox.address, displayName: draft.fromName }, row, { to: draft.to, cc: draft.cc }, [...draft.own, ...draft.linked], now, draft.cids));
 
   try {
     // Shared with the other sends committing at this moment (src/db/group-commit.ts): one WAL
     // fsync, off the event loop, for all of them; the 202 still follows the fsync.
     await commitGrouped(ctx.db, (tx) => {
       // Re-read: counters and status may have changed while the message was being built.
-      const fresh = findInboxRow(ctx, accountId, inbox.id);
+      const fresh = findInboxRow(ctx, inbox.accountId, inbox.id);
       if (fresh.status !== 'active') throw new AppError('INBOX_SUSPENDED', `inbox ${fresh.address} is suspended and cannot send`);
-      if (origin) assertOriginStored(tx, accountId, origin);
-      opts.inTransaction?.(tx);
+      if (draft.origin) assertOriginStored(tx, inbox.accountId, draft.origin);
+      draft.inTransaction?.(tx);
       if (!sendAt) countSend(tx, ctx, fresh);
-      row.threadId = threadForMessage(ctx.db, { accountId, inboxId: inbox.id, parents: [], subject: input.subject, at: iso, threadId });
+      row.threadId = threadForMessage(ctx.db, { accountId: inbox.accountId, inboxId: inbox.id, parents: draft.parents, subject: draft.subject, at: iso, threadId: draft.threadId });
       insertMessageRow(ctx.db, row);
-      if (carried.length) tx.insert(attachments).values(carried).run();
-      if (attRows.length) {
+      for (const [path, content] of draft.shared ?? []) ctx.blobs.ensureSync(path, content);
+      if (draft.own.length) tx.insert(attachments).values(draft.own).run();
+      if (draft.linked.length) {
         tx.insert(messageAttachments)
-          .values(attRows.map((a, position) => ({ messageId: id, attachmentId: a.id, position })))
+          .values(draft.linked.map((a, position) => ({ messageId: id, attachmentId: a.id, position })))
           .run();
       }
-      if (sendAt) scheduleRelease(tx, ctx, now, { messageId: id, to, cc }, sendAt);
-      else enqueueDeliveries(tx, ctx, now, id, planDelivery(ctx, everyone.map((a) => a.address)));
+      if (sendAt) scheduleRelease(tx, ctx, now, { messageId: id, to: draft.to, cc: draft.cc }, sendAt);
+      else enqueueDeliveries(tx, ctx, now, id, planDelivery(ctx, draft.recipients));
     });
   } catch (err) {
     releaseBlobs(ctx, [row.rawPath]);
@@ -225,7 +304,7 @@ export async function queueSend(ctx: AppContext, accountId: string, inboxId: str
   }
   // A scheduled release too: the runner re-arms its timer for the new earliest due time.
   ctx.notify('jobs');
-  return messageView(row, [...carried, ...attRows].map(attachmentMeta));
+  return messageView(row, [...draft.own, ...draft.linked].map(attachmentMeta));
 }
 
 /**
@@ -239,6 +318,8 @@ export async function renderSource(
   headers: { to: MailAddress[]; cc: MailAddress[] },
   files: AttachmentRow[],
   now: Date,
+  /** Content-IDs of attachments the HTML shows inline (cid: URLs), by attachment id. */
+  cids?: Map<string, string>,
 ): Promise<{ rawPath: string; size: number }> {
   const mime = await buildMime({
     from: { name: inbox.displayName, address: inbox.address },
@@ -251,7 +332,7 @@ export async function renderSource(
     date: now,
     inReplyTo: row.inReplyTo,
     references: JSON.parse(row.references) as string[],
-    attachments: files.map((a) => ({ filename: a.filename, contentType: a.contentType, path: ctx.blobs.path(a.storagePath) })),
+    attachments: files.map((a) => ({ filename: a.filename, contentType: a.contentType, path: ctx.blobs.path(a.storagePath), cid: cids?.get(a.id) })),
   });
   const raw = await signMessage(ctx, mime, splitAddress(inbox.address)!.domain);
   const rawPath = Blobs.key('raw', row.id, '.eml');

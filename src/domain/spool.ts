@@ -15,6 +15,7 @@ import { AppError } from './errors.ts';
 import { acceptInbound, isEmptyMessage, prepareInbound, type InboundInput } from './inbound.ts';
 import type { InboxRow } from './inboxes.ts';
 import type { BounceTarget } from './bounce-address.ts';
+import { LARGE_MESSAGE_BYTES, isStaged } from './inbound-large.ts';
 
 export const INBOUND_JOB = 'inbound';
 
@@ -22,7 +23,7 @@ export const INBOUND_JOB = 'inbound';
  * Larger messages are always processed before the reply: the spool keeps bytes in the database,
  * which suits the small messages of a burst, not 25 MB attachments.
  */
-export const SPOOL_MAX_MESSAGE_BYTES = 1_048_576;
+export const SPOOL_MAX_MESSAGE_BYTES = LARGE_MESSAGE_BYTES;
 
 /** What an `inbound` job carries besides the bytes (spooled_messages.raw). */
 export interface SpooledEnvelope {
@@ -108,9 +109,10 @@ export async function receiveInbound(ctx: AppContext, input: InboundInput): Prom
   const s = stateOf(ctx);
   // Once mail waits in the spool, new mail joins it rather than overtaking it: a burst is
   // accepted at spool speed from its first spooled message until the spool is worked off.
-  if ((s.inline >= ctx.config.smtp.inline_processing || spoolDepth(ctx) > 0) && input.raw.length <= SPOOL_MAX_MESSAGE_BYTES) {
+  const raw = input.raw;
+  if ((s.inline >= ctx.config.smtp.inline_processing || spoolDepth(ctx) > 0) && !isStaged(raw) && raw.length <= SPOOL_MAX_MESSAGE_BYTES) {
     s.spooledAt = Date.now();
-    return { spooledAs: await spoolInbound(ctx, input) };
+    return { spooledAs: await spoolInbound(ctx, { ...input, raw }) };
   }
   s.inline++;
   try {
@@ -120,7 +122,7 @@ export async function receiveInbound(ctx: AppContext, input: InboundInput): Prom
   }
 }
 
-async function spoolInbound(ctx: AppContext, input: InboundInput): Promise<string> {
+async function spoolInbound(ctx: AppContext, input: InboundInput & { raw: Buffer }): Promise<string> {
   if (isEmptyMessage(input.raw)) throw new AppError('VALIDATION_ERROR', 'empty message');
   if (spoolDepth(ctx) >= ctx.config.smtp.spool_limit) {
     throw new SpoolFullError(ctx.config.smtp.spool_limit);

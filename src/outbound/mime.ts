@@ -24,8 +24,8 @@ export interface ComposeInput {
   date: Date;
   inReplyTo?: string | null;
   references?: string[];
-  /** Files on disk (absolute paths), streamed into the message. */
-  attachments: Array<{ filename: string; contentType: string; path: string }>;
+  /** Files on disk (absolute paths), streamed into the message; `cid` for an inline part the HTML names (cid: URLs). */
+  attachments: Array<{ filename: string; contentType: string; path: string; cid?: string }>;
 }
 
 /** The text alternative of an HTML body (what a text-only client shows). */
@@ -48,7 +48,7 @@ export async function buildMime(input: ComposeInput): Promise<Buffer> {
     date: input.date,
     inReplyTo: input.inReplyTo ?? undefined,
     references: input.references?.length ? input.references : undefined,
-    attachments: input.attachments.map((a) => ({ filename: a.filename, contentType: a.contentType, path: a.path })),
+    attachments: input.attachments.map((a) => ({ filename: a.filename, contentType: a.contentType, path: a.path, ...(a.cid ? { cid: a.cid } : {}) })),
     // Only the files named above are read; nothing from URLs.
     disableUrlAccess: true,
     // RFC 5322 §2.3: CRLF line endings throughout, so the stored source is byte-for-byte what

@@ -2,39 +2,23 @@
 // recipient checks (never an open relay) and DATA answered 250 only once the message is on disk:
 // processed and committed, or spooled (src/domain/spool.ts). Callbacks stay thin; the rules
 // live in domain/.
-import { SMTPServer, type SMTPServerAddress, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server';
-import type { AddressInfo, Socket } from 'node:net';
+import type { SMTPServer, SMTPServerAddress, SMTPServerDataStream, SMTPServerSession } from 'smtp-server';
 import type { AppContext } from '../context.ts';
 import type { BounceTarget } from '../domain/bounce-address.ts';
 import { resolveBounceRecipient, resolveRecipient } from '../domain/inbound.ts';
 import { receiveInbound } from '../domain/spool.ts';
+import { LARGE_MESSAGE_BYTES, stageInbound, type InboundStage } from '../domain/inbound-large.ts';
+import type { InboundInput } from '../domain/inbound.ts';
 import type { InboxRow } from '../domain/inboxes.ts';
 import { errorFields } from '../log.ts';
 import type { Service } from '../main.ts';
-import { countSmtpLimited, countSmtpMessage, countSmtpRecipient, countSmtpSession } from '../metrics.ts';
+import { countSmtpLimited, countSmtpMessage, countSmtpRecipient } from '../metrics.ts';
 import { MemoryBudget } from './memory-budget.ts';
-import { replyFor, smtpReply } from './replies.ts';
-import { limitSessions } from './session-limits.ts';
+import { refuseMessage, replyFor, smtpReply } from './replies.ts';
+import { closeSmtp, createSmtpServer, listenSmtp } from './listener.ts';
 import { TlsCertificate } from './tls.ts';
 
 type Recipient = SMTPServerAddress & { inbox?: InboxRow; bounce?: BounceTarget };
-
-/**
- * RFC 5321 §4.1.1.4 and §4.1.1.10: every command gets its reply, QUIT gets 221, and the server
- * closes only after replying. Exim pipelines the final "." with QUIT and half-closes its side at
- * once. Node's default (allowHalfOpen false) then ended our side too, and smtp-server writes a
- * reply only while `readyState` is 'open', so the 250 for the data was never written: Exim
- * deferred and redelivered, and every message was stored twice. The listener runs with
- * allowHalfOpen, and each socket (the TCP one, and the TLS one after STARTTLS) reports 'open'
- * for as long as our side can still be written. QUIT (or the idle timeout, for a client that
- * half-closes without QUIT) closes it once the replies are written.
- */
-function answerAfterHalfClose(socket: Socket): void {
-  Object.defineProperty(socket, 'readyState', {
-    configurable: true,
-    get: () => (socket.destroyed ? 'closed' : socket.writable ? 'open' : 'readOnly'),
-  });
-}
 
 export interface SmtpService extends Service {
   /** The port bound (known after start; 0 before). */
@@ -60,25 +44,57 @@ export function createSmtpService(ctx: AppContext): SmtpService {
     let size = 0;
     let held = 0;
     let overBudget = false;
+    /** A message past LARGE_MESSAGE_BYTES goes on to a staged file (src/domain/inbound-large.ts). */
+    let stage: InboundStage | undefined;
+    let head: Buffer | undefined;
+    let unstaged = false;
+    const mailFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : '';
+    const envelope = { mailFrom, remoteAddress: session.remoteAddress, heloName: session.hostNameAppearsAs, secure: session.secure };
     const release = () => {
       memory.release(held);
       held = 0;
+    };
+    const drop = () => {
+      chunks.length = 0;
+      head = undefined;
+      void stage?.discard();
+      stage = undefined;
     };
     stream.on('data', (chunk: Buffer) => {
       size += chunk.length;
       // Past the limit the rest is read and dropped (the client must finish DATA to hear 552),
       // and so is the rest of a transaction the memory budget cannot hold (452 at the end).
-      if (size > maxBytes || overBudget) return;
-      if (!memory.take(held, chunk.length)) {
-        overBudget = true;
-        chunks.length = 0;
-        return release();
+      if (size > maxBytes || overBudget || unstaged) return drop();
+      if (!stage) {
+        if (!memory.take(held, chunk.length)) {
+          overBudget = true;
+          drop();
+          return release();
+        }
+        held += chunk.length;
+        chunks.push(chunk);
+        if (size <= LARGE_MESSAGE_BYTES) return;
+        // From here on the bytes go to disk as they come; memory keeps the first ones (the
+        // header section, for authentication) and no more.
+        stage = stageInbound(ctx, envelope);
+        head = Buffer.concat(chunks.splice(0));
+        chunk = head;
       }
-      held += chunk.length;
-      chunks.push(chunk);
+      // The client waits while the disk catches up (smtp-server stops reading its socket).
+      const wait = stage.write(chunk);
+      if (wait) {
+        stream.pause();
+        wait.catch((err: unknown) => {
+          // A full or failing disk: the rest is read and dropped, and the sender retries later.
+          ctx.log.error('smtp message not staged', { session: session.id, ...errorFields(err) });
+          unstaged = true;
+          drop();
+        }).finally(() => stream.resume());
+      }
     });
     stream.on('error', (err) => {
       release();
+      drop();
       done(replyFor(err));
     });
     stream.on('end', () => {
@@ -91,22 +107,24 @@ export function createSmtpService(ctx: AppContext): SmtpService {
         countSmtpLimited(ctx, 'memory_budget');
         return done(smtpReply(452, '4.3.1', 'too much mail in progress, try again later'));
       }
+      if (unstaged) {
+        release();
+        countSmtpMessage(ctx, 'rejected');
+        return done(smtpReply(451, '4.3.0', 'local error in processing, try again later'));
+      }
       const rcpts = session.envelope.rcptTo as Recipient[];
       const recipients = rcpts.flatMap((r) => (r.inbox ? [r.inbox] : []));
       const bounces = rcpts.flatMap((r) => (r.bounce ? [r.bounce] : []));
-      const mailFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : '';
-      const raw = Buffer.concat(chunks, size);
-      chunks.length = 0; // the pieces are garbage now, not held until the reply
-      receiveInbound(ctx, {
-        raw,
-        mailFrom,
-        recipients,
-        bounces,
-        remoteAddress: session.remoteAddress,
-        heloName: session.hostNameAppearsAs,
-        secure: session.secure,
-      })
-        .finally(release)
+      // A staged message's file is the stored raw file once renamed; if it never is (refused,
+      // failed), it is removed here.
+      const staging = stage;
+      const raw: Promise<InboundInput['raw']> = staging ? staging.finish(head!) : Promise.resolve(Buffer.concat(chunks.splice(0), size));
+      raw
+        .then((message) => receiveInbound(ctx, { ...envelope, raw: message, recipients, bounces }))
+        .finally(() => {
+          release();
+          return staging?.discard();
+        })
         .then(
           ({ messageIds, spooledAs }) => {
             countSmtpMessage(ctx, 'accepted');
@@ -115,10 +133,7 @@ export function createSmtpService(ctx: AppContext): SmtpService {
           },
           (err) => {
             countSmtpMessage(ctx, 'rejected');
-            const reply = replyFor(err);
-            if (reply.responseCode === 451) ctx.log.error('smtp message not stored', { session: session.id, ...errorFields(err) });
-            else ctx.log.info('smtp message refused', { session: session.id, reply: reply.message });
-            done(reply);
+            done(refuseMessage(ctx, err, session.id, 'smtp message'));
           },
         );
     });
@@ -128,37 +143,12 @@ export function createSmtpService(ctx: AppContext): SmtpService {
     name: 'smtp',
     port: 0,
     async start() {
-      server = new SMTPServer({
-        name: ctx.config.hostname,
+      server = createSmtpServer(ctx, tls, {
         // smtp-server writes "<name> ESMTP <banner>": the banner adds only the product's name.
         banner: 'mailroom',
-        allowHalfOpen: true,
-        size: maxBytes,
         authOptional: true,
         disabledCommands: tls ? ['AUTH'] : ['AUTH', 'STARTTLS'],
-        ...(tls ? { key: tls.current.key, cert: tls.current.cert } : {}),
-        maxClients: cfg.max_connections,
         maxRecipients: cfg.max_recipients,
-        socketTimeout: cfg.idle_timeout,
-        closeTimeout: ctx.config.http.shutdown_grace,
-        logger: false,
-        onConnect(session, cb) {
-          if (limits.overPerIpLimit(session.remoteAddress)) return cb(smtpReply(421, '4.7.0', 'too many connections from your address, try again later'));
-          countSmtpSession(ctx);
-          const renewed = tls?.reloadIfChanged();
-          if (renewed && server) {
-            try {
-              server.updateSecureContext({ key: renewed.key, cert: renewed.cert });
-            } catch (err) {
-              ctx.log.warn('smtp tls certificate rejected; keeping the previous one', errorFields(err));
-            }
-          }
-          cb();
-        },
-        onSecure(socket, _session, cb) {
-          answerAfterHalfClose(socket as Socket);
-          cb();
-        },
         onMailFrom(address, _session, cb) {
           // A sender announcing a size the budget cannot hold now hears so before sending it.
           const announced = Number((address.args || {}).SIZE ?? 0);
@@ -183,24 +173,12 @@ export function createSmtpService(ctx: AppContext): SmtpService {
         },
         onData,
       });
-      server.server.on('connection', answerAfterHalfClose);
-      const limits = limitSessions(ctx, server);
       server.on('error', (err) => ctx.log.error('smtp server error', errorFields(err)));
-      const { host, port } = cfg.listen!;
-      await new Promise<void>((resolve, reject) => {
-        const s = server!.server;
-        s.once('error', reject);
-        server!.listen(port, host, () => {
-          s.off('error', reject);
-          resolve();
-        });
-      });
-      service.port = (server.server.address() as AddressInfo).port;
-      ctx.log.info('smtp listening', { host, port: service.port, starttls: Boolean(tls) });
+      service.port = await listenSmtp(server, cfg.listen!);
+      ctx.log.info('smtp listening', { host: cfg.listen!.host, port: service.port, starttls: Boolean(tls) });
     },
     async stop() {
-      // smtp-server stops accepting, lets sessions finish, and cuts them after closeTimeout.
-      if (server) await new Promise<void>((resolve) => server!.close(() => resolve()));
+      await closeSmtp(server);
     },
   };
   return service;

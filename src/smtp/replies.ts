@@ -1,6 +1,8 @@
 // AppError → SMTP reply: the SMTP side of "one error type, two transports". smtp-server sends
 // `err.responseCode` and `err.message`; the RFC 3463 enhanced status code leads the message.
+import type { AppContext } from '../context.ts';
 import { isAppError, type ErrorCode } from '../domain/errors.ts';
+import { errorFields } from '../log.ts';
 import { SpoolFullError } from '../domain/spool.ts';
 
 export interface SmtpReplyError extends Error {
@@ -22,6 +24,8 @@ const REPLIES: Partial<Record<ErrorCode, [number, string]>> = {
   VALIDATION_ERROR: [554, '5.6.0'], // other or undefined media error
   PAYLOAD_TOO_LARGE: [552, '5.3.4'], // message too big for system
   RATE_LIMITED: [451, '4.7.1'],
+  // Submission: the inbox's daily limit resets at midnight UTC; a client retrying later succeeds.
+  DAILY_SEND_LIMIT_EXCEEDED: [451, '4.7.1'],
 };
 
 /**
@@ -36,4 +40,15 @@ export function replyFor(err: unknown): SmtpReplyError {
     if (r) return smtpReply(r[0], r[1], err.message);
   }
   return smtpReply(451, '4.3.0', 'local error in processing, try again later');
+}
+
+/**
+ * The reply for a message that was not taken, logged: an unexpected failure (a 451 that no
+ * domain rule chose) at error level with its stack, a refusal by a rule as an ordinary event.
+ */
+export function refuseMessage(ctx: AppContext, err: unknown, session: string, what: 'smtp message' | 'submission'): SmtpReplyError {
+  const reply = replyFor(err);
+  if (reply.responseCode === 451 && !isAppError(err)) ctx.log.error(`${what} not taken`, { session, ...errorFields(err) });
+  else ctx.log.info(`${what} refused`, { session, reply: reply.message });
+  return reply;
 }

@@ -3,17 +3,36 @@
 // a transaction (NOOP, RSET, VRFY, HELP: a client sending NOOP every few seconds never hits the
 // idle timeout). smtp-server offers only a total connection cap, so this wraps the connection
 // objects it creates: `connect` (its entry point per accepted socket) and their command
-// handlers, which it looks up by name on the connection.
+// handlers, which it looks up by name on the connection (eachConnection).
 import type { Socket } from 'node:net';
 import type { SMTPServer } from 'smtp-server';
 import type { AppContext } from '../context.ts';
 import { countSmtpLimited } from '../metrics.ts';
 
-/** The parts of smtp-server's SMTPConnection used here. */
-interface Connection {
+/** The parts of smtp-server's SMTPConnection used here and in submission.ts. */
+export interface Connection {
   send(code: number, text: string): void;
   close(): void;
+  secure: boolean;
+  remoteAddress: string;
+  session: { disabledCommands?: string[] };
   [handler: `handler_${string}`]: (command: Buffer, callback: () => void) => void;
+}
+
+/**
+ * Calls `fn` with each connection smtp-server creates, right after it is created (before its
+ * greeting): `connect` is its entry point per accepted socket, and the connection's command
+ * handlers, which it looks up by name, can be wrapped there.
+ */
+export function eachConnection(server: SMTPServer, fn: (conn: Connection, socket: Socket) => void): void {
+  const internals = server as unknown as { connect(socket: Socket, options: unknown): void; connections: Set<Connection> };
+  const connect = internals.connect.bind(server);
+  internals.connect = (socket, options) => {
+    connect(socket, options);
+    let conn: Connection | undefined;
+    for (const c of internals.connections) conn = c; // the one just added (a Set keeps insertion order)
+    if (conn) fn(conn, socket);
+  };
 }
 
 const JUNK = ['NOOP', 'RSET', 'VRFY', 'HELP'] as const;
@@ -37,20 +56,13 @@ export interface SessionLimits {
 export function limitSessions(ctx: AppContext, server: SMTPServer): SessionLimits {
   const cfg = ctx.config.smtp;
   const open = new Map<string, number>();
-  const internals = server as unknown as { connect(socket: Socket, options: unknown): void; connections: Set<Connection> };
-  const connect = internals.connect.bind(server);
-
   const refuse = (conn: Connection, reason: 'session_time' | 'junk_commands', text: string) => {
     countSmtpLimited(ctx, reason);
     conn.send(421, text);
     conn.close();
   };
 
-  internals.connect = (socket, options) => {
-    connect(socket, options);
-    let conn: Connection | undefined;
-    for (const c of internals.connections) conn = c; // the one just added (a Set keeps insertion order)
-    if (!conn) return;
+  eachConnection(server, (conn, socket) => {
     const key = clientKey(socket.remoteAddress);
     open.set(key, (open.get(key) ?? 0) + 1);
     const lifetime = setTimeout(() => refuse(conn, 'session_time', '4.4.2 session time limit reached, closing'), cfg.max_session_time);
@@ -75,7 +87,7 @@ export function limitSessions(ctx: AppContext, server: SMTPServer): SessionLimit
       junk = 0;
       mail.call(conn, command, callback);
     };
-  };
+  });
 
   return {
     overPerIpLimit(address) {

@@ -2,7 +2,7 @@
 // modification time changes (two stat calls as each connection arrives), so a renewed
 // certificate (certbot, acme.sh) takes effect without a restart.
 import { readFileSync, statSync } from 'node:fs';
-import type { Logger } from '../log.ts';
+import { errorFields, type Logger } from '../log.ts';
 
 export interface TlsFiles {
   key: Buffer;
@@ -40,6 +40,20 @@ export class TlsCertificate {
    * key that does not match yet) is reported by the caller's updateSecureContext failing; the
    * previous context then stays in use and the next check retries.
    */
+  /**
+   * At each new connection: a renewed certificate is given to the listener (smtp-server's
+   * updateSecureContext); one it rejects leaves the previous one in use.
+   */
+  refresh(server: { updateSecureContext(options: TlsFiles): void }): void {
+    const renewed = this.reloadIfChanged();
+    if (!renewed) return;
+    try {
+      server.updateSecureContext({ key: renewed.key, cert: renewed.cert });
+    } catch (err) {
+      this.log.warn('smtp tls certificate rejected; keeping the previous one', errorFields(err));
+    }
+  }
+
   reloadIfChanged(): TlsFiles | undefined {
     try {
       const stamp = this.fingerprint();

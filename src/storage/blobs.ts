@@ -7,6 +7,7 @@ import {
   createWriteStream,
   existsSync,
   fsyncSync,
+  linkSync,
   mkdirSync,
   openSync,
   promises as fs,
@@ -154,6 +155,51 @@ export class Blobs {
     }
   }
 
+  /**
+   * Moves a finished staged file (src/storage/staging.ts, fsynced) into place under `rel` by a
+   * rename: the bytes are not written again.
+   */
+  async adopt(rel: string, staged: string): Promise<void> {
+    const abs = this.path(rel);
+    const dir = dirname(abs);
+    await this.ensureDir(dir);
+    await fs.rename(staged, abs);
+    await this.syncDir(dir);
+  }
+
+  /**
+   * Gives a content-addressed file (contentKey) its bytes from a staged file by a hard link; a
+   * file already there (the same content, from another message) is kept. The staged file stays
+   * until the caller removes it: linkSync may need it again at commit.
+   */
+  async link(rel: string, staged: string): Promise<void> {
+    const abs = this.path(rel);
+    const dir = dirname(abs);
+    await this.ensureDir(dir);
+    await fs.link(staged, abs).catch((err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EEXIST') throw err;
+    });
+    await this.syncDir(dir);
+  }
+
+  /** ensureSync for a file linked from a staged one: put back at commit time if it was removed meanwhile. */
+  linkSync(rel: string, staged: string): void {
+    const abs = this.path(rel);
+    if (existsSync(abs)) return;
+    mkdirSync(dirname(abs), { recursive: true });
+    linkSync(staged, abs);
+    this.fsyncDirSync(dirname(abs));
+  }
+
+  private fsyncDirSync(dir: string): void {
+    const fd = openSync(dir, 'r');
+    try {
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+  }
+
   read(rel: string): Promise<Buffer> {
     return fs.readFile(this.path(rel));
   }
@@ -199,12 +245,7 @@ export class Blobs {
       closeSync(fd);
     }
     renameSync(tmp, abs);
-    const dir = openSync(dirname(abs), 'r');
-    try {
-      fsyncSync(dir);
-    } finally {
-      closeSync(dir);
-    }
+    this.fsyncDirSync(dirname(abs));
   }
 
   /**

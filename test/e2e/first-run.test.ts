@@ -218,13 +218,13 @@ describe('a busy port', () => {
   });
   after(() => new Promise<void>((ok) => blocker.close(() => ok())));
 
-  for (const key of ['http.listen', 'smtp.listen', 'metrics.listen']) {
+  for (const key of ['http.listen', 'smtp.listen', 'metrics.listen', 'submission.listen']) {
     test(`${key}: one line naming the key, exit 1, no stack trace`, async () => {
       const dir = tmp();
       const [table] = key.split('.');
-      const listen = { http: '127.0.0.1:0', smtp: '127.0.0.1:0', metrics: '127.0.0.1:0', [table]: `127.0.0.1:${port}` };
+      const listen = { http: '127.0.0.1:0', smtp: '127.0.0.1:0', metrics: '127.0.0.1:0', submission: '', [table]: `127.0.0.1:${port}` };
       const config = join(dir, 'mailroom.toml');
-      writeFileSync(config, `data_dir = ${JSON.stringify(join(dir, 'data'))}\n[http]\nlisten = "${listen.http}"\n[smtp]\nlisten = "${listen.smtp}"\n[metrics]\nlisten = "${listen.metrics}"\n[outbound]\nmode = "dry-run"\n`);
+      writeFileSync(config, `data_dir = ${JSON.stringify(join(dir, 'data'))}\n[http]\nlisten = "${listen.http}"\n[smtp]\nlisten = "${listen.smtp}"\n[metrics]\nlisten = "${listen.metrics}"\n[submission]\nlisten = "${listen.submission}"\n[outbound]\nmode = "dry-run"\n`);
       const res = await runCli(['serve', '--config', config]);
       assert.equal(res.code, 1);
       assert.equal(

@@ -1,0 +1,176 @@
+// The SMTP submission listener (`submission.listen`, RFC 6409; off by default): mail clients and
+// agents send through it as one of their inboxes. STARTTLS with the MX listener's certificate;
+// AUTH PLAIN or LOGIN with an inbox address and a writing API key of its account, offered only
+// over TLS unless the client is on loopback (RFC 8314 §3, RFC 4954 §4); failed logins counted
+// per client address and refused for a while past a few; MAIL FROM the inbox's own address; the
+// message queued through the send pipeline before the 250 (src/domain/submission.ts). The
+// callbacks stay thin: the rules live in domain/.
+import type { SMTPServer, SMTPServerAuthentication, SMTPServerAuthenticationResponse, SMTPServerDataStream, SMTPServerSession } from 'smtp-server';
+import type { AppContext } from '../context.ts';
+import { MAX_RECIPIENTS } from '../domain/sending.ts';
+import { authenticateSubmitter, checkSubmissionSender, submissionRecipient, submitMessage, type Submitter } from '../domain/submission.ts';
+import { errorFields } from '../log.ts';
+import type { Service } from '../main.ts';
+import { countSubmission, countSubmissionAuth } from '../metrics.ts';
+import { AuthFailures } from './auth-failures.ts';
+import { closeSmtp, createSmtpServer, listenSmtp } from './listener.ts';
+import { refuseMessage, replyFor, smtpReply } from './replies.ts';
+import { clientKey, eachConnection, type Connection } from './session-limits.ts';
+import { TlsCertificate } from './tls.ts';
+
+/** 127.0.0.0/8 and ::1 (also as IPv4-mapped): the only clients that may log in without TLS. */
+export function isLoopback(address: string | undefined): boolean {
+  const a = (address ?? '').replace(/^::ffff:(?=\d+\.)/i, '');
+  return a === '::1' || /^127\.\d+\.\d+\.\d+$/.test(a);
+}
+
+type SubmissionSession = SMTPServerSession & { user?: Submitter };
+
+export interface SubmissionService extends Service {
+  /** The port bound (0 when off or before start). */
+  port: number;
+}
+
+export function createSubmissionService(ctx: AppContext): SubmissionService {
+  const cfg = ctx.config.smtp;
+  const maxBytes = cfg.max_message_bytes;
+  let server: SMTPServer | undefined;
+  const failures = new AuthFailures(ctx.clock);
+
+  /** A client that must STARTTLS before it may log in. */
+  const needsTls = (conn: Connection) => !conn.secure && !isLoopback(conn.remoteAddress);
+
+  /**
+   * Per connection, before its greeting: EHLO lists AUTH only where logging in is allowed (so a
+   * client never sends its key in clear), and AUTH itself is answered 538 before STARTTLS and
+   * 454 while the client's address is cooling down, before any credentials are sent.
+   */
+  const guardAuth = (tls: boolean) => (conn: Connection) => {
+    const ehlo = conn.handler_EHLO;
+    conn.handler_EHLO = (command, callback) => {
+      if (!needsTls(conn)) return ehlo.call(conn, command, callback);
+      // smtp-server reads the session's list (when set) instead of the server's while it
+      // writes the EHLO reply, synchronously.
+      conn.session.disabledCommands = tls ? ['AUTH'] : ['AUTH', 'STARTTLS'];
+      try {
+        ehlo.call(conn, command, callback);
+      } finally {
+        delete conn.session.disabledCommands;
+      }
+    };
+    const auth = conn.handler_AUTH;
+    conn.handler_AUTH = (command, callback) => {
+      if (needsTls(conn)) {
+        // RFC 4954 §6: 538 5.7.11, encryption required for the requested mechanism.
+        conn.send(538, '5.7.11 encryption required: issue STARTTLS before AUTH');
+        return callback();
+      }
+      if (failures.blocked(clientKey(conn.remoteAddress))) {
+        countSubmissionAuth(ctx, 'rate_limited');
+        conn.send(454, '4.7.0 too many failed logins from your address, try again later');
+        return callback();
+      }
+      auth.call(conn, command, callback);
+    };
+  };
+
+  const onAuth = (auth: SMTPServerAuthentication, session: SMTPServerSession, cb: (err: Error | null | undefined, response?: SMTPServerAuthenticationResponse) => void) => {
+    const client = clientKey(session.remoteAddress);
+    try {
+      const who = authenticateSubmitter(ctx, auth.username ?? '', auth.password ?? '');
+      failures.succeeded(client);
+      countSubmissionAuth(ctx, 'accepted');
+      ctx.log.info('submission login', { session: session.id, remote: session.remoteAddress, inboxId: who.inboxId, keyId: who.keyId });
+      cb(null, { user: who });
+    } catch (err) {
+      failures.failed(client);
+      countSubmissionAuth(ctx, 'rejected');
+      ctx.log.info('submission login refused', { session: session.id, remote: session.remoteAddress, method: auth.method });
+      cb(smtpReply(535, '5.7.8', 'authentication credentials invalid'));
+    }
+  };
+
+  const onData = (stream: SMTPServerDataStream, session: SubmissionSession, callback: (err?: Error | null, message?: string) => void) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let answered = false;
+    const done = (err: Error | null, message?: string) => {
+      if (answered) return;
+      answered = true;
+      callback(err, message);
+    };
+    stream.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      // Past the limit the rest is read and dropped: the client must finish DATA to hear 552.
+      if (size <= maxBytes) chunks.push(chunk);
+      else chunks.length = 0;
+    });
+    stream.on('error', (err) => done(replyFor(err)));
+    const submit = async (raw: Buffer) => {
+      try {
+        const message = await submitMessage(ctx, session.user!, { raw, recipients: session.envelope.rcptTo.map((r) => r.address) });
+        countSubmission(ctx, 'accepted');
+        ctx.log.info('submission accepted', { session: session.id, inboxId: message.inboxId, messageId: message.id, size });
+        // The Message and its jobs are committed: only now is the message the server's.
+        done(null, `2.0.0 OK: queued as ${message.id}`);
+      } catch (err) {
+        countSubmission(ctx, 'rejected');
+        done(refuseMessage(ctx, err, session.id, 'submission'));
+      }
+    };
+    stream.on('end', () => {
+      if (stream.sizeExceeded || size > maxBytes) {
+        countSubmission(ctx, 'rejected');
+        return done(smtpReply(552, '5.3.4', `message exceeds the maximum size of ${maxBytes} bytes`));
+      }
+      void submit(Buffer.concat(chunks.splice(0), size));
+    });
+  };
+
+  const service: SubmissionService = {
+    name: 'submission',
+    port: 0,
+    async start() {
+      const address = ctx.config.submission.listen;
+      if (!address) return;
+      const tls = cfg.tls_cert && cfg.tls_key ? new TlsCertificate(cfg.tls_cert, cfg.tls_key, ctx.log) : undefined;
+      if (!tls) ctx.log.warn('submission listens without STARTTLS (smtp.tls_cert and smtp.tls_key are not set): only loopback clients can log in');
+      server = createSmtpServer(ctx, tls, {
+        banner: 'mailroom submission',
+        authMethods: ['PLAIN', 'LOGIN'],
+        // Whether a client may log in without TLS is decided per connection (guardAuth).
+        allowInsecureAuth: true,
+        authRequiredMessage: '5.7.0 authentication required',
+        disabledCommands: tls ? [] : ['STARTTLS'],
+        maxRecipients: MAX_RECIPIENTS,
+        onAuth,
+        onMailFrom(address, session: SubmissionSession, cb) {
+          try {
+            checkSubmissionSender(ctx, session.user!, address.address);
+            cb();
+          } catch (err) {
+            // Postfix's reject_sender_login_mismatch answers the same: 553 5.7.1.
+            cb((err as { code?: string }).code === 'FORBIDDEN' ? smtpReply(553, '5.7.1', (err as Error).message) : replyFor(err));
+          }
+        },
+        onRcptTo(address, _session, cb) {
+          try {
+            submissionRecipient(address.address);
+            cb();
+          } catch (err) {
+            cb(replyFor(err));
+          }
+        },
+        onData,
+      });
+      eachConnection(server, guardAuth(Boolean(tls)));
+      server.on('error', (err) => ctx.log.error('submission server error', errorFields(err)));
+      service.port = await listenSmtp(server, address);
+      ctx.log.info('submission listening', { host: address.host, port: service.port, starttls: Boolean(tls) });
+    },
+    async stop() {
+      await closeSmtp(server);
+    },
+  };
+  return service;
+}
