@@ -26,6 +26,8 @@ const REPLIES: Partial<Record<ErrorCode, [number, string]>> = {
   RATE_LIMITED: [451, '4.7.1'],
   // Submission: the inbox's daily limit resets at midnight UTC; a client retrying later succeeds.
   DAILY_SEND_LIMIT_EXCEEDED: [451, '4.7.1'],
+  // Submission to an address a send-block list refuses (src/domain/lists.ts): a permanent refusal.
+  RECIPIENT_BLOCKED: [550, '5.7.1'],
 };
 
 /**

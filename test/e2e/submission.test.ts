@@ -332,6 +332,24 @@ describe('refusals', () => {
     await client.quit();
   });
 
+  test('a recipient on a send-block list: the end of DATA is 550 5.7.1 naming it, and nothing is queued', async () => {
+    const entry = await t.api('POST', '/lists', { direction: 'send', kind: 'block', entry: 'blocked.test' });
+    assert.equal(entry.status, 201);
+    const listed = (await t.api('GET', `/inboxes/${inbox.id}/messages?limit=100`)).body.data.length;
+    try {
+      const client = await loggedIn();
+      assert.equal((await client.cmd(`MAIL FROM:<${inbox.address}>`)).code, 250);
+      assert.equal((await client.cmd('RCPT TO:<someone@blocked.test>')).code, 250);
+      const r = await client.data(Buffer.from(`From: ${inbox.address}\r\nTo: someone@blocked.test\r\nSubject: blocked\r\n\r\nnot for them\r\n`));
+      assert.equal(r.code, 550);
+      assert.match(r.text, /^5\.7\.1 .*someone@blocked\.test/);
+      await client.quit();
+      assert.equal((await t.api('GET', `/inboxes/${inbox.id}/messages?limit=100`)).body.data.length, listed);
+    } finally {
+      await t.api('DELETE', `/lists/${entry.body.id}`);
+    }
+  });
+
   test('a suspended inbox: MAIL FROM is 550 5.2.1', async () => {
     suspendInbox(t.server.ctx, inbox.id);
     try {
