@@ -80,7 +80,7 @@ export function attachmentView(ctx: AppContext, row: AttachmentRow): Attachment 
   return { ...attachmentMeta(row), ...presignAttachment(ctx, row.id), createdAt: row.createdAt };
 }
 
-function findAttachmentRow(ctx: AppContext, accountId: string, id: string): AttachmentRow {
+export function findAttachmentRow(ctx: AppContext, accountId: string, id: string): AttachmentRow {
   const row = ctx.db.select().from(attachments).where(eq(attachments.id, id)).get();
   if (!row || row.accountId !== accountId) throw new AppError('ATTACHMENT_NOT_FOUND', `attachment ${id} not found`);
   return row;
