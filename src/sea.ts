@@ -9,6 +9,8 @@ import { markBuiltBinary } from '../cli/invocation.ts';
 import { runCli } from '../cli/mailroom.ts';
 import { addonCacheDirs, loadCachedAddon } from './addon-cache.ts';
 import { setNativeBinding } from './db/client.ts';
+import { setTextWorkerSource } from './domain/attachment-text.ts';
+import { TEXT_WORKER_ASSET } from './sea-chunks.ts';
 import { setEmbeddedMigrations } from './db/migrate.ts';
 
 /** Asset names; build/build.ts writes them under the same names. */
@@ -22,6 +24,8 @@ function boot(): boolean {
     const addon = loadCachedAddon('better_sqlite3', embedded, addonCacheDirs());
     setNativeBinding(addon.exports);
     setEmbeddedMigrations(JSON.parse(getAsset(MIGRATIONS_ASSET, 'utf8')) as MigrationMeta[]);
+    // Read when the first extraction starts, not at every start.
+    setTextWorkerSource(() => getAsset(TEXT_WORKER_ASSET, 'utf8'));
     return true;
   } catch (err) {
     process.stderr.write(`mailroom: ${(err as Error).message}\n`);

@@ -61,9 +61,9 @@ const WORKER_HEAP_MB = 256;
 /** Extractions running at once; more wait their turn (the machine's cores serve mail first). */
 const MAX_WORKERS = 2;
 
-let workerSource: string | undefined;
+let workerSource: (() => string) | undefined;
 /** Inside the single executable the worker's code is a bundled asset run with eval (src/sea.ts). */
-export function setTextWorkerSource(code: string): void {
+export function setTextWorkerSource(code: () => string): void {
   workerSource = code;
 }
 
@@ -92,7 +92,7 @@ function runWorker(kind: Exclude<Kind, 'text'>, input: Uint8Array | string, maxC
       stdout: true,
       stderr: true,
     };
-    const worker = workerSource ? new Worker(workerSource, { ...options, eval: true }) : new Worker(new URL('./text-worker.mjs', import.meta.url), options);
+    const worker = workerSource ? new Worker(workerSource(), { ...options, eval: true }) : new Worker(new URL('./text-worker.mjs', import.meta.url), options);
     // Whatever the libraries print is dropped, not mixed into the server's JSON log.
     worker.stdout.resume();
     worker.stderr.resume();
