@@ -118,6 +118,12 @@ const SCHEMAS: Record<string, Schema> = {
       subject: str(),
       bodyText: nullable(str()),
       bodyHtml: nullable(str()),
+      extractedText: nullable(
+        str(
+          'The new content of a reply: bodyText without the quoted history ("On … wrote:", Outlook header blocks, `>` quotations) and the signature. For a message that is not a reply (no In-Reply-To), bodyText itself. Not in event or webhook payloads.',
+        ),
+      ),
+      extractedHtml: nullable(str('As extractedText, for bodyHtml: the quote and signature containers of the common mail clients removed. Not in event or webhook payloads.')),
       delivery: str('Outbound only.', { enum: ['email', 'dry-run'] }),
       status: str(undefined, { enum: [...MESSAGE_STATUSES] }),
       attachments: { type: 'array', items: ref('AttachmentMeta') },
