@@ -14,6 +14,7 @@ import { webhookLatency } from './scenarios/webhook.ts';
 import { scale } from './scenarios/scale.ts';
 import { coldStart } from './scenarios/coldstart.ts';
 import { largeMessages } from './scenarios/large.ts';
+import { search } from './scenarios/search.ts';
 import type { TestDns } from '../test/support/dns.ts';
 
 interface Scenario {
@@ -31,6 +32,7 @@ const SCENARIOS: Scenario[] = [
   { id: 'scale', title: '(e) Scale: list and get with 10³ and 10⁶ stored messages', run: scale },
   { id: 'coldstart', title: '(g) Cold start of the single executable', run: coldStart },
   { id: 'large', title: '(h) Ten 25 MB messages at once; (i) one message to 50 inboxes on disk', run: largeMessages },
+  { id: 'search', title: '(j) Search: q on a 10⁴ and a 10⁶ message inbox', run: search },
 ];
 
 async function main(): Promise<void> {

@@ -131,6 +131,8 @@ export const FILENAME_MATCH =
   'EXISTS (SELECT 1 FROM attachments qa WHERE qa.message_id = m.id AND filename_matches(qa.filename, ?)) OR EXISTS (SELECT 1 FROM message_attachments qm JOIN attachments qf ON qf.id = qm.attachment_id WHERE qm.message_id = m.id AND filename_matches(qf.filename, ?))';
 
 const termCache = new Map<string, { words: string[]; prefix: boolean }[]>();
+/** Every search scans the attachments' filenames: their words are worked out once (bounded). */
+const wordsOfFilename = new Map<string, string[]>();
 
 /**
  * filename_matches(filename, terms): 1 when one of the terms (separated by newlines) occurs in
@@ -145,7 +147,12 @@ export function filenameMatches(filename: unknown, terms: unknown): 0 | 1 {
     if (termCache.size > 1000) termCache.clear();
     termCache.set(terms, compiled);
   }
-  const words = filenameWords(filename);
+  let words = wordsOfFilename.get(filename);
+  if (!words) {
+    words = filenameWords(filename);
+    if (wordsOfFilename.size >= 100_000) wordsOfFilename.clear();
+    wordsOfFilename.set(filename, words);
+  }
   for (const { words: want, prefix } of compiled) {
     if (!want.length) continue;
     for (let i = 0; i + want.length <= words.length; i++) {
