@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { readMigrations } from '../src/db/migrate.ts';
 import { readPgMigrations } from '../src/store/migrate.ts';
 import { sha256Of } from '../src/addon-cache.ts';
-import { chunkAssets as chunkAssetNames } from '../src/sea-chunks.ts';
+import { chunkAssets as chunkAssetNames, TEXT_WORKER_ASSET } from '../src/sea-chunks.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const OUT = join(ROOT, 'build', 'out');
@@ -180,6 +180,13 @@ async function main(): Promise<void> {
     step(`chunk ${chunk} (${specifiers.join(', ')}): ${mb(statSync(chunkAssets[names.source]).size)}`, t0);
   }
 
+  // The attachment text worker (src/domain/attachment-text.ts): a script of its own, run with
+  // `new Worker(source, { eval: true })` since a worker cannot load a file from inside the SEA.
+  const textWorker = join(OUT, TEXT_WORKER_ASSET);
+  await build({ ...BUNDLE_OPTIONS, entryPoints: [join(ROOT, 'src', 'domain', 'text-worker.mjs')], outfile: textWorker });
+  assertAscii(textWorker);
+  step(`text worker (unpdf, mammoth, html-to-text): ${mb(statSync(textWorker).size)}`, t0);
+
   // 2. Assets: the addon this checkout compiled (same ABI as the pinned Node) and the
   // migrations read the way drizzle's migrator reads them. Asset names match src/sea.ts.
   const addonSrc = join(require.resolve('better-sqlite3/package.json'), '..', 'build', 'Release', 'better_sqlite3.node');
@@ -212,7 +219,7 @@ async function main(): Promise<void> {
       disableExperimentalSEAWarning: true,
       // V8 code cache of the bundle: compiled once here instead of on every start.
       useCodeCache: true,
-      assets: { 'better_sqlite3.node': addon, 'better_sqlite3.node.sha256': addonHash, 'migrations.json': migrations, 'migrations-pg.json': pgMigrations, ...chunkAssets },
+      assets: { 'better_sqlite3.node': addon, 'better_sqlite3.node.sha256': addonHash, 'migrations.json': migrations, 'migrations-pg.json': pgMigrations, [TEXT_WORKER_ASSET]: textWorker, ...chunkAssets },
     }),
   );
   const sea = spawnSync(NODE, ['--experimental-sea-config', seaConfig], { encoding: 'utf8' });

@@ -257,6 +257,9 @@ export const CONFIG_SCHEMA = {
   },
   attachments: {
     url_ttl: duration('15m', 'Lifetime of presigned attachment download URLs.'),
+    text_max_bytes: int(26_214_400, 'Largest attachment GET /attachments/{id}/text extracts text from; larger ones get 422 ATTACHMENT_TEXT_FAILED.', 1),
+    text_max_chars: int(1_000_000, 'Longest text GET /attachments/{id}/text returns; longer text is cut there and marked `truncated`.', 1),
+    text_timeout: duration('15s', 'Time one text extraction (PDF, DOCX, HTML) may take in its worker thread; then the worker is stopped and the answer is 422 ATTACHMENT_TEXT_FAILED.', '100ms'),
   },
   jobs: {
     concurrency: int(32, 'Most jobs (sends, webhook deliveries) running at once; above outbound.concurrency_per_domain, so one busy domain leaves room for the rest.', 1),

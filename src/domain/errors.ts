@@ -36,6 +36,12 @@ export const ERROR_STATUS = {
   URL_EXPIRED: 410,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
+  /**
+   * The attachment is of a type text is extracted from, but this file gave none: broken or
+   * hostile (a PDF that does not parse, a zip bomb), too large, or too slow
+   * (src/domain/attachment-text.ts).
+   */
+  ATTACHMENT_TEXT_FAILED: 422,
   RATE_LIMITED: 429,
   DAILY_SEND_LIMIT_EXCEEDED: 429,
   INTERNAL_ERROR: 500,

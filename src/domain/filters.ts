@@ -2,7 +2,7 @@
 // or account-wide, turned into one SQL match over messages. A thread matches when one of its
 // messages matches every filter given.
 import type { Db } from '../db/client.ts';
-import { parseSearch } from './search.ts';
+import { FILENAME_MATCH, parseSearch } from './search.ts';
 
 export const DIRECTIONS = ['inbound', 'outbound'] as const;
 
@@ -42,15 +42,40 @@ export function matchMessages(scope: ListScope, f: MessageFilters): MessageMatch
   const search = f.q !== undefined ? parseSearch(f.q) : undefined;
   const where: string[] = [];
   const params: unknown[] = [value];
-  let from: string;
-  let order: string;
-  let threadColumn: string;
-  if (search?.match) {
+  let from = '';
+  let order = '';
+  let threadColumn = 'm.thread_id';
+  if (search?.match && search.words.length) {
+    // Words may match in the text or in attachment filenames: the candidates are the messages
+    // matching every term in the text (ranked) and those with a filename matching any word
+    // (unranked, after the ranked ones); each word is then checked on its own. CROSS JOIN makes
+    // SQLite scan the attachments (fewer than the messages) rather than every message of the
+    // inbox: the filenames have no index of their own (a schema change would give them one).
+    const anyWord = search.words.map((w) => w.file).join('\n');
+    from = `(SELECT r, min(rank) AS rank FROM (
+        SELECT rowid AS r, rank FROM messages_fts WHERE messages_fts MATCH ?
+        UNION ALL SELECT fm.rowid, NULL FROM attachments fa CROSS JOIN messages fm ON fm.id = fa.message_id WHERE fm.${column} = ? AND filename_matches(fa.filename, ?)
+        UNION ALL SELECT fm.rowid, NULL FROM message_attachments fx CROSS JOIN attachments fa ON fa.id = fx.attachment_id CROSS JOIN messages fm ON fm.id = fx.message_id
+          WHERE fm.${column} = ? AND filename_matches(fa.filename, ?)
+      ) GROUP BY r) f JOIN messages m ON m.rowid = f.r`;
+    where.push(`m.${column} = ?`);
+    params.unshift(search.match, value, anyWord, value, anyWord);
+    for (const w of search.words) {
+      where.push(`(f.rank IS NOT NULL OR m.rowid IN (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?) OR ${FILENAME_MATCH})`);
+      params.push(w.fts, w.file, w.file);
+    }
+    if (search.opsMatch) {
+      where.push('(f.rank IS NOT NULL OR m.rowid IN (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?))');
+      params.push(search.opsMatch);
+    }
+    order = 'f.rank IS NULL, f.rank, m.created_at DESC, m.id DESC';
+  } else if (search?.match) {
     from = 'messages_fts f JOIN messages m ON m.rowid = f.rowid';
     where.push('f.messages_fts MATCH ?', `m.${column} = ?`);
     params.unshift(search.match);
     order = 'f.rank, m.created_at DESC, m.id DESC';
-    threadColumn = 'm.thread_id';
+  }
+  if (search?.match) {
     if (f.label !== undefined) {
       where.push('EXISTS (SELECT 1 FROM message_labels fl WHERE fl.message_id = m.id AND fl.label = ?)');
       params.push(f.label);

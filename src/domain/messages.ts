@@ -15,6 +15,7 @@ import { hasFilters, matchMessages, rawRows, type MessageFilters } from './filte
 import { applyMarks, checkMarks, labelsOfMessages, type Marks } from './labels.ts';
 import { afterMessageRemoved, findThreadRow, threadViews, type Thread } from './threads.ts';
 import { releaseBlobs } from '../storage/blob-refs.ts';
+import { replyHtml, replyText } from './reply-text.ts';
 
 export type MessageRow = typeof messages.$inferSelect;
 // Every stored message, received or sent, is one insert: prepared once (src/db/prepared.ts).
@@ -72,6 +73,13 @@ export interface Message {
   /** Outbound: when a message sent with `sendAt` leaves (status `scheduled` until then); else null. */
   sendAt?: string | null;
   authentication?: unknown;
+  /**
+   * The new content of a reply, without the quoted history and signature (src/domain/reply-text.ts);
+   * for a message that is not a reply (no In-Reply-To), the body itself. In API answers only,
+   * computed on read; event and webhook payloads carry the bodies alone.
+   */
+  extractedText?: string | null;
+  extractedHtml?: string | null;
   /** Inbound messages arrive unread; outbound ones are read (PATCH /messages/{id} changes it). */
   unread: boolean;
   labels: string[];
@@ -121,7 +129,15 @@ export function messageViews(ctx: AppContext, rows: MessageViewRow[]): Message[]
   const labels = labelsOfMessages(ctx, ids);
   // An agent reads an attachment straight from the message, without asking for a URL first.
   const withUrls = (list: AttachmentMeta[]) => list.map((a) => ({ ...a, url: presignAttachment(ctx, a.id).url }));
-  return rows.map((r) => messageView(r, withUrls(metas.get(r.id) ?? []), labels.get(r.id) ?? []));
+  return rows.map((r) => withExtracted(messageView(r, withUrls(metas.get(r.id) ?? []), labels.get(r.id) ?? [])));
+}
+
+/** Adds extractedText and extractedHtml: the reply's new content, or the body of a message that is no reply. */
+function withExtracted(m: Message): Message {
+  const reply = m.inReplyTo !== null;
+  m.extractedText = m.bodyText === null || !reply ? m.bodyText : replyText(m.bodyText);
+  m.extractedHtml = m.bodyHtml === null || !reply ? m.bodyHtml : replyHtml(m.bodyHtml);
+  return m;
 }
 
 export const MESSAGE_STATUSES = ['scheduled', 'queued', 'sending', 'sent', 'delivered', 'failed', 'bounced', 'complained', 'received', 'canceled'] as const;

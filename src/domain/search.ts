@@ -4,6 +4,12 @@
 //   words (all must match, as word prefixes)   "a phrase"   -term (negation, also -op:value)
 //   from:  to: (To or Cc)  cc:  subject:  label:  is:unread  is:read  has:attachment
 //   in:inbound  in:outbound  before:YYYY-MM-DD (earlier days)  after:YYYY-MM-DD (that day on)
+//   filename: (an attachment's filename, word prefixes)
+//
+// Plain words and phrases also match attachment filenames (PRODUCT.md: full-text over … attachment
+// filenames): a word is found in the FTS index OR in a filename of the message's attachments,
+// checked with the SQL function filename_matches (registered on every connection,
+// src/db/client.ts) over the attachments table, so filenames need no index of their own.
 //
 // Words are never spliced into SQL or into FTS syntax: each becomes an FTS5 string ("…",
 // quotes doubled) and every value is a bound parameter. Errors are 400 INVALID_QUERY naming the
@@ -13,8 +19,15 @@ import { LABEL_PATTERN, LABEL_RULE } from './labels.ts';
 
 /** One parsed query: an FTS5 expression for the positive text terms, and SQL conditions on `m`. */
 export interface ParsedQuery {
-  /** FTS5 MATCH expression every result must satisfy (ranked), or null. */
+  /** FTS5 MATCH expression of every positive text term: the messages matching it all in their text (ranked), or null. */
   match: string | null;
+  /**
+   * The positive plain words and phrases, each of which may match in the text (`fts`) or in an
+   * attachment filename (`file`, a filename_matches term) instead. Empty: `match` alone decides.
+   */
+  words: Array<{ fts: string; file: string }>;
+  /** FTS5 expression of the positive operator terms (from:, subject:, …), or null. */
+  opsMatch: string | null;
   /** FTS5 expressions no result may satisfy. */
   exclude: string[];
   /** SQL conditions on messages `m`, with their parameters in order. */
@@ -84,7 +97,7 @@ function tokenize(q: string): Term[] {
       if (i >= q.length || /\s/.test(q[i])) throw invalid(i, 'a term after `-`', i >= q.length ? 'the end of the query' : 'a space');
     }
     const op = /^([a-z]+):/i.exec(q.slice(i));
-    if (op && (op[1].toLowerCase() in FTS_COLUMNS || ['label', 'is', 'has', 'in', 'before', 'after'].includes(op[1].toLowerCase()))) {
+    if (op && (op[1].toLowerCase() in FTS_COLUMNS || ['label', 'is', 'has', 'in', 'before', 'after', 'filename'].includes(op[1].toLowerCase()))) {
       const valuePos = i + op[0].length;
       if (valuePos >= q.length || /\s/.test(q[valuePos])) throw invalid(valuePos, `a value after \`${op[0]}\``, valuePos >= q.length ? 'the end of the query' : 'a space');
       const v = readValue(valuePos);
@@ -100,11 +113,66 @@ function tokenize(q: string): Term[] {
   return terms;
 }
 
+// --- attachment filenames ------------------------------------------------------------------
+
+/** Words of a text as the FTS index sees them: letter and digit runs, lowercased, accents removed. */
+export function filenameWords(text: string): string[] {
+  return text.normalize('NFD').replace(/\p{M}+/gu, '').toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
+}
+
+/** A filename_matches term: the value's words, "*" after the last when it may match as a prefix. */
+const filenameTerm = (value: string, prefix: boolean) => filenameWords(value).join(' ') + (prefix ? '*' : '');
+
+/**
+ * A message (`m`) with an attachment, of its own or linked when sent, whose filename matches
+ * the term (two parameters: the term, twice).
+ */
+export const FILENAME_MATCH =
+  'EXISTS (SELECT 1 FROM attachments qa WHERE qa.message_id = m.id AND filename_matches(qa.filename, ?)) OR EXISTS (SELECT 1 FROM message_attachments qm JOIN attachments qf ON qf.id = qm.attachment_id WHERE qm.message_id = m.id AND filename_matches(qf.filename, ?))';
+
+const termCache = new Map<string, { words: string[]; prefix: boolean }[]>();
+/** Every search scans the attachments' filenames: their words are worked out once (bounded). */
+const wordsOfFilename = new Map<string, string[]>();
+
+/**
+ * filename_matches(filename, terms): 1 when one of the terms (separated by newlines) occurs in
+ * the filename as consecutive words, the last one as a prefix when the term ends with "*"
+ * ("report" matches "Q3-Report_final.pdf", "q3 rep*" too, "port" does not).
+ */
+export function filenameMatches(filename: unknown, terms: unknown): 0 | 1 {
+  if (typeof filename !== 'string' || typeof terms !== 'string') return 0;
+  let compiled = termCache.get(terms);
+  if (!compiled) {
+    compiled = terms.split('\n').map((t) => ({ words: t.replace(/\*$/, '').split(' ').filter(Boolean), prefix: t.endsWith('*') }));
+    if (termCache.size > 1000) termCache.clear();
+    termCache.set(terms, compiled);
+  }
+  let words = wordsOfFilename.get(filename);
+  if (!words) {
+    words = filenameWords(filename);
+    if (wordsOfFilename.size >= 100_000) wordsOfFilename.clear();
+    wordsOfFilename.set(filename, words);
+  }
+  for (const { words: want, prefix } of compiled) {
+    if (!want.length) continue;
+    for (let i = 0; i + want.length <= words.length; i++) {
+      let ok = true;
+      for (let j = 0; ok && j < want.length; j++) {
+        const last = j === want.length - 1;
+        ok = last && prefix ? words[i + j].startsWith(want[j]) : words[i + j] === want[j];
+      }
+      if (ok) return 1;
+    }
+  }
+  return 0;
+}
+
 /** Parses `q`; throws 400 INVALID_QUERY with the position and what was expected. */
 export function parseSearch(q: string): ParsedQuery {
   if (q.length > MAX_QUERY_LENGTH) throw invalid(MAX_QUERY_LENGTH, `at most ${MAX_QUERY_LENGTH} characters`, `${q.length}`);
   const positive: string[] = [];
-  const out: ParsedQuery = { match: null, exclude: [], where: [], params: [] };
+  const ops: string[] = [];
+  const out: ParsedQuery = { match: null, words: [], opsMatch: null, exclude: [], where: [], params: [] };
   const cond = (negated: boolean, sql: string, ...params: unknown[]) => {
     out.where.push(negated ? `NOT (${sql})` : sql);
     out.params.push(...params);
@@ -128,7 +196,21 @@ export function parseSearch(q: string): ParsedQuery {
         }
         // Words match as prefixes; a quoted phrase matches exactly.
         const s = ftsString(t.value, !t.quoted);
-        text(t.negated, t.op ? `${FTS_COLUMNS[t.op]} : ${s}` : s);
+        const fts = t.op ? `${FTS_COLUMNS[t.op]} : ${s}` : s;
+        text(t.negated, fts);
+        if (t.op && !t.negated) ops.push(fts);
+        if (!t.op) {
+          // …or in an attachment's filename: -word excludes those too.
+          const file = filenameTerm(t.value, !t.quoted);
+          if (t.negated) cond(true, FILENAME_MATCH, file, file);
+          else out.words.push({ fts, file });
+        }
+        break;
+      }
+      case 'filename': {
+        if (!hasToken(t.value)) throw invalid(t.valuePos, 'a filename word with letters or digits', t.value ? found : 'an empty phrase');
+        const file = filenameTerm(t.value, !t.quoted);
+        cond(t.negated, FILENAME_MATCH, file, file);
         break;
       }
       case 'label': {
@@ -167,6 +249,7 @@ export function parseSearch(q: string): ParsedQuery {
     }
   }
   out.match = positive.length ? positive.join(' AND ') : null;
+  out.opsMatch = ops.length ? ops.join(' AND ') : null;
   if (!out.match && !out.exclude.length && !out.where.length) throw invalid(0, 'a search term with letters or digits', JSON.stringify(q.trim()));
   return out;
 }

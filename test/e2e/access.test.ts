@@ -146,7 +146,7 @@ describe('cross-account', () => {
     }
     assert.ok(checked >= 15, `only ${checked} routes checked`);
     // The owner still reaches every one of them (the 404 was about ownership, not the id).
-    for (const path of [`/inboxes/${own.inbox}`, `/messages/${own.message}`, `/threads/${own.thread}`, `/attachments/${own.attachment}`, `/attachments/${own.upload}`, `/domains/${own.domain}`, `/webhooks/${own.webhook}`, `/drafts/${own.draft}`]) {
+    for (const path of [`/inboxes/${own.inbox}`, `/messages/${own.message}`, `/threads/${own.thread}`, `/attachments/${own.attachment}`, `/attachments/${own.attachment}/text`, `/attachments/${own.upload}`, `/domains/${own.domain}`, `/webhooks/${own.webhook}`, `/drafts/${own.draft}`]) {
       assert.equal((await t.api('GET', path)).status, 200, path);
     }
   });

@@ -186,6 +186,7 @@ const SPEC: Record<string, RouteSpec> = {
   'PATCH /threads/:id': { path: '/threads/:thread', notFound: 'THREAD_NOT_FOUND', json: { valid: {}, fields: { unread: 'bool', addLabels: 'strings', removeLabels: 'strings' }, required: [] } },
   'POST /attachments': { path: '/attachments', multipart: true },
   'GET /attachments/:id': { path: '/attachments/:attachment', notFound: 'ATTACHMENT_NOT_FOUND' },
+  'GET /attachments/:id/text': { path: '/attachments/:attachment/text', notFound: 'ATTACHMENT_NOT_FOUND' },
   // Public: without a valid signature every id is refused alike, so ids cannot be probed.
   'GET /attachments/:id/download': { path: '/attachments/:attachment/download', notFound: 'INVALID_SIGNATURE', idStatus: 403, query: { expires: ['abc', '-1', '1e99', ''], signature: ['', 'zz', '0'.repeat(64), 'A'.repeat(5000)] } },
   'POST /webhooks': {

@@ -114,6 +114,43 @@ describe('q', () => {
     assert.deepEqual(ids(await all('zebra')), []);
   });
 
+  test('filename: and plain words match attachment filenames (word prefixes, accents folded), received and sent', async () => {
+    const report = await receive({ to: x.address, subject: 'numbers', text: 'see the file', attachments: [{ filename: 'Quartalsbericht-Q3_Résumé.xlsx', content: 'x' }] });
+    const fd = new FormData();
+    fd.append('file', new Blob(['c']), 'Contract-2024 signed.docx');
+    const upload = await (await fetch(`${t.url}/attachments`, { method: 'POST', headers: { authorization: `Bearer ${t.key}` }, body: fd })).json();
+    const sent = (await t.api('POST', `/inboxes/${x.id}/messages`, { to: ['erin@client.example'], subject: 'paperwork', bodyText: 'attached', attachmentIds: [upload.id] })).body;
+    same(ids(await all('filename:quartalsbericht')), [report.id]);
+    same(ids(await all('filename:QUARTALS')), [report.id]);
+    same(ids(await all('filename:resume')), [report.id]);
+    same(ids(await all('filename:"q3 résumé"')), [report.id]);
+    same(ids(await all('filename:bericht')), []);
+    same(ids(await all('filename:inv')), [m.invoice.id]);
+    same(ids(await all('filename:pdf')), [m.invoice.id]);
+    same(ids(await all('filename:contract')), [sent.id]);
+    same(ids(await all('filename:xlsx -filename:contract')), [report.id]);
+    same(ids(await all('-filename:xlsx has:attachment')), [m.invoice.id, sent.id]);
+    // Plain words: in the text or in a filename, each word on its own.
+    same(ids(await all('quartalsbericht')), [report.id]);
+    same(ids(await all('quartalsbericht numbers')), [report.id]);
+    same(ids(await all('quartalsbericht invoice')), []);
+    same(ids(await all('contract paperwork')), [sent.id]);
+    same(ids(await all('contract -paperwork')), []);
+    same(ids(await all('see -quartalsbericht')), []);
+    same(ids(await all('signed from:search-x')), [sent.id]);
+    same(ids(await all('signed from:alice')), []);
+    // Text matches rank before filename-only matches, even older ones.
+    const inText = await receive({ to: y.address, subject: 'the ledger', text: 'ledger attached soon' });
+    const inFile = await receive({ to: y.address, subject: 'numbers again', attachments: [{ filename: 'ledger.csv', content: 'a,b' }] });
+    assert.deepEqual(ids(await all('ledger')), [inText.id, inFile.id]);
+    same(ids(await t.api('GET', `/threads?q=${encodeURIComponent('filename:contract')}`)), [sent.threadId]);
+    same(ids(await t.api('GET', `/inboxes/${x.id}/threads?q=quartalsbericht`)), [report.threadId]);
+    assert.equal((await t.api('GET', `/messages?q=${encodeURIComponent('quartalsbericht')}&limit=1`)).body.total, 1);
+    expectError(await all('filename:'), 400, 'INVALID_QUERY');
+    expectError(await all('filename:"!!"'), 400, 'INVALID_QUERY');
+    for (const gone of [report.id, sent.id, inText.id, inFile.id]) assert.equal((await t.api('DELETE', `/messages/${gone}`)).status, 204);
+  });
+
   test('another account finds nothing', async () => {
     const other = t.newAccount('other');
     const res = await t.api('GET', '/messages?q=invoice', undefined, { key: other.key });

@@ -1,8 +1,9 @@
 // /attachments: upload (multipart/form-data read with busboy, the `file` part streamed to disk),
-// get (with a fresh presigned URL), and the public signed download route (no API key).
+// get (with a fresh presigned URL), its text (src/domain/attachment-text.ts), and the public signed download route (no API key).
 import busboy from 'busboy';
 import type { AppContext } from '../../context.ts';
 import { getAttachment, openDownload, storeUpload, type Attachment } from '../../domain/attachments.ts';
+import { attachmentText } from '../../domain/attachment-text.ts';
 import { AppError } from '../../domain/errors.ts';
 import type { ApiRequest, Routes } from '../routes.ts';
 
@@ -53,6 +54,7 @@ function receiveUpload(ctx: AppContext, req: ApiRequest): Promise<Attachment> {
 export function registerAttachmentRoutes(r: Routes, ctx: AppContext): void {
   r.post('/attachments', async (req) => ({ status: 201, body: await receiveUpload(ctx, req) }), { multipart: true });
   r.get('/attachments/:id', (req) => ({ status: 200, body: getAttachment(ctx, req.principal.accountId, req.params.id) }));
+  r.get('/attachments/:id/text', async (req) => ({ status: 200, body: await attachmentText(ctx, req.principal.accountId, req.params.id) }));
   r.get(
     '/attachments/:id/download',
     (req) => {
