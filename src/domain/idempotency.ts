@@ -1,7 +1,8 @@
 // Idempotency records: the first POST with a given Idempotency-Key stores its response; a
 // repeat with the same request within the window gets that response back, a repeat with a
-// different request is a conflict. Rows are written before the work starts, so two
-// concurrent requests with one key cannot both run.
+// different request is a conflict. Rows are written before the work starts, with one
+// INSERT … ON CONFLICT, so two concurrent requests with one key cannot both run, on one node
+// or several.
 import { and, eq, inArray, lt } from 'drizzle-orm';
 import type { Tx } from '../db/client.ts';
 import type { AppContext } from '../context.ts';
@@ -15,19 +16,27 @@ export function beginIdempotent(ctx: AppContext, accountId: string, key: string,
   const cutoff = new Date(now.getTime() - ctx.config.limits.idempotency_window).toISOString();
   return ctx.db.transaction((tx) => {
     const where = and(eq(idempotencyKeys.accountId, accountId), eq(idempotencyKeys.key, key));
-    const row = tx.select().from(idempotencyKeys).where(where).get();
-    if (row && row.createdAt >= cutoff) {
-      if (row.requestHash !== requestHash) {
-        throw new AppError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was already used with a different request');
-      }
-      if (row.responseStatus === null || row.responseBody === null) {
-        throw new AppError('IDEMPOTENCY_KEY_REUSED', 'a request with this Idempotency-Key is still in progress');
-      }
-      return { kind: 'replay', status: row.responseStatus, body: row.responseBody } as const;
+    // The insert claims the key; the unique key decides between concurrent requests (on a shared
+    // database a SELECT first would let both see nothing and the second insert fail with a 500).
+    // A claim older than the window is taken over by the same guarded statement.
+    const claimed = tx
+      .insert(idempotencyKeys)
+      .values({ accountId, key, requestHash, createdAt: now.toISOString() })
+      .onConflictDoUpdate({
+        target: [idempotencyKeys.accountId, idempotencyKeys.key],
+        set: { requestHash, createdAt: now.toISOString(), responseStatus: null, responseBody: null, resourceId: null },
+        setWhere: lt(idempotencyKeys.createdAt, cutoff),
+      })
+      .run();
+    if (claimed.changes === 1) return { kind: 'new' } as const;
+    const row = tx.select().from(idempotencyKeys).where(where).get()!;
+    if (row.requestHash !== requestHash) {
+      throw new AppError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was already used with a different request');
     }
-    if (row) tx.delete(idempotencyKeys).where(where).run();
-    tx.insert(idempotencyKeys).values({ accountId, key, requestHash, createdAt: now.toISOString() }).run();
-    return { kind: 'new' } as const;
+    if (row.responseStatus === null || row.responseBody === null) {
+      throw new AppError('IDEMPOTENCY_KEY_REUSED', 'a request with this Idempotency-Key is still in progress');
+    }
+    return { kind: 'replay', status: row.responseStatus, body: row.responseBody } as const;
   });
 }
 

@@ -268,12 +268,18 @@ export function setDailyLimit(ctx: AppContext, inbox: string, limit: number): In
  */
 export function countSend(tx: Pick<AppContext['db'], 'update'>, ctx: AppContext, row: InboxRow): void {
   const today = utcDay(ctx.clock);
-  const sent = row.sendsDay === today ? row.sendsToday : 0;
-  if (sent >= row.dailySendLimit) {
+  // One guarded UPDATE decides and counts: exact whatever else counts at the same moment (two
+  // nodes on one database, or a count read earlier): a day other than today starts again at 1.
+  const counted = tx
+    .update(inboxes)
+    .set({
+      sendsToday: sql`CASE WHEN ${inboxes.sendsDay} = ${today} THEN ${inboxes.sendsToday} + 1 ELSE 1 END`,
+      sendsDay: today,
+      totalSent: sql`${inboxes.totalSent} + 1`,
+    })
+    .where(and(eq(inboxes.id, row.id), sql`CASE WHEN ${inboxes.sendsDay} = ${today} THEN ${inboxes.sendsToday} ELSE 0 END < ${inboxes.dailySendLimit}`))
+    .run();
+  if (counted.changes === 0) {
     throw new AppError('DAILY_SEND_LIMIT_EXCEEDED', `inbox ${row.address} reached its daily send limit of ${row.dailySendLimit}; it resets at midnight UTC`);
   }
-  tx.update(inboxes)
-    .set({ sendsToday: sent + 1, sendsDay: today, totalSent: sql`${inboxes.totalSent} + 1` })
-    .where(eq(inboxes.id, row.id))
-    .run();
 }

@@ -16,7 +16,9 @@ import { events, jobs, messages } from '../../src/db/schema.ts';
 import { createResolver } from '../../src/dns.ts';
 import { dkimTxtValue, publishedKeyFor } from '../../src/domain/dkim-keys.ts';
 import { createApiKey } from '../../src/domain/apikeys.ts';
-import { setDailyLimit, suspendInbox } from '../../src/domain/inboxes.ts';
+import { countSend, findInboxRow, setDailyLimit, suspendInbox } from '../../src/domain/inboxes.ts';
+import { inboxes as inboxTable } from '../../src/db/schema.ts';
+import { eq as sqlEq } from 'drizzle-orm';
 import { startTestDns, type TestDns } from '../support/dns.ts';
 import { startTestMx, type TestMx } from '../support/mx.ts';
 import { runCli } from '../support/cli.ts';
@@ -630,6 +632,25 @@ describe('send API validation', () => {
     assert.equal(after.sendsToday, 2);
     assert.equal(after.totalSent, 2);
     assert.equal((await t.api('GET', `/inboxes/${lim.id}/messages`)).body.total, 2);
+  });
+
+  test('the daily count is decided by the database, not by a row read earlier: a stale read cannot overshoot; a limit of 0 sends nothing; a new day starts at 1', async () => {
+    const lim = (await t.api('POST', '/inboxes', { address: 'counted' })).body;
+    setDailyLimit(t.server.ctx, lim.id, 1);
+    const ctx = t.server.ctx;
+    const stale = findInboxRow(ctx, t.accountId, lim.id);
+    countSend(ctx.db, ctx, stale);
+    // Another node (or an earlier read) still holds the row from before the first count.
+    assert.throws(() => countSend(ctx.db, ctx, stale), { code: 'DAILY_SEND_LIMIT_EXCEEDED' });
+    assert.equal((await t.api('GET', `/inboxes/${lim.id}`)).body.sendsToday, 1);
+    ctx.db.update(inboxTable).set({ sendsDay: '2000-01-01', sendsToday: 1 }).where(sqlEq(inboxTable.id, lim.id)).run();
+    countSend(ctx.db, ctx, findInboxRow(ctx, t.accountId, lim.id));
+    const after = (await t.api('GET', `/inboxes/${lim.id}`)).body;
+    assert.equal(after.sendsToday, 1);
+    assert.equal(after.totalSent, 2);
+    setDailyLimit(ctx, lim.id, 0);
+    ctx.db.update(inboxTable).set({ sendsDay: '2000-01-01' }).where(sqlEq(inboxTable.id, lim.id)).run();
+    assert.throws(() => countSend(ctx.db, ctx, findInboxRow(ctx, t.accountId, lim.id)), { code: 'DAILY_SEND_LIMIT_EXCEEDED' });
   });
 
   test('threadId: the reply joins the thread with In-Reply-To and References of its last message', async () => {
