@@ -20,6 +20,14 @@ export const systemClock: Clock = { now: () => new Date() };
  */
 export type Signal = 'jobs' | 'events';
 
+/** A long-running part of the server (HTTP, SMTP, the job runner, …), started and stopped by main.ts. */
+export interface Service {
+  name: string;
+  start(): Promise<void>;
+  /** Stop taking new work and finish what is in flight within `graceMs`. */
+  stop(graceMs: number): Promise<void>;
+}
+
 export interface AppContext {
   config: Config;
   db: Db;

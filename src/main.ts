@@ -3,7 +3,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Config } from './config.ts';
-import { closeContext, createContext, type AppContext, type Clock } from './context.ts';
+import { closeContext, createContext, type AppContext, type Clock, type Service } from './context.ts';
 import { createHttpApp } from './http/app.ts';
 import type { Logger } from './log.ts';
 import { sweepIdempotencyKeys } from './domain/idempotency.ts';
@@ -21,12 +21,6 @@ import { createDomainRecheck } from './domain/domain-recheck.ts';
 import { describeStartup, listenFailure, type StartupInfo } from './startup.ts';
 
 /** A long-running part of the process (SMTP listener, job runner, timers). */
-export interface Service {
-  name: string;
-  start(): Promise<void>;
-  /** Stop taking new work and finish what is in flight within `graceMs`. */
-  stop(graceMs: number): Promise<void>;
-}
 
 export interface RunningServer {
   ctx: AppContext;

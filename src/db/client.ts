@@ -5,7 +5,7 @@ import Database from 'better-sqlite3';
 import { drizzle, type BetterSQLite3Database } from 'drizzle-orm/better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { filenameMatches } from '../domain/search.ts';
+import { filenameMatches } from './sql-functions.ts';
 
 // No schema handed to drizzle: nothing uses its relational query API (db.query.*), and building
 // that API's table map cost 1.5-2 ms of every start (server and each CLI command).

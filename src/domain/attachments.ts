@@ -12,9 +12,17 @@ import { newId } from '../ids.ts';
 import { Blobs } from '../storage/blobs.ts';
 import { downloadUrl, urlSigningSecret, verifyDownload } from '../storage/signed-url.ts';
 import { AppError } from './errors.ts';
-import type { AttachmentMeta } from './messages.ts';
 import { isoNow } from './time.ts';
 import { releaseBlobs } from '../storage/blob-refs.ts';
+
+export interface AttachmentMeta {
+  id: string;
+  filename: string;
+  contentType: string;
+  size: number;
+  /** A fresh presigned download URL: in API answers, not in event payloads (which are kept). */
+  url?: string;
+}
 
 export type AttachmentRow = typeof attachments.$inferSelect;
 

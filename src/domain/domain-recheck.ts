@@ -3,7 +3,7 @@
 // every `domains.recheck_interval`, so a domain turns verified without anyone calling verify.
 import type { AppContext } from '../context.ts';
 import { errorFields } from '../log.ts';
-import type { Service } from '../main.ts';
+import type { Service } from '../context.ts';
 import { ensureSharedDkimKey } from './dkim-keys.ts';
 import { recheckDueDomains } from './domains.ts';
 

@@ -6,7 +6,7 @@ import type { Db } from '../db/client.ts';
 import { forgetIdempotentResponses } from './idempotency.ts';
 import { preparedQuery, preparedRows } from '../db/prepared.ts';
 import { attachments, messages } from '../db/schema.ts';
-import { attachmentMetaForMany, presignAttachment } from './attachments.ts';
+import { attachmentMetaForMany, presignAttachment, type AttachmentMeta } from './attachments.ts';
 import { AppError } from './errors.ts';
 import { FEED_SETTINGS, watchEvents } from './event-feed.ts';
 import { findInboxRow } from './inboxes.ts';
@@ -34,14 +34,6 @@ export function insertMessageRow(db: Db, row: MessageRow): void {
 /** The columns a Message is made of (what list pages read). */
 export type MessageViewRow = Omit<MessageRow, 'accountId' | 'references' | 'rawPath' | 'contentHash'>;
 
-export interface AttachmentMeta {
-  id: string;
-  filename: string;
-  contentType: string;
-  size: number;
-  /** A fresh presigned download URL: in API answers, not in event payloads (which are kept). */
-  url?: string;
-}
 
 export interface RecipientOutcome {
   address: string;

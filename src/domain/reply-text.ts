@@ -24,20 +24,20 @@ const MAX_MARKER_LINE = 400;
 // "On <date>, <name> wrote:" by language: how the line starts, and the verb it ends with or
 // (de, nl, sv, da: "Am <date> schrieb <name>:") carries before a final colon.
 const ATTRIBUTION: RegExp[] = [
-  /^(?:on|le|el|il|il giorno|in data|em|no dia|op|am|den|w dniu|dnia)\s.*(?:wrote|a écrit|escribió|ha scritto|escreveu|schreef|schrieb|skrev|napisał(?:\(a\))?|pisze)\s*:?$/i,
+  /^(?:on|le|el|il|il giorno|in data|em|no dia|op|am|den|w dniu|dnia)\s.*(?:wrote|a \u00e9crit|escribi\u00f3|ha scritto|escreveu|schreef|schrieb|skrev|napisa\u0142(?:\(a\))?|pisze)\s*:?$/i,
   /^(?:am|op|den|d\.)\s.*\b(?:schrieb|schreef|skrev)\b.*:$/i,
   // Outlook for Mac and some webmails: "<name> <<email>> schrieb am <date>:" / "<name> wrote:".
-  /^.{1,120}<[^<>\s]+@[^<>\s]+>\s*(?:wrote|schrieb|a écrit|escribió|ha scritto|escreveu|schreef)\b.*:$/i,
+  /^.{1,120}<[^<>\s]+@[^<>\s]+>\s*(?:wrote|schrieb|a \u00e9crit|escribi\u00f3|ha scritto|escreveu|schreef)\b.*:$/i,
 ];
 
 /** "-----Original Message-----" and its translations (Outlook, Lotus, webmails). */
-const ORIGINAL_MESSAGE = /^\s*-{2,}\s*(?:original message|ursprüngliche nachricht|message d'origine|mensaje original|messaggio originale|mensagem original|oorspronkelijk bericht|originalmeddelande|oprindelig meddelelse|wiadomość oryginalna)\s*-{2,}\s*$/i;
-const FORWARDED = /^\s*-{2,}\s*(?:forwarded message|weitergeleitete nachricht|message transféré|mensaje reenviado|messaggio inoltrato|mensagem encaminhada|doorgestuurd bericht)\s*-{2,}\s*$/i;
+const ORIGINAL_MESSAGE = /^\s*-{2,}\s*(?:original message|urspr\u00fcngliche nachricht|message d'origine|mensaje original|messaggio originale|mensagem original|oorspronkelijk bericht|originalmeddelande|oprindelig meddelelse|wiadomo\u015b\u0107 oryginalna)\s*-{2,}\s*$/i;
+const FORWARDED = /^\s*-{2,}\s*(?:forwarded message|weitergeleitete nachricht|message transf\u00e9r\u00e9|mensaje reenviado|messaggio inoltrato|mensagem encaminhada|doorgestuurd bericht)\s*-{2,}\s*$/i;
 
 /** The first line of Outlook's header block of the quoted message ("From: …", bold in HTML). */
-const HEADER_FROM = /^\s*\*?(?:from|von|de|da|van|från|fra|od|lähettäjä)\s?:\*?\s*\S/i;
+const HEADER_FROM = /^\s*\*?(?:from|von|de|da|van|fr\u00e5n|fra|od|l\u00e4hett\u00e4j\u00e4)\s?:\*?\s*\S/i;
 /** Another header line within the next few lines confirms the block. */
-const HEADER_OTHER = /^\s*\*?(?:sent|date|to|cc|subject|gesendet|datum|an|betreff|envoyé|à|objet|enviado(?: el)?|enviada em|fecha|para|asunto|inviato|data|a|oggetto|verzonden|aan|onderwerp|assunto|skickat|till|ämne|sendt|til|emne)\s?:\*?(?:\s|$)/i;
+const HEADER_OTHER = /^\s*\*?(?:sent|date|to|cc|subject|gesendet|datum|an|betreff|envoy\u00e9|\u00e0|objet|enviado(?: el)?|enviada em|fecha|para|asunto|inviato|data|a|oggetto|verzonden|aan|onderwerp|assunto|skickat|till|\u00e4mne|sendt|til|emne)\s?:\*?(?:\s|$)/i;
 /** The rule Outlook draws above that block in plain text. */
 const RULE = /^\s*(?:_{10,}|-{10,})\s*$/;
 
@@ -48,7 +48,7 @@ const BLANK = /^\s*$/;
 const SIGNATURE_DASHES = /^--\s?$/;
 /** What phones and apps append: "Sent from my iPhone", "Von meinem iPhone gesendet", … */
 const MOBILE_FOOTER =
-  /^(?:sent from (?:my |mail for |yahoo mail|outlook)|sent with |get outlook for |von meinem .{1,40} gesendet|gesendet von (?:meinem|mail für)|envoyé (?:de|depuis) (?:mon|ma|l'application|outlook|yahoo)|obtenir outlook pour|enviado (?:desde|do|de) (?:mi|meu|o|el|outlook|yahoo)|inviato da |scarica outlook per|verzonden (?:vanaf|met|van) |verstuurd vanaf |skickat från |sendt fra )/i;
+  /^(?:sent from (?:my |mail for |yahoo mail|outlook)|sent with |get outlook for |von meinem .{1,40} gesendet|gesendet von (?:meinem|mail f\u00fcr)|envoy\u00e9 (?:de|depuis) (?:mon|ma|l'application|outlook|yahoo)|obtenir outlook pour|enviado (?:desde|do|de) (?:mi|meu|o|el|outlook|yahoo)|inviato da |scarica outlook per|verzonden (?:vanaf|met|van) |verstuurd vanaf |skickat fr\u00e5n |sendt fra )/i;
 
 /** `wrapped`: several lines joined; then only the patterns anchored on a first word apply. */
 const isAttribution = (line: string, wrapped = false) => (wrapped ? ATTRIBUTION.slice(0, 2) : ATTRIBUTION).some((re) => re.test(line));

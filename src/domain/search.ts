@@ -14,6 +14,7 @@
 // Words are never spliced into SQL or into FTS syntax: each becomes an FTS5 string ("…",
 // quotes doubled) and every value is a bound parameter. Errors are 400 INVALID_QUERY naming the
 // position (1-based character) and what was expected there.
+import { filenameWords } from '../db/sql-functions.ts';
 import { AppError } from './errors.ts';
 import { LABEL_PATTERN, LABEL_RULE } from './labels.ts';
 
@@ -114,11 +115,8 @@ function tokenize(q: string): Term[] {
 }
 
 // --- attachment filenames ------------------------------------------------------------------
+// filename_matches() itself is a function of the connection (src/db/sql-functions.ts).
 
-/** Words of a text as the FTS index sees them: letter and digit runs, lowercased, accents removed. */
-export function filenameWords(text: string): string[] {
-  return text.normalize('NFD').replace(/\p{M}+/gu, '').toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
-}
 
 /** A filename_matches term: the value's words, "*" after the last when it may match as a prefix. */
 const filenameTerm = (value: string, prefix: boolean) => filenameWords(value).join(' ') + (prefix ? '*' : '');
@@ -130,42 +128,6 @@ const filenameTerm = (value: string, prefix: boolean) => filenameWords(value).jo
 export const FILENAME_MATCH =
   'EXISTS (SELECT 1 FROM attachments qa WHERE qa.message_id = m.id AND filename_matches(qa.filename, ?)) OR EXISTS (SELECT 1 FROM message_attachments qm JOIN attachments qf ON qf.id = qm.attachment_id WHERE qm.message_id = m.id AND filename_matches(qf.filename, ?))';
 
-const termCache = new Map<string, { words: string[]; prefix: boolean }[]>();
-/** Every search scans the attachments' filenames: their words are worked out once (bounded). */
-const wordsOfFilename = new Map<string, string[]>();
-
-/**
- * filename_matches(filename, terms): 1 when one of the terms (separated by newlines) occurs in
- * the filename as consecutive words, the last one as a prefix when the term ends with "*"
- * ("report" matches "Q3-Report_final.pdf", "q3 rep*" too, "port" does not).
- */
-export function filenameMatches(filename: unknown, terms: unknown): 0 | 1 {
-  if (typeof filename !== 'string' || typeof terms !== 'string') return 0;
-  let compiled = termCache.get(terms);
-  if (!compiled) {
-    compiled = terms.split('\n').map((t) => ({ words: t.replace(/\*$/, '').split(' ').filter(Boolean), prefix: t.endsWith('*') }));
-    if (termCache.size > 1000) termCache.clear();
-    termCache.set(terms, compiled);
-  }
-  let words = wordsOfFilename.get(filename);
-  if (!words) {
-    words = filenameWords(filename);
-    if (wordsOfFilename.size >= 100_000) wordsOfFilename.clear();
-    wordsOfFilename.set(filename, words);
-  }
-  for (const { words: want, prefix } of compiled) {
-    if (!want.length) continue;
-    for (let i = 0; i + want.length <= words.length; i++) {
-      let ok = true;
-      for (let j = 0; ok && j < want.length; j++) {
-        const last = j === want.length - 1;
-        ok = last && prefix ? words[i + j].startsWith(want[j]) : words[i + j] === want[j];
-      }
-      if (ok) return 1;
-    }
-  }
-  return 0;
-}
 
 /** Parses `q`; throws 400 INVALID_QUERY with the position and what was expected. */
 export function parseSearch(q: string): ParsedQuery {

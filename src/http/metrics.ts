@@ -5,7 +5,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { AppContext } from '../context.ts';
 import { errorFields } from '../log.ts';
-import type { Service } from '../main.ts';
+import type { Service } from '../context.ts';
 import { METRICS_CONTENT_TYPE, renderMetrics } from '../metrics.ts';
 
 export function createMetricsService(ctx: AppContext): Service & { port: number } {

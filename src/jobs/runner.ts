@@ -5,7 +5,7 @@
 // (group commit) and its jobs start once it is on disk.
 import type { AppContext } from '../context.ts';
 import { errorFields } from '../log.ts';
-import type { Service } from '../main.ts';
+import type { Service } from '../context.ts';
 import { externalCommits, type Tx } from '../db/client.ts';
 import { claimDue, finishJob, nextDueAt, recoverJobs, sweepJobs, type JobCandidate, type JobOutcome, type JobRow, type JobStatus } from './table.ts';
 

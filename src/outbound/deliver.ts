@@ -5,7 +5,7 @@
 // DANE/MTA-STS). The pools are closed by the `outbound` service at shutdown.
 import nodemailer, { type Transporter } from 'nodemailer';
 import type { AppContext } from '../context.ts';
-import type { Service } from '../main.ts';
+import type { Service } from '../context.ts';
 
 export interface Envelope {
   /** MAIL FROM: where bounces go. */

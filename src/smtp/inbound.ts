@@ -11,7 +11,7 @@ import { LARGE_MESSAGE_BYTES, stageInbound, type InboundStage } from '../domain/
 import type { InboundInput } from '../domain/inbound.ts';
 import type { InboxRow } from '../domain/inboxes.ts';
 import { errorFields } from '../log.ts';
-import type { Service } from '../main.ts';
+import type { Service } from '../context.ts';
 import { countSmtpLimited, countSmtpMessage, countSmtpRecipient } from '../metrics.ts';
 import { MemoryBudget } from './memory-budget.ts';
 import { refuseMessage, replyFor, smtpReply } from './replies.ts';

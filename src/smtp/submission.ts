@@ -10,7 +10,7 @@ import type { AppContext } from '../context.ts';
 import { MAX_RECIPIENTS } from '../domain/sending.ts';
 import { authenticateSubmitter, checkSubmissionSender, submissionRecipient, submitMessage, type Submitter } from '../domain/submission.ts';
 import { errorFields } from '../log.ts';
-import type { Service } from '../main.ts';
+import type { Service } from '../context.ts';
 import { countSubmission, countSubmissionAuth } from '../metrics.ts';
 import { AuthFailures } from './auth-failures.ts';
 import { closeSmtp, createSmtpServer, listenSmtp } from './listener.ts';

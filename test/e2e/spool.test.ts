@@ -13,7 +13,7 @@ import { queueEntry } from '../../cli/commands/queue.ts';
 import { SPOOL_MAX_MESSAGE_BYTES } from '../../src/domain/spool.ts';
 import { getJob, listJobs, sweepJobs } from '../../src/jobs/table.ts';
 import { runCli } from '../support/cli.ts';
-import type { Service } from '../../src/main.ts';
+import type { Service } from '../../src/context.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { SmtpClient } from '../support/smtp-client.ts';
 import { until } from '../support/wait.ts';
