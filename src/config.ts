@@ -167,6 +167,17 @@ const baseUrl = (def: string, description: string): Field<string> => ({
   },
 });
 
+/** A URL from the config (relay, database) without its password, for logs and terminals. */
+export function redactUrl(text: string): string {
+  try {
+    const url = new URL(text);
+    if (url.password) url.password = '***';
+    return url.toString();
+  } catch {
+    return '(unparsable URL)';
+  }
+}
+
 /** "" (embedded SQLite) or a postgres:// / postgresql:// connection URL. */
 const databaseUrl = (description: string): Field<string> => ({
   ...str('', description),

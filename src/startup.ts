@@ -3,7 +3,7 @@
 // (human lines on a terminal, one JSON log line otherwise); and the one line a busy or
 // forbidden listen address turns into, naming the config key to change.
 import { resolve, join } from 'node:path';
-import type { Config, ListenAddress } from './config.ts';
+import { redactUrl, type Config, type ListenAddress } from './config.ts';
 import type { AppContext } from './context.ts';
 import { listAllDomains } from './domain/domains.ts';
 import { VERSION } from './version.ts';
@@ -30,16 +30,6 @@ export interface StartupInfo {
 
 const hostPort = (host: string, port: number) => (host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`);
 
-/** The relay URL without its password (it may be logged and shown on a terminal). */
-function redactRelay(relay: string): string {
-  try {
-    const url = new URL(relay);
-    if (url.password) url.password = '***';
-    return url.toString();
-  } catch {
-    return '(unparsable relay URL)';
-  }
-}
 
 export const LIVE_SENDING_WARNING =
   'sending is live (outbound.mode = "email") and no domain is verified: mail sent through the API leaves this machine for real ' +
@@ -65,7 +55,7 @@ export function describeStartup(
     submission: c.submission.listen ? hostPort(c.submission.listen.host, bound.submissionPort) : 'off',
     metrics: c.metrics.listen ? hostPort(c.metrics.listen.host, bound.metricsPort) : 'off',
     outbound: c.outbound.mode,
-    ...(c.outbound.relay ? { relay: redactRelay(c.outbound.relay) } : {}),
+    ...(c.outbound.relay ? { relay: redactUrl(c.outbound.relay) } : {}),
     services: bound.services,
     warnings,
   };

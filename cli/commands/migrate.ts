@@ -2,18 +2,8 @@
 // what it did. The server does the same at start; running it first lets an operator apply a
 // release's schema once before rolling several nodes onto it (PostgreSQL), or check a file.
 import type { Command } from 'commander';
+import { redactUrl } from '../../src/config.ts';
 import { configOf, globals, print } from '../shared.ts';
-
-/** The URL without its password, for printing. */
-export function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString();
-  } catch {
-    return '(unparsable URL)';
-  }
-}
 
 export function registerMigrate(program: Command): void {
   program
