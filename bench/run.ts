@@ -15,6 +15,7 @@ import { scale } from './scenarios/scale.ts';
 import { coldStart } from './scenarios/coldstart.ts';
 import { largeMessages } from './scenarios/large.ts';
 import { pgClients } from './scenarios/pg-clients.ts';
+import { storeOverhead } from './scenarios/store.ts';
 import { eventLatency } from './scenarios/events.ts';
 import { search } from './scenarios/search.ts';
 import type { TestDns } from '../test/support/dns.ts';
@@ -35,8 +36,9 @@ const SCENARIOS: Scenario[] = [
   { id: 'coldstart', title: '(g) Cold start of the single executable', run: coldStart },
   { id: 'large', title: '(h) Ten 25 MB messages at once; (i) one message to 50 inboxes on disk', run: largeMessages },
   { id: 'events', title: '(j) Event latency at 500 events/s: event → SSE and event → webhook', run: eventLatency },
-  { id: 'pg-clients', title: '(l) PostgreSQL client: postgres against pg', run: pgClients },
   { id: 'search', title: '(k) Search: q on a 10⁴ and a 10⁶ message inbox', run: search },
+  { id: 'pg-clients', title: '(l) PostgreSQL client: postgres against pg', run: pgClients },
+  { id: 'store', title: '(m) The storage port on SQLite: async store against the synchronous handle', run: storeOverhead },
 ];
 
 /** Results a scenario reports under other ids, kept with it from an earlier run. */

@@ -1,4 +1,4 @@
-// (j) Which PostgreSQL client the adapter uses: `postgres` (porsager) against `pg`
+// (l) Which PostgreSQL client the adapter uses: `postgres` (porsager) against `pg`
 // (node-postgres), on a private durable cluster (fsync on), with the statement shapes the store
 // sends: a point read by primary key and a one-row insert in its own transaction, each at 16
 // concurrent callers. Both clients prepare each statement once per connection and return rows
@@ -114,7 +114,7 @@ export async function pgClients(): Promise<ScenarioResult> {
     }
     return {
       id: 'pg-clients',
-      title: '(k) PostgreSQL client: postgres against pg',
+      title: '(l) PostgreSQL client: postgres against pg',
       status: 'ok',
       setup: `private PostgreSQL cluster on loopback, fsync on; pool of ${POOL}; ${READS} reads and ${WRITES} insert transactions at ${CONCURRENCY} concurrent callers after a warm-up; rows as arrays, statements prepared per connection. "mailroom" is the postgres client the adapter uses.`,
       rows,

@@ -1,4 +1,4 @@
-// (j) Search: `q` on the message list of one inbox holding 10⁴ and 10⁶ messages, bulk-inserted
+// (k) Search: `q` on the message list of one inbox holding 10⁴ and 10⁶ messages, bulk-inserted
 // with the server stopped (the FTS5 index is filled by its triggers during the load, so the
 // load time includes indexing). Bodies are 20 words drawn from a 5,000-word vocabulary with a
 // Zipf-like skew (common words match many messages, rare ones few); one message in ten has an
@@ -128,7 +128,7 @@ export async function search(env: { dns: TestDns }): Promise<ScenarioResult> {
   );
   return {
     id: 'search',
-    title: '(j) Search: q on a 10⁴ and a 10⁶ message inbox',
+    title: '(k) Search: q on a 10⁴ and a 10⁶ message inbox',
     status: 'ok',
     setup: `one inbox of ${SIZES.map((s) => s.toLocaleString('en-US')).join(' or ')} messages bulk-inserted with the FTS index kept by its triggers (${results.map((r) => `${r.size.toLocaleString('en-US')}: ${round(r.seedSeconds)} s`).join(', ')}); 20-word bodies over a 5,000-word skewed vocabulary, an attachment on one message in ten; GET /inboxes/{id}/messages?limit=20&q=…, one request at a time (${results.map((r) => (r.size > 100_000 ? 40 : 200)).join(' / ')} per form after 3 warm-up)`,
     rows,
