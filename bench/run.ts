@@ -37,7 +37,7 @@ const SCENARIOS: Scenario[] = [
   { id: 'large', title: '(h) Ten 25 MB messages at once; (i) one message to 50 inboxes on disk', run: largeMessages },
   { id: 'events', title: '(j) Event latency at 500 events/s: event → SSE and event → webhook', run: eventLatency },
   { id: 'search', title: '(k) Search: q on a 10⁴ and a 10⁶ message inbox', run: search },
-  { id: 'pg-clients', title: '(l) PostgreSQL client: postgres against pg', run: pgClients },
+  { id: 'pg-clients', title: '(l) PostgreSQL client: pg against postgres', run: pgClients },
   { id: 'store', title: '(m) The storage port on SQLite: async store against the synchronous handle', run: storeOverhead },
 ];
 

@@ -1,10 +1,9 @@
-// (l) Which PostgreSQL client the adapter uses: `postgres` (porsager) against `pg`
-// (node-postgres), on a private durable cluster (fsync on), with the statement shapes the store
+// (l) Which PostgreSQL client the adapter uses: `pg` (node-postgres, the one it uses) against
+// `postgres` (porsager), on a private durable cluster (fsync on), with the statement shapes the store
 // sends: a point read by primary key and a one-row insert in its own transaction, each at 16
 // concurrent callers. Both clients prepare each statement once per connection and return rows
 // as arrays, as the store needs them. The store's SQLite adapter runs the same two shapes as a
 // reference point for the cost of a network database on this machine.
-import pg from 'pg';
 import postgres from 'postgres';
 import { startCluster, postgresMissing } from '../../test/support/postgres.ts';
 import { SkipError, freshDir, log, round, summarize, type Row, type ScenarioResult } from '../support.ts';
@@ -28,7 +27,8 @@ interface Client {
 }
 
 function porsager(url: string): Client {
-  const sql = connectPostgres(url, { max: POOL });
+  const asNumber = { serialize: (x: unknown) => String(x), parse: (x: string) => Number(x) };
+  const sql = postgres(url, { max: POOL, onnotice: () => {}, types: { int8: { to: 20, from: [20], ...asNumber } } });
   return {
     read: async (id) => (await sql.unsafe(READ, [id], { prepare: true }).values())[0],
     write: async (id) => {
@@ -38,9 +38,9 @@ function porsager(url: string): Client {
   };
 }
 
+/** node-postgres as the adapter configures it (src/store/postgres.ts). */
 function nodePostgres(url: string): Client {
-  const pool = new pg.Pool({ connectionString: url, max: POOL });
-  pg.types.setTypeParser(20, Number);
+  const pool = connectPostgres(url, { max: POOL });
   return {
     read: async (id) => (await pool.query({ name: 'read', text: READ, values: [id], rowMode: 'array' })).rows[0],
     write: async (id) => {
@@ -104,9 +104,9 @@ export async function pgClients(): Promise<ScenarioResult> {
       rows.push({
         metric: kind === 'reads' ? 'point read by key, 16 callers' : 'one-row insert transaction, 16 callers',
         unit: 'per s',
-        mailroom: measured.postgres![kind].perSecond,
+        mailroom: measured.pg![kind].perSecond,
         baselines: [
-          { name: 'pg (node-postgres)', value: measured.pg![kind].perSecond },
+          { name: 'postgres (porsager)', value: measured.postgres![kind].perSecond },
           { name: 'store on SQLite', value: sqlite[kind].perSecond },
         ],
         note: `p50/p99 ms: postgres ${measured.postgres![kind].p50}/${measured.postgres![kind].p99}, pg ${measured.pg![kind].p50}/${measured.pg![kind].p99}`,
@@ -114,9 +114,9 @@ export async function pgClients(): Promise<ScenarioResult> {
     }
     return {
       id: 'pg-clients',
-      title: '(l) PostgreSQL client: postgres against pg',
+      title: '(l) PostgreSQL client: pg against postgres',
       status: 'ok',
-      setup: `private PostgreSQL cluster on loopback, fsync on; pool of ${POOL}; ${READS} reads and ${WRITES} insert transactions at ${CONCURRENCY} concurrent callers after a warm-up; rows as arrays, statements prepared per connection. "mailroom" is the postgres client the adapter uses.`,
+      setup: `private PostgreSQL cluster on loopback, fsync on; pool of ${POOL}; ${READS} reads and ${WRITES} insert transactions at ${CONCURRENCY} concurrent callers after a warm-up; rows as arrays, statements prepared per connection. "mailroom" is pg (node-postgres), the client the adapter uses since this measurement.`,
       rows,
       details: { measured, sqlite },
     };

@@ -6,7 +6,7 @@ import { readMigrationFiles, type MigrationMeta } from 'drizzle-orm/migrator';
 import { fileURLToPath } from 'node:url';
 import { drizzle as drizzleSqlite } from 'drizzle-orm/better-sqlite3';
 import { join } from 'node:path';
-import type postgres from 'postgres';
+import type pg from 'pg';
 import { openConnection, type Db as SqliteDb } from '../db/client.ts';
 import { migrateDatabase, readMigrations } from '../db/migrate.ts';
 import { connectPostgres } from './postgres.ts';
@@ -31,22 +31,32 @@ export function readPgMigrations(): MigrationMeta[] {
  * ran. Bookkeeping is drizzle's own (`drizzle.__drizzle_migrations`: hash and folder time of
  * each applied file), so drizzle-kit's tools read the same history.
  */
-export async function migratePostgres(sql: postgres.Sql): Promise<number> {
-  return (await sql.begin(async (t) => {
-    await t`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`;
-    await t`CREATE SCHEMA IF NOT EXISTS drizzle`;
-    await t`CREATE TABLE IF NOT EXISTS drizzle.__drizzle_migrations (id SERIAL PRIMARY KEY, hash text NOT NULL, created_at bigint)`;
-    const [last] = await t`SELECT created_at FROM drizzle.__drizzle_migrations ORDER BY created_at DESC LIMIT 1`;
-    const after = last ? Number(last.created_at) : -1;
-    let ran = 0;
-    for (const m of readPgMigrations()) {
-      if (m.folderMillis <= after) continue;
-      for (const statement of m.sql) if (statement.trim()) await t.unsafe(statement);
-      await t`INSERT INTO drizzle.__drizzle_migrations (hash, created_at) VALUES (${m.hash}, ${m.folderMillis})`;
-      ran++;
+export async function migratePostgres(pool: pg.Pool): Promise<number> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    try {
+      await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
+      await client.query('CREATE SCHEMA IF NOT EXISTS drizzle');
+      await client.query('CREATE TABLE IF NOT EXISTS drizzle.__drizzle_migrations (id SERIAL PRIMARY KEY, hash text NOT NULL, created_at bigint)');
+      const last = await client.query<{ created_at: number }>('SELECT created_at FROM drizzle.__drizzle_migrations ORDER BY created_at DESC LIMIT 1');
+      const after = last.rows.length ? Number(last.rows[0]!.created_at) : -1;
+      let ran = 0;
+      for (const m of readPgMigrations()) {
+        if (m.folderMillis <= after) continue;
+        for (const statement of m.sql) if (statement.trim()) await client.query(statement);
+        await client.query('INSERT INTO drizzle.__drizzle_migrations (hash, created_at) VALUES ($1, $2)', [m.hash, m.folderMillis]);
+        ran++;
+      }
+      await client.query('COMMIT');
+      return ran;
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw err;
     }
-    return ran;
-  })) as number;
+  } finally {
+    client.release();
+  }
 }
 
 export interface MigrateOutcome {
@@ -62,13 +72,13 @@ export interface MigrateOutcome {
 /** `mailroom migrate`: brings the configured database up to date and counts what ran. */
 export async function migrateStore(opts: { dataDir: string; databaseUrl?: string }): Promise<MigrateOutcome> {
   if (opts.databaseUrl) {
-    const sql = connectPostgres(opts.databaseUrl, { max: 1 });
+    const pool = connectPostgres(opts.databaseUrl, { max: 1 });
     try {
-      const applied = await migratePostgres(sql);
-      const [row] = await sql`SELECT count(*)::int AS n FROM drizzle.__drizzle_migrations`;
-      return { applied, current: row?.n ?? 0, total: readPgMigrations().length, location: '' };
+      const applied = await migratePostgres(pool);
+      const { rows } = await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM drizzle.__drizzle_migrations');
+      return { applied, current: rows[0]?.n ?? 0, total: readPgMigrations().length, location: '' };
     } finally {
-      await sql.end({ timeout: 5 });
+      await pool.end();
     }
   }
   const file = join(opts.dataDir, 'mailroom.db');

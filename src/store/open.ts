@@ -17,14 +17,14 @@ export interface StoreOptions {
 
 export async function openStore(opts: StoreOptions): Promise<Store> {
   if (opts.databaseUrl) {
-    const sql = connectPostgres(opts.databaseUrl);
+    const pool = connectPostgres(opts.databaseUrl);
     try {
-      await migratePostgres(sql);
+      await migratePostgres(pool);
     } catch (err) {
-      await sql.end({ timeout: 1 });
+      await pool.end();
       throw err;
     }
-    return new PostgresStore(sql);
+    return new PostgresStore(pool);
   }
   const client = openConnection(join(opts.dataDir, 'mailroom.db'));
   migrateDatabase(drizzle(client) as SqliteDb);

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import postgres from 'postgres';
+import { connectPostgres } from '../../src/store/postgres.ts';
 import { readMigrations } from '../../src/db/migrate.ts';
 import { readPgMigrations } from '../../src/store/migrate.ts';
 import { runCli } from '../support/cli.ts';
@@ -54,12 +54,13 @@ describe('on PostgreSQL', { skip: postgresMissing() }, () => {
     assert.doesNotMatch(first.stdout + first.stderr, /s3cret-pw/);
     const again = await runCli(['--config', config, 'migrate'], { env: { MAILROOM_DATABASE_URL: url } });
     assert.match(again.stdout, / 0 migration\(s\) applied/);
-    const sql = postgres(url, { max: 1, onnotice: () => {} });
+    const pool = connectPostgres(url, { max: 1 });
     try {
-      const tables = (await sql`SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'`).map((r) => r.table_name as string);
-      for (const t of ['accounts', 'messages', 'jobs', 'inbox_message_counts']) assert.ok(tables.includes(t), t);
+      const { rows } = await pool.query<{ table_name: string }>("SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'");
+      const tables = rows.map((r) => r.table_name);
+      for (const t of ['accounts', 'messages', 'jobs', 'inbox_message_counts', 'blob_chunks', 'drafts']) assert.ok(tables.includes(t), t);
     } finally {
-      await sql.end();
+      await pool.end();
     }
   });
 

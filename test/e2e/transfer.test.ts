@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import postgres from 'postgres';
+import { connectPostgres } from '../../src/store/postgres.ts';
 import { runCli } from '../support/cli.ts';
 import { smtpTransport } from '../support/mail.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
@@ -113,11 +113,11 @@ describe('into PostgreSQL', { skip: postgresMissing() }, () => {
     const r = await runCli(['--config', config, 'import', archive, '--passphrase-file', wrong], { env: { MAILROOM_DATABASE_URL: url } });
     assert.equal(r.code, 1);
     assert.match(r.stderr, /^mailroom: wrong passphrase \(or a damaged archive\): nothing was imported\n$/);
-    const sql = postgres(url, { max: 1, onnotice: () => {} });
+    const pool = connectPostgres(url, { max: 1 });
     try {
-      assert.equal((await sql`SELECT count(*)::int AS n FROM accounts`)[0]!.n, 0);
+      assert.equal((await pool.query('SELECT count(*) AS n FROM accounts')).rows[0].n, 0);
     } finally {
-      await sql.end();
+      await pool.end();
     }
   });
 
@@ -125,20 +125,20 @@ describe('into PostgreSQL', { skip: postgresMissing() }, () => {
     const r = await runCli(['--config', config, 'import', archive, '--passphrase-file', passFile], { env: { MAILROOM_DATABASE_URL: url } });
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /^imported .* \(exported from sqlite at .*\): \d+ rows, 2 blobs\n$/);
-    const sql = postgres(url, { max: 1, onnotice: () => {}, types: { bigint: postgres.BigInt } });
+    const pool = connectPostgres(url, { max: 1 });
     try {
       for (const [name, q] of Object.entries(QUERIES)) {
-        const rows = (await sql.unsafe(q).values()).map((row) => row.map((v) => (typeof v === 'bigint' ? Number(v) : v)));
+        const { rows } = await pool.query({ text: q, rowMode: 'array' });
         assert.deepEqual(rows, snapshot[name], name);
       }
       const [message] = snapshot.messages as string[][];
       const [attachment] = snapshot.attachments as string[][];
       for (const key of [message![4]!, attachment![2]!]) {
-        const chunks = await sql`SELECT data FROM blob_chunks WHERE key = ${key} ORDER BY seq`;
-        assert.ok(Buffer.concat(chunks.map((c) => c.data as Buffer)).equals(readFileSync(join(t.dataDir, key))), key);
+        const chunks = await pool.query<{ data: Buffer }>('SELECT data FROM blob_chunks WHERE key = $1 ORDER BY seq', [key]);
+        assert.ok(Buffer.concat(chunks.rows.map((c) => c.data)).equals(readFileSync(join(t.dataDir, key))), key);
       }
     } finally {
-      await sql.end();
+      await pool.end();
     }
   });
 

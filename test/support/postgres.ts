@@ -7,7 +7,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import postgres from 'postgres';
+import pg from 'pg';
 import { freePort } from './child-server.ts';
 
 const PG_ROOT = '/usr/lib/postgresql';
@@ -81,9 +81,10 @@ export async function startCluster(opts: { durable: boolean }): Promise<PgCluste
     dir,
     url,
     async createDatabase(name = `t${process.pid}_${++databases}`) {
-      const admin = postgres(url(), { max: 1, onnotice: () => {} });
+      const admin = new pg.Client({ connectionString: url() });
+      await admin.connect();
       try {
-        await admin.unsafe(`CREATE DATABASE "${name}"`);
+        await admin.query(`CREATE DATABASE "${name}"`);
       } finally {
         await admin.end();
       }
