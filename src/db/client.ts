@@ -5,7 +5,6 @@ import Database from 'better-sqlite3';
 import { drizzle, type BetterSQLite3Database } from 'drizzle-orm/better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { filenameMatches } from './sql-functions.ts';
 
 // No schema handed to drizzle: nothing uses its relational query API (db.query.*), and building
 // that API's table map cost 1.5-2 ms of every start (server and each CLI command).
@@ -41,8 +40,6 @@ export function openConnection(file: string): Database.Database {
   // Deleted rows are overwritten with zeros, not left readable in free pages (deleted mail is
   // gone from the file; checkpointWal clears the log's copies).
   sqlite.pragma('secure_delete = ON');
-  // Search matches attachment filenames by word (src/domain/search.ts).
-  sqlite.function('filename_matches', { deterministic: true }, filenameMatches);
   return sqlite;
 }
 

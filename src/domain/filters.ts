@@ -2,7 +2,7 @@
 // or account-wide, turned into one SQL match over messages. A thread matches when one of its
 // messages matches every filter given.
 import type { Db } from '../db/client.ts';
-import { FILENAME_MATCH, parseSearch } from './search.ts';
+import { FILENAME_MATCH, FILENAME_MESSAGES, parseSearch } from './search.ts';
 
 export const DIRECTIONS = ['inbound', 'outbound'] as const;
 
@@ -48,18 +48,14 @@ export function matchMessages(scope: ListScope, f: MessageFilters): MessageMatch
   if (search?.match && search.words.length) {
     // Words may match in the text or in attachment filenames: the candidates are the messages
     // matching every term in the text (ranked) and those with a filename matching any word
-    // (unranked, after the ranked ones); each word is then checked on its own. CROSS JOIN makes
-    // SQLite scan the attachments (fewer than the messages) rather than every message of the
-    // inbox: the filenames have no index of their own (a schema change would give them one).
-    const anyWord = search.words.map((w) => w.file).join('\n');
+    // (unranked, after the ranked ones); each word is then checked on its own.
+    const anyWord = search.words.map((w) => w.file).join(' OR ');
     from = `(SELECT r, min(rank) AS rank FROM (
         SELECT rowid AS r, rank FROM messages_fts WHERE messages_fts MATCH ?
-        UNION ALL SELECT fm.rowid, NULL FROM attachments fa CROSS JOIN messages fm ON fm.id = fa.message_id WHERE fm.${column} = ? AND filename_matches(fa.filename, ?)
-        UNION ALL SELECT fm.rowid, NULL FROM message_attachments fx CROSS JOIN attachments fa ON fa.id = fx.attachment_id CROSS JOIN messages fm ON fm.id = fx.message_id
-          WHERE fm.${column} = ? AND filename_matches(fa.filename, ?)
+        UNION ALL SELECT fm.rowid, NULL FROM messages fm WHERE fm.id IN (${FILENAME_MESSAGES}) AND fm.${column} = ?
       ) GROUP BY r) f JOIN messages m ON m.rowid = f.r`;
     where.push(`m.${column} = ?`);
-    params.unshift(search.match, value, anyWord, value, anyWord);
+    params.unshift(search.match, anyWord, anyWord, value);
     for (const w of search.words) {
       where.push(`(f.rank IS NOT NULL OR m.rowid IN (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?) OR ${FILENAME_MATCH})`);
       params.push(w.fts, w.file, w.file);

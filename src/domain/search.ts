@@ -7,14 +7,12 @@
 //   filename: (an attachment's filename, word prefixes)
 //
 // Plain words and phrases also match attachment filenames (PRODUCT.md: full-text over … attachment
-// filenames): a word is found in the FTS index OR in a filename of the message's attachments,
-// checked with the SQL function filename_matches (registered on every connection,
-// src/db/client.ts) over the attachments table, so filenames need no index of their own.
+// filenames): a word is found in the message index OR in the filename index attachments_fts
+// (migration 0011) of the message's attachments, its own or, when sent, the uploads it carries.
 //
 // Words are never spliced into SQL or into FTS syntax: each becomes an FTS5 string ("…",
 // quotes doubled) and every value is a bound parameter. Errors are 400 INVALID_QUERY naming the
 // position (1-based character) and what was expected there.
-import { filenameWords } from '../db/sql-functions.ts';
 import { AppError } from './errors.ts';
 import { LABEL_PATTERN, LABEL_RULE } from './labels.ts';
 
@@ -24,7 +22,7 @@ export interface ParsedQuery {
   match: string | null;
   /**
    * The positive plain words and phrases, each of which may match in the text (`fts`) or in an
-   * attachment filename (`file`, a filename_matches term) instead. Empty: `match` alone decides.
+   * attachment filename (`file`, an attachments_fts expression) instead. Empty: `match` alone decides.
    */
   words: Array<{ fts: string; file: string }>;
   /** FTS5 expression of the positive operator terms (from:, subject:, …), or null. */
@@ -115,19 +113,26 @@ function tokenize(q: string): Term[] {
 }
 
 // --- attachment filenames ------------------------------------------------------------------
-// filename_matches() itself is a function of the connection (src/db/sql-functions.ts).
 
-
-/** A filename_matches term: the value's words, "*" after the last when it may match as a prefix. */
-const filenameTerm = (value: string, prefix: boolean) => filenameWords(value).join(' ') + (prefix ? '*' : '');
+/** Words of a text as the FTS tokenizer sees them: letter and digit runs, lowercased, accents removed. */
+function filenameWords(text: string): string[] {
+  return text.normalize('NFD').replace(/\p{M}+/gu, '').toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
+}
 
 /**
- * A message (`m`) with an attachment, of its own or linked when sent, whose filename matches
- * the term (two parameters: the term, twice).
+ * An attachments_fts expression for a term: its words as one phrase (consecutive in the
+ * filename), the last one as a prefix when `prefix` ("report" matches "Q3-Report_final.pdf",
+ * "q3 rep" too, "port" does not).
  */
-export const FILENAME_MATCH =
-  'EXISTS (SELECT 1 FROM attachments qa WHERE qa.message_id = m.id AND filename_matches(qa.filename, ?)) OR EXISTS (SELECT 1 FROM message_attachments qm JOIN attachments qf ON qf.id = qm.attachment_id WHERE qm.message_id = m.id AND filename_matches(qf.filename, ?))';
+const filenameTerm = (value: string, prefix: boolean) => `"${filenameWords(value).join(' ')}"${prefix ? '*' : ''}`;
 
+/** Messages with an attachment whose filename matches: their own, or uploads linked when sent. */
+export const FILENAME_MESSAGES =
+  'SELECT qa.message_id FROM attachments_fts qt JOIN attachments qa ON qa.rowid = qt.rowid WHERE attachments_fts MATCH ? AND qa.message_id IS NOT NULL ' +
+  'UNION ALL SELECT qm.message_id FROM attachments_fts qt JOIN attachments qf ON qf.rowid = qt.rowid JOIN message_attachments qm ON qm.attachment_id = qf.id WHERE attachments_fts MATCH ?';
+
+/** A message (`m`) with an attachment whose filename matches the term (two parameters: the term, twice). */
+export const FILENAME_MATCH = `m.id IN (${FILENAME_MESSAGES})`;
 
 /** Parses `q`; throws 400 INVALID_QUERY with the position and what was expected. */
 export function parseSearch(q: string): ParsedQuery {
