@@ -48,11 +48,12 @@ export function matchMessages(scope: ListScope, f: MessageFilters): MessageMatch
   if (search?.match && search.words.length) {
     // Words may match in the text or in attachment filenames: the candidates are the messages
     // matching every term in the text (ranked) and those with a filename matching any word
-    // (unranked, after the ranked ones); each word is then checked on its own.
+    // (unranked, after the ranked ones); each word is then checked on its own. CROSS JOIN makes
+    // SQLite start from the few matching attachments, not scan the inbox's messages.
     const anyWord = search.words.map((w) => w.file).join(' OR ');
     from = `(SELECT r, min(rank) AS rank FROM (
         SELECT rowid AS r, rank FROM messages_fts WHERE messages_fts MATCH ?
-        UNION ALL SELECT fm.rowid, NULL FROM messages fm WHERE fm.id IN (${FILENAME_MESSAGES}) AND fm.${column} = ?
+        UNION ALL SELECT fm.rowid, NULL FROM (${FILENAME_MESSAGES}) fx CROSS JOIN messages fm ON fm.id = fx.message_id WHERE fm.${column} = ?
       ) GROUP BY r) f JOIN messages m ON m.rowid = f.r`;
     where.push(`m.${column} = ?`);
     params.unshift(search.match, anyWord, anyWord, value);
