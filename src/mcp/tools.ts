@@ -4,6 +4,7 @@
 // threadId, messageId, attachmentId. Adding a tool is one entry in TOOLS.
 import { z } from 'zod';
 import type { AppContext } from '../context.ts';
+import { attachmentText } from '../domain/attachment-text.ts';
 import { getAttachment } from '../domain/attachments.ts';
 import { createDraft, deleteDraft, getDraft, listDrafts, sendDraft, updateDraft } from '../domain/drafts.ts';
 import { isAppError } from '../domain/errors.ts';
@@ -20,7 +21,6 @@ import { CreateInboxBody } from '../http/routes/inboxes.ts';
 import { Label, UpdateMarksBody } from '../http/routes/messages.ts';
 import { DraftBody, SendDraftBody } from '../http/routes/drafts.ts';
 import { ForwardBody, ReplyBody, SendMessageBody } from '../http/routes/sending.ts';
-import { attachmentText } from './attachment-text.ts';
 
 /** What a tool runs with: the caller's account, and a signal that fires when the caller leaves. */
 export interface ToolCall {
@@ -96,11 +96,13 @@ const MAX_TEXT_CHARS = 200_000;
 
 async function textOf(call: ToolCall, attachmentId: string): Promise<{ text: string | null; textTruncated?: true }> {
   try {
-    // The single call site of text extraction (src/mcp/attachment-text.ts).
-    const { text } = await attachmentText(call.ctx, call.accountId, attachmentId);
-    return text.length > MAX_TEXT_CHARS ? { text: text.slice(0, MAX_TEXT_CHARS), textTruncated: true } : { text };
+    // The same text as GET /attachments/{id}/text, within the same limits (attachments.text_*).
+    const { text, truncated } = await attachmentText(call.ctx, call.accountId, attachmentId);
+    if (text.length > MAX_TEXT_CHARS) return { text: text.slice(0, MAX_TEXT_CHARS), textTruncated: true };
+    return truncated ? { text, textTruncated: true } : { text };
   } catch (err) {
-    if (isAppError(err) && err.code === 'UNSUPPORTED_MEDIA_TYPE') return { text: null };
+    // Another type, or a file the route answers 422 for (too large, broken, too slow): no text.
+    if (isAppError(err) && (err.code === 'UNSUPPORTED_MEDIA_TYPE' || err.code === 'ATTACHMENT_TEXT_FAILED')) return { text: null };
     throw err;
   }
 }
@@ -222,7 +224,7 @@ export const TOOLS: Tool[] = [
   }),
   tool({
     name: 'get_attachment',
-    description: `Get an attachment: filename, type, size, a presigned download URL (no key needed, valid for a while) and \`text\`: its content for text files, null for other types (GET /attachments/{attachmentId}). ${UNTRUSTED_CONTENT}`,
+    description: `Get an attachment: filename, type, size, a presigned download URL (no key needed, valid for a while) and \`text\`: the text of text, HTML, PDF and DOCX files as GET /attachments/{attachmentId}/text gives it, null for other types and for files it cannot read (GET /attachments/{attachmentId}). ${UNTRUSTED_CONTENT}`,
     write: false,
     input: z.strictObject({ attachmentId: id('attachment (att_…)') }),
     run: async (call, { attachmentId }) => ({ ...getAttachment(call.ctx, call.accountId, attachmentId), ...(await textOf(call, attachmentId)) }),

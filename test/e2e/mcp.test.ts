@@ -15,6 +15,7 @@ import type { Transporter } from 'nodemailer';
 import { createApiKey } from '../../src/domain/apikeys.ts';
 import { PROGRESS_SETTINGS } from '../../src/mcp/server.ts';
 import { dbDigest, settleJobs } from '../support/db-digest.ts';
+import { docxWithParagraphs, pdfWithText } from '../support/documents.ts';
 import { runCli } from '../support/cli.ts';
 import { smtpTransport } from '../support/mail.ts';
 import { expectError, readResponse, startTestServer, type TestServer } from '../support/server.ts';
@@ -298,6 +299,50 @@ describe('MCP over Streamable HTTP', () => {
     const binary = await call(client, 'get_attachment', { attachmentId: bin.id });
     assert.equal(binary.text, null);
     assert.match(binary.url, /\/attachments\/att_\w+\/download\?expires=\d+&signature=[0-9a-f]+$/);
+  });
+
+  test('get_attachment gives the text GET /attachments/{id}/text gives: PDF, DOCX, HTML as text; null past attachments.text_max_bytes', async () => {
+    const client = await httpClient();
+    const inbox = await call(client, 'create_inbox', { address: 'documents' });
+    const info = await smtp.sendMail({
+      from: 'x@example.org',
+      to: inbox.address,
+      subject: 'documents',
+      text: 'see attached',
+      attachments: [
+        { filename: 'report.pdf', content: pdfWithText(['Quarterly report', 'Page two']), contentType: 'application/pdf' },
+        { filename: 'contract.docx', content: docxWithParagraphs(['Contract draft', 'Clause 1']), contentType: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document' },
+        { filename: 'page.html', content: '<html><body><p>Hello <b>there</b></p><script>alert(1)</script></body></html>', contentType: 'text/html' },
+      ],
+    });
+    const message = await call(client, 'get_message', { messageId: storedId(info) });
+    const texts = [];
+    for (const a of message.attachments) {
+      const got = await call(client, 'get_attachment', { attachmentId: a.id });
+      const rest = await t.api('GET', `/attachments/${a.id}/text`);
+      assert.equal(rest.status, 200, rest.text);
+      assert.equal(got.text, rest.body.text, a.filename);
+      texts.push(got.text);
+    }
+    assert.deepEqual(texts, ['Quarterly report\n\nPage two', 'Contract draft\n\nClause 1', 'Hello there']);
+
+    // The limit on what is read holds for the tool as for the route.
+    const small = await startTestServer({ attachments: { text_max_bytes: 100 } });
+    try {
+      const upload = new FormData();
+      upload.append('file', new Blob(['x'.repeat(5000)], { type: 'text/plain' }), 'big.txt');
+      const created = await readResponse(await fetch(`${small.url}/attachments`, { method: 'POST', headers: { authorization: `Bearer ${small.key}` }, body: upload }));
+      assert.equal(created.status, 201, created.text);
+      expectError(await small.api('GET', `/attachments/${created.body.id}/text`), 422, 'ATTACHMENT_TEXT_FAILED');
+      const client2 = new Client({ name: 'mcp-test', version: '1.0.0' });
+      await client2.connect(new StreamableHTTPClientTransport(new URL(`${small.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${small.key}` } } }));
+      clients.push(client2);
+      const big = await call(client2, 'get_attachment', { attachmentId: created.body.id });
+      assert.equal(big.text, null);
+      assert.equal(big.size, 5000);
+    } finally {
+      await small.close();
+    }
   });
 
   test('no key or an invalid key: 401 UNAUTHORIZED; the SDK client cannot connect', async () => {
