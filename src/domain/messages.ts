@@ -124,11 +124,40 @@ export function messageViews(ctx: AppContext, rows: MessageViewRow[]): Message[]
   return rows.map((r) => withExtracted(messageView(r, withUrls(metas.get(r.id) ?? []), labels.get(r.id) ?? [])));
 }
 
+/**
+ * Extractions already made, by message id (a stored body never changes): a list or a thread
+ * shown again costs nothing, and an outside sender's bodies (crafted to be slow, up to 40 ms
+ * each at reply-text's size cap) cost their time once. Bounded by the characters it holds,
+ * least recently used first out.
+ */
+const extracted = new Map<string, { text: string | null; html: string | null; size: number }>();
+let extractedChars = 0;
+const EXTRACTED_CHARS_MAX = 16 * 1024 * 1024;
+
 /** Adds extractedText and extractedHtml: the reply's new content, or the body of a message that is no reply. */
 function withExtracted(m: Message): Message {
-  const reply = m.inReplyTo !== null;
-  m.extractedText = m.bodyText === null || !reply ? m.bodyText : replyText(m.bodyText);
-  m.extractedHtml = m.bodyHtml === null || !reply ? m.bodyHtml : replyHtml(m.bodyHtml);
+  if (m.inReplyTo === null) {
+    m.extractedText = m.bodyText;
+    m.extractedHtml = m.bodyHtml;
+    return m;
+  }
+  let hit = extracted.get(m.id);
+  if (hit) {
+    extracted.delete(m.id);
+  } else {
+    const text = m.bodyText === null ? null : replyText(m.bodyText);
+    const html = m.bodyHtml === null ? null : replyHtml(m.bodyHtml);
+    hit = { text, html, size: (text?.length ?? 0) + (html?.length ?? 0) };
+    extractedChars += hit.size;
+    for (const [id, old] of extracted) {
+      if (extractedChars <= EXTRACTED_CHARS_MAX) break;
+      extracted.delete(id);
+      extractedChars -= old.size;
+    }
+  }
+  extracted.set(m.id, hit);
+  m.extractedText = hit.text;
+  m.extractedHtml = hit.html;
   return m;
 }
 
