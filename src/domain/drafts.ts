@@ -76,8 +76,21 @@ function writeDraft(tx: Tx, row: DraftRow, attachmentIds: string[] | undefined, 
 }
 
 /** Deletes the draft (its attachment links go with it); false when it was not there. */
-function removeDraft(tx: Tx, accountId: string, id: string): boolean {
-  return tx.delete(drafts).where(and(eq(drafts.id, id), eq(drafts.accountId, accountId))).run().changes > 0;
+/** Deletes the draft; with `version`, only while its updatedAt is still that one. */
+function removeDraft(tx: Tx, accountId: string, id: string, version?: string): boolean {
+  const where = and(eq(drafts.id, id), eq(drafts.accountId, accountId), version === undefined ? undefined : eq(drafts.updatedAt, version));
+  return tx.delete(drafts).where(where).run().changes > 0;
+}
+
+/** The entity tag of a draft's version (its updatedAt), as GET sends it and If-Match names it. */
+export const draftTag = (updatedAt: string) => `"${updatedAt}"`;
+
+/** True when an If-Match header value names this version (or `*`); weak tags compare alike. */
+function ifMatches(header: string, updatedAt: string): boolean {
+  return header.split(',').some((t) => {
+    const tag = t.trim().replace(/^W\//, '');
+    return tag === '*' || tag === draftTag(updatedAt);
+  });
 }
 
 // ---- views and checks ------------------------------------------------------------------------
@@ -235,8 +248,13 @@ export function deleteDraft(ctx: AppContext, accountId: string, id: string): voi
  * it lacks; every rule of a send applies (suspension, daily limit, send lists). The draft is
  * deleted in the transaction that stores the message.
  */
-export async function sendDraft(ctx: AppContext, accountId: string, id: string, input: { sendAt?: string | null }): Promise<Message> {
+export async function sendDraft(ctx: AppContext, accountId: string, id: string, input: { sendAt?: string | null }, opts: { ifMatch?: string } = {}): Promise<Message> {
   const row = findDraftRow(ctx, accountId, id);
+  // What a person approved is what goes out: with If-Match, a draft edited since it was shown
+  // is refused; without, the send still commits only the version it read (below).
+  if (opts.ifMatch !== undefined && !ifMatches(opts.ifMatch, row.updatedAt)) {
+    throw new AppError('PRECONDITION_FAILED', `draft ${id} changed since it was read (now ${draftTag(row.updatedAt)}); read it again before sending`);
+  }
   const to = JSON.parse(row.toAddresses) as string[];
   if (!to.length) throw new AppError('VALIDATION_ERROR', `\`to\`: draft ${id} has no recipient; set one with PATCH /drafts/${id}`);
   if (row.subject === null) throw new AppError('VALIDATION_ERROR', `\`subject\`: draft ${id} has no subject; set one with PATCH /drafts/${id}`);
@@ -261,9 +279,14 @@ export async function sendDraft(ctx: AppContext, accountId: string, id: string, 
     },
     origin,
     {
-      // Sent at most once: a concurrent send or delete of the draft makes this one 404.
+      // Sent at most once, and as read: a concurrent send or delete of the draft makes this one
+      // 404, a concurrent edit 412 (nothing is sent; the edited draft stays).
       inTransaction: (tx) => {
-        if (!removeDraft(tx, accountId, id)) throw new AppError('DRAFT_NOT_FOUND', `draft ${id} not found`);
+        if (removeDraft(tx, accountId, id, row.updatedAt)) return;
+        const still = tx.select({ id: drafts.id }).from(drafts).where(and(eq(drafts.id, id), eq(drafts.accountId, accountId))).get();
+        throw still
+          ? new AppError('PRECONDITION_FAILED', `draft ${id} changed while it was being sent; read it again before sending`)
+          : new AppError('DRAFT_NOT_FOUND', `draft ${id} not found`);
       },
     },
   );

@@ -34,6 +34,8 @@ export const ERROR_STATUS = {
   /** POST /messages/{id}/cancel on a message that is not `scheduled` (src/domain/scheduled.ts). */
   NOT_CANCELABLE: 409,
   URL_EXPIRED: 410,
+  /** An `If-Match` that no longer matches: POST /drafts/{id}/send of a draft edited since it was read. */
+  PRECONDITION_FAILED: 412,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   /**

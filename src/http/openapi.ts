@@ -281,6 +281,8 @@ interface Operation {
   protocolBody?: { description: string; schema: Schema };
   multipart?: boolean;
   query?: Param[];
+  /** Request headers the route reads beyond the ones every route does. */
+  headers?: Param[];
   status: number;
   description: string;
   /** Response schema name, or a media type + schema for non-JSON answers. */
@@ -449,12 +451,19 @@ export const OPERATIONS: Record<string, Operation> = {
     summary: 'Send a draft (the draft is deleted with the send)',
     tag: 'Drafts',
     body: SendDraftBody,
+    headers: [
+      {
+        name: 'If-Match',
+        description: 'The ETag of the draft as it was read (GET, POST and PATCH answer it): the send goes ahead only if the draft has not changed since, else 412 PRECONDITION_FAILED and nothing is sent. Without it the send still commits only the version it read.',
+        schema: str(undefined, { maxLength: 200 }),
+      },
+    ],
     status: 202,
     description:
       'The message, `queued`, or `scheduled` when `sendAt` (this body\'s, else the draft\'s) is set. A draft lacking `to`, `subject` or a body is 400 VALIDATION_ERROR naming the field, and stays. ' +
       'With `inReplyTo` it is a reply: In-Reply-To and References set, same thread. Every rule of a send applies.',
     response: 'Message',
-    errors: ['DRAFT_NOT_FOUND', 'MESSAGE_NOT_FOUND', 'THREAD_NOT_FOUND', 'INBOX_SUSPENDED', 'INVALID_ADDRESS', 'DAILY_SEND_LIMIT_EXCEEDED', 'RECIPIENT_BLOCKED'],
+    errors: ['DRAFT_NOT_FOUND', 'PRECONDITION_FAILED', 'MESSAGE_NOT_FOUND', 'THREAD_NOT_FOUND', 'INBOX_SUSPENDED', 'INVALID_ADDRESS', 'DAILY_SEND_LIMIT_EXCEEDED', 'RECIPIENT_BLOCKED'],
   },
   'GET /lists': {
     operationId: 'listListEntries',
@@ -755,6 +764,7 @@ function operationOf(route: RegisteredRoute, op: Operation): Schema {
     schema: str(),
   }));
   for (const q of op.query ?? []) params.push({ name: q.name, in: 'query', required: !!q.required, description: q.description, schema: q.schema });
+  for (const h of op.headers ?? []) params.push({ name: h.name, in: 'header', required: !!h.required, description: h.description, schema: h.schema });
   // A protocol route (MCP) reads no Idempotency-Key.
   if (route.method === 'POST' && !isPublic && !route.options.protocol) {
     params.push({

@@ -478,6 +478,22 @@ describe('dashboard as a mail client, in headless Chromium', { skip }, () => {
     await page.click('form.draft.editing button.save');
     await page.locator('#notice', { hasText: 'Draft saved' }).waitFor();
     assert.equal((await t.api('GET', `/drafts/${created.body.id}`)).body.bodyText, 'Thanks, Carol: filed with the Q3 numbers.');
+
+    // An agent changes the recipient while the page shows the draft: approving what was shown
+    // sends nothing and shows the draft as it is now.
+    await new Promise((r) => setTimeout(r, 5));
+    assert.equal((await t.api('PATCH', `/drafts/${created.body.id}`, { to: ['mallory@example.net'] })).status, 200);
+    await page.locator('.draft', { hasText: 'Re: Quarterly report' }).locator('button.approve').click();
+    await page.locator('#notice', { hasText: 'changed since it was shown' }).waitFor();
+    assert.match((await page.locator('.draft', { hasText: 'Re: Quarterly report' }).textContent()) ?? '', /mallory@example\.net/);
+    assert.equal((await t.api('GET', `/inboxes/${ops.id}/messages?direction=outbound&q=${encodeURIComponent('subject:"Re: Quarterly report"')}`)).body.data.length, 0, 'nothing was sent');
+    // The browser logs the 412 as a console error: expected here.
+    assert.ok(tab.problems.length > 0 && tab.problems.every((p) => /status of 412/.test(p)), tab.problems.join('\n'));
+    tab.problems.length = 0;
+    await page.locator('.draft', { hasText: 'Re: Quarterly report' }).locator('button.edit').click();
+    await page.fill('form.draft.editing input[name=to]', 'carol@example.net');
+    await page.click('form.draft.editing button.save');
+    await page.locator('#notice', { hasText: 'Draft saved' }).waitFor();
     await page.locator('.draft', { hasText: 'Re: Quarterly report' }).locator('button.approve').click();
     await page.locator('.draft-sent').waitFor();
     assert.deepEqual((await t.api('GET', `/inboxes/${ops.id}/drafts`)).body.data, [], 'the draft is gone');

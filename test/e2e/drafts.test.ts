@@ -155,6 +155,28 @@ describe('sending a draft', () => {
     assert.equal((await t.api('GET', `/messages/${sent.body.id}`)).body.status, 'sent');
   });
 
+  test('If-Match: a draft edited since it was read is 412 PRECONDITION_FAILED and stays unsent; the version read goes out', async () => {
+    const created = await t.api('POST', `/inboxes/${box.id}/drafts`, { to: ['ann@remote.test'], subject: 'Approved text', bodyText: 'as shown' });
+    assert.equal(created.headers.get('etag'), `"${created.body.updatedAt}"`);
+    const shown = created.headers.get('etag')!;
+    assert.equal((await t.api('GET', `/drafts/${created.body.id}`)).headers.get('etag'), shown);
+    // An agent edits it after a person has seen it (a different millisecond: a new version).
+    await new Promise((r) => setTimeout(r, 5));
+    const edited = await t.api('PATCH', `/drafts/${created.body.id}`, { to: ['mallory@remote.test'] });
+    assert.notEqual(edited.headers.get('etag'), shown);
+    const before = (await t.api('GET', `/inboxes/${box.id}/messages?limit=100`)).body.total;
+    const refused = await t.api('POST', `/drafts/${created.body.id}/send`, undefined, { headers: { 'if-match': shown } });
+    expectError(refused, 412, 'PRECONDITION_FAILED');
+    assert.match(refused.body.error.message, /changed since it was read/);
+    assert.equal((await t.api('GET', `/inboxes/${box.id}/messages?limit=100`)).body.total, before, 'nothing was sent');
+    assert.deepEqual((await t.api('GET', `/drafts/${created.body.id}`)).body.to, ['mallory@remote.test'], 'the draft stays');
+    const sent = await t.api('POST', `/drafts/${created.body.id}/send`, undefined, { headers: { 'if-match': `W/${edited.headers.get('etag')}, "other"` } });
+    assert.equal(sent.status, 202, sent.text);
+    assert.deepEqual(sent.body.toAddresses, ['mallory@remote.test']);
+    const star = await draft({ to: ['ann@remote.test'], subject: 's', bodyText: 'b' });
+    assert.equal((await t.api('POST', `/drafts/${star.id}/send`, undefined, { headers: { 'if-match': '*' } })).status, 202);
+  });
+
   test('a reply draft: recipients and subject filled from the original, sent with In-Reply-To and References in the same thread', async () => {
     const originalId = await deliverMail(t.server.smtpPort, {
       from: 'Carol <carol@remote.test>',

@@ -79,9 +79,9 @@ export const CORE_JS = String.raw`
     this.status = status; this.code = code; this.message = message;
   }
 
-  async function api(method, path, body) {
+  async function api(method, path, body, extraHeaders) {
     var key = sessionStorage.getItem(STORE);
-    var headers = { Authorization: 'Bearer ' + key, Accept: 'application/json' };
+    var headers = Object.assign({ Authorization: 'Bearer ' + key, Accept: 'application/json' }, extraHeaders || {});
     var init = { method: method, headers: headers, cache: 'no-store' };
     if (body !== undefined) { headers['Content-Type'] = 'application/json'; init.body = JSON.stringify(body); }
     var res = await fetch(path, init);

@@ -44,7 +44,17 @@ export const DRAFTS_JS = String.raw`
       bodyView({ bodyText: d.bodyText, bodyHtml: d.bodyHtml }),
       el('div', { className: 'actions' }, [
         writeButton('Approve and send', 'approve', async function () {
-          var sent = await api('POST', '/drafts/' + enc(d.id) + '/send');
+          // If-Match: what goes out is the version shown here, not one an agent edited since.
+          var sent;
+          try {
+            sent = await api('POST', '/drafts/' + enc(d.id) + '/send', undefined, { 'If-Match': '"' + d.updatedAt + '"' });
+          } catch (err) {
+            if (!(err instanceof ApiError) || err.code !== 'PRECONDITION_FAILED') throw err;
+            var fresh = await api('GET', '/drafts/' + enc(d.id));
+            card.replaceWith(draftCard(fresh));
+            notify('This draft changed since it was shown; here it is as it is now. Nothing was sent.', true);
+            return;
+          }
           notify('Sent \u201c' + (sent.subject || '') + '\u201d to ' + sent.toAddresses.join(', ') + ': ' + sent.status + '.');
           card.replaceWith(el('p', { className: 'muted draft-sent' }, ['Sent \u201c' + (sent.subject || '') + '\u201d (' + sent.status + '). ',
             el('a', { href: '#mail/' + enc(sent.inboxId) + '/' + enc(sent.threadId), textContent: 'Open the conversation' })]));

@@ -2,7 +2,7 @@
 // /drafts/:id/send (202 Message; the draft is gone). Rules in src/domain/drafts.ts.
 import { z } from 'zod';
 import type { AppContext } from '../../context.ts';
-import { createDraft, deleteDraft, getDraft, listDrafts, sendDraft, updateDraft } from '../../domain/drafts.ts';
+import { createDraft, deleteDraft, draftTag, getDraft, listDrafts, sendDraft, updateDraft, type Draft } from '../../domain/drafts.ts';
 import { parsePage } from '../../domain/pagination.ts';
 import type { Routes } from '../routes.ts';
 import { headerSafe, parseInput } from '../validate.ts';
@@ -27,17 +27,23 @@ export const DraftBody = z.strictObject({
 /** POST /drafts/:id/send: `sendAt` here replaces the draft's (null sends now). */
 export const SendDraftBody = z.strictObject({ sendAt: SendAt });
 
+/** A draft with its version as ETag, which POST /drafts/{id}/send takes back as If-Match. */
+const withTag = (status: number, draft: Draft) => ({ status, body: draft, headers: { etag: draftTag(draft.updatedAt) } });
+
 export function registerDraftRoutes(r: Routes, ctx: AppContext): void {
-  r.post('/inboxes/:inboxId/drafts', async (req) => ({
-    status: 201,
-    body: await createDraft(ctx, req.principal.accountId, req.params.inboxId, parseInput(DraftBody, await req.json())),
-  }));
+  r.post('/inboxes/:inboxId/drafts', async (req) =>
+    withTag(201, await createDraft(ctx, req.principal.accountId, req.params.inboxId, parseInput(DraftBody, await req.json()))),
+  );
   r.get('/inboxes/:inboxId/drafts', (req) => ({ status: 200, body: listDrafts(ctx, req.principal.accountId, req.params.inboxId, parsePage(req.query)) }));
-  r.get('/drafts/:id', (req) => ({ status: 200, body: getDraft(ctx, req.principal.accountId, req.params.id) }));
-  r.patch('/drafts/:id', async (req) => ({ status: 200, body: updateDraft(ctx, req.principal.accountId, req.params.id, parseInput(DraftBody, await req.json())) }));
+  r.get('/drafts/:id', (req) => withTag(200, getDraft(ctx, req.principal.accountId, req.params.id)));
+  r.patch('/drafts/:id', async (req) => withTag(200, updateDraft(ctx, req.principal.accountId, req.params.id, parseInput(DraftBody, await req.json()))));
   r.delete('/drafts/:id', (req) => {
     deleteDraft(ctx, req.principal.accountId, req.params.id);
     return { status: 204 };
   });
-  r.post('/drafts/:id/send', async (req) => ({ status: 202, body: await sendDraft(ctx, req.principal.accountId, req.params.id, parseInput(SendDraftBody, await req.json())) }));
+  r.post('/drafts/:id/send', async (req) => {
+    const ifMatch = req.headers['if-match'];
+    const body = parseInput(SendDraftBody, await req.json());
+    return { status: 202, body: await sendDraft(ctx, req.principal.accountId, req.params.id, body, { ifMatch: typeof ifMatch === 'string' ? ifMatch : undefined }) };
+  });
 }
