@@ -13,7 +13,7 @@ import type { InboxRow } from '../domain/inboxes.ts';
 import { errorFields } from '../log.ts';
 import type { Service } from '../context.ts';
 import { countSmtpLimited, countSmtpMessage, countSmtpRecipient } from '../metrics.ts';
-import { MemoryBudget } from './memory-budget.ts';
+import { memoryBudgetOf } from './memory-budget.ts';
 import { refuseMessage, replyFor, smtpReply } from './replies.ts';
 import { closeSmtp, createSmtpServer, listenSmtp } from './listener.ts';
 import { TlsCertificate } from './tls.ts';
@@ -30,7 +30,7 @@ export function createSmtpService(ctx: AppContext): SmtpService {
   const maxBytes = cfg.max_message_bytes;
   const tls = cfg.tls_cert && cfg.tls_key ? new TlsCertificate(cfg.tls_cert, cfg.tls_key, ctx.log) : undefined;
   let server: SMTPServer | undefined;
-  const memory = new MemoryBudget(cfg.memory_budget);
+  const memory = memoryBudgetOf(ctx);
 
   const onData = (stream: SMTPServerDataStream, session: SMTPServerSession, callback: (err?: Error | null, message?: string) => void) => {
     // One answer per DATA, whichever of 'error' and 'end' comes first.

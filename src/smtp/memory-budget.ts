@@ -38,3 +38,15 @@ export class MemoryBudget {
     this.held -= bytes * BYTES_HELD_PER_BYTE;
   }
 }
+
+const budgets = new WeakMap<object, MemoryBudget>();
+
+/**
+ * The process's one budget (smtp.memory_budget), shared by the MX listener and SMTP
+ * submission: both hold message bytes in the same heap.
+ */
+export function memoryBudgetOf(ctx: { config: { smtp: { memory_budget: number } } }): MemoryBudget {
+  let budget = budgets.get(ctx);
+  if (!budget) budgets.set(ctx, (budget = new MemoryBudget(ctx.config.smtp.memory_budget)));
+  return budget;
+}

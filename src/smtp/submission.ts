@@ -6,13 +6,13 @@
 // message queued through the send pipeline before the 250 (src/domain/submission.ts). The
 // callbacks stay thin: the rules live in domain/.
 import type { SMTPServer, SMTPServerAuthentication, SMTPServerAuthenticationResponse, SMTPServerDataStream, SMTPServerSession } from 'smtp-server';
-import type { AppContext } from '../context.ts';
+import type { AppContext, Service } from '../context.ts';
 import { MAX_RECIPIENTS } from '../domain/sending.ts';
 import { authenticateSubmitter, checkSubmissionSender, submissionRecipient, submitMessage, type Submitter } from '../domain/submission.ts';
 import { errorFields } from '../log.ts';
-import type { Service } from '../context.ts';
-import { countSubmission, countSubmissionAuth } from '../metrics.ts';
+import { countSmtpLimited, countSubmission, countSubmissionAuth } from '../metrics.ts';
 import { AuthFailures } from './auth-failures.ts';
+import { memoryBudgetOf } from './memory-budget.ts';
 import { closeSmtp, createSmtpServer, listenSmtp } from './listener.ts';
 import { refuseMessage, replyFor, smtpReply } from './replies.ts';
 import { clientKey, eachConnection, type Connection } from './session-limits.ts';
@@ -34,6 +34,7 @@ export interface SubmissionService extends Service {
 export function createSubmissionService(ctx: AppContext): SubmissionService {
   const cfg = ctx.config.smtp;
   const maxBytes = cfg.max_message_bytes;
+  const memory = memoryBudgetOf(ctx);
   let server: SMTPServer | undefined;
   const failures = new AuthFailures(ctx.clock);
 
@@ -99,13 +100,33 @@ export function createSubmissionService(ctx: AppContext): SubmissionService {
       answered = true;
       callback(err, message);
     };
+    // The message is held whole until it is queued: it counts against the memory budget the MX
+    // listener uses (smtp.memory_budget), so logged-in clients cannot take more than it either.
+    let held = 0;
+    let overBudget = false;
+    const release = () => {
+      memory.release(held);
+      held = 0;
+    };
     stream.on('data', (chunk: Buffer) => {
       size += chunk.length;
-      // Past the limit the rest is read and dropped: the client must finish DATA to hear 552.
-      if (size <= maxBytes) chunks.push(chunk);
-      else chunks.length = 0;
+      // Past the limit (or the budget) the rest is read and dropped: the client must finish DATA to hear why.
+      if (size > maxBytes || overBudget) {
+        chunks.length = 0;
+        return release();
+      }
+      if (!memory.take(held, chunk.length)) {
+        overBudget = true;
+        chunks.length = 0;
+        return release();
+      }
+      held += chunk.length;
+      chunks.push(chunk);
     });
-    stream.on('error', (err) => done(replyFor(err)));
+    stream.on('error', (err) => {
+      release();
+      done(replyFor(err));
+    });
     const submit = async (raw: Buffer) => {
       try {
         const message = await submitMessage(ctx, session.user!, { raw, recipients: session.envelope.rcptTo.map((r) => r.address) });
@@ -116,12 +137,19 @@ export function createSubmissionService(ctx: AppContext): SubmissionService {
       } catch (err) {
         countSubmission(ctx, 'rejected');
         done(refuseMessage(ctx, err, session.id, 'submission'));
+      } finally {
+        release();
       }
     };
     stream.on('end', () => {
       if (stream.sizeExceeded || size > maxBytes) {
+        release();
         countSubmission(ctx, 'rejected');
         return done(smtpReply(552, '5.3.4', `message exceeds the maximum size of ${maxBytes} bytes`));
+      }
+      if (overBudget) {
+        countSmtpLimited(ctx, 'memory_budget');
+        return done(smtpReply(452, '4.3.1', 'too much mail in progress, try again later'));
       }
       void submit(Buffer.concat(chunks.splice(0), size));
     });

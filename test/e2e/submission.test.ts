@@ -384,3 +384,44 @@ describe('refusals', () => {
     }
   });
 });
+
+describe('submission and the memory budget', () => {
+  let m: TestServer;
+  let box: { address: string };
+  before(async () => {
+    // 1 MiB, shared with the MX listener: one 60 KB message in progress holds 720 KB of it.
+    m = await startTestServer({ submission: { listen: '127.0.0.1:0' }, smtp: { memory_budget: 1_048_576 } });
+    box = (await m.api('POST', '/inboxes', { address: 'budget' })).body;
+  });
+  after(async () => {
+    await m?.close();
+  });
+
+  const body = (kb: number) => `From: ${box.address}\r\nTo: x@remote.test\r\nSubject: big\r\n\r\n${('x'.repeat(76) + '\r\n').repeat(Math.ceil((kb * 1024) / 78))}`;
+
+  test('while a large inbound message is in progress on the MX port, a submission over the budget gets 452 4.3.1 and is not queued; it goes through afterwards', async () => {
+    const mxClient = (await SmtpClient.open(m.server.smtpPort)).client;
+    assert.equal((await mxClient.cmd('EHLO client.example.org')).code, 250);
+    assert.equal((await mxClient.cmd('MAIL FROM:<a@example.org>')).code, 250);
+    assert.equal((await mxClient.cmd(`RCPT TO:<${box.address}>`)).code, 250);
+    assert.equal((await mxClient.cmd('DATA')).code, 354);
+    mxClient.socket.write(`Subject: inbound\r\n\r\n${('y'.repeat(76) + '\r\n').repeat(800)}`);
+    await new Promise((r) => setTimeout(r, 300));
+
+    const { client } = await SmtpClient.open(m.server.submissionPort);
+    assert.equal((await client.cmd('EHLO client.test')).code, 250);
+    assert.equal((await client.cmd(authPlain(box.address, m.key))).code, 235);
+    const refused = await client.send(box.address, ['x@remote.test'], Buffer.from(body(60)));
+    assert.equal(refused.code, 452);
+    assert.match(refused.text, /^4\.3\.1 too much mail in progress/);
+    const outbound = async () => (await m.api('GET', `/inboxes/${(await m.api('GET', '/inboxes')).body.data[0].id}/messages?direction=outbound`)).body.total;
+    assert.equal(await outbound(), 0, 'nothing queued');
+
+    mxClient.socket.write('.\r\n');
+    assert.equal((await mxClient.read()).code, 250);
+    const accepted = await client.send(box.address, ['x@remote.test'], Buffer.from(body(60)));
+    assert.equal(accepted.code, 250, accepted.text);
+    assert.equal(await outbound(), 1);
+    await Promise.all([client.quit(), mxClient.quit()]);
+  });
+});
