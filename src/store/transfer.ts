@@ -38,6 +38,14 @@ const SECRET_FILES = (dataDir: string) => ['url-signing.key', 'dkim'].map((p) =>
 /** Tables the database maintains itself (triggers rebuild them as rows arrive). */
 const DERIVED = new Set(['inbox_message_counts']);
 
+/**
+ * The shape of every blob key mailroom writes (Blobs.key, Blobs.contentKey): a kind, then
+ * plain path segments. An archive naming anything else (`..`, an absolute path) is refused.
+ */
+const BLOB_KEY = /^(?:raw|attachments)(?:\/[A-Za-z0-9_][A-Za-z0-9_.-]*)+$/;
+/** The secret files an export carries: the URL-signing key and the DKIM keys' directory. */
+const SECRET_FILE = /^(?:url-signing\.key|dkim\/[A-Za-z0-9_][A-Za-z0-9_.-]*)$/;
+
 /** Where rows name blobs. */
 const BLOB_COLUMNS: Array<[string, string]> = [
   ['messages', 'raw_path'],
@@ -232,6 +240,9 @@ export async function importInstallation(opts: { store: Store; dataDir: string; 
   const sealed = JSON.parse(unseal(await fs.readFile(join(staging, SECRETS)), sealKey(opts.passphrase, Buffer.from(manifest.salt, 'hex'))).toString('utf8')) as Sealed;
   const [present] = await store.rows<[number]>(store.db, 'SELECT count(*) FROM accounts');
   if (present?.[0]) throw new TransferError(`the target database already holds ${present[0]} account(s): import needs an empty one (a fresh database after \`mailroom migrate\`)`);
+  for (const rel of Object.keys(sealed.files)) {
+    if (!SECRET_FILE.test(rel.split(sep).join('/'))) throw new TransferError(`refusing secret file ${JSON.stringify(rel)}: only url-signing.key and dkim/ are carried; nothing was imported`);
+  }
   const blobs = blobSide(store, dataDir);
   const tables = new Map(transferTables().map((t) => [getTableName(t), t]));
   await store.transaction(async (tx) => {
@@ -251,6 +262,9 @@ export async function importInstallation(opts: { store: Store; dataDir: string; 
         if (!line) continue;
         const raw = JSON.parse(line) as Record<string, unknown>;
         const values = Object.fromEntries(Object.entries(raw).map(([k, v]) => [k, decodeValue(v)]));
+        for (const [t, c] of BLOB_COLUMNS) {
+          if (t === name && values[c] != null && !BLOB_KEY.test(String(values[c]))) throw new TransferError(`refusing ${name}.${c} ${JSON.stringify(values[c])}: not a blob key mailroom writes; nothing was imported`);
+        }
         Object.assign(values, secrets[JSON.stringify(pk.map((c) => values[c]))] ?? {});
         batch.push(Object.fromEntries(Object.entries(values).map(([column, v]) => [keyOf.get(column) ?? column, booleans.has(column) ? Boolean(v) : v])));
         if (batch.length >= 200) await flush();
@@ -258,11 +272,14 @@ export async function importInstallation(opts: { store: Store; dataDir: string; 
       await flush();
     }
     const root = join(staging, 'blobs');
-    for (const file of await filesUnder(root)) await blobs.write(tx, relative(root, file).split(sep).join('/'), await fs.readFile(file));
+    for (const file of await filesUnder(root)) {
+      const key = relative(root, file).split(sep).join('/');
+      if (!BLOB_KEY.test(key)) throw new TransferError(`refusing blob ${JSON.stringify(key)}: not a blob key mailroom writes; nothing was imported`);
+      await blobs.write(tx, key, await fs.readFile(file));
+    }
   });
   for (const [rel, b64] of Object.entries(sealed.files)) {
     const dest = join(dataDir, rel);
-    if (relative(dataDir, dest).startsWith('..')) throw new TransferError(`refusing secret file outside data_dir: ${rel}`);
     await fs.mkdir(dirname(dest), { recursive: true, mode: 0o700 });
     await fs.writeFile(dest, Buffer.from(b64, 'base64'), { mode: 0o600 });
   }

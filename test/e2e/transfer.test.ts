@@ -171,3 +171,22 @@ test('into a fresh SQLite data dir: a server on it takes the old key and serves 
     await moved.close();
   }
 });
+
+test('an archive naming a blob path outside the blob directories is refused and nothing is imported', async () => {
+  const tar = await import('tar');
+  const work = mkdtempSync(join(dir, 'crafted-'));
+  await tar.extract({ file: archive, cwd: work });
+  const jsonl = join(work, 'tables', 'messages.jsonl');
+  const rows = readFileSync(jsonl, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+  rows[0]!.raw_path = '../../../../tmp/mailroom-evil.eml';
+  writeFileSync(jsonl, rows.map((r) => JSON.stringify(r)).join('\n') + '\n');
+  const crafted = join(dir, 'crafted.tar.gz');
+  await tar.create({ gzip: true, file: crafted, cwd: work }, ['manifest.json', 'secrets.enc', 'tables', 'blobs']);
+  const target = join(dir, 'crafted-target');
+  const targetConfig = join(dir, 'crafted.toml');
+  writeFileSync(targetConfig, `data_dir = ${JSON.stringify(target)}\n`);
+  const r = await runCli(['--config', targetConfig, 'import', crafted], { env: { MAILROOM_EXPORT_PASSPHRASE: PASSPHRASE } });
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, /^mailroom: refusing messages\.raw_path "\.\.\/\.\.\/\.\.\/\.\.\/tmp\/mailroom-evil\.eml": not a blob key mailroom writes; nothing was imported\n$/);
+  assert.deepEqual(sqliteRows(target, 'SELECT count(*) FROM accounts'), [[0]]);
+});
