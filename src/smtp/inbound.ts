@@ -14,7 +14,7 @@ import { errorFields } from '../log.ts';
 import type { Service } from '../context.ts';
 import { countSmtpLimited, countSmtpMessage, countSmtpRecipient } from '../metrics.ts';
 import { memoryBudgetOf } from './memory-budget.ts';
-import { refuseMessage, replyFor, smtpReply } from './replies.ts';
+import { messageTooLarge, refuseMessage, replyFor, smtpReply, tooMuchInProgress } from './replies.ts';
 import { closeSmtp, createSmtpServer, listenSmtp } from './listener.ts';
 import { TlsCertificate } from './tls.ts';
 
@@ -101,11 +101,11 @@ export function createSmtpService(ctx: AppContext): SmtpService {
       if (stream.sizeExceeded || size > maxBytes) {
         release();
         countSmtpMessage(ctx, 'rejected');
-        return done(smtpReply(552, '5.3.4', `message exceeds the maximum size of ${maxBytes} bytes`));
+        return done(messageTooLarge(maxBytes));
       }
       if (overBudget) {
         countSmtpLimited(ctx, 'memory_budget');
-        return done(smtpReply(452, '4.3.1', 'too much mail in progress, try again later'));
+        return done(tooMuchInProgress());
       }
       if (unstaged) {
         release();
@@ -154,7 +154,7 @@ export function createSmtpService(ctx: AppContext): SmtpService {
           const announced = Number((address.args || {}).SIZE ?? 0);
           if (announced > 0 && announced <= maxBytes && !memory.fits(announced)) {
             countSmtpLimited(ctx, 'memory_budget');
-            return cb(smtpReply(452, '4.3.1', 'too much mail in progress, try again later'));
+            return cb(tooMuchInProgress());
           }
           cb();
         },

@@ -15,6 +15,12 @@ export function smtpReply(code: number, enhanced: string, text: string): SmtpRep
   return err;
 }
 
+/** 552 5.3.4: the message is over smtp.max_message_bytes (after DATA: the client sent it all). */
+export const messageTooLarge = (maxBytes: number) => smtpReply(552, '5.3.4', `message exceeds the maximum size of ${maxBytes} bytes`);
+
+/** 452 4.3.1: over smtp.memory_budget while other transactions hold memory; the sender retries later. */
+export const tooMuchInProgress = () => smtpReply(452, '4.3.1', 'too much mail in progress, try again later');
+
 /** Reply code and enhanced status (RFC 3463) for each domain error that reaches SMTP. */
 const REPLIES: Partial<Record<ErrorCode, [number, string]>> = {
   INBOX_NOT_FOUND: [550, '5.1.1'], // bad destination mailbox address

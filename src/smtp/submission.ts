@@ -14,7 +14,7 @@ import { countSmtpLimited, countSubmission, countSubmissionAuth } from '../metri
 import { AuthFailures } from './auth-failures.ts';
 import { memoryBudgetOf } from './memory-budget.ts';
 import { closeSmtp, createSmtpServer, listenSmtp } from './listener.ts';
-import { refuseMessage, replyFor, smtpReply } from './replies.ts';
+import { messageTooLarge, refuseMessage, replyFor, smtpReply, tooMuchInProgress } from './replies.ts';
 import { clientKey, eachConnection, type Connection } from './session-limits.ts';
 import { TlsCertificate } from './tls.ts';
 
@@ -145,11 +145,11 @@ export function createSubmissionService(ctx: AppContext): SubmissionService {
       if (stream.sizeExceeded || size > maxBytes) {
         release();
         countSubmission(ctx, 'rejected');
-        return done(smtpReply(552, '5.3.4', `message exceeds the maximum size of ${maxBytes} bytes`));
+        return done(messageTooLarge(maxBytes));
       }
       if (overBudget) {
         countSmtpLimited(ctx, 'memory_budget');
-        return done(smtpReply(452, '4.3.1', 'too much mail in progress, try again later'));
+        return done(tooMuchInProgress());
       }
       void submit(Buffer.concat(chunks.splice(0), size));
     });
