@@ -106,6 +106,10 @@ export async function startPostfix(opts: MtaOptions): Promise<Mta> {
       'queue_run_delay = 1s',
       'minimal_backoff_time = 1s',
       'maximal_backoff_time = 2s',
+      // A transport the queue manager saw deferred (defer_transports, until flush() lifts it) is
+      // skipped for transport_retry_time (default 60 s): a flush racing the reload would leave
+      // messages waiting a minute.
+      'transport_retry_time = 1s',
       'smtp_connection_cache_on_demand = yes',
       'smtp_connection_cache_destinations = [127.0.0.1]:' + opts.mailroomPort,
       ...(opts.queueOnly ? ['defer_transports = smtp'] : []),
@@ -137,7 +141,12 @@ export async function startPostfix(opts: MtaOptions): Promise<Mta> {
     },
     flush() {
       run('/usr/sbin/postconf', ['-c', etc, '-e', 'defer_transports ='], dir);
-      run(POSTFIX, ['-c', etc, 'reload'], dir);
+      // A stop and a start, not a reload: a reload's new queue manager finds the messages the old
+      // one is still deferring "still being delivered" and leaves them for a minute. Stopped,
+      // every process has let go of the queue; started, the queue manager takes it whole.
+      run(POSTFIX, ['-c', etc, 'stop'], dir);
+      for (let i = 0; i < 200 && spawnSync(POSTFIX, ['-c', etc, 'status'], { stdio: 'ignore' }).status === 0; i++) spawnSync('sleep', ['0.05']);
+      run(POSTFIX, ['-c', etc, 'start'], dir);
       run(POSTFIX, ['-c', etc, 'flush'], dir);
     },
     async stop() {
@@ -283,7 +292,9 @@ begin rewrite
   // Exim keeps root (needed to deliver as another user) with -C only for a configuration named
   // in its compiled-in TRUSTED_CONFIG_LIST; this Exim is used by the tests alone.
   trustConfig(conf, true);
-  const daemon = spawn(EXIM(), ['-C', conf, '-bd', '-q1s', '-oX', String(port)], { stdio: 'ignore', detached: false });
+  // -bdf: the daemon stays in the foreground, so `daemon` is the daemon itself and stop() ends
+  // it (with -bd it forks, the spawned parent exits at once and the daemon outlived every run).
+  const daemon = spawn(EXIM(), ['-C', conf, '-bdf', '-q1s', '-oX', String(port)], { stdio: 'ignore', detached: false });
   const log = () => readIf(join(dir, 'log', 'mainlog')) + readIf(join(dir, 'log', 'paniclog'));
   await waitForPort(port, log);
   return {
