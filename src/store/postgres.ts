@@ -9,7 +9,7 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { toNumberedPlaceholders } from './placeholders.ts';
-import { currentTransaction, handleFor, rawRows, rawRun, type Db, type Executor, type Method, type Store } from './store.ts';
+import { currentTransaction, handleFor, type Db, type Executor, type Method, type Store, StoreBase } from './store.ts';
 
 const asNumber = (text: string) => Number(text);
 const TYPES = {
@@ -53,12 +53,13 @@ function executorOn(on: pg.Pool | pg.PoolClient): Executor {
   };
 }
 
-export class PostgresStore implements Store {
+export class PostgresStore extends StoreBase implements Store {
   readonly dialect = 'postgres' as const;
   readonly db: Db;
   private readonly open = new Set<Db>();
 
   constructor(readonly pool: pg.Pool) {
+    super();
     this.db = handleFor(executorOn(pool));
   }
 
@@ -84,14 +85,6 @@ export class PostgresStore implements Store {
       // A connection whose ROLLBACK failed is in an unknown state: the pool drops it.
       client.release(broken);
     }
-  }
-
-  rows<R extends unknown[]>(db: Db, source: string, params: unknown[] = []): Promise<R[]> {
-    return rawRows<R>(db, source, params);
-  }
-
-  run(db: Db, source: string, params: unknown[] = []): Promise<number> {
-    return rawRun(db, source, params);
   }
 
   async close(): Promise<void> {

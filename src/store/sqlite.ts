@@ -3,7 +3,7 @@
 // resolved promise. A transaction holds a gate: statements from outside it wait until it
 // commits instead of landing in it (they would, on the one connection).
 import type Database from 'better-sqlite3';
-import { currentTransaction, handleFor, rawRows, rawRun, type Db, type Executor, type Method, type Store } from './store.ts';
+import { currentTransaction, handleFor, type Db, type Executor, type Method, type Store, StoreBase } from './store.ts';
 
 /** Distinct SQL texts kept compiled; `IN (?, ?, …)` lists of varying length make new texts. */
 const STATEMENT_CACHE_SIZE = 500;
@@ -27,7 +27,7 @@ class Gate {
   }
 }
 
-export class SqliteStore implements Store {
+export class SqliteStore extends StoreBase implements Store {
   readonly dialect = 'sqlite' as const;
   readonly db: Db;
   private readonly gate = new Gate();
@@ -37,6 +37,7 @@ export class SqliteStore implements Store {
   private readonly txDb: Db;
 
   constructor(readonly client: Database.Database) {
+    super();
     const direct: Executor = { exec: async (source, params, method) => this.execute(source, params, method) };
     const outside: Executor = {
       exec: async (source, params, method) => {
@@ -77,14 +78,6 @@ export class SqliteStore implements Store {
       this.active = null;
       this.gate.leave();
     }
-  }
-
-  rows<R extends unknown[]>(db: Db, source: string, params: unknown[] = []): Promise<R[]> {
-    return rawRows<R>(db, source, params);
-  }
-
-  run(db: Db, source: string, params: unknown[] = []): Promise<number> {
-    return rawRun(db, source, params);
   }
 
   async close(): Promise<void> {

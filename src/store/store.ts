@@ -83,3 +83,14 @@ export function isUniqueViolation(err: unknown): boolean {
   }
   return false;
 }
+
+/** What both adapters share: raw SQL runs on whichever handle it is given (store or transaction). */
+export abstract class StoreBase {
+  rows<R extends unknown[]>(db: Db, source: string, params: unknown[] = []): Promise<R[]> {
+    return rawRows<R>(db, source, params);
+  }
+
+  run(db: Db, source: string, params: unknown[] = []): Promise<number> {
+    return rawRun(db, source, params);
+  }
+}
