@@ -33,12 +33,14 @@ export function createSmtpService(ctx: AppContext): SmtpService {
   const memory = memoryBudgetOf(ctx);
 
   const onData = (stream: SMTPServerDataStream, session: SMTPServerSession, callback: (err?: Error | null, message?: string) => void) => {
-    // One answer per DATA, whichever of 'error' and 'end' comes first.
+    // One answer per DATA, whichever of 'error' and 'end' comes first, and only once a
+    // dropped staged file is gone (a client told 552 finds nothing of its message left).
     let answered = false;
+    let discarding: Promise<void> | undefined;
     const done = (err: Error | null, message?: string) => {
       if (answered) return;
       answered = true;
-      callback(err, message);
+      void Promise.resolve(discarding).catch(() => undefined).then(() => callback(err, message));
     };
     const chunks: Buffer[] = [];
     let size = 0;
@@ -57,7 +59,7 @@ export function createSmtpService(ctx: AppContext): SmtpService {
     const drop = () => {
       chunks.length = 0;
       head = undefined;
-      void stage?.discard();
+      if (stage) discarding = stage.discard();
       stage = undefined;
     };
     stream.on('data', (chunk: Buffer) => {
