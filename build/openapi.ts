@@ -12,20 +12,20 @@ import type { RegisteredRoute } from '../src/http/routes.ts';
 import { silentLogger } from '../src/log.ts';
 
 /** The document as committed: built on a throw-away data dir, for the default public_url. */
-export function generateOpenApi(): string {
+export async function generateOpenApi(): Promise<string> {
   const dir = mkdtempSync(join(tmpdir(), 'mailroom-openapi-'));
-  const ctx = createContext(configFrom({ data_dir: dir }), silentLogger);
+  const ctx = await createContext(configFrom({ data_dir: dir }), silentLogger);
   try {
     const app = createHttpApp(ctx);
     return JSON.stringify(buildOpenApi(app.locals.routes as RegisteredRoute[], ctx.config.http.public_url), null, 2) + '\n';
   } finally {
-    closeContext(ctx);
+    await closeContext(ctx);
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(realpathSync(process.argv[1])).href) {
   const out = join(import.meta.dirname, '..', 'openapi.json');
-  writeFileSync(out, generateOpenApi());
+  writeFileSync(out, await generateOpenApi());
   process.stdout.write(`wrote ${out}\n`);
 }

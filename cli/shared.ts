@@ -22,18 +22,18 @@ export function configOf(cmd: Command): Config {
 
 /** Runs `fn` with a context on the data directory, closing it afterwards. */
 export async function withContext<T>(cmd: Command, fn: (ctx: AppContext) => T | Promise<T>): Promise<T> {
-  const ctx = createContext(configOf(cmd), silentLogger);
+  const ctx = await createContext(configOf(cmd), silentLogger);
   try {
     return await fn(ctx);
   } finally {
-    closeContext(ctx);
+    await closeContext(ctx);
   }
 }
 
 /** The account named by --account, or the default one (created if there is none). */
-export function resolveAccount(ctx: AppContext, id: string | undefined): string {
-  if (!id) return defaultAccount(ctx).account.id;
-  const acc = getAccount(ctx, id);
+export async function resolveAccount(ctx: AppContext, id: string | undefined): Promise<string> {
+  if (!id) return (await defaultAccount(ctx)).account.id;
+  const acc = await getAccount(ctx, id);
   if (!acc) throw new CliError(`account ${id} not found (see \`mailroom accounts list\`)`);
   return acc.id;
 }

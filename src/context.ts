@@ -1,13 +1,12 @@
 // AppContext: what every domain function needs, built once in main.ts (or a CLI command).
 // Time and DNS are injected here so tests control them without monkey-patching.
-import { join } from 'node:path';
-import { ConfigError, type Config } from './config.ts';
-import { openDatabase, type Db } from './db/client.ts';
-import { migrateDatabase } from './db/migrate.ts';
+import type { Config } from './config.ts';
+import type { Db } from './db/client.ts';
 import type { Logger } from './log.ts';
 import { createResolver, type Resolver } from './dns.ts';
 import { Blobs } from './storage/blobs.ts';
-import { closeGroupCommit } from './db/group-commit.ts';
+import { openStore } from './store/open.ts';
+import type { Store } from './store/store.ts';
 
 export interface Clock {
   now(): Date;
@@ -30,6 +29,9 @@ export interface Service {
 
 export interface AppContext {
   config: Config;
+  /** The database (src/store/): transactions, and the engine's few differences. */
+  store: Store;
+  /** The store's handle for work outside a transaction (`store.db`). */
   db: Db;
   log: Logger;
   clock: Clock;
@@ -40,20 +42,13 @@ export interface AppContext {
   onSignal(signal: Signal, fn: () => void): void;
 }
 
-export function createContext(config: Config, log: Logger, opts: { clock?: Clock } = {}): AppContext {
-  if (config.database.url) {
-    // The storage port (src/store/) runs on PostgreSQL and `mailroom migrate` prepares its schema;
-    // the domain moves onto the port next. Until then a node must not start on a database it cannot serve.
-    throw new ConfigError([
-      'database.url: this release serves from the embedded SQLite database only; PostgreSQL is accepted by `mailroom migrate` (see docs/operations.md, "Several nodes")',
-    ]);
-  }
-  const db = openDatabase(join(config.data_dir, 'mailroom.db'));
-  migrateDatabase(db);
+export async function createContext(config: Config, log: Logger, opts: { clock?: Clock } = {}): Promise<AppContext> {
+  const store = await openStore({ dataDir: config.data_dir, databaseUrl: config.database.url });
   const listeners = new Map<Signal, Array<() => void>>();
   return {
     config,
-    db,
+    store,
+    db: store.db,
     log,
     clock: opts.clock ?? systemClock,
     dns: createResolver(config.dns.servers, config.dns.timeout),
@@ -67,7 +62,6 @@ export function createContext(config: Config, log: Logger, opts: { clock?: Clock
   };
 }
 
-export function closeContext(ctx: AppContext): void {
-  closeGroupCommit(ctx.db);
-  ctx.db.$client.close();
+export function closeContext(ctx: AppContext): Promise<void> {
+  return ctx.store.close();
 }

@@ -55,10 +55,10 @@ function housekeeping(ctx: AppContext): Service {
   return {
     name: 'housekeeping',
     async start() {
-      const run = () => {
+      const run = async () => {
         try {
-          sweepIdempotencyKeys(ctx);
-          sweepEvents(ctx);
+          await sweepIdempotencyKeys(ctx);
+          await sweepEvents(ctx);
         } catch (err) {
           ctx.log.error('housekeeping failed', errorFields(err));
         }
@@ -106,7 +106,7 @@ function listenHttp(server: Server, host: string, port: number): Promise<Address
 }
 
 export async function startServer(config: Config, log: Logger, opts: StartOptions = {}): Promise<RunningServer> {
-  const ctx = createContext(config, log, { clock: opts.clock });
+  const ctx = await createContext(config, log, { clock: opts.clock });
   const app = createHttpApp(ctx);
   const { request_timeout: requestTimeout, headers_timeout: headersTimeout, max_connections: maxConnections } = config.http;
   const http = createServer(
@@ -135,7 +135,7 @@ export async function startServer(config: Config, log: Logger, opts: StartOption
     const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
     const httpUrl = `http://${host}:${addr.port}`;
     const portOf = (name: string) => (services.find((s) => s.name === name) as (Service & { port?: number }) | undefined)?.port ?? 0;
-    const info = describeStartup(
+    const info = await describeStartup(
       ctx,
       { httpUrl, smtpPort: portOf('smtp'), submissionPort: portOf('submission'), metricsPort: portOf('metrics'), services: services.map((s) => s.name) },
       opts.configFile,
@@ -178,6 +178,6 @@ async function shutdown(ctx: AppContext, http: Server, services: Service[]): Pro
   }
   await httpClosed;
   clearTimeout(force);
-  closeContext(ctx);
+  await closeContext(ctx);
   ctx.log.info('stopped');
 }

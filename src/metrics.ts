@@ -4,6 +4,7 @@
 // append-only logs (events = delivery outcomes, webhook attempts by outcome). Rendered in the
 // text exposition format, version 0.0.4.
 import { inArray, sql } from 'drizzle-orm';
+import { rawRows } from './store/store.ts';
 import type { AppContext } from './context.ts';
 import { domains, inboxes, jobs } from './db/schema.ts';
 
@@ -207,15 +208,17 @@ export function observeRequest(ctx: AppContext, method: string | undefined, rout
 
 /**
  * Counts of an append-only log table (events, webhook_attempts) by one column, kept up to date
- * incrementally: each scrape counts only rows added since the last one, by rowid range, in
- * chunks with a yield between them, so a table of millions of rows never blocks the process
- * (a full GROUP BY over 200k rows takes 150-300 ms). The rows never change after insert, so
- * the totals are true counters. (Rows deleted with their account are not subtracted.)
+ * incrementally: each scrape counts only rows added since the last one, in chunks with a
+ * yield between them, so a table of millions of rows never blocks the process (a full GROUP BY
+ * over 200k rows takes 150-300 ms). The rows never change after insert, so the totals are true
+ * counters. (Rows deleted with their account are not subtracted.) The position is SQLite's
+ * rowid, given in insert order; PostgreSQL has none, and there the rows' ids (time-ordered)
+ * stand in: a row committed late by another node with an earlier id is not counted.
  */
 interface LogCounter {
   table: 'events' | 'webhook_attempts';
   column: 'type' | 'status';
-  lastRowid: number;
+  last: number | string;
   counts: Map<string, number>;
 }
 
@@ -230,14 +233,17 @@ interface ScrapeState {
 const scrapeStates = new WeakMap<AppContext, ScrapeState>();
 
 async function catchUp(ctx: AppContext, c: LogCounter): Promise<void> {
-  const client = ctx.db.$client;
-  const max = Number((client.prepare(`SELECT max(rowid) AS m FROM ${c.table}`).get() as { m: number | null }).m ?? 0);
-  const count = client.prepare(`SELECT ${c.column} AS k, count(*) AS n FROM ${c.table} WHERE rowid > ? AND rowid <= ? GROUP BY ${c.column}`);
-  while (c.lastRowid < max) {
-    const hi = Math.min(max, c.lastRowid + CHUNK_ROWS);
-    for (const r of count.all(c.lastRowid, hi) as Array<{ k: string; n: number }>) c.counts.set(r.k, (c.counts.get(r.k) ?? 0) + r.n);
-    c.lastRowid = hi;
-    if (c.lastRowid < max) await new Promise((resolve) => setImmediate(resolve));
+  const position = ctx.store.dialect === 'sqlite' ? 'rowid' : 'id';
+  const [[max]] = await rawRows<[number | string | null]>(ctx.db, `SELECT max(${position}) FROM ${c.table}`);
+  if (max === null) return;
+  while (c.last < max) {
+    // The end of the next chunk: CHUNK_ROWS rows on (an index range read), or the last row.
+    const [end] = await rawRows<[number | string]>(ctx.db, `SELECT ${position} FROM ${c.table} WHERE ${position} > ? AND ${position} <= ? ORDER BY ${position} LIMIT 1 OFFSET ${CHUNK_ROWS - 1}`, [c.last, max]);
+    const hi = end ? end[0] : max;
+    const rows = await rawRows<[string, number]>(ctx.db, `SELECT ${c.column}, count(*) FROM ${c.table} WHERE ${position} > ? AND ${position} <= ? GROUP BY ${c.column}`, [c.last, hi]);
+    for (const [k, n] of rows) c.counts.set(k, (c.counts.get(k) ?? 0) + n);
+    c.last = hi;
+    if (c.last < max) await new Promise((resolve) => setImmediate(resolve));
   }
 }
 
@@ -254,8 +260,8 @@ export function renderMetrics(ctx: AppContext): Promise<string> {
   if (!state) {
     state = {
       logs: [
-        { table: 'events', column: 'type', lastRowid: 0, counts: new Map() },
-        { table: 'webhook_attempts', column: 'status', lastRowid: 0, counts: new Map() },
+        { table: 'events', column: 'type', last: ctx.store.dialect === 'sqlite' ? 0 : '', counts: new Map() },
+        { table: 'webhook_attempts', column: 'status', last: ctx.store.dialect === 'sqlite' ? 0 : '', counts: new Map() },
       ],
       running: Promise.resolve(),
     };
@@ -282,11 +288,11 @@ async function scrape(ctx: AppContext, state: ScrapeState): Promise<string> {
   lines.push(...m.smtpSessions.render(), ...m.smtpMessages.render(), ...m.smtpRecipients.render(), ...m.smtpLimited.render());
   lines.push(...m.submissionAuth.render(), ...m.submissionMessages.render());
 
-  const snapshot = ctx.db.transaction((tx) => ({
+  const snapshot = await ctx.store.transaction(async (tx) => ({
     // Index-only (jobs_kind_due), whatever the number of finished jobs kept.
-    jobs: tx.select({ kind: jobs.kind, status: jobs.status, n: sql<number>`count(*)` }).from(jobs).groupBy(jobs.kind, jobs.status).all(),
+    jobs: await tx.select({ kind: jobs.kind, status: jobs.status, n: sql<number>`count(*)` }).from(jobs).groupBy(jobs.kind, jobs.status),
     // Only the live jobs are read row by row (jobs_due index on status).
-    live: tx
+    live: await tx
       .select({
         kind: jobs.kind,
         status: jobs.status,
@@ -295,10 +301,9 @@ async function scrape(ctx: AppContext, state: ScrapeState): Promise<string> {
       })
       .from(jobs)
       .where(inArray(jobs.status, ['queued', 'running']))
-      .groupBy(jobs.kind, jobs.status)
-      .all(),
-    inboxes: tx.select({ status: inboxes.status, n: sql<number>`count(*)` }).from(inboxes).groupBy(inboxes.status).all(),
-    domains: tx.select({ status: domains.sendingStatus, n: sql<number>`count(*)` }).from(domains).groupBy(domains.sendingStatus).all(),
+      .groupBy(jobs.kind, jobs.status),
+    inboxes: await tx.select({ status: inboxes.status, n: sql<number>`count(*)` }).from(inboxes).groupBy(inboxes.status),
+    domains: await tx.select({ status: domains.sendingStatus, n: sql<number>`count(*)` }).from(domains).groupBy(domains.sendingStatus),
   }));
 
   lines.push(

@@ -35,20 +35,21 @@ export const LIVE_SENDING_WARNING =
   'sending is live (outbound.mode = "email") and no domain is verified: mail sent through the API leaves this machine for real ' +
   '(and from a home connection may wait on a blocked port 25); to try mailroom without sending anything, set outbound.mode = "dry-run" in the config';
 
-export function describeStartup(
+export async function describeStartup(
   ctx: AppContext,
   bound: { httpUrl: string; smtpPort: number; submissionPort: number; metricsPort: number; services: string[] },
   configFile: string | undefined,
-): StartupInfo {
+): Promise<StartupInfo> {
   const c = ctx.config;
   const dataDir = resolve(c.data_dir);
   const warnings: string[] = [];
-  if (c.outbound.mode === 'email' && !listAllDomains(ctx).some((d) => d.sendingStatus === 'verified')) warnings.push(LIVE_SENDING_WARNING);
+  if (c.outbound.mode === 'email' && !(await listAllDomains(ctx)).some((d) => d.sendingStatus === 'verified')) warnings.push(LIVE_SENDING_WARNING);
   return {
     version: VERSION,
     config: configFile ? resolve(configFile) : 'built-in defaults',
     dataDir,
-    database: join(dataDir, 'mailroom.db'),
+    // PostgreSQL's URL without its password; else the embedded file.
+    database: c.database.url ? redactUrl(c.database.url) : join(dataDir, 'mailroom.db'),
     http: bound.httpUrl,
     dashboard: `${bound.httpUrl}/dashboard`,
     smtp: hostPort(c.smtp.listen!.host, bound.smtpPort),

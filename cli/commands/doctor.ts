@@ -24,8 +24,8 @@ export function registerDoctor(program: Command): void {
       if (opts.address !== undefined && !isIP(opts.address)) throw new CliError(`--address must be an IP address, got ${opts.address}`);
       // Loaded when the command runs, so that other commands (serve) do not evaluate it.
       const { renderDoctorReport, runDoctor } = await import('../../src/domain/doctor.ts');
-      const report = await withContext(cmd, (ctx) =>
-        runDoctor(ctx, {
+      const report = await withContext(cmd, async (ctx) =>
+        await runDoctor(ctx, {
           address: opts.address,
           inboundPort: positive('--smtp-port', opts.smtpPort, 65535),
           probeDomain: opts.probeDomain,

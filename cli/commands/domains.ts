@@ -61,10 +61,10 @@ async function recordsOf(ctx: AppContext, which: string): Promise<{ records: Dom
   const shared = ctx.config.shared_domain.toLowerCase().replace(/\.$/, '');
   if (which === 'shared' || which.toLowerCase().replace(/\.$/, '') === shared) {
     await ensureSharedDkimKey(ctx);
-    return { records: dnsRecordsFor(ctx, shared)! };
+    return { records: (await dnsRecordsFor(ctx, shared))! };
   }
-  const rowOf = findDomainByIdOrName(ctx, which);
-  return { records: dnsRecordsFor(ctx, rowOf.domain)!, domain: domainView(ctx, rowOf) };
+  const rowOf = await findDomainByIdOrName(ctx, which);
+  return { records: (await dnsRecordsFor(ctx, rowOf.domain))!, domain: domainView(ctx, rowOf) };
 }
 
 export function registerDomains(program: Command): void {
@@ -77,11 +77,11 @@ export function registerDomains(program: Command): void {
     .option('--json', 'print the Domain object as JSON')
     .action(async (name: string, opts: { account?: string }, c: Command) => {
       await withContext(c, async (ctx) => {
-        const d = await addDomain(ctx, resolveAccount(ctx, opts.account), name);
+        const d = await addDomain(ctx, await resolveAccount(ctx, opts.account), name);
         if (globals(c).json) return print(c, d);
         process.stdout.write(
           `${statusLine(d)}\n; Publish these records in the zone of ${d.domain}, then run: mailroom domains verify ${d.id}\n` +
-            renderZone(dnsRecordsFor(ctx, d.domain)!),
+            renderZone((await dnsRecordsFor(ctx, d.domain))!),
         );
       });
     });
@@ -124,7 +124,7 @@ export function registerDomains(program: Command): void {
     .option('--json', 'print the updated Domain as JSON')
     .action(async (which: string, _opts: unknown, c: Command) => {
       await withContext(c, async (ctx) => {
-        const d = await verifyDomain(ctx, null, findDomainByIdOrName(ctx, which).id);
+        const d = await verifyDomain(ctx, null, (await findDomainByIdOrName(ctx, which)).id);
         if (globals(c).json) return print(c, d);
         process.stdout.write(`${statusLine(d)}\n`);
         print(c, d, d.dnsCheck.map((k) => ({ record: k.role, type: k.type, name: k.name, state: k.state, detail: k.detail })));
@@ -136,9 +136,9 @@ export function registerDomains(program: Command): void {
     .description("delete a domain (id or name); its inboxes move to the shared domain and keep their messages")
     .option('--json', 'print JSON')
     .action(async (which: string, _opts: unknown, c: Command) => {
-      await withContext(c, (ctx) => {
-        const rowOf = findDomainByIdOrName(ctx, which);
-        const { moved } = deleteDomain(ctx, null, rowOf.id);
+      await withContext(c, async (ctx) => {
+        const rowOf = await findDomainByIdOrName(ctx, which);
+        const { moved } = await deleteDomain(ctx, null, rowOf.id);
         if (globals(c).json) return print(c, { id: rowOf.id, domain: rowOf.domain, moved });
         process.stdout.write(`removed ${rowOf.domain} (${rowOf.id}); DNS records at the registrar are left as they are\n`);
         for (const m of moved) process.stdout.write(`moved inbox ${m.id}: ${m.from} -> ${m.to}\n`);

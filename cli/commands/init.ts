@@ -181,15 +181,15 @@ export function registerInit(program: Command): void {
       );
       // Read back through the loader `serve` uses: what was written is what will run.
       const config = loadConfig(file);
-      const ctx = createContext(config, silentLogger);
-      let made: { key: ReturnType<typeof createApiKey>; zone: string; records: string[] };
+      const ctx = await createContext(config, silentLogger);
+      let made: { key: Awaited<ReturnType<typeof createApiKey>>; zone: string; records: string[] };
       try {
-        const key = createApiKey(ctx, defaultAccount(ctx).account.id, { name: 'init' });
+        const key = await createApiKey(ctx, (await defaultAccount(ctx)).account.id, { name: 'init' });
         await ensureSharedDkimKey(ctx);
-        const records = dnsRecordsFor(ctx, config.shared_domain)!;
+        const records = (await dnsRecordsFor(ctx, config.shared_domain))!;
         made = { key, zone: renderZone(records), records: [...records.sending, ...records.receiving].map((r) => zoneLine(r)) };
       } finally {
-        closeContext(ctx);
+        await closeContext(ctx);
       }
       const next = nextCommands(config, configArg, made.key.key);
       if (globals(cmd).json) {

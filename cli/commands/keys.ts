@@ -21,8 +21,8 @@ export function registerKeys(program: Command): void {
         if (!ms) throw new CliError(`--expires: expected a duration such as 30d or 12h, got ${opts.expires}`);
         expiresAt = new Date(Date.now() + ms).toISOString();
       }
-      const created = await withContext(cmd, (ctx) =>
-        createApiKey(ctx, resolveAccount(ctx, opts.account), { name: opts.name ?? null, readOnly: !!opts.readOnly, expiresAt }),
+      const created = await withContext(cmd, async (ctx) =>
+        createApiKey(ctx, await resolveAccount(ctx, opts.account), { name: opts.name ?? null, readOnly: !!opts.readOnly, expiresAt }),
       );
       if (globals(cmd).json) print(cmd, created);
       else process.stdout.write(`${created.key}\n# ${created.id}${created.readOnly ? ' (read-only)' : ''}. ${created.message}\n`);
@@ -33,7 +33,7 @@ export function registerKeys(program: Command): void {
     .option('--account <id>', 'only this account')
     .option('--json', 'print JSON')
     .action(async (opts: { account?: string }, cmd: Command) => {
-      const rows = await withContext(cmd, (ctx) => listAllApiKeys(ctx).filter((k) => !opts.account || k.accountId === opts.account));
+      const rows = (await withContext(cmd, (ctx) => listAllApiKeys(ctx))).filter((k) => !opts.account || k.accountId === opts.account);
       print(cmd, { data: rows }, rows.map((k) => ({ id: k.id, prefix: k.keyPrefix, name: k.name, account: k.accountId, readOnly: k.readOnly, lastUsedAt: k.lastUsedAt, expiresAt: k.expiresAt })));
     });
   keys

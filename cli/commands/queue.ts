@@ -66,7 +66,7 @@ export function registerQueue(program: Command): void {
       }
       const statuses: JobStatus[] = opts.failed ? ['failed'] : opts.pending ? ['queued', 'running'] : ['queued', 'running', 'failed'];
       const limit = Math.max(1, Math.min(10_000, Number(opts.limit) || 200));
-      const entries = await withContext(cmd, (ctx) => listJobs(ctx, statuses, limit).map(queueEntry));
+      const entries = (await withContext(cmd, (ctx) => listJobs(ctx, statuses, limit))).map(queueEntry);
       print(
         cmd,
         { data: entries },

@@ -24,9 +24,9 @@ export function registerServe(program: Command): void {
         // A busy port is an operator's everyday mistake: one line naming the key, no stack.
         throw err instanceof ListenError ? new CliError(err.message) : err;
       });
-      if (listAccounts(server.ctx).length === 0) {
-        const account = createAccount(server.ctx, 'default');
-        const key = createApiKey(server.ctx, account.id, { name: 'bootstrap' });
+      if ((await listAccounts(server.ctx)).length === 0) {
+        const account = await createAccount(server.ctx, 'default');
+        const key = await createApiKey(server.ctx, account.id, { name: 'bootstrap' });
         log.info('bootstrap', { account: account.id, keyId: key.id, note: 'first start: API key printed on stderr' });
         process.stderr.write(
           `\nFirst start: created account ${account.id} and this API key (shown only once):\n\n    ${key.key}\n\n` +

@@ -29,8 +29,8 @@ export function registerWebhooks(program: Command): void {
     .option('--json', 'print JSON')
     .action(async (opts: { failed?: boolean; webhook?: string; limit: string }, cmd: Command) => {
       if (!/^\d+$/.test(opts.limit) || Number(opts.limit) < 1 || Number(opts.limit) > 200) throw new CliError(`--limit must be a whole number from 1 to 200, got ${opts.limit}`);
-      const rows = await withContext(cmd, (ctx) =>
-        listDeliveryLogs(ctx, null, { status: opts.failed ? 'failed' : undefined, webhookId: opts.webhook, limit: Number(opts.limit) }),
+      const rows = await withContext(cmd, async (ctx) =>
+        await listDeliveryLogs(ctx, null, { status: opts.failed ? 'failed' : undefined, webhookId: opts.webhook, limit: Number(opts.limit) }),
       );
       print(cmd, { data: rows }, rows.map(row));
     });

@@ -6,11 +6,18 @@ import { drizzle, type BetterSQLite3Database } from 'drizzle-orm/better-sqlite3'
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 
-// No schema handed to drizzle: nothing uses its relational query API (db.query.*), and building
-// that API's table map cost 1.5-2 ms of every start (server and each CLI command).
-export type Db = BetterSQLite3Database & { $client: Database.Database };
+/** The storage port's handle (src/store/): every query on it is async, on either engine. */
+export type { Db } from '../store/store.ts';
 /** The handle a transaction callback receives; domain functions that need one take it first. */
-export type Tx = Parameters<Parameters<Db['transaction']>[0]>[0];
+export type Tx = import('../store/store.ts').Db;
+
+/**
+ * A synchronous drizzle handle on the SQLite file itself, for what reads or writes the file
+ * outside a running store: migrations, backups, and tests that inspect a stopped server's file.
+ * No schema handed to drizzle: nothing uses its relational query API (db.query.*), and building
+ * that API's table map cost 1.5-2 ms of every start.
+ */
+export type FileDb = BetterSQLite3Database & { $client: Database.Database };
 
 /**
  * Native addon override, set by the single-executable build (which embeds the addon): a path,
@@ -22,10 +29,8 @@ export function setNativeBinding(binding: string | object | undefined): void {
   nativeBinding = binding;
 }
 
-export function openDatabase(file: string): Db {
-  const sqlite = openConnection(file);
-  cacheStatements(sqlite);
-  return drizzle(sqlite) as Db;
+export function openDatabase(file: string): FileDb {
+  return drizzle(openConnection(file)) as FileDb;
 }
 
 /** A better-sqlite3 connection with the settings above (the storage port's SQLite adapter uses it too). */
@@ -41,53 +46,4 @@ export function openConnection(file: string): Database.Database {
   // gone from the file; checkpointWal clears the log's copies).
   sqlite.pragma('secure_delete = ON');
   return sqlite;
-}
-
-/**
- * Copies the write-ahead log into the database and truncates it to zero bytes, so page images
- * of deleted rows do not linger in it. Best effort: readers in progress may keep some frames.
- */
-export function checkpointWal(db: Db): void {
-  db.$client.pragma('wal_checkpoint(TRUNCATE)');
-}
-
-/** Distinct SQL texts kept compiled; `IN (?, ?, …)` lists of varying length make new texts. */
-const STATEMENT_CACHE_SIZE = 500;
-
-/**
- * drizzle compiles every query anew (`prepare` per call); for the point reads and writes of the
- * API and of inbound mail, compiling cost more than running (bench/: 6–8% of the server's CPU
- * in `prepare`). Statements are cached by SQL text and handed back with their result mode
- * reset, since callers switch it (drizzle uses raw(), backups pluck()).
- */
-function cacheStatements(sqlite: Database.Database): void {
-  const prepare = sqlite.prepare.bind(sqlite);
-  const cache = new Map<string, Database.Statement>();
-  sqlite.prepare = ((source: string) => {
-    let stmt = cache.get(source);
-    if (stmt) {
-      if (stmt.reader) stmt.raw(false).pluck(false).expand(false);
-      return stmt;
-    }
-    stmt = prepare(source);
-    if (cache.size >= STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value!);
-    cache.set(source, stmt);
-    return stmt;
-  }) as typeof sqlite.prepare;
-}
-
-/**
- * A probe that answers true when another connection (a CLI command beside the running server)
- * committed since the previous call. SQLite's `data_version` changes only for commits made by
- * other connections, so the server's own writes never trip it; one pragma read costs ~1 µs.
- */
-export function externalCommits(db: Db): () => boolean {
-  const version = db.$client.prepare('PRAGMA data_version').pluck();
-  let seen = version.get() as number;
-  return () => {
-    const now = version.get() as number;
-    if (now === seen) return false;
-    seen = now;
-    return true;
-  };
 }

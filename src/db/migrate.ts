@@ -3,7 +3,7 @@
 import { migrate } from 'drizzle-orm/better-sqlite3/migrator';
 import { readMigrationFiles, type MigrationMeta } from 'drizzle-orm/migrator';
 import { fileURLToPath } from 'node:url';
-import type { Db } from './client.ts';
+import type { FileDb } from './client.ts';
 
 export const MIGRATIONS_FOLDER = fileURLToPath(new URL('../../migrations', import.meta.url));
 
@@ -13,7 +13,7 @@ export function setEmbeddedMigrations(list: MigrationMeta[]): void {
   embedded = list;
 }
 
-export function migrateDatabase(db: Db): void {
+export function migrateDatabase(db: FileDb): void {
   if (!embedded) {
     migrate(db, { migrationsFolder: MIGRATIONS_FOLDER });
     return;

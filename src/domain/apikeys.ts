@@ -4,7 +4,7 @@ import { and, desc, eq, isNull } from 'drizzle-orm';
 import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { AppContext } from '../context.ts';
 import type { Db } from '../db/client.ts';
-import { commitGrouped } from '../db/group-commit.ts';
+import { changes } from '../store/store.ts';
 import { preparedQuery, preparedRows } from '../db/prepared.ts';
 import { apiKeys } from '../db/schema.ts';
 import { newId } from '../ids.ts';
@@ -65,11 +65,11 @@ const view = (row: typeof apiKeys.$inferSelect): ApiKeyView => ({
   createdAt: row.createdAt,
 });
 
-export function createApiKey(
+export async function createApiKey(
   ctx: AppContext,
   accountId: string,
   opts: { name?: string | null; readOnly?: boolean; expiresAt?: string | null } = {},
-): CreatedApiKey {
+): Promise<CreatedApiKey> {
   const key = generateKey();
   const row = {
     id: newId('key'),
@@ -81,7 +81,7 @@ export function createApiKey(
     expiresAt: opts.expiresAt ?? null,
     createdAt: isoNow(ctx.clock),
   };
-  ctx.db.insert(apiKeys).values(row).run();
+  await ctx.db.insert(apiKeys).values(row).run();
   return {
     id: row.id,
     key,
@@ -93,35 +93,29 @@ export function createApiKey(
   };
 }
 
-export function listApiKeys(ctx: AppContext, accountId: string): ApiKeyView[] {
-  return ctx.db
+export async function listApiKeys(ctx: AppContext, accountId: string): Promise<ApiKeyView[]> {
+  const rows = await ctx.db
     .select()
     .from(apiKeys)
     .where(and(eq(apiKeys.accountId, accountId), isNull(apiKeys.revokedAt)))
-    .orderBy(desc(apiKeys.createdAt), desc(apiKeys.id))
-    .all()
-    .map(view);
+    .orderBy(desc(apiKeys.createdAt), desc(apiKeys.id));
+  return rows.map(view);
 }
 
 /** Every active key of every account (CLI listing without --account). */
-export function listAllApiKeys(ctx: AppContext): Array<ApiKeyView & { accountId: string }> {
-  return ctx.db
-    .select()
-    .from(apiKeys)
-    .where(isNull(apiKeys.revokedAt))
-    .orderBy(desc(apiKeys.createdAt))
-    .all()
-    .map((r) => ({ ...view(r), accountId: r.accountId }));
+export async function listAllApiKeys(ctx: AppContext): Promise<Array<ApiKeyView & { accountId: string }>> {
+  const rows = await ctx.db.select().from(apiKeys).where(isNull(apiKeys.revokedAt)).orderBy(desc(apiKeys.createdAt));
+  return rows.map((r) => ({ ...view(r), accountId: r.accountId }));
 }
 
-export function revokeApiKey(ctx: AppContext, accountId: string | null, id: string, currentKeyId?: string): void {
+export async function revokeApiKey(ctx: AppContext, accountId: string | null, id: string, currentKeyId?: string): Promise<void> {
   if (id === currentKeyId) {
     throw new AppError('CANNOT_REVOKE_CURRENT_KEY', 'the key that authenticates this request cannot revoke itself; use another key');
   }
   const conds = [eq(apiKeys.id, id), isNull(apiKeys.revokedAt)];
   if (accountId) conds.push(eq(apiKeys.accountId, accountId));
-  const res = ctx.db.update(apiKeys).set({ revokedAt: isoNow(ctx.clock) }).where(and(...conds)).run();
-  if (res.changes === 0) throw new AppError('API_KEY_NOT_FOUND', `API key ${id} not found`);
+  const res = await ctx.db.update(apiKeys).set({ revokedAt: isoNow(ctx.clock) }).where(and(...conds)).run();
+  if (changes(res) === 0) throw new AppError('API_KEY_NOT_FOUND', `API key ${id} not found`);
 }
 
 const LAST_USED_PRECISION_MS = 1000;
@@ -137,7 +131,8 @@ const recording = new Set<string>();
 function recordUse(ctx: AppContext, id: string, now: Date): void {
   if (recording.has(id)) return;
   recording.add(id);
-  commitGrouped(ctx.db, (tx) => tx.update(apiKeys).set({ lastUsedAt: now.toISOString() }).where(eq(apiKeys.id, id)).run())
+  ctx.store
+    .grouped((tx) => tx.update(apiKeys).set({ lastUsedAt: now.toISOString() }).where(eq(apiKeys.id, id)).run())
     .catch((err: unknown) => ctx.log.warn('lastUsedAt not recorded', { keyId: id, ...errorFields(err) }))
     .finally(() => recording.delete(id));
 }
@@ -153,9 +148,9 @@ const activeKeysByPrefix = (db: Db) =>
  * rejected at once (every request reads the table: nothing is cached, so a revocation made by
  * the CLI in another process takes effect on the next request).
  */
-export function authenticateKey(ctx: AppContext, presented: string): Principal | undefined {
+export async function authenticateKey(ctx: AppContext, presented: string): Promise<Principal | undefined> {
   if (presented.length < KEY_PREFIX_LENGTH || presented.length > 200) return undefined;
-  const candidates = preparedQuery(ctx.db, activeKeysByPrefix).all(presented.slice(0, KEY_PREFIX_LENGTH));
+  const candidates = await preparedQuery(ctx.db, activeKeysByPrefix).all(presented.slice(0, KEY_PREFIX_LENGTH));
   const digest = hashKey(presented);
   const now = ctx.clock.now();
   for (const [id, accountId, keyHash, readOnly, lastUsedAt, expiresAt] of candidates) {

@@ -176,7 +176,7 @@ async function extract(ctx: AppContext, row: AttachmentRow, kind: Kind): Promise
  * large, broken, hostile or too slow. The MCP get_attachment tool calls this too.
  */
 export async function attachmentText(ctx: AppContext, accountId: string, attachmentId: string): Promise<AttachmentText> {
-  const row = findAttachmentRow(ctx, accountId, attachmentId);
+  const row = await findAttachmentRow(ctx, accountId, attachmentId);
   const kind = textKind(row.contentType, row.filename);
   if (!kind) throw new AppError('UNSUPPORTED_MEDIA_TYPE', `no text is extracted from ${row.contentType} attachments; text/*, PDF and DOCX are supported`);
   const maxBytes = ctx.config.attachments.text_max_bytes;

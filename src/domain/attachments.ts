@@ -88,28 +88,27 @@ export function attachmentView(ctx: AppContext, row: AttachmentRow): Attachment 
   return { ...attachmentMeta(row), ...presignAttachment(ctx, row.id), createdAt: row.createdAt };
 }
 
-export function findAttachmentRow(ctx: AppContext, accountId: string, id: string): AttachmentRow {
-  const row = ctx.db.select().from(attachments).where(eq(attachments.id, id)).get();
+export async function findAttachmentRow(ctx: AppContext, accountId: string, id: string): Promise<AttachmentRow> {
+  const row = await ctx.db.select().from(attachments).where(eq(attachments.id, id)).get();
   if (!row || row.accountId !== accountId) throw new AppError('ATTACHMENT_NOT_FOUND', `attachment ${id} not found`);
   return row;
 }
 
-export function getAttachment(ctx: AppContext, accountId: string, id: string): Attachment {
-  return attachmentView(ctx, findAttachmentRow(ctx, accountId, id));
+export async function getAttachment(ctx: AppContext, accountId: string, id: string): Promise<Attachment> {
+  return attachmentView(ctx, await findAttachmentRow(ctx, accountId, id));
 }
 
 /**
  * The rows of attachment ids named in a send request, in the given order. An id that is not an
  * attachment of the account is a 400 naming it (PRODUCT.md), not a 404: the request is at fault.
  */
-export function getAttachmentRows(ctx: AppContext, accountId: string, ids: string[]): AttachmentRow[] {
+export async function getAttachmentRows(ctx: AppContext, accountId: string, ids: string[], db: Db = ctx.db): Promise<AttachmentRow[]> {
   if (ids.length === 0) return [];
   const unique = [...new Set(ids)];
-  const rows = ctx.db
+  const rows = await db
     .select()
     .from(attachments)
-    .where(and(eq(attachments.accountId, accountId), inArray(attachments.id, unique)))
-    .all();
+    .where(and(eq(attachments.accountId, accountId), inArray(attachments.id, unique)));
   const byId = new Map(rows.map((r) => [r.id, r]));
   const missing = unique.find((id) => !byId.has(id));
   if (missing !== undefined) {
@@ -137,36 +136,34 @@ const linkedAttachments = (db: Db) =>
     .prepare();
 
 /** Attachments listed on messages: those that arrived with them and those linked when sent. */
-export function attachmentMetaForMany(ctx: AppContext, messageIds: string[]): Map<string, AttachmentMeta[]> {
+export async function attachmentMetaForMany(ctx: AppContext, messageIds: string[]): Promise<Map<string, AttachmentMeta[]>> {
   const out = new Map<string, AttachmentMeta[]>(messageIds.map((id) => [id, []]));
   if (messageIds.length === 0) return out;
   const ids = JSON.stringify(messageIds);
-  const own = preparedQuery(ctx.db, ownAttachments).all({ ids });
+  const own = await preparedQuery(ctx.db, ownAttachments).all({ ids });
   for (const row of own) out.get(row.messageId!)?.push(attachmentMeta(row));
-  const linked = preparedQuery(ctx.db, linkedAttachments).all({ ids });
+  const linked = await preparedQuery(ctx.db, linkedAttachments).all({ ids });
   for (const l of linked) out.get(l.messageId)?.push(attachmentMeta(l.row));
   return out;
 }
 
-export function attachmentMetaFor(ctx: AppContext, messageId: string): AttachmentMeta[] {
-  return attachmentMetaForMany(ctx, [messageId]).get(messageId) ?? [];
+export async function attachmentMetaFor(ctx: AppContext, messageId: string): Promise<AttachmentMeta[]> {
+  return (await attachmentMetaForMany(ctx, [messageId])).get(messageId) ?? [];
 }
 
 /**
  * The attachments of a message as its source carries them: those it arrived with (or a forward
  * carried over) and those it was sent with, in order.
  */
-export function messageAttachmentRows(ctx: AppContext, messageId: string): AttachmentRow[] {
-  const own = ctx.db.select().from(attachments).where(eq(attachments.messageId, messageId)).orderBy(attachments.id).all();
-  const linked = ctx.db
+export async function messageAttachmentRows(ctx: AppContext, messageId: string): Promise<AttachmentRow[]> {
+  const own = await ctx.db.select().from(attachments).where(eq(attachments.messageId, messageId)).orderBy(attachments.id);
+  const linked = await ctx.db
     .select({ row: attachments })
     .from(messageAttachments)
     .innerJoin(attachments, eq(attachments.id, messageAttachments.attachmentId))
     .where(eq(messageAttachments.messageId, messageId))
-    .orderBy(messageAttachments.position)
-    .all()
-    .map((l) => l.row);
-  return [...own, ...linked];
+    .orderBy(messageAttachments.position);
+  return [...own, ...linked.map((l) => l.row)];
 }
 
 /** Counts bytes and fails the stream with 413 as soon as the limit is crossed. */
@@ -213,9 +210,9 @@ export async function storeUpload(
     createdAt: isoNow(ctx.clock),
   };
   try {
-    ctx.db.insert(attachments).values(row).run();
+    await ctx.db.insert(attachments).values(row).run();
   } catch (err) {
-    releaseBlobs(ctx, [storagePath]);
+    await releaseBlobs(ctx, [storagePath]);
     throw err;
   }
   return attachmentView(ctx, row);
@@ -232,7 +229,7 @@ export interface Download {
  * the expiry so a forged URL never learns whether an id exists: 403 INVALID_SIGNATURE, then
  * 410 URL_EXPIRED, then 404 when the attachment was deleted since the URL was made.
  */
-export function openDownload(ctx: AppContext, id: string, expiresRaw: string | null, signature: string | null): Download {
+export async function openDownload(ctx: AppContext, id: string, expiresRaw: string | null, signature: string | null): Promise<Download> {
   const expires = expiresRaw !== null && /^\d{1,12}$/.test(expiresRaw) ? Number(expiresRaw) : NaN;
   if (!Number.isFinite(expires) || !signature || !verifyDownload(urlSigningSecret(ctx.config.data_dir), id, expires, signature)) {
     throw new AppError('INVALID_SIGNATURE', 'the download signature is missing or invalid; get a fresh URL from GET /attachments/{id}');
@@ -240,7 +237,7 @@ export function openDownload(ctx: AppContext, id: string, expiresRaw: string | n
   if (ctx.clock.now().getTime() >= expires * 1000) {
     throw new AppError('URL_EXPIRED', 'this download URL has expired; get a fresh one from GET /attachments/{id}');
   }
-  const row = ctx.db.select().from(attachments).where(eq(attachments.id, id)).get();
+  const row = await ctx.db.select().from(attachments).where(eq(attachments.id, id)).get();
   if (!row) throw new AppError('ATTACHMENT_NOT_FOUND', `attachment ${id} not found`);
   return {
     row,

@@ -57,10 +57,10 @@ export const isBounceLocalPart = (local: string): boolean => local.toLowerCase()
  * What a bounce address names, or undefined when it is not one of ours or its token is wrong.
  * `findMessage` reads the outbound message by id (the caller's storage access).
  */
-export function readBounceAddress(ctx: AppContext, local: string, findMessage: (id: string) => MessageRow | undefined): BounceTarget | undefined {
+export async function readBounceAddress(ctx: AppContext, local: string, findMessage: (id: string) => Promise<MessageRow | undefined>): Promise<BounceTarget | undefined> {
   const m = /^bounces\+([0-9a-z]{10,40})\.([0-9a-v]{12})$/.exec(local.toLowerCase());
   if (!m) return undefined;
-  const row = findMessage(`msg_${m[1]}`);
+  const row = await findMessage(`msg_${m[1]}`);
   if (!row || row.direction !== 'outbound') return undefined;
   const given = Buffer.from(m[2]);
   for (const r of JSON.parse(row.recipients) as RecipientOutcome[]) {

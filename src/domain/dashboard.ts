@@ -10,8 +10,8 @@ import { getDeliveryAttempt } from './webhooks.ts';
  * Replays a failed webhook delivery of `accountId` as one new attempt. A delivery of another
  * account is reported exactly like a missing one (404 NOT_FOUND), as everywhere in the API.
  */
-export function replayAccountDelivery(ctx: AppContext, accountId: string, attemptId: string): ReturnType<typeof replayDelivery> {
-  const attempt = getDeliveryAttempt(ctx, attemptId);
+export async function replayAccountDelivery(ctx: AppContext, accountId: string, attemptId: string): ReturnType<typeof replayDelivery> {
+  const attempt = await getDeliveryAttempt(ctx, attemptId);
   if (!attempt || attempt.accountId !== accountId) throw new AppError('NOT_FOUND', `delivery ${attemptId} not found`);
   return replayDelivery(ctx, attemptId);
 }

@@ -152,9 +152,9 @@ export function isSharedDomain(ctx: AppContext, domainName: string): boolean {
 }
 
 /** Selector and public key of a domain mailroom signs for (the shared one or a custom one). */
-export function publishedKeyFor(ctx: AppContext, domainName: string): { selector: string; publicKey: string } | undefined {
+export async function publishedKeyFor(ctx: AppContext, domainName: string): Promise<{ selector: string; publicKey: string } | undefined> {
   if (isSharedDomain(ctx, domainName)) return sharedKeySync(ctx);
-  const row = ctx.db
+  const row = await ctx.db
     .select({ selector: domains.dkimSelector, publicKey: domains.dkimPublicKey })
     .from(domains)
     .where(eq(domains.domain, normalizeName(domainName)))
@@ -167,13 +167,13 @@ export function publishedKeyFor(ctx: AppContext, domainName: string): { selector
  * (whatever its verification state), the shared domain's key, or undefined for any other
  * domain (mail is then sent unsigned).
  */
-export function signingKeyFor(ctx: AppContext, domainName: string): SigningKey | undefined {
+export async function signingKeyFor(ctx: AppContext, domainName: string): Promise<SigningKey | undefined> {
   const name = normalizeName(domainName);
   if (isSharedDomain(ctx, name)) {
     const k = sharedKeySync(ctx);
     return { domainName: name, selector: k.selector, privateKey: k.privateKey };
   }
-  const row = ctx.db
+  const row = await ctx.db
     .select({ selector: domains.dkimSelector, privateKey: domains.dkimPrivateKey })
     .from(domains)
     .where(eq(domains.domain, name))

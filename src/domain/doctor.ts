@@ -421,9 +421,9 @@ async function checkDomains(ctx: AppContext, out: DoctorCheck[]): Promise<void> 
     await ensureSharedDkimKey(ctx);
     names.push(shared);
   }
-  for (const d of listAllDomains(ctx)) if (!names.includes(d.domain)) names.push(d.domain);
+  for (const d of await listAllDomains(ctx)) if (!names.includes(d.domain)) names.push(d.domain);
   for (const name of names) {
-    const records = dnsRecordsFor(ctx, name);
+    const records = await dnsRecordsFor(ctx, name);
     if (!records) continue;
     let checks: RecordCheck[];
     try {

@@ -1,7 +1,7 @@
 // Custom domains: adding one (DKIM key, ownership token, the records to publish), verifying it
 // against DNS (rules in domain-check.ts), listing and deleting it. Deleting moves the domain's
 // inboxes to the shared domain and keeps their messages.
-import { and, count, desc, eq, isNull, lte, ne, or } from 'drizzle-orm';
+import { and, count, desc, eq, sql, isNull, lte, ne, or } from 'drizzle-orm';
 import { domainToASCII } from 'node:url';
 import type { AppContext } from '../context.ts';
 import type { Tx } from '../db/client.ts';
@@ -23,6 +23,7 @@ import {
   type RecordPlan,
 } from './domain-check.ts';
 import { AppError } from './errors.ts';
+import { isUniqueViolation } from '../store/store.ts';
 import { recordEvent } from './events.ts';
 import { isoNow } from './time.ts';
 
@@ -104,15 +105,15 @@ export function normalizeDomainName(raw: string): string {
   return name;
 }
 
-function refuseTaken(ctx: AppContext, name: string): void {
+async function refuseTaken(ctx: AppContext, name: string): Promise<void> {
   if (isSharedDomain(ctx, name)) throw new AppError('DOMAIN_EXISTS', `${name} is this appliance's shared domain`);
-  const existing = ctx.db.select({ id: domains.id }).from(domains).where(eq(domains.domain, name)).get();
+  const existing = await ctx.db.select({ id: domains.id }).from(domains).where(eq(domains.domain, name)).get();
   if (existing) throw new AppError('DOMAIN_EXISTS', `domain ${name} has already been added`);
 }
 
 export async function addDomain(ctx: AppContext, accountId: string, rawName: string): Promise<Domain> {
   const name = normalizeDomainName(rawName);
-  refuseTaken(ctx, name);
+  await refuseTaken(ctx, name);
   const pair = await generateDkimKeyPair();
   const row: DomainRow = {
     id: newId('dom'),
@@ -131,25 +132,25 @@ export async function addDomain(ctx: AppContext, accountId: string, rawName: str
     createdAt: isoNow(ctx.clock),
   };
   try {
-    ctx.db.insert(domains).values(row).run();
+    await ctx.db.insert(domains).values(row).run();
   } catch (err) {
     // Another request added the same name while the key was being generated.
-    if ((err as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE') throw new AppError('DOMAIN_EXISTS', `domain ${name} has already been added`);
+    if (isUniqueViolation(err)) throw new AppError('DOMAIN_EXISTS', `domain ${name} has already been added`);
     throw err;
   }
   return domainView(ctx, row);
 }
 
 /** The domain row `id` of `accountId` (null = any account: the operator's CLI). */
-export function findDomainRow(ctx: AppContext, accountId: string | null, id: string): DomainRow {
-  const row = ctx.db.select().from(domains).where(eq(domains.id, id)).get();
+export async function findDomainRow(ctx: AppContext, accountId: string | null, id: string): Promise<DomainRow> {
+  const row = await ctx.db.select().from(domains).where(eq(domains.id, id)).get();
   // Another account's domain is reported exactly like a missing one.
   if (!row || (accountId !== null && row.accountId !== accountId)) throw new AppError('DOMAIN_NOT_FOUND', `domain ${id} not found`);
   return row;
 }
 
 /** CLI lookup: a domain id or a domain name. */
-export function findDomainByIdOrName(ctx: AppContext, idOrName: string): DomainRow {
+export async function findDomainByIdOrName(ctx: AppContext, idOrName: string): Promise<DomainRow> {
   if (idOrName.startsWith('dom_')) return findDomainRow(ctx, null, idOrName);
   let name = idOrName.trim().toLowerCase().replace(/\.$/, '');
   try {
@@ -157,25 +158,25 @@ export function findDomainByIdOrName(ctx: AppContext, idOrName: string): DomainR
   } catch {
     // Not a valid name: it cannot match a stored one either; answered as not found below.
   }
-  const row = ctx.db.select().from(domains).where(eq(domains.domain, name)).get();
+  const row = await ctx.db.select().from(domains).where(eq(domains.domain, name)).get();
   if (!row) throw new AppError('DOMAIN_NOT_FOUND', `domain ${idOrName} not found`);
   return row;
 }
 
-export function getDomain(ctx: AppContext, accountId: string, id: string): Domain {
-  return domainView(ctx, findDomainRow(ctx, accountId, id));
+export async function getDomain(ctx: AppContext, accountId: string, id: string): Promise<Domain> {
+  return domainView(ctx, await findDomainRow(ctx, accountId, id));
 }
 
-export function listDomains(ctx: AppContext, accountId: string): { data: Domain[]; total: number } {
-  const rows = ctx.db.select().from(domains).where(eq(domains.accountId, accountId)).orderBy(desc(domains.createdAt), desc(domains.id)).all();
-  const total = ctx.db.select({ n: count() }).from(domains).where(eq(domains.accountId, accountId)).get()!.n;
+export async function listDomains(ctx: AppContext, accountId: string): Promise<{ data: Domain[]; total: number }> {
+  const rows = await ctx.db.select().from(domains).where(eq(domains.accountId, accountId)).orderBy(desc(domains.createdAt), desc(domains.id));
+  const total = (await ctx.db.select({ n: count() }).from(domains).where(eq(domains.accountId, accountId)).get())!.n;
   return { data: rows.map((r) => domainView(ctx, r)), total };
 }
 
 /** Every domain of every account, or of one (CLI). */
-export function listAllDomains(ctx: AppContext, accountId?: string): Array<Domain & { accountId: string }> {
+export async function listAllDomains(ctx: AppContext, accountId?: string): Promise<Array<Domain & { accountId: string }>> {
   const q = ctx.db.select().from(domains);
-  const rows = (accountId ? q.where(eq(domains.accountId, accountId)) : q).orderBy(desc(domains.createdAt)).all();
+  const rows = await (accountId ? q.where(eq(domains.accountId, accountId)) : q).orderBy(desc(domains.createdAt));
   return rows.map((r) => ({ ...domainView(ctx, r), accountId: r.accountId }));
 }
 
@@ -186,7 +187,7 @@ const roleState = (checks: RecordCheck[], role: RecordCheck['role']) => checks.f
  * DNS could not determine stays as it was; `lastCheckError` says why. `domain.verified` is
  * recorded each time sending goes from not verified to verified, never on a repeat check.
  */
-function applyCheck(ctx: AppContext, id: string, checks: RecordCheck[]): Domain {
+function applyCheck(ctx: AppContext, id: string, checks: RecordCheck[]): Promise<Domain> {
   const sending = sendingStatusFrom(roleState(checks, 'ownership'), roleState(checks, 'dkim'));
   const receiving = receivingStatusFrom(roleState(checks, 'mx'));
   const problems: string[] = [];
@@ -194,41 +195,39 @@ function applyCheck(ctx: AppContext, id: string, checks: RecordCheck[]): Domain 
   if (!sending) problems.push(`sending status left unchanged: ${unknown(['ownership', 'dkim']).join('; ')}`);
   if (!receiving) problems.push(`receiving status left unchanged: ${unknown(['mx']).join('; ')}`);
 
-  return ctx.db.transaction(
-    (tx: Tx) => {
-      const cur = tx.select().from(domains).where(eq(domains.id, id)).get();
-      if (!cur) throw new AppError('DOMAIN_NOT_FOUND', `domain ${id} not found`);
-      const now = isoNow(ctx.clock);
-      const set: Partial<DomainRow> = { lastCheckedAt: now, lastCheckError: problems.length ? problems.join('. ') : null };
-      const becameVerified = sending === 'verified' && cur.sendingStatus !== 'verified';
-      if (sending) set.sendingStatus = sending;
-      if (becameVerified) set.sendingVerifiedAt = now;
-      if (receiving) set.receivingStatus = receiving;
-      if (receiving === 'verified' && cur.receivingStatus !== 'verified') set.receivingVerifiedAt = now;
-      const updated = tx.update(domains).set(set).where(eq(domains.id, id)).returning().get()!;
-      const view = domainView(ctx, updated);
-      if (becameVerified) recordEvent(tx, ctx, updated.accountId, 'domain.verified', view);
-      return view;
-    },
-    // Immediate: the read-compare-write above must not interleave with another process's check.
-    { behavior: 'immediate' },
-  );
+  return ctx.store.transaction(async (tx) => {
+    // The read-compare-write below must not interleave with another process's check.
+    await ctx.store.lock(tx, `domain:${id}`);
+    const cur = await tx.select().from(domains).where(eq(domains.id, id)).get();
+    if (!cur) throw new AppError('DOMAIN_NOT_FOUND', `domain ${id} not found`);
+    const now = isoNow(ctx.clock);
+    const set: Partial<DomainRow> = { lastCheckedAt: now, lastCheckError: problems.length ? problems.join('. ') : null };
+    const becameVerified = sending === 'verified' && cur.sendingStatus !== 'verified';
+    if (sending) set.sendingStatus = sending;
+    if (becameVerified) set.sendingVerifiedAt = now;
+    if (receiving) set.receivingStatus = receiving;
+    if (receiving === 'verified' && cur.receivingStatus !== 'verified') set.receivingVerifiedAt = now;
+    const updated = (await tx.update(domains).set(set).where(eq(domains.id, id)).returning().get())!;
+    const view = domainView(ctx, updated);
+    if (becameVerified) await recordEvent(tx, ctx, updated.accountId, 'domain.verified', view);
+    return view;
+  });
 }
 
 /** Asks DNS for every record of the domain and refreshes both statuses (accountId null = CLI). */
 export async function verifyDomain(ctx: AppContext, accountId: string | null, id: string): Promise<VerifiedDomain> {
-  const row = findDomainRow(ctx, accountId, id);
+  const row = await findDomainRow(ctx, accountId, id);
   const plan = planFor(ctx, row);
   const checks = checkRecords(plan, ctx.config.hostname, row.dkimPublicKey, await observeRecords(ctx.dns, plan));
-  return { ...applyCheck(ctx, row.id, checks), dnsCheck: checks };
+  return { ...(await applyCheck(ctx, row.id, checks)), dnsCheck: checks };
 }
 
 /** `<local>@<shared_domain>`, or `<local>-2@…`, `-3`… when taken (local part kept ≤ 64). */
-function freeSharedAddress(tx: Tx, local: string, shared: string): string {
+async function freeSharedAddress(tx: Tx, local: string, shared: string): Promise<string> {
   for (let n = 1; ; n++) {
     const suffix = n === 1 ? '' : `-${n}`;
     const candidate = `${local.slice(0, 64 - suffix.length)}${suffix}@${shared}`;
-    if (!tx.select({ id: inboxes.id }).from(inboxes).where(eq(inboxes.address, candidate)).get()) return candidate;
+    if (!(await tx.select({ id: inboxes.id }).from(inboxes).where(eq(inboxes.address, candidate)).get())) return candidate;
   }
 }
 
@@ -236,24 +235,23 @@ function freeSharedAddress(tx: Tx, local: string, shared: string): string {
  * Deletes the domain (accountId null = CLI). Its inboxes move to the shared domain in the same
  * transaction, keeping their ids and messages; the DNS records at the registrar stay.
  */
-export function deleteDomain(ctx: AppContext, accountId: string | null, id: string): { moved: Array<{ id: string; from: string; to: string }> } {
-  return ctx.db.transaction(
-    (tx: Tx) => {
-      const row = tx.select().from(domains).where(eq(domains.id, id)).get();
-      if (!row || (accountId !== null && row.accountId !== accountId)) throw new AppError('DOMAIN_NOT_FOUND', `domain ${id} not found`);
-      const shared = normalizeHost(ctx.config.shared_domain);
-      const moved: Array<{ id: string; from: string; to: string }> = [];
-      for (const inbox of tx.select({ id: inboxes.id, address: inboxes.address }).from(inboxes).where(eq(inboxes.domainId, id)).orderBy(inboxes.createdAt).all()) {
-        const local = inbox.address.slice(0, inbox.address.lastIndexOf('@'));
-        const to = freeSharedAddress(tx, local, shared);
-        tx.update(inboxes).set({ address: to, domainId: null }).where(eq(inboxes.id, inbox.id)).run();
-        moved.push({ id: inbox.id, from: inbox.address, to });
-      }
-      tx.delete(domains).where(eq(domains.id, id)).run();
-      return { moved };
-    },
-    { behavior: 'immediate' },
-  );
+export function deleteDomain(ctx: AppContext, accountId: string | null, id: string): Promise<{ moved: Array<{ id: string; from: string; to: string }> }> {
+  return ctx.store.transaction(async (tx) => {
+    // Addresses on the shared domain are chosen below: one move at a time, on every node.
+    await ctx.store.lock(tx, 'shared-domain-addresses');
+    const row = await tx.select().from(domains).where(eq(domains.id, id)).get();
+    if (!row || (accountId !== null && row.accountId !== accountId)) throw new AppError('DOMAIN_NOT_FOUND', `domain ${id} not found`);
+    const shared = normalizeHost(ctx.config.shared_domain);
+    const moved: Array<{ id: string; from: string; to: string }> = [];
+    for (const inbox of await tx.select({ id: inboxes.id, address: inboxes.address }).from(inboxes).where(eq(inboxes.domainId, id)).orderBy(inboxes.createdAt)) {
+      const local = inbox.address.slice(0, inbox.address.lastIndexOf('@'));
+      const to = await freeSharedAddress(tx, local, shared);
+      await tx.update(inboxes).set({ address: to, domainId: null }).where(eq(inboxes.id, inbox.id)).run();
+      moved.push({ id: inbox.id, from: inbox.address, to });
+    }
+    await tx.delete(domains).where(eq(domains.id, id)).run();
+    return { moved };
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -269,12 +267,12 @@ export interface DomainRecords {
 }
 
 /** The records to publish for the shared domain or a custom domain; undefined for others. */
-export function dnsRecordsFor(ctx: AppContext, domainName: string): DomainRecords | undefined {
+export async function dnsRecordsFor(ctx: AppContext, domainName: string): Promise<DomainRecords | undefined> {
   const name = normalizeHost(domainName);
   const shared = isSharedDomain(ctx, name);
-  const key = publishedKeyFor(ctx, name);
+  const key = await publishedKeyFor(ctx, name);
   if (!key) return undefined;
-  const token = shared ? undefined : ctx.db.select({ t: domains.verificationToken }).from(domains).where(eq(domains.domain, name)).get()?.t;
+  const token = shared ? undefined : (await ctx.db.select({ t: domains.verificationToken }).from(domains).where(eq(domains.domain, name)).get())?.t;
   const plan = planRecords({ domain: name, hostname: ctx.config.hostname, selector: key.selector, publicKey: key.publicKey, token });
   return { domain: name, shared, sending: sendingRecords(plan), receiving: receivingRecords(plan), plan, publicKey: key.publicKey };
 }
@@ -293,7 +291,7 @@ export async function inspectRecords(ctx: AppContext, records: DomainRecords): P
  */
 export async function recheckDueDomains(ctx: AppContext, everyMs: number): Promise<number> {
   const cutoff = new Date(ctx.clock.now().getTime() - everyMs).toISOString();
-  const due = ctx.db
+  const due = await ctx.db
     .select({ id: domains.id })
     .from(domains)
     .where(
@@ -302,8 +300,8 @@ export async function recheckDueDomains(ctx: AppContext, everyMs: number): Promi
         or(isNull(domains.lastCheckedAt), lte(domains.lastCheckedAt, cutoff)),
       ),
     )
-    .orderBy(domains.lastCheckedAt)
-    .all();
+    // Never-checked ones first, on either engine (they order NULLs differently).
+    .orderBy(sql`${domains.lastCheckedAt} IS NOT NULL`, domains.lastCheckedAt);
   let checked = 0;
   for (const { id } of due) {
     try {

@@ -8,6 +8,7 @@ import type { AppContext } from '../context.ts';
 import type { Tx } from '../db/client.ts';
 import { draftAttachments, drafts } from '../db/schema.ts';
 import { newId } from '../ids.ts';
+import { changes } from '../store/store.ts';
 import { getAttachmentRows } from './attachments.ts';
 import { AppError } from './errors.ts';
 import { findInboxRow } from './inboxes.ts';
@@ -53,33 +54,32 @@ export interface Draft {
 
 // ---- storage: each takes the transaction it runs in ------------------------------------------
 
-function readDraft(tx: Tx, id: string): DraftRow | undefined {
+function readDraft(tx: Tx, id: string): Promise<DraftRow | undefined> {
   return tx.select().from(drafts).where(eq(drafts.id, id)).get();
 }
 
-function attachmentIdsOf(tx: Tx, draftId: string): string[] {
-  return tx
+async function attachmentIdsOf(tx: Tx, draftId: string): Promise<string[]> {
+  const rows = await tx
     .select({ id: draftAttachments.attachmentId })
     .from(draftAttachments)
     .where(eq(draftAttachments.draftId, draftId))
-    .orderBy(asc(draftAttachments.position))
-    .all()
-    .map((r) => r.id);
+    .orderBy(asc(draftAttachments.position));
+  return rows.map((r) => r.id);
 }
 
-function writeDraft(tx: Tx, row: DraftRow, attachmentIds: string[] | undefined, isNew: boolean): void {
-  if (isNew) tx.insert(drafts).values(row).run();
-  else tx.update(drafts).set(row).where(eq(drafts.id, row.id)).run();
+async function writeDraft(tx: Tx, row: DraftRow, attachmentIds: string[] | undefined, isNew: boolean): Promise<void> {
+  if (isNew) await tx.insert(drafts).values(row).run();
+  else await tx.update(drafts).set(row).where(eq(drafts.id, row.id)).run();
   if (attachmentIds === undefined) return;
-  tx.delete(draftAttachments).where(eq(draftAttachments.draftId, row.id)).run();
-  if (attachmentIds.length) tx.insert(draftAttachments).values(attachmentIds.map((attachmentId, position) => ({ draftId: row.id, attachmentId, position }))).run();
+  await tx.delete(draftAttachments).where(eq(draftAttachments.draftId, row.id)).run();
+  if (attachmentIds.length) await tx.insert(draftAttachments).values(attachmentIds.map((attachmentId, position) => ({ draftId: row.id, attachmentId, position }))).run();
 }
 
 /** Deletes the draft (its attachment links go with it); false when it was not there. */
 /** Deletes the draft; with `version`, only while its updatedAt is still that one. */
-function removeDraft(tx: Tx, accountId: string, id: string, version?: string): boolean {
+async function removeDraft(tx: Tx, accountId: string, id: string, version?: string): Promise<boolean> {
   const where = and(eq(drafts.id, id), eq(drafts.accountId, accountId), version === undefined ? undefined : eq(drafts.updatedAt, version));
-  return tx.delete(drafts).where(where).run().changes > 0;
+  return changes(await tx.delete(drafts).where(where).run()) > 0;
 }
 
 /** The entity tag of a draft's version (its updatedAt), as GET sends it and If-Match names it. */
@@ -114,16 +114,16 @@ function draftView(row: DraftRow, attachmentIds: string[]): Draft {
   };
 }
 
-function findDraftRow(ctx: AppContext, accountId: string, id: string): DraftRow {
-  const row = ctx.db.transaction((tx) => readDraft(tx, id));
+async function findDraftRow(ctx: AppContext, accountId: string, id: string): Promise<DraftRow> {
+  const row = await readDraft(ctx.db, id);
   // Another account's draft is reported exactly like a missing one.
   if (!row || row.accountId !== accountId) throw new AppError('DRAFT_NOT_FOUND', `draft ${id} not found`);
   return row;
 }
 
 /** The message `inReplyTo` names, which must be one of the draft's inbox. */
-function originalIn(ctx: AppContext, accountId: string, inboxId: string, messageId: string) {
-  const original = findMessageRow(ctx, accountId, messageId);
+async function originalIn(ctx: AppContext, accountId: string, inboxId: string, messageId: string) {
+  const original = await findMessageRow(ctx, accountId, messageId);
   if (original.inboxId !== inboxId) throw new AppError('MESSAGE_NOT_FOUND', `message ${messageId} not found in inbox ${inboxId}`);
   return original;
 }
@@ -133,19 +133,19 @@ function originalIn(ctx: AppContext, accountId: string, inboxId: string, message
  * well-formed (INVALID_ADDRESS), at most MAX_RECIPIENTS, thread and replied message of the
  * inbox (404), attachments of the account (400), sendAt in the window (400).
  */
-function checkDraftInput(ctx: AppContext, accountId: string, inboxId: string, input: DraftInput, merged: DraftRow): void {
+async function checkDraftInput(ctx: AppContext, accountId: string, inboxId: string, input: DraftInput, merged: DraftRow): Promise<void> {
   for (const field of ['to', 'cc', 'bcc'] as const) (input[field] ?? []).forEach((r, i) => parseRecipient(`${field}[${i}]`, r));
   const total = [merged.toAddresses, merged.ccAddresses, merged.bccAddresses].reduce((n, json) => n + (JSON.parse(json) as string[]).length, 0);
   if (total > MAX_RECIPIENTS) throw new AppError('VALIDATION_ERROR', `\`to\`: at most ${MAX_RECIPIENTS} recipients (to, cc and bcc together) per message`);
   if (input.threadId) {
-    const thread = findThreadRow(ctx, accountId, input.threadId);
+    const thread = await findThreadRow(ctx, accountId, input.threadId);
     if (thread.inboxId !== inboxId) throw new AppError('THREAD_NOT_FOUND', `thread ${input.threadId} not found in inbox ${inboxId}`);
   }
-  if (input.inReplyTo) originalIn(ctx, accountId, inboxId, input.inReplyTo);
-  if (merged.threadId && merged.inReplyTo && findMessageRow(ctx, accountId, merged.inReplyTo).threadId !== merged.threadId) {
+  if (input.inReplyTo) await originalIn(ctx, accountId, inboxId, input.inReplyTo);
+  if (merged.threadId && merged.inReplyTo && (await findMessageRow(ctx, accountId, merged.inReplyTo)).threadId !== merged.threadId) {
     throw new AppError('VALIDATION_ERROR', '`threadId`: a reply draft stays in the thread of `inReplyTo`; give one of them, or the thread of that message');
   }
-  if (input.attachmentIds) getAttachmentRows(ctx, accountId, input.attachmentIds);
+  if (input.attachmentIds) await getAttachmentRows(ctx, accountId, input.attachmentIds);
   if (input.sendAt) parseSendAt(ctx, input.sendAt);
 }
 
@@ -175,12 +175,12 @@ function merge(row: DraftRow, input: DraftInput, now: string): DraftRow {
  * a reply would: to the original's Reply-To (else From), subject `Re: <original>`.
  */
 export async function createDraft(ctx: AppContext, accountId: string, inboxId: string, input: DraftInput): Promise<Draft> {
-  const inbox = findInboxRow(ctx, accountId, inboxId);
+  const inbox = await findInboxRow(ctx, accountId, inboxId);
   const now = ctx.clock.now();
   const iso = now.toISOString();
   const filled = { ...input };
   if (input.inReplyTo) {
-    const original = originalIn(ctx, accountId, inbox.id, input.inReplyTo);
+    const original = await originalIn(ctx, accountId, inbox.id, input.inReplyTo);
     if (input.to === undefined) filled.to = (await replyRecipients(ctx, original, inbox.address, false)).to;
     if (input.subject === undefined) filled.subject = replySubject(original.subject);
   }
@@ -201,45 +201,47 @@ export async function createDraft(ctx: AppContext, accountId: string, inboxId: s
     updatedAt: iso,
   };
   const row = merge(empty, filled, iso);
-  checkDraftInput(ctx, accountId, inbox.id, filled, row);
+  await checkDraftInput(ctx, accountId, inbox.id, filled, row);
   const ids = [...new Set(filled.attachmentIds ?? [])];
-  ctx.db.transaction((tx) => writeDraft(tx, row, ids, true));
+  await ctx.store.transaction((tx) => writeDraft(tx, row, ids, true));
   return draftView(row, ids);
 }
 
 /** GET /inboxes/{id}/drafts: newest first. */
-export function listDrafts(ctx: AppContext, accountId: string, inboxId: string, page: Page): PageResult<Draft> {
-  findInboxRow(ctx, accountId, inboxId);
-  return ctx.db.transaction((tx) => {
-    const rows = tx.select().from(drafts).where(eq(drafts.inboxId, inboxId)).orderBy(desc(drafts.createdAt), desc(drafts.id)).limit(page.limit).offset(page.offset).all();
-    const total = tx.select({ n: count() }).from(drafts).where(eq(drafts.inboxId, inboxId)).get()!.n;
-    return { data: rows.map((r) => draftView(r, attachmentIdsOf(tx, r.id))), total, ...page };
+export async function listDrafts(ctx: AppContext, accountId: string, inboxId: string, page: Page): Promise<PageResult<Draft>> {
+  await findInboxRow(ctx, accountId, inboxId);
+  return ctx.store.transaction(async (tx) => {
+    const rows = await tx.select().from(drafts).where(eq(drafts.inboxId, inboxId)).orderBy(desc(drafts.createdAt), desc(drafts.id)).limit(page.limit).offset(page.offset);
+    const total = (await tx.select({ n: count() }).from(drafts).where(eq(drafts.inboxId, inboxId)).get())!.n;
+    const data: Draft[] = [];
+    for (const r of rows) data.push(draftView(r, await attachmentIdsOf(tx, r.id)));
+    return { data, total, ...page };
   });
 }
 
-export function getDraft(ctx: AppContext, accountId: string, id: string): Draft {
-  const row = findDraftRow(ctx, accountId, id);
-  return draftView(row, ctx.db.transaction((tx) => attachmentIdsOf(tx, id)));
+export async function getDraft(ctx: AppContext, accountId: string, id: string): Promise<Draft> {
+  const row = await findDraftRow(ctx, accountId, id);
+  return draftView(row, await attachmentIdsOf(ctx.db, id));
 }
 
 /** PATCH /drafts/{id}: the given fields change (null clears one, [] empties a list). */
-export function updateDraft(ctx: AppContext, accountId: string, id: string, input: DraftInput): Draft {
-  const row = findDraftRow(ctx, accountId, id);
+export async function updateDraft(ctx: AppContext, accountId: string, id: string, input: DraftInput): Promise<Draft> {
+  const row = await findDraftRow(ctx, accountId, id);
   const next = merge(row, input, ctx.clock.now().toISOString());
-  checkDraftInput(ctx, accountId, row.inboxId, input, next);
+  await checkDraftInput(ctx, accountId, row.inboxId, input, next);
   const ids = input.attachmentIds && [...new Set(input.attachmentIds)];
-  const saved = ctx.db.transaction((tx) => {
+  const saved = await ctx.store.transaction(async (tx) => {
     // Deleted (or sent) since it was read: nothing to update.
-    if (!readDraft(tx, id)) return undefined;
-    writeDraft(tx, next, ids, false);
+    if (!(await readDraft(tx, id))) return undefined;
+    await writeDraft(tx, next, ids, false);
     return attachmentIdsOf(tx, id);
   });
   if (!saved) throw new AppError('DRAFT_NOT_FOUND', `draft ${id} not found`);
   return draftView(next, saved);
 }
 
-export function deleteDraft(ctx: AppContext, accountId: string, id: string): void {
-  if (!ctx.db.transaction((tx) => removeDraft(tx, accountId, id))) throw new AppError('DRAFT_NOT_FOUND', `draft ${id} not found`);
+export async function deleteDraft(ctx: AppContext, accountId: string, id: string): Promise<void> {
+  if (!(await removeDraft(ctx.db, accountId, id))) throw new AppError('DRAFT_NOT_FOUND', `draft ${id} not found`);
 }
 
 /**
@@ -249,7 +251,7 @@ export function deleteDraft(ctx: AppContext, accountId: string, id: string): voi
  * deleted in the transaction that stores the message.
  */
 export async function sendDraft(ctx: AppContext, accountId: string, id: string, input: { sendAt?: string | null }, opts: { ifMatch?: string } = {}): Promise<Message> {
-  const row = findDraftRow(ctx, accountId, id);
+  const row = await findDraftRow(ctx, accountId, id);
   // What a person approved is what goes out: with If-Match, a draft edited since it was shown
   // is refused; without, the send still commits only the version it read (below).
   if (opts.ifMatch !== undefined && !ifMatches(opts.ifMatch, row.updatedAt)) {
@@ -259,8 +261,8 @@ export async function sendDraft(ctx: AppContext, accountId: string, id: string, 
   if (!to.length) throw new AppError('VALIDATION_ERROR', `\`to\`: draft ${id} has no recipient; set one with PATCH /drafts/${id}`);
   if (row.subject === null) throw new AppError('VALIDATION_ERROR', `\`subject\`: draft ${id} has no subject; set one with PATCH /drafts/${id}`);
   if (!row.bodyText && !row.bodyHtml) throw new AppError('VALIDATION_ERROR', `\`bodyText\`: draft ${id} has no body; set bodyText or bodyHtml with PATCH /drafts/${id}`);
-  const origin = row.inReplyTo ? replyOrigin(originalIn(ctx, accountId, row.inboxId, row.inReplyTo)) : undefined;
-  const attachmentIds = ctx.db.transaction((tx) => attachmentIdsOf(tx, id));
+  const origin = row.inReplyTo ? replyOrigin(await originalIn(ctx, accountId, row.inboxId, row.inReplyTo)) : undefined;
+  const attachmentIds = await attachmentIdsOf(ctx.db, id);
   const sendAt = input.sendAt !== undefined ? input.sendAt : row.sendAt;
   return queueSend(
     ctx,
@@ -281,9 +283,9 @@ export async function sendDraft(ctx: AppContext, accountId: string, id: string, 
     {
       // Sent at most once, and as read: a concurrent send or delete of the draft makes this one
       // 404, a concurrent edit 412 (nothing is sent; the edited draft stays).
-      inTransaction: (tx) => {
-        if (removeDraft(tx, accountId, id, row.updatedAt)) return;
-        const still = tx.select({ id: drafts.id }).from(drafts).where(and(eq(drafts.id, id), eq(drafts.accountId, accountId))).get();
+      inTransaction: async (tx) => {
+        if (await removeDraft(tx, accountId, id, row.updatedAt)) return;
+        const still = await tx.select({ id: drafts.id }).from(drafts).where(and(eq(drafts.id, id), eq(drafts.accountId, accountId))).get();
         throw still
           ? new AppError('PRECONDITION_FAILED', `draft ${id} changed while it was being sent; read it again before sending`)
           : new AppError('DRAFT_NOT_FOUND', `draft ${id} not found`);

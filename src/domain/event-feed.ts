@@ -4,7 +4,6 @@
 // data_version: one pragma read per tick, and only while someone is watching. Watchers re-read
 // from their own cursor when woken; the feed carries no data, so it cannot lose or repeat any.
 import type { AppContext } from '../context.ts';
-import { externalCommits } from '../db/client.ts';
 import { errorFields } from '../log.ts';
 
 export interface EventWatcher {
@@ -50,7 +49,7 @@ export function watchEvents(ctx: AppContext, watcher: EventWatcher): () => void 
   const feed = feedOf(ctx);
   feed.watchers.add(watcher);
   if (!feed.timer) {
-    feed.probe ??= externalCommits(ctx.db);
+    feed.probe ??= ctx.store.externalCommits();
     feed.probe(); // from now on
     feed.timer = setInterval(() => {
       try {

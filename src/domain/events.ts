@@ -9,6 +9,7 @@ import type { Db, Tx } from '../db/client.ts';
 import { preparedQuery } from '../db/prepared.ts';
 import { events, webhookAttempts } from '../db/schema.ts';
 import { newId } from '../ids.ts';
+import { afterCommit, changes } from '../store/store.ts';
 import { AppError } from './errors.ts';
 import { findInboxRow } from './inboxes.ts';
 import { intParam } from './pagination.ts';
@@ -34,7 +35,7 @@ export interface EventRecord {
 }
 
 /** Hooks run inside the same transaction for each recorded event (webhook fan-out). */
-export const EVENT_FANOUT: Array<(tx: Tx, ctx: AppContext, event: EventRecord) => void> = [];
+export const EVENT_FANOUT: Array<(tx: Tx, ctx: AppContext, event: EventRecord) => Promise<void>> = [];
 
 // One per inbound message and per send outcome: prepared once (src/db/prepared.ts); run on the
 // connection's open transaction like any statement of `tx`.
@@ -51,14 +52,12 @@ const insertEvent = (db: Db) =>
     })
     .prepare();
 
-export function recordEvent(tx: Tx, ctx: AppContext, accountId: string, type: EventType, data: unknown): EventRecord {
+export async function recordEvent(tx: Tx, ctx: AppContext, accountId: string, type: EventType, data: unknown): Promise<EventRecord> {
   const event: EventRecord = { id: newId('evt'), accountId, type, data, createdAt: ctx.clock.now().toISOString() };
   const messageId = type.startsWith('message.') ? (data as { id: string }).id : null;
-  preparedQuery(ctx.db, insertEvent).run({ id: event.id, accountId, type, data: JSON.stringify(data), messageId, createdAt: event.createdAt });
-  for (const fan of EVENT_FANOUT) fan(tx, ctx, event);
-  // The transaction is synchronous: this microtask runs once it has committed (or rolled back,
-  // and then the stream's read just finds nothing new).
-  queueMicrotask(() => ctx.notify('events'));
+  await preparedQuery(tx, insertEvent).run({ id: event.id, accountId, type, data: JSON.stringify(data), messageId, createdAt: event.createdAt });
+  for (const fan of EVENT_FANOUT) await fan(tx, ctx, event);
+  afterCommit(() => ctx.notify('events'));
   return event;
 }
 
@@ -114,33 +113,32 @@ export function parseEventQuery(q: URLSearchParams, lastEventId?: string): Event
  * made inside the transaction that records it and transactions commit one at a time, so ids
  * grow in commit order: a reader that continues after the last id it saw misses nothing.
  */
-export function listEvents(ctx: AppContext, accountId: string, query: EventQuery): EventEnvelope[] {
-  if (query.inboxId) findInboxRow(ctx, accountId, query.inboxId);
+export async function listEvents(ctx: AppContext, accountId: string, query: EventQuery): Promise<EventEnvelope[]> {
+  if (query.inboxId) await findInboxRow(ctx, accountId, query.inboxId);
   const conds: SQL[] = [eq(events.accountId, accountId)];
   if (query.after) conds.push(gt(events.id, query.after));
   if (query.types) conds.push(inArray(events.type, query.types));
   if (query.inboxId) conds.push(sql`json_extract(${events.data}, '$.inboxId') = ${query.inboxId}`);
-  return ctx.db
+  const rows = await ctx.db
     .select({ id: events.id, type: events.type, createdAt: events.createdAt, data: events.data })
     .from(events)
     .where(and(...conds))
     .orderBy(asc(events.id))
-    .limit(query.limit)
-    .all()
-    .map((r) => ({ id: r.id, type: r.type as EventType, createdAt: r.createdAt, data: JSON.parse(r.data) as unknown }));
+    .limit(query.limit);
+  return rows.map((r) => ({ id: r.id, type: r.type as EventType, createdAt: r.createdAt, data: JSON.parse(r.data) as unknown }));
 }
 
 /** The newest event id of the whole appliance (a stream opened without a cursor starts there). */
-export function latestEventId(ctx: AppContext): string | undefined {
-  return ctx.db.select({ id: sql<string | null>`max(${events.id})` }).from(events).get()?.id ?? undefined;
+export async function latestEventId(ctx: AppContext): Promise<string | undefined> {
+  return (await ctx.db.select({ id: sql<string | null>`max(${events.id})` }).from(events).get())?.id ?? undefined;
 }
 
 /** Deletes events and webhook delivery logs older than their retention (housekeeping, hourly). */
-export function sweepEvents(ctx: AppContext): { events: number; deliveryLogs: number } {
+export async function sweepEvents(ctx: AppContext): Promise<{ events: number; deliveryLogs: number }> {
   const now = ctx.clock.now().getTime();
   const before = (ms: number) => new Date(now - ms).toISOString();
   return {
-    events: ctx.db.delete(events).where(lt(events.createdAt, before(ctx.config.retention.events))).run().changes,
-    deliveryLogs: ctx.db.delete(webhookAttempts).where(lt(webhookAttempts.createdAt, before(ctx.config.retention.delivery_logs))).run().changes,
+    events: changes(await ctx.db.delete(events).where(lt(events.createdAt, before(ctx.config.retention.events))).run()),
+    deliveryLogs: changes(await ctx.db.delete(webhookAttempts).where(lt(webhookAttempts.createdAt, before(ctx.config.retention.delivery_logs))).run()),
   };
 }

@@ -2,7 +2,8 @@
 // or account-wide, turned into one SQL match over messages. A thread matches when one of its
 // messages matches every filter given.
 import type { Db } from '../db/client.ts';
-import { FILENAME_MATCH, FILENAME_MESSAGES, parseSearch } from './search.ts';
+import type { Dialect } from '../store/store.ts';
+import { FILENAME_MATCH, FILENAME_MESSAGES, parseSearch, PG_FILENAME_MATCH, toFts5, tsCondition, tsquery, type ParsedQuery } from './search.ts';
 
 export const DIRECTIONS = ['inbound', 'outbound'] as const;
 
@@ -35,16 +36,25 @@ export const hasFilters = (f: MessageFilters) => f.q !== undefined || f.label !=
  * The messages of `scope` that pass `f`. With a label the match is driven by message_labels'
  * (inbox_id | account_id, label, created_at) index; without one by messages' own indexes —
  * `unread = 1` is written literally so SQLite can use the partial unread indexes. With words
- * in `q` the FTS5 index drives it and orders by relevance (bm25), then newest.
+ * in `q` the full-text index drives it and orders by relevance, then newest: FTS5's bm25 on
+ * SQLite, ts_rank on PostgreSQL.
  */
-export function matchMessages(scope: ListScope, f: MessageFilters): MessageMatch {
+export function matchMessages(scope: ListScope, f: MessageFilters, dialect: Dialect): MessageMatch {
   const [column, value] = 'inboxId' in scope ? ['inbox_id', scope.inboxId] : ['account_id', scope.accountId];
-  const search = f.q !== undefined ? parseSearch(f.q) : undefined;
+  const parsed = f.q !== undefined ? parseSearch(f.q) : undefined;
   const where: string[] = [];
   const params: unknown[] = [value];
   let from = '';
   let order = '';
   let threadColumn = 'm.thread_id';
+  if (parsed && dialect === 'postgres') {
+    const text = textPostgres(parsed, column, value);
+    if (text) ({ from, order } = text);
+    where.push(...(text?.where ?? []));
+    params.splice(0, 1, ...(text?.params ?? [value]));
+  }
+  const search = parsed && dialect === 'sqlite' ? toFts5(parsed) : undefined;
+  const texted = parsed ? parsed.positive.length > 0 : false;
   if (search?.match && search.words.length) {
     // Words may match in the text or in attachment filenames: the candidates are the messages
     // matching every term in the text (ranked) and those with a filename matching any word
@@ -72,7 +82,7 @@ export function matchMessages(scope: ListScope, f: MessageFilters): MessageMatch
     params.unshift(search.match);
     order = 'f.rank, m.created_at DESC, m.id DESC';
   }
-  if (search?.match) {
+  if (texted) {
     if (f.label !== undefined) {
       where.push('EXISTS (SELECT 1 FROM message_labels fl WHERE fl.message_id = m.id AND fl.label = ?)');
       params.push(f.label);
@@ -105,11 +115,53 @@ export function matchMessages(scope: ListScope, f: MessageFilters): MessageMatch
       where.push('m.rowid NOT IN (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?)');
       params.push(x);
     }
+  } else if (parsed) {
+    for (const c of parsed.where) where.push(`(${c})`);
+    params.push(...parsed.params);
+    for (const fl of parsed.filenames) {
+      const file = tsquery(fl.value, fl.quoted);
+      where.push(fl.negated ? `NOT (${PG_FILENAME_MATCH})` : PG_FILENAME_MATCH);
+      params.push(file, file);
+    }
+    for (const t of parsed.exclude) {
+      const c = tsCondition(t);
+      where.push(`NOT (${c.sql})`);
+      params.push(c.param);
+    }
   }
   return { from, where: where.join(' AND '), params, order, threadColumn };
 }
 
-/** Rows of `source` as arrays (the connection caches the statement by its text, src/db/client.ts). */
-export function rawRows<R extends unknown[]>(db: Db, source: string, params: unknown[]): R[] {
-  return db.$client.prepare(source).raw(true).all(...params) as R[];
+/**
+ * The text part of a search on PostgreSQL (the tsvectors of migrations/pg 0004): every positive
+ * term a condition on `m`, a plain word met in an attachment filename too; ranked by ts_rank
+ * of the plain words, messages found through a filename alone after the others. Undefined when
+ * the query has no positive text term.
+ */
+function textPostgres(p: ParsedQuery, column: string, value: unknown): { from: string; order: string; where: string[]; params: unknown[] } | undefined {
+  if (!p.positive.length) return undefined;
+  const plain = p.positive.filter((t) => !t.op).map((t) => `(${tsquery(t.value, t.quoted)})`);
+  const where = [`m.${column} = ?`];
+  const params: unknown[] = plain.length ? [plain.join(' & '), value] : [value];
+  for (const t of p.positive) {
+    const c = tsCondition(t);
+    if (t.op) {
+      where.push(c.sql);
+      params.push(c.param);
+    } else {
+      const file = tsquery(t.value, t.quoted);
+      where.push(`(${c.sql} OR ${PG_FILENAME_MATCH})`);
+      params.push(c.param, file, file);
+    }
+  }
+  if (!plain.length) return { from: 'messages m', order: 'm.created_at DESC, m.id DESC', where, params };
+  return {
+    from: "(SELECT to_tsquery('mailroom', ?) AS q) fq CROSS JOIN messages m",
+    order: '(m.fts @@ fq.q) DESC, ts_rank(m.fts, fq.q) DESC, m.created_at DESC, m.id DESC',
+    where,
+    params,
+  };
 }
+
+/** Rows of `source` as arrays (the store caches the statement by its text). */
+export { rawRows } from '../store/store.ts';

@@ -8,18 +8,19 @@ import type { Tx } from '../db/client.ts';
 import type { AppContext } from '../context.ts';
 import { idempotencyKeys } from '../db/schema.ts';
 import { AppError } from './errors.ts';
+import { changes } from '../store/store.ts';
 
 export type IdempotencyStart = { kind: 'new' } | { kind: 'replay'; status: number; body: string };
 
-export function beginIdempotent(ctx: AppContext, accountId: string, key: string, requestHash: string): IdempotencyStart {
+export function beginIdempotent(ctx: AppContext, accountId: string, key: string, requestHash: string): Promise<IdempotencyStart> {
   const now = ctx.clock.now();
   const cutoff = new Date(now.getTime() - ctx.config.limits.idempotency_window).toISOString();
-  return ctx.db.transaction((tx) => {
+  return ctx.store.transaction(async (tx): Promise<IdempotencyStart> => {
     const where = and(eq(idempotencyKeys.accountId, accountId), eq(idempotencyKeys.key, key));
     // The insert claims the key; the unique key decides between concurrent requests (on a shared
     // database a SELECT first would let both see nothing and the second insert fail with a 500).
     // A claim older than the window is taken over by the same guarded statement.
-    const claimed = tx
+    const claimed = await tx
       .insert(idempotencyKeys)
       .values({ accountId, key, requestHash, createdAt: now.toISOString() })
       .onConflictDoUpdate({
@@ -28,8 +29,8 @@ export function beginIdempotent(ctx: AppContext, accountId: string, key: string,
         setWhere: lt(idempotencyKeys.createdAt, cutoff),
       })
       .run();
-    if (claimed.changes === 1) return { kind: 'new' } as const;
-    const row = tx.select().from(idempotencyKeys).where(where).get()!;
+    if (changes(claimed) === 1) return { kind: 'new' } as const;
+    const row = (await tx.select().from(idempotencyKeys).where(where).get())!;
     if (row.requestHash !== requestHash) {
       throw new AppError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was already used with a different request');
     }
@@ -41,10 +42,10 @@ export function beginIdempotent(ctx: AppContext, accountId: string, key: string,
 }
 
 /** Stores the response; a server error is not stored, so the client may retry with the key. */
-export function finishIdempotent(ctx: AppContext, accountId: string, key: string, status: number, body: string): void {
+export async function finishIdempotent(ctx: AppContext, accountId: string, key: string, status: number, body: string): Promise<void> {
   const where = and(eq(idempotencyKeys.accountId, accountId), eq(idempotencyKeys.key, key));
-  if (status >= 500) ctx.db.delete(idempotencyKeys).where(where).run();
-  else ctx.db.update(idempotencyKeys).set({ responseStatus: status, responseBody: body, resourceId: resourceIdOf(body) }).where(where).run();
+  if (status >= 500) await ctx.db.delete(idempotencyKeys).where(where).run();
+  else await ctx.db.update(idempotencyKeys).set({ responseStatus: status, responseBody: body, resourceId: resourceIdOf(body) }).where(where).run();
 }
 
 /** The `id` of the object a response shows, so deleting that object deletes this copy of it. */
@@ -62,16 +63,16 @@ function resourceIdOf(body: string): string | null {
  * the deleting transaction: the copy of the content goes, and a repeat of the request still
  * does not run again (it would send the message a second time).
  */
-export function forgetIdempotentResponses(tx: Tx, ids: string[]): void {
+export async function forgetIdempotentResponses(tx: Tx, ids: string[]): Promise<void> {
   if (!ids.length) return;
   const gone = new AppError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was used for a message that has since been deleted');
-  tx.update(idempotencyKeys)
+  await tx.update(idempotencyKeys)
     .set({ responseStatus: gone.status, responseBody: JSON.stringify({ error: { code: gone.code, message: gone.message, status: gone.status } }), resourceId: null })
     .where(inArray(idempotencyKeys.resourceId, ids))
     .run();
 }
 
-export function sweepIdempotencyKeys(ctx: AppContext): number {
+export async function sweepIdempotencyKeys(ctx: AppContext): Promise<number> {
   const cutoff = new Date(ctx.clock.now().getTime() - ctx.config.limits.idempotency_window).toISOString();
-  return ctx.db.delete(idempotencyKeys).where(lt(idempotencyKeys.createdAt, cutoff)).run().changes;
+  return changes(await ctx.db.delete(idempotencyKeys).where(lt(idempotencyKeys.createdAt, cutoff)).run());
 }

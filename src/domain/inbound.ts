@@ -6,7 +6,6 @@ import { createHash } from 'node:crypto';
 import { and, eq, gt, inArray, sql } from 'drizzle-orm';
 import type { AppContext } from '../context.ts';
 import type { Db, Tx } from '../db/client.ts';
-import { commitGrouped } from '../db/group-commit.ts';
 import { preparedQuery } from '../db/prepared.ts';
 import { attachments, domains, inboxes, messages } from '../db/schema.ts';
 import { newId } from '../ids.ts';
@@ -39,11 +38,11 @@ export const INBOUND_REPORT_HANDLERS: Array<(ctx: AppContext, parsed: ParsedMail
  * bounce addresses (domain/bounce-address.ts); undefined for any other address. An address in
  * the bounce namespace with a wrong token is an unknown mailbox.
  */
-export function resolveBounceRecipient(ctx: AppContext, address: string): BounceTarget | undefined {
+export async function resolveBounceRecipient(ctx: AppContext, address: string): Promise<BounceTarget | undefined> {
   const parts = splitAddress(address.trim());
   if (!parts || !isBounceLocalPart(parts.local)) return undefined;
-  if (!servesDomain(ctx, parts.domain.toLowerCase().replace(/\.$/, ''))) return undefined;
-  const target = readBounceAddress(ctx, parts.local, (id) => findOutboundRow(ctx, id));
+  if (!(await servesDomain(ctx, parts.domain.toLowerCase().replace(/\.$/, '')))) return undefined;
+  const target = await readBounceAddress(ctx, parts.local, (id) => findOutboundRow(ctx, id));
   if (!target) throw new AppError('INBOX_NOT_FOUND', 'no such mailbox here');
   return target;
 }
@@ -55,7 +54,7 @@ export function resolveBounceRecipient(ctx: AppContext, address: string): Bounce
  * when the envelope `sender` is given ('' for the null sender), FORBIDDEN (550 5.7.1) when the
  * inbox's receive allow/block lists refuse it (src/domain/lists.ts): nothing is stored.
  */
-export function resolveRecipient(ctx: AppContext, address: string, sender?: string): InboxRow {
+export async function resolveRecipient(ctx: AppContext, address: string, sender?: string): Promise<InboxRow> {
   const parts = splitAddress(address.trim());
   // Never an open relay (RFC 5321 §3.6): quoted local parts, `%` hacks and `!` UUCP paths are
   // ways of naming another host; a local part with an `@` left in it is one too.
@@ -63,11 +62,11 @@ export function resolveRecipient(ctx: AppContext, address: string, sender?: stri
     throw new AppError('FORBIDDEN', 'relaying denied: routing syntax in the recipient address is not accepted');
   }
   const domain = parts.domain.toLowerCase().replace(/\.$/, '');
-  if (!servesDomain(ctx, domain)) throw new AppError('FORBIDDEN', `relaying denied: ${domain} is not a domain of this server`);
-  const inbox = findInboxByAddress(ctx, `${parts.local}@${domain}`);
+  if (!(await servesDomain(ctx, domain))) throw new AppError('FORBIDDEN', `relaying denied: ${domain} is not a domain of this server`);
+  const inbox = await findInboxByAddress(ctx, `${parts.local}@${domain}`);
   if (!inbox) throw new AppError('INBOX_NOT_FOUND', 'no such mailbox here');
   if (inbox.status !== 'active') throw new AppError('INBOX_SUSPENDED', 'mailbox disabled, not accepting messages');
-  if (sender !== undefined) assertSenderAccepted(ctx, inbox.accountId, inbox.id, sender);
+  if (sender !== undefined) await assertSenderAccepted(ctx, inbox.accountId, inbox.id, sender);
   return inbox;
 }
 
@@ -100,12 +99,12 @@ const storedBefore = (db: Db) =>
     .limit(1)
     .prepare();
 export const REDELIVERY_WINDOW_MS = 24 * 3_600_000;
-const inboxRowsById = (ctx: AppContext, ids: string[]): InboxRow[] => ctx.db.select().from(inboxes).where(inArray(inboxes.id, ids)).all();
+const inboxRowsById = (ctx: AppContext, ids: string[]): Promise<InboxRow[]> => ctx.db.select().from(inboxes).where(inArray(inboxes.id, ids)).all();
 const domainByName = (db: Db) => db.select({ id: domains.id }).from(domains).where(eq(domains.domain, sql.placeholder('domain'))).prepare();
 
-export function servesDomain(ctx: AppContext, domain: string): boolean {
+export async function servesDomain(ctx: AppContext, domain: string): Promise<boolean> {
   if (domain === ctx.config.shared_domain.toLowerCase()) return true;
-  return preparedQuery(ctx.db, domainByName).get({ domain }) !== undefined;
+  return (await preparedQuery(ctx.db, domainByName).get({ domain })) !== undefined;
 }
 
 export interface InboundInput {
@@ -201,7 +200,7 @@ export function isEmptyMessage(raw: Buffer): boolean {
  */
 export interface PreparedInbound {
   files: string[];
-  store(tx: Tx): string[];
+  store(tx: Tx): Promise<string[]>;
   /** Staged attachment files to remove once `store` has committed or failed. */
   staged: string[];
 }
@@ -217,19 +216,19 @@ export async function acceptInbound(ctx: AppContext, input: InboundInput): Promi
   let messageIds: string[];
   try {
     // Shared with the other messages committing at this moment: one fsync for all of them.
-    messageIds = await commitGrouped(ctx.db, (tx) => {
-      const ids = prepared.store(tx);
+    messageIds = await ctx.store.grouped(async (tx) => {
+      const ids = await prepared.store(tx);
       if (ids.length === 0) throw new AppError('INBOX_NOT_FOUND', 'no recipient inbox exists any more');
       return ids;
     });
   } catch (err) {
-    releaseBlobs(ctx, prepared.files);
+    await releaseBlobs(ctx, prepared.files);
     throw err;
   } finally {
     await removeStaged(prepared.staged);
   }
   // Inboxes gone at `store`, or a redelivery stored nothing new: their planned files go.
-  releaseBlobs(ctx, prepared.files);
+  await releaseBlobs(ctx, prepared.files);
   // Webhook fan-out may have enqueued jobs in the transaction.
   ctx.notify('jobs');
   return { messageIds };
@@ -265,7 +264,7 @@ async function prepareStore(ctx: AppContext, input: InboundInput, parsed: Parsed
 
   // Mail at a bounce address that is no report (an out-of-office reply to the Return-Path, a
   // DSN from a non-null sender) is delivered to the inbox that sent the message it names.
-  const senders = input.bounces?.length ? inboxRowsById(ctx, input.bounces.map((b) => b.inboxId)) : [];
+  const senders = input.bounces?.length ? await inboxRowsById(ctx, input.bounces.map((b) => b.inboxId)) : [];
   const unique = [...new Map([...input.recipients, ...senders].map((r) => [r.id, r])).values()];
   if (unique.length === 0) throw new AppError('INBOX_NOT_FOUND', 'no recipient inbox');
 
@@ -320,7 +319,7 @@ async function prepareStore(ctx: AppContext, input: InboundInput, parsed: Parsed
   ]);
   const failed = [auth, ...writes].find((r) => r.status === 'rejected');
   if (failed) {
-    releaseBlobs(ctx, files);
+    await releaseBlobs(ctx, files);
     throw failed.reason;
   }
   const authentication = auth.status === 'fulfilled' ? (auth.value as AuthenticationResults | null) : null;
@@ -330,9 +329,9 @@ async function prepareStore(ctx: AppContext, input: InboundInput, parsed: Parsed
   const subject = (parsed.subject ?? '').slice(0, 998);
   const contentHash = isStaged(raw) ? raw.sha256 : createHash('sha256').update(raw).digest('hex');
   const since = new Date(receivedAt.getTime() - REDELIVERY_WINDOW_MS).toISOString();
-  const store = (tx: Tx): string[] => {
+  const store = async (tx: Tx): Promise<string[]> => {
     // An inbox deleted since RCPT gets nothing (its rows would be orphans).
-    const alive = new Set(preparedQuery(ctx.db, liveInboxes).all({ ids: JSON.stringify(plan.map((p) => p.inbox.id)) }).map((r) => r.id));
+    const alive = new Set((await preparedQuery(tx, liveInboxes).all({ ids: JSON.stringify(plan.map((p) => p.inbox.id)) })).map((r) => r.id));
     // The deletion of another message sharing these bytes may have removed them since.
     for (const [path, content] of shared) {
       if (Buffer.isBuffer(content)) ctx.blobs.ensureSync(path, content);
@@ -341,14 +340,16 @@ async function prepareStore(ctx: AppContext, input: InboundInput, parsed: Parsed
     const ids: string[] = [];
     for (const p of plan) {
       if (!alive.has(p.inbox.id)) continue;
-      // Inside the write transaction, so two sessions delivering the same message at once are
-      // serialised here and the second one finds the first's row.
-      const before = preparedQuery(ctx.db, storedBefore).get({ accountId: p.inbox.accountId, messageIdHeader, inboxId: p.inbox.id, contentHash, since });
+      // Inside the write transaction, under a lock on this message for this inbox, so two
+      // sessions (or nodes) delivering the same message at once are serialised here and the
+      // second one finds the first's row.
+      await ctx.store.lock(tx, `inbound:${p.inbox.id}:${messageIdHeader}`);
+      const before = await preparedQuery(tx, storedBefore).get({ accountId: p.inbox.accountId, messageIdHeader, inboxId: p.inbox.id, contentHash, since });
       if (before) {
         ids.push(before.id);
         continue;
       }
-      const threadId = threadForMessage(ctx.db, { accountId: p.inbox.accountId, inboxId: p.inbox.id, parents, subject, at: createdAt });
+      const threadId = await threadForMessage(tx, { accountId: p.inbox.accountId, inboxId: p.inbox.id, parents, subject, at: createdAt });
       const row: MessageRow = {
         id: p.id,
         accountId: p.inbox.accountId,
@@ -379,7 +380,7 @@ async function prepareStore(ctx: AppContext, input: InboundInput, parsed: Parsed
         createdAt,
         updatedAt: now,
       };
-      insertMessageRow(ctx.db, row);
+      await insertMessageRow(tx, row);
       const attRows: AttachmentRow[] = p.attachments.map((a) => ({
         id: a.id,
         accountId: p.inbox.accountId,
@@ -391,9 +392,9 @@ async function prepareStore(ctx: AppContext, input: InboundInput, parsed: Parsed
         storagePath: a.storagePath,
         createdAt,
       }));
-      if (attRows.length) tx.insert(attachments).values(attRows).run();
+      if (attRows.length) await tx.insert(attachments).values(attRows).run();
       const view = messageView(row, attRows.map((a) => ({ id: a.id, filename: a.filename, contentType: a.contentType, size: a.size })));
-      recordEvent(tx, ctx, p.inbox.accountId, 'message.received', { ...view, fromName, hasAttachments: attRows.length > 0, receivedAt: createdAt });
+      await recordEvent(tx, ctx, p.inbox.accountId, 'message.received', { ...view, fromName, hasAttachments: attRows.length > 0, receivedAt: createdAt });
       ids.push(p.id);
     }
     return ids;

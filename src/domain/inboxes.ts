@@ -3,7 +3,7 @@
 // UTC day only. Deleting an inbox removes everything under it, files included.
 import { and, count, desc, eq, inArray, sql } from 'drizzle-orm';
 import type { AppContext } from '../context.ts';
-import { checkpointWal, type Db } from '../db/client.ts';
+import type { Db } from '../db/client.ts';
 import { forgetIdempotentResponses } from './idempotency.ts';
 import { preparedQuery, preparedRows } from '../db/prepared.ts';
 import { attachments, domains, inboxes, messages } from '../db/schema.ts';
@@ -14,6 +14,7 @@ import { AppError } from './errors.ts';
 import type { Page, PageResult } from './pagination.ts';
 import { isoNow, utcDay } from './time.ts';
 import { releaseBlobs } from '../storage/blob-refs.ts';
+import { changes, isUniqueViolation } from '../store/store.ts';
 
 export type InboxRow = typeof inboxes.$inferSelect;
 
@@ -54,8 +55,8 @@ export interface CreateInboxInput {
 }
 
 /** The domain row an inbox may use, checked for ownership and sending verification. */
-function usableDomain(ctx: AppContext, accountId: string, where: { id?: string; name?: string }) {
-  const row = ctx.db
+async function usableDomain(ctx: AppContext, accountId: string, where: { id?: string; name?: string }) {
+  const row = await ctx.db
     .select()
     .from(domains)
     .where(where.id ? eq(domains.id, where.id) : eq(domains.domain, where.name!))
@@ -67,14 +68,14 @@ function usableDomain(ctx: AppContext, accountId: string, where: { id?: string; 
   return row;
 }
 
-export function createInbox(ctx: AppContext, accountId: string, input: CreateInboxInput): Inbox {
+export async function createInbox(ctx: AppContext, accountId: string, input: CreateInboxInput): Promise<Inbox> {
   const shared = ctx.config.shared_domain.toLowerCase();
   let local: string;
   let domainName = shared;
   let domainId: string | null = null;
 
   if (input.domainId) {
-    const d = usableDomain(ctx, accountId, { id: input.domainId });
+    const d = await usableDomain(ctx, accountId, { id: input.domainId });
     if (!d) throw new AppError('DOMAIN_NOT_FOUND', `domain ${input.domainId} not found`);
     domainName = d.domain;
     domainId = d.id;
@@ -92,7 +93,7 @@ export function createInbox(ctx: AppContext, accountId: string, input: CreateInb
         throw new AppError('INVALID_ADDRESS', `\`address\` must be on the domain of \`domainId\` (${domainName})`);
       }
     } else if (parts.domain !== shared) {
-      const d = usableDomain(ctx, accountId, { name: parts.domain });
+      const d = await usableDomain(ctx, accountId, { name: parts.domain });
       if (!d) {
         throw new AppError('INVALID_ADDRESS', `\`address\` must be on ${shared} or on a verified domain of this account`);
       }
@@ -126,9 +127,9 @@ export function createInbox(ctx: AppContext, accountId: string, input: CreateInb
     createdAt: isoNow(ctx.clock),
   };
   try {
-    ctx.db.insert(inboxes).values(row).run();
+    await ctx.db.insert(inboxes).values(row).run();
   } catch (err) {
-    if ((err as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE') {
+    if (isUniqueViolation(err)) {
       throw new AppError('ADDRESS_TAKEN', `address ${address} is already in use`);
     }
     throw err;
@@ -175,74 +176,71 @@ const inboxRow = (r: InboxTuple): InboxRow => ({
 // Every RCPT TO: the same plain statement and row shape as inbox by id.
 const inboxByAddress = (db: Db) => preparedRows<[string], InboxTuple>(db, `${SELECT_INBOX} WHERE address = ?`);
 
-export function findInboxRow(ctx: AppContext, accountId: string, id: string): InboxRow {
-  const found = preparedQuery(ctx.db, inboxById).get(id);
+export async function findInboxRow(ctx: AppContext, accountId: string, id: string): Promise<InboxRow> {
+  const found = await preparedQuery(ctx.db, inboxById).get(id);
   const row = found && inboxRow(found);
   // Another account's inbox is reported exactly like a missing one.
   if (!row || row.accountId !== accountId) throw new AppError('INBOX_NOT_FOUND', `inbox ${id} not found`);
   return row;
 }
 
-export function getInbox(ctx: AppContext, accountId: string, id: string): Inbox {
-  return inboxView(ctx, findInboxRow(ctx, accountId, id));
+export async function getInbox(ctx: AppContext, accountId: string, id: string): Promise<Inbox> {
+  return inboxView(ctx, await findInboxRow(ctx, accountId, id));
 }
 
 /** The inbox that receives mail for an address (case-insensitive), whatever its status. */
-export function findInboxByAddress(ctx: AppContext, address: string): InboxRow | undefined {
-  const found = preparedQuery(ctx.db, inboxByAddress).get(address.toLowerCase());
+export async function findInboxByAddress(ctx: AppContext, address: string): Promise<InboxRow | undefined> {
+  const found = await preparedQuery(ctx.db, inboxByAddress).get(address.toLowerCase());
   return found && inboxRow(found);
 }
 
-export function listInboxes(ctx: AppContext, accountId: string, page: Page): PageResult<Inbox> {
-  const rows = ctx.db
+export async function listInboxes(ctx: AppContext, accountId: string, page: Page): Promise<PageResult<Inbox>> {
+  const rows = await ctx.db
     .select()
     .from(inboxes)
     .where(eq(inboxes.accountId, accountId))
     .orderBy(desc(inboxes.createdAt), desc(inboxes.id))
     .limit(page.limit)
-    .offset(page.offset)
-    .all();
-  const total = ctx.db.select({ n: count() }).from(inboxes).where(eq(inboxes.accountId, accountId)).get()!.n;
+    .offset(page.offset);
+  const total = (await ctx.db.select({ n: count() }).from(inboxes).where(eq(inboxes.accountId, accountId)).get())!.n;
   return { data: rows.map((r) => inboxView(ctx, r)), total, ...page };
 }
 
 /** Every inbox of every account, or of one (CLI). */
-export function listAllInboxes(ctx: AppContext, accountId?: string): Array<Inbox & { accountId: string }> {
+export async function listAllInboxes(ctx: AppContext, accountId?: string): Promise<Array<Inbox & { accountId: string }>> {
   const q = ctx.db.select().from(inboxes);
-  const rows = (accountId ? q.where(eq(inboxes.accountId, accountId)) : q).orderBy(desc(inboxes.createdAt)).all();
+  const rows = await (accountId ? q.where(eq(inboxes.accountId, accountId)) : q).orderBy(desc(inboxes.createdAt));
   return rows.map((r) => ({ ...inboxView(ctx, r), accountId: r.accountId }));
 }
 
 export async function deleteInbox(ctx: AppContext, accountId: string, id: string): Promise<void> {
-  findInboxRow(ctx, accountId, id);
+  await findInboxRow(ctx, accountId, id);
   // Collect the files first; rows go in one transaction (cascades remove threads, messages
   // and their attachments), then the files, so a crash leaves at worst an orphan file.
-  const files = ctx.db.transaction((tx) => {
-    const msgRows = tx.select({ id: messages.id, rawPath: messages.rawPath }).from(messages).where(eq(messages.inboxId, id)).all();
+  const files = await ctx.store.transaction(async (tx) => {
+    const msgRows = await tx.select({ id: messages.id, rawPath: messages.rawPath }).from(messages).where(eq(messages.inboxId, id));
     const ids = msgRows.map((m) => m.id);
-    const attRows = ids.length
-      ? tx.select({ p: attachments.storagePath }).from(attachments).where(inArray(attachments.messageId, ids)).all()
-      : [];
-    tx.delete(inboxes).where(and(eq(inboxes.id, id), eq(inboxes.accountId, accountId))).run();
-    forgetIdempotentResponses(tx, ids);
+    const attRows = ids.length ? await tx.select({ p: attachments.storagePath }).from(attachments).where(inArray(attachments.messageId, ids)) : [];
+    await tx.delete(inboxes).where(and(eq(inboxes.id, id), eq(inboxes.accountId, accountId))).run();
+    await forgetIdempotentResponses(tx, ids);
     return [...msgRows.map((m) => m.rawPath), ...attRows.map((a) => a.p)];
   });
-  releaseBlobs(ctx, files);
+  await releaseBlobs(ctx, files);
   // secure_delete zeroed the freed pages; the write-ahead log still holds the old page images
   // until it is checkpointed and truncated (a busy reader may postpone it to the next one).
-  checkpointWal(ctx.db);
+  await ctx.store.checkpoint();
 }
 
-function setField(ctx: AppContext, id: string, values: Partial<InboxRow>): Inbox {
-  const row = ctx.db.update(inboxes).set(values).where(eq(inboxes.id, id)).returning().get();
+async function setField(ctx: AppContext, id: string, values: Partial<InboxRow>): Promise<Inbox> {
+  const row = await ctx.db.update(inboxes).set(values).where(eq(inboxes.id, id)).returning().get();
   if (!row) throw new AppError('INBOX_NOT_FOUND', `inbox ${id} not found`);
   return inboxView(ctx, row);
 }
 
 /** An inbox named by id or by address (case-insensitive), of any account (support actions). */
-export function resolveInboxId(ctx: AppContext, idOrAddress: string): string {
+export async function resolveInboxId(ctx: AppContext, idOrAddress: string): Promise<string> {
   if (!idOrAddress.includes('@')) return idOrAddress;
-  const row = findInboxByAddress(ctx, idOrAddress);
+  const row = await findInboxByAddress(ctx, idOrAddress);
   if (!row) throw new AppError('INBOX_NOT_FOUND', `inbox ${idOrAddress} not found`);
   return row.id;
 }
@@ -251,14 +249,14 @@ export function resolveInboxId(ctx: AppContext, idOrAddress: string): string {
 export const MAX_DAILY_SEND_LIMIT = 1_000_000_000;
 
 /** Support actions (CLI only; the API offers no way to change status or limits). Each takes an id or an address. */
-export const suspendInbox = (ctx: AppContext, inbox: string) => setField(ctx, resolveInboxId(ctx, inbox), { status: 'suspended' });
-export const unsuspendInbox = (ctx: AppContext, inbox: string) => setField(ctx, resolveInboxId(ctx, inbox), { status: 'active' });
-export function setDailyLimit(ctx: AppContext, inbox: string, limit: number): Inbox {
+export const suspendInbox = async (ctx: AppContext, inbox: string) => setField(ctx, await resolveInboxId(ctx, inbox), { status: 'suspended' });
+export const unsuspendInbox = async (ctx: AppContext, inbox: string) => setField(ctx, await resolveInboxId(ctx, inbox), { status: 'active' });
+export async function setDailyLimit(ctx: AppContext, inbox: string, limit: number): Promise<Inbox> {
   // Worded like the API's validation errors: VALIDATION_ERROR naming the field.
   if (!Number.isSafeInteger(limit) || limit < 0 || limit > MAX_DAILY_SEND_LIMIT) {
     throw new AppError('VALIDATION_ERROR', `\`dailySendLimit\`: must be a whole number from 0 to ${MAX_DAILY_SEND_LIMIT}, got ${JSON.stringify(limit)}`);
   }
-  return setField(ctx, resolveInboxId(ctx, inbox), { dailySendLimit: limit });
+  return setField(ctx, await resolveInboxId(ctx, inbox), { dailySendLimit: limit });
 }
 
 /**
@@ -266,11 +264,11 @@ export function setDailyLimit(ctx: AppContext, inbox: string, limit: number): In
  * its total. Throws DAILY_SEND_LIMIT_EXCEEDED when the limit is reached. Run inside the
  * transaction that stores the message.
  */
-export function countSend(tx: Pick<AppContext['db'], 'update'>, ctx: AppContext, row: InboxRow): void {
+export async function countSend(tx: Db, ctx: AppContext, row: InboxRow): Promise<void> {
   const today = utcDay(ctx.clock);
   // One guarded UPDATE decides and counts: exact whatever else counts at the same moment (two
   // nodes on one database, or a count read earlier): a day other than today starts again at 1.
-  const counted = tx
+  const counted = await tx
     .update(inboxes)
     .set({
       sendsToday: sql`CASE WHEN ${inboxes.sendsDay} = ${today} THEN ${inboxes.sendsToday} + 1 ELSE 1 END`,
@@ -279,7 +277,7 @@ export function countSend(tx: Pick<AppContext['db'], 'update'>, ctx: AppContext,
     })
     .where(and(eq(inboxes.id, row.id), sql`CASE WHEN ${inboxes.sendsDay} = ${today} THEN ${inboxes.sendsToday} ELSE 0 END < ${inboxes.dailySendLimit}`))
     .run();
-  if (counted.changes === 0) {
+  if (changes(counted) === 0) {
     throw new AppError('DAILY_SEND_LIMIT_EXCEEDED', `inbox ${row.address} reached its daily send limit of ${row.dailySendLimit}; it resets at midnight UTC`);
   }
 }

@@ -5,6 +5,7 @@ import type { Db } from '../db/client.ts';
 import type { AppContext } from '../context.ts';
 import { preparedQuery, preparedRows } from '../db/prepared.ts';
 import { AppError } from './errors.ts';
+import { rawRun } from '../store/store.ts';
 
 /** PRODUCT.md: lowercase, starts with a letter or digit, at most 64 characters. */
 export const LABEL_PATTERN = /^[a-z0-9][a-z0-9_:.-]{0,63}$/;
@@ -41,10 +42,10 @@ const unreadOfThreads = (db: Db) =>
   );
 
 /** Labels of each message, sorted. */
-export function labelsOfMessages(ctx: AppContext, ids: string[]): Map<string, string[]> {
+export async function labelsOfMessages(ctx: AppContext, ids: string[]): Promise<Map<string, string[]>> {
   const out = new Map<string, string[]>();
   if (!ids.length) return out;
-  for (const [id, label] of preparedQuery(ctx.db, labelsOfIds).all(JSON.stringify(ids))) {
+  for (const [id, label] of await preparedQuery(ctx.db, labelsOfIds).all(JSON.stringify(ids))) {
     let list = out.get(id);
     if (!list) out.set(id, (list = []));
     list.push(label);
@@ -53,12 +54,12 @@ export function labelsOfMessages(ctx: AppContext, ids: string[]): Map<string, st
 }
 
 /** The union of the labels of each thread's messages (sorted) and its number of unread messages. */
-export function marksOfThreads(ctx: AppContext, ids: string[]): Map<string, { labels: string[]; unreadCount: number }> {
+export async function marksOfThreads(ctx: AppContext, ids: string[]): Promise<Map<string, { labels: string[]; unreadCount: number }>> {
   const out = new Map(ids.map((id) => [id, { labels: [] as string[], unreadCount: 0 }]));
   if (!ids.length) return out;
   const json = JSON.stringify(ids);
-  for (const [id, label] of preparedQuery(ctx.db, threadLabelsOfIds).all(json)) out.get(id)?.labels.push(label);
-  for (const [id, n] of preparedQuery(ctx.db, unreadOfThreads).all(json)) {
+  for (const [id, label] of await preparedQuery(ctx.db, threadLabelsOfIds).all(json)) out.get(id)?.labels.push(label);
+  for (const [id, n] of await preparedQuery(ctx.db, unreadOfThreads).all(json)) {
     const m = out.get(id);
     if (m) m.unreadCount = n;
   }
@@ -69,21 +70,19 @@ export function marksOfThreads(ctx: AppContext, ids: string[]): Map<string, { la
 const MARK_SQL = {
   unread: (scope: string) => `UPDATE messages SET unread = ? WHERE ${scope} = ?`,
   add: (scope: string) =>
-    `INSERT OR IGNORE INTO message_labels (message_id, label, account_id, inbox_id, thread_id, created_at)
-       SELECT id, ?, account_id, inbox_id, thread_id, created_at FROM messages WHERE ${scope} = ?`,
+    `INSERT INTO message_labels (message_id, label, account_id, inbox_id, thread_id, created_at)
+       SELECT id, ?, account_id, inbox_id, thread_id, created_at FROM messages WHERE ${scope} = ? ON CONFLICT DO NOTHING`,
   remove: (scope: string) => `DELETE FROM message_labels WHERE ${scope === 'id' ? 'message_id' : 'thread_id'} = ? AND label IN (SELECT value FROM json_each(?))`,
 };
-// The connection caches statements by SQL text (src/db/client.ts).
-const statement = (db: Db, source: string) => db.$client.prepare(source);
 
 /**
  * Applies `marks` to message `id` (scope 'message') or to every message of thread `id`
  * (scope 'thread'). Run inside the caller's transaction (statements run on `db`'s connection).
  * Read state and labels are the reader's bookkeeping, not the message's: updatedAt stays.
  */
-export function applyMarks(db: Db, scope: 'message' | 'thread', id: string, marks: Marks): void {
+export async function applyMarks(db: Db, scope: 'message' | 'thread', id: string, marks: Marks): Promise<void> {
   const column = scope === 'message' ? 'id' : 'thread_id';
-  if (marks.unread !== undefined) statement(db, MARK_SQL.unread(column)).run(marks.unread ? 1 : 0, id);
-  for (const label of new Set(marks.addLabels ?? [])) statement(db, MARK_SQL.add(column)).run(label, id);
-  if (marks.removeLabels?.length) statement(db, MARK_SQL.remove(column)).run(id, JSON.stringify(marks.removeLabels));
+  if (marks.unread !== undefined) await rawRun(db, MARK_SQL.unread(column), [marks.unread ? 1 : 0, id]);
+  for (const label of new Set(marks.addLabels ?? [])) await rawRun(db, MARK_SQL.add(column), [label, id]);
+  if (marks.removeLabels?.length) await rawRun(db, MARK_SQL.remove(column), [id, JSON.stringify(marks.removeLabels)]);
 }

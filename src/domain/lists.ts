@@ -14,6 +14,7 @@ import type { Db, Tx } from '../db/client.ts';
 import { preparedQuery } from '../db/prepared.ts';
 import { listEntries } from '../db/schema.ts';
 import { newId } from '../ids.ts';
+import { changes } from '../store/store.ts';
 import { isValidDomainName, normalizeRecipient } from './addresses.ts';
 import { AppError } from './errors.ts';
 import { findInboxRow } from './inboxes.ts';
@@ -88,11 +89,11 @@ export function entryMatches(entry: string, address: string): boolean {
 
 // ---- storage: each takes the transaction (or handle) it runs on ------------------------------
 
-function insertEntry(tx: Tx, row: ListEntryRow): void {
-  tx.insert(listEntries).values(row).run();
+async function insertEntry(tx: Tx, row: ListEntryRow): Promise<void> {
+  await tx.insert(listEntries).values(row).run();
 }
 
-function sameEntry(tx: Tx, accountId: string, input: Required<CreateListEntryInput>): ListEntryRow | undefined {
+function sameEntry(tx: Tx, accountId: string, input: Required<CreateListEntryInput>): Promise<ListEntryRow | undefined> {
   return tx
     .select()
     .from(listEntries)
@@ -108,8 +109,8 @@ function sameEntry(tx: Tx, accountId: string, input: Required<CreateListEntryInp
     .get();
 }
 
-function deleteEntryRow(tx: Tx, accountId: string, id: string): boolean {
-  return tx.delete(listEntries).where(and(eq(listEntries.id, id), eq(listEntries.accountId, accountId))).run().changes > 0;
+async function deleteEntryRow(tx: Tx, accountId: string, id: string): Promise<boolean> {
+  return changes(await tx.delete(listEntries).where(and(eq(listEntries.id, id), eq(listEntries.accountId, accountId))).run()) > 0;
 }
 
 // Every RCPT TO and every send asks: prepared once (src/db/prepared.ts), one index range read.
@@ -132,35 +133,35 @@ const entriesFor = (db: Db) =>
  * POST /lists. Adding an entry that exists already (same inbox or whole account, direction,
  * kind and entry) changes nothing and answers it: `created` false (200 rather than 201).
  */
-export function createListEntry(ctx: AppContext, accountId: string, input: CreateListEntryInput): { entry: ListEntry; created: boolean } {
+export async function createListEntry(ctx: AppContext, accountId: string, input: CreateListEntryInput): Promise<{ entry: ListEntry; created: boolean }> {
   const entry = normalizeEntry(input.entry);
   const inboxId = input.inboxId ?? null;
-  if (inboxId !== null) findInboxRow(ctx, accountId, inboxId);
+  if (inboxId !== null) await findInboxRow(ctx, accountId, inboxId);
   const wanted = { direction: input.direction, kind: input.kind, entry, inboxId };
-  return ctx.db.transaction((tx) => {
-    const existing = sameEntry(tx, accountId, wanted);
+  return ctx.store.transaction(async (tx) => {
+    const existing = await sameEntry(tx, accountId, wanted);
     if (existing) return { entry: view(existing), created: false };
     const row: ListEntryRow = { id: newId('lst'), accountId, ...wanted, createdAt: isoNow(ctx.clock) };
-    insertEntry(tx, row);
+    await insertEntry(tx, row);
     return { entry: view(row), created: true };
   });
 }
 
 /** GET /lists: newest first, optionally one direction, kind or inbox (its own entries). */
-export function listListEntries(ctx: AppContext, accountId: string, opts: ListEntryFilters): PageResult<ListEntry> {
-  if (opts.inboxId !== undefined) findInboxRow(ctx, accountId, opts.inboxId);
+export async function listListEntries(ctx: AppContext, accountId: string, opts: ListEntryFilters): Promise<PageResult<ListEntry>> {
+  if (opts.inboxId !== undefined) await findInboxRow(ctx, accountId, opts.inboxId);
   const conds: SQL[] = [eq(listEntries.accountId, accountId)];
   if (opts.direction) conds.push(eq(listEntries.direction, opts.direction));
   if (opts.kind) conds.push(eq(listEntries.kind, opts.kind));
   if (opts.inboxId !== undefined) conds.push(eq(listEntries.inboxId, opts.inboxId));
   const where = and(...conds);
-  const rows = ctx.db.select().from(listEntries).where(where).orderBy(desc(listEntries.createdAt), desc(listEntries.id)).limit(opts.limit).offset(opts.offset).all();
-  const total = ctx.db.select({ n: count() }).from(listEntries).where(where).get()!.n;
+  const rows = await ctx.db.select().from(listEntries).where(where).orderBy(desc(listEntries.createdAt), desc(listEntries.id)).limit(opts.limit).offset(opts.offset);
+  const total = (await ctx.db.select({ n: count() }).from(listEntries).where(where).get())!.n;
   return { data: rows.map(view), total, limit: opts.limit, offset: opts.offset };
 }
 
-export function deleteListEntry(ctx: AppContext, accountId: string, id: string): void {
-  const removed = ctx.db.transaction((tx) => deleteEntryRow(tx, accountId, id));
+export async function deleteListEntry(ctx: AppContext, accountId: string, id: string): Promise<void> {
+  const removed = await deleteEntryRow(ctx.db, accountId, id);
   if (!removed) throw new AppError('LIST_ENTRY_NOT_FOUND', `list entry ${id} not found`);
 }
 
@@ -170,8 +171,8 @@ export function deleteListEntry(ctx: AppContext, accountId: string, id: string):
  * Whether the lists of `inboxId` (and of its account) let `address` through in `direction`:
  * not matched by a block entry, and matched by an allow entry when any applies.
  */
-export function listsAdmit(ctx: AppContext, accountId: string, inboxId: string, direction: ListDirection, address: string): boolean {
-  const entries = preparedQuery(ctx.db, entriesFor).all({ accountId, direction, inboxId });
+export async function listsAdmit(ctx: AppContext, accountId: string, inboxId: string, direction: ListDirection, address: string): Promise<boolean> {
+  const entries = await preparedQuery(ctx.db, entriesFor).all({ accountId, direction, inboxId });
   if (!entries.length) return true;
   if (entries.some((e) => e.kind === 'block' && entryMatches(e.entry, address))) return false;
   const allow = entries.filter((e) => e.kind === 'allow');
@@ -179,13 +180,14 @@ export function listsAdmit(ctx: AppContext, accountId: string, inboxId: string, 
 }
 
 /** The first of `addresses` the send lists refuse, or undefined. */
-export function refusedRecipient(ctx: AppContext, accountId: string, inboxId: string, addresses: string[]): string | undefined {
-  return addresses.find((a) => !listsAdmit(ctx, accountId, inboxId, 'send', a));
+export async function refusedRecipient(ctx: AppContext, accountId: string, inboxId: string, addresses: string[]): Promise<string | undefined> {
+  for (const a of addresses) if (!(await listsAdmit(ctx, accountId, inboxId, 'send', a))) return a;
+  return undefined;
 }
 
 /** Throws 403 RECIPIENT_BLOCKED naming the first recipient the send lists refuse. */
-export function assertRecipientsAllowed(ctx: AppContext, accountId: string, inboxId: string, addresses: string[]): void {
-  const refused = refusedRecipient(ctx, accountId, inboxId, addresses);
+export async function assertRecipientsAllowed(ctx: AppContext, accountId: string, inboxId: string, addresses: string[]): Promise<void> {
+  const refused = await refusedRecipient(ctx, accountId, inboxId, addresses);
   if (refused !== undefined) {
     throw new AppError('RECIPIENT_BLOCKED', `recipient ${refused} is refused by the send allow/block lists of this inbox or account (GET /lists?direction=send)`);
   }
@@ -195,6 +197,6 @@ export function assertRecipientsAllowed(ctx: AppContext, accountId: string, inbo
  * At RCPT TO: throws FORBIDDEN (SMTP 550 5.7.1) when the receive lists of the inbox refuse the
  * envelope sender. The null sender of bounces ('') matches no entry: an allow list keeps it out.
  */
-export function assertSenderAccepted(ctx: AppContext, accountId: string, inboxId: string, sender: string): void {
-  if (!listsAdmit(ctx, accountId, inboxId, 'receive', sender)) throw new AppError('FORBIDDEN', 'sender not accepted by this mailbox (blocked, or not on its allow list)');
+export async function assertSenderAccepted(ctx: AppContext, accountId: string, inboxId: string, sender: string): Promise<void> {
+  if (!(await listsAdmit(ctx, accountId, inboxId, 'receive', sender))) throw new AppError('FORBIDDEN', 'sender not accepted by this mailbox (blocked, or not on its allow list)');
 }

@@ -10,9 +10,9 @@ import { parseSearch } from './search.ts';
 const BATCH = 100;
 
 /** Of `ids` (messages of the inbox), the ones `q` matches. */
-function idsMatching(ctx: AppContext, inboxId: string, q: string, ids: string[]): Set<string> {
-  const m = matchMessages({ inboxId }, { q });
-  const rows = rawRows<[string]>(ctx.db, `SELECT m.id FROM ${m.from} WHERE ${m.where} AND m.id IN (${ids.map(() => '?').join(', ')})`, [...m.params, ...ids]);
+async function idsMatching(ctx: AppContext, inboxId: string, q: string, ids: string[]): Promise<Set<string>> {
+  const m = matchMessages({ inboxId }, { q }, ctx.store.dialect);
+  const rows = await rawRows<[string]>(ctx.db, `SELECT m.id FROM ${m.from} WHERE ${m.where} AND m.id IN (${ids.map(() => '?').join(', ')})`, [...m.params, ...ids]);
   return new Set(rows.map(([id]) => id));
 }
 
@@ -30,7 +30,7 @@ export async function waitForNextMessage(
 ): Promise<Message | null> {
   if (opts.q !== undefined) parseSearch(opts.q);
   // Only messages stored after the newest one now count (inbound or outbound: it is a position).
-  let cursor = listMessages(ctx, accountId, inboxId, { limit: 1, offset: 0 }).data[0]?.id ?? null;
+  let cursor = (await listMessages(ctx, accountId, inboxId, { limit: 1, offset: 0 })).data[0]?.id ?? null;
   const deadline = Date.now() + opts.timeoutSeconds * 1000;
   let left = false;
   void opts.gone?.then(() => (left = true));
@@ -40,9 +40,9 @@ export async function waitForNextMessage(
     let page = await waitForMessages(ctx, accountId, inboxId, later, Math.max(0, deadline - Date.now()) / 1000, opts.gone);
     if (page.data.length === 0) return null;
     // Newest first: when more arrived than one page holds, the oldest are on the last page.
-    if (page.total > page.data.length) page = listMessages(ctx, accountId, inboxId, { ...later, offset: page.total - BATCH });
+    if (page.total > page.data.length) page = await listMessages(ctx, accountId, inboxId, { ...later, offset: page.total - BATCH });
     const arrived = [...page.data].reverse();
-    const matching = opts.q === undefined ? undefined : idsMatching(ctx, inboxId, opts.q, arrived.map((m) => m.id));
+    const matching = opts.q === undefined ? undefined : await idsMatching(ctx, inboxId, opts.q, arrived.map((m) => m.id));
     const next = arrived.find((m) => !matching || matching.has(m.id));
     if (next) return next;
     cursor = arrived[arrived.length - 1].id;

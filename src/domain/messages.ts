@@ -27,8 +27,8 @@ const insertMessage = (db: Db) =>
     .prepare();
 
 /** Inserts a message row inside the caller's transaction (the statement runs on `db`'s connection). */
-export function insertMessageRow(db: Db, row: MessageRow): void {
-  preparedQuery(db, insertMessage).run(row as unknown as Record<string, unknown>);
+export async function insertMessageRow(db: Db, row: MessageRow): Promise<void> {
+  await preparedQuery(db, insertMessage).run(row as unknown as Record<string, unknown>);
 }
 
 /** The columns a Message is made of (what list pages read). */
@@ -115,10 +115,10 @@ export function messageView(row: MessageViewRow, attachments: AttachmentMeta[], 
 }
 
 /** Views of many rows with their attachments and labels, in three queries rather than three per message. */
-export function messageViews(ctx: AppContext, rows: MessageViewRow[]): Message[] {
+export async function messageViews(ctx: AppContext, rows: MessageViewRow[]): Promise<Message[]> {
   const ids = rows.map((r) => r.id);
-  const metas = attachmentMetaForMany(ctx, ids);
-  const labels = labelsOfMessages(ctx, ids);
+  const metas = await attachmentMetaForMany(ctx, ids);
+  const labels = await labelsOfMessages(ctx, ids);
   // An agent reads an attachment straight from the message, without asking for a URL first.
   const withUrls = (list: AttachmentMeta[]) => list.map((a) => ({ ...a, url: presignAttachment(ctx, a.id).url }));
   return rows.map((r) => withExtracted(messageView(r, withUrls(metas.get(r.id) ?? []), labels.get(r.id) ?? [])));
@@ -234,8 +234,8 @@ const totalOfInbox = (db: Db) => preparedRows<[string], [number]>(db, 'SELECT co
 const totalOfInboxStatus = (db: Db) =>
   preparedRows<[string, string], [number]>(db, 'SELECT coalesce(sum(n), 0) FROM inbox_message_counts WHERE inbox_id = ? AND status = ?');
 
-export function findMessageRow(ctx: AppContext, accountId: string, id: string): MessageRow {
-  const row = preparedQuery(ctx.db, messageById).get({ id });
+export async function findMessageRow(ctx: AppContext, accountId: string, id: string, db: Db = ctx.db): Promise<MessageRow> {
+  const row = await preparedQuery(db, messageById).get({ id });
   // Another account's message is reported exactly like a missing one.
   if (!row || row.accountId !== accountId) throw new AppError('MESSAGE_NOT_FOUND', `message ${id} not found`);
   return row;
@@ -279,63 +279,63 @@ export interface MessageListOptions extends Page, MessageFilters {
   after?: string | null;
 }
 
-export function listMessages(ctx: AppContext, accountId: string, inboxId: string | null, opts: MessageListOptions): PageResult<Message> {
+export async function listMessages(ctx: AppContext, accountId: string, inboxId: string | null, opts: MessageListOptions): Promise<PageResult<Message>> {
   const { limit, offset, after, ...filters } = opts;
-  if (inboxId !== null) findInboxRow(ctx, accountId, inboxId);
+  if (inboxId !== null) await findInboxRow(ctx, accountId, inboxId);
   const { status, ...rest } = filters;
   if (after) {
     if (inboxId === null || hasFilters(rest)) throw new AppError('VALIDATION_ERROR', 'query parameter `after` lists one inbox and combines with `status` only');
     if (!MESSAGE_ID.test(after)) throw new AppError('VALIDATION_ERROR', 'query parameter `after` must be a message id (msg_…)');
-    const found = preparedQuery(ctx.db, rowidOf).get(after, inboxId);
+    const found = await preparedQuery(ctx.db, rowidOf).get(after, inboxId);
     const params: AfterParams = { inbox: inboxId, rowid: found ? found[0] : null, after: found ? null : after, status: status || null };
-    const rows = preparedQuery(ctx.db, pageAfter).all({ ...params, limit, offset });
-    const [total] = preparedQuery(ctx.db, totalAfter).get(params)!;
-    return { data: messageViews(ctx, rows.map(viewRow)), total, limit, offset };
+    const rows = await preparedQuery(ctx.db, pageAfter).all({ ...params, limit, offset });
+    const [total] = (await preparedQuery(ctx.db, totalAfter).get(params))!;
+    return { data: await messageViews(ctx, rows.map(viewRow)), total, limit, offset };
   }
   if (inboxId !== null && !hasFilters(rest)) {
-    const rows = status ? preparedQuery(ctx.db, pageOfInboxStatus).all(inboxId, status, limit, offset) : preparedQuery(ctx.db, pageOfInbox).all(inboxId, limit, offset);
-    const [total] = (status ? preparedQuery(ctx.db, totalOfInboxStatus).get(inboxId, status) : preparedQuery(ctx.db, totalOfInbox).get(inboxId))!;
-    return { data: messageViews(ctx, rows.map(viewRow)), total, limit, offset };
+    const rows = await (status ? preparedQuery(ctx.db, pageOfInboxStatus).all(inboxId, status, limit, offset) : preparedQuery(ctx.db, pageOfInbox).all(inboxId, limit, offset));
+    const [total] = (await (status ? preparedQuery(ctx.db, totalOfInboxStatus).get(inboxId, status) : preparedQuery(ctx.db, totalOfInbox).get(inboxId)))!;
+    return { data: await messageViews(ctx, rows.map(viewRow)), total, limit, offset };
   }
-  const m = matchMessages(inboxId !== null ? { inboxId } : { accountId }, filters);
-  const rows = rawRows<ViewTuple>(ctx.db, `SELECT ${M_VIEW_COLUMNS} FROM ${m.from} WHERE ${m.where} ORDER BY ${m.order} LIMIT ? OFFSET ?`, [...m.params, limit, offset]);
+  const m = matchMessages(inboxId !== null ? { inboxId } : { accountId }, filters, ctx.store.dialect);
+  const rows = await rawRows<ViewTuple>(ctx.db, `SELECT ${M_VIEW_COLUMNS} FROM ${m.from} WHERE ${m.where} ORDER BY ${m.order} LIMIT ? OFFSET ?`, [...m.params, limit, offset]);
   let total: number;
   if (inboxId === null && !hasFilters(rest)) {
-    [total] = (status ? preparedQuery(ctx.db, totalOfAccountStatus).get(accountId, status) : preparedQuery(ctx.db, totalOfAccount).get(accountId))!;
+    [total] = (await (status ? preparedQuery(ctx.db, totalOfAccountStatus).get(accountId, status) : preparedQuery(ctx.db, totalOfAccount).get(accountId)))!;
   } else {
-    [[total]] = rawRows<[number]>(ctx.db, `SELECT count(*) FROM ${m.from} WHERE ${m.where}`, m.params);
+    [[total]] = await rawRows<[number]>(ctx.db, `SELECT count(*) FROM ${m.from} WHERE ${m.where}`, m.params);
   }
-  return { data: messageViews(ctx, rows.map(viewRow)), total, limit, offset };
+  return { data: await messageViews(ctx, rows.map(viewRow)), total, limit, offset };
 }
 
 /** PATCH /messages/{id}: read state and labels; the message as it is afterwards. */
-export function updateMessage(ctx: AppContext, accountId: string, id: string, marks: Marks): Message {
+export async function updateMessage(ctx: AppContext, accountId: string, id: string, marks: Marks): Promise<Message> {
   checkMarks(marks);
-  ctx.db.transaction(() => {
-    findMessageRow(ctx, accountId, id);
-    applyMarks(ctx.db, 'message', id, marks);
+  await ctx.store.transaction(async (tx) => {
+    await findMessageRow(ctx, accountId, id, tx);
+    await applyMarks(tx, 'message', id, marks);
   });
   return getMessage(ctx, accountId, id);
 }
 
 /** PATCH /threads/{id}: read state and labels of every message of the thread; the thread afterwards. */
-export function updateThread(ctx: AppContext, accountId: string, id: string, marks: Marks): Thread {
+export async function updateThread(ctx: AppContext, accountId: string, id: string, marks: Marks): Promise<Thread> {
   checkMarks(marks);
-  const row = ctx.db.transaction(() => {
-    const thread = findThreadRow(ctx, accountId, id);
-    applyMarks(ctx.db, 'thread', id, marks);
+  const row = await ctx.store.transaction(async (tx) => {
+    const thread = await findThreadRow(ctx, accountId, id, tx);
+    await applyMarks(tx, 'thread', id, marks);
     return thread;
   });
-  return threadViews(ctx, [row])[0];
+  return (await threadViews(ctx, [row]))[0];
 }
 
-export function getMessage(ctx: AppContext, accountId: string, id: string): Message {
-  return messageViews(ctx, [findMessageRow(ctx, accountId, id)])[0];
+export async function getMessage(ctx: AppContext, accountId: string, id: string): Promise<Message> {
+  return (await messageViews(ctx, [await findMessageRow(ctx, accountId, id)]))[0];
 }
 
 /** The RFC 5322 source as stored (inbound: as received; outbound: as built for sending). */
 export async function rawMessage(ctx: AppContext, accountId: string, id: string): Promise<Buffer> {
-  const row = findMessageRow(ctx, accountId, id);
+  const row = await findMessageRow(ctx, accountId, id);
   if (!row.rawPath) throw new AppError('MESSAGE_NOT_FOUND', `message ${id} has no stored source yet`);
   try {
     return await ctx.blobs.read(row.rawPath);
@@ -351,16 +351,16 @@ export async function rawMessage(ctx: AppContext, accountId: string, id: string)
  * file, never a row pointing at nothing. Uploaded attachments it was sent with stay.
  */
 export async function deleteMessage(ctx: AppContext, accountId: string, id: string): Promise<void> {
-  const files = ctx.db.transaction((tx) => {
-    const row = tx.select().from(messages).where(eq(messages.id, id)).get();
+  const files = await ctx.store.transaction(async (tx) => {
+    const row = await tx.select().from(messages).where(eq(messages.id, id)).get();
     if (!row || row.accountId !== accountId) throw new AppError('MESSAGE_NOT_FOUND', `message ${id} not found`);
-    const own = tx.select({ p: attachments.storagePath }).from(attachments).where(eq(attachments.messageId, id)).all();
-    tx.delete(messages).where(eq(messages.id, id)).run();
-    forgetIdempotentResponses(tx, [id]);
-    afterMessageRemoved(tx, row.threadId);
+    const own = await tx.select({ p: attachments.storagePath }).from(attachments).where(eq(attachments.messageId, id));
+    await tx.delete(messages).where(eq(messages.id, id)).run();
+    await forgetIdempotentResponses(tx, [id]);
+    await afterMessageRemoved(tx, row.threadId);
     return [row.rawPath, ...own.map((a) => a.p)];
   });
-  releaseBlobs(ctx, files);
+  await releaseBlobs(ctx, files);
 }
 
 export interface ThreadWithMessages extends Thread {
@@ -368,10 +368,10 @@ export interface ThreadWithMessages extends Thread {
 }
 
 /** A thread with its messages, oldest first. */
-export function getThread(ctx: AppContext, accountId: string, id: string): ThreadWithMessages {
-  const thread = findThreadRow(ctx, accountId, id);
-  const rows = ctx.db.select().from(messages).where(eq(messages.threadId, id)).orderBy(asc(messages.createdAt), asc(messages.id)).all();
-  return { ...threadViews(ctx, [thread])[0], messages: messageViews(ctx, rows) };
+export async function getThread(ctx: AppContext, accountId: string, id: string): Promise<ThreadWithMessages> {
+  const thread = await findThreadRow(ctx, accountId, id);
+  const rows = await ctx.db.select().from(messages).where(eq(messages.threadId, id)).orderBy(asc(messages.createdAt), asc(messages.id));
+  return { ...(await threadViews(ctx, [thread]))[0], messages: await messageViews(ctx, rows) };
 }
 
 export const MAX_WAIT_SECONDS = 60;
@@ -384,7 +384,7 @@ export const MAX_WAIT_SECONDS = 60;
  * when the client left: the wait ends early; at shutdown the feed ends it too.
  */
 export async function waitForMessages(ctx: AppContext, accountId: string, inboxId: string, opts: MessageListOptions, waitSeconds: number, gone?: Promise<unknown>): Promise<PageResult<Message>> {
-  let result = listMessages(ctx, accountId, inboxId, opts);
+  let result = await listMessages(ctx, accountId, inboxId, opts);
   if (result.data.length || waitSeconds <= 0) return result;
   const deadline = Date.now() + waitSeconds * 1000;
   let wake!: () => void;
@@ -403,7 +403,7 @@ export async function waitForMessages(ctx: AppContext, accountId: string, inboxI
           resolve();
         };
       });
-      result = listMessages(ctx, accountId, inboxId, opts);
+      result = await listMessages(ctx, accountId, inboxId, opts);
       if (result.data.length) return result;
     }
   } finally {

@@ -135,8 +135,8 @@ export function replyOrigin(original: MessageRow): SendOrigin {
 
 /** Replies from the inbox holding message `id` (recipients as replyRecipients says). */
 export async function replyToMessage(ctx: AppContext, accountId: string, id: string, input: ReplyInput): Promise<Message> {
-  const original = findMessageRow(ctx, accountId, id);
-  const inbox = findInboxRow(ctx, accountId, original.inboxId);
+  const original = await findMessageRow(ctx, accountId, id);
+  const inbox = await findInboxRow(ctx, accountId, original.inboxId);
   const { to, cc } = await replyRecipients(ctx, original, inbox.address, !!input.replyAll);
   if (!to.length) throw new AppError('VALIDATION_ERROR', `message ${id} names no address a reply could go to`);
   return queueSend(
@@ -177,7 +177,7 @@ const htmlBody = (html: string) => /<body[^>]*>([\s\S]*)<\/body>/i.exec(html)?.[
  * new thread (a forward starts a conversation with someone else).
  */
 export async function forwardMessage(ctx: AppContext, accountId: string, id: string, input: ForwardInput): Promise<Message> {
-  const original = findMessageRow(ctx, accountId, id);
+  const original = await findMessageRow(ctx, accountId, id);
   const headers = forwardedHeaders(original);
   const noteText = input.bodyText || (input.bodyHtml ? await textFromHtml(input.bodyHtml) : '');
   const originalText = original.bodyText ?? (original.bodyHtml ? await textFromHtml(original.bodyHtml) : '');
@@ -197,6 +197,6 @@ export async function forwardMessage(ctx: AppContext, accountId: string, id: str
     accountId,
     original.inboxId,
     { to: input.to, cc: input.cc, subject: forwardSubject(original.subject), bodyText, bodyHtml, sendAt: input.sendAt },
-    { messageId: original.id, inReplyTo: null, references: [], carried: messageAttachmentRows(ctx, original.id) },
+    { messageId: original.id, inReplyTo: null, references: [], carried: await messageAttachmentRows(ctx, original.id) },
   );
 }

@@ -137,23 +137,25 @@ function verdictFor(parsed: ParsedMail, input: InboundInput, target: BounceTarge
 }
 
 /** The consuming handler registered with prepareInbound. */
-export function handleReport(ctx: AppContext, parsed: ParsedMail, input: InboundInput): boolean {
+export async function handleReport(ctx: AppContext, parsed: ParsedMail, input: InboundInput): Promise<boolean> {
   const targets = input.bounces ?? [];
   if (!targets.length || input.recipients.length) return false;
   const verdicts = targets.map((target) => ({ target, verdict: verdictFor(parsed, input, target) }));
   if (verdicts.some((v) => v.verdict === null)) return false; // not a report: stored as mail
 
   const changed: string[] = [];
-  ctx.db.transaction((tx) => {
+  await ctx.store.transaction(async (tx) => {
     for (const { target, verdict } of verdicts) {
-      // Read inside the transaction: the state a concurrent attempt or report just wrote.
-      const row = findOutboundRow(ctx, target.messageId);
+      // Read inside the transaction, under the message's lock: the state a concurrent attempt
+      // or report just wrote.
+      await ctx.store.lock(tx, `message-state:${target.messageId}`);
+      const row = await findOutboundRow(ctx, target.messageId);
       if (!row || verdict!.status === 'unchanged' || row.status === 'complained') continue;
       const list = JSON.parse(row.recipients) as RecipientOutcome[];
       if (verdict!.status === 'bounced') {
         const next = list.map((r) => (r.address.toLowerCase() === target.recipient.toLowerCase() ? { ...r, status: 'bounced', response: verdict!.response } : r));
-        if (writeMessageState(tx, ctx, row, next, 'bounced')) changed.push(row.id);
-      } else if (writeMessageState(tx, ctx, row, list, 'complained')) changed.push(row.id);
+        if (await writeMessageState(tx, ctx, row, next, 'bounced')) changed.push(row.id);
+      } else if (await writeMessageState(tx, ctx, row, list, 'complained')) changed.push(row.id);
     }
   });
   ctx.log.info('report consumed', { messageIds: changed, mailFrom: input.mailFrom });

@@ -61,10 +61,9 @@ export function parseSendAt(ctx: AppContext, raw: string, field = 'sendAt'): Dat
 }
 
 /** Inside the send's transaction: the release job, due at `sendAt`. */
-export function scheduleRelease(_tx: Tx, ctx: AppContext, now: Date, payload: ReleasePayload, sendAt: Date): void {
-  // Retried like a send when building the source fails (a full disk); enqueueJob's prepared
-  // statement runs on the connection of `_tx`, inside it.
-  enqueueJob(ctx.db, now, { kind: RELEASE_JOB, payload, maxAttempts: ctx.config.outbound.retry_schedule.length + 1, runAt: sendAt.getTime() });
+export async function scheduleRelease(tx: Tx, ctx: AppContext, now: Date, payload: ReleasePayload, sendAt: Date): Promise<void> {
+  // Retried like a send when building the source fails (a full disk).
+  await enqueueJob(tx, now, { kind: RELEASE_JOB, payload, maxAttempts: ctx.config.outbound.retry_schedule.length + 1, runAt: sendAt.getTime() });
 }
 
 /**
@@ -72,19 +71,19 @@ export function scheduleRelease(_tx: Tx, ctx: AppContext, now: Date, payload: Re
  * when there is nothing to release: the message was deleted or canceled meanwhile.
  */
 export async function renderRelease(ctx: AppContext, payload: ReleasePayload): Promise<{ rawPath: string; size: number } | undefined> {
-  const row = findOutboundRow(ctx, payload.messageId);
+  const row = await findOutboundRow(ctx, payload.messageId);
   if (!row || row.status !== 'scheduled') return undefined;
-  const inbox = ctx.db.select({ address: inboxes.address, displayName: inboxes.displayName }).from(inboxes).where(eq(inboxes.id, row.inboxId)).get();
+  const inbox = await ctx.db.select({ address: inboxes.address, displayName: inboxes.displayName }).from(inboxes).where(eq(inboxes.id, row.inboxId)).get();
   if (!inbox) return undefined;
-  return renderSource(ctx, inbox, row, payload, messageAttachmentRows(ctx, row.id), ctx.clock.now());
+  return renderSource(ctx, inbox, row, payload, await messageAttachmentRows(ctx, row.id), ctx.clock.now());
 }
 
-function readMessage(tx: Tx, id: string): MessageRow | undefined {
+function readMessage(tx: Tx, id: string): Promise<MessageRow | undefined> {
   return tx.select().from(messages).where(eq(messages.id, id)).get();
 }
 
-function setSource(tx: Tx, id: string, source: { rawPath: string; size: number }): void {
-  tx.update(messages).set(source).where(eq(messages.id, id)).run();
+async function setSource(tx: Tx, id: string, source: { rawPath: string; size: number }): Promise<void> {
+  await tx.update(messages).set(source).where(eq(messages.id, id)).run();
 }
 
 /** Every recipient still waiting gets `status` and `response`. */
@@ -95,68 +94,67 @@ const settle = (list: RecipientOutcome[], status: string, response: string | nul
  * delivery jobs (counted against today's limit), or `failed` when it cannot be sent now. Does
  * nothing when it is no longer `scheduled`. Returns whether delivery jobs were queued.
  */
-export function releaseIn(tx: Tx, ctx: AppContext, messageId: string, source: { rawPath: string; size: number }): boolean {
-  const row = readMessage(tx, messageId);
+export async function releaseIn(tx: Tx, ctx: AppContext, messageId: string, source: { rawPath: string; size: number }): Promise<boolean> {
+  const row = await readMessage(tx, messageId);
   if (!row || row.status !== 'scheduled') return false;
-  const inbox = tx.select().from(inboxes).where(eq(inboxes.id, row.inboxId)).get();
+  const inbox = await tx.select().from(inboxes).where(eq(inboxes.id, row.inboxId)).get();
   if (!inbox) return false;
-  setSource(tx, row.id, source);
+  await setSource(tx, row.id, source);
   const fresh = { ...row, ...source };
   let list = JSON.parse(row.recipients) as RecipientOutcome[];
   if (inbox.status !== 'active') {
-    writeMessageState(tx, ctx, fresh, settle(list, 'failed', `not sent: inbox ${inbox.address} was suspended at the send time`), 'failed');
+    await writeMessageState(tx, ctx, fresh, settle(list, 'failed', `not sent: inbox ${inbox.address} was suspended at the send time`), 'failed');
     return false;
   }
   // A send list may have gained an entry since the message was scheduled.
-  list = list.map((r) =>
-    r.status === 'scheduled' && refusedRecipient(ctx, row.accountId, row.inboxId, [r.address]) !== undefined
-      ? { ...r, status: 'failed', response: 'not sent: refused by the send allow/block lists at the send time' }
-      : r,
-  );
+  const refused = new Set<string>();
+  for (const r of list) if (r.status === 'scheduled' && (await refusedRecipient(ctx, row.accountId, row.inboxId, [r.address])) !== undefined) refused.add(r.address);
+  list = list.map((r) => (refused.has(r.address) ? { ...r, status: 'failed', response: 'not sent: refused by the send allow/block lists at the send time' } : r));
   const pending = list.filter((r) => r.status === 'scheduled').map((r) => r.address);
   if (!pending.length) {
-    writeMessageState(tx, ctx, fresh, list, 'failed');
+    await writeMessageState(tx, ctx, fresh, list, 'failed');
     return false;
   }
   try {
-    countSend(tx, ctx, inbox);
+    await countSend(tx, ctx, inbox);
   } catch (err) {
     if (!(err instanceof AppError)) throw err;
     const reason = `not sent: inbox ${inbox.address} had reached its daily send limit of ${inbox.dailySendLimit} on ${utcDay(ctx.clock)} (UTC) at the send time`;
-    writeMessageState(tx, ctx, fresh, settle(list, 'failed', reason), 'failed');
+    await writeMessageState(tx, ctx, fresh, settle(list, 'failed', reason), 'failed');
     return false;
   }
-  writeMessageState(tx, ctx, fresh, settle(list, 'queued', null), 'queued');
-  enqueueDeliveries(tx, ctx, ctx.clock.now(), row.id, planDelivery(ctx, pending));
+  await writeMessageState(tx, ctx, fresh, settle(list, 'queued', null), 'queued');
+  await enqueueDeliveries(tx, ctx, ctx.clock.now(), row.id, await planDelivery(ctx, pending));
   return true;
 }
 
 /** The release job of a message still waiting for its time: marked done with the reason, so it never runs. */
-function retireReleaseJob(tx: Tx, messageId: string, now: Date, reason: string): void {
-  tx.update(jobs)
+async function retireReleaseJob(tx: Tx, messageId: string, now: Date, reason: string): Promise<void> {
+  await tx
+    .update(jobs)
     .set({ status: 'done', lastError: reason, leaseUntil: null, finishedAt: now.toISOString(), updatedAt: now.toISOString() })
     .where(and(eq(jobs.kind, RELEASE_JOB), eq(jobs.status, 'queued'), sql`json_extract(${jobs.payload}, '$.messageId') = ${messageId}`))
     .run();
 }
 
-function cancelIn(tx: Tx, ctx: AppContext, accountId: string, id: string): void {
-  const row = readMessage(tx, id);
+async function cancelIn(tx: Tx, ctx: AppContext, accountId: string, id: string): Promise<void> {
+  const row = await readMessage(tx, id);
   if (!row || row.accountId !== accountId) throw new AppError('MESSAGE_NOT_FOUND', `message ${id} not found`);
   if (row.status !== 'scheduled') {
     throw new AppError('NOT_CANCELABLE', `message ${id} is ${row.status}; only a scheduled message (sent with sendAt, not yet due) can be canceled`);
   }
   const list = settle(JSON.parse(row.recipients) as RecipientOutcome[], 'canceled', 'canceled before its send time');
-  writeMessageState(tx, ctx, row, list, 'canceled');
+  await writeMessageState(tx, ctx, row, list, 'canceled');
   // A release job already running finds the message canceled and does nothing.
-  retireReleaseJob(tx, id, ctx.clock.now(), 'canceled (POST /messages/{id}/cancel)');
+  await retireReleaseJob(tx, id, ctx.clock.now(), 'canceled (POST /messages/{id}/cancel)');
 }
 
 /**
  * POST /messages/{id}/cancel: a `scheduled` message becomes `canceled`, its release job is
  * retired and message.canceled recorded, in one transaction. 409 NOT_CANCELABLE otherwise.
  */
-export function cancelMessage(ctx: AppContext, accountId: string, id: string): Message {
-  findMessageRow(ctx, accountId, id);
-  ctx.db.transaction((tx) => cancelIn(tx, ctx, accountId, id));
+export async function cancelMessage(ctx: AppContext, accountId: string, id: string): Promise<Message> {
+  await findMessageRow(ctx, accountId, id);
+  await ctx.store.transaction((tx) => cancelIn(tx, ctx, accountId, id));
   return getMessage(ctx, accountId, id);
 }

@@ -16,20 +16,44 @@
 import { AppError } from './errors.ts';
 import { LABEL_PATTERN, LABEL_RULE } from './labels.ts';
 
-/** One parsed query: an FTS5 expression for the positive text terms, and SQL conditions on `m`. */
+/** A word or phrase of the query, to find in the message text (or one field of it). */
+export interface TextTerm {
+  value: string;
+  /** A quoted phrase matches exactly; a word matches as a word prefix. */
+  quoted: boolean;
+  /** from: to: cc: subject:, or null for the whole text. */
+  op: 'from' | 'to' | 'cc' | 'subject' | null;
+}
+
+/**
+ * One parsed query. Text terms stay terms: each engine's full-text index words them its own way
+ * (SQLite FTS5, PostgreSQL tsvector: src/domain/filters.ts); everything else is SQL on `m`.
+ */
 export interface ParsedQuery {
-  /** FTS5 MATCH expression of every positive text term: the messages matching it all in their text (ranked), or null. */
+  /** Every positive text term: the messages matching them all in their text (ranked). */
+  positive: TextTerm[];
+  /** The positive plain words and phrases: each may match in an attachment filename instead. */
+  words: TextTerm[];
+  /** Text terms no result may match. */
+  exclude: TextTerm[];
+  /** filename: terms, and the filename side of a negated plain word (none may match then). */
+  filenames: Array<{ value: string; quoted: boolean; negated: boolean }>;
+  /** SQL conditions on messages `m` (the same on both engines), with their parameters in order. */
+  where: string[];
+  params: unknown[];
+}
+
+/** What the SQLite engine runs: FTS5 MATCH expressions. */
+export interface Fts5Query {
+  /** FTS5 MATCH expression of every positive text term, or null. */
   match: string | null;
-  /**
-   * The positive plain words and phrases, each of which may match in the text (`fts`) or in an
-   * attachment filename (`file`, an attachments_fts expression) instead. Empty: `match` alone decides.
-   */
+  /** The positive plain words: each as an FTS5 expression (`fts`) and an attachments_fts one (`file`). */
   words: Array<{ fts: string; file: string }>;
   /** FTS5 expression of the positive operator terms (from:, subject:, …), or null. */
   opsMatch: string | null;
   /** FTS5 expressions no result may satisfy. */
   exclude: string[];
-  /** SQL conditions on messages `m`, with their parameters in order. */
+  /** SQL conditions on `m` (filename conditions included), with their parameters in order. */
   where: string[];
   params: unknown[];
 }
@@ -137,14 +161,11 @@ export const FILENAME_MATCH = `m.id IN (${FILENAME_MESSAGES})`;
 /** Parses `q`; throws 400 INVALID_QUERY with the position and what was expected. */
 export function parseSearch(q: string): ParsedQuery {
   if (q.length > MAX_QUERY_LENGTH) throw invalid(MAX_QUERY_LENGTH, `at most ${MAX_QUERY_LENGTH} characters`, `${q.length}`);
-  const positive: string[] = [];
-  const ops: string[] = [];
-  const out: ParsedQuery = { match: null, words: [], opsMatch: null, exclude: [], where: [], params: [] };
+  const out: ParsedQuery = { positive: [], words: [], exclude: [], filenames: [], where: [], params: [] };
   const cond = (negated: boolean, sql: string, ...params: unknown[]) => {
     out.where.push(negated ? `NOT (${sql})` : sql);
     out.params.push(...params);
   };
-  const text = (negated: boolean, fts: string) => (negated ? out.exclude.push(fts) : positive.push(fts));
   const terms = tokenize(q);
   if (!terms.length) throw invalid(0, 'a search term', 'an empty query');
   for (const t of terms) {
@@ -162,22 +183,18 @@ export function parseSearch(q: string): ParsedQuery {
           throw invalid(t.valuePos, 'a word or a "phrase" with letters or digits', t.value ? found : 'an empty phrase');
         }
         // Words match as prefixes; a quoted phrase matches exactly.
-        const s = ftsString(t.value, !t.quoted);
-        const fts = t.op ? `${FTS_COLUMNS[t.op]} : ${s}` : s;
-        text(t.negated, fts);
-        if (t.op && !t.negated) ops.push(fts);
+        const term: TextTerm = { value: t.value, quoted: t.quoted, op: t.op };
+        (t.negated ? out.exclude : out.positive).push(term);
         if (!t.op) {
           // …or in an attachment's filename: -word excludes those too.
-          const file = filenameTerm(t.value, !t.quoted);
-          if (t.negated) cond(true, FILENAME_MATCH, file, file);
-          else out.words.push({ fts, file });
+          if (t.negated) out.filenames.push({ value: t.value, quoted: t.quoted, negated: true });
+          else out.words.push(term);
         }
         break;
       }
       case 'filename': {
         if (!hasToken(t.value)) throw invalid(t.valuePos, 'a filename word with letters or digits', t.value ? found : 'an empty phrase');
-        const file = filenameTerm(t.value, !t.quoted);
-        cond(t.negated, FILENAME_MATCH, file, file);
+        out.filenames.push({ value: t.value, quoted: t.quoted, negated: t.negated });
         break;
       }
       case 'label': {
@@ -215,8 +232,64 @@ export function parseSearch(q: string): ParsedQuery {
       }
     }
   }
-  out.match = positive.length ? positive.join(' AND ') : null;
-  out.opsMatch = ops.length ? ops.join(' AND ') : null;
-  if (!out.match && !out.exclude.length && !out.where.length) throw invalid(0, 'a search term with letters or digits', JSON.stringify(q.trim()));
+  if (!out.positive.length && !out.exclude.length && !out.filenames.length && !out.where.length) {
+    throw invalid(0, 'a search term with letters or digits', JSON.stringify(q.trim()));
+  }
   return out;
 }
+
+/** An FTS5 expression for a text term (column filter included). */
+const fts5 = (t: TextTerm) => {
+  const s = ftsString(t.value, !t.quoted);
+  return t.op ? `${FTS_COLUMNS[t.op]} : ${s}` : s;
+};
+
+/** The query as FTS5 expressions over messages_fts and attachments_fts (the SQLite engine). */
+export function toFts5(p: ParsedQuery): Fts5Query {
+  const ops = p.positive.filter((t) => t.op);
+  const where = [...p.where];
+  const params = [...p.params];
+  for (const f of p.filenames) {
+    const file = filenameTerm(f.value, !f.quoted);
+    where.push(f.negated ? `NOT (${FILENAME_MATCH})` : FILENAME_MATCH);
+    params.push(file, file);
+  }
+  return {
+    match: p.positive.length ? p.positive.map(fts5).join(' AND ') : null,
+    words: p.words.map((t) => ({ fts: fts5(t), file: filenameTerm(t.value, !t.quoted) })),
+    opsMatch: ops.length ? ops.map(fts5).join(' AND ') : null,
+    exclude: p.exclude.map(fts5),
+    where,
+    params,
+  };
+}
+
+// --- PostgreSQL ---------------------------------------------------------------------------------
+//
+// The PostgreSQL schema (migrations/pg 0004) keeps a tsvector per message, `fts`: subject
+// (weight A), from (B), to and cc (C), body (D); `fts_cc` the cc addresses alone; and `fts` of
+// each attachment's filename. Text is split at every character that is no letter or digit, as
+// FTS5's unicode61 tokenizer does, and accents are removed (unaccent), so both engines find the
+// same messages. A term becomes a tsquery: its words in a row (<->), the last one a prefix (:*)
+// unless the term is a quoted phrase, restricted to the weights of its field.
+
+const TS_WEIGHTS: Record<NonNullable<TextTerm['op']>, string> = { subject: 'A', from: 'B', to: 'C', cc: '' };
+
+/** A tsquery for a term, or null when it has no word; `weights` restricts it to fields. */
+export function tsquery(value: string, quoted: boolean, weights = ''): string | null {
+  const words = value.match(/[\p{L}\p{N}]+/gu);
+  if (!words) return null;
+  return words.map((w, i) => `'${w.replaceAll("'", "''")}'${i === words.length - 1 && !quoted ? ':*' : ':'}${weights}`.replace(/:$/, '')).join(' <-> ');
+}
+
+/** The SQL condition a text term puts on `m`, and its parameter. */
+export function tsCondition(t: TextTerm): { sql: string; param: string } {
+  const column = t.op === 'cc' ? 'm.fts_cc' : 'm.fts';
+  return { sql: `${column} @@ to_tsquery('mailroom', ?)`, param: tsquery(t.value, t.quoted, t.op ? TS_WEIGHTS[t.op] : '')! };
+}
+
+/** Messages (`m`) with an attachment whose filename matches (two parameters: the tsquery, twice). */
+export const PG_FILENAME_MATCH =
+  "m.id IN (SELECT qa.message_id FROM attachments qa WHERE qa.fts @@ to_tsquery('mailroom', ?) AND qa.message_id IS NOT NULL " +
+  "UNION ALL SELECT qm.message_id FROM attachments qf JOIN message_attachments qm ON qm.attachment_id = qf.id WHERE qf.fts @@ to_tsquery('mailroom', ?))";
+

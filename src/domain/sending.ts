@@ -7,7 +7,6 @@
 import { desc, eq, inArray, sql, type Column } from 'drizzle-orm';
 import type { AppContext } from '../context.ts';
 import type { Db, Tx } from '../db/client.ts';
-import { commitGrouped } from '../db/group-commit.ts';
 import { preparedQuery } from '../db/prepared.ts';
 import { attachments, inboxes, messageAttachments, messages } from '../db/schema.ts';
 import { newId } from '../ids.ts';
@@ -91,7 +90,7 @@ const dedupe = (list: MailAddress[]) => [...new Map(list.map((a) => [a.address.t
 /** What a caller adds to the send's transaction (a draft send deletes the draft there). */
 export interface SendOptions {
   /** Runs inside the transaction that stores the message; a throw refuses the send. */
-  inTransaction?: (tx: Tx) => void;
+  inTransaction?: (tx: Tx) => Promise<void>;
 }
 
 /**
@@ -102,7 +101,7 @@ export interface SendOptions {
  * counted against the daily limit, and built and signed, when it is released at its time.
  */
 export async function queueSend(ctx: AppContext, accountId: string, inboxId: string, input: SendInput, origin?: SendOrigin, opts: SendOptions = {}): Promise<Message> {
-  const inbox = findInboxRow(ctx, accountId, inboxId);
+  const inbox = await findInboxRow(ctx, accountId, inboxId);
   if (inbox.status !== 'active') throw new AppError('INBOX_SUSPENDED', `inbox ${inbox.address} is suspended and cannot send`);
   const sendAt = input.sendAt ? parseSendAt(ctx, input.sendAt) : undefined;
   // Checked again (and counted) in the transaction; this spares building a message for nothing.
@@ -131,10 +130,10 @@ export async function queueSend(ctx: AppContext, accountId: string, inboxId: str
     inReplyTo = origin.inReplyTo;
     references = origin.references;
   } else if (input.threadId !== undefined) {
-    const thread = findThreadRow(ctx, accountId, input.threadId);
+    const thread = await findThreadRow(ctx, accountId, input.threadId);
     if (thread.inboxId !== inbox.id) throw new AppError('THREAD_NOT_FOUND', `thread ${input.threadId} not found in inbox ${inbox.id}`);
     threadId = thread.id;
-    const last = ctx.db
+    const last = await ctx.db
       .select({ messageIdHeader: messages.messageIdHeader, references: messages.references })
       .from(messages)
       .where(eq(messages.threadId, thread.id))
@@ -149,7 +148,7 @@ export async function queueSend(ctx: AppContext, accountId: string, inboxId: str
     }
   }
 
-  const attRows = getAttachmentRows(ctx, accountId, input.attachmentIds ?? []);
+  const attRows = await getAttachmentRows(ctx, accountId, input.attachmentIds ?? []);
   const now = ctx.clock.now();
   const iso = now.toISOString();
   const id = newId('msg', now.getTime());
@@ -228,7 +227,7 @@ export interface OutboundDraft {
   /** A scheduled send: stored `scheduled` without a source, released at this time. */
   sendAt?: Date;
   /** Runs inside the transaction that stores the message (SendOptions.inTransaction). */
-  inTransaction?: (tx: Tx) => void;
+  inTransaction?: (tx: Tx) => Promise<void>;
 }
 
 /**
@@ -240,7 +239,7 @@ export interface OutboundDraft {
 export async function queueOutbound(ctx: AppContext, draft: OutboundDraft): Promise<Message> {
   const { inbox, id, now } = draft;
   // Send lists (src/domain/lists.ts) hold for every way in: the API, drafts and SMTP submission.
-  assertRecipientsAllowed(ctx, inbox.accountId, inbox.id, draft.recipients);
+  await assertRecipientsAllowed(ctx, inbox.accountId, inbox.id, draft.recipients);
   const iso = now.toISOString();
   const { sendAt } = draft;
   const mode = ctx.config.outbound.mode;
@@ -279,27 +278,28 @@ export async function queueOutbound(ctx: AppContext, draft: OutboundDraft): Prom
   try {
     // Shared with the other sends committing at this moment (src/db/group-commit.ts): one WAL
     // fsync, off the event loop, for all of them; the 202 still follows the fsync.
-    await commitGrouped(ctx.db, (tx) => {
+    await ctx.store.grouped(async (tx) => {
       // Re-read: counters and status may have changed while the message was being built.
-      const fresh = findInboxRow(ctx, inbox.accountId, inbox.id);
+      const fresh = await findInboxRow(ctx, inbox.accountId, inbox.id);
       if (fresh.status !== 'active') throw new AppError('INBOX_SUSPENDED', `inbox ${fresh.address} is suspended and cannot send`);
-      if (draft.origin) assertOriginStored(tx, inbox.accountId, draft.origin);
-      draft.inTransaction?.(tx);
-      if (!sendAt) countSend(tx, ctx, fresh);
-      row.threadId = threadForMessage(ctx.db, { accountId: inbox.accountId, inboxId: inbox.id, parents: draft.parents, subject: draft.subject, at: iso, threadId: draft.threadId });
-      insertMessageRow(ctx.db, row);
+      if (draft.origin) await assertOriginStored(tx, inbox.accountId, draft.origin);
+      await draft.inTransaction?.(tx);
+      if (!sendAt) await countSend(tx, ctx, fresh);
+      row.threadId = await threadForMessage(tx, { accountId: inbox.accountId, inboxId: inbox.id, parents: draft.parents, subject: draft.subject, at: iso, threadId: draft.threadId });
+      await insertMessageRow(tx, row);
       for (const [path, content] of draft.shared ?? []) ctx.blobs.ensureSync(path, content);
-      if (draft.own.length) tx.insert(attachments).values(draft.own).run();
+      if (draft.own.length) await tx.insert(attachments).values(draft.own).run();
       if (draft.linked.length) {
-        tx.insert(messageAttachments)
+        await tx
+          .insert(messageAttachments)
           .values(draft.linked.map((a, position) => ({ messageId: id, attachmentId: a.id, position })))
           .run();
       }
-      if (sendAt) scheduleRelease(tx, ctx, now, { messageId: id, to: draft.to, cc: draft.cc }, sendAt);
-      else enqueueDeliveries(tx, ctx, now, id, planDelivery(ctx, draft.recipients));
+      if (sendAt) await scheduleRelease(tx, ctx, now, { messageId: id, to: draft.to, cc: draft.cc }, sendAt);
+      else await enqueueDeliveries(tx, ctx, now, id, await planDelivery(ctx, draft.recipients));
     });
   } catch (err) {
-    releaseBlobs(ctx, [row.rawPath]);
+    await releaseBlobs(ctx, [row.rawPath]);
     throw err;
   }
   // A scheduled release too: the runner re-arms its timer for the new earliest due time.
@@ -341,13 +341,12 @@ export async function renderSource(
 }
 
 /** Queues the delivery jobs of message `messageId` inside `tx` (the caller notifies 'jobs' after the commit). */
-export function enqueueDeliveries(tx: Tx, ctx: AppContext, now: Date, messageId: string, plan: Array<Omit<SendJobPayload, 'messageId'>>): void {
+export async function enqueueDeliveries(tx: Tx, ctx: AppContext, now: Date, messageId: string, plan: Array<Omit<SendJobPayload, 'messageId'>>): Promise<void> {
   const maxAttempts = ctx.config.outbound.retry_schedule.length + 1;
   for (const job of plan) {
     const payload: SendJobPayload = { messageId, ...job };
     // Remote jobs share a partition per recipient domain: the runner bounds concurrency there.
-    // enqueueJob's prepared statement runs on the connection of `tx`, inside it.
-    enqueueJob(ctx.db, now, { kind: SEND_JOB, payload, partition: job.local ? '' : job.domain, maxAttempts });
+    await enqueueJob(tx, now, { kind: SEND_JOB, payload, partition: job.local ? '' : job.domain, maxAttempts });
   }
 }
 
@@ -357,12 +356,12 @@ export function enqueueDeliveries(tx: Tx, ctx: AppContext, now: Date, messageId:
  * forward carries over: while one of them names a file, no delete removes it, and once the
  * forward's rows commit they name it too.
  */
-function assertOriginStored(tx: Tx, accountId: string, origin: SendOrigin): void {
-  const original = tx.select({ accountId: messages.accountId }).from(messages).where(eq(messages.id, origin.messageId)).get();
+async function assertOriginStored(tx: Tx, accountId: string, origin: SendOrigin): Promise<void> {
+  const original = await tx.select({ accountId: messages.accountId }).from(messages).where(eq(messages.id, origin.messageId)).get();
   if (original?.accountId !== accountId) throw new AppError('MESSAGE_NOT_FOUND', `message ${origin.messageId} not found`);
   if (!origin.carried.length) return;
   const ids = origin.carried.map((a) => a.id);
-  const still = tx.select({ id: attachments.id }).from(attachments).where(inArray(attachments.id, ids)).all();
+  const still = await tx.select({ id: attachments.id }).from(attachments).where(inArray(attachments.id, ids));
   if (still.length !== ids.length) throw new AppError('MESSAGE_NOT_FOUND', `message ${origin.messageId} not found`);
 }
 
@@ -371,13 +370,13 @@ function assertOriginStored(tx: Tx, accountId: string, origin: SendOrigin): void
  * Groups recipients into jobs: one for recipients that are inboxes here (or claim to be, on the
  * shared domain), delivered through acceptInbound; one per remote domain.
  */
-export function planDelivery(ctx: AppContext, addresses: string[]): Array<Omit<SendJobPayload, 'messageId'>> {
+export async function planDelivery(ctx: AppContext, addresses: string[]): Promise<Array<Omit<SendJobPayload, 'messageId'>>> {
   const shared = ctx.config.shared_domain.toLowerCase();
   const local: string[] = [];
   const remote = new Map<string, string[]>();
   for (const address of addresses) {
     const domain = splitAddress(address)!.domain;
-    if (domain === shared || findInboxByAddress(ctx, address)) local.push(address);
+    if (domain === shared || (await findInboxByAddress(ctx, address))) local.push(address);
     else remote.set(domain, [...(remote.get(domain) ?? []), address]);
   }
   const jobs: Array<Omit<SendJobPayload, 'messageId'>> = [];
@@ -390,7 +389,6 @@ export function planDelivery(ctx: AppContext, addresses: string[]): Array<Omit<S
 // Delivery state
 
 // Every attempt reads and writes its message's state: prepared once (src/db/prepared.ts).
-// Statements run on the one connection, so they take part in an open transaction.
 const rowById = (db: Db) => db.select().from(messages).where(eq(messages.id, sql.placeholder('id'))).prepare();
 const stateUpdate = (db: Db) =>
   db
@@ -399,10 +397,10 @@ const stateUpdate = (db: Db) =>
     .where(eq(messages.id, sql.placeholder('id')))
     .prepare();
 
-const readRow = (ctx: AppContext, id: string): MessageRow | undefined => preparedQuery(ctx.db, rowById).get({ id });
+const readRow = (ctx: AppContext, id: string): Promise<MessageRow | undefined> => preparedQuery(ctx.db, rowById).get({ id });
 
-export function findOutboundRow(ctx: AppContext, id: string): MessageRow | undefined {
-  const row = readRow(ctx, id);
+export async function findOutboundRow(ctx: AppContext, id: string): Promise<MessageRow | undefined> {
+  const row = await readRow(ctx, id);
   return row?.direction === 'outbound' ? row : undefined;
 }
 
@@ -444,20 +442,20 @@ const EVENT_OF: Record<string, EventType | undefined> = {
  * Writes new recipients and status; on entering a final status, updates the inbox counters and
  * records the event, all in `tx`. Returns whether anything changed.
  */
-export function writeMessageState(tx: Tx, ctx: AppContext, row: MessageRow, list: RecipientOutcome[], status: string): boolean {
+export async function writeMessageState(tx: Tx, ctx: AppContext, row: MessageRow, list: RecipientOutcome[], status: string): Promise<boolean> {
   const recipients = JSON.stringify(list);
   if (recipients === row.recipients && status === row.status) return false;
   const updatedAt = ctx.clock.now().toISOString();
-  preparedQuery(ctx.db, stateUpdate).run({ recipients, status, updatedAt, id: row.id });
+  await preparedQuery(tx, stateUpdate).run({ recipients, status, updatedAt, id: row.id });
   if (status === row.status) return true;
   if (status === 'bounced') {
-    tx.update(inboxes).set({ bounceCount: incr(inboxes.bounceCount) }).where(eq(inboxes.id, row.inboxId)).run();
+    await tx.update(inboxes).set({ bounceCount: incr(inboxes.bounceCount) }).where(eq(inboxes.id, row.inboxId)).run();
   } else if (status === 'complained') {
-    tx.update(inboxes).set({ complaintCount: incr(inboxes.complaintCount) }).where(eq(inboxes.id, row.inboxId)).run();
+    await tx.update(inboxes).set({ complaintCount: incr(inboxes.complaintCount) }).where(eq(inboxes.id, row.inboxId)).run();
   }
   const event = EVENT_OF[status];
   // The view (with its attachments) is built only for the event: this runs on every attempt.
-  if (event) recordEvent(tx, ctx, row.accountId, event, messageView({ ...row, recipients, status, updatedAt }, attachmentMetaFor(ctx, row.id)));
+  if (event) await recordEvent(tx, ctx, row.accountId, event, messageView({ ...row, recipients, status, updatedAt }, await attachmentMetaFor(ctx, row.id)));
   return true;
 }
 
@@ -468,38 +466,38 @@ const incr = (col: Column) => sql`${col} + 1`;
  * (status `sending` while a worker holds them), inside `tx`: the transaction that claims the
  * send job. Returns them.
  */
-export function markSending(tx: Tx, ctx: AppContext, messageId: string, addresses: string[]): string[] {
-  const row = findOutboundRow(ctx, messageId);
+export async function markSending(tx: Tx, ctx: AppContext, messageId: string, addresses: string[]): Promise<string[]> {
+  const row = await findOutboundRow(ctx, messageId);
   if (!row) return [];
   const pending = pendingRecipients(row, addresses);
   if (!pending.length) return pending;
   const list = (JSON.parse(row.recipients) as RecipientOutcome[]).map((r) =>
     pending.some((a) => sameAddress(a, r.address)) ? { ...r, status: 'sending' } : r,
   );
-  writeMessageState(tx, ctx, row, list, STICKY.has(row.status) ? row.status : aggregateStatus(list));
+  await writeMessageState(tx, ctx, row, list, STICKY.has(row.status) ? row.status : aggregateStatus(list));
   return pending;
 }
 
 /** Applies one attempt's per-recipient results (inside the job's finishing transaction). */
-export function recordOutcomes(tx: Tx, ctx: AppContext, messageId: string, outcomes: RecipientOutcome[]): void {
-  const row = readRow(ctx, messageId);
+export async function recordOutcomes(tx: Tx, ctx: AppContext, messageId: string, outcomes: RecipientOutcome[]): Promise<void> {
+  const row = await readRow(ctx, messageId);
   if (!row) return;
   const list = (JSON.parse(row.recipients) as RecipientOutcome[]).map((r) => {
     const o = outcomes.find((x) => sameAddress(x.address, r.address));
     return o && !FINAL_RECIPIENT_STATES.has(r.status) ? { ...r, status: o.status, response: o.response } : r;
   });
-  writeMessageState(tx, ctx, row, list, STICKY.has(row.status) ? row.status : aggregateStatus(list));
+  await writeMessageState(tx, ctx, row, list, STICKY.has(row.status) ? row.status : aggregateStatus(list));
 }
 
 /** Outbound messages of the given inboxes whose Message-ID or id is one of `refs`. */
-export function findOutboundByRefs(ctx: AppContext, inboxIds: string[], refs: { messageIds: string[]; ids: string[] }): MessageRow[] {
+export async function findOutboundByRefs(ctx: AppContext, inboxIds: string[], refs: { messageIds: string[]; ids: string[] }): Promise<MessageRow[]> {
   if (!inboxIds.length) return [];
   const found = new Map<string, MessageRow>();
   if (refs.messageIds.length) {
-    for (const r of ctx.db.select().from(messages).where(inArray(messages.messageIdHeader, refs.messageIds.slice(0, 50))).all()) found.set(r.id, r);
+    for (const r of await ctx.db.select().from(messages).where(inArray(messages.messageIdHeader, refs.messageIds.slice(0, 50)))) found.set(r.id, r);
   }
   if (refs.ids.length) {
-    for (const r of ctx.db.select().from(messages).where(inArray(messages.id, refs.ids.slice(0, 50))).all()) found.set(r.id, r);
+    for (const r of await ctx.db.select().from(messages).where(inArray(messages.id, refs.ids.slice(0, 50)))) found.set(r.id, r);
   }
   return [...found.values()].filter((r) => r.direction === 'outbound' && inboxIds.includes(r.inboxId));
 }

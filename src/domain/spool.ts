@@ -8,7 +8,6 @@ import { eq, sql } from 'drizzle-orm';
 import type { AppContext } from '../context.ts';
 import type { Db, Tx } from '../db/client.ts';
 import { preparedQuery } from '../db/prepared.ts';
-import { commitGrouped } from '../db/group-commit.ts';
 import { inboxes, jobs, spooledMessages } from '../db/schema.ts';
 import { enqueueJob } from '../jobs/table.ts';
 import { AppError } from './errors.ts';
@@ -70,21 +69,22 @@ const smtpBusy = (ctx: AppContext): boolean => Date.now() - stateOf(ctx).spooled
  * levels off at half the limit instead of filling it).
  */
 export function spoolProcessingLimit(ctx: AppContext): number {
-  if (smtpBusy(ctx) && spoolDepth(ctx) < ctx.config.smtp.spool_limit / 2) return 1;
+  // The depth as last counted: while SMTP is busy it was recounted within the last second.
+  if (smtpBusy(ctx) && stateOf(ctx).depth < ctx.config.smtp.spool_limit / 2) return 1;
   return ctx.config.jobs.concurrency;
 }
 
 /** Pending spooled messages, recounted (one indexed COUNT) at most once a second. */
-function spoolDepth(ctx: AppContext): number {
+async function spoolDepth(ctx: AppContext): Promise<number> {
   const s = stateOf(ctx);
   const now = Date.now();
   if (now - s.countedAt >= 1000) {
-    s.depth = ctx.db
+    s.countedAt = now;
+    s.depth = (await ctx.db
       .select({ n: sql<number>`count(*)` })
       .from(jobs)
       .where(sql`${jobs.kind} = ${INBOUND_JOB} AND ${jobs.status} IN ('queued', 'running')`)
-      .get()!.n;
-    s.countedAt = now;
+      .get())!.n;
   }
   return s.depth;
 }
@@ -110,7 +110,7 @@ export async function receiveInbound(ctx: AppContext, input: InboundInput): Prom
   // Once mail waits in the spool, new mail joins it rather than overtaking it: a burst is
   // accepted at spool speed from its first spooled message until the spool is worked off.
   const raw = input.raw;
-  if ((s.inline >= ctx.config.smtp.inline_processing || spoolDepth(ctx) > 0) && !isStaged(raw) && raw.length <= SPOOL_MAX_MESSAGE_BYTES) {
+  if ((s.inline >= ctx.config.smtp.inline_processing || (await spoolDepth(ctx)) > 0) && !isStaged(raw) && raw.length <= SPOOL_MAX_MESSAGE_BYTES) {
     s.spooledAt = Date.now();
     return { spooledAs: await spoolInbound(ctx, { ...input, raw }) };
   }
@@ -124,7 +124,7 @@ export async function receiveInbound(ctx: AppContext, input: InboundInput): Prom
 
 async function spoolInbound(ctx: AppContext, input: InboundInput & { raw: Buffer }): Promise<string> {
   if (isEmptyMessage(input.raw)) throw new AppError('VALIDATION_ERROR', 'empty message');
-  if (spoolDepth(ctx) >= ctx.config.smtp.spool_limit) {
+  if ((await spoolDepth(ctx)) >= ctx.config.smtp.spool_limit) {
     throw new SpoolFullError(ctx.config.smtp.spool_limit);
   }
   const now = ctx.clock.now();
@@ -137,9 +137,9 @@ async function spoolInbound(ctx: AppContext, input: InboundInput & { raw: Buffer
     receivedAt: now.toISOString(),
     ...(input.bounces?.length ? { bounces: input.bounces } : {}),
   };
-  const jobId = await commitGrouped(ctx.db, () => {
-    const id = enqueueJob(ctx.db, now, { kind: INBOUND_JOB, payload: envelope, partition: INBOUND_JOB, maxAttempts: INBOUND_RETRY_SCHEDULE.length + 1 });
-    preparedQuery(ctx.db, insertSpooled).run({ jobId: id, raw: input.raw, createdAt: now.toISOString() });
+  const jobId = await ctx.store.grouped(async (tx) => {
+    const id = await enqueueJob(tx, now, { kind: INBOUND_JOB, payload: envelope, partition: INBOUND_JOB, maxAttempts: INBOUND_RETRY_SCHEDULE.length + 1 });
+    await preparedQuery(tx, insertSpooled).run({ jobId: id, raw: input.raw, createdAt: now.toISOString() });
     return id;
   });
   const s = stateOf(ctx);
@@ -165,12 +165,12 @@ export const INBOUND_RETRY_SCHEDULE = [5_000, 30_000, 120_000, 600_000, 1_800_00
  * any recipient inbox still exists) and the removal of the spooled bytes. Null when the bytes
  * are gone (the job already completed under an earlier lease).
  */
-export async function processSpooled(ctx: AppContext, jobId: string, envelope: SpooledEnvelope): Promise<((tx: Tx) => void) | null> {
-  const row = preparedQuery(ctx.db, spooledRaw).get({ jobId });
+export async function processSpooled(ctx: AppContext, jobId: string, envelope: SpooledEnvelope): Promise<((tx: Tx) => Promise<void>) | null> {
+  const row = await preparedQuery(ctx.db, spooledRaw).get({ jobId });
   if (!row) return null;
-  const recipients: InboxRow[] = preparedQuery(ctx.db, inboxesById).all({ ids: JSON.stringify(envelope.recipients) });
-  // Runs inside the job's finishing transaction (prepared statements use its connection).
-  const drop = () => void preparedQuery(ctx.db, deleteSpooled).run({ jobId });
+  const recipients: InboxRow[] = await preparedQuery(ctx.db, inboxesById).all({ ids: JSON.stringify(envelope.recipients) });
+  // Runs inside the job's finishing transaction.
+  const drop = async (tx: Tx) => void (await preparedQuery(tx, deleteSpooled).run({ jobId }));
   // Every recipient inbox was deleted after the 250: like deleting the stored message.
   if (recipients.length === 0 && !envelope.bounces?.length) return drop;
   const prepared = await prepareInbound(ctx, {
@@ -184,9 +184,9 @@ export async function processSpooled(ctx: AppContext, jobId: string, envelope: S
     bounces: envelope.bounces,
   });
   if (!prepared) return drop;
-  return (tx) => {
-    prepared.store(tx);
-    drop();
+  return async (tx) => {
+    await prepared.store(tx);
+    await drop(tx);
   };
 }
 
@@ -207,17 +207,18 @@ const inboxesById = (db: Db) =>
  * made its processing fail (a full disk, say) is fixed: `mailroom queue --retry`. Its bytes were
  * kept (the sweep of old jobs leaves jobs with spooled bytes alone).
  */
-export function retrySpooled(ctx: AppContext, jobId: string): void {
-  const job = ctx.db.select().from(jobs).where(eq(jobs.id, jobId)).get();
+export async function retrySpooled(ctx: AppContext, jobId: string): Promise<void> {
+  const job = await ctx.db.select().from(jobs).where(eq(jobs.id, jobId)).get();
   if (!job) throw new AppError('NOT_FOUND', `job ${jobId} not found (see \`mailroom queue --failed\`)`);
   if (job.kind !== INBOUND_JOB) throw new AppError('VALIDATION_ERROR', `job ${jobId} is a ${job.kind} job; only spooled inbound mail is retried this way`);
   if (job.status !== 'failed') throw new AppError('VALIDATION_ERROR', `job ${jobId} is ${job.status}; only a failed one can be retried`);
   const now = ctx.clock.now();
-  ctx.db.transaction((tx) => {
-    if (!tx.select({ id: spooledMessages.jobId }).from(spooledMessages).where(eq(spooledMessages.jobId, jobId)).get()) {
+  await ctx.store.transaction(async (tx) => {
+    if (!(await tx.select({ id: spooledMessages.jobId }).from(spooledMessages).where(eq(spooledMessages.jobId, jobId)).get())) {
       throw new AppError('VALIDATION_ERROR', `job ${jobId} has no spooled message left`);
     }
-    tx.update(jobs).set({ status: 'queued', attempts: 0, runAt: now.getTime(), leaseUntil: null, finishedAt: null, updatedAt: now.toISOString() }).where(eq(jobs.id, jobId)).run();
+    await tx
+      .update(jobs).set({ status: 'queued', attempts: 0, runAt: now.getTime(), leaseUntil: null, finishedAt: null, updatedAt: now.toISOString() }).where(eq(jobs.id, jobId)).run();
   });
   ctx.notify('jobs');
 }

@@ -34,9 +34,9 @@ export interface Submitter {
  * UNAUTHORIZED, so the answer tells nothing about which part was wrong; the key is looked up
  * (hash compared in constant time) whether or not the inbox exists.
  */
-export function authenticateSubmitter(ctx: AppContext, username: string, password: string): Submitter {
-  const inbox = findInboxByAddress(ctx, username.trim());
-  const principal = authenticateKey(ctx, password);
+export async function authenticateSubmitter(ctx: AppContext, username: string, password: string): Promise<Submitter> {
+  const inbox = await findInboxByAddress(ctx, username.trim());
+  const principal = await authenticateKey(ctx, password);
   if (!inbox || !principal || principal.accountId !== inbox.accountId || principal.readOnly) {
     throw new AppError('UNAUTHORIZED', 'authentication credentials invalid');
   }
@@ -47,11 +47,11 @@ export function authenticateSubmitter(ctx: AppContext, username: string, passwor
  * MAIL FROM of a submission: the authenticated inbox's own address, and the inbox still there
  * and active. Returns the inbox row.
  */
-export function checkSubmissionSender(ctx: AppContext, who: Submitter, mailFrom: string): InboxRow {
+export async function checkSubmissionSender(ctx: AppContext, who: Submitter, mailFrom: string): Promise<InboxRow> {
   if (mailFrom.trim().toLowerCase() !== who.address) {
     throw new AppError('FORBIDDEN', `sender address rejected: this login may send only as ${who.address}`);
   }
-  const inbox = findInboxRow(ctx, who.accountId, who.inboxId);
+  const inbox = await findInboxRow(ctx, who.accountId, who.inboxId);
   if (inbox.status !== 'active') throw new AppError('INBOX_SUSPENDED', `inbox ${inbox.address} is suspended and cannot send`);
   if (inboxView(ctx, inbox).sendsToday >= inbox.dailySendLimit) {
     throw new AppError('DAILY_SEND_LIMIT_EXCEEDED', `inbox ${inbox.address} reached its daily send limit of ${inbox.dailySendLimit}; it resets at midnight UTC`);
@@ -91,7 +91,7 @@ const VALID_MSGID = /^<[^<>\s]{1,900}>$/;
  * no Bcc header, CRLF) and DKIM-signed like any API send.
  */
 export async function submitMessage(ctx: AppContext, who: Submitter, input: { raw: Buffer; recipients: string[] }): Promise<Message> {
-  const inbox = findInboxRow(ctx, who.accountId, who.inboxId);
+  const inbox = await findInboxRow(ctx, who.accountId, who.inboxId);
   const { simpleParser } = await loadMailparser();
   const parsed = await simpleParser(input.raw, { skipTextToHtml: true, skipImageLinks: true, keepCidLinks: true }).catch(() => {
     throw new AppError('VALIDATION_ERROR', 'the message could not be parsed as MIME');
@@ -158,6 +158,6 @@ export async function submitMessage(ctx: AppContext, who: Submitter, input: { ra
     });
   } finally {
     // Committed rows keep their files; after a failure those no row names go.
-    releaseBlobs(ctx, files);
+    await releaseBlobs(ctx, files);
   }
 }

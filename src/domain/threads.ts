@@ -40,8 +40,8 @@ export const threadView = (row: ThreadRow, marks: { labels: string[]; unreadCoun
 });
 
 /** Views of thread rows with their labels and unread counts (two queries for the page). */
-export function threadViews(ctx: AppContext, rows: ThreadRow[]): Thread[] {
-  const marks = marksOfThreads(ctx, rows.map((r) => r.id));
+export async function threadViews(ctx: AppContext, rows: ThreadRow[]): Promise<Thread[]> {
+  const marks = await marksOfThreads(ctx, rows.map((r) => r.id));
   return rows.map((r) => threadView(r, marks.get(r.id)));
 }
 
@@ -61,20 +61,20 @@ export function messageIdsIn(...values: Array<string | string[] | null | undefin
  * Run inside the transaction that inserts the message (the statements run on `db`'s one
  * connection, so in that transaction).
  */
-export function threadForMessage(
+export async function threadForMessage(
   db: Db,
   input: { accountId: string; inboxId: string; parents: string[]; subject: string; at: string; threadId?: string },
-): string {
+): Promise<string> {
   let threadId = input.threadId;
   if (!threadId && input.parents.length) {
-    threadId = preparedQuery(db, parentThread).get({ accountId: input.accountId, inboxId: input.inboxId, parents: JSON.stringify(input.parents.slice(-100)) })?.threadId;
+    threadId = (await preparedQuery(db, parentThread).get({ accountId: input.accountId, inboxId: input.inboxId, parents: JSON.stringify(input.parents.slice(-100)) }))?.threadId;
   }
   if (threadId) {
-    preparedQuery(db, countOnThread).run({ id: threadId, at: input.at });
+    await preparedQuery(db, countOnThread).run({ id: threadId, at: input.at });
     return threadId;
   }
   const id = newId('thr');
-  preparedQuery(db, insertThread).run({ id, accountId: input.accountId, inboxId: input.inboxId, subject: input.subject.slice(0, 998), at: input.at });
+  await preparedQuery(db, insertThread).run({ id, accountId: input.accountId, inboxId: input.inboxId, subject: input.subject.slice(0, 998), at: input.at });
   return id;
 }
 
@@ -96,7 +96,7 @@ const parentThread = (db: Db) =>
 const countOnThread = (db: Db) =>
   db
     .update(threads)
-    .set({ messageCount: sql`${threads.messageCount} + 1`, lastMessageAt: sql`max(${threads.lastMessageAt}, ${sql.placeholder('at')})` })
+    .set({ messageCount: sql`${threads.messageCount} + 1`, lastMessageAt: sql`CASE WHEN ${threads.lastMessageAt} > ${sql.placeholder('at')} THEN ${threads.lastMessageAt} ELSE ${sql.placeholder('at')} END` })
     .where(eq(threads.id, sql.placeholder('id')))
     .prepare();
 const insertThread = (db: Db) =>
@@ -117,18 +117,18 @@ const insertThread = (db: Db) =>
  * After a message of `threadId` was deleted: the thread goes when it has no message left
  * (api-spec: deleting the only message deletes the thread), else its counters are recomputed.
  */
-export function afterMessageRemoved(tx: Tx, threadId: string): void {
-  const left = tx
+export async function afterMessageRemoved(tx: Tx, threadId: string): Promise<void> {
+  const left = (await tx
     .select({ n: count(), last: sql<string | null>`max(${messages.createdAt})` })
     .from(messages)
     .where(eq(messages.threadId, threadId))
-    .get()!;
-  if (left.n === 0) tx.delete(threads).where(eq(threads.id, threadId)).run();
-  else tx.update(threads).set({ messageCount: left.n, lastMessageAt: left.last! }).where(eq(threads.id, threadId)).run();
+    .get())!;
+  if (left.n === 0) await tx.delete(threads).where(eq(threads.id, threadId)).run();
+  else await tx.update(threads).set({ messageCount: left.n, lastMessageAt: left.last! }).where(eq(threads.id, threadId)).run();
 }
 
-export function findThreadRow(ctx: AppContext, accountId: string, id: string): ThreadRow {
-  const row = ctx.db.select().from(threads).where(eq(threads.id, id)).get();
+export async function findThreadRow(ctx: AppContext, accountId: string, id: string, db: Db = ctx.db): Promise<ThreadRow> {
+  const row = await db.select().from(threads).where(eq(threads.id, id)).get();
   if (!row || row.accountId !== accountId) throw new AppError('THREAD_NOT_FOUND', `thread ${id} not found`);
   return row;
 }
@@ -141,22 +141,22 @@ const threadRow = (r: ThreadTuple): ThreadRow => ({ id: r[0], accountId: r[1], i
  * Threads of an inbox (or, `inboxId` null, of the whole account, most recent activity first; with
  * filters, those with at least one message passing all of them (src/domain/filters.ts).
  */
-export function listThreads(ctx: AppContext, accountId: string, inboxId: string | null, opts: Page & MessageFilters): PageResult<Thread> {
+export async function listThreads(ctx: AppContext, accountId: string, inboxId: string | null, opts: Page & MessageFilters): Promise<PageResult<Thread>> {
   const { limit, offset, ...filters } = opts;
-  if (inboxId !== null) findInboxRow(ctx, accountId, inboxId);
+  if (inboxId !== null) await findInboxRow(ctx, accountId, inboxId);
   const scope: ListScope = inboxId !== null ? { inboxId } : { accountId };
   let where = inboxId !== null ? 't.inbox_id = ?' : 't.account_id = ?';
   const params: unknown[] = [inboxId ?? accountId];
   if (hasFilters(filters)) {
-    const m = matchMessages(scope, filters);
+    const m = matchMessages(scope, filters, ctx.store.dialect);
     where += ` AND t.id IN (SELECT ${m.threadColumn} FROM ${m.from} WHERE ${m.where})`;
     params.push(...m.params);
   }
-  const rows = rawRows<ThreadTuple>(ctx.db, `SELECT ${THREAD_COLUMNS} FROM threads t WHERE ${where} ORDER BY t.last_message_at DESC, t.id DESC LIMIT ? OFFSET ?`, [
+  const rows = await rawRows<ThreadTuple>(ctx.db, `SELECT ${THREAD_COLUMNS} FROM threads t WHERE ${where} ORDER BY t.last_message_at DESC, t.id DESC LIMIT ? OFFSET ?`, [
     ...params,
     limit,
     offset,
   ]);
-  const [[total]] = rawRows<[number]>(ctx.db, `SELECT count(*) FROM threads t WHERE ${where}`, params);
-  return { data: threadViews(ctx, rows.map(threadRow)), total, limit, offset };
+  const [[total]] = await rawRows<[number]>(ctx.db, `SELECT count(*) FROM threads t WHERE ${where}`, params);
+  return { data: await threadViews(ctx, rows.map(threadRow)), total, limit, offset };
 }

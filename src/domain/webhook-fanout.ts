@@ -7,6 +7,7 @@ import type { Db, Tx } from '../db/client.ts';
 import { preparedQuery } from '../db/prepared.ts';
 import { events, jobs, webhookAttempts, webhooks } from '../db/schema.ts';
 import { enqueueJob } from '../jobs/table.ts';
+import { afterCommit } from '../store/store.ts';
 import { AppError } from './errors.ts';
 import { EVENT_FANOUT, type EventRecord } from './events.ts';
 import { getDeliveryAttempt, subscribedInboxes, subscribedTypes } from './webhooks.ts';
@@ -21,7 +22,7 @@ export interface WebhookJobPayload {
 }
 
 /** Enqueues one delivery inside the caller's transaction; the caller wakes the runner after commit. */
-export function queueDelivery(ctx: AppContext, payload: WebhookJobPayload, maxAttempts = ctx.config.webhooks.retry_schedule.length + 1): string {
+export function queueDelivery(ctx: AppContext, payload: WebhookJobPayload, maxAttempts = ctx.config.webhooks.retry_schedule.length + 1): Promise<string> {
   // One partition per webhook, so one slow receiver cannot take every worker.
   return enqueueJob(ctx.db, ctx.clock.now(), { kind: WEBHOOK_JOB, payload, partition: payload.webhookId, maxAttempts });
 }
@@ -38,8 +39,8 @@ const activeWebhooksOf = (db: Db) =>
     .where(and(eq(webhooks.accountId, sql.placeholder('accountId')), eq(webhooks.isActive, true), isNull(webhooks.deletedAt)))
     .prepare();
 
-export function fanOutToWebhooks(_tx: Tx, ctx: AppContext, event: EventRecord): void {
-  const targets = preparedQuery(ctx.db, activeWebhooksOf).all({ accountId: event.accountId });
+export async function fanOutToWebhooks(tx: Tx, ctx: AppContext, event: EventRecord): Promise<void> {
+  const targets = await preparedQuery(tx, activeWebhooksOf).all({ accountId: event.accountId });
   const inboxId = (event.data as { inboxId?: unknown } | null)?.inboxId;
   let queued = 0;
   for (const w of targets) {
@@ -48,12 +49,10 @@ export function fanOutToWebhooks(_tx: Tx, ctx: AppContext, event: EventRecord): 
     // Scoped to inboxes: only events of those inboxes (an account-level event is none of them).
     const scope = subscribedInboxes(w);
     if (scope && !(typeof inboxId === 'string' && scope.includes(inboxId))) continue;
-    queueDelivery(ctx, { webhookId: w.id, eventId: event.id });
+    await queueDelivery(ctx, { webhookId: w.id, eventId: event.id });
     queued++;
   }
-  // recordEvent runs inside a synchronous better-sqlite3 transaction: a microtask runs after it
-  // has committed. Should it roll back, the runner just finds nothing new.
-  if (queued) queueMicrotask(() => ctx.notify('jobs'));
+  if (queued) afterCommit(() => ctx.notify('jobs'));
 }
 
 if (!EVENT_FANOUT.includes(fanOutToWebhooks)) EVENT_FANOUT.push(fanOutToWebhooks);
@@ -79,36 +78,38 @@ export interface ReplayResult {
  * webhook (a retrying job's remaining attempts, other queued replays), decided in an IMMEDIATE
  * transaction so two replays — from the CLI and the dashboard at once — never share a number.
  */
-export function replayDelivery(ctx: AppContext, attemptId: string): ReplayResult {
-  const attempt = getDeliveryAttempt(ctx, attemptId);
+export async function replayDelivery(ctx: AppContext, attemptId: string): Promise<ReplayResult> {
+  const attempt = await getDeliveryAttempt(ctx, attemptId);
   if (!attempt) throw new AppError('NOT_FOUND', `delivery ${attemptId} not found (see \`mailroom webhooks deliveries\`)`);
   if (attempt.status === 'pending') throw new AppError('VALIDATION_ERROR', `delivery ${attemptId} is pending: its retry is already scheduled; only failed or successful deliveries can be replayed`);
-  const hook = ctx.db.select().from(webhooks).where(eq(webhooks.id, attempt.webhookId)).get();
+  const hook = await ctx.db.select().from(webhooks).where(eq(webhooks.id, attempt.webhookId)).get();
   if (!hook || hook.deletedAt) throw new AppError('WEBHOOK_NOT_FOUND', `webhook ${attempt.webhookId} was deleted; nothing to replay to`);
   if (!hook.isActive) throw new AppError('VALIDATION_ERROR', `webhook ${hook.id} is inactive; activate it (PUT isActive: true) before replaying`);
-  const event = ctx.db.select({ createdAt: events.createdAt }).from(events).where(eq(events.id, attempt.eventId)).get();
+  const event = await ctx.db.select({ createdAt: events.createdAt }).from(events).where(eq(events.id, attempt.eventId)).get();
   if (!event) throw new AppError('VALIDATION_ERROR', `event ${attempt.eventId} is no longer kept (retention.events, or its message was deleted); nothing to replay`);
-  const queued = ctx.db.transaction(
-    () => {
-      // Attempts of this event are younger than it: the index (webhook_id, created_at) bounds the scan.
-      const logged = ctx.db
-        .select({ last: sql<number | null>`max(${webhookAttempts.attempt})`, delivered: sql<number>`coalesce(max(${webhookAttempts.status} = 'success'), 0)` })
-        .from(webhookAttempts)
-        .where(and(eq(webhookAttempts.webhookId, hook.id), gte(webhookAttempts.createdAt, event.createdAt), eq(webhookAttempts.eventId, attempt.eventId)))
-        .get();
-      const unfinished = ctx.db
-        .select({ payload: jobs.payload, maxAttempts: jobs.maxAttempts })
-        .from(jobs)
-        .where(and(eq(jobs.kind, WEBHOOK_JOB), inArray(jobs.status, ['queued', 'running'])))
-        .all()
-        .map((j) => ({ ...(JSON.parse(j.payload) as WebhookJobPayload), maxAttempts: j.maxAttempts }))
-        .filter((j) => j.webhookId === hook.id && j.eventId === attempt.eventId);
-      const offset = Math.max(logged?.last ?? 0, ...unfinished.map((j) => (j.attemptOffset ?? 0) + j.maxAttempts));
-      const jobId = queueDelivery(ctx, { webhookId: hook.id, eventId: attempt.eventId, attemptOffset: offset }, 1);
-      return { jobId, attempt: offset + 1, alreadyDelivered: attempt.status === 'success' || Number(logged?.delivered ?? 0) === 1 };
-    },
-    { behavior: 'immediate' },
-  );
+  const queued = await ctx.store.transaction(async (tx) => {
+    // One numbering at a time for this webhook, on every node.
+    await ctx.store.lock(tx, `webhook-replay:${hook.id}`);
+    // Attempts of this event are younger than it: the index (webhook_id, created_at) bounds the scan.
+    const logged = await tx
+      .select({
+        last: sql<number | null>`max(${webhookAttempts.attempt})`,
+        delivered: sql<number>`coalesce(max(CASE WHEN ${webhookAttempts.status} = 'success' THEN 1 ELSE 0 END), 0)`,
+      })
+      .from(webhookAttempts)
+      .where(and(eq(webhookAttempts.webhookId, hook.id), gte(webhookAttempts.createdAt, event.createdAt), eq(webhookAttempts.eventId, attempt.eventId)))
+      .get();
+    const jobRows = await tx
+      .select({ payload: jobs.payload, maxAttempts: jobs.maxAttempts })
+      .from(jobs)
+      .where(and(eq(jobs.kind, WEBHOOK_JOB), inArray(jobs.status, ['queued', 'running'])));
+    const unfinished = jobRows
+      .map((j) => ({ ...(JSON.parse(j.payload) as WebhookJobPayload), maxAttempts: j.maxAttempts }))
+      .filter((j) => j.webhookId === hook.id && j.eventId === attempt.eventId);
+    const offset = Math.max(logged?.last ?? 0, ...unfinished.map((j) => (j.attemptOffset ?? 0) + j.maxAttempts));
+    const jobId = await queueDelivery(ctx, { webhookId: hook.id, eventId: attempt.eventId, attemptOffset: offset }, 1);
+    return { jobId, attempt: offset + 1, alreadyDelivered: attempt.status === 'success' || Number(logged?.delivered ?? 0) === 1 };
+  });
   ctx.notify('jobs');
   return { jobId: queued.jobId, webhookId: hook.id, eventId: attempt.eventId, attempt: queued.attempt, alreadyDelivered: queued.alreadyDelivered };
 }

@@ -7,6 +7,7 @@ import type { AppContext } from '../context.ts';
 import { webhookAttempts, webhooks } from '../db/schema.ts';
 import { newId } from '../ids.ts';
 import { AppError } from './errors.ts';
+import { changes } from '../store/store.ts';
 import { EVENT_TYPES, type EventType } from './events.ts';
 import { intParam } from './pagination.ts';
 import { isoNow } from './time.ts';
@@ -70,10 +71,10 @@ export function subscribedInboxes(row: Pick<WebhookRow, 'inboxIds'>): string[] |
 }
 
 /** Stored form of a scope: null means every inbox; each id must be an inbox of the account (else 404). */
-function storedInboxIds(ctx: AppContext, accountId: string, ids: string[] | null | undefined): string | null {
+async function storedInboxIds(ctx: AppContext, accountId: string, ids: string[] | null | undefined): Promise<string | null> {
   if (!ids || ids.length === 0) return null;
   const unique = [...new Set(ids)];
-  for (const id of unique) findInboxRow(ctx, accountId, id);
+  for (const id of unique) await findInboxRow(ctx, accountId, id);
   return JSON.stringify(unique);
 }
 
@@ -97,10 +98,10 @@ export function eventCatalog(): Array<{ name: EventType; description: string }> 
 }
 
 /** A live (not deleted) webhook of the account, or 404. */
-export function findWebhookRow(ctx: AppContext, accountId: string, id: string, opts: { includeDeleted?: boolean } = {}): WebhookRow {
+export async function findWebhookRow(ctx: AppContext, accountId: string, id: string, opts: { includeDeleted?: boolean } = {}): Promise<WebhookRow> {
   const conds = [eq(webhooks.id, id), eq(webhooks.accountId, accountId)];
   if (!opts.includeDeleted) conds.push(isNull(webhooks.deletedAt));
-  const row = ctx.db.select().from(webhooks).where(and(...conds)).get();
+  const row = await ctx.db.select().from(webhooks).where(and(...conds)).get();
   if (!row) throw new AppError('WEBHOOK_NOT_FOUND', `webhook ${id} not found`);
   return row;
 }
@@ -114,64 +115,63 @@ export async function createWebhook(ctx: AppContext, accountId: string, input: C
     url,
     description: input.description ?? null,
     events: storedEvents(input.events),
-    inboxIds: storedInboxIds(ctx, accountId, input.inboxIds),
+    inboxIds: await storedInboxIds(ctx, accountId, input.inboxIds),
     isActive: input.isActive ?? true,
     secret: newWebhookSecret(),
     deletedAt: null,
     createdAt: now,
     updatedAt: now,
   };
-  ctx.db.insert(webhooks).values(row).run();
+  await ctx.db.insert(webhooks).values(row).run();
   return webhookView(row, true);
 }
 
-export function listWebhooks(ctx: AppContext, accountId: string): Webhook[] {
-  return ctx.db
+export async function listWebhooks(ctx: AppContext, accountId: string): Promise<Webhook[]> {
+  const rows = await ctx.db
     .select()
     .from(webhooks)
     .where(and(eq(webhooks.accountId, accountId), isNull(webhooks.deletedAt)))
-    .orderBy(desc(webhooks.createdAt), desc(webhooks.id))
-    .all()
-    .map((r) => webhookView(r));
+    .orderBy(desc(webhooks.createdAt), desc(webhooks.id));
+  return rows.map((r) => webhookView(r));
 }
 
-export function getWebhook(ctx: AppContext, accountId: string, id: string): Webhook {
-  return webhookView(findWebhookRow(ctx, accountId, id));
+export async function getWebhook(ctx: AppContext, accountId: string, id: string): Promise<Webhook> {
+  return webhookView(await findWebhookRow(ctx, accountId, id));
 }
 
 /** PUT semantics: only the fields present change; `events` replaces the list. */
 export async function updateWebhook(ctx: AppContext, accountId: string, id: string, input: UpdateWebhookInput): Promise<Webhook> {
-  findWebhookRow(ctx, accountId, id);
+  await findWebhookRow(ctx, accountId, id);
   // The URL is checked (DNS included) before anything is written.
   const url = input.url !== undefined ? await checkWebhookUrl(ctx, input.url) : undefined;
   const set: Partial<WebhookRow> = { updatedAt: isoNow(ctx.clock) };
   if (url !== undefined) set.url = url;
   if (input.description !== undefined) set.description = input.description;
   if (input.events !== undefined) set.events = storedEvents(input.events);
-  if (input.inboxIds !== undefined) set.inboxIds = storedInboxIds(ctx, accountId, input.inboxIds);
+  if (input.inboxIds !== undefined) set.inboxIds = await storedInboxIds(ctx, accountId, input.inboxIds);
   if (input.isActive !== undefined) set.isActive = input.isActive;
   if (input.rotateSecret) set.secret = newWebhookSecret();
-  const res = ctx.db
+  const res = await ctx.db
     .update(webhooks)
     .set(set)
     .where(and(eq(webhooks.id, id), eq(webhooks.accountId, accountId), isNull(webhooks.deletedAt)))
     .run();
   // Deleted while the URL was being resolved.
-  if (res.changes === 0) throw new AppError('WEBHOOK_NOT_FOUND', `webhook ${id} not found`);
-  return webhookView(findWebhookRow(ctx, accountId, id), input.rotateSecret === true);
+  if (changes(res) === 0) throw new AppError('WEBHOOK_NOT_FOUND', `webhook ${id} not found`);
+  return webhookView(await findWebhookRow(ctx, accountId, id), input.rotateSecret === true);
 }
 
 /**
  * Soft delete: no new deliveries are created, deliveries already queued still run, and the
  * log stays readable (GET /webhooks/logs?webhookId=…).
  */
-export function deleteWebhook(ctx: AppContext, accountId: string, id: string): void {
-  const res = ctx.db
+export async function deleteWebhook(ctx: AppContext, accountId: string, id: string): Promise<void> {
+  const res = await ctx.db
     .update(webhooks)
     .set({ deletedAt: isoNow(ctx.clock) })
     .where(and(eq(webhooks.id, id), eq(webhooks.accountId, accountId), isNull(webhooks.deletedAt)))
     .run();
-  if (res.changes === 0) throw new AppError('WEBHOOK_NOT_FOUND', `webhook ${id} not found`);
+  if (changes(res) === 0) throw new AppError('WEBHOOK_NOT_FOUND', `webhook ${id} not found`);
 }
 
 // ---- delivery log -------------------------------------------------------------------------
@@ -244,8 +244,8 @@ export function parseLogQuery(q: URLSearchParams): LogQuery {
 }
 
 /** Most recent first; `before` is the id of the last entry already seen (ids sort by time). */
-export function listDeliveryLogs(ctx: AppContext, accountId: string | null, query: LogQuery): DeliveryLogEntry[] {
-  if (query.webhookId && accountId) findWebhookRow(ctx, accountId, query.webhookId, { includeDeleted: true });
+export async function listDeliveryLogs(ctx: AppContext, accountId: string | null, query: LogQuery): Promise<DeliveryLogEntry[]> {
+  if (query.webhookId && accountId) await findWebhookRow(ctx, accountId, query.webhookId, { includeDeleted: true });
   const conds: SQL[] = [];
   if (accountId) conds.push(eq(webhookAttempts.accountId, accountId));
   if (query.webhookId) conds.push(eq(webhookAttempts.webhookId, query.webhookId));
@@ -256,17 +256,11 @@ export function listDeliveryLogs(ctx: AppContext, accountId: string | null, quer
     const since = new Date(ctx.clock.now().getTime() - query.hours * 3_600_000).toISOString();
     conds.push(gte(webhookAttempts.createdAt, since));
   }
-  return ctx.db
-    .select()
-    .from(webhookAttempts)
-    .where(and(...conds))
-    .orderBy(desc(webhookAttempts.id))
-    .limit(query.limit)
-    .all()
-    .map(logEntryView);
+  const rows = await ctx.db.select().from(webhookAttempts).where(and(...conds)).orderBy(desc(webhookAttempts.id)).limit(query.limit);
+  return rows.map(logEntryView);
 }
 
-export function getDeliveryAttempt(ctx: AppContext, id: string): AttemptRow | undefined {
+export function getDeliveryAttempt(ctx: AppContext, id: string): Promise<AttemptRow | undefined> {
   return ctx.db.select().from(webhookAttempts).where(eq(webhookAttempts.id, id)).get();
 }
 
@@ -284,16 +278,16 @@ const HOUR = 3_600_000;
  * Attempts per UTC hour over the last `hours` hours (the current, partial hour included):
  * a `success` attempt counts as success, a `pending` or `failed` one as failure.
  */
-export function webhookActivity(ctx: AppContext, accountId: string, q: URLSearchParams): WebhookActivity {
+export async function webhookActivity(ctx: AppContext, accountId: string, q: URLSearchParams): Promise<WebhookActivity> {
   const webhookId = q.get('webhookId') || undefined;
   const hours = intParam('hours', q.get('hours'), 6, 1, MAX_HOURS);
-  if (webhookId) findWebhookRow(ctx, accountId, webhookId, { includeDeleted: true });
+  if (webhookId) await findWebhookRow(ctx, accountId, webhookId, { includeDeleted: true });
   const currentHour = Math.floor(ctx.clock.now().getTime() / HOUR) * HOUR;
   const first = currentHour - (hours - 1) * HOUR;
   const conds = [eq(webhookAttempts.accountId, accountId), gte(webhookAttempts.createdAt, new Date(first).toISOString())];
   if (webhookId) conds.push(eq(webhookAttempts.webhookId, webhookId));
   const hourKey = sql<string>`substr(${webhookAttempts.createdAt}, 1, 13)`;
-  const rows = ctx.db
+  const rows = await ctx.db
     .select({
       hour: hourKey,
       success: sql<number>`sum(case when ${webhookAttempts.status} = 'success' then 1 else 0 end)`,
@@ -301,8 +295,7 @@ export function webhookActivity(ctx: AppContext, accountId: string, q: URLSearch
     })
     .from(webhookAttempts)
     .where(and(...conds))
-    .groupBy(hourKey)
-    .all();
+    .groupBy(hourKey);
   const byHour = new Map(rows.map((r) => [r.hour, r]));
   const buckets: WebhookActivity['buckets'] = [];
   for (let t = first; t <= currentHour; t += HOUR) {

@@ -49,7 +49,13 @@ export function createHttpApp(ctx: AppContext, extraModules: Array<(r: Routes, c
     // which mailroom never uses: handlers return a Reply). Being first, it also refuses a
     // malformed %-escape before tinyhttp decodes the path parameters.
     applyExtensions: (req: Request, res: Response, next: () => void) => {
-      if (globalStep(req, res)) next();
+      globalStep(req, res).then(
+        (go) => go && next(),
+        (err: unknown) => {
+          ctx.log.error('unhandled error', errorFields(err));
+          if (!res.headersSent) sendError(res, new AppError('INTERNAL_ERROR', 'internal error'), callerOf(req)?.requestId ?? newRequestId());
+        },
+      );
     },
     noMatchHandler: notFound,
     onError: (err: unknown, req: Request, res: Response) => {
@@ -66,7 +72,7 @@ export function createHttpApp(ctx: AppContext, extraModules: Array<(r: Routes, c
   }
 
   /** Request id, authentication, rate limit, log and metrics; false when it answered itself. */
-  function globalStep(req: Request, res: Response): boolean {
+  async function globalStep(req: Request, res: Response): Promise<boolean> {
     const caller: CallerInfo = { requestId: newRequestId(), started: performance.now() };
     (req as unknown as { mr: CallerInfo }).mr = caller;
     res.setHeader('X-Request-Id', caller.requestId);
@@ -74,7 +80,7 @@ export function createHttpApp(ctx: AppContext, extraModules: Array<(r: Routes, c
     const key = presentedKey(req);
     if (key !== undefined) {
       try {
-        caller.principal = key ? authenticateKey(ctx, key) : undefined;
+        caller.principal = key ? await authenticateKey(ctx, key) : undefined;
         if (!caller.principal) caller.authError = 'invalid, expired or revoked API key';
       } catch (err) {
         // The key could not be checked (the database failed): that says nothing about the key,

@@ -298,7 +298,7 @@ export class Routes {
           hasher.update(body);
           apiReq.readBody = () => Readable.from([body]);
         }
-        const start = beginIdempotent(ctx, caller.principal.accountId, idemKey, hasher.digest('hex'));
+        const start = await beginIdempotent(ctx, caller.principal.accountId, idemKey, hasher.digest('hex'));
         if (start.kind === 'replay') {
           let body = start.body;
           // A replayed error names this request's id, like every other error body.
@@ -316,7 +316,7 @@ export class Routes {
       const reply = await handler(apiReq);
       if ('handOver' in reply) return await reply.handOver(res);
       if (idem) {
-        finishIdempotent(ctx, idem.accountId, idem.key, reply.status, 'body' in reply && reply.body !== undefined ? replayableBody(reply.body, opts.secretFields) : '');
+        await finishIdempotent(ctx, idem.accountId, idem.key, reply.status, 'body' in reply && reply.body !== undefined ? replayableBody(reply.body, opts.secretFields) : '');
         idem = undefined;
       }
       writeReply(res, reply);
@@ -326,14 +326,14 @@ export class Routes {
       if (!appErr && (req.destroyed || res.destroyed) && !res.headersSent) {
         ctx.log.info('client closed the connection', { requestId: caller.requestId, method, path: pathname, received: req.complete ? 'all' : 'part' });
         // Not stored: the client may repeat the request with its key (a 5xx is not kept either).
-        if (idem) finishIdempotent(ctx, idem.accountId, idem.key, 500, '');
+        if (idem) await finishIdempotent(ctx, idem.accountId, idem.key, 500, '');
         return;
       }
       if (!appErr) ctx.log.error('unhandled error', { requestId: caller.requestId, method, path: pathname, ...errorFields(err) });
       const answer = appErr ?? new AppError('INTERNAL_ERROR', `internal error; quote request id ${caller.requestId} when reporting it`);
       if (idem) {
         try {
-          finishIdempotent(ctx, idem.accountId, idem.key, answer.status, JSON.stringify({ error: { code: answer.code, message: answer.message, status: answer.status } }));
+          await finishIdempotent(ctx, idem.accountId, idem.key, answer.status, JSON.stringify({ error: { code: answer.code, message: answer.message, status: answer.status } }));
         } catch (e) {
           ctx.log.error('idempotency record not saved', errorFields(e));
         }

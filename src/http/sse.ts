@@ -120,7 +120,7 @@ export function streamEvents(ctx: AppContext, res: ServerResponse, accountId: st
       do {
         again = false;
         for (;;) {
-          const batch = listEvents(ctx, accountId, { ...filter, after: cursor });
+          const batch = await listEvents(ctx, accountId, { ...filter, after: cursor });
           for (const e of batch) {
             // A burst waits for the socket to drain; a client that does not read lets the bytes
             // pile up past the bound (drained() gives up after a second) and is dropped.

@@ -6,7 +6,7 @@
 import type { AppContext } from '../context.ts';
 import { errorFields } from '../log.ts';
 import type { Service } from '../context.ts';
-import { externalCommits, type Tx } from '../db/client.ts';
+import type { Tx } from '../db/client.ts';
 import { claimDue, finishJob, nextDueAt, recoverJobs, sweepJobs, type JobCandidate, type JobOutcome, type JobRow, type JobStatus } from './table.ts';
 
 export interface JobHandler {
@@ -19,7 +19,7 @@ export interface JobHandler {
    * Runs inside the transaction that claims the job (e.g. a send marks its recipients
    * `sending`), so no extra commit is needed before `run`. Must not throw.
    */
-  claimed?(tx: Tx, ctx: AppContext, job: JobRow): void;
+  claimed?(tx: Tx, ctx: AppContext, job: JobRow): Promise<void>;
   /** Runs one attempt. Should not throw; a throw counts as a retry with the error as reason. */
   run(ctx: AppContext, job: JobRow): Promise<JobOutcome>;
 }
@@ -68,7 +68,7 @@ export function createJobRunner(ctx: AppContext, handlers: JobHandler[]): JobRun
     if (n <= 0) perPartition.delete(key);
     else perPartition.set(key, n);
   };
-  const onClaimed = (tx: Tx, job: JobRow) => byKind.get(job.kind)?.claimed?.(tx, ctx, job);
+  const onClaimed = async (tx: Tx, job: JobRow) => byKind.get(job.kind)?.claimed?.(tx, ctx, job);
 
   /** Runs one attempt and records its outcome; resolves with the saved status (never rejects). */
   async function execute(job: JobRow): Promise<JobStatus | undefined> {
@@ -105,13 +105,23 @@ export function createJobRunner(ctx: AppContext, handlers: JobHandler[]): JobRun
       return;
     }
     const free = ctx.config.jobs.concurrency - inflight.size;
-    if (free <= 0) return armTimer(ctx.clock.now().getTime());
+    if (free <= 0) return void armTimer(ctx.clock.now().getTime());
+    claiming = claimPass(free).finally(() => {
+      claiming = undefined;
+      if (wokenWhileClaiming) {
+        wokenWhileClaiming = false;
+        wake();
+      }
+    });
+  }
+
+  /** Reads the due jobs, claims those with a free slot, starts them once the claim is durable. */
+  async function claimPass(free: number): Promise<void> {
     // Partition slots taken by this claim, by job id: given back for any job not claimed after all.
     const reserved = new Map<string, string>();
     let seenAt = ctx.clock.now().getTime();
-    let claim: Promise<JobRow[]>;
     try {
-      claim = claimDue(
+      const claimed = await claimDue(
         ctx,
         free,
         scheduleOf,
@@ -127,36 +137,18 @@ export function createJobRunner(ctx: AppContext, handlers: JobHandler[]): JobRun
         onClaimed,
         kinds,
       );
+      for (const job of claimed) reserved.delete(job.id);
+      // Stopped meanwhile: the claimed jobs keep their lease and run again when it ends.
+      if (stopped) for (const job of claimed) release(partitionKey(job));
+      else for (const job of claimed) start(job);
     } catch (err) {
-      // Reading the due jobs failed (nothing was reserved): try again when the timer fires.
+      // Reading failed, or a claim that did commit is not known to be on disk: those jobs run
+      // again when their lease expires, like the job of a worker that died.
       ctx.log.error('claiming jobs failed', errorFields(err));
-      return armTimer(seenAt);
+    } finally {
+      for (const key of reserved.values()) release(key);
     }
-    // Nothing could start: no commit was made (claimDue resolved with []).
-    if (!reserved.size) return armTimer(seenAt);
-    claiming = claim
-      .then(
-        (claimed) => {
-          for (const job of claimed) reserved.delete(job.id);
-          // Stopped meanwhile: the claimed jobs keep their lease and are recovered at the next start.
-          if (stopped) for (const job of claimed) release(partitionKey(job));
-          else for (const job of claimed) start(job);
-        },
-        (err) => {
-          // A claim that did commit without being known to be on disk is retried when its
-          // lease expires, like the job of a worker that died.
-          ctx.log.error('claiming jobs failed', errorFields(err));
-        },
-      )
-      .finally(() => {
-        for (const key of reserved.values()) release(key);
-        claiming = undefined;
-        if (wokenWhileClaiming) {
-          wokenWhileClaiming = false;
-          wake();
-        }
-        armTimer(seenAt);
-      });
+    await armTimer(seenAt);
   }
 
   function start(job: JobRow): void {
@@ -172,17 +164,17 @@ export function createJobRunner(ctx: AppContext, handlers: JobHandler[]): JobRun
   }
 
   /** Sleeps until the first job due after `afterMs` (earlier ones were seen by the last claim). */
-  function armTimer(afterMs: number): void {
-    clearTimeout(timer);
-    if (stopped) return;
+  async function armTimer(afterMs: number): Promise<void> {
     let delay = MAX_SLEEP_MS;
     try {
-      const due = nextDueAt(ctx, afterMs);
+      const due = await nextDueAt(ctx, afterMs);
       if (due !== undefined) delay = Math.min(MAX_SLEEP_MS, Math.max(0, due - ctx.clock.now().getTime()));
     } catch (err) {
       ctx.log.error('reading the job queue failed', errorFields(err));
       delay = 1000;
     }
+    clearTimeout(timer);
+    if (stopped) return;
     timer = setTimeout(wake, Math.max(delay, 5));
     timer.unref();
   }
@@ -197,10 +189,10 @@ export function createJobRunner(ctx: AppContext, handlers: JobHandler[]): JobRun
     name: 'jobs',
     async start() {
       stopped = false;
-      const recovered = recoverJobs(ctx);
+      const recovered = await recoverJobs(ctx);
       if (recovered) ctx.log.info('jobs recovered', { count: recovered });
       ctx.onSignal('jobs', wake);
-      const committedElsewhere = externalCommits(ctx.db);
+      const committedElsewhere = ctx.store.externalCommits();
       externalTimer = setInterval(() => {
         try {
           if (committedElsewhere()) wake();
@@ -209,13 +201,7 @@ export function createJobRunner(ctx: AppContext, handlers: JobHandler[]): JobRun
         }
       }, EXTERNAL_CHECK_MS);
       externalTimer.unref();
-      const sweep = () => {
-        try {
-          sweepJobs(ctx);
-        } catch (err) {
-          ctx.log.error('sweeping jobs failed', errorFields(err));
-        }
-      };
+      const sweep = () => void sweepJobs(ctx).catch((err: unknown) => ctx.log.error('sweeping jobs failed', errorFields(err)));
       sweep();
       sweepTimer = setInterval(sweep, SWEEP_EVERY_MS);
       sweepTimer.unref();

@@ -8,10 +8,10 @@
 import { and, asc, eq, gt, inArray, lte, or, sql, type Placeholder, type SQL } from 'drizzle-orm';
 import type { AppContext } from '../context.ts';
 import type { Db, Tx } from '../db/client.ts';
-import { commitGrouped } from '../db/group-commit.ts';
 import { preparedQuery } from '../db/prepared.ts';
 import { jobs } from '../db/schema.ts';
 import { newId } from '../ids.ts';
+import { changes } from '../store/store.ts';
 
 export type JobRow = typeof jobs.$inferSelect;
 export type JobStatus = 'queued' | 'running' | 'done' | 'failed';
@@ -21,13 +21,15 @@ export type JobStatus = 'queued' | 'running' | 'done' | 'failed';
  * outcome, so a state change and the job's end are saved together.
  */
 export type JobOutcome =
-  | { kind: 'ok'; commit?: (tx: Tx) => void }
-  | { kind: 'retry'; reason: string; delayMs?: number; commit?: (tx: Tx) => void }
-  | { kind: 'fail'; reason: string; commit?: (tx: Tx) => void };
+  | { kind: 'ok'; commit?: Commit }
+  | { kind: 'retry'; reason: string; delayMs?: number; commit?: Commit }
+  | { kind: 'fail'; reason: string; commit?: Commit };
+/** Writes that commit together with a job's outcome (`tx` is the outcome's transaction). */
+export type Commit = (tx: Tx) => Promise<unknown>;
 
-export const ok = (commit?: (tx: Tx) => void): JobOutcome => ({ kind: 'ok', commit });
-export const retry = (reason: string, commit?: (tx: Tx) => void, delayMs?: number): JobOutcome => ({ kind: 'retry', reason, commit, delayMs });
-export const fail = (reason: string, commit?: (tx: Tx) => void): JobOutcome => ({ kind: 'fail', reason, commit });
+export const ok = (commit?: Commit): JobOutcome => ({ kind: 'ok', commit });
+export const retry = (reason: string, commit?: Commit, delayMs?: number): JobOutcome => ({ kind: 'retry', reason, commit, delayMs });
+export const fail = (reason: string, commit?: Commit): JobOutcome => ({ kind: 'fail', reason, commit });
 
 export interface EnqueueInput {
   kind: string;
@@ -46,10 +48,10 @@ export interface EnqueueInput {
  * After the transaction commits, call `ctx.notify('jobs')` so the runner starts it without
  * waiting for a timer.
  */
-export function enqueueJob(db: Db, now: Date, input: EnqueueInput): string {
+export async function enqueueJob(db: Db, now: Date, input: EnqueueInput): Promise<string> {
   const id = newId('job', now.getTime());
   const iso = now.toISOString();
-  preparedQuery(db, insertJob).run({
+  await preparedQuery(db, insertJob).run({
     id,
     kind: input.kind,
     payload: JSON.stringify(input.payload),
@@ -131,28 +133,28 @@ export type JobCandidate = Pick<JobRow, 'id' | 'kind' | 'partition' | 'attempts'
  * not throw. A chosen job that changed meanwhile is left out of the result. Throws when the
  * read fails; rejects when the commit does.
  */
-export function claimDue(
+export async function claimDue(
   ctx: AppContext,
   limit: number,
   scheduleOf: (kind: string) => number[],
   accept: (job: JobCandidate) => boolean = () => true,
-  claimed?: (tx: Tx, job: JobRow) => void,
+  claimed?: (tx: Tx, job: JobRow) => Promise<void>,
   kinds?: string[],
 ): Promise<JobRow[]> {
   const window = { now: ctx.clock.now().getTime(), limit: Math.max(limit * 2, 16) };
-  const expired = preparedQuery(ctx.db, leaseExpired).all(window);
+  const expired = await preparedQuery(ctx.db, leaseExpired).all(window);
   // With `kinds`, a window of due jobs per kind: thousands of spooled messages waiting for their
   // one processing slot must not fill the window and starve webhook deliveries and sends.
   const queued = kinds
-    ? kinds.flatMap((kind) => preparedQuery(ctx.db, dueQueuedOfKind).all({ ...window, kind }))
-    : preparedQuery(ctx.db, dueQueued).all(window);
+    ? (await Promise.all(kinds.map((kind) => preparedQuery(ctx.db, dueQueuedOfKind).all({ ...window, kind })))).flat()
+    : await preparedQuery(ctx.db, dueQueued).all(window);
   const chosen: JobCandidate[] = [];
   for (const job of expired.length || kinds ? [...expired, ...queued].sort((a, b) => a.runAt - b.runAt) : queued) {
     if (chosen.length >= limit) break;
     if (accept(job)) chosen.push(job);
   }
-  if (!chosen.length) return Promise.resolve([]);
-  return commitGrouped(ctx.db, (tx) => {
+  if (!chosen.length) return [];
+  return ctx.store.grouped(async (tx) => {
     const now = ctx.clock.now();
     const nowMs = now.getTime();
     const taken: JobRow[] = [];
@@ -160,7 +162,7 @@ export function claimDue(
       const schedule = scheduleOf(job.kind);
       const attempts = job.attempts + 1;
       const nextDelay = schedule.length ? schedule[Math.min(attempts - 1, schedule.length - 1)] : 60_000;
-      const row = preparedQuery(ctx.db, claimOne).get({
+      const row = await preparedQuery(tx, claimOne).get({
         id: job.id,
         attempts: job.attempts,
         now: nowMs,
@@ -169,7 +171,7 @@ export function claimDue(
         updatedAt: now.toISOString(),
       });
       if (!row) continue;
-      claimed?.(tx, row);
+      await claimed?.(tx, row);
       taken.push(row);
     }
     return taken;
@@ -183,8 +185,8 @@ export function claimDue(
  */
 export function finishJob(ctx: AppContext, job: JobRow, outcome: JobOutcome): Promise<JobStatus> {
   const now = ctx.clock.now();
-  return commitGrouped(ctx.db, (tx) => {
-    outcome.commit?.(tx);
+  return ctx.store.grouped(async (tx) => {
+    await outcome.commit?.(tx);
     let status: JobStatus;
     // null keeps the column as it is (lastError of an earlier attempt, the claim's runAt).
     let lastError: string | null = null;
@@ -200,7 +202,7 @@ export function finishJob(ctx: AppContext, job: JobRow, outcome: JobOutcome): Pr
       lastError = outcome.reason;
     }
     const iso = now.toISOString();
-    preparedQuery(ctx.db, finishOne).run({ id: job.id, status, lastError, runAt, finishedAt: status === 'queued' ? null : iso, updatedAt: iso });
+    await preparedQuery(tx, finishOne).run({ id: job.id, status, lastError, runAt, finishedAt: status === 'queued' ? null : iso, updatedAt: iso });
     return status;
   });
 }
@@ -223,24 +225,26 @@ const finishOne = (db: Db) =>
  * At start: a job left `running` belonged to a process that is gone. It is made due at once
  * (the attempt it was on already counts), so a crash delays work by a restart, not a lease.
  */
-export function recoverJobs(ctx: AppContext): number {
+export async function recoverJobs(ctx: AppContext): Promise<number> {
   const now = ctx.clock.now();
-  return ctx.db
+  const r = await ctx.db
     .update(jobs)
-    .set({ status: 'queued', leaseUntil: null, runAt: sql`min(${jobs.runAt}, ${now.getTime()})`, updatedAt: now.toISOString() })
+    .set({ status: 'queued', leaseUntil: null, runAt: sql`CASE WHEN ${jobs.runAt} < ${now.getTime()} THEN ${jobs.runAt} ELSE ${now.getTime()} END`, updatedAt: now.toISOString() })
     .where(eq(jobs.status, 'running'))
-    .run().changes;
+    .run();
+  return changes(r);
 }
 
 /** Deletes finished jobs older than `jobs.retention` (not those holding spooled mail). */
-export function sweepJobs(ctx: AppContext): number {
+export async function sweepJobs(ctx: AppContext): Promise<number> {
   const cutoff = new Date(ctx.clock.now().getTime() - ctx.config.jobs.retention).toISOString();
-  return ctx.db
+  const r = await ctx.db
     .delete(jobs)
     // A failed job whose message bytes are still spooled (src/domain/spool.ts) is kept: those
     // bytes are mail answered 250, waiting for `mailroom queue --retry`.
     .where(and(inArray(jobs.status, ['done', 'failed']), lte(jobs.finishedAt, cutoff), sql`NOT EXISTS (SELECT 1 FROM spooled_messages WHERE job_id = ${jobs.id})`))
-    .run().changes;
+    .run();
+  return changes(r);
 }
 
 // Both are answered from the start of an index (status, run_at), or from the few running rows.
@@ -262,17 +266,17 @@ const nextLeaseEnd = (db: Db) =>
  * will. Jobs already due at `afterMs` are not counted: the runner's last claim saw them, and
  * the ones it left were in partitions at their limit, which a finishing job wakes it for.
  */
-export function nextDueAt(ctx: AppContext, afterMs: number): number | undefined {
-  const times = [preparedQuery(ctx.db, nextQueued).get({ after: afterMs })?.at, preparedQuery(ctx.db, nextLeaseEnd).get({ after: afterMs })?.at].filter(
+export async function nextDueAt(ctx: AppContext, afterMs: number): Promise<number | undefined> {
+  const times = [(await preparedQuery(ctx.db, nextQueued).get({ after: afterMs }))?.at, (await preparedQuery(ctx.db, nextLeaseEnd).get({ after: afterMs }))?.at].filter(
     (t): t is number => typeof t === 'number',
   );
   return times.length ? Math.min(...times) : undefined;
 }
 
-export function listJobs(ctx: AppContext, statuses: JobStatus[], limit = 200): JobRow[] {
+export function listJobs(ctx: AppContext, statuses: JobStatus[], limit = 200): Promise<JobRow[]> {
   return ctx.db.select().from(jobs).where(inArray(jobs.status, statuses)).orderBy(asc(jobs.runAt)).limit(limit).all();
 }
 
-export function getJob(ctx: AppContext, id: string): JobRow | undefined {
+export function getJob(ctx: AppContext, id: string): Promise<JobRow | undefined> {
   return ctx.db.select().from(jobs).where(eq(jobs.id, id)).get();
 }

@@ -227,7 +227,7 @@ export const TOOLS: Tool[] = [
     description: `Get an attachment: filename, type, size, a presigned download URL (no key needed, valid for a while) and \`text\`: the text of text, HTML, PDF and DOCX files as GET /attachments/{attachmentId}/text gives it, null for other types and for files it cannot read (GET /attachments/{attachmentId}). ${UNTRUSTED_CONTENT}`,
     write: false,
     input: z.strictObject({ attachmentId: id('attachment (att_…)') }),
-    run: async (call, { attachmentId }) => ({ ...getAttachment(call.ctx, call.accountId, attachmentId), ...(await textOf(call, attachmentId)) }),
+    run: async (call, { attachmentId }) => ({ ...(await getAttachment(call.ctx, call.accountId, attachmentId)), ...(await textOf(call, attachmentId)) }),
   }),
   tool({
     name: 'wait_for_message',
@@ -283,7 +283,7 @@ export const TOOLS: Tool[] = [
     destructive: true,
     input: z.strictObject({ draftId: DraftId }),
     run: async ({ ctx, accountId }, { draftId }) => {
-      deleteDraft(ctx, accountId, draftId);
+      await deleteDraft(ctx, accountId, draftId);
       return { id: draftId, deleted: true };
     },
   }),

@@ -34,7 +34,7 @@ function keyObject(pem: string): KeyObject {
  * holds no key for the domain (mail then goes unsigned rather than not at all).
  */
 export async function signMessage(ctx: AppContext, raw: Buffer, domainName: string): Promise<Buffer> {
-  const key = signingKeyFor(ctx, domainName);
+  const key = await signingKeyFor(ctx, domainName);
   if (!key) return raw;
   // What dkim-signer's DKIMSign does, with the signature step made asynchronous.
   const email = raw.toString('utf8');

@@ -161,17 +161,21 @@ export function createSmtpService(ctx: AppContext): SmtpService {
           cb();
         },
         onRcptTo(address, session, cb) {
-          try {
-            const bounce = resolveBounceRecipient(ctx, address.address);
+          void (async () => {
+            const bounce = await resolveBounceRecipient(ctx, address.address);
             if (bounce) (address as Recipient).bounce = bounce;
             // The sender is checked against the inbox's receive lists here, before any data.
-            else (address as Recipient).inbox = resolveRecipient(ctx, address.address, session.envelope.mailFrom ? session.envelope.mailFrom.address : '');
-            countSmtpRecipient(ctx, 'accepted');
-            cb();
-          } catch (err) {
-            countSmtpRecipient(ctx, 'rejected');
-            cb(replyFor(err));
-          }
+            else (address as Recipient).inbox = await resolveRecipient(ctx, address.address, session.envelope.mailFrom ? session.envelope.mailFrom.address : '');
+          })().then(
+            () => {
+              countSmtpRecipient(ctx, 'accepted');
+              cb();
+            },
+            (err: unknown) => {
+              countSmtpRecipient(ctx, 'rejected');
+              cb(replyFor(err));
+            },
+          );
         },
         onData,
       });

@@ -77,18 +77,20 @@ export function createSubmissionService(ctx: AppContext): SubmissionService {
 
   const onAuth = (auth: SMTPServerAuthentication, session: SMTPServerSession, cb: (err: Error | null | undefined, response?: SMTPServerAuthenticationResponse) => void) => {
     const client = clientKey(session.remoteAddress);
-    try {
-      const who = authenticateSubmitter(ctx, auth.username ?? '', auth.password ?? '');
-      failures.succeeded(client);
-      countSubmissionAuth(ctx, 'accepted');
-      ctx.log.info('submission login', { session: session.id, remote: session.remoteAddress, inboxId: who.inboxId, keyId: who.keyId });
-      cb(null, { user: who });
-    } catch (err) {
-      failures.failed(client);
-      countSubmissionAuth(ctx, 'rejected');
-      ctx.log.info('submission login refused', { session: session.id, remote: session.remoteAddress, method: auth.method });
-      cb(smtpReply(535, '5.7.8', 'authentication credentials invalid'));
-    }
+    void authenticateSubmitter(ctx, auth.username ?? '', auth.password ?? '').then(
+      (who) => {
+        failures.succeeded(client);
+        countSubmissionAuth(ctx, 'accepted');
+        ctx.log.info('submission login', { session: session.id, remote: session.remoteAddress, inboxId: who.inboxId, keyId: who.keyId });
+        cb(null, { user: who });
+      },
+      () => {
+        failures.failed(client);
+        countSubmissionAuth(ctx, 'rejected');
+        ctx.log.info('submission login refused', { session: session.id, remote: session.remoteAddress, method: auth.method });
+        cb(smtpReply(535, '5.7.8', 'authentication credentials invalid'));
+      },
+    );
   };
 
   const onData = (stream: SMTPServerDataStream, session: SubmissionSession, callback: (err?: Error | null, message?: string) => void) => {
@@ -173,13 +175,11 @@ export function createSubmissionService(ctx: AppContext): SubmissionService {
         maxRecipients: MAX_RECIPIENTS,
         onAuth,
         onMailFrom(address, session: SubmissionSession, cb) {
-          try {
-            checkSubmissionSender(ctx, session.user!, address.address);
-            cb();
-          } catch (err) {
+          void checkSubmissionSender(ctx, session.user!, address.address).then(
+            () => cb(),
             // Postfix's reject_sender_login_mismatch answers the same: 553 5.7.1.
-            cb((err as { code?: string }).code === 'FORBIDDEN' ? smtpReply(553, '5.7.1', (err as Error).message) : replyFor(err));
-          }
+            (err: unknown) => cb((err as { code?: string }).code === 'FORBIDDEN' ? smtpReply(553, '5.7.1', (err as Error).message) : replyFor(err)),
+          );
         },
         onRcptTo(address, _session, cb) {
           try {

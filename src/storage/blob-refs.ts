@@ -2,13 +2,31 @@
 // delivery reached, one attachment by every message that carried the same bytes
 // (Blobs.contentKey). It is removed when the last row naming it goes.
 import type { AppContext } from '../context.ts';
+import type { Db } from '../db/client.ts';
+import { preparedQuery, preparedRows } from '../db/prepared.ts';
 import { errorFields } from '../log.ts';
 
-const NAMED = 'SELECT 1 FROM messages WHERE raw_path = @rel UNION ALL SELECT 1 FROM attachments WHERE storage_path = @rel LIMIT 1';
+const named = (db: Db) =>
+  preparedRows<[string, string], [number]>(db, 'SELECT 1 FROM messages WHERE raw_path = ? UNION ALL SELECT 1 FROM attachments WHERE storage_path = ? LIMIT 1');
 
 /** True when a message or attachment row names `rel`. */
-export function blobReferenced(ctx: AppContext, rel: string): boolean {
-  return ctx.db.$client.prepare(NAMED).pluck().get({ rel }) !== undefined;
+export async function blobReferenced(db: Db, rel: string): Promise<boolean> {
+  return (await preparedQuery(db, named).get(rel, rel)) !== undefined;
+}
+
+/**
+ * Removes the files among `rels` that no row names now. Checked and removed inside one
+ * transaction: no commit of a row naming the file can come in between (such a commit puts a
+ * shared file back if it is gone, Blobs.ensureSync, and it runs in a transaction too).
+ */
+export function removeUnreferenced(ctx: AppContext, rels: Iterable<string | null | undefined>): Promise<number> {
+  return ctx.store.transaction(async (tx) => {
+    let removed = 0;
+    for (const rel of new Set(rels)) {
+      if (rel && !(await blobReferenced(tx, rel))) removed += ctx.blobs.remove(rel);
+    }
+    return removed;
+  });
 }
 
 /**
@@ -16,9 +34,9 @@ export function blobReferenced(ctx: AppContext, rel: string): boolean {
  * names now. Never throws: it runs after a commit that has already happened, and a file it
  * could not remove is left to the hourly orphan sweep (src/storage/orphans.ts).
  */
-export function releaseBlobs(ctx: AppContext, rels: Iterable<string | null | undefined>): void {
+export async function releaseBlobs(ctx: AppContext, rels: Iterable<string | null | undefined>): Promise<void> {
   try {
-    ctx.blobs.removeUnreferenced(rels, (rel) => blobReferenced(ctx, rel));
+    await removeUnreferenced(ctx, rels);
   } catch (err) {
     ctx.log.warn('stored files not removed; the orphan sweep will', errorFields(err));
   }

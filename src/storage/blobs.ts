@@ -208,23 +208,15 @@ export class Blobs {
     return createReadStream(this.path(rel));
   }
 
-  /**
-   * Removes each file no row refers to any more, checking and unlinking in one synchronous
-   * step: no commit of a row naming the file can come in between (see contentKey). Files still
-   * named by a row stay; missing files are fine.
-   */
-  removeUnreferenced(rels: Iterable<string | null | undefined>, referenced: (rel: string) => boolean): number {
-    let removed = 0;
-    for (const rel of new Set(rels)) {
-      if (!rel || referenced(rel)) continue;
-      try {
-        unlinkSync(this.path(rel));
-        removed++;
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-      }
+  /** Removes the file at `rel`; answers 1, or 0 when it was not there (src/storage/blob-refs.ts decides when). */
+  remove(rel: string): number {
+    try {
+      unlinkSync(this.path(rel));
+      return 1;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      return 0;
     }
-    return removed;
   }
 
   /**

@@ -5,7 +5,7 @@
 import { promises as fs } from 'node:fs';
 import { join, relative } from 'node:path';
 import type { AppContext } from '../context.ts';
-import { blobReferenced } from './blob-refs.ts';
+import { removeUnreferenced } from './blob-refs.ts';
 
 export const ORPHAN_AGE_MS = 3_600_000;
 
@@ -36,8 +36,8 @@ export async function sweepOrphanBlobs(ctx: AppContext): Promise<{ removed: numb
         await fs.rm(abs, { force: true });
         removed++;
       } else {
-        // Checked and removed in one synchronous step (a shared file may gain a row any moment).
-        removed += ctx.blobs.removeUnreferenced([relative(root, abs)], (rel) => blobReferenced(ctx, rel));
+        // Checked and removed in one transaction (a shared file may gain a row any moment).
+        removed += await removeUnreferenced(ctx, [relative(root, abs)]);
       }
     }
   }

@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { drizzle as drizzleSqlite } from 'drizzle-orm/better-sqlite3';
 import { join } from 'node:path';
 import type pg from 'pg';
-import { openConnection, type Db as SqliteDb } from '../db/client.ts';
+import { openConnection, type FileDb } from '../db/client.ts';
 import { migrateDatabase, readMigrations } from '../db/migrate.ts';
 import { connectPostgres } from './postgres.ts';
 
@@ -89,7 +89,7 @@ export async function migrateStore(opts: { dataDir: string; databaseUrl?: string
       return exists ? (client.prepare('SELECT count(*) FROM __drizzle_migrations').pluck().get() as number) : 0;
     };
     const before = countApplied();
-    migrateDatabase(drizzleSqlite(client) as SqliteDb);
+    migrateDatabase(drizzleSqlite(client) as FileDb);
     const current = countApplied();
     return { applied: current - before, current, total: readMigrations().length, location: file };
   } finally {

@@ -2,7 +2,7 @@
 // embedded SQLite file under the data directory. Either way the schema is brought up to date.
 import { drizzle } from 'drizzle-orm/better-sqlite3';
 import { join } from 'node:path';
-import { openConnection, type Db as SqliteDb } from '../db/client.ts';
+import { openConnection, type FileDb } from '../db/client.ts';
 import { migrateDatabase } from '../db/migrate.ts';
 import { migratePostgres } from './migrate.ts';
 import { connectPostgres, PostgresStore } from './postgres.ts';
@@ -27,6 +27,6 @@ export async function openStore(opts: StoreOptions): Promise<Store> {
     return new PostgresStore(pool);
   }
   const client = openConnection(join(opts.dataDir, 'mailroom.db'));
-  migrateDatabase(drizzle(client) as SqliteDb);
+  migrateDatabase(drizzle(client) as FileDb);
   return new SqliteStore(client);
 }

@@ -1,13 +1,28 @@
-// drizzle's SQLite dialect writes `?` placeholders; PostgreSQL wants `$1, $2, …`. The rewrite
-// skips quoted text ('…', "…") and comments, where a `?` is not a placeholder. Results are
-// kept per SQL text: the same few hundred statements run all day.
+// Statements are written once, in the SQL both engines share (drizzle's SQLite dialect writes
+// it); toPostgres() makes the few differences good for PostgreSQL:
+//
+// - `?` placeholders become `$1, $2, …` (quoted text ('…', "…") and comments skipped);
+// - `json_each(?)`, the IN-list of a JSON array, becomes json_array_elements_text (its rows are
+//   named `value` too);
+// - `json_extract(col, '$.key')` becomes `(col::jsonb ->> 'key')`.
+//
+// Results are kept per SQL text: the same few hundred statements run all day.
 
 const cache = new Map<string, string>();
 const CACHE_SIZE = 1000;
 
-export function toNumberedPlaceholders(source: string): string {
+const JSON_EXTRACT = /json_extract\(((?:"\w+"\.)?"\w+"|\w+(?:\.\w+)?), '\$\.(\w+)'\)/g;
+
+export function toPostgres(source: string): string {
   const hit = cache.get(source);
   if (hit !== undefined) return hit;
+  const out = numberPlaceholders(source.replaceAll('json_each(', 'json_array_elements_text(').replace(JSON_EXTRACT, "($1::jsonb ->> '$2')"));
+  if (cache.size >= CACHE_SIZE) cache.delete(cache.keys().next().value!);
+  cache.set(source, out);
+  return out;
+}
+
+export function numberPlaceholders(source: string): string {
   let out = '';
   let n = 0;
   for (let i = 0; i < source.length; i++) {
@@ -27,8 +42,6 @@ export function toNumberedPlaceholders(source: string): string {
       out += c;
     }
   }
-  if (cache.size >= CACHE_SIZE) cache.delete(cache.keys().next().value!);
-  cache.set(source, out);
   return out;
 }
 

@@ -3,10 +3,21 @@
 // resolved promise. A transaction holds a gate: statements from outside it wait until it
 // commits instead of landing in it (they would, on the one connection).
 import type Database from 'better-sqlite3';
-import { currentTransaction, handleFor, type Db, type Executor, type Method, type Store, StoreBase } from './store.ts';
+import { promises as fs } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
+import { handleFor, openFrame, runHooks, runWork, type Db, type TxFrame, type Executor, type Method, type Store, StoreBase } from './store.ts';
 
 /** Distinct SQL texts kept compiled; `IN (?, ?, …)` lists of varying length make new texts. */
 const STATEMENT_CACHE_SIZE = 500;
+
+/** Most writers in one grouped transaction: bounds how long one batch holds the connection. */
+const MAX_BATCH = 256;
+
+interface Pending {
+  work: (tx: Db) => Promise<unknown>;
+  resolve: (value: unknown) => void;
+  reject: (err: unknown) => void;
+}
 
 class Gate {
   private waiting: Array<() => void> = [];
@@ -32,19 +43,23 @@ export class SqliteStore extends StoreBase implements Store {
   readonly db: Db;
   private readonly gate = new Gate();
   private readonly statements = new Map<string, Database.Statement>();
-  /** The handle of the transaction holding the gate, if any. */
-  private active: Db | null = null;
+  /** The transaction holding the gate, if any. */
+  private active: TxFrame | null = null;
   private readonly txDb: Db;
 
   constructor(readonly client: Database.Database) {
     super();
-    const direct: Executor = { exec: async (source, params, method) => this.execute(source, params, method) };
+    const inTransaction: Executor = {
+      exec: async (source, params, method) => {
+        if (!this.active || openFrame(this) !== this.active) throw new Error('a transaction handle used outside its transaction');
+        return this.execute(source, params, method);
+      },
+    };
     const outside: Executor = {
       exec: async (source, params, method) => {
         if (!this.gate.held) return this.execute(source, params, method);
-        if (this.active && currentTransaction.getStore() === this.active) {
-          throw new Error('a statement on the store handle inside a transaction: use the transaction handle');
-        }
+        // Inside a transaction's call chain the store's handle is the transaction's (Store.transaction).
+        if (this.active && openFrame(this) === this.active) return this.execute(source, params, method);
         await this.gate.enter();
         try {
           return this.execute(source, params, method);
@@ -54,25 +69,26 @@ export class SqliteStore extends StoreBase implements Store {
       },
     };
     this.db = handleFor(outside);
-    this.txDb = handleFor(direct);
+    this.txDb = handleFor(inTransaction);
   }
 
   async transaction<T>(work: (tx: Db) => Promise<T>): Promise<T> {
-    const joined = currentTransaction.getStore();
-    if (joined && joined === this.active) return work(joined);
+    const joined = openFrame(this);
+    if (joined && joined === this.active) return work(joined.db);
     await this.gate.enter();
-    const tx = this.txDb;
-    this.active = tx;
+    const frame = this.frame();
+    this.active = frame;
     try {
       this.statement('BEGIN IMMEDIATE').run();
       let result: T;
       try {
-        result = await currentTransaction.run(tx, () => work(tx));
+        result = await runWork(frame, work);
       } catch (err) {
         if (this.client.inTransaction) this.statement('ROLLBACK').run();
         throw err;
       }
       this.statement('COMMIT').run();
+      runHooks(frame);
       return result;
     } finally {
       this.active = null;
@@ -80,8 +96,151 @@ export class SqliteStore extends StoreBase implements Store {
     }
   }
 
+  grouped<T>(work: (tx: Db) => Promise<T>): Promise<T> {
+    const joined = openFrame(this);
+    if (joined && joined === this.active) return work(joined.db);
+    return new Promise<T>((resolve, reject) => {
+      this.queue.push({ work, resolve: resolve as (v: unknown) => void, reject });
+      this.scheduleBatch();
+    });
+  }
+
+  externalCommits(): () => boolean {
+    // SQLite's data_version changes only for commits made by other connections, so the
+    // server's own writes never trip it; one pragma read costs ~1 µs.
+    const version = this.client.prepare('PRAGMA data_version').pluck();
+    let seen = version.get() as number;
+    return () => {
+      const now = version.get() as number;
+      if (now === seen) return false;
+      seen = now;
+      return true;
+    };
+  }
+
+  async checkpoint(): Promise<void> {
+    // The log is copied into the database and truncated to zero bytes, so page images of
+    // deleted rows do not linger in it. Best effort: readers in progress may keep some frames.
+    await this.gate.enter();
+    try {
+      this.client.pragma('wal_checkpoint(TRUNCATE)');
+    } finally {
+      this.gate.leave();
+    }
+  }
+
+  async lock(): Promise<void> {}
+
+  async ping(): Promise<void> {
+    this.statement('SELECT 1').get();
+  }
+
+  private frame(): TxFrame {
+    return { owner: this, db: this.txDb, hooks: [], open: true };
+  }
+
   async close(): Promise<void> {
+    const handle = this.walHandle;
+    this.walHandle = undefined;
+    await handle?.then((fh) => fh.close()).catch(() => undefined);
     this.client.close();
+  }
+
+  // Group commit: the writers of one moment share one COMMIT and one fsync of the WAL.
+
+  private queue: Pending[] = [];
+  private batchScheduled = false;
+  private walHandle: Promise<FileHandle> | undefined;
+
+  /** The WAL file this connection commits to ('' for an in-memory database). */
+  private get wal(): string {
+    const name = this.client.name;
+    return this.client.memory || !name || name === ':memory:' ? '' : `${name}-wal`;
+  }
+
+  private scheduleBatch(): void {
+    if (this.batchScheduled) return;
+    this.batchScheduled = true;
+    // setImmediate runs after the current poll phase, so every writer whose files finished
+    // in the same turn of the event loop joins this batch; while a batch commits the next one
+    // fills up, so batches grow with the load by themselves.
+    setImmediate(() => {
+      this.batchScheduled = false;
+      void this.flush();
+    });
+  }
+
+  private async flush(): Promise<void> {
+    const batch = this.queue.splice(0, MAX_BATCH);
+    if (this.queue.length) this.scheduleBatch();
+    if (batch.length === 0) return;
+    const outcomes: Array<{ ok: true; value: unknown; frame: TxFrame } | { ok: false; err: unknown }> = [];
+    // The COMMIT skips SQLite's own WAL fsync (synchronous=NORMAL for this one transaction) and
+    // the WAL is fsynced in the libuv pool below, so the event loop keeps serving SMTP sessions
+    // during the flush. Other writers on the connection keep FULL: their own fsyncs cover these
+    // frames too. Checkpoints still sync in NORMAL mode.
+    const deferSync = this.wal !== '';
+    await this.gate.enter();
+    try {
+      if (deferSync) this.client.pragma('synchronous = NORMAL');
+      this.statement('BEGIN IMMEDIATE').run();
+      for (const p of batch) {
+        // Alone, a writer needs no savepoint: a throw rolls back the whole transaction.
+        const alone = batch.length === 1;
+        if (!alone) this.statement('SAVEPOINT grouped').run();
+        const frame = this.frame();
+        this.active = frame;
+        try {
+          outcomes.push({ ok: true, value: await runWork(frame, p.work), frame });
+          if (!alone) this.statement('RELEASE grouped').run();
+        } catch (err) {
+          // Some errors (a full disk) end the whole transaction: nothing of the batch is kept.
+          if (alone || !this.client.inTransaction) throw err;
+          this.statement('ROLLBACK TO grouped').run();
+          this.statement('RELEASE grouped').run();
+          outcomes.push({ ok: false, err });
+        }
+      }
+      this.statement('COMMIT').run();
+    } catch (err) {
+      if (this.client.inTransaction) this.statement('ROLLBACK').run();
+      for (const p of batch) p.reject(err);
+      return;
+    } finally {
+      if (deferSync) this.client.pragma('synchronous = FULL');
+      this.active = null;
+      this.gate.leave();
+    }
+    const settle = (syncErr?: unknown) =>
+      batch.forEach((p, i) => {
+        const o = outcomes[i];
+        // Committed but not known to be on disk: report failure (the sender retries; a
+        // duplicate copy is better than a 250 for mail that could be lost).
+        if (o.ok) runHooks(o.frame);
+        if (syncErr !== undefined && o.ok) p.reject(syncErr);
+        else if (o.ok) p.resolve(o.value);
+        else p.reject(o.err);
+      });
+    if (!deferSync || !outcomes.some((o) => o.ok)) return settle();
+    await this.syncWal().then(() => settle(), settle);
+  }
+
+  /**
+   * fsync of the WAL through one descriptor kept open (any descriptor of a file flushes its
+   * data): an open and a close per batch cost more than the fsync's own CPU (bench/ profile of
+   * SMTP spooling). SQLite keeps the WAL file while this connection is open and rewrites it in
+   * place. On any error the descriptor is dropped and the next batch opens the file again.
+   */
+  private async syncWal(): Promise<void> {
+    this.walHandle ??= fs.open(this.wal, 'r+');
+    const handle = this.walHandle;
+    try {
+      await (await handle).sync();
+    } catch (err) {
+      if (this.walHandle === handle) this.walHandle = undefined;
+      void handle.then((fh) => fh.close()).catch(() => undefined);
+      throw err;
+    }
   }
 
   private execute(source: string, params: unknown[], method: Method): { rows: unknown; changes?: number } {

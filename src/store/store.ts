@@ -27,15 +27,39 @@ export interface Store {
   readonly db: Db;
   /**
    * Runs `work` in one transaction on one connection and commits when it resolves (rolls back
-   * when it throws). Every statement of the work must go through `tx`. Called from inside
-   * another transaction, it joins that one: a function that needs atomicity can ask for it
-   * without knowing whether its caller already holds a transaction.
+   * when it throws). Every statement made in the work's call chain runs in the transaction,
+   * whether on `tx` or on the store's own handle (`db`): a read helper called from inside a
+   * transaction sees, and locks, what the transaction does. Called from inside another
+   * transaction, it joins that one: a function that needs atomicity can ask for it without
+   * knowing whether its caller already holds a transaction.
    */
   transaction<T>(work: (tx: Db) => Promise<T>): Promise<T>;
+  /**
+   * Like transaction(), for the writes of many concurrent callers (inbound mail on 50 SMTP
+   * sessions): SQLite runs a moment's callers in one transaction, one savepoint each, and
+   * fsyncs once; PostgreSQL runs each in its own transaction (the server groups the commits).
+   * Resolves once the work is durable; a callback that throws rolls back only its own rows.
+   */
+  grouped<T>(work: (tx: Db) => Promise<T>): Promise<T>;
   /** Raw SQL for what the query builder cannot say; `?` placeholders; rows as arrays. */
   rows<R extends unknown[]>(db: Db, source: string, params?: unknown[]): Promise<R[]>;
   /** Raw SQL without rows; answers the number of rows changed. */
   run(db: Db, source: string, params?: unknown[]): Promise<number>;
+  /**
+   * Inside a transaction: waits until no other transaction holds `key`, then holds it until
+   * this one ends. For decisions that read then write (numbering a replay): SQLite's one
+   * writer at a time holds every key already; PostgreSQL takes an advisory lock.
+   */
+  lock(tx: Db, key: string): Promise<void>;
+  /**
+   * A probe answering true when another process (a CLI command, another node) may have
+   * committed since its previous call, so waiting work is looked for again.
+   */
+  externalCommits(): () => boolean;
+  /** Drops what deleted rows may have left behind (SQLite: the write-ahead log's copies). */
+  checkpoint(): Promise<void>;
+  /** Answers when the database answers (the health check). */
+  ping(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -47,6 +71,11 @@ export function handleFor(executor: Executor): Db {
     const r = await executor.exec(source, params, method);
     return r as { rows: unknown[] };
   });
+  // drizzle's own transaction() would send BEGIN through the executor, outside the store's
+  // bookkeeping (on the one SQLite connection, or any pooled PostgreSQL one).
+  db.transaction = () => {
+    throw new Error('use Store.transaction');
+  };
   executors.set(db, executor);
   return db;
 }
@@ -62,8 +91,51 @@ export function changes(result: unknown): number {
   return (result as { changes?: number }).changes ?? 0;
 }
 
+/** One open transaction, as the async call chain of its work sees it. */
+export interface TxFrame<C = unknown> {
+  /** The store whose transaction it is. */
+  readonly owner: object;
+  readonly db: Db;
+  /** The PostgreSQL connection it holds. */
+  readonly client?: C;
+  /** Run after the commit (afterCommit). */
+  readonly hooks: Array<() => void>;
+  /** False once the work is over: a call chain it left running no longer joins it. */
+  open: boolean;
+}
+
 /** The transaction the current async call chain runs in, if any (see Store.transaction). */
-export const currentTransaction = new AsyncLocalStorage<Db>();
+export const currentTransaction = new AsyncLocalStorage<TxFrame>();
+
+/** The open transaction of `owner` the current call chain runs in, if any. */
+export function openFrame<C>(owner: object): TxFrame<C> | undefined {
+  const f = currentTransaction.getStore();
+  return f?.open && f.owner === owner ? (f as TxFrame<C>) : undefined;
+}
+
+/**
+ * Runs `fn` once the transaction the caller is in has committed (never, if it rolls back);
+ * outside a transaction, in a microtask. For notifications that others may now read a change.
+ */
+export function afterCommit(fn: () => void): void {
+  const f = currentTransaction.getStore();
+  if (f?.open) f.hooks.push(fn);
+  else queueMicrotask(fn);
+}
+
+/** For the adapters: runs one transaction's `work` in `frame`; the frame closes when it ends. */
+export async function runWork<T>(frame: TxFrame, work: (tx: Db) => Promise<T>): Promise<T> {
+  try {
+    return await currentTransaction.run(frame, () => work(frame.db));
+  } finally {
+    frame.open = false;
+  }
+}
+
+/** For the adapters: runs the hooks of a committed transaction. */
+export function runHooks(frame: TxFrame): void {
+  for (const fn of frame.hooks) queueMicrotask(fn);
+}
 
 export async function rawRows<R extends unknown[]>(db: Db, source: string, params: unknown[] = []): Promise<R[]> {
   return (await executorOf(db).exec(source, params, 'all')).rows as R[];

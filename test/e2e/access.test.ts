@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { idempotencyKeys } from '../../src/db/schema.ts';
 import { createApiKey } from '../../src/domain/apikeys.ts';
 import { createHttpApp } from '../../src/http/app.ts';
+import { rawRows } from '../../src/store/store.ts';
 import type { RegisteredRoute } from '../../src/http/routes.ts';
 import { dbDigest, settleJobs } from '../support/db-digest.ts';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
@@ -32,7 +33,7 @@ let intruderInbox: string;
 before(async () => {
   receiver = await startReceiver(200);
   t = await startTestServer({ limits: { requests_per_minute: 100_000 }, domains: { recheck_interval: '24h' } }, { clock: { now: () => new Date(Date.now() + clockOffset) } });
-  intruder = t.newAccount('intruder');
+  intruder = await t.newAccount('intruder');
   own.inbox = (await t.api('POST', '/inboxes', { address: 'owner' })).body.id;
   intruderInbox = (await t.api('POST', '/inboxes', { address: 'intruder' }, { key: intruder.key })).body.id;
   own.webhook = (await t.api('POST', '/webhooks', { url: `${receiver.url}/hook` })).body.id;
@@ -127,11 +128,11 @@ async function mcpRequest(key: string, method: string, params: Record<string, un
 
 /** The request must be refused with status/code and leave the database as it was. */
 async function refusedUnchanged(label: string, status: number, code: string, run: () => Promise<ApiResponse>): Promise<void> {
-  const before = dbDigest(t.server.ctx);
+  const before = await dbDigest(t.server.ctx);
   const res = await run();
   assert.equal(res.status, status, `${label}: ${res.status} ${res.text.slice(0, 200)}`);
   assert.equal(res.body?.error?.code, code, `${label}: ${res.text.slice(0, 200)}`);
-  assert.equal(dbDigest(t.server.ctx), before, `${label} changed the database`);
+  assert.equal(await dbDigest(t.server.ctx), before, `${label} changed the database`);
 }
 
 describe('cross-account', () => {
@@ -171,7 +172,7 @@ describe('cross-account', () => {
   });
 
   test("MCP tools answer another account's ids with the REST not-found codes, changing nothing", async () => {
-    const before = dbDigest(t.server.ctx);
+    const before = await dbDigest(t.server.ctx);
     const probes: Array<[string, Record<string, unknown>, string]> = [
       ['get_inbox', { inboxId: own.inbox }, 'INBOX_NOT_FOUND'],
       ['delete_inbox', { inboxId: own.inbox }, 'INBOX_NOT_FOUND'],
@@ -186,7 +187,7 @@ describe('cross-account', () => {
       assert.equal(result.isError, true, name);
       assert.equal(result.structuredContent.error.code, code, name);
     }
-    assert.equal(dbDigest(t.server.ctx), before);
+    assert.equal(await dbDigest(t.server.ctx), before);
   });
 
   test("an Idempotency-Key another account used replays nothing of theirs", async () => {
@@ -220,7 +221,7 @@ describe('cross-account', () => {
 
 describe('keys', () => {
   test('a read-only key reads everything and gets 403 FORBIDDEN on every write, changing nothing', async () => {
-    const ro = createApiKey(t.server.ctx, t.accountId, { name: 'reader', readOnly: true }).key;
+    const ro = (await createApiKey(t.server.ctx, t.accountId, { name: 'reader', readOnly: true })).key;
     for (const route of routes()) {
       if (route.options.public) continue;
       const key = `${route.method} ${route.path}`;
@@ -252,18 +253,18 @@ describe('keys', () => {
     }
     const { tools } = await mcpRequest(ro, 'tools/list');
     assert.ok(tools.length > 0 && tools.every((x: { annotations: { readOnlyHint: boolean } }) => x.annotations.readOnlyHint), 'a write tool is listed to a read-only key');
-    const before = dbDigest(t.server.ctx);
+    const before = await dbDigest(t.server.ctx);
     const refused = await mcpRequest(ro, 'tools/call', { name: 'create_inbox', arguments: {} });
     assert.equal(refused.isError, true);
     assert.equal(refused.structuredContent.error.code, 'FORBIDDEN');
-    assert.equal(dbDigest(t.server.ctx), before);
+    assert.equal(await dbDigest(t.server.ctx), before);
   }
 
   test('revoked and expired keys get 401 UNAUTHORIZED on every route, at once', async () => {
     const spare = (await t.api('POST', '/account/api-keys', { name: 'to revoke' })).body;
     assert.equal((await call('GET', '/inboxes', spare.key)).status, 200);
     assert.equal((await t.api('DELETE', `/account/api-keys/${spare.id}`)).status, 204);
-    const expired = createApiKey(t.server.ctx, t.accountId, { name: 'old', expiresAt: new Date(Date.now() - 1000).toISOString() }).key;
+    const expired = (await createApiKey(t.server.ctx, t.accountId, { name: 'old', expiresAt: new Date(Date.now() - 1000).toISOString() })).key;
     for (const dead of [spare.key, expired]) {
       for (const route of routes()) {
         if (route.options.public) continue;
@@ -295,7 +296,7 @@ describe('keys', () => {
     const again = await t.api('POST', '/webhooks', { url: `${receiver.url}/idempotent` }, { headers: hookHeaders });
     assert.match(hook.body.secret, /^whsec_/);
     assert.deepEqual(again.body, { ...hook.body, secret: null });
-    const kept = t.server.ctx.db.select().from(idempotencyKeys).all();
+    const kept = await t.server.ctx.db.select().from(idempotencyKeys).all();
     assert.ok(kept.length >= 2);
     for (const row of kept) assert.ok(!row.responseBody?.includes(hook.body.secret) && !row.responseBody?.includes(created.body.key));
   });
@@ -391,7 +392,7 @@ describe('signed attachment URLs', () => {
 
 describe('SMTP: not an open relay', () => {
   test('every routing trick and foreign recipient is refused with 5xx; nothing is queued to leave', async () => {
-    const jobsBefore = t.server.ctx.db.$client.prepare(`SELECT count(*) FROM jobs WHERE kind = 'send'`).pluck().get();
+    const jobsBefore = (await rawRows<[number]>(t.server.ctx.db, `SELECT count(*) FROM jobs WHERE kind = 'send'`))[0]?.[0];
     const { client, greeting } = await SmtpClient.open(t.server.smtpPort);
     assert.equal(greeting.code, 220);
     assert.equal((await client.cmd('EHLO attacker.example')).code, 250);
@@ -431,7 +432,7 @@ describe('SMTP: not an open relay', () => {
     assert.equal(data.code, 250, data.text);
     await client.quit();
     await settleJobs(t.server.ctx);
-    assert.equal(t.server.ctx.db.$client.prepare(`SELECT count(*) FROM jobs WHERE kind = 'send'`).pluck().get(), jobsBefore, 'inbound mail queued an outbound send');
+    assert.equal((await rawRows<[number]>(t.server.ctx.db, `SELECT count(*) FROM jobs WHERE kind = 'send'`))[0]?.[0], jobsBefore, 'inbound mail queued an outbound send');
   });
 });
 
@@ -484,11 +485,11 @@ describe('webhook targets (SSRF)', () => {
     ];
     for (const url of spellings) {
       for (const [method, path] of [['POST', '/webhooks'], ['PUT', `/webhooks/${created.body.id}`]]) {
-        const before = dbDigest(strict.server.ctx);
+        const before = await dbDigest(strict.server.ctx);
         const res = await strict.api(method, path, { url });
         assert.equal(res.status, 400, `${method} ${url}: ${res.status} ${res.text.slice(0, 200)}`);
         assert.equal(res.body.error.code, 'INVALID_WEBHOOK_URL', `${method} ${url}: ${res.text.slice(0, 200)}`);
-        assert.equal(dbDigest(strict.server.ctx), before, `${method} ${url} changed the database`);
+        assert.equal(await dbDigest(strict.server.ctx), before, `${method} ${url} changed the database`);
       }
     }
     const list = (await strict.api('GET', '/webhooks')).body.data;

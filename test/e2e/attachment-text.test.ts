@@ -100,7 +100,7 @@ describe('GET /attachments/{id}/text', () => {
     }
     expectError(await textOf('att_00000000000000000000000000'), 404, 'ATTACHMENT_NOT_FOUND');
     const mine = await upload('private', 'p.txt', 'text/plain');
-    const other = t.newAccount('text-other');
+    const other = await t.newAccount('text-other');
     expectError(await textOf(mine, other.key), 404, 'ATTACHMENT_NOT_FOUND');
   });
 

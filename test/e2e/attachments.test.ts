@@ -43,7 +43,7 @@ function storedFiles(): string[] {
   return walk(join(t.dataDir, 'attachments'));
 }
 
-const rowCount = () => t.server.ctx.db.select({ n: count() }).from(attachments).where(eq(attachments.accountId, t.accountId)).get()!.n;
+const rowCount = async (): Promise<number> => (await t.server.ctx.db.select({ n: count() }).from(attachments).where(eq(attachments.accountId, t.accountId)).get())!.n;
 
 describe('upload', () => {
   test('201 with the Attachment; downloads byte-identical with safe headers', async () => {
@@ -86,7 +86,7 @@ describe('upload', () => {
     const dl = await fetch(got.body.url);
     assert.equal(dl.headers.get('content-type'), 'text/plain; charset=utf-8');
     assert.equal(await dl.text(), 'hello');
-    const other = t.newAccount('other');
+    const other = await t.newAccount('other');
     expectError(await t.api('GET', `/attachments/${a.id}`, undefined, { key: other.key }), 404, 'ATTACHMENT_NOT_FOUND');
     expectError(await t.api('GET', '/attachments/att_nope'), 404, 'ATTACHMENT_NOT_FOUND');
     expectError(await t.api('GET', `/attachments/${a.id}`, undefined, { key: null }), 401, 'UNAUTHORIZED');
@@ -94,11 +94,11 @@ describe('upload', () => {
 
   test('over limits.max_attachment_bytes: 413, and nothing left on disk or in the database', async () => {
     const filesBefore = new Set(storedFiles());
-    const rowsBefore = rowCount();
+    const rowsBefore = await rowCount();
     expectError(await upload(form(Buffer.alloc(MAX + 1, 2), 'big.bin')), 413, 'PAYLOAD_TOO_LARGE');
     expectError(await upload(form(Buffer.alloc(MAX * 3, 2), 'bigger.bin')), 413, 'PAYLOAD_TOO_LARGE');
     assert.deepEqual(storedFiles().filter((f) => !filesBefore.has(f)), []);
-    assert.equal(rowCount(), rowsBefore);
+    assert.equal(await rowCount(), rowsBefore);
     assert.deepEqual(storedFiles().filter((f) => f.endsWith('.tmp')), []);
   });
 
@@ -117,7 +117,7 @@ describe('upload', () => {
 
   test('a read-only key cannot upload', async () => {
     const { createApiKey } = await import('../../src/domain/apikeys.ts');
-    const ro = createApiKey(t.server.ctx, t.accountId, { readOnly: true });
+    const ro = await createApiKey(t.server.ctx, t.accountId, { readOnly: true });
     expectError(await upload(form('x', 'x.txt'), { key: ro.key }), 403, 'FORBIDDEN');
   });
 
@@ -226,9 +226,9 @@ describe('signed download', () => {
 
 test('getAttachmentRows (used by sending) names an unknown id in a 400', async () => {
   const a = (await upload(form('x', 'x.txt'))).body;
-  const other = t.newAccount('rows');
-  assert.deepEqual(getAttachmentRows(t.server.ctx, t.accountId, [a.id]).map((r) => r.id), [a.id]);
-  assert.throws(
+  const other = await t.newAccount('rows');
+  assert.deepEqual((await getAttachmentRows(t.server.ctx, t.accountId, [a.id])).map((r) => r.id), [a.id]);
+  await assert.rejects(
     () => getAttachmentRows(t.server.ctx, other.accountId, [a.id]),
     (err: unknown) => err instanceof AppError && err.code === 'VALIDATION_ERROR' && err.message.includes(a.id),
   );
@@ -328,7 +328,7 @@ describe('attachments on a message', () => {
       assert.equal(dl.status, 200);
       assert.deepEqual(Buffer.from(await dl.arrayBuffer()), bytes);
     }
-    const event = t.server.ctx.db.select().from(events).where(eq(events.messageId, id)).get()!;
+    const event = (await t.server.ctx.db.select().from(events).where(eq(events.messageId, id)).get())!;
     assert.equal(JSON.parse(event.data).attachments[0].url, undefined);
   });
 });

@@ -27,7 +27,7 @@ before(async () => {
   work = mkdtempSync(join(tmpdir(), 'mailroom-backup-'));
   t = await startTestServer();
   keys.main = t.key;
-  keys.other = t.newAccount('other').key;
+  keys.other = (await t.newAccount('other')).key;
   const ro = await t.api('POST', '/account/api-keys', { name: 'reader' });
   keys.extra = ro.body.key;
 

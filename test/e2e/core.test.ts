@@ -13,7 +13,7 @@ before(async () => {
 });
 after(() => s.close());
 
-const inboxCount = () => s.server.ctx.db.select().from(inboxes).all().length;
+const inboxCount = async (): Promise<number> => (await s.server.ctx.db.select().from(inboxes).all()).length;
 
 describe('health and routing', () => {
   test('GET /health needs no key and answers ok', async () => {
@@ -47,30 +47,30 @@ describe('authentication', () => {
   });
 
   test('both header forms authenticate, and lastUsedAt is recorded', async () => {
-    const k = createApiKey(s.server.ctx, s.accountId, { name: 'fresh' });
+    const k = await createApiKey(s.server.ctx, s.accountId, { name: 'fresh' });
     let res = await s.api('GET', '/inboxes', undefined, { key: null, headers: { 'x-api-key': k.key } });
     assert.equal(res.status, 200);
     res = await s.api('GET', '/inboxes', undefined, { key: k.key });
     assert.equal(res.status, 200);
-    const row = s.server.ctx.db.select().from(apiKeys).where(eq(apiKeys.id, k.id)).get()!;
+    const row = (await s.server.ctx.db.select().from(apiKeys).where(eq(apiKeys.id, k.id)).get())!;
     assert.ok(row.lastUsedAt && Date.now() - Date.parse(row.lastUsedAt) < 60_000);
     assert.notEqual(row.keyHash, k.key, 'keys are stored hashed');
     assert.equal(row.keyHash.length, 64);
   });
 
   test('expired keys are refused', async () => {
-    const k = createApiKey(s.server.ctx, s.accountId, { expiresAt: new Date(Date.now() - 1000).toISOString() });
+    const k = await createApiKey(s.server.ctx, s.accountId, { expiresAt: new Date(Date.now() - 1000).toISOString() });
     expectError(await s.api('GET', '/inboxes', undefined, { key: k.key }), 401, 'UNAUTHORIZED');
   });
 
   test('read-only keys read but get 403 FORBIDDEN on POST, PUT and DELETE', async () => {
-    const ro = createApiKey(s.server.ctx, s.accountId, { readOnly: true });
+    const ro = await createApiKey(s.server.ctx, s.accountId, { readOnly: true });
     assert.equal((await s.api('GET', '/inboxes', undefined, { key: ro.key })).status, 200);
-    const before = inboxCount();
+    const before = await inboxCount();
     expectError(await s.api('POST', '/inboxes', {}, { key: ro.key }), 403, 'FORBIDDEN');
     expectError(await s.api('DELETE', '/account/api-keys/key_x', undefined, { key: ro.key }), 403, 'FORBIDDEN');
     expectError(await s.api('DELETE', '/inboxes/inb_x', undefined, { key: ro.key }), 403, 'FORBIDDEN');
-    assert.equal(inboxCount(), before);
+    assert.equal(await inboxCount(), before);
   });
 });
 
@@ -116,7 +116,7 @@ describe('API keys', () => {
     expectError(current, 409, 'CANNOT_REVOKE_CURRENT_KEY');
     assert.equal((await s.api('GET', '/inboxes')).status, 200);
 
-    const other = s.newAccount('other');
+    const other = await s.newAccount('other');
     expectError(await s.api('DELETE', `/account/api-keys/${other.keyId}`), 404, 'API_KEY_NOT_FOUND');
     assert.equal((await s.api('GET', '/inboxes', undefined, { key: other.key })).status, 200);
   });
@@ -145,12 +145,12 @@ describe('inboxes', () => {
     assert.equal(b.body.address, 'help@agents.test');
     expectError(await s.api('POST', '/inboxes', { address: 'SALES.BOT@agents.test' }), 409, 'ADDRESS_TAKEN');
     // Unique across accounts too.
-    const other = s.newAccount();
+    const other = await s.newAccount();
     expectError(await s.api('POST', '/inboxes', { address: 'help' }, { key: other.key }), 409, 'ADDRESS_TAKEN');
   });
 
   test('invalid addresses and fields', async () => {
-    const before = inboxCount();
+    const before = await inboxCount();
     expectError(await s.api('POST', '/inboxes', { address: 'bot@gmail.com' }), 400, 'INVALID_ADDRESS');
     expectError(await s.api('POST', '/inboxes', { address: 'bad local' }), 400, 'INVALID_ADDRESS');
     expectError(await s.api('POST', '/inboxes', { address: 'a%b' }), 400, 'INVALID_ADDRESS');
@@ -166,11 +166,11 @@ describe('inboxes', () => {
     assert.match(extra.body.error.message, /adress/);
     const wrongType = await s.api('POST', '/inboxes', { displayName: ['x'] });
     assert.match(wrongType.body.error.message, /displayName/);
-    assert.equal(inboxCount(), before, 'a rejected request writes nothing');
+    assert.equal(await inboxCount(), before, 'a rejected request writes nothing');
   });
 
   test('list newest first with pagination; get; delete', async () => {
-    const acc = s.newAccount('lister');
+    const acc = await s.newAccount('lister');
     const made: string[] = [];
     for (let i = 0; i < 5; i++) made.push((await s.api('POST', '/inboxes', {}, { key: acc.key })).body.id);
     const page1 = await s.api('GET', '/inboxes?limit=2', undefined, { key: acc.key });
@@ -198,7 +198,7 @@ describe('inboxes', () => {
 
   test("another account's inbox is 404 for reads and deletes", async () => {
     const mine = (await s.api('POST', '/inboxes', {})).body;
-    const other = s.newAccount();
+    const other = await s.newAccount();
     expectError(await s.api('GET', `/inboxes/${mine.id}`, undefined, { key: other.key }), 404, 'INBOX_NOT_FOUND');
     expectError(await s.api('DELETE', `/inboxes/${mine.id}`, undefined, { key: other.key }), 404, 'INBOX_NOT_FOUND');
     assert.ok(!(await s.api('GET', '/inboxes?limit=100', undefined, { key: other.key })).body.data.some((i: any) => i.id === mine.id));
@@ -217,7 +217,7 @@ describe('inboxes', () => {
 
 describe('request bodies', () => {
   test('malformed JSON, wrong content type, non-object bodies, deep nesting', async () => {
-    const before = inboxCount();
+    const before = await inboxCount();
     expectError(await s.api('POST', '/inboxes', '{"address": '), 400, 'INVALID_JSON');
     expectError(await s.api('POST', '/inboxes', 'address=x', { headers: { 'content-type': 'application/x-www-form-urlencoded' } }), 415, 'UNSUPPORTED_MEDIA_TYPE');
     expectError(await s.api('POST', '/inboxes', '{"address":"x"}', { headers: { 'content-type': 'text/plain' } }), 415, 'UNSUPPORTED_MEDIA_TYPE');
@@ -226,7 +226,7 @@ describe('request bodies', () => {
     const deep = '{"a":'.repeat(50_000) + '1' + '}'.repeat(50_000);
     const res = await s.api('POST', '/inboxes', deep);
     assert.ok(res.status === 400 && ['INVALID_JSON', 'VALIDATION_ERROR'].includes(res.body.error.code), res.text.slice(0, 200));
-    assert.equal(inboxCount(), before);
+    assert.equal(await inboxCount(), before);
   });
 
   test('bodies over the limit are 413', async () => {
@@ -259,7 +259,7 @@ describe('rate limits', () => {
   test('every response carries the headers; over the limit is 429 with Retry-After; limits are per account, whatever its number of keys', async () => {
     const rl = await startTestServer({ limits: { requests_per_minute: 3 } });
     try {
-      const secondKey = createApiKey(rl.server.ctx, rl.accountId, { name: 'second' }).key;
+      const secondKey = (await createApiKey(rl.server.ctx, rl.accountId, { name: 'second' })).key;
       const r1 = await rl.api('GET', '/inboxes');
       assert.equal(r1.headers.get('x-ratelimit-limit'), '3');
       assert.equal(r1.headers.get('x-ratelimit-remaining'), '2');
@@ -275,7 +275,7 @@ describe('rate limits', () => {
       assert.ok(retry >= 1 && retry <= 60);
       // Another key of the same account shares the budget (a new key does not reset it).
       expectError(await rl.api('GET', '/inboxes', undefined, { key: secondKey }), 429, 'RATE_LIMITED');
-      const other = rl.newAccount();
+      const other = await rl.newAccount();
       assert.equal((await rl.api('GET', '/inboxes', undefined, { key: other.key })).status, 200);
     } finally {
       await rl.close();
@@ -285,7 +285,7 @@ describe('rate limits', () => {
 
 describe('idempotency', () => {
   test('a replay returns the stored response and creates nothing', async () => {
-    const before = inboxCount();
+    const before = await inboxCount();
     const headers = { 'idempotency-key': 'create-inbox-1' };
     const first = await s.api('POST', '/inboxes', { displayName: 'Once' }, { headers });
     assert.equal(first.status, 201);
@@ -294,7 +294,7 @@ describe('idempotency', () => {
     assert.equal(again.status, 201);
     assert.equal(again.headers.get('idempotent-replayed'), 'true');
     assert.deepEqual(again.body, first.body);
-    assert.equal(inboxCount(), before + 1);
+    assert.equal(await inboxCount(), before + 1);
   });
 
   test('the same key with another body is 409; keys are per account; errors replay too', async () => {
@@ -302,7 +302,7 @@ describe('idempotency', () => {
     assert.equal((await s.api('POST', '/inboxes', { displayName: 'A' }, { headers })).status, 201);
     expectError(await s.api('POST', '/inboxes', { displayName: 'B' }, { headers }), 409, 'IDEMPOTENCY_KEY_REUSED');
     expectError(await s.api('POST', '/account/api-keys', { displayName: 'A' }, { headers }), 409, 'IDEMPOTENCY_KEY_REUSED');
-    const other = s.newAccount();
+    const other = await s.newAccount();
     assert.equal((await s.api('POST', '/inboxes', { displayName: 'B' }, { key: other.key, headers })).status, 201);
 
     const bad = { 'idempotency-key': 'k-bad-body' };

@@ -176,7 +176,7 @@ describe('dashboard as a mail client, in headless Chromium', { skip }, () => {
   });
 
   test('a read-only key reads but is offered no write action, and reading leaves mail unread', async () => {
-    const viewer = createApiKey(t.server.ctx, t.accountId, { name: 'viewer', readOnly: true });
+    const viewer = await createApiKey(t.server.ctx, t.accountId, { name: 'viewer', readOnly: true });
     const tab = await openTab();
     await signIn(tab, viewer.key);
     const { page } = tab;

@@ -85,9 +85,9 @@ describe('POST /dashboard/api/deliveries/:id/replay', () => {
   test('error paths: no key, read-only key, another account, unknown id', async () => {
     const [failed] = await deliveries('failed');
     expectError(await t.api('POST', `/dashboard/api/deliveries/${failed.id}/replay`, undefined, { key: null }), 401, 'UNAUTHORIZED');
-    const readOnly = createApiKey(t.server.ctx, t.accountId, { name: 'viewer', readOnly: true });
+    const readOnly = await createApiKey(t.server.ctx, t.accountId, { name: 'viewer', readOnly: true });
     expectError(await t.api('POST', `/dashboard/api/deliveries/${failed.id}/replay`, undefined, { key: readOnly.key }), 403, 'FORBIDDEN');
-    const other = t.newAccount('other');
+    const other = await t.newAccount('other');
     expectError(await t.api('POST', `/dashboard/api/deliveries/${failed.id}/replay`, undefined, { key: other.key }), 404, 'NOT_FOUND');
     expectError(await t.api('POST', '/dashboard/api/deliveries/dlv_unknown/replay'), 404, 'NOT_FOUND');
     // A pending attempt (its retry still scheduled) is refused: test/e2e/webhooks.test.ts.

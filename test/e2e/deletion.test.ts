@@ -75,13 +75,13 @@ test('DELETE /messages/{id} removes the events that copied it; repeating its sen
     const headers = { 'Idempotency-Key': 'send-once' };
     const sent = await t.api('POST', `/inboxes/${inbox.id}/messages`, request, { headers });
     assert.equal(sent.status, 202, sent.text);
-    const eventsOf = () => t.server.ctx.db.select({ n: count() }).from(events).where(eq(events.messageId, sent.body.id)).get()!.n;
+    const eventsOf = async (): Promise<number> => (await t.server.ctx.db.select({ n: count() }).from(events).where(eq(events.messageId, sent.body.id)).get())!.n;
     // dry-run: message.sent is recorded when the job runs.
-    for (let i = 0; i < 50 && eventsOf() === 0; i++) await new Promise((r) => setTimeout(r, 100));
-    assert.ok(eventsOf() > 0, 'the send recorded an event about the message');
+    for (let i = 0; i < 50 && (await eventsOf()) === 0; i++) await new Promise((r) => setTimeout(r, 100));
+    assert.ok((await eventsOf()) > 0, 'the send recorded an event about the message');
 
     assert.equal((await t.api('DELETE', `/messages/${sent.body.id}`)).status, 204);
-    assert.equal(eventsOf(), 0);
+    assert.equal(await eventsOf(), 0);
     const again = await t.api('POST', `/inboxes/${inbox.id}/messages`, request, { headers });
     expectError(again, 409, 'IDEMPOTENCY_KEY_REUSED');
     assert.match(again.body.error.message, /deleted/);
@@ -99,17 +99,17 @@ test('events and webhook delivery logs older than their retention are swept; new
     const inbox = (await t.api('POST', '/inboxes', { address: 'old' })).body;
     await deliverMail(t.server.smtpPort, { from: 'a@example.org', to: inbox.address, subject: 'old', text: 'old' });
     const db = t.server.ctx.db;
-    db.insert(webhookAttempts).values({ id: 'dlv_old', accountId: t.accountId, webhookId: 'whk_x', eventId: 'evt_x', eventType: 'message.received', status: 'success', attempt: 1, createdAt: new Date().toISOString() }).run();
+    await db.insert(webhookAttempts).values({ id: 'dlv_old', accountId: t.accountId, webhookId: 'whk_x', eventId: 'evt_x', eventType: 'message.received', status: 'success', attempt: 1, createdAt: new Date().toISOString() }).run();
     offset = 3 * 86_400_000;
     await deliverMail(t.server.smtpPort, { from: 'a@example.org', to: inbox.address, subject: 'new', text: 'new' });
-    const eventCount = () => db.select({ n: count() }).from(events).get()!.n;
-    const attemptCount = () => db.select({ n: count() }).from(webhookAttempts).get()!.n;
-    assert.deepEqual(sweepEvents(t.server.ctx), { events: 0, deliveryLogs: 1 }, 'a 3-day-old delivery log goes, 3-day-old events stay');
-    assert.equal(eventCount(), 2);
+    const eventCount = async (): Promise<number> => (await db.select({ n: count() }).from(events).get())!.n;
+    const attemptCount = async (): Promise<number> => (await db.select({ n: count() }).from(webhookAttempts).get())!.n;
+    assert.deepEqual(await sweepEvents(t.server.ctx), { events: 0, deliveryLogs: 1 }, 'a 3-day-old delivery log goes, 3-day-old events stay');
+    assert.equal(await eventCount(), 2);
     offset = 11 * 86_400_000;
-    assert.deepEqual(sweepEvents(t.server.ctx), { events: 1, deliveryLogs: 0 }, 'the 11-day-old event goes, the 8-day-old one stays');
-    assert.equal(eventCount(), 1);
-    assert.equal(attemptCount(), 0);
+    assert.deepEqual(await sweepEvents(t.server.ctx), { events: 1, deliveryLogs: 0 }, 'the 11-day-old event goes, the 8-day-old one stays');
+    assert.equal(await eventCount(), 1);
+    assert.equal(await attemptCount(), 0);
   } finally {
     await t.close();
   }

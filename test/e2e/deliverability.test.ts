@@ -95,7 +95,7 @@ describe('a message sent with default settings', () => {
     dns = await startTestDns();
     mx = await startTestMx();
     t = await startTestServer({ outbound: { mode: 'email', mx_port: mx.port, retry_schedule: ['200ms'], timeout: '5s' }, dns: { servers: [dns.server], timeout: '1s' } });
-    const key = publishedKeyFor(t.server.ctx, t.config.shared_domain)!;
+    const key = (await publishedKeyFor(t.server.ctx, t.config.shared_domain))!;
     dns.set(`${key.selector}._domainkey.${t.config.shared_domain}`, [{ type: 'TXT', value: dkimTxtValue(key.publicKey) }]);
     dns.set('example.org', [{ type: 'MX', exchange: 'mx.example.org', priority: 10 }]);
     dns.set('mx.example.org', [{ type: 'A', address: '127.0.0.1' }]);

@@ -56,7 +56,7 @@ async function publishRecords(ctx: AppContext, name: string): Promise<void> {
 }
 
 /** A context on the test server's data directory with other settings (no listeners). */
-function contextWith(overrides: Record<string, unknown>, clockMs?: number): AppContext {
+async function contextWith(overrides: Record<string, unknown>, clockMs?: number): Promise<AppContext> {
   const config = configFrom({
     data_dir: t.dataDir,
     hostname: HOST,
@@ -66,7 +66,7 @@ function contextWith(overrides: Record<string, unknown>, clockMs?: number): AppC
     outbound: { mode: 'email', mx_port: mx.port },
     ...overrides,
   });
-  const ctx = createContext(config, silentLogger, clockMs ? { clock: { now: () => new Date(clockMs) } } : {});
+  const ctx = await createContext(config, silentLogger, clockMs ? { clock: { now: () => new Date(clockMs) } } : {});
   contexts.push(ctx);
   return ctx;
 }
@@ -95,7 +95,7 @@ before(async () => {
 });
 
 after(async () => {
-  for (const c of contexts) closeContext(c);
+  for (const c of contexts) await closeContext(c);
   await t?.close();
   await mx?.close();
   await dns?.close();
@@ -121,7 +121,7 @@ describe('a host set up right', () => {
 
 describe('broken set-ups say how to fix them', () => {
   test('hostname left at localhost; listener on loopback; no TLS', async () => {
-    const ctx = contextWith({ hostname: 'localhost', smtp: { listen: '127.0.0.1:2525' } });
+    const ctx = await contextWith({ hostname: 'localhost', smtp: { listen: '127.0.0.1:2525' } });
     const r = await doctor(ctx);
     const h = one(r, 'hostname');
     assert.equal(h.status, 'fail');
@@ -136,7 +136,7 @@ describe('broken set-ups say how to fix them', () => {
   });
 
   test('no A record, a name pointing at another host, a missing and a wrong PTR', async () => {
-    const ctx = contextWith({});
+    const ctx = await contextWith({});
     dns.set(HOST, []);
     dns.clear(HOST);
     let r = await doctor(ctx);
@@ -165,7 +165,7 @@ describe('broken set-ups say how to fix them', () => {
   });
 
   test('a DNS outage is a warning, never a verdict', async () => {
-    const ctx = contextWith({});
+    const ctx = await contextWith({});
     dns.servfail(HOST);
     try {
       const h = one(await doctor(ctx), 'hostname');
@@ -178,45 +178,45 @@ describe('broken set-ups say how to fix them', () => {
   });
 
   test('outbound port 25 closed: suggests a relay; a working relay passes; dry-run skips', async () => {
-    const closed = contextWith({ outbound: { mode: 'email', mx_port: 9 } });
+    const closed = await contextWith({ outbound: { mode: 'email', mx_port: 9 } });
     const out = one(await doctor(closed), 'smtp-outbound');
     assert.equal(out.status, 'fail');
     assert.match(out.detail, /ECONNREFUSED|refused/);
     assert.match(out.fix!, /outbound\.relay/);
-    const relay = contextWith({ outbound: { mode: 'email', relay: `smtp://127.0.0.1:${mx.port}` } });
+    const relay = await contextWith({ outbound: { mode: 'email', relay: `smtp://127.0.0.1:${mx.port}` } });
     const viaRelay = one(await doctor(relay), 'smtp-outbound');
     assert.equal(viaRelay.status, 'ok', viaRelay.detail);
     assert.match(viaRelay.title, new RegExp(`relay 127\\.0\\.0\\.1:${mx.port}`));
-    assert.equal(one(await doctor(contextWith({ outbound: { mode: 'dry-run' } })), 'smtp-outbound').status, 'skip');
+    assert.equal(one(await doctor(await contextWith({ outbound: { mode: 'dry-run' } })), 'smtp-outbound').status, 'skip');
   });
 
   test('certificate expiring soon, for another name, or with the wrong key', { skip: !HAVE_OPENSSL && 'openssl not installed' }, async () => {
     // The same certificate seen 360 days later: 4 or 5 days left.
-    const later = contextWith({ smtp: { listen: '0.0.0.0:0', tls_cert: tls!.cert, tls_key: tls!.key } }, Date.now() + 360 * 86_400_000);
+    const later = await contextWith({ smtp: { listen: '0.0.0.0:0', tls_cert: tls!.cert, tls_key: tls!.key } }, Date.now() + 360 * 86_400_000);
     const soon = one(await doctor(later), 'tls');
     assert.equal(soon.status, 'warn');
     assert.match(soon.detail, /^expires in [45] day\(s\)/);
     assert.match(soon.fix!, /certbot renew/);
-    const expired = one(await doctor(contextWith({ smtp: { listen: '0.0.0.0:0', tls_cert: tls!.cert, tls_key: tls!.key } }, Date.now() + 400 * 86_400_000)), 'tls');
+    const expired = one(await doctor(await contextWith({ smtp: { listen: '0.0.0.0:0', tls_cert: tls!.cert, tls_key: tls!.key } }, Date.now() + 400 * 86_400_000)), 'tls');
     assert.equal(expired.status, 'fail');
     assert.match(expired.detail, /^expired on /);
 
-    const other = one(await doctor(contextWith({ hostname: 'other.doctor-test.net', smtp: { listen: '0.0.0.0:0', tls_cert: tls!.cert, tls_key: tls!.key } })), 'tls');
+    const other = one(await doctor(await contextWith({ hostname: 'other.doctor-test.net', smtp: { listen: '0.0.0.0:0', tls_cert: tls!.cert, tls_key: tls!.key } })), 'tls');
     assert.equal(other.status, 'fail');
     assert.match(other.detail, /is for DNS:mx\.doctor-test\.net, not other\.doctor-test\.net/);
 
     const stray = join(dir, 'stray.key');
     writeFileSync(stray, generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs8', format: 'pem' }));
-    const mismatch = one(await doctor(contextWith({ smtp: { listen: '0.0.0.0:0', tls_cert: tls!.cert, tls_key: stray } })), 'tls');
+    const mismatch = one(await doctor(await contextWith({ smtp: { listen: '0.0.0.0:0', tls_cert: tls!.cert, tls_key: stray } })), 'tls');
     assert.equal(mismatch.status, 'fail');
     assert.match(mismatch.detail, /is not the key of/);
-    const missing = one(await doctor(contextWith({ smtp: { listen: '0.0.0.0:0', tls_cert: join(dir, 'nope.pem'), tls_key: stray } })), 'tls');
+    const missing = one(await doctor(await contextWith({ smtp: { listen: '0.0.0.0:0', tls_cert: join(dir, 'nope.pem'), tls_key: stray } })), 'tls');
     assert.equal(missing.status, 'fail');
     assert.match(missing.detail, /cannot read .*nope\.pem/);
   });
 
   test("a domain's records: wrong MX, another DKIM key, no SPF, no DMARC, no ownership token", async () => {
-    const ctx = contextWith({});
+    const ctx = await contextWith({});
     const d = await addDomain(ctx, t.accountId, 'broken.doctor-test.net');
     dns.set('broken.doctor-test.net', [{ type: 'MX', exchange: 'mx.elsewhere.example.net', priority: 10 }]);
     const dkim = d.dnsRecords.find((r) => r.name.includes('._domainkey.'))!;

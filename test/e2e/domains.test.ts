@@ -66,12 +66,12 @@ async function verify(id: string, t: TestServer = s) {
   return res.body;
 }
 
-const verifiedEvents = (t: TestServer, domainId: string) =>
-  t.server.ctx.db
+const verifiedEvents = async (t: TestServer, domainId: string) =>
+  (await t.server.ctx.db
     .select()
     .from(events)
     .where(eq(events.type, 'domain.verified'))
-    .all()
+    .all())
     .filter((e) => JSON.parse(e.data).id === domainId);
 
 /** Polls until `fn` returns a value (waiting for background work, not timing it). */
@@ -135,7 +135,7 @@ describe('adding a domain', () => {
     for (const r of d.sendingDnsRecords) assert.equal('priority' in r, false);
 
     // The private key is stored (PEM), matches the published key, and is in no response.
-    const row = s.server.ctx.db.select().from(domains).where(eq(domains.id, d.id)).get()!;
+    const row = (await s.server.ctx.db.select().from(domains).where(eq(domains.id, d.id)).get())!;
     assert.match(row.dkimPrivateKey, /^-----BEGIN PRIVATE KEY-----/);
     const derived = createPublicKey(createPrivateKey(row.dkimPrivateKey)).export({ type: 'spki', format: 'der' }).toString('base64');
     assert.equal(derived, m[1]);
@@ -157,7 +157,7 @@ describe('adding a domain', () => {
     expectError(unknown, 400, 'VALIDATION_ERROR');
     assert.match(unknown.body.error.message, /`dkim`/);
     expectError(await s.api('POST', '/domains', '{"domain":'), 400, 'INVALID_JSON');
-    assert.equal(s.server.ctx.db.select().from(domains).where(eq(domains.domain, 'ok.example.com')).get(), undefined);
+    assert.equal(await s.server.ctx.db.select().from(domains).where(eq(domains.domain, 'ok.example.com')).get(), undefined);
   });
 
   test('internationalized names are stored in their A-label (punycode) form', async () => {
@@ -170,12 +170,12 @@ describe('adding a domain', () => {
     expectError(await s.api('POST', '/domains', { domain: 'AGENTS.test.' }), 409, 'DOMAIN_EXISTS');
     await add('taken.example.com');
     expectError(await s.api('POST', '/domains', { domain: 'Taken.Example.com.' }), 409, 'DOMAIN_EXISTS');
-    const other = s.newAccount('other');
+    const other = await s.newAccount('other');
     expectError(await s.api('POST', '/domains', { domain: 'taken.example.com' }, { key: other.key }), 409, 'DOMAIN_EXISTS');
   });
 
   test("list, get and delete are scoped to the account; another account's domain is 404 DOMAIN_NOT_FOUND", async () => {
-    const other = s.newAccount('scoped');
+    const other = await s.newAccount('scoped');
     const mine = await add('scoped.example.com');
     const theirs = await add('theirs.example.com', s, other.key);
 
@@ -207,7 +207,7 @@ describe('adding a domain', () => {
   test('a read-only key may list but not add, verify or delete; no key is 401', async () => {
     const d = await add('readonly.example.com');
     const { createApiKey } = await import('../../src/domain/apikeys.ts');
-    const roKey = createApiKey(s.server.ctx, s.accountId, { name: 'ro', readOnly: true }).key;
+    const roKey = (await createApiKey(s.server.ctx, s.accountId, { name: 'ro', readOnly: true })).key;
     assert.equal((await s.api('GET', '/domains', undefined, { key: roKey })).status, 200);
     expectError(await s.api('POST', '/domains', { domain: 'ro2.example.com' }, { key: roKey }), 403, 'FORBIDDEN');
     expectError(await s.api('POST', `/domains/${d.id}/verify`, undefined, { key: roKey }), 403, 'FORBIDDEN');
@@ -235,7 +235,7 @@ describe('verification against DNS', () => {
         ['mx', 'missing'],
       ],
     );
-    assert.deepEqual(verifiedEvents(s, d.id), []);
+    assert.deepEqual(await verifiedEvents(s, d.id), []);
   });
 
   test('only the ownership TXT: pending_dkim; then every record as returned: verified/verified, event recorded once', async () => {
@@ -264,7 +264,7 @@ describe('verification against DNS', () => {
     // The event carries the Domain object and is recorded once, however often one verifies.
     const again = await verify(d.id);
     assert.equal(again.sendingVerifiedAt, v.sendingVerifiedAt, 'a repeat check keeps the verified time');
-    const evs = verifiedEvents(s, d.id);
+    const evs = await verifiedEvents(s, d.id);
     assert.equal(evs.length, 1);
     assert.equal(evs[0].accountId, s.accountId);
     const payload = JSON.parse(evs[0].data);
@@ -296,7 +296,7 @@ describe('verification against DNS', () => {
     publish([ownershipOf(d), dkimOf(d)]);
     v = await verify(d.id);
     assert.equal(v.sendingStatus, 'verified');
-    assert.equal(verifiedEvents(s, d.id).length, 1);
+    assert.equal((await verifiedEvents(s, d.id)).length, 1);
   });
 
   test('the DKIM key published split into several strings and with spaces inside p= is recognised', async () => {
@@ -366,7 +366,7 @@ describe('verification against DNS', () => {
     publish(d.dnsRecords);
     v = await verify(d.id);
     assert.equal(v.lastCheckError, null);
-    assert.equal(verifiedEvents(s, d.id).length, 1);
+    assert.equal((await verifiedEvents(s, d.id)).length, 1);
   });
 
   test('a domain verified, downgraded and verified again records a second event (each transition to verified)', async () => {
@@ -379,7 +379,7 @@ describe('verification against DNS', () => {
     const second = await verify(d.id);
     assert.equal(second.sendingStatus, 'verified');
     assert.ok(second.sendingVerifiedAt >= first.sendingVerifiedAt);
-    assert.equal(verifiedEvents(s, d.id).length, 2);
+    assert.equal((await verifiedEvents(s, d.id)).length, 2);
   });
 });
 
@@ -409,7 +409,7 @@ describe('inboxes on a custom domain', () => {
     expectError(await s.api('POST', '/inboxes', { domainId: d.id, address: 'x@other.example.com' }), 400, 'INVALID_ADDRESS');
 
     // Another account can neither use the domainId nor an address on the domain.
-    const other = s.newAccount('intruder');
+    const other = await s.newAccount('intruder');
     expectError(await s.api('POST', '/inboxes', { domainId: d.id }, { key: other.key }), 404, 'DOMAIN_NOT_FOUND');
     expectError(await s.api('POST', '/inboxes', { address: 'evil@inboxes.example.com' }, { key: other.key }), 400, 'INVALID_ADDRESS');
 
@@ -456,7 +456,7 @@ describe('inboxes on a custom domain', () => {
 describe('DKIM signing keys', () => {
   test('signingKeyFor: the custom domain key signs what its published record verifies; the shared key is made once, mode 0600', async () => {
     const d = await add('signing.example.com');
-    const k = signingKeyFor(s.server.ctx, 'Signing.Example.com.');
+    const k = await signingKeyFor(s.server.ctx, 'Signing.Example.com.');
     assert.ok(k);
     assert.equal(k.domainName, 'signing.example.com');
     assert.equal(k.selector, dkimOf(d).name.split('.')[0]);
@@ -465,12 +465,12 @@ describe('DKIM signing keys', () => {
     const sig = sign('sha256', Buffer.from('message'), k.privateKey);
     assert.ok(verifySignature('sha256', Buffer.from('message'), pub, sig));
 
-    assert.equal(signingKeyFor(s.server.ctx, 'unknown.example.org'), undefined);
+    assert.equal(await signingKeyFor(s.server.ctx, 'unknown.example.org'), undefined);
 
-    const shared = signingKeyFor(s.server.ctx, SHARED);
+    const shared = await signingKeyFor(s.server.ctx, SHARED);
     assert.ok(shared);
     assert.equal(shared.domainName, SHARED);
-    assert.deepEqual(signingKeyFor(s.server.ctx, SHARED.toUpperCase()), shared);
+    assert.deepEqual(await signingKeyFor(s.server.ctx, SHARED.toUpperCase()), shared);
     const file = join(s.dataDir, 'dkim', `${SHARED}.json`);
     assert.equal(statSync(file).mode & 0o777, 0o600);
   });
@@ -487,7 +487,7 @@ describe('background re-check', () => {
         return got.sendingStatus === 'verified' && got.receivingStatus === 'verified' && got;
       }, 'the background re-check to verify the domain');
       assert.ok(v.lastCheckedAt);
-      assert.equal(verifiedEvents(t, d.id).length, 1);
+      assert.equal((await verifiedEvents(t, d.id)).length, 1);
 
       // Once verified both ways it is not re-checked: removing the records changes nothing.
       const checked = v.lastCheckedAt;
@@ -566,7 +566,7 @@ describe('CLI', () => {
     const got = (await s.api('GET', `/domains/${apiDomain.id}`)).body;
     assert.equal(got.sendingStatus, 'verified');
     assert.equal(got.receivingStatus, 'verified');
-    assert.equal(verifiedEvents(s, apiDomain.id).length, 1);
+    assert.equal((await verifiedEvents(s, apiDomain.id)).length, 1);
 
     // Independent runs go in parallel: each CLI run costs a process start.
     const [shown, listed] = await Promise.all([
@@ -611,7 +611,7 @@ describe('CLI', () => {
       records.map((r) => r.type + ' ' + r.name.replace(/^mr\d{6}/, 'SEL')),
       [`TXT SEL._domainkey.${SHARED}`, `TXT ${SHARED}`, `TXT _dmarc.${SHARED}`, `MX ${SHARED}`],
     );
-    const key = signingKeyFor(s.server.ctx, SHARED)!;
+    const key = (await signingKeyFor(s.server.ctx, SHARED))!;
     assert.equal(records[0].name, `${key.selector}._domainkey.${SHARED}`);
     const derived = createPublicKey(key.privateKey).export({ type: 'spki', format: 'der' }).toString('base64');
     assert.equal(records[0].value, `v=DKIM1; k=rsa; p=${derived}`);

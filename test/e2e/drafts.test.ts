@@ -8,6 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createApiKey } from '../../src/domain/apikeys.ts';
 import { suspendInbox, unsuspendInbox } from '../../src/domain/inboxes.ts';
+import { rawRows } from '../../src/store/store.ts';
 import { dbDigest, settleJobs } from '../support/db-digest.ts';
 import { deliverMail } from '../support/mail.ts';
 import { startOutboundRig, type OutboundRig } from '../support/outbound.ts';
@@ -95,7 +96,7 @@ describe('draft CRUD', () => {
     const theirMessage = await deliverMail(t.server.smtpPort, { from: 'x@remote.test', to: other.address, subject: 'theirs', text: 'x' });
     const theirThread = (await t.api('GET', `/messages/${theirMessage}`)).body.threadId;
     const existing = await draft({ subject: 'keep' });
-    const before = dbDigest(t.server.ctx);
+    const before = await dbDigest(t.server.ctx);
     const cases: Array<[Record<string, unknown>, number, string, RegExp]> = [
       [{ to: ['not an address'] }, 400, 'INVALID_ADDRESS', /to\[0\]/],
       [{ bcc: ['ok@remote.test', 'a@b@c'] }, 400, 'INVALID_ADDRESS', /bcc\[1\]/],
@@ -120,7 +121,7 @@ describe('draft CRUD', () => {
     }
     expectError(await t.api('POST', '/inboxes/inb_unknown/drafts', {}), 404, 'INBOX_NOT_FOUND');
     expectError(await t.api('GET', '/inboxes/inb_unknown/drafts'), 404, 'INBOX_NOT_FOUND');
-    assert.equal(dbDigest(t.server.ctx), before);
+    assert.equal(await dbDigest(t.server.ctx), before);
     await t.api('DELETE', `/drafts/${existing.id}`);
   });
 });
@@ -255,16 +256,16 @@ describe('sending a draft', () => {
     const race = await draft({ to: ['eve@remote.test'], subject: 'Race', bodyText: 'twice?' });
     const answers = await Promise.all([t.api('POST', `/drafts/${race.id}/send`), t.api('POST', `/drafts/${race.id}/send`)]);
     assert.deepEqual(answers.map((a) => a.status).sort(), [202, 404], answers.map((a) => a.text).join(' | '));
-    const stored = t.server.ctx.db.$client.prepare(`SELECT count(*) FROM messages WHERE subject = 'Race'`).pluck().get();
+    const stored = (await rawRows<[number]>(t.server.ctx.db, `SELECT count(*) FROM messages WHERE subject = 'Race'`))[0]?.[0];
     assert.equal(stored, 1);
 
     const held = await draft({ to: ['eve@remote.test'], subject: 'Held', bodyText: 'x' });
-    suspendInbox(t.server.ctx, box.id);
+    await suspendInbox(t.server.ctx, box.id);
     try {
       expectError(await t.api('POST', `/drafts/${held.id}/send`), 403, 'INBOX_SUSPENDED');
       assert.equal((await t.api('GET', `/drafts/${held.id}`)).status, 200);
     } finally {
-      unsuspendInbox(t.server.ctx, box.id);
+      await unsuspendInbox(t.server.ctx, box.id);
     }
     assert.equal((await t.api('POST', `/drafts/${held.id}/send`, { sendAt: null })).status, 202);
     await settleJobs(t.server.ctx);
@@ -290,8 +291,8 @@ describe('sending a draft', () => {
 describe('access', () => {
   test("another account's drafts are 404 on every route; read-only keys read but get 403 on writes", async () => {
     const d = await draft({ to: ['gil@remote.test'], subject: 'private', bodyText: 'x' });
-    const other = t.newAccount('other');
-    const before = dbDigest(t.server.ctx);
+    const other = await t.newAccount('other');
+    const before = await dbDigest(t.server.ctx);
     for (const [method, path, body] of [
       ['GET', `/drafts/${d.id}`],
       ['PATCH', `/drafts/${d.id}`, { subject: 'mine now' }],
@@ -302,21 +303,21 @@ describe('access', () => {
     }
     expectError(await t.api('GET', `/inboxes/${box.id}/drafts`, undefined, { key: other.key }), 404, 'INBOX_NOT_FOUND');
     expectError(await t.api('POST', `/inboxes/${box.id}/drafts`, {}, { key: other.key }), 404, 'INBOX_NOT_FOUND');
-    assert.equal(dbDigest(t.server.ctx), before, "another account's requests changed the database");
+    assert.equal(await dbDigest(t.server.ctx), before, "another account's requests changed the database");
     // Their own inbox cannot name my message, thread or attachment either.
     const theirs = (await t.api('POST', '/inboxes', { address: 'other-drafter' }, { key: other.key })).body;
     const myMessage = await deliverMail(t.server.smtpPort, { from: 'x@remote.test', to: box.address, subject: 'mine', text: 'x', attachments: [{ filename: 'm.txt', content: 'm' }] });
     const mine = (await t.api('GET', `/messages/${myMessage}`)).body;
-    const probeBefore = dbDigest(t.server.ctx);
+    const probeBefore = await dbDigest(t.server.ctx);
     expectError(await t.api('POST', `/inboxes/${theirs.id}/drafts`, { inReplyTo: myMessage }, { key: other.key }), 404, 'MESSAGE_NOT_FOUND');
     expectError(await t.api('POST', `/inboxes/${theirs.id}/drafts`, { threadId: mine.threadId }, { key: other.key }), 404, 'THREAD_NOT_FOUND');
     expectError(await t.api('POST', `/inboxes/${theirs.id}/drafts`, { attachmentIds: [mine.attachments[0].id] }, { key: other.key }), 400, 'VALIDATION_ERROR');
-    assert.equal(dbDigest(t.server.ctx), probeBefore);
+    assert.equal(await dbDigest(t.server.ctx), probeBefore);
 
-    const ro = createApiKey(t.server.ctx, t.accountId, { name: 'reader', readOnly: true }).key;
+    const ro = (await createApiKey(t.server.ctx, t.accountId, { name: 'reader', readOnly: true })).key;
     assert.equal((await t.api('GET', `/drafts/${d.id}`, undefined, { key: ro })).status, 200);
     assert.equal((await t.api('GET', `/inboxes/${box.id}/drafts`, undefined, { key: ro })).status, 200);
-    const roBefore = dbDigest(t.server.ctx);
+    const roBefore = await dbDigest(t.server.ctx);
     for (const [method, path, body] of [
       ['POST', `/inboxes/${box.id}/drafts`, {}],
       ['PATCH', `/drafts/${d.id}`, { subject: 'x' }],
@@ -325,7 +326,7 @@ describe('access', () => {
     ] as Array<[string, string, unknown?]>) {
       expectError(await t.api(method, path, body, { key: ro }), 403, 'FORBIDDEN');
     }
-    assert.equal(dbDigest(t.server.ctx), roBefore);
+    assert.equal(await dbDigest(t.server.ctx), roBefore);
   });
 
   test('deleting the inbox deletes its drafts', async () => {

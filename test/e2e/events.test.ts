@@ -108,15 +108,15 @@ describe('GET /events', () => {
   after(async () => t?.close());
 
   test('oldest first, the webhook envelope, after as a cursor, types, inboxId, limit; another account sees none of it', async () => {
-    const other = t.newAccount('other');
+    const other = await t.newAccount('other');
     const inboxA = (await t.api('POST', '/inboxes', { address: 'ev-a' })).body;
     const inboxB = (await t.api('POST', '/inboxes', { address: 'ev-b' })).body;
     const theirs = (await t.api('POST', '/inboxes', { address: 'ev-theirs' }, { key: other.key })).body;
-    const e1 = emit(t, 'message.received', { id: 'msg_ev1', inboxId: inboxA.id, subject: 'one' });
-    emit(t, 'message.received', { id: 'msg_theirs1', inboxId: theirs.id }, other.accountId);
-    const e2 = emit(t, 'domain.verified', { id: 'dom_1', domain: 'x.example' });
-    const e3 = emit(t, 'message.sent', { id: 'msg_ev3', inboxId: inboxB.id, subject: 'three' });
-    const e4 = emit(t, 'message.bounced', { id: 'msg_ev4', inboxId: inboxA.id, subject: 'four' });
+    const e1 = await emit(t, 'message.received', { id: 'msg_ev1', inboxId: inboxA.id, subject: 'one' });
+    await emit(t, 'message.received', { id: 'msg_theirs1', inboxId: theirs.id }, other.accountId);
+    const e2 = await emit(t, 'domain.verified', { id: 'dom_1', domain: 'x.example' });
+    const e3 = await emit(t, 'message.sent', { id: 'msg_ev3', inboxId: inboxB.id, subject: 'three' });
+    const e4 = await emit(t, 'message.bounced', { id: 'msg_ev4', inboxId: inboxA.id, subject: 'four' });
 
     const all = await t.api('GET', '/events');
     assert.equal(all.status, 200, all.text);
@@ -143,8 +143,8 @@ describe('GET /events', () => {
   });
 
   test('limit defaults to 100 and is at most 1000; bad parameters are 400 VALIDATION_ERROR naming the parameter', async () => {
-    const fresh = t.newAccount('many');
-    for (let i = 0; i < 105; i++) emit(t, 'domain.verified', { id: `dom_${i}` }, fresh.accountId);
+    const fresh = await t.newAccount('many');
+    for (let i = 0; i < 105; i++) await emit(t, 'domain.verified', { id: `dom_${i}` }, fresh.accountId);
     const page = (await t.api('GET', '/events', undefined, { key: fresh.key })).body.data;
     assert.equal(page.length, 100);
     assert.deepEqual(page.map((e: any) => e.data.id), Array.from({ length: 100 }, (_v, i) => `dom_${i}`));
@@ -198,9 +198,9 @@ describe('GET /events/stream', () => {
   after(async () => t?.close());
 
   test('live events as id/event/data, filters, only the own account; resume with Last-Event-ID or after loses and repeats nothing', async () => {
-    const other = t.newAccount('other');
+    const other = await t.newAccount('other');
     const inbox = (await t.api('POST', '/inboxes', { address: 'st-a' })).body;
-    const before = emit(t, 'domain.verified', { id: 'dom_before' });
+    const before = await emit(t, 'domain.verified', { id: 'dom_before' });
 
     const s = await openStream(t);
     assert.equal(s.status, 200);
@@ -210,10 +210,10 @@ describe('GET /events/stream', () => {
     const onlyReceived = await openStream(t, `?types=message.received&inboxId=${inbox.id}`);
     const theirs = await openStream(t, '', { key: other.key });
 
-    emit(t, 'message.received', { id: 'msg_other_acct', subject: 'not yours' }, other.accountId);
-    const e1 = emit(t, 'message.received', { id: 'msg_st1', inboxId: inbox.id, subject: 'first' });
-    const e2 = emit(t, 'message.sent', { id: 'msg_st2', inboxId: inbox.id });
-    const e3 = emit(t, 'domain.verified', { id: 'dom_st3' });
+    await emit(t, 'message.received', { id: 'msg_other_acct', subject: 'not yours' }, other.accountId);
+    const e1 = await emit(t, 'message.received', { id: 'msg_st1', inboxId: inbox.id, subject: 'first' });
+    const e2 = await emit(t, 'message.sent', { id: 'msg_st2', inboxId: inbox.id });
+    const e3 = await emit(t, 'domain.verified', { id: 'dom_st3' });
     const frames = await s.waitFrames(3);
     // Only what came after the stream opened; never the other account's event.
     assert.deepEqual(frames, [e1, e2, e3].map((e) => ({ id: e.id, event: e.type, data: envelope(e) })));
@@ -223,10 +223,10 @@ describe('GET /events/stream', () => {
 
     // Disconnect, miss three events, reconnect with Last-Event-ID: exactly those three, then live.
     s.close();
-    const missed = [emit(t, 'message.bounced', { id: 'msg_m1', inboxId: inbox.id }), emit(t, 'domain.verified', { id: 'dom_m2' }), emit(t, 'message.complained', { id: 'msg_m3', inboxId: inbox.id })];
+    const missed = [await emit(t, 'message.bounced', { id: 'msg_m1', inboxId: inbox.id }), await emit(t, 'domain.verified', { id: 'dom_m2' }), await emit(t, 'message.complained', { id: 'msg_m3', inboxId: inbox.id })];
     const resumed = await openStream(t, `?after=${e1.id}`, { headers: { 'Last-Event-ID': e3.id } });
     assert.deepEqual((await resumed.waitFrames(3)).map((f) => f.id), missed.map((e) => e.id), 'Last-Event-ID wins over after');
-    const live = emit(t, 'message.sent', { id: 'msg_live', inboxId: inbox.id });
+    const live = await emit(t, 'message.sent', { id: 'msg_live', inboxId: inbox.id });
     assert.deepEqual((await resumed.waitFrames(4)).map((f) => f.id), [...missed, live].map((e) => e.id));
     // `after` alone resumes the same way.
     const fromAfter = await openStream(t, `?after=${e2.id}&types=message.bounced,message.complained,domain.verified`);
@@ -237,7 +237,7 @@ describe('GET /events/stream', () => {
   });
 
   test('error paths: 401, 400 for bad filters and a bad Last-Event-ID, 404 for another account\'s inbox', async () => {
-    const other = t.newAccount('other2');
+    const other = await t.newAccount('other2');
     const theirs = (await t.api('POST', '/inboxes', { address: 'st-theirs' }, { key: other.key })).body;
     expectError(await streamError(t, '', {}, null), 401, 'UNAUTHORIZED');
     expectError(await streamError(t, '?types=message.nope'), 400, 'VALIDATION_ERROR');
@@ -266,7 +266,7 @@ describe('GET /events/stream', () => {
   test('a client that stops reading is dropped with a final event naming the last event written; it resumes from there', async () => {
     const saved = { ...STREAM_SETTINGS };
     STREAM_SETTINGS.dropGraceMs = 60_000;
-    const acc = t.newAccount('slow');
+    const acc = await t.newAccount('slow');
     try {
       // A real HTTP client whose response is paused: the kernel's buffers fill, then the server's.
       let res!: IncomingMessage;
@@ -281,7 +281,7 @@ describe('GET /events/stream', () => {
       assert.equal(res.statusCode, 200);
       const big = 'x'.repeat(64 * 1024);
       const emitted: string[] = [];
-      for (let i = 0; i < 320; i++) emitted.push(emit(t, 'domain.verified', { id: `dom_${i}`, pad: big }, acc.accountId).id);
+      for (let i = 0; i < 320; i++) emitted.push((await emit(t, 'domain.verified', { id: `dom_${i}`, pad: big }, acc.accountId)).id);
       // Let the stream write until it gives up on this client (the server logs it).
       await until('the stream dropped the client', () => (dropped.length ? true : undefined), 20_000);
       const chunks: Buffer[] = [];
@@ -322,7 +322,7 @@ describe('GET /events/stream: timeouts and restarts', () => {
     try {
       const s = await openStream(t);
       await new Promise((r) => setTimeout(r, 2500));
-      const e = emit(t, 'domain.verified', { id: 'dom_late' });
+      const e = await emit(t, 'domain.verified', { id: 'dom_late' });
       assert.deepEqual((await s.waitFrames(1)).map((f) => f.id), [e.id]);
       s.close();
     } finally {
@@ -336,18 +336,18 @@ describe('GET /events/stream: timeouts and restarts', () => {
     const { key, accountId } = t;
     try {
       const s = await openStream(t);
-      const e1 = emit(t, 'domain.verified', { id: 'dom_r1' });
+      const e1 = await emit(t, 'domain.verified', { id: 'dom_r1' });
       const [f1] = await s.waitFrames(1);
       assert.equal(f1.id, e1.id);
       await t.close();
       // The server stopping ends the stream (it does not hold shutdown up).
       await s.ended;
       t = await startTestServer({}, { dataDir });
-      const e2 = emit(t, 'domain.verified', { id: 'dom_r2' }, accountId);
-      const e3 = emit(t, 'domain.verified', { id: 'dom_r3' }, accountId);
+      const e2 = await emit(t, 'domain.verified', { id: 'dom_r2' }, accountId);
+      const e3 = await emit(t, 'domain.verified', { id: 'dom_r3' }, accountId);
       const again = await openStream(t, '', { key, headers: { 'Last-Event-ID': f1.id! } });
       assert.deepEqual((await again.waitFrames(2)).map((f) => f.id), [e2.id, e3.id]);
-      const e4 = emit(t, 'domain.verified', { id: 'dom_r4' }, accountId);
+      const e4 = await emit(t, 'domain.verified', { id: 'dom_r4' }, accountId);
       assert.deepEqual((await again.waitFrames(3)).map((f) => f.id), [e2.id, e3.id, e4.id]);
       again.close();
     } finally {
@@ -416,7 +416,7 @@ describe('GET /inboxes/{id}/messages?after=&wait= (long-poll)', () => {
       assert.match(res.body.error.message, new RegExp(`\`${q.split('=')[0]}\``));
     }
     assert.equal((await list(inbox.id, 'wait=0')).status, 200);
-    const other = t.newAccount('lp-other');
+    const other = await t.newAccount('lp-other');
     const started = Date.now();
     expectError(await list(inbox.id, 'wait=30', other.key), 404, 'INBOX_NOT_FOUND');
     assert.ok(Date.now() - started < 10_000);

@@ -67,42 +67,42 @@ describe('mailroom inboxes by address', () => {
   test('suspend, unsuspend and set-limit take an address as well as an id; set-limit errors are worded like the API', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'mailroom-first-'));
     const config = writeTestConfig(dir);
-    const ctx = createContext(loadConfig(config), silentLogger);
+    const ctx = await createContext(loadConfig(config), silentLogger);
     let accountId: string;
     let id: string;
     try {
-      accountId = createAccount(ctx, 'support').id;
-      id = createInbox(ctx, accountId, { address: 'helpdesk@agents.test' }).id;
+      accountId = (await createAccount(ctx, 'support')).id;
+      id = (await createInbox(ctx, accountId, { address: 'helpdesk@agents.test' })).id;
     } finally {
-      closeContext(ctx);
+      await closeContext(ctx);
     }
-    const status = () => {
-      const c = createContext(loadConfig(config), silentLogger);
+    const status = async () => {
+      const c = await createContext(loadConfig(config), silentLogger);
       try {
-        const i = getInbox(c, accountId, id);
+        const i = await getInbox(c, accountId, id);
         return { status: i.status, limit: i.dailySendLimit };
       } finally {
-        closeContext(c);
+        await closeContext(c);
       }
     };
 
     const suspended = await runCli(['inboxes', 'suspend', 'HelpDesk@agents.test', '--json', '--config', config]);
     assert.equal(suspended.code, 0, suspended.stderr);
     assert.equal(JSON.parse(suspended.stdout).id, id);
-    assert.equal(status().status, 'suspended');
+    assert.equal((await status()).status, 'suspended');
     assert.equal((await runCli(['inboxes', 'unsuspend', 'helpdesk@agents.test', '--config', config])).code, 0);
-    assert.equal(status().status, 'active');
+    assert.equal((await status()).status, 'active');
     const limited = await runCli(['inboxes', 'set-limit', 'helpdesk@agents.test', '7', '--json', '--config', config]);
     assert.equal(limited.code, 0, limited.stderr);
     assert.equal(JSON.parse(limited.stdout).dailySendLimit, 7);
-    assert.equal(status().limit, 7);
+    assert.equal((await status()).limit, 7);
 
     for (const bad of ['lots', '-1', '1.5', '99999999999']) {
       const res = await runCli(['inboxes', 'set-limit', 'helpdesk@agents.test', bad, '--config', config]);
       assert.equal(res.code, 1, bad);
       assert.equal(res.stderr, `mailroom: VALIDATION_ERROR: \`dailySendLimit\`: must be a whole number from 0 to 1000000000, got ${JSON.stringify(bad === '99999999999' ? 99999999999 : bad)}\n`, bad);
     }
-    assert.equal(status().limit, 7);
+    assert.equal((await status()).limit, 7);
     const missing = await runCli(['inboxes', 'suspend', 'nobody@agents.test', '--config', config]);
     assert.equal(missing.code, 1);
     assert.equal(missing.stderr, 'mailroom: INBOX_NOT_FOUND: inbox nobody@agents.test not found\n');

@@ -61,12 +61,12 @@ async function send(method: string, path: string, init: { body?: string | Blob |
 
 /** Sends a request that must be refused with `status`/`code` and must not change the database. */
 async function refused(label: string, status: number, code: string, method: string, path: string, init: Parameters<typeof send>[2] = {}): Promise<void> {
-  const before = dbDigest();
+  const before = await dbDigest();
   const res = await send(method, path, init);
   assert.equal(res.status, status, `${label}: ${method} ${path} → ${res.status} ${res.text.slice(0, 200)}`);
   assert.equal(res.code, code, `${label}: ${method} ${path} → ${res.text.slice(0, 200)}`);
   assert.ok(!/\bat \S+:\d+:\d+|SQLITE|stack/i.test(res.text), `${label}: internals leaked: ${res.text.slice(0, 300)}`);
-  assert.equal(dbDigest(), before, `${label}: ${method} ${path} changed the database`);
+  assert.equal(await dbDigest(), before, `${label}: ${method} ${path} changed the database`);
 }
 
 type FieldKind = 'string' | 'header' | 'strings' | 'headers' | 'bool' | 'events' | 'id';
@@ -367,9 +367,9 @@ describe('hostile HTTP', () => {
     ];
     for (const body of bodies) {
       const res = await (async () => {
-        const before = dbDigest();
+        const before = await dbDigest();
         const r = await send('POST', path, { body, headers: { 'content-type': `multipart/form-data; boundary=${b}` } });
-        assert.equal(dbDigest(), before, `multipart ${JSON.stringify(body.slice(0, 60))} changed the database`);
+        assert.equal(await dbDigest(), before, `multipart ${JSON.stringify(body.slice(0, 60))} changed the database`);
         return r;
       })();
       assert.equal(res.status, 400, res.text);
@@ -390,12 +390,12 @@ describe('hostile HTTP', () => {
     for (const method of ['GET', 'DELETE']) await refused(`${method} /mcp`, 405, 'METHOD_NOT_ALLOWED', method, '/mcp');
     // Valid JSON the protocol does not take: JSON-RPC errors, 4xx, no internals, nothing changed.
     for (const raw of ['{}', '[1]', '{"jsonrpc":"1.0","id":1,"method":"tools/list"}', '{"jsonrpc":"2.0","id":{},"method":"tools/call"}', JSON.stringify(Array.from({ length: 1000 }, (_v, i) => ({ jsonrpc: '2.0', id: i, method: 'ping' }))), '{"a":'.repeat(100_000) + '1' + '}'.repeat(100_000), '['.repeat(100_000) + ']'.repeat(100_000)]) {
-      const before = dbDigest();
+      const before = await dbDigest();
       const res = await send('POST', '/mcp', json(raw));
       assert.ok(res.status >= 400 && res.status < 500, `${raw.slice(0, 60)} → ${res.status} ${res.text.slice(0, 200)}`);
       assert.equal(JSON.parse(res.text).jsonrpc, '2.0', res.text.slice(0, 200));
       assert.ok(!/\bat \S+:\d+:\d+|SQLITE|stack/i.test(res.text), res.text.slice(0, 300));
-      assert.equal(dbDigest(), before);
+      assert.equal(await dbDigest(), before);
     }
     const noSse = await send('POST', '/mcp', json('{"jsonrpc":"2.0","id":1,"method":"tools/list"}', { accept: 'application/json' }));
     assert.equal(noSse.status, 406);
@@ -424,7 +424,7 @@ describe('hostile HTTP', () => {
         s.setTimeout(3000, () => s.destroy());
         s.write(payload);
       });
-    const before = dbDigest();
+    const before = await dbDigest();
     const auth = `Authorization: Bearer ${t.key}\r\n`;
     const cases = [
       `GET /${'a'.repeat(70_000)} HTTP/1.1\r\nHost: x\r\n\r\n`,
@@ -442,7 +442,7 @@ describe('hostile HTTP', () => {
       const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(answer)?.[1] ?? 0);
       assert.ok(status === 0 || (status >= 400 && status < 500), `raw request ${JSON.stringify(c.slice(0, 80))} answered ${answer.slice(0, 120)}`);
     }
-    assert.equal(dbDigest(), before, 'raw protocol garbage changed the database');
+    assert.equal(await dbDigest(), before, 'raw protocol garbage changed the database');
     assert.equal((await send('GET', '/health')).status, 200, 'the listener stopped serving');
   });
 

@@ -22,22 +22,22 @@ after(async () => {
   await t?.close();
 });
 
-const countInboxes = () => t.server.ctx.db.select().from(inboxes).where(eq(inboxes.accountId, t.accountId)).all().length;
+const countInboxes = async (): Promise<number> => (await t.server.ctx.db.select().from(inboxes).where(eq(inboxes.accountId, t.accountId)).all()).length;
 
 test('HEAD runs the GET route of a path, never a POST or DELETE route', async () => {
-  const before = countInboxes();
+  const before = await countInboxes();
   // POST /inboxes is registered before GET /inboxes: HEAD must not create an inbox.
   const head = await fetch(`${t.url}/inboxes`, { method: 'HEAD', headers: { authorization: `Bearer ${t.key}` } });
   assert.equal(head.status, 200);
   assert.equal(await head.text(), '');
-  assert.equal(countInboxes(), before);
+  assert.equal(await countInboxes(), before);
 
   // DELETE /account/api-keys/:id has no GET route: HEAD with a read-only key revokes nothing.
-  const victim = createApiKey(t.server.ctx, t.accountId, { name: 'victim' });
-  const reader = createApiKey(t.server.ctx, t.accountId, { name: 'reader', readOnly: true }).key;
+  const victim = await createApiKey(t.server.ctx, t.accountId, { name: 'victim' });
+  const reader = (await createApiKey(t.server.ctx, t.accountId, { name: 'reader', readOnly: true })).key;
   const res = await fetch(`${t.url}/account/api-keys/${victim.id}`, { method: 'HEAD', headers: { authorization: `Bearer ${reader}` } });
   assert.equal(res.status, 404, 'answered like GET, for which the path has no route');
-  const row = t.server.ctx.db.select().from(apiKeys).where(eq(apiKeys.id, victim.id)).get()!;
+  const row = (await t.server.ctx.db.select().from(apiKeys).where(eq(apiKeys.id, victim.id)).get())!;
   assert.equal(row.revokedAt, null);
   assert.equal((await t.api('GET', '/inboxes', undefined, { key: victim.key })).status, 200, 'the key still works');
 
@@ -82,16 +82,16 @@ test('plain-statement reads return what drizzle reads: key lookup, inbox by id, 
   const sent = await t.api('POST', `/inboxes/${inbox.id}/messages`, { to: ['someone@example.org'], bcc: ['b@example.org'], subject: 'out', bodyText: 'x' });
   assert.equal(sent.status, 202, sent.text);
 
-  assert.deepEqual(findInboxRow(ctx, t.accountId, inbox.id), ctx.db.select().from(inboxes).where(eq(inboxes.id, inbox.id)).get());
-  expectError(await t.api('GET', `/inboxes/${inbox.id}`, undefined, { key: t.newAccount('other').key }), 404, 'INBOX_NOT_FOUND');
+  assert.deepEqual(await findInboxRow(ctx, t.accountId, inbox.id), await ctx.db.select().from(inboxes).where(eq(inboxes.id, inbox.id)).get());
+  expectError(await t.api('GET', `/inboxes/${inbox.id}`, undefined, { key: (await t.newAccount('other')).key }), 404, 'INBOX_NOT_FOUND');
 
-  const drizzleRows = ctx.db.select().from(messages).where(eq(messages.inboxId, inbox.id)).orderBy(desc(messages.createdAt), desc(messages.id)).all();
+  const drizzleRows = await ctx.db.select().from(messages).where(eq(messages.inboxId, inbox.id)).orderBy(desc(messages.createdAt), desc(messages.id)).all();
   assert.deepEqual(
     drizzleRows.map((r) => r.direction).sort(),
     ['inbound', 'outbound'],
   );
-  const page = listMessages(ctx, t.accountId, inbox.id, { limit: 20, offset: 0 });
-  assert.deepEqual(page.data, messageViews(ctx, drizzleRows));
+  const page = await listMessages(ctx, t.accountId, inbox.id, { limit: 20, offset: 0 });
+  assert.deepEqual(page.data, await messageViews(ctx, drizzleRows));
   assert.equal(page.total, 2);
   const outbound = page.data.find((m) => m.direction === 'outbound')!;
   assert.deepEqual(outbound.bccAddresses, ['b@example.org']);
@@ -99,15 +99,15 @@ test('plain-statement reads return what drizzle reads: key lookup, inbox by id, 
   assert.deepEqual(inbound.ccAddresses, ['c@example.org']);
   assert.equal(inbound.bodyHtml?.includes('<p>hello</p>'), true);
   // The status filter and offset go through the other statements.
-  const received = listMessages(ctx, t.accountId, inbox.id, { limit: 20, offset: 0, status: 'received' });
+  const received = await listMessages(ctx, t.accountId, inbox.id, { limit: 20, offset: 0, status: 'received' });
   assert.deepEqual(received.data, [inbound]);
   assert.equal(received.total, 1);
-  assert.deepEqual(listMessages(ctx, t.accountId, inbox.id, { limit: 1, offset: 1 }).data, page.data.slice(1));
+  assert.deepEqual((await listMessages(ctx, t.accountId, inbox.id, { limit: 1, offset: 1 })).data, page.data.slice(1));
 
   // A read-only key authenticates as read-only; an expired one not at all.
-  const ro = createApiKey(ctx, t.accountId, { name: 'ro', readOnly: true }).key;
+  const ro = (await createApiKey(ctx, t.accountId, { name: 'ro', readOnly: true })).key;
   assert.equal((await t.api('GET', `/inboxes/${inbox.id}`, undefined, { key: ro })).status, 200);
   expectError(await t.api('POST', '/inboxes', {}, { key: ro }), 403, 'FORBIDDEN');
-  const expired = createApiKey(ctx, t.accountId, { name: 'old', expiresAt: '2000-01-01T00:00:00.000Z' }).key;
+  const expired = (await createApiKey(ctx, t.accountId, { name: 'old', expiresAt: '2000-01-01T00:00:00.000Z' })).key;
   expectError(await t.api('GET', `/inboxes/${inbox.id}`, undefined, { key: expired }), 401, 'UNAUTHORIZED');
 });

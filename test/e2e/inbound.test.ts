@@ -100,7 +100,7 @@ describe('receiving over SMTP', () => {
   test('the message.received event carries the message, fromName, hasAttachments and receivedAt', async () => {
     const info = await transport.sendMail({ from: 'Eve <eve@example.org>', to: 'alice@agents.test', subject: 'event check', text: 'x' });
     const [id] = storedIds(info.response);
-    const rows = t.server.ctx.db.select().from(events).where(eq(events.type, 'message.received')).all();
+    const rows = await t.server.ctx.db.select().from(events).where(eq(events.type, 'message.received')).all();
     const ev = rows.map((r) => JSON.parse(r.data)).find((d) => d.id === id);
     assert.ok(ev, 'event recorded');
     assert.equal(ev.inboxId, inboxId);
@@ -223,7 +223,7 @@ describe('recipient rules', () => {
 
   test('a suspended inbox receives nothing (550)', async () => {
     const id = (await t.api('POST', '/inboxes', { address: 'paused' })).body.id;
-    suspendInbox(t.server.ctx, id);
+    await suspendInbox(t.server.ctx, id);
     const err = await sendError({ from: 'bob@example.org', to: 'paused@agents.test', subject: 'x', text: 'x' });
     assert.equal(err.responseCode, 550);
     assert.match(err.response, /^550 5\.2\.1 /);

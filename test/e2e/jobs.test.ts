@@ -14,33 +14,33 @@ import { claimDue, enqueueJob, fail, getJob, ok, recoverJobs, retry, sweepJobs, 
 import { createJobRunner, type JobHandler } from '../../src/jobs/runner.ts';
 import { silentLogger } from '../../src/log.ts';
 
-function context(extra: Record<string, unknown> = {}): AppContext {
+function context(extra: Record<string, unknown> = {}): Promise<AppContext> {
   const dir = mkdtempSync(join(tmpdir(), 'mailroom-jobs-'));
   return createContext(configFrom({ data_dir: dir, ...extra }), silentLogger);
 }
 
-function enqueue(ctx: AppContext, payload: unknown, opts: { partition?: string; maxAttempts?: number; kind?: string } = {}): string {
-  const id = ctx.db.transaction(() => enqueueJob(ctx.db, new Date(), { kind: opts.kind ?? 'test', payload, partition: opts.partition, maxAttempts: opts.maxAttempts ?? 3 }));
+async function enqueue(ctx: AppContext, payload: unknown, opts: { partition?: string; maxAttempts?: number; kind?: string } = {}): Promise<string> {
+  const id = await ctx.store.transaction((tx) => enqueueJob(tx, new Date(), { kind: opts.kind ?? 'test', payload, partition: opts.partition, maxAttempts: opts.maxAttempts ?? 3 }));
   ctx.notify('jobs');
   return id;
 }
 
-const until = async (cond: () => boolean, ms = 5000) => {
+const until = async (cond: () => boolean | Promise<boolean>, ms = 5000) => {
   const end = Date.now() + ms;
-  while (!cond()) {
+  while (!(await cond())) {
     if (Date.now() > end) throw new Error('condition not reached in time');
     await new Promise((r) => setTimeout(r, 10));
   }
 };
 
 test('claiming records the attempt and the next run time in one step', async () => {
-  const ctx = context();
+  const ctx = await context();
   try {
-    const id = enqueue(ctx, { n: 1 });
+    const id = await enqueue(ctx, { n: 1 });
     const before = Date.now();
     const [job] = await claimDue(ctx, 10, () => [60_000, 120_000]);
     assert.equal(job.id, id);
-    const row = getJob(ctx, id)!;
+    const row = (await getJob(ctx, id))!;
     assert.equal(row.status, 'running');
     assert.equal(row.attempts, 1);
     assert.ok(row.runAt >= before + 60_000, 'next run time already set from the schedule');
@@ -48,51 +48,57 @@ test('claiming records the attempt and the next run time in one step', async () 
     // A running job with a live lease is not claimed again.
     assert.equal((await claimDue(ctx, 10, () => [1])).length, 0);
   } finally {
-    closeContext(ctx);
+    await closeContext(ctx);
   }
 });
 
 test('a due job changed by another writer before the claim commits is left alone', async () => {
-  const ctx = context();
+  const ctx = await context();
   try {
-    const id = enqueue(ctx, { n: 1 });
+    const id = await enqueue(ctx, { n: 1 });
     // The claim reads the due jobs now and commits them moments later (group commit); the CLI
-    // or another process may change the job in between.
-    const claim = claimDue(ctx, 10, () => [60_000]);
-    ctx.db.update(jobs).set({ status: 'failed', finishedAt: new Date().toISOString() }).where(eq(jobs.id, id)).run();
+    // or another process may change the job in between. The change is made once the claim has
+    // read the due jobs and chosen this one (its accept callback), before the claim commits.
+    let change: Promise<unknown> | undefined;
+    const claim = claimDue(ctx, 10, () => [60_000], () => {
+      change ??= ctx.db.update(jobs).set({ status: 'failed', finishedAt: new Date().toISOString() }).where(eq(jobs.id, id)).run();
+      return true;
+    });
     assert.deepEqual(await claim, []);
-    assert.equal(getJob(ctx, id)!.status, 'failed');
-    assert.equal(getJob(ctx, id)!.attempts, 0);
+    assert.ok(change !== undefined, 'the claim chose the job before the change');
+    await change;
+    assert.equal((await getJob(ctx, id))!.status, 'failed');
+    assert.equal((await getJob(ctx, id))!.attempts, 0);
   } finally {
-    closeContext(ctx);
+    await closeContext(ctx);
   }
 });
 
 test("a handler's claimed hook is committed with the claim, before the attempt runs", async () => {
-  const ctx = context();
+  const ctx = await context();
   const seen: Array<string | null> = [];
   const handler: JobHandler = {
     kind: 'test',
     schedule: () => [60_000],
-    claimed: (tx, _c, job) => {
-      tx.update(jobs).set({ lastError: `claimed at attempt ${job.attempts}` }).where(eq(jobs.id, job.id)).run();
+    claimed: async (tx, _c, job) => {
+      await tx.update(jobs).set({ lastError: `claimed at attempt ${job.attempts}` }).where(eq(jobs.id, job.id)).run();
     },
-    run: async (_c, job) => (seen.push(getJob(ctx, job.id)!.lastError), ok()),
+    run: async (_c, job) => (seen.push((await getJob(ctx, job.id))!.lastError), ok()),
   };
   const runner = createJobRunner(ctx, [handler]);
   await runner.start();
   try {
-    const id = enqueue(ctx, {});
-    await until(() => getJob(ctx, id)!.status === 'done');
+    const id = await enqueue(ctx, {});
+    await until(async () => (await getJob(ctx, id))!.status === 'done');
     assert.deepEqual(seen, ['claimed at attempt 1']);
   } finally {
     await runner.stop(1000);
-    closeContext(ctx);
+    await closeContext(ctx);
   }
 });
 
 test('the runner wakes at once on new work, retries on the schedule, and fails after the last attempt', async () => {
-  const ctx = context();
+  const ctx = await context();
   const seen: Array<{ payload: string; attempt: number; at: number }> = [];
   const handler: JobHandler = {
     kind: 'test',
@@ -111,15 +117,15 @@ test('the runner wakes at once on new work, retries on the schedule, and fails a
   const runner = createJobRunner(ctx, [handler]);
   await runner.start();
   try {
-    const okId = enqueue(ctx, { mode: 'ok' });
-    const retryId = enqueue(ctx, { mode: 'retry' });
-    const failId = enqueue(ctx, { mode: 'fail' });
-    const throwId = enqueue(ctx, { mode: 'throw' }, { maxAttempts: 2 });
-    await until(() => ['done', 'failed'].includes(getJob(ctx, retryId)!.status) && getJob(ctx, throwId)!.status === 'failed');
+    const okId = await enqueue(ctx, { mode: 'ok' });
+    const retryId = await enqueue(ctx, { mode: 'retry' });
+    const failId = await enqueue(ctx, { mode: 'fail' });
+    const throwId = await enqueue(ctx, { mode: 'throw' }, { maxAttempts: 2 });
+    await until(async () => ['done', 'failed'].includes((await getJob(ctx, retryId))!.status) && (await getJob(ctx, throwId))!.status === 'failed');
     await runner.idle();
-    assert.equal(getJob(ctx, okId)!.status, 'done');
-    assert.ok(getJob(ctx, okId)!.finishedAt);
-    const r = getJob(ctx, retryId)!;
+    assert.equal((await getJob(ctx, okId))!.status, 'done');
+    assert.ok((await getJob(ctx, okId))!.finishedAt);
+    const r = (await getJob(ctx, retryId))!;
     assert.equal(r.status, 'failed');
     assert.equal(r.attempts, 3);
     assert.equal(r.lastError, 'try later');
@@ -127,65 +133,65 @@ test('the runner wakes at once on new work, retries on the schedule, and fails a
     assert.deepEqual(times.map((s) => s.attempt), [1, 2, 3]);
     assert.ok(times[1].at - times[0].at >= 50, 'retries wait for the schedule');
     assert.ok(times[2].at - times[1].at >= 50, 'retries wait for the schedule');
-    const f = getJob(ctx, failId)!;
+    const f = (await getJob(ctx, failId))!;
     assert.equal(f.status, 'failed');
     assert.equal(f.attempts, 1, 'a permanent failure is not retried');
-    const t = getJob(ctx, throwId)!;
+    const t = (await getJob(ctx, throwId))!;
     assert.equal(t.status, 'failed');
     assert.equal(t.attempts, 2);
     assert.equal(t.lastError, 'boom');
   } finally {
     await runner.stop(1000);
-    closeContext(ctx);
+    await closeContext(ctx);
   }
 });
 
 test('an outcome commit runs in the same transaction as the finish', async () => {
-  const ctx = context();
+  const ctx = await context();
   const handler: JobHandler = {
     kind: 'test',
     schedule: () => [10],
     run: async (_c, job) =>
-      ok((tx) => {
-        tx.update(jobs).set({ lastError: `committed by ${job.id}` }).where(eq(jobs.id, job.id)).run();
+      ok(async (tx) => {
+        await tx.update(jobs).set({ lastError: `committed by ${job.id}` }).where(eq(jobs.id, job.id)).run();
       }),
   };
   const runner = createJobRunner(ctx, [handler]);
   await runner.start();
   try {
-    const id = enqueue(ctx, {});
-    await until(() => getJob(ctx, id)!.status === 'done');
-    assert.equal(getJob(ctx, id)!.lastError, `committed by ${id}`);
+    const id = await enqueue(ctx, {});
+    await until(async () => (await getJob(ctx, id))!.status === 'done');
+    assert.equal((await getJob(ctx, id))!.lastError, `committed by ${id}`);
   } finally {
     await runner.stop(1000);
-    closeContext(ctx);
+    await closeContext(ctx);
   }
 });
 
 test('a job left running by a dead process is recovered at start and runs again', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'mailroom-jobs-'));
   const cfg = configFrom({ data_dir: dir });
-  const crashed = createContext(cfg, silentLogger);
-  const id = enqueue(crashed, { n: 1 });
+  const crashed = await createContext(cfg, silentLogger);
+  const id = await enqueue(crashed, { n: 1 });
   await claimDue(crashed, 1, () => [3_600_000]); // claimed, then the process "dies"
-  closeContext(crashed);
+  await closeContext(crashed);
 
-  const ctx = createContext(cfg, silentLogger);
+  const ctx = await createContext(cfg, silentLogger);
   const attempts: number[] = [];
   const runner = createJobRunner(ctx, [{ kind: 'test', schedule: () => [3_600_000], run: async (_c, job) => (attempts.push(job.attempts), ok()) }]);
   await runner.start();
   try {
-    await until(() => getJob(ctx, id)!.status === 'done');
+    await until(async () => (await getJob(ctx, id))!.status === 'done');
     assert.deepEqual(attempts, [2], 'the interrupted attempt counted; the retry ran at once, not an hour later');
-    assert.equal(recoverJobs(ctx), 0);
+    assert.equal(await recoverJobs(ctx), 0);
   } finally {
     await runner.stop(1000);
-    closeContext(ctx);
+    await closeContext(ctx);
   }
 });
 
 test('concurrency per partition is bounded', async () => {
-  const ctx = context();
+  const ctx = await context();
   let active = 0;
   let peak = 0;
   const perPartition = new Map<string, number>();
@@ -209,18 +215,18 @@ test('concurrency per partition is bounded', async () => {
   await runner.start();
   try {
     const ids: string[] = [];
-    for (let i = 0; i < 12; i++) ids.push(enqueue(ctx, { i }, { partition: i % 2 ? 'a.example' : 'b.example' }));
-    await until(() => ids.every((id) => getJob(ctx, id)!.status === 'done'));
+    for (let i = 0; i < 12; i++) ids.push(await enqueue(ctx, { i }, { partition: i % 2 ? 'a.example' : 'b.example' }));
+    await until(async () => (await Promise.all(ids.map((id) => getJob(ctx, id)))).every((job) => job!.status === 'done'));
     assert.equal(peakPerPartition, 2);
     assert.ok(peak <= 4 && peak >= 3, `peak ${peak}`);
   } finally {
     await runner.stop(1000);
-    closeContext(ctx);
+    await closeContext(ctx);
   }
 });
 
 test('a backlog of one kind held to one slot does not hide another kind queued after it', async () => {
-  const ctx = context();
+  const ctx = await context();
   const order: string[] = [];
   let release!: () => void;
   const gate = new Promise<void>((r) => (release = r));
@@ -238,30 +244,31 @@ test('a backlog of one kind held to one slot does not hide another kind queued a
   const runner = createJobRunner(ctx, [slow, quick]);
   try {
     // 200 due jobs of one partition, more than any claim window, then one of another kind.
-    const backlog = Array.from({ length: 200 }, (_v, i) => enqueue(ctx, { i }, { kind: 'backlog', partition: 'spool' }));
-    const late = enqueue(ctx, {}, { kind: 'quick' });
+    const backlog: string[] = [];
+    for (let i = 0; i < 200; i++) backlog.push(await enqueue(ctx, { i }, { kind: 'backlog', partition: 'spool' }));
+    const late = await enqueue(ctx, {}, { kind: 'quick' });
     await runner.start();
-    await until(() => getJob(ctx, late)!.status === 'done');
+    await until(async () => (await getJob(ctx, late))!.status === 'done');
     assert.equal(order.filter((id) => backlog.includes(id)).length, 1, 'the backlog holds its one slot');
     assert.ok(order.includes(late));
   } finally {
     release();
     await runner.stop(1000);
-    closeContext(ctx);
+    await closeContext(ctx);
   }
 });
 
-test('finished jobs are swept after the retention period, unfinished ones never', () => {
-  const ctx = context({ jobs: { retention: '1h' } });
+test('finished jobs are swept after the retention period, unfinished ones never', async () => {
+  const ctx = await context({ jobs: { retention: '1h' } });
   try {
-    const old = enqueue(ctx, {});
-    const pending = enqueue(ctx, {});
-    ctx.db.update(jobs).set({ status: 'done', finishedAt: new Date(Date.now() - 2 * 3_600_000).toISOString() }).where(eq(jobs.id, old)).run();
-    ctx.db.update(jobs).set({ createdAt: new Date(Date.now() - 10 * 3_600_000).toISOString() }).where(eq(jobs.id, pending)).run();
-    assert.equal(sweepJobs(ctx), 1);
-    assert.equal(getJob(ctx, old), undefined);
-    assert.ok(getJob(ctx, pending));
+    const old = await enqueue(ctx, {});
+    const pending = await enqueue(ctx, {});
+    await ctx.db.update(jobs).set({ status: 'done', finishedAt: new Date(Date.now() - 2 * 3_600_000).toISOString() }).where(eq(jobs.id, old)).run();
+    await ctx.db.update(jobs).set({ createdAt: new Date(Date.now() - 10 * 3_600_000).toISOString() }).where(eq(jobs.id, pending)).run();
+    assert.equal(await sweepJobs(ctx), 1);
+    assert.equal(await getJob(ctx, old), undefined);
+    assert.ok(await getJob(ctx, pending));
   } finally {
-    closeContext(ctx);
+    await closeContext(ctx);
   }
 });

@@ -137,10 +137,10 @@ describe('read state and labels', () => {
     const m = await receive({ subject: 'mine' });
     expectError(await patch('/messages/msg_nope', { unread: false }), 404, 'MESSAGE_NOT_FOUND');
     expectError(await patch('/threads/thr_nope', { unread: false }), 404, 'THREAD_NOT_FOUND');
-    const other = t.newAccount('other');
+    const other = await t.newAccount('other');
     expectError(await patch(`/messages/${m.id}`, { unread: false, addLabels: ['x'] }, other.key), 404, 'MESSAGE_NOT_FOUND');
     expectError(await patch(`/threads/${m.threadId}`, { unread: false, addLabels: ['x'] }, other.key), 404, 'THREAD_NOT_FOUND');
-    const ro = createApiKey(t.server.ctx, t.accountId, { name: 'ro', readOnly: true });
+    const ro = await createApiKey(t.server.ctx, t.accountId, { name: 'ro', readOnly: true });
     expectError(await patch(`/messages/${m.id}`, { unread: false }, ro.key), 403, 'FORBIDDEN');
     expectError(await patch(`/threads/${m.threadId}`, { unread: false }, ro.key), 403, 'FORBIDDEN');
     const still = (await t.api('GET', `/messages/${m.id}`)).body;
@@ -270,7 +270,7 @@ describe('list filters', () => {
   });
 
   test('another account sees nothing of these lists; an unknown inbox is 404', async () => {
-    const other = server.newAccount('other');
+    const other = await server.newAccount('other');
     for (const path of ['/messages', '/threads', '/messages?label=invoice', '/threads?label=invoice', '/messages?unread=true', '/threads?status=received']) {
       const res = await list(path, other.key);
       assert.equal(res.status, 200, res.text);

@@ -6,6 +6,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createApiKey } from '../../src/domain/apikeys.ts';
+import { rawRows } from '../../src/store/store.ts';
 import { dbDigest, settleJobs } from '../support/db-digest.ts';
 import { deliverMail } from '../support/mail.ts';
 import { SmtpClient } from '../support/smtp-client.ts';
@@ -28,7 +29,7 @@ const addEntry = async (body: Record<string, unknown>) => {
   return res.body as { id: string; entry: string };
 };
 const removeEntry = async (id: string) => assert.equal((await t.api('DELETE', `/lists/${id}`)).status, 204);
-const messageCount = () => t.server.ctx.db.$client.prepare('SELECT count(*) FROM messages').pluck().get() as number;
+const messageCount = async (): Promise<number> => (await rawRows<[number]>(t.server.ctx.db, 'SELECT count(*) FROM messages'))[0]?.[0];
 
 /** The RCPT TO reply for `rcpt` from `mailFrom` over a real SMTP session (the transaction is reset after). */
 async function rcptReply(mailFrom: string, rcpt: string): Promise<{ code: number; text: string }> {
@@ -79,7 +80,7 @@ describe('the /lists API', () => {
   });
 
   test('junk entries, directions and kinds are 400 naming the field; nothing is stored', async () => {
-    const before = dbDigest(t.server.ctx);
+    const before = await dbDigest(t.server.ctx);
     for (const entry of ['not an address', 'a@b', 'foo@', '@', '', 'localhost', 'x@-bad-.example', 'a b@example.com', '"q"@example.com', 'example..com', 'ex ample.com']) {
       const res = await t.api('POST', '/lists', { direction: 'receive', kind: 'block', entry });
       expectError(res, 400, 'VALIDATION_ERROR');
@@ -99,11 +100,11 @@ describe('the /lists API', () => {
     expectError(await t.api('GET', '/lists?kind=deny'), 400, 'VALIDATION_ERROR');
     expectError(await t.api('GET', '/lists?limit=101'), 400, 'VALIDATION_ERROR');
     expectError(await t.api('GET', '/lists?inboxId=inb_unknown'), 404, 'INBOX_NOT_FOUND');
-    assert.equal(dbDigest(t.server.ctx), before);
+    assert.equal(await dbDigest(t.server.ctx), before);
   });
 
   test("another account: its inbox is 404 in a body and a filter, its entries are 404 and never listed; read-only keys get 403", async () => {
-    const other = t.newAccount('other');
+    const other = await t.newAccount('other');
     const theirInbox = (await t.api('POST', '/inboxes', { address: 'their-lists' }, { key: other.key })).body;
     const theirs = await t.api('POST', '/lists', { direction: 'send', kind: 'block', entry: 'x.example' }, { key: other.key });
     assert.equal(theirs.status, 201);
@@ -115,7 +116,7 @@ describe('the /lists API', () => {
     const mine = await inbox('not-theirs');
     assert.equal((await t.api('POST', `/inboxes/${mine.id}/messages`, { to: ['a@x.example'], subject: 's', bodyText: 'b' })).status, 202);
 
-    const ro = createApiKey(t.server.ctx, other.accountId, { name: 'reader', readOnly: true }).key;
+    const ro = (await createApiKey(t.server.ctx, other.accountId, { name: 'reader', readOnly: true })).key;
     expectError(await t.api('POST', '/lists', { direction: 'send', kind: 'block', entry: 'y.example' }, { key: ro }), 403, 'FORBIDDEN');
     expectError(await t.api('DELETE', `/lists/${theirs.body.id}`, undefined, { key: ro }), 403, 'FORBIDDEN');
     assert.equal((await t.api('GET', '/lists', undefined, { key: ro })).body.total, 1);
@@ -128,7 +129,7 @@ describe('receive lists at the SMTP listener', () => {
     const box = await inbox('guarded');
     const byAddress = await addEntry({ direction: 'receive', kind: 'block', entry: 'pest@nuisance.test', inboxId: box.id });
     const byDomain = await addEntry({ direction: 'receive', kind: 'block', entry: 'spam.test' });
-    const stored = messageCount();
+    const stored = await messageCount();
     for (const sender of ['pest@nuisance.test', 'PEST@Nuisance.TEST', 'anyone@spam.test', 'x@mail.spam.test']) {
       const reply = await rcptReply(sender, box.address);
       assert.equal(reply.code, 550, `${sender}: ${reply.code} ${reply.text}`);
@@ -138,7 +139,7 @@ describe('receive lists at the SMTP listener', () => {
     for (const sender of ['pest2@nuisance.test', 'friend@nuisance.test', 'x@notspam.test', 'x@spam.test.example']) {
       assert.equal((await rcptReply(sender, box.address)).code, 250, sender);
     }
-    assert.equal(messageCount(), stored, 'a refused RCPT stored something');
+    assert.equal(await messageCount(), stored, 'a refused RCPT stored something');
     // A message from an accepted sender is stored as usual.
     const id = await deliverMail(t.server.smtpPort, { from: 'friend@nuisance.test', to: box.address, subject: 'hello', text: 'hi' });
     assert.equal((await t.api('GET', `/messages/${id}`)).body.inboxId, box.id);
@@ -185,7 +186,7 @@ describe('send lists', () => {
     const received = await deliverMail(t.server.smtpPort, { from: 'customer@blocked.test', to: box.address, subject: 'question', text: '?' });
     await settleJobs(t.server.ctx);
     const entry = await addEntry({ direction: 'send', kind: 'block', entry: 'blocked.test', inboxId: box.id });
-    const before = dbDigest(t.server.ctx);
+    const before = await dbDigest(t.server.ctx);
     for (const field of ['to', 'cc', 'bcc']) {
       const body: Record<string, unknown> = { to: ['ok@fine.test'], subject: 's', bodyText: 'b', [field]: ['Someone <Someone@Blocked.test>'] };
       if (field === 'to') body.to = ['ok@fine.test', 'Someone <Someone@Blocked.test>'];
@@ -195,7 +196,7 @@ describe('send lists', () => {
     }
     expectError(await t.api('POST', `/messages/${received}/reply`, { bodyText: 'answer' }), 403, 'RECIPIENT_BLOCKED');
     expectError(await t.api('POST', `/messages/${received}/forward`, { to: ['x@sub.blocked.test'] }), 403, 'RECIPIENT_BLOCKED');
-    assert.equal(dbDigest(t.server.ctx), before, 'a refused send changed the database');
+    assert.equal(await dbDigest(t.server.ctx), before, 'a refused send changed the database');
     // Another inbox of the account is not covered by this inbox's entry.
     const other = await inbox('sender-two');
     assert.equal((await t.api('POST', `/inboxes/${other.id}/messages`, { to: ['x@blocked.test'], subject: 's', bodyText: 'b' })).status, 202);

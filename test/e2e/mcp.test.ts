@@ -139,12 +139,12 @@ describe('MCP over Streamable HTTP', () => {
   });
 
   test('a read-only key sees only the read tools; a write call is FORBIDDEN as in REST and changes nothing', async () => {
-    const ro = createApiKey(t.server.ctx, t.accountId, { name: 'reader', readOnly: true }).key;
+    const ro = (await createApiKey(t.server.ctx, t.accountId, { name: 'reader', readOnly: true })).key;
     const client = await httpClient(ro);
     assert.deepEqual((await client.listTools()).tools.map((x) => x.name).sort(), [...READ_TOOLS].sort());
     const inbox = (await t.api('POST', '/inboxes', { address: 'ro-target' })).body;
     assert.equal((await call(client, 'get_inbox', { inboxId: inbox.id })).address, 'ro-target@agents.test');
-    const before = dbDigest(t.server.ctx);
+    const before = await dbDigest(t.server.ctx);
     const rest = await t.api('POST', '/inboxes', {}, { key: ro });
     expectError(rest, 403, 'FORBIDDEN');
     for (const [name, args] of [
@@ -156,15 +156,15 @@ describe('MCP over Streamable HTTP', () => {
       assert.equal(error.message, rest.body.error.message);
       assert.equal(error.status, 403);
     }
-    assert.equal(dbDigest(t.server.ctx), before);
+    assert.equal(await dbDigest(t.server.ctx), before);
   });
 
   test("another account's ids are not found, with the REST codes; its lists show nothing of ours", async () => {
     const inbox = (await t.api('POST', '/inboxes', { address: 'private-owner' })).body;
     const info = await smtp.sendMail({ from: 'x@example.org', to: inbox.address, subject: 'private', text: 'for the owner', attachments: [{ filename: 'secret.txt', content: 'top secret' }] });
     const message = (await t.api('GET', `/messages/${storedId(info)}`)).body;
-    const intruder = await httpClient(t.newAccount('intruder').key);
-    const before = dbDigest(t.server.ctx);
+    const intruder = await httpClient((await t.newAccount('intruder')).key);
+    const before = await dbDigest(t.server.ctx);
     const probes: Array<[string, Record<string, unknown>, string]> = [
       ['get_inbox', { inboxId: inbox.id }, 'INBOX_NOT_FOUND'],
       ['delete_inbox', { inboxId: inbox.id }, 'INBOX_NOT_FOUND'],
@@ -184,7 +184,7 @@ describe('MCP over Streamable HTTP', () => {
       const error = await callFails(intruder, name, args, code);
       assert.equal(error.status, 404);
     }
-    assert.equal(dbDigest(t.server.ctx), before);
+    assert.equal(await dbDigest(t.server.ctx), before);
     for (const name of ['list_inboxes', 'list_messages', 'search_messages', 'list_threads']) {
       const listed = JSON.stringify(await call(intruder, name, name.startsWith('search') ? { q: 'private' } : {}));
       for (const own of [inbox.id, message.id, message.threadId]) assert.ok(!listed.includes(own), `${name} shows ${own}`);
@@ -199,7 +199,7 @@ describe('MCP over Streamable HTTP', () => {
     assert.deepEqual(await call(client, 'get_draft', { draftId: draft.id }), (await t.api('GET', `/drafts/${draft.id}`)).body);
     const missing = await callFails(client, 'send_draft', { draftId: draft.id }, 'VALIDATION_ERROR');
     assert.match(missing.message, /subject/);
-    const intruder = await httpClient(t.newAccount('draft-intruder').key);
+    const intruder = await httpClient((await t.newAccount('draft-intruder')).key);
     for (const [name, args] of [
       ['get_draft', { draftId: draft.id }],
       ['update_draft', { draftId: draft.id, subject: 'taken over' }],
@@ -419,7 +419,7 @@ describe('MCP over stdio (mailroom mcp)', () => {
   });
 
   test('tool errors pass through unchanged; a read-only key bridges only the read tools', async () => {
-    const ro = createApiKey(t.server.ctx, t.accountId, { name: 'stdio reader', readOnly: true }).key;
+    const ro = (await createApiKey(t.server.ctx, t.accountId, { name: 'stdio reader', readOnly: true })).key;
     const { client } = await stdioClient(ro);
     assert.deepEqual((await client.listTools()).tools.map((x) => x.name).sort(), [...READ_TOOLS].sort());
     await callFails(client, 'create_inbox', {}, 'FORBIDDEN');

@@ -4,6 +4,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { type Transporter } from 'nodemailer';
+import { rawRows } from '../../src/store/store.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { until } from '../support/wait.ts';
 import { smtpTransport } from '../support/mail.ts';
@@ -28,10 +29,10 @@ const total = async (inboxId: string, status?: string) => {
 };
 
 /** The counts table agrees with COUNT(*) over the rows, for every inbox and status. */
-function assertCountsMatchRows(): void {
-  const sqlite = t.server.ctx.db.$client;
-  const counted = sqlite.prepare('SELECT inbox_id, status, count(*) AS n FROM messages GROUP BY inbox_id, status ORDER BY 1, 2').all();
-  const kept = sqlite.prepare('SELECT inbox_id, status, n FROM inbox_message_counts WHERE n <> 0 ORDER BY 1, 2').all();
+async function assertCountsMatchRows(): Promise<void> {
+  const db = t.server.ctx.db;
+  const counted = await rawRows(db, 'SELECT inbox_id, status, count(*) AS n FROM messages GROUP BY inbox_id, status ORDER BY 1, 2');
+  const kept = await rawRows(db, 'SELECT inbox_id, status, n FROM inbox_message_counts WHERE n <> 0 ORDER BY 1, 2');
   assert.deepEqual(kept, counted);
 }
 
@@ -59,17 +60,17 @@ test('totals follow delivery, sending, status changes and deletion', async () =>
   assert.equal(await total(inbox.id), 4);
   assert.equal(await total(inbox.id, 'queued'), 0);
   assert.equal(await total(inbox.id, finalStatus), 1);
-  assertCountsMatchRows();
+  await assertCountsMatchRows();
 
   assert.equal((await t.api('DELETE', `/messages/${ids[0]}`)).status, 204);
   assert.equal(await total(inbox.id), 3);
   assert.equal(await total(inbox.id, 'received'), 2);
-  assertCountsMatchRows();
+  await assertCountsMatchRows();
 
   // Deleting the inbox removes its messages by cascade; its counts go with it.
   assert.equal((await t.api('DELETE', `/inboxes/${inbox.id}`)).status, 204);
-  const left = t.server.ctx.db.$client.prepare('SELECT count(*) AS n FROM inbox_message_counts WHERE inbox_id = ?').get(inbox.id) as { n: number };
-  assert.equal(left.n, 0);
+  const [[left]] = await rawRows<[number]>(t.server.ctx.db, 'SELECT count(*) AS n FROM inbox_message_counts WHERE inbox_id = ?', [inbox.id]);
+  assert.equal(left, 0);
   assert.equal(await total(other.id), 1);
-  assertCountsMatchRows();
+  await assertCountsMatchRows();
 });

@@ -92,7 +92,7 @@ describe('listing and reading', () => {
   });
 
   test('another account sees none of it', async () => {
-    const other = t.newAccount('other');
+    const other = await t.newAccount('other');
     const opts = { key: other.key };
     const m = (await t.api('GET', `/messages/${ids[0]}`)).body;
     expectError(await t.api('GET', `/messages/${ids[0]}`, undefined, opts), 404, 'MESSAGE_NOT_FOUND');
@@ -144,7 +144,7 @@ describe('deleting', () => {
   test('a read-only key cannot delete', async () => {
     await t.api('POST', '/inboxes', { address: 'ro' });
     const { id } = await deliver({ to: 'ro@agents.test', subject: 'keep me' });
-    const ro = createApiKey(t.server.ctx, t.accountId, { name: 'ro', readOnly: true });
+    const ro = await createApiKey(t.server.ctx, t.accountId, { name: 'ro', readOnly: true });
     expectError(await t.api('DELETE', `/messages/${id}`, undefined, { key: ro.key }), 403, 'FORBIDDEN');
     assert.equal((await t.api('GET', `/messages/${id}`, undefined, { key: ro.key })).status, 200);
   });

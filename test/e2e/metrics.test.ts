@@ -144,9 +144,9 @@ describe('what the metrics count', () => {
   test('job queue depth, due count and age of the oldest job by kind', async () => {
     const now = Date.now();
     // One job created two minutes ago and due now, one not due for an hour (nobody runs kind "probe").
-    t.server.ctx.db.transaction(() => {
-      enqueueJob(t.server.ctx.db, new Date(now - 120_000), { kind: 'probe', payload: {}, maxAttempts: 1, runAt: now + 3_600_000 });
-      enqueueJob(t.server.ctx.db, new Date(now - 1_000), { kind: 'probe', payload: {}, maxAttempts: 1, runAt: now + 3_600_000 });
+    await t.server.ctx.store.transaction(async (tx) => {
+      await enqueueJob(tx, new Date(now - 120_000), { kind: 'probe', payload: {}, maxAttempts: 1, runAt: now + 3_600_000 });
+      await enqueueJob(tx, new Date(now - 1_000), { kind: 'probe', payload: {}, maxAttempts: 1, runAt: now + 3_600_000 });
     });
     const m = await scrape();
     assert.equal(m.get('mailroom_jobs{kind="probe",status="queued"}'), 2);

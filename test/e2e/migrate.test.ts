@@ -1,10 +1,10 @@
 // `mailroom migrate` against both engines, through the real CLI: the embedded SQLite file and a
 // real PostgreSQL named by MAILROOM_DATABASE_URL (the harness's private cluster). A second run
 // applies nothing; the password never reaches the output; a URL that is not PostgreSQL's is
-// refused with one line naming the setting (exit 2, as every config error); `serve` on PostgreSQL says it cannot yet.
+// refused with one line naming the setting (exit 2, as every config error); the CLI runs on PostgreSQL.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connectPostgres } from '../../src/store/postgres.ts';
@@ -73,10 +73,24 @@ describe('on PostgreSQL', { skip: postgresMissing() }, () => {
     assert.deepEqual(applied, [0, readPgMigrations().length]);
   });
 
-  test('serve on PostgreSQL refuses with one line naming the setting', async () => {
-    const r = await runCli(['--config', config, 'serve'], { env: { MAILROOM_DATABASE_URL: url } });
-    assert.equal(r.code, 2);
-    assert.match(r.stderr, /^mailroom: database\.url: this release serves from the embedded SQLite database only/);
-    assert.deepEqual(readdirSync(join(dir, 'data')).filter((f) => f.endsWith('.db')), ['mailroom.db']);
+  test('the CLI works on PostgreSQL: what it writes is in the database, and no SQLite file is made', async () => {
+    const own = mkdtempSync(join(tmpdir(), 'mailroom-migrate-pg-'));
+    try {
+      const ownConfig = join(own, 'mailroom.toml');
+      writeFileSync(ownConfig, `data_dir = ${JSON.stringify(join(own, 'data'))}\n`);
+      const created = await runCli(['--config', ownConfig, 'keys', 'create', '--name', 'on-pg', '--json'], { env: { MAILROOM_DATABASE_URL: url } });
+      assert.equal(created.code, 0, created.stderr);
+      const id = JSON.parse(created.stdout).id as string;
+      const pool = connectPostgres(url, { max: 1 });
+      try {
+        const { rows } = await pool.query<{ name: string }>('SELECT name FROM api_keys WHERE id = $1', [id]);
+        assert.deepEqual(rows, [{ name: 'on-pg' }]);
+      } finally {
+        await pool.end();
+      }
+      assert.ok(!existsSync(join(own, 'data', 'mailroom.db')), 'no SQLite file');
+    } finally {
+      rmSync(own, { recursive: true, force: true });
+    }
   });
 });

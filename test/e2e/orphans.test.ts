@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { sweepOrphanBlobs } from '../../src/storage/orphans.ts';
+import { rawRows } from '../../src/store/store.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { deliverMail } from '../support/mail.ts';
 
@@ -21,9 +22,9 @@ after(async () => {
 
 test('old unreferenced blobs and .tmp leftovers go; referenced and recent files stay', async () => {
   const id = await deliverMail(t.server.smtpPort, { from: 'a@example.org', to: 'keep@agents.test', subject: 'kept', text: 'x', attachments: [{ filename: 'k.txt', content: 'kept bytes' }] });
-  const sqlite = t.server.ctx.db.$client;
-  const rawPath = sqlite.prepare('SELECT raw_path FROM messages WHERE id = ?').pluck().get(id) as string;
-  const attPath = sqlite.prepare('SELECT storage_path FROM attachments WHERE message_id = ?').pluck().get(id) as string;
+  const db = t.server.ctx.db;
+  const rawPath = (await rawRows<[string]>(db, 'SELECT raw_path FROM messages WHERE id = ?', [id]))[0]?.[0];
+  const attPath = (await rawRows<[string]>(db, 'SELECT storage_path FROM attachments WHERE message_id = ?', [id]))[0]?.[0];
 
   const old = new Date(Date.now() - 2 * 3_600_000);
   const put = (rel: string, age: Date | null) => {

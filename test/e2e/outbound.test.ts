@@ -58,12 +58,12 @@ async function waitForStatus(server: TestServer, id: string, statuses: string[],
 
 const send = (body: Record<string, unknown>, inboxId = inbox.id, server = t) => server.api('POST', `/inboxes/${inboxId}/messages`, body);
 
-function eventsOf(server: TestServer, type: string, messageId: string) {
-  return server.server.ctx.db
+async function eventsOf(server: TestServer, type: string, messageId: string) {
+  return (await server.server.ctx.db
     .select()
     .from(events)
     .where(eq(events.type, type))
-    .all()
+    .all())
     .map((e) => JSON.parse(e.data))
     .filter((d) => d.id === messageId);
 }
@@ -73,7 +73,7 @@ before(async () => {
   mx = await startTestMx();
   t = await startTestServer(overrides());
   // Publish the shared domain's DKIM key exactly as `mailroom domains show` prints it.
-  const key = publishedKeyFor(t.server.ctx, t.config.shared_domain)!;
+  const key = (await publishedKeyFor(t.server.ctx, t.config.shared_domain))!;
   dns.set(`${key.selector}._domainkey.${t.config.shared_domain}`, [{ type: 'TXT', value: dkimTxtValue(key.publicKey) }]);
   remoteDomain('remote.test');
   const res = await t.api('POST', '/inboxes', { address: 'sender', displayName: 'Sender Bot' });
@@ -177,7 +177,7 @@ describe('delivery to a remote MX', () => {
     // Counters and the event written with the status change.
     const ib = (await t.api('GET', `/inboxes/${inbox.id}`)).body;
     assert.ok(ib.sendsToday >= 1 && ib.totalSent >= 1);
-    const sent = eventsOf(t, 'message.sent', m.id);
+    const sent = await eventsOf(t, 'message.sent', m.id);
     assert.equal(sent.length, 1);
     assert.equal(sent[0].status, 'sent');
 
@@ -191,7 +191,7 @@ describe('delivery to a remote MX', () => {
     const res = await send({ to: ['dkimpy@remote.test'], subject: 'Verify me', bodyText: 'Body line one.\nBody line two.  ', bodyHtml: '<p>html</p>' });
     await waitForStatus(t, res.body.id, ['sent']);
     const [captured] = (await mx.waitFor(before + 1)).slice(before);
-    const key = publishedKeyFor(t.server.ctx, t.config.shared_domain)!;
+    const key = (await publishedKeyFor(t.server.ctx, t.config.shared_domain))!;
     // dkimpy looks the key up through dnsfunc; it answers with the record published in the test DNS.
     const script = [
       'import sys',
@@ -260,10 +260,10 @@ describe('status from the remote answers', () => {
     assert.match(byAddr['nobody@bounce.test'].response, /^550 5\.1\.1 No such user here/);
     assert.equal(byAddr['someone@bounce.test'].status, 'sent');
     assert.equal((await t.api('GET', `/inboxes/${inbox.id}`)).body.bounceCount, before + 1);
-    const ev = eventsOf(t, 'message.bounced', m.id);
+    const ev = await eventsOf(t, 'message.bounced', m.id);
     assert.equal(ev.length, 1);
     assert.equal(ev[0].status, 'bounced');
-    assert.equal(eventsOf(t, 'message.sent', m.id).length, 0);
+    assert.equal((await eventsOf(t, 'message.sent', m.id)).length, 0);
   });
 
   test('a message refused after DATA: the recipient of that transaction bounces with the reply, the others are sent', async () => {
@@ -285,7 +285,7 @@ describe('status from the remote answers', () => {
     const m = await waitForStatus(t, res.body.id, ['sent', 'failed', 'bounced']);
     assert.equal(m.status, 'sent');
     assert.equal(mx.attempts('later@grey.test'), 2);
-    assert.equal(eventsOf(t, 'message.sent', m.id).length, 1);
+    assert.equal((await eventsOf(t, 'message.sent', m.id)).length, 1);
   });
 
   test('always 451: failed when the retry schedule runs out, and the job is listed as failed', async () => {
@@ -298,11 +298,11 @@ describe('status from the remote answers', () => {
     assert.match(m.recipients[0].response, /^451 4\.7\.1/);
     // Two retries scheduled: three attempts in all.
     assert.equal(mx.attempts('never@busy.test'), 3);
-    const job = t.server.ctx.db.select().from(jobs).where(and(eq(jobs.kind, 'send'), eq(jobs.partition, 'busy.test'))).get()!;
+    const job = (await t.server.ctx.db.select().from(jobs).where(and(eq(jobs.kind, 'send'), eq(jobs.partition, 'busy.test'))).get())!;
     assert.equal(job.status, 'failed');
     assert.equal(job.attempts, 3);
     // `failed` has no event type of its own: it is reported as message.bounced, status failed.
-    assert.equal(eventsOf(t, 'message.bounced', m.id)[0]?.status, 'failed');
+    assert.equal((await eventsOf(t, 'message.bounced', m.id))[0]?.status, 'failed');
   });
 
   test('mailroom queue lists the failed send with its last error', async () => {
@@ -341,7 +341,7 @@ describe('status from the remote answers', () => {
     assert.equal(m.status, 'failed');
     assert.match(m.recipients[0].response, /null MX/);
     assert.equal(mx.attempts('x@nullmx.test'), 0);
-    const job = t.server.ctx.db.select().from(jobs).where(eq(jobs.partition, 'nullmx.test')).get()!;
+    const job = (await t.server.ctx.db.select().from(jobs).where(eq(jobs.partition, 'nullmx.test')).get())!;
     assert.equal(job.attempts, 1);
   });
 
@@ -365,8 +365,8 @@ describe('status from the remote answers', () => {
     dns.servfail('outage.test');
     const res = await send({ to: ['x@outage.test'], subject: 'dns outage', bodyText: 'hi' });
     // Wait for the first attempt to be recorded, then let DNS recover.
-    await until('the first attempt recorded', () => {
-      const job = t.server.ctx.db.select().from(jobs).where(eq(jobs.partition, 'outage.test')).get();
+    await until('the first attempt recorded', async () => {
+      const job = await t.server.ctx.db.select().from(jobs).where(eq(jobs.partition, 'outage.test')).get();
       return job?.lastError ? job : undefined;
     });
     dns.clear('outage.test');
@@ -377,11 +377,11 @@ describe('status from the remote answers', () => {
   test('a local failure during an attempt (source file gone) is retried, then the message fails', async () => {
     dns.servfail('lost.test');
     const res = await send({ to: ['x@lost.test'], subject: 'lost source', bodyText: 'hi' });
-    await until('the first attempt recorded', () => {
-      const job = t.server.ctx.db.select().from(jobs).where(eq(jobs.partition, 'lost.test')).get();
+    await until('the first attempt recorded', async () => {
+      const job = await t.server.ctx.db.select().from(jobs).where(eq(jobs.partition, 'lost.test')).get();
       return job?.lastError ? job : undefined;
     });
-    const row = t.server.ctx.db.select().from(messages).where(eq(messages.id, res.body.id)).get()!;
+    const row = (await t.server.ctx.db.select().from(messages).where(eq(messages.id, res.body.id)).get())!;
     rmSync(t.server.ctx.blobs.path(row.rawPath!));
     const m = await waitForStatus(t, res.body.id, ['failed', 'sent', 'bounced']);
     assert.equal(m.status, 'failed');
@@ -495,14 +495,14 @@ describe('durability', () => {
 
 describe('local delivery and dry-run', () => {
   test('every recipient an inbox here: delivered through the inbound path, received there', async () => {
-    const other = t.newAccount('other');
+    const other = await t.newAccount('other');
     const rcv = (await t.api('POST', '/inboxes', { address: 'receiver' }, { key: other.key })).body;
     const res = await send({ to: [rcv.address.toUpperCase()], subject: 'internal hello', bodyText: 'between inboxes' });
     assert.equal(res.status, 202, res.text);
     const m = await waitForStatus(t, res.body.id, ['delivered', 'sent', 'failed', 'bounced']);
     assert.equal(m.status, 'delivered');
     assert.equal(m.recipients[0].status, 'delivered');
-    assert.equal(eventsOf(t, 'message.delivered', m.id).length, 1);
+    assert.equal((await eventsOf(t, 'message.delivered', m.id)).length, 1);
     const list = (await t.api('GET', `/inboxes/${rcv.id}/messages`, undefined, { key: other.key })).body;
     assert.equal(list.total, 1);
     const got = list.data[0];
@@ -588,12 +588,12 @@ describe('send API validation', () => {
 
   test('inbox rules: unknown 404, another account 404, suspended 403, read-only key 403', async () => {
     expectError(await send(ok, 'inb_doesnotexist'), 404, 'INBOX_NOT_FOUND');
-    const other = t.newAccount('stranger');
+    const other = await t.newAccount('stranger');
     expectError(await t.api('POST', `/inboxes/${inbox.id}/messages`, ok, { key: other.key }), 404, 'INBOX_NOT_FOUND');
     const frozen = (await t.api('POST', '/inboxes', { address: 'frozen' })).body;
-    suspendInbox(t.server.ctx, frozen.id);
+    await suspendInbox(t.server.ctx, frozen.id);
     expectError(await send(ok, frozen.id), 403, 'INBOX_SUSPENDED');
-    const ro = createApiKey(t.server.ctx, t.accountId, { name: 'ro', readOnly: true });
+    const ro = await createApiKey(t.server.ctx, t.accountId, { name: 'ro', readOnly: true });
     expectError(await t.api('POST', `/inboxes/${inbox.id}/messages`, ok, { key: ro.key }), 403, 'FORBIDDEN');
   });
 
@@ -624,7 +624,7 @@ describe('send API validation', () => {
 
   test('daily limit: one send counts once whatever its recipients; over it 429 DAILY_SEND_LIMIT_EXCEEDED', async () => {
     const lim = (await t.api('POST', '/inboxes', { address: 'limited' })).body;
-    setDailyLimit(t.server.ctx, lim.id, 2);
+    await setDailyLimit(t.server.ctx, lim.id, 2);
     assert.equal((await send({ ...ok, to: ['a@remote.test', 'b@remote.test', 'c@remote.test'] }, lim.id)).status, 202);
     assert.equal((await send(ok, lim.id)).status, 202);
     expectError(await send(ok, lim.id), 429, 'DAILY_SEND_LIMIT_EXCEEDED');
@@ -636,21 +636,21 @@ describe('send API validation', () => {
 
   test('the daily count is decided by the database, not by a row read earlier: a stale read cannot overshoot; a limit of 0 sends nothing; a new day starts at 1', async () => {
     const lim = (await t.api('POST', '/inboxes', { address: 'counted' })).body;
-    setDailyLimit(t.server.ctx, lim.id, 1);
+    await setDailyLimit(t.server.ctx, lim.id, 1);
     const ctx = t.server.ctx;
-    const stale = findInboxRow(ctx, t.accountId, lim.id);
-    countSend(ctx.db, ctx, stale);
+    const stale = await findInboxRow(ctx, t.accountId, lim.id);
+    await countSend(ctx.db, ctx, stale);
     // Another node (or an earlier read) still holds the row from before the first count.
-    assert.throws(() => countSend(ctx.db, ctx, stale), { code: 'DAILY_SEND_LIMIT_EXCEEDED' });
+    await assert.rejects(() => countSend(ctx.db, ctx, stale), { code: 'DAILY_SEND_LIMIT_EXCEEDED' });
     assert.equal((await t.api('GET', `/inboxes/${lim.id}`)).body.sendsToday, 1);
-    ctx.db.update(inboxTable).set({ sendsDay: '2000-01-01', sendsToday: 1 }).where(sqlEq(inboxTable.id, lim.id)).run();
-    countSend(ctx.db, ctx, findInboxRow(ctx, t.accountId, lim.id));
+    await ctx.db.update(inboxTable).set({ sendsDay: '2000-01-01', sendsToday: 1 }).where(sqlEq(inboxTable.id, lim.id)).run();
+    await countSend(ctx.db, ctx, await findInboxRow(ctx, t.accountId, lim.id));
     const after = (await t.api('GET', `/inboxes/${lim.id}`)).body;
     assert.equal(after.sendsToday, 1);
     assert.equal(after.totalSent, 2);
-    setDailyLimit(ctx, lim.id, 0);
-    ctx.db.update(inboxTable).set({ sendsDay: '2000-01-01' }).where(sqlEq(inboxTable.id, lim.id)).run();
-    assert.throws(() => countSend(ctx.db, ctx, findInboxRow(ctx, t.accountId, lim.id)), { code: 'DAILY_SEND_LIMIT_EXCEEDED' });
+    await setDailyLimit(ctx, lim.id, 0);
+    await ctx.db.update(inboxTable).set({ sendsDay: '2000-01-01' }).where(sqlEq(inboxTable.id, lim.id)).run();
+    await assert.rejects(async () => countSend(ctx.db, ctx, await findInboxRow(ctx, t.accountId, lim.id)), { code: 'DAILY_SEND_LIMIT_EXCEEDED' });
   });
 
   test('threadId: the reply joins the thread with In-Reply-To and References of its last message', async () => {

@@ -259,10 +259,10 @@ describe('POST /messages/{id}/forward', () => {
 describe('the rules of a send apply', () => {
   test('another account: 404 MESSAGE_NOT_FOUND; read-only key: 403 FORBIDDEN', async () => {
     const original = await receive({ subject: 'private' });
-    const other = t.newAccount('stranger');
+    const other = await t.newAccount('stranger');
     expectError(await t.api('POST', `/messages/${original.id}/reply`, { bodyText: 'x' }, { key: other.key }), 404, 'MESSAGE_NOT_FOUND');
     expectError(await t.api('POST', `/messages/${original.id}/forward`, { to: ['x@remote.test'] }, { key: other.key }), 404, 'MESSAGE_NOT_FOUND');
-    const ro = createApiKey(t.server.ctx, t.accountId, { name: 'ro', readOnly: true });
+    const ro = await createApiKey(t.server.ctx, t.accountId, { name: 'ro', readOnly: true });
     expectError(await t.api('POST', `/messages/${original.id}/reply`, { bodyText: 'x' }, { key: ro.key }), 403, 'FORBIDDEN');
     expectError(await t.api('POST', `/messages/${original.id}/forward`, { to: ['x@remote.test'] }, { key: ro.key }), 403, 'FORBIDDEN');
     expectError(await t.api('POST', `/messages/${original.id}/reply`, { bodyText: 'x' }, { key: null }), 401, 'UNAUTHORIZED');
@@ -271,12 +271,12 @@ describe('the rules of a send apply', () => {
   test('suspended inbox: 403 INBOX_SUSPENDED; daily limit: 429 DAILY_SEND_LIMIT_EXCEEDED', async () => {
     const frozen = (await t.api('POST', '/inboxes', { address: 'frozen' })).body;
     const original = await receive({ to: frozen.address, subject: 'cold' });
-    suspendInbox(t.server.ctx, frozen.id);
+    await suspendInbox(t.server.ctx, frozen.id);
     expectError(await t.api('POST', `/messages/${original.id}/reply`, { bodyText: 'x' }), 403, 'INBOX_SUSPENDED');
     expectError(await t.api('POST', `/messages/${original.id}/forward`, { to: ['x@remote.test'] }), 403, 'INBOX_SUSPENDED');
 
     const lim = (await t.api('POST', '/inboxes', { address: 'limited' })).body;
-    setDailyLimit(t.server.ctx, lim.id, 2);
+    await setDailyLimit(t.server.ctx, lim.id, 2);
     const msg = await receive({ to: lim.address, subject: 'busy' });
     assert.equal((await t.api('POST', `/messages/${msg.id}/reply`, { bodyText: '1' })).status, 202);
     assert.equal((await t.api('POST', `/messages/${msg.id}/forward`, { to: ['x@remote.test'] })).status, 202);

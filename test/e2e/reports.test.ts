@@ -82,12 +82,12 @@ async function deliver(mailFrom: string, rcpt: string, raw: string) {
 
 const inboxCounts = async () => (await t.api('GET', `/inboxes/${inbox.id}`)).body as { bounceCount: number; complaintCount: number };
 const received = async () => (await t.api('GET', `/inboxes/${inbox.id}/messages?status=received`)).body.total as number;
-const eventsOf = (type: string, id: string) =>
-  t.server.ctx.db
+const eventsOf = async (type: string, id: string) =>
+  (await t.server.ctx.db
     .select()
     .from(events)
     .where(eq(events.type, type))
-    .all()
+    .all())
     .filter((e) => JSON.parse(e.data).id === id).length;
 
 describe('bounces at the bounce address: status bounced, the remote diagnostic kept', () => {
@@ -117,7 +117,7 @@ describe('bounces at the bounce address: status bounced, the remote diagnostic k
       // Only the recipient its bounce address names.
       assert.equal(m.recipients.find((r: { address: string }) => r.address === 'stays@remote.test').status, 'sent');
       assert.equal((await inboxCounts()).bounceCount, counts.bounceCount + 1);
-      assert.equal(eventsOf('message.bounced', sent.id), 1);
+      assert.equal(await eventsOf('message.bounced', sent.id), 1);
       assert.equal(await received(), storedBefore, 'a report is not stored as mail');
     });
   }
@@ -134,7 +134,7 @@ describe('complaints at the bounce address: status complained', () => {
       assert.equal(reply.code, 250, reply.text);
       assert.equal((await message(sent.id)).status, 'complained');
       assert.equal((await inboxCounts()).complaintCount, before + 1);
-      assert.equal(eventsOf('message.complained', sent.id), 1);
+      assert.equal(await eventsOf('message.complained', sent.id), 1);
     });
   }
 });
@@ -151,7 +151,7 @@ describe('forged and stray reports change nothing', () => {
     assert.equal(m.status, 'sent');
     assert.equal(m.recipients[0].status, 'sent');
     assert.deepEqual(await inboxCounts(), counts);
-    assert.equal(eventsOf('message.bounced', sent.id), 0);
+    assert.equal(await eventsOf('message.bounced', sent.id), 0);
     assert.equal(await received(), storedBefore + 1);
   });
 

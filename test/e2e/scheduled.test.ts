@@ -14,6 +14,7 @@ import type { Clock } from '../../src/context.ts';
 import { createApiKey } from '../../src/domain/apikeys.ts';
 import { setDailyLimit, suspendInbox } from '../../src/domain/inboxes.ts';
 import type { JobRunner } from '../../src/jobs/runner.ts';
+import { rawRows } from '../../src/store/store.ts';
 import { prepareInstance, startChild, stopChild } from '../support/child-server.ts';
 import { dbDigest } from '../support/db-digest.ts';
 import { deliverMail } from '../support/mail.ts';
@@ -71,7 +72,7 @@ describe('scheduling in one process', () => {
 
   test('sendAt that is not ISO 8601 with a zone, not in the future or over 30 days ahead: 400 naming sendAt on send, reply and forward', async () => {
     const original = await deliverMail(t.server.smtpPort, { from: 'a@remote.test', to: box.address, subject: 'q', text: 'x' });
-    const before = dbDigest(t.server.ctx);
+    const before = await dbDigest(t.server.ctx);
     const bad: Array<[string, RegExp]> = [
       ['tomorrow', /ISO 8601/],
       ['2030-01-31', /ISO 8601/],
@@ -95,7 +96,7 @@ describe('scheduling in one process', () => {
       }
     }
     for (const sendAt of [42, true, {}, ['x']]) expectError(await t.api('POST', `/inboxes/${box.id}/messages`, { to: ['b@remote.test'], subject: 's', bodyText: 'b', sendAt }), 400, 'VALIDATION_ERROR');
-    assert.equal(dbDigest(t.server.ctx), before);
+    assert.equal(await dbDigest(t.server.ctx), before);
   });
 
   test('a scheduled send waits, uncounted and unbuilt, then leaves at its time (Date: the send time) and is counted that day', async () => {
@@ -110,8 +111,8 @@ describe('scheduling in one process', () => {
     assert.deepEqual((await t.api('GET', `/inboxes/${box.id}/messages?status=scheduled`)).body.data.map((x: any) => x.id), [m.id]);
     assert.equal((await t.api('GET', `/messages?status=scheduled`)).body.total, 1);
     // The job in the one job table, due at sendAt.
-    const job = t.server.ctx.db.$client.prepare(`SELECT run_at, status FROM jobs WHERE kind = 'release'`).get() as { run_at: number; status: string };
-    assert.deepEqual([job.run_at, job.status], [Date.parse(sendAt), 'queued']);
+    const [[runAt, jobStatus]] = await rawRows<[number, string]>(t.server.ctx.db, `SELECT run_at, status FROM jobs WHERE kind = 'release'`);
+    assert.deepEqual([runAt, jobStatus], [Date.parse(sendAt), 'queued']);
 
     advance(t, 9 * MINUTE);
     await quietly();
@@ -136,13 +137,13 @@ describe('scheduling in one process', () => {
     offset = 0;
     const sendAt = at(5 * MINUTE);
     const m = (await t.api('POST', `/inboxes/${box.id}/messages`, { to: ['bob@remote.test'], subject: 'Maybe', bodyText: 'x', sendAt })).body;
-    const other = t.newAccount('other');
-    const ro = createApiKey(t.server.ctx, t.accountId, { name: 'reader', readOnly: true }).key;
-    const before = dbDigest(t.server.ctx);
+    const other = await t.newAccount('other');
+    const ro = (await createApiKey(t.server.ctx, t.accountId, { name: 'reader', readOnly: true })).key;
+    const before = await dbDigest(t.server.ctx);
     expectError(await t.api('POST', `/messages/${m.id}/cancel`, undefined, { key: other.key }), 404, 'MESSAGE_NOT_FOUND');
     expectError(await t.api('POST', `/messages/${m.id}/cancel`, undefined, { key: ro }), 403, 'FORBIDDEN');
     expectError(await t.api('POST', '/messages/msg_unknown/cancel'), 404, 'MESSAGE_NOT_FOUND');
-    assert.equal(dbDigest(t.server.ctx), before);
+    assert.equal(await dbDigest(t.server.ctx), before);
 
     const canceled = await t.api('POST', `/messages/${m.id}/cancel`);
     assert.equal(canceled.status, 200, canceled.text);
@@ -153,9 +154,9 @@ describe('scheduling in one process', () => {
     assert.match(again.body.error.message, /is canceled/);
     const events = (await t.api('GET', '/events?types=message.canceled')).body.data;
     assert.deepEqual(events.map((e: any) => [e.type, e.data.id, e.data.status]), [['message.canceled', m.id, 'canceled']]);
-    const job = t.server.ctx.db.$client.prepare(`SELECT status, last_error FROM jobs WHERE kind = 'release' AND json_extract(payload, '$.messageId') = ?`).get(m.id) as { status: string; last_error: string };
-    assert.equal(job.status, 'done');
-    assert.match(job.last_error, /canceled/);
+    const [[jobStatus, jobError]] = await rawRows<[string, string]>(t.server.ctx.db, `SELECT status, last_error FROM jobs WHERE kind = 'release' AND json_extract(payload, '$.messageId') = ?`, [m.id]);
+    assert.equal(jobStatus, 'done');
+    assert.match(jobError, /canceled/);
 
     advance(t, 6 * MINUTE);
     await quietly();
@@ -174,7 +175,7 @@ describe('scheduling in one process', () => {
 
   test('the daily limit counts on the day of sending: scheduling is not refused by it, a release over it fails with a clear response', async () => {
     const limited = (await t.api('POST', '/inboxes', { address: 'limited' })).body;
-    setDailyLimit(t.server.ctx, limited.id, 1);
+    await setDailyLimit(t.server.ctx, limited.id, 1);
     const sendAt = at(2 * MINUTE);
     const first = (await t.api('POST', `/inboxes/${limited.id}/messages`, { to: ['c@remote.test'], subject: 'one', bodyText: 'x', sendAt })).body;
     const second = (await t.api('POST', `/inboxes/${limited.id}/messages`, { to: ['d@remote.test'], subject: 'two', bodyText: 'x', sendAt: at(4 * MINUTE) })).body;
@@ -196,7 +197,7 @@ describe('scheduling in one process', () => {
   test('a suspended inbox cannot schedule (403), and a message whose inbox is suspended at its time fails', async () => {
     const held = (await t.api('POST', '/inboxes', { address: 'held' })).body;
     const m = (await t.api('POST', `/inboxes/${held.id}/messages`, { to: ['f@remote.test'], subject: 'held', bodyText: 'x', sendAt: at(MINUTE) })).body;
-    suspendInbox(t.server.ctx, held.id);
+    await suspendInbox(t.server.ctx, held.id);
     expectError(await t.api('POST', `/inboxes/${held.id}/messages`, { to: ['f@remote.test'], subject: 'no', bodyText: 'x', sendAt: at(MINUTE) }), 403, 'INBOX_SUSPENDED');
     advance(t, offset + 2 * MINUTE);
     const failed = await reaches(t, m.id, 'failed');

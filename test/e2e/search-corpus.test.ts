@@ -189,7 +189,7 @@ before(async () => {
   });
   await inParallel(planned, 16, async ({ inbox, date, doc }) => {
     const raw = await composeRaw(doc, inbox.address, date);
-    const row = findInboxByAddress(t.server.ctx, inbox.address)!;
+    const row = (await findInboxByAddress(t.server.ctx, inbox.address))!;
     const { messageIds } = await acceptInbound(t.server.ctx, { raw, mailFrom: doc.fromAddress, recipients: [row], skipAuthentication: true, receivedAt: date });
     docs.push({ ...doc, id: messageIds[0], inbox: inbox.id, day: date.toISOString().slice(0, 10) });
   });
@@ -215,10 +215,10 @@ before(async () => {
   });
   // Read state and labels through the same domain call as PATCH /messages/{id}.
   for (const d of docs) {
-    if (d.direction === 'inbound' && (!d.unread || d.labels.length)) updateMessage(t.server.ctx, t.accountId, d.id, { unread: d.unread, addLabels: d.labels });
+    if (d.direction === 'inbound' && (!d.unread || d.labels.length)) await updateMessage(t.server.ctx, t.accountId, d.id, { unread: d.unread, addLabels: d.labels });
     if (d.direction === 'outbound' && random() < 0.2) {
       d.labels = some(LABELS, 1);
-      updateMessage(t.server.ctx, t.accountId, d.id, { addLabels: d.labels });
+      await updateMessage(t.server.ctx, t.accountId, d.id, { addLabels: d.labels });
     }
   }
 });

@@ -152,7 +152,7 @@ describe('q', () => {
   });
 
   test('another account finds nothing', async () => {
-    const other = t.newAccount('other');
+    const other = await t.newAccount('other');
     const res = await t.api('GET', '/messages?q=invoice', undefined, { key: other.key });
     assert.deepEqual(res.body, { data: [], total: 0, limit: 20, offset: 0 });
   });

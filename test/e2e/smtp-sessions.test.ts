@@ -35,16 +35,16 @@ after(async () => {
 /** A reply, or code 0 when the connection closed first. */
 const orClosed = (client: SmtpClient, p: Promise<SmtpReply>) => Promise.race([p, client.closed.then(() => ({ code: 0, text: 'closed' }))]);
 
-function stored(s: TestServer, inbox: string, messageIdHeader: string): number {
-  return s.server.ctx.db
+async function stored(s: TestServer, inbox: string, messageIdHeader: string): Promise<number> {
+  return (await s.server.ctx.db
     .select({ n: count() })
     .from(messages)
     .where(and(eq(messages.inboxId, inbox), eq(messages.messageIdHeader, messageIdHeader)))
-    .get()!.n;
+    .get())!.n;
 }
 
-function receivedEvents(s: TestServer, subject: string): number {
-  const rows = s.server.ctx.db.select({ data: events.data }).from(events).where(eq(events.type, 'message.received')).all();
+async function receivedEvents(s: TestServer, subject: string): Promise<number> {
+  const rows = await s.server.ctx.db.select({ data: events.data }).from(events).where(eq(events.type, 'message.received')).all();
   return rows.filter((r) => String(r.data).includes(subject)).length;
 }
 
@@ -80,8 +80,8 @@ describe('SMTP sessions as real MTAs run them', () => {
     assert.match(data.text, /stored as msg_/);
     assert.equal(quit.code, 221);
     await client.closed;
-    assert.equal(stored(t, inboxId, '<half-close@example.org>'), 1);
-    assert.equal(receivedEvents(t, 'half close'), 1);
+    assert.equal(await stored(t, inboxId, '<half-close@example.org>'), 1);
+    assert.equal(await receivedEvents(t, 'half close'), 1);
   });
 
   for (const [name, server] of [
@@ -98,12 +98,12 @@ describe('SMTP sessions as real MTAs run them', () => {
       assert.equal(second.code, 250, second.text);
       await client.quit();
       const msgid = `<redelivered-${name.length}@example.org>`;
-      await until('both processed', () => (s.server.ctx.db.select({ n: count() }).from(messages).where(eq(messages.inboxId, inbox)).get()!.n > 0 ? true : undefined));
+      await until('both processed', async () => ((await s.server.ctx.db.select({ n: count() }).from(messages).where(eq(messages.inboxId, inbox)).get())!.n > 0 ? true : undefined));
       // Spooled mail is processed after its 250: give both a chance to be stored.
-      await until('spool drained', () => (receivedEvents(s, `redelivery ${name}`) >= 1 ? true : undefined));
+      await until('spool drained', async () => ((await receivedEvents(s, `redelivery ${name}`)) >= 1 ? true : undefined));
       await new Promise((r) => setTimeout(r, 300));
-      assert.equal(stored(s, inbox, msgid), 1);
-      assert.equal(receivedEvents(s, `redelivery ${name}`), 1);
+      assert.equal(await stored(s, inbox, msgid), 1);
+      assert.equal(await receivedEvents(s, `redelivery ${name}`), 1);
     });
   }
 
@@ -114,7 +114,7 @@ describe('SMTP sessions as real MTAs run them', () => {
       assert.equal(r.code, 250, r.text);
     }
     await client.quit();
-    assert.equal(stored(t, inboxId, '<same-id@example.org>'), 2);
+    assert.equal(await stored(t, inboxId, '<same-id@example.org>'), 2);
   });
 
   test('two sessions delivering the same message at once store it once', async () => {
@@ -128,19 +128,19 @@ describe('SMTP sessions as real MTAs run them', () => {
     // Both replies name the one stored message.
     assert.equal(/stored as (\S+)/.exec(replies[0].text)?.[1], /stored as (\S+)/.exec(replies[1].text)?.[1]);
     await Promise.all([a.quit(), b.quit()]);
-    assert.equal(stored(t, inboxId, '<concurrent@example.org>'), 1);
-    assert.equal(receivedEvents(t, 'concurrent'), 1);
+    assert.equal(await stored(t, inboxId, '<concurrent@example.org>'), 1);
+    assert.equal(await receivedEvents(t, 'concurrent'), 1);
   });
 });
 
 /** message.received events for one Message-ID (the event data carries the body too, so no substring match). */
-function receivedFor(s: TestServer, messageIdHeader: string): number {
-  const rows = s.server.ctx.db.select({ data: events.data }).from(events).where(eq(events.type, 'message.received')).all();
+async function receivedFor(s: TestServer, messageIdHeader: string): Promise<number> {
+  const rows = await s.server.ctx.db.select({ data: events.data }).from(events).where(eq(events.type, 'message.received')).all();
   return rows.filter((r) => JSON.parse(String(r.data)).messageIdHeader === messageIdHeader).length;
 }
 
-function inboxCount(s: TestServer, inbox: string): number {
-  return s.server.ctx.db.select({ n: count() }).from(messages).where(eq(messages.inboxId, inbox)).get()!.n;
+async function inboxCount(s: TestServer, inbox: string): Promise<number> {
+  return (await s.server.ctx.db.select({ n: count() }).from(messages).where(eq(messages.inboxId, inbox)).get())!.n;
 }
 
 const storedId = (r: SmtpReply) => /stored as (msg_\S+)/.exec(r.text)?.[1];
@@ -181,10 +181,10 @@ describe('SMTP transactions on one connection', () => {
     const r = await client.data(Buffer.from(mail('after-rset@example.org', 'after rset')));
     await client.quit();
     assert.equal(r.code, 250, r.text);
-    assert.equal(stored(t, inboxId, '<after-rset@example.org>'), 1);
-    assert.equal(receivedFor(t, '<after-rset@example.org>'), 1);
+    assert.equal(await stored(t, inboxId, '<after-rset@example.org>'), 1);
+    assert.equal(await receivedFor(t, '<after-rset@example.org>'), 1);
     // The recipient named before RSET got nothing, and the envelope sender is the second one.
-    assert.equal(inboxCount(t, otherInboxId), 0);
+    assert.equal(await inboxCount(t, otherInboxId), 0);
     const { raw } = await fetchStored(storedId(r)!);
     assert.match(raw.toString('latin1'), /^Return-Path: <second@example\.org>\r\n/);
   });
@@ -204,10 +204,10 @@ describe('SMTP transactions on one connection', () => {
       // Five different answers: no transaction was answered with another one's id.
       assert.equal(new Set(replies.map((r) => /(?:stored|queued) as (\S+)/.exec(r.text)?.[1])).size, 5);
       // Spooled mail is processed after its 250.
-      await until('all five received', () => (ids.every((id) => receivedFor(s, `<${id}>`) >= 1) ? true : undefined));
+      await until('all five received', async () => ((await Promise.all(ids.map((id) => receivedFor(s, `<${id}>`)))).every((n) => n >= 1) ? true : undefined));
       for (const id of ids) {
-        assert.equal(stored(s, inbox, `<${id}>`), 1, id);
-        assert.equal(receivedFor(s, `<${id}>`), 1, id);
+        assert.equal(await stored(s, inbox, `<${id}>`), 1, id);
+        assert.equal(await receivedFor(s, `<${id}>`), 1, id);
       }
     });
   }
@@ -245,9 +245,9 @@ describe('SMTP edge cases', () => {
     const r = await client.send('sender@example.org', ['relay@agents.test'], Buffer.from(mail('after-bdat@example.org', 'after bdat')));
     await client.quit();
     assert.equal(r.code, 250, r.text);
-    assert.equal(stored(t, inboxId, '<bdat@example.org>'), 0);
-    assert.equal(receivedFor(t, '<bdat@example.org>'), 0);
-    assert.equal(stored(t, inboxId, '<after-bdat@example.org>'), 1);
+    assert.equal(await stored(t, inboxId, '<bdat@example.org>'), 0);
+    assert.equal(await receivedFor(t, '<bdat@example.org>'), 0);
+    assert.equal(await stored(t, inboxId, '<after-bdat@example.org>'), 1);
   });
 
   test('a body line of 20,000 characters is stored whole, byte for byte', async () => {
@@ -256,7 +256,7 @@ describe('SMTP edge cases', () => {
     const r = await client.send('sender@example.org', ['relay@agents.test'], Buffer.from(mail('long-line@example.org', 'long line', `start\r\n${long}\r\nend`)));
     await client.quit();
     assert.equal(r.code, 250, r.text);
-    assert.equal(stored(t, inboxId, '<long-line@example.org>'), 1);
+    assert.equal(await stored(t, inboxId, '<long-line@example.org>'), 1);
     const { message, raw } = await fetchStored(storedId(r)!);
     assert.equal(message.bodyText, `start\n${long}\nend`);
     assert.ok(raw.includes(`\r\nstart\r\n${long}\r\nend\r\n`), 'the raw message lost or changed the long line');
@@ -269,8 +269,8 @@ describe('SMTP edge cases', () => {
     const next = await client.send('sender@example.org', ['relay@agents.test'], Buffer.from(mail('after-nul@example.org', 'after nul')));
     await client.quit();
     assert.equal(next.code, 250, next.text);
-    assert.equal(stored(t, inboxId, '<nul@example.org>'), 1);
-    assert.equal(stored(t, inboxId, '<after-nul@example.org>'), 1);
+    assert.equal(await stored(t, inboxId, '<nul@example.org>'), 1);
+    assert.equal(await stored(t, inboxId, '<after-nul@example.org>'), 1);
     const { message, raw } = await fetchStored(storedId(r)!);
     assert.equal(message.bodyText, 'before\0middle\0after');
     assert.ok(raw.includes('\r\n\r\nbefore\0middle\0after\r\n'), 'the raw message lost or changed the NUL bytes');
@@ -292,7 +292,7 @@ describe('SMTP edge cases', () => {
     const r = await client.data(body);
     await client.quit();
     assert.equal(r.code, 250, r.text);
-    assert.equal(stored(t, inboxId, '<8bit@example.org>'), 1);
+    assert.equal(await stored(t, inboxId, '<8bit@example.org>'), 1);
     const { message, raw } = await fetchStored(storedId(r)!);
     assert.equal(message.bodyText, text);
     assert.ok(raw.includes(body), 'the raw message is not the bytes sent');
@@ -350,10 +350,10 @@ describe('SMTP edge cases', () => {
       // The next reply is the NOOP's: no replies to smuggled commands are queued up.
       assert.deepEqual(await client.cmd('NOOP'), { code: 250, text: 'OK' });
       await client.quit();
-      assert.equal(stored(t, inboxId, outer), 1);
-      assert.equal(stored(t, inboxId, smuggled), 0);
-      assert.equal(receivedFor(t, smuggled), 0);
-      assert.equal(inboxCount(t, otherInboxId), 0);
+      assert.equal(await stored(t, inboxId, outer), 1);
+      assert.equal(await stored(t, inboxId, smuggled), 0);
+      assert.equal(await receivedFor(t, smuggled), 0);
+      assert.equal(await inboxCount(t, otherInboxId), 0);
       // It is all one message: the "commands" are its body, byte for byte.
       const { raw } = await fetchStored(storedId(r)!);
       assert.ok(raw.includes(`\r\n\r\nfirst line${dot}${tail}\r\n`), 'the carrier message was cut or changed');

@@ -38,7 +38,7 @@ async function deliver(port: number, to: string, raw: Buffer): Promise<{ code: n
 }
 
 const jobRunner = (t: TestServer) => t.server.services.find((s) => s.name === 'jobs') as Service;
-const spooledCount = (t: TestServer) => t.server.ctx.db.select().from(spooledMessages).all().length;
+const spooledCount = async (t: TestServer): Promise<number> => (await t.server.ctx.db.select().from(spooledMessages).all()).length;
 
 async function messagesOf(t: TestServer, inboxId: string, key?: string): Promise<any[]> {
   const res = await t.api('GET', `/inboxes/${inboxId}/messages?limit=100`, undefined, key ? { key } : undefined);
@@ -75,8 +75,8 @@ describe('spooled inbound mail', () => {
     const text = await raw.text();
     assert.match(text, /^Return-Path: <sender@example\.net>\r\nReceived: from client\.example\.net/);
 
-    await until('the job to finish', () => t.server.ctx.db.select().from(jobs).where(eq(jobs.id, jobId)).get()?.status === 'done' || undefined);
-    assert.equal(spooledCount(t), 0, 'spooled bytes are deleted with the commit that stores the message');
+    await until('the job to finish', async () => (await t.server.ctx.db.select().from(jobs).where(eq(jobs.id, jobId)).get())?.status === 'done' || undefined);
+    assert.equal(await spooledCount(t), 0, 'spooled bytes are deleted with the commit that stores the message');
   });
 
   test('a reply to a spooled message joins its thread', async () => {
@@ -93,7 +93,7 @@ describe('spooled inbound mail', () => {
     const reply = await deliver(t.server.smtpPort, 'box@agents.test', Buffer.from('\r\n\r\n'));
     assert.equal(reply.code, 554);
     assert.match(reply.text, /^5\.6\.0 empty message/);
-    assert.equal(spooledCount(t), 0);
+    assert.equal(await spooledCount(t), 0);
   });
 
   test(`a message over ${SPOOL_MAX_MESSAGE_BYTES} bytes is processed before its reply`, async () => {
@@ -115,10 +115,10 @@ describe('spooled inbound mail', () => {
       jobId = /queued as (job_\S+)/.exec(reply.text)![1];
       // As if every attempt had failed (a full disk) a month ago.
       const longAgo = new Date(Date.now() - 30 * 86_400_000).toISOString();
-      t.server.ctx.db.update(jobs).set({ status: 'failed', attempts: 7, lastError: 'ENOSPC', finishedAt: longAgo }).where(eq(jobs.id, jobId)).run();
-      sweepJobs(t.server.ctx);
-      assert.equal(getJob(t.server.ctx, jobId)?.status, 'failed', 'the sweep keeps a job whose mail is still spooled');
-      assert.equal(spooledCount(t), 1);
+      await t.server.ctx.db.update(jobs).set({ status: 'failed', attempts: 7, lastError: 'ENOSPC', finishedAt: longAgo }).where(eq(jobs.id, jobId)).run();
+      await sweepJobs(t.server.ctx);
+      assert.equal((await getJob(t.server.ctx, jobId))?.status, 'failed', 'the sweep keeps a job whose mail is still spooled');
+      assert.equal(await spooledCount(t), 1);
 
       const config = join(t.dataDir, 'cli.toml');
       writeFileSync(config, `data_dir = ${JSON.stringify(t.dataDir)}\nshared_domain = "agents.test"\n`);
@@ -136,7 +136,7 @@ describe('spooled inbound mail', () => {
     }
     const stored = await until('the retried message', async () => (await messagesOf(t, inboxId)).find((m) => m.subject === 'retried one'));
     assert.equal(stored.bodyText, 'spooled body');
-    assert.equal(getJob(t.server.ctx, jobId)?.status, 'done');
+    assert.equal((await getJob(t.server.ctx, jobId))?.status, 'done');
   });
 
   test('mail for an inbox deleted before processing is dropped with its spooled bytes', async () => {
@@ -144,12 +144,12 @@ describe('spooled inbound mail', () => {
     await jobRunner(t).stop(1000);
     try {
       assert.equal((await deliver(t.server.smtpPort, 'doomed@agents.test', message('for doomed'))).code, 250);
-      assert.equal(spooledCount(t), 1);
+      assert.equal(await spooledCount(t), 1);
       assert.equal((await t.api('DELETE', `/inboxes/${doomed}`)).status, 204);
     } finally {
       await jobRunner(t).start();
     }
-    await until('the spool to empty', () => spooledCount(t) === 0 || undefined);
+    await until('the spool to empty', async () => (await spooledCount(t)) === 0 || undefined);
     const res = await t.api('GET', `/inboxes/${doomed}/messages`);
     assert.equal(res.status, 404);
   });
@@ -175,10 +175,10 @@ describe('a full spool and a restart', () => {
     const full = await deliver(first.server.smtpPort, 'box@agents.test', message('held 3'));
     assert.equal(full.code, 451);
     assert.match(full.text, /^4\.3\.1 the inbound spool is full \(2 messages waiting\)/);
-    assert.equal(spooledCount(first), 2);
+    assert.equal(await spooledCount(first), 2);
     assert.deepEqual(await messagesOf(first, inboxId), []);
     // `mailroom queue` shows what waits, named by its envelope sender.
-    const waiting = listJobs(first.server.ctx, ['queued']).map(queueEntry).filter((e) => e.kind === 'inbound');
+    const waiting = (await listJobs(first.server.ctx, ['queued'])).map(queueEntry).filter((e) => e.kind === 'inbound');
     assert.deepEqual(waiting.map((e) => e.subject), ['mail from <sender@example.net>', 'mail from <sender@example.net>']);
     await first.close();
     first = undefined;
@@ -190,7 +190,7 @@ describe('a full spool and a restart', () => {
       return list.length === 2 ? list : undefined;
     });
     assert.deepEqual(subjects, ['held 1', 'held 2']);
-    assert.equal(spooledCount(s), 0);
+    assert.equal(await spooledCount(s), 0);
   });
 });
 
@@ -211,7 +211,7 @@ describe('mail that waits in the spool', () => {
     await jobRunner(first).stop(1000);
     const waiting = /queued as (job_\S+)/.exec((await deliver(first.server.smtpPort, 'box@agents.test', message('waiting one'))).text)![1];
     // Not due for an hour: it stays in the spool across the restart.
-    first.server.ctx.db.update(jobs).set({ runAt: Date.now() + 3_600_000 }).where(eq(jobs.id, waiting)).run();
+    await first.server.ctx.db.update(jobs).set({ runAt: Date.now() + 3_600_000 }).where(eq(jobs.id, waiting)).run();
     await first.close();
     first = undefined;
 
@@ -222,7 +222,7 @@ describe('mail that waits in the spool', () => {
     assert.equal(reply.code, 250);
     assert.match(reply.text, /queued as job_/, `spooled behind the waiting message: ${reply.text}`);
 
-    s.server.ctx.db.update(jobs).set({ runAt: Date.now() }).where(eq(jobs.id, waiting)).run();
+    await s.server.ctx.db.update(jobs).set({ runAt: Date.now() }).where(eq(jobs.id, waiting)).run();
     s.server.ctx.notify('jobs');
     const subjects = await until('both messages to be processed', async () => {
       const list = (await messagesOf(s, inboxId, key)).map((m) => m.subject).sort();

@@ -14,7 +14,7 @@ import * as schema from '../../src/db/schema.ts';
 import { derivedTables } from '../../src/db/schema-pg.ts';
 import { openStore } from '../../src/store/open.ts';
 import { changes, isUniqueViolation, type Store } from '../../src/store/store.ts';
-import { toNumberedPlaceholders } from '../../src/store/placeholders.ts';
+import { numberPlaceholders } from '../../src/store/placeholders.ts';
 import { pgCluster, postgresMissing } from '../support/postgres.ts';
 import { PgBlobs } from '../../src/store/pg-blobs.ts';
 import { Readable } from 'node:stream';
@@ -24,7 +24,7 @@ import { buffer as collect } from 'node:stream/consumers';
 const NOW = '2026-11-25T00:00:00.000Z';
 
 test('placeholders are numbered outside quoted text and comments only', () => {
-  assert.equal(toNumberedPlaceholders(`SELECT '?', "a?" FROM t WHERE x = ? AND y = 'it''s ?' AND z = ? -- why?\nLIMIT ?`), `SELECT '?', "a?" FROM t WHERE x = $1 AND y = 'it''s ?' AND z = $2 -- why?\nLIMIT $3`);
+  assert.equal(numberPlaceholders(`SELECT '?', "a?" FROM t WHERE x = ? AND y = 'it''s ?' AND z = ? -- why?\nLIMIT ?`), `SELECT '?', "a?" FROM t WHERE x = $1 AND y = 'it''s ?' AND z = $2 -- why?\nLIMIT $3`);
 });
 
 test('every table has a PostgreSQL form with the same columns, keys and indexes', () => {
@@ -162,16 +162,27 @@ for (const [engine, databaseUrl] of engines) {
       assert.deepEqual(counts, [['bounced', 1], ['received', 1]]);
     });
 
-    if (engine === 'sqlite') {
-      test('a statement on the store handle inside a transaction is refused, not deadlocked', async () => {
-        await assert.rejects(
-          store.transaction(async () => {
-            await store.db.select().from(schema.accounts).all();
-          }),
-          (err: Error) => /use the transaction handle/.test(String((err.cause as Error | undefined)?.message)),
-        );
-      });
-    }
+    test('inside a transaction the store handle joins it; work left running after it ends does not', async () => {
+      let leftover: Promise<unknown> | undefined;
+      let release!: () => void;
+      const late = new Promise<void>((r) => (release = r));
+      await assert.rejects(
+        store.transaction(async () => {
+          // A helper reading through the store's own handle sees the transaction's rows.
+          await store.db.insert(schema.accounts).values({ id: 'acc_5', name: 'five', createdAt: NOW });
+          const seen = await store.db.select({ id: schema.accounts.id }).from(schema.accounts).where(eq(schema.accounts.id, 'acc_5')).get();
+          assert.equal(seen?.id, 'acc_5');
+          leftover = late.then(() => store.db.insert(schema.accounts).values({ id: 'acc_6', name: 'six', createdAt: NOW }).run());
+          throw new Error('rolled back');
+        }),
+        /rolled back/,
+      );
+      release();
+      await leftover;
+      const ids = (await store.db.select({ id: schema.accounts.id }).from(schema.accounts).all()).map((r) => r.id);
+      assert.ok(!ids.includes('acc_5'), 'the insert through the store handle rolled back with the transaction');
+      assert.ok(ids.includes('acc_6'), 'a statement made after the transaction ended committed on its own');
+    });
   });
 }
 

@@ -68,7 +68,7 @@ before(async () => {
   assert.equal(res.status, 201, res.text);
   inbox = res.body;
   // remote.test's MX is the capturing server; the shared domain's DKIM key is published.
-  const dkim = publishedKeyFor(t.server.ctx, t.config.shared_domain)!;
+  const dkim = (await publishedKeyFor(t.server.ctx, t.config.shared_domain))!;
   const zone: Record<string, TestRecord[]> = {
     'remote.test': [{ type: 'MX', exchange: 'mx.remote.test', priority: 10 }],
     'mx.remote.test': [{ type: 'A', address: '127.0.0.1' }],
@@ -229,12 +229,12 @@ describe('sending through submission', () => {
   });
 });
 
-test('the start-up block shows the submission address (and no such line when it is off)', () => {
+test('the start-up block shows the submission address (and no such line when it is off)', async () => {
   const bound = { httpUrl: t.url, smtpPort: t.server.smtpPort, submissionPort: t.server.submissionPort, metricsPort: 0, services: [] };
-  const info = describeStartup(t.server.ctx, bound, undefined);
+  const info = await describeStartup(t.server.ctx, bound, undefined);
   assert.equal(info.submission, `0.0.0.0:${t.server.submissionPort}`);
   assert.match(renderStartup(info), new RegExp(`^  submission  0\\.0\\.0\\.0:${t.server.submissionPort}$`, 'm'));
-  const off = describeStartup({ ...t.server.ctx, config: { ...t.server.ctx.config, submission: { listen: null } } }, bound, undefined);
+  const off = await describeStartup({ ...t.server.ctx, config: { ...t.server.ctx.config, submission: { listen: null } } }, bound, undefined);
   assert.equal(off.submission, 'off');
   assert.doesNotMatch(renderStartup(off), /submission/);
 });
@@ -266,10 +266,10 @@ describe('refusals', () => {
   });
 
   test('a wrong, read-only, revoked or other-account key, or an unknown inbox: 535 5.7.8', async () => {
-    const readOnly = createApiKey(t.server.ctx, t.accountId, { readOnly: true });
-    const revoked = createApiKey(t.server.ctx, t.accountId);
-    revokeApiKey(t.server.ctx, t.accountId, revoked.id);
-    const other = t.newAccount('other');
+    const readOnly = await createApiKey(t.server.ctx, t.accountId, { readOnly: true });
+    const revoked = await createApiKey(t.server.ctx, t.accountId);
+    await revokeApiKey(t.server.ctx, t.accountId, revoked.id);
+    const other = await t.newAccount('other');
     const cases: Array<[string, string]> = [
       [inbox.address, `${t.key.slice(0, -4)}xxxx`],
       [inbox.address, readOnly.key],
@@ -351,7 +351,7 @@ describe('refusals', () => {
   });
 
   test('a suspended inbox: MAIL FROM is 550 5.2.1', async () => {
-    suspendInbox(t.server.ctx, inbox.id);
+    await suspendInbox(t.server.ctx, inbox.id);
     try {
       const client = await loggedIn();
       const r = await client.cmd(`MAIL FROM:<${inbox.address}>`);
@@ -359,7 +359,7 @@ describe('refusals', () => {
       assert.match(r.text, /^5\.2\.1 /);
       await client.quit();
     } finally {
-      unsuspendInbox(t.server.ctx, inbox.id);
+      await unsuspendInbox(t.server.ctx, inbox.id);
     }
   });
 
@@ -370,7 +370,7 @@ describe('refusals', () => {
       const client = await loggedIn();
       assert.equal((await client.cmd(`MAIL FROM:<${inbox.address}>`)).code, 250);
       assert.equal((await client.cmd('RCPT TO:<limit@remote.test>')).code, 250);
-      setDailyLimit(t.server.ctx, inbox.id, sentBefore);
+      await setDailyLimit(t.server.ctx, inbox.id, sentBefore);
       const r = await client.data(Buffer.from(`From: ${inbox.address}\r\nTo: limit@remote.test\r\nSubject: over\r\n\r\nover the limit\r\n`));
       assert.equal(r.code, 451);
       assert.match(r.text, /^4\.7\.1 inbox .* reached its daily send limit/);
@@ -380,7 +380,7 @@ describe('refusals', () => {
       await client.quit();
       assert.equal((await t.api('GET', `/inboxes/${inbox.id}/messages?limit=100`)).body.data.length, listed);
     } finally {
-      setDailyLimit(t.server.ctx, inbox.id, 100);
+      await setDailyLimit(t.server.ctx, inbox.id, 100);
     }
   });
 });

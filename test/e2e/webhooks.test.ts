@@ -123,7 +123,7 @@ test('CRUD: secret only on create and rotation, PUT changes only given fields, c
     expectError(await t.api('GET', '/webhooks/whk_nope'), 404, 'WEBHOOK_NOT_FOUND');
     expectError(await t.api('PUT', '/webhooks/whk_nope', { description: 'x' }), 404, 'WEBHOOK_NOT_FOUND');
     expectError(await t.api('DELETE', '/webhooks/whk_nope'), 404, 'WEBHOOK_NOT_FOUND');
-    const other = t.newAccount('other');
+    const other = await t.newAccount('other');
     expectError(await t.api('GET', `/webhooks/${w.id}`, undefined, { key: other.key }), 404, 'WEBHOOK_NOT_FOUND');
     expectError(await t.api('PUT', `/webhooks/${w.id}`, { isActive: true }, { key: other.key }), 404, 'WEBHOOK_NOT_FOUND');
     expectError(await t.api('DELETE', `/webhooks/${w.id}`, undefined, { key: other.key }), 404, 'WEBHOOK_NOT_FOUND');
@@ -148,7 +148,7 @@ test('delivery: signed POST of the envelope, logged with both variants, counted 
   const t = await startTestServer({ webhooks: FAST });
   try {
     const w = (await t.api('POST', '/webhooks', { url: `${rx.url}/hooks/in?x=1` })).body;
-    const ev = emit(t, 'message.received', { id: 'msg_1', subject: 'Hi ☃', hasAttachments: false });
+    const ev = await emit(t, 'message.received', { id: 'msg_1', subject: 'Hi ☃', hasAttachments: false });
     const [r] = await rx.waitFor(1);
     assert.equal(r.method, 'POST');
     assert.equal(r.path, '/hooks/in?x=1');
@@ -185,8 +185,8 @@ test('delivery: signed POST of the envelope, logged with both variants, counted 
 
     // Subscriptions filter by type: a domain.verified event is not sent to a message-only hook.
     const onlyBounced = (await t.api('POST', '/webhooks', { url: `${rx.url}/bounced`, events: ['message.bounced'] })).body;
-    emit(t, 'domain.verified', { id: 'dom_1' });
-    emit(t, 'message.bounced', { id: 'msg_2' });
+    await emit(t, 'domain.verified', { id: 'dom_1' });
+    await emit(t, 'message.bounced', { id: 'msg_2' });
     await until(async () => (await logsOf(t)).length === 4, 'four deliveries logged');
     assert.equal(rx.received.length, 4, 'the first hook got both, the bounced-only hook got one');
     assert.deepEqual(rx.received.filter((x) => x.path === '/bounced').map((x) => x.json.type), ['message.bounced']);
@@ -202,7 +202,7 @@ test('retries: six attempts spaced by the schedule, then failed; timeouts, redir
   const t = await startTestServer({ webhooks: FAST });
   try {
     const w = (await t.api('POST', '/webhooks', { url: `${rx.url}/fail` })).body;
-    const ev = emit(t, 'message.sent');
+    const ev = await emit(t, 'message.sent');
     await rx.waitFor(6);
     const logs = await until(async () => {
       const l = await logsOf(t, `?webhookId=${w.id}`);
@@ -219,10 +219,10 @@ test('retries: six attempts spaced by the schedule, then failed; timeouts, redir
     for (let i = 1; i < at.length; i++) assert.ok(at[i] - at[i - 1] >= delays[i - 1], `gap ${i}: ${at[i] - at[i - 1]} ms < ${delays[i - 1]} ms`);
     assert.deepEqual(rx.received.map((r) => r.headers['x-service-attempt']), ['1', '2', '3', '4', '5', '6']);
     assert.ok(rx.received.every((r) => r.raw.equals(rx.received[0].raw)), 'every attempt sends the same bytes');
-    const job = await until(() => listJobs(t.server.ctx, ['failed']).find((j) => j.kind === 'webhook'), 'job failed');
+    const job = await until(async () => (await listJobs(t.server.ctx, ['failed'])).find((j) => j.kind === 'webhook'), 'job failed');
     assert.equal(job.attempts, 6);
     // No seventh attempt.
-    assert.equal(listJobs(t.server.ctx, ['queued', 'running']).length, 0);
+    assert.equal((await listJobs(t.server.ctx, ['queued', 'running'])).length, 0);
     const act = (await t.api('GET', '/webhooks/activity')).body;
     assert.deepEqual([act.webhookId, act.successCount, act.failureCount], [null, 0, 6]);
 
@@ -243,7 +243,7 @@ test('retries: six attempts spaced by the schedule, then failed; timeouts, redir
     const w2 = (await t.api('POST', '/webhooks', { url: `${rx.url}/mixed`, events: ['domain.verified'] })).body;
     const before = rx.received.length;
     rx.script({ status: 200, delayMs: 900 }, 'hang', { status: 302, headers: { location: `${rx.url}/elsewhere` } }, 204);
-    emit(t, 'domain.verified', { id: 'dom_1' });
+    await emit(t, 'domain.verified', { id: 'dom_1' });
     await rx.waitFor(before + 4);
     const mixed = await until(async () => {
       const l = await logsOf(t, `?webhookId=${w2.id}`);
@@ -271,13 +271,13 @@ test('pausing: nothing is queued while inactive, a queued retry is dropped and l
     const a = (await t.api('POST', '/webhooks', { url: `${rx.url}/a` })).body;
     const b = (await t.api('POST', '/webhooks', { url: `${rx.url}/b` })).body;
     assert.equal((await t.api('PUT', `/webhooks/${a.id}`, { isActive: false })).body.isActive, false);
-    emit(t, 'message.received', { id: 'msg_paused' });
+    await emit(t, 'message.received', { id: 'msg_paused' });
     await rx.waitFor(1);
     assert.equal(rx.received[0].path, '/b');
-    assert.equal(listJobs(t.server.ctx, ['queued', 'running', 'done', 'failed']).length, 1, 'no job was created for the paused webhook');
+    assert.equal((await listJobs(t.server.ctx, ['queued', 'running', 'done', 'failed'])).length, 1, 'no job was created for the paused webhook');
 
     await t.api('PUT', `/webhooks/${a.id}`, { isActive: true });
-    emit(t, 'message.received', { id: 'msg_resumed' });
+    await emit(t, 'message.received', { id: 'msg_resumed' });
     await rx.waitFor(3);
     const toA = rx.received.filter((r) => r.path === '/a');
     assert.deepEqual(toA.map((r) => r.json.data.id), ['msg_resumed']);
@@ -285,7 +285,7 @@ test('pausing: nothing is queued while inactive, a queued retry is dropped and l
     // A retry queued before a pause is dropped, logged as failed (replayable later).
     await t.api('PUT', `/webhooks/${b.id}`, { isActive: false });
     rx.script(500);
-    emit(t, 'message.received', { id: 'msg_retry' });
+    await emit(t, 'message.received', { id: 'msg_retry' });
     await rx.waitFor(4);
     await t.api('PUT', `/webhooks/${a.id}`, { isActive: false });
     const logs = await until(async () => {
@@ -306,10 +306,10 @@ test('deletion: an in-flight delivery still finishes, later events are not deliv
   try {
     const w = (await t.api('POST', '/webhooks', { url: `${rx.url}/del` })).body;
     rx.script(503);
-    emit(t, 'message.delivered', { id: 'msg_1' });
+    await emit(t, 'message.delivered', { id: 'msg_1' });
     await rx.waitFor(1);
     assert.equal((await t.api('DELETE', `/webhooks/${w.id}`)).status, 204);
-    emit(t, 'message.delivered', { id: 'msg_after_delete' });
+    await emit(t, 'message.delivered', { id: 'msg_after_delete' });
     await rx.waitFor(2);
     const logs = await until(async () => {
       const l = await logsOf(t, `?webhookId=${w.id}`);
@@ -320,7 +320,7 @@ test('deletion: an in-flight delivery still finishes, later events are not deliv
       [1, 'failed', 503],
     ]);
     assert.deepEqual(rx.received.map((r) => r.json.data.id), ['msg_1', 'msg_1']);
-    assert.equal(listJobs(t.server.ctx, ['queued', 'running']).length, 0, 'nothing queued for the event after deletion');
+    assert.equal((await listJobs(t.server.ctx, ['queued', 'running'])).length, 0, 'nothing queued for the event after deletion');
     assert.equal((await t.api('GET', `/webhooks/activity?webhookId=${w.id}`)).body.successCount, 1);
   } finally {
     await t.close();
@@ -333,11 +333,11 @@ test('secret rotation: deliveries after a rotation are signed with the new secre
   const t = await startTestServer({ webhooks: FAST });
   try {
     const w = (await t.api('POST', '/webhooks', { url: `${rx.url}/rot` })).body;
-    emit(t, 'message.sent');
+    await emit(t, 'message.sent');
     await rx.waitFor(1);
     assert.ok(verify(w.secret, rx.received[0]));
     const rotated = (await t.api('PUT', `/webhooks/${w.id}`, { rotateSecret: true })).body;
-    emit(t, 'message.sent');
+    await emit(t, 'message.sent');
     await rx.waitFor(2);
     assert.ok(verify(rotated.secret, rx.received[1]));
     assert.ok(!verify(w.secret, rx.received[1]), 'the old secret no longer verifies');
@@ -413,7 +413,7 @@ test('target safety: unsafe URLs are refused at save and re-checked at every del
 
     // DNS rebinding: public when saved, loopback at delivery — refused before connecting.
     dns.set('public.test', [{ type: 'A', address: '127.0.0.1' }]);
-    emit(t, 'message.received');
+    await emit(t, 'message.received');
     const logs = await until(async () => {
       const l = await logsOf(t, `?webhookId=${ok.body.id}`);
       return l.length === 2 && l;
@@ -438,13 +438,13 @@ test('restart with deliveries pending loses none', async () => {
   const { key, accountId } = t;
   try {
     const w = (await t.api('POST', '/webhooks', { url: `${rx.url}/r` })).body;
-    const ev = emit(t, 'message.bounced', { id: 'msg_r' });
+    const ev = await emit(t, 'message.bounced', { id: 'msg_r' });
     await rx.waitFor(1);
     await t.close();
     // The receiver comes back; the queued retry and a new event both arrive after the restart.
     rx.fallback = 200;
     t = await startTestServer(overrides, { dataDir });
-    const evLate = emit(t, 'message.complained', { id: 'msg_c' }, accountId);
+    const evLate = await emit(t, 'message.complained', { id: 'msg_c' }, accountId);
     await rx.waitFor(3);
     const logs = await until(async () => {
       const l = (await t.api('GET', `/webhooks/logs?webhookId=${w.id}`, undefined, { key })).body.data as any[];
@@ -468,11 +468,11 @@ test('cross-account: a webhook receives only its own account events', async () =
   const rx = await startReceiver(200);
   const t = await startTestServer({ webhooks: FAST });
   try {
-    const other = t.newAccount('other');
+    const other = await t.newAccount('other');
     const mine = (await t.api('POST', '/webhooks', { url: `${rx.url}/mine` })).body;
     const theirs = (await t.api('POST', '/webhooks', { url: `${rx.url}/theirs` }, { key: other.key })).body;
-    emit(t, 'message.received', { id: 'msg_mine' });
-    emit(t, 'message.received', { id: 'msg_theirs' }, other.accountId);
+    await emit(t, 'message.received', { id: 'msg_mine' });
+    await emit(t, 'message.received', { id: 'msg_theirs' }, other.accountId);
     await rx.waitFor(2);
     const paths = Object.fromEntries(rx.received.map((r) => [r.path, r.json]));
     assert.equal(paths['/mine'].data.id, 'msg_mine');
@@ -506,7 +506,7 @@ test('inboxIds: a scoped webhook gets only those inboxes\' events; empty means e
     } finally {
       transport.close();
     }
-    emit(t, 'domain.verified', { id: 'dom_1' });
+    await emit(t, 'domain.verified', { id: 'dom_1' });
     await rx.waitFor(4); // all: two messages and the domain; scoped: one message
     await new Promise((r) => setTimeout(r, 500));
     const got = (path: string) => rx.received.filter((r) => r.path === path).map((r) => `${r.json.type} ${r.json.data.inboxId ?? '-'}`).sort();
@@ -518,7 +518,7 @@ test('inboxIds: a scoped webhook gets only those inboxes\' events; empty means e
     assert.deepEqual((await t.api('GET', `/webhooks/${scoped.body.id}`)).body.inboxIds, [b.id]);
     assert.deepEqual((await t.api('PUT', `/webhooks/${scoped.body.id}`, { inboxIds: null })).body.inboxIds, []);
 
-    const other = t.newAccount('other');
+    const other = await t.newAccount('other');
     const theirs = (await t.api('POST', '/inboxes', { address: 'theirs' }, { key: other.key })).body;
     expectError(await t.api('POST', '/webhooks', { url: `${rx.url}/x`, inboxIds: [theirs.id] }), 404, 'INBOX_NOT_FOUND');
     expectError(await t.api('PUT', `/webhooks/${all.id}`, { inboxIds: [theirs.id] }), 404, 'INBOX_NOT_FOUND');
@@ -539,7 +539,7 @@ test('CLI: webhooks deliveries --failed lists failures; replay sends one again a
   writeFileSync(config, `data_dir = ${JSON.stringify(t.dataDir)}\n[webhooks]\nallow_insecure_targets = true\n`);
   try {
     const w = (await t.api('POST', '/webhooks', { url: `${rx.url}/replay` })).body;
-    const ev = emit(t, 'message.sent', { id: 'msg_replay' });
+    const ev = await emit(t, 'message.sent', { id: 'msg_replay' });
     await rx.waitFor(2);
     const [failed, first] = await until(async () => {
       const l = await logsOf(t, '?status=failed');
@@ -553,7 +553,7 @@ test('CLI: webhooks deliveries --failed lists failures; replay sends one again a
       [failed.id, 'failed', 2],
       [first.id, 'failed', 1],
     ]);
-    assert.throws(() => replayDelivery(t.server.ctx, 'dlv_nope'), /not found/);
+    await assert.rejects(() => replayDelivery(t.server.ctx, 'dlv_nope'), /not found/);
 
     rx.fallback = 200;
     const replayed = await runCli(['webhooks', 'replay', failed.id, '--json', '--config', config]);
@@ -572,7 +572,7 @@ test('CLI: webhooks deliveries --failed lists failures; replay sends one again a
     assert.deepEqual([last.attempt, last.eventId], [3, ev.id]);
 
     // Replaying the same failed entry twice more: each replay is a new, distinct attempt number.
-    const again = [replayDelivery(t.server.ctx, failed.id), replayDelivery(t.server.ctx, failed.id)];
+    const again = [await replayDelivery(t.server.ctx, failed.id), await replayDelivery(t.server.ctx, failed.id)];
     assert.deepEqual(again.map((r) => r.attempt), [4, 5]);
     assert.ok(again.every((r) => r.alreadyDelivered), 'attempt 3 succeeded: the event was already delivered');
     await rx.waitFor(5);
@@ -600,14 +600,14 @@ test('replay: an attempt whose retry is still scheduled (pending) cannot be repl
   const t = await startTestServer({ webhooks: { ...FAST, retry_schedule: ['1500ms', '1500ms'] } });
   try {
     const w = (await t.api('POST', '/webhooks', { url: `${rx.url}/p` })).body;
-    emit(t, 'message.sent');
+    await emit(t, 'message.sent');
     await rx.waitFor(1);
     const [pending] = await until(async () => {
       const l = await logsOf(t, '?status=pending');
       return l.length === 1 && l;
     }, 'first attempt pending');
     assert.equal(pending.attempt, 1);
-    assert.throws(() => replayDelivery(t.server.ctx, pending.id), /pending: its retry is already scheduled/);
+    await assert.rejects(() => replayDelivery(t.server.ctx, pending.id), /pending: its retry is already scheduled/);
     expectError(await t.api('POST', `/dashboard/api/deliveries/${pending.id}/replay`), 400, 'VALIDATION_ERROR');
     // Attempt 2 logged (attempt 1 becomes failed); attempt 3 is still to come.
     await rx.waitFor(2, 5000);
@@ -621,7 +621,7 @@ test('replay: an attempt whose retry is still scheduled (pending) cannot be repl
     ]);
     rx.fallback = 200;
     // Numbered after the job's last possible attempt (3), so the two never share a number.
-    assert.equal(replayDelivery(t.server.ctx, logs[1].id).attempt, 4);
+    assert.equal((await replayDelivery(t.server.ctx, logs[1].id)).attempt, 4);
     await rx.waitFor(4, 5000);
     const all = await until(async () => {
       const l = await logsOf(t, `?webhookId=${w.id}`);
@@ -723,7 +723,7 @@ test('the connection goes to the resolved address while Host and TLS SNI keep th
   try {
     const plain = (await t.api('POST', '/webhooks', { url: `http://receiver.test:${rx.port}/pinned` })).body;
     const tls = (await t.api('POST', '/webhooks', { url: `https://receiver.test:${tlsPort}/tls` })).body;
-    emit(t, 'message.sent');
+    await emit(t, 'message.sent');
     const [r] = await rx.waitFor(1);
     assert.equal(r.headers.host, `receiver.test:${rx.port}`);
     assert.ok(verify(plain.secret, r));
@@ -778,7 +778,7 @@ test('Standard Webhooks: every attempt carries webhook-id/-timestamp/-signature 
     const w = (await t.api('POST', '/webhooks', { url: `${rx.url}/std` })).body;
     rx.script(500, 503);
     rx.fallback = 200;
-    const ev = emit(t, 'message.received', { id: 'msg_std', subject: 'Grüße ☃' });
+    const ev = await emit(t, 'message.received', { id: 'msg_std', subject: 'Grüße ☃' });
     const got = await rx.waitFor(3);
     // The library is given the secret base64-encoded: its key is then the secret's UTF-8 bytes.
     const verifier = new StandardWebhook(Buffer.from(w.secret, 'utf8').toString('base64'));

@@ -54,13 +54,13 @@ export async function prepareInstance(dir: string, extraToml = ''): Promise<Inst
     rest = rest.includes(header) ? rest.replace(header, `${header}${keys}\n`) : `${rest}\n${header}${keys}\n`;
   }
   writeFileSync(configFile, [`data_dir = ${JSON.stringify(dataDir)}`, 'hostname = "mx.test.localhost"', 'shared_domain = "agents.test"', rest].join('\n') + '\n');
-  const ctx = createContext(loadConfig(configFile), silentLogger);
+  const ctx = await createContext(loadConfig(configFile), silentLogger);
   try {
-    const account = createAccount(ctx, 'reliability');
-    const key = createApiKey(ctx, account.id, { name: 'harness' });
+    const account = await createAccount(ctx, 'reliability');
+    const key = await createApiKey(ctx, account.id, { name: 'harness' });
     return { dir, dataDir, configFile, httpUrl: `http://127.0.0.1:${httpPort}`, smtpPort, key: key.key, accountId: account.id };
   } finally {
-    closeContext(ctx);
+    await closeContext(ctx);
   }
 }
 

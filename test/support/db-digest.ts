@@ -2,30 +2,53 @@
 // every row of every table, and a wait until the job table is idle (background work is over).
 import { createHash } from 'node:crypto';
 import type { AppContext } from '../../src/context.ts';
+import { rawRows } from '../../src/store/store.ts';
+
+/** The tables and the order their rows are read in, on either engine. */
+async function tablesOf(ctx: AppContext): Promise<Array<{ name: string; order: string }>> {
+  if (ctx.store.dialect === 'postgres') {
+    const rows = await rawRows<[string, number]>(
+      ctx.db,
+      `SELECT table_name, (SELECT count(*) FROM information_schema.columns c WHERE c.table_schema = t.table_schema AND c.table_name = t.table_name)
+         FROM information_schema.tables t WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' ORDER BY table_name`,
+    );
+    return rows.map(([name, columns]) => ({ name, order: Array.from({ length: columns }, (_v, i) => i + 1).join(', ') }));
+  }
+  const rows = await rawRows<[string, number, number]>(
+    ctx.db,
+    `SELECT name, (SELECT wr FROM pragma_table_list WHERE pragma_table_list.name = m.name), (SELECT count(*) FROM pragma_table_info(m.name))
+       FROM sqlite_master m WHERE type = 'table' ORDER BY name`,
+  );
+  // WITHOUT ROWID tables (FTS5's shadow tables) are ordered by all their columns instead.
+  return rows.map(([name, withoutRowid, columns]) => ({ name, order: withoutRowid ? Array.from({ length: columns }, (_v, i) => i + 1).join(', ') : 'rowid' }));
+}
 
 /** sha256 over every row of every table (api_keys.last_used_at aside: any request with a key touches it). */
-export function dbDigest(ctx: AppContext): string {
-  const sqlite = ctx.db.$client;
+export async function dbDigest(ctx: AppContext): Promise<string> {
   const hash = createHash('sha256');
-  const tables = sqlite.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`).pluck().all() as string[];
-  for (const name of tables) {
+  for (const { name, order } of await tablesOf(ctx)) {
     hash.update(`\n#${name}\n`);
-    // WITHOUT ROWID tables (FTS5's shadow tables) are ordered by all their columns instead.
-    const withoutRowid = !sqlite.prepare(`SELECT 1 FROM pragma_table_list WHERE name = ? AND wr = 0`).get(name);
-    const order = withoutRowid ? Array.from({ length: (sqlite.prepare(`SELECT count(*) FROM pragma_table_info(?)`).pluck().get(name) as number) }, (_v, i) => i + 1).join(', ') : 'rowid';
-    for (const row of sqlite.prepare(`SELECT * FROM "${name}" ORDER BY ${order}`).all() as Array<Record<string, unknown>>) {
-      if (name === 'api_keys') row.last_used_at = null;
-      hash.update(JSON.stringify(row, (_k, v) => (typeof v === 'bigint' ? String(v) : v)));
+    const lastUsed = name === 'api_keys' ? await columnIndex(ctx, name, 'last_used_at') : -1;
+    for (const row of await rawRows(ctx.db, `SELECT * FROM "${name}" ORDER BY ${order}`)) {
+      if (lastUsed >= 0) row[lastUsed] = null;
+      hash.update(JSON.stringify(row, (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v)));
     }
   }
   return hash.digest('hex');
 }
 
+async function columnIndex(ctx: AppContext, table: string, column: string): Promise<number> {
+  const rows =
+    ctx.store.dialect === 'postgres'
+      ? await rawRows<[string]>(ctx.db, `SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ? ORDER BY ordinal_position`, [table])
+      : await rawRows<[string]>(ctx.db, `SELECT name FROM pragma_table_info(?) ORDER BY cid`, [table]);
+  return rows.findIndex(([name]) => name === column);
+}
+
 /** Waits until no job is queued or running. */
 export async function settleJobs(ctx: AppContext, timeoutMs = 10_000): Promise<void> {
-  const sqlite = ctx.db.$client;
   const deadline = Date.now() + timeoutMs;
-  while ((sqlite.prepare(`SELECT count(*) FROM jobs WHERE status IN ('queued', 'running')`).pluck().get() as number) > 0) {
+  while ((await rawRows<[number]>(ctx.db, `SELECT count(*) FROM jobs WHERE status IN ('queued', 'running')`))[0][0] > 0) {
     if (Date.now() > deadline) throw new Error('background jobs did not settle');
     await new Promise((r) => setTimeout(r, 25));
   }

@@ -7,30 +7,32 @@ import { messages, threads } from '../../src/db/schema.ts';
 import { recordEvent, type EventRecord, type EventType } from '../../src/domain/events.ts';
 import { createInbox } from '../../src/domain/inboxes.ts';
 import { newId } from '../../src/ids.ts';
+import { rawRows } from '../../src/store/store.ts';
 
 const fixtureInbox = new Map<string, string>();
+const exists = async (ctx: AppContext, table: string, id: string) => (await rawRows(ctx.db, `SELECT 1 FROM ${table} WHERE id = ?`, [id])).length > 0;
 
-function ensureMessage(ctx: AppContext, accountId: string, data: { id: string; inboxId?: string }): void {
-  if (ctx.db.$client.prepare('SELECT 1 FROM messages WHERE id = ?').get(data.id)) return;
+async function ensureMessage(ctx: AppContext, accountId: string, data: { id: string; inboxId?: string }): Promise<void> {
+  if (await exists(ctx, 'messages', data.id)) return;
   let inboxId = data.inboxId;
   if (!inboxId) {
     const key = `${ctx.config.data_dir}\u0000${accountId}`;
     inboxId = fixtureInbox.get(key);
-    if (!inboxId || !ctx.db.$client.prepare('SELECT 1 FROM inboxes WHERE id = ?').get(inboxId)) {
-      inboxId = createInbox(ctx, accountId, {}).id;
+    if (!inboxId || !(await exists(ctx, 'inboxes', inboxId))) {
+      inboxId = (await createInbox(ctx, accountId, {})).id;
       fixtureInbox.set(key, inboxId);
     }
   }
   const now = new Date().toISOString();
   const threadId = newId('thr');
-  ctx.db.insert(threads).values({ id: threadId, accountId, inboxId, subject: '', lastMessageAt: now, createdAt: now }).run();
-  ctx.db
+  await ctx.db.insert(threads).values({ id: threadId, accountId, inboxId, subject: '', lastMessageAt: now, createdAt: now }).run();
+  await ctx.db
     .insert(messages)
     .values({ id: data.id, accountId, inboxId, threadId, direction: 'inbound', fromAddress: 'fixture@example.org', status: 'received', messageIdHeader: `<${data.id}@fixture>`, createdAt: now, updatedAt: now })
     .run();
 }
 
-export function emitEvent(ctx: AppContext, accountId: string, type: EventType, data: unknown = { id: `msg_${newId('msg').slice(4)}`, subject: 'hello' }): EventRecord {
-  if (type.startsWith('message.')) ensureMessage(ctx, accountId, data as { id: string; inboxId?: string });
-  return ctx.db.transaction((tx) => recordEvent(tx, ctx, accountId, type, data));
+export async function emitEvent(ctx: AppContext, accountId: string, type: EventType, data: unknown = { id: `msg_${newId('msg').slice(4)}`, subject: 'hello' }): Promise<EventRecord> {
+  if (type.startsWith('message.')) await ensureMessage(ctx, accountId, data as { id: string; inboxId?: string });
+  return ctx.store.transaction((tx) => recordEvent(tx, ctx, accountId, type, data));
 }

@@ -9,6 +9,7 @@ import { createAccount } from '../../src/domain/accounts.ts';
 import { createApiKey } from '../../src/domain/apikeys.ts';
 import { createLogger, silentLogger, type Logger } from '../../src/log.ts';
 import { startServer, type RunningServer } from '../../src/main.ts';
+import { pgCluster } from './postgres.ts';
 
 process.on('unhandledRejection', (err) => {
   // An unhandled rejection anywhere fails the run (STYLE.md §7).
@@ -29,7 +30,7 @@ export interface TestServer {
   /** fetch against the API with this server's key (override with opts.key; null for none). */
   api(method: string, path: string, body?: unknown, opts?: { key?: string | null; headers?: Record<string, string> }): Promise<ApiResponse>;
   /** A second account with its own key, for cross-account checks. */
-  newAccount(name?: string): { accountId: string; key: string; keyId: string };
+  newAccount(name?: string): Promise<{ accountId: string; key: string; keyId: string }>;
   close(): Promise<void>;
 }
 
@@ -63,8 +64,23 @@ function merge(base: Record<string, any>, over: Record<string, any>): Record<str
   return out;
 }
 
+/**
+ * The engine the suite runs on: MAILROOM_TEST_ENGINE=postgres gives every test server a
+ * database of its own in the harness's private PostgreSQL (test/support/postgres.ts), kept for
+ * its data directory so a restarted server finds its state; otherwise embedded SQLite.
+ */
+export const TEST_ENGINE = process.env.MAILROOM_TEST_ENGINE === 'postgres' ? 'postgres' : 'sqlite';
+const databases = new Map<string, Promise<string>>();
+
+export function testDatabaseUrl(dataDir: string): Promise<string> {
+  let url = databases.get(dataDir);
+  if (!url) databases.set(dataDir, (url = pgCluster().then((c) => c.createDatabase())));
+  return url;
+}
+
 export async function startTestServer(overrides: Overrides = {}, opts: { clock?: Clock; log?: Logger; dataDir?: string } = {}): Promise<TestServer> {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'mailroom-test-'));
+  if (TEST_ENGINE === 'postgres' && !('database' in overrides)) overrides = { ...overrides, database: { url: await testDatabaseUrl(dataDir) } };
   const raw = merge(
     {
       data_dir: dataDir,
@@ -83,12 +99,12 @@ export async function startTestServer(overrides: Overrides = {}, opts: { clock?:
   const server = await startServer(config, log, { clock: opts.clock });
   // Attachment URLs must point at the port actually bound.
   if ((overrides.http as Record<string, unknown> | undefined)?.public_url === undefined) config.http.public_url = server.httpUrl;
-  const newAccount = (name = 'test') => {
-    const acc = createAccount(server.ctx, name);
-    const k = createApiKey(server.ctx, acc.id, { name: 'test' });
+  const newAccount = async (name = 'test') => {
+    const acc = await createAccount(server.ctx, name);
+    const k = await createApiKey(server.ctx, acc.id, { name: 'test' });
     return { accountId: acc.id, key: k.key, keyId: k.id };
   };
-  const main = newAccount('main');
+  const main = await newAccount('main');
   const api: TestServer['api'] = async (method, path, body, o = {}) => {
     const headers: Record<string, string> = { ...o.headers };
     const key = o.key === undefined ? main.key : o.key;

@@ -1,4 +1,4 @@
-// Group commit (src/db/group-commit.ts): concurrent writers share a transaction, a writer that
+// Group commit (Store.grouped, src/store/sqlite.ts): concurrent writers share a transaction, a writer that
 // throws loses only its own rows, every promise settles after the commit, and the connection
 // is left at synchronous=FULL for everyone else.
 import { test } from 'node:test';
@@ -6,20 +6,21 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openDatabase } from '../../src/db/client.ts';
-import { commitGrouped } from '../../src/db/group-commit.ts';
+import { openConnection } from '../../src/db/client.ts';
+import { SqliteStore } from '../../src/store/sqlite.ts';
+import { rawRun, type Db } from '../../src/store/store.ts';
 
 test('writers of one moment commit together; a failing one rolls back alone', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'mailroom-gc-'));
-  const db = openDatabase(join(dir, 'x.db'));
+  const sqlite = openConnection(join(dir, 'x.db'));
+  const store = new SqliteStore(sqlite);
   try {
-    const sqlite = db.$client;
     sqlite.exec('CREATE TABLE t (n INTEGER PRIMARY KEY)');
-    const insert = sqlite.prepare('INSERT INTO t (n) VALUES (?)');
+    const insert = (tx: Db, n: number) => rawRun(tx, 'INSERT INTO t (n) VALUES (?)', [n]);
     const results = await Promise.allSettled(
       Array.from({ length: 20 }, (_, i) =>
-        commitGrouped(db, () => {
-          insert.run(i);
+        store.grouped(async (tx) => {
+          await insert(tx, i);
           if (i === 7) throw new Error('writer 7 fails');
           return i * 10;
         }),
@@ -34,15 +35,15 @@ test('writers of one moment commit together; a failing one rolls back alone', as
 
     // A lone writer that throws leaves nothing behind either.
     await assert.rejects(
-      commitGrouped(db, () => {
-        insert.run(100);
+      store.grouped(async (tx) => {
+        await insert(tx, 100);
         throw new Error('alone');
       }),
       /alone/,
     );
     assert.equal((sqlite.prepare('SELECT count(*) AS c FROM t WHERE n = 100').get() as { c: number }).c, 0);
   } finally {
-    db.$client.close();
+    await store.close();
     rmSync(dir, { recursive: true, force: true });
   }
 });

@@ -12,11 +12,11 @@ export const CreateApiKeyBody = z.strictObject({
 export function registerApiKeyRoutes(r: Routes, ctx: AppContext): void {
   r.post('/account/api-keys', async (req) => {
     const body = parseInput(CreateApiKeyBody, await req.json());
-    return { status: 201, body: createApiKey(ctx, req.principal.accountId, { name: body.name ?? null }) };
+    return { status: 201, body: await createApiKey(ctx, req.principal.accountId, { name: body.name ?? null }) };
   }, { secretFields: ['key'] });
-  r.get('/account/api-keys', (req) => ({ status: 200, body: { data: listApiKeys(ctx, req.principal.accountId) } }));
-  r.delete('/account/api-keys/:id', (req) => {
-    revokeApiKey(ctx, req.principal.accountId, req.params.id, req.principal.keyId);
+  r.get('/account/api-keys', async (req) => ({ status: 200, body: { data: await listApiKeys(ctx, req.principal.accountId) } }));
+  r.delete('/account/api-keys/:id', async (req) => {
+    await revokeApiKey(ctx, req.principal.accountId, req.params.id, req.principal.keyId);
     return { status: 204 };
   });
 }

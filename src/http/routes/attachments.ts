@@ -53,12 +53,12 @@ function receiveUpload(ctx: AppContext, req: ApiRequest): Promise<Attachment> {
 
 export function registerAttachmentRoutes(r: Routes, ctx: AppContext): void {
   r.post('/attachments', async (req) => ({ status: 201, body: await receiveUpload(ctx, req) }), { multipart: true });
-  r.get('/attachments/:id', (req) => ({ status: 200, body: getAttachment(ctx, req.principal.accountId, req.params.id) }));
+  r.get('/attachments/:id', async (req) => ({ status: 200, body: await getAttachment(ctx, req.principal.accountId, req.params.id) }));
   r.get('/attachments/:id/text', async (req) => ({ status: 200, body: await attachmentText(ctx, req.principal.accountId, req.params.id) }));
   r.get(
     '/attachments/:id/download',
-    (req) => {
-      const d = openDownload(ctx, req.params.id, req.query.get('expires'), req.query.get('signature'));
+    async (req) => {
+      const d = await openDownload(ctx, req.params.id, req.query.get('expires'), req.query.get('signature'));
       return { status: 200, stream: d.stream, headers: d.headers };
     },
     { public: true },

@@ -50,8 +50,8 @@ export function registerDashboardRoutes(r: Routes, ctx: AppContext): void {
   r.get('/dashboard/app.js', asset(DASHBOARD_JS, 'text/javascript; charset=utf-8'), { public: true });
   r.get('/dashboard/app.css', asset(DASHBOARD_CSS, 'text/css; charset=utf-8'), { public: true });
   r.get('/dashboard/favicon.svg', asset(DASHBOARD_ICON, 'image/svg+xml'), { public: true });
-  r.post('/dashboard/api/deliveries/:id/replay', (req) => ({
+  r.post('/dashboard/api/deliveries/:id/replay', async (req) => ({
     status: 202,
-    body: replayAccountDelivery(ctx, req.principal.accountId, req.params.id),
+    body: await replayAccountDelivery(ctx, req.principal.accountId, req.params.id),
   }));
 }

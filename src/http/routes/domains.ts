@@ -14,10 +14,10 @@ export function registerDomainRoutes(r: Routes, ctx: AppContext): void {
     const body = parseInput(AddDomainBody, await req.json());
     return { status: 201, body: await addDomain(ctx, req.principal.accountId, body.domain) };
   });
-  r.get('/domains', (req) => ({ status: 200, body: listDomains(ctx, req.principal.accountId) }));
-  r.get('/domains/:id', (req) => ({ status: 200, body: getDomain(ctx, req.principal.accountId, req.params.id) }));
-  r.delete('/domains/:id', (req) => {
-    deleteDomain(ctx, req.principal.accountId, req.params.id);
+  r.get('/domains', async (req) => ({ status: 200, body: await listDomains(ctx, req.principal.accountId) }));
+  r.get('/domains/:id', async (req) => ({ status: 200, body: await getDomain(ctx, req.principal.accountId, req.params.id) }));
+  r.delete('/domains/:id', async (req) => {
+    await deleteDomain(ctx, req.principal.accountId, req.params.id);
     return { status: 204 };
   });
   r.post('/domains/:id/verify', async (req) => ({ status: 200, body: await verifyDomain(ctx, req.principal.accountId, req.params.id) }));

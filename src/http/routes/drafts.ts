@@ -34,11 +34,11 @@ export function registerDraftRoutes(r: Routes, ctx: AppContext): void {
   r.post('/inboxes/:inboxId/drafts', async (req) =>
     withTag(201, await createDraft(ctx, req.principal.accountId, req.params.inboxId, parseInput(DraftBody, await req.json()))),
   );
-  r.get('/inboxes/:inboxId/drafts', (req) => ({ status: 200, body: listDrafts(ctx, req.principal.accountId, req.params.inboxId, parsePage(req.query)) }));
-  r.get('/drafts/:id', (req) => withTag(200, getDraft(ctx, req.principal.accountId, req.params.id)));
-  r.patch('/drafts/:id', async (req) => withTag(200, updateDraft(ctx, req.principal.accountId, req.params.id, parseInput(DraftBody, await req.json()))));
-  r.delete('/drafts/:id', (req) => {
-    deleteDraft(ctx, req.principal.accountId, req.params.id);
+  r.get('/inboxes/:inboxId/drafts', async (req) => ({ status: 200, body: await listDrafts(ctx, req.principal.accountId, req.params.inboxId, parsePage(req.query)) }));
+  r.get('/drafts/:id', async (req) => withTag(200, await getDraft(ctx, req.principal.accountId, req.params.id)));
+  r.patch('/drafts/:id', async (req) => withTag(200, await updateDraft(ctx, req.principal.accountId, req.params.id, parseInput(DraftBody, await req.json()))));
+  r.delete('/drafts/:id', async (req) => {
+    await deleteDraft(ctx, req.principal.accountId, req.params.id);
     return { status: 204 };
   });
   r.post('/drafts/:id/send', async (req) => {

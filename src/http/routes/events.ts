@@ -7,14 +7,14 @@ import type { Routes } from '../routes.ts';
 import { SSE_HEADERS, streamEvents } from '../sse.ts';
 
 export function registerEventRoutes(r: Routes, ctx: AppContext): void {
-  r.get('/events', (req) => ({ status: 200, body: { data: listEvents(ctx, req.principal.accountId, parseEventQuery(req.query)) } }));
-  r.get('/events/stream', (req) => {
+  r.get('/events', async (req) => ({ status: 200, body: { data: await listEvents(ctx, req.principal.accountId, parseEventQuery(req.query)) } }));
+  r.get('/events/stream', async (req) => {
     const lastEventId = req.headers['last-event-id'];
     const query = parseEventQuery(req.query, typeof lastEventId === 'string' ? lastEventId : undefined);
     // Checked before the stream opens, so a wrong inbox is a 404 answer, not an ended stream.
-    if (query.inboxId) findInboxRow(ctx, req.principal.accountId, query.inboxId);
+    if (query.inboxId) await findInboxRow(ctx, req.principal.accountId, query.inboxId);
     // Without a cursor the stream starts now: events recorded from here on.
-    const start = { ...query, after: query.after ?? latestEventId(ctx) };
+    const start = { ...query, after: query.after ?? (await latestEventId(ctx)) };
     return { status: 200, headers: SSE_HEADERS, open: (res) => streamEvents(ctx, res, req.principal.accountId, start) };
   });
 }

@@ -5,8 +5,8 @@ import type { Routes } from '../routes.ts';
 export function registerHealthRoutes(r: Routes, ctx: AppContext): void {
   r.get(
     '/health',
-    () => {
-      ctx.db.$client.prepare('SELECT 1').get();
+    async () => {
+      await ctx.store.ping();
       return { status: 200, body: { status: 'ok' } };
     },
     { public: true },

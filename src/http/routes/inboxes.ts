@@ -15,10 +15,10 @@ export const CreateInboxBody = z.strictObject({
 export function registerInboxRoutes(r: Routes, ctx: AppContext): void {
   r.post('/inboxes', async (req) => {
     const body = parseInput(CreateInboxBody, await req.json());
-    return { status: 201, body: createInbox(ctx, req.principal.accountId, body) };
+    return { status: 201, body: await createInbox(ctx, req.principal.accountId, body) };
   });
-  r.get('/inboxes', (req) => ({ status: 200, body: listInboxes(ctx, req.principal.accountId, parsePage(req.query)) }));
-  r.get('/inboxes/:id', (req) => ({ status: 200, body: getInbox(ctx, req.principal.accountId, req.params.id) }));
+  r.get('/inboxes', async (req) => ({ status: 200, body: await listInboxes(ctx, req.principal.accountId, parsePage(req.query)) }));
+  r.get('/inboxes/:id', async (req) => ({ status: 200, body: await getInbox(ctx, req.principal.accountId, req.params.id) }));
   r.delete('/inboxes/:id', async (req) => {
     await deleteInbox(ctx, req.principal.accountId, req.params.id);
     return { status: 204 };

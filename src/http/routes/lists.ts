@@ -23,13 +23,13 @@ export const ListEntryQuery = z.object({
 
 export function registerListRoutes(r: Routes, ctx: AppContext): void {
   r.post('/lists', async (req) => {
-    const { entry, created } = createListEntry(ctx, req.principal.accountId, parseInput(CreateListEntryBody, await req.json()));
+    const { entry, created } = await createListEntry(ctx, req.principal.accountId, parseInput(CreateListEntryBody, await req.json()));
     // An entry that exists already is answered as it is (200), not added twice.
     return { status: created ? 201 : 200, body: entry };
   });
-  r.get('/lists', (req) => ({ status: 200, body: listListEntries(ctx, req.principal.accountId, { ...parsePage(req.query), ...parseQuery(ListEntryQuery, req.query) }) }));
-  r.delete('/lists/:id', (req) => {
-    deleteListEntry(ctx, req.principal.accountId, req.params.id);
+  r.get('/lists', async (req) => ({ status: 200, body: await listListEntries(ctx, req.principal.accountId, { ...parsePage(req.query), ...parseQuery(ListEntryQuery, req.query) }) }));
+  r.delete('/lists/:id', async (req) => {
+    await deleteListEntry(ctx, req.principal.accountId, req.params.id);
     return { status: 204 };
   });
 }

@@ -37,7 +37,7 @@ export function registerMessageRoutes(r: Routes, ctx: AppContext): void {
   r.get('/inboxes/:inboxId/messages', async (req) => {
     const opts = { ...parsePage(req.query), ...parseQuery(ListFilterQuery, req.query), after: req.query.get('after') };
     const wait = intParam('wait', req.query.get('wait'), 0, 0, MAX_WAIT_SECONDS);
-    if (!wait) return { status: 200, body: listMessages(ctx, req.principal.accountId, req.params.inboxId, opts) };
+    if (!wait) return { status: 200, body: await listMessages(ctx, req.principal.accountId, req.params.inboxId, opts) };
     // The client may leave while it waits: stop waiting then.
     const socket = req.raw.socket;
     let left!: () => void;
@@ -51,14 +51,14 @@ export function registerMessageRoutes(r: Routes, ctx: AppContext): void {
       socket.off('close', left);
     }
   });
-  r.get('/messages', (req) => ({
+  r.get('/messages', async (req) => ({
     status: 200,
-    body: listMessages(ctx, req.principal.accountId, null, { ...parsePage(req.query), ...parseQuery(ListFilterQuery, req.query) }),
+    body: await listMessages(ctx, req.principal.accountId, null, { ...parsePage(req.query), ...parseQuery(ListFilterQuery, req.query) }),
   }));
-  r.get('/messages/:id', (req) => ({ status: 200, body: getMessage(ctx, req.principal.accountId, req.params.id) }));
+  r.get('/messages/:id', async (req) => ({ status: 200, body: await getMessage(ctx, req.principal.accountId, req.params.id) }));
   r.patch('/messages/:id', async (req) => ({
     status: 200,
-    body: updateMessage(ctx, req.principal.accountId, req.params.id, parseInput(UpdateMarksBody, await req.json())),
+    body: await updateMessage(ctx, req.principal.accountId, req.params.id, parseInput(UpdateMarksBody, await req.json())),
   }));
   r.get('/messages/:id/raw', async (req) => ({
     status: 200,

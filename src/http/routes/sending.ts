@@ -63,5 +63,5 @@ export function registerSendingRoutes(r: Routes, ctx: AppContext): void {
     const body = parseInput(ForwardBody, await req.json());
     return { status: 202, body: await forwardMessage(ctx, req.principal.accountId, req.params.id, body) };
   });
-  r.post('/messages/:id/cancel', (req) => ({ status: 200, body: cancelMessage(ctx, req.principal.accountId, req.params.id) }));
+  r.post('/messages/:id/cancel', async (req) => ({ status: 200, body: await cancelMessage(ctx, req.principal.accountId, req.params.id) }));
 }

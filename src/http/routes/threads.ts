@@ -10,17 +10,17 @@ import { parseInput, parseQuery } from '../validate.ts';
 import { ListFilterQuery, UpdateMarksBody } from './messages.ts';
 
 export function registerThreadRoutes(r: Routes, ctx: AppContext): void {
-  r.get('/inboxes/:inboxId/threads', (req) => ({
+  r.get('/inboxes/:inboxId/threads', async (req) => ({
     status: 200,
-    body: listThreads(ctx, req.principal.accountId, req.params.inboxId, { ...parsePage(req.query), ...parseQuery(ListFilterQuery, req.query) }),
+    body: await listThreads(ctx, req.principal.accountId, req.params.inboxId, { ...parsePage(req.query), ...parseQuery(ListFilterQuery, req.query) }),
   }));
-  r.get('/threads', (req) => ({
+  r.get('/threads', async (req) => ({
     status: 200,
-    body: listThreads(ctx, req.principal.accountId, null, { ...parsePage(req.query), ...parseQuery(ListFilterQuery, req.query) }),
+    body: await listThreads(ctx, req.principal.accountId, null, { ...parsePage(req.query), ...parseQuery(ListFilterQuery, req.query) }),
   }));
-  r.get('/threads/:id', (req) => ({ status: 200, body: getThread(ctx, req.principal.accountId, req.params.id) }));
+  r.get('/threads/:id', async (req) => ({ status: 200, body: await getThread(ctx, req.principal.accountId, req.params.id) }));
   r.patch('/threads/:id', async (req) => ({
     status: 200,
-    body: updateThread(ctx, req.principal.accountId, req.params.id, parseInput(UpdateMarksBody, await req.json())),
+    body: await updateThread(ctx, req.principal.accountId, req.params.id, parseInput(UpdateMarksBody, await req.json())),
   }));
 }

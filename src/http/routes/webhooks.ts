@@ -47,20 +47,20 @@ export function registerWebhookRoutes(r: Routes, ctx: AppContext): void {
     const body = parseInput(CreateWebhookBody, await req.json());
     return { status: 201, body: await createWebhook(ctx, req.principal.accountId, body) };
   }, { secretFields: ['secret'] });
-  r.get('/webhooks', (req) => {
-    const data = listWebhooks(ctx, req.principal.accountId);
+  r.get('/webhooks', async (req) => {
+    const data = await listWebhooks(ctx, req.principal.accountId);
     return { status: 200, body: { data, total: data.length } };
   });
   r.get('/webhooks/catalog', () => ({ status: 200, body: { data: eventCatalog() } }));
-  r.get('/webhooks/logs', (req) => ({ status: 200, body: { data: listDeliveryLogs(ctx, req.principal.accountId, parseLogQuery(req.query)) } }));
-  r.get('/webhooks/activity', (req) => ({ status: 200, body: webhookActivity(ctx, req.principal.accountId, req.query) }));
-  r.get('/webhooks/:id', (req) => ({ status: 200, body: getWebhook(ctx, req.principal.accountId, req.params.id) }));
+  r.get('/webhooks/logs', async (req) => ({ status: 200, body: { data: await listDeliveryLogs(ctx, req.principal.accountId, parseLogQuery(req.query)) } }));
+  r.get('/webhooks/activity', async (req) => ({ status: 200, body: await webhookActivity(ctx, req.principal.accountId, req.query) }));
+  r.get('/webhooks/:id', async (req) => ({ status: 200, body: await getWebhook(ctx, req.principal.accountId, req.params.id) }));
   r.put('/webhooks/:id', async (req) => {
     const body = parseInput(UpdateWebhookBody, await req.json());
     return { status: 200, body: await updateWebhook(ctx, req.principal.accountId, req.params.id, body) };
   });
-  r.delete('/webhooks/:id', (req) => {
-    deleteWebhook(ctx, req.principal.accountId, req.params.id);
+  r.delete('/webhooks/:id', async (req) => {
+    await deleteWebhook(ctx, req.principal.accountId, req.params.id);
     return { status: 204 };
   });
 }

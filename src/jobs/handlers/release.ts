@@ -9,6 +9,7 @@ import { errorFields } from '../../log.ts';
 import type { JobHandler } from '../runner.ts';
 import { fail, ok, retry } from '../table.ts';
 import type { Tx } from '../../db/client.ts';
+import { afterCommit } from '../../store/store.ts';
 
 export const releaseHandler: JobHandler = {
   kind: RELEASE_JOB,
@@ -27,16 +28,15 @@ export const releaseHandler: JobHandler = {
     }
     if (!source) return ok(); // deleted or canceled meanwhile
     const built = source;
-    return ok((tx) => {
-      // Woken once this transaction has committed (a microtask runs after the synchronous COMMIT).
-      if (releaseIn(tx, ctx, payload.messageId, built)) queueMicrotask(() => ctx.notify('jobs'));
+    return ok(async (tx) => {
+      if (await releaseIn(tx, ctx, payload.messageId, built)) afterCommit(() => ctx.notify('jobs'));
     });
   },
 };
 
-function failScheduled(tx: Tx, ctx: AppContext, messageId: string, reason: string): void {
-  const row = findOutboundRow(ctx, messageId);
+async function failScheduled(tx: Tx, ctx: AppContext, messageId: string, reason: string): Promise<void> {
+  const row = await findOutboundRow(ctx, messageId);
   if (row?.status !== 'scheduled') return;
   const list = (JSON.parse(row.recipients) as RecipientOutcome[]).map((r) => ({ ...r, status: 'failed', response: `not sent: ${reason}` }));
-  writeMessageState(tx, ctx, row, list, 'failed');
+  await writeMessageState(tx, ctx, row, list, 'failed');
 }

@@ -31,7 +31,7 @@ async function deliverLocally(ctx: AppContext, row: MessageRow, addresses: strin
   for (const address of addresses) {
     try {
       // The receiving inbox's lists apply to mail from a neighbour inbox too.
-      inboxes.push(resolveRecipient(ctx, address, row.fromAddress));
+      inboxes.push(await resolveRecipient(ctx, address, row.fromAddress));
       targets.push(address);
     } catch (err) {
       // The same answer the SMTP listener gives: 550 5.1.1 unknown, 550 5.2.1 suspended.
@@ -118,18 +118,18 @@ export const sendHandler: JobHandler = {
   kind: SEND_JOB,
   schedule: (ctx) => ctx.config.outbound.retry_schedule,
   partitionLimit: (ctx) => ctx.config.outbound.concurrency_per_domain,
-  claimed(tx, ctx, job) {
+  async claimed(tx, ctx, job) {
     // Only the displayed status depends on it: a failure here must not stop the claim.
     try {
       const payload = JSON.parse(job.payload) as SendJobPayload;
-      markSending(tx, ctx, payload.messageId, payload.recipients);
+      await markSending(tx, ctx, payload.messageId, payload.recipients);
     } catch (err) {
       ctx.log.error('marking a send as sending failed', { jobId: job.id, ...errorFields(err) });
     }
   },
   async run(ctx, job) {
     const payload = JSON.parse(job.payload) as SendJobPayload;
-    const row = findOutboundRow(ctx, payload.messageId);
+    const row = await findOutboundRow(ctx, payload.messageId);
     if (!row) return ok(); // deleted meanwhile: nothing left to send
     const pending = pendingRecipients(row, payload.recipients);
     if (!pending.length) return ok();

@@ -16,7 +16,7 @@ import { parseWebhookUrl, resolveTarget, UnsafeTargetError, type ResolvedTarget 
 import type { AttemptStatus } from '../../domain/webhooks.ts';
 import { newId } from '../../ids.ts';
 import type { JobHandler } from '../runner.ts';
-import { fail, ok, retry, type JobOutcome } from '../table.ts';
+import { fail, ok, retry, type Commit, type JobOutcome } from '../table.ts';
 
 export const SIGNATURE_HEADER = 'X-Service-Signature';
 
@@ -94,8 +94,9 @@ function post(target: ResolvedTarget, body: Buffer, headers: Record<string, stri
  * job is logged it is `failed` (failed, then retried), so no row stays pending after its job
  * ended. The job's attempts are all younger than the job (index webhook_id, created_at).
  */
-function supersedePending(tx: Tx, job: { id: string; createdAt: string }, webhookId: string): void {
-  tx.update(webhookAttempts)
+async function supersedePending(tx: Tx, job: { id: string; createdAt: string }, webhookId: string): Promise<void> {
+  await tx
+    .update(webhookAttempts)
     .set({ status: 'failed' })
     .where(and(eq(webhookAttempts.webhookId, webhookId), gte(webhookAttempts.createdAt, job.createdAt), eq(webhookAttempts.jobId, job.id), eq(webhookAttempts.status, 'pending')))
     .run();
@@ -110,10 +111,11 @@ function logAttempt(
   attempt: number,
   status: AttemptStatus,
   result: PostResult,
-): (tx: Tx) => void {
-  return (tx) => {
-    if (job.attempts > 1) supersedePending(tx, job, hook.id);
-    tx.insert(webhookAttempts)
+): Commit {
+  return async (tx) => {
+    if (job.attempts > 1) await supersedePending(tx, job, hook.id);
+    await tx
+      .insert(webhookAttempts)
       .values({
         id,
         accountId: hook.accountId,
@@ -138,8 +140,8 @@ export const webhookHandler: JobHandler = {
   partitionLimit: () => 4,
   async run(ctx: AppContext, job): Promise<JobOutcome> {
     const payload = JSON.parse(job.payload) as WebhookJobPayload;
-    const hook = ctx.db.select().from(webhooks).where(eq(webhooks.id, payload.webhookId)).get();
-    const event = ctx.db.select().from(events).where(eq(events.id, payload.eventId)).get();
+    const hook = await ctx.db.select().from(webhooks).where(eq(webhooks.id, payload.webhookId)).get();
+    const event = await ctx.db.select().from(events).where(eq(events.id, payload.eventId)).get();
     // Gone with its account (cascade): nobody is left to deliver to or to read a log.
     if (!hook || !event) return fail('webhook or event no longer exists', (tx) => supersedePending(tx, job, payload.webhookId));
 
