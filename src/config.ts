@@ -213,7 +213,7 @@ export const CONFIG_SCHEMA = {
   hostname: hostname('localhost', 'Public name of this host: EHLO name, MX target in DNS records, Message-ID host.'),
   shared_domain: hostname('mailroom.localhost', 'Domain of inboxes that do not use a custom domain.'),
   database: {
-    url: databaseUrl('Where the state lives: "" for the embedded SQLite file under data_dir; a "postgres://user:pass@host:5432/db" URL names the PostgreSQL database that several nodes share (this release: `mailroom migrate` applies the schema there; `serve` still refuses it, see docs/operations.md). The environment variable MAILROOM_DATABASE_URL overrides it.'),
+    url: databaseUrl('Where the state lives: "" for the embedded SQLite file under data_dir; a "postgres://user:pass@host:5432/db" URL names the PostgreSQL database that several nodes share (docs/several-nodes.md). The environment variable MAILROOM_DATABASE_URL overrides it.'),
   },
   http: {
     listen: listen('127.0.0.1:3000', 'Address the HTTP API listens on.'),
@@ -274,7 +274,7 @@ export const CONFIG_SCHEMA = {
   },
   jobs: {
     concurrency: int(32, 'Most jobs (sends, webhook deliveries) running at once; above outbound.concurrency_per_domain, so one busy domain leaves room for the rest.', 1),
-    lease: duration('5m', 'A claimed job whose worker vanished is retried after this long.'),
+    lease: duration('30s', 'A running job holds its lease while its process lives (renewed every third of it); a job whose process is gone (killed, its machine lost) is run again, by any node, this long after its last renewal.'),
     retention: duration('7d', 'Finished jobs are kept this long for inspection, then swept.'),
   },
   retention: {

@@ -4,8 +4,10 @@ import type { Config } from './config.ts';
 import type { Db } from './db/client.ts';
 import type { Logger } from './log.ts';
 import { createResolver, type Resolver } from './dns.ts';
-import { Blobs } from './storage/blobs.ts';
+import { Blobs, type BlobStore } from './storage/blobs.ts';
+import { DbBlobs } from './store/pg-blobs.ts';
 import { openStore } from './store/open.ts';
+import { loadUrlSigningSecret } from './storage/signed-url.ts';
 import type { Store } from './store/store.ts';
 
 export interface Clock {
@@ -36,7 +38,8 @@ export interface AppContext {
   log: Logger;
   clock: Clock;
   dns: Resolver;
-  blobs: Blobs;
+  /** Raw messages and attachment bytes: files under data_dir, or rows on PostgreSQL. */
+  blobs: BlobStore;
   /** Listeners registered by long-running parts (the job runner) of this process. */
   notify(signal: Signal): void;
   onSignal(signal: Signal, fn: () => void): void;
@@ -45,21 +48,32 @@ export interface AppContext {
 export async function createContext(config: Config, log: Logger, opts: { clock?: Clock } = {}): Promise<AppContext> {
   const store = await openStore({ dataDir: config.data_dir, databaseUrl: config.database.url });
   const listeners = new Map<Signal, Array<() => void>>();
-  return {
+  const ctx: AppContext = {
     config,
     store,
     db: store.db,
     log,
     clock: opts.clock ?? systemClock,
     dns: createResolver(config.dns.servers, config.dns.timeout),
-    blobs: new Blobs(config.data_dir),
+    blobs: store.dialect === 'postgres' ? new DbBlobs(store) : new Blobs(config.data_dir),
     notify(signal) {
       for (const fn of listeners.get(signal) ?? []) fn();
+      store.announce(signal);
     },
     onSignal(signal, fn) {
+      // The first listener of this process also hears what other processes announce.
+      if (listeners.size === 0) store.listen((s) => listeners.get(s as Signal)?.forEach((f) => f()));
       listeners.set(signal, [...(listeners.get(signal) ?? []), fn]);
     },
   };
+  // Every node signs download URLs and bounce addresses with the one shared secret.
+  if (store.dialect === 'postgres') {
+    await loadUrlSigningSecret(ctx).catch(async (err: unknown) => {
+      await store.close();
+      throw err;
+    });
+  }
+  return ctx;
 }
 
 export function closeContext(ctx: AppContext): Promise<void> {

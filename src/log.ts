@@ -47,6 +47,13 @@ export function createLogger(write: (line: string) => void = batchedStdout()): L
 export const silentLogger: Logger = { info() {}, warn() {}, error() {} };
 
 export function errorFields(err: unknown): LogFields {
-  if (err instanceof Error) return { error: err.message, stack: err.stack };
-  return { error: String(err) };
+  if (!(err instanceof Error)) return { error: String(err) };
+  // drizzle wraps a driver's error in one whose message holds the whole statement and its
+  // parameters (a message body, a key hash): the driver's reason is logged, and the statement's
+  // start, never the parameters.
+  const cause = (err as { cause?: unknown }).cause;
+  if (err.message.startsWith('Failed query: ') && cause instanceof Error) {
+    return { error: cause.message, query: err.message.slice('Failed query: '.length).split('\nparams:')[0]!.slice(0, 160), stack: cause.stack };
+  }
+  return { error: err.message, stack: err.stack };
 }

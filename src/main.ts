@@ -57,12 +57,16 @@ function housekeeping(ctx: AppContext): Service {
     async start() {
       const run = async () => {
         try {
-          await sweepIdempotencyKeys(ctx);
-          await sweepEvents(ctx);
+          // One node at a time on a shared database.
+          await ctx.store.exclusive('housekeeping', async () => {
+            await sweepIdempotencyKeys(ctx);
+            await sweepEvents(ctx);
+          });
         } catch (err) {
           ctx.log.error('housekeeping failed', errorFields(err));
         }
-        sweeping ??= sweepOrphanBlobs(ctx)
+        sweeping ??= ctx.store
+          .exclusive('orphans', () => sweepOrphanBlobs(ctx))
           .catch((err) => ctx.log.error('sweeping orphaned files failed', errorFields(err)))
           .finally(() => (sweeping = undefined));
       };

@@ -19,12 +19,13 @@ CREATE FUNCTION mailroom_words(text) RETURNS text LANGUAGE sql IMMUTABLE PARALLE
   RETURN translate(coalesce($1, ''), '@._-/:+~=#%&?!*|\<>[](){},;"''`^$', repeat(' ', 32));
 --> statement-breakpoint
 -- Weights name the fields the query's operators look in: subject (A), from (B), to and cc
--- (C: `to:` means To or Cc), the body (D). `cc:` alone has its own column.
+-- (C: `to:` means To or Cc), the body (D). `cc:` alone has its own column. A tsvector holds at
+-- most 1 MB: the body's first 256 KiB of text are indexed (FTS5 indexes all of it).
 ALTER TABLE "messages" ADD COLUMN "fts" tsvector GENERATED ALWAYS AS (
   setweight(to_tsvector('mailroom'::regconfig, mailroom_words("subject")), 'A') ||
   setweight(to_tsvector('mailroom'::regconfig, mailroom_words("from_address") || ' ' || mailroom_words("from_name")), 'B') ||
   setweight(to_tsvector('mailroom'::regconfig, mailroom_words("to_addresses") || ' ' || mailroom_words("cc_addresses")), 'C') ||
-  setweight(to_tsvector('mailroom'::regconfig, mailroom_words("body_text")), 'D')
+  setweight(to_tsvector('mailroom'::regconfig, left(mailroom_words("body_text"), 262144)), 'D')
 ) STORED;
 --> statement-breakpoint
 ALTER TABLE "messages" ADD COLUMN "fts_cc" tsvector GENERATED ALWAYS AS (to_tsvector('mailroom'::regconfig, mailroom_words("cc_addresses"))) STORED;

@@ -79,7 +79,7 @@ export function attachmentMeta(row: AttachmentRow): AttachmentMeta {
 export function presignAttachment(ctx: AppContext, id: string): { url: string; expiresAt: string } {
   const expires = Math.floor((ctx.clock.now().getTime() + ctx.config.attachments.url_ttl) / 1000);
   return {
-    url: downloadUrl(ctx.config.http.public_url, urlSigningSecret(ctx.config.data_dir), id, expires),
+    url: downloadUrl(ctx.config.http.public_url, urlSigningSecret(ctx), id, expires),
     expiresAt: new Date(expires * 1000).toISOString(),
   };
 }
@@ -231,7 +231,7 @@ export interface Download {
  */
 export async function openDownload(ctx: AppContext, id: string, expiresRaw: string | null, signature: string | null): Promise<Download> {
   const expires = expiresRaw !== null && /^\d{1,12}$/.test(expiresRaw) ? Number(expiresRaw) : NaN;
-  if (!Number.isFinite(expires) || !signature || !verifyDownload(urlSigningSecret(ctx.config.data_dir), id, expires, signature)) {
+  if (!Number.isFinite(expires) || !signature || !verifyDownload(urlSigningSecret(ctx), id, expires, signature)) {
     throw new AppError('INVALID_SIGNATURE', 'the download signature is missing or invalid; get a fresh URL from GET /attachments/{id}');
   }
   if (ctx.clock.now().getTime() >= expires * 1000) {

@@ -25,13 +25,13 @@ export interface BounceTarget {
   inboxId: string;
 }
 
-const keys = new Map<string, Buffer>();
-/** A key of its own, derived from the data directory's signing secret (never the URL key itself). */
+const keys = new WeakMap<AppContext, Buffer>();
+/** A key of its own, derived from the installation's signing secret (never the URL key itself). */
 function bounceKey(ctx: AppContext): Buffer {
-  let key = keys.get(ctx.config.data_dir);
+  let key = keys.get(ctx);
   if (!key) {
-    key = createHmac('sha256', urlSigningSecret(ctx.config.data_dir)).update('mailroom bounce addresses v1').digest();
-    keys.set(ctx.config.data_dir, key);
+    key = createHmac('sha256', urlSigningSecret(ctx)).update('mailroom bounce addresses v1').digest();
+    keys.set(ctx, key);
   }
   return key;
 }

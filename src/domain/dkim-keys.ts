@@ -1,14 +1,12 @@
 // DKIM keys: 2048-bit RSA pairs for custom domains (stored on the domain row) and for the
-// shared domain (one JSON file under data_dir/dkim/, mode 0600, made once), the DKIM TXT
+// shared domain (a secret made once: data_dir/dkim/<domain>.json, or a row on PostgreSQL), the DKIM TXT
 // value operators publish (RFC 6376 §3.6.1), and the key the outbound sender signs with.
-import { generateKeyPair, generateKeyPairSync } from 'node:crypto';
-import { closeSync, fsyncSync, linkSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
-import { join } from 'node:path';
+import { generateKeyPair } from 'node:crypto';
 import { promisify } from 'node:util';
 import { eq } from 'drizzle-orm';
 import type { AppContext } from '../context.ts';
 import { domains } from '../db/schema.ts';
-import { randomToken } from '../ids.ts';
+import { ensureSecret } from '../store/secrets.ts';
 
 const generateKeyPairAsync = promisify(generateKeyPair);
 
@@ -54,7 +52,9 @@ export function dkimTxtValue(publicKey: string): string {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The shared domain's key: a file, so it survives database resets and can be backed up alone.
+// The shared domain's key: a secret of its own (src/store/secrets.ts: a file under data_dir on
+// SQLite, so it survives database resets and can be backed up alone; a row every node reads on
+// PostgreSQL), made once: if two processes make one at once, both use the first stored.
 
 interface SharedKeyFile {
   domain: string;
@@ -64,87 +64,28 @@ interface SharedKeyFile {
   createdAt: string;
 }
 
-/** Cache of files already read, by absolute path (the file never changes once written). */
-const sharedKeys = new Map<string, SharedKeyFile>();
-
 const normalizeName = (name: string) => name.trim().toLowerCase().replace(/\.$/, '');
 
 function sharedKeyPath(ctx: AppContext): string {
   // The name comes from the config file; keep it a plain file name whatever it holds.
-  const file = normalizeName(ctx.config.shared_domain).replace(/[^a-z0-9.-]/g, '_');
-  return join(ctx.blobs.root, 'dkim', `${file}.json`);
+  return `dkim/${normalizeName(ctx.config.shared_domain).replace(/[^a-z0-9.-]/g, '_')}.json`;
 }
 
-function readSharedKey(path: string): SharedKeyFile | undefined {
-  const cached = sharedKeys.get(path);
-  if (cached) return cached;
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw err;
-  }
-  const parsed = JSON.parse(text) as SharedKeyFile;
-  sharedKeys.set(path, parsed);
-  return parsed;
+/** The shared domain's key, generated (off the event loop) and stored the first time. */
+async function sharedKey(ctx: AppContext): Promise<SharedKeyFile> {
+  const text = await ensureSecret(ctx.store, ctx.config.data_dir, sharedKeyPath(ctx), async () => {
+    const pair = await generateDkimKeyPair();
+    const now = ctx.clock.now();
+    const record: SharedKeyFile = { domain: normalizeName(ctx.config.shared_domain), selector: newSelector(now), ...pair, createdAt: now.toISOString() };
+    return JSON.stringify(record, null, 2) + '\n';
+  });
+  return JSON.parse(text) as SharedKeyFile;
 }
 
-/**
- * Writes the key file exclusively: a temporary file is fsynced, then hard-linked to the final
- * name, which fails if another process (the CLI beside the server) got there first; the
- * winner's key is then used, so every process signs with the one published key.
- */
-function persistSharedKey(path: string, record: SharedKeyFile): SharedKeyFile {
-  mkdirSync(join(path, '..'), { recursive: true, mode: 0o700 });
-  const tmp = `${path}.${randomToken(8)}.tmp`;
-  const fd = openSync(tmp, 'wx', 0o600);
-  try {
-    writeSync(fd, JSON.stringify(record, null, 2) + '\n');
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  try {
-    linkSync(tmp, path);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-  } finally {
-    rmSync(tmp, { force: true });
-  }
-  return readSharedKey(path)!;
-}
-
-function sharedRecord(ctx: AppContext, pair: DkimKeyPair): SharedKeyFile {
-  const now = ctx.clock.now();
-  return {
-    domain: normalizeName(ctx.config.shared_domain),
-    selector: newSelector(now),
-    privateKey: pair.privateKey,
-    publicKey: pair.publicKey,
-    createdAt: now.toISOString(),
-  };
-}
-
-/** The shared domain's key, generated (asynchronously) and persisted the first time. */
+/** The shared domain's key, made the first time (the server does it at start). */
 export async function ensureSharedDkimKey(ctx: AppContext): Promise<{ selector: string; publicKey: string }> {
-  const path = sharedKeyPath(ctx);
-  const existing = readSharedKey(path);
-  if (existing) return existing;
-  const pair = await generateDkimKeyPair();
-  return readSharedKey(path) ?? persistSharedKey(path, sharedRecord(ctx, pair));
-}
-
-/**
- * Synchronous read of the shared key. Normally the server made it at start; if not (a race at
- * the very first start), it is generated synchronously once.
- */
-function sharedKeySync(ctx: AppContext): SharedKeyFile {
-  const path = sharedKeyPath(ctx);
-  const existing = readSharedKey(path);
-  if (existing) return existing;
-  const { publicKey, privateKey } = generateKeyPairSync('rsa', KEY_OPTIONS);
-  return persistSharedKey(path, sharedRecord(ctx, { privateKey, publicKey: publicKey.toString('base64') }));
+  const { selector, publicKey } = await sharedKey(ctx);
+  return { selector, publicKey };
 }
 
 export function isSharedDomain(ctx: AppContext, domainName: string): boolean {
@@ -153,7 +94,7 @@ export function isSharedDomain(ctx: AppContext, domainName: string): boolean {
 
 /** Selector and public key of a domain mailroom signs for (the shared one or a custom one). */
 export async function publishedKeyFor(ctx: AppContext, domainName: string): Promise<{ selector: string; publicKey: string } | undefined> {
-  if (isSharedDomain(ctx, domainName)) return sharedKeySync(ctx);
+  if (isSharedDomain(ctx, domainName)) return ensureSharedDkimKey(ctx);
   const row = await ctx.db
     .select({ selector: domains.dkimSelector, publicKey: domains.dkimPublicKey })
     .from(domains)
@@ -170,7 +111,7 @@ export async function publishedKeyFor(ctx: AppContext, domainName: string): Prom
 export async function signingKeyFor(ctx: AppContext, domainName: string): Promise<SigningKey | undefined> {
   const name = normalizeName(domainName);
   if (isSharedDomain(ctx, name)) {
-    const k = sharedKeySync(ctx);
+    const k = await sharedKey(ctx);
     return { domainName: name, selector: k.selector, privateKey: k.privateKey };
   }
   const row = await ctx.db

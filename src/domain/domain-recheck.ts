@@ -17,7 +17,9 @@ export function createDomainRecheck(ctx: AppContext): Service {
   const tick = () => {
     if (running) return; // a slow DNS pass is still going; skip rather than pile up
     running = true;
-    pass = recheckDueDomains(ctx, every)
+    // One node at a time on a shared database (the others find the lock taken and skip).
+    pass = ctx.store
+      .exclusive('domain-recheck', () => recheckDueDomains(ctx, every))
       .catch((err) => ctx.log.error('domain re-check pass failed', errorFields(err)))
       .finally(() => {
         running = false;

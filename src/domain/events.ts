@@ -9,7 +9,7 @@ import type { Db, Tx } from '../db/client.ts';
 import { preparedQuery } from '../db/prepared.ts';
 import { events, webhookAttempts } from '../db/schema.ts';
 import { newId } from '../ids.ts';
-import { afterCommit, changes } from '../store/store.ts';
+import { afterCommit, changes, rawRows } from '../store/store.ts';
 import { AppError } from './errors.ts';
 import { findInboxRow } from './inboxes.ts';
 import { intParam } from './pagination.ts';
@@ -109,12 +109,15 @@ export function parseEventQuery(q: URLSearchParams, lastEventId?: string): Event
 }
 
 /**
- * Events of the account after `query.after`, oldest first. Within this process an event's id is
- * made inside the transaction that records it and transactions commit one at a time, so ids
- * grow in commit order: a reader that continues after the last id it saw misses nothing.
+ * Events of the account after `query.after`, oldest first. Embedded SQLite: an event's id is made
+ * inside the transaction that records it and transactions commit one at a time, so ids grow in
+ * commit order. PostgreSQL: nodes commit in any order, so events are read in the order they
+ * became visible (listEventsShared). Either way a reader that continues after the last event it
+ * saw misses nothing.
  */
 export async function listEvents(ctx: AppContext, accountId: string, query: EventQuery): Promise<EventEnvelope[]> {
   if (query.inboxId) await findInboxRow(ctx, accountId, query.inboxId);
+  if (ctx.store.dialect === 'postgres') return listEventsShared(ctx, accountId, query);
   const conds: SQL[] = [eq(events.accountId, accountId)];
   if (query.after) conds.push(gt(events.id, query.after));
   if (query.types) conds.push(inArray(events.type, query.types));
@@ -128,8 +131,38 @@ export async function listEvents(ctx: AppContext, accountId: string, query: Even
   return rows.map((r) => ({ id: r.id, type: r.type as EventType, createdAt: r.createdAt, data: JSON.parse(r.data) as unknown }));
 }
 
+/**
+ * On a shared database: events of transactions older than every one still running, by
+ * (tx, seq) (migrations/pg 0006), after the position of the `after` event; after its id when
+ * it is no longer kept.
+ */
+async function listEventsShared(ctx: AppContext, accountId: string, query: EventQuery): Promise<EventEnvelope[]> {
+  const conds = ['account_id = ?', 'tx < pg_snapshot_xmin(pg_current_snapshot())'];
+  const params: unknown[] = [accountId];
+  if (query.after) {
+    const [at] = await rawRows<[string, number]>(ctx.db, 'SELECT tx::text, seq FROM events WHERE id = ?', [query.after]);
+    if (at) conds.push('(tx, seq) > (?::xid8, ?::bigint)');
+    else conds.push('id > ?');
+    params.push(...(at ?? [query.after]));
+  }
+  if (query.types) {
+    conds.push('type IN (SELECT value FROM json_each(?))');
+    params.push(JSON.stringify(query.types));
+  }
+  if (query.inboxId) {
+    conds.push(`json_extract(data, '$.inboxId') = ?`);
+    params.push(query.inboxId);
+  }
+  const rows = await rawRows<[string, string, string, string]>(ctx.db, `SELECT id, type, created_at, data FROM events WHERE ${conds.join(' AND ')} ORDER BY tx, seq LIMIT ?`, [...params, query.limit]);
+  return rows.map(([id, type, createdAt, data]) => ({ id, type: type as EventType, createdAt, data: JSON.parse(data) as unknown }));
+}
+
 /** The newest event id of the whole appliance (a stream opened without a cursor starts there). */
 export async function latestEventId(ctx: AppContext): Promise<string | undefined> {
+  if (ctx.store.dialect === 'postgres') {
+    const [row] = await rawRows<[string]>(ctx.db, 'SELECT id FROM events WHERE tx < pg_snapshot_xmin(pg_current_snapshot()) ORDER BY tx DESC, seq DESC LIMIT 1');
+    return row?.[0];
+  }
   return (await ctx.db.select({ id: sql<string | null>`max(${events.id})` }).from(events).get())?.id ?? undefined;
 }
 

@@ -157,7 +157,9 @@ function textPostgres(p: ParsedQuery, column: string, value: unknown): { from: s
   if (!plain.length) return { from: 'messages m', order: 'm.created_at DESC, m.id DESC', where, params };
   return {
     from: "(SELECT to_tsquery('mailroom', ?) AS q) fq CROSS JOIN messages m",
-    order: '(m.fts @@ fq.q) DESC, ts_rank(m.fts, fq.q) DESC, m.created_at DESC, m.id DESC',
+    // Every field counts alike (FTS5's bm25 does not weigh columns either); the weights only
+    // tell the fields apart for from: to: subject:.
+    order: "(m.fts @@ fq.q) DESC, ts_rank('{1,1,1,1}', m.fts, fq.q) DESC, m.created_at DESC, m.id DESC",
     where,
     params,
   };

@@ -178,6 +178,9 @@ export function traceHeaders(ctx: AppContext, input: Pick<InboundInput, 'mailFro
 
 const VALID_MSGID = /^<[^<>\s]{1,900}>$/;
 
+/** Text never holds NUL (src/store/store.ts withoutNul): what the row stores is what events carry. */
+const noNul = <T extends string | undefined>(s: T): T => (s?.includes('\0') ? (s.replaceAll('\0', '\uFFFD') as T) : s);
+
 interface PreparedAttachment {
   filename: string;
   contentType: string;
@@ -269,7 +272,7 @@ async function prepareStore(ctx: AppContext, input: InboundInput, parsed: Parsed
   if (unique.length === 0) throw new AppError('INBOX_NOT_FOUND', 'no recipient inbox');
 
   const from = addressesOf(parsed.from);
-  const fromName = parsed.from?.value.find((v) => v.address)?.name || null;
+  const fromName = noNul(parsed.from?.value.find((v) => v.address)?.name) || null;
   const messageIdHeader = parsed.messageId && VALID_MSGID.test(parsed.messageId) ? parsed.messageId : `<${newId('msg')}@${ctx.config.hostname}>`;
   const inReplyTo = messageIdsIn(parsed.inReplyTo)[0] ?? null;
   const references = messageIdsIn(parsed.references);
@@ -298,23 +301,23 @@ async function prepareStore(ctx: AppContext, input: InboundInput, parsed: Parsed
   const receivedAt = isStaged(raw) ? raw.receivedAt : (input.receivedAt ?? ctx.clock.now());
   // Trace fields and the message as received, written one after the other (a 25 MB message is
   // not copied to prepend two lines); a staged message has them in its file already, which
-  // becomes the raw file by a rename, before authentication reads it from there.
+  // authentication reads and which then becomes the raw blob (a rename on disk).
   const trace = isStaged(raw) ? Buffer.alloc(0) : traceHeaders(ctx, input, plan[0].id, receivedAt);
   const storedSize = isStaged(raw) ? raw.traceLength + raw.size : trace.length + raw.length;
-  if (isStaged(raw)) await ctx.blobs.adopt(rawPath, raw.path);
+  const authenticating = input.skipAuthentication
+    ? Promise.resolve(null)
+    : authenticateMessage(ctx, {
+        raw: isStaged(raw) ? raw.head : raw,
+        whole: isStaged(raw) ? () => readStaged(raw.path, raw) : undefined,
+        mailFrom: input.mailFrom,
+        remoteAddress: input.remoteAddress,
+        heloName: input.heloName,
+      });
   // allSettled, not all: on a failure every write has finished before the cleanup runs, so
   // no file can appear after it.
   const [auth, ...writes] = await Promise.allSettled([
-    input.skipAuthentication
-      ? Promise.resolve(null)
-      : authenticateMessage(ctx, {
-          raw: isStaged(raw) ? raw.head : raw,
-          whole: isStaged(raw) ? () => readStaged(ctx.blobs.path(rawPath), raw) : undefined,
-          mailFrom: input.mailFrom,
-          remoteAddress: input.remoteAddress,
-          heloName: input.heloName,
-        }),
-    isStaged(raw) ? Promise.resolve() : ctx.blobs.write(rawPath, trace.length ? [trace, raw] : raw),
+    authenticating,
+    isStaged(raw) ? authenticating.catch(() => undefined).then(() => ctx.blobs.adopt(rawPath, raw.path)) : ctx.blobs.write(rawPath, trace.length ? [trace, raw] : raw),
     ...[...shared].map(([path, content]) => (Buffer.isBuffer(content) ? ctx.blobs.write(path, content) : ctx.blobs.link(path, content.staged))),
   ]);
   const failed = [auth, ...writes].find((r) => r.status === 'rejected');
@@ -326,16 +329,15 @@ async function prepareStore(ctx: AppContext, input: InboundInput, parsed: Parsed
 
   const now = isoNow(ctx.clock);
   const createdAt = receivedAt.toISOString();
-  const subject = (parsed.subject ?? '').slice(0, 998);
+  const subject = noNul(parsed.subject ?? '').slice(0, 998);
   const contentHash = isStaged(raw) ? raw.sha256 : createHash('sha256').update(raw).digest('hex');
   const since = new Date(receivedAt.getTime() - REDELIVERY_WINDOW_MS).toISOString();
   const store = async (tx: Tx): Promise<string[]> => {
     // An inbox deleted since RCPT gets nothing (its rows would be orphans).
     const alive = new Set((await preparedQuery(tx, liveInboxes).all({ ids: JSON.stringify(plan.map((p) => p.inbox.id)) })).map((r) => r.id));
     // The deletion of another message sharing these bytes may have removed them since.
-    for (const [path, content] of shared) {
-      if (Buffer.isBuffer(content)) ctx.blobs.ensureSync(path, content);
-      else ctx.blobs.linkSync(path, content.staged);
+    for (const [path, content] of [...shared].sort(([a], [b]) => (a < b ? -1 : 1))) {
+      await ctx.blobs.ensure(tx, path, content);
     }
     const ids: string[] = [];
     for (const p of plan) {
@@ -363,8 +365,8 @@ async function prepareStore(ctx: AppContext, input: InboundInput, parsed: Parsed
         bccAddresses: '[]',
         subject,
         // The line break that ends the last body line belongs to MIME framing, not the text.
-        bodyText: parsed.text === undefined ? null : parsed.text.replace(/\r?\n$/, ''),
-        bodyHtml: typeof parsed.html === 'string' ? parsed.html : null,
+        bodyText: parsed.text === undefined ? null : noNul(parsed.text.replace(/\r?\n$/, '')),
+        bodyHtml: typeof parsed.html === 'string' ? noNul(parsed.html) : null,
         delivery: null,
         status: 'received',
         messageIdHeader,

@@ -242,17 +242,34 @@ export async function findMessageRow(ctx: AppContext, accountId: string, id: str
 }
 
 // `after`: the messages stored after a given one. Message ids are made before an inbound message's
-// files are written, so two arriving at once may commit in the other order than their ids; the
-// row order (rowid, assigned at insert, one writer at a time) is the order they were stored. A
-// rowid is only reused after the newest row is deleted, and the `after` message still exists
-// (it is looked up each time), so every message stored later has a larger one. When the `after`
-// message is gone (deleted), its id is compared instead: ids are time-ordered.
-const rowidOf = (db: Db) => preparedRows<[string, string], [number]>(db, 'SELECT rowid FROM messages WHERE id = ? AND inbox_id = ?');
-type AfterParams = { inbox: string; rowid: number | null; after: string | null; status: string | null };
-const AFTER_WHERE = 'inbox_id = @inbox AND (@rowid IS NULL OR rowid > @rowid) AND (@after IS NULL OR id > @after) AND (@status IS NULL OR status = @status)';
-const pageAfter = (db: Db) =>
-  preparedRows<[AfterParams & { limit: number; offset: number }], ViewTuple>(db, `SELECT ${VIEW_COLUMNS} FROM messages WHERE ${AFTER_WHERE} ORDER BY created_at DESC, id DESC LIMIT @limit OFFSET @offset`);
-const totalAfter = (db: Db) => preparedRows<[AfterParams], [number]>(db, `SELECT count(*) FROM messages WHERE ${AFTER_WHERE}`);
+// files are written, so two arriving at once may commit in the other order than their ids. The
+// order they were stored in: SQLite's rowid (assigned at insert, one writer at a time; only
+// reused after the newest row is deleted, and the `after` message still exists, looked up each
+// time); on PostgreSQL (tx, seq) of rows whose transaction is older than any still running
+// (migrations/pg 0006). When the `after` message is gone (deleted), its id is compared instead:
+// ids are time-ordered.
+const AFTER = {
+  sqlite: {
+    position: 'SELECT rowid, NULL FROM messages WHERE id = ? AND inbox_id = ?',
+    where: 'inbox_id = ? AND (? IS NULL OR rowid > ?) AND (? IS NULL OR id > ?) AND (? IS NULL OR status = ?)',
+    cursor: (p: [unknown, unknown] | undefined) => (p ? [p[0], p[0]] : [null, null]),
+  },
+  postgres: {
+    position: 'SELECT tx::text, seq FROM messages WHERE id = ? AND inbox_id = ?',
+    where:
+      'inbox_id = ? AND (?::text IS NULL OR (tx, seq) > (?::xid8, ?::bigint)) AND (?::text IS NULL OR id > ?) AND (?::text IS NULL OR status = ?) AND tx < pg_snapshot_xmin(pg_current_snapshot())',
+    cursor: (p: [unknown, unknown] | undefined) => (p ? [p[0], p[0], p[1]] : [null, null, null]),
+  },
+};
+
+async function messagesAfter(ctx: AppContext, inboxId: string, after: string, status: string | null, limit: number, offset: number): Promise<PageResult<Message>> {
+  const sql = AFTER[ctx.store.dialect];
+  const [position] = await rawRows<[unknown, unknown]>(ctx.db, sql.position, [after, inboxId]);
+  const params = [inboxId, ...sql.cursor(position), position ? null : after, position ? null : after, status, status];
+  const rows = await rawRows<ViewTuple>(ctx.db, `SELECT ${VIEW_COLUMNS} FROM messages WHERE ${sql.where} ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`, [...params, limit, offset]);
+  const [[total]] = await rawRows<[number]>(ctx.db, `SELECT count(*) FROM messages WHERE ${sql.where}`, params);
+  return { data: await messageViews(ctx, rows.map(viewRow)), total, limit, offset };
+}
 
 const MESSAGE_ID = /^msg_[0-9a-z]{26}$/;
 
@@ -286,11 +303,7 @@ export async function listMessages(ctx: AppContext, accountId: string, inboxId: 
   if (after) {
     if (inboxId === null || hasFilters(rest)) throw new AppError('VALIDATION_ERROR', 'query parameter `after` lists one inbox and combines with `status` only');
     if (!MESSAGE_ID.test(after)) throw new AppError('VALIDATION_ERROR', 'query parameter `after` must be a message id (msg_…)');
-    const found = await preparedQuery(ctx.db, rowidOf).get(after, inboxId);
-    const params: AfterParams = { inbox: inboxId, rowid: found ? found[0] : null, after: found ? null : after, status: status || null };
-    const rows = await preparedQuery(ctx.db, pageAfter).all({ ...params, limit, offset });
-    const [total] = (await preparedQuery(ctx.db, totalAfter).get(params))!;
-    return { data: await messageViews(ctx, rows.map(viewRow)), total, limit, offset };
+    return messagesAfter(ctx, inboxId, after, status || null, limit, offset);
   }
   if (inboxId !== null && !hasFilters(rest)) {
     const rows = await (status ? preparedQuery(ctx.db, pageOfInboxStatus).all(inboxId, status, limit, offset) : preparedQuery(ctx.db, pageOfInbox).all(inboxId, limit, offset));

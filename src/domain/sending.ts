@@ -287,7 +287,7 @@ export async function queueOutbound(ctx: AppContext, draft: OutboundDraft): Prom
       if (!sendAt) await countSend(tx, ctx, fresh);
       row.threadId = await threadForMessage(tx, { accountId: inbox.accountId, inboxId: inbox.id, parents: draft.parents, subject: draft.subject, at: iso, threadId: draft.threadId });
       await insertMessageRow(tx, row);
-      for (const [path, content] of draft.shared ?? []) ctx.blobs.ensureSync(path, content);
+      for (const [path, content] of [...(draft.shared ?? [])].sort(([a], [b]) => (a < b ? -1 : 1))) await ctx.blobs.ensure(tx, path, content);
       if (draft.own.length) await tx.insert(attachments).values(draft.own).run();
       if (draft.linked.length) {
         await tx
@@ -332,7 +332,7 @@ export async function renderSource(
     date: now,
     inReplyTo: row.inReplyTo,
     references: JSON.parse(row.references) as string[],
-    attachments: files.map((a) => ({ filename: a.filename, contentType: a.contentType, path: ctx.blobs.path(a.storagePath), cid: cids?.get(a.id) })),
+    attachments: files.map((a) => ({ filename: a.filename, contentType: a.contentType, content: ctx.blobs.stream(a.storagePath), cid: cids?.get(a.id) })),
   });
   const raw = await signMessage(ctx, mime, splitAddress(inbox.address)!.domain);
   const rawPath = Blobs.key('raw', row.id, '.eml');

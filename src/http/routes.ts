@@ -323,8 +323,9 @@ export class Routes {
     } catch (err) {
       const appErr = isAppError(err) ? err : undefined;
       // The client went away mid-request (closed, reset, timed out): nobody is left to answer.
-      if (!appErr && (req.destroyed || res.destroyed) && !res.headersSent) {
-        ctx.log.info('client closed the connection', { requestId: caller.requestId, method, path: pathname, received: req.complete ? 'all' : 'part' });
+      // (A request read to its end is destroyed too: only its response's socket tells.)
+      if (!appErr && (res.destroyed || (req.destroyed && !req.complete)) && !res.headersSent) {
+        ctx.log.info('client closed the connection', { requestId: caller.requestId, method, path: pathname, received: req.complete ? 'all' : 'part', ...errorFields(err) });
         // Not stored: the client may repeat the request with its key (a 5xx is not kept either).
         if (idem) await finishIdempotent(ctx, idem.accountId, idem.key, 500, '');
         return;

@@ -7,7 +7,7 @@ import type { AppContext } from '../context.ts';
 import { errorFields } from '../log.ts';
 import type { Service } from '../context.ts';
 import type { Tx } from '../db/client.ts';
-import { claimDue, finishJob, nextDueAt, recoverJobs, sweepJobs, type JobCandidate, type JobOutcome, type JobRow, type JobStatus } from './table.ts';
+import { claimDue, finishJob, nextDueAt, recoverJobs, renewLeases, sweepJobs, type JobCandidate, type JobOutcome, type JobRow, type JobStatus } from './table.ts';
 
 export interface JobHandler {
   kind: string;
@@ -48,6 +48,9 @@ export function createJobRunner(ctx: AppContext, handlers: JobHandler[]): JobRun
   let timer: NodeJS.Timeout | undefined;
   let sweepTimer: NodeJS.Timeout | undefined;
   let externalTimer: NodeJS.Timeout | undefined;
+  let leaseTimer: NodeJS.Timeout | undefined;
+  /** Jobs this process is running: their leases are renewed until their outcome is saved. */
+  const running = new Set<string>();
   let stopped = true;
   let scheduled = false;
   /** The claim being committed; wakes meanwhile are folded into one pass after it. */
@@ -136,6 +139,10 @@ export function createJobRunner(ctx: AppContext, handlers: JobHandler[]): JobRun
         },
         onClaimed,
         kinds,
+        (kind) => {
+          const h = byKind.get(kind);
+          return h?.partitionLimit?.(ctx);
+        },
       );
       for (const job of claimed) reserved.delete(job.id);
       // Stopped meanwhile: the claimed jobs keep their lease and run again when it ends.
@@ -152,13 +159,16 @@ export function createJobRunner(ctx: AppContext, handlers: JobHandler[]): JobRun
   }
 
   function start(job: JobRow): void {
+    running.add(job.id);
     const p = execute(job).then((status) => {
+      running.delete(job.id);
       // The partition slot was given back (and the runner woken) when the attempt ended. The
       // overall slot frees only now, which matters if all of them were taken; a retry needs
-      // the timer set for its time.
+      // the timer set for its time. On a shared database the partition limits are counted from
+      // the job rows, where this job was `running` until its outcome committed: look again now.
       const wasFull = inflight.size >= ctx.config.jobs.concurrency;
       inflight.delete(p);
-      if (wasFull || status !== 'done') wake();
+      if (wasFull || status !== 'done' || ctx.store.dialect === 'postgres') wake();
     });
     inflight.add(p);
   }
@@ -189,8 +199,18 @@ export function createJobRunner(ctx: AppContext, handlers: JobHandler[]): JobRun
     name: 'jobs',
     async start() {
       stopped = false;
-      const recovered = await recoverJobs(ctx);
-      if (recovered) ctx.log.info('jobs recovered', { count: recovered });
+      // One process owns the embedded database's jobs: what a crash left running is due at
+      // once. On a shared database another node may be running them: their leases decide.
+      if (ctx.store.dialect === 'sqlite') {
+        const recovered = await recoverJobs(ctx);
+        if (recovered) ctx.log.info('jobs recovered', { count: recovered });
+      }
+      // A job runs as long as it needs: its lease moves forward while this process lives, and
+      // lapses (another node, or this one after a restart, takes the job) only when it is gone.
+      leaseTimer = setInterval(() => {
+        renewLeases(ctx, [...running]).catch((err: unknown) => ctx.log.error('renewing job leases failed', errorFields(err)));
+      }, Math.max(1000, Math.floor(ctx.config.jobs.lease / 3)));
+      leaseTimer.unref();
       ctx.onSignal('jobs', wake);
       const committedElsewhere = ctx.store.externalCommits();
       externalTimer = setInterval(() => {
@@ -201,7 +221,7 @@ export function createJobRunner(ctx: AppContext, handlers: JobHandler[]): JobRun
         }
       }, EXTERNAL_CHECK_MS);
       externalTimer.unref();
-      const sweep = () => void sweepJobs(ctx).catch((err: unknown) => ctx.log.error('sweeping jobs failed', errorFields(err)));
+      const sweep = () => void ctx.store.exclusive('sweep-jobs', () => sweepJobs(ctx)).catch((err: unknown) => ctx.log.error('sweeping jobs failed', errorFields(err)));
       sweep();
       sweepTimer = setInterval(sweep, SWEEP_EVERY_MS);
       sweepTimer.unref();
@@ -212,6 +232,7 @@ export function createJobRunner(ctx: AppContext, handlers: JobHandler[]): JobRun
       clearTimeout(timer);
       clearInterval(sweepTimer);
       clearInterval(externalTimer);
+      clearInterval(leaseTimer);
       // In-flight attempts get the grace period; anything unfinished keeps its lease and is
       // recovered at the next start.
       await Promise.race([Promise.allSettled([...inflight, claiming]), new Promise((r) => setTimeout(r, graceMs).unref())]);

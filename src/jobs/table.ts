@@ -11,7 +11,7 @@ import type { Db, Tx } from '../db/client.ts';
 import { preparedQuery } from '../db/prepared.ts';
 import { jobs } from '../db/schema.ts';
 import { newId } from '../ids.ts';
-import { changes } from '../store/store.ts';
+import { changes, rawRows, rawRun } from '../store/store.ts';
 
 export type JobRow = typeof jobs.$inferSelect;
 export type JobStatus = 'queued' | 'running' | 'done' | 'failed';
@@ -126,12 +126,17 @@ export type JobCandidate = Pick<JobRow, 'id' | 'kind' | 'partition' | 'attempts'
  *
  * The due jobs are read first; when none is accepted nothing is written (the runner looks after
  * every enqueue, mostly while the partition is full). The chosen ones are claimed in one
- * transaction shared with the other writers of the moment (src/db/group-commit.ts), and the
- * promise resolves once that is on disk. That fsync also covers the commits that enqueued the
- * jobs, so no job runs before the request that queued it is durable. `claimed` runs in the
- * claim's transaction for each job taken (a send marks its recipients `sending` there) and must
- * not throw. A chosen job that changed meanwhile is left out of the result. Throws when the
- * read fails; rejects when the commit does.
+ * transaction shared with the other writers of the moment (Store.grouped), and the promise
+ * resolves once that is on disk. That fsync also covers the commits that enqueued the jobs, so
+ * no job runs before the request that queued it is durable. `claimed` runs in the claim's
+ * transaction for each job taken (a send marks its recipients `sending` there) and must not
+ * throw. A chosen job that changed meanwhile is left out of the result. Throws when the read
+ * fails; rejects when the commit does.
+ *
+ * Several nodes (PostgreSQL): claims take turns (one advisory lock), the chosen rows are locked
+ * FOR UPDATE SKIP LOCKED (a row another transaction holds is left for the next pass), and
+ * `partitionLimit` is checked against the jobs every node is running, so N nodes keep one
+ * recipient domain to its limit, not N times it.
  */
 export async function claimDue(
   ctx: AppContext,
@@ -140,6 +145,7 @@ export async function claimDue(
   accept: (job: JobCandidate) => boolean = () => true,
   claimed?: (tx: Tx, job: JobRow) => Promise<void>,
   kinds?: string[],
+  partitionLimit?: (kind: string) => number | undefined,
 ): Promise<JobRow[]> {
   const window = { now: ctx.clock.now().getTime(), limit: Math.max(limit * 2, 16) };
   const expired = await preparedQuery(ctx.db, leaseExpired).all(window);
@@ -158,7 +164,8 @@ export async function claimDue(
     const now = ctx.clock.now();
     const nowMs = now.getTime();
     const taken: JobRow[] = [];
-    for (const job of chosen) {
+    const claimable = ctx.store.dialect === 'postgres' ? await acrossNodes(ctx, tx, chosen, nowMs, partitionLimit) : chosen;
+    for (const job of claimable) {
       const schedule = scheduleOf(job.kind);
       const attempts = job.attempts + 1;
       const nextDelay = schedule.length ? schedule[Math.min(attempts - 1, schedule.length - 1)] : 60_000;
@@ -176,6 +183,40 @@ export async function claimDue(
     }
     return taken;
   });
+}
+
+/** On a shared database: the chosen jobs no other transaction holds, within every partition's limit across nodes. */
+async function acrossNodes(ctx: AppContext, tx: Tx, chosen: JobCandidate[], nowMs: number, partitionLimit?: (kind: string) => number | undefined): Promise<JobCandidate[]> {
+  await ctx.store.lock(tx, 'jobs:claim');
+  const ids = JSON.stringify(chosen.map((j) => j.id));
+  const free = new Set((await rawRows<[string]>(tx, 'SELECT id FROM jobs WHERE id IN (SELECT value FROM json_each(?)) FOR UPDATE SKIP LOCKED', [ids])).map(([id]) => id));
+  const limited = chosen.filter((j) => free.has(j.id) && j.partition && partitionLimit?.(j.kind) !== undefined);
+  if (!limited.length) return chosen.filter((j) => free.has(j.id));
+  const key = (kind: string, partition: string) => `${kind}\u0000${partition}`;
+  const running = new Map<string, number>();
+  const rows = await rawRows<[string, string, number]>(
+    tx,
+    "SELECT kind, partition, count(*) FROM jobs WHERE status = 'running' AND lease_until > ? AND partition IN (SELECT value FROM json_each(?)) GROUP BY kind, partition",
+    [nowMs, JSON.stringify([...new Set(limited.map((j) => j.partition))])],
+  );
+  for (const [kind, partition, n] of rows) running.set(key(kind, partition), n);
+  return chosen.filter((j) => {
+    if (!free.has(j.id)) return false;
+    const limit = j.partition ? partitionLimit?.(j.kind) : undefined;
+    if (limit === undefined) return true;
+    const k = key(j.kind, j.partition);
+    const n = running.get(k) ?? 0;
+    if (n >= limit) return false;
+    running.set(k, n + 1);
+    return true;
+  });
+}
+
+/** Moves the lease of jobs this process is still running forward (the runner, every third of a lease). */
+export async function renewLeases(ctx: AppContext, ids: string[]): Promise<number> {
+  if (!ids.length) return 0;
+  const now = ctx.clock.now().getTime();
+  return rawRun(ctx.db, "UPDATE jobs SET lease_until = ? WHERE status = 'running' AND id IN (SELECT value FROM json_each(?))", [now + ctx.config.jobs.lease, JSON.stringify(ids)]);
 }
 
 /**

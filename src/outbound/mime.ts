@@ -1,6 +1,7 @@
 // Builds the RFC 5322 / MIME source of an outbound message with nodemailer's MailComposer.
 // Bcc recipients are never given to the composer: they exist only in the SMTP envelope, so no
 // header can ever reveal them. When only HTML is given, a text part is generated from it.
+import type { Readable } from 'node:stream';
 import MailComposer from 'nodemailer/lib/mail-composer/index.js';
 
 // html-to-text is loaded by the first HTML-only send, not at start-up (bench/: ~8-11 MB of
@@ -24,8 +25,8 @@ export interface ComposeInput {
   date: Date;
   inReplyTo?: string | null;
   references?: string[];
-  /** Files on disk (absolute paths), streamed into the message; `cid` for an inline part the HTML names (cid: URLs). */
-  attachments: Array<{ filename: string; contentType: string; path: string; cid?: string }>;
+  /** Stored bytes, streamed into the message; `cid` for an inline part the HTML names (cid: URLs). */
+  attachments: Array<{ filename: string; contentType: string; content: Readable; cid?: string }>;
 }
 
 /** The text alternative of an HTML body (what a text-only client shows). */
@@ -48,9 +49,10 @@ export async function buildMime(input: ComposeInput): Promise<Buffer> {
     date: input.date,
     inReplyTo: input.inReplyTo ?? undefined,
     references: input.references?.length ? input.references : undefined,
-    attachments: input.attachments.map((a) => ({ filename: a.filename, contentType: a.contentType, path: a.path, ...(a.cid ? { cid: a.cid } : {}) })),
-    // Only the files named above are read; nothing from URLs.
+    attachments: input.attachments.map((a) => ({ filename: a.filename, contentType: a.contentType, content: a.content, ...(a.cid ? { cid: a.cid } : {}) })),
+    // Only the streams given above are read: no file, no URL.
     disableUrlAccess: true,
+    disableFileAccess: true,
     // RFC 5322 §2.3: CRLF line endings throughout, so the stored source is byte-for-byte what
     // is signed and sent (bodies from JSON usually have bare LF).
     newline: 'windows',

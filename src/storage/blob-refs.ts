@@ -22,8 +22,13 @@ export async function blobReferenced(db: Db, rel: string): Promise<boolean> {
 export function removeUnreferenced(ctx: AppContext, rels: Iterable<string | null | undefined>): Promise<number> {
   return ctx.store.transaction(async (tx) => {
     let removed = 0;
-    for (const rel of new Set(rels)) {
-      if (rel && !(await blobReferenced(tx, rel))) removed += ctx.blobs.remove(rel);
+    // In key order, as every transaction takes blob locks: two never wait for each other.
+    for (const rel of [...new Set(rels)].sort()) {
+      if (!rel) continue;
+      // The blob's lock first (PostgreSQL; SQLite's writer lock holds it already): a row naming
+      // it cannot commit between the check and the removal.
+      await ctx.store.lock(tx, `blob:${rel}`);
+      if (!(await blobReferenced(tx, rel))) removed += await ctx.blobs.remove(tx, rel);
     }
     return removed;
   });

@@ -21,8 +21,37 @@ import { dirname, join, resolve, sep } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import type { Db } from '../store/store.ts';
 
-export class Blobs {
+/**
+ * Where raw messages and attachment bytes live: files under data_dir (Blobs) with the embedded
+ * database, rows of blob_chunks (DbBlobs, src/store/pg-blobs.ts) with PostgreSQL, so that no
+ * node needs another's disk. Keys are relative paths (Blobs.key, Blobs.contentKey). Every write
+ * is durable when it resolves.
+ */
+export interface BlobStore {
+  /** Writes `data` (several buffers are written one after another, never joined in memory). */
+  write(rel: string, data: Buffer | string | Buffer[]): Promise<void>;
+  /** Streams into place; if the source errors (a size limit, a dropped client) nothing is left behind. */
+  writeStream(rel: string, source: Readable): Promise<void>;
+  /** Moves a finished staged file (src/storage/staging.ts) into place; the staged file is gone after. */
+  adopt(rel: string, staged: string): Promise<void>;
+  /** Gives a content-addressed key its bytes from a staged file, unless it has them; the staged file stays. */
+  link(rel: string, staged: string): Promise<void>;
+  /**
+   * In the transaction committing a row that names content-addressed `rel`: puts the bytes back
+   * if the deletion of the last other row sharing them removed them since they were written.
+   */
+  ensure(tx: Db, rel: string, content: Buffer | { staged: string }): Promise<void>;
+  /** In the transaction that found no row naming `rel` (src/storage/blob-refs.ts): removes it; answers 1, or 0 when it was not there. */
+  remove(tx: Db, rel: string): Promise<number>;
+  /** The bytes; rejects with code ENOENT when there is no such blob. */
+  read(rel: string): Promise<Buffer>;
+  /** The bytes as a stream, read as they are sent. */
+  stream(rel: string): Readable;
+}
+
+export class Blobs implements BlobStore {
   readonly root: string;
   /** Directories known to exist: one mkdir per month directory, not one per message. */
   private readonly made = new Set<string>();
@@ -183,7 +212,7 @@ export class Blobs {
   }
 
   /** ensureSync for a file linked from a staged one: put back at commit time if it was removed meanwhile. */
-  linkSync(rel: string, staged: string): void {
+  private linkSync(rel: string, staged: string): void {
     const abs = this.path(rel);
     if (existsSync(abs)) return;
     mkdirSync(dirname(abs), { recursive: true });
@@ -208,8 +237,13 @@ export class Blobs {
     return createReadStream(this.path(rel));
   }
 
-  /** Removes the file at `rel`; answers 1, or 0 when it was not there (src/storage/blob-refs.ts decides when). */
-  remove(rel: string): number {
+  async ensure(_tx: Db, rel: string, content: Buffer | { staged: string }): Promise<void> {
+    // Synchronous: nothing else runs on the one connection between this and the COMMIT.
+    if (Buffer.isBuffer(content)) this.ensureSync(rel, content);
+    else this.linkSync(rel, content.staged);
+  }
+
+  async remove(_tx: Db, rel: string): Promise<number> {
     try {
       unlinkSync(this.path(rel));
       return 1;
@@ -224,7 +258,7 @@ export class Blobs {
    * transaction that adds a row naming it): a file written earlier may have been removed
    * meanwhile by the deletion of the last other message that shared it.
    */
-  ensureSync(rel: string, data: Buffer): void {
+  private ensureSync(rel: string, data: Buffer): void {
     const abs = this.path(rel);
     if (existsSync(abs)) return;
     mkdirSync(dirname(abs), { recursive: true });

@@ -5,7 +5,9 @@
 import { promises as fs } from 'node:fs';
 import { join, relative } from 'node:path';
 import type { AppContext } from '../context.ts';
+import { DbBlobs } from '../store/pg-blobs.ts';
 import { removeUnreferenced } from './blob-refs.ts';
+import { Blobs } from './blobs.ts';
 
 export const ORPHAN_AGE_MS = 3_600_000;
 
@@ -25,10 +27,13 @@ async function* files(dir: string): AsyncGenerator<string> {
 
 /** Removes unreferenced blob files (and `.tmp` leftovers, and data_dir/tmp files) older than `ORPHAN_AGE_MS`. */
 export async function sweepOrphanBlobs(ctx: AppContext): Promise<{ removed: number }> {
-  const root = ctx.blobs.root;
   const cutoff = ctx.clock.now().getTime() - ORPHAN_AGE_MS;
   let removed = 0;
-  for (const kind of ['raw', 'attachments']) {
+  // PostgreSQL: blobs are rows, and their age is on them.
+  if (ctx.blobs instanceof DbBlobs) removed += await removeUnreferenced(ctx, await ctx.blobs.unreferenced(cutoff));
+  const root = ctx.blobs instanceof Blobs ? ctx.blobs.root : undefined;
+  for (const kind of root ? ['raw', 'attachments'] : []) {
+    if (!root) break;
     for await (const abs of files(join(root, kind))) {
       const stat = await fs.stat(abs).catch(() => undefined);
       if (!stat || stat.mtimeMs > cutoff) continue;

@@ -1,35 +1,56 @@
 // Presigned attachment download URLs: `{public_url}/attachments/{id}/download?expires=<unix>&signature=<hex>`.
 // The signature is HMAC-SHA256 over the attachment id and the expiry, keyed with a secret
-// created once in data_dir (mode 0600), so URLs stay valid across restarts and never need an API key.
+// created once (data_dir/url-signing.key, mode 0600; on PostgreSQL a row every node shares), so
+// URLs stay valid across restarts and nodes and never need an API key.
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { AppContext } from '../context.ts';
+import { ensureSecret } from '../store/secrets.ts';
+import type { Store } from '../store/store.ts';
 
 const SECRET_FILE = 'url-signing.key';
-const secrets = new Map<string, Buffer>();
 
-/** The signing secret of a data directory, created on first use (never rotated implicitly). */
-export function urlSigningSecret(dataDir: string): Buffer {
-  const cached = secrets.get(dataDir);
+const loaded = new WeakMap<Store, Buffer>();
+
+function parseSecret(text: string, where: string): Buffer {
+  const secret = Buffer.from(text.trim(), 'hex');
+  if (secret.length < 16) throw new Error(`${where} does not hold a usable signing secret`);
+  return secret;
+}
+
+/**
+ * The signing secret, never rotated implicitly. Embedded SQLite: data_dir/url-signing.key,
+ * created on first use. PostgreSQL: the row every node shares, read at start (loadUrlSigningSecret).
+ */
+export function urlSigningSecret(ctx: AppContext): Buffer {
+  const cached = loaded.get(ctx.store);
   if (cached) return cached;
-  const file = join(dataDir, SECRET_FILE);
-  let secret: Buffer;
+  if (ctx.store.dialect === 'postgres') throw new Error('the URL signing secret is read at start (loadUrlSigningSecret)');
+  const file = join(ctx.config.data_dir, SECRET_FILE);
+  let text: string;
   try {
-    secret = Buffer.from(readFileSync(file, 'utf8').trim(), 'hex');
+    text = readFileSync(file, 'utf8');
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-    mkdirSync(dataDir, { recursive: true });
+    mkdirSync(ctx.config.data_dir, { recursive: true });
     try {
       // 'wx': if another process (the CLI) created it first, read theirs instead.
       writeFileSync(file, randomBytes(32).toString('hex') + '\n', { mode: 0o600, flag: 'wx' });
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
     }
-    secret = Buffer.from(readFileSync(file, 'utf8').trim(), 'hex');
+    text = readFileSync(file, 'utf8');
   }
-  if (secret.length < 16) throw new Error(`${file} does not hold a usable signing secret`);
-  secrets.set(dataDir, secret);
+  const secret = parseSecret(text, file);
+  loaded.set(ctx.store, secret);
   return secret;
+}
+
+/** Reads (or makes, first node wins) the shared signing secret of a PostgreSQL database. */
+export async function loadUrlSigningSecret(ctx: AppContext): Promise<void> {
+  const text = await ensureSecret(ctx.store, ctx.config.data_dir, SECRET_FILE, () => randomBytes(32).toString('hex') + '\n');
+  loaded.set(ctx.store, parseSecret(text, `secret ${SECRET_FILE}`));
 }
 
 /** Hex HMAC of "<id>\n<expires>": binding the id means one attachment's signature never opens another. */

@@ -1,11 +1,13 @@
-// Blobs in PostgreSQL: raw messages and attachment bytes as rows of blob_chunks (1 MiB each),
+// Blobs in PostgreSQL: raw messages and attachment bytes as rows of blob_chunks (256 KiB each),
 // written in the caller's transaction, so a message and its bytes commit together on whichever
 // node took it, and read back or streamed by any node. Streaming fetches one chunk at a time:
 // a 25 MB download holds about one chunk in memory, not the file.
+import { createReadStream, promises as fs } from 'node:fs';
 import { Readable } from 'node:stream';
+import type { BlobStore } from '../storage/blobs.ts';
 import type { Db, Store } from './store.ts';
 
-export const CHUNK_BYTES = 1024 * 1024;
+export const CHUNK_BYTES = 256 * 1024;
 
 export class BlobNotFoundError extends Error {
   readonly code = 'ENOENT';
@@ -97,5 +99,78 @@ export class PgBlobs {
 
   private async putChunk(db: Db, key: string, seq: number, data: Buffer): Promise<void> {
     await this.store.run(db, 'INSERT INTO blob_chunks (key, seq, data) VALUES (?, ?, ?) ON CONFLICT (key, seq) DO NOTHING', [key, seq, data]);
+  }
+}
+
+/**
+ * The BlobStore of a PostgreSQL installation (src/storage/blobs.ts): every blob a transaction
+ * of its own, committed (durable) when the write resolves, like an fsynced file. A removal and
+ * the re-creation at commit of a shared (content-addressed) blob take the blob's advisory lock,
+ * so one never undoes the other (the row check of src/storage/blob-refs.ts takes it too).
+ */
+export class DbBlobs implements BlobStore {
+  private readonly pg: PgBlobs;
+
+  constructor(private readonly store: Store) {
+    this.pg = new PgBlobs(store);
+  }
+
+  write(rel: string, data: Buffer | string | Buffer[]): Promise<void> {
+    return this.store.transaction((tx) => this.pg.write(tx, rel, data));
+  }
+
+  async writeStream(rel: string, source: Readable): Promise<void> {
+    // An error the source emits before it is read (a truncated upload while the transaction
+    // begins) must not be an uncaught 'error' event; reading it then rejects with it.
+    const early = () => {};
+    source.on('error', early);
+    try {
+      await this.store.transaction((tx) => this.pg.writeStream(tx, rel, source));
+    } finally {
+      source.off('error', early);
+    }
+  }
+
+  async adopt(rel: string, staged: string): Promise<void> {
+    await this.store.transaction((tx) => this.pg.writeStream(tx, rel, createReadStream(staged)));
+    await fs.rm(staged, { force: true });
+  }
+
+  async link(rel: string, staged: string): Promise<void> {
+    await this.store.transaction(async (tx) => {
+      if (!(await this.pg.exists(tx, rel))) await this.pg.writeStream(tx, rel, createReadStream(staged));
+    });
+  }
+
+  async ensure(tx: Db, rel: string, content: Buffer | { staged: string }): Promise<void> {
+    await this.store.lock(tx, `blob:${rel}`);
+    if (await this.pg.exists(tx, rel)) return;
+    if (Buffer.isBuffer(content)) await this.pg.write(tx, rel, content);
+    else await this.pg.writeStream(tx, rel, createReadStream(content.staged));
+  }
+
+  async remove(tx: Db, rel: string): Promise<number> {
+    await this.store.lock(tx, `blob:${rel}`);
+    return (await this.store.run(tx, 'DELETE FROM blob_chunks WHERE key = ?', [rel])) > 0 ? 1 : 0;
+  }
+
+  read(rel: string): Promise<Buffer> {
+    return this.pg.read(this.store.db, rel);
+  }
+
+  stream(rel: string): Readable {
+    return this.pg.stream(rel);
+  }
+
+  /** Blobs written before `beforeMs` (epoch) that no row names: the orphan sweep's candidates. */
+  async unreferenced(beforeMs: number): Promise<string[]> {
+    const rows = await this.store.rows<[string]>(
+      this.store.db,
+      `SELECT b.key FROM blob_chunks b WHERE b.seq = 0 AND b.created_at < ?
+         AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.raw_path = b.key)
+         AND NOT EXISTS (SELECT 1 FROM attachments a WHERE a.storage_path = b.key)`,
+      [beforeMs],
+    );
+    return rows.map(([key]) => key);
   }
 }

@@ -4,7 +4,10 @@
 // - `?` placeholders become `$1, $2, …` (quoted text ('…', "…") and comments skipped);
 // - `json_each(?)`, the IN-list of a JSON array, becomes json_array_elements_text (its rows are
 //   named `value` too);
-// - `json_extract(col, '$.key')` becomes `(col::jsonb ->> 'key')`.
+// - `json_extract(col, '$.key')` becomes `(col::json ->> 'key')` (json, not jsonb: it takes
+//   any JSON text, \u0000 escapes included);
+// - the columns of an `on conflict (…)` target lose their table name (drizzle's SQLite dialect
+//   qualifies them; PostgreSQL takes bare names there).
 //
 // Results are kept per SQL text: the same few hundred statements run all day.
 
@@ -13,10 +16,17 @@ const CACHE_SIZE = 1000;
 
 const JSON_EXTRACT = /json_extract\(((?:"\w+"\.)?"\w+"|\w+(?:\.\w+)?), '\$\.(\w+)'\)/g;
 
+const CONFLICT_TARGET = /on conflict \([^)]*\)/gi;
+
 export function toPostgres(source: string): string {
   const hit = cache.get(source);
   if (hit !== undefined) return hit;
-  const out = numberPlaceholders(source.replaceAll('json_each(', 'json_array_elements_text(').replace(JSON_EXTRACT, "($1::jsonb ->> '$2')"));
+  const out = numberPlaceholders(
+    source
+      .replaceAll('json_each(', 'json_array_elements_text(')
+      .replace(JSON_EXTRACT, "($1::json ->> '$2')")
+      .replace(CONFLICT_TARGET, (target: string) => target.replace(/"\w+"\./g, '')),
+  );
   if (cache.size >= CACHE_SIZE) cache.delete(cache.keys().next().value!);
   cache.set(source, out);
   return out;

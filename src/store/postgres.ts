@@ -6,10 +6,10 @@
 // Why `pg` and not `postgres` (bench (l), docs/performance.md): on this 2-core machine, with a
 // durable cluster and 16 callers, point reads are even (22.2k/s against 22.1k/s) and one-row
 // insert transactions 1.75–2.15× faster with `pg` over three runs (p99 7.5 ms against 11.3 ms).
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { toPostgres } from './placeholders.ts';
-import { handleFor, openFrame, runHooks, runWork, type Db, type TxFrame, type Method, type Store, StoreBase } from './store.ts';
+import { handleFor, openFrame, withoutNul, runHooks, runWork, type Db, type TxFrame, type Method, type Store, StoreBase } from './store.ts';
 
 const asNumber = (text: string) => Number(text);
 const TYPES = {
@@ -29,6 +29,9 @@ export function connectPostgres(url: string, opts: PostgresOptions = {}): pg.Poo
   return pool;
 }
 
+/** The NOTIFY channel the nodes of one database share. */
+const CHANNEL = 'mailroom';
+
 const names = new Map<string, string>();
 /** A prepared statement's name: the same for the same text on every connection. */
 function statementName(text: string): string {
@@ -44,7 +47,7 @@ function statementName(text: string): string {
 /** Runs a statement on `on` (the pool, or the one connection of a transaction). */
 async function execOn(on: pg.Pool | pg.PoolClient, source: string, params: unknown[], method: Method) {
   const text = toPostgres(source);
-  const r = await on.query({ name: statementName(text), text, values: params, rowMode: 'array' });
+  const r = await on.query({ name: statementName(text), text, values: withoutNul(params), rowMode: 'array' });
   if (method === 'run') return { rows: [], changes: r.rowCount ?? 0 };
   return { rows: method === 'get' ? r.rows[0] : r.rows, changes: r.rowCount ?? 0 };
 }
@@ -99,8 +102,73 @@ export class PostgresStore extends StoreBase implements Store {
   }
 
   externalCommits(): () => boolean {
-    // Other nodes commit all the time; until they announce it, look again at every check.
-    return () => true;
+    // Other nodes announce what waits for a look (announce/listen).
+    return () => false;
+  }
+
+  /** Who announces: a process hears its own NOTIFYs too, and skips them. */
+  private readonly origin = randomBytes(6).toString('hex');
+  private readonly announcing = new Set<string>();
+  private listener: pg.Client | undefined;
+  private readonly listeners: Array<(signal: string) => void> = [];
+  private closed = false;
+
+  async exclusive<T>(name: string, work: () => Promise<T>): Promise<T | undefined> {
+    const client = await this.pool.connect();
+    let broken: Error | undefined;
+    try {
+      const { rows } = await client.query<{ got: boolean }>('SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS got', [`exclusive:${name}`]);
+      if (!rows[0]?.got) return undefined;
+      try {
+        return await work();
+      } finally {
+        await client.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [`exclusive:${name}`]).catch((e: Error) => (broken = e));
+      }
+    } finally {
+      // A connection that could not unlock still holds the lock: the pool drops it, which frees it.
+      client.release(broken);
+    }
+  }
+
+  announce(signal: string): void {
+    if (this.closed) return;
+    if (!this.announcing.size) setImmediate(() => void this.sendAnnouncements());
+    this.announcing.add(signal);
+  }
+
+  private sendAnnouncements(): Promise<unknown> {
+    const signals = [...this.announcing];
+    this.announcing.clear();
+    return Promise.all(signals.map((s) => this.pool.query('SELECT pg_notify($1, $2)', [CHANNEL, `${this.origin}:${s}`]).catch(() => undefined)));
+  }
+
+  listen(fn: (signal: string) => void): void {
+    this.listeners.push(fn);
+    if (this.listeners.length === 1) this.connectListener();
+  }
+
+  /** One connection LISTENs for the whole process; it comes back after a restart of the server or a network cut. */
+  private connectListener(): void {
+    if (this.closed) return;
+    const client = new pg.Client({ ...this.pool.options, types: TYPES });
+    this.listener = client;
+    let retried = false;
+    const retry = () => {
+      if (retried || this.closed) return;
+      retried = true;
+      client.removeAllListeners('notification');
+      void client.end().catch(() => undefined);
+      // Missed while down: the runner's timer and the event feed's poll catch up; wake them now too.
+      for (const fn of this.listeners) fn('jobs');
+      setTimeout(() => this.connectListener(), 1000).unref();
+    };
+    client.on('notification', (n) => {
+      const [from, signal] = (n.payload ?? '').split(':');
+      if (from !== this.origin && signal) for (const fn of this.listeners) fn(signal);
+    });
+    client.on('error', retry);
+    client.on('end', retry);
+    client.connect().then(() => client.query(`LISTEN ${CHANNEL}`)).catch(retry);
   }
 
   async checkpoint(): Promise<void> {}
@@ -114,6 +182,10 @@ export class PostgresStore extends StoreBase implements Store {
   }
 
   async close(): Promise<void> {
+    // What a CLI command just queued is announced before it exits.
+    if (this.announcing.size) await this.sendAnnouncements();
+    this.closed = true;
+    await this.listener?.end().catch(() => undefined);
     await this.pool.end();
   }
 }

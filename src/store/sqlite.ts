@@ -5,7 +5,7 @@
 import type Database from 'better-sqlite3';
 import { promises as fs } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
-import { handleFor, openFrame, runHooks, runWork, type Db, type TxFrame, type Executor, type Method, type Store, StoreBase } from './store.ts';
+import { handleFor, openFrame, withoutNul, runHooks, runWork, type Db, type TxFrame, type Executor, type Method, type Store, StoreBase } from './store.ts';
 
 /** Distinct SQL texts kept compiled; `IN (?, ?, …)` lists of varying length make new texts. */
 const STATEMENT_CACHE_SIZE = 500;
@@ -131,6 +131,14 @@ export class SqliteStore extends StoreBase implements Store {
 
   async lock(): Promise<void> {}
 
+  exclusive<T>(_name: string, work: () => Promise<T>): Promise<T> {
+    return work();
+  }
+
+  announce(): void {}
+
+  listen(): void {}
+
   async ping(): Promise<void> {
     this.statement('SELECT 1').get();
   }
@@ -243,8 +251,9 @@ export class SqliteStore extends StoreBase implements Store {
     }
   }
 
-  private execute(source: string, params: unknown[], method: Method): { rows: unknown; changes?: number } {
+  private execute(source: string, given: unknown[], method: Method): { rows: unknown; changes?: number } {
     const stmt = this.statement(source);
+    const params = withoutNul(given);
     if (method === 'run' || !stmt.reader) {
       const r = stmt.run(...params);
       return { rows: [], changes: r.changes };

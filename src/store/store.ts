@@ -52,10 +52,25 @@ export interface Store {
    */
   lock(tx: Db, key: string): Promise<void>;
   /**
+   * Runs `work` unless another process of this database is running work of the same `name`
+   * (then answers undefined): schedules (sweeps, domain re-checks) run on one node at a time.
+   * PostgreSQL: a session advisory lock held for the work's duration; SQLite: always runs.
+   */
+  exclusive<T>(name: string, work: () => Promise<T>): Promise<T | undefined>;
+  /**
    * A probe answering true when another process (a CLI command, another node) may have
    * committed since its previous call, so waiting work is looked for again.
    */
   externalCommits(): () => boolean;
+  /**
+   * Tells the other processes on this database that `signal` happened ('jobs': work was
+   * queued; 'events': an event was recorded), so they wake without polling. PostgreSQL: a
+   * NOTIFY, batched per turn of the event loop; SQLite: nothing (one serving process; the CLI
+   * is noticed through externalCommits).
+   */
+  announce(signal: string): void;
+  /** Calls `fn` with every signal another process announces (PostgreSQL: LISTEN). */
+  listen(fn: (signal: string) => void): void;
   /** Drops what deleted rows may have left behind (SQLite: the write-ahead log's copies). */
   checkpoint(): Promise<void>;
   /** Answers when the database answers (the health check). */
@@ -84,6 +99,20 @@ export function executorOf(db: Db): Executor {
   const e = executors.get(db);
   if (!e) throw new Error('not a store handle');
   return e;
+}
+
+/**
+ * Text never holds NUL: PostgreSQL cannot store it in text, so on both engines a NUL in a
+ * string parameter becomes U+FFFD (a body with NULs reads back with replacement characters; the
+ * raw source, a blob, keeps every byte). Answers `params` itself when nothing changes.
+ */
+export function withoutNul(params: unknown[]): unknown[] {
+  let out: unknown[] | undefined;
+  for (let i = 0; i < params.length; i++) {
+    const p = params[i];
+    if (typeof p === 'string' && p.includes('\0')) (out ??= [...params])[i] = p.replaceAll('\0', '\uFFFD');
+  }
+  return out ?? params;
 }
 
 /** Rows changed by a query builder's `.run()` (the adapters report them beside `rows`). */

@@ -21,6 +21,7 @@ import { getTableConfig, type SQLiteColumn, type SQLiteTable } from 'drizzle-orm
 import * as schema from '../db/schema.ts';
 import { Blobs } from '../storage/blobs.ts';
 import { PgBlobs } from './pg-blobs.ts';
+import { listSecrets, SECRET_PATH, writeSecret } from './secrets.ts';
 import type { Db, Store } from './store.ts';
 
 export const TRANSFER_FORMAT = 1;
@@ -32,8 +33,6 @@ export class TransferError extends Error {}
 /** Columns whose values are secrets: sealed in secrets.enc, empty in the JSONL. */
 const SECRET_COLUMNS: Record<string, string[]> = { domains: ['dkim_private_key'], webhooks: ['secret'] };
 
-/** Files of data_dir that hold secrets (see src/storage/signed-url.ts, src/domain/dkim-keys.ts). */
-const SECRET_FILES = (dataDir: string) => ['url-signing.key', 'dkim'].map((p) => join(dataDir, p));
 
 /** Tables the database maintains itself (triggers rebuild them as rows arrive). */
 const DERIVED = new Set(['inbox_message_counts']);
@@ -44,7 +43,6 @@ const DERIVED = new Set(['inbox_message_counts']);
  */
 const BLOB_KEY = /^(?:raw|attachments)(?:\/[A-Za-z0-9_][A-Za-z0-9_.-]*)+$/;
 /** The secret files an export carries: the URL-signing key and the DKIM keys' directory. */
-const SECRET_FILE = /^(?:url-signing\.key|dkim\/[A-Za-z0-9_][A-Za-z0-9_.-]*)$/;
 
 /** Where rows name blobs. */
 const BLOB_COLUMNS: Array<[string, string]> = [
@@ -193,9 +191,7 @@ export async function exportInstallation(opts: { store: Store; dataDir: string; 
     await fs.writeFile(dest, data, { mode: 0o600 });
     manifest.blobs++;
   }
-  for (const path of SECRET_FILES(dataDir)) {
-    for (const file of await filesUnder(path)) sealed.files[relative(dataDir, file)] = (await fs.readFile(file)).toString('base64');
-  }
+  for (const [path, value] of await listSecrets(store, dataDir)) sealed.files[path] = Buffer.from(value).toString('base64');
   await fs.writeFile(join(staging, SECRETS), seal(Buffer.from(JSON.stringify(sealed)), key), { mode: 0o600 });
   await fs.writeFile(join(staging, MANIFEST), JSON.stringify(manifest, null, 2), { mode: 0o600 });
   const tar = await import('tar');
@@ -241,7 +237,7 @@ export async function importInstallation(opts: { store: Store; dataDir: string; 
   const [present] = await store.rows<[number]>(store.db, 'SELECT count(*) FROM accounts');
   if (present?.[0]) throw new TransferError(`the target database already holds ${present[0]} account(s): import needs an empty one (a fresh database after \`mailroom migrate\`)`);
   for (const rel of Object.keys(sealed.files)) {
-    if (!SECRET_FILE.test(rel.split(sep).join('/'))) throw new TransferError(`refusing secret file ${JSON.stringify(rel)}: only url-signing.key and dkim/ are carried; nothing was imported`);
+    if (!SECRET_PATH.test(rel.split(sep).join('/'))) throw new TransferError(`refusing secret file ${JSON.stringify(rel)}: only url-signing.key and dkim/ are carried; nothing was imported`);
   }
   const blobs = blobSide(store, dataDir);
   const tables = new Map(transferTables().map((t) => [getTableName(t), t]));
@@ -278,11 +274,7 @@ export async function importInstallation(opts: { store: Store; dataDir: string; 
       await blobs.write(tx, key, await fs.readFile(file));
     }
   });
-  for (const [rel, b64] of Object.entries(sealed.files)) {
-    const dest = join(dataDir, rel);
-    await fs.mkdir(dirname(dest), { recursive: true, mode: 0o700 });
-    await fs.writeFile(dest, Buffer.from(b64, 'base64'), { mode: 0o600 });
-  }
+  for (const [rel, b64] of Object.entries(sealed.files)) await writeSecret(store, store.db, dataDir, rel.split(sep).join('/'), Buffer.from(b64, 'base64').toString('utf8'));
   return manifest;
 }
 

@@ -4,13 +4,12 @@
 // attachment, the SMTP listener relays nothing, and webhook targets cannot point inside.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import Database from 'better-sqlite3';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { idempotencyKeys } from '../../src/db/schema.ts';
 import { createApiKey } from '../../src/domain/apikeys.ts';
 import { createHttpApp } from '../../src/http/app.ts';
-import { rawRows } from '../../src/store/store.ts';
+import { rawRows, rawRun } from '../../src/store/store.ts';
 import type { RegisteredRoute } from '../../src/http/routes.ts';
 import { dbDigest, settleJobs } from '../support/db-digest.ts';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
@@ -302,9 +301,8 @@ describe('keys', () => {
   });
 
   test('a database that fails while the key is read: 503 SERVICE_UNAVAILABLE with Retry-After, never 401', async () => {
-    // Another connection moves the keys table away: the server's own read of the key fails.
-    const other = new Database(join(t.dataDir, 'mailroom.db'));
-    other.exec('ALTER TABLE api_keys RENAME TO api_keys_away');
+    // The keys table moves away: the server's own read of the key fails.
+    await rawRun(t.server.ctx.db, 'ALTER TABLE api_keys RENAME TO api_keys_away');
     try {
       const res = await t.api('GET', '/inboxes');
       expectError(res, 503, 'SERVICE_UNAVAILABLE');
@@ -312,8 +310,7 @@ describe('keys', () => {
       assert.doesNotMatch(res.body.error.message, /api_keys|sqlite|table/i);
       assert.ok(res.headers.get('x-ratelimit-limit'));
     } finally {
-      other.exec('ALTER TABLE api_keys_away RENAME TO api_keys');
-      other.close();
+      await rawRun(t.server.ctx.db, 'ALTER TABLE api_keys_away RENAME TO api_keys');
     }
     assert.equal((await t.api('GET', '/inboxes')).status, 200);
   });

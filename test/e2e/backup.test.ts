@@ -25,7 +25,8 @@ function configFile(name: string, dataDir: string): string {
 
 before(async () => {
   work = mkdtempSync(join(tmpdir(), 'mailroom-backup-'));
-  t = await startTestServer();
+  // A backup is of the embedded engine, whatever engine the suite runs on.
+  t = await startTestServer({ database: { url: '' } });
   keys.main = t.key;
   keys.other = (await t.newAccount('other')).key;
   const ro = await t.api('POST', '/account/api-keys', { name: 'reader' });
@@ -125,6 +126,17 @@ async function snapshot(base: string): Promise<Record<string, unknown>> {
   return out;
 }
 
+
+test('on PostgreSQL, backup and restore refuse and name the tools that do it', async () => {
+  const env = { MAILROOM_DATABASE_URL: 'postgres://mailroom@127.0.0.1:9/none' };
+  const config = configFile('pg', join(work, 'pg-data'));
+  for (const args of [['backup', join(work, 'pg.tar.gz')], ['restore', join(work, 'pg.tar.gz')]]) {
+    const r = await runCli(['--config', config, ...args], { env });
+    assert.equal(r.code, 1, r.stderr);
+    assert.match(r.stderr, /^mailroom: backup and restore work on the embedded SQLite database; on PostgreSQL use pg_dump \/ pg_restore .*mailroom export/);
+  }
+  assert.equal(existsSync(join(work, 'pg.tar.gz')), false);
+});
 
 test('backup while the server writes, restore into an empty directory, every read answers the same', async () => {
   const before = await snapshot(t.url);

@@ -15,7 +15,8 @@ import { ConfigError, configFrom } from '../../src/config.ts';
 import { events, webhookAttempts } from '../../src/db/schema.ts';
 import { sweepEvents } from '../../src/domain/events.ts';
 import { deliverMail } from '../support/mail.ts';
-import { expectError, startTestServer } from '../support/server.ts';
+import { connectPostgres } from '../../src/store/postgres.ts';
+import { expectError, knownDatabaseUrl, startTestServer } from '../support/server.ts';
 
 const OPTIONS = { outbound: { mode: 'dry-run' } };
 
@@ -30,7 +31,30 @@ function filesContaining(dir: string, token: string): string[] {
 
 const unique = (label: string) => `${label}-${crypto.randomUUID()}`;
 
-test('after DELETE /inboxes/{id} and a clean stop, no byte of its mail remains under data_dir', async () => {
+/**
+ * Where `token` is kept: files under data_dir and, on PostgreSQL, any row of any table (its text
+ * form, or a blob's bytes). What PostgreSQL's own files keep of deleted rows until the space is
+ * reused is the database's (docs/several-nodes.md, "Deleting mail").
+ */
+async function placesContaining(dir: string, token: string): Promise<string[]> {
+  const found = filesContaining(dir, token);
+  const url = knownDatabaseUrl(dir);
+  if (!url) return found;
+  const pool = connectPostgres(await url, { max: 1 });
+  try {
+    const { rows: tables } = await pool.query<{ name: string }>("SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'");
+    for (const { name } of tables) {
+      const where = name === 'blob_chunks' ? "position(convert_to($1, 'UTF8') in data) > 0" : `x::text LIKE '%' || $1 || '%'`;
+      const { rows } = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${name}" x WHERE ${where}`, [token]);
+      if (rows[0]!.n) found.push(`table ${name}`);
+    }
+  } finally {
+    await pool.end();
+  }
+  return found;
+}
+
+test('after DELETE /inboxes/{id} and a clean stop, no byte of its mail remains under data_dir (or in any row)', async () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'mailroom-deletion-'));
   try {
     const t = await startTestServer(OPTIONS, { dataDir });
@@ -55,13 +79,13 @@ test('after DELETE /inboxes/{id} and a clean stop, no byte of its mail remains u
     assert.equal(send.status, 202, send.text);
 
     // Before: each token is on disk (the events, the raw message, the attachment file).
-    for (const token of [body, attachment, sent, control]) assert.notDeepEqual(filesContaining(dataDir, token), [], `${token} stored`);
+    for (const token of [body, attachment, sent, control]) assert.notDeepEqual(await placesContaining(dataDir, token), [], `${token} stored`);
 
     assert.equal((await t.api('DELETE', `/inboxes/${doomed.id}`)).status, 204);
     await t.close();
 
-    for (const token of [body, attachment, sent]) assert.deepEqual(filesContaining(dataDir, token), [], `no trace of ${token}`);
-    assert.notDeepEqual(filesContaining(dataDir, control), [], 'the other inbox keeps its mail');
+    for (const token of [body, attachment, sent]) assert.deepEqual(await placesContaining(dataDir, token), [], `no trace of ${token}`);
+    assert.notDeepEqual(await placesContaining(dataDir, control), [], 'the other inbox keeps its mail');
   } finally {
     rmSync(dataDir, { recursive: true, force: true });
   }

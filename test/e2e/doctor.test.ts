@@ -59,6 +59,7 @@ async function publishRecords(ctx: AppContext, name: string): Promise<void> {
 async function contextWith(overrides: Record<string, unknown>, clockMs?: number): Promise<AppContext> {
   const config = configFrom({
     data_dir: t.dataDir,
+    database: { url: t.config.database.url },
     hostname: HOST,
     shared_domain: 'agents.test',
     dns: { servers: [dns.server], timeout: '1s' },

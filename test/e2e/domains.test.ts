@@ -12,6 +12,7 @@ import { domains, events } from '../../src/db/schema.ts';
 import { signingKeyFor } from '../../src/domain/dkim-keys.ts';
 import { runCli } from '../support/cli.ts';
 import { startTestDns, type TestDns, type TestRecord } from '../support/dns.ts';
+import { rawRows } from '../../src/store/store.ts';
 import { expectError, startTestServer, type TestServer } from '../support/server.ts';
 import { SmtpClient } from '../support/smtp-client.ts';
 
@@ -471,8 +472,15 @@ describe('DKIM signing keys', () => {
     assert.ok(shared);
     assert.equal(shared.domainName, SHARED);
     assert.deepEqual(await signingKeyFor(s.server.ctx, SHARED.toUpperCase()), shared);
-    const file = join(s.dataDir, 'dkim', `${SHARED}.json`);
-    assert.equal(statSync(file).mode & 0o777, 0o600);
+    // Kept as a private file on SQLite; on PostgreSQL as the one row every node signs with.
+    if (s.server.ctx.store.dialect === 'sqlite') {
+      const file = join(s.dataDir, 'dkim', `${SHARED}.json`);
+      assert.equal(statSync(file).mode & 0o777, 0o600);
+    } else {
+      const rows = await rawRows<[string]>(s.server.ctx.db, 'SELECT value FROM secrets WHERE name = ?', [`dkim/${SHARED}.json`]);
+      assert.equal(rows.length, 1);
+      assert.equal(JSON.parse(rows[0]![0]).privateKey, shared.privateKey);
+    }
   });
 });
 

@@ -13,10 +13,13 @@ import { jobs } from '../../src/db/schema.ts';
 import { claimDue, enqueueJob, fail, getJob, ok, recoverJobs, retry, sweepJobs, type JobOutcome } from '../../src/jobs/table.ts';
 import { createJobRunner, type JobHandler } from '../../src/jobs/runner.ts';
 import { silentLogger } from '../../src/log.ts';
+import { testDatabaseUrl, TEST_ENGINE } from '../support/server.ts';
 
-function context(extra: Record<string, unknown> = {}): Promise<AppContext> {
+/** A context on the suite's engine (MAILROOM_TEST_ENGINE), with a database of its own. */
+async function context(extra: Record<string, unknown> = {}): Promise<AppContext> {
   const dir = mkdtempSync(join(tmpdir(), 'mailroom-jobs-'));
-  return createContext(configFrom({ data_dir: dir, ...extra }), silentLogger);
+  const database = TEST_ENGINE === 'postgres' ? { url: await testDatabaseUrl(dir) } : {};
+  return createContext(configFrom({ data_dir: dir, database, ...extra }), silentLogger);
 }
 
 async function enqueue(ctx: AppContext, payload: unknown, opts: { partition?: string; maxAttempts?: number; kind?: string } = {}): Promise<string> {

@@ -13,6 +13,7 @@ import nodemailer from 'nodemailer';
 import MailComposer from 'nodemailer/lib/mail-composer/index.js';
 import { LARGE_MESSAGE_BYTES } from '../../src/domain/inbound-large.ts';
 import { startTestDns, type TestDns } from '../support/dns.ts';
+import { storedBlobs } from '../support/blobs.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { SmtpClient } from '../support/smtp-client.ts';
 
@@ -85,7 +86,7 @@ describe('a message larger than LARGE_MESSAGE_BYTES', () => {
 
   test('is stored for each recipient exactly as sent, its attachments byte-identical and stored once', async () => {
     assert.ok(raw.length > LARGE_MESSAGE_BYTES * 4);
-    const blobsBefore = filesUnder('attachments').length;
+    const blobsBefore = (await storedBlobs(t.server.ctx, 'attachments')).length;
     const response = await send(raw, ['big@agents.test', 'big2@agents.test']);
     const ids = storedIds(response);
     assert.equal(ids.length, 2);
@@ -112,18 +113,18 @@ describe('a message larger than LARGE_MESSAGE_BYTES', () => {
       assert.equal(m.size, stored.length);
     }
     // Two distinct attachment contents, each one file, whatever the number of copies.
-    assert.equal(filesUnder('attachments').length - blobsBefore, 2);
+    assert.equal((await storedBlobs(t.server.ctx, 'attachments')).length - blobsBefore, 2);
     assert.deepEqual(filesUnder('tmp'), []);
   });
 
   test('sent again (a lost 250), it is recognised: the same ids, nothing new stored', async () => {
     const listed = (await t.api('GET', '/messages?limit=100')).body.data.length;
-    const raws = filesUnder('raw').length;
+    const raws = (await storedBlobs(t.server.ctx, 'raw')).length;
     const first = storedIds(await send(raw, ['big@agents.test']));
     const again = storedIds(await send(raw, ['big@agents.test']));
     assert.deepEqual(again, first);
     assert.equal((await t.api('GET', '/messages?limit=100')).body.data.length, listed);
-    assert.equal(filesUnder('raw').length, raws);
+    assert.equal((await storedBlobs(t.server.ctx, 'raw')).length, raws);
     assert.deepEqual(filesUnder('tmp'), []);
   });
 

@@ -3,10 +3,9 @@
 // and the files), cross-account isolation, and deleting an inbox with everything under it.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync } from 'node:fs';
-import { join } from 'node:path';
 import { type SendMailOptions, type Transporter } from 'nodemailer';
 import { createApiKey } from '../../src/domain/apikeys.ts';
+import { storedBlobs } from '../support/blobs.ts';
 import { expectError, startTestServer, type TestServer } from '../support/server.ts';
 import { smtpTransport } from '../support/mail.ts';
 
@@ -28,11 +27,8 @@ async function deliver(mail: SendMailOptions): Promise<{ id: string; messageId: 
   return { id: /stored as (msg_\w+)/.exec(info.response ?? '')![1], messageId: info.messageId };
 }
 
-/** Every file under data_dir/<kind> (raw sources, attachment bytes). */
-function files(kind: 'raw' | 'attachments'): string[] {
-  const walk = (d: string): string[] => (existsSync(d) ? readdirSync(d, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(join(d, e.name)) : [join(d, e.name)])) : []);
-  return walk(join(t.dataDir, kind));
-}
+/** Every stored blob of `kind` (raw sources, attachment bytes), on either engine. */
+const files = (kind: 'raw' | 'attachments') => storedBlobs(t.server.ctx, kind);
 
 describe('listing and reading', () => {
   let inboxId: string;
@@ -119,16 +115,16 @@ describe('deleting', () => {
     const threadId = firstMsg.threadId;
     assert.equal((await t.api('GET', `/messages/${second.id}`)).body.threadId, threadId);
     const attId = firstMsg.attachments[0].id;
-    const rawBefore = files('raw').length;
-    const attBefore = files('attachments').length;
+    const rawBefore = (await files('raw')).length;
+    const attBefore = (await files('attachments')).length;
 
     const del = await t.api('DELETE', `/messages/${first.id}`);
     assert.equal(del.status, 204);
     assert.equal(del.text, '');
     expectError(await t.api('GET', `/messages/${first.id}`), 404, 'MESSAGE_NOT_FOUND');
     expectError(await t.api('GET', `/attachments/${attId}`), 404, 'ATTACHMENT_NOT_FOUND');
-    assert.equal(files('raw').length, rawBefore - 1);
-    assert.equal(files('attachments').length, attBefore - 1);
+    assert.equal((await files('raw')).length, rawBefore - 1);
+    assert.equal((await files('attachments')).length, attBefore - 1);
     const thread = await t.api('GET', `/threads/${threadId}`);
     assert.equal(thread.status, 200);
     assert.equal(thread.body.messageCount, 1);
@@ -137,7 +133,7 @@ describe('deleting', () => {
     assert.equal((await t.api('DELETE', `/messages/${second.id}`)).status, 204);
     expectError(await t.api('GET', `/threads/${threadId}`), 404, 'THREAD_NOT_FOUND');
     assert.equal((await t.api('GET', `/inboxes/${inboxId}/threads`)).body.total, 0);
-    assert.equal(files('raw').length, rawBefore - 2);
+    assert.equal((await files('raw')).length, rawBefore - 2);
     expectError(await t.api('DELETE', `/messages/${second.id}`), 404, 'MESSAGE_NOT_FOUND');
   });
 
@@ -154,15 +150,15 @@ describe('deleting', () => {
     const a = await deliver({ to: 'goner@agents.test', subject: 'one', attachments: [{ filename: 'x.bin', content: Buffer.alloc(1000, 7) }] });
     const b = await deliver({ to: 'goner@agents.test', subject: 'Re: one', inReplyTo: a.messageId });
     const msg = (await t.api('GET', `/messages/${a.id}`)).body;
-    const rawBefore = files('raw').length;
-    const attBefore = files('attachments').length;
+    const rawBefore = (await files('raw')).length;
+    const attBefore = (await files('attachments')).length;
     assert.equal((await t.api('DELETE', `/inboxes/${inboxId}`)).status, 204);
     expectError(await t.api('GET', `/messages/${a.id}`), 404, 'MESSAGE_NOT_FOUND');
     expectError(await t.api('GET', `/messages/${b.id}`), 404, 'MESSAGE_NOT_FOUND');
     expectError(await t.api('GET', `/threads/${msg.threadId}`), 404, 'THREAD_NOT_FOUND');
     expectError(await t.api('GET', `/attachments/${msg.attachments[0].id}`), 404, 'ATTACHMENT_NOT_FOUND');
-    assert.equal(files('raw').length, rawBefore - 2);
-    assert.equal(files('attachments').length, attBefore - 1);
+    assert.equal((await files('raw')).length, rawBefore - 2);
+    assert.equal((await files('attachments')).length, attBefore - 1);
     // The address is free again and receives nothing old.
     await assert.rejects(transport.sendMail({ from: 'bob@example.org', to: 'goner@agents.test', subject: 'x', text: 'x' }), (err: any) => err.responseCode === 550);
   });

@@ -23,6 +23,7 @@ import { startTestDns, type TestDns } from '../support/dns.ts';
 import { startTestMx, type TestMx } from '../support/mx.ts';
 import { runCli } from '../support/cli.ts';
 import { expectError, startTestServer, type TestServer } from '../support/server.ts';
+import { loseBlob } from '../support/blobs.ts';
 import { until } from '../support/wait.ts';
 import { smtpTransport } from '../support/mail.ts';
 
@@ -382,7 +383,7 @@ describe('status from the remote answers', () => {
       return job?.lastError ? job : undefined;
     });
     const row = (await t.server.ctx.db.select().from(messages).where(eq(messages.id, res.body.id)).get())!;
-    rmSync(t.server.ctx.blobs.path(row.rawPath!));
+    assert.equal(await loseBlob(t.server.ctx, row.rawPath!), 1);
     const m = await waitForStatus(t, res.body.id, ['failed', 'sent', 'bounced']);
     assert.equal(m.status, 'failed');
     assert.match(m.recipients[0].response, /local error/);

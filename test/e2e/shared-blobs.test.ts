@@ -4,9 +4,8 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readdirSync, statSync } from 'node:fs';
-import { join } from 'node:path';
 import { smtpTransport } from '../support/mail.ts';
+import { storedBlobs } from '../support/blobs.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
 let t: TestServer;
@@ -26,14 +25,10 @@ after(async () => {
   await t?.close();
 });
 
-/** Bytes of every stored file: data_dir/raw (messages) and data_dir/attachments. */
-function blobBytes(): number {
-  return ['raw', 'attachments']
-    .map((kind) => join(t.dataDir, kind))
-    .filter((root) => existsSync(root))
-    .flatMap((root) => readdirSync(root, { recursive: true, withFileTypes: true }))
-    .filter((e) => e.isFile())
-    .reduce((sum, e) => sum + statSync(join(e.parentPath, e.name)).size, 0);
+/** Bytes of every stored blob: raw messages and attachments (files, or rows on PostgreSQL). */
+async function blobBytes(): Promise<number> {
+  const all = [...(await storedBlobs(t.server.ctx, 'raw')), ...(await storedBlobs(t.server.ctx, 'attachments'))];
+  return all.reduce((sum, b) => sum + b.size, 0);
 }
 
 async function download(messageId: string): Promise<Buffer> {
@@ -47,7 +42,7 @@ describe('shared files', () => {
   let ids: string[] = [];
 
   test(`one message with a 600 KB attachment to ${INBOXES} inboxes adds its bytes about once, not ${INBOXES} times`, async () => {
-    const before = blobBytes();
+    const before = (await blobBytes());
     const transport = smtpTransport(t.server.smtpPort);
     try {
       const info = await transport.sendMail({ from: 'bulk@example.org', to: addresses, subject: 'fan-out', text: 'to everyone', attachments: [{ filename: 'big.bin', content: attachment }] });
@@ -56,7 +51,7 @@ describe('shared files', () => {
       transport.close();
     }
     assert.equal(ids.length, INBOXES);
-    const added = blobBytes() - before;
+    const added = (await blobBytes()) - before;
     // The raw message (base64: 4/3 of the attachment) once, and the attachment once.
     assert.ok(added < attachment.length * 2.5, `added ${added} bytes for ${INBOXES} recipients`);
     assert.ok(added > attachment.length, 'the bytes are stored');
@@ -64,14 +59,14 @@ describe('shared files', () => {
   });
 
   test('deleting all but one copy keeps the shared files; deleting the last removes them', async () => {
-    const withFiles = blobBytes();
+    const withFiles = (await blobBytes());
     for (const id of ids.slice(0, -1)) assert.equal((await t.api('DELETE', `/messages/${id}`)).status, 204);
-    assert.equal(blobBytes(), withFiles, 'nothing removed while one copy names the files');
+    assert.equal((await blobBytes()), withFiles, 'nothing removed while one copy names the files');
     assert.deepEqual(await download(ids[INBOXES - 1]), attachment);
     const raw = await fetch(`${t.url}/messages/${ids[INBOXES - 1]}/raw`, { headers: { authorization: `Bearer ${t.key}` } });
     assert.equal(raw.status, 200);
     assert.equal((await t.api('DELETE', `/messages/${ids[INBOXES - 1]}`)).status, 204);
-    assert.ok(blobBytes() < withFiles - attachment.length * 2, 'the raw file and the attachment went with the last copy');
+    assert.ok((await blobBytes()) < withFiles - attachment.length * 2, 'the raw file and the attachment went with the last copy');
   });
 
   test('the same attachment in two deliveries is stored once; deleting one inbox leaves the other able to download it', async () => {
@@ -80,11 +75,11 @@ describe('shared files', () => {
     let first: string;
     let second: string;
     try {
-      const before = blobBytes();
+      const before = (await blobBytes());
       first = /stored as (\S+)/.exec((await transport.sendMail({ from: 'a@example.org', to: addresses[0], subject: 'one', text: 'one', attachments: [{ filename: 'same.bin', content: bytes }] })).response)![1];
-      const afterFirst = blobBytes();
+      const afterFirst = (await blobBytes());
       second = /stored as (\S+)/.exec((await transport.sendMail({ from: 'b@example.org', to: addresses[1], subject: 'two', text: 'two', attachments: [{ filename: 'other-name.bin', content: bytes }] })).response)![1];
-      const secondAdded = blobBytes() - afterFirst;
+      const secondAdded = (await blobBytes()) - afterFirst;
       assert.ok(afterFirst - before > bytes.length * 2, 'the first delivery stores raw and attachment');
       assert.ok(secondAdded < bytes.length * 1.5, `the second added ${secondAdded} bytes: its raw message only`);
     } finally {

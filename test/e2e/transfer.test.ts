@@ -47,7 +47,8 @@ const QUERIES: Record<string, string> = {
 
 before(async () => {
   dir = mkdtempSync(join(tmpdir(), 'mailroom-transfer-'));
-  t = await startTestServer({}, { dataDir: join(dir, 'source') });
+  // The source is an embedded installation whatever engine the suite runs on: SQLite to PostgreSQL is the move tested.
+  t = await startTestServer({ database: { url: '' } }, { dataDir: join(dir, 'source') });
   const inbox = await t.api('POST', '/inboxes', { address: 'transfer' });
   inboxId = inbox.body.id;
   assert.equal((await t.api('POST', '/domains', { domain: 'moving.example' })).status, 201);
@@ -158,7 +159,7 @@ test('into a fresh SQLite data dir: a server on it takes the old key and serves 
   for (const [name, q] of Object.entries(QUERIES)) assert.deepEqual(sqliteRows(target, q), snapshot[name], name);
   assert.equal(statSync(join(target, 'url-signing.key')).mode & 0o777, 0o600);
   assert.equal(readFileSync(join(target, 'url-signing.key'), 'utf8'), readFileSync(join(t.dataDir, 'url-signing.key'), 'utf8'));
-  const moved = await startTestServer({}, { dataDir: target });
+  const moved = await startTestServer({ database: { url: '' } }, { dataDir: target });
   try {
     const list = await moved.api('GET', `/inboxes/${inboxId}/messages`, undefined, { key: t.key });
     assert.equal(list.status, 200);

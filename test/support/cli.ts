@@ -1,6 +1,7 @@
 // Runs the mailroom CLI from source as a child process, the way an operator would.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { knownDatabaseUrl } from './server.ts';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -13,10 +14,27 @@ export interface CliResult {
   stderr: string;
 }
 
+/**
+ * The data directory a command line names (--data-dir, or data_dir in its --config file): a
+ * test server's on PostgreSQL (MAILROOM_TEST_ENGINE) has its database, which the CLI is given.
+ */
+async function databaseEnv(args: string[]): Promise<Record<string, string>> {
+  const at = (flag: string) => (args.includes(flag) ? args[args.indexOf(flag) + 1] : undefined);
+  let dataDir = at('--data-dir');
+  const config = at('--config');
+  if (!dataDir && config && existsSync(config)) {
+    const m = /^data_dir = (".*")$/m.exec(readFileSync(config, 'utf8'));
+    if (m) dataDir = JSON.parse(m[1]!) as string;
+  }
+  const url = dataDir ? knownDatabaseUrl(dataDir) : undefined;
+  return url ? { MAILROOM_DATABASE_URL: await url } : {};
+}
+
 /** Runs the CLI; `input`, when given, is written to its stdin (else stdin is empty); `env` adds to the environment. */
-export function runCli(args: string[], opts: { cwd?: string; timeoutMs?: number; input?: string; env?: Record<string, string> } = {}): Promise<CliResult> {
+export async function runCli(args: string[], opts: { cwd?: string; timeoutMs?: number; input?: string; env?: Record<string, string> } = {}): Promise<CliResult> {
+  const database = await databaseEnv(args);
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', ENTRY, ...args], { cwd: opts.cwd ?? ROOT, env: { ...process.env, ...opts.env }, stdio: [opts.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', ENTRY, ...args], { cwd: opts.cwd ?? ROOT, env: { ...process.env, ...database, ...opts.env }, stdio: [opts.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
     if (opts.input !== undefined) child.stdin!.end(opts.input);
     let stdout = '';
     let stderr = '';

@@ -2,7 +2,7 @@
 // temporary data directory, and gives tests an account, an API key and a fetch helper.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { configFrom, type Config } from '../../src/config.ts';
 import type { Clock } from '../../src/context.ts';
 import { createAccount } from '../../src/domain/accounts.ts';
@@ -72,7 +72,11 @@ function merge(base: Record<string, any>, over: Record<string, any>): Record<str
 export const TEST_ENGINE = process.env.MAILROOM_TEST_ENGINE === 'postgres' ? 'postgres' : 'sqlite';
 const databases = new Map<string, Promise<string>>();
 
+/** The database of a test server's data directory, if a server on PostgreSQL was started on it. */
+export const knownDatabaseUrl = (dataDir: string): Promise<string> | undefined => databases.get(resolve(dataDir));
+
 export function testDatabaseUrl(dataDir: string): Promise<string> {
+  dataDir = resolve(dataDir);
   let url = databases.get(dataDir);
   if (!url) databases.set(dataDir, (url = pgCluster().then((c) => c.createDatabase())));
   return url;

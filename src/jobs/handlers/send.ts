@@ -5,7 +5,10 @@
 import type { AppContext } from '../../context.ts';
 import { DnsUnavailableError } from '../../dns.ts';
 import { bounceAddress } from '../../domain/bounce-address.ts';
-import { acceptInbound, resolveRecipient } from '../../domain/inbound.ts';
+import { prepareInbound, resolveRecipient } from '../../domain/inbound.ts';
+import { releaseBlobs } from '../../storage/blob-refs.ts';
+import { removeStaged } from '../../storage/staging.ts';
+import { afterCommit } from '../../store/store.ts';
 import type { InboxRow } from '../../domain/inboxes.ts';
 import type { MessageRow, RecipientOutcome } from '../../domain/messages.ts';
 import { SEND_JOB, findOutboundRow, markSending, pendingRecipients, recordOutcomes, type SendJobPayload } from '../../domain/sending.ts';
@@ -17,14 +20,19 @@ import { replyFor } from '../../smtp/replies.ts';
 // Bounce and complaint reports are the other half of outbound delivery: registers their handler.
 import '../../domain/reports.ts';
 import type { JobHandler } from '../runner.ts';
-import { fail, ok, retry } from '../table.ts';
+import { fail, ok, retry, type Commit } from '../table.ts';
 
 /** Per-recipient result of one attempt; `deferred` means "try again on the schedule". */
 type Result = RecipientOutcome & { status: 'sent' | 'delivered' | 'bounced' | 'failed' | 'deferred' };
 
 const all = (addresses: string[], status: Result['status'], response: string): Result[] => addresses.map((address) => ({ address, status, response }));
 
-async function deliverLocally(ctx: AppContext, row: MessageRow, addresses: string[]): Promise<Result[]> {
+/**
+ * Delivers to inboxes of this appliance: parsed, authenticated and its files written now; its
+ * rows (`commit`) are stored in the transaction that records the job's outcome, so a crash
+ * between the two can neither lose the delivery nor make it twice.
+ */
+async function deliverLocally(ctx: AppContext, row: MessageRow, addresses: string[]): Promise<{ results: Result[]; commit?: Commit }> {
   const results: Result[] = [];
   const inboxes: InboxRow[] = [];
   const targets: string[] = [];
@@ -40,18 +48,27 @@ async function deliverLocally(ctx: AppContext, row: MessageRow, addresses: strin
       results.push({ address, status: action, response: `${reply.responseCode} ${reply.message}` });
     }
   }
-  if (inboxes.length) {
-    try {
-      const raw = await ctx.blobs.read(row.rawPath!);
-      await acceptInbound(ctx, { raw, mailFrom: row.fromAddress, recipients: inboxes, skipAuthentication: true });
-      results.push(...all(targets, 'delivered', '250 2.0.0 delivered to a local inbox'));
-    } catch (err) {
-      ctx.log.error('local delivery failed', { messageId: row.id, ...errorFields(err) });
-      const reply = replyFor(err);
-      results.push(...all(targets, reply.responseCode >= 500 ? 'bounced' : 'deferred', `${reply.responseCode} ${reply.message}`));
-    }
+  if (!inboxes.length) return { results };
+  try {
+    const raw = await ctx.blobs.read(row.rawPath!);
+    const prepared = await prepareInbound(ctx, { raw, mailFrom: row.fromAddress, recipients: inboxes, skipAuthentication: true });
+    results.push(...all(targets, 'delivered', '250 2.0.0 delivered to a local inbox'));
+    if (!prepared) return { results };
+    return {
+      results,
+      commit: async (tx) => {
+        await prepared.store(tx);
+        // Files no stored row names (a redelivery recognised) go once this has committed; after
+        // a failed commit the hourly orphan sweep removes them.
+        afterCommit(() => void releaseBlobs(ctx, prepared.files).then(() => removeStaged(prepared.staged)));
+      },
+    };
+  } catch (err) {
+    ctx.log.error('local delivery failed', { messageId: row.id, ...errorFields(err) });
+    const reply = replyFor(err);
+    results.push(...all(targets, reply.responseCode >= 500 ? 'bounced' : 'deferred', `${reply.responseCode} ${reply.message}`));
+    return { results };
   }
-  return results;
 }
 
 function fromReplies(res: Extract<AttemptResult, { kind: 'replies' }>, addresses: string[]): Result[] {
@@ -135,8 +152,9 @@ export const sendHandler: JobHandler = {
     if (!pending.length) return ok();
 
     let results: Result[];
+    let delivered: Commit | undefined;
     try {
-      if (payload.local) results = await deliverLocally(ctx, row, pending);
+      if (payload.local) ({ results, commit: delivered } = await deliverLocally(ctx, row, pending));
       else if (row.delivery === 'dry-run') results = all(pending, 'sent', '250 dry-run: accepted without sending (outbound.mode = "dry-run")');
       else results = await deliverRemotely(ctx, row, payload.domain, pending);
     } catch (err) {
@@ -150,7 +168,10 @@ export const sendHandler: JobHandler = {
     const lastAttempt = job.attempts >= job.maxAttempts;
     // Out of attempts: what was still deferred has failed (its last reply is kept).
     const outcomes = lastAttempt ? results.map((r) => (r.status === 'deferred' ? { ...r, status: 'failed' as const } : r)) : results;
-    const commit = (tx: Parameters<typeof recordOutcomes>[0]) => recordOutcomes(tx, ctx, row.id, outcomes);
+    const commit: Commit = async (tx) => {
+      await delivered?.(tx);
+      await recordOutcomes(tx, ctx, row.id, outcomes);
+    };
     if (!deferred.length) return ok(commit);
     const reason = `${deferred.length} recipient(s) deferred: ${deferred[0].response}`;
     return lastAttempt ? fail(reason, commit) : retry(reason, commit);
