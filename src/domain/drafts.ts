@@ -15,7 +15,7 @@ import { findInboxRow } from './inboxes.ts';
 import { findMessageRow, type Message } from './messages.ts';
 import type { Page, PageResult } from './pagination.ts';
 import { replyOrigin, replyRecipients, replySubject } from './replies.ts';
-import { parseSendAt } from './scheduled.ts';
+import { parseSendAt } from './send-at.ts';
 import { MAX_RECIPIENTS, parseRecipient, queueSend } from './sending.ts';
 import { findThreadRow } from './threads.ts';
 

@@ -1,7 +1,6 @@
 // The filters of the message and thread lists (q, label, unread, direction, status), per inbox
 // or account-wide, turned into one SQL match over messages. A thread matches when one of its
 // messages matches every filter given.
-import type { Db } from '../db/client.ts';
 import type { Dialect } from '../store/store.ts';
 import { FILENAME_MATCH, FILENAME_MESSAGES, parseSearch, PG_FILENAME_MATCH, toFts5, tsCondition, tsquery, type ParsedQuery } from './search.ts';
 

@@ -10,7 +10,8 @@ import type { Attachment, ParsedMail } from 'mailparser';
 import type { AppContext } from '../context.ts';
 import { newId } from '../ids.ts';
 import { StagedWriter, removeStaged, type StagedFile } from '../storage/staging.ts';
-import { loadMailparser, traceHeaders, unparsedMessage, type InboundInput } from './inbound.ts';
+import type { InboundInput } from './inbound.ts';
+import { loadMailparser, traceHeaders, unparsedMessage } from './inbound-parse.ts';
 
 /**
  * Messages up to this size are held in memory (and may be spooled, src/domain/spool.ts); larger

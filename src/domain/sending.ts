@@ -20,7 +20,7 @@ import { AppError } from './errors.ts';
 import { recordEvent, type EventType } from './events.ts';
 import { countSend, findInboxByAddress, findInboxRow, inboxView, type InboxRow } from './inboxes.ts';
 import { assertRecipientsAllowed } from './lists.ts';
-import { parseSendAt, scheduleRelease } from './scheduled.ts';
+import { parseSendAt, scheduleRelease } from './send-at.ts';
 import { insertMessageRow, messageView, type Message, type MessageRow, type RecipientOutcome } from './messages.ts';
 import { findThreadRow, messageIdsIn, threadForMessage } from './threads.ts';
 import { releaseBlobs } from '../storage/blob-refs.ts';

@@ -13,7 +13,7 @@ import { normalizeRecipient, splitAddress } from './addresses.ts';
 import { authenticateKey } from './apikeys.ts';
 import { cleanContentType, cleanFilename, type AttachmentRow } from './attachments.ts';
 import { AppError } from './errors.ts';
-import { loadMailparser } from './inbound.ts';
+import { loadMailparser } from './inbound-parse.ts';
 import { findInboxByAddress, findInboxRow, inboxView, type InboxRow } from './inboxes.ts';
 import type { Message } from './messages.ts';
 import { queueOutbound } from './sending.ts';

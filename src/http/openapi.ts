@@ -20,7 +20,7 @@ import { ForwardBody, ReplyBody, SendMessageBody } from './routes/sending.ts';
 import { DraftBody, SendDraftBody } from './routes/drafts.ts';
 import { CreateListEntryBody } from './routes/lists.ts';
 import { LIST_DIRECTIONS, LIST_KINDS } from '../domain/lists.ts';
-import { MAX_SCHEDULE_DAYS } from '../domain/scheduled.ts';
+import { MAX_SCHEDULE_DAYS } from '../domain/send-at.ts';
 import { CreateWebhookBody, UpdateWebhookBody } from './routes/webhooks.ts';
 
 type Schema = Record<string, unknown>;

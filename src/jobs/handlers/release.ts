@@ -2,7 +2,8 @@
 // is built and signed now; the switch to `queued` and its delivery jobs commit with the job's
 // outcome, so a crash in between leaves the job to run again and nothing queued twice.
 import type { AppContext } from '../../context.ts';
-import { RELEASE_JOB, releaseIn, renderRelease, type ReleasePayload } from '../../domain/scheduled.ts';
+import { releaseIn, renderRelease } from '../../domain/scheduled.ts';
+import { RELEASE_JOB, type ReleasePayload } from '../../domain/send-at.ts';
 import { writeMessageState, findOutboundRow } from '../../domain/sending.ts';
 import type { RecipientOutcome } from '../../domain/messages.ts';
 import { errorFields } from '../../log.ts';
