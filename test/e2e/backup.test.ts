@@ -197,7 +197,7 @@ test('backup while the server writes, restore into an empty directory, every rea
   assert.ok(!existsSync(junkDir));
 
   // A server on the restored directory answers exactly what the original answered before the backup.
-  const r = await startTestServer({}, { dataDir: restoredDir });
+  const r = await startTestServer({ database: { url: '' } }, { dataDir: restoredDir });
   try {
     const after = await snapshot(r.url);
     const otherInboxes = (k: string) => k.startsWith('other /inboxes?');

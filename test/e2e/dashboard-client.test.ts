@@ -210,6 +210,8 @@ describe('dashboard as a mail client, in headless Chromium', { skip }, () => {
     const row = page.locator('.thread-row', { hasText: 'Disk almost full on db-1' });
     assert.match((await row.textContent()) ?? '', /Bob Smith/);
     await row.click();
+    // The thread shown before stays until this one has loaded: wait for this one's heading.
+    await page.locator('#thread h1', { hasText: 'Disk almost full on db-1' }).waitFor();
     const message = page.locator('#thread article.message').first();
     await message.waitFor();
     assert.match((await message.locator('header').textContent()) ?? '', /Bob Smith\s*<bob@example\.org>/);
