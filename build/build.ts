@@ -180,10 +180,10 @@ async function main(): Promise<void> {
     step(`chunk ${chunk} (${specifiers.join(', ')}): ${mb(statSync(chunkAssets[names.source]).size)}`, t0);
   }
 
-  // The attachment text worker (src/domain/attachment-text.ts): a script of its own, run with
+  // The attachment text worker (src/domain/mail/attachment-text.ts): a script of its own, run with
   // `new Worker(source, { eval: true })` since a worker cannot load a file from inside the SEA.
   const textWorker = join(OUT, TEXT_WORKER_ASSET);
-  await build({ ...BUNDLE_OPTIONS, entryPoints: [join(ROOT, 'src', 'domain', 'text-worker.mjs')], outfile: textWorker });
+  await build({ ...BUNDLE_OPTIONS, entryPoints: [join(ROOT, 'src', 'domain', 'mail', 'text-worker.mjs')], outfile: textWorker });
   assertAscii(textWorker);
   step(`text worker (unpdf, mammoth, html-to-text): ${mb(statSync(textWorker).size)}`, t0);
 

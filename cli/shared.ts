@@ -3,7 +3,7 @@
 import type { Command } from 'commander';
 import { ConfigError, loadConfig, type Config } from '../src/config.ts';
 import { closeContext, createContext, type AppContext } from '../src/context.ts';
-import { defaultAccount, getAccount } from '../src/domain/accounts.ts';
+import { defaultAccount, getAccount } from '../src/domain/accounts/accounts.ts';
 import { isAppError } from '../src/domain/errors.ts';
 import { silentLogger } from '../src/log.ts';
 

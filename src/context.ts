@@ -17,7 +17,7 @@ export const systemClock: Clock = { now: () => new Date() };
 
 /**
  * In-process notifications so workers wake without polling: 'jobs' (a job was enqueued),
- * 'events' (an event was committed: the event stream and long-polls, src/domain/event-feed.ts).
+ * 'events' (an event was committed: the event stream and long-polls, src/domain/events/event-feed.ts).
  */
 export type Signal = 'jobs' | 'events';
 

@@ -6,9 +6,9 @@ import type { Config } from './config.ts';
 import { closeContext, createContext, type AppContext, type Clock, type Service } from './context.ts';
 import { createHttpApp } from './http/app.ts';
 import type { Logger } from './log.ts';
-import { sweepIdempotencyKeys } from './domain/idempotency.ts';
-import { sweepEvents } from './domain/events.ts';
-import { closeEventWatchers } from './domain/event-feed.ts';
+import { sweepIdempotencyKeys } from './domain/accounts/idempotency.ts';
+import { sweepEvents } from './domain/events/events.ts';
+import { closeEventWatchers } from './domain/events/event-feed.ts';
 import { sweepOrphanBlobs } from './storage/orphans.ts';
 import { errorFields } from './log.ts';
 import { createJobRunner } from './jobs/runner.ts';
@@ -17,7 +17,7 @@ import { createMetricsService } from './http/metrics.ts';
 import { createSmtpService } from './smtp/inbound.ts';
 import { createSubmissionService } from './smtp/submission.ts';
 import { createOutboundService } from './outbound/deliver.ts';
-import { createDomainRecheck } from './domain/domain-recheck.ts';
+import { createDomainRecheck } from './domain/domains/domain-recheck.ts';
 import { describeStartup, listenFailure, type StartupInfo } from './startup.ts';
 
 /** A long-running part of the process (SMTP listener, job runner, timers). */
@@ -92,7 +92,7 @@ function housekeeping(ctx: AppContext): Service {
 export const SERVICE_FACTORIES: Array<(ctx: AppContext) => Service> = [housekeeping, createMetricsService, createOutboundService, (ctx) => createJobRunner(ctx, JOB_HANDLERS), createDomainRecheck, createSmtpService, createSubmissionService, eventWatchers];
 
 /**
- * Open event streams and long-polls (src/domain/event-feed.ts). Stopped first: the streams end
+ * Open event streams and long-polls (src/domain/events/event-feed.ts). Stopped first: the streams end
  * and the long-polls answer, so HTTP can close without waiting out its grace period for them.
  */
 function eventWatchers(ctx: AppContext): Service {

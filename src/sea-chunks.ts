@@ -8,7 +8,7 @@ import { Script } from 'node:vm';
 
 const loaded = new Map<string, Record<string, unknown>>();
 
-/** The attachment text worker's script (src/domain/text-worker.mjs bundled), run with eval. */
+/** The attachment text worker's script (src/domain/mail/text-worker.mjs bundled), run with eval. */
 export const TEXT_WORKER_ASSET = 'text-worker.js';
 
 /** Asset names of a chunk; build/build.ts writes them under the same names. */

@@ -9,7 +9,7 @@ import { markBuiltBinary } from '../cli/invocation.ts';
 import { runCli } from '../cli/mailroom.ts';
 import { addonCacheDirs, loadCachedAddon } from './addon-cache.ts';
 import { setNativeBinding } from './db/client.ts';
-import { setTextWorkerSource } from './domain/attachment-text.ts';
+import { setTextWorkerSource } from './domain/mail/attachment-text.ts';
 import { TEXT_WORKER_ASSET } from './sea-chunks.ts';
 import { setEmbeddedMigrations } from './db/migrate.ts';
 import { setEmbeddedPgMigrations } from './store/migrate.ts';

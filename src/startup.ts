@@ -5,7 +5,7 @@
 import { resolve, join } from 'node:path';
 import { redactUrl, type Config, type ListenAddress } from './config.ts';
 import type { AppContext } from './context.ts';
-import { listAllDomains } from './domain/domains.ts';
+import { listAllDomains } from './domain/domains/domains.ts';
 import { VERSION } from './version.ts';
 
 export interface StartupInfo {

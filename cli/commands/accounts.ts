@@ -1,6 +1,6 @@
 // mailroom accounts create|list
 import type { Command } from 'commander';
-import { createAccount, listAccounts } from '../../src/domain/accounts.ts';
+import { createAccount, listAccounts } from '../../src/domain/accounts/accounts.ts';
 import { print, withContext } from '../shared.ts';
 
 export function registerAccounts(program: Command): void {

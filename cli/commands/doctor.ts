@@ -23,7 +23,7 @@ export function registerDoctor(program: Command): void {
     .action(async (opts: { address?: string; smtpPort: string; probeDomain: string; timeout: string }, cmd: Command) => {
       if (opts.address !== undefined && !isIP(opts.address)) throw new CliError(`--address must be an IP address, got ${opts.address}`);
       // Loaded when the command runs, so that other commands (serve) do not evaluate it.
-      const { renderDoctorReport, runDoctor } = await import('../../src/domain/doctor.ts');
+      const { renderDoctorReport, runDoctor } = await import('../../src/domain/domains/doctor.ts');
       const report = await withContext(cmd, async (ctx) =>
         await runDoctor(ctx, {
           address: opts.address,

@@ -3,8 +3,8 @@
 // a comment with what DNS answers for it right now.
 import type { Command } from 'commander';
 import type { AppContext } from '../../src/context.ts';
-import { ensureSharedDkimKey } from '../../src/domain/dkim-keys.ts';
-import { zoneLine, type DnsRecord, type RecordCheck, type RecordRole } from '../../src/domain/domain-check.ts';
+import { ensureSharedDkimKey } from '../../src/domain/domains/dkim-keys.ts';
+import { zoneLine, type DnsRecord, type RecordCheck, type RecordRole } from '../../src/domain/domains/domain-check.ts';
 import {
   addDomain,
   deleteDomain,
@@ -16,7 +16,7 @@ import {
   verifyDomain,
   type Domain,
   type DomainRecords,
-} from '../../src/domain/domains.ts';
+} from '../../src/domain/domains/domains.ts';
 import { globals, print, resolveAccount, withContext } from '../shared.ts';
 
 const ROLE_NOTE: Record<RecordRole, string> = {

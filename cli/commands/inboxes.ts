@@ -1,7 +1,7 @@
 // mailroom inboxes list|suspend|unsuspend|set-limit — support actions the API does not offer.
 import type { Command } from 'commander';
 import { AppError } from '../../src/domain/errors.ts';
-import { listAllInboxes, MAX_DAILY_SEND_LIMIT, setDailyLimit, suspendInbox, unsuspendInbox, type Inbox } from '../../src/domain/inboxes.ts';
+import { listAllInboxes, MAX_DAILY_SEND_LIMIT, setDailyLimit, suspendInbox, unsuspendInbox, type Inbox } from '../../src/domain/inboxes/inboxes.ts';
 import { print, withContext } from '../shared.ts';
 
 const row = (i: Inbox) => ({ id: i.id, address: i.address, status: i.status, sendsToday: i.sendsToday, dailySendLimit: i.dailySendLimit, totalSent: i.totalSent, bounces: i.bounceCount, complaints: i.complaintCount });

@@ -1,7 +1,7 @@
 // mailroom keys create|list|revoke
 import type { Command } from 'commander';
 import { parseDuration } from '../../src/config.ts';
-import { createApiKey, listAllApiKeys, revokeApiKey } from '../../src/domain/apikeys.ts';
+import { createApiKey, listAllApiKeys, revokeApiKey } from '../../src/domain/accounts/apikeys.ts';
 import { CliError, globals, print, resolveAccount, withContext } from '../shared.ts';
 
 export function registerKeys(program: Command): void {

@@ -1,7 +1,7 @@
 // mailroom queue — the durable job table as an operator sees it: what is waiting or running
 // (outbound sends, webhook deliveries) and what failed, with the last error of each.
 import type { Command } from 'commander';
-import { retrySpooled } from '../../src/domain/spool.ts';
+import { retrySpooled } from '../../src/domain/inbound/spool.ts';
 import { listJobs, type JobRow, type JobStatus } from '../../src/jobs/table.ts';
 import { print, withContext } from '../shared.ts';
 
@@ -26,7 +26,7 @@ export function queueEntry(job: JobRow): QueueEntry {
   let subject: string | null = null;
   try {
     const p = JSON.parse(job.payload) as Record<string, unknown>;
-    // A spooled inbound message (src/domain/spool.ts) is named by its envelope sender.
+    // A spooled inbound message (src/domain/inbound/spool.ts) is named by its envelope sender.
     const ref = p.messageId ?? p.eventId ?? p.deliveryId ?? (typeof p.mailFrom === 'string' ? `mail from <${p.mailFrom}>` : undefined);
     subject = typeof ref === 'string' ? ref : null;
   } catch {

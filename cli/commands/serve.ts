@@ -1,8 +1,8 @@
 // mailroom serve: runs everything. On a first start with an empty database it creates the
 // default account and prints one API key, once. SIGTERM/SIGINT shut down cleanly.
 import type { Command } from 'commander';
-import { listAccounts, createAccount } from '../../src/domain/accounts.ts';
-import { createApiKey } from '../../src/domain/apikeys.ts';
+import { listAccounts, createAccount } from '../../src/domain/accounts/accounts.ts';
+import { createApiKey } from '../../src/domain/accounts/apikeys.ts';
 import { configFileOf } from '../../src/config.ts';
 import { createLogger } from '../../src/log.ts';
 import { startServer } from '../../src/main.ts';

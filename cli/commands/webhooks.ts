@@ -1,8 +1,8 @@
 // mailroom webhooks deliveries|replay — the delivery log across accounts, and replaying a
 // delivery again (the "dashboard" action; the API has no replay endpoint).
 import type { Command } from 'commander';
-import { replayDelivery } from '../../src/domain/webhook-fanout.ts';
-import { listDeliveryLogs, type DeliveryLogEntry } from '../../src/domain/webhooks.ts';
+import { replayDelivery } from '../../src/domain/webhooks/webhook-fanout.ts';
+import { listDeliveryLogs, type DeliveryLogEntry } from '../../src/domain/webhooks/webhooks.ts';
 import { CliError, print, withContext } from '../shared.ts';
 
 const row = (e: DeliveryLogEntry) => ({

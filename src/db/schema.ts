@@ -134,7 +134,7 @@ export const messages = sqliteTable(
     size: integer('size').notNull().default(0),
     /**
      * Inbound: SHA-256 (hex) of the message as the sender handed it over. With the Message-ID it
-     * recognises a sender's redelivery after a lost reply (src/domain/inbound.ts). Null on outbound.
+     * recognises a sender's redelivery after a lost reply (src/domain/inbound/inbound.ts). Null on outbound.
      */
     contentHash: text('content_hash'),
     /**
@@ -145,7 +145,7 @@ export const messages = sqliteTable(
     unread: integer('unread', { mode: 'boolean' }).notNull().default(false),
     /**
      * Outbound messages sent with `sendAt`: when they leave (status `scheduled` until then; the
-     * release is a job of the job table due at this time, src/domain/scheduled.ts). Else null.
+     * release is a job of the job table due at this time, src/domain/sending/scheduled.ts). Else null.
      */
     sendAt: text('send_at'),
     createdAt: text('created_at').notNull(),
@@ -278,7 +278,7 @@ export const events = sqliteTable(
     data: text('data').notNull(),
     /**
      * The message a message.* event is about: its payload copies the message, so the event goes
-     * when the message does (deleted mail leaves no copy behind, src/domain/events.ts).
+     * when the message does (deleted mail leaves no copy behind, src/domain/events/events.ts).
      */
     messageId: text('message_id').references(() => messages.id, { onDelete: 'cascade' }),
     createdAt: text('created_at').notNull(),
@@ -367,7 +367,7 @@ export const jobs = sqliteTable(
 );
 
 /**
- * Raw bytes of inbound messages accepted under load and not processed yet (src/domain/spool.ts):
+ * Raw bytes of inbound messages accepted under load and not processed yet (src/domain/inbound/spool.ts):
  * one row per `inbound` job, written in the transaction that creates the job and deleted in
  * the one that stores the message, so the bytes live exactly as long as the work is pending.
  */
@@ -380,7 +380,7 @@ export const spooledMessages = sqliteTable('spooled_messages', {
 });
 
 /**
- * Drafts (src/domain/drafts.ts): a send body kept for later, every field optional. Addresses
+ * Drafts (src/domain/sending/drafts.ts): a send body kept for later, every field optional. Addresses
  * are JSON arrays as the client wrote them (display names kept); `threadId` and `inReplyTo`
  * (a message id) are checked again when the draft is sent, so they carry no foreign key.
  */
@@ -429,7 +429,7 @@ export const draftAttachments = sqliteTable(
 );
 
 /**
- * Allow and block lists (src/domain/lists.ts): one row per entry, an address or a domain,
+ * Allow and block lists (src/domain/inboxes/lists.ts): one row per entry, an address or a domain,
  * lowercase. `inboxId` null = the whole account. One entry per (account, inbox, direction,
  * kind, entry): the unique index treats "whole account" as one value.
  */

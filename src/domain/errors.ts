@@ -6,13 +6,13 @@ export const ERROR_STATUS = {
   INVALID_JSON: 400,
   INVALID_WEBHOOK_URL: 400,
   INVALID_ADDRESS: 400,
-  /** A search query `q` that does not parse (src/domain/search.ts). */
+  /** A search query `q` that does not parse (src/domain/mail/search.ts). */
   INVALID_QUERY: 400,
   UNAUTHORIZED: 401,
   FORBIDDEN: 403,
   INBOX_SUSPENDED: 403,
   INVALID_SIGNATURE: 403,
-  /** A send to an address a send list refuses (src/domain/lists.ts); the message names it. */
+  /** A send to an address a send list refuses (src/domain/inboxes/lists.ts); the message names it. */
   RECIPIENT_BLOCKED: 403,
   NOT_FOUND: 404,
   INBOX_NOT_FOUND: 404,
@@ -31,7 +31,7 @@ export const ERROR_STATUS = {
   IDEMPOTENCY_KEY_REUSED: 409,
   /** A method the path does not serve where the protocol asks for 405 (GET and DELETE /mcp: no sessions, no server-initiated stream). */
   METHOD_NOT_ALLOWED: 405,
-  /** POST /messages/{id}/cancel on a message that is not `scheduled` (src/domain/scheduled.ts). */
+  /** POST /messages/{id}/cancel on a message that is not `scheduled` (src/domain/sending/scheduled.ts). */
   NOT_CANCELABLE: 409,
   URL_EXPIRED: 410,
   /** An `If-Match` that no longer matches: POST /drafts/{id}/send of a draft edited since it was read. */
@@ -41,7 +41,7 @@ export const ERROR_STATUS = {
   /**
    * The attachment is of a type text is extracted from, but this file gave none: broken or
    * hostile (a PDF that does not parse, a zip bomb), too large, or too slow
-   * (src/domain/attachment-text.ts).
+   * (src/domain/mail/attachment-text.ts).
    */
   ATTACHMENT_TEXT_FAILED: 422,
   RATE_LIMITED: 429,

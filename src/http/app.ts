@@ -2,7 +2,7 @@
 // access log, metrics) and the routes of each resource. Unknown routes answer 404 NOT_FOUND.
 import { App, type Request, type Response } from '@tinyhttp/app';
 import type { AppContext } from '../context.ts';
-import { authenticateKey } from '../domain/apikeys.ts';
+import { authenticateKey } from '../domain/accounts/apikeys.ts';
 import { AppError } from '../domain/errors.ts';
 import { errorFields } from '../log.ts';
 import { RateLimiter } from './ratelimit.ts';

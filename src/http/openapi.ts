@@ -3,12 +3,12 @@
 // request bodies with (z.toJSONSchema), so the document cannot drift from what is enforced.
 // Response shapes are written here as JSON Schema next to the domain views they describe.
 import { z } from 'zod';
-import { EVENT_TYPES } from '../domain/events.ts';
+import { EVENT_TYPES } from '../domain/events/events.ts';
 import { ERROR_STATUS, type ErrorCode } from '../domain/errors.ts';
-import { DIRECTIONS } from '../domain/filters.ts';
-import { LABEL_PATTERN } from '../domain/labels.ts';
-import { MESSAGE_STATUSES } from '../domain/messages.ts';
-import { ATTEMPT_STATUSES } from '../domain/webhooks.ts';
+import { DIRECTIONS } from '../domain/mail/filters.ts';
+import { LABEL_PATTERN } from '../domain/mail/labels.ts';
+import { MESSAGE_STATUSES } from '../domain/mail/messages.ts';
+import { ATTEMPT_STATUSES } from '../domain/webhooks/webhooks.ts';
 import { VERSION } from '../version.ts';
 import type { RegisteredRoute } from './routes.ts';
 import { CreateApiKeyBody } from './routes/apikeys.ts';
@@ -19,8 +19,8 @@ import { UpdateMarksBody } from './routes/messages.ts';
 import { ForwardBody, ReplyBody, SendMessageBody } from './routes/sending.ts';
 import { DraftBody, SendDraftBody } from './routes/drafts.ts';
 import { CreateListEntryBody } from './routes/lists.ts';
-import { LIST_DIRECTIONS, LIST_KINDS } from '../domain/lists.ts';
-import { MAX_SCHEDULE_DAYS } from '../domain/send-at.ts';
+import { LIST_DIRECTIONS, LIST_KINDS } from '../domain/inboxes/lists.ts';
+import { MAX_SCHEDULE_DAYS } from '../domain/sending/send-at.ts';
 import { CreateWebhookBody, UpdateWebhookBody } from './routes/webhooks.ts';
 
 type Schema = Record<string, unknown>;

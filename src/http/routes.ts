@@ -10,9 +10,9 @@ import { join } from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { AppContext } from '../context.ts';
-import type { Principal } from '../domain/apikeys.ts';
+import type { Principal } from '../domain/accounts/apikeys.ts';
 import { AppError, isAppError } from '../domain/errors.ts';
-import { beginIdempotent, finishIdempotent } from '../domain/idempotency.ts';
+import { beginIdempotent, finishIdempotent } from '../domain/accounts/idempotency.ts';
 import { errorFields } from '../log.ts';
 
 export interface ApiRequest {

@@ -9,8 +9,8 @@
 // the last event written, and the stream ends (it resumes by id whenever it likes).
 import type { ServerResponse } from 'node:http';
 import type { AppContext } from '../context.ts';
-import { watchEvents } from '../domain/event-feed.ts';
-import { listEvents, type EventEnvelope, type EventQuery } from '../domain/events.ts';
+import { watchEvents } from '../domain/events/event-feed.ts';
+import { listEvents, type EventEnvelope, type EventQuery } from '../domain/events/events.ts';
 import { errorFields } from '../log.ts';
 
 /** Timing and bounds of every stream; tests shorten them. */

@@ -281,7 +281,7 @@ export async function sweepJobs(ctx: AppContext): Promise<number> {
   const cutoff = new Date(ctx.clock.now().getTime() - ctx.config.jobs.retention).toISOString();
   const r = await ctx.db
     .delete(jobs)
-    // A failed job whose message bytes are still spooled (src/domain/spool.ts) is kept: those
+    // A failed job whose message bytes are still spooled (src/domain/inbound/spool.ts) is kept: those
     // bytes are mail answered 250, waiting for `mailroom queue --retry`.
     .where(and(inArray(jobs.status, ['done', 'failed']), lte(jobs.finishedAt, cutoff), sql`NOT EXISTS (SELECT 1 FROM spooled_messages WHERE job_id = ${jobs.id})`))
     .run();

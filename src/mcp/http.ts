@@ -5,7 +5,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { AppContext } from '../context.ts';
-import type { Principal } from '../domain/apikeys.ts';
+import type { Principal } from '../domain/accounts/apikeys.ts';
 import { createMcpServer } from './server.ts';
 
 /** `message` is the parsed body (a JSON-RPC message or batch); the transport writes the whole answer. */

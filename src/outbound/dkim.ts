@@ -6,7 +6,7 @@ import { createHash, createPrivateKey, sign, type KeyObject } from 'node:crypto'
 import { promisify } from 'node:util';
 import dkimSigner from 'dkim-signer';
 import type { AppContext } from '../context.ts';
-import { signingKeyFor } from '../domain/dkim-keys.ts';
+import { signingKeyFor } from '../domain/domains/dkim-keys.ts';
 
 /**
  * Header fields signed. Besides the content headers, Date and Message-ID are signed so a

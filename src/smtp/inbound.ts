@@ -1,15 +1,15 @@
 // The MX-facing SMTP listener (smtp-server): EHLO with `hostname`, SIZE, optional STARTTLS,
 // recipient checks (never an open relay) and DATA answered 250 only once the message is on disk:
-// processed and committed, or spooled (src/domain/spool.ts). Callbacks stay thin; the rules
+// processed and committed, or spooled (src/domain/inbound/spool.ts). Callbacks stay thin; the rules
 // live in domain/.
 import type { SMTPServer, SMTPServerAddress, SMTPServerDataStream, SMTPServerSession } from 'smtp-server';
 import type { AppContext } from '../context.ts';
-import type { BounceTarget } from '../domain/bounce-address.ts';
-import { resolveBounceRecipient, resolveRecipient } from '../domain/inbound.ts';
-import { receiveInbound } from '../domain/spool.ts';
-import { LARGE_MESSAGE_BYTES, stageInbound, type InboundStage } from '../domain/inbound-large.ts';
-import type { InboundInput } from '../domain/inbound.ts';
-import type { InboxRow } from '../domain/inboxes.ts';
+import type { BounceTarget } from '../domain/inbound/bounce-address.ts';
+import { resolveBounceRecipient, resolveRecipient } from '../domain/inbound/inbound.ts';
+import { receiveInbound } from '../domain/inbound/spool.ts';
+import { LARGE_MESSAGE_BYTES, stageInbound, type InboundStage } from '../domain/inbound/inbound-large.ts';
+import type { InboundInput } from '../domain/inbound/inbound.ts';
+import type { InboxRow } from '../domain/inboxes/inboxes.ts';
 import { errorFields } from '../log.ts';
 import type { Service } from '../context.ts';
 import { countSmtpLimited, countSmtpMessage, countSmtpRecipient } from '../metrics.ts';
@@ -46,7 +46,7 @@ export function createSmtpService(ctx: AppContext): SmtpService {
     let size = 0;
     let held = 0;
     let overBudget = false;
-    /** A message past LARGE_MESSAGE_BYTES goes on to a staged file (src/domain/inbound-large.ts). */
+    /** A message past LARGE_MESSAGE_BYTES goes on to a staged file (src/domain/inbound/inbound-large.ts). */
     let stage: InboundStage | undefined;
     let head: Buffer | undefined;
     let unstaged = false;

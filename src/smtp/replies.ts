@@ -3,7 +3,7 @@
 import type { AppContext } from '../context.ts';
 import { isAppError, type ErrorCode } from '../domain/errors.ts';
 import { errorFields } from '../log.ts';
-import { SpoolFullError } from '../domain/spool.ts';
+import { SpoolFullError } from '../domain/inbound/spool.ts';
 
 export interface SmtpReplyError extends Error {
   responseCode: number;
@@ -32,7 +32,7 @@ const REPLIES: Partial<Record<ErrorCode, [number, string]>> = {
   RATE_LIMITED: [451, '4.7.1'],
   // Submission: the inbox's daily limit resets at midnight UTC; a client retrying later succeeds.
   DAILY_SEND_LIMIT_EXCEEDED: [451, '4.7.1'],
-  // Submission to an address a send-block list refuses (src/domain/lists.ts): a permanent refusal.
+  // Submission to an address a send-block list refuses (src/domain/inboxes/lists.ts): a permanent refusal.
   RECIPIENT_BLOCKED: [550, '5.7.1'],
 };
 

@@ -3,12 +3,12 @@
 // AUTH PLAIN or LOGIN with an inbox address and a writing API key of its account, offered only
 // over TLS unless the client is on loopback (RFC 8314 §3, RFC 4954 §4); failed logins counted
 // per client address and refused for a while past a few; MAIL FROM the inbox's own address; the
-// message queued through the send pipeline before the 250 (src/domain/submission.ts). The
+// message queued through the send pipeline before the 250 (src/domain/sending/submission.ts). The
 // callbacks stay thin: the rules live in domain/.
 import type { SMTPServer, SMTPServerAuthentication, SMTPServerAuthenticationResponse, SMTPServerDataStream, SMTPServerSession } from 'smtp-server';
 import type { AppContext, Service } from '../context.ts';
-import { MAX_RECIPIENTS } from '../domain/sending.ts';
-import { authenticateSubmitter, checkSubmissionSender, submissionRecipient, submitMessage, type Submitter } from '../domain/submission.ts';
+import { MAX_RECIPIENTS } from '../domain/sending/sending.ts';
+import { authenticateSubmitter, checkSubmissionSender, submissionRecipient, submitMessage, type Submitter } from '../domain/sending/submission.ts';
 import { errorFields } from '../log.ts';
 import { countSmtpLimited, countSubmission, countSubmissionAuth } from '../metrics.ts';
 import { AuthFailures } from './auth-failures.ts';

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { idempotencyKeys } from '../../src/db/schema.ts';
-import { createApiKey } from '../../src/domain/apikeys.ts';
+import { createApiKey } from '../../src/domain/accounts/apikeys.ts';
 import { createHttpApp } from '../../src/http/app.ts';
 import { rawRows, rawRun } from '../../src/store/store.ts';
 import type { RegisteredRoute } from '../../src/http/routes.ts';

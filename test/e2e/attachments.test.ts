@@ -12,7 +12,7 @@ import { count, eq } from 'drizzle-orm';
 import type { Clock } from '../../src/context.ts';
 import { attachments, events } from '../../src/db/schema.ts';
 import { deliverMail } from '../support/mail.ts';
-import { getAttachmentRows } from '../../src/domain/attachments.ts';
+import { getAttachmentRows } from '../../src/domain/mail/attachments.ts';
 import { AppError } from '../../src/domain/errors.ts';
 import { until } from '../support/wait.ts';
 import { storedBlobs } from '../support/blobs.ts';
@@ -120,7 +120,7 @@ describe('upload', () => {
   });
 
   test('a read-only key cannot upload', async () => {
-    const { createApiKey } = await import('../../src/domain/apikeys.ts');
+    const { createApiKey } = await import('../../src/domain/accounts/apikeys.ts');
     const ro = await createApiKey(t.server.ctx, t.accountId, { readOnly: true });
     expectError(await upload(form('x', 'x.txt'), { key: ro.key }), 403, 'FORBIDDEN');
   });

@@ -4,7 +4,7 @@ import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { eq } from 'drizzle-orm';
 import { startTestServer, expectError, type TestServer } from '../support/server.ts';
-import { createApiKey } from '../../src/domain/apikeys.ts';
+import { createApiKey } from '../../src/domain/accounts/apikeys.ts';
 import { apiKeys, inboxes } from '../../src/db/schema.ts';
 
 let s: TestServer;

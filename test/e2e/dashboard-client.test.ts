@@ -12,7 +12,7 @@ import { existsSync, mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, Page, Request } from 'playwright-core';
-import { createApiKey } from '../../src/domain/apikeys.ts';
+import { createApiKey } from '../../src/domain/accounts/apikeys.ts';
 import { startTestDns, type TestDns } from '../support/dns.ts';
 import { smtpTransport } from '../support/mail.ts';
 import { startReceiver, type Receiver } from '../support/receiver.ts';

@@ -4,7 +4,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Script } from 'node:vm';
-import { createApiKey } from '../../src/domain/apikeys.ts';
+import { createApiKey } from '../../src/domain/accounts/apikeys.ts';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
 import { expectError, startTestServer, type TestServer } from '../support/server.ts';
 import { until } from '../support/wait.ts';

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { count, eq } from 'drizzle-orm';
 import { ConfigError, configFrom } from '../../src/config.ts';
 import { events, webhookAttempts } from '../../src/db/schema.ts';
-import { sweepEvents } from '../../src/domain/events.ts';
+import { sweepEvents } from '../../src/domain/events/events.ts';
 import { deliverMail } from '../support/mail.ts';
 import { connectPostgres } from '../../src/store/postgres.ts';
 import { expectError, knownDatabaseUrl, startTestServer } from '../support/server.ts';

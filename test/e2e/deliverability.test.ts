@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { dkimTxtValue, publishedKeyFor } from '../../src/domain/dkim-keys.ts';
+import { dkimTxtValue, publishedKeyFor } from '../../src/domain/domains/dkim-keys.ts';
 import { startTestDns, type TestDns } from '../support/dns.ts';
 import { startTestMx, type TestMx } from '../support/mx.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';

@@ -9,7 +9,7 @@ import { statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { eq } from 'drizzle-orm';
 import { domains, events } from '../../src/db/schema.ts';
-import { signingKeyFor } from '../../src/domain/dkim-keys.ts';
+import { signingKeyFor } from '../../src/domain/domains/dkim-keys.ts';
 import { runCli } from '../support/cli.ts';
 import { startTestDns, type TestDns, type TestRecord } from '../support/dns.ts';
 import { rawRows } from '../../src/store/store.ts';
@@ -207,7 +207,7 @@ describe('adding a domain', () => {
 
   test('a read-only key may list but not add, verify or delete; no key is 401', async () => {
     const d = await add('readonly.example.com');
-    const { createApiKey } = await import('../../src/domain/apikeys.ts');
+    const { createApiKey } = await import('../../src/domain/accounts/apikeys.ts');
     const roKey = (await createApiKey(s.server.ctx, s.accountId, { name: 'ro', readOnly: true })).key;
     assert.equal((await s.api('GET', '/domains', undefined, { key: roKey })).status, 200);
     expectError(await s.api('POST', '/domains', { domain: 'ro2.example.com' }, { key: roKey }), 403, 'FORBIDDEN');

@@ -6,8 +6,8 @@
 // read-only keys.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createApiKey } from '../../src/domain/apikeys.ts';
-import { suspendInbox, unsuspendInbox } from '../../src/domain/inboxes.ts';
+import { createApiKey } from '../../src/domain/accounts/apikeys.ts';
+import { suspendInbox, unsuspendInbox } from '../../src/domain/inboxes/inboxes.ts';
 import { rawRows } from '../../src/store/store.ts';
 import { dbDigest, settleJobs } from '../support/db-digest.ts';
 import { deliverMail } from '../support/mail.ts';

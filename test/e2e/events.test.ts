@@ -9,7 +9,7 @@ import { get as httpGet, type IncomingMessage } from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { EventType } from '../../src/domain/events.ts';
+import type { EventType } from '../../src/domain/events/events.ts';
 import { STREAM_SETTINGS } from '../../src/http/sse.ts';
 import { emitEvent } from '../support/events.ts';
 import { deliverMail } from '../support/mail.ts';

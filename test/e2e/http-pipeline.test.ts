@@ -6,9 +6,9 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { desc, eq } from 'drizzle-orm';
 import { apiKeys, inboxes, messages } from '../../src/db/schema.ts';
-import { createApiKey } from '../../src/domain/apikeys.ts';
-import { findInboxRow } from '../../src/domain/inboxes.ts';
-import { listMessages, messageViews } from '../../src/domain/messages.ts';
+import { createApiKey } from '../../src/domain/accounts/apikeys.ts';
+import { findInboxRow } from '../../src/domain/inboxes/inboxes.ts';
+import { listMessages, messageViews } from '../../src/domain/mail/messages.ts';
 import { expectError, startTestServer, type TestServer } from '../support/server.ts';
 import { smtpTransport } from '../support/mail.ts';
 

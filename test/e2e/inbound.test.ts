@@ -13,7 +13,7 @@ import { connect as tlsConnect } from 'node:tls';
 import nodemailer, { type SendMailOptions, type Transporter } from 'nodemailer';
 import { eq } from 'drizzle-orm';
 import { events } from '../../src/db/schema.ts';
-import { suspendInbox } from '../../src/domain/inboxes.ts';
+import { suspendInbox } from '../../src/domain/inboxes/inboxes.ts';
 import { startTestDns, type TestDns } from '../support/dns.ts';
 import { expectError, startTestServer, type TestServer } from '../support/server.ts';
 import { SmtpClient } from '../support/smtp-client.ts';

@@ -10,7 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { eq } from 'drizzle-orm';
 import { events } from '../../src/db/schema.ts';
-import { dkimTxtValue, publishedKeyFor } from '../../src/domain/dkim-keys.ts';
+import { dkimTxtValue, publishedKeyFor } from '../../src/domain/domains/dkim-keys.ts';
 import { smtpTransport } from '../support/mail.ts';
 import { eximMissing, postfixMissing, startExim, startPostfix, type Mta, type MtaOptions } from '../support/mta.ts';
 import { startTestDns, type TestDns } from '../support/dns.ts';

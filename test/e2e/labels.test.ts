@@ -6,7 +6,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { SendMailOptions, Transporter } from 'nodemailer';
-import { createApiKey } from '../../src/domain/apikeys.ts';
+import { createApiKey } from '../../src/domain/accounts/apikeys.ts';
 import { smtpTransport } from '../support/mail.ts';
 import { expectError, startTestServer, type TestServer } from '../support/server.ts';
 

@@ -1,4 +1,4 @@
-// Messages past LARGE_MESSAGE_BYTES (src/domain/inbound-large.ts): SMTP DATA goes to a staged
+// Messages past LARGE_MESSAGE_BYTES (src/domain/inbound/inbound-large.ts): SMTP DATA goes to a staged
 // file and the message is parsed from disk in bounded memory. The guarantees of the in-memory
 // path hold: the stored source is the trace fields and the bytes sent, exactly; attachments
 // download byte-identical and are stored once by content; a redelivery stores nothing new; a
@@ -11,7 +11,7 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import nodemailer from 'nodemailer';
 import MailComposer from 'nodemailer/lib/mail-composer/index.js';
-import { LARGE_MESSAGE_BYTES } from '../../src/domain/inbound-large.ts';
+import { LARGE_MESSAGE_BYTES } from '../../src/domain/inbound/inbound-large.ts';
 import { startTestDns, type TestDns } from '../support/dns.ts';
 import { storedBlobs } from '../support/blobs.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';

@@ -5,7 +5,7 @@
 // deliveries (403 RECIPIENT_BLOCKED naming the address, nothing stored or queued).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createApiKey } from '../../src/domain/apikeys.ts';
+import { createApiKey } from '../../src/domain/accounts/apikeys.ts';
 import { rawRows } from '../../src/store/store.ts';
 import { dbDigest, settleJobs } from '../support/db-digest.ts';
 import { deliverMail } from '../support/mail.ts';

@@ -12,7 +12,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { SUPPORTED_PROTOCOL_VERSIONS, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { Transporter } from 'nodemailer';
-import { createApiKey } from '../../src/domain/apikeys.ts';
+import { createApiKey } from '../../src/domain/accounts/apikeys.ts';
 import { PROGRESS_SETTINGS } from '../../src/mcp/server.ts';
 import { dbDigest, settleJobs } from '../support/db-digest.ts';
 import { docxWithParagraphs, pdfWithText } from '../support/documents.ts';

@@ -4,7 +4,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { type SendMailOptions, type Transporter } from 'nodemailer';
-import { createApiKey } from '../../src/domain/apikeys.ts';
+import { createApiKey } from '../../src/domain/accounts/apikeys.ts';
 import { storedBlobs } from '../support/blobs.ts';
 import { expectError, startTestServer, type TestServer } from '../support/server.ts';
 import { smtpTransport } from '../support/mail.ts';

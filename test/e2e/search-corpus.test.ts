@@ -8,9 +8,9 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import MailComposer from 'nodemailer/lib/mail-composer/index.js';
-import { acceptInbound } from '../../src/domain/inbound.ts';
-import { findInboxByAddress } from '../../src/domain/inboxes.ts';
-import { updateMessage } from '../../src/domain/messages.ts';
+import { acceptInbound } from '../../src/domain/inbound/inbound.ts';
+import { findInboxByAddress } from '../../src/domain/inboxes/inboxes.ts';
+import { updateMessage } from '../../src/domain/mail/messages.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
 const INBOUND = 1700;
@@ -92,7 +92,7 @@ const inFile = (value: string, prefix: boolean): Pred => {
   return (d) => d.files.some((f) => occurs(tokens(f), want, prefix));
 };
 
-/** The oracle of one query: written independently of src/domain/search.ts, from PRODUCT.md's rules. */
+/** The oracle of one query: written independently of src/domain/mail/search.ts, from PRODUCT.md's rules. */
 function oracle(q: string): Pred {
   const preds: Pred[] = [];
   const re = /(-?)(?:(from|to|cc|subject|label|is|has|filename|in|before|after):)?("([^"]*)"|\S+)/g;

@@ -1,4 +1,4 @@
-// The inbound spool under load (src/domain/spool.ts), forced with smtp.inline_processing = 0 so
+// The inbound spool under load (src/domain/inbound/spool.ts), forced with smtp.inline_processing = 0 so
 // every message is spooled: the 250 names the job, the message then appears with the same
 // fields as one processed before its reply, the spooled bytes go once it is stored, a full
 // spool answers 451 4.3.1, spooled mail survives a restart, and large mail is never spooled.
@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { eq } from 'drizzle-orm';
 import { jobs, spooledMessages } from '../../src/db/schema.ts';
 import { queueEntry } from '../../cli/commands/queue.ts';
-import { SPOOL_MAX_MESSAGE_BYTES } from '../../src/domain/spool.ts';
+import { SPOOL_MAX_MESSAGE_BYTES } from '../../src/domain/inbound/spool.ts';
 import { getJob, listJobs, sweepJobs } from '../../src/jobs/table.ts';
 import { runCli } from '../support/cli.ts';
 import type { Service } from '../../src/context.ts';

@@ -197,7 +197,7 @@ export async function crashSmtpIngest(rounds: number, seed: number): Promise<Sce
   const random = rng(seed);
   const dir = mkdtempSync(join(tmpdir(), 'mailroom-crash-smtp-'));
   // Two messages processed before their reply at a time: the other six connections' mail is
-  // spooled (src/domain/spool.ts), so kills land in both paths.
+  // spooled (src/domain/inbound/spool.ts), so kills land in both paths.
   const inst = await prepareInstance(dir, '[limits]\nrequests_per_minute = 100000\n[smtp]\ninline_processing = 2');
   const fate = { accepted: new Set<string>(), inDoubt: new Set<string>(), refused: 0 };
   const violations: string[] = [];

@@ -8,8 +8,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../../src/config.ts';
 import { closeContext, createContext } from '../../src/context.ts';
-import { createAccount } from '../../src/domain/accounts.ts';
-import { createApiKey } from '../../src/domain/apikeys.ts';
+import { createAccount } from '../../src/domain/accounts/accounts.ts';
+import { createApiKey } from '../../src/domain/accounts/apikeys.ts';
 import { silentLogger } from '../../src/log.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));

@@ -4,8 +4,8 @@
 // id is not a stored message yet; its inbox is `data.inboxId`, else a fixture inbox of the account.
 import type { AppContext } from '../../src/context.ts';
 import { messages, threads } from '../../src/db/schema.ts';
-import { recordEvent, type EventRecord, type EventType } from '../../src/domain/events.ts';
-import { createInbox } from '../../src/domain/inboxes.ts';
+import { recordEvent, type EventRecord, type EventType } from '../../src/domain/events/events.ts';
+import { createInbox } from '../../src/domain/inboxes/inboxes.ts';
 import { newId } from '../../src/ids.ts';
 import { rawRows } from '../../src/store/store.ts';
 

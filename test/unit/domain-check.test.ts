@@ -12,7 +12,7 @@ import {
   receivingStatusFrom,
   sendingStatusFrom,
   zoneLine,
-} from '../../src/domain/domain-check.ts';
+} from '../../src/domain/domains/domain-check.ts';
 
 const KEY = 'MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAtest';
 

@@ -1,4 +1,4 @@
-// Reply extraction (src/domain/reply-text.ts) against hand-written replies as Gmail, Outlook
+// Reply extraction (src/domain/mail/reply-text.ts) against hand-written replies as Gmail, Outlook
 // (Windows, web, Mac, iOS, new), Apple Mail, iPhone, Thunderbird, Yahoo and Proton produce
 // them, in en, de, fr, es, it, pt, nl, sv and pl (test/fixtures/replies/: each file holds the
 // text and/or HTML body and the exact expected extraction); then hostile input: never a
@@ -7,7 +7,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { replyHtml, replyText } from '../../src/domain/reply-text.ts';
+import { replyHtml, replyText } from '../../src/domain/mail/reply-text.ts';
 
 const DIR = join(import.meta.dirname, '..', 'fixtures', 'replies');
 

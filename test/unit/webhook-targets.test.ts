@@ -2,7 +2,7 @@
 // embedded in IPv6 (mapped, compatible, NAT64, 6to4) is judged by the IPv4 address it reaches.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { nonPublicReason, parseWebhookUrl } from '../../src/domain/webhook-targets.ts';
+import { nonPublicReason, parseWebhookUrl } from '../../src/domain/webhooks/webhook-targets.ts';
 import { AppError } from '../../src/domain/errors.ts';
 
 test('non-public addresses are refused with a reason', () => {

@@ -1,7 +1,7 @@
 // /account/api-keys: create, list, revoke. The key authenticating a request cannot revoke itself.
 import { z } from 'zod';
 import type { AppContext } from '../../context.ts';
-import { createApiKey, listApiKeys, revokeApiKey } from '../../domain/apikeys.ts';
+import { createApiKey, listApiKeys, revokeApiKey } from '../../domain/accounts/apikeys.ts';
 import type { Routes } from '../routes.ts';
 import { headerSafe, parseInput } from '../validate.ts';
 

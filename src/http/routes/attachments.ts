@@ -1,9 +1,9 @@
 // /attachments: upload (multipart/form-data read with busboy, the `file` part streamed to disk),
-// get (with a fresh presigned URL), its text (src/domain/attachment-text.ts), and the public signed download route (no API key).
+// get (with a fresh presigned URL), its text (src/domain/mail/attachment-text.ts), and the public signed download route (no API key).
 import busboy from 'busboy';
 import type { AppContext } from '../../context.ts';
-import { getAttachment, openDownload, storeUpload, type Attachment } from '../../domain/attachments.ts';
-import { attachmentText } from '../../domain/attachment-text.ts';
+import { getAttachment, openDownload, storeUpload, type Attachment } from '../../domain/mail/attachments.ts';
+import { attachmentText } from '../../domain/mail/attachment-text.ts';
 import { AppError } from '../../domain/errors.ts';
 import type { ApiRequest, Routes } from '../routes.ts';
 

@@ -2,7 +2,7 @@
 // served without a key; the page signs in with an API key itself) and the dashboard-only
 // endpoint POST /dashboard/api/deliveries/:id/replay, which needs a write key like any POST.
 import type { AppContext } from '../../context.ts';
-import { replayAccountDelivery } from '../../domain/dashboard.ts';
+import { replayAccountDelivery } from '../../domain/webhooks/dashboard.ts';
 import { DASHBOARD_CSS, DASHBOARD_HTML, DASHBOARD_ICON } from '../dashboard/page.ts';
 import { DASHBOARD_JS } from '../dashboard/script.ts';
 import type { Routes } from '../routes.ts';

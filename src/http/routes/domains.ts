@@ -1,7 +1,7 @@
-// /domains: add, list, get, delete, verify. Rules live in domain/domains.ts.
+// /domains: add, list, get, delete, verify. Rules live in domain/domains/domains.ts.
 import { z } from 'zod';
 import type { AppContext } from '../../context.ts';
-import { addDomain, deleteDomain, getDomain, listDomains, verifyDomain } from '../../domain/domains.ts';
+import { addDomain, deleteDomain, getDomain, listDomains, verifyDomain } from '../../domain/domains/domains.ts';
 import type { Routes } from '../routes.ts';
 import { parseInput } from '../validate.ts';
 

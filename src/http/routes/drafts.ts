@@ -1,8 +1,8 @@
 // /inboxes/:inboxId/drafts (create, list), /drafts/:id (get, update, delete) and
-// /drafts/:id/send (202 Message; the draft is gone). Rules in src/domain/drafts.ts.
+// /drafts/:id/send (202 Message; the draft is gone). Rules in src/domain/sending/drafts.ts.
 import { z } from 'zod';
 import type { AppContext } from '../../context.ts';
-import { createDraft, deleteDraft, draftTag, getDraft, listDrafts, sendDraft, updateDraft, type Draft } from '../../domain/drafts.ts';
+import { createDraft, deleteDraft, draftTag, getDraft, listDrafts, sendDraft, updateDraft, type Draft } from '../../domain/sending/drafts.ts';
 import { parsePage } from '../../domain/pagination.ts';
 import type { Routes } from '../routes.ts';
 import { headerSafe, parseInput } from '../validate.ts';

@@ -1,8 +1,8 @@
 // /events (the account's events, oldest first, from a cursor) and /events/stream (the same as
-// Server-Sent Events, live). Both carry the envelopes webhooks send; rules in domain/events.ts.
+// Server-Sent Events, live). Both carry the envelopes webhooks send; rules in domain/events/events.ts.
 import type { AppContext } from '../../context.ts';
-import { findInboxRow } from '../../domain/inboxes.ts';
-import { latestEventId, listEvents, parseEventQuery } from '../../domain/events.ts';
+import { findInboxRow } from '../../domain/inboxes/inboxes.ts';
+import { latestEventId, listEvents, parseEventQuery } from '../../domain/events/events.ts';
 import type { Routes } from '../routes.ts';
 import { SSE_HEADERS, streamEvents } from '../sse.ts';
 

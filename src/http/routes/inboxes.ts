@@ -1,7 +1,7 @@
 // /inboxes: create, list, get, delete.
 import { z } from 'zod';
 import type { AppContext } from '../../context.ts';
-import { createInbox, deleteInbox, getInbox, listInboxes } from '../../domain/inboxes.ts';
+import { createInbox, deleteInbox, getInbox, listInboxes } from '../../domain/inboxes/inboxes.ts';
 import { parsePage } from '../../domain/pagination.ts';
 import type { Routes } from '../routes.ts';
 import { headerSafe, parseInput } from '../validate.ts';

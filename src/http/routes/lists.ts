@@ -1,8 +1,8 @@
 // /lists: allow and block lists for receiving and sending (create, list, delete). Rules in
-// src/domain/lists.ts.
+// src/domain/inboxes/lists.ts.
 import { z } from 'zod';
 import type { AppContext } from '../../context.ts';
-import { createListEntry, deleteListEntry, LIST_DIRECTIONS, LIST_KINDS, listListEntries } from '../../domain/lists.ts';
+import { createListEntry, deleteListEntry, LIST_DIRECTIONS, LIST_KINDS, listListEntries } from '../../domain/inboxes/lists.ts';
 import { parsePage } from '../../domain/pagination.ts';
 import type { Routes } from '../routes.ts';
 import { headerSafe, parseInput, parseQuery } from '../validate.ts';

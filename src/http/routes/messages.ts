@@ -3,16 +3,16 @@
 // forwarding (POST) live in sending.ts.
 import { z } from 'zod';
 import type { AppContext } from '../../context.ts';
-import { DIRECTIONS } from '../../domain/filters.ts';
-import { LABEL_PATTERN, LABEL_RULE } from '../../domain/labels.ts';
-import { deleteMessage, getMessage, listMessages, MAX_WAIT_SECONDS, MESSAGE_STATUSES, rawMessage, updateMessage, waitForMessages } from '../../domain/messages.ts';
+import { DIRECTIONS } from '../../domain/mail/filters.ts';
+import { LABEL_PATTERN, LABEL_RULE } from '../../domain/mail/labels.ts';
+import { deleteMessage, getMessage, listMessages, MAX_WAIT_SECONDS, MESSAGE_STATUSES, rawMessage, updateMessage, waitForMessages } from '../../domain/mail/messages.ts';
 import { intParam, parsePage } from '../../domain/pagination.ts';
 import type { Routes } from '../routes.ts';
 import { parseInput, parseQuery } from '../validate.ts';
 
 export const Label = z.string().regex(LABEL_PATTERN, { error: (iss) => `label ${JSON.stringify(iss.input).slice(0, 80)} must be ${LABEL_RULE}` });
 
-/** The filters of every message and thread list (src/domain/filters.ts). */
+/** The filters of every message and thread list (src/domain/mail/filters.ts). */
 export const ListFilterQuery = z.object({
   q: z.string().optional(),
   label: Label.optional(),

@@ -1,12 +1,12 @@
 // POST /inboxes/:inboxId/messages: send a message; POST /messages/:id/reply and /forward:
 // answer or pass on a stored one. Each answers 202 with the Message in `queued` (`scheduled`
 // with `sendAt`); delivery happens in the background (jobs/handlers/send.ts) and is reported on
-// the message. POST /messages/:id/cancel stops a scheduled one (src/domain/scheduled.ts).
+// the message. POST /messages/:id/cancel stops a scheduled one (src/domain/sending/scheduled.ts).
 import { z } from 'zod';
 import type { AppContext } from '../../context.ts';
-import { forwardMessage, replyToMessage } from '../../domain/replies.ts';
-import { cancelMessage } from '../../domain/scheduled.ts';
-import { MAX_RECIPIENTS, queueSend } from '../../domain/sending.ts';
+import { forwardMessage, replyToMessage } from '../../domain/sending/replies.ts';
+import { cancelMessage } from '../../domain/sending/scheduled.ts';
+import { MAX_RECIPIENTS, queueSend } from '../../domain/sending/sending.ts';
 import type { Routes } from '../routes.ts';
 import { headerSafe, parseInput } from '../validate.ts';
 
@@ -32,7 +32,7 @@ export const SendMessageBody = z.strictObject({
 
 export const attachmentIds = z.array(z.string().max(100)).max(100, 'must list at most 100 attachments');
 
-/** Recipients, subject and threading come from the original (src/domain/replies.ts). */
+/** Recipients, subject and threading come from the original (src/domain/sending/replies.ts). */
 export const ReplyBody = z.strictObject({
   bodyText: z.string().nullable().optional(),
   bodyHtml: z.string().nullable().optional(),

@@ -2,9 +2,9 @@
 // filters), /threads/:id (with its messages, oldest first; PATCH marks every message).
 // Beyond the spec (PRODUCT.md), for agents that read conversations.
 import type { AppContext } from '../../context.ts';
-import { getThread, updateThread } from '../../domain/messages.ts';
+import { getThread, updateThread } from '../../domain/mail/messages.ts';
 import { parsePage } from '../../domain/pagination.ts';
-import { listThreads } from '../../domain/threads.ts';
+import { listThreads } from '../../domain/mail/threads.ts';
 import type { Routes } from '../routes.ts';
 import { parseInput, parseQuery } from '../validate.ts';
 import { ListFilterQuery, UpdateMarksBody } from './messages.ts';

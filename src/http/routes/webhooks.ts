@@ -2,7 +2,7 @@
 // the delivery log and activity. The fixed words are registered before `/webhooks/:id`.
 import { z } from 'zod';
 import type { AppContext } from '../../context.ts';
-import { EVENT_TYPES, type EventType } from '../../domain/events.ts';
+import { EVENT_TYPES, type EventType } from '../../domain/events/events.ts';
 import {
   createWebhook,
   deleteWebhook,
@@ -13,7 +13,7 @@ import {
   parseLogQuery,
   updateWebhook,
   webhookActivity,
-} from '../../domain/webhooks.ts';
+} from '../../domain/webhooks/webhooks.ts';
 import type { Routes } from '../routes.ts';
 import { headerSafe, parseInput } from '../validate.ts';
 

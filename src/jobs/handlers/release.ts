@@ -1,11 +1,11 @@
-// The `release` job: a scheduled message's time has come (src/domain/scheduled.ts). The source
+// The `release` job: a scheduled message's time has come (src/domain/sending/scheduled.ts). The source
 // is built and signed now; the switch to `queued` and its delivery jobs commit with the job's
 // outcome, so a crash in between leaves the job to run again and nothing queued twice.
 import type { AppContext } from '../../context.ts';
-import { releaseIn, renderRelease } from '../../domain/scheduled.ts';
-import { RELEASE_JOB, type ReleasePayload } from '../../domain/send-at.ts';
-import { writeMessageState, findOutboundRow } from '../../domain/sending.ts';
-import type { RecipientOutcome } from '../../domain/messages.ts';
+import { releaseIn, renderRelease } from '../../domain/sending/scheduled.ts';
+import { RELEASE_JOB, type ReleasePayload } from '../../domain/sending/send-at.ts';
+import { writeMessageState, findOutboundRow } from '../../domain/sending/sending.ts';
+import type { RecipientOutcome } from '../../domain/mail/messages.ts';
 import { errorFields } from '../../log.ts';
 import type { JobHandler } from '../runner.ts';
 import { fail, ok, retry } from '../table.ts';

@@ -4,21 +4,21 @@
 // same acceptInbound path as inbound SMTP. Results are committed with the job's outcome.
 import type { AppContext } from '../../context.ts';
 import { DnsUnavailableError } from '../../dns.ts';
-import { bounceAddress } from '../../domain/bounce-address.ts';
-import { prepareInbound, resolveRecipient } from '../../domain/inbound.ts';
+import { bounceAddress } from '../../domain/inbound/bounce-address.ts';
+import { prepareInbound, resolveRecipient } from '../../domain/inbound/inbound.ts';
 import { releaseBlobs } from '../../storage/blob-refs.ts';
 import { removeStaged } from '../../storage/staging.ts';
 import { afterCommit } from '../../store/store.ts';
-import type { InboxRow } from '../../domain/inboxes.ts';
-import type { MessageRow, RecipientOutcome } from '../../domain/messages.ts';
-import { SEND_JOB, findOutboundRow, markSending, pendingRecipients, recordOutcomes, type SendJobPayload } from '../../domain/sending.ts';
+import type { InboxRow } from '../../domain/inboxes/inboxes.ts';
+import type { MessageRow, RecipientOutcome } from '../../domain/mail/messages.ts';
+import { SEND_JOB, findOutboundRow, markSending, pendingRecipients, recordOutcomes, type SendJobPayload } from '../../domain/sending/sending.ts';
 import { errorFields } from '../../log.ts';
 import { classifyReply } from '../../outbound/classify.ts';
 import { deliverAttempt, type AttemptResult, type Envelope, type RecipientReply, type Target } from '../../outbound/deliver.ts';
 import { resolveMx } from '../../outbound/mx.ts';
 import { replyFor } from '../../smtp/replies.ts';
 // Bounce and complaint reports are the other half of outbound delivery: registers their handler.
-import '../../domain/reports.ts';
+import '../../domain/inbound/reports.ts';
 import type { JobHandler } from '../runner.ts';
 import { fail, ok, retry, type Commit } from '../table.ts';
 
@@ -83,7 +83,7 @@ function fromReplies(res: Extract<AttemptResult, { kind: 'replies' }>, addresses
 
 /**
  * One transaction per recipient over the same (pooled) connection: each gets its own bounce
- * address as MAIL FROM (domain/bounce-address.ts), so a report can only ever change the
+ * address as MAIL FROM (domain/inbound/bounce-address.ts), so a report can only ever change the
  * recipient it was sent for. ENVID lets a DSN name the message too (RFC 3461). Unreachable
  * only when the first transaction found no server; a later failure leaves the rest deferred.
  */

@@ -1,0 +1,164 @@
+// API keys: `mr_live_<random>`, stored only as a SHA-256 hash. Authentication finds candidates
+// by the visible prefix and compares hashes in constant time. Read-only keys may not write.
+import { and, desc, eq, isNull } from 'drizzle-orm';
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { AppContext } from '../../context.ts';
+import type { Db } from '../../db/client.ts';
+import { changes } from '../../store/store.ts';
+import { preparedQuery, preparedRows } from '../../db/prepared.ts';
+import { apiKeys } from '../../db/schema.ts';
+import { newId } from '../../ids.ts';
+import { errorFields } from '../../log.ts';
+import { AppError } from '../errors.ts';
+import { isoNow } from '../time.ts';
+
+export const KEY_PREFIX_LENGTH = 12;
+const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+
+export interface ApiKeyView {
+  id: string;
+  keyPrefix: string;
+  name: string | null;
+  readOnly: boolean;
+  lastUsedAt: string | null;
+  expiresAt: string | null;
+  createdAt: string;
+}
+
+export interface CreatedApiKey {
+  id: string;
+  key: string;
+  prefix: string;
+  name: string | null;
+  readOnly: boolean;
+  expiresAt: string | null;
+  message: string;
+}
+
+export interface Principal {
+  accountId: string;
+  keyId: string;
+  readOnly: boolean;
+}
+
+// One-shot hash: no Hash object per call (this runs on every API request).
+const hashKey = (key: string): Buffer => hash('sha256', key, 'buffer');
+
+function generateKey(): string {
+  // 40 base62 characters ≈ 238 bits; rejection sampling keeps the characters uniform.
+  let out = '';
+  while (out.length < 40) {
+    for (const b of randomBytes(48)) {
+      if (b < 248 && out.length < 40) out += BASE62[b % 62];
+    }
+  }
+  return `mr_live_${out}`;
+}
+
+const view = (row: typeof apiKeys.$inferSelect): ApiKeyView => ({
+  id: row.id,
+  keyPrefix: row.keyPrefix,
+  name: row.name,
+  readOnly: row.readOnly,
+  lastUsedAt: row.lastUsedAt,
+  expiresAt: row.expiresAt,
+  createdAt: row.createdAt,
+});
+
+export async function createApiKey(
+  ctx: AppContext,
+  accountId: string,
+  opts: { name?: string | null; readOnly?: boolean; expiresAt?: string | null } = {},
+): Promise<CreatedApiKey> {
+  const key = generateKey();
+  const row = {
+    id: newId('key'),
+    accountId,
+    name: opts.name ?? null,
+    keyPrefix: key.slice(0, KEY_PREFIX_LENGTH),
+    keyHash: hashKey(key).toString('hex'),
+    readOnly: opts.readOnly ?? false,
+    expiresAt: opts.expiresAt ?? null,
+    createdAt: isoNow(ctx.clock),
+  };
+  await ctx.db.insert(apiKeys).values(row).run();
+  return {
+    id: row.id,
+    key,
+    prefix: row.keyPrefix,
+    name: row.name,
+    readOnly: row.readOnly,
+    expiresAt: row.expiresAt,
+    message: 'Store this key now: it is shown only once and cannot be retrieved again.',
+  };
+}
+
+export async function listApiKeys(ctx: AppContext, accountId: string): Promise<ApiKeyView[]> {
+  const rows = await ctx.db
+    .select()
+    .from(apiKeys)
+    .where(and(eq(apiKeys.accountId, accountId), isNull(apiKeys.revokedAt)))
+    .orderBy(desc(apiKeys.createdAt), desc(apiKeys.id));
+  return rows.map(view);
+}
+
+/** Every active key of every account (CLI listing without --account). */
+export async function listAllApiKeys(ctx: AppContext): Promise<Array<ApiKeyView & { accountId: string }>> {
+  const rows = await ctx.db.select().from(apiKeys).where(isNull(apiKeys.revokedAt)).orderBy(desc(apiKeys.createdAt));
+  return rows.map((r) => ({ ...view(r), accountId: r.accountId }));
+}
+
+export async function revokeApiKey(ctx: AppContext, accountId: string | null, id: string, currentKeyId?: string): Promise<void> {
+  if (id === currentKeyId) {
+    throw new AppError('CANNOT_REVOKE_CURRENT_KEY', 'the key that authenticates this request cannot revoke itself; use another key');
+  }
+  const conds = [eq(apiKeys.id, id), isNull(apiKeys.revokedAt)];
+  if (accountId) conds.push(eq(apiKeys.accountId, accountId));
+  const res = await ctx.db.update(apiKeys).set({ revokedAt: isoNow(ctx.clock) }).where(and(...conds)).run();
+  if (changes(res) === 0) throw new AppError('API_KEY_NOT_FOUND', `API key ${id} not found`);
+}
+
+const LAST_USED_PRECISION_MS = 1000;
+
+/** Keys whose lastUsedAt write is queued, so concurrent requests queue one write, not fifty. */
+const recording = new Set<string>();
+
+/**
+ * Writes lastUsedAt through the group committer, whose WAL fsync runs off the event loop: a
+ * synchronous=FULL commit here stalled every open connection once a second (bench/, GET at 50
+ * connections). The timestamp is informational, so the request does not wait for it.
+ */
+function recordUse(ctx: AppContext, id: string, now: Date): void {
+  if (recording.has(id)) return;
+  recording.add(id);
+  ctx.store
+    .grouped((tx) => tx.update(apiKeys).set({ lastUsedAt: now.toISOString() }).where(eq(apiKeys.id, id)).run())
+    .catch((err: unknown) => ctx.log.warn('lastUsedAt not recorded', { keyId: id, ...errorFields(err) }))
+    .finally(() => recording.delete(id));
+}
+
+// Runs on every API request: a plain statement prepared once (src/db/prepared.ts), reading only
+// the columns authentication needs.
+type KeyCandidate = [id: string, accountId: string, keyHash: string, readOnly: number, lastUsedAt: string | null, expiresAt: string | null];
+const activeKeysByPrefix = (db: Db) =>
+  preparedRows<[string], KeyCandidate>(db, 'SELECT id, account_id, key_hash, read_only, last_used_at, expires_at FROM api_keys WHERE key_prefix = ? AND revoked_at IS NULL');
+
+/**
+ * Resolves a presented key to its principal, or undefined. Revoked and expired keys are
+ * rejected at once (every request reads the table: nothing is cached, so a revocation made by
+ * the CLI in another process takes effect on the next request).
+ */
+export async function authenticateKey(ctx: AppContext, presented: string): Promise<Principal | undefined> {
+  if (presented.length < KEY_PREFIX_LENGTH || presented.length > 200) return undefined;
+  const candidates = await preparedQuery(ctx.db, activeKeysByPrefix).all(presented.slice(0, KEY_PREFIX_LENGTH));
+  const digest = hashKey(presented);
+  const now = ctx.clock.now();
+  for (const [id, accountId, keyHash, readOnly, lastUsedAt, expiresAt] of candidates) {
+    if (!timingSafeEqual(digest, Buffer.from(keyHash, 'hex'))) continue;
+    if (expiresAt && Date.parse(expiresAt) <= now.getTime()) return undefined;
+    // lastUsedAt is written at most once a second per key, keeping reads cheap under load.
+    if (!lastUsedAt || now.getTime() - Date.parse(lastUsedAt) >= LAST_USED_PRECISION_MS) recordUse(ctx, id, now);
+    return { accountId, keyId: id, readOnly: readOnly === 1 };
+  }
+  return undefined;
+}

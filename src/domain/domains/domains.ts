@@ -1,0 +1,316 @@
+// Custom domains: adding one (DKIM key, ownership token, the records to publish), verifying it
+// against DNS (rules in domain-check.ts), listing and deleting it. Deleting moves the domain's
+// inboxes to the shared domain and keeps their messages.
+import { and, count, desc, eq, sql, isNull, lte, ne, or } from 'drizzle-orm';
+import { domainToASCII } from 'node:url';
+import type { AppContext } from '../../context.ts';
+import type { Tx } from '../../db/client.ts';
+import { domains, inboxes } from '../../db/schema.ts';
+import { newId, randomToken } from '../../ids.ts';
+import { isValidDomainName } from '../addresses.ts';
+import { generateDkimKeyPair, isSharedDomain, newSelector, publishedKeyFor } from './dkim-keys.ts';
+import {
+  checkRecords,
+  normalizeHost,
+  observeRecords,
+  planRecords,
+  receivingRecords,
+  receivingStatusFrom,
+  sendingRecords,
+  sendingStatusFrom,
+  type DnsRecord,
+  type RecordCheck,
+  type RecordPlan,
+} from './domain-check.ts';
+import { AppError } from '../errors.ts';
+import { isUniqueViolation } from '../../store/store.ts';
+import { recordEvent } from '../events/events.ts';
+import { isoNow } from '../time.ts';
+
+export type DomainRow = typeof domains.$inferSelect;
+
+export interface Domain {
+  id: string;
+  domain: string;
+  sendingStatus: string;
+  receivingStatus: string;
+  /** Backward-compatible alias of sendingStatus (api-spec). */
+  verificationStatus: string;
+  sendingDnsRecords: DnsRecord[];
+  receivingDnsRecords: DnsRecord[];
+  dnsRecords: DnsRecord[];
+  sendingVerifiedAt: string | null;
+  receivingVerifiedAt: string | null;
+  /** When DNS was last asked (verify or the background re-check); null before the first check. */
+  lastCheckedAt: string | null;
+  /** What the last check could not find out (DNS timeout, SERVFAIL); statuses were left as they were. */
+  lastCheckError: string | null;
+  createdAt: string;
+}
+
+/** The verify answer: the Domain plus what DNS showed for each record. */
+export interface VerifiedDomain extends Domain {
+  dnsCheck: RecordCheck[];
+}
+
+function planFor(ctx: AppContext, row: DomainRow): RecordPlan {
+  return planRecords({
+    domain: row.domain,
+    hostname: ctx.config.hostname,
+    selector: row.dkimSelector,
+    publicKey: row.dkimPublicKey,
+    token: row.verificationToken,
+  });
+}
+
+export function domainView(ctx: AppContext, row: DomainRow): Domain {
+  const plan = planFor(ctx, row);
+  const sending = sendingRecords(plan);
+  const receiving = receivingRecords(plan);
+  return {
+    id: row.id,
+    domain: row.domain,
+    sendingStatus: row.sendingStatus,
+    receivingStatus: row.receivingStatus,
+    verificationStatus: row.sendingStatus,
+    sendingDnsRecords: sending,
+    receivingDnsRecords: receiving,
+    dnsRecords: [...sending, ...receiving],
+    sendingVerifiedAt: row.sendingVerifiedAt,
+    receivingVerifiedAt: row.receivingVerifiedAt,
+    lastCheckedAt: row.lastCheckedAt,
+    lastCheckError: row.lastCheckError,
+    createdAt: row.createdAt,
+  };
+}
+
+/** Longest label mailroom puts in front of a domain: `<selector>._domainkey.` (RFC 1035: 253). */
+const LONGEST_PREFIX = 'mr000000._domainkey.'.length;
+
+/**
+ * Lowercase A-label form without the trailing dot; IDNs are converted to punycode (RFC 5891).
+ * Refuses anything that is not a host name with at least two labels and a non-numeric TLD.
+ */
+export function normalizeDomainName(raw: string): string {
+  let name = raw.trim().replace(/\.$/, '');
+  if (/[^\x00-\x7f]/.test(name)) name = domainToASCII(name);
+  name = name.toLowerCase();
+  const tld = name.slice(name.lastIndexOf('.') + 1);
+  if (!name || !isValidDomainName(name) || /^\d+$/.test(tld)) {
+    throw new AppError('VALIDATION_ERROR', '`domain`: must be a domain name such as example.com or mail.example.com');
+  }
+  if (name.length + LONGEST_PREFIX > 253) {
+    throw new AppError('VALIDATION_ERROR', `\`domain\`: too long; its DKIM record name would exceed 253 characters`);
+  }
+  return name;
+}
+
+async function refuseTaken(ctx: AppContext, name: string): Promise<void> {
+  if (isSharedDomain(ctx, name)) throw new AppError('DOMAIN_EXISTS', `${name} is this appliance's shared domain`);
+  const existing = await ctx.db.select({ id: domains.id }).from(domains).where(eq(domains.domain, name)).get();
+  if (existing) throw new AppError('DOMAIN_EXISTS', `domain ${name} has already been added`);
+}
+
+export async function addDomain(ctx: AppContext, accountId: string, rawName: string): Promise<Domain> {
+  const name = normalizeDomainName(rawName);
+  await refuseTaken(ctx, name);
+  const pair = await generateDkimKeyPair();
+  const row: DomainRow = {
+    id: newId('dom'),
+    accountId,
+    domain: name,
+    dkimSelector: newSelector(ctx.clock.now()),
+    dkimPrivateKey: pair.privateKey,
+    dkimPublicKey: pair.publicKey,
+    verificationToken: randomToken(32),
+    sendingStatus: 'pending',
+    receivingStatus: 'pending',
+    sendingVerifiedAt: null,
+    receivingVerifiedAt: null,
+    lastCheckedAt: null,
+    lastCheckError: null,
+    createdAt: isoNow(ctx.clock),
+  };
+  try {
+    await ctx.db.insert(domains).values(row).run();
+  } catch (err) {
+    // Another request added the same name while the key was being generated.
+    if (isUniqueViolation(err)) throw new AppError('DOMAIN_EXISTS', `domain ${name} has already been added`);
+    throw err;
+  }
+  return domainView(ctx, row);
+}
+
+/** The domain row `id` of `accountId` (null = any account: the operator's CLI). */
+export async function findDomainRow(ctx: AppContext, accountId: string | null, id: string): Promise<DomainRow> {
+  const row = await ctx.db.select().from(domains).where(eq(domains.id, id)).get();
+  // Another account's domain is reported exactly like a missing one.
+  if (!row || (accountId !== null && row.accountId !== accountId)) throw new AppError('DOMAIN_NOT_FOUND', `domain ${id} not found`);
+  return row;
+}
+
+/** CLI lookup: a domain id or a domain name. */
+export async function findDomainByIdOrName(ctx: AppContext, idOrName: string): Promise<DomainRow> {
+  if (idOrName.startsWith('dom_')) return findDomainRow(ctx, null, idOrName);
+  let name = idOrName.trim().toLowerCase().replace(/\.$/, '');
+  try {
+    name = normalizeDomainName(idOrName);
+  } catch {
+    // Not a valid name: it cannot match a stored one either; answered as not found below.
+  }
+  const row = await ctx.db.select().from(domains).where(eq(domains.domain, name)).get();
+  if (!row) throw new AppError('DOMAIN_NOT_FOUND', `domain ${idOrName} not found`);
+  return row;
+}
+
+export async function getDomain(ctx: AppContext, accountId: string, id: string): Promise<Domain> {
+  return domainView(ctx, await findDomainRow(ctx, accountId, id));
+}
+
+export async function listDomains(ctx: AppContext, accountId: string): Promise<{ data: Domain[]; total: number }> {
+  const rows = await ctx.db.select().from(domains).where(eq(domains.accountId, accountId)).orderBy(desc(domains.createdAt), desc(domains.id));
+  const total = (await ctx.db.select({ n: count() }).from(domains).where(eq(domains.accountId, accountId)).get())!.n;
+  return { data: rows.map((r) => domainView(ctx, r)), total };
+}
+
+/** Every domain of every account, or of one (CLI). */
+export async function listAllDomains(ctx: AppContext, accountId?: string): Promise<Array<Domain & { accountId: string }>> {
+  const q = ctx.db.select().from(domains);
+  const rows = await (accountId ? q.where(eq(domains.accountId, accountId)) : q).orderBy(desc(domains.createdAt));
+  return rows.map((r) => ({ ...domainView(ctx, r), accountId: r.accountId }));
+}
+
+const roleState = (checks: RecordCheck[], role: RecordCheck['role']) => checks.find((c) => c.role === role)?.state ?? 'missing';
+
+/**
+ * Writes the outcome of one DNS check in one transaction with the event it causes. A status
+ * DNS could not determine stays as it was; `lastCheckError` says why. `domain.verified` is
+ * recorded each time sending goes from not verified to verified, never on a repeat check.
+ */
+function applyCheck(ctx: AppContext, id: string, checks: RecordCheck[]): Promise<Domain> {
+  const sending = sendingStatusFrom(roleState(checks, 'ownership'), roleState(checks, 'dkim'));
+  const receiving = receivingStatusFrom(roleState(checks, 'mx'));
+  const problems: string[] = [];
+  const unknown = (roles: string[]) => checks.filter((c) => roles.includes(c.role) && c.state === 'unknown').map((c) => c.detail);
+  if (!sending) problems.push(`sending status left unchanged: ${unknown(['ownership', 'dkim']).join('; ')}`);
+  if (!receiving) problems.push(`receiving status left unchanged: ${unknown(['mx']).join('; ')}`);
+
+  return ctx.store.transaction(async (tx) => {
+    // The read-compare-write below must not interleave with another process's check.
+    await ctx.store.lock(tx, `domain:${id}`);
+    const cur = await tx.select().from(domains).where(eq(domains.id, id)).get();
+    if (!cur) throw new AppError('DOMAIN_NOT_FOUND', `domain ${id} not found`);
+    const now = isoNow(ctx.clock);
+    const set: Partial<DomainRow> = { lastCheckedAt: now, lastCheckError: problems.length ? problems.join('. ') : null };
+    const becameVerified = sending === 'verified' && cur.sendingStatus !== 'verified';
+    if (sending) set.sendingStatus = sending;
+    if (becameVerified) set.sendingVerifiedAt = now;
+    if (receiving) set.receivingStatus = receiving;
+    if (receiving === 'verified' && cur.receivingStatus !== 'verified') set.receivingVerifiedAt = now;
+    const updated = (await tx.update(domains).set(set).where(eq(domains.id, id)).returning().get())!;
+    const view = domainView(ctx, updated);
+    if (becameVerified) await recordEvent(tx, ctx, updated.accountId, 'domain.verified', view);
+    return view;
+  });
+}
+
+/** Asks DNS for every record of the domain and refreshes both statuses (accountId null = CLI). */
+export async function verifyDomain(ctx: AppContext, accountId: string | null, id: string): Promise<VerifiedDomain> {
+  const row = await findDomainRow(ctx, accountId, id);
+  const plan = planFor(ctx, row);
+  const checks = checkRecords(plan, ctx.config.hostname, row.dkimPublicKey, await observeRecords(ctx.dns, plan));
+  return { ...(await applyCheck(ctx, row.id, checks)), dnsCheck: checks };
+}
+
+/** `<local>@<shared_domain>`, or `<local>-2@…`, `-3`… when taken (local part kept ≤ 64). */
+async function freeSharedAddress(tx: Tx, local: string, shared: string): Promise<string> {
+  for (let n = 1; ; n++) {
+    const suffix = n === 1 ? '' : `-${n}`;
+    const candidate = `${local.slice(0, 64 - suffix.length)}${suffix}@${shared}`;
+    if (!(await tx.select({ id: inboxes.id }).from(inboxes).where(eq(inboxes.address, candidate)).get())) return candidate;
+  }
+}
+
+/**
+ * Deletes the domain (accountId null = CLI). Its inboxes move to the shared domain in the same
+ * transaction, keeping their ids and messages; the DNS records at the registrar stay.
+ */
+export function deleteDomain(ctx: AppContext, accountId: string | null, id: string): Promise<{ moved: Array<{ id: string; from: string; to: string }> }> {
+  return ctx.store.transaction(async (tx) => {
+    // Addresses on the shared domain are chosen below: one move at a time, on every node.
+    await ctx.store.lock(tx, 'shared-domain-addresses');
+    const row = await tx.select().from(domains).where(eq(domains.id, id)).get();
+    if (!row || (accountId !== null && row.accountId !== accountId)) throw new AppError('DOMAIN_NOT_FOUND', `domain ${id} not found`);
+    const shared = normalizeHost(ctx.config.shared_domain);
+    const moved: Array<{ id: string; from: string; to: string }> = [];
+    for (const inbox of await tx.select({ id: inboxes.id, address: inboxes.address }).from(inboxes).where(eq(inboxes.domainId, id)).orderBy(inboxes.createdAt)) {
+      const local = inbox.address.slice(0, inbox.address.lastIndexOf('@'));
+      const to = await freeSharedAddress(tx, local, shared);
+      await tx.update(inboxes).set({ address: to, domainId: null }).where(eq(inboxes.id, inbox.id)).run();
+      moved.push({ id: inbox.id, from: inbox.address, to });
+    }
+    await tx.delete(domains).where(eq(domains.id, id)).run();
+    return { moved };
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Records of any domain mailroom signs for (CLI `domains show`, doctor, outbound).
+
+export interface DomainRecords {
+  domain: string;
+  shared: boolean;
+  sending: DnsRecord[];
+  receiving: DnsRecord[];
+  plan: RecordPlan;
+  publicKey: string;
+}
+
+/** The records to publish for the shared domain or a custom domain; undefined for others. */
+export async function dnsRecordsFor(ctx: AppContext, domainName: string): Promise<DomainRecords | undefined> {
+  const name = normalizeHost(domainName);
+  const shared = isSharedDomain(ctx, name);
+  const key = await publishedKeyFor(ctx, name);
+  if (!key) return undefined;
+  const token = shared ? undefined : (await ctx.db.select({ t: domains.verificationToken }).from(domains).where(eq(domains.domain, name)).get())?.t;
+  const plan = planRecords({ domain: name, hostname: ctx.config.hostname, selector: key.selector, publicKey: key.publicKey, token });
+  return { domain: name, shared, sending: sendingRecords(plan), receiving: receivingRecords(plan), plan, publicKey: key.publicKey };
+}
+
+/** What DNS shows now for each record (no status is changed). */
+export async function inspectRecords(ctx: AppContext, records: DomainRecords): Promise<RecordCheck[]> {
+  return checkRecords(records.plan, ctx.config.hostname, records.publicKey, await observeRecords(ctx.dns, records.plan));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Background re-check.
+
+/**
+ * Verifies every domain not verified both ways whose last check is older than `everyMs`
+ * (never-checked ones first), one at a time. Returns how many were checked.
+ */
+export async function recheckDueDomains(ctx: AppContext, everyMs: number): Promise<number> {
+  const cutoff = new Date(ctx.clock.now().getTime() - everyMs).toISOString();
+  const due = await ctx.db
+    .select({ id: domains.id })
+    .from(domains)
+    .where(
+      and(
+        or(ne(domains.sendingStatus, 'verified'), ne(domains.receivingStatus, 'verified')),
+        or(isNull(domains.lastCheckedAt), lte(domains.lastCheckedAt, cutoff)),
+      ),
+    )
+    // Never-checked ones first, on either engine (they order NULLs differently).
+    .orderBy(sql`${domains.lastCheckedAt} IS NOT NULL`, domains.lastCheckedAt);
+  let checked = 0;
+  for (const { id } of due) {
+    try {
+      await verifyDomain(ctx, null, id);
+      checked++;
+    } catch (err) {
+      // Deleted meanwhile: nothing to do. Anything else is logged and retried next round.
+      if ((err as AppError).code !== 'DOMAIN_NOT_FOUND') ctx.log.error('domain re-check failed', { domainId: id, error: (err as Error).message });
+    }
+  }
+  return checked;
+}

@@ -1,0 +1,177 @@
+// Events: every state change a webhook may report (message.received, message.sent, …,
+// domain.verified). recordEvent is called inside the transaction that makes the change, so an
+// event exists exactly when its change was committed — a crash never loses or invents one.
+// A message.* event carries a copy of the message, so it names the message and is deleted with
+// it (a foreign-key cascade); every event goes after `retention.events` (sweepEvents).
+import type { AppContext } from '../../context.ts';
+import { and, asc, eq, gt, inArray, lt, sql, type SQL } from 'drizzle-orm';
+import type { Db, Tx } from '../../db/client.ts';
+import { preparedQuery } from '../../db/prepared.ts';
+import { events, webhookAttempts } from '../../db/schema.ts';
+import { newId } from '../../ids.ts';
+import { afterCommit, changes, rawRows } from '../../store/store.ts';
+import { AppError } from '../errors.ts';
+import { findInboxRow } from '../inboxes/inboxes.ts';
+import { intParam } from '../pagination.ts';
+
+export const EVENT_TYPES = {
+  'message.received': 'An inbound email arrived in an inbox.',
+  'message.sent': "An outbound message was accepted by every recipient's mail server.",
+  'message.delivered': 'Delivery to the recipient mailbox was confirmed (every recipient was an inbox of this appliance).',
+  'message.bounced': 'The message could not be delivered: a recipient server rejected it, or a bounce report named it.',
+  'message.complained': 'A recipient marked the message as spam (an ARF feedback report named it).',
+  'message.canceled': 'A scheduled message was canceled before its send time (POST /messages/{id}/cancel); it is never sent.',
+  'domain.verified': 'A custom domain passed DNS verification for sending.',
+} as const;
+
+export type EventType = keyof typeof EVENT_TYPES;
+
+export interface EventRecord {
+  id: string;
+  accountId: string;
+  type: EventType;
+  data: unknown;
+  createdAt: string;
+}
+
+/** Hooks run inside the same transaction for each recorded event (webhook fan-out). */
+export const EVENT_FANOUT: Array<(tx: Tx, ctx: AppContext, event: EventRecord) => Promise<void>> = [];
+
+// One per inbound message and per send outcome: prepared once (src/db/prepared.ts); run on the
+// connection's open transaction like any statement of `tx`.
+const insertEvent = (db: Db) =>
+  db
+    .insert(events)
+    .values({
+      id: sql.placeholder('id'),
+      accountId: sql.placeholder('accountId'),
+      type: sql.placeholder('type'),
+      data: sql.placeholder('data'),
+      messageId: sql.placeholder('messageId'),
+      createdAt: sql.placeholder('createdAt'),
+    })
+    .prepare();
+
+export async function recordEvent(tx: Tx, ctx: AppContext, accountId: string, type: EventType, data: unknown): Promise<EventRecord> {
+  const event: EventRecord = { id: newId('evt'), accountId, type, data, createdAt: ctx.clock.now().toISOString() };
+  const messageId = type.startsWith('message.') ? (data as { id: string }).id : null;
+  await preparedQuery(tx, insertEvent).run({ id: event.id, accountId, type, data: JSON.stringify(data), messageId, createdAt: event.createdAt });
+  for (const fan of EVENT_FANOUT) await fan(tx, ctx, event);
+  afterCommit(() => ctx.notify('events'));
+  return event;
+}
+
+// ---- reading events (GET /events, the stream) -----------------------------------------------
+
+/** An event as webhooks carry it (without the webhook's own `webhookId`). */
+export interface EventEnvelope {
+  id: string;
+  type: EventType;
+  createdAt: string;
+  data: unknown;
+}
+
+export interface EventQuery {
+  /** Only events after this event id (ids sort by the time they were recorded). */
+  after?: string;
+  types?: EventType[];
+  /** Only events whose payload names this inbox (`data.inboxId`: the message.* events). */
+  inboxId?: string;
+  limit: number;
+}
+
+export const EVENTS_MAX_LIMIT = 1000;
+const EVENT_ID = /^evt_[0-9a-z]{26}$/;
+
+/**
+ * Reads and checks the query of GET /events and /events/stream. `lastEventId` (the SSE
+ * Last-Event-ID header a reconnecting client sends) wins over `after`: the URL still carries
+ * the `after` the stream was first opened with.
+ */
+export function parseEventQuery(q: URLSearchParams, lastEventId?: string): EventQuery {
+  const after = lastEventId?.trim() || q.get('after') || undefined;
+  if (after !== undefined && !EVENT_ID.test(after)) {
+    throw new AppError('VALIDATION_ERROR', `${lastEventId?.trim() ? 'header `Last-Event-ID`' : 'query parameter `after`'} must be an event id (evt_…)`);
+  }
+  let types: EventType[] | undefined;
+  const rawTypes = q.get('types');
+  if (rawTypes !== null) {
+    const list = rawTypes.split(',').map((t) => t.trim()).filter(Boolean);
+    const unknown = list.filter((t) => !(t in EVENT_TYPES));
+    if (!list.length || unknown.length) {
+      throw new AppError('VALIDATION_ERROR', `query parameter \`types\` must be a comma-separated list of ${Object.keys(EVENT_TYPES).join(', ')}${unknown.length ? ` (unknown: ${unknown.slice(0, 3).join(', ').slice(0, 200)})` : ''}`);
+    }
+    types = [...new Set(list)] as EventType[];
+  }
+  const inboxId = q.get('inboxId') ?? undefined;
+  if (inboxId !== undefined && (inboxId === '' || inboxId.length > 100)) throw new AppError('VALIDATION_ERROR', 'query parameter `inboxId` must be an inbox id');
+  return { after, types, inboxId, limit: intParam('limit', q.get('limit'), 100, 1, EVENTS_MAX_LIMIT) };
+}
+
+/**
+ * Events of the account after `query.after`, oldest first. Embedded SQLite: an event's id is made
+ * inside the transaction that records it and transactions commit one at a time, so ids grow in
+ * commit order. PostgreSQL: nodes commit in any order, so events are read in the order they
+ * became visible (listEventsShared). Either way a reader that continues after the last event it
+ * saw misses nothing.
+ */
+export async function listEvents(ctx: AppContext, accountId: string, query: EventQuery): Promise<EventEnvelope[]> {
+  if (query.inboxId) await findInboxRow(ctx, accountId, query.inboxId);
+  if (ctx.store.dialect === 'postgres') return listEventsShared(ctx, accountId, query);
+  const conds: SQL[] = [eq(events.accountId, accountId)];
+  if (query.after) conds.push(gt(events.id, query.after));
+  if (query.types) conds.push(inArray(events.type, query.types));
+  if (query.inboxId) conds.push(sql`json_extract(${events.data}, '$.inboxId') = ${query.inboxId}`);
+  const rows = await ctx.db
+    .select({ id: events.id, type: events.type, createdAt: events.createdAt, data: events.data })
+    .from(events)
+    .where(and(...conds))
+    .orderBy(asc(events.id))
+    .limit(query.limit);
+  return rows.map((r) => ({ id: r.id, type: r.type as EventType, createdAt: r.createdAt, data: JSON.parse(r.data) as unknown }));
+}
+
+/**
+ * On a shared database: events of transactions older than every one still running, by
+ * (tx, seq) (migrations/pg 0006), after the position of the `after` event; after its id when
+ * it is no longer kept.
+ */
+async function listEventsShared(ctx: AppContext, accountId: string, query: EventQuery): Promise<EventEnvelope[]> {
+  const conds = ['account_id = ?', 'tx < pg_snapshot_xmin(pg_current_snapshot())'];
+  const params: unknown[] = [accountId];
+  if (query.after) {
+    const [at] = await rawRows<[string, number]>(ctx.db, 'SELECT tx::text, seq FROM events WHERE id = ?', [query.after]);
+    if (at) conds.push('(tx, seq) > (?::xid8, ?::bigint)');
+    else conds.push('id > ?');
+    params.push(...(at ?? [query.after]));
+  }
+  if (query.types) {
+    conds.push('type IN (SELECT value FROM json_each(?))');
+    params.push(JSON.stringify(query.types));
+  }
+  if (query.inboxId) {
+    conds.push(`json_extract(data, '$.inboxId') = ?`);
+    params.push(query.inboxId);
+  }
+  const rows = await rawRows<[string, string, string, string]>(ctx.db, `SELECT id, type, created_at, data FROM events WHERE ${conds.join(' AND ')} ORDER BY tx, seq LIMIT ?`, [...params, query.limit]);
+  return rows.map(([id, type, createdAt, data]) => ({ id, type: type as EventType, createdAt, data: JSON.parse(data) as unknown }));
+}
+
+/** The newest event id of the whole appliance (a stream opened without a cursor starts there). */
+export async function latestEventId(ctx: AppContext): Promise<string | undefined> {
+  if (ctx.store.dialect === 'postgres') {
+    const [row] = await rawRows<[string]>(ctx.db, 'SELECT id FROM events WHERE tx < pg_snapshot_xmin(pg_current_snapshot()) ORDER BY tx DESC, seq DESC LIMIT 1');
+    return row?.[0];
+  }
+  return (await ctx.db.select({ id: sql<string | null>`max(${events.id})` }).from(events).get())?.id ?? undefined;
+}
+
+/** Deletes events and webhook delivery logs older than their retention (housekeeping, hourly). */
+export async function sweepEvents(ctx: AppContext): Promise<{ events: number; deliveryLogs: number }> {
+  const now = ctx.clock.now().getTime();
+  const before = (ms: number) => new Date(now - ms).toISOString();
+  return {
+    events: changes(await ctx.db.delete(events).where(lt(events.createdAt, before(ctx.config.retention.events))).run()),
+    deliveryLogs: changes(await ctx.db.delete(webhookAttempts).where(lt(webhookAttempts.createdAt, before(ctx.config.retention.delivery_logs))).run()),
+  };
+}

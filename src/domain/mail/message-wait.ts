@@ -1,0 +1,51 @@
+// Waiting for the next inbound message of an inbox, optionally one matching a search query (the
+// MCP tool wait_for_message). Built on the long-poll of GET /inboxes/{id}/messages?wait=
+// (waitForMessages: woken by the event feed), with the newest message at the start as cursor.
+import type { AppContext } from '../../context.ts';
+import { matchMessages, rawRows } from './filters.ts';
+import { listMessages, waitForMessages, type Message } from './messages.ts';
+import { parseSearch } from './search.ts';
+
+/** Messages looked at per wake; a larger burst is read from its oldest end. */
+const BATCH = 100;
+
+/** Of `ids` (messages of the inbox), the ones `q` matches. */
+async function idsMatching(ctx: AppContext, inboxId: string, q: string, ids: string[]): Promise<Set<string>> {
+  const m = matchMessages({ inboxId }, { q }, ctx.store.dialect);
+  const rows = await rawRows<[string]>(ctx.db, `SELECT m.id FROM ${m.from} WHERE ${m.where} AND m.id IN (${ids.map(() => '?').join(', ')})`, [...m.params, ...ids]);
+  return new Set(rows.map(([id]) => id));
+}
+
+/**
+ * The first inbound message stored in the inbox after the call began (and matching `q` when
+ * given), as soon as it is stored; null when none came within `timeoutSeconds` or `gone`
+ * resolved first (the caller left). Unknown or another account's inbox: INBOX_NOT_FOUND; a `q`
+ * that does not parse: INVALID_QUERY, both before any waiting.
+ */
+export async function waitForNextMessage(
+  ctx: AppContext,
+  accountId: string,
+  inboxId: string,
+  opts: { q?: string; timeoutSeconds: number; gone?: Promise<unknown> },
+): Promise<Message | null> {
+  if (opts.q !== undefined) parseSearch(opts.q);
+  // Only messages stored after the newest one now count (inbound or outbound: it is a position).
+  let cursor = (await listMessages(ctx, accountId, inboxId, { limit: 1, offset: 0 })).data[0]?.id ?? null;
+  const deadline = Date.now() + opts.timeoutSeconds * 1000;
+  let left = false;
+  void opts.gone?.then(() => (left = true));
+  for (;;) {
+    // `received` is the status of every inbound message and of no outbound one.
+    const later = { limit: BATCH, offset: 0, after: cursor, status: 'received' };
+    let page = await waitForMessages(ctx, accountId, inboxId, later, Math.max(0, deadline - Date.now()) / 1000, opts.gone);
+    if (page.data.length === 0) return null;
+    // Newest first: when more arrived than one page holds, the oldest are on the last page.
+    if (page.total > page.data.length) page = await listMessages(ctx, accountId, inboxId, { ...later, offset: page.total - BATCH });
+    const arrived = [...page.data].reverse();
+    const matching = opts.q === undefined ? undefined : await idsMatching(ctx, inboxId, opts.q, arrived.map((m) => m.id));
+    const next = arrived.find((m) => !matching || matching.has(m.id));
+    if (next) return next;
+    cursor = arrived[arrived.length - 1].id;
+    if (left || Date.now() >= deadline) return null;
+  }
+}

@@ -1,0 +1,120 @@
+// Scheduled send (PRODUCT.md "Drafts and scheduled send"): a send, reply, forward or draft send
+// with `sendAt` stores its message in `scheduled` and one `release` job in the job table, due at
+// `sendAt`. When the job runs, the message is built and signed (its Date is the send time), then
+// in ONE transaction it is counted against the daily limit of that day, turned `queued` and its
+// delivery jobs are queued: from there the normal pipeline goes on (sending → sent | …).
+//
+//   scheduled → queued → …            at sendAt
+//   scheduled → canceled              POST /messages/{id}/cancel (event message.canceled)
+//   scheduled → failed                at sendAt: inbox suspended, daily limit reached, or every
+//                                     recipient refused by a send list added since (event
+//                                     message.bounced with status failed, as for any failure)
+//
+// Crash and restart: the job is durable and only claimable once due, so nothing leaves early;
+// the release commits only while the message is still `scheduled`, so a rerun after a crash (or
+// a cancel that won the race) never queues it twice.
+import { and, eq, sql } from 'drizzle-orm';
+import type { AppContext } from '../../context.ts';
+import type { Tx } from '../../db/client.ts';
+import { inboxes, jobs, messages } from '../../db/schema.ts';
+import { messageAttachmentRows } from '../mail/attachments.ts';
+import { AppError } from '../errors.ts';
+import { countSend } from '../inboxes/inboxes.ts';
+import { refusedRecipient } from '../inboxes/lists.ts';
+import { findMessageRow, getMessage, type Message, type MessageRow, type RecipientOutcome } from '../mail/messages.ts';
+import { enqueueDeliveries, findOutboundRow, planDelivery, renderSource, writeMessageState } from './sending.ts';
+import { utcDay } from '../time.ts';
+import { RELEASE_JOB, type ReleasePayload } from './send-at.ts';
+
+/**
+ * Builds and stores the source of a scheduled message for its release (Date: now). Undefined
+ * when there is nothing to release: the message was deleted or canceled meanwhile.
+ */
+export async function renderRelease(ctx: AppContext, payload: ReleasePayload): Promise<{ rawPath: string; size: number } | undefined> {
+  const row = await findOutboundRow(ctx, payload.messageId);
+  if (!row || row.status !== 'scheduled') return undefined;
+  const inbox = await ctx.db.select({ address: inboxes.address, displayName: inboxes.displayName }).from(inboxes).where(eq(inboxes.id, row.inboxId)).get();
+  if (!inbox) return undefined;
+  return renderSource(ctx, inbox, row, payload, await messageAttachmentRows(ctx, row.id), ctx.clock.now());
+}
+
+function readMessage(tx: Tx, id: string): Promise<MessageRow | undefined> {
+  return tx.select().from(messages).where(eq(messages.id, id)).get();
+}
+
+async function setSource(tx: Tx, id: string, source: { rawPath: string; size: number }): Promise<void> {
+  await tx.update(messages).set(source).where(eq(messages.id, id)).run();
+}
+
+/** Every recipient still waiting gets `status` and `response`. */
+const settle = (list: RecipientOutcome[], status: string, response: string | null) => list.map((r) => (r.status === 'scheduled' ? { ...r, status, response } : r));
+
+/**
+ * In the release job's finishing transaction: the scheduled message becomes `queued` with its
+ * delivery jobs (counted against today's limit), or `failed` when it cannot be sent now. Does
+ * nothing when it is no longer `scheduled`. Returns whether delivery jobs were queued.
+ */
+export async function releaseIn(tx: Tx, ctx: AppContext, messageId: string, source: { rawPath: string; size: number }): Promise<boolean> {
+  const row = await readMessage(tx, messageId);
+  if (!row || row.status !== 'scheduled') return false;
+  const inbox = await tx.select().from(inboxes).where(eq(inboxes.id, row.inboxId)).get();
+  if (!inbox) return false;
+  await setSource(tx, row.id, source);
+  const fresh = { ...row, ...source };
+  let list = JSON.parse(row.recipients) as RecipientOutcome[];
+  if (inbox.status !== 'active') {
+    await writeMessageState(tx, ctx, fresh, settle(list, 'failed', `not sent: inbox ${inbox.address} was suspended at the send time`), 'failed');
+    return false;
+  }
+  // A send list may have gained an entry since the message was scheduled.
+  const refused = new Set<string>();
+  for (const r of list) if (r.status === 'scheduled' && (await refusedRecipient(ctx, row.accountId, row.inboxId, [r.address])) !== undefined) refused.add(r.address);
+  list = list.map((r) => (refused.has(r.address) ? { ...r, status: 'failed', response: 'not sent: refused by the send allow/block lists at the send time' } : r));
+  const pending = list.filter((r) => r.status === 'scheduled').map((r) => r.address);
+  if (!pending.length) {
+    await writeMessageState(tx, ctx, fresh, list, 'failed');
+    return false;
+  }
+  try {
+    await countSend(tx, ctx, inbox);
+  } catch (err) {
+    if (!(err instanceof AppError)) throw err;
+    const reason = `not sent: inbox ${inbox.address} had reached its daily send limit of ${inbox.dailySendLimit} on ${utcDay(ctx.clock)} (UTC) at the send time`;
+    await writeMessageState(tx, ctx, fresh, settle(list, 'failed', reason), 'failed');
+    return false;
+  }
+  await writeMessageState(tx, ctx, fresh, settle(list, 'queued', null), 'queued');
+  await enqueueDeliveries(tx, ctx, ctx.clock.now(), row.id, await planDelivery(ctx, pending));
+  return true;
+}
+
+/** The release job of a message still waiting for its time: marked done with the reason, so it never runs. */
+async function retireReleaseJob(tx: Tx, messageId: string, now: Date, reason: string): Promise<void> {
+  await tx
+    .update(jobs)
+    .set({ status: 'done', lastError: reason, leaseUntil: null, finishedAt: now.toISOString(), updatedAt: now.toISOString() })
+    .where(and(eq(jobs.kind, RELEASE_JOB), eq(jobs.status, 'queued'), sql`json_extract(${jobs.payload}, '$.messageId') = ${messageId}`))
+    .run();
+}
+
+async function cancelIn(tx: Tx, ctx: AppContext, accountId: string, id: string): Promise<void> {
+  const row = await readMessage(tx, id);
+  if (!row || row.accountId !== accountId) throw new AppError('MESSAGE_NOT_FOUND', `message ${id} not found`);
+  if (row.status !== 'scheduled') {
+    throw new AppError('NOT_CANCELABLE', `message ${id} is ${row.status}; only a scheduled message (sent with sendAt, not yet due) can be canceled`);
+  }
+  const list = settle(JSON.parse(row.recipients) as RecipientOutcome[], 'canceled', 'canceled before its send time');
+  await writeMessageState(tx, ctx, row, list, 'canceled');
+  // A release job already running finds the message canceled and does nothing.
+  await retireReleaseJob(tx, id, ctx.clock.now(), 'canceled (POST /messages/{id}/cancel)');
+}
+
+/**
+ * POST /messages/{id}/cancel: a `scheduled` message becomes `canceled`, its release job is
+ * retired and message.canceled recorded, in one transaction. 409 NOT_CANCELABLE otherwise.
+ */
+export async function cancelMessage(ctx: AppContext, accountId: string, id: string): Promise<Message> {
+  await findMessageRow(ctx, accountId, id);
+  await ctx.store.transaction((tx) => cancelIn(tx, ctx, accountId, id));
+  return getMessage(ctx, accountId, id);
+}

@@ -1,0 +1,503 @@
+// Sending: queueSend accepts a message from an inbox (validation, daily limit, thread, MIME
+// built and DKIM-signed once, stored) and queues one delivery job per recipient domain, all in
+// one transaction. recordOutcomes turns per-recipient results into the message's status, its
+// counters and its events, inside the transaction that finishes the job (PRODUCT.md rules):
+//
+//   queued → sending → sent | delivered | bounced | failed   (complained comes from ARF reports)
+import { desc, eq, inArray, sql, type Column } from 'drizzle-orm';
+import type { AppContext } from '../../context.ts';
+import type { Db, Tx } from '../../db/client.ts';
+import { preparedQuery } from '../../db/prepared.ts';
+import { attachments, inboxes, messageAttachments, messages } from '../../db/schema.ts';
+import { newId } from '../../ids.ts';
+import { enqueueJob } from '../../jobs/table.ts';
+import { signMessage } from '../../outbound/dkim.ts';
+import { buildMime, textFromHtml, type MailAddress } from '../../outbound/mime.ts';
+import { Blobs } from '../../storage/blobs.ts';
+import { normalizeRecipient, splitAddress } from '../addresses.ts';
+import { attachmentMeta, attachmentMetaFor, getAttachmentRows, type AttachmentRow } from '../mail/attachments.ts';
+import { AppError } from '../errors.ts';
+import { recordEvent, type EventType } from '../events/events.ts';
+import { countSend, findInboxByAddress, findInboxRow, inboxView, type InboxRow } from '../inboxes/inboxes.ts';
+import { assertRecipientsAllowed } from '../inboxes/lists.ts';
+import { parseSendAt, scheduleRelease } from './send-at.ts';
+import { insertMessageRow, messageView, type Message, type MessageRow, type RecipientOutcome } from '../mail/messages.ts';
+import { findThreadRow, messageIdsIn, threadForMessage } from '../mail/threads.ts';
+import { releaseBlobs } from '../../storage/blob-refs.ts';
+
+export const SEND_JOB = 'send';
+
+/** Most recipients (to + cc + bcc, after removing duplicates) of one message. */
+export const MAX_RECIPIENTS = 100;
+
+/** Recipient states after which nothing more is attempted for that recipient. */
+export const FINAL_RECIPIENT_STATES = new Set(['sent', 'delivered', 'bounced', 'failed']);
+
+/** What a send job carries: which message, and which of its recipients this job delivers to. */
+export interface SendJobPayload {
+  messageId: string;
+  /** Recipient domain ('' for the local job). */
+  domain: string;
+  /** Recipients that are inboxes of this appliance (or on the shared domain). */
+  local: boolean;
+  recipients: string[];
+}
+
+export interface SendInput {
+  to: string[];
+  cc?: string[];
+  bcc?: string[];
+  subject: string;
+  bodyText?: string | null;
+  bodyHtml?: string | null;
+  threadId?: string;
+  attachmentIds?: string[];
+  /** ISO 8601, future, at most 30 days ahead: the message is `scheduled` until then. */
+  sendAt?: string | null;
+}
+
+/**
+ * What a reply or a forward (src/domain/sending/replies.ts) adds to a send: the message it answers,
+ * the threading headers it computed, and for a forward the original's attachments.
+ */
+export interface SendOrigin {
+  /** The message replied to or forwarded: it must still exist when the send commits. */
+  messageId: string;
+  /** Reply: the original's thread. Forward: undefined (a new thread). */
+  threadId?: string;
+  inReplyTo: string | null;
+  references: string[];
+  /**
+   * Forward: the original's attachments. Each becomes an attachment row of the new message
+   * naming the same stored bytes (src/storage/blob-refs.ts removes a file with its last row),
+   * so deleting the original later leaves the forward's attachments readable.
+   */
+  carried: AttachmentRow[];
+}
+
+/** `addr@example.com` or `Name <addr@example.com>` → {name, address}. */
+export function parseRecipient(field: string, raw: string): MailAddress {
+  const m = /^\s*(?:"([^"]*)"|([^"<>]*?))\s*<([^<>]*)>\s*$/.exec(raw);
+  if (m) {
+    const name = (m[1] ?? m[2] ?? '').trim();
+    return { name: name || null, address: normalizeRecipient(field, m[3]) };
+  }
+  return { name: null, address: normalizeRecipient(field, raw) };
+}
+
+const dedupe = (list: MailAddress[]) => [...new Map(list.map((a) => [a.address.toLowerCase(), a])).values()];
+
+/** What a caller adds to the send's transaction (a draft send deletes the draft there). */
+export interface SendOptions {
+  /** Runs inside the transaction that stores the message; a throw refuses the send. */
+  inTransaction?: (tx: Tx) => Promise<void>;
+}
+
+/**
+ * Accepts a message for sending and returns it in `queued`, or in `scheduled` when it has a
+ * `sendAt` (src/domain/sending/scheduled.ts). Everything that can be refused is checked before the
+ * message is built; the message row, its counters (re-checked), its thread and its jobs are
+ * committed together, and the stored source is removed if that fails. A scheduled message is
+ * counted against the daily limit, and built and signed, when it is released at its time.
+ */
+export async function queueSend(ctx: AppContext, accountId: string, inboxId: string, input: SendInput, origin?: SendOrigin, opts: SendOptions = {}): Promise<Message> {
+  const inbox = await findInboxRow(ctx, accountId, inboxId);
+  if (inbox.status !== 'active') throw new AppError('INBOX_SUSPENDED', `inbox ${inbox.address} is suspended and cannot send`);
+  const sendAt = input.sendAt ? parseSendAt(ctx, input.sendAt) : undefined;
+  // Checked again (and counted) in the transaction; this spares building a message for nothing.
+  if (!sendAt && inboxView(ctx, inbox).sendsToday >= inbox.dailySendLimit) {
+    throw new AppError('DAILY_SEND_LIMIT_EXCEEDED', `inbox ${inbox.address} reached its daily send limit of ${inbox.dailySendLimit}; it resets at midnight UTC`);
+  }
+  if (!input.bodyText && !input.bodyHtml) {
+    throw new AppError('VALIDATION_ERROR', '`bodyText`: give bodyText, bodyHtml or both');
+  }
+
+  const parse = (field: string, list: string[] | undefined) => (list ?? []).map((r, i) => parseRecipient(`${field}[${i}]`, r));
+  const to = parse('to', input.to);
+  const cc = parse('cc', input.cc);
+  const bcc = parse('bcc', input.bcc);
+  const everyone = dedupe([...to, ...cc, ...bcc]);
+  if (everyone.length > MAX_RECIPIENTS) {
+    throw new AppError('VALIDATION_ERROR', `\`to\`: at most ${MAX_RECIPIENTS} recipients (to, cc and bcc together) per message`);
+  }
+
+  // A reply: In-Reply-To is the thread's last message, References its chain (RFC 5322 §3.6.4).
+  let threadId: string | undefined;
+  let inReplyTo: string | null = null;
+  let references: string[] = [];
+  if (origin) {
+    threadId = origin.threadId;
+    inReplyTo = origin.inReplyTo;
+    references = origin.references;
+  } else if (input.threadId !== undefined) {
+    const thread = await findThreadRow(ctx, accountId, input.threadId);
+    if (thread.inboxId !== inbox.id) throw new AppError('THREAD_NOT_FOUND', `thread ${input.threadId} not found in inbox ${inbox.id}`);
+    threadId = thread.id;
+    const last = await ctx.db
+      .select({ messageIdHeader: messages.messageIdHeader, references: messages.references })
+      .from(messages)
+      .where(eq(messages.threadId, thread.id))
+      .orderBy(desc(messages.createdAt), desc(messages.id))
+      .limit(1)
+      .get();
+    if (last) {
+      inReplyTo = last.messageIdHeader;
+      // RFC 5322 suggests trimming long chains; keep the first and the most recent ones.
+      const chain = messageIdsIn(JSON.parse(last.references) as string[], last.messageIdHeader);
+      references = chain.length > 20 ? [chain[0], ...chain.slice(-19)] : chain;
+    }
+  }
+
+  const attRows = await getAttachmentRows(ctx, accountId, input.attachmentIds ?? []);
+  const now = ctx.clock.now();
+  const iso = now.toISOString();
+  const id = newId('msg', now.getTime());
+  const carried: AttachmentRow[] = (origin?.carried ?? []).map((a) => ({ ...a, id: newId('att', now.getTime()), messageId: id, createdAt: iso }));
+  // The message is built in memory: its attachments together get the limit one upload has.
+  const attBytes = [...attRows, ...carried].reduce((n, a) => n + a.size, 0);
+  if (attBytes > ctx.config.limits.max_attachment_bytes) {
+    throw new AppError('PAYLOAD_TOO_LARGE', `\`attachmentIds\`: attachments total ${attBytes} bytes; one message may carry at most ${ctx.config.limits.max_attachment_bytes}`);
+  }
+
+  const messageIdHeader = `<${id}@${splitAddress(inbox.address)!.domain}>`;
+  const bodyText = input.bodyText || (input.bodyHtml ? await textFromHtml(input.bodyHtml) : null);
+  const bodyHtml = input.bodyHtml || null;
+
+  return queueOutbound(ctx, {
+    inbox,
+    id,
+    now,
+    fromName: inbox.displayName,
+    to,
+    cc,
+    bcc,
+    recipients: everyone.map((a) => a.address),
+    subject: input.subject,
+    bodyText,
+    bodyHtml,
+    messageIdHeader,
+    inReplyTo,
+    references,
+    threadId,
+    parents: [],
+    own: carried,
+    linked: attRows,
+    origin,
+    sendAt,
+    inTransaction: opts.inTransaction,
+  });
+}
+
+/**
+ * An outbound message checked and ready to build and queue: what its source and its row carry.
+ * Made by queueSend (the API) and by SMTP submission (src/domain/sending/submission.ts).
+ */
+export interface OutboundDraft {
+  inbox: InboxRow;
+  id: string;
+  now: Date;
+  /** The From display name. */
+  fromName: string | null;
+  to: MailAddress[];
+  cc: MailAddress[];
+  bcc: MailAddress[];
+  /** Every address the message is delivered to (to, cc and bcc without duplicates). */
+  recipients: string[];
+  subject: string;
+  bodyText: string | null;
+  bodyHtml: string | null;
+  messageIdHeader: string;
+  inReplyTo: string | null;
+  references: string[];
+  /** The thread it joins, when known; else found from `parents` (Message-IDs), else a new one. */
+  threadId?: string;
+  parents: string[];
+  /** Attachment rows of this message alone (messageId set), inserted with it. */
+  own: AttachmentRow[];
+  /** Uploaded attachments it carries (linked through message_attachments). */
+  linked: AttachmentRow[];
+  /**
+   * The bytes of `own` rows stored by content (Blobs.contentKey): put back at commit if the
+   * deletion of another message sharing them removed them meanwhile.
+   */
+  shared?: Map<string, Buffer>;
+  /** Content-IDs of `own` attachments the HTML shows inline (cid: URLs), by attachment id. */
+  cids?: Map<string, string>;
+  origin?: SendOrigin;
+  /** A scheduled send: stored `scheduled` without a source, released at this time. */
+  sendAt?: Date;
+  /** Runs inside the transaction that stores the message (SendOptions.inTransaction). */
+  inTransaction?: (tx: Tx) => Promise<void>;
+}
+
+/**
+ * The part of sending every way in shares: build the MIME source (mailroom's From, no Bcc
+ * header), DKIM-sign and store it, then commit the message row, its counters (daily limit
+ * re-checked), its thread, its attachments and one job per recipient domain together. The
+ * stored source is removed if that fails.
+ */
+export async function queueOutbound(ctx: AppContext, draft: OutboundDraft): Promise<Message> {
+  const { inbox, id, now } = draft;
+  // Send lists (src/domain/inboxes/lists.ts) hold for every way in: the API, drafts and SMTP submission.
+  await assertRecipientsAllowed(ctx, inbox.accountId, inbox.id, draft.recipients);
+  const iso = now.toISOString();
+  const { sendAt } = draft;
+  const mode = ctx.config.outbound.mode;
+  const row: MessageRow = {
+    id,
+    accountId: inbox.accountId,
+    inboxId: inbox.id,
+    threadId: '',
+    direction: 'outbound',
+    fromAddress: inbox.address,
+    fromName: inbox.displayName,
+    toAddresses: JSON.stringify(draft.to.map((a) => a.address)),
+    ccAddresses: JSON.stringify(draft.cc.map((a) => a.address)),
+    bccAddresses: JSON.stringify(draft.bcc.map((a) => a.address)),
+    subject: draft.subject,
+    bodyText: draft.bodyText,
+    bodyHtml: draft.bodyHtml,
+    delivery: mode,
+    status: sendAt ? 'scheduled' : 'queued',
+    messageIdHeader: draft.messageIdHeader,
+    inReplyTo: draft.inReplyTo,
+    references: JSON.stringify(draft.references),
+    recipients: JSON.stringify(draft.recipients.map((address): RecipientOutcome => ({ address, status: sendAt ? 'scheduled' : 'queued', response: null }))),
+    authentication: null,
+    // A scheduled message has no source until it is released (GET /messages/{id}/raw: 404).
+    rawPath: null,
+    contentHash: null,
+    unread: false,
+    size: 0,
+    sendAt: sendAt?.toISOString() ?? null,
+    createdAt: iso,
+    updatedAt: iso,
+  };
+  if (!sendAt) Object.assign(row, await renderSource(ctx, { address: inbox.address, displayName: draft.fromName }, row, { to: draft.to, cc: draft.cc }, [...draft.own, ...draft.linked], now, draft.cids));
+
+  try {
+    // Shared with the other sends committing at this moment (src/db/group-commit.ts): one WAL
+    // fsync, off the event loop, for all of them; the 202 still follows the fsync.
+    await ctx.store.grouped(async (tx) => {
+      // Re-read: counters and status may have changed while the message was being built.
+      const fresh = await findInboxRow(ctx, inbox.accountId, inbox.id);
+      if (fresh.status !== 'active') throw new AppError('INBOX_SUSPENDED', `inbox ${fresh.address} is suspended and cannot send`);
+      if (draft.origin) await assertOriginStored(tx, inbox.accountId, draft.origin);
+      await draft.inTransaction?.(tx);
+      if (!sendAt) await countSend(tx, ctx, fresh);
+      row.threadId = await threadForMessage(tx, { accountId: inbox.accountId, inboxId: inbox.id, parents: draft.parents, subject: draft.subject, at: iso, threadId: draft.threadId });
+      await insertMessageRow(tx, row);
+      for (const [path, content] of [...(draft.shared ?? [])].sort(([a], [b]) => (a < b ? -1 : 1))) await ctx.blobs.ensure(tx, path, content);
+      if (draft.own.length) await tx.insert(attachments).values(draft.own).run();
+      if (draft.linked.length) {
+        await tx
+          .insert(messageAttachments)
+          .values(draft.linked.map((a, position) => ({ messageId: id, attachmentId: a.id, position })))
+          .run();
+      }
+      if (sendAt) await scheduleRelease(tx, ctx, now, { messageId: id, to: draft.to, cc: draft.cc }, sendAt);
+      else await enqueueDeliveries(tx, ctx, now, id, await planDelivery(ctx, draft.recipients));
+    });
+  } catch (err) {
+    await releaseBlobs(ctx, [row.rawPath]);
+    throw err;
+  }
+  // A scheduled release too: the runner re-arms its timer for the new earliest due time.
+  ctx.notify('jobs');
+  return messageView(row, [...draft.own, ...draft.linked].map(attachmentMeta));
+}
+
+/**
+ * Builds the RFC 5322 source of outbound message `row` (Date: `now`), DKIM-signs it and writes
+ * it (fsynced): its path and size, for the row. Recipients carry their display names.
+ */
+export async function renderSource(
+  ctx: AppContext,
+  inbox: Pick<InboxRow, 'address' | 'displayName'>,
+  row: Pick<MessageRow, 'id' | 'subject' | 'bodyText' | 'bodyHtml' | 'messageIdHeader' | 'inReplyTo' | 'references'>,
+  headers: { to: MailAddress[]; cc: MailAddress[] },
+  files: AttachmentRow[],
+  now: Date,
+  /** Content-IDs of attachments the HTML shows inline (cid: URLs), by attachment id. */
+  cids?: Map<string, string>,
+): Promise<{ rawPath: string; size: number }> {
+  const mime = await buildMime({
+    from: { name: inbox.displayName, address: inbox.address },
+    to: headers.to,
+    cc: headers.cc,
+    subject: row.subject,
+    text: row.bodyText,
+    html: row.bodyHtml,
+    messageId: row.messageIdHeader,
+    date: now,
+    inReplyTo: row.inReplyTo,
+    references: JSON.parse(row.references) as string[],
+    attachments: files.map((a) => ({ filename: a.filename, contentType: a.contentType, content: ctx.blobs.stream(a.storagePath), cid: cids?.get(a.id) })),
+  });
+  const raw = await signMessage(ctx, mime, splitAddress(inbox.address)!.domain);
+  const rawPath = Blobs.key('raw', row.id, '.eml');
+  await ctx.blobs.write(rawPath, raw);
+  return { rawPath, size: raw.length };
+}
+
+/** Queues the delivery jobs of message `messageId` inside `tx` (the caller notifies 'jobs' after the commit). */
+export async function enqueueDeliveries(tx: Tx, ctx: AppContext, now: Date, messageId: string, plan: Array<Omit<SendJobPayload, 'messageId'>>): Promise<void> {
+  const maxAttempts = ctx.config.outbound.retry_schedule.length + 1;
+  for (const job of plan) {
+    const payload: SendJobPayload = { messageId, ...job };
+    // Remote jobs share a partition per recipient domain: the runner bounds concurrency there.
+    await enqueueJob(tx, now, { kind: SEND_JOB, payload, partition: job.local ? '' : job.domain, maxAttempts });
+  }
+}
+
+/**
+ * Inside the send's transaction: the original is still stored (a concurrent delete answers
+ * 404 rather than a reply in a thread that no longer exists), and so are the attachment rows a
+ * forward carries over: while one of them names a file, no delete removes it, and once the
+ * forward's rows commit they name it too.
+ */
+async function assertOriginStored(tx: Tx, accountId: string, origin: SendOrigin): Promise<void> {
+  const original = await tx.select({ accountId: messages.accountId }).from(messages).where(eq(messages.id, origin.messageId)).get();
+  if (original?.accountId !== accountId) throw new AppError('MESSAGE_NOT_FOUND', `message ${origin.messageId} not found`);
+  if (!origin.carried.length) return;
+  const ids = origin.carried.map((a) => a.id);
+  const still = await tx.select({ id: attachments.id }).from(attachments).where(inArray(attachments.id, ids));
+  if (still.length !== ids.length) throw new AppError('MESSAGE_NOT_FOUND', `message ${origin.messageId} not found`);
+}
+
+
+/**
+ * Groups recipients into jobs: one for recipients that are inboxes here (or claim to be, on the
+ * shared domain), delivered through acceptInbound; one per remote domain.
+ */
+export async function planDelivery(ctx: AppContext, addresses: string[]): Promise<Array<Omit<SendJobPayload, 'messageId'>>> {
+  const shared = ctx.config.shared_domain.toLowerCase();
+  const local: string[] = [];
+  const remote = new Map<string, string[]>();
+  for (const address of addresses) {
+    const domain = splitAddress(address)!.domain;
+    if (domain === shared || (await findInboxByAddress(ctx, address))) local.push(address);
+    else remote.set(domain, [...(remote.get(domain) ?? []), address]);
+  }
+  const jobs: Array<Omit<SendJobPayload, 'messageId'>> = [];
+  if (local.length) jobs.push({ domain: '', local: true, recipients: local });
+  for (const [domain, recipients] of remote) jobs.push({ domain, local: false, recipients });
+  return jobs;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Delivery state
+
+// Every attempt reads and writes its message's state: prepared once (src/db/prepared.ts).
+const rowById = (db: Db) => db.select().from(messages).where(eq(messages.id, sql.placeholder('id'))).prepare();
+const stateUpdate = (db: Db) =>
+  db
+    .update(messages)
+    .set({ recipients: sql`${sql.placeholder('recipients')}`, status: sql`${sql.placeholder('status')}`, updatedAt: sql`${sql.placeholder('updatedAt')}` })
+    .where(eq(messages.id, sql.placeholder('id')))
+    .prepare();
+
+const readRow = (ctx: AppContext, id: string): Promise<MessageRow | undefined> => preparedQuery(ctx.db, rowById).get({ id });
+
+export async function findOutboundRow(ctx: AppContext, id: string): Promise<MessageRow | undefined> {
+  const row = await readRow(ctx, id);
+  return row?.direction === 'outbound' ? row : undefined;
+}
+
+const sameAddress = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
+
+/** The recipients of `addresses` that still need an attempt. */
+export function pendingRecipients(row: MessageRow, addresses: string[]): string[] {
+  const list = JSON.parse(row.recipients) as RecipientOutcome[];
+  return addresses.filter((a) => {
+    const r = list.find((x) => sameAddress(x.address, a));
+    return !r || !FINAL_RECIPIENT_STATES.has(r.status);
+  });
+}
+
+/** States set by reports after delivery; a late job result never undoes them. */
+const STICKY = new Set(['bounced', 'complained']);
+
+/** The message status that follows from its recipients (PRODUCT.md; README "Sending mail"). */
+export function aggregateStatus(list: RecipientOutcome[]): string {
+  if (list.some((r) => !FINAL_RECIPIENT_STATES.has(r.status))) return list.some((r) => r.status === 'sending') ? 'sending' : 'queued';
+  if (list.some((r) => r.status === 'bounced')) return 'bounced';
+  if (list.some((r) => r.status === 'failed')) return 'failed';
+  if (list.every((r) => r.status === 'delivered')) return 'delivered';
+  return 'sent';
+}
+
+const EVENT_OF: Record<string, EventType | undefined> = {
+  sent: 'message.sent',
+  delivered: 'message.delivered',
+  bounced: 'message.bounced',
+  // No event type exists for `failed`; it is reported as a bounce (the message could not be
+  // delivered), with status `failed` in the payload.
+  failed: 'message.bounced',
+  complained: 'message.complained',
+  canceled: 'message.canceled',
+};
+
+/**
+ * Writes new recipients and status; on entering a final status, updates the inbox counters and
+ * records the event, all in `tx`. Returns whether anything changed.
+ */
+export async function writeMessageState(tx: Tx, ctx: AppContext, row: MessageRow, list: RecipientOutcome[], status: string): Promise<boolean> {
+  const recipients = JSON.stringify(list);
+  if (recipients === row.recipients && status === row.status) return false;
+  const updatedAt = ctx.clock.now().toISOString();
+  await preparedQuery(tx, stateUpdate).run({ recipients, status, updatedAt, id: row.id });
+  if (status === row.status) return true;
+  if (status === 'bounced') {
+    await tx.update(inboxes).set({ bounceCount: incr(inboxes.bounceCount) }).where(eq(inboxes.id, row.inboxId)).run();
+  } else if (status === 'complained') {
+    await tx.update(inboxes).set({ complaintCount: incr(inboxes.complaintCount) }).where(eq(inboxes.id, row.inboxId)).run();
+  }
+  const event = EVENT_OF[status];
+  // The view (with its attachments) is built only for the event: this runs on every attempt.
+  if (event) await recordEvent(tx, ctx, row.accountId, event, messageView({ ...row, recipients, status, updatedAt }, await attachmentMetaFor(ctx, row.id)));
+  return true;
+}
+
+const incr = (col: Column) => sql`${col} + 1`;
+
+/**
+ * Marks the recipients of `addresses` that still need an attempt as being attempted now
+ * (status `sending` while a worker holds them), inside `tx`: the transaction that claims the
+ * send job. Returns them.
+ */
+export async function markSending(tx: Tx, ctx: AppContext, messageId: string, addresses: string[]): Promise<string[]> {
+  const row = await findOutboundRow(ctx, messageId);
+  if (!row) return [];
+  const pending = pendingRecipients(row, addresses);
+  if (!pending.length) return pending;
+  const list = (JSON.parse(row.recipients) as RecipientOutcome[]).map((r) =>
+    pending.some((a) => sameAddress(a, r.address)) ? { ...r, status: 'sending' } : r,
+  );
+  await writeMessageState(tx, ctx, row, list, STICKY.has(row.status) ? row.status : aggregateStatus(list));
+  return pending;
+}
+
+/** Applies one attempt's per-recipient results (inside the job's finishing transaction). */
+export async function recordOutcomes(tx: Tx, ctx: AppContext, messageId: string, outcomes: RecipientOutcome[]): Promise<void> {
+  const row = await readRow(ctx, messageId);
+  if (!row) return;
+  const list = (JSON.parse(row.recipients) as RecipientOutcome[]).map((r) => {
+    const o = outcomes.find((x) => sameAddress(x.address, r.address));
+    return o && !FINAL_RECIPIENT_STATES.has(r.status) ? { ...r, status: o.status, response: o.response } : r;
+  });
+  await writeMessageState(tx, ctx, row, list, STICKY.has(row.status) ? row.status : aggregateStatus(list));
+}
+
+/** Outbound messages of the given inboxes whose Message-ID or id is one of `refs`. */
+export async function findOutboundByRefs(ctx: AppContext, inboxIds: string[], refs: { messageIds: string[]; ids: string[] }): Promise<MessageRow[]> {
+  if (!inboxIds.length) return [];
+  const found = new Map<string, MessageRow>();
+  if (refs.messageIds.length) {
+    for (const r of await ctx.db.select().from(messages).where(inArray(messages.messageIdHeader, refs.messageIds.slice(0, 50)))) found.set(r.id, r);
+  }
+  if (refs.ids.length) {
+    for (const r of await ctx.db.select().from(messages).where(inArray(messages.id, refs.ids.slice(0, 50)))) found.set(r.id, r);
+  }
+  return [...found.values()].filter((r) => r.direction === 'outbound' && inboxIds.includes(r.inboxId));
+}
