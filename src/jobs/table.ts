@@ -221,7 +221,7 @@ export async function renewLeases(ctx: AppContext, ids: string[]): Promise<numbe
 
 /**
  * Records a handler's outcome (and its `commit`) in one transaction, shared with the other
- * jobs finishing at this moment (src/db/group-commit.ts: one WAL fsync, off the event loop);
+ * jobs finishing at this moment (Store.grouped, src/store/sqlite.ts: one WAL fsync, off the event loop);
  * resolves once it is on disk.
  */
 export function finishJob(ctx: AppContext, job: JobRow, outcome: JobOutcome): Promise<JobStatus> {

@@ -276,7 +276,7 @@ export async function queueOutbound(ctx: AppContext, draft: OutboundDraft): Prom
   if (!sendAt) Object.assign(row, await renderSource(ctx, { address: inbox.address, displayName: draft.fromName }, row, { to: draft.to, cc: draft.cc }, [...draft.own, ...draft.linked], now, draft.cids));
 
   try {
-    // Shared with the other sends committing at this moment (src/db/group-commit.ts): one WAL
+    // Shared with the other sends committing at this moment (Store.grouped, src/store/sqlite.ts): one WAL
     // fsync, off the event loop, for all of them; the 202 still follows the fsync.
     await ctx.store.grouped(async (tx) => {
       // Re-read: counters and status may have changed while the message was being built.
