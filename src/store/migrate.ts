@@ -9,7 +9,6 @@ import { join } from 'node:path';
 import type pg from 'pg';
 import { openConnection, type FileDb } from '../db/client.ts';
 import { migrateDatabase, readMigrations } from '../db/migrate.ts';
-import { connectPostgres } from './postgres.ts';
 
 export const PG_MIGRATIONS_FOLDER = fileURLToPath(new URL('../../migrations/pg', import.meta.url));
 
@@ -72,6 +71,8 @@ export interface MigrateOutcome {
 /** `mailroom migrate`: brings the configured database up to date and counts what ran. */
 export async function migrateStore(opts: { dataDir: string; databaseUrl?: string }): Promise<MigrateOutcome> {
   if (opts.databaseUrl) {
+    // Loaded only for PostgreSQL: the embedded engine's start does not pay for the driver.
+    const { connectPostgres } = await import('./postgres.ts');
     const pool = connectPostgres(opts.databaseUrl, { max: 1 });
     try {
       const applied = await migratePostgres(pool);

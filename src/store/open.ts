@@ -5,7 +5,6 @@ import { join } from 'node:path';
 import { openConnection, type FileDb } from '../db/client.ts';
 import { migrateDatabase } from '../db/migrate.ts';
 import { migratePostgres } from './migrate.ts';
-import { connectPostgres, PostgresStore } from './postgres.ts';
 import { SqliteStore } from './sqlite.ts';
 import type { Store } from './store.ts';
 
@@ -17,6 +16,8 @@ export interface StoreOptions {
 
 export async function openStore(opts: StoreOptions): Promise<Store> {
   if (opts.databaseUrl) {
+    // Loaded only for PostgreSQL: the embedded engine's start does not pay for the driver.
+    const { connectPostgres, PostgresStore } = await import('./postgres.ts');
     const pool = connectPostgres(opts.databaseUrl);
     try {
       await migratePostgres(pool);
