@@ -66,13 +66,13 @@ export class PostgresStore extends StoreBase implements Store {
     // Inside a transaction's call chain the store's handle is the transaction's (Store.transaction);
     // work the transaction started and left running finds it closed, and uses the pool.
     const open = () => openFrame<pg.PoolClient>(this)?.client;
-    this.db = handleFor({ exec: (source, params, method) => execOn(open() ?? pool, source, params, method) });
+    this.db = handleFor({ dialect: 'postgres', exec: (source, params, method) => execOn(open() ?? pool, source, params, method) });
     const current = (): pg.PoolClient => {
       const client = open();
       if (!client) throw new Error('a transaction handle used outside its transaction');
       return client;
     };
-    this.txDb = handleFor({ exec: (source, params, method) => execOn(current(), source, params, method) });
+    this.txDb = handleFor({ dialect: 'postgres', exec: (source, params, method) => execOn(current(), source, params, method) });
   }
 
   async transaction<T>(work: (tx: Db) => Promise<T>): Promise<T> {

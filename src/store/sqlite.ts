@@ -50,12 +50,14 @@ export class SqliteStore extends StoreBase implements Store {
   constructor(readonly client: Database.Database) {
     super();
     const inTransaction: Executor = {
+      dialect: 'sqlite',
       exec: async (source, params, method) => {
         if (!this.active || openFrame(this) !== this.active) throw new Error('a transaction handle used outside its transaction');
         return this.execute(source, params, method);
       },
     };
     const outside: Executor = {
+      dialect: 'sqlite',
       exec: async (source, params, method) => {
         if (!this.gate.held) return this.execute(source, params, method);
         // Inside a transaction's call chain the store's handle is the transaction's (Store.transaction).

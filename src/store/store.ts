@@ -17,6 +17,8 @@ export type Method = 'run' | 'all' | 'values' | 'get';
 
 /** One connection's (or transaction's) way to run a statement, with `?` placeholders. */
 export interface Executor {
+  /** The engine the statements run on (repositories write the few engine-specific statements per engine). */
+  readonly dialect: Dialect;
   /** `all`/`values`: every row as an array; `get`: the first row or undefined; `run`: changes. */
   exec(source: string, params: unknown[], method: Method): Promise<{ rows: unknown; changes?: number }>;
 }
@@ -94,6 +96,9 @@ export function handleFor(executor: Executor): Db {
   executors.set(db, executor);
   return db;
 }
+
+/** The engine a handle's statements run on. */
+export const dialectOf = (db: Db): Dialect => executorOf(db).dialect;
 
 export function executorOf(db: Db): Executor {
   const e = executors.get(db);
