@@ -18,6 +18,7 @@ import { pgClients } from './scenarios/pg-clients.ts';
 import { storeOverhead } from './scenarios/store.ts';
 import { eventLatency } from './scenarios/events.ts';
 import { search } from './scenarios/search.ts';
+import { nodes } from './scenarios/nodes.ts';
 import type { TestDns } from '../test/support/dns.ts';
 
 interface Scenario {
@@ -39,6 +40,7 @@ const SCENARIOS: Scenario[] = [
   { id: 'search', title: '(k) Search: q on a 10⁴ and a 10⁶ message inbox', run: search },
   { id: 'pg-clients', title: '(l) PostgreSQL client: pg against postgres', run: pgClients },
   { id: 'store', title: '(m) The storage port on SQLite: async store against the synchronous handle', run: storeOverhead },
+  { id: 'nodes', title: '(n) Several nodes: SMTP ingest and HTTP reads on SQLite, PostgreSQL with one node, PostgreSQL with two nodes', run: nodes },
 ];
 
 /** Results a scenario reports under other ids, kept with it from an earlier run. */

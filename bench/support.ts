@@ -2,7 +2,7 @@
 // free loopback ports, /proc memory readings, percentiles, and the load generators
 // (autocannon for HTTP, Postfix's smtp-source for SMTP) run as separate processes.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { createServer as createHttpServer } from 'node:http';
 import { createRequire } from 'node:module';
@@ -101,14 +101,48 @@ export function memoryOf(pid: number): { rssMb: number; peakMb: number } | undef
  * difference over a run divided by the work done is a cost per operation that, unlike
  * throughput, stays comparable when other processes compete for this 2-core machine.
  */
-export function cpuMsOf(pid: number): number | undefined {
+export function cpuMsOf(pid: number, opts: { reapedChildren?: boolean } = {}): number | undefined {
+  const rest = statFields(pid);
+  if (!rest) return undefined;
+  // utime and stime; with reapedChildren also cutime and cstime, the time of its children
+  // that have exited (a PostgreSQL backend whose connection closed, say).
+  const fields = opts.reapedChildren ? [11, 12, 13, 14] : [11, 12];
+  return (fields.reduce((sum, f) => sum + Number(rest[f]), 0) * 1000) / CLOCK_TICKS;
+}
+
+/** The fields of /proc/<pid>/stat after the parenthesised command name (state first, then ppid). */
+function statFields(pid: number): string[] | undefined {
   try {
-    // Fields after the parenthesised command name: utime and stime are the 12th and 13th.
-    const rest = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ').pop()!.split(' ');
-    return ((Number(rest[11]) + Number(rest[12])) * 1000) / CLOCK_TICKS;
+    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ').pop()!.split(' ');
   } catch {
     return undefined;
   }
+}
+
+/**
+ * CPU time of a process and all its children, live or exited, in ms: how a server made of
+ * processes (PostgreSQL's postmaster and its backends) is charged. Children of children are
+ * not searched for; the postmaster's are all direct.
+ */
+export function treeCpuMsOf(pid: number): number | undefined {
+  const own = cpuMsOf(pid, { reapedChildren: true });
+  if (own === undefined) return undefined;
+  let children = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry) || statFields(Number(entry))?.[1] !== String(pid)) continue;
+    children += cpuMsOf(Number(entry), { reapedChildren: true }) ?? 0;
+  }
+  return own + children;
+}
+/**
+ * CPU time every process on the machine has used so far (all cores, from /proc/stat), in ms:
+ * over a run, what the processes measured one by one leave over is the load generators' and
+ * everyone else's work on this shared machine.
+ */
+export function machineBusyMs(): number {
+  // cpu user nice system idle iowait irq softirq steal …: everything but idle and iowait.
+  const [user, nice, system, , , irq, softirq, steal] = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+  return ((user! + nice! + system! + irq! + softirq! + (steal ?? 0)) * 1000) / CLOCK_TICKS;
 }
 /** USER_HZ: 100 on every Linux this runs on (getconf CLK_TCK). */
 const CLOCK_TICKS = 100;
