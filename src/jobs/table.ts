@@ -5,15 +5,33 @@
 // lease and already moves `run_at` to the next retry time from the kind's schedule (mox's
 // queue). A worker that dies mid-attempt therefore leaves a job that is retried when its
 // lease expires (or at once after a restart), never lost and never retried in a tight loop.
-import { and, asc, eq, gt, inArray, lte, or, sql, type Placeholder, type SQL } from 'drizzle-orm';
+//
+// This module holds the rules (which due jobs a claim takes, what an outcome makes of a job);
+// the statements that read and write the table are src/store/repo/jobs.ts.
 import type { AppContext } from '../context.ts';
 import type { Db, Tx } from '../db/client.ts';
-import { preparedQuery } from '../db/prepared.ts';
-import { jobs } from '../db/schema.ts';
 import { newId } from '../ids.ts';
-import { changes, rawRows, rawRun } from '../store/store.ts';
+import {
+  claimJob,
+  countRunningByPartition,
+  deleteFinishedJobs,
+  findJobById,
+  findNextLeaseEnd,
+  findNextQueuedAt,
+  insertJob,
+  listDueJobs,
+  listDueJobsOfKind,
+  listJobsByStatus,
+  listLeaseExpiredJobs,
+  lockFreeJobs,
+  renewJobLeases,
+  requeueRunningJobs,
+  updateJobOutcome,
+  type JobCandidate,
+  type JobRow,
+} from '../store/repo/jobs.ts';
 
-export type JobRow = typeof jobs.$inferSelect;
+export type { JobCandidate, JobRow };
 export type JobStatus = 'queued' | 'running' | 'done' | 'failed';
 
 /**
@@ -51,7 +69,7 @@ export interface EnqueueInput {
 export async function enqueueJob(db: Db, now: Date, input: EnqueueInput): Promise<string> {
   const id = newId('job', now.getTime());
   const iso = now.toISOString();
-  await preparedQuery(db, insertJob).run({
+  await insertJob(db, {
     id,
     kind: input.kind,
     payload: JSON.stringify(input.payload),
@@ -62,62 +80,6 @@ export async function enqueueJob(db: Db, now: Date, input: EnqueueInput): Promis
   });
   return id;
 }
-
-// One per spooled message, send and webhook delivery: prepared once (src/db/prepared.ts;
-// drizzle built this insert anew per call, a sixth of the SMTP spool path's CPU in bench/).
-const insertJob = (db: Db) =>
-  db
-    .insert(jobs)
-    .values({
-      id: sql.placeholder('id'),
-      kind: sql.placeholder('kind'),
-      payload: sql.placeholder('payload'),
-      partition: sql.placeholder('partition'),
-      maxAttempts: sql.placeholder('maxAttempts'),
-      runAt: sql.placeholder('runAt'),
-      createdAt: sql.placeholder('createdAt'),
-      updatedAt: sql.placeholder('createdAt'),
-    })
-    .prepare();
-
-// The runner looks for work after every finished job and every enqueue, so the queries are
-// prepared once (src/db/prepared.ts) and each reads the index (status, run_at) in order from its
-// start: a look costs the same with 3 or 3,000 jobs waiting. (One query with `queued OR lease
-// expired` made SQLite collect and sort every due row per claim: bench/, the largest cost of a
-// claim.) Candidates carry only what choosing needs; the payload comes back from the claim's
-// UPDATE … RETURNING for the jobs actually taken.
-const candidates = (db: Db, where: SQL | undefined) =>
-  db
-    .select({ id: jobs.id, kind: jobs.kind, partition: jobs.partition, attempts: jobs.attempts, runAt: jobs.runAt })
-    .from(jobs)
-    .where(where)
-    .orderBy(asc(jobs.runAt))
-    .limit(sql.placeholder('limit'))
-    .prepare();
-const due = (now: Placeholder) => and(eq(jobs.status, 'queued'), lte(jobs.runAt, now));
-/** A running job whose worker vanished (its lease ran out); only ever a few rows are `running`. */
-const leaseOver = (now: Placeholder) => and(eq(jobs.status, 'running'), lte(jobs.leaseUntil, now));
-const dueQueued = (db: Db) => candidates(db, due(sql.placeholder('now')));
-const dueQueuedOfKind = (db: Db) => candidates(db, and(eq(jobs.kind, sql.placeholder('kind')), due(sql.placeholder('now'))));
-const leaseExpired = (db: Db) => candidates(db, leaseOver(sql.placeholder('now')));
-
-/** Claims one job if it is still as it was read (another process, the CLI, may have changed it). */
-const claimOne = (db: Db) =>
-  db
-    .update(jobs)
-    .set({
-      status: 'running',
-      attempts: sql`${jobs.attempts} + 1`,
-      leaseUntil: sql`${sql.placeholder('leaseUntil')}`,
-      runAt: sql`${sql.placeholder('runAt')}`,
-      updatedAt: sql`${sql.placeholder('updatedAt')}`,
-    })
-    .where(and(eq(jobs.id, sql.placeholder('id')), eq(jobs.attempts, sql.placeholder('attempts')), or(due(sql.placeholder('now')), leaseOver(sql.placeholder('now')))))
-    .returning()
-    .prepare();
-
-/** What the runner is told about a due job before it is claimed. */
-export type JobCandidate = Pick<JobRow, 'id' | 'kind' | 'partition' | 'attempts' | 'runAt'>;
 
 /**
  * Claims up to `limit` due jobs, oldest first. `accept` lets the runner skip jobs whose
@@ -147,13 +109,14 @@ export async function claimDue(
   kinds?: string[],
   partitionLimit?: (kind: string) => number | undefined,
 ): Promise<JobRow[]> {
-  const window = { now: ctx.clock.now().getTime(), limit: Math.max(limit * 2, 16) };
-  const expired = await preparedQuery(ctx.db, leaseExpired).all(window);
+  const readAt = ctx.clock.now().getTime();
+  const window = Math.max(limit * 2, 16);
+  const expired = await listLeaseExpiredJobs(ctx.db, readAt, window);
   // With `kinds`, a window of due jobs per kind: thousands of spooled messages waiting for their
   // one processing slot must not fill the window and starve webhook deliveries and sends.
   const queued = kinds
-    ? (await Promise.all(kinds.map((kind) => preparedQuery(ctx.db, dueQueuedOfKind).all({ ...window, kind })))).flat()
-    : await preparedQuery(ctx.db, dueQueued).all(window);
+    ? (await Promise.all(kinds.map((kind) => listDueJobsOfKind(ctx.db, kind, readAt, window)))).flat()
+    : await listDueJobs(ctx.db, readAt, window);
   const chosen: JobCandidate[] = [];
   for (const job of expired.length || kinds ? [...expired, ...queued].sort((a, b) => a.runAt - b.runAt) : queued) {
     if (chosen.length >= limit) break;
@@ -169,7 +132,7 @@ export async function claimDue(
       const schedule = scheduleOf(job.kind);
       const attempts = job.attempts + 1;
       const nextDelay = schedule.length ? schedule[Math.min(attempts - 1, schedule.length - 1)] : 60_000;
-      const row = await preparedQuery(tx, claimOne).get({
+      const row = await claimJob(tx, {
         id: job.id,
         attempts: job.attempts,
         now: nowMs,
@@ -188,17 +151,12 @@ export async function claimDue(
 /** On a shared database: the chosen jobs no other transaction holds, within every partition's limit across nodes. */
 async function acrossNodes(ctx: AppContext, tx: Tx, chosen: JobCandidate[], nowMs: number, partitionLimit?: (kind: string) => number | undefined): Promise<JobCandidate[]> {
   await ctx.store.lock(tx, 'jobs:claim');
-  const ids = JSON.stringify(chosen.map((j) => j.id));
-  const free = new Set((await rawRows<[string]>(tx, 'SELECT id FROM jobs WHERE id IN (SELECT value FROM json_each(?)) FOR UPDATE SKIP LOCKED', [ids])).map(([id]) => id));
+  const free = new Set(await lockFreeJobs(tx, chosen.map((j) => j.id)));
   const limited = chosen.filter((j) => free.has(j.id) && j.partition && partitionLimit?.(j.kind) !== undefined);
   if (!limited.length) return chosen.filter((j) => free.has(j.id));
   const key = (kind: string, partition: string) => `${kind}\u0000${partition}`;
   const running = new Map<string, number>();
-  const rows = await rawRows<[string, string, number]>(
-    tx,
-    "SELECT kind, partition, count(*) FROM jobs WHERE status = 'running' AND lease_until > ? AND partition IN (SELECT value FROM json_each(?)) GROUP BY kind, partition",
-    [nowMs, JSON.stringify([...new Set(limited.map((j) => j.partition))])],
-  );
+  const rows = await countRunningByPartition(tx, nowMs, [...new Set(limited.map((j) => j.partition))]);
   for (const [kind, partition, n] of rows) running.set(key(kind, partition), n);
   return chosen.filter((j) => {
     if (!free.has(j.id)) return false;
@@ -216,7 +174,7 @@ async function acrossNodes(ctx: AppContext, tx: Tx, chosen: JobCandidate[], nowM
 export async function renewLeases(ctx: AppContext, ids: string[]): Promise<number> {
   if (!ids.length) return 0;
   const now = ctx.clock.now().getTime();
-  return rawRun(ctx.db, "UPDATE jobs SET lease_until = ? WHERE status = 'running' AND id IN (SELECT value FROM json_each(?))", [now + ctx.config.jobs.lease, JSON.stringify(ids)]);
+  return renewJobLeases(ctx.db, ids, now + ctx.config.jobs.lease);
 }
 
 /**
@@ -243,64 +201,24 @@ export function finishJob(ctx: AppContext, job: JobRow, outcome: JobOutcome): Pr
       lastError = outcome.reason;
     }
     const iso = now.toISOString();
-    await preparedQuery(tx, finishOne).run({ id: job.id, status, lastError, runAt, finishedAt: status === 'queued' ? null : iso, updatedAt: iso });
+    await updateJobOutcome(tx, { id: job.id, status, lastError, runAt, finishedAt: status === 'queued' ? null : iso, updatedAt: iso });
     return status;
   });
 }
-
-const finishOne = (db: Db) =>
-  db
-    .update(jobs)
-    .set({
-      status: sql`${sql.placeholder('status')}`,
-      leaseUntil: null,
-      lastError: sql`coalesce(${sql.placeholder('lastError')}, ${jobs.lastError})`,
-      runAt: sql`coalesce(${sql.placeholder('runAt')}, ${jobs.runAt})`,
-      finishedAt: sql`coalesce(${sql.placeholder('finishedAt')}, ${jobs.finishedAt})`,
-      updatedAt: sql`${sql.placeholder('updatedAt')}`,
-    })
-    .where(eq(jobs.id, sql.placeholder('id')))
-    .prepare();
 
 /**
  * At start: a job left `running` belonged to a process that is gone. It is made due at once
  * (the attempt it was on already counts), so a crash delays work by a restart, not a lease.
  */
 export async function recoverJobs(ctx: AppContext): Promise<number> {
-  const now = ctx.clock.now();
-  const r = await ctx.db
-    .update(jobs)
-    .set({ status: 'queued', leaseUntil: null, runAt: sql`CASE WHEN ${jobs.runAt} < ${now.getTime()} THEN ${jobs.runAt} ELSE ${now.getTime()} END`, updatedAt: now.toISOString() })
-    .where(eq(jobs.status, 'running'))
-    .run();
-  return changes(r);
+  return requeueRunningJobs(ctx.db, ctx.clock.now());
 }
 
 /** Deletes finished jobs older than `jobs.retention` (not those holding spooled mail). */
 export async function sweepJobs(ctx: AppContext): Promise<number> {
   const cutoff = new Date(ctx.clock.now().getTime() - ctx.config.jobs.retention).toISOString();
-  const r = await ctx.db
-    .delete(jobs)
-    // A failed job whose message bytes are still spooled (src/domain/inbound/spool.ts) is kept: those
-    // bytes are mail answered 250, waiting for `mailroom queue --retry`.
-    .where(and(inArray(jobs.status, ['done', 'failed']), lte(jobs.finishedAt, cutoff), sql`NOT EXISTS (SELECT 1 FROM spooled_messages WHERE job_id = ${jobs.id})`))
-    .run();
-  return changes(r);
+  return deleteFinishedJobs(ctx.db, cutoff);
 }
-
-// Both are answered from the start of an index (status, run_at), or from the few running rows.
-const nextQueued = (db: Db) =>
-  db
-    .select({ at: sql<number | null>`min(${jobs.runAt})` })
-    .from(jobs)
-    .where(and(eq(jobs.status, 'queued'), gt(jobs.runAt, sql.placeholder('after'))))
-    .prepare();
-const nextLeaseEnd = (db: Db) =>
-  db
-    .select({ at: sql<number | null>`min(${jobs.leaseUntil})` })
-    .from(jobs)
-    .where(and(eq(jobs.status, 'running'), gt(jobs.leaseUntil, sql.placeholder('after'))))
-    .prepare();
 
 /**
  * Epoch ms of the next time a job becomes claimable after `afterMs`, or undefined when none
@@ -308,16 +226,16 @@ const nextLeaseEnd = (db: Db) =>
  * the ones it left were in partitions at their limit, which a finishing job wakes it for.
  */
 export async function nextDueAt(ctx: AppContext, afterMs: number): Promise<number | undefined> {
-  const times = [(await preparedQuery(ctx.db, nextQueued).get({ after: afterMs }))?.at, (await preparedQuery(ctx.db, nextLeaseEnd).get({ after: afterMs }))?.at].filter(
+  const times = [await findNextQueuedAt(ctx.db, afterMs), await findNextLeaseEnd(ctx.db, afterMs)].filter(
     (t): t is number => typeof t === 'number',
   );
   return times.length ? Math.min(...times) : undefined;
 }
 
 export function listJobs(ctx: AppContext, statuses: JobStatus[], limit = 200): Promise<JobRow[]> {
-  return ctx.db.select().from(jobs).where(inArray(jobs.status, statuses)).orderBy(asc(jobs.runAt)).limit(limit).all();
+  return listJobsByStatus(ctx.db, statuses, limit);
 }
 
 export function getJob(ctx: AppContext, id: string): Promise<JobRow | undefined> {
-  return ctx.db.select().from(jobs).where(eq(jobs.id, id)).get();
+  return findJobById(ctx.db, id);
 }

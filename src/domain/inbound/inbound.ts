@@ -3,11 +3,8 @@
 // attachment bytes (fsynced), then in ONE transaction the rows, threads and events.
 import type { AddressObject, ParsedMail } from 'mailparser';
 import { createHash } from 'node:crypto';
-import { and, eq, gt, inArray, sql } from 'drizzle-orm';
 import type { AppContext } from '../../context.ts';
-import type { Db, Tx } from '../../db/client.ts';
-import { preparedQuery } from '../../db/prepared.ts';
-import { attachments, domains, inboxes, messages } from '../../db/schema.ts';
+import type { Tx } from '../../db/client.ts';
 import { newId } from '../../ids.ts';
 import { Blobs } from '../../storage/blobs.ts';
 import { splitAddress } from '../addresses.ts';
@@ -26,6 +23,7 @@ import { isoNow } from '../time.ts';
 import { isStaged, parseStaged, readStaged, type LargeAttachment, type StagedMessage } from './inbound-large.ts';
 import { parseMessage, traceHeaders } from './inbound-parse.ts';
 import { removeStaged } from '../../storage/staging.ts';
+import { domainExists, findStoredDelivery, insertReceivedAttachments, listInboxesByIds, listLiveInboxIds } from '../../store/repo/inbound.ts';
 
 /**
  * Early handlers for reports about our own outbound mail (DSN multipart/report, ARF feedback).
@@ -71,41 +69,17 @@ export async function resolveRecipient(ctx: AppContext, address: string, sender?
   return inbox;
 }
 
-/** The shared domain and every domain in the domains table (any account, any status). */
-// Run for every stored message inside the group commit: prepared once (src/db/prepared.ts).
-const liveInboxes = (db: Db) =>
-  db
-    .select({ id: inboxes.id })
-    .from(inboxes)
-    .where(sql`${inboxes.id} IN (SELECT value FROM json_each(${sql.placeholder('ids')}))`)
-    .prepare();
 /**
- * A message this inbox already stored from the same sender's bytes: same Message-ID, same
- * content hash, within REDELIVERY_WINDOW_MS. Senders redeliver after a lost reply (a timeout, a
- * reset, a 250 that never reached them); storing it again would make an agent act twice.
+ * A message this inbox already stored from the same sender's bytes (same Message-ID, same
+ * content hash) within this window is not stored again. Senders redeliver after a lost reply (a
+ * timeout, a reset, a 250 that never reached them); storing it again would make an agent act twice.
  */
-const storedBefore = (db: Db) =>
-  db
-    .select({ id: messages.id })
-    .from(messages)
-    .where(
-      and(
-        eq(messages.accountId, sql.placeholder('accountId')),
-        eq(messages.messageIdHeader, sql.placeholder('messageIdHeader')),
-        eq(messages.inboxId, sql.placeholder('inboxId')),
-        eq(messages.contentHash, sql.placeholder('contentHash')),
-        gt(messages.createdAt, sql.placeholder('since')),
-      ),
-    )
-    .limit(1)
-    .prepare();
 export const REDELIVERY_WINDOW_MS = 24 * 3_600_000;
-const inboxRowsById = (ctx: AppContext, ids: string[]): Promise<InboxRow[]> => ctx.db.select().from(inboxes).where(inArray(inboxes.id, ids)).all();
-const domainByName = (db: Db) => db.select({ id: domains.id }).from(domains).where(eq(domains.domain, sql.placeholder('domain'))).prepare();
 
+/** The shared domain and every domain in the domains table (any account, any status). */
 export async function servesDomain(ctx: AppContext, domain: string): Promise<boolean> {
   if (domain === ctx.config.shared_domain.toLowerCase()) return true;
-  return (await preparedQuery(ctx.db, domainByName).get({ domain })) !== undefined;
+  return domainExists(ctx.db, domain);
 }
 
 export interface InboundInput {
@@ -229,7 +203,7 @@ async function prepareStore(ctx: AppContext, input: InboundInput, parsed: Parsed
 
   // Mail at a bounce address that is no report (an out-of-office reply to the Return-Path, a
   // DSN from a non-null sender) is delivered to the inbox that sent the message it names.
-  const senders = input.bounces?.length ? await inboxRowsById(ctx, input.bounces.map((b) => b.inboxId)) : [];
+  const senders = input.bounces?.length ? await listInboxesByIds(ctx.db, input.bounces.map((b) => b.inboxId)) : [];
   const unique = [...new Map([...input.recipients, ...senders].map((r) => [r.id, r])).values()];
   if (unique.length === 0) throw new AppError('INBOX_NOT_FOUND', 'no recipient inbox');
 
@@ -296,7 +270,7 @@ async function prepareStore(ctx: AppContext, input: InboundInput, parsed: Parsed
   const since = new Date(receivedAt.getTime() - REDELIVERY_WINDOW_MS).toISOString();
   const store = async (tx: Tx): Promise<string[]> => {
     // An inbox deleted since RCPT gets nothing (its rows would be orphans).
-    const alive = new Set((await preparedQuery(tx, liveInboxes).all({ ids: JSON.stringify(plan.map((p) => p.inbox.id)) })).map((r) => r.id));
+    const alive = new Set(await listLiveInboxIds(tx, plan.map((p) => p.inbox.id)));
     // The deletion of another message sharing these bytes may have removed them since.
     for (const [path, content] of [...shared].sort(([a], [b]) => (a < b ? -1 : 1))) {
       await ctx.blobs.ensure(tx, path, content);
@@ -308,9 +282,9 @@ async function prepareStore(ctx: AppContext, input: InboundInput, parsed: Parsed
       // sessions (or nodes) delivering the same message at once are serialised here and the
       // second one finds the first's row.
       await ctx.store.lock(tx, `inbound:${p.inbox.id}:${messageIdHeader}`);
-      const before = await preparedQuery(tx, storedBefore).get({ accountId: p.inbox.accountId, messageIdHeader, inboxId: p.inbox.id, contentHash, since });
+      const before = await findStoredDelivery(tx, { accountId: p.inbox.accountId, messageIdHeader, inboxId: p.inbox.id, contentHash, since });
       if (before) {
-        ids.push(before.id);
+        ids.push(before);
         continue;
       }
       const threadId = await threadForMessage(tx, { accountId: p.inbox.accountId, inboxId: p.inbox.id, parents, subject, at: createdAt });
@@ -356,7 +330,7 @@ async function prepareStore(ctx: AppContext, input: InboundInput, parsed: Parsed
         storagePath: a.storagePath,
         createdAt,
       }));
-      if (attRows.length) await tx.insert(attachments).values(attRows).run();
+      if (attRows.length) await insertReceivedAttachments(tx, attRows);
       const view = messageView(row, attRows.map((a) => ({ id: a.id, filename: a.filename, contentType: a.contentType, size: a.size })));
       await recordEvent(tx, ctx, p.inbox.accountId, 'message.received', { ...view, fromName, hasAttachments: attRows.length > 0, receivedAt: createdAt });
       ids.push(p.id);

@@ -4,17 +4,16 @@
 // further ones are spooled: the raw bytes and an `inbound` job committed in one transaction,
 // answered 250, and processed by the job runner moments later. Either way the 250 means the
 // message is on disk.
-import { eq, sql } from 'drizzle-orm';
 import type { AppContext } from '../../context.ts';
-import type { Db, Tx } from '../../db/client.ts';
-import { preparedQuery } from '../../db/prepared.ts';
-import { inboxes, jobs, spooledMessages } from '../../db/schema.ts';
-import { enqueueJob } from '../../jobs/table.ts';
+import type { Tx } from '../../db/client.ts';
+import { enqueueJob, getJob } from '../../jobs/table.ts';
 import { AppError } from '../errors.ts';
 import { acceptInbound, isEmptyMessage, prepareInbound, type InboundInput } from './inbound.ts';
 import type { InboxRow } from '../inboxes/inboxes.ts';
 import type { BounceTarget } from './bounce-address.ts';
 import { LARGE_MESSAGE_BYTES, isStaged } from './inbound-large.ts';
+import { countUnfinishedJobsOfKind, requeueJob } from '../../store/repo/jobs.ts';
+import { deleteSpooledMessage, findSpooledRaw, insertSpooledMessage, listSpooledRecipients, spooledMessageExists } from '../../store/repo/spool.ts';
 
 export const INBOUND_JOB = 'inbound';
 
@@ -80,11 +79,7 @@ async function spoolDepth(ctx: AppContext): Promise<number> {
   const now = Date.now();
   if (now - s.countedAt >= 1000) {
     s.countedAt = now;
-    s.depth = (await ctx.db
-      .select({ n: sql<number>`count(*)` })
-      .from(jobs)
-      .where(sql`${jobs.kind} = ${INBOUND_JOB} AND ${jobs.status} IN ('queued', 'running')`)
-      .get())!.n;
+    s.depth = await countUnfinishedJobsOfKind(ctx.db, INBOUND_JOB);
   }
   return s.depth;
 }
@@ -139,7 +134,7 @@ async function spoolInbound(ctx: AppContext, input: InboundInput & { raw: Buffer
   };
   const jobId = await ctx.store.grouped(async (tx) => {
     const id = await enqueueJob(tx, now, { kind: INBOUND_JOB, payload: envelope, partition: INBOUND_JOB, maxAttempts: INBOUND_RETRY_SCHEDULE.length + 1 });
-    await preparedQuery(tx, insertSpooled).run({ jobId: id, raw: input.raw, createdAt: now.toISOString() });
+    await insertSpooledMessage(tx, id, input.raw, now.toISOString());
     return id;
   });
   const s = stateOf(ctx);
@@ -166,15 +161,15 @@ export const INBOUND_RETRY_SCHEDULE = [5_000, 30_000, 120_000, 600_000, 1_800_00
  * are gone (the job already completed under an earlier lease).
  */
 export async function processSpooled(ctx: AppContext, jobId: string, envelope: SpooledEnvelope): Promise<((tx: Tx) => Promise<void>) | null> {
-  const row = await preparedQuery(ctx.db, spooledRaw).get({ jobId });
-  if (!row) return null;
-  const recipients: InboxRow[] = await preparedQuery(ctx.db, inboxesById).all({ ids: JSON.stringify(envelope.recipients) });
+  const raw = await findSpooledRaw(ctx.db, jobId);
+  if (!raw) return null;
+  const recipients: InboxRow[] = await listSpooledRecipients(ctx.db, envelope.recipients);
   // Runs inside the job's finishing transaction.
-  const drop = async (tx: Tx) => void (await preparedQuery(tx, deleteSpooled).run({ jobId }));
+  const drop = (tx: Tx) => deleteSpooledMessage(tx, jobId);
   // Every recipient inbox was deleted after the 250: like deleting the stored message.
   if (recipients.length === 0 && !envelope.bounces?.length) return drop;
   const prepared = await prepareInbound(ctx, {
-    raw: row.raw,
+    raw,
     mailFrom: envelope.mailFrom,
     recipients,
     remoteAddress: envelope.remoteAddress,
@@ -190,35 +185,22 @@ export async function processSpooled(ctx: AppContext, jobId: string, envelope: S
   };
 }
 
-// Once per spooled message each: prepared once (src/db/prepared.ts).
-const insertSpooled = (db: Db) =>
-  db.insert(spooledMessages).values({ jobId: sql.placeholder('jobId'), raw: sql.placeholder('raw'), createdAt: sql.placeholder('createdAt') }).prepare();
-const spooledRaw = (db: Db) => db.select({ raw: spooledMessages.raw }).from(spooledMessages).where(eq(spooledMessages.jobId, sql.placeholder('jobId'))).prepare();
-const deleteSpooled = (db: Db) => db.delete(spooledMessages).where(eq(spooledMessages.jobId, sql.placeholder('jobId'))).prepare();
-const inboxesById = (db: Db) =>
-  db
-    .select()
-    .from(inboxes)
-    .where(sql`${inboxes.id} IN (SELECT value FROM json_each(${sql.placeholder('ids')}))`)
-    .prepare();
-
 /**
  * Puts a failed spooled message back in the queue with a fresh set of attempts, once whatever
  * made its processing fail (a full disk, say) is fixed: `mailroom queue --retry`. Its bytes were
  * kept (the sweep of old jobs leaves jobs with spooled bytes alone).
  */
 export async function retrySpooled(ctx: AppContext, jobId: string): Promise<void> {
-  const job = await ctx.db.select().from(jobs).where(eq(jobs.id, jobId)).get();
+  const job = await getJob(ctx, jobId);
   if (!job) throw new AppError('NOT_FOUND', `job ${jobId} not found (see \`mailroom queue --failed\`)`);
   if (job.kind !== INBOUND_JOB) throw new AppError('VALIDATION_ERROR', `job ${jobId} is a ${job.kind} job; only spooled inbound mail is retried this way`);
   if (job.status !== 'failed') throw new AppError('VALIDATION_ERROR', `job ${jobId} is ${job.status}; only a failed one can be retried`);
   const now = ctx.clock.now();
   await ctx.store.transaction(async (tx) => {
-    if (!(await tx.select({ id: spooledMessages.jobId }).from(spooledMessages).where(eq(spooledMessages.jobId, jobId)).get())) {
+    if (!(await spooledMessageExists(tx, jobId))) {
       throw new AppError('VALIDATION_ERROR', `job ${jobId} has no spooled message left`);
     }
-    await tx
-      .update(jobs).set({ status: 'queued', attempts: 0, runAt: now.getTime(), leaseUntil: null, finishedAt: null, updatedAt: now.toISOString() }).where(eq(jobs.id, jobId)).run();
+    await requeueJob(tx, jobId, now);
   });
   ctx.notify('jobs');
 }

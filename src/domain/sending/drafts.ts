@@ -3,12 +3,9 @@
 // threading headers and thread, as POST /messages/{id}/reply does) and `sendAt`. Sending one
 // goes through queueSend (src/domain/sending/sending.ts) and deletes the draft in the same transaction
 // that stores the message: a draft is sent once, and a refused send leaves it as it was.
-import { and, asc, count, desc, eq } from 'drizzle-orm';
 import type { AppContext } from '../../context.ts';
 import type { Tx } from '../../db/client.ts';
-import { draftAttachments, drafts } from '../../db/schema.ts';
 import { newId } from '../../ids.ts';
-import { changes } from '../../store/store.ts';
 import { getAttachmentRows } from '../mail/attachments.ts';
 import { AppError } from '../errors.ts';
 import { findInboxRow } from '../inboxes/inboxes.ts';
@@ -18,8 +15,18 @@ import { replyOrigin, replyRecipients, replySubject } from './replies.ts';
 import { parseSendAt } from './send-at.ts';
 import { MAX_RECIPIENTS, parseRecipient, queueSend } from './sending.ts';
 import { findThreadRow } from '../mail/threads.ts';
-
-type DraftRow = typeof drafts.$inferSelect;
+import {
+  countDraftsOfInbox,
+  deleteDraftRow,
+  draftExists,
+  findDraftById,
+  insertDraft,
+  listDraftAttachmentIds,
+  listDraftsOfInbox,
+  replaceDraftAttachments,
+  updateDraftRow,
+  type DraftRow,
+} from '../../store/repo/drafts.ts';
 
 /** The body of POST /inboxes/{id}/drafts and PATCH /drafts/{id}: null clears a field. */
 export interface DraftInput {
@@ -52,34 +59,13 @@ export interface Draft {
   updatedAt: string;
 }
 
-// ---- storage: each takes the transaction it runs in ------------------------------------------
+// ---- storage ---------------------------------------------------------------------------------
 
-function readDraft(tx: Tx, id: string): Promise<DraftRow | undefined> {
-  return tx.select().from(drafts).where(eq(drafts.id, id)).get();
-}
-
-async function attachmentIdsOf(tx: Tx, draftId: string): Promise<string[]> {
-  const rows = await tx
-    .select({ id: draftAttachments.attachmentId })
-    .from(draftAttachments)
-    .where(eq(draftAttachments.draftId, draftId))
-    .orderBy(asc(draftAttachments.position));
-  return rows.map((r) => r.id);
-}
-
+/** A new draft is inserted, an existing one overwritten; its attachment links change only when `attachmentIds` is given. */
 async function writeDraft(tx: Tx, row: DraftRow, attachmentIds: string[] | undefined, isNew: boolean): Promise<void> {
-  if (isNew) await tx.insert(drafts).values(row).run();
-  else await tx.update(drafts).set(row).where(eq(drafts.id, row.id)).run();
-  if (attachmentIds === undefined) return;
-  await tx.delete(draftAttachments).where(eq(draftAttachments.draftId, row.id)).run();
-  if (attachmentIds.length) await tx.insert(draftAttachments).values(attachmentIds.map((attachmentId, position) => ({ draftId: row.id, attachmentId, position }))).run();
-}
-
-/** Deletes the draft (its attachment links go with it); false when it was not there. */
-/** Deletes the draft; with `version`, only while its updatedAt is still that one. */
-async function removeDraft(tx: Tx, accountId: string, id: string, version?: string): Promise<boolean> {
-  const where = and(eq(drafts.id, id), eq(drafts.accountId, accountId), version === undefined ? undefined : eq(drafts.updatedAt, version));
-  return changes(await tx.delete(drafts).where(where).run()) > 0;
+  if (isNew) await insertDraft(tx, row);
+  else await updateDraftRow(tx, row);
+  if (attachmentIds !== undefined) await replaceDraftAttachments(tx, row.id, attachmentIds);
 }
 
 /** The entity tag of a draft's version (its updatedAt), as GET sends it and If-Match names it. */
@@ -115,7 +101,7 @@ function draftView(row: DraftRow, attachmentIds: string[]): Draft {
 }
 
 async function findDraftRow(ctx: AppContext, accountId: string, id: string): Promise<DraftRow> {
-  const row = await readDraft(ctx.db, id);
+  const row = await findDraftById(ctx.db, id);
   // Another account's draft is reported exactly like a missing one.
   if (!row || row.accountId !== accountId) throw new AppError('DRAFT_NOT_FOUND', `draft ${id} not found`);
   return row;
@@ -211,17 +197,17 @@ export async function createDraft(ctx: AppContext, accountId: string, inboxId: s
 export async function listDrafts(ctx: AppContext, accountId: string, inboxId: string, page: Page): Promise<PageResult<Draft>> {
   await findInboxRow(ctx, accountId, inboxId);
   return ctx.store.transaction(async (tx) => {
-    const rows = await tx.select().from(drafts).where(eq(drafts.inboxId, inboxId)).orderBy(desc(drafts.createdAt), desc(drafts.id)).limit(page.limit).offset(page.offset);
-    const total = (await tx.select({ n: count() }).from(drafts).where(eq(drafts.inboxId, inboxId)).get())!.n;
+    const rows = await listDraftsOfInbox(tx, inboxId, page.limit, page.offset);
+    const total = await countDraftsOfInbox(tx, inboxId);
     const data: Draft[] = [];
-    for (const r of rows) data.push(draftView(r, await attachmentIdsOf(tx, r.id)));
+    for (const r of rows) data.push(draftView(r, await listDraftAttachmentIds(tx, r.id)));
     return { data, total, ...page };
   });
 }
 
 export async function getDraft(ctx: AppContext, accountId: string, id: string): Promise<Draft> {
   const row = await findDraftRow(ctx, accountId, id);
-  return draftView(row, await attachmentIdsOf(ctx.db, id));
+  return draftView(row, await listDraftAttachmentIds(ctx.db, id));
 }
 
 /** PATCH /drafts/{id}: the given fields change (null clears one, [] empties a list). */
@@ -232,16 +218,16 @@ export async function updateDraft(ctx: AppContext, accountId: string, id: string
   const ids = input.attachmentIds && [...new Set(input.attachmentIds)];
   const saved = await ctx.store.transaction(async (tx) => {
     // Deleted (or sent) since it was read: nothing to update.
-    if (!(await readDraft(tx, id))) return undefined;
+    if (!(await findDraftById(tx, id))) return undefined;
     await writeDraft(tx, next, ids, false);
-    return attachmentIdsOf(tx, id);
+    return listDraftAttachmentIds(tx, id);
   });
   if (!saved) throw new AppError('DRAFT_NOT_FOUND', `draft ${id} not found`);
   return draftView(next, saved);
 }
 
 export async function deleteDraft(ctx: AppContext, accountId: string, id: string): Promise<void> {
-  if (!(await removeDraft(ctx.db, accountId, id))) throw new AppError('DRAFT_NOT_FOUND', `draft ${id} not found`);
+  if (!(await deleteDraftRow(ctx.db, accountId, id))) throw new AppError('DRAFT_NOT_FOUND', `draft ${id} not found`);
 }
 
 /**
@@ -262,7 +248,7 @@ export async function sendDraft(ctx: AppContext, accountId: string, id: string, 
   if (row.subject === null) throw new AppError('VALIDATION_ERROR', `\`subject\`: draft ${id} has no subject; set one with PATCH /drafts/${id}`);
   if (!row.bodyText && !row.bodyHtml) throw new AppError('VALIDATION_ERROR', `\`bodyText\`: draft ${id} has no body; set bodyText or bodyHtml with PATCH /drafts/${id}`);
   const origin = row.inReplyTo ? replyOrigin(await originalIn(ctx, accountId, row.inboxId, row.inReplyTo)) : undefined;
-  const attachmentIds = await attachmentIdsOf(ctx.db, id);
+  const attachmentIds = await listDraftAttachmentIds(ctx.db, id);
   const sendAt = input.sendAt !== undefined ? input.sendAt : row.sendAt;
   return queueSend(
     ctx,
@@ -284,9 +270,8 @@ export async function sendDraft(ctx: AppContext, accountId: string, id: string, 
       // Sent at most once, and as read: a concurrent send or delete of the draft makes this one
       // 404, a concurrent edit 412 (nothing is sent; the edited draft stays).
       inTransaction: async (tx) => {
-        if (await removeDraft(tx, accountId, id, row.updatedAt)) return;
-        const still = await tx.select({ id: drafts.id }).from(drafts).where(and(eq(drafts.id, id), eq(drafts.accountId, accountId))).get();
-        throw still
+        if (await deleteDraftRow(tx, accountId, id, row.updatedAt)) return;
+        throw (await draftExists(tx, accountId, id))
           ? new AppError('PRECONDITION_FAILED', `draft ${id} changed while it was being sent; read it again before sending`)
           : new AppError('DRAFT_NOT_FOUND', `draft ${id} not found`);
       },

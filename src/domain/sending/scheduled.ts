@@ -13,18 +13,18 @@
 // Crash and restart: the job is durable and only claimable once due, so nothing leaves early;
 // the release commits only while the message is still `scheduled`, so a rerun after a crash (or
 // a cancel that won the race) never queues it twice.
-import { and, eq, sql } from 'drizzle-orm';
 import type { AppContext } from '../../context.ts';
 import type { Tx } from '../../db/client.ts';
-import { inboxes, jobs, messages } from '../../db/schema.ts';
 import { messageAttachmentRows } from '../mail/attachments.ts';
 import { AppError } from '../errors.ts';
 import { countSend } from '../inboxes/inboxes.ts';
 import { refusedRecipient } from '../inboxes/lists.ts';
-import { findMessageRow, getMessage, type Message, type MessageRow, type RecipientOutcome } from '../mail/messages.ts';
+import { findMessageRow, getMessage, type Message, type RecipientOutcome } from '../mail/messages.ts';
 import { enqueueDeliveries, findOutboundRow, planDelivery, renderSource, writeMessageState } from './sending.ts';
 import { utcDay } from '../time.ts';
 import { RELEASE_JOB, type ReleasePayload } from './send-at.ts';
+import { retireQueuedJobsOfMessage } from '../../store/repo/jobs.ts';
+import { findInboxById, findInboxSender, findMessageById, setMessageSource } from '../../store/repo/outbound.ts';
 
 /**
  * Builds and stores the source of a scheduled message for its release (Date: now). Undefined
@@ -33,17 +33,9 @@ import { RELEASE_JOB, type ReleasePayload } from './send-at.ts';
 export async function renderRelease(ctx: AppContext, payload: ReleasePayload): Promise<{ rawPath: string; size: number } | undefined> {
   const row = await findOutboundRow(ctx, payload.messageId);
   if (!row || row.status !== 'scheduled') return undefined;
-  const inbox = await ctx.db.select({ address: inboxes.address, displayName: inboxes.displayName }).from(inboxes).where(eq(inboxes.id, row.inboxId)).get();
+  const inbox = await findInboxSender(ctx.db, row.inboxId);
   if (!inbox) return undefined;
   return renderSource(ctx, inbox, row, payload, await messageAttachmentRows(ctx, row.id), ctx.clock.now());
-}
-
-function readMessage(tx: Tx, id: string): Promise<MessageRow | undefined> {
-  return tx.select().from(messages).where(eq(messages.id, id)).get();
-}
-
-async function setSource(tx: Tx, id: string, source: { rawPath: string; size: number }): Promise<void> {
-  await tx.update(messages).set(source).where(eq(messages.id, id)).run();
 }
 
 /** Every recipient still waiting gets `status` and `response`. */
@@ -55,11 +47,11 @@ const settle = (list: RecipientOutcome[], status: string, response: string | nul
  * nothing when it is no longer `scheduled`. Returns whether delivery jobs were queued.
  */
 export async function releaseIn(tx: Tx, ctx: AppContext, messageId: string, source: { rawPath: string; size: number }): Promise<boolean> {
-  const row = await readMessage(tx, messageId);
+  const row = await findMessageById(tx, messageId);
   if (!row || row.status !== 'scheduled') return false;
-  const inbox = await tx.select().from(inboxes).where(eq(inboxes.id, row.inboxId)).get();
+  const inbox = await findInboxById(tx, row.inboxId);
   if (!inbox) return false;
-  await setSource(tx, row.id, source);
+  await setMessageSource(tx, row.id, source);
   const fresh = { ...row, ...source };
   let list = JSON.parse(row.recipients) as RecipientOutcome[];
   if (inbox.status !== 'active') {
@@ -89,16 +81,12 @@ export async function releaseIn(tx: Tx, ctx: AppContext, messageId: string, sour
 }
 
 /** The release job of a message still waiting for its time: marked done with the reason, so it never runs. */
-async function retireReleaseJob(tx: Tx, messageId: string, now: Date, reason: string): Promise<void> {
-  await tx
-    .update(jobs)
-    .set({ status: 'done', lastError: reason, leaseUntil: null, finishedAt: now.toISOString(), updatedAt: now.toISOString() })
-    .where(and(eq(jobs.kind, RELEASE_JOB), eq(jobs.status, 'queued'), sql`json_extract(${jobs.payload}, '$.messageId') = ${messageId}`))
-    .run();
+function retireReleaseJob(tx: Tx, messageId: string, now: Date, reason: string): Promise<void> {
+  return retireQueuedJobsOfMessage(tx, RELEASE_JOB, messageId, now, reason);
 }
 
 async function cancelIn(tx: Tx, ctx: AppContext, accountId: string, id: string): Promise<void> {
-  const row = await readMessage(tx, id);
+  const row = await findMessageById(tx, id);
   if (!row || row.accountId !== accountId) throw new AppError('MESSAGE_NOT_FOUND', `message ${id} not found`);
   if (row.status !== 'scheduled') {
     throw new AppError('NOT_CANCELABLE', `message ${id} is ${row.status}; only a scheduled message (sent with sendAt, not yet due) can be canceled`);

@@ -4,11 +4,8 @@
 // counters and its events, inside the transaction that finishes the job (PRODUCT.md rules):
 //
 //   queued → sending → sent | delivered | bounced | failed   (complained comes from ARF reports)
-import { desc, eq, inArray, sql, type Column } from 'drizzle-orm';
 import type { AppContext } from '../../context.ts';
-import type { Db, Tx } from '../../db/client.ts';
-import { preparedQuery } from '../../db/prepared.ts';
-import { attachments, inboxes, messageAttachments, messages } from '../../db/schema.ts';
+import type { Tx } from '../../db/client.ts';
 import { newId } from '../../ids.ts';
 import { enqueueJob } from '../../jobs/table.ts';
 import { signMessage } from '../../outbound/dkim.ts';
@@ -24,6 +21,19 @@ import { parseSendAt, scheduleRelease } from './send-at.ts';
 import { insertMessageRow, messageView, type Message, type MessageRow, type RecipientOutcome } from '../mail/messages.ts';
 import { findThreadRow, messageIdsIn, threadForMessage } from '../mail/threads.ts';
 import { releaseBlobs } from '../../storage/blob-refs.ts';
+import {
+  findLastMessageOfThread,
+  findMessageAccountId,
+  findMessageById,
+  incrementInboxBounces,
+  incrementInboxComplaints,
+  insertAttachmentRows,
+  linkAttachments,
+  listMessagesByIds,
+  listMessagesByMessageIdHeaders,
+  listStoredAttachmentIds,
+  updateMessageState,
+} from '../../store/repo/outbound.ts';
 
 export const SEND_JOB = 'send';
 
@@ -133,13 +143,7 @@ export async function queueSend(ctx: AppContext, accountId: string, inboxId: str
     const thread = await findThreadRow(ctx, accountId, input.threadId);
     if (thread.inboxId !== inbox.id) throw new AppError('THREAD_NOT_FOUND', `thread ${input.threadId} not found in inbox ${inbox.id}`);
     threadId = thread.id;
-    const last = await ctx.db
-      .select({ messageIdHeader: messages.messageIdHeader, references: messages.references })
-      .from(messages)
-      .where(eq(messages.threadId, thread.id))
-      .orderBy(desc(messages.createdAt), desc(messages.id))
-      .limit(1)
-      .get();
+    const last = await findLastMessageOfThread(ctx.db, thread.id);
     if (last) {
       inReplyTo = last.messageIdHeader;
       // RFC 5322 suggests trimming long chains; keep the first and the most recent ones.
@@ -288,13 +292,8 @@ export async function queueOutbound(ctx: AppContext, draft: OutboundDraft): Prom
       row.threadId = await threadForMessage(tx, { accountId: inbox.accountId, inboxId: inbox.id, parents: draft.parents, subject: draft.subject, at: iso, threadId: draft.threadId });
       await insertMessageRow(tx, row);
       for (const [path, content] of [...(draft.shared ?? [])].sort(([a], [b]) => (a < b ? -1 : 1))) await ctx.blobs.ensure(tx, path, content);
-      if (draft.own.length) await tx.insert(attachments).values(draft.own).run();
-      if (draft.linked.length) {
-        await tx
-          .insert(messageAttachments)
-          .values(draft.linked.map((a, position) => ({ messageId: id, attachmentId: a.id, position })))
-          .run();
-      }
+      if (draft.own.length) await insertAttachmentRows(tx, draft.own);
+      if (draft.linked.length) await linkAttachments(tx, id, draft.linked.map((a) => a.id));
       if (sendAt) await scheduleRelease(tx, ctx, now, { messageId: id, to: draft.to, cc: draft.cc }, sendAt);
       else await enqueueDeliveries(tx, ctx, now, id, await planDelivery(ctx, draft.recipients));
     });
@@ -357,11 +356,10 @@ export async function enqueueDeliveries(tx: Tx, ctx: AppContext, now: Date, mess
  * forward's rows commit they name it too.
  */
 async function assertOriginStored(tx: Tx, accountId: string, origin: SendOrigin): Promise<void> {
-  const original = await tx.select({ accountId: messages.accountId }).from(messages).where(eq(messages.id, origin.messageId)).get();
-  if (original?.accountId !== accountId) throw new AppError('MESSAGE_NOT_FOUND', `message ${origin.messageId} not found`);
+  if ((await findMessageAccountId(tx, origin.messageId)) !== accountId) throw new AppError('MESSAGE_NOT_FOUND', `message ${origin.messageId} not found`);
   if (!origin.carried.length) return;
   const ids = origin.carried.map((a) => a.id);
-  const still = await tx.select({ id: attachments.id }).from(attachments).where(inArray(attachments.id, ids));
+  const still = await listStoredAttachmentIds(tx, ids);
   if (still.length !== ids.length) throw new AppError('MESSAGE_NOT_FOUND', `message ${origin.messageId} not found`);
 }
 
@@ -388,19 +386,8 @@ export async function planDelivery(ctx: AppContext, addresses: string[]): Promis
 // ---------------------------------------------------------------------------------------------
 // Delivery state
 
-// Every attempt reads and writes its message's state: prepared once (src/db/prepared.ts).
-const rowById = (db: Db) => db.select().from(messages).where(eq(messages.id, sql.placeholder('id'))).prepare();
-const stateUpdate = (db: Db) =>
-  db
-    .update(messages)
-    .set({ recipients: sql`${sql.placeholder('recipients')}`, status: sql`${sql.placeholder('status')}`, updatedAt: sql`${sql.placeholder('updatedAt')}` })
-    .where(eq(messages.id, sql.placeholder('id')))
-    .prepare();
-
-const readRow = (ctx: AppContext, id: string): Promise<MessageRow | undefined> => preparedQuery(ctx.db, rowById).get({ id });
-
 export async function findOutboundRow(ctx: AppContext, id: string): Promise<MessageRow | undefined> {
-  const row = await readRow(ctx, id);
+  const row = await findMessageById(ctx.db, id);
   return row?.direction === 'outbound' ? row : undefined;
 }
 
@@ -446,20 +433,15 @@ export async function writeMessageState(tx: Tx, ctx: AppContext, row: MessageRow
   const recipients = JSON.stringify(list);
   if (recipients === row.recipients && status === row.status) return false;
   const updatedAt = ctx.clock.now().toISOString();
-  await preparedQuery(tx, stateUpdate).run({ recipients, status, updatedAt, id: row.id });
+  await updateMessageState(tx, { recipients, status, updatedAt, id: row.id });
   if (status === row.status) return true;
-  if (status === 'bounced') {
-    await tx.update(inboxes).set({ bounceCount: incr(inboxes.bounceCount) }).where(eq(inboxes.id, row.inboxId)).run();
-  } else if (status === 'complained') {
-    await tx.update(inboxes).set({ complaintCount: incr(inboxes.complaintCount) }).where(eq(inboxes.id, row.inboxId)).run();
-  }
+  if (status === 'bounced') await incrementInboxBounces(tx, row.inboxId);
+  else if (status === 'complained') await incrementInboxComplaints(tx, row.inboxId);
   const event = EVENT_OF[status];
   // The view (with its attachments) is built only for the event: this runs on every attempt.
   if (event) await recordEvent(tx, ctx, row.accountId, event, messageView({ ...row, recipients, status, updatedAt }, await attachmentMetaFor(ctx, row.id)));
   return true;
 }
-
-const incr = (col: Column) => sql`${col} + 1`;
 
 /**
  * Marks the recipients of `addresses` that still need an attempt as being attempted now
@@ -480,7 +462,7 @@ export async function markSending(tx: Tx, ctx: AppContext, messageId: string, ad
 
 /** Applies one attempt's per-recipient results (inside the job's finishing transaction). */
 export async function recordOutcomes(tx: Tx, ctx: AppContext, messageId: string, outcomes: RecipientOutcome[]): Promise<void> {
-  const row = await readRow(ctx, messageId);
+  const row = await findMessageById(ctx.db, messageId);
   if (!row) return;
   const list = (JSON.parse(row.recipients) as RecipientOutcome[]).map((r) => {
     const o = outcomes.find((x) => sameAddress(x.address, r.address));
@@ -494,10 +476,10 @@ export async function findOutboundByRefs(ctx: AppContext, inboxIds: string[], re
   if (!inboxIds.length) return [];
   const found = new Map<string, MessageRow>();
   if (refs.messageIds.length) {
-    for (const r of await ctx.db.select().from(messages).where(inArray(messages.messageIdHeader, refs.messageIds.slice(0, 50)))) found.set(r.id, r);
+    for (const r of await listMessagesByMessageIdHeaders(ctx.db, refs.messageIds.slice(0, 50))) found.set(r.id, r);
   }
   if (refs.ids.length) {
-    for (const r of await ctx.db.select().from(messages).where(inArray(messages.id, refs.ids.slice(0, 50)))) found.set(r.id, r);
+    for (const r of await listMessagesByIds(ctx.db, refs.ids.slice(0, 50))) found.set(r.id, r);
   }
   return [...found.values()].filter((r) => r.direction === 'outbound' && inboxIds.includes(r.inboxId));
 }

@@ -1,21 +1,28 @@
 // Webhooks: create, read, update (PUT changes only the given fields), soft-delete, secret
 // rotation, and the delivery log and activity figures read from webhook_attempts. Delivery
 // itself is jobs/handlers/webhook.ts; which events become deliveries is webhook-fanout.ts.
-import { and, desc, eq, gte, isNull, lt, sql, type SQL } from 'drizzle-orm';
 import { randomBytes } from 'node:crypto';
 import type { AppContext } from '../../context.ts';
-import { webhookAttempts, webhooks } from '../../db/schema.ts';
 import { newId } from '../../ids.ts';
 import { AppError } from '../errors.ts';
-import { changes } from '../../store/store.ts';
 import { EVENT_TYPES, type EventType } from '../events/events.ts';
 import { intParam } from '../pagination.ts';
 import { isoNow } from '../time.ts';
 import { findInboxRow } from '../inboxes/inboxes.ts';
 import { checkWebhookUrl } from './webhook-targets.ts';
+import {
+  countAttemptsPerHour,
+  findAttemptById,
+  findWebhookOfAccount,
+  insertWebhook,
+  listAttempts,
+  listWebhooksOfAccount,
+  updateWebhookOfAccount,
+  type AttemptRow,
+  type WebhookRow,
+} from '../../store/repo/webhooks.ts';
 
-export type WebhookRow = typeof webhooks.$inferSelect;
-export type AttemptRow = typeof webhookAttempts.$inferSelect;
+export type { AttemptRow, WebhookRow };
 
 export interface Webhook {
   id: string;
@@ -99,9 +106,7 @@ export function eventCatalog(): Array<{ name: EventType; description: string }> 
 
 /** A live (not deleted) webhook of the account, or 404. */
 export async function findWebhookRow(ctx: AppContext, accountId: string, id: string, opts: { includeDeleted?: boolean } = {}): Promise<WebhookRow> {
-  const conds = [eq(webhooks.id, id), eq(webhooks.accountId, accountId)];
-  if (!opts.includeDeleted) conds.push(isNull(webhooks.deletedAt));
-  const row = await ctx.db.select().from(webhooks).where(and(...conds)).get();
+  const row = await findWebhookOfAccount(ctx.db, accountId, id, opts.includeDeleted === true);
   if (!row) throw new AppError('WEBHOOK_NOT_FOUND', `webhook ${id} not found`);
   return row;
 }
@@ -122,17 +127,12 @@ export async function createWebhook(ctx: AppContext, accountId: string, input: C
     createdAt: now,
     updatedAt: now,
   };
-  await ctx.db.insert(webhooks).values(row).run();
+  await insertWebhook(ctx.db, row);
   return webhookView(row, true);
 }
 
 export async function listWebhooks(ctx: AppContext, accountId: string): Promise<Webhook[]> {
-  const rows = await ctx.db
-    .select()
-    .from(webhooks)
-    .where(and(eq(webhooks.accountId, accountId), isNull(webhooks.deletedAt)))
-    .orderBy(desc(webhooks.createdAt), desc(webhooks.id));
-  return rows.map((r) => webhookView(r));
+  return (await listWebhooksOfAccount(ctx.db, accountId)).map((r) => webhookView(r));
 }
 
 export async function getWebhook(ctx: AppContext, accountId: string, id: string): Promise<Webhook> {
@@ -151,13 +151,8 @@ export async function updateWebhook(ctx: AppContext, accountId: string, id: stri
   if (input.inboxIds !== undefined) set.inboxIds = await storedInboxIds(ctx, accountId, input.inboxIds);
   if (input.isActive !== undefined) set.isActive = input.isActive;
   if (input.rotateSecret) set.secret = newWebhookSecret();
-  const res = await ctx.db
-    .update(webhooks)
-    .set(set)
-    .where(and(eq(webhooks.id, id), eq(webhooks.accountId, accountId), isNull(webhooks.deletedAt)))
-    .run();
   // Deleted while the URL was being resolved.
-  if (changes(res) === 0) throw new AppError('WEBHOOK_NOT_FOUND', `webhook ${id} not found`);
+  if (!(await updateWebhookOfAccount(ctx.db, accountId, id, set))) throw new AppError('WEBHOOK_NOT_FOUND', `webhook ${id} not found`);
   return webhookView(await findWebhookRow(ctx, accountId, id), input.rotateSecret === true);
 }
 
@@ -166,12 +161,7 @@ export async function updateWebhook(ctx: AppContext, accountId: string, id: stri
  * log stays readable (GET /webhooks/logs?webhookId=…).
  */
 export async function deleteWebhook(ctx: AppContext, accountId: string, id: string): Promise<void> {
-  const res = await ctx.db
-    .update(webhooks)
-    .set({ deletedAt: isoNow(ctx.clock) })
-    .where(and(eq(webhooks.id, id), eq(webhooks.accountId, accountId), isNull(webhooks.deletedAt)))
-    .run();
-  if (changes(res) === 0) throw new AppError('WEBHOOK_NOT_FOUND', `webhook ${id} not found`);
+  if (!(await updateWebhookOfAccount(ctx.db, accountId, id, { deletedAt: isoNow(ctx.clock) }))) throw new AppError('WEBHOOK_NOT_FOUND', `webhook ${id} not found`);
 }
 
 // ---- delivery log -------------------------------------------------------------------------
@@ -246,22 +236,21 @@ export function parseLogQuery(q: URLSearchParams): LogQuery {
 /** Most recent first; `before` is the id of the last entry already seen (ids sort by time). */
 export async function listDeliveryLogs(ctx: AppContext, accountId: string | null, query: LogQuery): Promise<DeliveryLogEntry[]> {
   if (query.webhookId && accountId) await findWebhookRow(ctx, accountId, query.webhookId, { includeDeleted: true });
-  const conds: SQL[] = [];
-  if (accountId) conds.push(eq(webhookAttempts.accountId, accountId));
-  if (query.webhookId) conds.push(eq(webhookAttempts.webhookId, query.webhookId));
-  if (query.status) conds.push(eq(webhookAttempts.status, query.status));
-  if (query.event) conds.push(eq(webhookAttempts.eventType, query.event));
-  if (query.before) conds.push(lt(webhookAttempts.id, query.before));
-  if (query.hours) {
-    const since = new Date(ctx.clock.now().getTime() - query.hours * 3_600_000).toISOString();
-    conds.push(gte(webhookAttempts.createdAt, since));
-  }
-  const rows = await ctx.db.select().from(webhookAttempts).where(and(...conds)).orderBy(desc(webhookAttempts.id)).limit(query.limit);
+  const since = query.hours ? new Date(ctx.clock.now().getTime() - query.hours * 3_600_000).toISOString() : undefined;
+  const rows = await listAttempts(ctx.db, {
+    accountId,
+    webhookId: query.webhookId,
+    status: query.status,
+    eventType: query.event,
+    beforeId: query.before,
+    since,
+    limit: query.limit,
+  });
   return rows.map(logEntryView);
 }
 
 export function getDeliveryAttempt(ctx: AppContext, id: string): Promise<AttemptRow | undefined> {
-  return ctx.db.select().from(webhookAttempts).where(eq(webhookAttempts.id, id)).get();
+  return findAttemptById(ctx.db, id);
 }
 
 export interface WebhookActivity {
@@ -284,18 +273,7 @@ export async function webhookActivity(ctx: AppContext, accountId: string, q: URL
   if (webhookId) await findWebhookRow(ctx, accountId, webhookId, { includeDeleted: true });
   const currentHour = Math.floor(ctx.clock.now().getTime() / HOUR) * HOUR;
   const first = currentHour - (hours - 1) * HOUR;
-  const conds = [eq(webhookAttempts.accountId, accountId), gte(webhookAttempts.createdAt, new Date(first).toISOString())];
-  if (webhookId) conds.push(eq(webhookAttempts.webhookId, webhookId));
-  const hourKey = sql<string>`substr(${webhookAttempts.createdAt}, 1, 13)`;
-  const rows = await ctx.db
-    .select({
-      hour: hourKey,
-      success: sql<number>`sum(case when ${webhookAttempts.status} = 'success' then 1 else 0 end)`,
-      failure: sql<number>`sum(case when ${webhookAttempts.status} = 'success' then 0 else 1 end)`,
-    })
-    .from(webhookAttempts)
-    .where(and(...conds))
-    .groupBy(hourKey);
+  const rows = await countAttemptsPerHour(ctx.db, accountId, new Date(first).toISOString(), webhookId);
   const byHour = new Map(rows.map((r) => [r.hour, r]));
   const buckets: WebhookActivity['buckets'] = [];
   for (let t = first; t <= currentHour; t += HOUR) {

@@ -2,14 +2,12 @@
 // webhook_attempts in the transaction that records the job's outcome. Retries follow
 // `webhooks.retry_schedule`; the target's addresses are checked again before every attempt
 // and the connection goes to the checked address (no DNS-rebinding bypass).
-import { and, eq, gte } from 'drizzle-orm';
 import { createHmac } from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
 import type { AppContext } from '../../context.ts';
 import type { Tx } from '../../db/client.ts';
-import { events, webhookAttempts, webhooks } from '../../db/schema.ts';
 import { DnsUnavailableError } from '../../dns.ts';
 import { WEBHOOK_JOB, type WebhookJobPayload } from '../../domain/webhooks/webhook-fanout.ts';
 import { parseWebhookUrl, resolveTarget, UnsafeTargetError, type ResolvedTarget } from '../../domain/webhooks/webhook-targets.ts';
@@ -17,6 +15,7 @@ import type { AttemptStatus } from '../../domain/webhooks/webhooks.ts';
 import { newId } from '../../ids.ts';
 import type { JobHandler } from '../runner.ts';
 import { fail, ok, retry, type Commit, type JobOutcome } from '../table.ts';
+import { failPendingAttemptsOfJob, findEventById, findWebhookById, insertAttempt } from '../../store/repo/webhooks.ts';
 
 export const SIGNATURE_HEADER = 'X-Service-Signature';
 
@@ -94,12 +93,8 @@ function post(target: ResolvedTarget, body: Buffer, headers: Record<string, stri
  * job is logged it is `failed` (failed, then retried), so no row stays pending after its job
  * ended. The job's attempts are all younger than the job (index webhook_id, created_at).
  */
-async function supersedePending(tx: Tx, job: { id: string; createdAt: string }, webhookId: string): Promise<void> {
-  await tx
-    .update(webhookAttempts)
-    .set({ status: 'failed' })
-    .where(and(eq(webhookAttempts.webhookId, webhookId), gte(webhookAttempts.createdAt, job.createdAt), eq(webhookAttempts.jobId, job.id), eq(webhookAttempts.status, 'pending')))
-    .run();
+function supersedePending(tx: Tx, job: { id: string; createdAt: string }, webhookId: string): Promise<void> {
+  return failPendingAttemptsOfJob(tx, webhookId, job.id, job.createdAt);
 }
 
 function logAttempt(
@@ -114,23 +109,20 @@ function logAttempt(
 ): Commit {
   return async (tx) => {
     if (job.attempts > 1) await supersedePending(tx, job, hook.id);
-    await tx
-      .insert(webhookAttempts)
-      .values({
-        id,
-        accountId: hook.accountId,
-        webhookId: hook.id,
-        eventId: event.id,
-        eventType: event.type,
-        jobId: job.id,
-        status,
-        httpStatus: result.status ?? null,
-        durationMs: result.durationMs,
-        attempt,
-        error: result.error ?? null,
-        createdAt,
-      })
-      .run();
+    await insertAttempt(tx, {
+      id,
+      accountId: hook.accountId,
+      webhookId: hook.id,
+      eventId: event.id,
+      eventType: event.type,
+      jobId: job.id,
+      status,
+      httpStatus: result.status ?? null,
+      durationMs: result.durationMs,
+      attempt,
+      error: result.error ?? null,
+      createdAt,
+    });
   };
 }
 
@@ -140,8 +132,8 @@ export const webhookHandler: JobHandler = {
   partitionLimit: () => 4,
   async run(ctx: AppContext, job): Promise<JobOutcome> {
     const payload = JSON.parse(job.payload) as WebhookJobPayload;
-    const hook = await ctx.db.select().from(webhooks).where(eq(webhooks.id, payload.webhookId)).get();
-    const event = await ctx.db.select().from(events).where(eq(events.id, payload.eventId)).get();
+    const hook = await findWebhookById(ctx.db, payload.webhookId);
+    const event = await findEventById(ctx.db, payload.eventId);
     // Gone with its account (cascade): nobody is left to deliver to or to read a log.
     if (!hook || !event) return fail('webhook or event no longer exists', (tx) => supersedePending(tx, job, payload.webhookId));
 

@@ -1,0 +1,253 @@
+// The job table's reads and writes (table `jobs`), for src/jobs/table.ts (enqueue, claim,
+// finish, recover, sweep) and for the domain modules that look at jobs of their own kind: the
+// inbound spool (src/domain/inbound/spool.ts: its depth, a retry), scheduled send
+// (src/domain/sending/scheduled.ts: retiring a release job) and webhook replays
+// (src/domain/webhooks/webhook-fanout.ts: the deliveries still to come). Which job is claimed,
+// and what an outcome makes of it, is decided in src/jobs/table.ts.
+import { and, asc, eq, gt, inArray, lte, or, sql, type Placeholder, type SQL } from 'drizzle-orm';
+import { preparedQuery } from '../../db/prepared.ts';
+import { jobs } from '../../db/schema.ts';
+import { changes, rawRows, rawRun, type Db } from '../store.ts';
+
+export type JobRow = typeof jobs.$inferSelect;
+
+/** What a claim is told about a due job before it is claimed. */
+export type JobCandidate = Pick<JobRow, 'id' | 'kind' | 'partition' | 'attempts' | 'runAt'>;
+
+/** A new job's row: due at `runAt`, `updatedAt` is its `createdAt`. */
+export interface NewJob {
+  id: string;
+  kind: string;
+  /** JSON text. */
+  payload: string;
+  partition: string;
+  maxAttempts: number;
+  runAt: number;
+  createdAt: string;
+}
+
+/** Inserts a job; on a transaction's handle it commits with that transaction. */
+export async function insertJob(db: Db, job: NewJob): Promise<void> {
+  await preparedQuery(db, insertJobQuery).run({ ...job });
+}
+
+// One per spooled message, send and webhook delivery: prepared once (src/db/prepared.ts;
+// drizzle built this insert anew per call, a sixth of the SMTP spool path's CPU in bench/).
+const insertJobQuery = (db: Db) =>
+  db
+    .insert(jobs)
+    .values({
+      id: sql.placeholder('id'),
+      kind: sql.placeholder('kind'),
+      payload: sql.placeholder('payload'),
+      partition: sql.placeholder('partition'),
+      maxAttempts: sql.placeholder('maxAttempts'),
+      runAt: sql.placeholder('runAt'),
+      createdAt: sql.placeholder('createdAt'),
+      updatedAt: sql.placeholder('createdAt'),
+    })
+    .prepare();
+
+// The runner looks for work after every finished job and every enqueue, so the queries are
+// prepared once (src/db/prepared.ts) and each reads the index (status, run_at) in order from its
+// start: a look costs the same with 3 or 3,000 jobs waiting. (One query with `queued OR lease
+// expired` made SQLite collect and sort every due row per claim: bench/, the largest cost of a
+// claim.) Candidates carry only what choosing needs; the payload comes back from the claim's
+// UPDATE … RETURNING for the jobs actually taken.
+const candidates = (db: Db, where: SQL | undefined) =>
+  db
+    .select({ id: jobs.id, kind: jobs.kind, partition: jobs.partition, attempts: jobs.attempts, runAt: jobs.runAt })
+    .from(jobs)
+    .where(where)
+    .orderBy(asc(jobs.runAt))
+    .limit(sql.placeholder('limit'))
+    .prepare();
+const due = (now: Placeholder) => and(eq(jobs.status, 'queued'), lte(jobs.runAt, now));
+/** A running job whose worker vanished (its lease ran out); only ever a few rows are `running`. */
+const leaseOver = (now: Placeholder) => and(eq(jobs.status, 'running'), lte(jobs.leaseUntil, now));
+const dueQueued = (db: Db) => candidates(db, due(sql.placeholder('now')));
+const dueQueuedOfKind = (db: Db) => candidates(db, and(eq(jobs.kind, sql.placeholder('kind')), due(sql.placeholder('now'))));
+const leaseExpired = (db: Db) => candidates(db, leaseOver(sql.placeholder('now')));
+
+/** Up to `limit` queued jobs due at `now`, earliest first. */
+export function listDueJobs(db: Db, now: number, limit: number): Promise<JobCandidate[]> {
+  return preparedQuery(db, dueQueued).all({ now, limit });
+}
+
+/** Up to `limit` queued jobs of `kind` due at `now`, earliest first. */
+export function listDueJobsOfKind(db: Db, kind: string, now: number, limit: number): Promise<JobCandidate[]> {
+  return preparedQuery(db, dueQueuedOfKind).all({ now, limit, kind });
+}
+
+/** Up to `limit` running jobs whose lease ended by `now`, earliest due first. */
+export function listLeaseExpiredJobs(db: Db, now: number, limit: number): Promise<JobCandidate[]> {
+  return preparedQuery(db, leaseExpired).all({ now, limit });
+}
+
+/** Claims one job if it is still as it was read (another process, the CLI, may have changed it). */
+const claimOne = (db: Db) =>
+  db
+    .update(jobs)
+    .set({
+      status: 'running',
+      attempts: sql`${jobs.attempts} + 1`,
+      leaseUntil: sql`${sql.placeholder('leaseUntil')}`,
+      runAt: sql`${sql.placeholder('runAt')}`,
+      updatedAt: sql`${sql.placeholder('updatedAt')}`,
+    })
+    .where(and(eq(jobs.id, sql.placeholder('id')), eq(jobs.attempts, sql.placeholder('attempts')), or(due(sql.placeholder('now')), leaseOver(sql.placeholder('now')))))
+    .returning()
+    .prepare();
+
+export interface JobClaim {
+  id: string;
+  /** The attempts the job had when it was read: a job changed since is not claimed. */
+  attempts: number;
+  now: number;
+  leaseUntil: number;
+  /** When it is due again should this attempt not finish. */
+  runAt: number;
+  updatedAt: string;
+}
+
+/** Marks the job running (one more attempt) while it is still due as read; its row, or undefined. */
+export function claimJob(db: Db, claim: JobClaim): Promise<JobRow | undefined> {
+  return preparedQuery(db, claimOne).get({ ...claim });
+}
+
+/**
+ * PostgreSQL only, inside a transaction: locks the jobs of `ids` no other transaction holds and
+ * answers their ids (FOR UPDATE SKIP LOCKED: a row another node is claiming is left to it).
+ */
+export async function lockFreeJobs(db: Db, ids: string[]): Promise<string[]> {
+  const rows = await rawRows<[string]>(db, 'SELECT id FROM jobs WHERE id IN (SELECT value FROM json_each(?)) FOR UPDATE SKIP LOCKED', [JSON.stringify(ids)]);
+  return rows.map(([id]) => id);
+}
+
+/** Jobs running under a lease that lasts past `now`, counted per kind and partition (of `partitions`). */
+export function countRunningByPartition(db: Db, now: number, partitions: string[]): Promise<Array<[kind: string, partition: string, n: number]>> {
+  return rawRows<[string, string, number]>(
+    db,
+    "SELECT kind, partition, count(*) FROM jobs WHERE status = 'running' AND lease_until > ? AND partition IN (SELECT value FROM json_each(?)) GROUP BY kind, partition",
+    [now, JSON.stringify(partitions)],
+  );
+}
+
+/** Sets the lease of the running jobs of `ids` to end at `leaseUntil`; answers how many. */
+export function renewJobLeases(db: Db, ids: string[], leaseUntil: number): Promise<number> {
+  return rawRun(db, "UPDATE jobs SET lease_until = ? WHERE status = 'running' AND id IN (SELECT value FROM json_each(?))", [leaseUntil, JSON.stringify(ids)]);
+}
+
+/** A job's end (or its return to the queue); null keeps a column as it is. */
+export interface JobFinish {
+  id: string;
+  status: string;
+  lastError: string | null;
+  runAt: number | null;
+  finishedAt: string | null;
+  updatedAt: string;
+}
+
+/** Records an attempt's result and drops the lease. */
+export async function updateJobOutcome(db: Db, finish: JobFinish): Promise<void> {
+  await preparedQuery(db, finishOne).run({ ...finish });
+}
+
+const finishOne = (db: Db) =>
+  db
+    .update(jobs)
+    .set({
+      status: sql`${sql.placeholder('status')}`,
+      leaseUntil: null,
+      lastError: sql`coalesce(${sql.placeholder('lastError')}, ${jobs.lastError})`,
+      runAt: sql`coalesce(${sql.placeholder('runAt')}, ${jobs.runAt})`,
+      finishedAt: sql`coalesce(${sql.placeholder('finishedAt')}, ${jobs.finishedAt})`,
+      updatedAt: sql`${sql.placeholder('updatedAt')}`,
+    })
+    .where(eq(jobs.id, sql.placeholder('id')))
+    .prepare();
+
+/** Every running job back to queued, due by `now` at the latest; answers how many. */
+export async function requeueRunningJobs(db: Db, now: Date): Promise<number> {
+  const r = await db
+    .update(jobs)
+    .set({ status: 'queued', leaseUntil: null, runAt: sql`CASE WHEN ${jobs.runAt} < ${now.getTime()} THEN ${jobs.runAt} ELSE ${now.getTime()} END`, updatedAt: now.toISOString() })
+    .where(eq(jobs.status, 'running'))
+    .run();
+  return changes(r);
+}
+
+/** Deletes the jobs that finished (done or failed) by `cutoff`, except those holding spooled mail; answers how many. */
+export async function deleteFinishedJobs(db: Db, cutoff: string): Promise<number> {
+  const r = await db
+    .delete(jobs)
+    // A failed job whose message bytes are still spooled (src/domain/inbound/spool.ts) is kept: those
+    // bytes are mail answered 250, waiting for `mailroom queue --retry`.
+    .where(and(inArray(jobs.status, ['done', 'failed']), lte(jobs.finishedAt, cutoff), sql`NOT EXISTS (SELECT 1 FROM spooled_messages WHERE job_id = ${jobs.id})`))
+    .run();
+  return changes(r);
+}
+
+// Both are answered from the start of an index (status, run_at), or from the few running rows.
+const nextQueued = (db: Db) =>
+  db
+    .select({ at: sql<number | null>`min(${jobs.runAt})` })
+    .from(jobs)
+    .where(and(eq(jobs.status, 'queued'), gt(jobs.runAt, sql.placeholder('after'))))
+    .prepare();
+const nextLeaseEnd = (db: Db) =>
+  db
+    .select({ at: sql<number | null>`min(${jobs.leaseUntil})` })
+    .from(jobs)
+    .where(and(eq(jobs.status, 'running'), gt(jobs.leaseUntil, sql.placeholder('after'))))
+    .prepare();
+
+/** The earliest due time of a queued job after `after` (epoch ms), or null. */
+export async function findNextQueuedAt(db: Db, after: number): Promise<number | null | undefined> {
+  return (await preparedQuery(db, nextQueued).get({ after }))?.at;
+}
+
+/** The earliest end of a running job's lease after `after` (epoch ms), or null. */
+export async function findNextLeaseEnd(db: Db, after: number): Promise<number | null | undefined> {
+  return (await preparedQuery(db, nextLeaseEnd).get({ after }))?.at;
+}
+
+/** Jobs in one of `statuses`, earliest due first. */
+export function listJobsByStatus(db: Db, statuses: string[], limit: number): Promise<JobRow[]> {
+  return db.select().from(jobs).where(inArray(jobs.status, statuses)).orderBy(asc(jobs.runAt)).limit(limit).all();
+}
+
+export function findJobById(db: Db, id: string): Promise<JobRow | undefined> {
+  return db.select().from(jobs).where(eq(jobs.id, id)).get();
+}
+
+/** Queued and running jobs of `kind`. */
+export async function countUnfinishedJobsOfKind(db: Db, kind: string): Promise<number> {
+  return (await db
+    .select({ n: sql<number>`count(*)` })
+    .from(jobs)
+    .where(sql`${jobs.kind} = ${kind} AND ${jobs.status} IN ('queued', 'running')`)
+    .get())!.n;
+}
+
+/** The payloads and attempt budgets of the queued and running jobs of `kind`. */
+export function listUnfinishedJobsOfKind(db: Db, kind: string): Promise<Array<Pick<JobRow, 'payload' | 'maxAttempts'>>> {
+  return db
+    .select({ payload: jobs.payload, maxAttempts: jobs.maxAttempts })
+    .from(jobs)
+    .where(and(eq(jobs.kind, kind), inArray(jobs.status, ['queued', 'running'])));
+}
+
+/** The job queued again as new: no attempts made, due at `now`. */
+export async function requeueJob(db: Db, id: string, now: Date): Promise<void> {
+  await db.update(jobs).set({ status: 'queued', attempts: 0, runAt: now.getTime(), leaseUntil: null, finishedAt: null, updatedAt: now.toISOString() }).where(eq(jobs.id, id)).run();
+}
+
+/** The queued jobs of `kind` whose payload names message `messageId` become done, with `reason` as their last error. */
+export async function retireQueuedJobsOfMessage(db: Db, kind: string, messageId: string, now: Date, reason: string): Promise<void> {
+  await db
+    .update(jobs)
+    .set({ status: 'done', lastError: reason, leaseUntil: null, finishedAt: now.toISOString(), updatedAt: now.toISOString() })
+    .where(and(eq(jobs.kind, kind), eq(jobs.status, 'queued'), sql`json_extract(${jobs.payload}, '$.messageId') = ${messageId}`))
+    .run();
+}
