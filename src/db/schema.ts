@@ -361,7 +361,7 @@ export const jobs = sqliteTable(
     updatedAt: text('updated_at').notNull(),
     finishedAt: text('finished_at'),
   },
-  // jobs_kind_due: the claim reads each kind's due jobs in run_at order (src/jobs/table.ts), so
+  // jobs_kind_due: the claim reads each kind's due jobs in run_at order (src/store/repo/jobs.ts), so
   // a backlog of one kind (a burst of spooled mail) never hides another's (webhooks, sends).
   (t) => [index('jobs_due').on(t.status, t.runAt), index('jobs_kind_due').on(t.kind, t.status, t.runAt)],
 );
