@@ -3,10 +3,19 @@
 // time (job queue depth and age by kind, inboxes, domains) and counters kept from the
 // append-only logs (events = delivery outcomes, webhook attempts by outcome). Rendered in the
 // text exposition format, version 0.0.4.
-import { inArray, sql } from 'drizzle-orm';
-import { rawRows } from './store/store.ts';
 import type { AppContext } from './context.ts';
-import { domains, inboxes, jobs } from './db/schema.ts';
+import {
+  countDomainsBySendingStatus,
+  countInboxesByStatus,
+  countJobsByKindAndStatus,
+  countLogRowsBetween,
+  findLastLogPosition,
+  findLogPositionAfter,
+  startOfLog,
+  summarizeLiveJobs,
+  type LogPosition,
+  type LogTable,
+} from './store/repo/metrics.ts';
 
 type Labels = Record<string, string>;
 
@@ -211,14 +220,13 @@ export function observeRequest(ctx: AppContext, method: string | undefined, rout
  * incrementally: each scrape counts only rows added since the last one, in chunks with a
  * yield between them, so a table of millions of rows never blocks the process (a full GROUP BY
  * over 200k rows takes 150-300 ms). The rows never change after insert, so the totals are true
- * counters. (Rows deleted with their account are not subtracted.) The position is SQLite's
- * rowid, given in insert order; PostgreSQL has none, and there the rows' ids (time-ordered)
- * stand in: a row committed late by another node with an earlier id is not counted.
+ * counters. (Rows deleted with their account are not subtracted.) A position orders a table's
+ * rows as they were added (src/store/repo/metrics.ts says what it is on each engine).
  */
 interface LogCounter {
-  table: 'events' | 'webhook_attempts';
+  table: LogTable;
   column: 'type' | 'status';
-  last: number | string;
+  last: LogPosition;
   counts: Map<string, number>;
 }
 
@@ -233,14 +241,12 @@ interface ScrapeState {
 const scrapeStates = new WeakMap<AppContext, ScrapeState>();
 
 async function catchUp(ctx: AppContext, c: LogCounter): Promise<void> {
-  const position = ctx.store.dialect === 'sqlite' ? 'rowid' : 'id';
-  const [[max]] = await rawRows<[number | string | null]>(ctx.db, `SELECT max(${position}) FROM ${c.table}`);
+  const max = await findLastLogPosition(ctx.db, c.table);
   if (max === null) return;
   while (c.last < max) {
-    // The end of the next chunk: CHUNK_ROWS rows on (an index range read), or the last row.
-    const [end] = await rawRows<[number | string]>(ctx.db, `SELECT ${position} FROM ${c.table} WHERE ${position} > ? AND ${position} <= ? ORDER BY ${position} LIMIT 1 OFFSET ${CHUNK_ROWS - 1}`, [c.last, max]);
-    const hi = end ? end[0] : max;
-    const rows = await rawRows<[string, number]>(ctx.db, `SELECT ${c.column}, count(*) FROM ${c.table} WHERE ${position} > ? AND ${position} <= ? GROUP BY ${c.column}`, [c.last, hi]);
+    // The end of the next chunk: CHUNK_ROWS rows on, or the last row.
+    const hi = (await findLogPositionAfter(ctx.db, c.table, c.last, max, CHUNK_ROWS)) ?? max;
+    const rows = await countLogRowsBetween(ctx.db, c.table, c.column, c.last, hi);
     for (const [k, n] of rows) c.counts.set(k, (c.counts.get(k) ?? 0) + n);
     c.last = hi;
     if (c.last < max) await new Promise((resolve) => setImmediate(resolve));
@@ -260,8 +266,8 @@ export function renderMetrics(ctx: AppContext): Promise<string> {
   if (!state) {
     state = {
       logs: [
-        { table: 'events', column: 'type', last: ctx.store.dialect === 'sqlite' ? 0 : '', counts: new Map() },
-        { table: 'webhook_attempts', column: 'status', last: ctx.store.dialect === 'sqlite' ? 0 : '', counts: new Map() },
+        { table: 'events', column: 'type', last: startOfLog(ctx.db), counts: new Map() },
+        { table: 'webhook_attempts', column: 'status', last: startOfLog(ctx.db), counts: new Map() },
       ],
       running: Promise.resolve(),
     };
@@ -288,22 +294,12 @@ async function scrape(ctx: AppContext, state: ScrapeState): Promise<string> {
   lines.push(...m.smtpSessions.render(), ...m.smtpMessages.render(), ...m.smtpRecipients.render(), ...m.smtpLimited.render());
   lines.push(...m.submissionAuth.render(), ...m.submissionMessages.render());
 
+  // One transaction: the gauges describe one moment.
   const snapshot = await ctx.store.transaction(async (tx) => ({
-    // Index-only (jobs_kind_due), whatever the number of finished jobs kept.
-    jobs: await tx.select({ kind: jobs.kind, status: jobs.status, n: sql<number>`count(*)` }).from(jobs).groupBy(jobs.kind, jobs.status),
-    // Only the live jobs are read row by row (jobs_due index on status).
-    live: await tx
-      .select({
-        kind: jobs.kind,
-        status: jobs.status,
-        oldest: sql<string | null>`min(${jobs.createdAt})`,
-        due: sql<number>`sum(case when ${jobs.status} = 'queued' and ${jobs.runAt} <= ${nowMs} then 1 else 0 end)`,
-      })
-      .from(jobs)
-      .where(inArray(jobs.status, ['queued', 'running']))
-      .groupBy(jobs.kind, jobs.status),
-    inboxes: await tx.select({ status: inboxes.status, n: sql<number>`count(*)` }).from(inboxes).groupBy(inboxes.status),
-    domains: await tx.select({ status: domains.sendingStatus, n: sql<number>`count(*)` }).from(domains).groupBy(domains.sendingStatus),
+    jobs: await countJobsByKindAndStatus(tx),
+    live: await summarizeLiveJobs(tx, nowMs),
+    inboxes: await countInboxesByStatus(tx),
+    domains: await countDomainsBySendingStatus(tx),
   }));
 
   lines.push(

@@ -3,15 +3,12 @@
 // (Blobs.contentKey). It is removed when the last row naming it goes.
 import type { AppContext } from '../context.ts';
 import type { Db } from '../db/client.ts';
-import { preparedQuery, preparedRows } from '../db/prepared.ts';
 import { errorFields } from '../log.ts';
-
-const named = (db: Db) =>
-  preparedRows<[string, string], [number]>(db, 'SELECT 1 FROM messages WHERE raw_path = ? UNION ALL SELECT 1 FROM attachments WHERE storage_path = ? LIMIT 1');
+import { isBlobNamed } from '../store/repo/blob-refs.ts';
 
 /** True when a message or attachment row names `rel`. */
-export async function blobReferenced(db: Db, rel: string): Promise<boolean> {
-  return (await preparedQuery(db, named).get(rel, rel)) !== undefined;
+export function blobReferenced(db: Db, rel: string): Promise<boolean> {
+  return isBlobNamed(db, rel);
 }
 
 /**

@@ -1,14 +1,18 @@
 // API keys: `mr_live_<random>`, stored only as a SHA-256 hash. Authentication finds candidates
 // by the visible prefix and compares hashes in constant time. Read-only keys may not write.
-import { and, desc, eq, isNull } from 'drizzle-orm';
 import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { AppContext } from '../../context.ts';
-import type { Db } from '../../db/client.ts';
-import { changes } from '../../store/store.ts';
-import { preparedQuery, preparedRows } from '../../db/prepared.ts';
-import { apiKeys } from '../../db/schema.ts';
 import { newId } from '../../ids.ts';
 import { errorFields } from '../../log.ts';
+import {
+  insertApiKey,
+  listActiveApiKeys,
+  listActiveApiKeysByPrefix,
+  listActiveApiKeysOfAccount,
+  updateApiKeyLastUsed,
+  updateApiKeyRevoked,
+  type ApiKeyRow,
+} from '../../store/repo/accounts.ts';
 import { AppError } from '../errors.ts';
 import { isoNow } from '../time.ts';
 
@@ -55,7 +59,7 @@ function generateKey(): string {
   return `mr_live_${out}`;
 }
 
-const view = (row: typeof apiKeys.$inferSelect): ApiKeyView => ({
+const view = (row: ApiKeyRow): ApiKeyView => ({
   id: row.id,
   keyPrefix: row.keyPrefix,
   name: row.name,
@@ -81,7 +85,7 @@ export async function createApiKey(
     expiresAt: opts.expiresAt ?? null,
     createdAt: isoNow(ctx.clock),
   };
-  await ctx.db.insert(apiKeys).values(row).run();
+  await insertApiKey(ctx.db, row);
   return {
     id: row.id,
     key,
@@ -94,28 +98,20 @@ export async function createApiKey(
 }
 
 export async function listApiKeys(ctx: AppContext, accountId: string): Promise<ApiKeyView[]> {
-  const rows = await ctx.db
-    .select()
-    .from(apiKeys)
-    .where(and(eq(apiKeys.accountId, accountId), isNull(apiKeys.revokedAt)))
-    .orderBy(desc(apiKeys.createdAt), desc(apiKeys.id));
-  return rows.map(view);
+  return (await listActiveApiKeysOfAccount(ctx.db, accountId)).map(view);
 }
 
 /** Every active key of every account (CLI listing without --account). */
 export async function listAllApiKeys(ctx: AppContext): Promise<Array<ApiKeyView & { accountId: string }>> {
-  const rows = await ctx.db.select().from(apiKeys).where(isNull(apiKeys.revokedAt)).orderBy(desc(apiKeys.createdAt));
-  return rows.map((r) => ({ ...view(r), accountId: r.accountId }));
+  return (await listActiveApiKeys(ctx.db)).map((r) => ({ ...view(r), accountId: r.accountId }));
 }
 
 export async function revokeApiKey(ctx: AppContext, accountId: string | null, id: string, currentKeyId?: string): Promise<void> {
   if (id === currentKeyId) {
     throw new AppError('CANNOT_REVOKE_CURRENT_KEY', 'the key that authenticates this request cannot revoke itself; use another key');
   }
-  const conds = [eq(apiKeys.id, id), isNull(apiKeys.revokedAt)];
-  if (accountId) conds.push(eq(apiKeys.accountId, accountId));
-  const res = await ctx.db.update(apiKeys).set({ revokedAt: isoNow(ctx.clock) }).where(and(...conds)).run();
-  if (changes(res) === 0) throw new AppError('API_KEY_NOT_FOUND', `API key ${id} not found`);
+  const revoked = await updateApiKeyRevoked(ctx.db, id, accountId, isoNow(ctx.clock));
+  if (!revoked) throw new AppError('API_KEY_NOT_FOUND', `API key ${id} not found`);
 }
 
 const LAST_USED_PRECISION_MS = 1000;
@@ -132,16 +128,10 @@ function recordUse(ctx: AppContext, id: string, now: Date): void {
   if (recording.has(id)) return;
   recording.add(id);
   ctx.store
-    .grouped((tx) => tx.update(apiKeys).set({ lastUsedAt: now.toISOString() }).where(eq(apiKeys.id, id)).run())
+    .grouped((tx) => updateApiKeyLastUsed(tx, id, now.toISOString()))
     .catch((err: unknown) => ctx.log.warn('lastUsedAt not recorded', { keyId: id, ...errorFields(err) }))
     .finally(() => recording.delete(id));
 }
-
-// Runs on every API request: a plain statement prepared once (src/db/prepared.ts), reading only
-// the columns authentication needs.
-type KeyCandidate = [id: string, accountId: string, keyHash: string, readOnly: number, lastUsedAt: string | null, expiresAt: string | null];
-const activeKeysByPrefix = (db: Db) =>
-  preparedRows<[string], KeyCandidate>(db, 'SELECT id, account_id, key_hash, read_only, last_used_at, expires_at FROM api_keys WHERE key_prefix = ? AND revoked_at IS NULL');
 
 /**
  * Resolves a presented key to its principal, or undefined. Revoked and expired keys are
@@ -150,7 +140,7 @@ const activeKeysByPrefix = (db: Db) =>
  */
 export async function authenticateKey(ctx: AppContext, presented: string): Promise<Principal | undefined> {
   if (presented.length < KEY_PREFIX_LENGTH || presented.length > 200) return undefined;
-  const candidates = await preparedQuery(ctx.db, activeKeysByPrefix).all(presented.slice(0, KEY_PREFIX_LENGTH));
+  const candidates = await listActiveApiKeysByPrefix(ctx.db, presented.slice(0, KEY_PREFIX_LENGTH));
   const digest = hashKey(presented);
   const now = ctx.clock.now();
   for (const [id, accountId, keyHash, readOnly, lastUsedAt, expiresAt] of candidates) {

@@ -3,9 +3,8 @@
 // value operators publish (RFC 6376 §3.6.1), and the key the outbound sender signs with.
 import { generateKeyPair } from 'node:crypto';
 import { promisify } from 'node:util';
-import { eq } from 'drizzle-orm';
 import type { AppContext } from '../../context.ts';
-import { domains } from '../../db/schema.ts';
+import { findDomainPublicKey, findDomainSigningKey } from '../../store/repo/domains.ts';
 import { ensureSecret } from '../../store/secrets.ts';
 
 const generateKeyPairAsync = promisify(generateKeyPair);
@@ -95,12 +94,7 @@ export function isSharedDomain(ctx: AppContext, domainName: string): boolean {
 /** Selector and public key of a domain mailroom signs for (the shared one or a custom one). */
 export async function publishedKeyFor(ctx: AppContext, domainName: string): Promise<{ selector: string; publicKey: string } | undefined> {
   if (isSharedDomain(ctx, domainName)) return ensureSharedDkimKey(ctx);
-  const row = await ctx.db
-    .select({ selector: domains.dkimSelector, publicKey: domains.dkimPublicKey })
-    .from(domains)
-    .where(eq(domains.domain, normalizeName(domainName)))
-    .get();
-  return row;
+  return findDomainPublicKey(ctx.db, normalizeName(domainName));
 }
 
 /**
@@ -114,10 +108,6 @@ export async function signingKeyFor(ctx: AppContext, domainName: string): Promis
     const k = await sharedKey(ctx);
     return { domainName: name, selector: k.selector, privateKey: k.privateKey };
   }
-  const row = await ctx.db
-    .select({ selector: domains.dkimSelector, privateKey: domains.dkimPrivateKey })
-    .from(domains)
-    .where(eq(domains.domain, name))
-    .get();
+  const row = await findDomainSigningKey(ctx.db, name);
   return row ? { domainName: name, selector: row.selector, privateKey: row.privateKey } : undefined;
 }

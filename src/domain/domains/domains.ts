@@ -1,12 +1,25 @@
 // Custom domains: adding one (DKIM key, ownership token, the records to publish), verifying it
 // against DNS (rules in domain-check.ts), listing and deleting it. Deleting moves the domain's
 // inboxes to the shared domain and keeps their messages.
-import { and, count, desc, eq, sql, isNull, lte, ne, or } from 'drizzle-orm';
 import { domainToASCII } from 'node:url';
 import type { AppContext } from '../../context.ts';
 import type { Tx } from '../../db/client.ts';
-import { domains, inboxes } from '../../db/schema.ts';
 import { newId, randomToken } from '../../ids.ts';
+import {
+  countDomainsOfAccount,
+  deleteDomainById,
+  findDomainById,
+  findDomainByName,
+  findDomainIdByName,
+  findDomainVerificationToken,
+  insertDomain,
+  listDomainIdsDueForCheck,
+  listDomainsNewestFirst,
+  listDomainsOfAccount,
+  updateDomain,
+  type DomainRow,
+} from '../../store/repo/domains.ts';
+import { findInboxIdByAddress, listInboxesOfDomain, updateInboxAddress } from '../../store/repo/inboxes.ts';
 import { isValidDomainName } from '../addresses.ts';
 import { generateDkimKeyPair, isSharedDomain, newSelector, publishedKeyFor } from './dkim-keys.ts';
 import {
@@ -27,7 +40,7 @@ import { isUniqueViolation } from '../../store/store.ts';
 import { recordEvent } from '../events/events.ts';
 import { isoNow } from '../time.ts';
 
-export type DomainRow = typeof domains.$inferSelect;
+export type { DomainRow };
 
 export interface Domain {
   id: string;
@@ -107,8 +120,7 @@ export function normalizeDomainName(raw: string): string {
 
 async function refuseTaken(ctx: AppContext, name: string): Promise<void> {
   if (isSharedDomain(ctx, name)) throw new AppError('DOMAIN_EXISTS', `${name} is this appliance's shared domain`);
-  const existing = await ctx.db.select({ id: domains.id }).from(domains).where(eq(domains.domain, name)).get();
-  if (existing) throw new AppError('DOMAIN_EXISTS', `domain ${name} has already been added`);
+  if (await findDomainIdByName(ctx.db, name)) throw new AppError('DOMAIN_EXISTS', `domain ${name} has already been added`);
 }
 
 export async function addDomain(ctx: AppContext, accountId: string, rawName: string): Promise<Domain> {
@@ -132,7 +144,7 @@ export async function addDomain(ctx: AppContext, accountId: string, rawName: str
     createdAt: isoNow(ctx.clock),
   };
   try {
-    await ctx.db.insert(domains).values(row).run();
+    await insertDomain(ctx.db, row);
   } catch (err) {
     // Another request added the same name while the key was being generated.
     if (isUniqueViolation(err)) throw new AppError('DOMAIN_EXISTS', `domain ${name} has already been added`);
@@ -143,7 +155,7 @@ export async function addDomain(ctx: AppContext, accountId: string, rawName: str
 
 /** The domain row `id` of `accountId` (null = any account: the operator's CLI). */
 export async function findDomainRow(ctx: AppContext, accountId: string | null, id: string): Promise<DomainRow> {
-  const row = await ctx.db.select().from(domains).where(eq(domains.id, id)).get();
+  const row = await findDomainById(ctx.db, id);
   // Another account's domain is reported exactly like a missing one.
   if (!row || (accountId !== null && row.accountId !== accountId)) throw new AppError('DOMAIN_NOT_FOUND', `domain ${id} not found`);
   return row;
@@ -158,7 +170,7 @@ export async function findDomainByIdOrName(ctx: AppContext, idOrName: string): P
   } catch {
     // Not a valid name: it cannot match a stored one either; answered as not found below.
   }
-  const row = await ctx.db.select().from(domains).where(eq(domains.domain, name)).get();
+  const row = await findDomainByName(ctx.db, name);
   if (!row) throw new AppError('DOMAIN_NOT_FOUND', `domain ${idOrName} not found`);
   return row;
 }
@@ -168,15 +180,14 @@ export async function getDomain(ctx: AppContext, accountId: string, id: string):
 }
 
 export async function listDomains(ctx: AppContext, accountId: string): Promise<{ data: Domain[]; total: number }> {
-  const rows = await ctx.db.select().from(domains).where(eq(domains.accountId, accountId)).orderBy(desc(domains.createdAt), desc(domains.id));
-  const total = (await ctx.db.select({ n: count() }).from(domains).where(eq(domains.accountId, accountId)).get())!.n;
+  const rows = await listDomainsOfAccount(ctx.db, accountId);
+  const total = await countDomainsOfAccount(ctx.db, accountId);
   return { data: rows.map((r) => domainView(ctx, r)), total };
 }
 
 /** Every domain of every account, or of one (CLI). */
 export async function listAllDomains(ctx: AppContext, accountId?: string): Promise<Array<Domain & { accountId: string }>> {
-  const q = ctx.db.select().from(domains);
-  const rows = await (accountId ? q.where(eq(domains.accountId, accountId)) : q).orderBy(desc(domains.createdAt));
+  const rows = await listDomainsNewestFirst(ctx.db, accountId);
   return rows.map((r) => ({ ...domainView(ctx, r), accountId: r.accountId }));
 }
 
@@ -198,7 +209,7 @@ function applyCheck(ctx: AppContext, id: string, checks: RecordCheck[]): Promise
   return ctx.store.transaction(async (tx) => {
     // The read-compare-write below must not interleave with another process's check.
     await ctx.store.lock(tx, `domain:${id}`);
-    const cur = await tx.select().from(domains).where(eq(domains.id, id)).get();
+    const cur = await findDomainById(tx, id);
     if (!cur) throw new AppError('DOMAIN_NOT_FOUND', `domain ${id} not found`);
     const now = isoNow(ctx.clock);
     const set: Partial<DomainRow> = { lastCheckedAt: now, lastCheckError: problems.length ? problems.join('. ') : null };
@@ -207,7 +218,7 @@ function applyCheck(ctx: AppContext, id: string, checks: RecordCheck[]): Promise
     if (becameVerified) set.sendingVerifiedAt = now;
     if (receiving) set.receivingStatus = receiving;
     if (receiving === 'verified' && cur.receivingStatus !== 'verified') set.receivingVerifiedAt = now;
-    const updated = (await tx.update(domains).set(set).where(eq(domains.id, id)).returning().get())!;
+    const updated = (await updateDomain(tx, id, set))!;
     const view = domainView(ctx, updated);
     if (becameVerified) await recordEvent(tx, ctx, updated.accountId, 'domain.verified', view);
     return view;
@@ -227,7 +238,7 @@ async function freeSharedAddress(tx: Tx, local: string, shared: string): Promise
   for (let n = 1; ; n++) {
     const suffix = n === 1 ? '' : `-${n}`;
     const candidate = `${local.slice(0, 64 - suffix.length)}${suffix}@${shared}`;
-    if (!(await tx.select({ id: inboxes.id }).from(inboxes).where(eq(inboxes.address, candidate)).get())) return candidate;
+    if (!(await findInboxIdByAddress(tx, candidate))) return candidate;
   }
 }
 
@@ -239,17 +250,17 @@ export function deleteDomain(ctx: AppContext, accountId: string | null, id: stri
   return ctx.store.transaction(async (tx) => {
     // Addresses on the shared domain are chosen below: one move at a time, on every node.
     await ctx.store.lock(tx, 'shared-domain-addresses');
-    const row = await tx.select().from(domains).where(eq(domains.id, id)).get();
+    const row = await findDomainById(tx, id);
     if (!row || (accountId !== null && row.accountId !== accountId)) throw new AppError('DOMAIN_NOT_FOUND', `domain ${id} not found`);
     const shared = normalizeHost(ctx.config.shared_domain);
     const moved: Array<{ id: string; from: string; to: string }> = [];
-    for (const inbox of await tx.select({ id: inboxes.id, address: inboxes.address }).from(inboxes).where(eq(inboxes.domainId, id)).orderBy(inboxes.createdAt)) {
+    for (const inbox of await listInboxesOfDomain(tx, id)) {
       const local = inbox.address.slice(0, inbox.address.lastIndexOf('@'));
       const to = await freeSharedAddress(tx, local, shared);
-      await tx.update(inboxes).set({ address: to, domainId: null }).where(eq(inboxes.id, inbox.id)).run();
+      await updateInboxAddress(tx, inbox.id, to, null);
       moved.push({ id: inbox.id, from: inbox.address, to });
     }
-    await tx.delete(domains).where(eq(domains.id, id)).run();
+    await deleteDomainById(tx, id);
     return { moved };
   });
 }
@@ -272,7 +283,7 @@ export async function dnsRecordsFor(ctx: AppContext, domainName: string): Promis
   const shared = isSharedDomain(ctx, name);
   const key = await publishedKeyFor(ctx, name);
   if (!key) return undefined;
-  const token = shared ? undefined : (await ctx.db.select({ t: domains.verificationToken }).from(domains).where(eq(domains.domain, name)).get())?.t;
+  const token = shared ? undefined : await findDomainVerificationToken(ctx.db, name);
   const plan = planRecords({ domain: name, hostname: ctx.config.hostname, selector: key.selector, publicKey: key.publicKey, token });
   return { domain: name, shared, sending: sendingRecords(plan), receiving: receivingRecords(plan), plan, publicKey: key.publicKey };
 }
@@ -291,19 +302,9 @@ export async function inspectRecords(ctx: AppContext, records: DomainRecords): P
  */
 export async function recheckDueDomains(ctx: AppContext, everyMs: number): Promise<number> {
   const cutoff = new Date(ctx.clock.now().getTime() - everyMs).toISOString();
-  const due = await ctx.db
-    .select({ id: domains.id })
-    .from(domains)
-    .where(
-      and(
-        or(ne(domains.sendingStatus, 'verified'), ne(domains.receivingStatus, 'verified')),
-        or(isNull(domains.lastCheckedAt), lte(domains.lastCheckedAt, cutoff)),
-      ),
-    )
-    // Never-checked ones first, on either engine (they order NULLs differently).
-    .orderBy(sql`${domains.lastCheckedAt} IS NOT NULL`, domains.lastCheckedAt);
+  const due = await listDomainIdsDueForCheck(ctx.db, cutoff);
   let checked = 0;
-  for (const { id } of due) {
+  for (const id of due) {
     try {
       await verifyDomain(ctx, null, id);
       checked++;

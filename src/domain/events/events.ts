@@ -4,12 +4,16 @@
 // A message.* event carries a copy of the message, so it names the message and is deleted with
 // it (a foreign-key cascade); every event goes after `retention.events` (sweepEvents).
 import type { AppContext } from '../../context.ts';
-import { and, asc, eq, gt, inArray, lt, sql, type SQL } from 'drizzle-orm';
-import type { Db, Tx } from '../../db/client.ts';
-import { preparedQuery } from '../../db/prepared.ts';
-import { events, webhookAttempts } from '../../db/schema.ts';
+import type { Tx } from '../../db/client.ts';
 import { newId } from '../../ids.ts';
-import { afterCommit, changes, rawRows } from '../../store/store.ts';
+import {
+  deleteEventsCreatedBefore,
+  deleteWebhookAttemptsCreatedBefore,
+  findLatestEventId,
+  insertEvent,
+  listEventsOfAccount,
+} from '../../store/repo/events.ts';
+import { afterCommit } from '../../store/store.ts';
 import { AppError } from '../errors.ts';
 import { findInboxRow } from '../inboxes/inboxes.ts';
 import { intParam } from '../pagination.ts';
@@ -37,25 +41,10 @@ export interface EventRecord {
 /** Hooks run inside the same transaction for each recorded event (webhook fan-out). */
 export const EVENT_FANOUT: Array<(tx: Tx, ctx: AppContext, event: EventRecord) => Promise<void>> = [];
 
-// One per inbound message and per send outcome: prepared once (src/db/prepared.ts); run on the
-// connection's open transaction like any statement of `tx`.
-const insertEvent = (db: Db) =>
-  db
-    .insert(events)
-    .values({
-      id: sql.placeholder('id'),
-      accountId: sql.placeholder('accountId'),
-      type: sql.placeholder('type'),
-      data: sql.placeholder('data'),
-      messageId: sql.placeholder('messageId'),
-      createdAt: sql.placeholder('createdAt'),
-    })
-    .prepare();
-
 export async function recordEvent(tx: Tx, ctx: AppContext, accountId: string, type: EventType, data: unknown): Promise<EventRecord> {
   const event: EventRecord = { id: newId('evt'), accountId, type, data, createdAt: ctx.clock.now().toISOString() };
   const messageId = type.startsWith('message.') ? (data as { id: string }).id : null;
-  await preparedQuery(tx, insertEvent).run({ id: event.id, accountId, type, data: JSON.stringify(data), messageId, createdAt: event.createdAt });
+  await insertEvent(tx, { id: event.id, accountId, type, data: JSON.stringify(data), messageId, createdAt: event.createdAt });
   for (const fan of EVENT_FANOUT) await fan(tx, ctx, event);
   afterCommit(() => ctx.notify('events'));
   return event;
@@ -109,61 +98,19 @@ export function parseEventQuery(q: URLSearchParams, lastEventId?: string): Event
 }
 
 /**
- * Events of the account after `query.after`, oldest first. Embedded SQLite: an event's id is made
- * inside the transaction that records it and transactions commit one at a time, so ids grow in
- * commit order. PostgreSQL: nodes commit in any order, so events are read in the order they
- * became visible (listEventsShared). Either way a reader that continues after the last event it
- * saw misses nothing.
+ * Events of the account after `query.after`, oldest first: in the order they became visible
+ * (commit order, on either engine), so a reader that continues after the last event it saw
+ * misses nothing.
  */
 export async function listEvents(ctx: AppContext, accountId: string, query: EventQuery): Promise<EventEnvelope[]> {
   if (query.inboxId) await findInboxRow(ctx, accountId, query.inboxId);
-  if (ctx.store.dialect === 'postgres') return listEventsShared(ctx, accountId, query);
-  const conds: SQL[] = [eq(events.accountId, accountId)];
-  if (query.after) conds.push(gt(events.id, query.after));
-  if (query.types) conds.push(inArray(events.type, query.types));
-  if (query.inboxId) conds.push(sql`json_extract(${events.data}, '$.inboxId') = ${query.inboxId}`);
-  const rows = await ctx.db
-    .select({ id: events.id, type: events.type, createdAt: events.createdAt, data: events.data })
-    .from(events)
-    .where(and(...conds))
-    .orderBy(asc(events.id))
-    .limit(query.limit);
+  const rows = await listEventsOfAccount(ctx.db, accountId, query);
   return rows.map((r) => ({ id: r.id, type: r.type as EventType, createdAt: r.createdAt, data: JSON.parse(r.data) as unknown }));
-}
-
-/**
- * On a shared database: events of transactions older than every one still running, by
- * (tx, seq) (migrations/pg 0006), after the position of the `after` event; after its id when
- * it is no longer kept.
- */
-async function listEventsShared(ctx: AppContext, accountId: string, query: EventQuery): Promise<EventEnvelope[]> {
-  const conds = ['account_id = ?', 'tx < pg_snapshot_xmin(pg_current_snapshot())'];
-  const params: unknown[] = [accountId];
-  if (query.after) {
-    const [at] = await rawRows<[string, number]>(ctx.db, 'SELECT tx::text, seq FROM events WHERE id = ?', [query.after]);
-    if (at) conds.push('(tx, seq) > (?::xid8, ?::bigint)');
-    else conds.push('id > ?');
-    params.push(...(at ?? [query.after]));
-  }
-  if (query.types) {
-    conds.push('type IN (SELECT value FROM json_each(?))');
-    params.push(JSON.stringify(query.types));
-  }
-  if (query.inboxId) {
-    conds.push(`json_extract(data, '$.inboxId') = ?`);
-    params.push(query.inboxId);
-  }
-  const rows = await rawRows<[string, string, string, string]>(ctx.db, `SELECT id, type, created_at, data FROM events WHERE ${conds.join(' AND ')} ORDER BY tx, seq LIMIT ?`, [...params, query.limit]);
-  return rows.map(([id, type, createdAt, data]) => ({ id, type: type as EventType, createdAt, data: JSON.parse(data) as unknown }));
 }
 
 /** The newest event id of the whole appliance (a stream opened without a cursor starts there). */
 export async function latestEventId(ctx: AppContext): Promise<string | undefined> {
-  if (ctx.store.dialect === 'postgres') {
-    const [row] = await rawRows<[string]>(ctx.db, 'SELECT id FROM events WHERE tx < pg_snapshot_xmin(pg_current_snapshot()) ORDER BY tx DESC, seq DESC LIMIT 1');
-    return row?.[0];
-  }
-  return (await ctx.db.select({ id: sql<string | null>`max(${events.id})` }).from(events).get())?.id ?? undefined;
+  return findLatestEventId(ctx.db);
 }
 
 /** Deletes events and webhook delivery logs older than their retention (housekeeping, hourly). */
@@ -171,7 +118,7 @@ export async function sweepEvents(ctx: AppContext): Promise<{ events: number; de
   const now = ctx.clock.now().getTime();
   const before = (ms: number) => new Date(now - ms).toISOString();
   return {
-    events: changes(await ctx.db.delete(events).where(lt(events.createdAt, before(ctx.config.retention.events))).run()),
-    deliveryLogs: changes(await ctx.db.delete(webhookAttempts).where(lt(webhookAttempts.createdAt, before(ctx.config.retention.delivery_logs))).run()),
+    events: await deleteEventsCreatedBefore(ctx.db, before(ctx.config.retention.events)),
+    deliveryLogs: await deleteWebhookAttemptsCreatedBefore(ctx.db, before(ctx.config.retention.delivery_logs)),
   };
 }

@@ -1,22 +1,33 @@
 // Inboxes: one address each, on the shared domain or on a custom domain of the account that is
 // verified for sending. Counters for sending live on the row; `sendsToday` counts the current
 // UTC day only. Deleting an inbox removes everything under it, files included.
-import { and, count, desc, eq, inArray, sql } from 'drizzle-orm';
 import type { AppContext } from '../../context.ts';
 import type { Db } from '../../db/client.ts';
 import { forgetIdempotentResponses } from '../accounts/idempotency.ts';
-import { preparedQuery, preparedRows } from '../../db/prepared.ts';
-import { attachments, domains, inboxes, messages } from '../../db/schema.ts';
 import { newId } from '../../ids.ts';
+import { findDomainById, findDomainByName } from '../../store/repo/domains.ts';
+import {
+  claimInboxSend,
+  countInboxesOfAccount,
+  deleteInboxOfAccount,
+  findInboxByAddress as findInboxRowByAddress,
+  findInboxById,
+  insertInbox,
+  listInboxesNewestFirst,
+  listInboxesOfAccount,
+  listInboxMessageFiles,
+  updateInbox,
+  type InboxRow,
+} from '../../store/repo/inboxes.ts';
 import { isValidLocalPart, readableLocalPart, splitAddress } from '../addresses.ts';
 import { BOUNCE_PREFIX, isBounceLocalPart } from '../inbound/bounce-address.ts';
 import { AppError } from '../errors.ts';
 import type { Page, PageResult } from '../pagination.ts';
 import { isoNow, utcDay } from '../time.ts';
 import { releaseBlobs } from '../../storage/blob-refs.ts';
-import { changes, isUniqueViolation } from '../../store/store.ts';
+import { isUniqueViolation } from '../../store/store.ts';
 
-export type InboxRow = typeof inboxes.$inferSelect;
+export type { InboxRow };
 
 export interface Inbox {
   id: string;
@@ -56,11 +67,7 @@ export interface CreateInboxInput {
 
 /** The domain row an inbox may use, checked for ownership and sending verification. */
 async function usableDomain(ctx: AppContext, accountId: string, where: { id?: string; name?: string }) {
-  const row = await ctx.db
-    .select()
-    .from(domains)
-    .where(where.id ? eq(domains.id, where.id) : eq(domains.domain, where.name!))
-    .get();
+  const row = where.id ? await findDomainById(ctx.db, where.id) : await findDomainByName(ctx.db, where.name!);
   if (!row || row.accountId !== accountId) return undefined;
   if (row.sendingStatus !== 'verified') {
     throw new AppError('DOMAIN_NOT_VERIFIED', `domain ${row.domain} is not verified for sending yet; publish its DNS records and verify it`);
@@ -127,7 +134,7 @@ export async function createInbox(ctx: AppContext, accountId: string, input: Cre
     createdAt: isoNow(ctx.clock),
   };
   try {
-    await ctx.db.insert(inboxes).values(row).run();
+    await insertInbox(ctx.db, row);
   } catch (err) {
     if (isUniqueViolation(err)) {
       throw new AppError('ADDRESS_TAKEN', `address ${address} is already in use`);
@@ -137,48 +144,8 @@ export async function createInbox(ctx: AppContext, accountId: string, input: Cre
   return inboxView(ctx, row);
 }
 
-// Hot reads (every inbox route, every RCPT TO): prepared once (src/db/prepared.ts). The read by
-// id (every inbox and message-list request) is a plain statement, without drizzle's mapping.
-type InboxTuple = [
-  id: string,
-  accountId: string,
-  address: string,
-  domainId: string | null,
-  displayName: string | null,
-  status: string,
-  dailySendLimit: number,
-  sendsToday: number,
-  sendsDay: string | null,
-  totalSent: number,
-  bounceCount: number,
-  complaintCount: number,
-  createdAt: string,
-];
-const SELECT_INBOX = `SELECT id, account_id, address, domain_id, display_name, status, daily_send_limit, sends_today, sends_day, total_sent,
-            bounce_count, complaint_count, created_at
-       FROM inboxes`;
-const inboxById = (db: Db) => preparedRows<[string], InboxTuple>(db, `${SELECT_INBOX} WHERE id = ?`);
-const inboxRow = (r: InboxTuple): InboxRow => ({
-  id: r[0],
-  accountId: r[1],
-  address: r[2],
-  domainId: r[3],
-  displayName: r[4],
-  status: r[5],
-  dailySendLimit: r[6],
-  sendsToday: r[7],
-  sendsDay: r[8],
-  totalSent: r[9],
-  bounceCount: r[10],
-  complaintCount: r[11],
-  createdAt: r[12],
-});
-// Every RCPT TO: the same plain statement and row shape as inbox by id.
-const inboxByAddress = (db: Db) => preparedRows<[string], InboxTuple>(db, `${SELECT_INBOX} WHERE address = ?`);
-
 export async function findInboxRow(ctx: AppContext, accountId: string, id: string): Promise<InboxRow> {
-  const found = await preparedQuery(ctx.db, inboxById).get(id);
-  const row = found && inboxRow(found);
+  const row = await findInboxById(ctx.db, id);
   // Another account's inbox is reported exactly like a missing one.
   if (!row || row.accountId !== accountId) throw new AppError('INBOX_NOT_FOUND', `inbox ${id} not found`);
   return row;
@@ -190,26 +157,18 @@ export async function getInbox(ctx: AppContext, accountId: string, id: string): 
 
 /** The inbox that receives mail for an address (case-insensitive), whatever its status. */
 export async function findInboxByAddress(ctx: AppContext, address: string): Promise<InboxRow | undefined> {
-  const found = await preparedQuery(ctx.db, inboxByAddress).get(address.toLowerCase());
-  return found && inboxRow(found);
+  return findInboxRowByAddress(ctx.db, address.toLowerCase());
 }
 
 export async function listInboxes(ctx: AppContext, accountId: string, page: Page): Promise<PageResult<Inbox>> {
-  const rows = await ctx.db
-    .select()
-    .from(inboxes)
-    .where(eq(inboxes.accountId, accountId))
-    .orderBy(desc(inboxes.createdAt), desc(inboxes.id))
-    .limit(page.limit)
-    .offset(page.offset);
-  const total = (await ctx.db.select({ n: count() }).from(inboxes).where(eq(inboxes.accountId, accountId)).get())!.n;
+  const rows = await listInboxesOfAccount(ctx.db, accountId, page);
+  const total = await countInboxesOfAccount(ctx.db, accountId);
   return { data: rows.map((r) => inboxView(ctx, r)), total, ...page };
 }
 
 /** Every inbox of every account, or of one (CLI). */
 export async function listAllInboxes(ctx: AppContext, accountId?: string): Promise<Array<Inbox & { accountId: string }>> {
-  const q = ctx.db.select().from(inboxes);
-  const rows = await (accountId ? q.where(eq(inboxes.accountId, accountId)) : q).orderBy(desc(inboxes.createdAt));
+  const rows = await listInboxesNewestFirst(ctx.db, accountId);
   return rows.map((r) => ({ ...inboxView(ctx, r), accountId: r.accountId }));
 }
 
@@ -218,12 +177,10 @@ export async function deleteInbox(ctx: AppContext, accountId: string, id: string
   // Collect the files first; rows go in one transaction (cascades remove threads, messages
   // and their attachments), then the files, so a crash leaves at worst an orphan file.
   const files = await ctx.store.transaction(async (tx) => {
-    const msgRows = await tx.select({ id: messages.id, rawPath: messages.rawPath }).from(messages).where(eq(messages.inboxId, id));
-    const ids = msgRows.map((m) => m.id);
-    const attRows = ids.length ? await tx.select({ p: attachments.storagePath }).from(attachments).where(inArray(attachments.messageId, ids)) : [];
-    await tx.delete(inboxes).where(and(eq(inboxes.id, id), eq(inboxes.accountId, accountId))).run();
-    await forgetIdempotentResponses(tx, ids);
-    return [...msgRows.map((m) => m.rawPath), ...attRows.map((a) => a.p)];
+    const { messageIds, files } = await listInboxMessageFiles(tx, id);
+    await deleteInboxOfAccount(tx, accountId, id);
+    await forgetIdempotentResponses(tx, messageIds);
+    return files;
   });
   await releaseBlobs(ctx, files);
   // secure_delete zeroed the freed pages; the write-ahead log still holds the old page images
@@ -232,7 +189,7 @@ export async function deleteInbox(ctx: AppContext, accountId: string, id: string
 }
 
 async function setField(ctx: AppContext, id: string, values: Partial<InboxRow>): Promise<Inbox> {
-  const row = await ctx.db.update(inboxes).set(values).where(eq(inboxes.id, id)).returning().get();
+  const row = await updateInbox(ctx.db, id, values);
   if (!row) throw new AppError('INBOX_NOT_FOUND', `inbox ${id} not found`);
   return inboxView(ctx, row);
 }
@@ -266,18 +223,9 @@ export async function setDailyLimit(ctx: AppContext, inbox: string, limit: numbe
  */
 export async function countSend(tx: Db, ctx: AppContext, row: InboxRow): Promise<void> {
   const today = utcDay(ctx.clock);
-  // One guarded UPDATE decides and counts: exact whatever else counts at the same moment (two
-  // nodes on one database, or a count read earlier): a day other than today starts again at 1.
-  const counted = await tx
-    .update(inboxes)
-    .set({
-      sendsToday: sql`CASE WHEN ${inboxes.sendsDay} = ${today} THEN ${inboxes.sendsToday} + 1 ELSE 1 END`,
-      sendsDay: today,
-      totalSent: sql`${inboxes.totalSent} + 1`,
-    })
-    .where(and(eq(inboxes.id, row.id), sql`CASE WHEN ${inboxes.sendsDay} = ${today} THEN ${inboxes.sendsToday} ELSE 0 END < ${inboxes.dailySendLimit}`))
-    .run();
-  if (changes(counted) === 0) {
+  // Decided and counted by the database in one step, not from `row`: exact whatever else counts
+  // at the same moment (two nodes on one database, or a count read earlier).
+  if (!(await claimInboxSend(tx, row.id, today))) {
     throw new AppError('DAILY_SEND_LIMIT_EXCEEDED', `inbox ${row.address} reached its daily send limit of ${row.dailySendLimit}; it resets at midnight UTC`);
   }
 }

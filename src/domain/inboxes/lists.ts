@@ -8,13 +8,17 @@
 //
 // Block wins over allow. A domain entry matches the domain and its subdomains. Entries are
 // lowercase, so matching is case-insensitive (PRODUCT.md: addresses compare that way).
-import { and, count, desc, eq, isNull, or, sql, type SQL } from 'drizzle-orm';
 import type { AppContext } from '../../context.ts';
-import type { Db, Tx } from '../../db/client.ts';
-import { preparedQuery } from '../../db/prepared.ts';
-import { listEntries } from '../../db/schema.ts';
 import { newId } from '../../ids.ts';
-import { changes } from '../../store/store.ts';
+import {
+  countListEntriesOfAccount,
+  deleteListEntryOfAccount,
+  findSameListEntry,
+  insertListEntry,
+  listApplicableListEntries,
+  listListEntriesOfAccount,
+  type ListEntryRow,
+} from '../../store/repo/inboxes.ts';
 import { isValidDomainName, normalizeRecipient } from '../addresses.ts';
 import { AppError } from '../errors.ts';
 import { findInboxRow } from './inboxes.ts';
@@ -25,8 +29,6 @@ export const LIST_DIRECTIONS = ['receive', 'send'] as const;
 export const LIST_KINDS = ['allow', 'block'] as const;
 export type ListDirection = (typeof LIST_DIRECTIONS)[number];
 export type ListKind = (typeof LIST_KINDS)[number];
-
-type ListEntryRow = typeof listEntries.$inferSelect;
 
 export interface ListEntry {
   id: string;
@@ -87,46 +89,6 @@ export function entryMatches(entry: string, address: string): boolean {
   return domain === entry || domain.endsWith(`.${entry}`);
 }
 
-// ---- storage: each takes the transaction (or handle) it runs on ------------------------------
-
-async function insertEntry(tx: Tx, row: ListEntryRow): Promise<void> {
-  await tx.insert(listEntries).values(row).run();
-}
-
-function sameEntry(tx: Tx, accountId: string, input: Required<CreateListEntryInput>): Promise<ListEntryRow | undefined> {
-  return tx
-    .select()
-    .from(listEntries)
-    .where(
-      and(
-        eq(listEntries.accountId, accountId),
-        input.inboxId === null ? isNull(listEntries.inboxId) : eq(listEntries.inboxId, input.inboxId),
-        eq(listEntries.direction, input.direction),
-        eq(listEntries.kind, input.kind),
-        eq(listEntries.entry, input.entry),
-      ),
-    )
-    .get();
-}
-
-async function deleteEntryRow(tx: Tx, accountId: string, id: string): Promise<boolean> {
-  return changes(await tx.delete(listEntries).where(and(eq(listEntries.id, id), eq(listEntries.accountId, accountId))).run()) > 0;
-}
-
-// Every RCPT TO and every send asks: prepared once (src/db/prepared.ts), one index range read.
-const entriesFor = (db: Db) =>
-  db
-    .select({ kind: listEntries.kind, entry: listEntries.entry })
-    .from(listEntries)
-    .where(
-      and(
-        eq(listEntries.accountId, sql.placeholder('accountId')),
-        eq(listEntries.direction, sql.placeholder('direction')),
-        or(isNull(listEntries.inboxId), eq(listEntries.inboxId, sql.placeholder('inboxId'))),
-      ),
-    )
-    .prepare();
-
 // ---- API -------------------------------------------------------------------------------------
 
 /**
@@ -139,10 +101,10 @@ export async function createListEntry(ctx: AppContext, accountId: string, input:
   if (inboxId !== null) await findInboxRow(ctx, accountId, inboxId);
   const wanted = { direction: input.direction, kind: input.kind, entry, inboxId };
   return ctx.store.transaction(async (tx) => {
-    const existing = await sameEntry(tx, accountId, wanted);
+    const existing = await findSameListEntry(tx, accountId, wanted);
     if (existing) return { entry: view(existing), created: false };
     const row: ListEntryRow = { id: newId('lst'), accountId, ...wanted, createdAt: isoNow(ctx.clock) };
-    await insertEntry(tx, row);
+    await insertListEntry(tx, row);
     return { entry: view(row), created: true };
   });
 }
@@ -150,18 +112,13 @@ export async function createListEntry(ctx: AppContext, accountId: string, input:
 /** GET /lists: newest first, optionally one direction, kind or inbox (its own entries). */
 export async function listListEntries(ctx: AppContext, accountId: string, opts: ListEntryFilters): Promise<PageResult<ListEntry>> {
   if (opts.inboxId !== undefined) await findInboxRow(ctx, accountId, opts.inboxId);
-  const conds: SQL[] = [eq(listEntries.accountId, accountId)];
-  if (opts.direction) conds.push(eq(listEntries.direction, opts.direction));
-  if (opts.kind) conds.push(eq(listEntries.kind, opts.kind));
-  if (opts.inboxId !== undefined) conds.push(eq(listEntries.inboxId, opts.inboxId));
-  const where = and(...conds);
-  const rows = await ctx.db.select().from(listEntries).where(where).orderBy(desc(listEntries.createdAt), desc(listEntries.id)).limit(opts.limit).offset(opts.offset);
-  const total = (await ctx.db.select({ n: count() }).from(listEntries).where(where).get())!.n;
+  const rows = await listListEntriesOfAccount(ctx.db, accountId, opts);
+  const total = await countListEntriesOfAccount(ctx.db, accountId, opts);
   return { data: rows.map(view), total, limit: opts.limit, offset: opts.offset };
 }
 
 export async function deleteListEntry(ctx: AppContext, accountId: string, id: string): Promise<void> {
-  const removed = await deleteEntryRow(ctx.db, accountId, id);
+  const removed = await deleteListEntryOfAccount(ctx.db, accountId, id);
   if (!removed) throw new AppError('LIST_ENTRY_NOT_FOUND', `list entry ${id} not found`);
 }
 
@@ -172,7 +129,7 @@ export async function deleteListEntry(ctx: AppContext, accountId: string, id: st
  * not matched by a block entry, and matched by an allow entry when any applies.
  */
 export async function listsAdmit(ctx: AppContext, accountId: string, inboxId: string, direction: ListDirection, address: string): Promise<boolean> {
-  const entries = await preparedQuery(ctx.db, entriesFor).all({ accountId, direction, inboxId });
+  const entries = await listApplicableListEntries(ctx.db, accountId, direction, inboxId);
   if (!entries.length) return true;
   if (entries.some((e) => e.kind === 'block' && entryMatches(e.entry, address))) return false;
   const allow = entries.filter((e) => e.kind === 'allow');

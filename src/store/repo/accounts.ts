@@ -1,0 +1,73 @@
+// Storage of accounts and their API keys: reads and writes the `accounts` and `api_keys` tables
+// for src/domain/accounts/accounts.ts and apikeys.ts. The rules (key format, hashing, expiry,
+// who may revoke what) stay in the domain; this module only reads and writes rows.
+import { and, asc, desc, eq, isNull } from 'drizzle-orm';
+import { preparedQuery, preparedRows } from '../../db/prepared.ts';
+import { accounts, apiKeys } from '../../db/schema.ts';
+import { changes, type Db } from '../store.ts';
+
+export type AccountRow = typeof accounts.$inferSelect;
+export type ApiKeyRow = typeof apiKeys.$inferSelect;
+
+// ---- accounts --------------------------------------------------------------------------------
+
+export async function insertAccount(db: Db, row: AccountRow): Promise<void> {
+  await db.insert(accounts).values(row).run();
+}
+
+export function listAccountsOldestFirst(db: Db): Promise<AccountRow[]> {
+  return db.select().from(accounts).orderBy(asc(accounts.createdAt)).all();
+}
+
+export function findOldestAccount(db: Db): Promise<AccountRow | undefined> {
+  return db.select().from(accounts).orderBy(asc(accounts.createdAt)).limit(1).get();
+}
+
+export function findAccountById(db: Db, id: string): Promise<AccountRow | undefined> {
+  return db.select().from(accounts).where(eq(accounts.id, id)).get();
+}
+
+// ---- API keys --------------------------------------------------------------------------------
+
+export async function insertApiKey(db: Db, row: typeof apiKeys.$inferInsert): Promise<void> {
+  await db.insert(apiKeys).values(row).run();
+}
+
+/** The account's keys not revoked, newest first. */
+export function listActiveApiKeysOfAccount(db: Db, accountId: string): Promise<ApiKeyRow[]> {
+  return db
+    .select()
+    .from(apiKeys)
+    .where(and(eq(apiKeys.accountId, accountId), isNull(apiKeys.revokedAt)))
+    .orderBy(desc(apiKeys.createdAt), desc(apiKeys.id));
+}
+
+/** Every account's keys not revoked, newest first. */
+export function listActiveApiKeys(db: Db): Promise<ApiKeyRow[]> {
+  return db.select().from(apiKeys).where(isNull(apiKeys.revokedAt)).orderBy(desc(apiKeys.createdAt));
+}
+
+/**
+ * Marks key `id` revoked at `revokedAt` unless it is already; `accountId` null matches a key of
+ * any account. Answers false when no such active key exists.
+ */
+export async function updateApiKeyRevoked(db: Db, id: string, accountId: string | null, revokedAt: string): Promise<boolean> {
+  const conds = [eq(apiKeys.id, id), isNull(apiKeys.revokedAt)];
+  if (accountId) conds.push(eq(apiKeys.accountId, accountId));
+  return changes(await db.update(apiKeys).set({ revokedAt }).where(and(...conds)).run()) > 0;
+}
+
+export async function updateApiKeyLastUsed(db: Db, id: string, lastUsedAt: string): Promise<void> {
+  await db.update(apiKeys).set({ lastUsedAt }).where(eq(apiKeys.id, id)).run();
+}
+
+// Runs on every API request: a plain statement prepared once (src/db/prepared.ts), reading only
+// the columns authentication needs.
+export type ApiKeyCandidate = [id: string, accountId: string, keyHash: string, readOnly: number, lastUsedAt: string | null, expiresAt: string | null];
+const activeKeysByPrefix = (db: Db) =>
+  preparedRows<[string], ApiKeyCandidate>(db, 'SELECT id, account_id, key_hash, read_only, last_used_at, expires_at FROM api_keys WHERE key_prefix = ? AND revoked_at IS NULL');
+
+/** The keys not revoked whose visible prefix is `prefix` (authentication compares their hashes). */
+export function listActiveApiKeysByPrefix(db: Db, prefix: string): Promise<ApiKeyCandidate[]> {
+  return preparedQuery(db, activeKeysByPrefix).all(prefix);
+}

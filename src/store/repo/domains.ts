@@ -1,0 +1,85 @@
+// Storage of custom domains: reads and writes the `domains` table for
+// src/domain/domains/domains.ts (adding, verifying, listing, deleting) and dkim-keys.ts (the
+// keys mail is signed with). Moving a deleted domain's inboxes is written by the inbox
+// repository (inboxes.ts); the rules (names, DNS checks, statuses) stay in the domain.
+import { and, count, desc, eq, isNull, lte, ne, or, sql } from 'drizzle-orm';
+import { domains } from '../../db/schema.ts';
+import type { Db } from '../store.ts';
+
+export type DomainRow = typeof domains.$inferSelect;
+
+export async function insertDomain(db: Db, row: DomainRow): Promise<void> {
+  await db.insert(domains).values(row).run();
+}
+
+export function findDomainById(db: Db, id: string): Promise<DomainRow | undefined> {
+  return db.select().from(domains).where(eq(domains.id, id)).get();
+}
+
+/** The domain named `name` (stored lowercase, without the trailing dot). */
+export function findDomainByName(db: Db, name: string): Promise<DomainRow | undefined> {
+  return db.select().from(domains).where(eq(domains.domain, name)).get();
+}
+
+/** The id of the domain named `name`, if one is added. */
+export async function findDomainIdByName(db: Db, name: string): Promise<string | undefined> {
+  return (await db.select({ id: domains.id }).from(domains).where(eq(domains.domain, name)).get())?.id;
+}
+
+/** The ownership token of the domain named `name`. */
+export async function findDomainVerificationToken(db: Db, name: string): Promise<string | undefined> {
+  return (await db.select({ t: domains.verificationToken }).from(domains).where(eq(domains.domain, name)).get())?.t;
+}
+
+/** The DKIM selector and public key of the domain named `name` (what its DNS record publishes). */
+export function findDomainPublicKey(db: Db, name: string): Promise<{ selector: string; publicKey: string } | undefined> {
+  return db.select({ selector: domains.dkimSelector, publicKey: domains.dkimPublicKey }).from(domains).where(eq(domains.domain, name)).get();
+}
+
+/** The DKIM selector and private key of the domain named `name` (what its mail is signed with). */
+export function findDomainSigningKey(db: Db, name: string): Promise<{ selector: string; privateKey: string } | undefined> {
+  return db.select({ selector: domains.dkimSelector, privateKey: domains.dkimPrivateKey }).from(domains).where(eq(domains.domain, name)).get();
+}
+
+/** The account's domains, newest first. */
+export function listDomainsOfAccount(db: Db, accountId: string): Promise<DomainRow[]> {
+  return db.select().from(domains).where(eq(domains.accountId, accountId)).orderBy(desc(domains.createdAt), desc(domains.id));
+}
+
+export async function countDomainsOfAccount(db: Db, accountId: string): Promise<number> {
+  return (await db.select({ n: count() }).from(domains).where(eq(domains.accountId, accountId)).get())!.n;
+}
+
+/** Every domain, or every domain of one account, newest first. */
+export function listDomainsNewestFirst(db: Db, accountId?: string): Promise<DomainRow[]> {
+  const q = db.select().from(domains);
+  return (accountId ? q.where(eq(domains.accountId, accountId)) : q).orderBy(desc(domains.createdAt));
+}
+
+/**
+ * The ids of the domains not verified both ways whose last check was at or before `cutoff`,
+ * never-checked ones first, then the longest unchecked.
+ */
+export async function listDomainIdsDueForCheck(db: Db, cutoff: string): Promise<string[]> {
+  const due = await db
+    .select({ id: domains.id })
+    .from(domains)
+    .where(
+      and(
+        or(ne(domains.sendingStatus, 'verified'), ne(domains.receivingStatus, 'verified')),
+        or(isNull(domains.lastCheckedAt), lte(domains.lastCheckedAt, cutoff)),
+      ),
+    )
+    // Never-checked ones first, on either engine (they order NULLs differently).
+    .orderBy(sql`${domains.lastCheckedAt} IS NOT NULL`, domains.lastCheckedAt);
+  return due.map((d) => d.id);
+}
+
+/** Sets `values` on domain `id`; answers the row as it now is, or undefined when there is none. */
+export function updateDomain(db: Db, id: string, values: Partial<DomainRow>): Promise<DomainRow | undefined> {
+  return db.update(domains).set(values).where(eq(domains.id, id)).returning().get();
+}
+
+export async function deleteDomainById(db: Db, id: string): Promise<void> {
+  await db.delete(domains).where(eq(domains.id, id)).run();
+}

@@ -1,0 +1,120 @@
+// Storage of events: reads and writes the `events` table for src/domain/events/events.ts, and
+// deletes old webhook delivery logs (`webhook_attempts`) in the same hourly sweep. What events
+// exist and what they carry is decided in the domain; this module stores and reads them.
+import { and, asc, eq, gt, inArray, lt, sql, type SQL } from 'drizzle-orm';
+import { preparedQuery } from '../../db/prepared.ts';
+import { events, webhookAttempts } from '../../db/schema.ts';
+import { changes, dialectOf, rawRows, type Db } from '../store.ts';
+
+/** An event row as written: `data` is the payload's JSON; `messageId` is set for message.* events. */
+export interface EventInsert {
+  id: string;
+  accountId: string;
+  type: string;
+  data: string;
+  messageId: string | null;
+  createdAt: string;
+}
+
+/** An event row as read (payload as JSON text). */
+export interface StoredEvent {
+  id: string;
+  type: string;
+  createdAt: string;
+  data: string;
+}
+
+/** Which of an account's events a reader wants. */
+export interface EventFilter {
+  /** Only events after this event's position. */
+  after?: string;
+  types?: string[];
+  /** Only events whose payload's `inboxId` is this. */
+  inboxId?: string;
+  limit: number;
+}
+
+// One per inbound message and per send outcome: prepared once (src/db/prepared.ts); run on the
+// connection's open transaction like any statement of `tx`.
+const insertEventQuery = (db: Db) =>
+  db
+    .insert(events)
+    .values({
+      id: sql.placeholder('id'),
+      accountId: sql.placeholder('accountId'),
+      type: sql.placeholder('type'),
+      data: sql.placeholder('data'),
+      messageId: sql.placeholder('messageId'),
+      createdAt: sql.placeholder('createdAt'),
+    })
+    .prepare();
+
+export async function insertEvent(db: Db, row: EventInsert): Promise<void> {
+  await preparedQuery(db, insertEventQuery).run({ ...row });
+}
+
+/**
+ * Events of the account after `filter.after`, in the order they became visible. Embedded
+ * SQLite: an event's id is made inside the transaction that records it and transactions commit
+ * one at a time, so ids grow in commit order. PostgreSQL: nodes commit in any order, so events
+ * are read by commit position (listEventsShared). Either way a reader that continues after the
+ * last event it saw misses nothing.
+ */
+export async function listEventsOfAccount(db: Db, accountId: string, filter: EventFilter): Promise<StoredEvent[]> {
+  if (dialectOf(db) === 'postgres') return listEventsShared(db, accountId, filter);
+  const conds: SQL[] = [eq(events.accountId, accountId)];
+  if (filter.after) conds.push(gt(events.id, filter.after));
+  if (filter.types) conds.push(inArray(events.type, filter.types));
+  if (filter.inboxId) conds.push(sql`json_extract(${events.data}, '$.inboxId') = ${filter.inboxId}`);
+  return db
+    .select({ id: events.id, type: events.type, createdAt: events.createdAt, data: events.data })
+    .from(events)
+    .where(and(...conds))
+    .orderBy(asc(events.id))
+    .limit(filter.limit);
+}
+
+/**
+ * On a shared database: events of transactions older than every one still running, by
+ * (tx, seq) (migrations/pg 0006), after the position of the `after` event; after its id when
+ * it is no longer kept.
+ */
+async function listEventsShared(db: Db, accountId: string, filter: EventFilter): Promise<StoredEvent[]> {
+  const conds = ['account_id = ?', 'tx < pg_snapshot_xmin(pg_current_snapshot())'];
+  const params: unknown[] = [accountId];
+  if (filter.after) {
+    const [at] = await rawRows<[string, number]>(db, 'SELECT tx::text, seq FROM events WHERE id = ?', [filter.after]);
+    if (at) conds.push('(tx, seq) > (?::xid8, ?::bigint)');
+    else conds.push('id > ?');
+    params.push(...(at ?? [filter.after]));
+  }
+  if (filter.types) {
+    conds.push('type IN (SELECT value FROM json_each(?))');
+    params.push(JSON.stringify(filter.types));
+  }
+  if (filter.inboxId) {
+    conds.push(`json_extract(data, '$.inboxId') = ?`);
+    params.push(filter.inboxId);
+  }
+  const rows = await rawRows<[string, string, string, string]>(db, `SELECT id, type, created_at, data FROM events WHERE ${conds.join(' AND ')} ORDER BY tx, seq LIMIT ?`, [...params, filter.limit]);
+  return rows.map(([id, type, createdAt, data]) => ({ id, type, createdAt, data }));
+}
+
+/** The id of the newest event visible in that order (listEventsOfAccount), of every account. */
+export async function findLatestEventId(db: Db): Promise<string | undefined> {
+  if (dialectOf(db) === 'postgres') {
+    const [row] = await rawRows<[string]>(db, 'SELECT id FROM events WHERE tx < pg_snapshot_xmin(pg_current_snapshot()) ORDER BY tx DESC, seq DESC LIMIT 1');
+    return row?.[0];
+  }
+  return (await db.select({ id: sql<string | null>`max(${events.id})` }).from(events).get())?.id ?? undefined;
+}
+
+/** Deletes the events created before `cutoff`; answers how many. */
+export async function deleteEventsCreatedBefore(db: Db, cutoff: string): Promise<number> {
+  return changes(await db.delete(events).where(lt(events.createdAt, cutoff)).run());
+}
+
+/** Deletes the webhook delivery attempts logged before `cutoff`; answers how many. */
+export async function deleteWebhookAttemptsCreatedBefore(db: Db, cutoff: string): Promise<number> {
+  return changes(await db.delete(webhookAttempts).where(lt(webhookAttempts.createdAt, cutoff)).run());
+}
