@@ -3,12 +3,17 @@
 // (messageId set). Bytes live on disk; downloads go through presigned, time-limited URLs.
 import { createHash } from 'node:crypto';
 import { Transform, type Readable } from 'node:stream';
-import { and, asc, eq, inArray, sql } from 'drizzle-orm';
 import type { AppContext } from '../../context.ts';
 import type { Db } from '../../db/client.ts';
-import { preparedQuery } from '../../db/prepared.ts';
-import { attachments, messageAttachments } from '../../db/schema.ts';
 import { newId } from '../../ids.ts';
+import {
+  findAttachmentById,
+  insertAttachment,
+  listAttachmentsOfAccount,
+  listAttachmentsOfMessage,
+  listAttachmentsOfMessages,
+  type AttachmentRow,
+} from '../../store/repo/attachments.ts';
 import { Blobs } from '../../storage/blobs.ts';
 import { downloadUrl, urlSigningSecret, verifyDownload } from '../../storage/signed-url.ts';
 import { AppError } from '../errors.ts';
@@ -24,7 +29,7 @@ export interface AttachmentMeta {
   url?: string;
 }
 
-export type AttachmentRow = typeof attachments.$inferSelect;
+export type { AttachmentRow };
 
 export interface Attachment extends AttachmentMeta {
   url: string;
@@ -89,7 +94,7 @@ export function attachmentView(ctx: AppContext, row: AttachmentRow): Attachment 
 }
 
 export async function findAttachmentRow(ctx: AppContext, accountId: string, id: string): Promise<AttachmentRow> {
-  const row = await ctx.db.select().from(attachments).where(eq(attachments.id, id)).get();
+  const row = await findAttachmentById(ctx.db, id);
   if (!row || row.accountId !== accountId) throw new AppError('ATTACHMENT_NOT_FOUND', `attachment ${id} not found`);
   return row;
 }
@@ -105,10 +110,7 @@ export async function getAttachment(ctx: AppContext, accountId: string, id: stri
 export async function getAttachmentRows(ctx: AppContext, accountId: string, ids: string[], db: Db = ctx.db): Promise<AttachmentRow[]> {
   if (ids.length === 0) return [];
   const unique = [...new Set(ids)];
-  const rows = await db
-    .select()
-    .from(attachments)
-    .where(and(eq(attachments.accountId, accountId), inArray(attachments.id, unique)));
+  const rows = await listAttachmentsOfAccount(db, accountId, unique);
   const byId = new Map(rows.map((r) => [r.id, r]));
   const missing = unique.find((id) => !byId.has(id));
   if (missing !== undefined) {
@@ -117,32 +119,12 @@ export async function getAttachmentRows(ctx: AppContext, accountId: string, ids:
   return unique.map((id) => byId.get(id)!);
 }
 
-// Run for every message read or listed: prepared once (src/db/prepared.ts), the id list passed
-// as one JSON array parameter so every list length shares one statement.
-const ownAttachments = (db: Db) =>
-  db
-    .select()
-    .from(attachments)
-    .where(sql`${attachments.messageId} IN (SELECT value FROM json_each(${sql.placeholder('ids')}))`)
-    .orderBy(asc(attachments.id))
-    .prepare();
-const linkedAttachments = (db: Db) =>
-  db
-    .select({ messageId: messageAttachments.messageId, row: attachments })
-    .from(messageAttachments)
-    .innerJoin(attachments, eq(attachments.id, messageAttachments.attachmentId))
-    .where(sql`${messageAttachments.messageId} IN (SELECT value FROM json_each(${sql.placeholder('ids')}))`)
-    .orderBy(asc(messageAttachments.position))
-    .prepare();
-
 /** Attachments listed on messages: those that arrived with them and those linked when sent. */
 export async function attachmentMetaForMany(ctx: AppContext, messageIds: string[]): Promise<Map<string, AttachmentMeta[]>> {
   const out = new Map<string, AttachmentMeta[]>(messageIds.map((id) => [id, []]));
   if (messageIds.length === 0) return out;
-  const ids = JSON.stringify(messageIds);
-  const own = await preparedQuery(ctx.db, ownAttachments).all({ ids });
+  const { own, linked } = await listAttachmentsOfMessages(ctx.db, messageIds);
   for (const row of own) out.get(row.messageId!)?.push(attachmentMeta(row));
-  const linked = await preparedQuery(ctx.db, linkedAttachments).all({ ids });
   for (const l of linked) out.get(l.messageId)?.push(attachmentMeta(l.row));
   return out;
 }
@@ -156,14 +138,7 @@ export async function attachmentMetaFor(ctx: AppContext, messageId: string): Pro
  * carried over) and those it was sent with, in order.
  */
 export async function messageAttachmentRows(ctx: AppContext, messageId: string): Promise<AttachmentRow[]> {
-  const own = await ctx.db.select().from(attachments).where(eq(attachments.messageId, messageId)).orderBy(attachments.id);
-  const linked = await ctx.db
-    .select({ row: attachments })
-    .from(messageAttachments)
-    .innerJoin(attachments, eq(attachments.id, messageAttachments.attachmentId))
-    .where(eq(messageAttachments.messageId, messageId))
-    .orderBy(messageAttachments.position);
-  return [...own, ...linked.map((l) => l.row)];
+  return listAttachmentsOfMessage(ctx.db, messageId);
 }
 
 /** Counts bytes and fails the stream with 413 as soon as the limit is crossed. */
@@ -210,7 +185,7 @@ export async function storeUpload(
     createdAt: isoNow(ctx.clock),
   };
   try {
-    await ctx.db.insert(attachments).values(row).run();
+    await insertAttachment(ctx.db, row);
   } catch (err) {
     await releaseBlobs(ctx, [storagePath]);
     throw err;
@@ -237,7 +212,7 @@ export async function openDownload(ctx: AppContext, id: string, expiresRaw: stri
   if (ctx.clock.now().getTime() >= expires * 1000) {
     throw new AppError('URL_EXPIRED', 'this download URL has expired; get a fresh one from GET /attachments/{id}');
   }
-  const row = await ctx.db.select().from(attachments).where(eq(attachments.id, id)).get();
+  const row = await findAttachmentById(ctx.db, id);
   if (!row) throw new AppError('ATTACHMENT_NOT_FOUND', `attachment ${id} not found`);
   return {
     row,

@@ -2,7 +2,8 @@
 // MCP tool wait_for_message). Built on the long-poll of GET /inboxes/{id}/messages?wait=
 // (waitForMessages: woken by the event feed), with the newest message at the start as cursor.
 import type { AppContext } from '../../context.ts';
-import { matchMessages, rawRows } from './filters.ts';
+import { listMatchingMessageIds } from '../../store/repo/message-search.ts';
+import { matchFilters } from './filters.ts';
 import { listMessages, waitForMessages, type Message } from './messages.ts';
 import { parseSearch } from './search.ts';
 
@@ -11,9 +12,7 @@ const BATCH = 100;
 
 /** Of `ids` (messages of the inbox), the ones `q` matches. */
 async function idsMatching(ctx: AppContext, inboxId: string, q: string, ids: string[]): Promise<Set<string>> {
-  const m = matchMessages({ inboxId }, { q }, ctx.store.dialect);
-  const rows = await rawRows<[string]>(ctx.db, `SELECT m.id FROM ${m.from} WHERE ${m.where} AND m.id IN (${ids.map(() => '?').join(', ')})`, [...m.params, ...ids]);
-  return new Set(rows.map(([id]) => id));
+  return new Set(await listMatchingMessageIds(ctx.db, { inboxId }, matchFilters({ q }), ids));
 }
 
 /**

@@ -1,39 +1,37 @@
 // Messages: the API shape of a stored message (inbound or outbound). Listing, reading and
 // deleting messages live here too; receiving is in inbound.ts, sending in sending.ts.
-import { asc, eq, getTableColumns, sql } from 'drizzle-orm';
 import type { AppContext } from '../../context.ts';
 import type { Db } from '../../db/client.ts';
 import { forgetIdempotentResponses } from '../accounts/idempotency.ts';
-import { preparedQuery, preparedRows } from '../../db/prepared.ts';
-import { attachments, messages } from '../../db/schema.ts';
+import { listStoragePathsOfMessage } from '../../store/repo/attachments.ts';
+import {
+  deleteMessageById,
+  findMessageById,
+  insertMessage,
+  listMessagePage,
+  listMessagePageAfter,
+  listMessagesOfThread,
+  type MessageRow,
+  type MessageViewRow,
+  type RowPage,
+} from '../../store/repo/messages.ts';
 import { attachmentMetaForMany, presignAttachment, type AttachmentMeta } from './attachments.ts';
 import { AppError } from '../errors.ts';
 import { FEED_SETTINGS, watchEvents } from '../events/event-feed.ts';
 import { findInboxRow } from '../inboxes/inboxes.ts';
 import type { Page, PageResult } from '../pagination.ts';
-import { hasFilters, matchMessages, rawRows, type MessageFilters } from './filters.ts';
+import { hasFilters, matchFilters, type MessageFilters } from './filters.ts';
 import { applyMarks, checkMarks, labelsOfMessages, type Marks } from './labels.ts';
 import { afterMessageRemoved, findThreadRow, threadViews, type Thread } from './threads.ts';
 import { releaseBlobs } from '../../storage/blob-refs.ts';
 import { replyHtml, replyText } from './reply-text.ts';
 
-export type MessageRow = typeof messages.$inferSelect;
-// Every stored message, received or sent, is one insert: prepared once (src/db/prepared.ts).
-const MESSAGE_COLUMNS = Object.keys(getTableColumns(messages)) as Array<keyof MessageRow>;
-const insertMessage = (db: Db) =>
-  db
-    .insert(messages)
-    .values(Object.fromEntries(MESSAGE_COLUMNS.map((k) => [k, sql.placeholder(k)])) as unknown as MessageRow)
-    .prepare();
+export type { MessageRow, MessageViewRow };
 
 /** Inserts a message row inside the caller's transaction (the statement runs on `db`'s connection). */
-export async function insertMessageRow(db: Db, row: MessageRow): Promise<void> {
-  await preparedQuery(db, insertMessage).run(row as unknown as Record<string, unknown>);
+export function insertMessageRow(db: Db, row: MessageRow): Promise<void> {
+  return insertMessage(db, row);
 }
-
-/** The columns a Message is made of (what list pages read). */
-export type MessageViewRow = Omit<MessageRow, 'accountId' | 'references' | 'rawPath' | 'contentHash'>;
-
 
 export interface RecipientOutcome {
   address: string;
@@ -163,130 +161,18 @@ function withExtracted(m: Message): Message {
 
 export const MESSAGE_STATUSES = ['scheduled', 'queued', 'sending', 'sent', 'delivered', 'failed', 'bounced', 'complained', 'received', 'canceled'] as const;
 
-// The reads behind GET /messages/{id} and the message list: prepared once (src/db/prepared.ts).
-const messageById = (db: Db) => db.select().from(messages).where(eq(messages.id, sql.placeholder('id'))).prepare();
-
-// A list page is 20-100 rows of 21 columns: read with plain statements in raw mode (rows as
-// arrays, src/db/prepared.ts), each turned into a MessageViewRow once. drizzle mapped every
-// value through its column decoders into one object and messageView copied it into another.
-type ViewTuple = [
-  id: string,
-  inboxId: string,
-  threadId: string,
-  direction: string,
-  fromAddress: string,
-  fromName: string | null,
-  toAddresses: string,
-  ccAddresses: string,
-  bccAddresses: string,
-  subject: string,
-  bodyText: string | null,
-  bodyHtml: string | null,
-  delivery: string | null,
-  status: string,
-  messageIdHeader: string,
-  inReplyTo: string | null,
-  recipients: string,
-  authentication: string | null,
-  size: number,
-  createdAt: string,
-  updatedAt: string,
-  unread: number,
-  sendAt: string | null,
-];
-const VIEW_COLUMNS = `id, inbox_id, thread_id, direction, from_address, from_name, to_addresses, cc_addresses, bcc_addresses, subject,
-  body_text, body_html, delivery, status, message_id_header, in_reply_to, recipients, authentication, size, created_at, updated_at, unread, send_at`;
-// In VIEW_COLUMNS order.
-const viewRow = (r: ViewTuple): MessageViewRow => ({
-  id: r[0],
-  inboxId: r[1],
-  threadId: r[2],
-  direction: r[3],
-  fromAddress: r[4],
-  fromName: r[5],
-  toAddresses: r[6],
-  ccAddresses: r[7],
-  bccAddresses: r[8],
-  subject: r[9],
-  bodyText: r[10],
-  bodyHtml: r[11],
-  delivery: r[12],
-  status: r[13],
-  messageIdHeader: r[14],
-  inReplyTo: r[15],
-  recipients: r[16],
-  authentication: r[17],
-  size: r[18],
-  createdAt: r[19],
-  updatedAt: r[20],
-  unread: r[21] === 1,
-  sendAt: r[22],
-});
-const pageOfInbox = (db: Db) =>
-  preparedRows<[string, number, number], ViewTuple>(db, `SELECT ${VIEW_COLUMNS} FROM messages WHERE inbox_id = ? ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`);
-const pageOfInboxStatus = (db: Db) =>
-  preparedRows<[string, string, number, number], ViewTuple>(
-    db,
-    `SELECT ${VIEW_COLUMNS} FROM messages WHERE inbox_id = ? AND status = ? ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`,
-  );
-// Kept by triggers (schema.ts inboxMessageCounts): constant time however large the inbox.
-const totalOfInbox = (db: Db) => preparedRows<[string], [number]>(db, 'SELECT coalesce(sum(n), 0) FROM inbox_message_counts WHERE inbox_id = ?');
-const totalOfInboxStatus = (db: Db) =>
-  preparedRows<[string, string], [number]>(db, 'SELECT coalesce(sum(n), 0) FROM inbox_message_counts WHERE inbox_id = ? AND status = ?');
-
 export async function findMessageRow(ctx: AppContext, accountId: string, id: string, db: Db = ctx.db): Promise<MessageRow> {
-  const row = await preparedQuery(db, messageById).get({ id });
+  const row = await findMessageById(db, id);
   // Another account's message is reported exactly like a missing one.
   if (!row || row.accountId !== accountId) throw new AppError('MESSAGE_NOT_FOUND', `message ${id} not found`);
   return row;
 }
 
-// `after`: the messages stored after a given one. Message ids are made before an inbound message's
-// files are written, so two arriving at once may commit in the other order than their ids. The
-// order they were stored in: SQLite's rowid (assigned at insert, one writer at a time; only
-// reused after the newest row is deleted, and the `after` message still exists, looked up each
-// time); on PostgreSQL (tx, seq) of rows whose transaction is older than any still running
-// (migrations/pg 0006). When the `after` message is gone (deleted), its id is compared instead:
-// ids are time-ordered.
-const AFTER = {
-  sqlite: {
-    position: 'SELECT rowid, NULL FROM messages WHERE id = ? AND inbox_id = ?',
-    where: 'inbox_id = ? AND (? IS NULL OR rowid > ?) AND (? IS NULL OR id > ?) AND (? IS NULL OR status = ?)',
-    cursor: (p: [unknown, unknown] | undefined) => (p ? [p[0], p[0]] : [null, null]),
-  },
-  postgres: {
-    position: 'SELECT tx::text, seq FROM messages WHERE id = ? AND inbox_id = ?',
-    where:
-      'inbox_id = ? AND (?::text IS NULL OR (tx, seq) > (?::xid8, ?::bigint)) AND (?::text IS NULL OR id > ?) AND (?::text IS NULL OR status = ?) AND tx < pg_snapshot_xmin(pg_current_snapshot())',
-    cursor: (p: [unknown, unknown] | undefined) => (p ? [p[0], p[0], p[1]] : [null, null, null]),
-  },
-};
-
-async function messagesAfter(ctx: AppContext, inboxId: string, after: string, status: string | null, limit: number, offset: number): Promise<PageResult<Message>> {
-  const sql = AFTER[ctx.store.dialect];
-  const [position] = await rawRows<[unknown, unknown]>(ctx.db, sql.position, [after, inboxId]);
-  const params = [inboxId, ...sql.cursor(position), position ? null : after, position ? null : after, status, status];
-  const rows = await rawRows<ViewTuple>(ctx.db, `SELECT ${VIEW_COLUMNS} FROM messages WHERE ${sql.where} ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`, [...params, limit, offset]);
-  const [[total]] = await rawRows<[number]>(ctx.db, `SELECT count(*) FROM messages WHERE ${sql.where}`, params);
-  return { data: await messageViews(ctx, rows.map(viewRow)), total, limit, offset };
-}
-
 const MESSAGE_ID = /^msg_[0-9a-z]{26}$/;
-
-// Account-wide totals from the same counters: the account's inboxes' rows.
-const totalOfAccount = (db: Db) =>
-  preparedRows<[string], [number]>(db, 'SELECT coalesce(sum(n), 0) FROM inbox_message_counts WHERE inbox_id IN (SELECT id FROM inboxes WHERE account_id = ?)');
-const totalOfAccountStatus = (db: Db) =>
-  preparedRows<[string, string], [number]>(
-    db,
-    'SELECT coalesce(sum(n), 0) FROM inbox_message_counts WHERE inbox_id IN (SELECT id FROM inboxes WHERE account_id = ?) AND status = ?',
-  );
-const M_VIEW_COLUMNS = VIEW_COLUMNS.split(',').map((c) => `m.${c.trim()}`).join(', ');
 
 /**
  * Messages of an inbox (or, `inboxId` null, of the whole account), newest first, passing `filters`
- * (src/domain/mail/filters.ts). Without filters, or with only `status`, totals come from the
- * counters kept by triggers; otherwise they are counted over the same index range as the page.
+ * (src/domain/mail/filters.ts).
  */
 export interface MessageListOptions extends Page, MessageFilters {
   /**
@@ -303,22 +189,14 @@ export async function listMessages(ctx: AppContext, accountId: string, inboxId: 
   if (after) {
     if (inboxId === null || hasFilters(rest)) throw new AppError('VALIDATION_ERROR', 'query parameter `after` lists one inbox and combines with `status` only');
     if (!MESSAGE_ID.test(after)) throw new AppError('VALIDATION_ERROR', 'query parameter `after` must be a message id (msg_…)');
-    return messagesAfter(ctx, inboxId, after, status || null, limit, offset);
+    return pageOf(ctx, await listMessagePageAfter(ctx.db, inboxId, after, status || null, limit, offset), limit, offset);
   }
-  if (inboxId !== null && !hasFilters(rest)) {
-    const rows = await (status ? preparedQuery(ctx.db, pageOfInboxStatus).all(inboxId, status, limit, offset) : preparedQuery(ctx.db, pageOfInbox).all(inboxId, limit, offset));
-    const [total] = (await (status ? preparedQuery(ctx.db, totalOfInboxStatus).get(inboxId, status) : preparedQuery(ctx.db, totalOfInbox).get(inboxId)))!;
-    return { data: await messageViews(ctx, rows.map(viewRow)), total, limit, offset };
-  }
-  const m = matchMessages(inboxId !== null ? { inboxId } : { accountId }, filters, ctx.store.dialect);
-  const rows = await rawRows<ViewTuple>(ctx.db, `SELECT ${M_VIEW_COLUMNS} FROM ${m.from} WHERE ${m.where} ORDER BY ${m.order} LIMIT ? OFFSET ?`, [...m.params, limit, offset]);
-  let total: number;
-  if (inboxId === null && !hasFilters(rest)) {
-    [total] = (await (status ? preparedQuery(ctx.db, totalOfAccountStatus).get(accountId, status) : preparedQuery(ctx.db, totalOfAccount).get(accountId)))!;
-  } else {
-    [[total]] = await rawRows<[number]>(ctx.db, `SELECT count(*) FROM ${m.from} WHERE ${m.where}`, m.params);
-  }
-  return { data: await messageViews(ctx, rows.map(viewRow)), total, limit, offset };
+  return pageOf(ctx, await listMessagePage(ctx.db, inboxId !== null ? { inboxId } : { accountId }, matchFilters(filters), limit, offset), limit, offset);
+}
+
+/** The API page of a page of rows. */
+async function pageOf(ctx: AppContext, page: RowPage<MessageViewRow>, limit: number, offset: number): Promise<PageResult<Message>> {
+  return { data: await messageViews(ctx, page.rows), total: page.total, limit, offset };
 }
 
 /** PATCH /messages/{id}: read state and labels; the message as it is afterwards. */
@@ -365,13 +243,12 @@ export async function rawMessage(ctx: AppContext, accountId: string, id: string)
  */
 export async function deleteMessage(ctx: AppContext, accountId: string, id: string): Promise<void> {
   const files = await ctx.store.transaction(async (tx) => {
-    const row = await tx.select().from(messages).where(eq(messages.id, id)).get();
-    if (!row || row.accountId !== accountId) throw new AppError('MESSAGE_NOT_FOUND', `message ${id} not found`);
-    const own = await tx.select({ p: attachments.storagePath }).from(attachments).where(eq(attachments.messageId, id));
-    await tx.delete(messages).where(eq(messages.id, id)).run();
+    const row = await findMessageRow(ctx, accountId, id, tx);
+    const own = await listStoragePathsOfMessage(tx, id);
+    await deleteMessageById(tx, id);
     await forgetIdempotentResponses(tx, [id]);
     await afterMessageRemoved(tx, row.threadId);
-    return [row.rawPath, ...own.map((a) => a.p)];
+    return [row.rawPath, ...own];
   });
   await releaseBlobs(ctx, files);
 }
@@ -383,7 +260,7 @@ export interface ThreadWithMessages extends Thread {
 /** A thread with its messages, oldest first. */
 export async function getThread(ctx: AppContext, accountId: string, id: string): Promise<ThreadWithMessages> {
   const thread = await findThreadRow(ctx, accountId, id);
-  const rows = await ctx.db.select().from(messages).where(eq(messages.threadId, id)).orderBy(asc(messages.createdAt), asc(messages.id));
+  const rows = await listMessagesOfThread(ctx.db, id);
   return { ...(await threadViews(ctx, [thread]))[0], messages: await messageViews(ctx, rows) };
 }
 

@@ -1,0 +1,343 @@
+// Storage of messages, their threads and their labels: reads and writes `messages`, `threads` and
+// `message_labels`, and reads the per-inbox counters `inbox_message_counts` (kept by triggers)
+// and `inboxes` (an account's inboxes), for src/domain/mail/messages.ts, threads.ts and
+// labels.ts. Which messages pass a list's filters is worded in ./message-search.ts.
+import { count, desc, eq, and, asc, getTableColumns, sql } from 'drizzle-orm';
+import { preparedQuery, preparedRows } from '../../db/prepared.ts';
+import { messages, threads } from '../../db/schema.ts';
+import { dialectOf, rawRows, rawRun, type Db } from '../store.ts';
+import { matchMessages, type ListScope, type MatchFilters } from './message-search.ts';
+
+export type MessageRow = typeof messages.$inferSelect;
+/** The columns a Message is made of (what list pages read). */
+export type MessageViewRow = Omit<MessageRow, 'accountId' | 'references' | 'rawPath' | 'contentHash'>;
+export type ThreadRow = typeof threads.$inferSelect;
+
+/** The rows of one page of a list, and how many rows the whole list has. */
+export interface RowPage<T> {
+  rows: T[];
+  total: number;
+}
+
+// ---- messages ---------------------------------------------------------------------------------
+
+// Every stored message, received or sent, is one insert: prepared once (src/db/prepared.ts).
+const MESSAGE_COLUMNS = Object.keys(getTableColumns(messages)) as Array<keyof MessageRow>;
+const insertMessageQuery = (db: Db) =>
+  db
+    .insert(messages)
+    .values(Object.fromEntries(MESSAGE_COLUMNS.map((k) => [k, sql.placeholder(k)])) as unknown as MessageRow)
+    .prepare();
+
+export async function insertMessage(db: Db, row: MessageRow): Promise<void> {
+  await preparedQuery(db, insertMessageQuery).run(row as unknown as Record<string, unknown>);
+}
+
+// The read behind GET /messages/{id}: prepared once (src/db/prepared.ts).
+const messageById = (db: Db) => db.select().from(messages).where(eq(messages.id, sql.placeholder('id'))).prepare();
+
+export function findMessageById(db: Db, id: string): Promise<MessageRow | undefined> {
+  return preparedQuery(db, messageById).get({ id });
+}
+
+/** The messages of a thread, oldest first. */
+export function listMessagesOfThread(db: Db, threadId: string): Promise<MessageRow[]> {
+  return db.select().from(messages).where(eq(messages.threadId, threadId)).orderBy(asc(messages.createdAt), asc(messages.id));
+}
+
+export async function deleteMessageById(db: Db, id: string): Promise<void> {
+  await db.delete(messages).where(eq(messages.id, id)).run();
+}
+
+// A list page is 20-100 rows of 21 columns: read with plain statements in raw mode (rows as
+// arrays, src/db/prepared.ts), each turned into a MessageViewRow once. drizzle mapped every
+// value through its column decoders into one object and messageView copied it into another.
+type ViewTuple = [
+  id: string,
+  inboxId: string,
+  threadId: string,
+  direction: string,
+  fromAddress: string,
+  fromName: string | null,
+  toAddresses: string,
+  ccAddresses: string,
+  bccAddresses: string,
+  subject: string,
+  bodyText: string | null,
+  bodyHtml: string | null,
+  delivery: string | null,
+  status: string,
+  messageIdHeader: string,
+  inReplyTo: string | null,
+  recipients: string,
+  authentication: string | null,
+  size: number,
+  createdAt: string,
+  updatedAt: string,
+  unread: number,
+  sendAt: string | null,
+];
+const VIEW_COLUMNS = `id, inbox_id, thread_id, direction, from_address, from_name, to_addresses, cc_addresses, bcc_addresses, subject,
+  body_text, body_html, delivery, status, message_id_header, in_reply_to, recipients, authentication, size, created_at, updated_at, unread, send_at`;
+// In VIEW_COLUMNS order.
+const viewRow = (r: ViewTuple): MessageViewRow => ({
+  id: r[0],
+  inboxId: r[1],
+  threadId: r[2],
+  direction: r[3],
+  fromAddress: r[4],
+  fromName: r[5],
+  toAddresses: r[6],
+  ccAddresses: r[7],
+  bccAddresses: r[8],
+  subject: r[9],
+  bodyText: r[10],
+  bodyHtml: r[11],
+  delivery: r[12],
+  status: r[13],
+  messageIdHeader: r[14],
+  inReplyTo: r[15],
+  recipients: r[16],
+  authentication: r[17],
+  size: r[18],
+  createdAt: r[19],
+  updatedAt: r[20],
+  unread: r[21] === 1,
+  sendAt: r[22],
+});
+const pageOfInbox = (db: Db) =>
+  preparedRows<[string, number, number], ViewTuple>(db, `SELECT ${VIEW_COLUMNS} FROM messages WHERE inbox_id = ? ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`);
+const pageOfInboxStatus = (db: Db) =>
+  preparedRows<[string, string, number, number], ViewTuple>(
+    db,
+    `SELECT ${VIEW_COLUMNS} FROM messages WHERE inbox_id = ? AND status = ? ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`,
+  );
+// Kept by triggers (schema.ts inboxMessageCounts): constant time however large the inbox.
+const totalOfInbox = (db: Db) => preparedRows<[string], [number]>(db, 'SELECT coalesce(sum(n), 0) FROM inbox_message_counts WHERE inbox_id = ?');
+const totalOfInboxStatus = (db: Db) =>
+  preparedRows<[string, string], [number]>(db, 'SELECT coalesce(sum(n), 0) FROM inbox_message_counts WHERE inbox_id = ? AND status = ?');
+// Account-wide totals from the same counters: the account's inboxes' rows.
+const totalOfAccount = (db: Db) =>
+  preparedRows<[string], [number]>(db, 'SELECT coalesce(sum(n), 0) FROM inbox_message_counts WHERE inbox_id IN (SELECT id FROM inboxes WHERE account_id = ?)');
+const totalOfAccountStatus = (db: Db) =>
+  preparedRows<[string, string], [number]>(
+    db,
+    'SELECT coalesce(sum(n), 0) FROM inbox_message_counts WHERE inbox_id IN (SELECT id FROM inboxes WHERE account_id = ?) AND status = ?',
+  );
+const M_VIEW_COLUMNS = VIEW_COLUMNS.split(',').map((c) => `m.${c.trim()}`).join(', ');
+
+/**
+ * A page of the messages of `scope` passing `f`, newest first (with words in a search: best match
+ * first). Without filters, or with only `status`, the total comes from the counters kept by
+ * triggers (and an inbox's page from plain prepared statements); otherwise it is counted over
+ * the same index range as the page.
+ */
+export async function listMessagePage(db: Db, scope: ListScope, f: MatchFilters, limit: number, offset: number): Promise<RowPage<MessageViewRow>> {
+  const { status } = f;
+  const counted = f.search === undefined && f.label === undefined && f.unread === undefined && f.direction === undefined;
+  if ('inboxId' in scope && counted) {
+    const { inboxId } = scope;
+    const rows = await (status ? preparedQuery(db, pageOfInboxStatus).all(inboxId, status, limit, offset) : preparedQuery(db, pageOfInbox).all(inboxId, limit, offset));
+    const [total] = (await (status ? preparedQuery(db, totalOfInboxStatus).get(inboxId, status) : preparedQuery(db, totalOfInbox).get(inboxId)))!;
+    return { rows: rows.map(viewRow), total };
+  }
+  const m = matchMessages(scope, f, dialectOf(db));
+  const rows = await rawRows<ViewTuple>(db, `SELECT ${M_VIEW_COLUMNS} FROM ${m.from} WHERE ${m.where} ORDER BY ${m.order} LIMIT ? OFFSET ?`, [...m.params, limit, offset]);
+  let total: number;
+  if ('accountId' in scope && counted) {
+    const { accountId } = scope;
+    [total] = (await (status ? preparedQuery(db, totalOfAccountStatus).get(accountId, status) : preparedQuery(db, totalOfAccount).get(accountId)))!;
+  } else {
+    [[total]] = await rawRows<[number]>(db, `SELECT count(*) FROM ${m.from} WHERE ${m.where}`, m.params);
+  }
+  return { rows: rows.map(viewRow), total };
+}
+
+// `after`: the messages stored after a given one. Message ids are made before an inbound message's
+// files are written, so two arriving at once may commit in the other order than their ids. The
+// order they were stored in: SQLite's rowid (assigned at insert, one writer at a time; only
+// reused after the newest row is deleted, and the `after` message still exists, looked up each
+// time); on PostgreSQL (tx, seq) of rows whose transaction is older than any still running
+// (migrations/pg 0006). When the `after` message is gone (deleted), its id is compared instead:
+// ids are time-ordered.
+const AFTER = {
+  sqlite: {
+    position: 'SELECT rowid, NULL FROM messages WHERE id = ? AND inbox_id = ?',
+    where: 'inbox_id = ? AND (? IS NULL OR rowid > ?) AND (? IS NULL OR id > ?) AND (? IS NULL OR status = ?)',
+    cursor: (p: [unknown, unknown] | undefined) => (p ? [p[0], p[0]] : [null, null]),
+  },
+  postgres: {
+    position: 'SELECT tx::text, seq FROM messages WHERE id = ? AND inbox_id = ?',
+    where:
+      'inbox_id = ? AND (?::text IS NULL OR (tx, seq) > (?::xid8, ?::bigint)) AND (?::text IS NULL OR id > ?) AND (?::text IS NULL OR status = ?) AND tx < pg_snapshot_xmin(pg_current_snapshot())',
+    cursor: (p: [unknown, unknown] | undefined) => (p ? [p[0], p[0], p[1]] : [null, null, null]),
+  },
+};
+
+/** A page of the messages of an inbox stored after message `after` (with `status`, when not null), newest first. */
+export async function listMessagePageAfter(db: Db, inboxId: string, after: string, status: string | null, limit: number, offset: number): Promise<RowPage<MessageViewRow>> {
+  const stmt = AFTER[dialectOf(db)];
+  const [position] = await rawRows<[unknown, unknown]>(db, stmt.position, [after, inboxId]);
+  const params = [inboxId, ...stmt.cursor(position), position ? null : after, position ? null : after, status, status];
+  const rows = await rawRows<ViewTuple>(db, `SELECT ${VIEW_COLUMNS} FROM messages WHERE ${stmt.where} ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`, [...params, limit, offset]);
+  const [[total]] = await rawRows<[number]>(db, `SELECT count(*) FROM messages WHERE ${stmt.where}`, params);
+  return { rows: rows.map(viewRow), total };
+}
+
+// ---- threads ----------------------------------------------------------------------------------
+
+export function findThreadById(db: Db, id: string): Promise<ThreadRow | undefined> {
+  return db.select().from(threads).where(eq(threads.id, id)).get();
+}
+
+// Run for every stored message: prepared once (src/db/prepared.ts).
+const parentThread = (db: Db) =>
+  db
+    .select({ threadId: messages.threadId })
+    .from(messages)
+    .where(
+      and(
+        eq(messages.accountId, sql.placeholder('accountId')),
+        sql`${messages.messageIdHeader} IN (SELECT value FROM json_each(${sql.placeholder('parents')}))`,
+        eq(messages.inboxId, sql.placeholder('inboxId')),
+      ),
+    )
+    .orderBy(desc(messages.createdAt))
+    .limit(1)
+    .prepare();
+const countOnThread = (db: Db) =>
+  db
+    .update(threads)
+    .set({ messageCount: sql`${threads.messageCount} + 1`, lastMessageAt: sql`CASE WHEN ${threads.lastMessageAt} > ${sql.placeholder('at')} THEN ${threads.lastMessageAt} ELSE ${sql.placeholder('at')} END` })
+    .where(eq(threads.id, sql.placeholder('id')))
+    .prepare();
+const insertThreadQuery = (db: Db) =>
+  db
+    .insert(threads)
+    .values({
+      id: sql.placeholder('id'),
+      accountId: sql.placeholder('accountId'),
+      inboxId: sql.placeholder('inboxId'),
+      subject: sql.placeholder('subject'),
+      messageCount: 1,
+      lastMessageAt: sql.placeholder('at'),
+      createdAt: sql.placeholder('at'),
+    })
+    .prepare();
+
+/** The thread of the newest message of the inbox whose Message-ID is one of `parents`. */
+export async function findThreadIdOfParents(db: Db, accountId: string, inboxId: string, parents: string[]): Promise<string | undefined> {
+  return (await preparedQuery(db, parentThread).get({ accountId, inboxId, parents: JSON.stringify(parents) }))?.threadId;
+}
+
+/** Counts one more message, stored at `at`, on thread `id`. */
+export async function updateThreadWithMessage(db: Db, id: string, at: string): Promise<void> {
+  await preparedQuery(db, countOnThread).run({ id, at });
+}
+
+/** A thread of one message, stored at `at`. */
+export async function insertThread(db: Db, thread: { id: string; accountId: string; inboxId: string; subject: string; at: string }): Promise<void> {
+  await preparedQuery(db, insertThreadQuery).run(thread);
+}
+
+/** How many messages thread `id` has, and when the newest was stored (null when none). */
+export async function countMessagesOfThread(db: Db, id: string): Promise<{ n: number; last: string | null }> {
+  return (await db
+    .select({ n: count(), last: sql<string | null>`max(${messages.createdAt})` })
+    .from(messages)
+    .where(eq(messages.threadId, id))
+    .get())!;
+}
+
+export async function updateThreadCounts(db: Db, id: string, messageCount: number, lastMessageAt: string): Promise<void> {
+  await db.update(threads).set({ messageCount, lastMessageAt }).where(eq(threads.id, id)).run();
+}
+
+export async function deleteThreadById(db: Db, id: string): Promise<void> {
+  await db.delete(threads).where(eq(threads.id, id)).run();
+}
+
+type ThreadTuple = [id: string, accountId: string, inboxId: string, subject: string, messageCount: number, lastMessageAt: string, createdAt: string];
+const THREAD_COLUMNS = 't.id, t.account_id, t.inbox_id, t.subject, t.message_count, t.last_message_at, t.created_at';
+const threadRow = (r: ThreadTuple): ThreadRow => ({ id: r[0], accountId: r[1], inboxId: r[2], subject: r[3], messageCount: r[4], lastMessageAt: r[5], createdAt: r[6] });
+
+/**
+ * A page of the threads of `scope`, most recent activity first; with filters `f`, those with at
+ * least one message passing all of them.
+ */
+export async function listThreadPage(db: Db, scope: ListScope, f: MatchFilters | undefined, limit: number, offset: number): Promise<RowPage<ThreadRow>> {
+  let where = 'inboxId' in scope ? 't.inbox_id = ?' : 't.account_id = ?';
+  const params: unknown[] = ['inboxId' in scope ? scope.inboxId : scope.accountId];
+  if (f) {
+    const m = matchMessages(scope, f, dialectOf(db));
+    where += ` AND t.id IN (SELECT ${m.threadColumn} FROM ${m.from} WHERE ${m.where})`;
+    params.push(...m.params);
+  }
+  const rows = await rawRows<ThreadTuple>(db, `SELECT ${THREAD_COLUMNS} FROM threads t WHERE ${where} ORDER BY t.last_message_at DESC, t.id DESC LIMIT ? OFFSET ?`, [
+    ...params,
+    limit,
+    offset,
+  ]);
+  const [[total]] = await rawRows<[number]>(db, `SELECT count(*) FROM threads t WHERE ${where}`, params);
+  return { rows: rows.map(threadRow), total };
+}
+
+// ---- labels and read state ----------------------------------------------------------------------
+
+// Pages read labels on every list: prepared once, ids passed as one JSON array.
+const labelsOfIds = (db: Db) =>
+  preparedRows<[string], [string, string]>(
+    db,
+    'SELECT message_id, label FROM message_labels WHERE message_id IN (SELECT value FROM json_each(?)) ORDER BY message_id, label',
+  );
+const threadLabelsOfIds = (db: Db) =>
+  preparedRows<[string], [string, string]>(
+    db,
+    'SELECT DISTINCT thread_id, label FROM message_labels WHERE thread_id IN (SELECT value FROM json_each(?)) ORDER BY thread_id, label',
+  );
+const unreadOfThreads = (db: Db) =>
+  preparedRows<[string], [string, number]>(
+    db,
+    'SELECT thread_id, count(*) FROM messages WHERE thread_id IN (SELECT value FROM json_each(?)) AND unread = 1 GROUP BY thread_id',
+  );
+
+/** (message id, label) of every label of the messages `ids`, by message then label. */
+export function listLabelsOfMessages(db: Db, ids: string[]): Promise<Array<[messageId: string, label: string]>> {
+  return preparedQuery(db, labelsOfIds).all(JSON.stringify(ids));
+}
+
+/** (thread id, label) of every label any message of the threads `ids` has, once each, by thread then label. */
+export function listLabelsOfThreads(db: Db, ids: string[]): Promise<Array<[threadId: string, label: string]>> {
+  return preparedQuery(db, threadLabelsOfIds).all(JSON.stringify(ids));
+}
+
+/** (thread id, unread messages) of the threads `ids` with an unread message. */
+export function countUnreadOfThreads(db: Db, ids: string[]): Promise<Array<[threadId: string, unread: number]>> {
+  return preparedQuery(db, unreadOfThreads).all(JSON.stringify(ids));
+}
+
+/** Which messages a change applies to: message `id`, or every message of thread `id`. */
+export type MarkScope = 'message' | 'thread';
+
+// One statement per scope (one message, or every message of a thread) and change.
+const MARK_SQL = {
+  unread: (scope: string) => `UPDATE messages SET unread = ? WHERE ${scope} = ?`,
+  add: (scope: string) =>
+    `INSERT INTO message_labels (message_id, label, account_id, inbox_id, thread_id, created_at)
+       SELECT id, ?, account_id, inbox_id, thread_id, created_at FROM messages WHERE ${scope} = ? ON CONFLICT DO NOTHING`,
+  remove: (scope: string) => `DELETE FROM message_labels WHERE ${scope === 'id' ? 'message_id' : 'thread_id'} = ? AND label IN (SELECT value FROM json_each(?))`,
+};
+const markColumn = (scope: MarkScope) => (scope === 'message' ? 'id' : 'thread_id');
+
+export async function updateMessagesUnread(db: Db, scope: MarkScope, id: string, unread: boolean): Promise<void> {
+  await rawRun(db, MARK_SQL.unread(markColumn(scope)), [unread ? 1 : 0, id]);
+}
+
+/** Gives the messages `label` (those that have it already keep it as it was). */
+export async function insertMessagesLabel(db: Db, scope: MarkScope, id: string, label: string): Promise<void> {
+  await rawRun(db, MARK_SQL.add(markColumn(scope)), [label, id]);
+}
+
+export async function deleteMessagesLabels(db: Db, scope: MarkScope, id: string, labels: string[]): Promise<void> {
+  await rawRun(db, MARK_SQL.remove(markColumn(scope)), [id, JSON.stringify(labels)]);
+}
