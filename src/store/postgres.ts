@@ -57,7 +57,7 @@ export class PostgresStore extends StoreBase implements Store {
   readonly db: Db;
   /**
    * One handle for every transaction: its statements run on the connection of the transaction
-   * the call chain is in, so queries prepared once per handle (src/db/prepared.ts) serve all.
+   * the call chain is in, so queries prepared once per handle (src/store/prepared.ts) serve all.
    */
   private readonly txDb: Db;
 

@@ -1,10 +1,13 @@
 // The storage port: what the rest of mailroom sees of the database, whichever engine holds it.
 //
-// Queries are written once with drizzle's SQLite query builder. Its SQL is the portable subset
-// both engines run (double-quoted identifiers, `?` placeholders that the PostgreSQL adapter
-// numbers, RETURNING, ON CONFLICT); the few statements that differ per engine live in the
-// adapters. drizzle's proxy driver runs each built query through the adapter's executor, so
-// every call is async on both engines and rows come back mapped to the schema's field names.
+// Every query lives in a repository (src/store/repo/, one module per aggregate), written once
+// with drizzle's SQLite query builder or as raw SQL of the portable subset both engines run
+// (double-quoted identifiers, `?` placeholders that the PostgreSQL adapter numbers, RETURNING,
+// ON CONFLICT; two JSON functions it translates, placeholders.ts); the few statements that
+// differ per engine are chosen in the repository with dialectOf(). drizzle's proxy driver runs
+// each built query through the adapter's executor, so every call is async on both engines and
+// rows come back mapped to the schema's field names. The domain (src/domain/) holds the rules
+// and the transactions, and no SQL.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { drizzle, type SqliteRemoteDatabase } from 'drizzle-orm/sqlite-proxy';
 

@@ -23,7 +23,9 @@ import { isoNow } from '../time.ts';
 import { isStaged, parseStaged, readStaged, type LargeAttachment, type StagedMessage } from './inbound-large.ts';
 import { parseMessage, traceHeaders } from './inbound-parse.ts';
 import { removeStaged } from '../../storage/staging.ts';
-import { domainExists, findStoredDelivery, insertReceivedAttachments, listInboxesByIds, listLiveInboxIds } from '../../store/repo/inbound.ts';
+import { domainExists, findStoredDelivery } from '../../store/repo/inbound.ts';
+import { insertAttachments } from '../../store/repo/attachments.ts';
+import { listInboxesByIds, listLiveInboxIds } from '../../store/repo/inboxes.ts';
 
 /**
  * Early handlers for reports about our own outbound mail (DSN multipart/report, ARF feedback).
@@ -330,7 +332,7 @@ async function prepareStore(ctx: AppContext, input: InboundInput, parsed: Parsed
         storagePath: a.storagePath,
         createdAt,
       }));
-      if (attRows.length) await insertReceivedAttachments(tx, attRows);
+      if (attRows.length) await insertAttachments(tx, attRows);
       const view = messageView(row, attRows.map((a) => ({ id: a.id, filename: a.filename, contentType: a.contentType, size: a.size })));
       await recordEvent(tx, ctx, p.inbox.accountId, 'message.received', { ...view, fromName, hasAttachments: attRows.length > 0, receivedAt: createdAt });
       ids.push(p.id);

@@ -13,7 +13,8 @@ import type { InboxRow } from '../inboxes/inboxes.ts';
 import type { BounceTarget } from './bounce-address.ts';
 import { LARGE_MESSAGE_BYTES, isStaged } from './inbound-large.ts';
 import { countUnfinishedJobsOfKind, requeueJob } from '../../store/repo/jobs.ts';
-import { deleteSpooledMessage, findSpooledRaw, insertSpooledMessage, listSpooledRecipients, spooledMessageExists } from '../../store/repo/spool.ts';
+import { deleteSpooledMessage, findSpooledRaw, insertSpooledMessage, spooledMessageExists } from '../../store/repo/spool.ts';
+import { listInboxesByIds } from '../../store/repo/inboxes.ts';
 
 export const INBOUND_JOB = 'inbound';
 
@@ -163,7 +164,7 @@ export const INBOUND_RETRY_SCHEDULE = [5_000, 30_000, 120_000, 600_000, 1_800_00
 export async function processSpooled(ctx: AppContext, jobId: string, envelope: SpooledEnvelope): Promise<((tx: Tx) => Promise<void>) | null> {
   const raw = await findSpooledRaw(ctx.db, jobId);
   if (!raw) return null;
-  const recipients: InboxRow[] = await listSpooledRecipients(ctx.db, envelope.recipients);
+  const recipients: InboxRow[] = await listInboxesByIds(ctx.db, envelope.recipients);
   // Runs inside the job's finishing transaction.
   const drop = (tx: Tx) => deleteSpooledMessage(tx, jobId);
   // Every recipient inbox was deleted after the 250: like deleting the stored message.

@@ -24,7 +24,9 @@ import { enqueueDeliveries, findOutboundRow, planDelivery, renderSource, writeMe
 import { utcDay } from '../time.ts';
 import { RELEASE_JOB, type ReleasePayload } from './send-at.ts';
 import { retireQueuedJobsOfMessage } from '../../store/repo/jobs.ts';
-import { findInboxById, findInboxSender, findMessageById, setMessageSource } from '../../store/repo/outbound.ts';
+import { findInboxById } from '../../store/repo/inboxes.ts';
+import { findMessageById } from '../../store/repo/messages.ts';
+import { setMessageSource } from '../../store/repo/outbound.ts';
 
 /**
  * Builds and stores the source of a scheduled message for its release (Date: now). Undefined
@@ -33,7 +35,7 @@ import { findInboxById, findInboxSender, findMessageById, setMessageSource } fro
 export async function renderRelease(ctx: AppContext, payload: ReleasePayload): Promise<{ rawPath: string; size: number } | undefined> {
   const row = await findOutboundRow(ctx, payload.messageId);
   if (!row || row.status !== 'scheduled') return undefined;
-  const inbox = await findInboxSender(ctx.db, row.inboxId);
+  const inbox = await findInboxById(ctx.db, row.inboxId);
   if (!inbox) return undefined;
   return renderSource(ctx, inbox, row, payload, await messageAttachmentRows(ctx, row.id), ctx.clock.now());
 }

@@ -24,16 +24,15 @@ import { releaseBlobs } from '../../storage/blob-refs.ts';
 import {
   findLastMessageOfThread,
   findMessageAccountId,
-  findMessageById,
-  incrementInboxBounces,
-  incrementInboxComplaints,
-  insertAttachmentRows,
   linkAttachments,
   listMessagesByIds,
   listMessagesByMessageIdHeaders,
   listStoredAttachmentIds,
   updateMessageState,
 } from '../../store/repo/outbound.ts';
+import { insertAttachments } from '../../store/repo/attachments.ts';
+import { incrementInboxBounces, incrementInboxComplaints } from '../../store/repo/inboxes.ts';
+import { findMessageById } from '../../store/repo/messages.ts';
 
 export const SEND_JOB = 'send';
 
@@ -292,7 +291,7 @@ export async function queueOutbound(ctx: AppContext, draft: OutboundDraft): Prom
       row.threadId = await threadForMessage(tx, { accountId: inbox.accountId, inboxId: inbox.id, parents: draft.parents, subject: draft.subject, at: iso, threadId: draft.threadId });
       await insertMessageRow(tx, row);
       for (const [path, content] of [...(draft.shared ?? [])].sort(([a], [b]) => (a < b ? -1 : 1))) await ctx.blobs.ensure(tx, path, content);
-      if (draft.own.length) await insertAttachmentRows(tx, draft.own);
+      if (draft.own.length) await insertAttachments(tx, draft.own);
       if (draft.linked.length) await linkAttachments(tx, id, draft.linked.map((a) => a.id));
       if (sendAt) await scheduleRelease(tx, ctx, now, { messageId: id, to: draft.to, cc: draft.cc }, sendAt);
       else await enqueueDeliveries(tx, ctx, now, id, await planDelivery(ctx, draft.recipients));

@@ -9,7 +9,8 @@ import { AppError } from '../errors.ts';
 import { EVENT_FANOUT, type EventRecord } from '../events/events.ts';
 import { getDeliveryAttempt, subscribedInboxes, subscribedTypes } from './webhooks.ts';
 import { listUnfinishedJobsOfKind } from '../../store/repo/jobs.ts';
-import { findEventCreatedAt, findWebhookById, listActiveWebhooksOfAccount, summarizeEventAttempts } from '../../store/repo/webhooks.ts';
+import { findWebhookById, listActiveWebhooksOfAccount, summarizeEventAttempts } from '../../store/repo/webhooks.ts';
+import { findEventCreatedAt } from '../../store/repo/events.ts';
 
 export const WEBHOOK_JOB = 'webhook';
 

@@ -15,7 +15,8 @@ import type { AttemptStatus } from '../../domain/webhooks/webhooks.ts';
 import { newId } from '../../ids.ts';
 import type { JobHandler } from '../runner.ts';
 import { fail, ok, retry, type Commit, type JobOutcome } from '../table.ts';
-import { failPendingAttemptsOfJob, findEventById, findWebhookById, insertAttempt } from '../../store/repo/webhooks.ts';
+import { failPendingAttemptsOfJob, findWebhookById, insertAttempt } from '../../store/repo/webhooks.ts';
+import { findEventById } from '../../store/repo/events.ts';
 
 export const SIGNATURE_HEADER = 'X-Service-Signature';
 

@@ -2,7 +2,7 @@
 // for src/domain/accounts/accounts.ts and apikeys.ts. The rules (key format, hashing, expiry,
 // who may revoke what) stay in the domain; this module only reads and writes rows.
 import { and, asc, desc, eq, isNull } from 'drizzle-orm';
-import { preparedQuery, preparedRows } from '../../db/prepared.ts';
+import { preparedQuery, preparedRows } from '../prepared.ts';
 import { accounts, apiKeys } from '../../db/schema.ts';
 import { changes, type Db } from '../store.ts';
 
@@ -61,7 +61,7 @@ export async function updateApiKeyLastUsed(db: Db, id: string, lastUsedAt: strin
   await db.update(apiKeys).set({ lastUsedAt }).where(eq(apiKeys.id, id)).run();
 }
 
-// Runs on every API request: a plain statement prepared once (src/db/prepared.ts), reading only
+// Runs on every API request: a plain statement prepared once (src/store/prepared.ts), reading only
 // the columns authentication needs.
 export type ApiKeyCandidate = [id: string, accountId: string, keyHash: string, readOnly: number, lastUsedAt: string | null, expiresAt: string | null];
 const activeKeysByPrefix = (db: Db) =>

@@ -2,11 +2,16 @@
 // uploads a sent message carries), for src/domain/mail/attachments.ts and the deletion of a
 // message (src/domain/mail/messages.ts). The bytes are blobs (src/storage/), not rows here.
 import { and, asc, eq, inArray, sql } from 'drizzle-orm';
-import { preparedQuery } from '../../db/prepared.ts';
+import { preparedQuery } from '../prepared.ts';
 import { attachments, messageAttachments } from '../../db/schema.ts';
 import type { Db } from '../store.ts';
 
 export type AttachmentRow = typeof attachments.$inferSelect;
+
+/** Attachment rows: an upload, a received message's, a send's own (carried or submitted). */
+export async function insertAttachments(db: Db, rows: AttachmentRow[]): Promise<void> {
+  if (rows.length) await db.insert(attachments).values(rows).run();
+}
 
 export async function insertAttachment(db: Db, row: AttachmentRow): Promise<void> {
   await db.insert(attachments).values(row).run();
@@ -24,7 +29,7 @@ export function listAttachmentsOfAccount(db: Db, accountId: string, ids: string[
     .where(and(eq(attachments.accountId, accountId), inArray(attachments.id, ids)));
 }
 
-// Run for every message read or listed: prepared once (src/db/prepared.ts), the id list passed
+// Run for every message read or listed: prepared once (src/store/prepared.ts), the id list passed
 // as one JSON array parameter so every list length shares one statement.
 const ownAttachments = (db: Db) =>
   db

@@ -1,6 +1,6 @@
 // Whether a row names a stored file: reads `messages` (raw sources) and `attachments` for
 // src/storage/blob-refs.ts, which removes a file once no row names it.
-import { preparedQuery, preparedRows } from '../../db/prepared.ts';
+import { preparedQuery, preparedRows } from '../prepared.ts';
 import type { Db } from '../store.ts';
 
 const named = (db: Db) =>

@@ -2,9 +2,11 @@
 // deletes old webhook delivery logs (`webhook_attempts`) in the same hourly sweep. What events
 // exist and what they carry is decided in the domain; this module stores and reads them.
 import { and, asc, eq, gt, inArray, lt, sql, type SQL } from 'drizzle-orm';
-import { preparedQuery } from '../../db/prepared.ts';
+import { preparedQuery } from '../prepared.ts';
 import { events, webhookAttempts } from '../../db/schema.ts';
 import { changes, dialectOf, rawRows, type Db } from '../store.ts';
+
+export type EventRow = typeof events.$inferSelect;
 
 /** An event row as written: `data` is the payload's JSON; `messageId` is set for message.* events. */
 export interface EventInsert {
@@ -34,7 +36,7 @@ export interface EventFilter {
   limit: number;
 }
 
-// One per inbound message and per send outcome: prepared once (src/db/prepared.ts); run on the
+// One per inbound message and per send outcome: prepared once (src/store/prepared.ts); run on the
 // connection's open transaction like any statement of `tx`.
 const insertEventQuery = (db: Db) =>
   db
@@ -117,4 +119,13 @@ export async function deleteEventsCreatedBefore(db: Db, cutoff: string): Promise
 /** Deletes the webhook delivery attempts logged before `cutoff`; answers how many. */
 export async function deleteWebhookAttemptsCreatedBefore(db: Db, cutoff: string): Promise<number> {
   return changes(await db.delete(webhookAttempts).where(lt(webhookAttempts.createdAt, cutoff)).run());
+}
+
+export function findEventById(db: Db, id: string): Promise<EventRow | undefined> {
+  return db.select().from(events).where(eq(events.id, id)).get();
+}
+
+/** When event `id` was recorded, while it is kept. */
+export async function findEventCreatedAt(db: Db, id: string): Promise<string | undefined> {
+  return (await db.select({ createdAt: events.createdAt }).from(events).where(eq(events.id, id)).get())?.createdAt;
 }

@@ -2,30 +2,10 @@
 // domains are served (domains), which recipient inboxes still exist (inboxes), whether the same
 // message was stored already (messages: the redelivery check) and the attachment rows of a
 // stored copy (attachments). The message rows and threads are written by src/domain/mail.
-import { and, eq, gt, inArray, sql } from 'drizzle-orm';
-import { preparedQuery } from '../../db/prepared.ts';
-import { attachments, domains, inboxes, messages } from '../../db/schema.ts';
+import { and, eq, gt, sql } from 'drizzle-orm';
+import { preparedQuery } from '../prepared.ts';
+import { domains, messages } from '../../db/schema.ts';
 import type { Db } from '../store.ts';
-
-type InboxRow = typeof inboxes.$inferSelect;
-
-// Run for every stored message inside the group commit: prepared once (src/db/prepared.ts).
-const liveInboxes = (db: Db) =>
-  db
-    .select({ id: inboxes.id })
-    .from(inboxes)
-    .where(sql`${inboxes.id} IN (SELECT value FROM json_each(${sql.placeholder('ids')}))`)
-    .prepare();
-
-/** The ids of `ids` that still name an inbox. */
-export async function listLiveInboxIds(db: Db, ids: string[]): Promise<string[]> {
-  return (await preparedQuery(db, liveInboxes).all({ ids: JSON.stringify(ids) })).map((r) => r.id);
-}
-
-/** The inboxes of `ids` (those still stored). */
-export function listInboxesByIds(db: Db, ids: string[]): Promise<InboxRow[]> {
-  return db.select().from(inboxes).where(inArray(inboxes.id, ids)).all();
-}
 
 const storedBefore = (db: Db) =>
   db
@@ -65,7 +45,3 @@ export async function domainExists(db: Db, domain: string): Promise<boolean> {
   return (await preparedQuery(db, domainByName).get({ domain })) !== undefined;
 }
 
-/** The attachment rows of a stored copy. */
-export async function insertReceivedAttachments(db: Db, rows: Array<typeof attachments.$inferInsert>): Promise<void> {
-  await db.insert(attachments).values(rows).run();
-}

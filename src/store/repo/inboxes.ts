@@ -3,8 +3,8 @@
 // src/domain/domains/domains.ts). Deleting an inbox also reads `messages` and `attachments`:
 // the files its rows name, removed after the rows go. The rules (address checks, limits,
 // matching entries) stay in the domain.
-import { and, count, desc, eq, inArray, isNull, or, sql, type SQL } from 'drizzle-orm';
-import { preparedQuery, preparedRows } from '../../db/prepared.ts';
+import { and, count, desc, eq, inArray, isNull, or, sql, type Column, type SQL } from 'drizzle-orm';
+import { preparedQuery, preparedRows } from '../prepared.ts';
 import { attachments, inboxes, listEntries, messages } from '../../db/schema.ts';
 import { changes, type Db } from '../store.ts';
 
@@ -23,7 +23,7 @@ export async function insertInbox(db: Db, row: InboxRow): Promise<void> {
   await db.insert(inboxes).values(row).run();
 }
 
-// Hot reads (every inbox route, every RCPT TO): prepared once (src/db/prepared.ts). The read by
+// Hot reads (every inbox route, every RCPT TO): prepared once (src/store/prepared.ts). The read by
 // id (every inbox and message-list request) is a plain statement, without drizzle's mapping.
 type InboxTuple = [
   id: string,
@@ -216,7 +216,7 @@ export async function countListEntriesOfAccount(db: Db, accountId: string, filte
   return (await db.select({ n: count() }).from(listEntries).where(listEntryWhere(accountId, filter)).get())!.n;
 }
 
-// Every RCPT TO and every send asks: prepared once (src/db/prepared.ts), one index range read.
+// Every RCPT TO and every send asks: prepared once (src/store/prepared.ts), one index range read.
 const entriesFor = (db: Db) =>
   db
     .select({ kind: listEntries.kind, entry: listEntries.entry })
@@ -233,4 +233,29 @@ const entriesFor = (db: Db) =>
 /** The account's entries for `direction` that apply to inbox `inboxId`: its own and the account-wide ones. */
 export function listApplicableListEntries(db: Db, accountId: string, direction: string, inboxId: string): Promise<Array<{ kind: string; entry: string }>> {
   return preparedQuery(db, entriesFor).all({ accountId, direction, inboxId });
+}
+
+// Inboxes by id, the id list passed as one JSON array: prepared once (src/store/prepared.ts).
+// Run for every stored message inside the group commit, and for every spooled one.
+const inboxesByIds = (db: Db) => db.select().from(inboxes).where(sql`${inboxes.id} IN (SELECT value FROM json_each(${sql.placeholder('ids')}))`).prepare();
+const liveInboxIds = (db: Db) => db.select({ id: inboxes.id }).from(inboxes).where(sql`${inboxes.id} IN (SELECT value FROM json_each(${sql.placeholder('ids')}))`).prepare();
+
+/** The inboxes of `ids` that still exist. */
+export function listInboxesByIds(db: Db, ids: string[]): Promise<InboxRow[]> {
+  return preparedQuery(db, inboxesByIds).all({ ids: JSON.stringify(ids) });
+}
+
+/** The ids of `ids` that still name an inbox. */
+export async function listLiveInboxIds(db: Db, ids: string[]): Promise<string[]> {
+  return (await preparedQuery(db, liveInboxIds).all({ ids: JSON.stringify(ids) })).map((r) => r.id);
+}
+
+const incr = (col: Column) => sql`${col} + 1`;
+
+export async function incrementInboxBounces(db: Db, inboxId: string): Promise<void> {
+  await db.update(inboxes).set({ bounceCount: incr(inboxes.bounceCount) }).where(eq(inboxes.id, inboxId)).run();
+}
+
+export async function incrementInboxComplaints(db: Db, inboxId: string): Promise<void> {
+  await db.update(inboxes).set({ complaintCount: incr(inboxes.complaintCount) }).where(eq(inboxes.id, inboxId)).run();
 }

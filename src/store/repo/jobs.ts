@@ -5,7 +5,7 @@
 // (src/domain/webhooks/webhook-fanout.ts: the deliveries still to come). Which job is claimed,
 // and what an outcome makes of it, is decided in src/jobs/table.ts.
 import { and, asc, eq, gt, inArray, lte, or, sql, type Placeholder, type SQL } from 'drizzle-orm';
-import { preparedQuery } from '../../db/prepared.ts';
+import { preparedQuery } from '../prepared.ts';
 import { jobs } from '../../db/schema.ts';
 import { changes, rawRows, rawRun, type Db } from '../store.ts';
 
@@ -31,7 +31,7 @@ export async function insertJob(db: Db, job: NewJob): Promise<void> {
   await preparedQuery(db, insertJobQuery).run({ ...job });
 }
 
-// One per spooled message, send and webhook delivery: prepared once (src/db/prepared.ts;
+// One per spooled message, send and webhook delivery: prepared once (src/store/prepared.ts;
 // drizzle built this insert anew per call, a sixth of the SMTP spool path's CPU in bench/).
 const insertJobQuery = (db: Db) =>
   db
@@ -49,7 +49,7 @@ const insertJobQuery = (db: Db) =>
     .prepare();
 
 // The runner looks for work after every finished job and every enqueue, so the queries are
-// prepared once (src/db/prepared.ts) and each reads the index (status, run_at) in order from its
+// prepared once (src/store/prepared.ts) and each reads the index (status, run_at) in order from its
 // start: a look costs the same with 3 or 3,000 jobs waiting. (One query with `queued OR lease
 // expired` made SQLite collect and sort every due row per claim: bench/, the largest cost of a
 // claim.) Candidates carry only what choosing needs; the payload comes back from the claim's

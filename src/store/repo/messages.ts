@@ -3,7 +3,7 @@
 // and `inboxes` (an account's inboxes), for src/domain/mail/messages.ts, threads.ts and
 // labels.ts. Which messages pass a list's filters is worded in ./message-search.ts.
 import { count, desc, eq, and, asc, getTableColumns, sql } from 'drizzle-orm';
-import { preparedQuery, preparedRows } from '../../db/prepared.ts';
+import { preparedQuery, preparedRows } from '../prepared.ts';
 import { messages, threads } from '../../db/schema.ts';
 import { dialectOf, rawRows, rawRun, type Db } from '../store.ts';
 import { matchMessages, type ListScope, type MatchFilters } from './message-search.ts';
@@ -21,7 +21,7 @@ export interface RowPage<T> {
 
 // ---- messages ---------------------------------------------------------------------------------
 
-// Every stored message, received or sent, is one insert: prepared once (src/db/prepared.ts).
+// Every stored message, received or sent, is one insert: prepared once (src/store/prepared.ts).
 const MESSAGE_COLUMNS = Object.keys(getTableColumns(messages)) as Array<keyof MessageRow>;
 const insertMessageQuery = (db: Db) =>
   db
@@ -33,7 +33,7 @@ export async function insertMessage(db: Db, row: MessageRow): Promise<void> {
   await preparedQuery(db, insertMessageQuery).run(row as unknown as Record<string, unknown>);
 }
 
-// The read behind GET /messages/{id}: prepared once (src/db/prepared.ts).
+// The read behind GET /messages/{id}: prepared once (src/store/prepared.ts).
 const messageById = (db: Db) => db.select().from(messages).where(eq(messages.id, sql.placeholder('id'))).prepare();
 
 export function findMessageById(db: Db, id: string): Promise<MessageRow | undefined> {
@@ -50,7 +50,7 @@ export async function deleteMessageById(db: Db, id: string): Promise<void> {
 }
 
 // A list page is 20-100 rows of 21 columns: read with plain statements in raw mode (rows as
-// arrays, src/db/prepared.ts), each turned into a MessageViewRow once. drizzle mapped every
+// arrays, src/store/prepared.ts), each turned into a MessageViewRow once. drizzle mapped every
 // value through its column decoders into one object and messageView copied it into another.
 type ViewTuple = [
   id: string,
@@ -190,7 +190,7 @@ export function findThreadById(db: Db, id: string): Promise<ThreadRow | undefine
   return db.select().from(threads).where(eq(threads.id, id)).get();
 }
 
-// Run for every stored message: prepared once (src/db/prepared.ts).
+// Run for every stored message: prepared once (src/store/prepared.ts).
 const parentThread = (db: Db) =>
   db
     .select({ threadId: messages.threadId })

@@ -3,22 +3,15 @@
 // and the recipient inboxes a spooled envelope names (table inboxes). The job itself is in the
 // job table (src/store/repo/jobs.ts).
 import { eq, sql } from 'drizzle-orm';
-import { preparedQuery } from '../../db/prepared.ts';
-import { inboxes, spooledMessages } from '../../db/schema.ts';
+import { preparedQuery } from '../prepared.ts';
+import { spooledMessages } from '../../db/schema.ts';
 import type { Db } from '../store.ts';
 
-// Once per spooled message each: prepared once (src/db/prepared.ts).
+// Once per spooled message each: prepared once (src/store/prepared.ts).
 const insertSpooled = (db: Db) =>
   db.insert(spooledMessages).values({ jobId: sql.placeholder('jobId'), raw: sql.placeholder('raw'), createdAt: sql.placeholder('createdAt') }).prepare();
 const spooledRaw = (db: Db) => db.select({ raw: spooledMessages.raw }).from(spooledMessages).where(eq(spooledMessages.jobId, sql.placeholder('jobId'))).prepare();
 const deleteSpooled = (db: Db) => db.delete(spooledMessages).where(eq(spooledMessages.jobId, sql.placeholder('jobId'))).prepare();
-const inboxesById = (db: Db) =>
-  db
-    .select()
-    .from(inboxes)
-    .where(sql`${inboxes.id} IN (SELECT value FROM json_each(${sql.placeholder('ids')}))`)
-    .prepare();
-
 /** Keeps the bytes of the message job `jobId` processes. */
 export async function insertSpooledMessage(db: Db, jobId: string, raw: Buffer, createdAt: string): Promise<void> {
   await preparedQuery(db, insertSpooled).run({ jobId, raw, createdAt });
@@ -38,7 +31,3 @@ export async function spooledMessageExists(db: Db, jobId: string): Promise<boole
   return (await db.select({ id: spooledMessages.jobId }).from(spooledMessages).where(eq(spooledMessages.jobId, jobId)).get()) !== undefined;
 }
 
-/** The inboxes of `ids` that still exist: a spooled message's recipients. */
-export function listSpooledRecipients(db: Db, ids: string[]): Promise<Array<typeof inboxes.$inferSelect>> {
-  return preparedQuery(db, inboxesById).all({ ids: JSON.stringify(ids) });
-}

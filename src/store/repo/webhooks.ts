@@ -4,13 +4,12 @@
 // attempt: the webhook, its event, the log entry). The event a delivery carries is read from
 // table events here too: a delivery needs only its row.
 import { and, desc, eq, gte, isNull, lt, sql, type SQL } from 'drizzle-orm';
-import { preparedQuery } from '../../db/prepared.ts';
-import { events, webhookAttempts, webhooks } from '../../db/schema.ts';
+import { preparedQuery } from '../prepared.ts';
+import { webhookAttempts, webhooks } from '../../db/schema.ts';
 import { changes, type Db } from '../store.ts';
 
 export type WebhookRow = typeof webhooks.$inferSelect;
 export type AttemptRow = typeof webhookAttempts.$inferSelect;
-type EventRow = typeof events.$inferSelect;
 
 // ---- webhooks ---------------------------------------------------------------------------------
 
@@ -48,7 +47,7 @@ export async function updateWebhookOfAccount(db: Db, accountId: string, id: stri
   return changes(res) > 0;
 }
 
-// Runs for every event: prepared once (src/db/prepared.ts), on the transaction's connection.
+// Runs for every event: prepared once (src/store/prepared.ts), on the transaction's connection.
 const activeWebhooksOf = (db: Db) =>
   db
     .select({ id: webhooks.id, events: webhooks.events, inboxIds: webhooks.inboxIds })
@@ -59,17 +58,6 @@ const activeWebhooksOf = (db: Db) =>
 /** The account's active, not deleted webhooks, with what they subscribe to. */
 export function listActiveWebhooksOfAccount(db: Db, accountId: string): Promise<Array<Pick<WebhookRow, 'id' | 'events' | 'inboxIds'>>> {
   return preparedQuery(db, activeWebhooksOf).all({ accountId });
-}
-
-// ---- events a delivery carries ----------------------------------------------------------------
-
-export function findEventById(db: Db, id: string): Promise<EventRow | undefined> {
-  return db.select().from(events).where(eq(events.id, id)).get();
-}
-
-/** When event `id` was recorded, while it is kept. */
-export async function findEventCreatedAt(db: Db, id: string): Promise<string | undefined> {
-  return (await db.select({ createdAt: events.createdAt }).from(events).where(eq(events.id, id)).get())?.createdAt;
 }
 
 // ---- delivery log -----------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 // than SQLite's work for the point reads on every request and every inbound message (bench/:
 // one inbox by id 120–190 µs built per call, 8 µs prepared), so hot paths define their query
 // once with sql.placeholder() values and run it through preparedQuery().
-import { rawRows, rawRun, type Db } from '../store/store.ts';
+import { rawRows, rawRun, type Db } from './store.ts';
 
 const byDb = new WeakMap<Db, Map<(db: Db) => unknown, unknown>>();
 
