@@ -227,7 +227,6 @@ export async function renewLeases(ctx: AppContext, ids: string[]): Promise<numbe
 export function finishJob(ctx: AppContext, job: JobRow, outcome: JobOutcome): Promise<JobStatus> {
   const now = ctx.clock.now();
   return ctx.store.grouped(async (tx) => {
-    await outcome.commit?.(tx);
     let status: JobStatus;
     // null keeps the column as it is (lastError of an earlier attempt, the claim's runAt).
     let lastError: string | null = null;
@@ -243,7 +242,13 @@ export function finishJob(ctx: AppContext, job: JobRow, outcome: JobOutcome): Pr
       lastError = outcome.reason;
     }
     const iso = now.toISOString();
+    // The job's row first, then what the outcome writes (a send's message and the inbox counts
+    // its status moves): a claim locks job rows before it writes such rows, so the two never
+    // wait for each other in opposite orders. On PostgreSQL they did: a claim on another node
+    // that had locked this row (a candidate taken meanwhile) waited on the counts this finish
+    // held, the deadlock ended one of them, and a lost finish ran the attempt (a delivery) again.
     await preparedQuery(tx, finishOne).run({ id: job.id, status, lastError, runAt, finishedAt: status === 'queued' ? null : iso, updatedAt: iso });
+    await outcome.commit?.(tx);
     return status;
   });
 }

@@ -84,7 +84,11 @@ export class PostgresStore extends StoreBase implements Store {
       await client.query('BEGIN');
       try {
         const result = await runWork(frame, work);
-        await client.query('COMMIT');
+        // A statement that failed ends a PostgreSQL transaction even when the work caught its
+        // error and went on; COMMIT then rolls back and says so in its tag, without an error.
+        // Reporting that as a commit would let callers act on writes that never happened.
+        const done = await client.query('COMMIT');
+        if (done.command === 'ROLLBACK') throw new Error('transaction rolled back at COMMIT: a statement in it had failed');
         runHooks(frame);
         return result;
       } catch (err) {

@@ -10,9 +10,10 @@ import { eq } from 'drizzle-orm';
 import { configFrom } from '../../src/config.ts';
 import { closeContext, createContext, type AppContext } from '../../src/context.ts';
 import { jobs } from '../../src/db/schema.ts';
-import { claimDue, enqueueJob, fail, getJob, ok, recoverJobs, retry, sweepJobs, type JobOutcome } from '../../src/jobs/table.ts';
+import { claimDue, enqueueJob, fail, finishJob, getJob, ok, recoverJobs, retry, sweepJobs, type JobOutcome } from '../../src/jobs/table.ts';
 import { createJobRunner, type JobHandler } from '../../src/jobs/runner.ts';
 import { silentLogger } from '../../src/log.ts';
+import { rawRows, rawRun } from '../../src/store/store.ts';
 import { testDatabaseUrl, TEST_ENGINE } from '../support/server.ts';
 
 /** A context on the suite's engine (MAILROOM_TEST_ENGINE), with a database of its own. */
@@ -167,6 +168,39 @@ test('an outcome commit runs in the same transaction as the finish', async () =>
     assert.equal((await getJob(ctx, id))!.lastError, `committed by ${id}`);
   } finally {
     await runner.stop(1000);
+    await closeContext(ctx);
+  }
+});
+
+test("a finish takes its job's row before its outcome's writes, so it cannot deadlock with a transaction holding that row", { skip: TEST_ENGINE !== 'postgres' && 'row locks: the PostgreSQL pass' }, async () => {
+  // Another node's claim can hold the row of a job this node runs (it read the job as due and
+  // locked it just after this node took it) while it writes rows the finish writes too (a
+  // message's status, the inbox counts): here, another job's row stands for those.
+  const ctx = await context();
+  try {
+    const x = await enqueue(ctx, {});
+    const y = await enqueue(ctx, {});
+    const [job] = await claimDue(ctx, 1, () => [60_000], (j) => j.id === x);
+    let locked!: () => void;
+    const holding = new Promise<void>((r) => (locked = r));
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    const claim = ctx.store.transaction(async (tx) => {
+      await rawRows(tx, 'SELECT id FROM jobs WHERE id = ? FOR UPDATE', [x]);
+      locked();
+      await released;
+      await rawRun(tx, 'UPDATE jobs SET last_error = ? WHERE id = ?', ['claim', y]);
+    });
+    await holding;
+    const finished = finishJob(ctx, job!, ok((tx) => rawRun(tx, 'UPDATE jobs SET last_error = ? WHERE id = ?', ['finish', y])));
+    // Time for the finish to take y's row, were it to write the outcome before its own row.
+    await new Promise((r) => setTimeout(r, 300));
+    release();
+    // Writing the outcome first, the two waited for each other: PostgreSQL ended one as a deadlock.
+    await Promise.all([claim, finished]);
+    assert.equal((await getJob(ctx, x))!.status, 'done');
+    assert.equal((await getJob(ctx, y))!.lastError, 'finish');
+  } finally {
     await closeContext(ctx);
   }
 });

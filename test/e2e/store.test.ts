@@ -115,6 +115,21 @@ for (const [engine, databaseUrl] of engines) {
       assert.equal((await store.db.select().from(schema.accounts).where(eq(schema.accounts.id, 'acc_2')).all()).length, 0);
     });
 
+    test('a transaction reports success only if it committed, even when its work caught a failed statement', async () => {
+      // SQLite goes on after a failed statement; PostgreSQL ends the transaction and answers the
+      // COMMIT with a rollback. Either is fine, as long as success means committed.
+      let resolved = true;
+      await store
+        .transaction(async (tx) => {
+          await tx.insert(schema.accounts).values({ id: 'acc_caught', name: 'caught', createdAt: NOW });
+          await tx.insert(schema.accounts).values({ id: 'acc_caught', name: 'again', createdAt: NOW }).catch(() => undefined);
+        })
+        .catch(() => (resolved = false));
+      const committed = (await store.db.select().from(schema.accounts).where(eq(schema.accounts.id, 'acc_caught')).all()).length === 1;
+      assert.equal(committed, resolved, resolved ? 'the transaction resolved but its insert is not there' : 'the transaction rejected but its insert is there');
+      await store.db.delete(schema.accounts).where(eq(schema.accounts.id, 'acc_caught')).run();
+    });
+
     test('a guarded counter stays exact under 20 concurrent writers', async () => {
       const take = () =>
         store.transaction(async (tx) => {

@@ -136,7 +136,9 @@ export const sendHandler: JobHandler = {
   schedule: (ctx) => ctx.config.outbound.retry_schedule,
   partitionLimit: (ctx) => ctx.config.outbound.concurrency_per_domain,
   async claimed(tx, ctx, job) {
-    // Only the displayed status depends on it: a failure here must not stop the claim.
+    // Only the displayed status depends on it: a failure here must not stop the claim. (On
+    // PostgreSQL a failed statement ends the transaction all the same: the claim rolls back,
+    // the store says so, and the jobs are claimed again on the next pass.)
     try {
       const payload = JSON.parse(job.payload) as SendJobPayload;
       await markSending(tx, ctx, payload.messageId, payload.recipients);
