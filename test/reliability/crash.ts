@@ -98,8 +98,8 @@ export class LoadSession {
   }
 }
 
-function messageBody(id: string, random: () => number): string {
-  const lines = [`From: load@example.org`, `To: crash@agents.test`, `Subject: ${id}`, `Message-ID: <${id}>`];
+function messageBody(id: string, to: string, random: () => number): string {
+  const lines = [`From: load@example.org`, `To: ${to}`, `Subject: ${id}`, `Message-ID: <${id}>`];
   if (random() < 0.3) {
     // Some messages carry an attachment, so blob files are written as well as rows.
     const b64 = Buffer.alloc(Math.floor(random() * 40_000) + 100, id).toString('base64').replace(/.{76}/g, '$&\r\n');
@@ -110,8 +110,21 @@ function messageBody(id: string, random: () => number): string {
   return lines.join('\r\n');
 }
 
-/** Drives parallel SMTP connections until `until()` says stop; records each message's fate. */
-async function smtpLoad(port: number, connections: number, prefix: string, random: () => number, stop: () => boolean, fate: { accepted: Set<string>; inDoubt: Set<string>; refused: number }) {
+export interface SmtpFate {
+  /** Message-IDs (without <>) answered 250. */
+  accepted: Set<string>;
+  /** Sent in full, but the connection went before the reply: stored or not. */
+  inDoubt: Set<string>;
+  refused: number;
+}
+
+/**
+ * Drives parallel SMTP connections until `stop()` says stop; records each message's fate. A
+ * connection that cannot be opened (the server is down) is tried again every 50 ms. `gapMs`
+ * paces each connection (a pause after every message), `to` is the recipient.
+ */
+export async function smtpLoad(port: number, connections: number, prefix: string, random: () => number, stop: () => boolean, fate: SmtpFate, opts: { to?: string; gapMs?: () => number } = {}) {
+  const to = opts.to ?? 'crash@agents.test';
   await Promise.all(
     Array.from({ length: connections }, async (_v, c) => {
       let n = 0;
@@ -128,9 +141,10 @@ async function smtpLoad(port: number, connections: number, prefix: string, rando
             const id = `${prefix}-c${c}-${n++}@load.example`;
             const state = { sent: false };
             try {
-              const code = await session.message('crash@agents.test', messageBody(id, random), state);
+              const code = await session.message(to, messageBody(id, to, random), state);
               if (code === 250) fate.accepted.add(id);
               else fate.refused++;
+              if (opts.gapMs) await sleep(opts.gapMs());
             } catch {
               if (state.sent) fate.inDoubt.add(id);
               break;
