@@ -2,6 +2,7 @@
 // offers it to every route of a path), JSON answers carry Content-Length, query strings are
 // read as sent, and the hot reads done with plain SQLite statements (key lookup, inbox by id,
 // message pages) return exactly what the drizzle schema describes, column for column.
+import { until } from '../support/wait.ts';
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { desc, eq } from 'drizzle-orm';
@@ -81,6 +82,8 @@ test('plain-statement reads return what drizzle reads: key lookup, inbox by id, 
   }
   const sent = await t.api('POST', `/inboxes/${inbox.id}/messages`, { to: ['someone@example.org'], bcc: ['b@example.org'], subject: 'out', bodyText: 'x' });
   assert.equal(sent.status, 202, sent.text);
+  // The two reads compared below must see one state: the send's job is over first.
+  await until('the send is final', async () => ((await t.api('GET', `/messages/${sent.body.id}`)).body.status === 'sent' ? true : undefined));
 
   assert.deepEqual(await findInboxRow(ctx, t.accountId, inbox.id), await ctx.db.select().from(inboxes).where(eq(inboxes.id, inbox.id)).get());
   expectError(await t.api('GET', `/inboxes/${inbox.id}`, undefined, { key: (await t.newAccount('other')).key }), 404, 'INBOX_NOT_FOUND');
