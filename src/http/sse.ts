@@ -143,6 +143,7 @@ export function streamEvents(ctx: AppContext, res: ServerResponse, accountId: st
           if (closed) return;
         }
         if (!again && (await eventsHeldBack(ctx, accountId, { ...filter, after: cursor }))) {
+          if (closed) return;
           clearTimeout(retry);
           retry = setTimeout(() => void pump(), retryMs);
           retryMs = Math.min(retryMs * 2, FEED_SETTINGS.pollMs);
