@@ -4,10 +4,16 @@
 // webhook receiver on loopback (one message.received webhook per inbox), timestamp each event
 // as it arrives; latency = arrival − the event's createdAt (stamped when it is recorded, in the
 // transaction that stores the message; same machine, same clock).
+// Before both, the idle case of issue 20 ("message.received within 100 ms of the 250 on an idle
+// server"): one message at a time over one reused connection, each awaited on the stream before
+// the next, from the 250 (nodemailer's sendMail resolving) to the frame's arrival: on SQLite, on
+// one node of a durable PostgreSQL cluster, and across two nodes of it (SMTP to one, the stream
+// on the other: LISTEN/NOTIFY in between).
 import nodemailer from 'nodemailer';
 import type { TestDns } from '../../test/support/dns.ts';
-import { createInbox, startMailroom } from '../mailroom.ts';
-import { log, round, sleep, startReceiver, summarize, waitFor, type ScenarioResult } from '../support.ts';
+import { postgresMissing, startCluster } from '../../test/support/postgres.ts';
+import { createInbox, startMailroom, type Mailroom } from '../mailroom.ts';
+import { load, log, round, sleep, startReceiver, summarize, waitFor, type Row, type ScenarioResult } from '../support.ts';
 
 const INBOXES = 20;
 const MESSAGES_PER_SECOND = 25;
@@ -22,11 +28,46 @@ interface Arrival {
   at: number;
 }
 
+/** An event envelope as the stream and webhooks carry it. */
+interface Envelope {
+  id: string;
+  createdAt: string;
+  data: { subject: string };
+}
+
 /** An event envelope (SSE data line or webhook body) as it arrived at `at`. */
-const arrival = (e: { id: string; createdAt: string; data: { subject: string } }, at: number): Arrival => ({ id: e.id, subject: e.data.subject, createdAt: Date.parse(e.createdAt), at });
+const arrival = (e: Envelope, at: number): Arrival => ({ id: e.id, subject: e.data.subject, createdAt: Date.parse(e.createdAt), at });
 
 /** The measured phase's events: subject "events run <n>" (warm-up: "events warm-up <n>"). */
 const measured = (a: Arrival) => a.subject.startsWith('events run ');
+
+/**
+ * Reads GET /events/stream?types=message.received of `node` with `key` until `signal` aborts;
+ * calls `onEvent` with each envelope and the wall-clock ms its chunk arrived. Resolves once the
+ * stream is open; `done` ends with the stream.
+ */
+async function readEvents(node: { url: string; key: string }, signal: AbortSignal, onEvent: (e: Envelope, at: number) => void): Promise<{ done: Promise<void> }> {
+  const res = await fetch(`${node.url}/events/stream?types=message.received`, { headers: { authorization: `Bearer ${node.key}` }, signal });
+  if (res.status !== 200 || !res.body) throw new Error(`GET /events/stream: ${res.status}`);
+  const done = (async () => {
+    const decoder = new TextDecoder();
+    let buf = '';
+    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+      const at = performance.timeOrigin + performance.now();
+      buf += decoder.decode(chunk, { stream: true });
+      let end: number;
+      while ((end = buf.indexOf('\n\n')) !== -1) {
+        const frame = buf.slice(0, end);
+        buf = buf.slice(end + 2);
+        const data = /^data: (.*)$/m.exec(frame)?.[1];
+        if (data) onEvent(JSON.parse(data) as Envelope, at);
+      }
+    }
+  })().catch((err: Error) => {
+    if (err.name !== 'AbortError') throw err;
+  });
+  return { done };
+}
 
 interface Phase {
   sse: ReturnType<typeof summarize>;
@@ -58,26 +99,7 @@ async function runPhase(env: { dns: TestDns }, withWebhooks: boolean): Promise<P
 
     // The SSE client: a plain fetch reading the stream as it comes.
     const sse: Arrival[] = [];
-    const res = await fetch(`${m.url}/events/stream?types=message.received`, { headers: { authorization: `Bearer ${m.key}` }, signal: stream.signal });
-    if (res.status !== 200 || !res.body) throw new Error(`GET /events/stream: ${res.status}`);
-    const reading = (async () => {
-      const decoder = new TextDecoder();
-      let buf = '';
-      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-        const at = performance.timeOrigin + performance.now();
-        buf += decoder.decode(chunk, { stream: true });
-        let end: number;
-        while ((end = buf.indexOf('\n\n')) !== -1) {
-          const frame = buf.slice(0, end);
-          buf = buf.slice(end + 2);
-          const data = /^data: (.*)$/m.exec(frame)?.[1];
-          if (!data) continue;
-          sse.push(arrival(JSON.parse(data), at));
-        }
-      }
-    })().catch((err: Error) => {
-      if (err.name !== 'AbortError') throw err;
-    });
+    const reading = await readEvents(m, stream.signal, (e, at) => sse.push(arrival(e, at)));
 
     // Paced by the clock: message n is sent at start + n / rate, whatever the earlier ones do.
     const to = inboxes.map((i) => i.address);
@@ -108,7 +130,7 @@ async function runPhase(env: { dns: TestDns }, withWebhooks: boolean): Promise<P
     await waitFor('every event over SSE and webhook', () => count(sse) >= expected && (!withWebhooks || count(webhook) >= expected), 60_000, 100).catch(() => undefined);
     await sleep(500); // anything delivered twice would show now
     stream.abort();
-    await reading;
+    await reading.done;
 
     const run = sse.filter(measured);
     const hooks = webhook.filter(measured);
@@ -133,20 +155,118 @@ async function runPhase(env: { dns: TestDns }, withWebhooks: boolean): Promise<P
   }
 }
 
+const IDLE_WARMUP = 20;
+const IDLE_MESSAGES = 200;
+/** Between two idle messages: the server has nothing else to do when the next one comes. */
+const IDLE_PAUSE_MS = 50;
+
+interface Idle {
+  label: string;
+  /** 250 → the frame's arrival (negative: the frame came first). */
+  afterReply: ReturnType<typeof summarize>;
+  /** sendMail called (MAIL FROM … DATA, parse, commit) → the frame's arrival. */
+  fromStart: ReturnType<typeof summarize>;
+  missing: number;
+  loadBefore: number[];
+}
+
+/** Messages one at a time over one reused connection to `smtpNode`, each awaited on `streamNode`'s stream before the next. */
+async function runIdle(label: string, smtpNode: Mailroom, streamNode: Mailroom): Promise<Idle> {
+  const loadBefore = load();
+  const inbox = await createInbox(smtpNode);
+  const waiting = new Map<string, (at: number) => void>();
+  const stream = new AbortController();
+  const reading = await readEvents(streamNode, stream.signal, (e, at) => waiting.get(e.data.subject)?.(at));
+  const transport = nodemailer.createTransport({ host: '127.0.0.1', port: smtpNode.smtpPort, secure: false, ignoreTLS: true, pool: true, maxConnections: 1, maxMessages: Infinity });
+  const afterReply: number[] = [];
+  const fromStart: number[] = [];
+  let missing = 0;
+  const now = () => performance.timeOrigin + performance.now();
+  try {
+    for (let n = 0; n < IDLE_WARMUP + IDLE_MESSAGES; n++) {
+      const subject = `idle ${n}`;
+      let timer: NodeJS.Timeout | undefined;
+      const seen = new Promise<number | undefined>((resolve) => {
+        waiting.set(subject, resolve);
+        timer = setTimeout(() => resolve(undefined), 10_000);
+      });
+      const start = now();
+      await transport.sendMail({ from: 'sender@source.bench', to: inbox.address, subject, text: 'Idle event latency probe.\n'.repeat(10) });
+      const replied = now();
+      const at = await seen;
+      clearTimeout(timer);
+      waiting.delete(subject);
+      if (n < IDLE_WARMUP) continue;
+      if (at === undefined) missing++;
+      else {
+        afterReply.push(at - replied);
+        fromStart.push(at - start);
+      }
+      await sleep(IDLE_PAUSE_MS);
+    }
+  } finally {
+    transport.close();
+    stream.abort();
+    await reading.done;
+  }
+  log(`events idle, ${label}: 250 → SSE p50 ${summarize(afterReply).p50} p99 ${summarize(afterReply).p99} ms, ${missing} missing`);
+  return { label, afterReply: summarize(afterReply), fromStart: summarize(fromStart), missing, loadBefore };
+}
+
+/** The idle case on SQLite, on one PostgreSQL node, and across two (without PostgreSQL: SQLite only). */
+async function idleSetups(env: { dns: TestDns }): Promise<Idle[]> {
+  const results: Idle[] = [];
+  const sqlite = await startMailroom('events-idle-sqlite', { dns: env.dns.server });
+  try {
+    results.push(await runIdle('SQLite, one node', sqlite, sqlite));
+  } finally {
+    await sqlite.stop();
+  }
+  if (postgresMissing()) return results;
+  const cluster = await startCluster({ durable: true });
+  const nodes: Mailroom[] = [];
+  try {
+    const config = { database: { url: await cluster.createDatabase('bench_events_idle') } };
+    nodes.push(await startMailroom('events-idle-pg-a', { dns: env.dns.server, config }));
+    results.push(await runIdle('PostgreSQL, one node', nodes[0]!, nodes[0]!));
+    nodes.push(await startMailroom('events-idle-pg-b', { dns: env.dns.server, config, key: nodes[0]!.key }));
+    results.push(await runIdle('PostgreSQL, 250 at node A, stream on node B', nodes[0]!, nodes[1]!));
+  } finally {
+    for (const n of nodes) await n.stop();
+    cluster.stop();
+  }
+  return results;
+}
+
+const idleRows = (r: Idle): Row[] => [
+  { metric: `idle, ${r.label}: 250 → SSE client, p50`, unit: 'ms', mailroom: r.afterReply.p50, note: `load before ${r.loadBefore.join(' / ')}` },
+  {
+    metric: `idle, ${r.label}: 250 → SSE client, p99`,
+    unit: 'ms',
+    mailroom: r.afterReply.p99,
+    note: `max ${r.afterReply.max} ms; ${IDLE_MESSAGES - r.missing} of ${IDLE_MESSAGES} arrived`,
+    target: '< 100',
+    met: r.afterReply.p99 < 100 && r.missing === 0,
+  },
+  { metric: `idle, ${r.label}: SMTP transaction start → SSE client, p50`, unit: 'ms', mailroom: r.fromStart.p50, note: `p99 ${r.fromStart.p99} ms` },
+];
+
 export async function eventLatency(env: { dns: TestDns }): Promise<ScenarioResult> {
+  const idle = await idleSetups(env);
   const alone = await runPhase(env, false);
   const both = await runPhase(env, true);
   const expected = SECONDS * MESSAGES_PER_SECOND * INBOXES;
   const all = (p: Phase, hooks: boolean) => p.received.sse === expected && p.received.sseDistinct === expected && (!hooks || (p.received.webhook >= expected && p.received.webhookDistinct === expected));
   const rate = (p: Phase) => ({ unit: 'events/s', mailroom: p.producedPerSecond, target: `≥ ${TARGET_EVENTS_PER_SECOND * 0.95}`, met: p.producedPerSecond >= TARGET_EVENTS_PER_SECOND * 0.95 });
-  const load = (p: Phase) => `SMTP sends in flight at most ${p.maxInFlight}, ${p.failed} failed, sending took ${round(p.sendSeconds, 1)} s`;
+  const sending = (p: Phase) => `SMTP sends in flight at most ${p.maxInFlight}, ${p.failed} failed, sending took ${round(p.sendSeconds, 1)} s`;
   log(`events: SSE alone ${alone.producedPerSecond}/s p50 ${alone.sse.p50} p99 ${alone.sse.p99} ms; with webhooks ${both.producedPerSecond}/s SSE p50 ${both.sse.p50} p99 ${both.sse.p99}, webhook p50 ${both.webhook!.p50} p99 ${both.webhook!.p99} ms`);
   return {
     id: 'events',
     title: '(j) Event latency at 500 events/s: event → SSE and event → webhook',
     status: 'ok',
-    setup: `two runs, each on a fresh server, ${SECONDS} s measured after ${WARMUP_SECONDS} s of warm-up: nodemailer (pool of 5 SMTP connections) sends ${MESSAGES_PER_SECOND} messages a second, paced by the clock, each to ${INBOXES} inboxes, so ${TARGET_EVENTS_PER_SECOND} message.received events a second (${expected} measured). Read by one SSE client (fetch on GET /events/stream?types=message.received); in the second run also by one webhook per inbox (inboxIds: one webhook's deliveries run at most 4 at a time) to a receiver answering 204; all on loopback, the clients in the bench process. Latency = arrival − the event's createdAt (stamped in the transaction that stores the message, before its commit). SSE alone: ${load(alone)}; with webhooks: ${load(both)}`,
+    setup: `idle first: ${IDLE_MESSAGES} messages (after ${IDLE_WARMUP} warm-up) one at a time over one reused SMTP connection, each awaited on the stream before the next and ${IDLE_PAUSE_MS} ms apart; 250 = nodemailer's sendMail resolving; ${idle.map((r) => r.label).join('; ')} (PostgreSQL: a private cluster on loopback, fsync on). Then the load: two runs, each on a fresh server, ${SECONDS} s measured after ${WARMUP_SECONDS} s of warm-up: nodemailer (pool of 5 SMTP connections) sends ${MESSAGES_PER_SECOND} messages a second, paced by the clock, each to ${INBOXES} inboxes, so ${TARGET_EVENTS_PER_SECOND} message.received events a second (${expected} measured). Read by one SSE client (fetch on GET /events/stream?types=message.received); in the second run also by one webhook per inbox (inboxIds: one webhook's deliveries run at most 4 at a time) to a receiver answering 204; all on loopback, the clients in the bench process. Latency = arrival − the event's createdAt (stamped in the transaction that stores the message, before its commit). SSE alone: ${sending(alone)}; with webhooks: ${sending(both)}`,
     rows: [
+      ...idle.flatMap(idleRows),
       { metric: 'SSE alone: events produced per second', ...rate(alone) },
       { metric: 'SSE alone: event → SSE client, p50', unit: 'ms', mailroom: alone.sse.p50 },
       { metric: 'SSE alone: event → SSE client, p99', unit: 'ms', mailroom: alone.sse.p99, note: `max ${alone.sse.max} ms; ${alone.received.sseDistinct} of ${expected} events, ${alone.received.sse - alone.received.sseDistinct} twice`, target: 'every event once', met: all(alone, false) },
@@ -163,6 +283,6 @@ export async function eventLatency(env: { dns: TestDns }): Promise<ScenarioResul
         met: all(both, true),
       },
     ],
-    details: { alone, both },
+    details: { idle, alone, both },
   };
 }

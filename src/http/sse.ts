@@ -7,10 +7,13 @@
 // Memory stays bounded: events are written while the socket's unsent bytes are under
 // `maxBufferedBytes`; a client that stops reading past that gets a last `event: dropped` naming
 // the last event written, and the stream ends (it resumes by id whenever it likes).
+//
+// On several nodes an event committed while an older transaction is open is read only once that
+// one ends, which may wake nobody: while such events wait, the stream looks again, sooner first.
 import type { ServerResponse } from 'node:http';
 import type { AppContext } from '../context.ts';
-import { watchEvents } from '../domain/events/event-feed.ts';
-import { listEvents, type EventEnvelope, type EventQuery } from '../domain/events/events.ts';
+import { FEED_SETTINGS, watchEvents } from '../domain/events/event-feed.ts';
+import { eventsHeldBack, listEvents, type EventEnvelope, type EventQuery } from '../domain/events/events.ts';
 import { errorFields } from '../log.ts';
 
 /** Timing and bounds of every stream; tests shorten them. */
@@ -29,6 +32,8 @@ export const STREAM_SETTINGS = {
 const SOFT_BUFFERED_BYTES = 64 * 1024;
 /** A client whose socket has not drained for this long is stalled (see drained()). */
 const STALL_MS = 1000;
+/** The first look again at events held back by an open transaction; doubled up to FEED_SETTINGS.pollMs. */
+const HELD_BACK_RETRY_MS = 10;
 
 export const SSE_HEADERS = {
   'Content-Type': 'text/event-stream; charset=utf-8',
@@ -49,6 +54,8 @@ export function streamEvents(ctx: AppContext, res: ServerResponse, accountId: st
   let running = false;
   let again = false;
   let stalled = false;
+  let retry: NodeJS.Timeout | undefined;
+  let retryMs = HELD_BACK_RETRY_MS;
   res.on('drain', () => (stalled = false));
   const filter: EventQuery = { ...query, limit: STREAM_SETTINGS.batch };
 
@@ -68,6 +75,7 @@ export function streamEvents(ctx: AppContext, res: ServerResponse, accountId: st
     closed = true;
     stopWatching();
     clearInterval(keepAlive);
+    clearTimeout(retry);
   }
 
   function finish(): void {
@@ -134,6 +142,12 @@ export function streamEvents(ctx: AppContext, res: ServerResponse, accountId: st
           await drained();
           if (closed) return;
         }
+        if (!again && (await eventsHeldBack(ctx, accountId, { ...filter, after: cursor }))) {
+          if (closed) return;
+          clearTimeout(retry);
+          retry = setTimeout(() => void pump(), retryMs);
+          retryMs = Math.min(retryMs * 2, FEED_SETTINGS.pollMs);
+        } else retryMs = HELD_BACK_RETRY_MS;
       } while (again && !closed);
     } catch (err) {
       // The inbox of an inboxId filter was deleted, or the database failed: end the stream; the

@@ -12,85 +12,12 @@ import { join } from 'node:path';
 import type { EventType } from '../../src/domain/events/events.ts';
 import { STREAM_SETTINGS } from '../../src/http/sse.ts';
 import { emitEvent } from '../support/events.ts';
+import { openStream, parseBlock, type Frame } from '../support/sse.ts';
 import { deliverMail } from '../support/mail.ts';
 import { startReceiver } from '../support/receiver.ts';
 import { expectError, startTestServer, type TestServer } from '../support/server.ts';
 import { until } from '../support/wait.ts';
 import { silentLogger } from '../../src/log.ts';
-
-interface Frame {
-  id?: string;
-  event?: string;
-  data?: any;
-}
-
-interface Stream {
-  status: number;
-  headers: Headers;
-  frames: Frame[];
-  comments: string[];
-  /** Resolves with the frames once at least `n` arrived. */
-  waitFrames(n: number, timeoutMs?: number): Promise<Frame[]>;
-  close(): void;
-  /** Resolves when the server ended the stream. */
-  ended: Promise<void>;
-}
-
-/** Parses `text/event-stream` (lines `field: value`, events separated by a blank line). */
-function parseBlock(block: string, frames: Frame[], comments: string[]): void {
-  const f: Frame = {};
-  let data: string[] | undefined;
-  for (const line of block.split('\n')) {
-    if (line.startsWith(':')) comments.push(line.slice(1).trim());
-    else {
-      const i = line.indexOf(':');
-      const field = i === -1 ? line : line.slice(0, i);
-      const value = i === -1 ? '' : line.slice(i + 1).replace(/^ /, '');
-      if (field === 'id') f.id = value;
-      else if (field === 'event') f.event = value;
-      else if (field === 'data') (data ??= []).push(value);
-    }
-  }
-  if (data) f.data = JSON.parse(data.join('\n'));
-  if (f.id || f.event || data) frames.push(f);
-}
-
-async function openStream(t: TestServer, query = '', opts: { key?: string; headers?: Record<string, string> } = {}): Promise<Stream> {
-  const ac = new AbortController();
-  const res = await fetch(`${t.url}/events/stream${query}`, { headers: { authorization: `Bearer ${opts.key ?? t.key}`, ...opts.headers }, signal: ac.signal });
-  const frames: Frame[] = [];
-  const comments: string[] = [];
-  let endedResolve!: () => void;
-  const ended = new Promise<void>((r) => (endedResolve = r));
-  if (res.status === 200 && res.body) {
-    void (async () => {
-      const decoder = new TextDecoder();
-      let buffer = '';
-      try {
-        for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-          buffer += decoder.decode(chunk, { stream: true });
-          let at: number;
-          while ((at = buffer.indexOf('\n\n')) !== -1) {
-            parseBlock(buffer.slice(0, at), frames, comments);
-            buffer = buffer.slice(at + 2);
-          }
-        }
-      } catch {
-        /* aborted */
-      }
-      endedResolve();
-    })();
-  } else endedResolve();
-  return {
-    status: res.status,
-    headers: res.headers,
-    frames,
-    comments,
-    waitFrames: (n, timeoutMs = 8000) => until(`${n} stream events (have ${frames.length})`, () => (frames.length >= n ? frames : undefined), timeoutMs),
-    close: () => ac.abort(),
-    ended,
-  };
-}
 
 /** The error answer of a stream request (read whole, like any API error). */
 async function streamError(t: TestServer, query: string, headers: Record<string, string> = {}, key: string | null = t.key) {

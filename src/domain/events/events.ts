@@ -10,6 +10,7 @@ import {
   deleteEventsCreatedBefore,
   deleteWebhookAttemptsCreatedBefore,
   findLatestEventId,
+  hasEventsHeldBack,
   insertEvent,
   listEventsOfAccount,
 } from '../../store/repo/events.ts';
@@ -106,6 +107,15 @@ export async function listEvents(ctx: AppContext, accountId: string, query: Even
   if (query.inboxId) await findInboxRow(ctx, accountId, query.inboxId);
   const rows = await listEventsOfAccount(ctx.db, accountId, query);
   return rows.map((r) => ({ id: r.id, type: r.type as EventType, createdAt: r.createdAt, data: JSON.parse(r.data) as unknown }));
+}
+
+/**
+ * Whether events matching `query` follow `query.after` that listEvents does not give yet (several
+ * nodes: committed behind a transaction still open). Nothing announces them when that transaction
+ * ends, so a reader that got everything listEvents gives looks again shortly while this holds.
+ */
+export async function eventsHeldBack(ctx: AppContext, accountId: string, query: EventQuery): Promise<boolean> {
+  return hasEventsHeldBack(ctx.db, accountId, query);
 }
 
 /** The newest event id of the whole appliance (a stream opened without a cursor starts there). */

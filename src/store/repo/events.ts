@@ -81,8 +81,8 @@ export async function listEventsOfAccount(db: Db, accountId: string, filter: Eve
  * (tx, seq) (migrations/pg 0006), after the position of the `after` event; after its id when
  * it is no longer kept.
  */
-async function listEventsShared(db: Db, accountId: string, filter: EventFilter): Promise<StoredEvent[]> {
-  const conds = ['account_id = ?', 'tx < pg_snapshot_xmin(pg_current_snapshot())'];
+async function listEventsShared(db: Db, accountId: string, filter: EventFilter, heldBackToo = false): Promise<StoredEvent[]> {
+  const conds = ['account_id = ?', ...(heldBackToo ? [] : ['tx < pg_snapshot_xmin(pg_current_snapshot())'])];
   const params: unknown[] = [accountId];
   if (filter.after) {
     const [at] = await rawRows<[string, number]>(db, 'SELECT tx::text, seq FROM events WHERE id = ?', [filter.after]);
@@ -100,6 +100,17 @@ async function listEventsShared(db: Db, accountId: string, filter: EventFilter):
   }
   const rows = await rawRows<[string, string, string, string]>(db, `SELECT id, type, created_at, data FROM events WHERE ${conds.join(' AND ')} ORDER BY tx, seq LIMIT ?`, [...params, filter.limit]);
   return rows.map(([id, type, createdAt, data]) => ({ id, type, createdAt, data }));
+}
+
+/**
+ * Whether an event matching `filter` comes after `filter.after` that listEventsOfAccount does not
+ * give yet: on a shared database, one committed while an older transaction is still open (read
+ * with the others once that one ends, which may record no event and so wake no reader). Never on
+ * embedded SQLite, where every commit is readable at once.
+ */
+export async function hasEventsHeldBack(db: Db, accountId: string, filter: EventFilter): Promise<boolean> {
+  if (dialectOf(db) !== 'postgres') return false;
+  return (await listEventsShared(db, accountId, { ...filter, limit: 1 }, true)).length > 0;
 }
 
 /** The id of the newest event visible in that order (listEventsOfAccount), of every account. */
