@@ -143,14 +143,32 @@ function recordUse(ctx: AppContext, id: string, now: Date): void {
  * the cache); an unknown, revoked or expired key is read from the table every time.
  */
 export async function authenticateKey(ctx: AppContext, presented: string): Promise<Principal | undefined> {
+  const known = rememberedKey(ctx, presented);
+  return known === NOT_REMEMBERED ? readKey(ctx, presented) : known;
+}
+
+/** What rememberedKey answers when the database must be asked (readKey). */
+export const NOT_REMEMBERED = Symbol('not remembered');
+
+/**
+ * authenticateKey without a promise when the answer is known in memory (a remembered key, or a
+ * key too short or long to be one): the HTTP API's every request starts here.
+ */
+export function rememberedKey(ctx: AppContext, presented: string): Principal | undefined | typeof NOT_REMEMBERED {
+  if (presented.length < KEY_PREFIX_LENGTH || presented.length > 200) return undefined;
+  const now = ctx.clock.now().getTime();
+  // A map lookup by the digest leaks nothing about stored keys through its timing: finding a
+  // digest's neighbours would take preimages of SHA-256.
+  const hit = authCacheOf(ctx).get(hashKey(presented), now);
+  return hit ? admit(ctx, hit, now) : NOT_REMEMBERED;
+}
+
+/** Reads a key not remembered from the table, and remembers it when it is valid. */
+export async function readKey(ctx: AppContext, presented: string): Promise<Principal | undefined> {
   if (presented.length < KEY_PREFIX_LENGTH || presented.length > 200) return undefined;
   const digest = hashKey(presented);
   const now = ctx.clock.now().getTime();
   const cache = authCacheOf(ctx);
-  // A map lookup by the digest leaks nothing about stored keys through its timing: finding a
-  // digest's neighbours would take preimages of SHA-256.
-  const hit = cache.get(digest, now);
-  if (hit) return admit(ctx, hit, now);
   const generation = cache.generation;
   const candidates = await listActiveApiKeysByPrefix(ctx.db, presented.slice(0, KEY_PREFIX_LENGTH));
   const presentedHash = Buffer.from(digest, 'hex');
