@@ -36,35 +36,46 @@ async function measure(base: string, inboxId: string, e: Endpoint, headers: Reco
   return autocannon(base + e.path(inboxId), { ...opts, seconds: SECONDS });
 }
 
-async function measureAll(label: string, base: string, inboxId: string, headers: Record<string, string>): Promise<HttpLoad[]> {
+/** Bytes of one list page as a server answers it: the baselines are meant to send what mailroom does. */
+async function pageBytes(base: string, inboxId: string, headers: Record<string, string>): Promise<number> {
+  const res = await fetch(base + ENDPOINTS[1].path(inboxId), { headers });
+  return (await res.arrayBuffer()).byteLength;
+}
+
+async function measureAll(label: string, base: string, inboxId: string, headers: Record<string, string>): Promise<{ loads: HttpLoad[]; page: number }> {
+  const page = await pageBytes(base, inboxId, headers);
+  log(`${label}: a list page is ${page} bytes`);
   const out: HttpLoad[] = [];
   for (const e of ENDPOINTS) {
     const r = await measure(base, inboxId, e, headers);
     log(`${label} ${e.name}: ${r.reqPerSec} req/s, p99 ${r.p99} ms${r.non2xx ? `, ${r.non2xx} non-2xx` : ''}${r.errors ? `, ${r.errors} errors` : ''}`);
     out.push(r);
   }
-  return out;
+  return { loads: out, page };
 }
+
+const kb = (bytes: number) => `${(bytes / 1000).toFixed(1)} KB`;
 
 export async function httpApi(env: { dns: TestDns }): Promise<ScenarioResult> {
   let m: Mailroom | undefined = await startMailroom('http', { dns: env.dns.server });
   let mine: HttpLoad[];
+  let minePage: number;
   try {
     const inbox = await createInbox(m);
     seedMessages(m.dataDir, accountOfInbox(m.dataDir, inbox.id), inbox.id, SEEDED);
-    mine = await measureAll('mailroom', m.url, inbox.id, { authorization: `Bearer ${m.key}` });
+    ({ loads: mine, page: minePage } = await measureAll('mailroom', m.url, inbox.id, { authorization: `Bearer ${m.key}` }));
   } finally {
     await m.stop();
     m = undefined;
   }
-  const baselines: Array<{ name: string; loads: HttpLoad[] }> = [];
+  const baselines: Array<{ name: string; loads: HttpLoad[]; page: number }> = [];
   for (const [name, file] of [
     ['bare tinyhttp + SQLite', 'http-tinyhttp.ts'],
     ['bare node:http + SQLite', 'http-node.ts'],
   ] as const) {
     const b = await startBaseline(file);
     try {
-      baselines.push({ name, loads: await measureAll(name, `http://127.0.0.1:${b.port}`, b.extra[0], {}) });
+      baselines.push({ name, ...(await measureAll(name, `http://127.0.0.1:${b.port}`, b.extra[0], {})) });
     } finally {
       await stopChild(b.child);
     }
@@ -94,7 +105,7 @@ export async function httpApi(env: { dns: TestDns }): Promise<ScenarioResult> {
     id: 'http',
     title: '(b) HTTP API at 50 connections',
     status: 'ok',
-    setup: `autocannon, ${CONNECTIONS} keep-alive connections, no pipelining, ${WARMUP_SECONDS} s warm-up then ${SECONDS} s per endpoint; mailroom with auth, rate limiting (limit raised out of the way) and one log line per request; inbox with ${SEEDED} stored messages (~1 KB bodies); baselines serve the same paths with the same JSON answers (the fields of mailroom's inbox and message views, ~31 KB per list page) without auth, rate limiting, logging or metrics`,
+    setup: `autocannon, ${CONNECTIONS} keep-alive connections, no pipelining, ${WARMUP_SECONDS} s warm-up then ${SECONDS} s per endpoint; mailroom with auth, rate limiting (limit raised out of the way) and one log line per request; inbox with ${SEEDED} stored messages (~1 KB bodies); baselines serve the same paths with the fields of mailroom's inbox and message views, without auth, rate limiting, logging or metrics; a list page is ${kb(minePage)} from mailroom, ${baselines.map((b) => `${kb(b.page)} from ${b.name}`).join(', ')}`,
     rows,
     details: { mailroom: mine, baselines },
   };
