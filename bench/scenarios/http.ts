@@ -105,7 +105,7 @@ export async function httpApi(env: { dns: TestDns }): Promise<ScenarioResult> {
     id: 'http',
     title: '(b) HTTP API at 50 connections',
     status: 'ok',
-    setup: `autocannon, ${CONNECTIONS} keep-alive connections, no pipelining, ${WARMUP_SECONDS} s warm-up then ${SECONDS} s per endpoint; mailroom with auth, rate limiting (limit raised out of the way) and one log line per request; inbox with ${SEEDED} stored messages (~1 KB bodies); baselines serve the same paths with the fields of mailroom's inbox and message views, without auth, rate limiting, logging or metrics; a list page is ${kb(minePage)} from mailroom, ${baselines.map((b) => `${kb(b.page)} from ${b.name}`).join(', ')}`,
+    setup: `autocannon, ${CONNECTIONS} keep-alive connections, no pipelining, ${WARMUP_SECONDS} s warm-up then ${SECONDS} s per endpoint; mailroom with auth, rate limiting (limit raised out of the way) and one log line per request; inbox with ${SEEDED} stored messages (~1 KB bodies); baselines serve the same paths from the same rows (JSON of the fields the views had when the baselines were written), without auth, rate limiting, logging or metrics; a list page is ${kb(minePage)} from mailroom, ${baselines.map((b) => `${kb(b.page)} from ${b.name}`).join(', ')}`,
     rows,
     details: { mailroom: mine, baselines },
   };
