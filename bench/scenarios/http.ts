@@ -1,6 +1,8 @@
 // (b) HTTP API throughput: autocannon with 50 keep-alive connections against three endpoints
 // of mailroom (auth, rate limit and logging on, as in production) and the same three paths on
-// bare tinyhttp + SQLite and bare node:http + SQLite baselines giving the same JSON answers.
+// bare tinyhttp + SQLite and bare node:http + SQLite baselines answering from the same rows,
+// the three taking turns in short rounds so that they share whatever else loads the machine.
+import type { ChildProcess } from 'node:child_process';
 import type { TestDns } from '../../test/support/dns.ts';
 import { createInbox, startMailroom, type Mailroom } from '../mailroom.ts';
 import { accountOfInbox, seedMessages } from '../seed.ts';
@@ -9,6 +11,7 @@ import { autocannon, log, startBaseline, stopChild, type HttpLoad, type Row, typ
 export const CONNECTIONS = 50;
 const SECONDS = Number(process.env.BENCH_HTTP_SECONDS ?? 8);
 const WARMUP_SECONDS = 2;
+const ROUNDS = 4;
 const SEEDED = 1000;
 
 interface Endpoint {
@@ -25,50 +28,86 @@ const ENDPOINTS: Endpoint[] = [
   { name: 'POST /inboxes', method: 'POST', path: () => '/inboxes', body: '{"displayName":"bench"}', read: false },
 ];
 
-async function measure(base: string, inboxId: string, e: Endpoint, headers: Record<string, string>): Promise<HttpLoad> {
-  const opts = {
-    connections: CONNECTIONS,
-    method: e.method,
-    headers: e.body ? { ...headers, 'content-type': 'application/json' } : headers,
-    body: e.body,
-  };
-  await autocannon(base + e.path(inboxId), { ...opts, seconds: WARMUP_SECONDS });
-  return autocannon(base + e.path(inboxId), { ...opts, seconds: SECONDS });
+/** One server under test: where it listens, the inbox it serves and the headers it needs. */
+interface Target {
+  name: string;
+  base: string;
+  inboxId: string;
+  headers: Record<string, string>;
 }
 
-async function measureAll(label: string, base: string, inboxId: string, headers: Record<string, string>): Promise<HttpLoad[]> {
-  const out: HttpLoad[] = [];
-  for (const e of ENDPOINTS) {
-    const r = await measure(base, inboxId, e, headers);
-    log(`${label} ${e.name}: ${r.reqPerSec} req/s, p99 ${r.p99} ms${r.non2xx ? `, ${r.non2xx} non-2xx` : ''}${r.errors ? `, ${r.errors} errors` : ''}`);
-    out.push(r);
-  }
-  return out;
+const loadOptions = (t: Target, e: Endpoint) => ({
+  connections: CONNECTIONS,
+  method: e.method,
+  headers: e.body ? { ...t.headers, 'content-type': 'application/json' } : t.headers,
+  body: e.body,
+});
+
+/** Bytes of one list page as a server answers it: the baselines are meant to send what mailroom does. */
+async function pageBytes(t: Target): Promise<number> {
+  const res = await fetch(t.base + ENDPOINTS[1].path(t.inboxId), { headers: t.headers });
+  return (await res.arrayBuffer()).byteLength;
 }
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+/**
+ * Every server on one endpoint: a warm-up each, then ROUNDS rounds in which each server takes
+ * its turn of SECONDS / ROUNDS, so that all of them meet the same load from the rest of a shared
+ * machine (measured one after the other for SECONDS each, a ratio moved with whatever else ran
+ * during the half minute between them). Throughput: the mean of the rounds' (equal turns); p50
+ * and p99: the median round's.
+ */
+async function measureEndpoint(targets: Target[], e: Endpoint): Promise<HttpLoad[]> {
+  for (const t of targets) await autocannon(t.base + e.path(t.inboxId), { ...loadOptions(t, e), seconds: WARMUP_SECONDS });
+  const rounds: HttpLoad[][] = targets.map(() => []);
+  const turn = Math.max(1, Math.round(SECONDS / ROUNDS));
+  for (let r = 0; r < ROUNDS; r++) {
+    for (const [i, t] of targets.entries()) rounds[i].push(await autocannon(t.base + e.path(t.inboxId), { ...loadOptions(t, e), seconds: turn }));
+  }
+  return targets.map((t, i) => {
+    const runs = rounds[i];
+    const load: HttpLoad = {
+      reqPerSec: Math.round(runs.reduce((n, l) => n + l.reqPerSec, 0) / runs.length),
+      p50: median(runs.map((l) => l.p50)),
+      p99: median(runs.map((l) => l.p99)),
+      requests: runs.reduce((n, l) => n + l.requests, 0),
+      non2xx: runs.reduce((n, l) => n + l.non2xx, 0),
+      errors: runs.reduce((n, l) => n + l.errors, 0),
+    };
+    log(`${t.name} ${e.name}: ${load.reqPerSec} req/s, p99 ${load.p99} ms (rounds: ${runs.map((l) => l.reqPerSec).join(', ')} req/s)${load.non2xx ? `, ${load.non2xx} non-2xx` : ''}${load.errors ? `, ${load.errors} errors` : ''}`);
+    return load;
+  });
+}
+
+const kb = (bytes: number) => `${(bytes / 1000).toFixed(1)} KB`;
 
 export async function httpApi(env: { dns: TestDns }): Promise<ScenarioResult> {
-  let m: Mailroom | undefined = await startMailroom('http', { dns: env.dns.server });
-  let mine: HttpLoad[];
+  const m: Mailroom = await startMailroom('http', { dns: env.dns.server });
+  const children: ChildProcess[] = [];
+  const targets: Target[] = [];
+  const byEndpoint: HttpLoad[][] = [];
+  const pages: number[] = [];
   try {
     const inbox = await createInbox(m);
     seedMessages(m.dataDir, accountOfInbox(m.dataDir, inbox.id), inbox.id, SEEDED);
-    mine = await measureAll('mailroom', m.url, inbox.id, { authorization: `Bearer ${m.key}` });
+    targets.push({ name: 'mailroom', base: m.url, inboxId: inbox.id, headers: { authorization: `Bearer ${m.key}` } });
+    for (const [name, file] of [
+      ['bare tinyhttp + SQLite', 'http-tinyhttp.ts'],
+      ['bare node:http + SQLite', 'http-node.ts'],
+    ] as const) {
+      const b = await startBaseline(file);
+      children.push(b.child);
+      targets.push({ name, base: `http://127.0.0.1:${b.port}`, inboxId: b.extra[0], headers: {} });
+    }
+    for (const t of targets) pages.push(await pageBytes(t));
+    for (const e of ENDPOINTS) byEndpoint.push(await measureEndpoint(targets, e));
   } finally {
     await m.stop();
-    m = undefined;
+    for (const c of children) await stopChild(c);
   }
-  const baselines: Array<{ name: string; loads: HttpLoad[] }> = [];
-  for (const [name, file] of [
-    ['bare tinyhttp + SQLite', 'http-tinyhttp.ts'],
-    ['bare node:http + SQLite', 'http-node.ts'],
-  ] as const) {
-    const b = await startBaseline(file);
-    try {
-      baselines.push({ name, loads: await measureAll(name, `http://127.0.0.1:${b.port}`, b.extra[0], {}) });
-    } finally {
-      await stopChild(b.child);
-    }
-  }
+  const mine = byEndpoint.map((loads) => loads[0]);
+  const baselines = targets.slice(1).map((t, b) => ({ name: t.name, loads: byEndpoint.map((loads) => loads[b + 1]) }));
   const rows: Row[] = [];
   ENDPOINTS.forEach((e, i) => {
     const tiny = baselines[0].loads[i].reqPerSec;
@@ -94,7 +133,7 @@ export async function httpApi(env: { dns: TestDns }): Promise<ScenarioResult> {
     id: 'http',
     title: '(b) HTTP API at 50 connections',
     status: 'ok',
-    setup: `autocannon, ${CONNECTIONS} keep-alive connections, no pipelining, ${WARMUP_SECONDS} s warm-up then ${SECONDS} s per endpoint; mailroom with auth, rate limiting (limit raised out of the way) and one log line per request; inbox with ${SEEDED} stored messages (~1 KB bodies); baselines serve the same paths with the same JSON answers (the fields of mailroom's inbox and message views, ~31 KB per list page) without auth, rate limiting, logging or metrics`,
+    setup: `autocannon, ${CONNECTIONS} keep-alive connections, no pipelining; per endpoint a ${WARMUP_SECONDS} s warm-up of each server, then ${ROUNDS} rounds in which mailroom and the baselines take turns of ${Math.max(1, Math.round(SECONDS / ROUNDS))} s (all servers running throughout; p50/p99 of the median round); mailroom with auth, rate limiting (limit raised out of the way) and one log line per request; inbox with ${SEEDED} stored messages (~1 KB bodies); baselines serve the same paths from the same rows (JSON of the fields the views had when the baselines were written), without auth, rate limiting, logging or metrics; a list page is ${targets.map((t, i) => `${kb(pages[i])} from ${t.name}`).join(', ')}`,
     rows,
     details: { mailroom: mine, baselines },
   };

@@ -2,7 +2,7 @@
 // access log, metrics) and the routes of each resource. Unknown routes answer 404 NOT_FOUND.
 import { App, type Request, type Response } from '@tinyhttp/app';
 import type { AppContext } from '../context.ts';
-import { authenticateKey } from '../domain/accounts/apikeys.ts';
+import { NOT_REMEMBERED, readKey, rememberedKey, type Principal } from '../domain/accounts/apikeys.ts';
 import { AppError } from '../domain/errors.ts';
 import { errorFields } from '../log.ts';
 import { RateLimiter } from './ratelimit.ts';
@@ -49,13 +49,19 @@ export function createHttpApp(ctx: AppContext, extraModules: Array<(r: Routes, c
     // which mailroom never uses: handlers return a Reply). Being first, it also refuses a
     // malformed %-escape before tinyhttp decodes the path parameters.
     applyExtensions: (req: Request, res: Response, next: () => void) => {
-      globalStep(req, res).then(
-        (go) => go && next(),
-        (err: unknown) => {
-          ctx.log.error('unhandled error', errorFields(err));
-          if (!res.headersSent) sendError(res, new AppError('INTERNAL_ERROR', 'internal error'), callerOf(req)?.requestId ?? newRequestId());
-        },
-      );
+      const failed = (err: unknown) => {
+        ctx.log.error('unhandled error', errorFields(err));
+        if (!res.headersSent) sendError(res, new AppError('INTERNAL_ERROR', 'internal error'), callerOf(req)?.requestId ?? newRequestId());
+      };
+      // No promise unless the key had to be read from the database (auth-cache.ts).
+      let go: boolean | Promise<boolean>;
+      try {
+        go = globalStep(req, res);
+      } catch (err) {
+        return failed(err);
+      }
+      if (go === true) next();
+      else if (go !== false) go.then((ok) => ok && next(), failed);
     },
     noMatchHandler: notFound,
     onError: (err: unknown, req: Request, res: Response) => {
@@ -71,24 +77,48 @@ export function createHttpApp(ctx: AppContext, extraModules: Array<(r: Routes, c
     sendError(res, new AppError('NOT_FOUND', `no route for ${req.method} ${new URL(req.url ?? '/', 'http://x').pathname}`), caller?.requestId ?? newRequestId());
   }
 
-  /** Request id, authentication, rate limit, log and metrics; false when it answered itself. */
-  async function globalStep(req: Request, res: Response): Promise<boolean> {
+  /**
+   * Request id, authentication, rate limit, log and metrics; false when it answered itself. A
+   * promise only when the presented key is not remembered and must be read.
+   */
+  function globalStep(req: Request, res: Response): boolean | Promise<boolean> {
     const caller: CallerInfo = { requestId: newRequestId(), started: performance.now() };
     (req as unknown as { mr: CallerInfo }).mr = caller;
     res.setHeader('X-Request-Id', caller.requestId);
 
     const key = presentedKey(req);
-    if (key !== undefined) {
+    if (key) {
+      let known: ReturnType<typeof rememberedKey>;
       try {
-        caller.principal = key ? await authenticateKey(ctx, key) : undefined;
-        if (!caller.principal) caller.authError = 'invalid, expired or revoked API key';
+        known = rememberedKey(ctx, key);
       } catch (err) {
-        // The key could not be checked (the database failed): that says nothing about the key,
-        // so the client is told to retry instead of being told its key is bad.
-        ctx.log.error('authentication failed', errorFields(err));
-        caller.storageFailed = true;
+        return afterAuth(req, res, caller, storageFailure(caller, err));
       }
+      if (known === NOT_REMEMBERED) {
+        return readKey(ctx, key).then(
+          (principal) => afterAuth(req, res, caller, principal),
+          (err: unknown) => afterAuth(req, res, caller, storageFailure(caller, err)),
+        );
+      }
+      return afterAuth(req, res, caller, known);
     }
+    return afterAuth(req, res, caller, key === undefined ? null : undefined);
+  }
+
+  /**
+   * The key could not be checked (the database failed): that says nothing about the key, so the
+   * client is told to retry instead of being told its key is bad.
+   */
+  function storageFailure(caller: CallerInfo, err: unknown): null {
+    ctx.log.error('authentication failed', errorFields(err));
+    caller.storageFailed = true;
+    return null;
+  }
+
+  /** `principal`: the key's, undefined for a key refused, null when no key was checked. */
+  function afterAuth(req: Request, res: Response, caller: CallerInfo, principal: Principal | undefined | null): boolean {
+    if (principal) caller.principal = principal;
+    else if (principal === undefined) caller.authError = 'invalid, expired or revoked API key';
 
     // Per account, not per key: creating keys must not multiply the limit.
     const identity = caller.principal ? `account:${caller.principal.accountId}` : `ip:${req.socket.remoteAddress ?? ''}`;

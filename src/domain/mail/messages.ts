@@ -10,6 +10,7 @@ import {
   insertMessage,
   listMessagePage,
   listMessagePageAfter,
+  listOwnInboxPage,
   listMessagesOfThread,
   type MessageRow,
   type MessageViewRow,
@@ -184,8 +185,15 @@ export interface MessageListOptions extends Page, MessageFilters {
 
 export async function listMessages(ctx: AppContext, accountId: string, inboxId: string | null, opts: MessageListOptions): Promise<PageResult<Message>> {
   const { limit, offset, after, ...filters } = opts;
-  if (inboxId !== null) await findInboxRow(ctx, accountId, inboxId);
   const { status, ...rest } = filters;
+  if (inboxId !== null && !after && !hasFilters(rest)) {
+    // The plain page: the inbox is found with the total (two statements, not three).
+    const page = await listOwnInboxPage(ctx.db, accountId, inboxId, status || null, limit, offset);
+    // Another account's inbox is reported exactly like a missing one (findInboxRow).
+    if (!page) throw new AppError('INBOX_NOT_FOUND', `inbox ${inboxId} not found`);
+    return pageOf(ctx, page, limit, offset);
+  }
+  if (inboxId !== null) await findInboxRow(ctx, accountId, inboxId);
   if (after) {
     if (inboxId === null || hasFilters(rest)) throw new AppError('VALIDATION_ERROR', 'query parameter `after` lists one inbox and combines with `status` only');
     if (!MESSAGE_ID.test(after)) throw new AppError('VALIDATION_ERROR', 'query parameter `after` must be a message id (msg_…)');

@@ -1,8 +1,8 @@
 // Storage of attachments: reads and writes `attachments` and reads `message_attachments` (the
 // uploads a sent message carries), for src/domain/mail/attachments.ts and the deletion of a
 // message (src/domain/mail/messages.ts). The bytes are blobs (src/storage/), not rows here.
-import { and, asc, eq, inArray, sql } from 'drizzle-orm';
-import { preparedQuery } from '../prepared.ts';
+import { and, eq, inArray } from 'drizzle-orm';
+import { preparedQuery, preparedRows } from '../prepared.ts';
 import { attachments, messageAttachments } from '../../db/schema.ts';
 import type { Db } from '../store.ts';
 
@@ -29,23 +29,21 @@ export function listAttachmentsOfAccount(db: Db, accountId: string, ids: string[
     .where(and(eq(attachments.accountId, accountId), inArray(attachments.id, ids)));
 }
 
-// Run for every message read or listed: prepared once (src/store/prepared.ts), the id list passed
-// as one JSON array parameter so every list length shares one statement.
-const ownAttachments = (db: Db) =>
-  db
-    .select()
-    .from(attachments)
-    .where(sql`${attachments.messageId} IN (SELECT value FROM json_each(${sql.placeholder('ids')}))`)
-    .orderBy(asc(attachments.id))
-    .prepare();
-const linkedAttachments = (db: Db) =>
-  db
-    .select({ messageId: messageAttachments.messageId, row: attachments })
-    .from(messageAttachments)
-    .innerJoin(attachments, eq(attachments.id, messageAttachments.attachmentId))
-    .where(sql`${messageAttachments.messageId} IN (SELECT value FROM json_each(${sql.placeholder('ids')}))`)
-    .orderBy(asc(messageAttachments.position))
-    .prepare();
+// Run for every message read or listed: one statement (one round trip on PostgreSQL) for both
+// kinds, prepared once (src/store/prepared.ts), the id list passed as one JSON array parameter
+// so every list length shares it. Rows: kind (0 own, 1 linked), the message, the position, then
+// the attachment's columns in ATTACHMENT_COLUMNS order.
+const ATTACHMENT_COLUMNS = 'a.id, a.account_id, a.message_id, a.filename, a.content_type, a.size, a.sha256, a.storage_path, a.created_at';
+type AttachmentOfMessage = [kind: number, messageId: string, position: number, id: string, accountId: string, ownMessageId: string | null, filename: string, contentType: string, size: number, sha256: string, storagePath: string, createdAt: string];
+const attachmentsOfIds = (db: Db) =>
+  preparedRows<[string, string], AttachmentOfMessage>(
+    db,
+    `SELECT 0, a.message_id, 0, ${ATTACHMENT_COLUMNS} FROM attachments a WHERE a.message_id IN (SELECT value FROM json_each(?))
+     UNION ALL
+     SELECT 1, ma.message_id, ma.position, ${ATTACHMENT_COLUMNS} FROM message_attachments ma JOIN attachments a ON a.id = ma.attachment_id
+       WHERE ma.message_id IN (SELECT value FROM json_each(?))
+     ORDER BY 1, 3, 4`,
+  );
 
 /**
  * The attachments of the messages `messageIds`: `own`, those that arrived with them (by id), and
@@ -56,8 +54,13 @@ export async function listAttachmentsOfMessages(
   messageIds: string[],
 ): Promise<{ own: AttachmentRow[]; linked: Array<{ messageId: string; row: AttachmentRow }> }> {
   const ids = JSON.stringify(messageIds);
-  const own = await preparedQuery(db, ownAttachments).all({ ids });
-  const linked = await preparedQuery(db, linkedAttachments).all({ ids });
+  const own: AttachmentRow[] = [];
+  const linked: Array<{ messageId: string; row: AttachmentRow }> = [];
+  for (const [kind, messageId, , id, accountId, ownMessageId, filename, contentType, size, sha256, storagePath, createdAt] of await preparedQuery(db, attachmentsOfIds).all(ids, ids)) {
+    const row: AttachmentRow = { id, accountId, messageId: ownMessageId, filename, contentType, size: Number(size), sha256, storagePath, createdAt };
+    if (Number(kind) === 0) own.push(row);
+    else linked.push({ messageId, row });
+  }
   return { own, linked };
 }
 

@@ -126,6 +126,30 @@ const totalOfAccountStatus = (db: Db) =>
   );
 const M_VIEW_COLUMNS = VIEW_COLUMNS.split(',').map((c) => `m.${c.trim()}`).join(', ');
 
+// The inbox's account and total in one statement: a plain page of an inbox (the API's most
+// common list) runs this and the page, not a read of the inbox, the page and a count.
+const totalOfOwnInbox = (db: Db) =>
+  preparedRows<[string, string], [number]>(
+    db,
+    'SELECT (SELECT coalesce(sum(n), 0) FROM inbox_message_counts c WHERE c.inbox_id = i.id) FROM inboxes i WHERE i.id = ? AND i.account_id = ?',
+  );
+const totalOfOwnInboxStatus = (db: Db) =>
+  preparedRows<[string, string, string], [number]>(
+    db,
+    'SELECT (SELECT coalesce(sum(n), 0) FROM inbox_message_counts c WHERE c.inbox_id = i.id AND c.status = ?) FROM inboxes i WHERE i.id = ? AND i.account_id = ?',
+  );
+
+/**
+ * A page of inbox `inboxId`'s messages (with `status`, when not null), newest first, and their
+ * total; undefined when account `accountId` has no such inbox.
+ */
+export async function listOwnInboxPage(db: Db, accountId: string, inboxId: string, status: string | null, limit: number, offset: number): Promise<RowPage<MessageViewRow> | undefined> {
+  const found = await (status ? preparedQuery(db, totalOfOwnInboxStatus).get(status, inboxId, accountId) : preparedQuery(db, totalOfOwnInbox).get(inboxId, accountId));
+  if (!found) return undefined;
+  const rows = await (status ? preparedQuery(db, pageOfInboxStatus).all(inboxId, status, limit, offset) : preparedQuery(db, pageOfInbox).all(inboxId, limit, offset));
+  return { rows: rows.map(viewRow), total: Number(found[0]) };
+}
+
 /**
  * A page of the messages of `scope` passing `f`, newest first (with words in a search: best match
  * first). Without filters, or with only `status`, the total comes from the counters kept by
