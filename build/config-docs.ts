@@ -29,7 +29,7 @@ export function typeOf(key: string, field: Field): string {
   if (typeof def === 'boolean') return 'boolean';
   if (typeof def === 'number') {
     if (field.example === String(def)) {
-      const min = /expected an integer ≥ (\d+)/.exec(probe(field, 'x') ?? '');
+      const min = /expected an integer ≥ (-?\d+)/.exec(probe(field, 'x') ?? '');
       if (min) return `integer ≥ ${min[1]}`;
     } else {
       const err = probe(field, 'x') ?? '';

@@ -237,6 +237,7 @@ export const CONFIG_SCHEMA = {
     max_junk_commands: int(100, 'NOOP, RSET, VRFY and HELP commands allowed between two MAIL commands (Postfix: smtpd_junk_command_limit); the next one gets 421.', 1),
     inline_processing: int(8, 'Messages processed (parsed, checked, stored for the API) before their 250 at once; messages arriving while that many are in progress, or while mail waits in the spool, are spooled: committed raw, answered 250 and processed moments later. 0 spools every message.', 0),
     memory_budget: int(268_435_456, 'Memory SMTP transactions may hold at once (default 256 MiB), on the MX port and SMTP submission together, counted as twelve times the bytes each message in progress holds (measured: parsing holds copies); an inbound message holds at most its first MiB, the rest goes to disk as it arrives (a submitted one is held whole). A transaction that would go over it while others are in progress gets 452 4.3.1 and the sender retries later.', 1_048_576),
+    analysis_workers: int(-1, 'Worker threads that parse received messages and check their SPF, DKIM and DMARC, so that this CPU work runs beside the SMTP sessions, the API and the commits instead of among them. -1: one per CPU core beyond the first (at most 4); 0: on the main thread.', -1),
     spool_limit: int(20_000, 'Most spooled messages waiting to be processed; beyond it new mail gets 451 4.3.1 and the sender retries later.', 1),
   },
   submission: {

@@ -21,7 +21,8 @@ import { findOutboundRow } from '../sending/sending.ts';
 import { messageIdsIn, threadForMessage } from '../mail/threads.ts';
 import { isoNow } from '../time.ts';
 import { isStaged, parseStaged, readStaged, type LargeAttachment, type StagedMessage } from './inbound-large.ts';
-import { parseMessage, traceHeaders } from './inbound-parse.ts';
+import { traceHeaders } from './inbound-parse.ts';
+import { analyseMessage } from './analysis.ts';
 import { removeStaged } from '../../storage/staging.ts';
 import { domainExists, findStoredDelivery } from '../../store/repo/inbound.ts';
 import { insertAttachments } from '../../store/repo/attachments.ts';
@@ -183,7 +184,11 @@ export async function prepareInbound(ctx: AppContext, input: InboundInput): Prom
   const raw = input.raw;
   if (isStaged(raw) ? raw.blank : isEmptyMessage(raw)) throw new AppError('VALIDATION_ERROR', 'empty message');
   // A large message is parsed from its file, its large attachments staged (removed after the commit).
-  const { parsed, files: staged } = isStaged(raw) ? await parseStaged(ctx, raw) : { parsed: await parseMessage(raw), files: [] };
+  // A message in memory is parsed and authenticated together, on an analysis worker
+  // (analysis.ts); a large one is parsed here from its file and authenticated below.
+  const sender = input.skipAuthentication ? null : { mailFrom: input.mailFrom, remoteAddress: input.remoteAddress, heloName: input.heloName };
+  const analysed = isStaged(raw) ? undefined : await analyseMessage(ctx, raw, sender);
+  const { parsed, files: staged } = isStaged(raw) ? await parseStaged(ctx, raw) : { parsed: analysed!.parsed, files: [] };
   try {
     // ---- Reports about our own outbound mail (DSN/ARF): handled by INBOUND_REPORT_HANDLERS. ----
     for (const handle of INBOUND_REPORT_HANDLERS) {
@@ -192,7 +197,7 @@ export async function prepareInbound(ctx: AppContext, input: InboundInput): Prom
         return null;
       }
     }
-    return { ...(await prepareStore(ctx, input, parsed)), staged };
+    return { ...(await prepareStore(ctx, input, parsed, analysed?.authentication)), staged };
   } catch (err) {
     await removeStaged(staged);
     throw err;
@@ -200,7 +205,7 @@ export async function prepareInbound(ctx: AppContext, input: InboundInput): Prom
 }
 
 /** prepareInbound once the message is parsed and is no report: authentication, files, and the store step. */
-async function prepareStore(ctx: AppContext, input: InboundInput, parsed: ParsedMail): Promise<Omit<PreparedInbound, 'staged'>> {
+async function prepareStore(ctx: AppContext, input: InboundInput, parsed: ParsedMail, authenticated?: AuthenticationResults | null): Promise<Omit<PreparedInbound, 'staged'>> {
   const raw = input.raw;
 
   // Mail at a bounce address that is no report (an out-of-office reply to the Return-Path, a
@@ -242,8 +247,8 @@ async function prepareStore(ctx: AppContext, input: InboundInput, parsed: Parsed
   // authentication reads and which then becomes the raw blob (a rename on disk).
   const trace = isStaged(raw) ? Buffer.alloc(0) : traceHeaders(ctx, input, plan[0].id, receivedAt);
   const storedSize = isStaged(raw) ? raw.traceLength + raw.size : trace.length + raw.length;
-  const authenticating = input.skipAuthentication
-    ? Promise.resolve(null)
+  const authenticating = authenticated !== undefined || input.skipAuthentication
+    ? Promise.resolve(authenticated ?? null)
     : authenticateMessage(ctx, {
         raw: isStaged(raw) ? raw.head : raw,
         whole: isStaged(raw) ? () => readStaged(raw.path, raw) : undefined,
