@@ -10,6 +10,7 @@ import { newId } from '../../ids.ts';
 import { enqueueJob } from '../../jobs/table.ts';
 import { signMessage } from '../../outbound/dkim.ts';
 import { buildMime, textFromHtml, type MailAddress } from '../../outbound/mime.ts';
+import { keepSource } from '../../outbound/source-cache.ts';
 import { Blobs } from '../../storage/blobs.ts';
 import { normalizeRecipient, splitAddress } from '../addresses.ts';
 import { attachmentMeta, attachmentMetaFor, getAttachmentRows, type AttachmentRow } from '../mail/attachments.ts';
@@ -335,6 +336,7 @@ export async function renderSource(
   const raw = await signMessage(ctx, mime, splitAddress(inbox.address)!.domain);
   const rawPath = Blobs.key('raw', row.id, '.eml');
   await ctx.blobs.write(rawPath, raw);
+  keepSource(ctx, rawPath, raw);
   return { rawPath, size: raw.length };
 }
 
@@ -445,18 +447,20 @@ export async function writeMessageState(tx: Tx, ctx: AppContext, row: MessageRow
 /**
  * Marks the recipients of `addresses` that still need an attempt as being attempted now
  * (status `sending` while a worker holds them), inside `tx`: the transaction that claims the
- * send job. Returns them.
+ * send job. Returns the message row as it now is (the attempt needs no second read), or
+ * undefined when the message is gone.
  */
-export async function markSending(tx: Tx, ctx: AppContext, messageId: string, addresses: string[]): Promise<string[]> {
+export async function markSending(tx: Tx, ctx: AppContext, messageId: string, addresses: string[]): Promise<MessageRow | undefined> {
   const row = await findOutboundRow(ctx, messageId);
-  if (!row) return [];
+  if (!row) return undefined;
   const pending = pendingRecipients(row, addresses);
-  if (!pending.length) return pending;
+  if (!pending.length) return row;
   const list = (JSON.parse(row.recipients) as RecipientOutcome[]).map((r) =>
     pending.some((a) => sameAddress(a, r.address)) ? { ...r, status: 'sending' } : r,
   );
-  await writeMessageState(tx, ctx, row, list, STICKY.has(row.status) ? row.status : aggregateStatus(list));
-  return pending;
+  const status = STICKY.has(row.status) ? row.status : aggregateStatus(list);
+  await writeMessageState(tx, ctx, row, list, status);
+  return { ...row, recipients: JSON.stringify(list), status };
 }
 
 /** Applies one attempt's per-recipient results (inside the job's finishing transaction). */
