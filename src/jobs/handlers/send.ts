@@ -182,7 +182,7 @@ export const sendHandler: JobHandler = {
     const outcomes = lastAttempt ? results.map((r) => (r.status === 'deferred' ? { ...r, status: 'failed' as const } : r)) : results;
     const commit: Commit = async (tx) => {
       await delivered?.(tx);
-      await recordOutcomes(tx, ctx, row.id, outcomes);
+      await recordOutcomes(tx, ctx, row.id, outcomes, kept ?? undefined);
     };
     if (!deferred.length) return ok(commit);
     const reason = `${deferred.length} recipient(s) deferred: ${deferred[0].response}`;
