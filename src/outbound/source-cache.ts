@@ -16,6 +16,8 @@ interface Cache {
   /** By blob path, oldest first (a Map keeps insertion order). */
   entries: Map<string, { raw: Buffer; at: number }>;
   bytes: number;
+  /** Drops entries no attempt took (their job ran on another node, say) while any are kept. */
+  sweep?: NodeJS.Timeout;
 }
 
 const caches = new WeakMap<AppContext, Cache>();
@@ -33,18 +35,34 @@ function drop(c: Cache, path: string): void {
   c.bytes -= e.raw.length;
 }
 
-/** Keeps `raw`, stored at blob `path`, for the first attempt to deliver it. */
-export function keepSource(ctx: AppContext, path: string, raw: Buffer): void {
-  if (raw.length > MAX_ENTRY_BYTES) return;
-  const c = cacheOf(ctx);
-  const now = Date.now();
-  drop(c, path);
+/** Drops the oldest entries while they are too old, or while `room` more bytes would not fit. */
+function evict(c: Cache, now: number, room = 0): void {
   for (const [oldest, e] of c.entries) {
-    if (c.bytes + raw.length <= BUDGET_BYTES && now - e.at <= MAX_AGE_MS) break;
+    if (c.bytes + room <= BUDGET_BYTES && now - e.at <= MAX_AGE_MS) break;
     drop(c, oldest);
   }
-  c.entries.set(path, { raw, at: now });
+}
+
+function armSweep(c: Cache): void {
+  if (c.sweep || !c.entries.size) return;
+  c.sweep = setTimeout(() => {
+    c.sweep = undefined;
+    evict(c, Date.now());
+    armSweep(c);
+  }, MAX_AGE_MS);
+  c.sweep.unref();
+}
+
+/** Keeps `raw`, stored at blob `path`, for the first attempt to deliver it. */
+export function keepSource(ctx: AppContext, path: string, raw: Buffer): void {
+  // A dry run's attempt never reads the source.
+  if (raw.length > MAX_ENTRY_BYTES || ctx.config.outbound.mode === 'dry-run') return;
+  const c = cacheOf(ctx);
+  drop(c, path);
+  evict(c, Date.now(), raw.length);
+  c.entries.set(path, { raw, at: Date.now() });
   c.bytes += raw.length;
+  armSweep(c);
 }
 
 /** The source stored at `path`: from memory the first time after it was kept, else from the file. */
