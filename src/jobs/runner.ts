@@ -2,12 +2,13 @@
 // and per partition such as a recipient domain). It wakes at once when work is enqueued
 // (ctx.notify('jobs')) or a job finishes, and otherwise sleeps until the next job is due.
 // One claim is in flight at a time; a claim commits with the other writers of the moment
-// (group commit) and its jobs start once it is on disk.
+// (group commit) and its jobs start once it is on disk. On SQLite the outcomes of jobs that end
+// while others' outcomes commit are committed together next (one transaction, one fsync).
 import type { AppContext } from '../context.ts';
 import { errorFields } from '../log.ts';
 import type { Service } from '../context.ts';
 import type { Tx } from '../db/client.ts';
-import { claimDue, finishJob, nextDueAt, recoverJobs, renewLeases, sweepJobs, type JobCandidate, type JobOutcome, type JobRow, type JobStatus } from './table.ts';
+import { claimDue, finishJobs, nextDueAt, recoverJobs, renewLeases, sweepJobs, type JobCandidate, type JobOutcome, type JobRow, type JobStatus } from './table.ts';
 
 export interface JobHandler {
   kind: string;
@@ -89,15 +90,43 @@ export function createJobRunner(ctx: AppContext, handlers: JobHandler[]): JobRun
       release(partitionKey(job));
       wake();
     }
-    try {
-      const status = await finishJob(ctx, job, outcome);
-      ctx.log.info('job', { jobId: job.id, kind: job.kind, attempt: job.attempts, status, reason: 'reason' in outcome ? outcome.reason : undefined });
-      return status;
-    } catch (err) {
-      // The lease will expire and the job run again: at-least-once, never lost.
-      ctx.log.error('job outcome not saved', { jobId: job.id, ...errorFields(err) });
-      return undefined;
+    const saved = await saveOutcome(job, outcome);
+    if (saved.status === 'fulfilled') {
+      ctx.log.info('job', { jobId: job.id, kind: job.kind, attempt: job.attempts, status: saved.value, reason: 'reason' in outcome ? outcome.reason : undefined });
+      return saved.value;
     }
+    // The lease will expire and the job run again: at-least-once, never lost.
+    ctx.log.error('job outcome not saved', { jobId: job.id, ...errorFields(saved.reason) });
+    return undefined;
+  }
+
+  /**
+   * On SQLite, outcomes are committed in batches (finishJobs: one transaction, one fsync): those
+   * that end while a batch commits wait for it and go together in the next, so under load a
+   * commit carries many outcomes, and alone one costs no wait but a turn of the event loop.
+   * PostgreSQL commits each at once in its own transaction (see finishJobs).
+   */
+  const finishing: Array<{ job: JobRow; outcome: JobOutcome; saved: (r: PromiseSettledResult<JobStatus>) => void }> = [];
+  let committing = false;
+  function saveOutcome(job: JobRow, outcome: JobOutcome): Promise<PromiseSettledResult<JobStatus>> {
+    if (ctx.store.dialect === 'postgres') return finishJobs(ctx, [{ job, outcome }]).then(([saved]) => saved);
+    return new Promise((saved) => {
+      finishing.push({ job, outcome, saved });
+      if (!committing) {
+        committing = true;
+        setImmediate(commitOutcomes);
+      }
+    });
+  }
+  function commitOutcomes(): void {
+    const batch = finishing.splice(0);
+    void finishJobs(ctx, batch)
+      .catch((err: unknown) => batch.map((): PromiseSettledResult<JobStatus> => ({ status: 'rejected', reason: err })))
+      .then((results) => {
+        batch.forEach((item, i) => item.saved(results[i]));
+        if (finishing.length) setImmediate(commitOutcomes);
+        else committing = false;
+      });
   }
 
   function pass(): void {

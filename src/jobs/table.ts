@@ -16,11 +16,10 @@ import {
   countRunningByPartition,
   deleteFinishedJobs,
   findJobById,
-  findNextLeaseEnd,
-  findNextQueuedAt,
+  findNextWakeTimes,
   insertJob,
+  listClaimCandidates,
   listDueJobs,
-  listDueJobsOfKind,
   listJobsByStatus,
   listLeaseExpiredJobs,
   lockFreeJobs,
@@ -111,14 +110,13 @@ export async function claimDue(
 ): Promise<JobRow[]> {
   const readAt = ctx.clock.now().getTime();
   const window = Math.max(limit * 2, 16);
-  const expired = await listLeaseExpiredJobs(ctx.db, readAt, window);
   // With `kinds`, a window of due jobs per kind: thousands of spooled messages waiting for their
   // one processing slot must not fill the window and starve webhook deliveries and sends.
-  const queued = kinds
-    ? (await Promise.all(kinds.map((kind) => listDueJobsOfKind(ctx.db, kind, readAt, window)))).flat()
-    : await listDueJobs(ctx.db, readAt, window);
+  const seen = kinds
+    ? (await listClaimCandidates(ctx.db, readAt, kinds, window)).sort((a, b) => a.runAt - b.runAt)
+    : [...(await listLeaseExpiredJobs(ctx.db, readAt, window)), ...(await listDueJobs(ctx.db, readAt, window))].sort((a, b) => a.runAt - b.runAt);
   const chosen: JobCandidate[] = [];
-  for (const job of expired.length || kinds ? [...expired, ...queued].sort((a, b) => a.runAt - b.runAt) : queued) {
+  for (const job of seen) {
     if (chosen.length >= limit) break;
     if (accept(job)) chosen.push(job);
   }
@@ -184,31 +182,48 @@ export async function renewLeases(ctx: AppContext, ids: string[]): Promise<numbe
  */
 export function finishJob(ctx: AppContext, job: JobRow, outcome: JobOutcome): Promise<JobStatus> {
   const now = ctx.clock.now();
-  return ctx.store.grouped(async (tx) => {
-    let status: JobStatus;
-    // null keeps the column as it is (lastError of an earlier attempt, the claim's runAt).
-    let lastError: string | null = null;
-    let runAt: number | null = null;
-    if (outcome.kind === 'ok') {
-      status = 'done';
-    } else if (outcome.kind === 'retry' && job.attempts < job.maxAttempts) {
-      status = 'queued';
-      lastError = outcome.reason;
-      if (outcome.delayMs !== undefined) runAt = now.getTime() + outcome.delayMs;
-    } else {
-      status = 'failed';
-      lastError = outcome.reason;
-    }
-    const iso = now.toISOString();
-    // The job's row first, then what the outcome writes (a send's message and the inbox counts
-    // its status moves): a claim locks job rows before it writes such rows, so the two never
-    // wait for each other in opposite orders. On PostgreSQL they did: a claim on another node
-    // that had locked this row (a candidate taken meanwhile) waited on the counts this finish
-    // held, the deadlock ended one of them, and a lost finish ran the attempt (a delivery) again.
-    await updateJobOutcome(tx, { id: job.id, status, lastError, runAt, finishedAt: status === 'queued' ? null : iso, updatedAt: iso });
-    await outcome.commit?.(tx);
-    return status;
-  });
+  return ctx.store.grouped((tx) => recordOutcome(tx, job, outcome, now));
+}
+
+/**
+ * Records the outcomes of several jobs, each as finishJob does, all started at once: on SQLite
+ * Store.grouped runs them in one transaction (a savepoint each, so one whose `commit` throws is
+ * undone alone) with one fsync. PostgreSQL runs each in its own transaction: one transaction
+ * for all saves no round trip there (a savepoint each instead of BEGIN and COMMIT; the server
+ * already groups concurrent commits' WAL flushes) and holds every job's row lock until the last
+ * outcome is written. Tried, it made test/e2e/node-failover.test.ts deliver sends twice under
+ * load, in both of two runs (most likely: the lease renewal, one statement for all running
+ * jobs, waited on those locks past the lease, and the other node took the jobs over). Answers,
+ * in order, each job's saved status or why it was not saved.
+ */
+export function finishJobs(ctx: AppContext, items: Array<{ job: JobRow; outcome: JobOutcome }>): Promise<Array<PromiseSettledResult<JobStatus>>> {
+  return Promise.allSettled(items.map((item) => finishJob(ctx, item.job, item.outcome)));
+}
+
+async function recordOutcome(tx: Tx, job: JobRow, outcome: JobOutcome, now: Date): Promise<JobStatus> {
+  let status: JobStatus;
+  // null keeps the column as it is (lastError of an earlier attempt, the claim's runAt).
+  let lastError: string | null = null;
+  let runAt: number | null = null;
+  if (outcome.kind === 'ok') {
+    status = 'done';
+  } else if (outcome.kind === 'retry' && job.attempts < job.maxAttempts) {
+    status = 'queued';
+    lastError = outcome.reason;
+    if (outcome.delayMs !== undefined) runAt = now.getTime() + outcome.delayMs;
+  } else {
+    status = 'failed';
+    lastError = outcome.reason;
+  }
+  const iso = now.toISOString();
+  // The job's row first, then what the outcome writes (a send's message and the inbox counts
+  // its status moves): a claim locks job rows before it writes such rows, so the two never
+  // wait for each other in opposite orders. On PostgreSQL they did: a claim on another node
+  // that had locked this row (a candidate taken meanwhile) waited on the counts this finish
+  // held, the deadlock ended one of them, and a lost finish ran the attempt (a delivery) again.
+  await updateJobOutcome(tx, { id: job.id, status, lastError, runAt, finishedAt: status === 'queued' ? null : iso, updatedAt: iso });
+  await outcome.commit?.(tx);
+  return status;
 }
 
 /**
@@ -231,9 +246,8 @@ export async function sweepJobs(ctx: AppContext): Promise<number> {
  * the ones it left were in partitions at their limit, which a finishing job wakes it for.
  */
 export async function nextDueAt(ctx: AppContext, afterMs: number): Promise<number | undefined> {
-  const times = [await findNextQueuedAt(ctx.db, afterMs), await findNextLeaseEnd(ctx.db, afterMs)].filter(
-    (t): t is number => typeof t === 'number',
-  );
+  const next = await findNextWakeTimes(ctx.db, afterMs);
+  const times = [next.queued, next.lease].filter((t): t is number => typeof t === 'number');
   return times.length ? Math.min(...times) : undefined;
 }
 

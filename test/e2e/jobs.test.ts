@@ -1,6 +1,6 @@
 // The job table and runner with a test job kind: attempts recorded at claim, claims that lost a
-// race, the claim hook, retries on the schedule, final failure, recovery after a crash,
-// per-partition concurrency, sweeping.
+// race, the claim hook, retries on the schedule, final failure, outcomes committed together,
+// lapsed leases, recovery after a crash, per-partition concurrency, sweeping.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
@@ -168,6 +168,75 @@ test('an outcome commit runs in the same transaction as the finish', async () =>
     assert.equal((await getJob(ctx, id))!.lastError, `committed by ${id}`);
   } finally {
     await runner.stop(1000);
+    await closeContext(ctx);
+  }
+});
+
+test('outcomes that end together are all saved, except one whose commit throws, which is undone alone', async () => {
+  const ctx = await context();
+  let open!: () => void;
+  const gate = new Promise<void>((r) => (open = r));
+  let started = 0;
+  const handler: JobHandler = {
+    kind: 'test',
+    schedule: () => [60_000],
+    async run(_c, job) {
+      started++;
+      // Every attempt ends at the same moment: their outcomes are committed together.
+      await gate;
+      const { n } = JSON.parse(job.payload) as { n: number };
+      return ok(async (tx) => {
+        await tx.update(jobs).set({ lastError: `committed ${n}` }).where(eq(jobs.id, job.id)).run();
+        if (n === 2) throw new Error('this outcome cannot be written');
+      });
+    },
+  };
+  const runner = createJobRunner(ctx, [handler]);
+  await runner.start();
+  try {
+    const ids: string[] = [];
+    for (let n = 0; n < 5; n++) ids.push(await enqueue(ctx, { n }));
+    await until(() => started === 5);
+    open();
+    await until(async () => (await Promise.all(ids.map((id) => getJob(ctx, id)))).filter((j) => j!.status === 'done').length === 4);
+    await runner.idle();
+    const rows = await Promise.all(ids.map((id) => getJob(ctx, id)));
+    assert.deepEqual(
+      rows.map((r) => [r!.status, r!.lastError]),
+      [
+        ['done', 'committed 0'],
+        ['done', 'committed 1'],
+        // Not saved: still running under its lease (another attempt follows when it lapses), its write undone.
+        ['running', null],
+        ['done', 'committed 3'],
+        ['done', 'committed 4'],
+      ],
+    );
+  } finally {
+    await runner.stop(1000);
+    await closeContext(ctx);
+  }
+});
+
+test('a running job whose lease lapsed is claimed again by the runner, with due jobs of every kind', async () => {
+  const ctx = await context();
+  const runs: string[] = [];
+  const handler = (kind: string): JobHandler => ({ kind, schedule: () => [3_600_000], run: async (_c, job) => (runs.push(`${kind} ${job.attempts}`), ok()) });
+  try {
+    const lapsed = await enqueue(ctx, {}, { kind: 'a' });
+    // Claimed by a process that stopped renewing its lease: it ended a moment ago.
+    await claimDue(ctx, 1, () => [3_600_000]);
+    await rawRun(ctx.db, 'UPDATE jobs SET lease_until = ? WHERE id = ?', [Date.now() - 1, lapsed]);
+    const queued = [await enqueue(ctx, {}, { kind: 'b' }), await enqueue(ctx, {}, { kind: 'a' })];
+    const runner = createJobRunner(ctx, [handler('a'), handler('b')]);
+    await runner.start();
+    try {
+      await until(async () => (await Promise.all([lapsed, ...queued].map((id) => getJob(ctx, id)))).every((j) => j!.status === 'done'));
+      assert.deepEqual(runs.sort(), ['a 1', 'a 2', 'b 1']);
+    } finally {
+      await runner.stop(1000);
+    }
+  } finally {
     await closeContext(ctx);
   }
 });

@@ -234,6 +234,29 @@ describe('delivery to a remote MX', () => {
     assert.equal(done.status, 'sent');
   });
 
+  test("two recipient domains attempted at once: each job's results are merged into what the other wrote, one message.sent event", async () => {
+    // Both jobs are claimed (each marks its recipient sending) before either ends, so the row
+    // each attempt started from is stale when it finishes: its results must not undo the other's.
+    remoteDomain('first.test');
+    remoteDomain('second.test');
+    mx.script('a@first.test', 'hold');
+    mx.script('b@second.test', 'hold');
+    const res = await send({ to: ['a@first.test', 'b@second.test'], subject: 'two domains', bodyText: 'hi' });
+    await Promise.all([mx.held('a@first.test'), mx.held('b@second.test')]);
+    mx.release('a@first.test');
+    const half = await until('the first domain sent', async () => {
+      const m = (await t.api('GET', `/messages/${res.body.id}`)).body;
+      return m.recipients.some((r: { status: string }) => r.status === 'sent') ? m : undefined;
+    });
+    assert.equal(half.status, 'sending');
+    assert.deepEqual(half.recipients.map((r: { address: string; status: string }) => [r.address, r.status]), [['a@first.test', 'sent'], ['b@second.test', 'sending']]);
+    mx.release('b@second.test');
+    const done = await waitForStatus(t, res.body.id, ['sent', 'failed', 'bounced']);
+    assert.equal(done.status, 'sent');
+    assert.deepEqual(done.recipients.map((r: { address: string; status: string }) => [r.address, r.status]), [['a@first.test', 'sent'], ['b@second.test', 'sent']]);
+    assert.equal((await eventsOf(t, 'message.sent', res.body.id)).length, 1);
+  });
+
   test('HTML only: a text part is generated from it', async () => {
     const before = mx.messages.length;
     const res = await send({ to: ['html@remote.test'], subject: 'html only', bodyHtml: '<h1>Title</h1><p>Some <i>text</i> here.</p>' });

@@ -10,6 +10,7 @@ import { newId } from '../../ids.ts';
 import { enqueueJob } from '../../jobs/table.ts';
 import { signMessage } from '../../outbound/dkim.ts';
 import { buildMime, textFromHtml, type MailAddress } from '../../outbound/mime.ts';
+import { keepSource } from '../../outbound/source-cache.ts';
 import { Blobs } from '../../storage/blobs.ts';
 import { normalizeRecipient, splitAddress } from '../addresses.ts';
 import { attachmentMeta, attachmentMetaFor, getAttachmentRows, type AttachmentRow } from '../mail/attachments.ts';
@@ -29,6 +30,7 @@ import {
   listMessagesByMessageIdHeaders,
   listStoredAttachmentIds,
   updateMessageState,
+  updateMessageStateIf,
 } from '../../store/repo/outbound.ts';
 import { insertAttachments } from '../../store/repo/attachments.ts';
 import { incrementInboxBounces, incrementInboxComplaints } from '../../store/repo/inboxes.ts';
@@ -335,6 +337,7 @@ export async function renderSource(
   const raw = await signMessage(ctx, mime, splitAddress(inbox.address)!.domain);
   const rawPath = Blobs.key('raw', row.id, '.eml');
   await ctx.blobs.write(rawPath, raw);
+  keepSource(ctx, rawPath, raw);
   return { rawPath, size: raw.length };
 }
 
@@ -426,14 +429,18 @@ const EVENT_OF: Record<string, EventType | undefined> = {
 
 /**
  * Writes new recipients and status; on entering a final status, updates the inbox counters and
- * records the event, all in `tx`. Returns whether anything changed.
+ * records the event, all in `tx`. Returns whether anything changed. With `onlyIfUnchanged`,
+ * writes only if the stored recipients and status are still those of `row` (nothing is written
+ * or recorded otherwise) and returns 'stale' then.
  */
-export async function writeMessageState(tx: Tx, ctx: AppContext, row: MessageRow, list: RecipientOutcome[], status: string): Promise<boolean> {
+export async function writeMessageState(tx: Tx, ctx: AppContext, row: MessageRow, list: RecipientOutcome[], status: string, onlyIfUnchanged = false): Promise<boolean | 'stale'> {
   const recipients = JSON.stringify(list);
-  if (recipients === row.recipients && status === row.status) return false;
+  if (recipients === row.recipients && status === row.status && !onlyIfUnchanged) return false;
   const updatedAt = ctx.clock.now().toISOString();
-  await updateMessageState(tx, { recipients, status, updatedAt, id: row.id });
-  if (status === row.status) return true;
+  const state = { recipients, status, updatedAt, id: row.id };
+  if (!onlyIfUnchanged) await updateMessageState(tx, state);
+  else if (!(await updateMessageStateIf(tx, state, { recipients: row.recipients, status: row.status }))) return 'stale';
+  if (status === row.status) return recipients !== row.recipients;
   if (status === 'bounced') await incrementInboxBounces(tx, row.inboxId);
   else if (status === 'complained') await incrementInboxComplaints(tx, row.inboxId);
   const event = EVENT_OF[status];
@@ -445,29 +452,41 @@ export async function writeMessageState(tx: Tx, ctx: AppContext, row: MessageRow
 /**
  * Marks the recipients of `addresses` that still need an attempt as being attempted now
  * (status `sending` while a worker holds them), inside `tx`: the transaction that claims the
- * send job. Returns them.
+ * send job. Returns the message row as it now is (the attempt needs no second read), or
+ * undefined when the message is gone.
  */
-export async function markSending(tx: Tx, ctx: AppContext, messageId: string, addresses: string[]): Promise<string[]> {
+export async function markSending(tx: Tx, ctx: AppContext, messageId: string, addresses: string[]): Promise<MessageRow | undefined> {
   const row = await findOutboundRow(ctx, messageId);
-  if (!row) return [];
+  if (!row) return undefined;
   const pending = pendingRecipients(row, addresses);
-  if (!pending.length) return pending;
+  if (!pending.length) return row;
   const list = (JSON.parse(row.recipients) as RecipientOutcome[]).map((r) =>
     pending.some((a) => sameAddress(a, r.address)) ? { ...r, status: 'sending' } : r,
   );
-  await writeMessageState(tx, ctx, row, list, STICKY.has(row.status) ? row.status : aggregateStatus(list));
-  return pending;
+  const status = STICKY.has(row.status) ? row.status : aggregateStatus(list);
+  await writeMessageState(tx, ctx, row, list, status);
+  return { ...row, recipients: JSON.stringify(list), status };
 }
 
-/** Applies one attempt's per-recipient results (inside the job's finishing transaction). */
-export async function recordOutcomes(tx: Tx, ctx: AppContext, messageId: string, outcomes: RecipientOutcome[]): Promise<void> {
+/**
+ * Applies one attempt's per-recipient results (inside the job's finishing transaction). `known`
+ * is the message row as the attempt's claim left it: when the stored row still has its
+ * recipients and status, the results are written on it without reading the row again (one
+ * statement less per send); when anything changed it meanwhile (a report, the job of another
+ * recipient domain), the row is read and the results merged into what it holds now.
+ */
+export async function recordOutcomes(tx: Tx, ctx: AppContext, messageId: string, outcomes: RecipientOutcome[], known?: MessageRow): Promise<void> {
+  if (known && (await applyOutcomes(tx, ctx, known, outcomes, true)) !== 'stale') return;
   const row = await findMessageById(ctx.db, messageId);
-  if (!row) return;
+  if (row) await applyOutcomes(tx, ctx, row, outcomes, false);
+}
+
+function applyOutcomes(tx: Tx, ctx: AppContext, row: MessageRow, outcomes: RecipientOutcome[], onlyIfUnchanged: boolean): Promise<boolean | 'stale'> {
   const list = (JSON.parse(row.recipients) as RecipientOutcome[]).map((r) => {
     const o = outcomes.find((x) => sameAddress(x.address, r.address));
     return o && !FINAL_RECIPIENT_STATES.has(r.status) ? { ...r, status: o.status, response: o.response } : r;
   });
-  await writeMessageState(tx, ctx, row, list, STICKY.has(row.status) ? row.status : aggregateStatus(list));
+  return writeMessageState(tx, ctx, row, list, STICKY.has(row.status) ? row.status : aggregateStatus(list), onlyIfUnchanged);
 }
 
 /** Outbound messages of the given inboxes whose Message-ID or id is one of `refs`. */

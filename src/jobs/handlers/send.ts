@@ -16,11 +16,12 @@ import { errorFields } from '../../log.ts';
 import { classifyReply } from '../../outbound/classify.ts';
 import { deliverAttempt, type AttemptResult, type Envelope, type RecipientReply, type Target } from '../../outbound/deliver.ts';
 import { resolveMx } from '../../outbound/mx.ts';
+import { readSource } from '../../outbound/source-cache.ts';
 import { replyFor } from '../../smtp/replies.ts';
 // Bounce and complaint reports are the other half of outbound delivery: registers their handler.
 import '../../domain/inbound/reports.ts';
 import type { JobHandler } from '../runner.ts';
-import { fail, ok, retry, type Commit } from '../table.ts';
+import { fail, ok, retry, type Commit, type JobRow } from '../table.ts';
 
 /** Per-recipient result of one attempt; `deferred` means "try again on the schedule". */
 type Result = RecipientOutcome & { status: 'sent' | 'delivered' | 'bounced' | 'failed' | 'deferred' };
@@ -50,7 +51,7 @@ async function deliverLocally(ctx: AppContext, row: MessageRow, addresses: strin
   }
   if (!inboxes.length) return { results };
   try {
-    const raw = await ctx.blobs.read(row.rawPath!);
+    const raw = await readSource(ctx, row.rawPath!);
     const prepared = await prepareInbound(ctx, { raw, mailFrom: row.fromAddress, recipients: inboxes, skipAuthentication: true });
     results.push(...all(targets, 'delivered', '250 2.0.0 delivered to a local inbox'));
     if (!prepared) return { results };
@@ -104,7 +105,7 @@ async function attemptEach(ctx: AppContext, target: Target | 'relay', row: Messa
 }
 
 async function deliverRemotely(ctx: AppContext, row: MessageRow, domain: string, addresses: string[]): Promise<Result[]> {
-  const raw = await ctx.blobs.read(row.rawPath!);
+  const raw = await readSource(ctx, row.rawPath!);
   if (ctx.config.outbound.relay) {
     const res = await attemptEach(ctx, 'relay', row, addresses, raw);
     if (res.kind === 'replies') return fromReplies(res, addresses);
@@ -131,6 +132,13 @@ async function deliverRemotely(ctx: AppContext, row: MessageRow, domain: string,
   return all(addresses, 'deferred', `no MX host of ${domain} reachable; last: ${last}`);
 }
 
+/**
+ * The message row as the claim left it (null: gone), by the claimed job's row: the attempt
+ * that follows the claim starts from it instead of reading it again. A job claimed elsewhere
+ * (a test calling claimDue directly) has no entry and reads the row.
+ */
+const claimedRows = new WeakMap<JobRow, MessageRow | null>();
+
 export const sendHandler: JobHandler = {
   kind: SEND_JOB,
   schedule: (ctx) => ctx.config.outbound.retry_schedule,
@@ -141,14 +149,16 @@ export const sendHandler: JobHandler = {
     // the store says so, and the jobs are claimed again on the next pass.)
     try {
       const payload = JSON.parse(job.payload) as SendJobPayload;
-      await markSending(tx, ctx, payload.messageId, payload.recipients);
+      claimedRows.set(job, (await markSending(tx, ctx, payload.messageId, payload.recipients)) ?? null);
     } catch (err) {
       ctx.log.error('marking a send as sending failed', { jobId: job.id, ...errorFields(err) });
     }
   },
   async run(ctx, job) {
     const payload = JSON.parse(job.payload) as SendJobPayload;
-    const row = await findOutboundRow(ctx, payload.messageId);
+    const kept = claimedRows.get(job);
+    claimedRows.delete(job);
+    const row = kept === undefined ? await findOutboundRow(ctx, payload.messageId) : kept;
     if (!row) return ok(); // deleted meanwhile: nothing left to send
     const pending = pendingRecipients(row, payload.recipients);
     if (!pending.length) return ok();
@@ -172,7 +182,7 @@ export const sendHandler: JobHandler = {
     const outcomes = lastAttempt ? results.map((r) => (r.status === 'deferred' ? { ...r, status: 'failed' as const } : r)) : results;
     const commit: Commit = async (tx) => {
       await delivered?.(tx);
-      await recordOutcomes(tx, ctx, row.id, outcomes);
+      await recordOutcomes(tx, ctx, row.id, outcomes, kept ?? undefined);
     };
     if (!deferred.length) return ok(commit);
     const reason = `${deferred.length} recipient(s) deferred: ${deferred[0].response}`;

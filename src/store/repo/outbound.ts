@@ -4,10 +4,10 @@
 // message's recipients and status) and of the release of a scheduled message (its source).
 // Tables: messages, attachments, message_attachments. Rows of other aggregates (the message row,
 // attachment rows, inbox counters) are written by their own repositories.
-import { desc, eq, inArray, sql } from 'drizzle-orm';
+import { and, desc, eq, inArray, sql } from 'drizzle-orm';
 import { preparedQuery } from '../prepared.ts';
 import { attachments, messageAttachments, messages } from '../../db/schema.ts';
-import type { Db } from '../store.ts';
+import { changes, type Db } from '../store.ts';
 
 type MessageRow = typeof messages.$inferSelect;
 
@@ -58,6 +58,21 @@ export interface MessageState {
 
 export async function updateMessageState(db: Db, state: MessageState): Promise<void> {
   await preparedQuery(db, stateUpdate).run({ ...state });
+}
+
+const stateUpdateIf = (db: Db) =>
+  db
+    .update(messages)
+    .set({ recipients: sql`${sql.placeholder('recipients')}`, status: sql`${sql.placeholder('status')}`, updatedAt: sql`${sql.placeholder('updatedAt')}` })
+    .where(and(eq(messages.id, sql.placeholder('id')), eq(messages.recipients, sql.placeholder('wasRecipients')), eq(messages.status, sql.placeholder('wasStatus'))))
+    .prepare();
+
+/**
+ * Writes a message's state only if its recipients and status are still `was` (a compare and
+ * set: no read needed, and nothing written over a change made meanwhile); answers whether it did.
+ */
+export async function updateMessageStateIf(db: Db, state: MessageState, was: { recipients: string; status: string }): Promise<boolean> {
+  return changes(await preparedQuery(db, stateUpdateIf).run({ ...state, wasRecipients: was.recipients, wasStatus: was.status })) === 1;
 }
 
 /** Messages whose Message-ID is one of `messageIdHeaders`, of any inbox and direction. */
