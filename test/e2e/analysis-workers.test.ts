@@ -46,7 +46,7 @@ after(async () => {
   await dns?.close();
 });
 
-const storedId = (response: string) => /stored as (\S+)/.exec(response)?.[1] ?? assert.fail(`no stored id in ${response}`);
+const storedId = (response: string | undefined) => /stored as (\S+)/.exec(response ?? '')?.[1] ?? assert.fail(`no stored id in ${response}`);
 
 /** Sends `mail` to both servers and answers both stored messages, attachments' bytes included. */
 async function deliverToBoth(mail: SendMailOptions, signed = false) {

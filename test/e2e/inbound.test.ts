@@ -113,6 +113,18 @@ describe('receiving over SMTP', () => {
     assert.equal(ev.status, 'received');
   });
 
+  test('the stored event leaves the bodies to the message row; GET /events gives them back', async () => {
+    const body = `unique body ${randomBytes(8).toString('hex')}`;
+    const info = await transport.sendMail({ from: 'eve@example.org', to: 'alice@agents.test', subject: 'event bodies', text: body, html: `<p>${body}</p>` });
+    const [id] = storedIds(info.response);
+    const row = (await t.server.ctx.db.select().from(events).where(eq(events.messageId, id)).get())!;
+    assert.ok(!row.data.includes(body), 'the body is written once, in the message row');
+    const listed = (await t.api('GET', '/events?types=message.received&limit=1000')).body.data.find((e: { data: { id: string } }) => e.data.id === id);
+    assert.equal(listed.data.bodyText, body);
+    assert.equal(listed.data.bodyHtml, `<p>${body}</p>`);
+    assert.equal(listed.data.subject, 'event bodies');
+  });
+
   test('HTML and cc, recipient matched case-insensitively', async () => {
     const info = await transport.sendMail({
       from: 'bob@example.org',

@@ -15,6 +15,7 @@ import {
   listEventsOfAccount,
 } from '../../store/repo/events.ts';
 import { afterCommit } from '../../store/store.ts';
+import { listMessageBodies } from '../../store/repo/messages.ts';
 import { AppError } from '../errors.ts';
 import { findInboxRow } from '../inboxes/inboxes.ts';
 import { intParam } from '../pagination.ts';
@@ -45,7 +46,7 @@ export const EVENT_FANOUT: Array<(tx: Tx, ctx: AppContext, event: EventRecord) =
 export async function recordEvent(tx: Tx, ctx: AppContext, accountId: string, type: EventType, data: unknown): Promise<EventRecord> {
   const event: EventRecord = { id: newId('evt'), accountId, type, data, createdAt: ctx.clock.now().toISOString() };
   const messageId = type.startsWith('message.') ? (data as { id: string }).id : null;
-  await insertEvent(tx, { id: event.id, accountId, type, data: JSON.stringify(data), messageId, createdAt: event.createdAt });
+  await insertEvent(tx, { id: event.id, accountId, type, data: JSON.stringify(messageId ? withoutBodies(data) : data), messageId, createdAt: event.createdAt });
   for (const fan of EVENT_FANOUT) await fan(tx, ctx, event);
   afterCommit(() => ctx.notify('events'));
   return event;
@@ -106,7 +107,38 @@ export function parseEventQuery(q: URLSearchParams, lastEventId?: string): Event
 export async function listEvents(ctx: AppContext, accountId: string, query: EventQuery): Promise<EventEnvelope[]> {
   if (query.inboxId) await findInboxRow(ctx, accountId, query.inboxId);
   const rows = await listEventsOfAccount(ctx.db, accountId, query);
-  return rows.map((r) => ({ id: r.id, type: r.type as EventType, createdAt: r.createdAt, data: JSON.parse(r.data) as unknown }));
+  const data = await eventPayloads(ctx, rows);
+  return rows.map((r, i) => ({ id: r.id, type: r.type as EventType, createdAt: r.createdAt, data: data[i] }));
+}
+
+/**
+ * A message.* event's payload is the message as it was, bodies included; but the bodies never
+ * change and the message row already holds them, so the stored event holds this in their place
+ * (a NUL, which stored text never contains: src/store/store.ts withoutNul) and readers fill them
+ * in from the row. Each received 10 KB message wrote its body twice before: bench (a) measured
+ * the commit's page writes as the largest cost of storing a message. An event goes with its
+ * message (events.message_id cascades), so the row is there whenever the event is.
+ */
+const FROM_MESSAGE = '\u0000';
+
+function withoutBodies(data: unknown): unknown {
+  const d = data as { bodyText?: unknown; bodyHtml?: unknown };
+  if (typeof d?.bodyText !== 'string' && typeof d?.bodyHtml !== 'string') return data;
+  return { ...d, ...(typeof d.bodyText === 'string' ? { bodyText: FROM_MESSAGE } : {}), ...(typeof d.bodyHtml === 'string' ? { bodyHtml: FROM_MESSAGE } : {}) };
+}
+
+/** The payloads of stored events (`data` JSON), message bodies filled in from their rows. */
+export async function eventPayloads(ctx: AppContext, rows: Array<{ data: string }>): Promise<unknown[]> {
+  const payloads = rows.map((r) => JSON.parse(r.data) as { id?: string; bodyText?: unknown; bodyHtml?: unknown });
+  const held = payloads.filter((p) => p?.bodyText === FROM_MESSAGE || p?.bodyHtml === FROM_MESSAGE);
+  if (held.length === 0) return payloads;
+  const bodies = await listMessageBodies(ctx.db, [...new Set(held.map((p) => String(p.id)))]);
+  for (const p of held) {
+    const b = bodies.get(String(p.id));
+    if (p.bodyText === FROM_MESSAGE) p.bodyText = b?.bodyText ?? null;
+    if (p.bodyHtml === FROM_MESSAGE) p.bodyHtml = b?.bodyHtml ?? null;
+  }
+  return payloads;
 }
 
 /**

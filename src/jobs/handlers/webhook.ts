@@ -17,6 +17,7 @@ import type { JobHandler } from '../runner.ts';
 import { fail, ok, retry, type Commit, type JobOutcome } from '../table.ts';
 import { failPendingAttemptsOfJob, findWebhookById, insertAttempt } from '../../store/repo/webhooks.ts';
 import { findEventById } from '../../store/repo/events.ts';
+import { eventPayloads } from '../../domain/events/events.ts';
 
 export const SIGNATURE_HEADER = 'X-Service-Signature';
 
@@ -154,7 +155,8 @@ export const webhookHandler: JobHandler = {
       return fail(reason, record('failed', { error: reason, durationMs: 0 }));
     }
 
-    const envelope = { id: event.id, type: event.type, createdAt: event.createdAt, webhookId: hook.id, data: JSON.parse(event.data) as unknown };
+    const [data] = await eventPayloads(ctx, [event]);
+    const envelope = { id: event.id, type: event.type, createdAt: event.createdAt, webhookId: hook.id, data };
     const body = Buffer.from(JSON.stringify(envelope), 'utf8');
     // webhook-id is the event id, the same on every retry and replay, so receivers can dedupe.
     const timestamp = Math.floor(ctx.clock.now().getTime() / 1000);

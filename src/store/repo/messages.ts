@@ -365,3 +365,12 @@ export async function insertMessagesLabel(db: Db, scope: MarkScope, id: string, 
 export async function deleteMessagesLabels(db: Db, scope: MarkScope, id: string, labels: string[]): Promise<void> {
   await rawRun(db, MARK_SQL.remove(markColumn(scope)), [id, JSON.stringify(labels)]);
 }
+
+/**
+ * The bodies of these messages by id: stored events leave them to the message row (see
+ * src/domain/events/events.ts), and readers put them back from here, one statement per page.
+ */
+export async function listMessageBodies(db: Db, ids: string[]): Promise<Map<string, { bodyText: string | null; bodyHtml: string | null }>> {
+  const rows = await preparedRows<[string], [string, string | null, string | null]>(db, 'SELECT id, body_text, body_html FROM messages WHERE id IN (SELECT value FROM json_each(?))').all(JSON.stringify(ids));
+  return new Map(rows.map(([id, bodyText, bodyHtml]) => [id, { bodyText, bodyHtml }]));
+}
