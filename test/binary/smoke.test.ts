@@ -256,6 +256,28 @@ timeout = "5s"
     assert.equal(call.headers['x-service-signature'], signature);
   });
 
+  it('shows only the new content of a reply (htmlparser2 and planer from the "reply" chunk)', async () => {
+    const transport = nodemailer.createTransport({ host: '127.0.0.1', port: ports.smtp, secure: false, ignoreTLS: true });
+    try {
+      await transport.sendMail({
+        from: 'Sender <sender@example.org>',
+        to: inbox.address,
+        subject: 'Re: Smoke report',
+        inReplyTo: '<smoke-report@example.org>',
+        text: 'Thanks, got it.\n\nOn Mon, Jan 8, 2024 at 10:15 AM Bob Smith <bob@example.com> wrote:\n\n> The report is attached.\n',
+        html: '<div>Thanks, got it.</div><div class="gmail_quote"><blockquote class="gmail_quote">The report is attached.</blockquote></div>',
+      });
+    } finally {
+      transport.close();
+    }
+    const reply = await until('the reply to be listed', async () => {
+      const list = await api('GET', `/inboxes/${inbox.id}/messages`);
+      return list.body.data.find((m: { subject: string }) => m.subject === 'Re: Smoke report');
+    });
+    assert.equal(reply.extractedText, 'Thanks, got it.');
+    assert.equal(reply.extractedHtml, '<div>Thanks, got it.</div>');
+  });
+
   it('serves the raw message, its thread, the OpenAPI document, the dashboard and metrics', async () => {
     const raw = await fetch(`${serve!.url}/messages/${received.id}/raw`, { headers: { authorization: `Bearer ${key}` } });
     assert.equal(raw.status, 200);
