@@ -80,7 +80,25 @@ const BUNDLE_OPTIONS: BuildOptions = {
   define: { 'import.meta.url': JSON.stringify(BUNDLE_URL) },
   logLevel: 'warning',
   metafile: true,
+  plugins: [zodEnglishOnly()],
 };
+
+/**
+ * zod's `locales` namespace (z.locales) holds its error messages in 60-odd languages, 300 KB of
+ * the main script evaluated at every start; mailroom's messages are English (zod installs `en`
+ * itself) and nothing reads z.locales, so the bundles get a namespace with `en` only.
+ */
+function zodEnglishOnly(): Plugin {
+  return {
+    name: 'zod-english-only',
+    setup(b) {
+      b.onResolve({ filter: /^\.\.\/locales\/index\.js$/ }, (args) =>
+        /[\\/]zod[\\/]v4[\\/](classic|core)$/.test(args.resolveDir) ? { path: join(args.resolveDir, '..', 'locales', 'en.js'), namespace: 'zod-locales' } : undefined,
+      );
+      b.onLoad({ filter: /.*/, namespace: 'zod-locales' }, (args) => ({ contents: `export { default as en } from ${JSON.stringify(args.path)};`, resolveDir: ROOT, loader: 'js' }));
+    },
+  };
+}
 
 /** What a chunk's package exports, seen by loading it at build time (chunkCodeCache). */
 interface ExportShape {
@@ -265,7 +283,7 @@ async function main(): Promise<void> {
   // The main script, one CommonJS file (inside a SEA, require() reaches built-in modules only),
   // run by a small entry script (src/sea-loader.ts) that compiles it with its own code cache.
   const main = join(OUT, MAIN_ASSETS.source);
-  const result = await build({ ...BUNDLE_OPTIONS, entryPoints: [join(ROOT, 'src', 'sea.ts')], write: false, outfile: main, plugins: [lazyChunkStubs(shapes)] });
+  const result = await build({ ...BUNDLE_OPTIONS, entryPoints: [join(ROOT, 'src', 'sea.ts')], write: false, outfile: main, plugins: [zodEnglishOnly(), lazyChunkStubs(shapes)] });
   writeWrapped(main, result.outputFiles[0].text);
   // What the main script holds and who imports what, for finding what start-up need not load.
   writeFileSync(join(OUT, 'main.meta.json'), JSON.stringify(result.metafile));
