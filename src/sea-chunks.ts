@@ -32,6 +32,9 @@ export function runScriptAsset(assets: { source: string; cache: string }, requir
     filename: `mailroom:${assets.source}`,
     cachedData: Buffer.from(getRawAsset(assets.cache) as ArrayBuffer),
   });
+  // Only a build that made the cache under other flags gets here without NODE_OPTIONS; it
+  // still works, but slower, so it says so (the binary's tests require an empty stderr).
+  if (script.cachedDataRejected && !process.env.NODE_OPTIONS) process.stderr.write(`mailroom: warning: V8 refused the code cache of ${assets.source}\n`);
   const module = { exports: {} as Record<string, unknown> };
   (script.runInThisContext() as ModuleWrapper)(module.exports, require, module, process.execPath, dirname(process.execPath));
   return module.exports;
