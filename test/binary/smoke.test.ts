@@ -13,7 +13,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { simpleParser, type ParsedMail } from 'mailparser';
-import nodemailer from 'nodemailer';
+import nodemailer, { type SendMailOptions } from 'nodemailer';
 import { SMTPServer } from 'smtp-server';
 import { BINARY, ensureBinary, freePort, runBinary, serveBinary, type BinaryServe } from '../support/binary.ts';
 import { startTestDns, type TestDns } from '../support/dns.ts';
@@ -53,6 +53,15 @@ describe('single executable (build/mailroom)', { skip }, () => {
     return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
   };
   const cli = (...args: string[]) => runBinary(dir, args);
+  /** One mail from an outside sender to the inbox, over the binary's SMTP listener. */
+  const deliver = async (mail: Omit<SendMailOptions, 'from' | 'to'>) => {
+    const transport = nodemailer.createTransport({ host: '127.0.0.1', port: ports.smtp, secure: false, ignoreTLS: true });
+    try {
+      await transport.sendMail({ from: 'Sender <sender@example.org>', to: inbox.address, ...mail });
+    } finally {
+      transport.close();
+    }
+  };
   const ok = async (...args: string[]) => {
     const res = await cli(...args);
     assert.equal(res.code, 0, `mailroom ${args.join(' ')} exited ${res.code}: ${res.stderr}`);
@@ -207,18 +216,11 @@ timeout = "5s"
   let received: any;
   const attachmentBytes = randomBytes(48 * 1024);
   it('receives a mail over SMTP and serves its attachment byte-identical through the presigned URL', async () => {
-    const transport = nodemailer.createTransport({ host: '127.0.0.1', port: ports.smtp, secure: false, ignoreTLS: true });
-    try {
-      await transport.sendMail({
-        from: 'Sender <sender@example.org>',
-        to: inbox.address,
-        subject: 'Smoke report',
-        text: 'The report is attached.',
-        attachments: [{ filename: 'report.bin', content: attachmentBytes, contentType: 'application/octet-stream' }],
-      });
-    } finally {
-      transport.close();
-    }
+    await deliver({
+      subject: 'Smoke report',
+      text: 'The report is attached.',
+      attachments: [{ filename: 'report.bin', content: attachmentBytes, contentType: 'application/octet-stream' }],
+    });
     received = await until('the message to be listed', async () => {
       const list = await api('GET', `/inboxes/${inbox.id}/messages`);
       assert.equal(list.status, 200);
@@ -257,19 +259,12 @@ timeout = "5s"
   });
 
   it('shows only the new content of a reply (htmlparser2 and planer from the "reply" chunk)', async () => {
-    const transport = nodemailer.createTransport({ host: '127.0.0.1', port: ports.smtp, secure: false, ignoreTLS: true });
-    try {
-      await transport.sendMail({
-        from: 'Sender <sender@example.org>',
-        to: inbox.address,
-        subject: 'Re: Smoke report',
-        inReplyTo: '<smoke-report@example.org>',
-        text: 'Thanks, got it.\n\nOn Mon, Jan 8, 2024 at 10:15 AM Bob Smith <bob@example.com> wrote:\n\n> The report is attached.\n',
-        html: '<div>Thanks, got it.</div><div class="gmail_quote"><blockquote class="gmail_quote">The report is attached.</blockquote></div>',
-      });
-    } finally {
-      transport.close();
-    }
+    await deliver({
+      subject: 'Re: Smoke report',
+      inReplyTo: '<smoke-report@example.org>',
+      text: 'Thanks, got it.\n\nOn Mon, Jan 8, 2024 at 10:15 AM Bob Smith <bob@example.com> wrote:\n\n> The report is attached.\n',
+      html: '<div>Thanks, got it.</div><div class="gmail_quote"><blockquote class="gmail_quote">The report is attached.</blockquote></div>',
+    });
     const reply = await until('the reply to be listed', async () => {
       const list = await api('GET', `/inboxes/${inbox.id}/messages`);
       return list.body.data.find((m: { subject: string }) => m.subject === 'Re: Smoke report');
