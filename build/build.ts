@@ -1,6 +1,7 @@
 // Builds build/mailroom, the single executable (Node SEA, Linux x64): bundles src/sea.ts and
 // every dependency into one CommonJS file (the packages loaded on first use into chunks of
-// their own), embeds the SQLite addon, the chunks and the migrations as SEA assets, and
+// their own), makes its V8 code cache by starting it once, embeds it, the SQLite addon, the
+// chunks and the migrations as SEA assets behind a small entry (src/sea-loader.ts), and
 // injects the blob into a stripped copy of the pinned Node binary.
 // Run with `npm run build`; works offline (nothing is downloaded).
 import { build, type BuildOptions, type Plugin } from 'esbuild';
