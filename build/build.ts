@@ -1,18 +1,20 @@
 // Builds build/mailroom, the single executable (Node SEA, Linux x64): bundles src/sea.ts and
 // every dependency into one CommonJS file (the packages loaded on first use into chunks of
-// their own), embeds the SQLite addon, the chunks and the migrations as SEA assets, and
+// their own), makes its V8 code cache by starting it once, embeds it, the SQLite addon, the
+// chunks and the migrations as SEA assets behind a small entry (src/sea-loader.ts), and
 // injects the blob into a stripped copy of the pinned Node binary.
 // Run with `npm run build`; works offline (nothing is downloaded).
 import { build, type BuildOptions, type Plugin } from 'esbuild';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chmodSync, copyFileSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { readMigrations } from '../src/db/migrate.ts';
 import { readPgMigrations } from '../src/store/migrate.ts';
 import { sha256Of } from '../src/addon-cache.ts';
-import { chunkAssets as chunkAssetNames, TEXT_WORKER_ASSET } from '../src/sea-chunks.ts';
+import { chunkAssets as chunkAssetNames, MAIN_ASSETS, TEXT_WORKER_ASSET } from '../src/sea-chunks.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const OUT = join(ROOT, 'build', 'out');
@@ -35,17 +37,23 @@ const SENTINEL_FUSE = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2';
 const BUNDLE_URL = 'file:///mailroom-sea-bundle.cjs';
 
 /**
- * Packages the source imports only with `import()`, on first use, grouped by what loads them
- * together. Left in the main script they cost every start memory and time although no code
- * of theirs runs: V8 keeps the whole script's source in the heap and deserializes its code
- * cache at start (measured: main script 6.6 MB → 2.2 MB, RSS of `serve` idle 3 s after start
- * 88 → 79 MB).
+ * Packages `serve` does not need before it answers, grouped by what loads them together. Left
+ * in the main script they cost every start memory and time although no code of theirs runs:
+ * V8 keeps the whole script's source in the heap and deserializes its code cache at start
+ * (measured: main script 6.6 MB → 2.2 MB, RSS of `serve` idle 3 s after start 88 → 79 MB).
  * Each group is bundled into a chunk of its own (a SEA asset with its own V8 code cache) that
- * src/sea-chunks.ts compiles when one of its packages is first imported. mailparser needs
- * html-to-text itself, so the outbound text alternative shares its chunk.
+ * src/sea-chunks.ts compiles when one of its packages is first used (see lazyChunkStubs).
+ * mailparser needs html-to-text itself, so the outbound text alternative shares its chunk.
  */
 const LAZY_CHUNKS: Record<string, string[]> = {
   mail: ['mailparser', 'mailauth', 'html-to-text'],
+  // Composing, signing and delivering a message (dkim-signer brings libmime and iconv-lite's
+  // tables, 0.6 MB): the first send, not every start.
+  send: ['nodemailer', 'nodemailer/lib/mail-composer/index.js', 'dkim-signer'],
+  // A reply's new content (src/domain/mail/reply-text.ts): the first view of a reply.
+  reply: ['htmlparser2', 'planer'],
+  // Only with a PostgreSQL URL (src/store/postgres.ts is itself imported on demand).
+  pg: ['pg'],
   tar: ['tar'],
   // The MCP SDK (with its zod, ajv and @hono/node-server): the first /mcp request, or `mailroom mcp`.
   mcp: [
@@ -73,36 +81,91 @@ const BUNDLE_OPTIONS: BuildOptions = {
   define: { 'import.meta.url': JSON.stringify(BUNDLE_URL) },
   logLevel: 'warning',
   metafile: true,
+  plugins: [zodEnglishOnly()],
 };
 
-/** In the main script, each lazy package becomes a stub that loads it from its chunk. */
-function lazyChunkStubs(): Plugin {
+/**
+ * zod's `locales` namespace (z.locales) holds its error messages in 60-odd languages, 300 KB of
+ * the main script evaluated at every start; mailroom's messages are English (zod installs `en`
+ * itself) and nothing reads z.locales, so the bundles get a namespace with `en` only.
+ */
+function zodEnglishOnly(): Plugin {
+  return {
+    name: 'zod-english-only',
+    setup(b) {
+      b.onResolve({ filter: /^\.\.\/locales\/index\.js$/ }, (args) =>
+        /[\\/]zod[\\/]v4[\\/](classic|core)$/.test(args.resolveDir) ? { path: join(args.resolveDir, '..', 'locales', 'en.js'), namespace: 'zod-locales' } : undefined,
+      );
+      b.onLoad({ filter: /.*/, namespace: 'zod-locales' }, (args) => ({ contents: `export { default as en } from ${JSON.stringify(args.path)};`, resolveDir: ROOT, loader: 'js' }));
+    },
+  };
+}
+
+/** What a chunk's package exports, seen by loading it at build time (chunkCodeCache). */
+interface ExportShape {
+  kind: 'object' | 'function';
+  keys: string[];
+  esModule: boolean;
+}
+
+/**
+ * In the main script, each lazy package becomes a stub that loads its chunk. A package whose
+ * exports are an object gets a stub with one getter per export, so that the chunk loads at the
+ * first use of one, not when the importing module is evaluated: reply-text.ts, dkim.ts and
+ * deliver.ts import theirs statically and use them in functions only. A package that exports a
+ * function (a class) cannot be stood in for; it loads when its stub is evaluated, so its
+ * importers use `import()`.
+ */
+function lazyChunkStubs(shapes: Map<string, ExportShape>): Plugin {
   const chunkOf = new Map(Object.entries(LAZY_CHUNKS).flatMap(([chunk, specifiers]) => specifiers.map((s) => [s, chunk] as const)));
   const filter = new RegExp(`^(${[...chunkOf.keys()].map((s) => s.replace(/[.*+?^${}()|[\]\\/-]/g, '\\$&')).join('|')})$`);
   return {
     name: 'lazy-chunk-stubs',
     setup(b) {
       b.onResolve({ filter }, (args) => ({ path: args.path, namespace: 'lazy-chunk' }));
-      b.onLoad({ filter: /.*/, namespace: 'lazy-chunk' }, (args) => ({
-        contents: `module.exports = require(${JSON.stringify(CHUNK_LOADER)}).loadChunk(${JSON.stringify(chunkOf.get(args.path))}, ${JSON.stringify(args.path)});`,
-        resolveDir: ROOT,
-        loader: 'js',
-      }));
+      b.onLoad({ filter: /.*/, namespace: 'lazy-chunk' }, (args) => {
+        const load = `require(${JSON.stringify(CHUNK_LOADER)}).loadChunk(${JSON.stringify(chunkOf.get(args.path))}, ${JSON.stringify(args.path)})`;
+        const shape = shapes.get(args.path)!;
+        const contents =
+          shape.kind === 'function'
+            ? `module.exports = ${load};`
+            : `let real;
+const load = () => (real ??= ${load});
+for (const key of ${JSON.stringify(shape.keys)}) Object.defineProperty(exports, key, { enumerable: true, get: () => load()[key] });
+${shape.esModule ? "Object.defineProperty(exports, '__esModule', { value: true });" : ''}`;
+        return { contents, resolveDir: ROOT, loader: 'js' };
+      });
     },
   };
 }
 
 /**
- * The chunk's CommonJS module wrapped in a function expression (src/sea-chunks.ts calls it
- * with exports, require, module), each package exported through a getter so that only the one
- * imported runs its module code.
+ * keepNames makes esbuild call its `__name` helper, a defineProperty of `name`, for every
+ * function and class whose name a renaming could lose: 3,700 calls while `serve` starts (each
+ * zod type and commander command defines several), 1.2 MB of allocation and 1.5 ms of CPU,
+ * although nearly every one already has that name. The helper skips those.
  */
+const NAME_HELPER = 'var __name=(target,value)=>__defProp(target,"name",{value,configurable:!0})';
+const CHEAP_NAME_HELPER = 'var __name=(target,value)=>target.name===value?target:__defProp(target,"name",{value,configurable:!0})';
+
+/**
+ * A CommonJS module wrapped in a function expression (src/sea-chunks.ts calls it with exports,
+ * require, module, __filename, __dirname), written ASCII-only.
+ */
+function writeWrapped(file: string, code: string): void {
+  if (code.includes('__name(')) {
+    if (!code.includes(NAME_HELPER)) throw new Error(`${file}: esbuild's __name helper changed; update NAME_HELPER in build/build.ts`);
+    code = code.replace(NAME_HELPER, CHEAP_NAME_HELPER);
+  }
+  writeFileSync(file, `(function (exports, require, module, __filename, __dirname) {${code}\n})`);
+  assertAscii(file);
+}
+
+/** A chunk exports each of its packages through a getter, so that only the one imported runs its module code. */
 async function buildChunk(chunk: string, specifiers: string[], file: string): Promise<void> {
   const entry = specifiers.map((s) => `Object.defineProperty(exports, ${JSON.stringify(s)}, { enumerable: true, get: () => require(${JSON.stringify(s)}) });`).join('\n');
   const result = await build({ ...BUNDLE_OPTIONS, stdin: { contents: entry, resolveDir: ROOT, sourcefile: `chunk-${chunk}.js`, loader: 'js' }, write: false, outfile: file });
-  const code = result.outputFiles[0].text;
-  writeFileSync(file, `(function (exports, require, module, __filename, __dirname) {${code}\n})`);
-  assertAscii(file);
+  writeWrapped(file, result.outputFiles[0].text);
 }
 
 /**
@@ -124,16 +187,71 @@ function assertAscii(file: string): void {
  * 240 → 180 ms of CPU; without a cache 360 ms). Loading them runs no more than their module
  * code, which only defines things.
  */
-function chunkCodeCache(source: string, cache: string, filename: string, specifiers: string[]): void {
+function chunkCodeCache(source: string, cache: string, filename: string, specifiers: string[]): Map<string, ExportShape> {
   const script = `const vm = require('node:vm'), fs = require('node:fs');
 const [source, cache, filename, ...specifiers] = process.argv.slice(1);
 const script = new vm.Script(fs.readFileSync(source, 'utf8'), { filename });
 const module = { exports: {} };
 script.runInThisContext()(module.exports, require, module, process.execPath, '/');
-for (const s of specifiers) if (!module.exports[s]) throw new Error(s + ' did not load');
-fs.writeFileSync(cache, script.createCachedData());`;
+const shapes = {};
+for (const s of specifiers) {
+  const m = module.exports[s];
+  if (!m) throw new Error(s + ' did not load');
+  shapes[s] = { kind: typeof m === 'function' ? 'function' : 'object', keys: Object.keys(m), esModule: !!m.__esModule };
+}
+fs.writeFileSync(cache, script.createCachedData());
+process.stdout.write(JSON.stringify(shapes));`;
   const res = spawnSync(NODE, ['-e', script, source, cache, filename, ...specifiers], { encoding: 'utf8' });
   if (res.status !== 0) throw new Error(`code cache of ${source} failed:\n${res.stderr}`);
+  return new Map(Object.entries(JSON.parse(res.stdout) as Record<string, ExportShape>));
+}
+
+/**
+ * The main script's code cache, made like a chunk's but after a whole start: the pinned Node
+ * runs the main script as the executable would (`serve` on an empty data dir, its assets read
+ * from build/out through a stand-in for node:sea), and writes the cache once the "started" line
+ * is out and /health has answered. It then holds every function that module evaluation, the
+ * migrations and start-up ran. The SEA's own cache (useCodeCache) is made before anything runs
+ * and holds the top level only: those functions were compiled at every start. The environment
+ * is empty: V8 refuses a cache made under other flags (NODE_OPTIONS).
+ */
+function mainCodeCache(source: string, cache: string, filename: string, assets: Record<string, string>): void {
+  const script = `const vm = require('node:vm'), fs = require('node:fs'), path = require('node:path'), http = require('node:http');
+const [source, cache, filename, assetsJson, config] = process.argv.slice(1);
+const assets = JSON.parse(assetsJson);
+const bytes = (key) => { if (!(key in assets)) throw new Error('no asset ' + key); const b = fs.readFileSync(assets[key]); return b.buffer.slice(b.byteOffset, b.byteOffset + b.length); };
+const sea = { isSea: () => true, getRawAsset: bytes, getAsset: (key, encoding) => (encoding ? new TextDecoder(encoding).decode(bytes(key)) : bytes(key)) };
+const script = new vm.Script(fs.readFileSync(source, 'utf8'), { filename });
+const fail = (why) => { process.stderr.write(why + '\\n'); process.exit(1); };
+let started = false;
+process.stdout.write = (chunk) => {
+  const line = String(chunk).split('\\n').find((l) => l.includes('"msg":"started"'));
+  if (line && !started) {
+    started = true;
+    http.get(JSON.parse(line).http + '/health', (res) => {
+      res.resume();
+      res.on('end', () => {
+        if (res.statusCode !== 200) fail('/health answered ' + res.statusCode);
+        fs.writeFileSync(cache, script.createCachedData());
+        process.exit(0);
+      });
+    }).on('error', (err) => fail(String(err)));
+  }
+  return true;
+};
+setTimeout(() => fail('no "started" line within 30 s'), 30000).unref();
+process.argv = [process.execPath, process.execPath, 'serve', '--config', config];
+const module = { exports: {} };
+script.runInThisContext()(module.exports, (id) => (id === 'node:sea' ? sea : require(id)), module, process.execPath, path.dirname(process.execPath));`;
+  const dir = mkdtempSync(join(tmpdir(), 'mailroom-build-'));
+  try {
+    const config = join(dir, 'mailroom.toml');
+    writeFileSync(config, `data_dir = ${JSON.stringify(join(dir, 'data'))}\n[http]\nlisten = "127.0.0.1:0"\n[smtp]\nlisten = "127.0.0.1:0"\n[dns]\nservers = ["127.0.0.1:9"]\n`);
+    const res = spawnSync(NODE, ['-e', script, source, cache, filename, JSON.stringify(assets), config], { cwd: dir, env: { MAILROOM_CACHE_DIR: join(dir, 'cache') }, encoding: 'utf8', timeout: 60_000 });
+    if (res.status !== 0) throw new Error(`code cache of the main script failed (exit ${res.status ?? res.signal}):\n${res.stderr}`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 function step(label: string, started: number): void {
@@ -164,21 +282,30 @@ async function main(): Promise<void> {
   rmSync(OUT, { recursive: true, force: true });
   mkdirSync(OUT, { recursive: true });
 
-  // 1. One CommonJS file: inside a SEA, require() reaches built-in modules only.
-  const bundle = join(OUT, 'mailroom.cjs');
-  const result = await build({ ...BUNDLE_OPTIONS, entryPoints: [join(ROOT, 'src', 'sea.ts')], outfile: bundle, plugins: [lazyChunkStubs()] });
-  assertAscii(bundle);
-  const inputs = Object.keys(result.metafile!.inputs).length;
-  step(`bundled ${inputs} modules into ${mb(statSync(bundle).size)}`, t0);
+  // 1. The chunks first: the main script's stubs follow what each package exports.
   const chunkAssets: Record<string, string> = {};
+  const shapes = new Map<string, ExportShape>();
   for (const [chunk, specifiers] of Object.entries(LAZY_CHUNKS)) {
     const names = chunkAssetNames(chunk);
     chunkAssets[names.source] = join(OUT, names.source);
     chunkAssets[names.cache] = join(OUT, names.cache);
     await buildChunk(chunk, specifiers, chunkAssets[names.source]);
-    chunkCodeCache(chunkAssets[names.source], chunkAssets[names.cache], `mailroom:${names.source}`, specifiers);
+    for (const [s, shape] of chunkCodeCache(chunkAssets[names.source], chunkAssets[names.cache], `mailroom:${names.source}`, specifiers)) shapes.set(s, shape);
     step(`chunk ${chunk} (${specifiers.join(', ')}): ${mb(statSync(chunkAssets[names.source]).size)}`, t0);
   }
+
+  // The main script, one CommonJS file (inside a SEA, require() reaches built-in modules only),
+  // run by a small entry script (src/sea-loader.ts) that compiles it with its own code cache.
+  const main = join(OUT, MAIN_ASSETS.source);
+  const result = await build({ ...BUNDLE_OPTIONS, entryPoints: [join(ROOT, 'src', 'sea.ts')], write: false, outfile: main, plugins: [zodEnglishOnly(), lazyChunkStubs(shapes)] });
+  writeWrapped(main, result.outputFiles[0].text);
+  // What the main script holds and who imports what, for finding what start-up need not load.
+  writeFileSync(join(OUT, 'main.meta.json'), JSON.stringify(result.metafile));
+  const inputs = Object.keys(result.metafile!.inputs).length;
+  step(`bundled ${inputs} modules into ${mb(statSync(main).size)}`, t0);
+  const loader = join(OUT, 'loader.cjs');
+  await build({ ...BUNDLE_OPTIONS, entryPoints: [join(ROOT, 'src', 'sea-loader.ts')], outfile: loader });
+  assertAscii(loader);
 
   // The attachment text worker (src/domain/mail/attachment-text.ts): a script of its own, run with
   // `new Worker(source, { eval: true })` since a worker cannot load a file from inside the SEA.
@@ -207,19 +334,23 @@ async function main(): Promise<void> {
   writeFileSync(pgMigrations, JSON.stringify(readPgMigrations()));
   step(`assets: addon ${mb(statSync(addon).size)}, ${readMigrations().length} SQLite and ${readPgMigrations().length} PostgreSQL migration(s)`, t0);
 
+  const assets: Record<string, string> = { 'better_sqlite3.node': addon, 'better_sqlite3.node.sha256': addonHash, 'migrations.json': migrations, 'migrations-pg.json': pgMigrations, [TEXT_WORKER_ASSET]: textWorker, ...chunkAssets, [MAIN_ASSETS.source]: main };
+  assets[MAIN_ASSETS.cache] = join(OUT, MAIN_ASSETS.cache);
+  mainCodeCache(main, assets[MAIN_ASSETS.cache], `mailroom:${MAIN_ASSETS.source}`, assets);
+  step(`code cache of the main script after a start: ${mb(statSync(assets[MAIN_ASSETS.cache]).size)}`, t0);
+
   // 3. The SEA blob, written by the pinned Node itself.
   const blob = join(OUT, 'sea-prep.blob');
   const seaConfig = join(OUT, 'sea-config.json');
   writeFileSync(
     seaConfig,
     JSON.stringify({
-      main: bundle,
+      main: loader,
       output: blob,
       // The "experimental feature" warning would print on every start of the CLI.
       disableExperimentalSEAWarning: true,
-      // V8 code cache of the bundle: compiled once here instead of on every start.
       useCodeCache: true,
-      assets: { 'better_sqlite3.node': addon, 'better_sqlite3.node.sha256': addonHash, 'migrations.json': migrations, 'migrations-pg.json': pgMigrations, [TEXT_WORKER_ASSET]: textWorker, ...chunkAssets },
+      assets,
     }),
   );
   const sea = spawnSync(NODE, ['--experimental-sea-config', seaConfig], { encoding: 'utf8' });

@@ -136,7 +136,9 @@ const resolvers = (def: string[], description: string): Field<string[]> => ({
  */
 export function isHostname(text: string): boolean {
   const name = text.endsWith('.') ? text.slice(0, -1) : text;
-  if (name.length === 0 || name.length > 253 || isIP(name) !== 0) return false;
+  // Only digits and dots can make an address the labels below accept (":" fails them): asking
+  // isIP about any name compiled Node's IPv6 pattern, 3-5 ms of every start (bench/ (g)).
+  if (name.length === 0 || name.length > 253 || (/^[\d.]+$/.test(name) && isIP(name) !== 0)) return false;
   return name.split('.').every((label) => /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/.test(label));
 }
 

@@ -18,7 +18,7 @@ import { createSmtpService } from './smtp/inbound.ts';
 import { createSubmissionService } from './smtp/submission.ts';
 import { createOutboundService } from './outbound/deliver.ts';
 import { createDomainRecheck } from './domain/domains/domain-recheck.ts';
-import { describeStartup, listenFailure, type StartupInfo } from './startup.ts';
+import { AFTER_START_MS, describeStartup, listenFailure, type StartupInfo } from './startup.ts';
 
 /** A long-running part of the process (SMTP listener, job runner, timers). */
 
@@ -49,7 +49,7 @@ const LISTEN_KEYS: Record<string, 'smtp' | 'metrics' | 'submission'> = { smtp: '
 
 /** Periodic housekeeping: expired idempotency records, events and delivery logs past retention, files a crash left without a row. */
 function housekeeping(ctx: AppContext): Service {
-  let first: NodeJS.Immediate | undefined;
+  let first: NodeJS.Timeout | undefined;
   let timer: NodeJS.Timeout | undefined;
   let sweeping: Promise<unknown> | undefined;
   return {
@@ -70,14 +70,14 @@ function housekeeping(ctx: AppContext): Service {
           .catch((err) => ctx.log.error('sweeping orphaned files failed', errorFields(err)))
           .finally(() => (sweeping = undefined));
       };
-      // The first sweep runs right after start-up instead of inside it: nothing a request or a
-      // message needs depends on it (3-5 ms of the binary's start on this machine).
-      first = setImmediate(run);
+      // The first sweep runs a moment after start-up instead of inside it or right after it,
+      // where it held up the first requests: nothing a request or a message needs depends on it.
+      first = setTimeout(run, AFTER_START_MS);
       timer = setInterval(run, 3_600_000);
       timer.unref();
     },
     async stop() {
-      clearImmediate(first);
+      clearTimeout(first);
       clearInterval(timer);
       await sweeping;
     },

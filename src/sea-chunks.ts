@@ -1,7 +1,9 @@
-// Inside the single executable: the packages only some work needs (mail parsing and
-// authentication, tar) travel as separate scripts (SEA assets, see build/build.ts) and are
-// compiled the first time the code imports one of them, not at every start.
-import { getAsset } from 'node:sea';
+// Inside the single executable, code travels as scripts compiled with a V8 code cache that the
+// build made after running them (SEA assets, see build/build.ts): the main script, which the
+// executable's own entry (src/sea-loader.ts) runs, and the packages only some work needs (mail
+// parsing and authentication, tar, the MCP SDK), compiled the first time the code imports one
+// of them, not at every start.
+import { getAsset, getRawAsset } from 'node:sea';
 import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import { Script } from 'node:vm';
@@ -14,25 +16,36 @@ export const TEXT_WORKER_ASSET = 'text-worker.js';
 /** Asset names of a chunk; build/build.ts writes them under the same names. */
 export const chunkAssets = (chunk: string) => ({ source: `chunk-${chunk}.js`, cache: `chunk-${chunk}.cache` });
 
+/** Asset names of the main script (src/sea.ts bundled). */
+export const MAIN_ASSETS = { source: 'main.js', cache: 'main.cache' };
+
+type ModuleWrapper = (exports: object, require: NodeRequire, module: object, filename: string, dirname: string) => void;
+
 /**
- * The exports of `specifier` from the chunk `chunk`. The chunk's script is a CommonJS module
- * wrapped in a function expression; its V8 code cache was made by the same Node at build time
- * (a rejected cache, e.g. under other V8 flags, only means compiling from source).
+ * Compiles a script asset (a CommonJS module wrapped in a function expression) with its code
+ * cache and runs it; returns its exports. A rejected cache (e.g. other V8 flags through
+ * NODE_OPTIONS) only means compiling from source. The cache is read in place (getRawAsset: no
+ * copy); the file names are the ones the main script gets inside a single executable.
  */
+export function runScriptAsset(assets: { source: string; cache: string }, require: NodeRequire): Record<string, unknown> {
+  const script = new Script(getAsset(assets.source, 'utf8'), {
+    filename: `mailroom:${assets.source}`,
+    cachedData: Buffer.from(getRawAsset(assets.cache) as ArrayBuffer),
+  });
+  // Only a build that made the cache under other flags gets here without NODE_OPTIONS; it
+  // still works, but slower, so it says so (the binary's tests require an empty stderr).
+  if (script.cachedDataRejected && !process.env.NODE_OPTIONS) process.stderr.write(`mailroom: warning: V8 refused the code cache of ${assets.source}\n`);
+  const module = { exports: {} as Record<string, unknown> };
+  (script.runInThisContext() as ModuleWrapper)(module.exports, require, module, process.execPath, dirname(process.execPath));
+  return module.exports;
+}
+
+/** The exports of `specifier` from the chunk `chunk`. */
 export function loadChunk(chunk: string, specifier: string): unknown {
   let exports = loaded.get(chunk);
   if (!exports) {
-    const assets = chunkAssets(chunk);
-    const script = new Script(getAsset(assets.source, 'utf8'), {
-      filename: `mailroom:${assets.source}`,
-      cachedData: Buffer.from(getAsset(assets.cache)),
-    });
-    const wrapper = script.runInThisContext() as (exports: object, require: NodeRequire, module: object, filename: string, dirname: string) => void;
-    const module = { exports: {} as Record<string, unknown> };
-    // Bundled chunks require nothing but Node's built-in modules; the file names are the ones
-    // the main script gets inside a single executable.
-    wrapper(module.exports, createRequire(process.execPath), module, process.execPath, dirname(process.execPath));
-    exports = module.exports;
+    // Bundled chunks require nothing but Node's built-in modules.
+    exports = runScriptAsset(chunkAssets(chunk), createRequire(process.execPath));
     loaded.set(chunk, exports);
   }
   if (!(specifier in exports)) throw new Error(`${specifier} is not in the ${chunk} chunk`);

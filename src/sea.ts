@@ -1,6 +1,7 @@
-// Entry point of the single executable (bundled by build/build.ts). Inside a Node SEA there is
-// no node_modules and no migrations/ folder: the SQLite addon and the migrations travel as SEA
-// assets and are handed to the database layer before the CLI runs.
+// The single executable's main script (bundled by build/build.ts, run by src/sea-loader.ts with
+// its code cache). Inside a Node SEA there is no node_modules and no migrations/ folder: the
+// SQLite addon and the migrations travel as SEA assets and are handed to the database layer
+// before the CLI runs.
 // First, so that the filter is in place before any bundled module runs.
 import './bundle-warnings.ts';
 import { getAsset } from 'node:sea';

@@ -28,6 +28,12 @@ export interface StartupInfo {
   warnings: string[];
 }
 
+/**
+ * How long after start-up the background passes (housekeeping's sweep, the domain re-check and
+ * the shared DKIM key) first run: right after "started" they took CPU from the first requests.
+ */
+export const AFTER_START_MS = 1000;
+
 const hostPort = (host: string, port: number) => (host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`);
 
 

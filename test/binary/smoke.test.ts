@@ -13,7 +13,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { simpleParser, type ParsedMail } from 'mailparser';
-import nodemailer from 'nodemailer';
+import nodemailer, { type SendMailOptions } from 'nodemailer';
 import { SMTPServer } from 'smtp-server';
 import { BINARY, ensureBinary, freePort, runBinary, serveBinary, type BinaryServe } from '../support/binary.ts';
 import { startTestDns, type TestDns } from '../support/dns.ts';
@@ -53,6 +53,15 @@ describe('single executable (build/mailroom)', { skip }, () => {
     return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
   };
   const cli = (...args: string[]) => runBinary(dir, args);
+  /** One mail from an outside sender to the inbox, over the binary's SMTP listener. */
+  const deliver = async (mail: Omit<SendMailOptions, 'from' | 'to'>) => {
+    const transport = nodemailer.createTransport({ host: '127.0.0.1', port: ports.smtp, secure: false, ignoreTLS: true });
+    try {
+      await transport.sendMail({ from: 'Sender <sender@example.org>', to: inbox.address, ...mail });
+    } finally {
+      transport.close();
+    }
+  };
   const ok = async (...args: string[]) => {
     const res = await cli(...args);
     assert.equal(res.code, 0, `mailroom ${args.join(' ')} exited ${res.code}: ${res.stderr}`);
@@ -207,18 +216,11 @@ timeout = "5s"
   let received: any;
   const attachmentBytes = randomBytes(48 * 1024);
   it('receives a mail over SMTP and serves its attachment byte-identical through the presigned URL', async () => {
-    const transport = nodemailer.createTransport({ host: '127.0.0.1', port: ports.smtp, secure: false, ignoreTLS: true });
-    try {
-      await transport.sendMail({
-        from: 'Sender <sender@example.org>',
-        to: inbox.address,
-        subject: 'Smoke report',
-        text: 'The report is attached.',
-        attachments: [{ filename: 'report.bin', content: attachmentBytes, contentType: 'application/octet-stream' }],
-      });
-    } finally {
-      transport.close();
-    }
+    await deliver({
+      subject: 'Smoke report',
+      text: 'The report is attached.',
+      attachments: [{ filename: 'report.bin', content: attachmentBytes, contentType: 'application/octet-stream' }],
+    });
     received = await until('the message to be listed', async () => {
       const list = await api('GET', `/inboxes/${inbox.id}/messages`);
       assert.equal(list.status, 200);
@@ -254,6 +256,21 @@ timeout = "5s"
     assert.equal(event.data.id, received.id);
     const signature = createHmac('sha256', webhookSecret).update(call.body).digest('hex');
     assert.equal(call.headers['x-service-signature'], signature);
+  });
+
+  it('shows only the new content of a reply (htmlparser2 and planer from the "reply" chunk)', async () => {
+    await deliver({
+      subject: 'Re: Smoke report',
+      inReplyTo: '<smoke-report@example.org>',
+      text: 'Thanks, got it.\n\nOn Mon, Jan 8, 2024 at 10:15 AM Bob Smith <bob@example.com> wrote:\n\n> The report is attached.\n',
+      html: '<div>Thanks, got it.</div><div class="gmail_quote"><blockquote class="gmail_quote">The report is attached.</blockquote></div>',
+    });
+    const reply = await until('the reply to be listed', async () => {
+      const list = await api('GET', `/inboxes/${inbox.id}/messages`);
+      return list.body.data.find((m: { subject: string }) => m.subject === 'Re: Smoke report');
+    });
+    assert.equal(reply.extractedText, 'Thanks, got it.');
+    assert.equal(reply.extractedHtml, '<div>Thanks, got it.</div>');
   });
 
   it('serves the raw message, its thread, the OpenAPI document, the dashboard and metrics', async () => {
@@ -399,8 +416,10 @@ timeout = "5s"
 
     let res = await run({ MAILROOM_CACHE_DIR: good });
     assert.equal(res.code, 0, res.stderr);
-    const files = readdirSync(good);
+    const libraries = (d: string) => readdirSync(d).filter((f) => f.endsWith('.node'));
+    const files = libraries(good);
     assert.equal(files.length, 1);
+    assert.ok(existsSync(join(good, `${files[0]}.ok`)), 'its seal: later starts need not hash it');
     assert.match(files[0], /^better_sqlite3-[0-9a-f]{16}\.node$/);
     assert.equal(statSync(good).mode & 0o777, 0o700);
     const first = statSync(join(good, files[0]));
@@ -422,7 +441,7 @@ timeout = "5s"
     res = await run({ MAILROOM_CACHE_DIR: shared, XDG_CACHE_HOME: xdg });
     assert.equal(res.code, 0, res.stderr);
     assert.deepEqual(readdirSync(shared), []);
-    assert.equal(readdirSync(join(xdg, 'mailroom')).length, 1);
+    assert.equal(libraries(join(xdg, 'mailroom')).length, 1);
 
     // A noexec mount (needs root and mount(8); skipped elsewhere): loading fails there, so the
     // next directory is used.
@@ -434,7 +453,7 @@ timeout = "5s"
         const xdg2 = join(base, 'xdg2');
         res = await run({ MAILROOM_CACHE_DIR: noexec, XDG_CACHE_HOME: xdg2 });
         assert.equal(res.code, 0, res.stderr);
-        assert.equal(readdirSync(join(xdg2, 'mailroom')).length, 1, 'fell back past the noexec mount');
+        assert.equal(libraries(join(xdg2, 'mailroom')).length, 1, 'fell back past the noexec mount');
       } finally {
         spawnSync('umount', [noexec]);
       }

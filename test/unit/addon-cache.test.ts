@@ -44,13 +44,26 @@ describe('addon cache', () => {
     assert.equal(typeof (first.exports as { Database?: unknown }).Database, 'function');
     assert.match(first.path, /better_sqlite3-[0-9a-f]{16}\.node$/);
     assert.equal(statSync(dir).mode & 0o777, 0o700);
-    assert.deepEqual(readdirSync(dir), [first.path.split('/').pop()], 'no temporary file left behind');
+    const name = first.path.split('/').pop()!;
+    assert.deepEqual(readdirSync(dir).sort(), [name, `${name}.ok`], 'the file and its seal, no temporary file left behind');
     const mtime = statSync(first.path).mtimeMs;
     const readsBefore = reads;
     const again = loadCachedAddon('better_sqlite3', ADDON, [dir]);
     assert.equal(again.path, first.path);
     assert.equal(statSync(again.path).mtimeMs, mtime);
     assert.equal(reads, readsBefore, 'a good cached copy is reused without reading the embedded bytes');
+  });
+
+  it('trusts a seal only while it matches the file: a stale one means hashing again, and a new seal', () => {
+    const dir = join(root, 'seal');
+    const { path } = loadCachedAddon('better_sqlite3', ADDON, [dir]);
+    const sealed = readFileSync(`${path}.ok`, 'latin1');
+    assert.match(sealed, /^[0-9a-f]{64} \d+:\d+:\d+:\d+:\d+\n$/);
+    writeFileSync(`${path}.ok`, sealed.replace(/:\d+\n$/, ':1\n'));
+    const readsBefore = reads;
+    loadCachedAddon('better_sqlite3', ADDON, [dir]);
+    assert.equal(reads, readsBefore, 'the intact copy passed its hash: not rewritten');
+    assert.equal(readFileSync(`${path}.ok`, 'latin1'), sealed);
   });
 
   it('replaces a damaged copy and a planted symlink instead of loading them', () => {

@@ -1,4 +1,4 @@
-// Background work for domains: makes the shared domain's DKIM key at start (so the operator
+// Background work for domains: makes the shared domain's DKIM key just after start (so the operator
 // can publish it before the first send), and re-checks domains that are not verified yet
 // every `domains.recheck_interval`, so a domain turns verified without anyone calling verify.
 import type { AppContext } from '../../context.ts';
@@ -6,9 +6,11 @@ import { errorFields } from '../../log.ts';
 import type { Service } from '../../context.ts';
 import { ensureSharedDkimKey } from './dkim-keys.ts';
 import { recheckDueDomains } from './domains.ts';
+import { AFTER_START_MS } from '../../startup.ts';
 
 export function createDomainRecheck(ctx: AppContext): Service {
   const every = ctx.config.domains.recheck_interval;
+  let first: NodeJS.Timeout | undefined;
   let timer: NodeJS.Timeout | undefined;
   let pass: Promise<unknown> = Promise.resolve();
   let keyReady: Promise<unknown> = Promise.resolve();
@@ -29,14 +31,18 @@ export function createDomainRecheck(ctx: AppContext): Service {
   return {
     name: 'domain-recheck',
     async start() {
-      // Not awaited: RSA generation must not delay start-up; signingKeyFor copes if a send
-      // comes first (it then generates synchronously, and the first file written wins).
-      keyReady = ensureSharedDkimKey(ctx).catch((err) => ctx.log.error('shared DKIM key generation failed', errorFields(err)));
-      tick();
+      // A moment after start-up, not during it: the key's RSA generation (first start) and the
+      // first pass would take CPU from it. signingKeyFor copes if a send comes first (it then
+      // generates the key itself, and the first file written wins).
+      first = setTimeout(() => {
+        keyReady = ensureSharedDkimKey(ctx).catch((err) => ctx.log.error('shared DKIM key generation failed', errorFields(err)));
+        tick();
+      }, Math.min(AFTER_START_MS, every));
       timer = setInterval(tick, every);
       timer.unref();
     },
     async stop(graceMs) {
+      clearTimeout(first);
       clearInterval(timer);
       let cut: NodeJS.Timeout | undefined;
       const grace = new Promise((resolve) => (cut = setTimeout(resolve, graceMs)));
