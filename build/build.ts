@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { readMigrations } from '../src/db/migrate.ts';
 import { readPgMigrations } from '../src/store/migrate.ts';
 import { sha256Of } from '../src/addon-cache.ts';
-import { chunkAssets as chunkAssetNames, MAIN_ASSETS, TEXT_WORKER_ASSET } from '../src/sea-chunks.ts';
+import { ANALYSIS_WORKER_ASSET, chunkAssets as chunkAssetNames, MAIN_ASSETS, TEXT_WORKER_ASSET } from '../src/sea-chunks.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const OUT = join(ROOT, 'build', 'out');
@@ -313,6 +313,11 @@ async function main(): Promise<void> {
   await build({ ...BUNDLE_OPTIONS, entryPoints: [join(ROOT, 'src', 'domain', 'mail', 'text-worker.mjs')], outfile: textWorker });
   assertAscii(textWorker);
   step(`text worker (unpdf, mammoth, html-to-text): ${mb(statSync(textWorker).size)}`, t0);
+  // The inbound analysis worker (src/domain/inbound/analysis.ts), the same way.
+  const analysisWorker = join(OUT, ANALYSIS_WORKER_ASSET);
+  await build({ ...BUNDLE_OPTIONS, entryPoints: [join(ROOT, 'src', 'domain', 'inbound', 'analysis-worker.ts')], outfile: analysisWorker });
+  assertAscii(analysisWorker);
+  step(`analysis worker (mailparser, mailauth): ${mb(statSync(analysisWorker).size)}`, t0);
 
   // 2. Assets: the addon this checkout compiled (same ABI as the pinned Node) and the
   // migrations read the way drizzle's migrator reads them. Asset names match src/sea.ts.
@@ -334,7 +339,7 @@ async function main(): Promise<void> {
   writeFileSync(pgMigrations, JSON.stringify(readPgMigrations()));
   step(`assets: addon ${mb(statSync(addon).size)}, ${readMigrations().length} SQLite and ${readPgMigrations().length} PostgreSQL migration(s)`, t0);
 
-  const assets: Record<string, string> = { 'better_sqlite3.node': addon, 'better_sqlite3.node.sha256': addonHash, 'migrations.json': migrations, 'migrations-pg.json': pgMigrations, [TEXT_WORKER_ASSET]: textWorker, ...chunkAssets, [MAIN_ASSETS.source]: main };
+  const assets: Record<string, string> = { 'better_sqlite3.node': addon, 'better_sqlite3.node.sha256': addonHash, 'migrations.json': migrations, 'migrations-pg.json': pgMigrations, [TEXT_WORKER_ASSET]: textWorker, [ANALYSIS_WORKER_ASSET]: analysisWorker, ...chunkAssets, [MAIN_ASSETS.source]: main };
   assets[MAIN_ASSETS.cache] = join(OUT, MAIN_ASSETS.cache);
   mainCodeCache(main, assets[MAIN_ASSETS.cache], `mailroom:${MAIN_ASSETS.source}`, assets);
   step(`code cache of the main script after a start: ${mb(statSync(assets[MAIN_ASSETS.cache]).size)}`, t0);

@@ -117,6 +117,7 @@ export interface Metrics {
   smtpMessages: Counter;
   smtpRecipients: Counter;
   smtpLimited: Counter;
+  inboundAnalysed: Counter;
   submissionAuth: Counter;
   submissionMessages: Counter;
   /** The two HTTP series of each method, route and status, found by one map lookup per request. */
@@ -141,6 +142,10 @@ export function metricsOf(ctx: AppContext): Metrics {
         'mailroom_smtp_sessions_limited_total',
         'SMTP sessions refused or closed with 421 by a limit: per_ip (smtp.max_connections_per_ip), session_time (smtp.max_session_time), junk_commands (smtp.max_junk_commands), memory_budget (smtp.memory_budget, 452 4.3.1 and the sender retries).',
       ),
+      inboundAnalysed: new Counter(
+        'mailroom_inbound_analysed_total',
+        'Received messages parsed and authenticated, by where: worker (an analysis thread, smtp.analysis_workers) or main (the main thread: workers off, large messages parsed from their file, or a worker lost).',
+      ),
       submissionAuth: new Counter(
         'mailroom_submission_auth_total',
         'SMTP submission AUTH attempts by result: accepted, rejected (535 5.7.8), rate_limited (454 4.7.0: too many failures from the client address).',
@@ -161,6 +166,7 @@ export const countSmtpMessage = (ctx: AppContext, result: 'accepted' | 'rejected
 export const countSmtpRecipient = (ctx: AppContext, result: 'accepted' | 'rejected') => metricsOf(ctx).smtpRecipients.inc({ result });
 export const countSmtpLimited = (ctx: AppContext, reason: 'per_ip' | 'session_time' | 'junk_commands' | 'memory_budget') => metricsOf(ctx).smtpLimited.inc({ reason });
 
+export const countInboundAnalysed = (ctx: AppContext, where: 'worker' | 'main') => metricsOf(ctx).inboundAnalysed.inc({ where });
 export const countSubmissionAuth = (ctx: AppContext, result: 'accepted' | 'rejected' | 'rate_limited') => metricsOf(ctx).submissionAuth.inc({ result });
 export const countSubmission = (ctx: AppContext, result: 'accepted' | 'rejected') => metricsOf(ctx).submissionMessages.inc({ result });
 
@@ -291,7 +297,7 @@ async function scrape(ctx: AppContext, state: ScrapeState): Promise<string> {
   lines.push(...gauge('mailroom_process_heap_used_bytes', 'JavaScript heap in use.', [{ labels: {}, value: mem.heapUsed }]));
 
   lines.push(...m.httpRequests.render(), ...m.httpDuration.render());
-  lines.push(...m.smtpSessions.render(), ...m.smtpMessages.render(), ...m.smtpRecipients.render(), ...m.smtpLimited.render());
+  lines.push(...m.smtpSessions.render(), ...m.smtpMessages.render(), ...m.smtpRecipients.render(), ...m.smtpLimited.render(), ...m.inboundAnalysed.render());
   lines.push(...m.submissionAuth.render(), ...m.submissionMessages.render());
 
   // One transaction: the gauges describe one moment.

@@ -13,6 +13,9 @@ const loaded = new Map<string, Record<string, unknown>>();
 /** The attachment text worker's script (src/domain/mail/text-worker.mjs bundled), run with eval. */
 export const TEXT_WORKER_ASSET = 'text-worker.js';
 
+/** The inbound analysis worker's script (src/domain/inbound/analysis-worker.ts bundled), run with eval. */
+export const ANALYSIS_WORKER_ASSET = 'analysis-worker.js';
+
 /** Asset names of a chunk; build/build.ts writes them under the same names. */
 export const chunkAssets = (chunk: string) => ({ source: `chunk-${chunk}.js`, cache: `chunk-${chunk}.cache` });
 

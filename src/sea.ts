@@ -11,7 +11,8 @@ import { runCli } from '../cli/mailroom.ts';
 import { addonCacheDirs, loadCachedAddon } from './addon-cache.ts';
 import { setNativeBinding } from './db/client.ts';
 import { setTextWorkerSource } from './domain/mail/attachment-text.ts';
-import { TEXT_WORKER_ASSET } from './sea-chunks.ts';
+import { ANALYSIS_WORKER_ASSET, TEXT_WORKER_ASSET } from './sea-chunks.ts';
+import { setAnalysisWorkerSource } from './domain/inbound/analysis.ts';
 import { setEmbeddedMigrations } from './db/migrate.ts';
 import { setEmbeddedPgMigrations } from './store/migrate.ts';
 
@@ -30,6 +31,7 @@ function boot(): boolean {
     setEmbeddedPgMigrations(JSON.parse(getAsset(PG_MIGRATIONS_ASSET, 'utf8')) as MigrationMeta[]);
     // Read when the first extraction starts, not at every start.
     setTextWorkerSource(() => getAsset(TEXT_WORKER_ASSET, 'utf8'));
+    setAnalysisWorkerSource(() => getAsset(ANALYSIS_WORKER_ASSET, 'utf8'));
     return true;
   } catch (err) {
     process.stderr.write(`mailroom: ${(err as Error).message}\n`);

@@ -295,6 +295,10 @@ timeout = "5s"
     const text = await metrics.text();
     assert.match(text, /^mailroom_http_requests_total\{method="GET",route="\/attachments\/:id\/download",status="200"\} 1$/m);
     assert.match(text, /^mailroom_inboxes\{status="active"\} 1$/m);
+    // The received mail was parsed and authenticated on an analysis thread, started from the
+    // worker script the executable carries (an asset), not on the main thread.
+    assert.match(text, /^mailroom_inbound_analysed_total\{where="worker"\} [1-9]\d*$/m);
+    assert.doesNotMatch(text, /^mailroom_inbound_analysed_total\{where="main"\}/m);
   });
 
   it('sends a mail with an uploaded attachment to the capturing MX (DNS MX lookup, direct delivery)', async () => {

@@ -113,13 +113,13 @@ export async function listEvents(ctx: AppContext, accountId: string, query: Even
 
 /**
  * A message.* event's payload is the message as it was, bodies included; but the bodies never
- * change and the message row already holds them, so the stored event holds this in their place
- * (a NUL, which stored text never contains: src/store/store.ts withoutNul) and readers fill them
- * in from the row. Each received 10 KB message wrote its body twice before: bench (a) measured
- * the commit's page writes as the largest cost of storing a message. An event goes with its
- * message (events.message_id cascades), so the row is there whenever the event is.
+ * change and the message row already holds them, so the stored event holds `true` in their place
+ * (a body is a string or null, never a boolean) and readers fill them in from the row. Each
+ * received 10 KB message wrote its body twice before: bench (a) measured the commit's page
+ * writes as the largest cost of storing a message. An event goes with its message
+ * (events.message_id cascades), so the row is there whenever the event is.
  */
-const FROM_MESSAGE = '\u0000';
+const FROM_MESSAGE = true;
 
 function withoutBodies(data: unknown): unknown {
   const d = data as { bodyText?: unknown; bodyHtml?: unknown };

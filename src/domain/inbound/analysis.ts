@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { AppContext } from '../../context.ts';
 import { errorFields } from '../../log.ts';
+import { countInboundAnalysed } from '../../metrics.ts';
 import type { AnalysisTask, LookupAnswer, WorkerMessage } from './analysis-worker.ts';
 import { authenticateMessage, cachedLookup, type AuthenticationResults } from './authentication.ts';
 import { parseMessage } from './inbound-parse.ts';
@@ -167,6 +168,7 @@ function pick(ctx: AppContext): PoolWorker | undefined {
 }
 
 function analyseHere(ctx: AppContext, raw: Buffer, sender: SenderOfMessage | null): Promise<Analysis> {
+  countInboundAnalysed(ctx, 'main');
   return Promise.all([parseMessage(raw), sender ? authenticateMessage(ctx, { raw, ...sender }) : null]).then(([parsed, authentication]) => ({ parsed, authentication }));
 }
 
@@ -189,6 +191,9 @@ export function analyseMessage(ctx: AppContext, raw: Buffer, sender: SenderOfMes
     pending.set(task, { resolve, reject });
     pw.tasks.add(task);
     pw.worker.postMessage(message);
+  }).then((a) => {
+    countInboundAnalysed(ctx, 'worker');
+    return a;
   }).catch((err: Error & { workerLost?: boolean }) => {
     ctx.log.warn('message analysed on the main thread', { reason: err.workerLost ? 'worker lost' : 'worker failed', ...errorFields(err) });
     return analyseHere(ctx, raw, sender);

@@ -23,6 +23,7 @@ import { isoNow } from '../time.ts';
 import { isStaged, parseStaged, readStaged, type LargeAttachment, type StagedMessage } from './inbound-large.ts';
 import { traceHeaders } from './inbound-parse.ts';
 import { analyseMessage } from './analysis.ts';
+import { countInboundAnalysed } from '../../metrics.ts';
 import { removeStaged } from '../../storage/staging.ts';
 import { domainExists, findStoredDelivery } from '../../store/repo/inbound.ts';
 import { insertAttachments } from '../../store/repo/attachments.ts';
@@ -188,6 +189,7 @@ export async function prepareInbound(ctx: AppContext, input: InboundInput): Prom
   // (analysis.ts); a large one is parsed here from its file and authenticated below.
   const sender = input.skipAuthentication ? null : { mailFrom: input.mailFrom, remoteAddress: input.remoteAddress, heloName: input.heloName };
   const analysed = isStaged(raw) ? undefined : await analyseMessage(ctx, raw, sender);
+  if (isStaged(raw)) countInboundAnalysed(ctx, 'main');
   const { parsed, files: staged } = isStaged(raw) ? await parseStaged(ctx, raw) : { parsed: analysed!.parsed, files: [] };
   try {
     // ---- Reports about our own outbound mail (DSN/ARF): handled by INBOUND_REPORT_HANDLERS. ----
