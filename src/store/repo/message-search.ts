@@ -76,71 +76,62 @@ export async function listMatchingMessageIds(db: Db, scope: ListScope, f: MatchF
 }
 
 /**
+ * Where a message stands in the order messages were stored, newest first, and its id: on SQLite
+ * its rowid (one writer at a time: the insert order), on PostgreSQL its created_at (the ids'
+ * order too: ids are time-ordered), the id breaking ties.
+ */
+export type MatchKey = [position: number | string, id: string];
+
+/**
+ * The ranked part of a search with more matches than the cap: the `cap` newest matches. SQLite
+ * bounds the full-text scan with the oldest one's rowid (FTS5 seeks to it); PostgreSQL, whose
+ * GIN index gives no order, is given their ids.
+ */
+export interface SearchWindow {
+  oldest: MatchKey;
+  ids: string[];
+}
+
+/**
  * The messages of `scope` that pass `f`. With a label the match is driven by message_labels'
  * (inbox_id | account_id, label, created_at) index; without one by messages' own indexes —
  * `unread = 1` is written literally so SQLite can use the partial unread indexes. With words
  * in `q` the full-text index drives it and orders by relevance, then newest: FTS5's bm25 on
- * SQLite, ts_rank on PostgreSQL.
+ * SQLite, ts_rank on PostgreSQL; with `window`, only the messages of the window.
  */
-export function matchMessages(scope: ListScope, f: MatchFilters, dialect: Dialect): MessageMatch {
-  const [column, value] = 'inboxId' in scope ? ['inbox_id', scope.inboxId] : ['account_id', scope.accountId];
+export function matchMessages(scope: ListScope, f: MatchFilters, dialect: Dialect, window?: SearchWindow): MessageMatch {
+  const [column, value] = scopeColumn(scope);
   const parsed = f.search;
+  const rest = restOf(f, dialect, isRanked(f));
+  if (parsed && isRanked(f)) {
+    const text = dialect === 'sqlite' ? textSqlite(parsed, column, value, window?.oldest[0]) : textPostgres(parsed, column, value, window?.ids);
+    return { from: text.from, where: [...text.where, ...rest.where].join(' AND '), params: [...text.params, ...rest.params], order: text.order, threadColumn: 'm.thread_id' };
+  }
+  if (f.label !== undefined) {
+    return {
+      from: 'message_labels l JOIN messages m ON m.id = l.message_id',
+      where: [`l.${column} = ?`, 'l.label = ?', ...rest.where].join(' AND '),
+      params: [value, f.label, ...rest.params],
+      order: 'l.created_at DESC, l.message_id DESC',
+      threadColumn: 'l.thread_id',
+    };
+  }
+  return { from: 'messages m', where: [`m.${column} = ?`, ...rest.where].join(' AND '), params: [value, ...rest.params], order: 'm.created_at DESC, m.id DESC', threadColumn: 'm.thread_id' };
+}
+
+/** A search with text terms: ordered by relevance, and so bounded by the cap (listSearchBound). */
+export const isRanked = (f: MatchFilters) => (f.search?.positive.length ?? 0) > 0;
+
+const scopeColumn = (scope: ListScope): [column: string, value: string] => ('inboxId' in scope ? ['inbox_id', scope.inboxId] : ['account_id', scope.accountId]);
+
+/** Every condition of `f` but the text terms and the scope, on `m`: the same for every way of matching. */
+function restOf(f: MatchFilters, dialect: Dialect, ranked: boolean): { where: string[]; params: unknown[] } {
   const where: string[] = [];
-  const params: unknown[] = [value];
-  let from = '';
-  let order = '';
-  let threadColumn = 'm.thread_id';
-  if (parsed && dialect === 'postgres') {
-    const text = textPostgres(parsed, column, value);
-    if (text) ({ from, order } = text);
-    where.push(...(text?.where ?? []));
-    params.splice(0, 1, ...(text?.params ?? [value]));
-  }
-  const search = parsed && dialect === 'sqlite' ? toFts5(parsed) : undefined;
-  const texted = parsed ? parsed.positive.length > 0 : false;
-  if (search?.match && search.words.length) {
-    // Words may match in the text or in attachment filenames: the candidates are the messages
-    // matching every term in the text (ranked) and those with a filename matching any word
-    // (unranked, after the ranked ones); each word is then checked on its own. CROSS JOIN makes
-    // SQLite start from the few matching attachments, not scan the inbox's messages.
-    const anyWord = search.words.map((w) => w.file).join(' OR ');
-    from = `(SELECT r, min(rank) AS rank FROM (
-        SELECT rowid AS r, rank FROM messages_fts WHERE messages_fts MATCH ?
-        UNION ALL SELECT fm.rowid, NULL FROM (${FILENAME_MESSAGES}) fx CROSS JOIN messages fm ON fm.id = fx.message_id WHERE fm.${column} = ?
-      ) GROUP BY r) f JOIN messages m ON m.rowid = f.r`;
-    where.push(`m.${column} = ?`);
-    params.unshift(search.match, anyWord, anyWord, value);
-    for (const w of search.words) {
-      where.push(`(f.rank IS NOT NULL OR m.rowid IN (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?) OR ${FILENAME_MATCH})`);
-      params.push(w.fts, w.file, w.file);
-    }
-    if (search.opsMatch) {
-      where.push('(f.rank IS NOT NULL OR m.rowid IN (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?))');
-      params.push(search.opsMatch);
-    }
-    order = 'f.rank IS NULL, f.rank, m.created_at DESC, m.id DESC';
-  } else if (search?.match) {
-    from = 'messages_fts f JOIN messages m ON m.rowid = f.rowid';
-    where.push('f.messages_fts MATCH ?', `m.${column} = ?`);
-    params.unshift(search.match);
-    order = 'f.rank, m.created_at DESC, m.id DESC';
-  }
-  if (texted) {
-    if (f.label !== undefined) {
-      where.push('EXISTS (SELECT 1 FROM message_labels fl WHERE fl.message_id = m.id AND fl.label = ?)');
-      params.push(f.label);
-    }
-  } else if (f.label !== undefined) {
-    from = 'message_labels l JOIN messages m ON m.id = l.message_id';
-    where.push(`l.${column} = ?`, 'l.label = ?');
+  const params: unknown[] = [];
+  // Unranked, a label drives the match (matchMessages); ranked, the text does and the label is checked.
+  if (ranked && f.label !== undefined) {
+    where.push('EXISTS (SELECT 1 FROM message_labels fl WHERE fl.message_id = m.id AND fl.label = ?)');
     params.push(f.label);
-    order = 'l.created_at DESC, l.message_id DESC';
-    threadColumn = 'l.thread_id';
-  } else {
-    from = 'messages m';
-    where.push(`m.${column} = ?`);
-    order = 'm.created_at DESC, m.id DESC';
-    threadColumn = 'm.thread_id';
   }
   if (f.unread !== undefined) where.push(f.unread ? 'm.unread = 1' : 'm.unread = 0');
   if (f.direction !== undefined) {
@@ -151,29 +142,129 @@ export function matchMessages(scope: ListScope, f: MatchFilters, dialect: Dialec
     where.push('m.status = ?');
     params.push(f.status);
   }
-  if (search) {
-    for (const c of search.where) where.push(`(${c})`);
-    params.push(...search.params);
-    for (const x of search.exclude) {
+  const p = f.search;
+  if (!p) return { where, params };
+  const conditions = conditionsSql(p.conditions);
+  where.push(...conditions.where.map((c) => `(${c})`));
+  params.push(...conditions.params);
+  for (const fl of p.filenames) {
+    const file = dialect === 'sqlite' ? filenameTerm(fl.value, !fl.quoted) : tsquery(fl.value, fl.quoted);
+    const match = dialect === 'sqlite' ? FILENAME_MATCH : PG_FILENAME_MATCH;
+    where.push(fl.negated ? `NOT (${match})` : match);
+    params.push(file, file);
+  }
+  for (const t of p.exclude) {
+    if (dialect === 'sqlite') {
       where.push('m.rowid NOT IN (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?)');
-      params.push(x);
-    }
-  } else if (parsed) {
-    const conditions = conditionsSql(parsed.conditions);
-    for (const c of conditions.where) where.push(`(${c})`);
-    params.push(...conditions.params);
-    for (const fl of parsed.filenames) {
-      const file = tsquery(fl.value, fl.quoted);
-      where.push(fl.negated ? `NOT (${PG_FILENAME_MATCH})` : PG_FILENAME_MATCH);
-      params.push(file, file);
-    }
-    for (const t of parsed.exclude) {
+      params.push(fts5(t));
+    } else {
       const c = tsCondition(t);
       where.push(`NOT (${c.sql})`);
       params.push(c.param);
     }
   }
-  return { from, where: where.join(' AND '), params, order, threadColumn };
+  return { where, params };
+}
+
+// --- bounded searches -------------------------------------------------------------------------
+//
+// Ranking and counting every match costs what the matches number: a common word in a million
+// messages is a hundred thousand rows to rank and count. A search with text terms therefore
+// ranks only its `cap` newest matches, and counts up to cap + 1 (docs/api.md, "Search at
+// scale"). The newest matches are found newest first through the full-text index — FTS5 walks
+// a term's rowids in descending order and stops at the limit — from "arms", each a query whose
+// rows all match and whose union is every match: the messages matching every term in their
+// text, and, when the query has plain words, those with a filename matching one of them.
+
+/** One way of reaching matches: every row it gives matches; `key` orders it newest first. */
+interface Arm {
+  from: string;
+  where: string[];
+  params: unknown[];
+  /** SQLite: the rowid column the arm's order follows (the FTS5 table's own, so FTS5 gives the order). */
+  rowid: string;
+}
+
+/** The arms of a ranked search. */
+function armsOf(scope: ListScope, f: MatchFilters, dialect: Dialect): Arm[] {
+  const [column, value] = scopeColumn(scope);
+  const p = f.search!;
+  const rest = restOf(f, dialect, true);
+  const arm = (from: string, where: string[], params: unknown[], rowid = 'm.rowid'): Arm => ({ from, where: [...where, ...rest.where], params: [...params, ...rest.params], rowid });
+  if (dialect === 'sqlite') {
+    const q = toFts5(p);
+    // CROSS JOIN keeps FTS5 the outer loop, so its descending rowid order needs no sort.
+    const arms = [arm('messages_fts f CROSS JOIN messages m ON m.rowid = f.rowid', ['f.messages_fts MATCH ?', `m.${column} = ?`], [q.match, value], 'f.rowid')];
+    if (q.words.length) {
+      const anyWord = q.words.map((w) => w.file).join(' OR ');
+      const where = [`m.${column} = ?`];
+      const params: unknown[] = [anyWord, anyWord, value];
+      for (const w of q.words) {
+        where.push(`(EXISTS (SELECT 1 FROM messages_fts WHERE messages_fts MATCH ? AND rowid = m.rowid) OR ${FILENAME_MATCH})`);
+        params.push(w.fts, w.file, w.file);
+      }
+      if (q.opsMatch) {
+        where.push('EXISTS (SELECT 1 FROM messages_fts WHERE messages_fts MATCH ? AND rowid = m.rowid)');
+        params.push(q.opsMatch);
+      }
+      arms.push(arm(`(SELECT DISTINCT message_id FROM (${FILENAME_MESSAGES})) fx CROSS JOIN messages m ON m.id = fx.message_id`, where, params));
+    }
+    return arms;
+  }
+  const inText = p.positive.map(tsCondition);
+  const arms = [arm('messages m', [`m.${column} = ?`, ...inText.map((c) => c.sql)], [value, ...inText.map((c) => c.param)])];
+  const plain = p.positive.filter((t) => !t.op);
+  if (plain.length) {
+    const text = textPostgres(p, column, value);
+    const anyWord = plain.map((t) => `(${tsquery(t.value, t.quoted)})`).join(' | ');
+    // textPostgres' first parameter is the ranking tsquery of its FROM, unused here.
+    arms.push(arm('messages m', [PG_FILENAME_MATCH, ...text.where], [anyWord, anyWord, ...text.params.slice(1)]));
+  }
+  return arms;
+}
+
+const byNewest = (a: MatchKey, b: MatchKey) => (a[0] === b[0] ? (a[1] < b[1] ? 1 : a[1] > b[1] ? -1 : 0) : a[0] < b[0] ? 1 : -1);
+
+/** The keys of the `n` newest matches of a ranked search, older than `below` when given, newest first. */
+export async function listNewestMatches(db: Db, scope: ListScope, f: MatchFilters, n: number, below?: MatchKey): Promise<MatchKey[]> {
+  const dialect = dialectOf(db);
+  const found = new Map<string, MatchKey>();
+  for (const a of armsOf(scope, f, dialect)) {
+    const where = [...a.where];
+    const params = [...a.params];
+    if (below) {
+      where.push(dialect === 'sqlite' ? `${a.rowid} < ?` : '(m.created_at, m.id) < (?, ?)');
+      params.push(...(dialect === 'sqlite' ? [below[0]] : below));
+    }
+    const [key, order] = dialect === 'sqlite' ? [`${a.rowid}, m.id`, `${a.rowid} DESC`] : ['m.created_at, m.id', 'm.created_at DESC, m.id DESC'];
+    for (const k of await rawRows<MatchKey>(db, `SELECT ${key} FROM ${a.from} WHERE ${where.join(' AND ')} ORDER BY ${order} LIMIT ?`, [...params, n])) found.set(k[1], k);
+  }
+  return [...found.values()].sort(byNewest).slice(0, n);
+}
+
+/** How many messages a search finds, up to the cap, and for a ranked one past it the window ranked. */
+export interface SearchBound {
+  /** Exact up to `cap`; `cap` when more match. */
+  total: number;
+  /** More than `cap` match. */
+  more: boolean;
+  window?: SearchWindow;
+}
+
+/**
+ * Counts the matches of a search up to `cap` + 1. A ranked search takes the keys of its newest
+ * matches (the window, when there are more than `cap`); an unranked one, already newest first,
+ * counts the rows its list would read, stopping there.
+ */
+export async function boundSearch(db: Db, scope: ListScope, f: MatchFilters, cap: number): Promise<SearchBound> {
+  if (isRanked(f)) {
+    const keys = await listNewestMatches(db, scope, f, cap + 1);
+    if (keys.length <= cap) return { total: keys.length, more: false };
+    return { total: cap, more: true, window: { oldest: keys[cap - 1], ids: keys.slice(0, cap).map((k) => k[1]) } };
+  }
+  const m = matchMessages(scope, f, dialectOf(db));
+  const [[n]] = await rawRows<[number | string]>(db, `SELECT count(*) FROM (SELECT 1 FROM ${m.from} WHERE ${m.where} LIMIT ?) c`, [...m.params, cap + 1]);
+  return Number(n) > cap ? { total: cap, more: true } : { total: Number(n), more: false };
 }
 
 // --- the conditions (both engines) ------------------------------------------------------------
@@ -213,17 +304,12 @@ function conditionsSql(conditions: SearchCondition[]): { where: string[]; params
 
 /** What the SQLite engine runs: FTS5 MATCH expressions. */
 interface Fts5Query {
-  /** FTS5 MATCH expression of every positive text term, or null. */
-  match: string | null;
+  /** FTS5 MATCH expression of every positive text term. */
+  match: string;
   /** The positive plain words: each as an FTS5 expression (`fts`) and an attachments_fts one (`file`). */
   words: Array<{ fts: string; file: string }>;
   /** FTS5 expression of the positive operator terms (from:, subject:, …), or null. */
   opsMatch: string | null;
-  /** FTS5 expressions no result may satisfy. */
-  exclude: string[];
-  /** SQL conditions on `m` (filename conditions included), with their parameters in order. */
-  where: string[];
-  params: unknown[];
 }
 
 const FTS_COLUMNS: Record<NonNullable<TextTerm['op']>, string> = {
@@ -262,22 +348,55 @@ const fts5 = (t: TextTerm) => {
   return t.op ? `${FTS_COLUMNS[t.op]} : ${s}` : s;
 };
 
-/** The query as FTS5 expressions over messages_fts and attachments_fts (the SQLite engine). */
+/** The positive text terms as FTS5 expressions over messages_fts and attachments_fts (the SQLite engine). */
 function toFts5(p: SearchQuery): Fts5Query {
   const ops = p.positive.filter((t) => t.op);
-  const { where, params } = conditionsSql(p.conditions);
-  for (const f of p.filenames) {
-    const file = filenameTerm(f.value, !f.quoted);
-    where.push(f.negated ? `NOT (${FILENAME_MATCH})` : FILENAME_MATCH);
-    params.push(file, file);
-  }
   return {
-    match: p.positive.length ? p.positive.map(fts5).join(' AND ') : null,
+    match: p.positive.map(fts5).join(' AND '),
     words: p.words.map((t) => ({ fts: fts5(t), file: filenameTerm(t.value, !t.quoted) })),
     opsMatch: ops.length ? ops.map(fts5).join(' AND ') : null,
-    exclude: p.exclude.map(fts5),
+  };
+}
+
+/**
+ * The text part of a search on SQLite, ranked by FTS5's bm25 (`rank`), then newest; from rowid
+ * `since` on when given (FTS5 seeks there: the older matches are not read).
+ */
+function textSqlite(p: SearchQuery, column: string, value: unknown, since?: number | string): { from: string; order: string; where: string[]; params: unknown[] } {
+  const search = toFts5(p);
+  const bounded = (sql: string) => (since === undefined ? '' : ` AND ${sql} >= ?`);
+  const from = since === undefined ? [] : [since];
+  if (!search.words.length) {
+    return {
+      from: 'messages_fts f JOIN messages m ON m.rowid = f.rowid',
+      where: [`f.messages_fts MATCH ?${bounded('f.rowid')}`, `m.${column} = ?`],
+      params: [search.match, ...from, value],
+      order: 'f.rank, m.created_at DESC, m.id DESC',
+    };
+  }
+  // Words may match in the text or in attachment filenames: the candidates are the messages
+  // matching every term in the text (ranked) and those with a filename matching any word
+  // (unranked, after the ranked ones); each word is then checked on its own. CROSS JOIN makes
+  // SQLite start from the few matching attachments, not scan the inbox's messages.
+  const anyWord = search.words.map((w) => w.file).join(' OR ');
+  const where = [`m.${column} = ?`];
+  const params: unknown[] = [search.match, ...from, anyWord, anyWord, value, ...from, value];
+  for (const w of search.words) {
+    where.push(`(f.rank IS NOT NULL OR m.rowid IN (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?) OR ${FILENAME_MATCH})`);
+    params.push(w.fts, w.file, w.file);
+  }
+  if (search.opsMatch) {
+    where.push('(f.rank IS NOT NULL OR m.rowid IN (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?))');
+    params.push(search.opsMatch);
+  }
+  return {
+    from: `(SELECT r, min(rank) AS rank FROM (
+        SELECT rowid AS r, rank FROM messages_fts WHERE messages_fts MATCH ?${bounded('rowid')}
+        UNION ALL SELECT fm.rowid, NULL FROM (${FILENAME_MESSAGES}) fx CROSS JOIN messages fm ON fm.id = fx.message_id WHERE fm.${column} = ?${bounded('fm.rowid')}
+      ) GROUP BY r) f JOIN messages m ON m.rowid = f.r`,
     where,
     params,
+    order: 'f.rank IS NULL, f.rank, m.created_at DESC, m.id DESC',
   };
 }
 
@@ -315,11 +434,16 @@ const PG_FILENAME_MATCH =
  * met in an attachment filename too; ranked by ts_rank of the plain words, messages found
  * through a filename alone after the others. Undefined when the query has no positive text term.
  */
-function textPostgres(p: SearchQuery, column: string, value: unknown): { from: string; order: string; where: string[]; params: unknown[] } | undefined {
-  if (!p.positive.length) return undefined;
+function textPostgres(p: SearchQuery, column: string, value: unknown, ids?: string[]): { from: string; order: string; where: string[]; params: unknown[] } {
   const plain = p.positive.filter((t) => !t.op).map((t) => `(${tsquery(t.value, t.quoted)})`);
   const where = [`m.${column} = ?`];
   const params: unknown[] = plain.length ? [plain.join(' & '), value] : [value];
+  if (ids) {
+    // The window's messages are known to match: ranking them is all that is left.
+    where.push("m.id = ANY(string_to_array(?, ','))");
+    params.push(ids.join(','));
+    return { from: plain.length ? RANKED_FROM : 'messages m', order: plain.length ? RANKED_ORDER : NEWEST, where, params };
+  }
   for (const t of p.positive) {
     const c = tsCondition(t);
     if (t.op) {
@@ -331,13 +455,12 @@ function textPostgres(p: SearchQuery, column: string, value: unknown): { from: s
       params.push(c.param, file, file);
     }
   }
-  if (!plain.length) return { from: 'messages m', order: 'm.created_at DESC, m.id DESC', where, params };
-  return {
-    from: "(SELECT to_tsquery('mailroom', ?) AS q) fq CROSS JOIN messages m",
-    // Every field counts alike (FTS5's bm25 does not weigh columns either); the weights only
-    // tell the fields apart for from: to: subject:.
-    order: "(m.fts @@ fq.q) DESC, ts_rank('{1,1,1,1}', m.fts, fq.q) DESC, m.created_at DESC, m.id DESC",
-    where,
-    params,
-  };
+  if (!plain.length) return { from: 'messages m', order: NEWEST, where, params };
+  return { from: RANKED_FROM, order: RANKED_ORDER, where, params };
 }
+
+const NEWEST = 'm.created_at DESC, m.id DESC';
+const RANKED_FROM = "(SELECT to_tsquery('mailroom', ?) AS q) fq CROSS JOIN messages m";
+// Every field counts alike (FTS5's bm25 does not weigh columns either); the weights only tell
+// the fields apart for from: to: subject:.
+const RANKED_ORDER = `(m.fts @@ fq.q) DESC, ts_rank('{1,1,1,1}', m.fts, fq.q) DESC, ${NEWEST}`;

@@ -6,7 +6,7 @@ import { count, desc, eq, and, asc, getTableColumns, sql } from 'drizzle-orm';
 import { preparedQuery, preparedRows } from '../prepared.ts';
 import { messages, threads } from '../../db/schema.ts';
 import { dialectOf, rawRows, rawRun, type Db } from '../store.ts';
-import { matchMessages, type ListScope, type MatchFilters } from './message-search.ts';
+import { boundSearch, listNewestMatches, matchMessages, type ListScope, type MatchFilters } from './message-search.ts';
 
 export type MessageRow = typeof messages.$inferSelect;
 /** The columns a Message is made of (what list pages read). */
@@ -17,6 +17,8 @@ export type ThreadRow = typeof threads.$inferSelect;
 export interface RowPage<T> {
   rows: T[];
   total: number;
+  /** A search with more matches than it counts: `total` is that bound, a lower bound. */
+  totalIsLowerBound?: boolean;
 }
 
 // ---- messages ---------------------------------------------------------------------------------
@@ -129,10 +131,12 @@ const M_VIEW_COLUMNS = VIEW_COLUMNS.split(',').map((c) => `m.${c.trim()}`).join(
 /**
  * A page of the messages of `scope` passing `f`, newest first (with words in a search: best match
  * first). Without filters, or with only `status`, the total comes from the counters kept by
- * triggers (and an inbox's page from plain prepared statements); otherwise it is counted over
- * the same index range as the page.
+ * triggers (and an inbox's page from plain prepared statements); a search counts up to
+ * `searchCap` (./message-search.ts boundSearch: past it, only the newest `searchCap` matches are
+ * ranked and the older ones follow them, newest first); otherwise it is counted over the same
+ * index range as the page.
  */
-export async function listMessagePage(db: Db, scope: ListScope, f: MatchFilters, limit: number, offset: number): Promise<RowPage<MessageViewRow>> {
+export async function listMessagePage(db: Db, scope: ListScope, f: MatchFilters, limit: number, offset: number, searchCap: number): Promise<RowPage<MessageViewRow>> {
   const { status } = f;
   const counted = f.search === undefined && f.label === undefined && f.unread === undefined && f.direction === undefined;
   if ('inboxId' in scope && counted) {
@@ -141,7 +145,23 @@ export async function listMessagePage(db: Db, scope: ListScope, f: MatchFilters,
     const [total] = (await (status ? preparedQuery(db, totalOfInboxStatus).get(inboxId, status) : preparedQuery(db, totalOfInbox).get(inboxId)))!;
     return { rows: rows.map(viewRow), total };
   }
-  const m = matchMessages(scope, f, dialectOf(db));
+  const dialect = dialectOf(db);
+  if (f.search !== undefined) {
+    const bound = await boundSearch(db, scope, f, searchCap);
+    const rows: ViewTuple[] = [];
+    if (offset < searchCap || !bound.window) {
+      const m = matchMessages(scope, f, dialect, bound.window);
+      const n = bound.window ? Math.min(limit, searchCap - offset) : limit;
+      rows.push(...(await rawRows<ViewTuple>(db, `SELECT ${M_VIEW_COLUMNS} FROM ${m.from} WHERE ${m.where} ORDER BY ${m.order} LIMIT ? OFFSET ?`, [...m.params, n, offset])));
+    }
+    if (bound.window && offset + limit > searchCap) {
+      const skip = Math.max(0, offset - searchCap);
+      const ids = (await listNewestMatches(db, scope, f, offset + limit - searchCap, bound.window.oldest)).slice(skip).map((k) => k[1]);
+      rows.push(...(await listViewsInOrder(db, ids)));
+    }
+    return { rows: rows.map(viewRow), total: bound.total, totalIsLowerBound: bound.more };
+  }
+  const m = matchMessages(scope, f, dialect);
   const rows = await rawRows<ViewTuple>(db, `SELECT ${M_VIEW_COLUMNS} FROM ${m.from} WHERE ${m.where} ORDER BY ${m.order} LIMIT ? OFFSET ?`, [...m.params, limit, offset]);
   let total: number;
   if ('accountId' in scope && counted) {
@@ -151,6 +171,14 @@ export async function listMessagePage(db: Db, scope: ListScope, f: MatchFilters,
     [[total]] = await rawRows<[number]>(db, `SELECT count(*) FROM ${m.from} WHERE ${m.where}`, m.params);
   }
   return { rows: rows.map(viewRow), total };
+}
+
+/** The messages `ids`, in that order. */
+async function listViewsInOrder(db: Db, ids: string[]): Promise<ViewTuple[]> {
+  if (!ids.length) return [];
+  const rows = await rawRows<ViewTuple>(db, `SELECT ${VIEW_COLUMNS} FROM messages WHERE id IN (${ids.map(() => '?').join(', ')})`, ids);
+  const byId = new Map(rows.map((r) => [r[0], r]));
+  return ids.flatMap((id) => (byId.has(id) ? [byId.get(id)!] : []));
 }
 
 // `after`: the messages stored after a given one. Message ids are made before an inbound message's
