@@ -11,6 +11,9 @@ import MailComposer from 'nodemailer/lib/mail-composer/index.js';
 import { acceptInbound } from '../../src/domain/inbound/inbound.ts';
 import { findInboxByAddress } from '../../src/domain/inboxes/inboxes.ts';
 import { updateMessage } from '../../src/domain/mail/messages.ts';
+import { matchFilters } from '../../src/domain/mail/filters.ts';
+import { matchMessages } from '../../src/store/repo/message-search.ts';
+import { dialectOf, rawRows } from '../../src/store/store.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
 const INBOUND = 1700;
@@ -296,6 +299,20 @@ describe('search corpus', () => {
       const threads = await t.api('GET', `/inboxes/${inbox.id}/threads?q=${encodeURIComponent(q)}&limit=1`);
       assert.equal(threads.body.total, want.length, `${q}: threads`);
     }
+  });
+
+  test('under the cap, the order is the full ranking: every match ranked, as one query over all of them orders them', async () => {
+    let ranked = 0;
+    for (const q of QUERIES) {
+      const f = matchFilters({ q });
+      if (!f.search?.positive.length) continue;
+      const m = matchMessages({ accountId: t.accountId }, f, dialectOf(t.server.ctx.db));
+      const all = await rawRows<[string]>(t.server.ctx.db, `SELECT m.id FROM ${m.from} WHERE ${m.where} ORDER BY ${m.order}`, m.params);
+      if (all.length > t.config.limits.search_matches) continue;
+      assert.deepEqual((await search('/messages', q)).ids, all.map(([id]) => id), q);
+      ranked++;
+    }
+    assert.ok(ranked >= 30, `${ranked} ranked queries under the cap`);
   });
 
   test('with words, results come best first: a message with the word in its subject and body outranks one with it once', async () => {

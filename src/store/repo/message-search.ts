@@ -75,36 +75,20 @@ export async function listMatchingMessageIds(db: Db, scope: ListScope, f: MatchF
   return rows.map(([id]) => id);
 }
 
-/**
- * Where a message stands in the order messages were stored, newest first, and its id: on SQLite
- * its rowid (one writer at a time: the insert order), on PostgreSQL its created_at (the ids'
- * order too: ids are time-ordered), the id breaking ties.
- */
-export type MatchKey = [position: number | string, id: string];
-
-/**
- * The ranked part of a search with more matches than the cap: the `cap` newest matches. SQLite
- * bounds the full-text scan with the oldest one's rowid (FTS5 seeks to it); PostgreSQL, whose
- * GIN index gives no order, is given their ids.
- */
-export interface SearchWindow {
-  oldest: MatchKey;
-  ids: string[];
-}
 
 /**
  * The messages of `scope` that pass `f`. With a label the match is driven by message_labels'
  * (inbox_id | account_id, label, created_at) index; without one by messages' own indexes —
  * `unread = 1` is written literally so SQLite can use the partial unread indexes. With words
  * in `q` the full-text index drives it and orders by relevance, then newest: FTS5's bm25 on
- * SQLite, ts_rank on PostgreSQL; with `window`, only the messages of the window.
+ * SQLite, ts_rank on PostgreSQL.
  */
-export function matchMessages(scope: ListScope, f: MatchFilters, dialect: Dialect, window?: SearchWindow): MessageMatch {
+export function matchMessages(scope: ListScope, f: MatchFilters, dialect: Dialect): MessageMatch {
   const [column, value] = scopeColumn(scope);
   const parsed = f.search;
   const rest = restOf(f, dialect, isRanked(f));
   if (parsed && isRanked(f)) {
-    const text = dialect === 'sqlite' ? textSqlite(parsed, column, value, window?.oldest[0]) : textPostgres(parsed, column, value, window?.ids);
+    const text = dialect === 'sqlite' ? textSqlite(parsed, column, value) : textPostgres(parsed, column, value);
     return { from: text.from, where: [...text.where, ...rest.where].join(' AND '), params: [...text.params, ...rest.params], order: text.order, threadColumn: 'm.thread_id' };
   }
   if (f.label !== undefined) {
@@ -170,98 +154,136 @@ function restOf(f: MatchFilters, dialect: Dialect, ranked: boolean): { where: st
 //
 // Ranking and counting every match costs what the matches number: a common word in a million
 // messages is a hundred thousand rows to rank and count. A search with text terms therefore
-// ranks only its `cap` newest matches, and counts up to cap + 1 (docs/api.md, "Search at
-// scale"). The newest matches are found newest first through the full-text index — FTS5 walks
-// a term's rowids in descending order and stops at the limit — from "arms", each a query whose
-// rows all match and whose union is every match: the messages matching every term in their
-// text, and, when the query has plain words, those with a filename matching one of them.
+// takes its `cap` + 1 newest matches, newest first, with their rank, and no more: FTS5 walks a
+// term's rowids in descending order and stops at the limit (PostgreSQL walks messages by
+// created_at, or sorts the GIN index's matches). Up to `cap` it ranks them all, as before; past
+// it the `cap` newest are ranked and the older follow newest first (docs/api.md "Search at
+// scale"). The matches come from "arms", each a query every row of which matches and whose
+// union is every match: the messages matching every term in their text, and, when the query
+// has plain words, those with a filename matching one of them.
 
-/** One way of reaching matches: every row it gives matches; `key` orders it newest first. */
-interface Arm {
-  from: string;
-  where: string[];
-  params: unknown[];
-  /** SQLite: the rowid column the arm's order follows (the FTS5 table's own, so FTS5 gives the order). */
-  rowid: string;
+/**
+ * Where a message stands in the order messages were stored, and its id: on SQLite its rowid
+ * (one writer at a time: the insert order), on PostgreSQL its created_at, the id breaking ties.
+ */
+type MatchKey = [position: number | string, id: string];
+
+/** A match: where it stands newest first, its id, and what orders it in a ranked list. */
+interface Match {
+  key: MatchKey;
+  createdAt: string;
+  /** 0: every term is in the text; 1: a word only in a filename (those come after). */
+  group: number;
+  /** Lower first: FTS5's bm25 on SQLite, minus ts_rank on PostgreSQL (0 without plain words). */
+  rank: number | null;
 }
 
-/** The arms of a ranked search. */
-function armsOf(scope: ListScope, f: MatchFilters, dialect: Dialect): Arm[] {
+type MatchTuple = [position: number | string, id: string, createdAt: string, group: number, rank: number | null];
+
+const byNewest = (a: Match, b: Match) => {
+  const [x, y] = [a.key, b.key];
+  if (x[0] !== y[0]) return x[0] < y[0] ? 1 : -1;
+  return x[1] === y[1] ? 0 : x[1] < y[1] ? 1 : -1;
+};
+/** The order of a ranked list (matchMessages' `order`): text matches first, best rank, then newest. */
+const byRank = (a: Match, b: Match) =>
+  a.group - b.group || (a.rank ?? 0) - (b.rank ?? 0) || (a.createdAt === b.createdAt ? (a.key[1] < b.key[1] ? 1 : a.key[1] > b.key[1] ? -1 : 0) : a.createdAt < b.createdAt ? 1 : -1);
+
+/** One arm as SQL: its newest `n` matches older than `below` (when given), newest first, as MatchTuples. */
+type ArmSql = (n: number, below?: MatchKey) => { sql: string; params: unknown[] };
+
+function armsOf(scope: ListScope, f: MatchFilters, dialect: Dialect): ArmSql[] {
   const [column, value] = scopeColumn(scope);
   const p = f.search!;
   const rest = restOf(f, dialect, true);
-  const arm = (from: string, where: string[], params: unknown[], rowid = 'm.rowid'): Arm => ({ from, where: [...where, ...rest.where], params: [...params, ...rest.params], rowid });
   if (dialect === 'sqlite') {
     const q = toFts5(p);
-    // CROSS JOIN keeps FTS5 the outer loop, so its descending rowid order needs no sort.
-    const arms = [arm('messages_fts f CROSS JOIN messages m ON m.rowid = f.rowid', ['f.messages_fts MATCH ?', `m.${column} = ?`], [q.match, value], 'f.rowid')];
+    const arm =
+      (select: string, from: string, rowid: string, where: string[], params: unknown[]): ArmSql =>
+      (n, below) => ({
+        sql: `SELECT ${select} FROM ${from} WHERE ${[...where, ...rest.where, ...(below ? [`${rowid} < ?`] : [])].join(' AND ')} ORDER BY ${rowid} DESC LIMIT ?`,
+        params: [...params, ...rest.params, ...(below ? [below[0]] : []), n],
+      });
+    // CROSS JOIN keeps FTS5 the outer loop: its descending rowid order needs no sort, and bm25
+    // is computed for the rows taken only.
+    const arms = [arm('f.rowid, m.id, m.created_at, 0, f.rank', 'messages_fts f CROSS JOIN messages m ON m.rowid = f.rowid', 'f.rowid', ['f.messages_fts MATCH ?', `m.${column} = ?`], [q.match, value])];
     if (q.words.length) {
       const anyWord = q.words.map((w) => w.file).join(' OR ');
       const where = [`m.${column} = ?`];
       const params: unknown[] = [anyWord, anyWord, value];
+      // Per row, not per query: FTS5 seeks the rowid in the term's list.
+      const inText = 'EXISTS (SELECT 1 FROM messages_fts WHERE messages_fts MATCH ? AND rowid = m.rowid)';
       for (const w of q.words) {
-        where.push(`(EXISTS (SELECT 1 FROM messages_fts WHERE messages_fts MATCH ? AND rowid = m.rowid) OR ${FILENAME_MATCH})`);
+        where.push(`(${inText} OR ${FILENAME_MATCH})`);
         params.push(w.fts, w.file, w.file);
       }
       if (q.opsMatch) {
-        where.push('EXISTS (SELECT 1 FROM messages_fts WHERE messages_fts MATCH ? AND rowid = m.rowid)');
+        where.push(inText);
         params.push(q.opsMatch);
       }
-      arms.push(arm(`(SELECT DISTINCT message_id FROM (${FILENAME_MESSAGES})) fx CROSS JOIN messages m ON m.id = fx.message_id`, where, params));
+      arms.push(arm('DISTINCT m.rowid, m.id, m.created_at, 1, NULL', `(${FILENAME_MESSAGES}) fx CROSS JOIN messages m ON m.id = fx.message_id`, 'm.rowid', where, params));
     }
     return arms;
   }
+  const plain = plainTsquery(p);
+  // The rank is computed on the rows taken, outside the ordered scan.
+  const arm =
+    (where: string[], params: unknown[]): ArmSql =>
+    (n, below) => ({
+      sql: `SELECT m.created_at, m.id, m.created_at, ${plain ? `CASE WHEN m.fts @@ fq.q THEN 0 ELSE 1 END, -${PG_RANK}` : '0, 0'}
+        FROM (SELECT m.id FROM messages m WHERE ${[...where, ...rest.where, ...(below ? ['(m.created_at, m.id) < (?, ?)'] : [])].join(' AND ')} ORDER BY m.created_at DESC, m.id DESC LIMIT ?) s
+        JOIN messages m ON m.id = s.id${plain ? " CROSS JOIN (SELECT to_tsquery('mailroom', ?) AS q) fq" : ''}`,
+      params: [...params, ...rest.params, ...(below ?? []), n, ...(plain ? [plain] : [])],
+    });
   const inText = p.positive.map(tsCondition);
-  const arms = [arm('messages m', [`m.${column} = ?`, ...inText.map((c) => c.sql)], [value, ...inText.map((c) => c.param)])];
-  const plain = p.positive.filter((t) => !t.op);
-  if (plain.length) {
+  const arms = [arm([`m.${column} = ?`, ...inText.map((c) => c.sql)], [value, ...inText.map((c) => c.param)])];
+  if (plain) {
     const text = textPostgres(p, column, value);
-    const anyWord = plain.map((t) => `(${tsquery(t.value, t.quoted)})`).join(' | ');
-    // textPostgres' first parameter is the ranking tsquery of its FROM, unused here.
-    arms.push(arm('messages m', [PG_FILENAME_MATCH, ...text.where], [anyWord, anyWord, ...text.params.slice(1)]));
+    const anyWord = p.positive.filter((t) => !t.op).map((t) => `(${tsquery(t.value, t.quoted)})`).join(' | ');
+    // textPostgres' first parameter is the ranking tsquery of its FROM, not used here.
+    arms.push(arm([PG_FILENAME_MATCH, ...text.where], [anyWord, anyWord, ...text.params.slice(1)]));
   }
   return arms;
 }
 
-const byNewest = (a: MatchKey, b: MatchKey) => (a[0] === b[0] ? (a[1] < b[1] ? 1 : a[1] > b[1] ? -1 : 0) : a[0] < b[0] ? 1 : -1);
-
-/** The keys of the `n` newest matches of a ranked search, older than `below` when given, newest first. */
-export async function listNewestMatches(db: Db, scope: ListScope, f: MatchFilters, n: number, below?: MatchKey): Promise<MatchKey[]> {
-  const dialect = dialectOf(db);
-  const found = new Map<string, MatchKey>();
-  for (const a of armsOf(scope, f, dialect)) {
-    const where = [...a.where];
-    const params = [...a.params];
-    if (below) {
-      where.push(dialect === 'sqlite' ? `${a.rowid} < ?` : '(m.created_at, m.id) < (?, ?)');
-      params.push(...(dialect === 'sqlite' ? [below[0]] : below));
+/** The `n` newest matches of a ranked search, older than `below` when given, newest first. */
+async function listNewestMatches(db: Db, scope: ListScope, f: MatchFilters, n: number, below?: MatchKey): Promise<Match[]> {
+  const found = new Map<string, Match>();
+  for (const arm of armsOf(scope, f, dialectOf(db))) {
+    const { sql, params } = arm(n, below);
+    for (const [position, id, createdAt, group, rank] of await rawRows<MatchTuple>(db, sql, params)) {
+      // A message in both arms keeps the first (text) arm's rank.
+      if (!found.has(id)) found.set(id, { key: [position, id], createdAt, group: Number(group), rank: rank === null ? null : Number(rank) });
     }
-    const [key, order] = dialect === 'sqlite' ? [`${a.rowid}, m.id`, `${a.rowid} DESC`] : ['m.created_at, m.id', 'm.created_at DESC, m.id DESC'];
-    for (const k of await rawRows<MatchKey>(db, `SELECT ${key} FROM ${a.from} WHERE ${where.join(' AND ')} ORDER BY ${order} LIMIT ?`, [...params, n])) found.set(k[1], k);
   }
   return [...found.values()].sort(byNewest).slice(0, n);
 }
 
-/** How many messages a search finds, up to the cap, and for a ranked one past it the window ranked. */
-export interface SearchBound {
-  /** Exact up to `cap`; `cap` when more match. */
+/** A page of a search's message ids, and how many match: exactly up to `cap`, else `cap` and `more`. */
+export interface SearchPage {
+  ids: string[];
   total: number;
-  /** More than `cap` match. */
   more: boolean;
-  window?: SearchWindow;
 }
 
 /**
- * Counts the matches of a search up to `cap` + 1. A ranked search takes the keys of its newest
- * matches (the window, when there are more than `cap`); an unranked one, already newest first,
- * counts the rows its list would read, stopping there.
+ * A page of a ranked search (isRanked): its `cap` newest matches by rank (matchMessages' order),
+ * then, past `cap`, the older ones newest first.
  */
-export async function boundSearch(db: Db, scope: ListScope, f: MatchFilters, cap: number): Promise<SearchBound> {
-  if (isRanked(f)) {
-    const keys = await listNewestMatches(db, scope, f, cap + 1);
-    if (keys.length <= cap) return { total: keys.length, more: false };
-    return { total: cap, more: true, window: { oldest: keys[cap - 1], ids: keys.slice(0, cap).map((k) => k[1]) } };
+export async function listRankedSearchPage(db: Db, scope: ListScope, f: MatchFilters, limit: number, offset: number, cap: number): Promise<SearchPage> {
+  const found = await listNewestMatches(db, scope, f, cap + 1);
+  const more = found.length > cap;
+  const ranked = found.slice(0, cap).sort(byRank);
+  const ids = ranked.slice(offset, offset + limit).map((m) => m.key[1]);
+  if (more && offset + limit > cap) {
+    const older = await listNewestMatches(db, scope, f, offset + limit - cap, found[cap - 1].key);
+    ids.push(...older.slice(Math.max(0, offset - cap)).map((m) => m.key[1]));
   }
+  return { ids, total: more ? cap : found.length, more };
+}
+
+/** How many messages of `scope` pass `f`, counted up to `cap` + 1: the count, or `cap` and `more`. */
+export async function countMatchesUpTo(db: Db, scope: ListScope, f: MatchFilters, cap: number): Promise<{ total: number; more: boolean }> {
   const m = matchMessages(scope, f, dialectOf(db));
   const [[n]] = await rawRows<[number | string]>(db, `SELECT count(*) FROM (SELECT 1 FROM ${m.from} WHERE ${m.where} LIMIT ?) c`, [...m.params, cap + 1]);
   return Number(n) > cap ? { total: cap, more: true } : { total: Number(n), more: false };
@@ -358,19 +380,14 @@ function toFts5(p: SearchQuery): Fts5Query {
   };
 }
 
-/**
- * The text part of a search on SQLite, ranked by FTS5's bm25 (`rank`), then newest; from rowid
- * `since` on when given (FTS5 seeks there: the older matches are not read).
- */
-function textSqlite(p: SearchQuery, column: string, value: unknown, since?: number | string): { from: string; order: string; where: string[]; params: unknown[] } {
+/** The text part of a search on SQLite, ranked by FTS5's bm25 (`rank`), then newest. */
+function textSqlite(p: SearchQuery, column: string, value: unknown): { from: string; order: string; where: string[]; params: unknown[] } {
   const search = toFts5(p);
-  const bounded = (sql: string) => (since === undefined ? '' : ` AND ${sql} >= ?`);
-  const from = since === undefined ? [] : [since];
   if (!search.words.length) {
     return {
       from: 'messages_fts f JOIN messages m ON m.rowid = f.rowid',
-      where: [`f.messages_fts MATCH ?${bounded('f.rowid')}`, `m.${column} = ?`],
-      params: [search.match, ...from, value],
+      where: ['f.messages_fts MATCH ?', `m.${column} = ?`],
+      params: [search.match, value],
       order: 'f.rank, m.created_at DESC, m.id DESC',
     };
   }
@@ -380,7 +397,7 @@ function textSqlite(p: SearchQuery, column: string, value: unknown, since?: numb
   // SQLite start from the few matching attachments, not scan the inbox's messages.
   const anyWord = search.words.map((w) => w.file).join(' OR ');
   const where = [`m.${column} = ?`];
-  const params: unknown[] = [search.match, ...from, anyWord, anyWord, value, ...from, value];
+  const params: unknown[] = [search.match, anyWord, anyWord, value, value];
   for (const w of search.words) {
     where.push(`(f.rank IS NOT NULL OR m.rowid IN (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?) OR ${FILENAME_MATCH})`);
     params.push(w.fts, w.file, w.file);
@@ -391,8 +408,8 @@ function textSqlite(p: SearchQuery, column: string, value: unknown, since?: numb
   }
   return {
     from: `(SELECT r, min(rank) AS rank FROM (
-        SELECT rowid AS r, rank FROM messages_fts WHERE messages_fts MATCH ?${bounded('rowid')}
-        UNION ALL SELECT fm.rowid, NULL FROM (${FILENAME_MESSAGES}) fx CROSS JOIN messages fm ON fm.id = fx.message_id WHERE fm.${column} = ?${bounded('fm.rowid')}
+        SELECT rowid AS r, rank FROM messages_fts WHERE messages_fts MATCH ?
+        UNION ALL SELECT fm.rowid, NULL FROM (${FILENAME_MESSAGES}) fx CROSS JOIN messages fm ON fm.id = fx.message_id WHERE fm.${column} = ?
       ) GROUP BY r) f JOIN messages m ON m.rowid = f.r`,
     where,
     params,
@@ -434,16 +451,10 @@ const PG_FILENAME_MATCH =
  * met in an attachment filename too; ranked by ts_rank of the plain words, messages found
  * through a filename alone after the others. Undefined when the query has no positive text term.
  */
-function textPostgres(p: SearchQuery, column: string, value: unknown, ids?: string[]): { from: string; order: string; where: string[]; params: unknown[] } {
-  const plain = p.positive.filter((t) => !t.op).map((t) => `(${tsquery(t.value, t.quoted)})`);
+function textPostgres(p: SearchQuery, column: string, value: unknown): { from: string; order: string; where: string[]; params: unknown[] } {
+  const plain = plainTsquery(p);
   const where = [`m.${column} = ?`];
-  const params: unknown[] = plain.length ? [plain.join(' & '), value] : [value];
-  if (ids) {
-    // The window's messages are known to match: ranking them is all that is left.
-    where.push("m.id = ANY(string_to_array(?, ','))");
-    params.push(ids.join(','));
-    return { from: plain.length ? RANKED_FROM : 'messages m', order: plain.length ? RANKED_ORDER : NEWEST, where, params };
-  }
+  const params: unknown[] = plain ? [plain, value] : [value];
   for (const t of p.positive) {
     const c = tsCondition(t);
     if (t.op) {
@@ -455,12 +466,21 @@ function textPostgres(p: SearchQuery, column: string, value: unknown, ids?: stri
       params.push(c.param, file, file);
     }
   }
-  if (!plain.length) return { from: 'messages m', order: NEWEST, where, params };
-  return { from: RANKED_FROM, order: RANKED_ORDER, where, params };
+  if (!plain) return { from: 'messages m', order: 'm.created_at DESC, m.id DESC', where, params };
+  return {
+    from: "(SELECT to_tsquery('mailroom', ?) AS q) fq CROSS JOIN messages m",
+    order: `(m.fts @@ fq.q) DESC, ${PG_RANK} DESC, m.created_at DESC, m.id DESC`,
+    where,
+    params,
+  };
 }
 
-const NEWEST = 'm.created_at DESC, m.id DESC';
-const RANKED_FROM = "(SELECT to_tsquery('mailroom', ?) AS q) fq CROSS JOIN messages m";
+/** The tsquery of the plain words (what ranks), or null when there are none. */
+function plainTsquery(p: SearchQuery): string | null {
+  const plain = p.positive.filter((t) => !t.op).map((t) => `(${tsquery(t.value, t.quoted)})`);
+  return plain.length ? plain.join(' & ') : null;
+}
+
 // Every field counts alike (FTS5's bm25 does not weigh columns either); the weights only tell
 // the fields apart for from: to: subject:.
-const RANKED_ORDER = `(m.fts @@ fq.q) DESC, ts_rank('{1,1,1,1}', m.fts, fq.q) DESC, ${NEWEST}`;
+const PG_RANK = "ts_rank('{1,1,1,1}', m.fts, fq.q)";

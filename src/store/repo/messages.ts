@@ -6,7 +6,7 @@ import { count, desc, eq, and, asc, getTableColumns, sql } from 'drizzle-orm';
 import { preparedQuery, preparedRows } from '../prepared.ts';
 import { messages, threads } from '../../db/schema.ts';
 import { dialectOf, rawRows, rawRun, type Db } from '../store.ts';
-import { boundSearch, listNewestMatches, matchMessages, type ListScope, type MatchFilters } from './message-search.ts';
+import { countMatchesUpTo, isRanked, listRankedSearchPage, matchMessages, type ListScope, type MatchFilters } from './message-search.ts';
 
 export type MessageRow = typeof messages.$inferSelect;
 /** The columns a Message is made of (what list pages read). */
@@ -132,9 +132,9 @@ const M_VIEW_COLUMNS = VIEW_COLUMNS.split(',').map((c) => `m.${c.trim()}`).join(
  * A page of the messages of `scope` passing `f`, newest first (with words in a search: best match
  * first). Without filters, or with only `status`, the total comes from the counters kept by
  * triggers (and an inbox's page from plain prepared statements); a search counts up to
- * `searchCap` (./message-search.ts boundSearch: past it, only the newest `searchCap` matches are
- * ranked and the older ones follow them, newest first); otherwise it is counted over the same
- * index range as the page.
+ * `searchCap` (past it, a search with words ranks only its `searchCap` newest matches and the
+ * older ones follow them, newest first: ./message-search.ts); otherwise it is counted over the
+ * same index range as the page.
  */
 export async function listMessagePage(db: Db, scope: ListScope, f: MatchFilters, limit: number, offset: number, searchCap: number): Promise<RowPage<MessageViewRow>> {
   const { status } = f;
@@ -145,24 +145,16 @@ export async function listMessagePage(db: Db, scope: ListScope, f: MatchFilters,
     const [total] = (await (status ? preparedQuery(db, totalOfInboxStatus).get(inboxId, status) : preparedQuery(db, totalOfInbox).get(inboxId)))!;
     return { rows: rows.map(viewRow), total };
   }
-  const dialect = dialectOf(db);
-  if (f.search !== undefined) {
-    const bound = await boundSearch(db, scope, f, searchCap);
-    const rows: ViewTuple[] = [];
-    if (offset < searchCap || !bound.window) {
-      const m = matchMessages(scope, f, dialect, bound.window);
-      const n = bound.window ? Math.min(limit, searchCap - offset) : limit;
-      rows.push(...(await rawRows<ViewTuple>(db, `SELECT ${M_VIEW_COLUMNS} FROM ${m.from} WHERE ${m.where} ORDER BY ${m.order} LIMIT ? OFFSET ?`, [...m.params, n, offset])));
-    }
-    if (bound.window && offset + limit > searchCap) {
-      const skip = Math.max(0, offset - searchCap);
-      const ids = (await listNewestMatches(db, scope, f, offset + limit - searchCap, bound.window.oldest)).slice(skip).map((k) => k[1]);
-      rows.push(...(await listViewsInOrder(db, ids)));
-    }
-    return { rows: rows.map(viewRow), total: bound.total, totalIsLowerBound: bound.more };
+  if (f.search !== undefined && isRanked(f)) {
+    const page = await listRankedSearchPage(db, scope, f, limit, offset, searchCap);
+    return { rows: (await listViewsInOrder(db, page.ids)).map(viewRow), total: page.total, totalIsLowerBound: page.more };
   }
-  const m = matchMessages(scope, f, dialect);
+  const m = matchMessages(scope, f, dialectOf(db));
   const rows = await rawRows<ViewTuple>(db, `SELECT ${M_VIEW_COLUMNS} FROM ${m.from} WHERE ${m.where} ORDER BY ${m.order} LIMIT ? OFFSET ?`, [...m.params, limit, offset]);
+  if (f.search !== undefined) {
+    const { total, more } = await countMatchesUpTo(db, scope, f, searchCap);
+    return { rows: rows.map(viewRow), total, totalIsLowerBound: more };
+  }
   let total: number;
   if ('accountId' in scope && counted) {
     const { accountId } = scope;
