@@ -109,7 +109,7 @@ export const isRanked = (f: MatchFilters) => (f.search?.positive.length ?? 0) > 
 const scopeColumn = (scope: ListScope): [column: string, value: string] => ('inboxId' in scope ? ['inbox_id', scope.inboxId] : ['account_id', scope.accountId]);
 
 /** Every condition of `f` but the text terms and the scope, on `m`: the same for every way of matching. */
-function restOf(f: MatchFilters, dialect: Dialect, ranked: boolean): { where: string[]; params: unknown[] } {
+function restOf(f: MatchFilters, dialect: Dialect, ranked: boolean, excludes = true): { where: string[]; params: unknown[] } {
   const where: string[] = [];
   const params: unknown[] = [];
   // Unranked, a label drives the match (matchMessages); ranked, the text does and the label is checked.
@@ -137,7 +137,7 @@ function restOf(f: MatchFilters, dialect: Dialect, ranked: boolean): { where: st
     where.push(fl.negated ? `NOT (${match})` : match);
     params.push(file, file);
   }
-  for (const t of p.exclude) {
+  for (const t of excludes ? p.exclude : []) {
     if (dialect === 'sqlite') {
       where.push('m.rowid NOT IN (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?)');
       params.push(fts5(t));
@@ -199,14 +199,19 @@ function armsOf(scope: ListScope, f: MatchFilters, dialect: Dialect): ArmSql[] {
   if (dialect === 'sqlite') {
     const q = toFts5(p);
     const arm =
-      (select: string, from: string, rowid: string, where: string[], params: unknown[]): ArmSql =>
+      (select: string, from: string, rowid: string, where: string[], params: unknown[], others = rest): ArmSql =>
       (n, below) => ({
-        sql: `SELECT ${select} FROM ${from} WHERE ${[...where, ...rest.where, ...(below ? [`${rowid} < ?`] : [])].join(' AND ')} ORDER BY ${rowid} DESC LIMIT ?`,
-        params: [...params, ...rest.params, ...(below ? [below[0]] : []), n],
+        sql: `SELECT ${select} FROM ${from} WHERE ${[...where, ...others.where, ...(below ? [`${rowid} < ?`] : [])].join(' AND ')} ORDER BY ${rowid} DESC LIMIT ?`,
+        params: [...params, ...others.params, ...(below ? [below[0]] : []), n],
       });
     // CROSS JOIN keeps FTS5 the outer loop: its descending rowid order needs no sort, and bm25
-    // is computed for the rows taken only.
-    const arms = [arm('f.rowid, m.id, m.created_at, 0, f.rank', 'messages_fts f CROSS JOIN messages m ON m.rowid = f.rowid', 'f.rowid', ['f.messages_fts MATCH ?', `m.${column} = ?`], [q.match, value])];
+    // is computed for the rows taken only. Excluded terms go into the MATCH (FTS5's NOT steps
+    // through both lists together) rather than a NOT IN that reads the excluded term's whole
+    // list; they add nothing to bm25 (no hits), so the rank is the same.
+    const match = [`(${q.match})`, ...p.exclude.map((t) => `(${fts5(t)})`)].join(' NOT ');
+    const arms = [
+      arm('f.rowid, m.id, m.created_at, 0, f.rank', 'messages_fts f CROSS JOIN messages m ON m.rowid = f.rowid', 'f.rowid', ['f.messages_fts MATCH ?', `m.${column} = ?`], [match, value], restOf(f, dialect, true, false)),
+    ];
     if (q.words.length) {
       const anyWord = q.words.map((w) => w.file).join(' OR ');
       const where = [`m.${column} = ?`];
