@@ -89,7 +89,7 @@ function seedSqlite(dataDir: string, accountId: string, inboxId: string, count: 
 }
 
 /** Inserts the corpus into a stopped server's PostgreSQL database (unnest: one statement per table and batch), then ANALYZE. */
-async function seedPostgres(url: string, accountId: string, inboxId: string, count: number): Promise<number> {
+export async function seedPostgres(url: string, accountId: string, inboxId: string, count: number): Promise<number> {
   const t0 = performance.now();
   const client = new pg.Client({ connectionString: url });
   await client.connect();

@@ -8,7 +8,7 @@
 //
 // Words are never spliced into SQL or into FTS syntax: each becomes an FTS5 string ("…", quotes
 // doubled) or a tsquery lexeme ('…', quotes doubled), and every value is a bound parameter.
-import { dialectOf, rawRows, type Db, type Dialect } from '../store.ts';
+import { PLAN_EACH_TIME, dialectOf, rawRows, type Db, type Dialect } from '../store.ts';
 
 /** A word or phrase of a query, to find in the message text (or one field of it). */
 export interface TextTerm {
@@ -189,8 +189,12 @@ const byNewest = (a: Match, b: Match) => {
 const byRank = (a: Match, b: Match) =>
   a.group - b.group || (a.rank ?? 0) - (b.rank ?? 0) || (a.createdAt === b.createdAt ? (a.key[1] < b.key[1] ? 1 : a.key[1] > b.key[1] ? -1 : 0) : a.createdAt < b.createdAt ? 1 : -1);
 
-/** One arm as SQL: its newest `n` matches older than `below` (when given), newest first, as MatchTuples. */
-type ArmSql = (n: number, below?: MatchKey) => { sql: string; params: unknown[] };
+/**
+ * One arm as SQL: its newest `n` matches older than `below` (when given), newest first, as
+ * MatchTuples. With `prefetch`, its rows are read first and the arm's first parameter is their
+ * first column, comma-separated (none: the arm has no match).
+ */
+type ArmSql = ((n: number, below?: MatchKey) => { sql: string; params: unknown[] }) & { prefetch?: { sql: string; params: unknown[] } };
 
 function armsOf(scope: ListScope, f: MatchFilters, dialect: Dialect): ArmSql[] {
   const [column, value] = scopeColumn(scope);
@@ -235,7 +239,7 @@ function armsOf(scope: ListScope, f: MatchFilters, dialect: Dialect): ArmSql[] {
   const arm =
     (where: string[], params: unknown[]): ArmSql =>
     (n, below) => ({
-      sql: `SELECT m.created_at, m.id, m.created_at, ${plain ? `CASE WHEN m.fts @@ fq.q THEN 0 ELSE 1 END, -${PG_RANK}` : '0, 0'}
+      sql: `${PLAN_EACH_TIME}SELECT m.created_at, m.id, m.created_at, ${plain ? `CASE WHEN m.fts @@ fq.q THEN 0 ELSE 1 END, -${PG_RANK}` : '0, 0'}
         FROM (SELECT m.id FROM messages m WHERE ${[...where, ...rest.where, ...(below ? ['(m.created_at, m.id) < (?, ?)'] : [])].join(' AND ')} ORDER BY m.created_at DESC, m.id DESC LIMIT ?) s
         JOIN messages m ON m.id = s.id${plain ? " CROSS JOIN (SELECT to_tsquery('mailroom', ?) AS q) fq" : ''}`,
       params: [...params, ...rest.params, ...(below ?? []), n, ...(plain ? [plain] : [])],
@@ -245,8 +249,12 @@ function armsOf(scope: ListScope, f: MatchFilters, dialect: Dialect): ArmSql[] {
   if (plain) {
     const text = textPostgres(p, column, value);
     const anyWord = p.positive.filter((t) => !t.op).map((t) => `(${tsquery(t.value, t.quoted)})`).join(' | ');
+    // The messages with a matching filename are looked up first and given by id: in one
+    // statement, PostgreSQL's planner hashes them against a scan of every message of the scope.
     // textPostgres' first parameter is the ranking tsquery of its FROM, not used here.
-    arms.push(arm([PG_FILENAME_MATCH, ...text.where], [anyWord, anyWord, ...text.params.slice(1)]));
+    const byFilename: ArmSql = arm(["m.id = ANY(string_to_array(?, ','))", ...text.where], text.params.slice(1));
+    byFilename.prefetch = { sql: `SELECT DISTINCT x.message_id FROM (${PG_FILENAME_MESSAGES}) x`, params: [anyWord, anyWord] };
+    arms.push(byFilename);
   }
   return arms;
 }
@@ -255,8 +263,14 @@ function armsOf(scope: ListScope, f: MatchFilters, dialect: Dialect): ArmSql[] {
 async function listNewestMatches(db: Db, scope: ListScope, f: MatchFilters, n: number, below?: MatchKey): Promise<Match[]> {
   const found = new Map<string, Match>();
   for (const arm of armsOf(scope, f, dialectOf(db))) {
+    const lead: unknown[] = [];
+    if (arm.prefetch) {
+      const ids = await rawRows<[string]>(db, arm.prefetch.sql, arm.prefetch.params);
+      if (!ids.length) continue;
+      lead.push(ids.map(([id]) => id).join(','));
+    }
     const { sql, params } = arm(n, below);
-    for (const [position, id, createdAt, group, rank] of await rawRows<MatchTuple>(db, sql, params)) {
+    for (const [position, id, createdAt, group, rank] of await rawRows<MatchTuple>(db, sql, [...lead, ...params])) {
       // A message in both arms keeps the first (text) arm's rank.
       if (!found.has(id)) found.set(id, { key: [position, id], createdAt, group: Number(group), rank: rank === null ? null : Number(rank) });
     }
@@ -447,9 +461,10 @@ function tsCondition(t: TextTerm): { sql: string; param: string } {
 }
 
 /** Messages (`m`) with an attachment whose filename matches (two parameters: the tsquery, twice). */
-const PG_FILENAME_MATCH =
-  "m.id IN (SELECT qa.message_id FROM attachments qa WHERE qa.fts @@ to_tsquery('mailroom', ?) AND qa.message_id IS NOT NULL " +
-  "UNION ALL SELECT qm.message_id FROM attachments qf JOIN message_attachments qm ON qm.attachment_id = qf.id WHERE qf.fts @@ to_tsquery('mailroom', ?))";
+const PG_FILENAME_MESSAGES =
+  "SELECT qa.message_id FROM attachments qa WHERE qa.fts @@ to_tsquery('mailroom', ?) AND qa.message_id IS NOT NULL " +
+  "UNION ALL SELECT qm.message_id FROM attachments qf JOIN message_attachments qm ON qm.attachment_id = qf.id WHERE qf.fts @@ to_tsquery('mailroom', ?)";
+const PG_FILENAME_MATCH = `m.id IN (${PG_FILENAME_MESSAGES})`;
 
 /**
  * The text part of a search on PostgreSQL: every positive term a condition on `m`, a plain word
