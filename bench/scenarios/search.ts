@@ -6,6 +6,7 @@
 // query form is asked sequentially (one connection): p50 and p99 per form. Then the same on
 // PostgreSQL (a private cluster) at 10³, 10⁴ and 10⁵ (BENCH_SEARCH_PG_MAX; 0 skips it).
 import Database from 'better-sqlite3';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import type { TestDns } from '../../test/support/dns.ts';
@@ -13,7 +14,7 @@ import { postgresMissing, startCluster, type PgCluster } from '../../test/suppor
 import { newId } from '../../src/ids.ts';
 import { createInbox, startMailroom, type Mailroom } from '../mailroom.ts';
 import { accountOfInbox } from '../seed.ts';
-import { load, log, round, summarize, type Row, type ScenarioResult } from '../support.ts';
+import { cpuMsOf, load, log, round, summarize, treeCpuMsOf, type Row, type ScenarioResult } from '../support.ts';
 
 const sizes = (max: number) => [...new Set([1_000, 10_000, max])].filter((n) => n <= max);
 const SIZES = sizes(Number(process.env.BENCH_SEARCH_MAX ?? 1_000_000));
@@ -134,15 +135,22 @@ const QUERIES = [
   { form: 'has:attachment before:', q: `has:attachment before:${new Date(Date.now() - 180 * 86_400_000).toISOString().slice(0, 10)}` },
 ];
 
-async function measure(m: Mailroom, inbox: string, requests: number): Promise<SizeResult['stats']> {
+/**
+ * Each query form `requests` times, one at a time, after 5 warm-up requests: latency, and the CPU
+ * time the server (and the database's processes, `postmaster`) spent per request — on a machine
+ * other work shares, the steadier of the two.
+ */
+async function measure(m: Mailroom, inbox: string, requests: number, postmaster?: number): Promise<SizeResult['stats']> {
   const out = [];
+  const cpuNow = () => (cpuMsOf(m.pid) ?? NaN) + (postmaster === undefined ? 0 : (treeCpuMsOf(postmaster) ?? NaN));
   for (const { q } of QUERIES) {
     const url = `${m.url}/inboxes/${inbox}/messages?limit=20&q=${encodeURIComponent(q)}`;
     const headers = { authorization: `Bearer ${m.key}` };
     let total = 0;
     let capped = false;
-    for (let i = 0; i < 3; i++) await (await fetch(url, { headers })).text();
+    for (let i = 0; i < 5; i++) await (await fetch(url, { headers })).text();
     const samples: number[] = [];
+    const cpu0 = cpuNow();
     for (let i = 0; i < requests; i++) {
       const t0 = performance.now();
       const res = await fetch(url, { headers });
@@ -152,9 +160,10 @@ async function measure(m: Mailroom, inbox: string, requests: number): Promise<Si
       total = body.total;
       capped = body.totalIsLowerBound === true;
     }
+    const cpu = round((cpuNow() - cpu0) / requests, 2);
     const s = summarize(samples);
-    log(`${q}: p50 ${s.p50} ms, p99 ${s.p99} ms, ${total}${capped ? '+' : ''} matches`);
-    out.push({ p50: s.p50, p99: s.p99, total, capped });
+    log(`${q}: p50 ${s.p50} ms, p99 ${s.p99} ms, CPU ${cpu} ms, ${total}${capped ? '+' : ''} matches`);
+    out.push({ p50: s.p50, p99: s.p99, cpu, total, capped });
   }
   return out;
 }
@@ -163,7 +172,7 @@ interface SizeResult {
   engine: 'SQLite' | 'PostgreSQL';
   size: number;
   seedSeconds: number;
-  stats: Array<{ p50: number; p99: number; total: number; capped: boolean }>;
+  stats: Array<{ p50: number; p99: number; cpu: number; total: number; capped: boolean }>;
 }
 
 const requestsAt = (size: number) => (size > 100_000 ? 40 : size > 10_000 ? 100 : 200);
@@ -183,7 +192,8 @@ async function runEngine(env: { dns: TestDns }, engine: SizeResult['engine'], si
     log(`${engine}: seeded ${size} in ${round(seedSeconds, 1)} s (load ${load().join(' ')})`);
     const m = await startMailroom(name, { dns: env.dns.server, reuseDir: first.dir, key: first.key, config });
     try {
-      results.push({ engine, size, seedSeconds, stats: await measure(m, inbox.id, requestsAt(size)) });
+      const postmaster = cluster ? Number(readFileSync(join(cluster.dir, 'data', 'postmaster.pid'), 'utf8').split('\n')[0]) : undefined;
+      results.push({ engine, size, seedSeconds, stats: await measure(m, inbox.id, requestsAt(size), postmaster) });
     } finally {
       await m.stop();
     }
@@ -223,7 +233,7 @@ export async function search(env: { dns: TestDns }): Promise<ScenarioResult> {
         mailroom: stats[i].p50,
         ...(baseline !== undefined ? { baselines: [{ name: 'same at 1,000', value: baseline }] } : {}),
         ...target,
-        note: `p99 ${stats[i].p99} ms; ${stats[i].total.toLocaleString('en-US')}${stats[i].capped ? '+' : ''} matches`,
+        note: `p99 ${stats[i].p99} ms; CPU ${stats[i].cpu} ms per request${base && size > 1_000 ? ` (${round(stats[i].cpu / base.stats[i].cpu, 1)}× 1,000's)` : ''}; ${stats[i].total.toLocaleString('en-US')}${stats[i].capped ? '+' : ''} matches`,
       };
     });
   });
@@ -231,7 +241,7 @@ export async function search(env: { dns: TestDns }): Promise<ScenarioResult> {
     id: 'search',
     title: '(k) Search: q on a 10³, 10⁴ and 10⁶ message inbox (SQLite), 10³ to 10⁵ (PostgreSQL)',
     status: 'ok',
-    setup: `one inbox of ${SIZES.map((s) => s.toLocaleString('en-US')).join(', ')} messages (SQLite) and ${PG_SIZES.map((s) => s.toLocaleString('en-US')).join(', ')} (PostgreSQL, a private cluster, fsync off for the load${pgSkipped ? `: skipped, ${pgSkipped}` : ''}) bulk-inserted with the full-text index kept during the load (${results.map((r) => `${r.engine} ${r.size.toLocaleString('en-US')}: ${round(r.seedSeconds)} s`).join(', ')}); 20-word bodies over a 5,000-word skewed vocabulary, an attachment on one message in ten; GET /inboxes/{id}/messages?limit=20&q=…, one request at a time (200 / 100 / 40 per form at ≤10⁴ / ≤10⁵ / 10⁶ after 3 warm-up)`,
+    setup: `one inbox of ${SIZES.map((s) => s.toLocaleString('en-US')).join(', ')} messages (SQLite) and ${PG_SIZES.map((s) => s.toLocaleString('en-US')).join(', ')} (PostgreSQL, a private cluster, fsync off for the load${pgSkipped ? `: skipped, ${pgSkipped}` : ''}) bulk-inserted with the full-text index kept during the load (${results.map((r) => `${r.engine} ${r.size.toLocaleString('en-US')}: ${round(r.seedSeconds)} s`).join(', ')}); 20-word bodies over a 5,000-word skewed vocabulary, an attachment on one message in ten; GET /inboxes/{id}/messages?limit=20&q=…, one request at a time (200 / 100 / 40 per form at ≤10⁴ / ≤10⁵ / 10⁶ after 5 warm-up); CPU per request: the server process, and on PostgreSQL the cluster's processes too (load at the end: ${load().join(' ')})`,
     rows,
     details: { results },
   };

@@ -312,7 +312,7 @@ describe('search corpus', () => {
       assert.deepEqual((await search('/messages', q)).ids, all.map(([id]) => id), q);
       ranked++;
     }
-    assert.ok(ranked >= 30, `${ranked} ranked queries under the cap`);
+    assert.ok(ranked >= 15, `${ranked} ranked queries under the cap`);
   });
 
   test('with words, results come best first: a message with the word in its subject and body outranks one with it once', async () => {
