@@ -4,7 +4,8 @@
 // message_attachments and the full-text indexes: on SQLite the FTS5 tables messages_fts
 // (migration 0008) and attachments_fts (migration 0011), on PostgreSQL the tsvector columns of
 // migrations/pg 0004. Writes nothing. The query language's rules (what a term means, what is a
-// valid query) are the domain's; this module only words a parsed query for each engine.
+// valid query) are the domain's; this module only words a parsed query for each engine, and
+// keeps a search's cost to a bound however many messages match ("bounded searches" below).
 //
 // Words are never spliced into SQL or into FTS syntax: each becomes an FTS5 string ("…", quotes
 // doubled) or a tsquery lexeme ('…', quotes doubled), and every value is a bound parameter.
@@ -180,14 +181,11 @@ interface Match {
 
 type MatchTuple = [position: number | string, id: string, createdAt: string, group: number, rank: number | null];
 
-const byNewest = (a: Match, b: Match) => {
-  const [x, y] = [a.key, b.key];
-  if (x[0] !== y[0]) return x[0] < y[0] ? 1 : -1;
-  return x[1] === y[1] ? 0 : x[1] < y[1] ? 1 : -1;
-};
+/** Descending: the greater first. */
+const desc = (x: number | string, y: number | string) => (x === y ? 0 : x < y ? 1 : -1);
+const byNewest = (a: Match, b: Match) => desc(a.key[0], b.key[0]) || desc(a.key[1], b.key[1]);
 /** The order of a ranked list (matchMessages' `order`): text matches first, best rank, then newest. */
-const byRank = (a: Match, b: Match) =>
-  a.group - b.group || (a.rank ?? 0) - (b.rank ?? 0) || (a.createdAt === b.createdAt ? (a.key[1] < b.key[1] ? 1 : a.key[1] > b.key[1] ? -1 : 0) : a.createdAt < b.createdAt ? 1 : -1);
+const byRank = (a: Match, b: Match) => a.group - b.group || (a.rank ?? 0) - (b.rank ?? 0) || desc(a.createdAt, b.createdAt) || desc(a.key[1], b.key[1]);
 
 /**
  * One arm as SQL: its newest `n` matches older than `below` (when given), newest first, as
