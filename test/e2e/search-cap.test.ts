@@ -15,8 +15,6 @@ let inbox: { id: string; address: string };
 const alpha: string[] = [];
 const gamma: string[] = [];
 const delta: string[] = [];
-/** Newer than every match, none matching: more than PostgreSQL's probe walks by date before it asks the GIN index. */
-const fillers: string[] = [];
 
 async function receive(mail: SendMailOptions): Promise<string> {
   const info = await transport.sendMail({ from: 'zed@example.org', to: inbox.address, ...mail });
@@ -39,7 +37,6 @@ before(async () => {
     gamma.push(await receive({ subject: `memo ${i}`, text: byFile ? 'see the file' : 'gamma one two', attachments: byFile ? [{ filename: 'gamma-report.pdf', content: 'x' }] : [] }));
   }
   for (let i = 0; i < 2; i++) delta.push(await receive({ subject: `delta ${i}`, text: i ? 'delta delta' : 'delta' }));
-  for (let i = 0; i < 200; i++) fillers.push(await receive({ subject: `filler ${i}`, text: 'nothing here' }));
 });
 
 after(async () => {
@@ -95,8 +92,8 @@ describe('search past the cap', () => {
   });
 
   test('a search without words is counted up to the cap; its order (newest first) is unchanged', async () => {
-    const all = [...alpha, ...gamma, ...delta, ...fillers];
-    const got = await pages(list('in:inbound'), 50);
+    const all = [...alpha, ...gamma, ...delta];
+    const got = await pages(list('in:inbound'), 7);
     assert.deepEqual(got.ids, newestFirst(all));
     for (const e of got.envelopes) assert.deepEqual(e, { total: CAP, totalIsLowerBound: true });
     const few = await t.api('GET', list('subject:delta -delta'));
@@ -113,7 +110,7 @@ describe('search past the cap', () => {
 
   test('lists without q keep their exact total and no flag', async () => {
     const res = await t.api('GET', `/inboxes/${inbox.id}/messages?unread=true`);
-    assert.equal(res.body.total, alpha.length + gamma.length + delta.length + fillers.length);
+    assert.equal(res.body.total, alpha.length + gamma.length + delta.length);
     assert.equal('totalIsLowerBound' in res.body, false);
   });
 });

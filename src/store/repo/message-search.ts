@@ -187,26 +187,25 @@ const byNewest = (a: Match, b: Match) => desc(a.key[0], b.key[0]) || desc(a.key[
 /** The order of a ranked list (matchMessages' `order`): text matches first, best rank, then newest. */
 const byRank = (a: Match, b: Match) => a.group - b.group || (a.rank ?? 0) - (b.rank ?? 0) || desc(a.createdAt, b.createdAt) || desc(a.key[1], b.key[1]);
 
-/** One arm: its newest `n` matches older than `below` (when given), newest first. */
-type Arm = (db: Db, n: number, below?: MatchKey) => Promise<MatchTuple[]>;
+/**
+ * One arm as SQL: its newest `n` matches older than `below` (when given), newest first, as
+ * MatchTuples. With `prefetch`, its rows are read first and the arm's first parameter is their
+ * first column, comma-separated (none: the arm has no match).
+ */
+type ArmSql = ((n: number, below?: MatchKey) => { sql: string; params: unknown[] }) & { prefetch?: { sql: string; params: unknown[] } };
 
-/** Rows of the scope the PostgreSQL text arm walks newest first, per match wanted, before it asks the GIN index instead. */
-const WALK_PER_MATCH = 32;
-
-function armsOf(scope: ListScope, f: MatchFilters, dialect: Dialect): Arm[] {
+function armsOf(scope: ListScope, f: MatchFilters, dialect: Dialect): ArmSql[] {
   const [column, value] = scopeColumn(scope);
   const p = f.search!;
   const rest = restOf(f, dialect, true);
   if (dialect === 'sqlite') {
     const q = toFts5(p);
     const arm =
-      (select: string, from: string, rowid: string, where: string[], params: unknown[], others = rest): Arm =>
-      (db, n, below) =>
-        rawRows<MatchTuple>(
-          db,
-          `SELECT ${select} FROM ${from} WHERE ${[...where, ...others.where, ...(below ? [`${rowid} < ?`] : [])].join(' AND ')} ORDER BY ${rowid} DESC LIMIT ?`,
-          [...params, ...others.params, ...(below ? [below[0]] : []), n],
-        );
+      (select: string, from: string, rowid: string, where: string[], params: unknown[], others = rest): ArmSql =>
+      (n, below) => ({
+        sql: `SELECT ${select} FROM ${from} WHERE ${[...where, ...others.where, ...(below ? [`${rowid} < ?`] : [])].join(' AND ')} ORDER BY ${rowid} DESC LIMIT ?`,
+        params: [...params, ...others.params, ...(below ? [below[0]] : []), n],
+      });
     // CROSS JOIN keeps FTS5 the outer loop: its descending rowid order needs no sort, and bm25
     // is computed for the rows taken only. Excluded terms go into the MATCH (FTS5's NOT steps
     // through both lists together) rather than a NOT IN that reads the excluded term's whole
@@ -234,45 +233,26 @@ function armsOf(scope: ListScope, f: MatchFilters, dialect: Dialect): Arm[] {
     return arms;
   }
   const plain = plainTsquery(p);
-  // The rank is computed on the rows taken, outside the scan. `fence`: the scan takes every
-  // match (OFFSET 0 keeps the planner from walking by date for the LIMIT), for the GIN index.
-  const query = (where: string[], params: unknown[], n: number, fence = false) =>
-    [
-      `${PLAN_EACH_TIME}SELECT m.created_at, m.id, m.created_at, ${plain ? `CASE WHEN m.fts @@ fq.q THEN 0 ELSE 1 END, -${PG_RANK}` : '0, 0'}
-        FROM (SELECT m.id, m.created_at FROM messages m WHERE ${[...where, ...rest.where].join(' AND ')} ${fence ? 'OFFSET 0) s' : 'ORDER BY m.created_at DESC, m.id DESC LIMIT ?) s'}
-        JOIN messages m ON m.id = s.id${plain ? " CROSS JOIN (SELECT to_tsquery('mailroom', ?) AS q) fq" : ''}${fence ? ' ORDER BY s.created_at DESC, s.id DESC LIMIT ?' : ''}`,
-      fence ? [...params, ...rest.params, ...(plain ? [plain] : []), n] : [...params, ...rest.params, n, ...(plain ? [plain] : [])],
-    ] as const;
-  const older = (below?: MatchKey) => (below ? { where: ['(m.created_at, m.id) < (?, ?)'], params: below } : { where: [], params: [] });
+  // The rank is computed on the rows taken, outside the ordered scan.
+  const arm =
+    (where: string[], params: unknown[]): ArmSql =>
+    (n, below) => ({
+      sql: `${PLAN_EACH_TIME}SELECT m.created_at, m.id, m.created_at, ${plain ? `CASE WHEN m.fts @@ fq.q THEN 0 ELSE 1 END, -${PG_RANK}` : '0, 0'}
+        FROM (SELECT m.id FROM messages m WHERE ${[...where, ...rest.where, ...(below ? ['(m.created_at, m.id) < (?, ?)'] : [])].join(' AND ')} ORDER BY m.created_at DESC, m.id DESC LIMIT ?) s
+        JOIN messages m ON m.id = s.id${plain ? " CROSS JOIN (SELECT to_tsquery('mailroom', ?) AS q) fq" : ''}`,
+      params: [...params, ...rest.params, ...(below ?? []), n, ...(plain ? [plain] : [])],
+    });
   const inText = p.positive.map(tsCondition);
-  const textWhere = [`m.${column} = ?`, ...inText.map((c) => c.sql)];
-  const textParams = [value, ...inText.map((c) => c.param)];
-  // The planner guesses how many messages hold words from each word's frequency: for two words
-  // or a phrase few messages hold, it may walk every message by date. So the walk is bounded: the
-  // newest WALK_PER_MATCH × n messages first; if they hold fewer than n matches, the older ones
-  // are taken from the GIN index, every match then sorted.
-  const arms: Arm[] = [
-    async (db, n, below) => {
-      const b = older(below);
-      const [end] = await rawRows<[string]>(db, `SELECT m.created_at FROM messages m WHERE m.${column} = ?${b.where.map((w) => ` AND ${w}`).join('')} ORDER BY m.created_at DESC OFFSET ? LIMIT 1`, [value, ...b.params, WALK_PER_MATCH * n - 1]);
-      const recent = end ? { where: ['m.created_at >= ?'], params: [end[0]] } : { where: [], params: [] };
-      const found = await rawRows<MatchTuple>(db, ...query([...textWhere, ...b.where, ...recent.where], [...textParams, ...b.params, ...recent.params], n));
-      if (!end || found.length >= n) return found;
-      return [...found, ...(await rawRows<MatchTuple>(db, ...query([...textWhere, ...b.where, 'm.created_at < ?'], [...textParams, ...b.params, end[0]], n - found.length, true)))];
-    },
-  ];
+  const arms = [arm([`m.${column} = ?`, ...inText.map((c) => c.sql)], [value, ...inText.map((c) => c.param)])];
   if (plain) {
     const text = textPostgres(p, column, value);
     const anyWord = p.positive.filter((t) => !t.op).map((t) => `(${tsquery(t.value, t.quoted)})`).join(' | ');
     // The messages with a matching filename are looked up first and given by id: in one
     // statement, PostgreSQL's planner hashes them against a scan of every message of the scope.
     // textPostgres' first parameter is the ranking tsquery of its FROM, not used here.
-    arms.push(async (db, n, below) => {
-      const ids = await rawRows<[string]>(db, `SELECT DISTINCT x.message_id FROM (${PG_FILENAME_MESSAGES}) x`, [anyWord, anyWord]);
-      if (!ids.length) return [];
-      const b = older(below);
-      return rawRows<MatchTuple>(db, ...query(["m.id = ANY(string_to_array(?, ','))", ...text.where, ...b.where], [ids.map(([id]) => id).join(','), ...text.params.slice(1), ...b.params], n));
-    });
+    const byFilename: ArmSql = arm(["m.id = ANY(string_to_array(?, ','))", ...text.where], text.params.slice(1));
+    byFilename.prefetch = { sql: `SELECT DISTINCT x.message_id FROM (${PG_FILENAME_MESSAGES}) x`, params: [anyWord, anyWord] };
+    arms.push(byFilename);
   }
   return arms;
 }
@@ -281,7 +261,14 @@ function armsOf(scope: ListScope, f: MatchFilters, dialect: Dialect): Arm[] {
 async function listNewestMatches(db: Db, scope: ListScope, f: MatchFilters, n: number, below?: MatchKey): Promise<Match[]> {
   const found = new Map<string, Match>();
   for (const arm of armsOf(scope, f, dialectOf(db))) {
-    for (const [position, id, createdAt, group, rank] of await arm(db, n, below)) {
+    const lead: unknown[] = [];
+    if (arm.prefetch) {
+      const ids = await rawRows<[string]>(db, arm.prefetch.sql, arm.prefetch.params);
+      if (!ids.length) continue;
+      lead.push(ids.map(([id]) => id).join(','));
+    }
+    const { sql, params } = arm(n, below);
+    for (const [position, id, createdAt, group, rank] of await rawRows<MatchTuple>(db, sql, [...lead, ...params])) {
       // A message in both arms keeps the first (text) arm's rank.
       if (!found.has(id)) found.set(id, { key: [position, id], createdAt, group: Number(group), rank: rank === null ? null : Number(rank) });
     }
