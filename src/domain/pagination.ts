@@ -11,6 +11,8 @@ export interface Page {
 export interface PageResult<T> extends Page {
   data: T[];
   total: number;
+  /** Lists that count only so far (a search: docs/api.md "Search at scale"): `total` is a lower bound. */
+  totalIsLowerBound?: boolean;
 }
 
 function intParam(name: string, raw: string | null, def: number, min: number, max: number): number {

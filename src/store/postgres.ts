@@ -9,7 +9,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { toPostgres } from './placeholders.ts';
-import { handleFor, openFrame, withoutNul, runHooks, runWork, type Db, type TxFrame, type Method, type Store, StoreBase } from './store.ts';
+import { PLAN_EACH_TIME, handleFor, openFrame, withoutNul, runHooks, runWork, type Db, type TxFrame, type Method, type Store, StoreBase } from './store.ts';
 
 const asNumber = (text: string) => Number(text);
 const TYPES = {
@@ -47,7 +47,7 @@ function statementName(text: string): string {
 /** Runs a statement on `on` (the pool, or the one connection of a transaction). */
 async function execOn(on: pg.Pool | pg.PoolClient, source: string, params: unknown[], method: Method) {
   const text = toPostgres(source);
-  const r = await on.query({ name: statementName(text), text, values: withoutNul(params), rowMode: 'array' });
+  const r = await on.query({ name: text.startsWith(PLAN_EACH_TIME) ? undefined : statementName(text), text, values: withoutNul(params), rowMode: 'array' });
   if (method === 'run') return { rows: [], changes: r.rowCount ?? 0 };
   return { rows: method === 'get' ? r.rows[0] : r.rows, changes: r.rowCount ?? 0 };
 }

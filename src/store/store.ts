@@ -183,6 +183,14 @@ export async function rawRun(db: Db, source: string, params: unknown[] = []): Pr
 }
 
 /**
+ * Starts a statement whose best plan depends on its values (a search: how common a word is). On
+ * PostgreSQL it runs unnamed, planned for its values every time: a named statement may settle,
+ * after five runs, on a generic plan made without them (for `fts @@ $1`, a default selectivity
+ * that sorts every match of a common word). SQLite reads it as a comment.
+ */
+export const PLAN_EACH_TIME = '/* plan each time */ ';
+
+/**
  * True for a unique or primary-key violation on either engine, whether the driver's error
  * comes bare or wrapped by drizzle (its `cause`).
  */

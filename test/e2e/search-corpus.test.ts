@@ -11,6 +11,9 @@ import MailComposer from 'nodemailer/lib/mail-composer/index.js';
 import { acceptInbound } from '../../src/domain/inbound/inbound.ts';
 import { findInboxByAddress } from '../../src/domain/inboxes/inboxes.ts';
 import { updateMessage } from '../../src/domain/mail/messages.ts';
+import { matchFilters } from '../../src/domain/mail/filters.ts';
+import { matchMessages } from '../../src/store/repo/message-search.ts';
+import { dialectOf, rawRows } from '../../src/store/store.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
 const INBOUND = 1700;
@@ -227,19 +230,26 @@ after(async () => {
   await t?.close();
 });
 
-/** Every id the API lists for `q` (all pages), and its total. */
-async function search(path: string, q: string): Promise<{ ids: string[]; total: number }> {
+/** Every id the API lists for `q` (all pages, past the ranked matches too), and its total. */
+async function search(path: string, q: string): Promise<{ ids: string[]; total: number; totalIsLowerBound: boolean }> {
   const ids: string[] = [];
   let total = 0;
+  let totalIsLowerBound = false;
   for (let offset = 0; ; offset += 100) {
     const res = await t.api('GET', `${path}?q=${encodeURIComponent(q)}&limit=100&offset=${offset}`);
     assert.equal(res.status, 200, `${q}: ${res.text}`);
-    total = res.body.total;
+    ({ total, totalIsLowerBound } = res.body);
     ids.push(...res.body.data.map((m: { id: string }) => m.id));
     if (res.body.data.length < 100) break;
   }
-  return { ids, total };
+  return { ids, total, totalIsLowerBound };
 }
+
+/** The total a search reports for `n` matches: exact up to limits.search_matches, that bound past it. */
+const expectTotal = (got: { total: number; totalIsLowerBound: boolean }, n: number, what: string) => {
+  const cap = t.config.limits.search_matches;
+  assert.deepEqual([got.total, got.totalIsLowerBound], n > cap ? [cap, true] : [n, false], `${what}: total`);
+};
 
 const QUERIES = [
   // words: all must match, prefixes, accents and case folded
@@ -270,7 +280,7 @@ describe('search corpus', () => {
     for (const q of QUERIES) {
       const want = docs.filter(oracle(q)).map((d) => d.id).sort();
       const got = await search('/messages', q);
-      assert.equal(got.total, want.length, `${q}: total`);
+      expectTotal(got, want.length, q);
       assert.deepEqual([...got.ids].sort(), want, `${q}: ids`);
       if (want.length) nonEmpty++;
     }
@@ -284,10 +294,25 @@ describe('search corpus', () => {
       const want = docs.filter((d) => d.inbox === inbox.id).filter(oracle(q)).map((d) => d.id).sort();
       const got = await search(`/inboxes/${inbox.id}/messages`, q);
       assert.deepEqual([...got.ids].sort(), want, `${q}: ids`);
+      expectTotal(got, want.length, q);
       // Each message is its own thread here (no replies): the threads of the matching messages.
       const threads = await t.api('GET', `/inboxes/${inbox.id}/threads?q=${encodeURIComponent(q)}&limit=1`);
       assert.equal(threads.body.total, want.length, `${q}: threads`);
     }
+  });
+
+  test('under the cap, the order is the full ranking: every match ranked, as one query over all of them orders them', async () => {
+    let ranked = 0;
+    for (const q of QUERIES) {
+      const f = matchFilters({ q });
+      if (!f.search?.positive.length) continue;
+      const m = matchMessages({ accountId: t.accountId }, f, dialectOf(t.server.ctx.db));
+      const all = await rawRows<[string]>(t.server.ctx.db, `SELECT m.id FROM ${m.from} WHERE ${m.where} ORDER BY ${m.order}`, m.params);
+      if (all.length > t.config.limits.search_matches) continue;
+      assert.deepEqual((await search('/messages', q)).ids, all.map(([id]) => id), q);
+      ranked++;
+    }
+    assert.ok(ranked >= 15, `${ranked} ranked queries under the cap`);
   });
 
   test('with words, results come best first: a message with the word in its subject and body outranks one with it once', async () => {

@@ -199,12 +199,13 @@ export async function listMessages(ctx: AppContext, accountId: string, inboxId: 
     if (!MESSAGE_ID.test(after)) throw new AppError('VALIDATION_ERROR', 'query parameter `after` must be a message id (msg_…)');
     return pageOf(ctx, await listMessagePageAfter(ctx.db, inboxId, after, status || null, limit, offset), limit, offset);
   }
-  return pageOf(ctx, await listMessagePage(ctx.db, inboxId !== null ? { inboxId } : { accountId }, matchFilters(filters), limit, offset), limit, offset);
+  return pageOf(ctx, await listMessagePage(ctx.db, inboxId !== null ? { inboxId } : { accountId }, matchFilters(filters), limit, offset, ctx.config.limits.search_matches), limit, offset);
 }
 
 /** The API page of a page of rows. */
 async function pageOf(ctx: AppContext, page: RowPage<MessageViewRow>, limit: number, offset: number): Promise<PageResult<Message>> {
-  return { data: await messageViews(ctx, page.rows), total: page.total, limit, offset };
+  const result = { data: await messageViews(ctx, page.rows), total: page.total, limit, offset };
+  return page.totalIsLowerBound === undefined ? result : { ...result, totalIsLowerBound: page.totalIsLowerBound };
 }
 
 /** PATCH /messages/{id}: read state and labels; the message as it is afterwards. */

@@ -4,11 +4,12 @@
 // message_attachments and the full-text indexes: on SQLite the FTS5 tables messages_fts
 // (migration 0008) and attachments_fts (migration 0011), on PostgreSQL the tsvector columns of
 // migrations/pg 0004. Writes nothing. The query language's rules (what a term means, what is a
-// valid query) are the domain's; this module only words a parsed query for each engine.
+// valid query) are the domain's; this module only words a parsed query for each engine, and
+// keeps a search's cost to a bound however many messages match ("bounded searches" below).
 //
 // Words are never spliced into SQL or into FTS syntax: each becomes an FTS5 string ("…", quotes
 // doubled) or a tsquery lexeme ('…', quotes doubled), and every value is a bound parameter.
-import { dialectOf, rawRows, type Db, type Dialect } from '../store.ts';
+import { PLAN_EACH_TIME, dialectOf, rawRows, type Db, type Dialect } from '../store.ts';
 
 /** A word or phrase of a query, to find in the message text (or one field of it). */
 export interface TextTerm {
@@ -75,6 +76,7 @@ export async function listMatchingMessageIds(db: Db, scope: ListScope, f: MatchF
   return rows.map(([id]) => id);
 }
 
+
 /**
  * The messages of `scope` that pass `f`. With a label the match is driven by message_labels'
  * (inbox_id | account_id, label, created_at) index; without one by messages' own indexes —
@@ -83,64 +85,38 @@ export async function listMatchingMessageIds(db: Db, scope: ListScope, f: MatchF
  * SQLite, ts_rank on PostgreSQL.
  */
 export function matchMessages(scope: ListScope, f: MatchFilters, dialect: Dialect): MessageMatch {
-  const [column, value] = 'inboxId' in scope ? ['inbox_id', scope.inboxId] : ['account_id', scope.accountId];
+  const [column, value] = scopeColumn(scope);
   const parsed = f.search;
+  const rest = restOf(f, dialect, isRanked(f));
+  if (parsed && isRanked(f)) {
+    const text = dialect === 'sqlite' ? textSqlite(parsed, column, value) : textPostgres(parsed, column, value);
+    return { from: text.from, where: [...text.where, ...rest.where].join(' AND '), params: [...text.params, ...rest.params], order: text.order, threadColumn: 'm.thread_id' };
+  }
+  if (f.label !== undefined) {
+    return {
+      from: 'message_labels l JOIN messages m ON m.id = l.message_id',
+      where: [`l.${column} = ?`, 'l.label = ?', ...rest.where].join(' AND '),
+      params: [value, f.label, ...rest.params],
+      order: 'l.created_at DESC, l.message_id DESC',
+      threadColumn: 'l.thread_id',
+    };
+  }
+  return { from: 'messages m', where: [`m.${column} = ?`, ...rest.where].join(' AND '), params: [value, ...rest.params], order: 'm.created_at DESC, m.id DESC', threadColumn: 'm.thread_id' };
+}
+
+/** A search with text terms: ordered by relevance, and so bounded by the cap (listSearchBound). */
+export const isRanked = (f: MatchFilters) => (f.search?.positive.length ?? 0) > 0;
+
+const scopeColumn = (scope: ListScope): [column: string, value: string] => ('inboxId' in scope ? ['inbox_id', scope.inboxId] : ['account_id', scope.accountId]);
+
+/** Every condition of `f` but the text terms and the scope, on `m`: the same for every way of matching. */
+function restOf(f: MatchFilters, dialect: Dialect, ranked: boolean, excludes = true): { where: string[]; params: unknown[] } {
   const where: string[] = [];
-  const params: unknown[] = [value];
-  let from = '';
-  let order = '';
-  let threadColumn = 'm.thread_id';
-  if (parsed && dialect === 'postgres') {
-    const text = textPostgres(parsed, column, value);
-    if (text) ({ from, order } = text);
-    where.push(...(text?.where ?? []));
-    params.splice(0, 1, ...(text?.params ?? [value]));
-  }
-  const search = parsed && dialect === 'sqlite' ? toFts5(parsed) : undefined;
-  const texted = parsed ? parsed.positive.length > 0 : false;
-  if (search?.match && search.words.length) {
-    // Words may match in the text or in attachment filenames: the candidates are the messages
-    // matching every term in the text (ranked) and those with a filename matching any word
-    // (unranked, after the ranked ones); each word is then checked on its own. CROSS JOIN makes
-    // SQLite start from the few matching attachments, not scan the inbox's messages.
-    const anyWord = search.words.map((w) => w.file).join(' OR ');
-    from = `(SELECT r, min(rank) AS rank FROM (
-        SELECT rowid AS r, rank FROM messages_fts WHERE messages_fts MATCH ?
-        UNION ALL SELECT fm.rowid, NULL FROM (${FILENAME_MESSAGES}) fx CROSS JOIN messages fm ON fm.id = fx.message_id WHERE fm.${column} = ?
-      ) GROUP BY r) f JOIN messages m ON m.rowid = f.r`;
-    where.push(`m.${column} = ?`);
-    params.unshift(search.match, anyWord, anyWord, value);
-    for (const w of search.words) {
-      where.push(`(f.rank IS NOT NULL OR m.rowid IN (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?) OR ${FILENAME_MATCH})`);
-      params.push(w.fts, w.file, w.file);
-    }
-    if (search.opsMatch) {
-      where.push('(f.rank IS NOT NULL OR m.rowid IN (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?))');
-      params.push(search.opsMatch);
-    }
-    order = 'f.rank IS NULL, f.rank, m.created_at DESC, m.id DESC';
-  } else if (search?.match) {
-    from = 'messages_fts f JOIN messages m ON m.rowid = f.rowid';
-    where.push('f.messages_fts MATCH ?', `m.${column} = ?`);
-    params.unshift(search.match);
-    order = 'f.rank, m.created_at DESC, m.id DESC';
-  }
-  if (texted) {
-    if (f.label !== undefined) {
-      where.push('EXISTS (SELECT 1 FROM message_labels fl WHERE fl.message_id = m.id AND fl.label = ?)');
-      params.push(f.label);
-    }
-  } else if (f.label !== undefined) {
-    from = 'message_labels l JOIN messages m ON m.id = l.message_id';
-    where.push(`l.${column} = ?`, 'l.label = ?');
+  const params: unknown[] = [];
+  // Unranked, a label drives the match (matchMessages); ranked, the text does and the label is checked.
+  if (ranked && f.label !== undefined) {
+    where.push('EXISTS (SELECT 1 FROM message_labels fl WHERE fl.message_id = m.id AND fl.label = ?)');
     params.push(f.label);
-    order = 'l.created_at DESC, l.message_id DESC';
-    threadColumn = 'l.thread_id';
-  } else {
-    from = 'messages m';
-    where.push(`m.${column} = ?`);
-    order = 'm.created_at DESC, m.id DESC';
-    threadColumn = 'm.thread_id';
   }
   if (f.unread !== undefined) where.push(f.unread ? 'm.unread = 1' : 'm.unread = 0');
   if (f.direction !== undefined) {
@@ -151,29 +127,183 @@ export function matchMessages(scope: ListScope, f: MatchFilters, dialect: Dialec
     where.push('m.status = ?');
     params.push(f.status);
   }
-  if (search) {
-    for (const c of search.where) where.push(`(${c})`);
-    params.push(...search.params);
-    for (const x of search.exclude) {
+  const p = f.search;
+  if (!p) return { where, params };
+  const conditions = conditionsSql(p.conditions);
+  where.push(...conditions.where.map((c) => `(${c})`));
+  params.push(...conditions.params);
+  for (const fl of p.filenames) {
+    const file = dialect === 'sqlite' ? filenameTerm(fl.value, !fl.quoted) : tsquery(fl.value, fl.quoted);
+    const match = dialect === 'sqlite' ? FILENAME_MATCH : PG_FILENAME_MATCH;
+    where.push(fl.negated ? `NOT (${match})` : match);
+    params.push(file, file);
+  }
+  for (const t of excludes ? p.exclude : []) {
+    if (dialect === 'sqlite') {
       where.push('m.rowid NOT IN (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?)');
-      params.push(x);
-    }
-  } else if (parsed) {
-    const conditions = conditionsSql(parsed.conditions);
-    for (const c of conditions.where) where.push(`(${c})`);
-    params.push(...conditions.params);
-    for (const fl of parsed.filenames) {
-      const file = tsquery(fl.value, fl.quoted);
-      where.push(fl.negated ? `NOT (${PG_FILENAME_MATCH})` : PG_FILENAME_MATCH);
-      params.push(file, file);
-    }
-    for (const t of parsed.exclude) {
+      params.push(fts5(t));
+    } else {
       const c = tsCondition(t);
       where.push(`NOT (${c.sql})`);
       params.push(c.param);
     }
   }
-  return { from, where: where.join(' AND '), params, order, threadColumn };
+  return { where, params };
+}
+
+// --- bounded searches -------------------------------------------------------------------------
+//
+// Ranking and counting every match costs what the matches number: a common word in a million
+// messages is a hundred thousand rows to rank and count. A search with text terms therefore
+// takes its `cap` + 1 newest matches, newest first, with their rank, and no more: FTS5 walks a
+// term's rowids in descending order and stops at the limit (PostgreSQL walks messages by
+// created_at, or sorts the GIN index's matches). Up to `cap` it ranks them all, as before; past
+// it the `cap` newest are ranked and the older follow newest first (docs/api.md "Search at
+// scale"). The matches come from "arms", each a query every row of which matches and whose
+// union is every match: the messages matching every term in their text, and, when the query
+// has plain words, those with a filename matching one of them.
+
+/**
+ * Where a message stands in the order messages were stored, and its id: on SQLite its rowid
+ * (one writer at a time: the insert order), on PostgreSQL its created_at, the id breaking ties.
+ */
+type MatchKey = [position: number | string, id: string];
+
+/** A match: where it stands newest first, its id, and what orders it in a ranked list. */
+interface Match {
+  key: MatchKey;
+  createdAt: string;
+  /** 0: every term is in the text; 1: a word only in a filename (those come after). */
+  group: number;
+  /** Lower first: FTS5's bm25 on SQLite, minus ts_rank on PostgreSQL (0 without plain words). */
+  rank: number | null;
+}
+
+type MatchTuple = [position: number | string, id: string, createdAt: string, group: number, rank: number | null];
+
+/** Descending: the greater first. */
+const desc = (x: number | string, y: number | string) => (x === y ? 0 : x < y ? 1 : -1);
+const byNewest = (a: Match, b: Match) => desc(a.key[0], b.key[0]) || desc(a.key[1], b.key[1]);
+/** The order of a ranked list (matchMessages' `order`): text matches first, best rank, then newest. */
+const byRank = (a: Match, b: Match) => a.group - b.group || (a.rank ?? 0) - (b.rank ?? 0) || desc(a.createdAt, b.createdAt) || desc(a.key[1], b.key[1]);
+
+/**
+ * One arm as SQL: its newest `n` matches older than `below` (when given), newest first, as
+ * MatchTuples. With `prefetch`, its rows are read first and the arm's first parameter is their
+ * first column, comma-separated (none: the arm has no match).
+ */
+type ArmSql = ((n: number, below?: MatchKey) => { sql: string; params: unknown[] }) & { prefetch?: { sql: string; params: unknown[] } };
+
+function armsOf(scope: ListScope, f: MatchFilters, dialect: Dialect): ArmSql[] {
+  const [column, value] = scopeColumn(scope);
+  const p = f.search!;
+  const rest = restOf(f, dialect, true);
+  if (dialect === 'sqlite') {
+    const q = toFts5(p);
+    const arm =
+      (select: string, from: string, rowid: string, where: string[], params: unknown[], others = rest): ArmSql =>
+      (n, below) => ({
+        sql: `SELECT ${select} FROM ${from} WHERE ${[...where, ...others.where, ...(below ? [`${rowid} < ?`] : [])].join(' AND ')} ORDER BY ${rowid} DESC LIMIT ?`,
+        params: [...params, ...others.params, ...(below ? [below[0]] : []), n],
+      });
+    // CROSS JOIN keeps FTS5 the outer loop: its descending rowid order needs no sort, and bm25
+    // is computed for the rows taken only. Excluded terms go into the MATCH (FTS5's NOT steps
+    // through both lists together) rather than a NOT IN that reads the excluded term's whole
+    // list; they add nothing to bm25 (no hits), so the rank is the same.
+    const match = [`(${q.match})`, ...p.exclude.map((t) => `(${fts5(t)})`)].join(' NOT ');
+    const arms = [
+      arm('f.rowid, m.id, m.created_at, 0, f.rank', 'messages_fts f CROSS JOIN messages m ON m.rowid = f.rowid', 'f.rowid', ['f.messages_fts MATCH ?', `m.${column} = ?`], [match, value], restOf(f, dialect, true, false)),
+    ];
+    if (q.words.length) {
+      const anyWord = q.words.map((w) => w.file).join(' OR ');
+      const where = [`m.${column} = ?`];
+      const params: unknown[] = [anyWord, anyWord, value];
+      // Per row, not per query: FTS5 seeks the rowid in the term's list.
+      const inText = 'EXISTS (SELECT 1 FROM messages_fts WHERE messages_fts MATCH ? AND rowid = m.rowid)';
+      for (const w of q.words) {
+        where.push(`(${inText} OR ${FILENAME_MATCH})`);
+        params.push(w.fts, w.file, w.file);
+      }
+      if (q.opsMatch) {
+        where.push(inText);
+        params.push(q.opsMatch);
+      }
+      arms.push(arm('DISTINCT m.rowid, m.id, m.created_at, 1, NULL', `(${FILENAME_MESSAGES}) fx CROSS JOIN messages m ON m.id = fx.message_id`, 'm.rowid', where, params));
+    }
+    return arms;
+  }
+  const plain = plainTsquery(p);
+  // The rank is computed on the rows taken, outside the ordered scan.
+  const arm =
+    (where: string[], params: unknown[]): ArmSql =>
+    (n, below) => ({
+      sql: `${PLAN_EACH_TIME}SELECT m.created_at, m.id, m.created_at, ${plain ? `CASE WHEN m.fts @@ fq.q THEN 0 ELSE 1 END, -${PG_RANK}` : '0, 0'}
+        FROM (SELECT m.id FROM messages m WHERE ${[...where, ...rest.where, ...(below ? ['(m.created_at, m.id) < (?, ?)'] : [])].join(' AND ')} ORDER BY m.created_at DESC, m.id DESC LIMIT ?) s
+        JOIN messages m ON m.id = s.id${plain ? " CROSS JOIN (SELECT to_tsquery('mailroom', ?) AS q) fq" : ''}`,
+      params: [...params, ...rest.params, ...(below ?? []), n, ...(plain ? [plain] : [])],
+    });
+  const inText = p.positive.map(tsCondition);
+  const arms = [arm([`m.${column} = ?`, ...inText.map((c) => c.sql)], [value, ...inText.map((c) => c.param)])];
+  if (plain) {
+    const text = textPostgres(p, column, value);
+    const anyWord = p.positive.filter((t) => !t.op).map((t) => `(${tsquery(t.value, t.quoted)})`).join(' | ');
+    // The messages with a matching filename are looked up first and given by id: in one
+    // statement, PostgreSQL's planner hashes them against a scan of every message of the scope.
+    // textPostgres' first parameter is the ranking tsquery of its FROM, not used here.
+    const byFilename: ArmSql = arm(["m.id = ANY(string_to_array(?, ','))", ...text.where], text.params.slice(1));
+    byFilename.prefetch = { sql: `SELECT DISTINCT x.message_id FROM (${PG_FILENAME_MESSAGES}) x`, params: [anyWord, anyWord] };
+    arms.push(byFilename);
+  }
+  return arms;
+}
+
+/** The `n` newest matches of a ranked search, older than `below` when given, newest first. */
+async function listNewestMatches(db: Db, scope: ListScope, f: MatchFilters, n: number, below?: MatchKey): Promise<Match[]> {
+  const found = new Map<string, Match>();
+  for (const arm of armsOf(scope, f, dialectOf(db))) {
+    const lead: unknown[] = [];
+    if (arm.prefetch) {
+      const ids = await rawRows<[string]>(db, arm.prefetch.sql, arm.prefetch.params);
+      if (!ids.length) continue;
+      lead.push(ids.map(([id]) => id).join(','));
+    }
+    const { sql, params } = arm(n, below);
+    for (const [position, id, createdAt, group, rank] of await rawRows<MatchTuple>(db, sql, [...lead, ...params])) {
+      // A message in both arms keeps the first (text) arm's rank.
+      if (!found.has(id)) found.set(id, { key: [position, id], createdAt, group: Number(group), rank: rank === null ? null : Number(rank) });
+    }
+  }
+  return [...found.values()].sort(byNewest).slice(0, n);
+}
+
+/** A page of a search's message ids, and how many match: exactly up to `cap`, else `cap` and `more`. */
+export interface SearchPage {
+  ids: string[];
+  total: number;
+  more: boolean;
+}
+
+/**
+ * A page of a ranked search (isRanked): its `cap` newest matches by rank (matchMessages' order),
+ * then, past `cap`, the older ones newest first.
+ */
+export async function listRankedSearchPage(db: Db, scope: ListScope, f: MatchFilters, limit: number, offset: number, cap: number): Promise<SearchPage> {
+  const found = await listNewestMatches(db, scope, f, cap + 1);
+  const more = found.length > cap;
+  const ranked = found.slice(0, cap).sort(byRank);
+  const ids = ranked.slice(offset, offset + limit).map((m) => m.key[1]);
+  if (more && offset + limit > cap) {
+    const older = await listNewestMatches(db, scope, f, offset + limit - cap, found[cap - 1].key);
+    ids.push(...older.slice(Math.max(0, offset - cap)).map((m) => m.key[1]));
+  }
+  return { ids, total: more ? cap : found.length, more };
+}
+
+/** How many messages of `scope` pass `f`, counted up to `cap` + 1: the count, or `cap` and `more`. */
+export async function countMatchesUpTo(db: Db, scope: ListScope, f: MatchFilters, cap: number): Promise<{ total: number; more: boolean }> {
+  const m = matchMessages(scope, f, dialectOf(db));
+  const [[n]] = await rawRows<[number | string]>(db, `SELECT count(*) FROM (SELECT 1 FROM ${m.from} WHERE ${m.where} LIMIT ?) c`, [...m.params, cap + 1]);
+  return Number(n) > cap ? { total: cap, more: true } : { total: Number(n), more: false };
 }
 
 // --- the conditions (both engines) ------------------------------------------------------------
@@ -213,17 +343,12 @@ function conditionsSql(conditions: SearchCondition[]): { where: string[]; params
 
 /** What the SQLite engine runs: FTS5 MATCH expressions. */
 interface Fts5Query {
-  /** FTS5 MATCH expression of every positive text term, or null. */
-  match: string | null;
+  /** FTS5 MATCH expression of every positive text term. */
+  match: string;
   /** The positive plain words: each as an FTS5 expression (`fts`) and an attachments_fts one (`file`). */
   words: Array<{ fts: string; file: string }>;
   /** FTS5 expression of the positive operator terms (from:, subject:, …), or null. */
   opsMatch: string | null;
-  /** FTS5 expressions no result may satisfy. */
-  exclude: string[];
-  /** SQL conditions on `m` (filename conditions included), with their parameters in order. */
-  where: string[];
-  params: unknown[];
 }
 
 const FTS_COLUMNS: Record<NonNullable<TextTerm['op']>, string> = {
@@ -262,22 +387,50 @@ const fts5 = (t: TextTerm) => {
   return t.op ? `${FTS_COLUMNS[t.op]} : ${s}` : s;
 };
 
-/** The query as FTS5 expressions over messages_fts and attachments_fts (the SQLite engine). */
+/** The positive text terms as FTS5 expressions over messages_fts and attachments_fts (the SQLite engine). */
 function toFts5(p: SearchQuery): Fts5Query {
   const ops = p.positive.filter((t) => t.op);
-  const { where, params } = conditionsSql(p.conditions);
-  for (const f of p.filenames) {
-    const file = filenameTerm(f.value, !f.quoted);
-    where.push(f.negated ? `NOT (${FILENAME_MATCH})` : FILENAME_MATCH);
-    params.push(file, file);
-  }
   return {
-    match: p.positive.length ? p.positive.map(fts5).join(' AND ') : null,
+    match: p.positive.map(fts5).join(' AND '),
     words: p.words.map((t) => ({ fts: fts5(t), file: filenameTerm(t.value, !t.quoted) })),
     opsMatch: ops.length ? ops.map(fts5).join(' AND ') : null,
-    exclude: p.exclude.map(fts5),
+  };
+}
+
+/** The text part of a search on SQLite, ranked by FTS5's bm25 (`rank`), then newest. */
+function textSqlite(p: SearchQuery, column: string, value: unknown): { from: string; order: string; where: string[]; params: unknown[] } {
+  const search = toFts5(p);
+  if (!search.words.length) {
+    return {
+      from: 'messages_fts f JOIN messages m ON m.rowid = f.rowid',
+      where: ['f.messages_fts MATCH ?', `m.${column} = ?`],
+      params: [search.match, value],
+      order: 'f.rank, m.created_at DESC, m.id DESC',
+    };
+  }
+  // Words may match in the text or in attachment filenames: the candidates are the messages
+  // matching every term in the text (ranked) and those with a filename matching any word
+  // (unranked, after the ranked ones); each word is then checked on its own. CROSS JOIN makes
+  // SQLite start from the few matching attachments, not scan the inbox's messages.
+  const anyWord = search.words.map((w) => w.file).join(' OR ');
+  const where = [`m.${column} = ?`];
+  const params: unknown[] = [search.match, anyWord, anyWord, value, value];
+  for (const w of search.words) {
+    where.push(`(f.rank IS NOT NULL OR m.rowid IN (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?) OR ${FILENAME_MATCH})`);
+    params.push(w.fts, w.file, w.file);
+  }
+  if (search.opsMatch) {
+    where.push('(f.rank IS NOT NULL OR m.rowid IN (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?))');
+    params.push(search.opsMatch);
+  }
+  return {
+    from: `(SELECT r, min(rank) AS rank FROM (
+        SELECT rowid AS r, rank FROM messages_fts WHERE messages_fts MATCH ?
+        UNION ALL SELECT fm.rowid, NULL FROM (${FILENAME_MESSAGES}) fx CROSS JOIN messages fm ON fm.id = fx.message_id WHERE fm.${column} = ?
+      ) GROUP BY r) f JOIN messages m ON m.rowid = f.r`,
     where,
     params,
+    order: 'f.rank IS NULL, f.rank, m.created_at DESC, m.id DESC',
   };
 }
 
@@ -306,20 +459,20 @@ function tsCondition(t: TextTerm): { sql: string; param: string } {
 }
 
 /** Messages (`m`) with an attachment whose filename matches (two parameters: the tsquery, twice). */
-const PG_FILENAME_MATCH =
-  "m.id IN (SELECT qa.message_id FROM attachments qa WHERE qa.fts @@ to_tsquery('mailroom', ?) AND qa.message_id IS NOT NULL " +
-  "UNION ALL SELECT qm.message_id FROM attachments qf JOIN message_attachments qm ON qm.attachment_id = qf.id WHERE qf.fts @@ to_tsquery('mailroom', ?))";
+const PG_FILENAME_MESSAGES =
+  "SELECT qa.message_id FROM attachments qa WHERE qa.fts @@ to_tsquery('mailroom', ?) AND qa.message_id IS NOT NULL " +
+  "UNION ALL SELECT qm.message_id FROM attachments qf JOIN message_attachments qm ON qm.attachment_id = qf.id WHERE qf.fts @@ to_tsquery('mailroom', ?)";
+const PG_FILENAME_MATCH = `m.id IN (${PG_FILENAME_MESSAGES})`;
 
 /**
  * The text part of a search on PostgreSQL: every positive term a condition on `m`, a plain word
  * met in an attachment filename too; ranked by ts_rank of the plain words, messages found
  * through a filename alone after the others. Undefined when the query has no positive text term.
  */
-function textPostgres(p: SearchQuery, column: string, value: unknown): { from: string; order: string; where: string[]; params: unknown[] } | undefined {
-  if (!p.positive.length) return undefined;
-  const plain = p.positive.filter((t) => !t.op).map((t) => `(${tsquery(t.value, t.quoted)})`);
+function textPostgres(p: SearchQuery, column: string, value: unknown): { from: string; order: string; where: string[]; params: unknown[] } {
+  const plain = plainTsquery(p);
   const where = [`m.${column} = ?`];
-  const params: unknown[] = plain.length ? [plain.join(' & '), value] : [value];
+  const params: unknown[] = plain ? [plain, value] : [value];
   for (const t of p.positive) {
     const c = tsCondition(t);
     if (t.op) {
@@ -331,13 +484,21 @@ function textPostgres(p: SearchQuery, column: string, value: unknown): { from: s
       params.push(c.param, file, file);
     }
   }
-  if (!plain.length) return { from: 'messages m', order: 'm.created_at DESC, m.id DESC', where, params };
+  if (!plain) return { from: 'messages m', order: 'm.created_at DESC, m.id DESC', where, params };
   return {
     from: "(SELECT to_tsquery('mailroom', ?) AS q) fq CROSS JOIN messages m",
-    // Every field counts alike (FTS5's bm25 does not weigh columns either); the weights only
-    // tell the fields apart for from: to: subject:.
-    order: "(m.fts @@ fq.q) DESC, ts_rank('{1,1,1,1}', m.fts, fq.q) DESC, m.created_at DESC, m.id DESC",
+    order: `(m.fts @@ fq.q) DESC, ${PG_RANK} DESC, m.created_at DESC, m.id DESC`,
     where,
     params,
   };
 }
+
+/** The tsquery of the plain words (what ranks), or null when there are none. */
+function plainTsquery(p: SearchQuery): string | null {
+  const plain = p.positive.filter((t) => !t.op).map((t) => `(${tsquery(t.value, t.quoted)})`);
+  return plain.length ? plain.join(' & ') : null;
+}
+
+// Every field counts alike (FTS5's bm25 does not weigh columns either); the weights only tell
+// the fields apart for from: to: subject:.
+const PG_RANK = "ts_rank('{1,1,1,1}', m.fts, fq.q)";

@@ -6,7 +6,7 @@ import { count, desc, eq, and, asc, getTableColumns, sql } from 'drizzle-orm';
 import { preparedQuery, preparedRows } from '../prepared.ts';
 import { messages, threads } from '../../db/schema.ts';
 import { dialectOf, rawRows, rawRun, type Db } from '../store.ts';
-import { matchMessages, type ListScope, type MatchFilters } from './message-search.ts';
+import { countMatchesUpTo, isRanked, listRankedSearchPage, matchMessages, type ListScope, type MatchFilters } from './message-search.ts';
 
 export type MessageRow = typeof messages.$inferSelect;
 /** The columns a Message is made of (what list pages read). */
@@ -17,6 +17,8 @@ export type ThreadRow = typeof threads.$inferSelect;
 export interface RowPage<T> {
   rows: T[];
   total: number;
+  /** A search with more matches than it counts: `total` is that bound, a lower bound. */
+  totalIsLowerBound?: boolean;
 }
 
 // ---- messages ---------------------------------------------------------------------------------
@@ -153,10 +155,12 @@ export async function listOwnInboxPage(db: Db, accountId: string, inboxId: strin
 /**
  * A page of the messages of `scope` passing `f`, newest first (with words in a search: best match
  * first). Without filters, or with only `status`, the total comes from the counters kept by
- * triggers (and an inbox's page from plain prepared statements); otherwise it is counted over
- * the same index range as the page.
+ * triggers (and an inbox's page from plain prepared statements); a search counts up to
+ * `searchCap` (past it, a search with words ranks only its `searchCap` newest matches and the
+ * older ones follow them, newest first: ./message-search.ts); otherwise it is counted over the
+ * same index range as the page.
  */
-export async function listMessagePage(db: Db, scope: ListScope, f: MatchFilters, limit: number, offset: number): Promise<RowPage<MessageViewRow>> {
+export async function listMessagePage(db: Db, scope: ListScope, f: MatchFilters, limit: number, offset: number, searchCap: number): Promise<RowPage<MessageViewRow>> {
   const { status } = f;
   const counted = f.search === undefined && f.label === undefined && f.unread === undefined && f.direction === undefined;
   if ('inboxId' in scope && counted) {
@@ -165,8 +169,16 @@ export async function listMessagePage(db: Db, scope: ListScope, f: MatchFilters,
     const [total] = (await (status ? preparedQuery(db, totalOfInboxStatus).get(inboxId, status) : preparedQuery(db, totalOfInbox).get(inboxId)))!;
     return { rows: rows.map(viewRow), total };
   }
+  if (f.search !== undefined && isRanked(f)) {
+    const page = await listRankedSearchPage(db, scope, f, limit, offset, searchCap);
+    return { rows: (await listViewsInOrder(db, page.ids)).map(viewRow), total: page.total, totalIsLowerBound: page.more };
+  }
   const m = matchMessages(scope, f, dialectOf(db));
   const rows = await rawRows<ViewTuple>(db, `SELECT ${M_VIEW_COLUMNS} FROM ${m.from} WHERE ${m.where} ORDER BY ${m.order} LIMIT ? OFFSET ?`, [...m.params, limit, offset]);
+  if (f.search !== undefined) {
+    const { total, more } = await countMatchesUpTo(db, scope, f, searchCap);
+    return { rows: rows.map(viewRow), total, totalIsLowerBound: more };
+  }
   let total: number;
   if ('accountId' in scope && counted) {
     const { accountId } = scope;
@@ -175,6 +187,14 @@ export async function listMessagePage(db: Db, scope: ListScope, f: MatchFilters,
     [[total]] = await rawRows<[number]>(db, `SELECT count(*) FROM ${m.from} WHERE ${m.where}`, m.params);
   }
   return { rows: rows.map(viewRow), total };
+}
+
+/** The messages `ids`, in that order. */
+async function listViewsInOrder(db: Db, ids: string[]): Promise<ViewTuple[]> {
+  if (!ids.length) return [];
+  const rows = await rawRows<ViewTuple>(db, `SELECT ${VIEW_COLUMNS} FROM messages WHERE id IN (${ids.map(() => '?').join(', ')})`, ids);
+  const byId = new Map(rows.map((r) => [r[0], r]));
+  return ids.flatMap((id) => (byId.has(id) ? [byId.get(id)!] : []));
 }
 
 // `after`: the messages stored after a given one. Message ids are made before an inbound message's
