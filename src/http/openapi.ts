@@ -144,7 +144,14 @@ const SCHEMAS: Record<string, Schema> = {
     },
     ['id', 'inboxId', 'threadId', 'direction', 'fromAddress', 'toAddresses', 'ccAddresses', 'subject', 'bodyText', 'bodyHtml', 'status', 'attachments', 'messageIdHeader', 'unread', 'labels', 'createdAt'],
   ),
-  MessagePage: list('Message', true),
+  MessagePage: (() => {
+    const page = list('Message', true) as { properties: Record<string, Schema> };
+    page.properties.totalIsLowerBound = {
+      type: 'boolean',
+      description: 'Present (true) on a search (`q`) whose matches go past limits.search_matches: `total` then counts that many, not every match (docs/api.md, "Search at scale").',
+    };
+    return page;
+  })(),
   Draft: obj({
     id: str('drf_…'),
     inboxId: str(),

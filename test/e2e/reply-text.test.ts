@@ -74,7 +74,7 @@ describe('extractedText and extractedHtml', () => {
     assert.equal(reply.extractedHtml, reply.bodyHtml, 'nothing but a quotation: the whole body');
   });
 
-  test('a page of 100 replies: the extraction cost per page', async () => {
+  test('a page of 100 replies: each one extracted, on the page and again from memory', async () => {
     const box = (await t.api('POST', '/inboxes', { address: 'replies-page' })).body;
     const transport = smtpTransport(t.server.smtpPort);
     try {
@@ -84,13 +84,12 @@ describe('extractedText and extractedHtml', () => {
     } finally {
       transport.close();
     }
-    const page = () => t.api('GET', `/inboxes/${box.id}/messages?limit=100`);
-    for (let i = 0; i < 3; i++) await page();
-    const started = performance.now();
-    const rounds = 20;
-    for (let i = 0; i < rounds; i++) assert.equal((await page()).body.data.length, 100);
-    const ms = (performance.now() - started) / rounds;
-    console.log(`# list page of 100 replies: ${ms.toFixed(1)} ms`);
-    assert.ok(ms < 500, `${ms} ms`);
+    // The page's cost is measured in bench/, not here; what a page must hold is checked twice
+    // (the second answer comes from the in-memory results).
+    for (let round = 0; round < 2; round++) {
+      const page = (await t.api('GET', `/inboxes/${box.id}/messages?limit=100`)).body.data;
+      assert.equal(page.length, 100);
+      for (const m of page) assert.equal(m.extractedText, 'Sounds good, see you at 3.\n\nAnna');
+    }
   });
 });
