@@ -18,6 +18,7 @@ import { pgClients } from './scenarios/pg-clients.ts';
 import { storeOverhead } from './scenarios/store.ts';
 import { eventLatency } from './scenarios/events.ts';
 import { search } from './scenarios/search.ts';
+import { inboundFlow } from './scenarios/flow.ts';
 import { nodes } from './scenarios/nodes.ts';
 import type { TestDns } from '../test/support/dns.ts';
 
@@ -40,6 +41,7 @@ const SCENARIOS: Scenario[] = [
   { id: 'search', title: '(k) Search: q on a 10⁴ and a 10⁶ message inbox', run: search },
   { id: 'pg-clients', title: '(l) PostgreSQL client: pg against postgres', run: pgClients },
   { id: 'store', title: '(m) The storage port on SQLite: async store against the synchronous handle', run: storeOverhead },
+  { id: 'flow', title: '(o) Inbound flow: accepted → visible and webhooked, and 250 → visible latency under a steady offer', run: inboundFlow },
   { id: 'nodes', title: '(n) Several nodes: SMTP ingest and HTTP reads on SQLite, PostgreSQL with one node, PostgreSQL with two nodes', run: nodes },
 ];
 

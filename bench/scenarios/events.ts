@@ -46,7 +46,7 @@ const measured = (a: Arrival) => a.subject.startsWith('events run ');
  * calls `onEvent` with each envelope and the wall-clock ms its chunk arrived. Resolves once the
  * stream is open; `done` ends with the stream.
  */
-async function readEvents(node: { url: string; key: string }, signal: AbortSignal, onEvent: (e: Envelope, at: number) => void): Promise<{ done: Promise<void> }> {
+export async function readEvents(node: { url: string; key: string }, signal: AbortSignal, onEvent: (e: Envelope, at: number) => void): Promise<{ done: Promise<void> }> {
   const res = await fetch(`${node.url}/events/stream?types=message.received`, { headers: { authorization: `Bearer ${node.key}` }, signal });
   if (res.status !== 200 || !res.body) throw new Error(`GET /events/stream: ${res.status}`);
   const done = (async () => {

@@ -44,7 +44,7 @@ interface Blast {
 }
 
 /** One smtp-source run: `count` messages over `sessions` reused connections. */
-async function blast(port: number, to: string, count: number, sessions = SESSIONS, pid?: number): Promise<Blast> {
+export async function blast(port: number, to: string, count: number, sessions = SESSIONS, pid?: number): Promise<Blast> {
   const cpuBefore = pid === undefined ? undefined : cpuMsOf(pid);
   const args = ['-d', '-s', String(sessions), '-m', String(count), '-l', String(MESSAGE_BYTES), '-f', 'load@source.bench', '-t', to, '-S', 'bench message', '-M', 'source.bench', `127.0.0.1:${port}`];
   const res = await runBounded(SMTP_SOURCE, args, LIMIT_MS);

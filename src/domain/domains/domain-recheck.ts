@@ -31,13 +31,15 @@ export function createDomainRecheck(ctx: AppContext): Service {
   return {
     name: 'domain-recheck',
     async start() {
-      // A moment after start-up, not during it: the key's RSA generation (first start) and the
-      // first pass would take CPU from it. signingKeyFor copes if a send comes first (it then
-      // generates the key itself, and the first file written wins).
+      // The key a moment after start-up, not during it: its RSA generation (first start) would
+      // take CPU from it. signingKeyFor copes if a send comes first (it then generates the key
+      // itself, and the first file written wins). The first pass runs now (one indexed read when
+      // nothing is due): deferred, it re-checked domains created in the meantime, a write nobody
+      // asked for a second after start.
       first = setTimeout(() => {
         keyReady = ensureSharedDkimKey(ctx).catch((err) => ctx.log.error('shared DKIM key generation failed', errorFields(err)));
-        tick();
       }, Math.min(AFTER_START_MS, every));
+      tick();
       timer = setInterval(tick, every);
       timer.unref();
     },

@@ -1,0 +1,208 @@
+// (o) Inbound flow: how fast accepted mail becomes something an agent sees. Two measurements
+// on a fresh server with a message.received webhook to a receiver on loopback:
+//  1. A burst: smtp-source sends BENCH_FLOW_COUNT (20,000) 10 KB messages over 50 reused
+//     sessions; from the first message sent until the last 250, the last message visible through
+//     GET /inboxes/{id}/messages, and the last webhook delivered. Baseline: the listener's own
+//     250 rate in the same run ("mail visible as fast as it is accepted" is a ratio of 1).
+//  2. A steady offer: 50 connections send BENCH_FLOW_RATE (1,500) messages a second in total
+//     for BENCH_FLOW_SECONDS (60), each message at its slot whatever the earlier ones did; a
+//     Server-Sent Events client (GET /events/stream) timestamps each message.received. Latency
+//     = the frame's arrival − the 250's arrival at the client, same clock; p50/p99 over the run
+//     and per 10 s window, so a backlog that grows shows as a p99 that grows.
+import type { TestDns } from '../../test/support/dns.ts';
+import { SmtpClient } from '../../test/support/smtp-client.ts';
+import { createInbox, startMailroom, type Mailroom } from '../mailroom.ts';
+import { cpuMsOf, ensurePostfixTools, load, log, round, sleep, startReceiver, summarize, type ScenarioResult } from '../support.ts';
+import { readEvents } from './events.ts';
+import { blast, MESSAGE_BYTES, SESSIONS } from './smtp.ts';
+
+const COUNT = Number(process.env.BENCH_FLOW_COUNT ?? 20_000);
+const RATE = Number(process.env.BENCH_FLOW_RATE ?? 1_500);
+const SECONDS = Number(process.env.BENCH_FLOW_SECONDS ?? 60);
+const WINDOW_S = 10;
+const DRAIN_LIMIT_MS = 180_000;
+
+/** A 10 KB message whose subject names it (the stream's frames are matched by subject). */
+function message(subject: string): Buffer {
+  const line = 'The quick brown fox jumps over the lazy dog, again and again and again.\r\n';
+  const body = line.repeat(Math.ceil(MESSAGE_BYTES / line.length));
+  return Buffer.from(`From: load@source.bench\r\nTo: flow@bench\r\nSubject: ${subject}\r\nMessage-ID: <${subject.replace(/\s+/g, '.')}@source.bench>\r\n\r\n${body}`);
+}
+
+interface Burst {
+  accepted: number;
+  acceptSeconds: number;
+  visibleSeconds: number;
+  webhookSeconds: number;
+  visible: number;
+  webhooks: number;
+  cpuMsPerMsg?: number;
+}
+
+async function burst(m: Mailroom, inbox: { id: string; address: string }, hooks: () => number): Promise<Burst> {
+  const total = async () => ((await m.api('GET', `/inboxes/${inbox.id}/messages?limit=1`)).body?.total ?? 0) as number;
+  const before = await total();
+  const hooksBefore = hooks();
+  const t0 = performance.now();
+  const cpu0 = cpuMsOf(m.pid);
+  const sent = await blast(m.smtpPort, inbox.address, COUNT, SESSIONS);
+  const deadline = performance.now() + DRAIN_LIMIT_MS;
+  let visible = 0;
+  let visibleAt = NaN;
+  let webhookAt = NaN;
+  while (performance.now() < deadline) {
+    if (Number.isNaN(visibleAt) && (visible = (await total()) - before) >= COUNT) visibleAt = performance.now();
+    if (Number.isNaN(webhookAt) && hooks() - hooksBefore >= COUNT) webhookAt = performance.now();
+    if (!Number.isNaN(visibleAt) && !Number.isNaN(webhookAt)) break;
+    await sleep(50);
+  }
+  const cpu1 = cpuMsOf(m.pid);
+  return {
+    accepted: COUNT,
+    acceptSeconds: sent.seconds,
+    visibleSeconds: round((visibleAt - t0) / 1000, 2),
+    webhookSeconds: round((webhookAt - t0) / 1000, 2),
+    visible,
+    webhooks: hooks() - hooksBefore,
+    cpuMsPerMsg: cpu0 !== undefined && cpu1 !== undefined ? round((cpu1 - cpu0) / COUNT, 3) : undefined,
+  };
+}
+
+interface Steady {
+  offered: number;
+  accepted: number;
+  refused: number;
+  seen: number;
+  latency: ReturnType<typeof summarize>;
+  windows: Array<{ from: number; p50: number; p99: number; n: number }>;
+  offeredPerSecond: number;
+}
+
+async function steady(m: Mailroom, inbox: { address: string }): Promise<Steady> {
+  const acceptedAt = new Map<string, number>();
+  const seenAt = new Map<string, number>();
+  const stream = new AbortController();
+  const reading = await readEvents(m, stream.signal, (e, at) => seenAt.set(e.data.subject, at));
+  const clients = await Promise.all(Array.from({ length: SESSIONS }, async () => (await SmtpClient.open(m.smtpPort)).client));
+  for (const c of clients) await c.cmd('EHLO source.bench');
+  let refused = 0;
+  const start = performance.now();
+  const perClient = RATE / SESSIONS;
+  const slots = Math.floor(SECONDS * perClient);
+  const now = () => performance.timeOrigin + performance.now();
+  await Promise.all(
+    clients.map(async (c, ci) => {
+      for (let n = 0; n < slots; n++) {
+        // Client ci's n-th message is due at its slot; the clients' slots interleave evenly.
+        const due = start + ((n + ci / SESSIONS) * 1000) / perClient;
+        const wait = due - performance.now();
+        if (wait > 0) await sleep(wait);
+        const subject = `flow ${ci}-${n}`;
+        const reply = await c.send('load@source.bench', [inbox.address], message(subject));
+        if (reply.code === 250) acceptedAt.set(subject, now());
+        else refused++;
+      }
+    }),
+  );
+  const sendSeconds = (performance.now() - start) / 1000;
+  await Promise.all(clients.map((c) => c.quit()));
+  const deadline = performance.now() + DRAIN_LIMIT_MS;
+  while ([...acceptedAt.keys()].some((s) => !seenAt.has(s)) && performance.now() < deadline) await sleep(200);
+  stream.abort();
+  await reading.done;
+  const samples: Array<{ at: number; ms: number }> = [];
+  for (const [subject, at] of acceptedAt) {
+    const seen = seenAt.get(subject);
+    if (seen !== undefined) samples.push({ at, ms: seen - at });
+  }
+  const t0 = performance.timeOrigin + start;
+  const windows = [];
+  for (let from = 0; from < SECONDS; from += WINDOW_S) {
+    const inWindow = samples.filter((s) => s.at - t0 >= from * 1000 && s.at - t0 < (from + WINDOW_S) * 1000).map((s) => s.ms);
+    const sum = summarize(inWindow);
+    windows.push({ from, p50: sum.p50, p99: sum.p99, n: sum.n });
+  }
+  return {
+    offered: slots * SESSIONS,
+    accepted: acceptedAt.size,
+    refused,
+    seen: samples.length,
+    latency: summarize(samples.map((s) => s.ms)),
+    windows,
+    offeredPerSecond: round((slots * SESSIONS) / sendSeconds),
+  };
+}
+
+export async function inboundFlow(env: { dns: TestDns }): Promise<ScenarioResult[]> {
+  ensurePostfixTools();
+  let webhooks = 0;
+  const receiver = await startReceiver(() => webhooks++);
+  const m = await startMailroom('flow', { dns: env.dns.server });
+  let b: Burst;
+  let s: Steady;
+  try {
+    const inbox = await createInbox(m);
+    const hook = await m.api('POST', '/webhooks', { url: receiver.url, events: ['message.received'] });
+    if (hook.status !== 201) throw new Error(`POST /webhooks: ${hook.status} ${JSON.stringify(hook.body)}`);
+    log(`flow: warm-up, then a burst of ${COUNT} messages over ${SESSIONS} sessions`);
+    await blast(m.smtpPort, inbox.address, 500, 10);
+    await sleep(3000);
+    b = await burst(m, inbox, () => webhooks);
+    log(`flow: 250s in ${b.acceptSeconds} s, all visible after ${b.visibleSeconds} s, all webhooks after ${b.webhookSeconds} s, ${b.cpuMsPerMsg} ms CPU/msg`);
+    log(`flow: ${RATE} msg/s offered for ${SECONDS} s over ${SESSIONS} connections`);
+    s = await steady(m, inbox);
+    log(`flow: ${s.accepted} accepted (${s.refused} refused), 250 → stream p50 ${s.latency.p50} ms, p99 ${s.latency.p99} ms; windows p99 ${s.windows.map((w) => w.p99).join(' / ')}`);
+  } finally {
+    await m.stop();
+    receiver.close();
+  }
+  const acceptRate = round(b.accepted / b.acceptSeconds);
+  const e2eRate = round(b.accepted / b.visibleSeconds);
+  const hookRate = round(b.accepted / b.webhookSeconds);
+  const first = s.windows[0];
+  const last = s.windows[s.windows.length - 1];
+  const flat = first && last && last.p99 <= Math.max(2 * first.p99, 100);
+  return [
+    {
+      id: 'flow',
+      title: '(o) Inbound flow: accepted → visible and webhooked, and 250 → visible latency under a steady offer',
+      status: 'ok',
+      setup: `fresh server, one inbox, one message.received webhook to a receiver on loopback; burst: smtp-source -d, ${SESSIONS} sessions, ${COUNT} messages of ${MESSAGE_BYTES} bytes body (after 500 warm-up); steady: ${SESSIONS} connections sending ${RATE} msg/s in total for ${SECONDS} s, latency from the 250 at the client to the message.received frame on GET /events/stream (load average before: ${load().join(' / ')})`,
+      rows: [
+        {
+          metric: 'end to end: first message sent → last visible in the API',
+          unit: 'msg/s',
+          mailroom: e2eRate,
+          baselines: [{ name: 'the same burst answered 250', value: acceptRate }],
+          target: '≥ 2000',
+          met: e2eRate >= 2000 && b.visible >= COUNT,
+          note: `${b.visible} of ${COUNT} visible after ${b.visibleSeconds} s; 250s took ${b.acceptSeconds} s; ${b.cpuMsPerMsg} ms of server CPU per message in all`,
+        },
+        {
+          metric: 'end to end: first message sent → last webhook delivered',
+          unit: 'msg/s',
+          mailroom: hookRate,
+          baselines: [{ name: 'the same burst answered 250', value: acceptRate }],
+          target: '≥ 2000',
+          met: hookRate >= 2000 && b.webhooks >= COUNT,
+          note: `${b.webhooks} of ${COUNT} webhooks delivered after ${b.webhookSeconds} s`,
+        },
+        {
+          metric: `250 → visible (stream), p50, at ${RATE} msg/s offered`,
+          unit: 'ms',
+          mailroom: s.latency.p50,
+          note: `${s.accepted} of ${s.offered} accepted (${s.refused} refused), ${s.seen} seen on the stream; offered ${s.offeredPerSecond} msg/s`,
+        },
+        {
+          metric: `250 → visible (stream), p99, at ${RATE} msg/s offered`,
+          unit: 'ms',
+          mailroom: s.latency.p99,
+          target: '< 2000, flat over the run',
+          met: s.latency.p99 < 2000 && Boolean(flat) && s.refused === 0,
+          note: `p99 per ${WINDOW_S} s window: ${s.windows.map((w) => `${w.p99} ms`).join(', ')}`,
+        },
+      ],
+      details: { burst: b, steady: s },
+    },
+  ];
+}
