@@ -46,7 +46,7 @@ const SCENARIOS: Scenario[] = [
 ];
 
 /** Results a scenario reports under other ids, kept with it from an earlier run. */
-const ALSO_REPORTS: Record<string, string[]> = { smtp: ['memory'], large: ['fanout'] };
+const ALSO_REPORTS: Record<string, string[]> = { smtp: ['memory'], large: ['fanout'], flow: ['flow-pg'] };
 
 async function main(): Promise<void> {
   const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));

@@ -9,8 +9,11 @@
 //     Server-Sent Events client (GET /events/stream) timestamps each message.received. Latency
 //     = the frame's arrival − the 250's arrival at the client, same clock; p50/p99 over the run
 //     and per 10 s window, so a backlog that grows shows as a p99 that grows.
+// Both on embedded SQLite and, when Debian's postgresql is installed, on a private durable
+// PostgreSQL cluster (fsync on): ids `flow` and `flow-pg`. BENCH_FLOW_ENGINES=sqlite for one.
 import type { TestDns } from '../../test/support/dns.ts';
 import { SmtpClient } from '../../test/support/smtp-client.ts';
+import { postgresMissing, startCluster, type PgCluster } from '../../test/support/postgres.ts';
 import { createInbox, startMailroom, type Mailroom } from '../mailroom.ts';
 import { cpuMsOf, ensurePostfixTools, load, log, round, sleep, startReceiver, summarize, type ScenarioResult } from '../support.ts';
 import { readEvents } from './events.ts';
@@ -135,23 +138,38 @@ async function steady(m: Mailroom, inbox: { address: string }): Promise<Steady> 
 
 export async function inboundFlow(env: { dns: TestDns }): Promise<ScenarioResult[]> {
   ensurePostfixTools();
+  const out = [await flowOn(env)];
+  if ((process.env.BENCH_FLOW_ENGINES ?? 'sqlite,postgres').includes('postgres') && !postgresMissing()) {
+    const cluster = await startCluster({ durable: true });
+    try {
+      out.push(await flowOn(env, cluster));
+    } finally {
+      cluster.stop();
+    }
+  }
+  return out;
+}
+
+async function flowOn(env: { dns: TestDns }, cluster?: PgCluster): Promise<ScenarioResult> {
   let webhooks = 0;
   const receiver = await startReceiver(() => webhooks++);
-  const m = await startMailroom('flow', { dns: env.dns.server });
+  const database = cluster ? { database: { url: await cluster.createDatabase('bench_flow') } } : {};
+  const m = await startMailroom(cluster ? 'flow-pg' : 'flow', { dns: env.dns.server, config: database });
+  const engine = cluster ? 'PostgreSQL' : 'SQLite';
   let b: Burst;
   let s: Steady;
   try {
     const inbox = await createInbox(m);
     const hook = await m.api('POST', '/webhooks', { url: receiver.url, events: ['message.received'] });
     if (hook.status !== 201) throw new Error(`POST /webhooks: ${hook.status} ${JSON.stringify(hook.body)}`);
-    log(`flow: warm-up, then a burst of ${COUNT} messages over ${SESSIONS} sessions`);
+    log(`flow (${engine}): warm-up, then a burst of ${COUNT} messages over ${SESSIONS} sessions`);
     await blast(m.smtpPort, inbox.address, 500, 10);
     await sleep(3000);
     b = await burst(m, inbox, () => webhooks);
-    log(`flow: 250s in ${b.acceptSeconds} s, all visible after ${b.visibleSeconds} s, all webhooks after ${b.webhookSeconds} s, ${b.cpuMsPerMsg} ms CPU/msg`);
-    log(`flow: ${RATE} msg/s offered for ${SECONDS} s over ${SESSIONS} connections`);
+    log(`flow (${engine}): 250s in ${b.acceptSeconds} s, all visible after ${b.visibleSeconds} s, all webhooks after ${b.webhookSeconds} s, ${b.cpuMsPerMsg} ms CPU/msg`);
+    log(`flow (${engine}): ${RATE} msg/s offered for ${SECONDS} s over ${SESSIONS} connections`);
     s = await steady(m, inbox);
-    log(`flow: ${s.accepted} accepted (${s.refused} refused), 250 → stream p50 ${s.latency.p50} ms, p99 ${s.latency.p99} ms; windows p99 ${s.windows.map((w) => w.p99).join(' / ')}`);
+    log(`flow (${engine}): ${s.accepted} accepted (${s.refused} refused), 250 → stream p50 ${s.latency.p50} ms, p99 ${s.latency.p99} ms; windows p99 ${s.windows.map((w) => w.p99).join(' / ')}`);
   } finally {
     await m.stop();
     receiver.close();
@@ -162,10 +180,9 @@ export async function inboundFlow(env: { dns: TestDns }): Promise<ScenarioResult
   const first = s.windows[0];
   const last = s.windows[s.windows.length - 1];
   const flat = first && last && last.p99 <= Math.max(2 * first.p99, 100);
-  return [
-    {
-      id: 'flow',
-      title: '(o) Inbound flow: accepted → visible and webhooked, and 250 → visible latency under a steady offer',
+  return {
+      id: cluster ? 'flow-pg' : 'flow',
+      title: `(o) Inbound flow on ${cluster ? 'PostgreSQL (private durable cluster, fsync on)' : 'embedded SQLite'}: accepted → visible and webhooked, and 250 → visible latency under a steady offer`,
       status: 'ok',
       setup: `fresh server, one inbox, one message.received webhook to a receiver on loopback; burst: smtp-source -d, ${SESSIONS} sessions, ${COUNT} messages of ${MESSAGE_BYTES} bytes body (after 500 warm-up); steady: ${SESSIONS} connections sending ${RATE} msg/s in total for ${SECONDS} s, latency from the 250 at the client to the message.received frame on GET /events/stream (load average before: ${load().join(' / ')})`,
       rows: [
@@ -203,6 +220,5 @@ export async function inboundFlow(env: { dns: TestDns }): Promise<ScenarioResult
         },
       ],
       details: { burst: b, steady: s },
-    },
-  ];
+  };
 }
