@@ -15,7 +15,7 @@ import type { TestDns } from '../../test/support/dns.ts';
 import { SmtpClient } from '../../test/support/smtp-client.ts';
 import { postgresMissing, startCluster, type PgCluster } from '../../test/support/postgres.ts';
 import { createInbox, startMailroom, type Mailroom } from '../mailroom.ts';
-import { cpuMsOf, ensurePostfixTools, load, log, round, sleep, startReceiver, summarize, type ScenarioResult } from '../support.ts';
+import { cpuMsOf, ensurePostfixTools, log, round, sleep, startReceiver, summarize, type ScenarioResult } from '../support.ts';
 import { readEvents } from './events.ts';
 import { blast, MESSAGE_BYTES, SESSIONS } from './smtp.ts';
 
@@ -184,7 +184,7 @@ async function flowOn(env: { dns: TestDns }, cluster?: PgCluster): Promise<Scena
       id: cluster ? 'flow-pg' : 'flow',
       title: `(o) Inbound flow on ${cluster ? 'PostgreSQL (private durable cluster, fsync on)' : 'embedded SQLite'}: accepted → visible and webhooked, and 250 → visible latency under a steady offer`,
       status: 'ok',
-      setup: `fresh server, one inbox, one message.received webhook to a receiver on loopback; burst: smtp-source -d, ${SESSIONS} sessions, ${COUNT} messages of ${MESSAGE_BYTES} bytes body (after 500 warm-up); steady: ${SESSIONS} connections sending ${RATE} msg/s in total for ${SECONDS} s, latency from the 250 at the client to the message.received frame on GET /events/stream (load average before: ${load().join(' / ')})`,
+      setup: `fresh server, one inbox, one message.received webhook to a receiver on loopback; burst: smtp-source -d, ${SESSIONS} sessions, ${COUNT} messages of ${MESSAGE_BYTES} bytes body (after 500 warm-up); steady: ${SESSIONS} connections sending ${RATE} msg/s in total for ${SECONDS} s, latency from the 250 at the client to the message.received frame on GET /events/stream`,
       rows: [
         {
           metric: 'end to end: first message sent → last visible in the API',
