@@ -44,6 +44,7 @@ export function renderMarkdown(run: RunResults): string {
       'Ratios are mailroom ÷ baseline (for msg/s and req/s higher is better, for ms and MB lower is better).',
   );
   for (const n of run.notes) out.push('', `> ${n}`);
+  out.push('', ...renderTargets(run));
   for (const s of run.scenarios) {
     out.push('', `#### ${s.title}`, '');
     if (s.status === 'skipped') {
@@ -58,4 +59,16 @@ export function renderMarkdown(run: RunResults): string {
     }
   }
   return out.join('\n') + '\n';
+}
+
+/** Every figure that has a target, from every scenario, in one table (the run's scorecard). */
+export function renderTargets(run: RunResults): string[] {
+  const rows = run.scenarios.flatMap((s) => s.rows.filter((r) => r.target).map((r) => ({ s, r })));
+  if (rows.length === 0) return [];
+  const out = ['#### Targets', '', '| scenario | metric | mailroom | ratio to the first baseline | target | met |', '|---|---|---:|---:|---|---|'];
+  for (const { s, r } of rows) {
+    const first = r.baselines?.[0];
+    out.push(`| ${s.id} | ${r.metric} | ${fmt(r.mailroom)} ${r.unit} | ${first ? `${ratio(r.mailroom, first.value)} ${first.name}` : ''} | ${r.target} | ${r.met === undefined ? '' : r.met ? 'yes' : 'no'} |`);
+  }
+  return out;
 }

@@ -5,7 +5,7 @@ import { cpus, totalmem, release } from 'node:os';
 import { mkdirSync, writeFileSync, readFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { startTestDns } from '../test/support/dns.ts';
-import { renderMarkdown, type RunResults } from './report.ts';
+import { renderMarkdown, renderTargets, type RunResults } from './report.ts';
 import { RESULTS, SkipError, WORK, killChildren, load, log, round, type ScenarioResult } from './support.ts';
 import { smtpIngest } from './scenarios/smtp.ts';
 import { httpApi } from './scenarios/http.ts';
@@ -102,6 +102,8 @@ async function main(): Promise<void> {
     await dns.close();
   }
   write();
+  // The scorecard: every figure with a target, this run's and those kept from earlier runs.
+  process.stdout.write(renderTargets(run).join('\n') + '\n');
   log(`done in ${run.seconds} s: bench/results/latest.md`);
 }
 

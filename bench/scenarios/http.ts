@@ -125,7 +125,7 @@ export async function httpApi(env: { dns: TestDns }): Promise<ScenarioResult> {
       unit: 'ms',
       mailroom: mine[i].p99,
       baselines: baselines.map((b) => ({ name: b.name, value: b.loads[i].p99 })),
-      ...(e.read ? { target: '< 20', met: mine[i].p99 < 20 } : {}),
+      ...(e.read ? { target: '< 10', met: mine[i].p99 < 10 } : {}),
       note: `p50 ${mine[i].p50} ms`,
     });
   });
