@@ -77,9 +77,19 @@ export function spoolProcessingLimit(ctx: AppContext): number {
   // The depth as last counted: while SMTP is busy it was recounted within the last second.
   const s = stateOf(ctx);
   const oldest = s.waiting[0];
-  const fresh = oldest !== undefined && Date.now() - oldest < BURST_WAIT_MS;
-  if (smtpBusy(ctx) && fresh && s.depth >= BURST_DEPTH && s.depth < ctx.config.smtp.spool_limit / 2) return 1;
-  return ctx.config.jobs.concurrency;
+  return spoolLimitFor({
+    spooling: smtpBusy(ctx),
+    depth: s.depth,
+    oldestWaitMs: oldest === undefined ? Infinity : Date.now() - oldest,
+    spoolLimit: ctx.config.smtp.spool_limit,
+    concurrency: ctx.config.jobs.concurrency,
+  });
+}
+
+/** The rule of spoolProcessingLimit, on what it reads (test/unit/spool-limit.test.ts). */
+export function spoolLimitFor(q: { spooling: boolean; depth: number; oldestWaitMs: number; spoolLimit: number; concurrency: number }): number {
+  const burst = q.spooling && q.depth >= BURST_DEPTH && q.oldestWaitMs < BURST_WAIT_MS && q.depth < q.spoolLimit / 2;
+  return burst ? 1 : q.concurrency;
 }
 
 /** Longest wait of a spooled message for which processing still gives way to accepting. */
