@@ -1,7 +1,6 @@
 // Backup and restore of a data directory: one gzipped tar holding a consistent SQLite snapshot
 // (the online backup API, safe while the server writes) plus every other file under data_dir
 // (raw messages, attachments, DKIM keys, the URL-signing secret) and a small manifest.
-import Database from 'better-sqlite3';
 import { randomBytes } from 'node:crypto';
 import { existsSync, promises as fs } from 'node:fs';
 import { basename, dirname, join, relative, resolve, sep } from 'node:path';
@@ -9,7 +8,7 @@ import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 // resident memory and ~0.15 s of start time for the server, which never uses it).
 let tarModule: Promise<typeof import('tar')> | undefined;
 const loadTar = () => (tarModule ??= import('tar'));
-import { openDatabase, nativeBinding } from '../db/client.ts';
+import { databaseFileInUse, integrityOf, openReadOnly, referencedFiles, snapshotDatabase, tableCounts } from '../store/sqlite-snapshot.ts';
 
 /** The database file inside data_dir (see createContext in src/context.ts). */
 const DB_FILE = 'mailroom.db';
@@ -96,28 +95,8 @@ async function removeStaleStaging(root: string): Promise<void> {
   }
 }
 
-function tableCounts(db: Database.Database): Record<string, number> {
-  const names = db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name`).pluck().all() as string[];
-  return Object.fromEntries(names.map((n) => [n, db.prepare(`SELECT count(*) FROM "${n.replaceAll('"', '""')}"`).pluck().get() as number]));
-}
 
-/** File paths the database refers to (raw sources, attachment bytes). */
-function referencedFiles(db: Database.Database): string[] {
-  const cols: Array<[string, string]> = [
-    ['messages', 'raw_path'],
-    ['attachments', 'storage_path'],
-  ];
-  const out: string[] = [];
-  for (const [table, col] of cols) {
-    const has = db.prepare(`SELECT 1 FROM pragma_table_info(?) WHERE name = ?`).get(table, col);
-    if (has) out.push(...(db.prepare(`SELECT ${col} FROM ${table} WHERE ${col} IS NOT NULL`).pluck().all() as string[]));
-  }
-  return out;
-}
 
-function openReadOnly(file: string): Database.Database {
-  return new Database(file, { readonly: true, fileMustExist: true, ...(nativeBinding ? { nativeBinding: nativeBinding as string } : {}) });
-}
 
 /**
  * Writes a backup of `dataDir` to `file` while the server may be running. Order matters: files
@@ -136,14 +115,7 @@ export async function createBackup(dataDir: string, file: string): Promise<Backu
   try {
     const staged = new Set<string>();
     await stageFiles(root, staging, staged);
-    // SQLite online backup: a consistent copy of the committed state, taken page by page
-    // without blocking the server's writers for long (https://sqlite.org/backup.html).
-    const live = openDatabase(join(root, DB_FILE));
-    try {
-      await live.$client.backup(join(staging, DB_FILE));
-    } finally {
-      live.$client.close();
-    }
+    await snapshotDatabase(join(root, DB_FILE), join(staging, DB_FILE));
     await stageFiles(root, staging, staged);
 
     const snap = openReadOnly(join(staging, DB_FILE));
@@ -179,17 +151,11 @@ export async function createBackup(dataDir: string, file: string): Promise<Backu
   }
 }
 
-/**
- * True when another process has the database open. SQLite deletes the WAL file when the last
- * connection closes; if it is still there after we open and close ours, someone else holds it.
- */
+/** True when another process has the database in data_dir open. */
 function databaseInUse(root: string): boolean {
   const dbFile = join(root, DB_FILE);
   if (!existsSync(dbFile)) return false;
-  const db = openDatabase(dbFile);
-  db.$client.prepare('SELECT count(*) FROM sqlite_master').get();
-  db.$client.close();
-  return existsSync(dbFile + '-wal');
+  return databaseFileInUse(dbFile);
 }
 
 export interface RestoreSummary {
@@ -236,13 +202,8 @@ export async function restoreBackup(file: string, dataDir: string, opts: { force
     }
     if (manifest.format !== FORMAT) throw new BackupError(`backup format ${manifest.format} is not supported (expected ${FORMAT})`);
     if (!existsSync(join(staging, DB_FILE))) throw new BackupError(`${src} holds no database`);
-    const db = openReadOnly(join(staging, DB_FILE));
-    try {
-      const check = db.pragma('integrity_check', { simple: true });
-      if (check !== 'ok') throw new BackupError(`the database in ${src} is damaged: ${String(check)}`);
-    } finally {
-      db.close();
-    }
+    const check = integrityOf(join(staging, DB_FILE));
+    if (check !== 'ok') throw new BackupError(`the database in ${src} is damaged: ${check}`);
     await fs.rm(join(staging, MANIFEST));
 
     await fs.mkdir(root, { recursive: true, mode: 0o700 });
