@@ -263,6 +263,7 @@ export const CONFIG_SCHEMA = {
     requests_per_minute: int(600, 'API requests allowed per account per minute, whatever the number of its keys (unauthenticated requests: per client address).', 1),
     idempotency_window: duration('24h', 'How long an Idempotency-Key is remembered.'),
     max_attachment_bytes: int(26_214_400, 'Largest attachment upload; larger uploads get 413.', 1),
+    list_body_bytes: int(65_536, 'Longest body (each of bodyText, bodyHtml, extractedText, extractedHtml) in list answers (messages, threads, events, MCP lists and searches) and event stream frames; a longer one is cut there and the Message says `bodyTruncated: true`. GET /messages/{id} has it whole.', 1024),
     search_matches: int(250, 'Matches of a search (`q`) ranked by relevance and counted: the newest this many; older ones follow them newest first, and past it `total` is this number with `totalIsLowerBound: true`.', 1),
   },
   webhooks: {
