@@ -225,6 +225,7 @@ export const CONFIG_SCHEMA = {
     headers_timeout: duration('10s', 'A client must send its request headers within this time; else 408 and the connection is closed.'),
     request_timeout: duration('30s', 'A client must send its whole request (headers and body, uploads included) within this time; else 408 and the connection is closed (slow-body clients cannot hold connections). Raise it for large uploads over slow links.'),
     max_connections: int(1000, 'Most simultaneous HTTP connections; further ones are closed at once.', 1),
+    max_connections_per_ip: int(100, 'Most simultaneous HTTP connections from one client address (IPv6: its /64); further ones from it are closed at once, so one client cannot take every connection while other addresses are still served.', 1),
   },
   smtp: {
     listen: listen('127.0.0.1:2525', 'Address the inbound (MX) SMTP listener binds; operators set "0.0.0.0:25".'),
