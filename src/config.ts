@@ -225,6 +225,7 @@ export const CONFIG_SCHEMA = {
     headers_timeout: duration('10s', 'A client must send its request headers within this time; else 408 and the connection is closed.'),
     request_timeout: duration('30s', 'A client must send its whole request (headers and body, uploads included) within this time; else 408 and the connection is closed (slow-body clients cannot hold connections). Raise it for large uploads over slow links.'),
     max_connections: int(1000, 'Most simultaneous HTTP connections; further ones are closed at once.', 1),
+    max_connections_per_ip: int(100, 'Most simultaneous HTTP connections from one client address (IPv6: its /64); further ones from it are closed at once, so one client cannot take every connection while other addresses are still served.', 1),
   },
   smtp: {
     listen: listen('127.0.0.1:2525', 'Address the inbound (MX) SMTP listener binds; operators set "0.0.0.0:25".'),
@@ -265,6 +266,10 @@ export const CONFIG_SCHEMA = {
     max_attachment_bytes: int(26_214_400, 'Largest attachment upload; larger uploads get 413.', 1),
     list_body_bytes: int(65_536, 'Longest body (each of bodyText, bodyHtml, extractedText, extractedHtml) in list answers (messages, threads, events, MCP lists and searches) and event stream frames; a longer one is cut there and the Message says `bodyTruncated: true`. GET /messages/{id} has it whole.', 1024),
     search_matches: int(250, 'Matches of a search (`q`) ranked by relevance and counted: the newest this many; older ones follow them newest first, and past it `total` is this number with `totalIsLowerBound: true`.', 1),
+    inboxes_per_account: int(1000, 'Most inboxes one account may have; POST /inboxes past it gets 403 INBOX_LIMIT_REACHED.', 1),
+    storage_bytes_per_account: int(10_737_418_240, 'Bytes one account may store (default 10 GiB): the sources of its messages, received and sent, and its attachments, uploads included. Once it is reached, inbound mail to its inboxes gets 452 4.2.2 (mailbox full: the sender retries later) at RCPT, and sends and uploads get 403 QUOTA_EXCEEDED, until messages are deleted.', 1_048_576),
+    uploads_per_account: int(1000, 'Most uploaded attachments (POST /attachments) of one account that no sent message carries yet; the next upload gets 403 QUOTA_EXCEEDED.', 1),
+    drafts_per_account: int(1000, 'Most drafts one account may keep; the next POST /inboxes/{id}/drafts gets 403 QUOTA_EXCEEDED.', 1),
   },
   webhooks: {
     retry_schedule: durations(['5s', '30s', '5m', '30m', '2h'], 'Delays between webhook delivery attempts; after the last the delivery is failed.'),

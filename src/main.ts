@@ -4,7 +4,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Config } from './config.ts';
 import { closeContext, createContext, type AppContext, type Clock, type Service } from './context.ts';
-import { createHttpApp } from './http/app.ts';
+import { createHttpApp, limitConnectionsPerClient } from './http/app.ts';
 import type { Logger } from './log.ts';
 import { sweepIdempotencyKeys } from './domain/accounts/idempotency.ts';
 import { sweepEvents } from './domain/events/events.ts';
@@ -121,6 +121,7 @@ export async function startServer(config: Config, log: Logger, opts: StartOption
   );
   http.keepAliveTimeout = 65_000;
   http.maxConnections = maxConnections;
+  limitConnectionsPerClient(ctx, http);
   const services = [...SERVICE_FACTORIES, ...(opts.services ?? [])].map((f) => f(ctx));
   const started: Service[] = [];
   try {

@@ -103,6 +103,7 @@ export const threads = derive(sqlite.threads);
 export const messages = derive(sqlite.messages);
 export const messageLabels = derive(sqlite.messageLabels);
 export const inboxMessageCounts = derive(sqlite.inboxMessageCounts);
+export const accountUsage = derive(sqlite.accountUsage);
 export const attachments = derive(sqlite.attachments);
 export const messageAttachments = derive(sqlite.messageAttachments);
 export const idempotencyKeys = derive(sqlite.idempotencyKeys);

@@ -211,6 +211,17 @@ export const inboxMessageCounts = sqliteTable(
   (t) => [primaryKey({ columns: [t.inboxId, t.status] })],
 );
 
+/**
+ * Bytes each account stores (messages' sources and attachments), kept by triggers on `messages`
+ * and `attachments` (migration 0013), so the storage quota (src/domain/accounts/quotas.ts) is one
+ * primary-key read per RCPT instead of a SUM over the account's mail. Every write path, deletions
+ * by cascade included, keeps it right. No foreign key: a row follows `messages.account_id`.
+ */
+export const accountUsage = sqliteTable('account_usage', {
+  accountId: text('account_id').primaryKey(),
+  bytes: integer('bytes').notNull(),
+});
+
 export const attachments = sqliteTable(
   'attachments',
   {
@@ -228,7 +239,13 @@ export const attachments = sqliteTable(
     storagePath: text('storage_path').notNull(),
     createdAt: text('created_at').notNull(),
   },
-  (t) => [index('attachments_message').on(t.messageId), index('attachments_account').on(t.accountId), index('attachments_storage_path').on(t.storagePath)],
+  (t) => [
+    index('attachments_message').on(t.messageId),
+    index('attachments_account').on(t.accountId),
+    index('attachments_storage_path').on(t.storagePath),
+    // The account's uploads (no message of their own), for the uploads quota (src/domain/accounts/quotas.ts).
+    index('attachments_uploads').on(t.accountId).where(sql`message_id IS NULL`),
+  ],
 );
 
 /** One message may name several uploaded attachments; one upload may be sent many times. */

@@ -14,6 +14,10 @@ export const ERROR_STATUS = {
   INVALID_SIGNATURE: 403,
   /** A send to an address a send list refuses (src/domain/inboxes/lists.ts); the message names it. */
   RECIPIENT_BLOCKED: 403,
+  /** POST /inboxes past `[limits] inboxes_per_account` (src/domain/accounts/quotas.ts). */
+  INBOX_LIMIT_REACHED: 403,
+  /** Past a per-account quota: stored bytes, uploads or drafts (src/domain/accounts/quotas.ts); the message names the key. */
+  QUOTA_EXCEEDED: 403,
   NOT_FOUND: 404,
   INBOX_NOT_FOUND: 404,
   MESSAGE_NOT_FOUND: 404,

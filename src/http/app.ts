@@ -1,7 +1,9 @@
 // The HTTP API: a tinyhttp app with one global step (request id, authentication, rate limit,
 // access log, metrics) and the routes of each resource. Unknown routes answer 404 NOT_FOUND.
 import { App, type Request, type Response } from '@tinyhttp/app';
+import type { Server } from 'node:http';
 import type { AppContext } from '../context.ts';
+import { clientKey, OpenPerClient } from '../client-address.ts';
 import { NOT_REMEMBERED, readKey, rememberedKey, type Principal } from '../domain/accounts/apikeys.ts';
 import { AppError } from '../domain/errors.ts';
 import { errorFields } from '../log.ts';
@@ -173,4 +175,24 @@ export function createHttpApp(ctx: AppContext, extraModules: Array<(r: Routes, c
   app.use(notFound);
   app.locals.routes = routes.registered;
   return app;
+}
+
+/**
+ * Closes a new connection at once when its client address (IPv6: its /64, as on the SMTP
+ * listener) already holds `[http] max_connections_per_ip`: idle or slow sockets from one address
+ * must not take the server's connections (`[http] max_connections`) from everybody else.
+ */
+export function limitConnectionsPerClient(ctx: AppContext, server: Server): void {
+  const max = ctx.config.http.max_connections_per_ip;
+  const open = new OpenPerClient();
+  // Not logged: under attack that would be one line per refused socket.
+  server.on('connection', (socket) => {
+    const key = clientKey(socket.remoteAddress);
+    if (open.count(key) >= max) {
+      socket.destroy();
+      return;
+    }
+    open.add(key);
+    socket.once('close', () => open.remove(key));
+  });
 }

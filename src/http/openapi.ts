@@ -318,7 +318,7 @@ export const OPERATIONS: Record<string, Operation> = {
     status: 201,
     description: 'The new inbox.',
     response: 'Inbox',
-    errors: ['INVALID_ADDRESS', 'ADDRESS_TAKEN', 'DOMAIN_NOT_VERIFIED', 'DOMAIN_NOT_FOUND'],
+    errors: ['INVALID_ADDRESS', 'ADDRESS_TAKEN', 'DOMAIN_NOT_VERIFIED', 'DOMAIN_NOT_FOUND', 'INBOX_LIMIT_REACHED'],
   },
   'GET /inboxes': { operationId: 'listInboxes', summary: 'List inboxes, most recent first', tag: 'Inboxes', query: PAGE, status: 200, description: 'A page of inboxes.', response: 'InboxPage' },
   'GET /inboxes/:id': { operationId: 'getInbox', summary: 'Get an inbox', tag: 'Inboxes', status: 200, description: 'The inbox.', response: 'Inbox', errors: ['INBOX_NOT_FOUND'] },
@@ -332,7 +332,7 @@ export const OPERATIONS: Record<string, Operation> = {
     status: 202,
     description: `The message, status \`queued\`; with \`sendAt\` (ISO 8601, future, at most ${MAX_SCHEDULE_DAYS} days ahead) status \`scheduled\` until then, counted against the daily limit of the day it is sent.`,
     response: 'Message',
-    errors: ['INBOX_NOT_FOUND', 'INBOX_SUSPENDED', 'INVALID_ADDRESS', 'THREAD_NOT_FOUND', 'DAILY_SEND_LIMIT_EXCEEDED', 'RECIPIENT_BLOCKED'],
+    errors: ['INBOX_NOT_FOUND', 'INBOX_SUSPENDED', 'INVALID_ADDRESS', 'THREAD_NOT_FOUND', 'DAILY_SEND_LIMIT_EXCEEDED', 'RECIPIENT_BLOCKED', 'QUOTA_EXCEEDED'],
   },
   'GET /inboxes/:inboxId/messages': {
     operationId: 'listMessages',
@@ -397,7 +397,7 @@ export const OPERATIONS: Record<string, Operation> = {
       "The reply, status `queued`. To: the original's Reply-To, else its From (a message the inbox sent: its To). replyAll adds the original's To and Cc, " +
       'less the inbox itself and duplicates, as Cc. Subject `Re: <original>` (never `Re: Re:`), In-Reply-To and References set, same thread. With `sendAt`: `scheduled` as for a send.',
     response: 'Message',
-    errors: ['MESSAGE_NOT_FOUND', 'INBOX_SUSPENDED', 'INVALID_ADDRESS', 'DAILY_SEND_LIMIT_EXCEEDED', 'RECIPIENT_BLOCKED'],
+    errors: ['MESSAGE_NOT_FOUND', 'INBOX_SUSPENDED', 'INVALID_ADDRESS', 'DAILY_SEND_LIMIT_EXCEEDED', 'RECIPIENT_BLOCKED', 'QUOTA_EXCEEDED'],
   },
   'POST /messages/:id/forward': {
     operationId: 'forwardMessage',
@@ -408,7 +408,7 @@ export const OPERATIONS: Record<string, Operation> = {
     description:
       "The forward, status `queued`: subject `Fwd: <original>`, the note above the original's headers and body quoted inline, the original's attachments carried over, in a new thread. With `sendAt`: `scheduled` as for a send.",
     response: 'Message',
-    errors: ['MESSAGE_NOT_FOUND', 'INBOX_SUSPENDED', 'INVALID_ADDRESS', 'DAILY_SEND_LIMIT_EXCEEDED', 'RECIPIENT_BLOCKED'],
+    errors: ['MESSAGE_NOT_FOUND', 'INBOX_SUSPENDED', 'INVALID_ADDRESS', 'DAILY_SEND_LIMIT_EXCEEDED', 'RECIPIENT_BLOCKED', 'QUOTA_EXCEEDED'],
   },
   'POST /messages/:id/cancel': {
     operationId: 'cancelMessage',
@@ -428,7 +428,7 @@ export const OPERATIONS: Record<string, Operation> = {
     status: 201,
     description: 'The draft. With `inReplyTo` and no `to` or `subject`, they are filled as a reply would have them (Reply-To else From; `Re: <original>`).',
     response: 'Draft',
-    errors: ['INBOX_NOT_FOUND', 'INVALID_ADDRESS', 'THREAD_NOT_FOUND', 'MESSAGE_NOT_FOUND'],
+    errors: ['INBOX_NOT_FOUND', 'INVALID_ADDRESS', 'THREAD_NOT_FOUND', 'MESSAGE_NOT_FOUND', 'QUOTA_EXCEEDED'],
   },
   'GET /inboxes/:inboxId/drafts': {
     operationId: 'listDrafts',
@@ -470,7 +470,7 @@ export const OPERATIONS: Record<string, Operation> = {
       'The message, `queued`, or `scheduled` when `sendAt` (this body\'s, else the draft\'s) is set. A draft lacking `to`, `subject` or a body is 400 VALIDATION_ERROR naming the field, and stays. ' +
       'With `inReplyTo` it is a reply: In-Reply-To and References set, same thread. Every rule of a send applies.',
     response: 'Message',
-    errors: ['DRAFT_NOT_FOUND', 'PRECONDITION_FAILED', 'MESSAGE_NOT_FOUND', 'THREAD_NOT_FOUND', 'INBOX_SUSPENDED', 'INVALID_ADDRESS', 'DAILY_SEND_LIMIT_EXCEEDED', 'RECIPIENT_BLOCKED'],
+    errors: ['DRAFT_NOT_FOUND', 'PRECONDITION_FAILED', 'MESSAGE_NOT_FOUND', 'THREAD_NOT_FOUND', 'INBOX_SUSPENDED', 'INVALID_ADDRESS', 'DAILY_SEND_LIMIT_EXCEEDED', 'RECIPIENT_BLOCKED', 'QUOTA_EXCEEDED'],
   },
   'GET /lists': {
     operationId: 'listListEntries',
@@ -571,6 +571,7 @@ export const OPERATIONS: Record<string, Operation> = {
     status: 201,
     description: 'The attachment with a presigned download URL.',
     response: 'Attachment',
+    errors: ['QUOTA_EXCEEDED'],
   },
   'GET /attachments/:id': {
     operationId: 'getAttachment',

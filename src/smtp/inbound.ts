@@ -7,6 +7,7 @@ import type { AppContext } from '../context.ts';
 import type { BounceTarget } from '../domain/inbound/bounce-address.ts';
 import { resolveBounceRecipient, resolveRecipient } from '../domain/inbound/inbound.ts';
 import { receiveInbound } from '../domain/inbound/spool.ts';
+import { assertStorageRoom } from '../domain/accounts/quotas.ts';
 import { LARGE_MESSAGE_BYTES, stageInbound, type InboundStage } from '../domain/inbound/inbound-large.ts';
 import type { InboundInput } from '../domain/inbound/inbound.ts';
 import type { InboxRow } from '../domain/inboxes/inboxes.ts';
@@ -166,6 +167,9 @@ export function createSmtpService(ctx: AppContext): SmtpService {
             if (bounce) (address as Recipient).bounce = bounce;
             // The sender is checked against the inbox's receive lists here, before any data.
             else (address as Recipient).inbox = await resolveRecipient(ctx, address.address, session.envelope.mailFrom ? session.envelope.mailFrom.address : '');
+            // 452 4.2.2 (mailbox full) once the account stores its quota (src/domain/accounts/quotas.ts).
+            const inbox = (address as Recipient).inbox;
+            if (inbox) await assertStorageRoom(ctx, inbox.accountId);
           })().then(
             () => {
               countSmtpRecipient(ctx, 'accepted');

@@ -8,6 +8,9 @@ import type { Socket } from 'node:net';
 import type { SMTPServer } from 'smtp-server';
 import type { AppContext } from '../context.ts';
 import { countSmtpLimited } from '../metrics.ts';
+import { clientKey, OpenPerClient } from '../client-address.ts';
+
+export { clientKey };
 
 /** The parts of smtp-server's SMTPConnection used here and in submission.ts. */
 export interface Connection {
@@ -37,17 +40,6 @@ export function eachConnection(server: SMTPServer, fn: (conn: Connection, socket
 
 const JUNK = ['NOOP', 'RSET', 'VRFY', 'HELP'] as const;
 
-/** IPv4 as is; IPv6 by its /64 (one host usually holds a whole /64). */
-export function clientKey(address: string | undefined): string {
-  const a = (address ?? '').replace(/^::ffff:(?=\d+\.)/, '');
-  if (!a.includes(':')) return a;
-  const [head, tail = ''] = a.split('::');
-  const left = head ? head.split(':') : [];
-  const right = tail ? tail.split(':') : [];
-  const groups = [...left, ...Array(Math.max(0, 8 - left.length - right.length)).fill('0'), ...right];
-  return groups.slice(0, 4).map((g) => g.toLowerCase().replace(/^0+(?=.)/, '')).join(':') + '::/64';
-}
-
 export interface SessionLimits {
   /** True when this client address has more connections open than allowed (the current one counted). */
   overPerIpLimit(address: string | undefined): boolean;
@@ -55,7 +47,7 @@ export interface SessionLimits {
 
 export function limitSessions(ctx: AppContext, server: SMTPServer): SessionLimits {
   const cfg = ctx.config.smtp;
-  const open = new Map<string, number>();
+  const open = new OpenPerClient();
   const refuse = (conn: Connection, reason: 'session_time' | 'junk_commands', text: string) => {
     countSmtpLimited(ctx, reason);
     conn.send(421, text);
@@ -64,14 +56,12 @@ export function limitSessions(ctx: AppContext, server: SMTPServer): SessionLimit
 
   eachConnection(server, (conn, socket) => {
     const key = clientKey(socket.remoteAddress);
-    open.set(key, (open.get(key) ?? 0) + 1);
+    open.add(key);
     const lifetime = setTimeout(() => refuse(conn, 'session_time', '4.4.2 session time limit reached, closing'), cfg.max_session_time);
     lifetime.unref();
     socket.once('close', () => {
       clearTimeout(lifetime);
-      const n = (open.get(key) ?? 1) - 1;
-      if (n > 0) open.set(key, n);
-      else open.delete(key);
+      open.remove(key);
     });
 
     let junk = 0;
@@ -91,7 +81,7 @@ export function limitSessions(ctx: AppContext, server: SMTPServer): SessionLimit
 
   return {
     overPerIpLimit(address) {
-      const over = (open.get(clientKey(address)) ?? 0) > cfg.max_connections_per_ip;
+      const over = open.count(clientKey(address)) > cfg.max_connections_per_ip;
       if (over) countSmtpLimited(ctx, 'per_ip');
       return over;
     },

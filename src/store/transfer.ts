@@ -35,7 +35,7 @@ const SECRET_COLUMNS: Record<string, string[]> = { domains: ['dkim_private_key']
 
 
 /** Tables the database maintains itself (triggers rebuild them as rows arrive). */
-const DERIVED = new Set(['inbox_message_counts']);
+const DERIVED = new Set(['inbox_message_counts', 'account_usage']);
 
 /**
  * The shape of every blob key mailroom writes (Blobs.key, Blobs.contentKey): a kind, then

@@ -21,6 +21,7 @@ import {
 } from '../../store/repo/inboxes.ts';
 import { isValidLocalPart, readableLocalPart, splitAddress } from '../addresses.ts';
 import { BOUNCE_PREFIX, isBounceLocalPart } from '../inbound/bounce-address.ts';
+import { assertInboxRoom } from '../accounts/quotas.ts';
 import { AppError } from '../errors.ts';
 import type { Page, PageResult } from '../pagination.ts';
 import { isoNow, utcDay } from '../time.ts';
@@ -76,6 +77,7 @@ async function usableDomain(ctx: AppContext, accountId: string, where: { id?: st
 }
 
 export async function createInbox(ctx: AppContext, accountId: string, input: CreateInboxInput): Promise<Inbox> {
+  await assertInboxRoom(ctx, accountId);
   const shared = ctx.config.shared_domain.toLowerCase();
   let local: string;
   let domainName = shared;

@@ -16,6 +16,7 @@ import {
 } from '../../store/repo/attachments.ts';
 import { Blobs } from '../../storage/blobs.ts';
 import { downloadUrl, urlSigningSecret, verifyDownload } from '../../storage/signed-url.ts';
+import { assertUploadRoom, storageFull, storageRoom } from '../accounts/quotas.ts';
 import { AppError } from '../errors.ts';
 import { isoNow } from '../time.ts';
 import { releaseBlobs } from '../../storage/blob-refs.ts';
@@ -141,13 +142,13 @@ export async function messageAttachmentRows(ctx: AppContext, messageId: string):
   return listAttachmentsOfMessage(ctx.db, messageId);
 }
 
-/** Counts bytes and fails the stream with 413 as soon as the limit is crossed. */
-function sizeLimit(limit: number, onChunk: (chunk: Buffer) => void): Transform {
+/** Counts bytes and fails the stream with `tooLarge` (413) as soon as the limit is crossed. */
+function sizeLimit(limit: number, onChunk: (chunk: Buffer) => void, tooLarge = () => new AppError('PAYLOAD_TOO_LARGE', `attachment exceeds the limit of ${limit} bytes`)): Transform {
   let size = 0;
   return new Transform({
     transform(chunk: Buffer, _enc, cb) {
       size += chunk.length;
-      if (size > limit) return cb(new AppError('PAYLOAD_TOO_LARGE', `attachment exceeds the limit of ${limit} bytes`));
+      if (size > limit) return cb(tooLarge());
       onChunk(chunk);
       cb(null, chunk);
     },
@@ -163,14 +164,27 @@ export async function storeUpload(
   accountId: string,
   input: { filename: string | undefined; contentType: string | undefined; source: Readable },
 ): Promise<Attachment> {
+  // Quotas (src/domain/accounts/quotas.ts): uploads not sent yet, and the account's stored bytes,
+  // which this upload may fill but not pass. The file is drained so the client hears the 403.
+  let room: number;
+  try {
+    await assertUploadRoom(ctx, accountId);
+    room = await storageRoom(ctx, accountId);
+    if (room === 0) throw storageFull(ctx);
+  } catch (err) {
+    input.source.resume();
+    throw err;
+  }
   const id = newId('att');
   const storagePath = Blobs.key('attachments', id);
   const hash = createHash('sha256');
   let size = 0;
-  const counter = sizeLimit(ctx.config.limits.max_attachment_bytes, (chunk) => {
+  const max = ctx.config.limits.max_attachment_bytes;
+  const onChunk = (chunk: Buffer) => {
     size += chunk.length;
     hash.update(chunk);
-  });
+  };
+  const counter = room < max ? sizeLimit(room, onChunk, () => storageFull(ctx)) : sizeLimit(max, onChunk);
   input.source.on('error', (err) => counter.destroy(err));
   await ctx.blobs.writeStream(storagePath, input.source.pipe(counter));
   const row: AttachmentRow = {

@@ -7,6 +7,7 @@ import type { AppContext } from '../../context.ts';
 import type { Tx } from '../../db/client.ts';
 import { newId } from '../../ids.ts';
 import { getAttachmentRows } from '../mail/attachments.ts';
+import { assertDraftRoom } from '../accounts/quotas.ts';
 import { AppError } from '../errors.ts';
 import { findInboxRow } from '../inboxes/inboxes.ts';
 import { findMessageRow, type Message } from '../mail/messages.ts';
@@ -189,7 +190,10 @@ export async function createDraft(ctx: AppContext, accountId: string, inboxId: s
   const row = merge(empty, filled, iso);
   await checkDraftInput(ctx, accountId, inbox.id, filled, row);
   const ids = [...new Set(filled.attachmentIds ?? [])];
-  await ctx.store.transaction((tx) => writeDraft(tx, row, ids, true));
+  await ctx.store.transaction(async (tx) => {
+    await assertDraftRoom(ctx, accountId, tx);
+    await writeDraft(tx, row, ids, true);
+  });
   return draftView(row, ids);
 }
 

@@ -14,6 +14,7 @@ import { keepSource } from '../../outbound/source-cache.ts';
 import { Blobs } from '../../storage/blobs.ts';
 import { normalizeRecipient, splitAddress } from '../addresses.ts';
 import { attachmentMeta, attachmentMetaFor, getAttachmentRows, type AttachmentRow } from '../mail/attachments.ts';
+import { assertStorageRoom } from '../accounts/quotas.ts';
 import { AppError } from '../errors.ts';
 import { recordEvent, type EventType } from '../events/events.ts';
 import { countSend, findInboxByAddress, findInboxRow, inboxView, type InboxRow } from '../inboxes/inboxes.ts';
@@ -245,6 +246,7 @@ export async function queueOutbound(ctx: AppContext, draft: OutboundDraft): Prom
   const { inbox, id, now } = draft;
   // Send lists (src/domain/inboxes/lists.ts) hold for every way in: the API, drafts and SMTP submission.
   await assertRecipientsAllowed(ctx, inbox.accountId, inbox.id, draft.recipients);
+  await assertStorageRoom(ctx, inbox.accountId);
   const iso = now.toISOString();
   const { sendAt } = draft;
   const mode = ctx.config.outbound.mode;

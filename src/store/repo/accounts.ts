@@ -71,3 +71,15 @@ const activeKeysByPrefix = (db: Db) =>
 export function listActiveApiKeysByPrefix(db: Db, prefix: string): Promise<ApiKeyCandidate[]> {
   return preparedQuery(db, activeKeysByPrefix).all(prefix);
 }
+
+// ---- usage -----------------------------------------------------------------------------------
+
+// Read on every RCPT of inbound mail: one primary-key read of the counter the triggers keep
+// (schema.ts accountUsage), prepared once.
+const usageOf = (db: Db) => preparedRows<[string], [number | string]>(db, 'SELECT bytes FROM account_usage WHERE account_id = ?');
+
+/** Bytes the account stores: its messages' sources and its attachments (0 before its first). */
+export async function findAccountUsageBytes(db: Db, accountId: string): Promise<number> {
+  const row = await preparedQuery(db, usageOf).get(accountId);
+  return row ? Number(row[0]) : 0;
+}

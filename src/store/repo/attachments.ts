@@ -4,7 +4,7 @@
 import { and, eq, inArray } from 'drizzle-orm';
 import { preparedQuery, preparedRows } from '../prepared.ts';
 import { attachments, messageAttachments } from '../../db/schema.ts';
-import type { Db } from '../store.ts';
+import { rawRows, type Db } from '../store.ts';
 
 export type AttachmentRow = typeof attachments.$inferSelect;
 
@@ -80,4 +80,17 @@ export async function listAttachmentsOfMessage(db: Db, messageId: string): Promi
 export async function listStoragePathsOfMessage(db: Db, messageId: string): Promise<string[]> {
   const own = await db.select({ p: attachments.storagePath }).from(attachments).where(eq(attachments.messageId, messageId));
   return own.map((a) => a.p);
+}
+
+/**
+ * The account's uploads not sent yet: no message of their own (index attachments_uploads) and
+ * linked to no sent message (a draft's still count).
+ */
+export async function countUnsentUploadsOfAccount(db: Db, accountId: string): Promise<number> {
+  const [row] = await rawRows<[number | string]>(
+    db,
+    'SELECT count(*) FROM attachments a WHERE a.account_id = ? AND a.message_id IS NULL AND NOT EXISTS (SELECT 1 FROM message_attachments ma WHERE ma.attachment_id = a.id)',
+    [accountId],
+  );
+  return Number(row?.[0] ?? 0);
 }

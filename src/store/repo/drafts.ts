@@ -4,7 +4,7 @@
 // runs on.
 import { and, asc, count, desc, eq } from 'drizzle-orm';
 import { draftAttachments, drafts } from '../../db/schema.ts';
-import { changes, type Db } from '../store.ts';
+import { changes, rawRows, type Db } from '../store.ts';
 
 export type DraftRow = typeof drafts.$inferSelect;
 
@@ -58,4 +58,10 @@ export async function replaceDraftAttachments(db: Db, draftId: string, attachmen
 export async function deleteDraftRow(db: Db, accountId: string, id: string, version?: string): Promise<boolean> {
   const where = and(eq(drafts.id, id), eq(drafts.accountId, accountId), version === undefined ? undefined : eq(drafts.updatedAt, version));
   return changes(await db.delete(drafts).where(where).run()) > 0;
+}
+
+/** Drafts of the account, through its inboxes (drafts are indexed by inbox). */
+export async function countDraftsOfAccount(db: Db, accountId: string): Promise<number> {
+  const [row] = await rawRows<[number | string]>(db, 'SELECT count(*) FROM drafts WHERE inbox_id IN (SELECT id FROM inboxes WHERE account_id = ?)', [accountId]);
+  return Number(row?.[0] ?? 0);
 }
