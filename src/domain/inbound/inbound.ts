@@ -10,7 +10,7 @@ import { Blobs } from '../../storage/blobs.ts';
 import { splitAddress } from '../addresses.ts';
 import { cleanContentType, cleanFilename, type AttachmentRow } from '../mail/attachments.ts';
 import { authenticateMessage, type AuthenticationResults } from './authentication.ts';
-import { isBounceLocalPart, readBounceAddress, type BounceTarget } from './bounce-address.ts';
+import { isBounceLocalPart, notAReport, readBounceAddress, type BounceTarget } from './bounce-address.ts';
 import { AppError } from '../errors.ts';
 import { recordEvent } from '../events/events.ts';
 import { releaseBlobs } from '../../storage/blob-refs.ts';
@@ -27,7 +27,7 @@ import { countInboundAnalysed } from '../../metrics.ts';
 import { removeStaged } from '../../storage/staging.ts';
 import { domainExists, findStoredDelivery } from '../../store/repo/inbound.ts';
 import { insertAttachments } from '../../store/repo/attachments.ts';
-import { listInboxesByIds, listLiveInboxIds } from '../../store/repo/inboxes.ts';
+import { listLiveInboxIds } from '../../store/repo/inboxes.ts';
 
 /**
  * Early handlers for reports about our own outbound mail (DSN multipart/report, ARF feedback).
@@ -210,10 +210,9 @@ export async function prepareInbound(ctx: AppContext, input: InboundInput): Prom
 async function prepareStore(ctx: AppContext, input: InboundInput, parsed: ParsedMail, authenticated?: AuthenticationResults | null): Promise<Omit<PreparedInbound, 'staged'>> {
   const raw = input.raw;
 
-  // Mail at a bounce address that is no report (an out-of-office reply to the Return-Path, a
-  // DSN from a non-null sender) is delivered to the inbox that sent the message it names.
-  const senders = input.bounces?.length ? await listInboxesByIds(ctx.db, input.bounces.map((b) => b.inboxId)) : [];
-  const unique = [...new Map([...input.recipients, ...senders].map((r) => [r.id, r])).values()];
+  // Mail at a bounce address that is no report is refused, never stored (bounce-address.ts).
+  if (input.recipients.length === 0 && input.bounces?.length) throw notAReport();
+  const unique = [...new Map(input.recipients.map((r) => [r.id, r])).values()];
   if (unique.length === 0) throw new AppError('INBOX_NOT_FOUND', 'no recipient inbox');
 
   const from = addressesOf(parsed.from);
