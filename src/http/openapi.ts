@@ -559,9 +559,9 @@ export const OPERATIONS: Record<string, Operation> = {
     summary: 'Check DNS now and refresh both statuses',
     tag: 'Domains',
     status: 200,
-    description: 'The domain with the latest statuses and what DNS answered per record.',
+    description: 'The domain with the latest statuses and what DNS answered per record. 409 DOMAIN_EXISTS when another account verified the same name first.',
     response: 'VerifiedDomain',
-    errors: ['DOMAIN_NOT_FOUND'],
+    errors: ['DOMAIN_NOT_FOUND', 'DOMAIN_EXISTS'],
   },
   'POST /attachments': {
     operationId: 'uploadAttachment',

@@ -45,6 +45,7 @@ export interface CreateListEntryInput {
   kind: ListKind;
   entry: string;
   inboxId?: string | null;
+  requireAuth?: boolean;
 }
 
 export interface ListEntryFilters extends Page {
@@ -103,7 +104,7 @@ export async function createListEntry(ctx: AppContext, accountId: string, input:
   return ctx.store.transaction(async (tx) => {
     const existing = await findSameListEntry(tx, accountId, wanted);
     if (existing) return { entry: view(existing), created: false };
-    const row: ListEntryRow = { id: newId('lst'), accountId, ...wanted, createdAt: isoNow(ctx.clock) };
+    const row: ListEntryRow = { id: newId('lst'), accountId, ...wanted, requireAuth: input.requireAuth ?? true, createdAt: isoNow(ctx.clock) };
     await insertListEntry(tx, row);
     return { entry: view(row), created: true };
   });
