@@ -15,7 +15,7 @@ import { AppError } from '../errors.ts';
 import { recordEvent } from '../events/events.ts';
 import { releaseBlobs } from '../../storage/blob-refs.ts';
 import { findInboxByAddress, type InboxRow } from '../inboxes/inboxes.ts';
-import { assertSenderAccepted } from '../inboxes/lists.ts';
+import { assertSenderAccepted, receiveListsAdmit, senderNotAccepted } from '../inboxes/lists.ts';
 import { insertMessageRow, messageView, type MessageRow } from '../mail/messages.ts';
 import { findOutboundRow } from '../sending/sending.ts';
 import { messageIdsIn, threadForMessage } from '../mail/threads.ts';
@@ -270,6 +270,15 @@ async function prepareStore(ctx: AppContext, input: InboundInput, parsed: Parsed
     throw failed.reason;
   }
   const authentication = auth.status === 'fulfilled' ? (auth.value as AuthenticationResults | null) : null;
+  // The receive lists again, by the header From and its authentication (inboxes/lists.ts).
+  // Local delivery is from an inbox here, with the From mailroom wrote: proven by construction.
+  const sender = { mailFrom: input.mailFrom, from, authenticatedDomain: input.skipAuthentication ? splitAddress(from[0] ?? '')?.domain.toLowerCase() : authentication?.fromDomain };
+  const admitted: typeof plan = [];
+  for (const p of plan) if (await receiveListsAdmit(ctx, p.inbox.accountId, p.inbox.id, sender)) admitted.push(p);
+  if (!admitted.length) {
+    await releaseBlobs(ctx, files);
+    throw senderNotAccepted();
+  }
 
   const now = isoNow(ctx.clock);
   const createdAt = receivedAt.toISOString();
@@ -284,7 +293,7 @@ async function prepareStore(ctx: AppContext, input: InboundInput, parsed: Parsed
       await ctx.blobs.ensure(tx, path, content);
     }
     const ids: string[] = [];
-    for (const p of plan) {
+    for (const p of admitted) {
       if (!alive.has(p.inbox.id)) continue;
       // Inside the write transaction, under a lock on this message for this inbox, so two
       // sessions (or nodes) delivering the same message at once are serialised here and the
@@ -317,7 +326,7 @@ async function prepareStore(ctx: AppContext, input: InboundInput, parsed: Parsed
         inReplyTo,
         references: JSON.stringify(references),
         recipients: '[]',
-        authentication: authentication ? JSON.stringify(authentication) : null,
+        authentication: authentication ? JSON.stringify({ ...authentication, fromDomain: undefined }) : null,
         rawPath,
         size: storedSize,
         contentHash,
