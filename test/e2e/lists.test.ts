@@ -7,6 +7,8 @@
 // against the test DNS) unless it says otherwise, on the inline and the spooled path.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { generateKeyPairSync } from 'node:crypto';
+import nodemailer from 'nodemailer';
 import { createApiKey } from '../../src/domain/accounts/apikeys.ts';
 import { rawRows } from '../../src/store/store.ts';
 import { dbDigest, settleJobs } from '../support/db-digest.ts';
@@ -302,6 +304,39 @@ describe('allow entries and sender authentication (the header From, SPF/DKIM/DMA
     assert.equal(ok.code, 250, ok.text);
     assert.equal(await storedIn(a, box.id), 1);
     for (const e of [boss, friend]) assert.equal((await a.api('DELETE', `/lists/${e.id}`)).status, 204);
+  });
+
+  test('a DKIM signature counts only when it is aligned with the From domain', async () => {
+    const box = (await a.api('POST', '/inboxes', { address: 'dkim-auth' })).body;
+    // signed.test publishes a DKIM key, and no SPF or DMARC.
+    const keys = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    dns.set('sel1._domainkey.signed.test', [{ type: 'TXT', value: `v=DKIM1; k=rsa; p=${keys.publicKey.export({ type: 'spki', format: 'der' }).toString('base64')}` }]);
+    dns.set('sel1._domainkey.friends.test', [{ type: 'TXT', value: `v=DKIM1; k=rsa; p=${keys.publicKey.export({ type: 'spki', format: 'der' }).toString('base64')}` }]);
+    const ceo = await entryOn(a, { direction: 'receive', kind: 'allow', entry: 'ceo@signed.test', inboxId: box.id });
+    // The envelope is friends.test's (SPF pass there, so it passes RCPT), not signed.test's.
+    const relay = await entryOn(a, { direction: 'receive', kind: 'allow', entry: 'friends.test', inboxId: box.id });
+    const signedBy = async (domainName: string) => {
+      const transport = nodemailer.createTransport({
+        host: '127.0.0.1',
+        port: a.server.smtpPort,
+        secure: false,
+        ignoreTLS: true,
+        dkim: { domainName, keySelector: 'sel1', privateKey: keys.privateKey.export({ type: 'pkcs1', format: 'pem' }).toString() },
+      });
+      try {
+        return await transport.sendMail({ envelope: { from: 'relay@friends.test', to: [box.address] }, from: 'ceo@signed.test', to: box.address, subject: `signed by ${domainName}`, text: 'x' });
+      } finally {
+        transport.close();
+      }
+    };
+    // Signed by friends.test: a valid signature, and SPF passes, but neither is the From's domain.
+    await assert.rejects(signedBy('friends.test'), (err: any) => err.responseCode === 550 && /^5\.7\.1 /.test(err.response.slice(4)));
+    assert.equal(await storedIn(a, box.id), 0);
+    // Signed by signed.test itself: aligned, in.
+    const info = await signedBy('signed.test');
+    assert.match(info.response, /^250 /);
+    assert.equal(await storedIn(a, box.id), 1);
+    for (const e of [ceo, relay]) assert.equal((await a.api('DELETE', `/lists/${e.id}`)).status, 204);
   });
 
   test('an allow entry with requireAuth false matches the envelope or the From unauthenticated, as before', async () => {
