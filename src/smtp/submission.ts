@@ -3,9 +3,9 @@
 // AUTH PLAIN or LOGIN with an inbox address and a writing API key of its account, offered only
 // over TLS unless the client is on loopback (RFC 8314 §3, RFC 4954 §4); failed logins counted
 // per (username, client address) and refused for a while past a few; a revoked key's session
-// ended within seconds; MAIL FROM the inbox's own address; the
-// message queued through the send pipeline before the 250 (src/domain/sending/submission.ts). The
-// callbacks stay thin: the rules live in domain/.
+// ended within seconds; MAIL FROM the inbox's own address; the message queued through the send
+// pipeline before the 250 (src/domain/sending/submission.ts). The callbacks stay thin: the rules
+// live in domain/.
 import type { Socket } from 'node:net';
 import type { SMTPServer, SMTPServerAuthentication, SMTPServerAuthenticationResponse, SMTPServerDataStream, SMTPServerSession } from 'smtp-server';
 import type { AppContext, Service } from '../context.ts';
@@ -17,7 +17,7 @@ import { countSmtpLimited, countSubmission, countSubmissionAuth } from '../metri
 import { AuthFailures, loginKey } from './auth-failures.ts';
 import { memoryBudgetOf } from './memory-budget.ts';
 import { closeSmtp, createSmtpServer, listenSmtp } from './listener.ts';
-import { messageTooLarge, refuseMessage, replyFor, smtpReply, tooMuchInProgress, type SmtpReplyError } from './replies.ts';
+import { messageTooLarge, refuseMessage, replyFor, smtpReply, tooMuchInProgress } from './replies.ts';
 import { clientKey, eachConnection, type Connection } from './session-limits.ts';
 import { TlsCertificate } from './tls.ts';
 
@@ -107,8 +107,8 @@ export function createSubmissionService(ctx: AppContext): SubmissionService {
   const stillValid = (who: Submitter) => submitterStillValid(ctx, who, presented.get(who) ?? '');
   const endRevoked = (conn: Connection, who: Submitter) => {
     ctx.log.info('submission session ended: key no longer valid', { remote: conn.remoteAddress, inboxId: who.inboxId, keyId: who.keyId });
+    // smtp-server closes the connection after any 421.
     conn.send(421, `4.7.0 ${KEY_REVOKED}`);
-    conn.close();
   };
 
   const onAuth = (auth: SMTPServerAuthentication, session: SMTPServerSession, cb: (err: Error | null | undefined, response?: SMTPServerAuthenticationResponse) => void) => {
@@ -228,15 +228,16 @@ export function createSubmissionService(ctx: AppContext): SubmissionService {
         maxRecipients: MAX_RECIPIENTS,
         onAuth,
         onMailFrom(address, session: SubmissionSession, cb) {
-          void stillValid(session.user!)
-            .then((valid) => {
-              if (!valid) throw smtpReply(421, '4.7.0', KEY_REVOKED);
-              return checkSubmissionSender(ctx, session.user!, address.address);
-            })
-            .then(
-            () => cb(),
+          const check = async () => {
+            // A revoked key sends nothing more: 421 (smtp-server then closes the connection).
+            if (!(await stillValid(session.user!))) return smtpReply(421, '4.7.0', KEY_REVOKED);
+            await checkSubmissionSender(ctx, session.user!, address.address);
+            return undefined;
+          };
+          void check().then(
+            (refusal) => cb(refusal),
             // Postfix's reject_sender_login_mismatch answers the same: 553 5.7.1.
-            (err: unknown) => cb((err as { code?: string }).code === 'FORBIDDEN' ? smtpReply(553, '5.7.1', (err as Error).message) : (err as Partial<SmtpReplyError>).responseCode ? (err as SmtpReplyError) : replyFor(err)),
+            (err: unknown) => cb((err as { code?: string }).code === 'FORBIDDEN' ? smtpReply(553, '5.7.1', (err as Error).message) : replyFor(err)),
           );
         },
         onRcptTo(address, _session, cb) {
