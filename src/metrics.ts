@@ -148,7 +148,7 @@ export function metricsOf(ctx: AppContext): Metrics {
       ),
       submissionAuth: new Counter(
         'mailroom_submission_auth_total',
-        'SMTP submission AUTH attempts by result: accepted, rejected (535 5.7.8), rate_limited (454 4.7.0: too many failures from the client address).',
+        'SMTP submission AUTH attempts by result: accepted, rejected (535 5.7.8), rate_limited (454 4.7.0: too many failures for that username from the client address), unavailable (454 4.7.0: the credentials could not be checked, the database failing).',
       ),
       submissionMessages: new Counter('mailroom_submission_messages_total', 'Messages submitted over SMTP submission by result: accepted (queued for sending) or rejected.'),
       httpSeries: new Map(),
@@ -167,7 +167,7 @@ export const countSmtpRecipient = (ctx: AppContext, result: 'accepted' | 'reject
 export const countSmtpLimited = (ctx: AppContext, reason: 'per_ip' | 'session_time' | 'junk_commands' | 'memory_budget') => metricsOf(ctx).smtpLimited.inc({ reason });
 
 export const countInboundAnalysed = (ctx: AppContext, where: 'worker' | 'main') => metricsOf(ctx).inboundAnalysed.inc({ where });
-export const countSubmissionAuth = (ctx: AppContext, result: 'accepted' | 'rejected' | 'rate_limited') => metricsOf(ctx).submissionAuth.inc({ result });
+export const countSubmissionAuth = (ctx: AppContext, result: 'accepted' | 'rejected' | 'rate_limited' | 'unavailable') => metricsOf(ctx).submissionAuth.inc({ result });
 export const countSubmission = (ctx: AppContext, result: 'accepted' | 'rejected') => metricsOf(ctx).submissionMessages.inc({ result });
 
 /** A registered route, as src/http/routes.ts records it. */

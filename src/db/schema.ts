@@ -38,7 +38,10 @@ export const domains = sqliteTable(
     accountId: text('account_id')
       .notNull()
       .references(() => accounts.id, { onDelete: 'cascade' }),
-    /** Lowercase, no trailing dot. Unique across the appliance: one owner per domain. */
+    /**
+     * Lowercase, no trailing dot. Any number of accounts may claim a name, once each; only one
+     * claim of a name can be verified for sending (the first to publish its own records wins).
+     */
     domain: text('domain').notNull(),
     dkimSelector: text('dkim_selector').notNull(),
     dkimPrivateKey: text('dkim_private_key').notNull(),
@@ -53,7 +56,12 @@ export const domains = sqliteTable(
     lastCheckError: text('last_check_error'),
     createdAt: text('created_at').notNull(),
   },
-  (t) => [uniqueIndex('domains_domain').on(t.domain), index('domains_account').on(t.accountId, t.createdAt)],
+  (t) => [
+    index('domains_domain').on(t.domain),
+    uniqueIndex('domains_domain_verified').on(t.domain).where(sql`${t.sendingStatus} = 'verified'`),
+    uniqueIndex('domains_account_domain').on(t.accountId, t.domain),
+    index('domains_account').on(t.accountId, t.createdAt),
+  ],
 );
 
 export const inboxes = sqliteTable(
@@ -463,6 +471,11 @@ export const listEntries = sqliteTable(
     /** 'allow' | 'block' */
     kind: text('kind').notNull(),
     entry: text('entry').notNull(),
+    /**
+     * Allow entries: the sender must be authenticated (DMARC pass, or SPF or DKIM pass aligned
+     * with the header From's domain) for the entry to match. True by default, existing rows too.
+     */
+    requireAuth: integer('require_auth', { mode: 'boolean' }).notNull().default(true),
     createdAt: text('created_at').notNull(),
   },
   (t) => [

@@ -175,6 +175,7 @@ const SCHEMAS: Record<string, Schema> = {
     kind: str(undefined, { enum: [...LIST_KINDS] }),
     entry: str('An address or a domain (matching its subdomains too), lowercase.'),
     inboxId: nullable(str('null: every inbox of the account.')),
+    requireAuth: { type: 'boolean', description: 'Receive allow entries (default true): the entry matches only a message whose header From it names and whose From domain is authenticated (DMARC pass, or SPF or DKIM pass aligned with it). False on every other entry.' },
     createdAt: time(),
   }),
   ListEntryPage: list('ListEntry', true),
@@ -496,7 +497,8 @@ export const OPERATIONS: Record<string, Operation> = {
     status: 201,
     description:
       'The entry. Receive-block: the sender is refused at RCPT with 550 5.7.1; a non-empty receive-allow list lets only its entries in. Send-block (and a non-empty send-allow list): ' +
-      'a send to another address is 403 RECIPIENT_BLOCKED naming it. Block wins over allow. The same entry again answers the existing one with 200.',
+      'a send to another address is 403 RECIPIENT_BLOCKED naming it. Block wins over allow. The same entry again answers the existing one with 200. ' +
+      'Received mail is checked again at the end of DATA by its header From: a block entry naming it refuses it, and an allow entry with requireAuth (the default) lets it in only when that From domain is authenticated (550 5.7.1 otherwise).',
     response: 'ListEntry',
     errors: ['INBOX_NOT_FOUND'],
   },
@@ -559,9 +561,9 @@ export const OPERATIONS: Record<string, Operation> = {
     summary: 'Check DNS now and refresh both statuses',
     tag: 'Domains',
     status: 200,
-    description: 'The domain with the latest statuses and what DNS answered per record.',
+    description: 'The domain with the latest statuses and what DNS answered per record. 409 DOMAIN_EXISTS when another account verified the same name first.',
     response: 'VerifiedDomain',
-    errors: ['DOMAIN_NOT_FOUND'],
+    errors: ['DOMAIN_NOT_FOUND', 'DOMAIN_EXISTS'],
   },
   'POST /attachments': {
     operationId: 'uploadAttachment',

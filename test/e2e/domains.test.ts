@@ -9,7 +9,7 @@ import { statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { eq } from 'drizzle-orm';
 import { domains, events } from '../../src/db/schema.ts';
-import { signingKeyFor } from '../../src/domain/domains/dkim-keys.ts';
+import { dkimTxtValue, publishedKeyFor, signingKeyFor } from '../../src/domain/domains/dkim-keys.ts';
 import { runCli } from '../support/cli.ts';
 import { startTestDns, type TestDns, type TestRecord } from '../support/dns.ts';
 import { rawRows } from '../../src/store/store.ts';
@@ -166,13 +166,15 @@ describe('adding a domain', () => {
     assert.equal(d.domain, 'xn--bcher-kva.example');
   });
 
-  test('the shared domain, or a domain already added by anyone, is 409 DOMAIN_EXISTS', async () => {
+  test('the shared domain, or a domain this account added already, is 409 DOMAIN_EXISTS; an unverified claim of another account blocks nobody', async () => {
     expectError(await s.api('POST', '/domains', { domain: SHARED }), 409, 'DOMAIN_EXISTS');
     expectError(await s.api('POST', '/domains', { domain: 'AGENTS.test.' }), 409, 'DOMAIN_EXISTS');
-    await add('taken.example.com');
+    const mine = await add('taken.example.com');
     expectError(await s.api('POST', '/domains', { domain: 'Taken.Example.com.' }), 409, 'DOMAIN_EXISTS');
     const other = await s.newAccount('other');
-    expectError(await s.api('POST', '/domains', { domain: 'taken.example.com' }, { key: other.key }), 409, 'DOMAIN_EXISTS');
+    const theirs = await add('taken.example.com', s, other.key);
+    assert.notEqual(theirs.id, mine.id);
+    assert.equal(theirs.domain, 'taken.example.com');
   });
 
   test("list, get and delete are scoped to the account; another account's domain is 404 DOMAIN_NOT_FOUND", async () => {
@@ -368,6 +370,30 @@ describe('verification against DNS', () => {
     v = await verify(d.id);
     assert.equal(v.lastCheckError, null);
     assert.equal((await verifiedEvents(s, d.id)).length, 1);
+  });
+
+  test('two accounts claim one name: the first to verify with its own records wins; the other claim is 409 DOMAIN_EXISTS on verify and nobody can add the name any more', async () => {
+    const squatter = await s.newAccount('squatter');
+    const squat = await add('claimed.example.com', s, squatter.key);
+    // The real owner is not shut out by the older, unverified claim.
+    const owner = await add('claimed.example.com');
+    assert.notEqual(owner.id, squat.id);
+    // Only the owner can publish: its own token and DKIM key verify its own claim.
+    publish(owner.dnsRecords);
+    const won = await verify(owner.id);
+    assert.equal(won.sendingStatus, 'verified');
+    // Even with its own records published later, the other claim cannot be verified too.
+    publish(squat.dnsRecords);
+    expectError(await s.api('POST', `/domains/${squat.id}/verify`, undefined, { key: squatter.key }), 409, 'DOMAIN_EXISTS');
+    assert.equal((await s.api('GET', `/domains/${squat.id}`, undefined, { key: squatter.key })).body.sendingStatus, 'pending');
+    assert.equal((await verifiedEvents(s, squat.id)).length, 0);
+    // A third account cannot claim a verified name.
+    const late = await s.newAccount('late');
+    expectError(await s.api('POST', '/domains', { domain: 'claimed.example.com' }, { key: late.key }), 409, 'DOMAIN_EXISTS');
+    // The owner's claim (the younger one) is the name's key: what its mail is signed with.
+    assert.equal((await s.api('GET', `/domains/${owner.id}`)).body.sendingStatus, 'verified');
+    assert.equal(dkimOf(owner).value, dkimTxtValue((await publishedKeyFor(s.server.ctx, 'claimed.example.com'))!.publicKey));
+    unpublish(owner);
   });
 
   test('a domain verified, downgraded and verified again records a second event (each transition to verified)', async () => {

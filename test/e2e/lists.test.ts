@@ -2,15 +2,20 @@
 // with the existing entry, filters, deletion, other accounts, read-only keys), receive lists at
 // the real SMTP listener (550 5.7.1 at RCPT, nothing stored; an allow list lets only its
 // entries in, per inbox or account-wide), and send lists on sends, replies, forwards and local
-// deliveries (403 RECIPIENT_BLOCKED naming the address, nothing stored or queued).
+// deliveries (403 RECIPIENT_BLOCKED naming the address, nothing stored or queued). Received mail
+// is checked again by its header From: an allow entry requires an authenticated sender (SPF
+// against the test DNS) unless it says otherwise, on the inline and the spooled path.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { generateKeyPairSync } from 'node:crypto';
+import nodemailer from 'nodemailer';
 import { createApiKey } from '../../src/domain/accounts/apikeys.ts';
 import { rawRows } from '../../src/store/store.ts';
 import { dbDigest, settleJobs } from '../support/db-digest.ts';
 import { deliverMail } from '../support/mail.ts';
 import { SmtpClient } from '../support/smtp-client.ts';
 import { expectError, startTestServer, type TestServer } from '../support/server.ts';
+import { startTestDns, type TestDns } from '../support/dns.ts';
 
 let t: TestServer;
 
@@ -229,5 +234,138 @@ describe('send lists', () => {
     assert.match(msg.recipients[0].response, /^550 5\.7\.1 /);
     assert.equal((await t.api('GET', `/inboxes/${to.id}/messages`)).body.total, 0);
     await removeEntry(entry.id);
+  });
+});
+
+describe('allow entries and sender authentication (the header From, SPF/DKIM/DMARC)', () => {
+  let a: TestServer;
+  let spooling: TestServer;
+  let dns: TestDns;
+  before(async () => {
+    dns = await startTestDns();
+    const settings = { dns: { servers: [dns.server], timeout: '1s' }, limits: { requests_per_minute: 100_000 } };
+    [a, spooling] = await Promise.all([startTestServer(settings), startTestServer({ ...settings, smtp: { inline_processing: 0 } })]);
+    // friends.test: loopback may send for it (SPF pass, so aligned for a From at friends.test), DMARC published.
+    dns.set('friends.test', [{ type: 'TXT', value: 'v=spf1 ip4:127.0.0.1 -all' }]);
+    dns.set('_dmarc.friends.test', [{ type: 'TXT', value: 'v=DMARC1; p=reject' }]);
+    // strict.test: nobody may send for it (SPF fail), and it signs nothing.
+    dns.set('strict.test', [{ type: 'TXT', value: 'v=spf1 -all' }]);
+  });
+  after(async () => {
+    await Promise.all([a?.close(), spooling?.close()]);
+    await dns?.close();
+  });
+
+  const entryOn = async (server: TestServer, body: Record<string, unknown>) => {
+    const res = await server.api('POST', '/lists', body);
+    assert.equal(res.status, 201, res.text);
+    return res.body;
+  };
+  const storedIn = async (server: TestServer, inboxId: string) => (await server.api('GET', `/inboxes/${inboxId}/messages`)).body.total as number;
+  /** One whole transaction over a real session: the reply to RCPT if refused, else the end of DATA. */
+  async function deliverRaw(server: TestServer, mailFrom: string, headerFrom: string, to: string) {
+    const { client } = await SmtpClient.open(server.server.smtpPort);
+    try {
+      assert.equal((await client.cmd('EHLO mail.friends.test')).code, 250);
+      return await client.send(mailFrom, [to], Buffer.from(`From: ${headerFrom}\r\nTo: ${to}\r\nSubject: hello\r\nMessage-ID: <${Math.random()}@x>\r\n\r\nhi\r\n`));
+    } finally {
+      await client.quit();
+    }
+  }
+  const REFUSED = { code: 550, text: '5.7.1 sender not accepted by this mailbox (blocked, or not on its allow list)' };
+
+  test('the API: requireAuth defaults to true on receive allow entries, can be turned off, is false on other entries, and is refused on them', async () => {
+    const box = (await a.api('POST', '/inboxes', { address: 'api-auth' })).body;
+    const strict = await entryOn(a, { direction: 'receive', kind: 'allow', entry: 'x@strict.test', inboxId: box.id });
+    assert.equal(strict.requireAuth, true);
+    const loose = await entryOn(a, { direction: 'receive', kind: 'allow', entry: 'y@strict.test', inboxId: box.id, requireAuth: false });
+    assert.equal(loose.requireAuth, false);
+    const block = await entryOn(a, { direction: 'receive', kind: 'block', entry: 'z@strict.test', inboxId: box.id });
+    assert.equal(block.requireAuth, false);
+    expectError(await a.api('POST', '/lists', { direction: 'send', kind: 'allow', entry: 'q@strict.test', requireAuth: true }), 400, 'VALIDATION_ERROR');
+    expectError(await a.api('POST', '/lists', { direction: 'receive', kind: 'allow', entry: 'q@strict.test', requireAuth: 'yes' }), 400, 'VALIDATION_ERROR');
+    const listed = (await a.api('GET', `/lists?inboxId=${box.id}`)).body.data;
+    assert.deepEqual(Object.fromEntries(listed.map((e: any) => [e.entry, e.requireAuth])), { 'x@strict.test': true, 'y@strict.test': false, 'z@strict.test': false });
+    for (const e of [strict, loose, block]) assert.equal((await a.api('DELETE', `/lists/${e.id}`)).status, 204);
+  });
+
+  test('the allowed address typed into MAIL FROM and From without authentication: 550 5.7.1 at the end of DATA, nothing stored; authenticated mail from an allowed sender gets in', async () => {
+    const box = (await a.api('POST', '/inboxes', { address: 'guarded-auth' })).body;
+    const boss = await entryOn(a, { direction: 'receive', kind: 'allow', entry: 'boss@strict.test', inboxId: box.id });
+    const friend = await entryOn(a, { direction: 'receive', kind: 'allow', entry: 'friends.test', inboxId: box.id });
+    // Forged: SPF fails for strict.test, and nothing signs it.
+    assert.deepEqual(await deliverRaw(a, 'boss@strict.test', 'boss@strict.test', box.address), REFUSED);
+    // The envelope is an authenticated allowed sender, but the From the reader sees is the
+    // allowed boss, which that envelope does not prove.
+    assert.deepEqual(await deliverRaw(a, 'someone@friends.test', 'Boss <boss@strict.test>', box.address), REFUSED);
+    assert.equal(await storedIn(a, box.id), 0);
+    // SPF pass for friends.test, aligned with the From: in.
+    const ok = await deliverRaw(a, 'someone@friends.test', 'Someone <someone@friends.test>', box.address);
+    assert.equal(ok.code, 250, ok.text);
+    assert.equal(await storedIn(a, box.id), 1);
+    for (const e of [boss, friend]) assert.equal((await a.api('DELETE', `/lists/${e.id}`)).status, 204);
+  });
+
+  test('a DKIM signature counts only when it is aligned with the From domain', async () => {
+    const box = (await a.api('POST', '/inboxes', { address: 'dkim-auth' })).body;
+    // signed.test publishes a DKIM key, and no SPF or DMARC.
+    const keys = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    dns.set('sel1._domainkey.signed.test', [{ type: 'TXT', value: `v=DKIM1; k=rsa; p=${keys.publicKey.export({ type: 'spki', format: 'der' }).toString('base64')}` }]);
+    dns.set('sel1._domainkey.friends.test', [{ type: 'TXT', value: `v=DKIM1; k=rsa; p=${keys.publicKey.export({ type: 'spki', format: 'der' }).toString('base64')}` }]);
+    const ceo = await entryOn(a, { direction: 'receive', kind: 'allow', entry: 'ceo@signed.test', inboxId: box.id });
+    // The envelope is friends.test's (SPF pass there, so it passes RCPT), not signed.test's.
+    const relay = await entryOn(a, { direction: 'receive', kind: 'allow', entry: 'friends.test', inboxId: box.id });
+    const signedBy = async (domainName: string) => {
+      const transport = nodemailer.createTransport({
+        host: '127.0.0.1',
+        port: a.server.smtpPort,
+        secure: false,
+        ignoreTLS: true,
+        dkim: { domainName, keySelector: 'sel1', privateKey: keys.privateKey.export({ type: 'pkcs1', format: 'pem' }).toString() },
+      });
+      try {
+        return await transport.sendMail({ envelope: { from: 'relay@friends.test', to: [box.address] }, from: 'ceo@signed.test', to: box.address, subject: `signed by ${domainName}`, text: 'x' });
+      } finally {
+        transport.close();
+      }
+    };
+    // Signed by friends.test: a valid signature, and SPF passes, but neither is the From's domain.
+    await assert.rejects(signedBy('friends.test'), (err: any) => err.responseCode === 550 && /^5\.7\.1 /.test(err.response.slice(4)));
+    assert.equal(await storedIn(a, box.id), 0);
+    // Signed by signed.test itself: aligned, in.
+    const info = await signedBy('signed.test');
+    assert.match(info.response, /^250 /);
+    assert.equal(await storedIn(a, box.id), 1);
+    for (const e of [ceo, relay]) assert.equal((await a.api('DELETE', `/lists/${e.id}`)).status, 204);
+  });
+
+  test('an allow entry with requireAuth false matches the envelope or the From unauthenticated, as before', async () => {
+    const box = (await a.api('POST', '/inboxes', { address: 'loose-auth' })).body;
+    const loose = await entryOn(a, { direction: 'receive', kind: 'allow', entry: 'boss@strict.test', inboxId: box.id, requireAuth: false });
+    const res = await deliverRaw(a, 'boss@strict.test', 'boss@strict.test', box.address);
+    assert.equal(res.code, 250, res.text);
+    assert.equal(await storedIn(a, box.id), 1);
+    assert.equal((await a.api('DELETE', `/lists/${loose.id}`)).status, 204);
+  });
+
+  test('a block entry matches the header From too: another envelope does not get it past', async () => {
+    const box = (await a.api('POST', '/inboxes', { address: 'blocked-from' })).body;
+    const block = await entryOn(a, { direction: 'receive', kind: 'block', entry: 'pest@strict.test', inboxId: box.id });
+    assert.deepEqual(await deliverRaw(a, 'someone@friends.test', 'pest@strict.test', box.address), REFUSED);
+    assert.equal(await storedIn(a, box.id), 0);
+    assert.equal((await a.api('DELETE', `/lists/${block.id}`)).status, 204);
+  });
+
+  test('spooled mail (answered 250 before it is read) that the allow list refuses is dropped, never stored', async () => {
+    const box = (await spooling.api('POST', '/inboxes', { address: 'spooled-auth' })).body;
+    const boss = await entryOn(spooling, { direction: 'receive', kind: 'allow', entry: 'boss@strict.test', inboxId: box.id });
+    const forged = await deliverRaw(spooling, 'boss@strict.test', 'boss@strict.test', box.address);
+    assert.equal(forged.code, 250, forged.text);
+    assert.match(forged.text, /queued as/);
+    await settleJobs(spooling.server.ctx);
+    assert.equal(await storedIn(spooling, box.id), 0);
+    const spooled = await rawRows<[number]>(spooling.server.ctx.db, 'SELECT count(*) FROM spooled_messages');
+    assert.equal(Number(spooled[0]![0]), 0, 'the refused message is not kept in the spool');
+    assert.equal((await spooling.api('DELETE', `/lists/${boss.id}`)).status, 204);
   });
 });

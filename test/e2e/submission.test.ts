@@ -8,7 +8,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile, execFileSync, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { simpleParser, type AddressObject } from 'mailparser';
@@ -25,6 +25,8 @@ import { startTestDns, type TestDns, type TestRecord } from '../support/dns.ts';
 import { startTestMx, type TestMx } from '../support/mx.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { SmtpClient } from '../support/smtp-client.ts';
+import { runCli } from '../support/cli.ts';
+import { rawRun } from '../../src/store/store.ts';
 
 const HAVE_OPENSSL = spawnSync('openssl', ['version']).status === 0;
 const HAVE_SWAKS = spawnSync('swaks', ['--version']).status === 0;
@@ -295,14 +297,22 @@ describe('refusals', () => {
     await client.quit();
   });
 
-  test(`${MAX_AUTH_FAILURES} failed logins from one address: AUTH is 454 4.7.0 there (good key or not) until the cool-down has passed; counted in /metrics`, async () => {
+  test(`${MAX_AUTH_FAILURES} failed logins for one username from one address: AUTH as that username is 454 4.7.0 there (good key or not) until the cool-down has passed; another username logs in, and its success does not clear the count; counted in /metrics`, async () => {
+    const second = (await t.api('POST', '/inboxes', { address: 'second-login' })).body;
     const { client } = await session();
     for (let i = 0; i < MAX_AUTH_FAILURES; i++) assert.equal((await client.cmd(authPlain(inbox.address, 'mr_live_wrongwrongwrong'))).code, 535);
-    assert.deepEqual(await client.cmd(authPlain(inbox.address, t.key)), { code: 454, text: '4.7.0 too many failed logins from your address, try again later' });
+    const refused = { code: 454, text: '4.7.0 too many failed logins for this user from your address, try again later' };
+    assert.deepEqual(await client.cmd(authPlain(inbox.address, t.key)), refused);
+    // Usernames compare case-insensitively: typing it in capitals is the same pair.
+    assert.deepEqual(await client.cmd(authPlain(inbox.address.toUpperCase(), t.key)), refused);
     await client.quit();
-    // A new connection from the same address is refused too.
+    // Another identity from the same address logs in, and that success leaves the count alone.
+    const other = await session();
+    assert.equal((await other.client.cmd(authPlain(second.address, t.key))).code, 235);
+    await other.client.quit();
+    // A new connection from the same address is refused for the first username still.
     const again = await session();
-    assert.equal((await again.client.cmd(authPlain(inbox.address, t.key))).code, 454);
+    assert.deepEqual(await again.client.cmd(authPlain(inbox.address, t.key)), refused);
     await again.client.quit();
     // Another address is not affected.
     if (HAVE_OPENSSL && EXTERNAL) {
@@ -317,6 +327,69 @@ describe('refusals', () => {
 
     skew += AUTH_COOL_DOWN_MS;
     await (await loggedIn()).quit();
+  });
+
+  test('a database failing during AUTH: 454 4.7.0 every time and no failure counted, so correct credentials work as soon as it is back', async () => {
+    // A key never used: the server has not remembered it (auth-cache.ts) and must read it.
+    const fresh = await createApiKey(t.server.ctx, t.accountId, { name: 'outage' });
+    const { client } = await session();
+    // The keys table moves away: the server's own read of the key fails (a real fault of the store).
+    await rawRun(t.server.ctx.db, 'ALTER TABLE api_keys RENAME TO api_keys_away');
+    try {
+      for (let i = 0; i <= MAX_AUTH_FAILURES; i++) {
+        assert.deepEqual(await client.cmd(authPlain(inbox.address, fresh.key)), { code: 454, text: '4.7.0 authentication temporarily unavailable, try again later' }, `attempt ${i}`);
+      }
+    } finally {
+      await rawRun(t.server.ctx.db, 'ALTER TABLE api_keys_away RENAME TO api_keys');
+    }
+    assert.deepEqual(await client.cmd(authPlain(inbox.address, fresh.key)), { code: 235, text: 'Authentication successful' });
+    await client.quit();
+    assert.match(await renderMetrics(t.server.ctx), /^mailroom_submission_auth_total\{result="unavailable"\} [1-9]/m);
+  });
+
+  test('a key revoked through the API: the next MAIL FROM is 421 4.7.0 and the session ends', async () => {
+    const made = (await t.api('POST', '/account/api-keys', { name: 'revoked mid-session' })).body;
+    const client = await loggedIn(made.key);
+    assert.equal((await client.cmd(`MAIL FROM:<${inbox.address}>`)).code, 250);
+    assert.equal((await client.cmd('RSET')).code, 250);
+    assert.equal((await t.api('DELETE', `/account/api-keys/${made.id}`)).status, 204);
+    const r = await client.cmd(`MAIL FROM:<${inbox.address}>`);
+    assert.equal(r.code, 421);
+    assert.match(r.text, /^4\.7\.0 the API key of this session was revoked/);
+    await client.closed;
+  });
+
+  test('a key revoked during DATA: the end of DATA is 421 4.7.0 and nothing is queued', async () => {
+    const made = (await t.api('POST', '/account/api-keys', { name: 'revoked during data' })).body;
+    const listed = (await t.api('GET', `/inboxes/${inbox.id}/messages?limit=100`)).body.data.length;
+    const client = await loggedIn(made.key);
+    assert.equal((await client.cmd(`MAIL FROM:<${inbox.address}>`)).code, 250);
+    assert.equal((await client.cmd('RCPT TO:<late@remote.test>')).code, 250);
+    assert.equal((await client.cmd('DATA')).code, 354);
+    client.socket.write(`From: ${inbox.address}\r\nTo: late@remote.test\r\nSubject: late\r\n\r\n`);
+    assert.equal((await t.api('DELETE', `/account/api-keys/${made.id}`)).status, 204);
+    client.socket.write('after the revocation\r\n.\r\n');
+    // Whether the timer closed the session first or the end of DATA answered, the reply is 421.
+    const r = await client.read();
+    assert.equal(r.code, 421);
+    assert.match(r.text, /^4\.7\.0 the API key of this session was revoked/);
+    await client.closed;
+    assert.equal((await t.api('GET', `/inboxes/${inbox.id}/messages?limit=100`)).body.data.length, listed);
+  });
+
+  test('a key revoked by the CLI (another process) while its session is idle: the session gets 421 4.7.0 and is closed within seconds', async () => {
+    const made = await createApiKey(t.server.ctx, t.accountId, { name: 'cli revoked' });
+    const client = await loggedIn(made.key);
+    assert.equal((await client.cmd(`MAIL FROM:<${inbox.address}>`)).code, 250);
+    const config = join(dir, 'cli.toml');
+    writeFileSync(config, `data_dir = ${JSON.stringify(t.config.data_dir)}\nshared_domain = ${JSON.stringify(t.config.shared_domain)}\n`);
+    const r = await runCli(['keys', 'revoke', made.id, '--config', config]);
+    assert.equal(r.code, 0, r.stderr);
+    // No command is sent: the server speaks first (the re-check timer), then hangs up.
+    const said = await client.read();
+    assert.equal(said.code, 421);
+    assert.match(said.text, /^4\.7\.0 the API key of this session was revoked/);
+    await client.closed;
   });
 
   test('MAIL FROM another address than the inbox: 553 5.7.1; RCPT of an invalid address: 553 5.1.3', async () => {

@@ -10,8 +10,9 @@ import {
   deleteDomainById,
   findDomainById,
   findDomainByName,
-  findDomainIdByName,
+  findDomainIdOfAccount,
   findDomainVerificationToken,
+  findVerifiedClaim,
   insertDomain,
   listDomainIdsDueForCheck,
   listDomainsNewestFirst,
@@ -118,14 +119,23 @@ export function normalizeDomainName(raw: string): string {
   return name;
 }
 
-async function refuseTaken(ctx: AppContext, name: string): Promise<void> {
+/**
+ * A name is taken for `accountId` when it is the shared domain, when this account claimed it
+ * already, or when another account's claim of it is verified. An unverified claim blocks
+ * nobody: squatting a name would otherwise shut its real owner out for ever. Of several claims,
+ * the first to be verified (its own ownership and DKIM records published) wins; see applyCheck.
+ */
+async function refuseTaken(ctx: AppContext, accountId: string, name: string): Promise<void> {
   if (isSharedDomain(ctx, name)) throw new AppError('DOMAIN_EXISTS', `${name} is this appliance's shared domain`);
-  if (await findDomainIdByName(ctx.db, name)) throw new AppError('DOMAIN_EXISTS', `domain ${name} has already been added`);
+  if (await findDomainIdOfAccount(ctx.db, accountId, name)) throw new AppError('DOMAIN_EXISTS', `domain ${name} has already been added`);
+  if (await findVerifiedClaim(ctx.db, name)) throw verifiedElsewhere(name);
 }
+
+const verifiedElsewhere = (name: string) => new AppError('DOMAIN_EXISTS', `domain ${name} is verified by another account`);
 
 export async function addDomain(ctx: AppContext, accountId: string, rawName: string): Promise<Domain> {
   const name = normalizeDomainName(rawName);
-  await refuseTaken(ctx, name);
+  await refuseTaken(ctx, accountId, name);
   const pair = await generateDkimKeyPair();
   const row: DomainRow = {
     id: newId('dom'),
@@ -196,9 +206,10 @@ const roleState = (checks: RecordCheck[], role: RecordCheck['role']) => checks.f
 /**
  * Writes the outcome of one DNS check in one transaction with the event it causes. A status
  * DNS could not determine stays as it was; `lastCheckError` says why. `domain.verified` is
- * recorded each time sending goes from not verified to verified, never on a repeat check.
+ * recorded each time sending goes from not verified to verified, never on a repeat check. A
+ * claim whose name another account has verified already is not verified: 409 DOMAIN_EXISTS.
  */
-function applyCheck(ctx: AppContext, id: string, checks: RecordCheck[]): Promise<Domain> {
+function applyCheck(ctx: AppContext, id: string, name: string, checks: RecordCheck[]): Promise<Domain> {
   const sending = sendingStatusFrom(roleState(checks, 'ownership'), roleState(checks, 'dkim'));
   const receiving = receivingStatusFrom(roleState(checks, 'mx'));
   const problems: string[] = [];
@@ -206,14 +217,17 @@ function applyCheck(ctx: AppContext, id: string, checks: RecordCheck[]): Promise
   if (!sending) problems.push(`sending status left unchanged: ${unknown(['ownership', 'dkim']).join('; ')}`);
   if (!receiving) problems.push(`receiving status left unchanged: ${unknown(['mx']).join('; ')}`);
 
-  return ctx.store.transaction(async (tx) => {
-    // The read-compare-write below must not interleave with another process's check.
-    await ctx.store.lock(tx, `domain:${id}`);
+  const applied = ctx.store.transaction(async (tx) => {
+    // The read-compare-write below must not interleave with another process's check of this
+    // name (any account's claim of it).
+    await ctx.store.lock(tx, `domain:${name}`);
     const cur = await findDomainById(tx, id);
     if (!cur) throw new AppError('DOMAIN_NOT_FOUND', `domain ${id} not found`);
     const now = isoNow(ctx.clock);
     const set: Partial<DomainRow> = { lastCheckedAt: now, lastCheckError: problems.length ? problems.join('. ') : null };
     const becameVerified = sending === 'verified' && cur.sendingStatus !== 'verified';
+    // Another account's claim was verified first: this one stays as it was, and says so.
+    if (becameVerified && (await findVerifiedClaim(tx, name, id))) throw verifiedElsewhere(name);
     if (sending) set.sendingStatus = sending;
     if (becameVerified) set.sendingVerifiedAt = now;
     if (receiving) set.receivingStatus = receiving;
@@ -223,6 +237,10 @@ function applyCheck(ctx: AppContext, id: string, checks: RecordCheck[]): Promise
     if (becameVerified) await recordEvent(tx, ctx, updated.accountId, 'domain.verified', view);
     return view;
   });
+  // Two nodes verifying two claims at once: the unique index lets one through.
+  return applied.catch((err: unknown) => {
+    throw isUniqueViolation(err) ? verifiedElsewhere(name) : err;
+  });
 }
 
 /** Asks DNS for every record of the domain and refreshes both statuses (accountId null = CLI). */
@@ -230,7 +248,7 @@ export async function verifyDomain(ctx: AppContext, accountId: string | null, id
   const row = await findDomainRow(ctx, accountId, id);
   const plan = planFor(ctx, row);
   const checks = checkRecords(plan, ctx.config.hostname, row.dkimPublicKey, await observeRecords(ctx.dns, plan));
-  return { ...(await applyCheck(ctx, row.id, checks)), dnsCheck: checks };
+  return { ...(await applyCheck(ctx, row.id, row.domain, checks)), dnsCheck: checks };
 }
 
 /** `<local>@<shared_domain>`, or `<local>-2@…`, `-3`… when taken (local part kept ≤ 64). */
@@ -309,8 +327,10 @@ export async function recheckDueDomains(ctx: AppContext, everyMs: number): Promi
       await verifyDomain(ctx, null, id);
       checked++;
     } catch (err) {
-      // Deleted meanwhile: nothing to do. Anything else is logged and retried next round.
-      if ((err as AppError).code !== 'DOMAIN_NOT_FOUND') ctx.log.error('domain re-check failed', { domainId: id, error: (err as Error).message });
+      // Deleted meanwhile, or a claim another account verified first: nothing to do. Anything
+      // else is logged and retried next round.
+      const code = (err as AppError).code;
+      if (code !== 'DOMAIN_NOT_FOUND' && code !== 'DOMAIN_EXISTS') ctx.log.error('domain re-check failed', { domainId: id, error: (err as Error).message });
     }
   }
   return checked;

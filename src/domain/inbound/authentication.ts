@@ -23,6 +23,34 @@ export interface AuthenticationResults {
   dkim: string;
   /** pass | fail | none | temperror | permerror */
   dmarc: string;
+  /**
+   * The header From's domain (lowercase) when the message proves it: DMARC pass, or a passing
+   * DKIM signature or SPF check aligned with it; absent otherwise. Allow lists that require an
+   * authenticated sender read it (src/domain/inboxes/lists.ts); it is not part of the stored record.
+   */
+  fromDomain?: string;
+}
+
+/**
+ * Relaxed alignment without a public-suffix list: equal, or one a subdomain of the other. It
+ * misses two siblings (a.example.com, b.example.com); DMARC, when published, covers those.
+ */
+const aligned = (a: string, b: string) => a === b || a.endsWith(`.${b}`) || b.endsWith(`.${a}`);
+
+/** The header From domain mailauth's result authenticates, if any (see AuthenticationResults.fromDomain). */
+function authenticatedFromDomain(res: {
+  dkim?: { headerFrom?: string[]; results?: Array<{ status?: { result?: string; aligned?: string | false } }> };
+  spf?: { domain?: string; status?: { result?: string } } | false;
+  dmarc?: { status?: { result?: string } } | false;
+}): string | undefined {
+  const from = res.dkim?.headerFrom ?? [];
+  if (from.length !== 1) return undefined;
+  const domain = String(from[0]).slice(String(from[0]).lastIndexOf('@') + 1).toLowerCase();
+  if (!domain) return undefined;
+  if (res.dmarc && res.dmarc.status?.result === 'pass') return domain;
+  if ((res.dkim?.results ?? []).some((r) => r.status?.result === 'pass' && r.status.aligned)) return domain;
+  if (res.spf && res.spf.status?.result === 'pass' && res.spf.domain && aligned(res.spf.domain.toLowerCase(), domain)) return domain;
+  return undefined;
 }
 
 const TEMPERROR: AuthenticationResults = { spf: 'temperror', dkim: 'temperror', dmarc: 'temperror' };
@@ -135,12 +163,14 @@ export async function authenticateMessage(
       ctx.log.warn('sender authentication timed out', { ms: Math.round(performance.now() - started) });
       return { ...TEMPERROR };
     }
+    const fromDomain = authenticatedFromDomain(res as Parameters<typeof authenticatedFromDomain>[0]);
     const dkimResults = (res.dkim?.results ?? []).map((r) => String(r.status?.result ?? 'none'));
     dkimResults.sort((a, b) => rank(a) - rank(b));
     return {
       spf: res.spf ? String(res.spf.status?.result ?? 'none') : 'none',
       dkim: dkimResults[0] ?? 'none',
       dmarc: res.dmarc ? String(res.dmarc.status?.result ?? 'none') : 'none',
+      ...(fromDomain ? { fromDomain } : {}),
     };
   } catch (err) {
     ctx.log.warn('sender authentication failed', { error: (err as Error).message });

@@ -4,10 +4,18 @@
 // report or complaint changes a message's state only when it arrives at such an address with a
 // valid token, and only for the recipient the token was made for: quoting a Message-ID that
 // every recipient has seen is no longer enough to mark mail bounced.
+//
+// Only reports are taken at these addresses: delivery status notifications (RFC 3464,
+// multipart/report; report-type=delivery-status, from the null sender), feedback reports (RFC
+// 5965 ARF) and the plain-text notices of MTAs that send no DSN, from the null sender or a
+// mailer daemon (src/domain/inbound/reports.ts). Anything else gets 550 5.7.1 at the end of DATA
+// and nothing is stored: every recipient sees the address in Return-Path, so delivering what
+// comes there would be a way into the inbox around its allow list.
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { AppContext } from '../../context.ts';
 import { urlSigningSecret } from '../../storage/signed-url.ts';
 import { splitAddress } from '../addresses.ts';
+import { AppError } from '../errors.ts';
 import type { MessageRow, RecipientOutcome } from '../mail/messages.ts';
 
 /** Local parts with this prefix belong to the bounce handler; no inbox can take one. */
@@ -49,6 +57,9 @@ export function bounceAddress(ctx: AppContext, row: Pick<MessageRow, 'id' | 'fro
   // Only [0-9a-z.+]: survives MTAs that lowercase or re-quote local parts; 47 of the 64 octets.
   return `${BOUNCE_PREFIX}${row.id.replace(/^msg_/, '')}.${token(ctx, row.id, recipient)}@${domain.toLowerCase()}`;
 }
+
+/** The refusal (SMTP 550 5.7.1) of mail at a bounce address that is no report. */
+export const notAReport = (): AppError => new AppError('FORBIDDEN', 'only delivery status and feedback reports are accepted at this address');
 
 /** True when a local part is in the bounce handler's namespace (valid or not). */
 export const isBounceLocalPart = (local: string): boolean => local.toLowerCase().startsWith(BOUNCE_PREFIX);

@@ -10,12 +10,12 @@ import { Blobs } from '../../storage/blobs.ts';
 import { splitAddress } from '../addresses.ts';
 import { cleanContentType, cleanFilename, type AttachmentRow } from '../mail/attachments.ts';
 import { authenticateMessage, type AuthenticationResults } from './authentication.ts';
-import { isBounceLocalPart, readBounceAddress, type BounceTarget } from './bounce-address.ts';
+import { isBounceLocalPart, notAReport, readBounceAddress, type BounceTarget } from './bounce-address.ts';
 import { AppError } from '../errors.ts';
 import { recordEvent } from '../events/events.ts';
 import { releaseBlobs } from '../../storage/blob-refs.ts';
 import { findInboxByAddress, type InboxRow } from '../inboxes/inboxes.ts';
-import { assertSenderAccepted } from '../inboxes/lists.ts';
+import { assertSenderAccepted, receiveListsAdmit, senderNotAccepted } from '../inboxes/lists.ts';
 import { insertMessageRow, messageView, type MessageRow } from '../mail/messages.ts';
 import { findOutboundRow } from '../sending/sending.ts';
 import { messageIdsIn, threadForMessage } from '../mail/threads.ts';
@@ -27,7 +27,7 @@ import { countInboundAnalysed } from '../../metrics.ts';
 import { removeStaged } from '../../storage/staging.ts';
 import { domainExists, findStoredDelivery } from '../../store/repo/inbound.ts';
 import { insertAttachments } from '../../store/repo/attachments.ts';
-import { listInboxesByIds, listLiveInboxIds } from '../../store/repo/inboxes.ts';
+import { listLiveInboxIds } from '../../store/repo/inboxes.ts';
 
 /**
  * Early handlers for reports about our own outbound mail (DSN multipart/report, ARF feedback).
@@ -210,10 +210,9 @@ export async function prepareInbound(ctx: AppContext, input: InboundInput): Prom
 async function prepareStore(ctx: AppContext, input: InboundInput, parsed: ParsedMail, authenticated?: AuthenticationResults | null): Promise<Omit<PreparedInbound, 'staged'>> {
   const raw = input.raw;
 
-  // Mail at a bounce address that is no report (an out-of-office reply to the Return-Path, a
-  // DSN from a non-null sender) is delivered to the inbox that sent the message it names.
-  const senders = input.bounces?.length ? await listInboxesByIds(ctx.db, input.bounces.map((b) => b.inboxId)) : [];
-  const unique = [...new Map([...input.recipients, ...senders].map((r) => [r.id, r])).values()];
+  // Mail at a bounce address that is no report is refused, never stored (bounce-address.ts).
+  if (input.recipients.length === 0 && input.bounces?.length) throw notAReport();
+  const unique = [...new Map(input.recipients.map((r) => [r.id, r])).values()];
   if (unique.length === 0) throw new AppError('INBOX_NOT_FOUND', 'no recipient inbox');
 
   const from = addressesOf(parsed.from);
@@ -271,6 +270,15 @@ async function prepareStore(ctx: AppContext, input: InboundInput, parsed: Parsed
     throw failed.reason;
   }
   const authentication = auth.status === 'fulfilled' ? (auth.value as AuthenticationResults | null) : null;
+  // The receive lists again, by the header From and its authentication (inboxes/lists.ts).
+  // Local delivery is from an inbox here, with the From mailroom wrote: proven by construction.
+  const sender = { mailFrom: input.mailFrom, from, authenticatedDomain: input.skipAuthentication ? splitAddress(from[0] ?? '')?.domain.toLowerCase() : authentication?.fromDomain };
+  const admitted: typeof plan = [];
+  for (const p of plan) if (await receiveListsAdmit(ctx, p.inbox.accountId, p.inbox.id, sender)) admitted.push(p);
+  if (!admitted.length) {
+    await releaseBlobs(ctx, files);
+    throw senderNotAccepted();
+  }
 
   const now = isoNow(ctx.clock);
   const createdAt = receivedAt.toISOString();
@@ -285,7 +293,7 @@ async function prepareStore(ctx: AppContext, input: InboundInput, parsed: Parsed
       await ctx.blobs.ensure(tx, path, content);
     }
     const ids: string[] = [];
-    for (const p of plan) {
+    for (const p of admitted) {
       if (!alive.has(p.inbox.id)) continue;
       // Inside the write transaction, under a lock on this message for this inbox, so two
       // sessions (or nodes) delivering the same message at once are serialised here and the
@@ -318,7 +326,7 @@ async function prepareStore(ctx: AppContext, input: InboundInput, parsed: Parsed
         inReplyTo,
         references: JSON.stringify(references),
         recipients: '[]',
-        authentication: authentication ? JSON.stringify(authentication) : null,
+        authentication: authentication ? JSON.stringify({ ...authentication, fromDomain: undefined }) : null,
         rawPath,
         size: storedSize,
         contentHash,

@@ -7,7 +7,8 @@
 // (domain/inbound/bounce-address.ts) can change a message's state, and only for the recipient that
 // address was made for: a report that merely quotes a Message-ID is stored as ordinary mail. A
 // DSN must come with the null reverse-path (RFC 3464 §2, RFC 5321 §4.5.5). Mail at a bounce
-// address that is no report (an out-of-office reply) goes to the inbox that sent the message.
+// address that is no report (an out-of-office reply, a DSN from a non-null sender) is refused
+// with 550 5.7.1 and stored nowhere (bounce-address.ts).
 import type { ParsedMail } from 'mailparser';
 import type { AppContext } from '../../context.ts';
 import type { BounceTarget } from './bounce-address.ts';

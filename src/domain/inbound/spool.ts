@@ -7,7 +7,7 @@
 import type { AppContext } from '../../context.ts';
 import type { Tx } from '../../db/client.ts';
 import { enqueueJob, getJob } from '../../jobs/table.ts';
-import { AppError } from '../errors.ts';
+import { AppError, isAppError } from '../errors.ts';
 import { acceptInbound, isEmptyMessage, prepareInbound, type InboundInput } from './inbound.ts';
 import type { InboxRow } from '../inboxes/inboxes.ts';
 import type { BounceTarget } from './bounce-address.ts';
@@ -202,6 +202,14 @@ export async function processSpooled(ctx: AppContext, jobId: string, envelope: S
     secure: envelope.secure,
     receivedAt: new Date(envelope.receivedAt),
     bounces: envelope.bounces,
+  }).catch((err: unknown) => {
+    // Refused by a rule that needs the message (no report at a bounce address, not on an allow
+    // list): after its 250 it is dropped, as the 550 at DATA would have dropped it.
+    if (isAppError(err) && err.code === 'FORBIDDEN') {
+      ctx.log.info('spooled message refused', { jobId, reason: err.message });
+      return null;
+    }
+    throw err;
   });
   if (!prepared) return drop;
   return async (tx) => {

@@ -8,6 +8,15 @@
 //
 // Block wins over allow. A domain entry matches the domain and its subdomains. Entries are
 // lowercase, so matching is case-insensitive (PRODUCT.md: addresses compare that way).
+//
+// Received mail is checked twice. At RCPT the envelope sender (MAIL FROM) is all there is, and
+// anybody can type any address there; so once the message is in, the header From (what the
+// reader sees) is checked too: a block entry matching it refuses the message, and an allow
+// entry lets it in only when it matches the header From and, when the entry has `requireAuth`
+// (the default), the From domain is authenticated: DMARC pass, or a passing SPF check or DKIM
+// signature aligned with it (src/domain/inbound/authentication.ts). An entry without
+// `requireAuth` matches the envelope sender or the header From, unauthenticated, as lists did
+// before. Refused: 550 5.7.1 at the end of DATA, nothing stored.
 import type { AppContext } from '../../context.ts';
 import { newId } from '../../ids.ts';
 import {
@@ -17,6 +26,7 @@ import {
   insertListEntry,
   listApplicableListEntries,
   listListEntriesOfAccount,
+  type ApplicableListEntry,
   type ListEntryRow,
 } from '../../store/repo/inboxes.ts';
 import { isValidDomainName, normalizeRecipient } from '../addresses.ts';
@@ -37,6 +47,8 @@ export interface ListEntry {
   entry: string;
   /** null: the entry applies to every inbox of the account. */
   inboxId: string | null;
+  /** Receive allow entries: the sender must be authenticated for the entry to match (false on every other entry). */
+  requireAuth: boolean;
   createdAt: string;
 }
 
@@ -45,6 +57,7 @@ export interface CreateListEntryInput {
   kind: ListKind;
   entry: string;
   inboxId?: string | null;
+  requireAuth?: boolean;
 }
 
 export interface ListEntryFilters extends Page {
@@ -59,8 +72,12 @@ const view = (r: ListEntryRow): ListEntry => ({
   kind: r.kind as ListKind,
   entry: r.entry,
   inboxId: r.inboxId,
+  requireAuth: usesAuth(r) && r.requireAuth,
   createdAt: r.createdAt,
 });
+
+/** Only receive allow entries say anything about a sender's authenticity. */
+const usesAuth = (r: { direction: string; kind: string }) => r.direction === 'receive' && r.kind === 'allow';
 
 /**
  * An entry as stored: a full address (`someone@example.com`) or a domain (`example.com`, also
@@ -98,12 +115,13 @@ export function entryMatches(entry: string, address: string): boolean {
 export async function createListEntry(ctx: AppContext, accountId: string, input: CreateListEntryInput): Promise<{ entry: ListEntry; created: boolean }> {
   const entry = normalizeEntry(input.entry);
   const inboxId = input.inboxId ?? null;
+  if (input.requireAuth && !usesAuth(input)) throw new AppError('VALIDATION_ERROR', '`requireAuth`: applies to receive allow entries only');
   if (inboxId !== null) await findInboxRow(ctx, accountId, inboxId);
   const wanted = { direction: input.direction, kind: input.kind, entry, inboxId };
   return ctx.store.transaction(async (tx) => {
     const existing = await findSameListEntry(tx, accountId, wanted);
     if (existing) return { entry: view(existing), created: false };
-    const row: ListEntryRow = { id: newId('lst'), accountId, ...wanted, createdAt: isoNow(ctx.clock) };
+    const row: ListEntryRow = { id: newId('lst'), accountId, ...wanted, requireAuth: usesAuth(input) && input.requireAuth !== false, createdAt: isoNow(ctx.clock) };
     await insertListEntry(tx, row);
     return { entry: view(row), created: true };
   });
@@ -136,6 +154,39 @@ export async function listsAdmit(ctx: AppContext, accountId: string, inboxId: st
   return !allow.length || allow.some((e) => entryMatches(e.entry, address));
 }
 
+/** What the receive lists know of a received message's sender once its content is in. */
+export interface MessageSender {
+  /** The envelope sender ('' for the null sender). */
+  mailFrom: string;
+  /** The header From addresses. */
+  from: string[];
+  /** The From domain the message authenticates (AuthenticationResults.fromDomain), if any. */
+  authenticatedDomain: string | undefined;
+}
+
+function allowEntryAdmits(e: ApplicableListEntry, sender: MessageSender): boolean {
+  // One From address, or none can be said to be the sender's.
+  const from = sender.from.length === 1 ? sender.from[0]!.toLowerCase() : undefined;
+  const fromMatches = from !== undefined && entryMatches(e.entry, from);
+  if (!e.requireAuth) return fromMatches || entryMatches(e.entry, sender.mailFrom);
+  return fromMatches && sender.authenticatedDomain === from!.slice(from!.lastIndexOf('@') + 1);
+}
+
+/**
+ * Whether the receive lists of `inboxId` (and its account) let a received message in, by its
+ * header From and its authentication (the envelope sender passed them at RCPT already).
+ */
+export async function receiveListsAdmit(ctx: AppContext, accountId: string, inboxId: string, sender: MessageSender): Promise<boolean> {
+  const entries = await listApplicableListEntries(ctx.db, accountId, 'receive', inboxId);
+  if (!entries.length) return true;
+  if (entries.some((e) => e.kind === 'block' && sender.from.some((a) => entryMatches(e.entry, a)))) return false;
+  const allow = entries.filter((e) => e.kind === 'allow');
+  return !allow.length || allow.some((e) => allowEntryAdmits(e, sender));
+}
+
+/** The refusal (SMTP 550 5.7.1) of a sender the receive lists do not let in. */
+export const senderNotAccepted = () => new AppError('FORBIDDEN', 'sender not accepted by this mailbox (blocked, or not on its allow list)');
+
 /** The first of `addresses` the send lists refuse, or undefined. */
 export async function refusedRecipient(ctx: AppContext, accountId: string, inboxId: string, addresses: string[]): Promise<string | undefined> {
   for (const a of addresses) if (!(await listsAdmit(ctx, accountId, inboxId, 'send', a))) return a;
@@ -155,5 +206,5 @@ export async function assertRecipientsAllowed(ctx: AppContext, accountId: string
  * envelope sender. The null sender of bounces ('') matches no entry: an allow list keeps it out.
  */
 export async function assertSenderAccepted(ctx: AppContext, accountId: string, inboxId: string, sender: string): Promise<void> {
-  if (!(await listsAdmit(ctx, accountId, inboxId, 'receive', sender))) throw new AppError('FORBIDDEN', 'sender not accepted by this mailbox (blocked, or not on its allow list)');
+  if (!(await listsAdmit(ctx, accountId, inboxId, 'receive', sender))) throw senderNotAccepted();
 }

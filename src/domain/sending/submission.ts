@@ -44,6 +44,18 @@ export async function authenticateSubmitter(ctx: AppContext, username: string, p
 }
 
 /**
+ * Whether a logged-in session's key still stands: not revoked, expired or made read-only since
+ * the login. Asked at each MAIL FROM, at the end of DATA and on a timer, so a revoked key's
+ * sessions end within seconds (PRODUCT.md "Bounded cost"). The key is read through the auth
+ * cache (src/domain/accounts/auth-cache.ts), which forgets a key when it is revoked here, by the
+ * CLI, or on another node: a check is a map lookup until then. A database failure throws.
+ */
+export async function submitterStillValid(ctx: AppContext, who: Submitter, presentedKey: string): Promise<boolean> {
+  const principal = await authenticateKey(ctx, presentedKey);
+  return principal !== undefined && principal.keyId === who.keyId && !principal.readOnly;
+}
+
+/**
  * MAIL FROM of a submission: the authenticated inbox's own address, and the inbox still there
  * and active. Returns the inbox row.
  */

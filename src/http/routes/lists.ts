@@ -13,6 +13,8 @@ export const CreateListEntryBody = z.strictObject({
   /** An address or a domain; checked (and lowercased) by the domain rules. */
   entry: headerSafe(320),
   inboxId: z.string().max(100).nullable().optional(),
+  /** Receive allow entries only (default true there): the sender must be authenticated. */
+  requireAuth: z.boolean().optional(),
 });
 
 export const ListEntryQuery = z.object({

@@ -8,6 +8,14 @@ import type { Db } from '../store.ts';
 
 export type DomainRow = typeof domains.$inferSelect;
 
+/**
+ * Several accounts may claim one name until one claim is verified (the partial unique index
+ * domains_domain_verified): a lookup by name answers the verified claim when there is one, else
+ * the oldest.
+ */
+const verifiedFirst = [desc(sql`${domains.sendingStatus} = 'verified'`), domains.createdAt, domains.id];
+const byName = (name: string) => eq(domains.domain, name);
+
 export async function insertDomain(db: Db, row: DomainRow): Promise<void> {
   await db.insert(domains).values(row).run();
 }
@@ -16,29 +24,38 @@ export function findDomainById(db: Db, id: string): Promise<DomainRow | undefine
   return db.select().from(domains).where(eq(domains.id, id)).get();
 }
 
-/** The domain named `name` (stored lowercase, without the trailing dot). */
+/** The domain named `name` (stored lowercase, without the trailing dot): its verified claim first. */
 export function findDomainByName(db: Db, name: string): Promise<DomainRow | undefined> {
-  return db.select().from(domains).where(eq(domains.domain, name)).get();
+  return db.select().from(domains).where(byName(name)).orderBy(...verifiedFirst).get();
 }
 
-/** The id of the domain named `name`, if one is added. */
-export async function findDomainIdByName(db: Db, name: string): Promise<string | undefined> {
-  return (await db.select({ id: domains.id }).from(domains).where(eq(domains.domain, name)).get())?.id;
+/** The claim of `name` verified for sending, by whichever account, other than `exceptId`. */
+export function findVerifiedClaim(db: Db, name: string, exceptId = ''): Promise<{ id: string; accountId: string } | undefined> {
+  return db
+    .select({ id: domains.id, accountId: domains.accountId })
+    .from(domains)
+    .where(and(byName(name), eq(domains.sendingStatus, 'verified'), ne(domains.id, exceptId)))
+    .get();
 }
 
-/** The ownership token of the domain named `name`. */
+/** The id of the account's own claim of `name`, if it has one. */
+export async function findDomainIdOfAccount(db: Db, accountId: string, name: string): Promise<string | undefined> {
+  return (await db.select({ id: domains.id }).from(domains).where(and(byName(name), eq(domains.accountId, accountId))).get())?.id;
+}
+
+/** The ownership token of the domain named `name` (its verified claim first). */
 export async function findDomainVerificationToken(db: Db, name: string): Promise<string | undefined> {
-  return (await db.select({ t: domains.verificationToken }).from(domains).where(eq(domains.domain, name)).get())?.t;
+  return (await db.select({ t: domains.verificationToken }).from(domains).where(byName(name)).orderBy(...verifiedFirst).get())?.t;
 }
 
-/** The DKIM selector and public key of the domain named `name` (what its DNS record publishes). */
+/** The DKIM selector and public key of the domain named `name` (what its DNS record publishes; its verified claim first). */
 export function findDomainPublicKey(db: Db, name: string): Promise<{ selector: string; publicKey: string } | undefined> {
-  return db.select({ selector: domains.dkimSelector, publicKey: domains.dkimPublicKey }).from(domains).where(eq(domains.domain, name)).get();
+  return db.select({ selector: domains.dkimSelector, publicKey: domains.dkimPublicKey }).from(domains).where(byName(name)).orderBy(...verifiedFirst).get();
 }
 
-/** The DKIM selector and private key of the domain named `name` (what its mail is signed with). */
+/** The DKIM selector and private key of the domain named `name` (what its mail is signed with; its verified claim first). */
 export function findDomainSigningKey(db: Db, name: string): Promise<{ selector: string; privateKey: string } | undefined> {
-  return db.select({ selector: domains.dkimSelector, privateKey: domains.dkimPrivateKey }).from(domains).where(eq(domains.domain, name)).get();
+  return db.select({ selector: domains.dkimSelector, privateKey: domains.dkimPrivateKey }).from(domains).where(byName(name)).orderBy(...verifiedFirst).get();
 }
 
 /** The account's domains, newest first. */

@@ -216,10 +216,12 @@ export async function countListEntriesOfAccount(db: Db, accountId: string, filte
   return (await db.select({ n: count() }).from(listEntries).where(listEntryWhere(accountId, filter)).get())!.n;
 }
 
+export type ApplicableListEntry = Pick<ListEntryRow, 'kind' | 'entry' | 'requireAuth'>;
+
 // Every RCPT TO and every send asks: prepared once (src/store/prepared.ts), one index range read.
 const entriesFor = (db: Db) =>
   db
-    .select({ kind: listEntries.kind, entry: listEntries.entry })
+    .select({ kind: listEntries.kind, entry: listEntries.entry, requireAuth: listEntries.requireAuth })
     .from(listEntries)
     .where(
       and(
@@ -231,7 +233,7 @@ const entriesFor = (db: Db) =>
     .prepare();
 
 /** The account's entries for `direction` that apply to inbox `inboxId`: its own and the account-wide ones. */
-export function listApplicableListEntries(db: Db, accountId: string, direction: string, inboxId: string): Promise<Array<{ kind: string; entry: string }>> {
+export function listApplicableListEntries(db: Db, accountId: string, direction: string, inboxId: string): Promise<ApplicableListEntry[]> {
   return preparedQuery(db, entriesFor).all({ accountId, direction, inboxId });
 }
 
