@@ -93,7 +93,10 @@ function runExtraction(ctx: AppContext, kind: Exclude<Kind, 'text'>, input: Buff
   const expands = () => failed(`the file expands too much: it needed more than attachments.text_max_memory (${maxMemory} bytes) of memory`);
   return new Promise((resolve, reject) => {
     if (signal.aborted) return reject(signal.reason);
-    const child = spawn('/bin/sh', ['-c', `ulimit -d ${Math.floor(maxMemory / 1024)} || exit ${NO_BOUND}; exec "$0" "$@"`, process.execPath, ...workerArgs()], {
+    // CPU seconds too (RLIMIT_CPU, twice the deadline: GC threads count): a process the server
+    // can no longer kill (it died) still ends.
+    const bounds = `ulimit -d ${Math.floor(maxMemory / 1024)} && ulimit -t ${Math.ceil((2 * timeoutMs) / 1000)} || exit ${NO_BOUND}`;
+    const child = spawn('/bin/sh', ['-c', `${bounds}; exec "$0" "$@"`, process.execPath, ...workerArgs()], {
       // stdout and stderr dropped: the libraries' chatter stays out of the server's JSON log.
       stdio: ['pipe', 'ignore', 'ignore', 'pipe'],
       // Nothing of the server's environment (secrets, NODE_OPTIONS loaders) reaches the process
@@ -133,7 +136,7 @@ function runExtraction(ctx: AppContext, kind: Exclude<Kind, 'text'>, input: Buff
     child.on('close', (code, sig) => {
       settle(() => {
         if (stopped === 'cancelled') return reject(signal.reason);
-        if (stopped === 'timeout') return reject(failed(`it took longer than attachments.text_timeout (${timeoutMs} ms)`));
+        if (stopped === 'timeout' || sig === 'SIGXCPU') return reject(failed(`it took longer than attachments.text_timeout (${timeoutMs} ms)`));
         let answer: { ok?: AttachmentText; error?: string; memory?: boolean } | undefined;
         try {
           answer = JSON.parse(Buffer.concat(chunks).toString('utf8'));
@@ -144,8 +147,8 @@ function runExtraction(ctx: AppContext, kind: Exclude<Kind, 'text'>, input: Buff
         if (answer?.memory) return reject(expands());
         if (answer?.error !== undefined) return reject(failed(`the ${kind.toUpperCase()} file could not be read (${answer.error})`));
         if (code === NO_BOUND) {
-          ctx.log.error('text extraction: ulimit -d refused attachments.text_max_memory (a lower hard limit?)', { maxMemory });
-          return reject(transient(failed('the memory bound attachments.text_max_memory could not be set')));
+          ctx.log.error('text extraction: ulimit refused the bounds (a lower hard limit?)', { maxMemory, timeoutMs });
+          return reject(transient(failed('the bounds of its worker process (attachments.text_max_memory) could not be set')));
         }
         // Killed from outside (the kernel's OOM killer, an operator, a shutdown): load, not the file.
         if (sig === 'SIGKILL' || sig === 'SIGTERM' || sig === 'SIGINT' || sig === 'SIGHUP') return reject(transient(busy(`its worker process was killed (${sig})`)));
