@@ -7,7 +7,7 @@
 // caused by load (process killed from outside, waited too long) are not cached, the file's own
 // are. Ordering is asserted by observations (the queue's state, answers still pending), never
 // by time.
-import { after, before, describe, test } from 'node:test';
+import { after, afterEach, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { textExtractionLoad } from '../../src/domain/mail/attachment-text.ts';
+import { silentLogger, type LogFields } from '../../src/log.ts';
 import { prepareInstance, startChild, stopChild, type ChildServer, type Instance } from '../support/child-server.ts';
 import { docxBomb, pdfFlateBomb, pdfHugePageCount, pdfWithText } from '../support/documents.ts';
 import { expectError, readResponse, startTestServer, type ApiResponse, type TestServer } from '../support/server.ts';
@@ -93,11 +94,15 @@ describe('the extraction queue: bounded, fair per account, abandoned requests dr
 
   before(async () => {
     // One worker, two waiting per account; slow files run until they are stopped.
-    t = await startTestServer({ attachments: { text_workers: 1, text_queue_per_account: 2, text_timeout: '120s', text_queue_wait: '120s' } });
+    const log = { ...silentLogger, error: (msg: string, fields?: LogFields) => void errors.push(`${msg} ${JSON.stringify(fields)}`) };
+    t = await startTestServer({ attachments: { text_workers: 1, text_queue_per_account: 2, text_timeout: '120s', text_queue_wait: '120s' } }, { log });
   });
   after(async () => {
     await t?.close();
   });
+  /** Error lines of the server's log: a client that leaves is no error. */
+  const errors: string[] = [];
+  afterEach(() => assert.deepEqual(errors.splice(0), []));
 
   /** A text request that can be abandoned (its connection closed), and whether it was answered. */
   function ask(id: string, key = t.key): { answer: Promise<ApiResponse>; leave: () => void; answered: () => boolean } {
