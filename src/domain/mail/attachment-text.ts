@@ -271,6 +271,8 @@ function answerOf(job: Job, signal: AbortSignal | undefined): Promise<Attachment
 
 /** Queues `run` for the account (or joins its job for the same key); its answer, cached when it says something about the file. */
 function enqueue(ctx: AppContext, accountId: string, key: string, run: Job['run'], signal: AbortSignal | undefined): Promise<AttachmentText> {
+  // Gone already: no job is made that nobody waits for.
+  if (signal?.aborted) return Promise.reject(signal.reason);
   const { text_queue_per_account: cap, text_queue_wait: maxWait } = ctx.config.attachments;
   const id = `${accountId} ${key}`;
   let job = jobs.get(id);
