@@ -239,6 +239,8 @@ function start(ctx: AppContext, job: Job): void {
 
 /** The last request waiting for a job left: a waiting job is dropped, a running one stopped. */
 function abandon(job: Job): void {
+  // A request for the same file from now on (a client retrying at once) gets a job of its own.
+  jobs.delete(job.id);
   if (job.running) {
     counters.stopped++;
     job.controller.abort(new Error('every request waiting for this extraction left'));
@@ -291,7 +293,7 @@ function enqueue(ctx: AppContext, accountId: string, key: string, run: Job['run'
       finish({ error: busy(`it waited attachments.text_queue_wait (${maxWait} ms) for a free worker`), cache: false });
     }, maxWait);
     void done.then((ending) => {
-      jobs.delete(id);
+      if (jobs.get(id) === created) jobs.delete(id);
       if ('ok' in ending) remember(key, { ok: ending.ok });
       else if (ending.cache) remember(key, { error: ending.error as AppError });
     });
