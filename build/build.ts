@@ -307,8 +307,8 @@ async function main(): Promise<void> {
   await build({ ...BUNDLE_OPTIONS, entryPoints: [join(ROOT, 'src', 'sea-loader.ts')], outfile: loader });
   assertAscii(loader);
 
-  // The attachment text worker (src/domain/mail/attachment-text.ts): a script of its own, run with
-  // `new Worker(source, { eval: true })` since a worker cannot load a file from inside the SEA.
+  // The attachment text worker (src/domain/mail/attachment-text.ts): a script of its own, that the
+  // executable runs instead of the CLI when started as an extraction process (src/sea-loader.ts).
   const textWorker = join(OUT, TEXT_WORKER_ASSET);
   await build({ ...BUNDLE_OPTIONS, entryPoints: [join(ROOT, 'src', 'domain', 'mail', 'text-worker.mjs')], outfile: textWorker });
   assertAscii(textWorker);

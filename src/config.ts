@@ -280,7 +280,11 @@ export const CONFIG_SCHEMA = {
     url_ttl: duration('15m', 'Lifetime of presigned attachment download URLs.'),
     text_max_bytes: int(26_214_400, 'Largest attachment GET /attachments/{id}/text extracts text from; larger ones get 422 ATTACHMENT_TEXT_FAILED.', 1),
     text_max_chars: int(1_000_000, 'Longest text GET /attachments/{id}/text returns; longer text is cut there and marked `truncated`.', 1),
-    text_timeout: duration('15s', 'Time one text extraction (PDF, DOCX, HTML) may take in its worker thread; then the worker is stopped and the answer is 422 ATTACHMENT_TEXT_FAILED.', '100ms'),
+    text_timeout: duration('15s', 'Time one text extraction (PDF, DOCX, HTML) may take in its worker process; then the process is killed and the answer is 422 ATTACHMENT_TEXT_FAILED.', '100ms'),
+    text_max_memory: int(268_435_456, 'Memory (bytes of data address space, RLIMIT_DATA) of one text extraction process, whatever the libraries allocate (a zip bomb inflated, a Flate stream decoded); past it the process dies and the answer is 422 ATTACHMENT_TEXT_FAILED (the file expands too much).', 134_217_728),
+    text_workers: int(2, 'Text extractions (PDF, DOCX, HTML) running at once, each in its own process; more wait in a queue served round robin across accounts.', 1),
+    text_queue_per_account: int(4, 'Text extractions of one account waiting for a free worker; the next gets 503 TEXT_EXTRACTION_BUSY with Retry-After.', 1),
+    text_queue_wait: duration('30s', 'Time a text extraction may wait for a free worker; then the answer is 503 TEXT_EXTRACTION_BUSY with Retry-After (not remembered as the file\'s result).', '100ms'),
   },
   jobs: {
     concurrency: int(32, 'Most jobs (sends, webhook deliveries) running at once; above outbound.concurrency_per_domain, so one busy domain leaves room for the rest.', 1),

@@ -10,8 +10,14 @@ import { Script } from 'node:vm';
 
 const loaded = new Map<string, Record<string, unknown>>();
 
-/** The attachment text worker's script (src/domain/mail/text-worker.mjs bundled), run with eval. */
+/**
+ * The attachment text worker's script (src/domain/mail/text-worker.mjs bundled): the executable
+ * runs it instead of the CLI when started with TEXT_WORKER_ENV set (src/sea-loader.ts), as the
+ * extraction process of src/domain/mail/attachment-text.ts.
+ */
 export const TEXT_WORKER_ASSET = 'text-worker.js';
+/** Set (to the job, as JSON) in the environment of a text extraction process. */
+export const TEXT_WORKER_ENV = 'MAILROOM_TEXT_WORKER';
 
 /** The inbound analysis worker's script (src/domain/inbound/analysis-worker.ts bundled), run with eval. */
 export const ANALYSIS_WORKER_ASSET = 'analysis-worker.js';
@@ -41,6 +47,13 @@ export function runScriptAsset(assets: { source: string; cache: string }, requir
   const module = { exports: {} as Record<string, unknown> };
   (script.runInThisContext() as ModuleWrapper)(module.exports, require, module, process.execPath, dirname(process.execPath));
   return module.exports;
+}
+
+/** Runs a bundled CommonJS script asset that has no code cache (the text worker). */
+export function runPlainScriptAsset(asset: string, require: NodeRequire): void {
+  const script = new Script(`(function (exports, require, module, __filename, __dirname) {${getAsset(asset, 'utf8')}\n})`, { filename: `mailroom:${asset}` });
+  const module = { exports: {} };
+  (script.runInThisContext() as ModuleWrapper)(module.exports, require, module, process.execPath, dirname(process.execPath));
 }
 
 /** The exports of `specifier` from the chunk `chunk`. */

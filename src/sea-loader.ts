@@ -3,7 +3,9 @@
 // after starting `serve` once. The SEA's own code cache is made before anything runs, so it
 // holds little more than the top level: every function that module evaluation and start-up
 // call was compiled again at every start.
-import { MAIN_ASSETS, runScriptAsset } from './sea-chunks.ts';
+import { MAIN_ASSETS, runPlainScriptAsset, runScriptAsset, TEXT_WORKER_ASSET, TEXT_WORKER_ENV } from './sea-chunks.ts';
 
 // The SEA's require (Node's built-in modules only), as the main script had when it was the entry.
-runScriptAsset(MAIN_ASSETS, require);
+// Started as a text extraction process (src/domain/mail/attachment-text.ts): only the worker runs.
+if (process.env[TEXT_WORKER_ENV]) runPlainScriptAsset(TEXT_WORKER_ASSET, require);
+else runScriptAsset(MAIN_ASSETS, require);

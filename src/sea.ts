@@ -10,8 +10,8 @@ import { markBuiltBinary } from '../cli/invocation.ts';
 import { runCli } from '../cli/mailroom.ts';
 import { addonCacheDirs, loadCachedAddon } from './addon-cache.ts';
 import { setNativeBinding } from './db/client.ts';
-import { setTextWorkerSource } from './domain/mail/attachment-text.ts';
-import { ANALYSIS_WORKER_ASSET, TEXT_WORKER_ASSET } from './sea-chunks.ts';
+import { useExecutableAsTextWorker } from './domain/mail/attachment-text.ts';
+import { ANALYSIS_WORKER_ASSET } from './sea-chunks.ts';
 import { setAnalysisWorkerSource } from './domain/inbound/analysis.ts';
 import { setEmbeddedMigrations } from './db/migrate.ts';
 import { setEmbeddedPgMigrations } from './store/migrate.ts';
@@ -29,8 +29,8 @@ function boot(): boolean {
     setNativeBinding(addon.exports);
     setEmbeddedMigrations(JSON.parse(getAsset(MIGRATIONS_ASSET, 'utf8')) as MigrationMeta[]);
     setEmbeddedPgMigrations(JSON.parse(getAsset(PG_MIGRATIONS_ASSET, 'utf8')) as MigrationMeta[]);
-    // Read when the first extraction starts, not at every start.
-    setTextWorkerSource(() => getAsset(TEXT_WORKER_ASSET, 'utf8'));
+    // Text extraction processes are this executable again (src/sea-loader.ts).
+    useExecutableAsTextWorker();
     setAnalysisWorkerSource(() => getAsset(ANALYSIS_WORKER_ASSET, 'utf8'));
     return true;
   } catch (err) {

@@ -53,6 +53,12 @@ export const ERROR_STATUS = {
   INTERNAL_ERROR: 500,
   /** Storage cannot be read right now (the database failed): retry later; never a bad key. */
   SERVICE_UNAVAILABLE: 503,
+  /**
+   * Text extraction is busy: the account's queue is full (attachments.text_queue_per_account),
+   * the request waited past attachments.text_queue_wait, or its worker process was killed from
+   * outside. Retry after Retry-After (src/domain/mail/attachment-text.ts).
+   */
+  TEXT_EXTRACTION_BUSY: 503,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

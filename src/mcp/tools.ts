@@ -97,10 +97,13 @@ const MAX_TEXT_CHARS = 200_000;
 async function textOf(call: ToolCall, attachmentId: string): Promise<{ text: string | null; textTruncated?: true }> {
   try {
     // The same text as GET /attachments/{id}/text, within the same limits (attachments.text_*).
-    const { text, truncated } = await attachmentText(call.ctx, call.accountId, attachmentId);
+    // call.signal: a caller that leaves drops its extraction (or stops it).
+    const { text, truncated } = await attachmentText(call.ctx, call.accountId, attachmentId, call.signal);
     if (text.length > MAX_TEXT_CHARS) return { text: text.slice(0, MAX_TEXT_CHARS), textTruncated: true };
     return truncated ? { text, textTruncated: true } : { text };
   } catch (err) {
+    // The caller left (its extraction was dropped or stopped): nobody reads this answer.
+    if (call.signal.aborted) return { text: null };
     // Another type, or a file the route answers 422 for (too large, broken, too slow): no text.
     if (isAppError(err) && (err.code === 'UNSUPPORTED_MEDIA_TYPE' || err.code === 'ATTACHMENT_TEXT_FAILED')) return { text: null };
     throw err;

@@ -17,6 +17,7 @@ import nodemailer, { type SendMailOptions } from 'nodemailer';
 import { SMTPServer } from 'smtp-server';
 import { BINARY, ensureBinary, freePort, runBinary, serveBinary, type BinaryServe } from '../support/binary.ts';
 import { startTestDns, type TestDns } from '../support/dns.ts';
+import { docxBomb, docxWithParagraphs, pdfWithText } from '../support/documents.ts';
 import { until } from '../support/wait.ts';
 
 // `npm test` collects every *.test.ts; building a 90 MB executable belongs to its own command.
@@ -271,6 +272,31 @@ timeout = "5s"
     });
     assert.equal(reply.extractedText, 'Thanks, got it.');
     assert.equal(reply.extractedHtml, '<div>Thanks, got it.</div>');
+  });
+
+  it('extracts the text of PDF and DOCX files in a process of its own (the executable run as the text worker), bounded', async () => {
+    const DOCX = 'application/vnd.openxmlformats-officedocument.wordprocessingml.document';
+    const files: Array<[Buffer, string, string, string]> = [
+      [pdfWithText(['Smoke page one']), 'smoke.pdf', 'application/pdf', 'Smoke page one'],
+      [docxWithParagraphs(['Smoke paragraph']), 'smoke.docx', DOCX, 'Smoke paragraph'],
+    ];
+    for (const [content, filename, type, text] of files) {
+      const form = new FormData();
+      form.append('file', new Blob([new Uint8Array(content)], { type }), filename);
+      const uploaded = await api('POST', '/attachments', form);
+      assert.equal(uploaded.status, 201);
+      const res = await api('GET', `/attachments/${uploaded.body.id}/text`);
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      assert.deepEqual(res.body, { text, truncated: false });
+    }
+    // A zip bomb (400 MB inflated) ends its extraction process at attachments.text_max_memory.
+    const form = new FormData();
+    form.append('file', new Blob([new Uint8Array(docxBomb(400))], { type: DOCX }), 'bomb.docx');
+    const bomb = await api('POST', '/attachments', form);
+    const res = await api('GET', `/attachments/${bomb.body.id}/text`);
+    assert.equal(res.status, 422);
+    assert.equal(res.body.error.code, 'ATTACHMENT_TEXT_FAILED');
+    assert.match(res.body.error.message, /expands too much/);
   });
 
   it('serves the raw message, its thread, the OpenAPI document, the dashboard and metrics', async () => {

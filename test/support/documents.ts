@@ -1,7 +1,7 @@
 // Hand-built documents for the attachment text tests: minimal PDFs (with a correct xref table,
 // so pdf.js reads them without repair), DOCX files (a ZIP written here with node:zlib) and the
-// hostile variants: huge page counts, deep nesting, broken xrefs, zip bombs.
-import { crc32, deflateRawSync } from 'node:zlib';
+// hostile variants: huge page counts, deep nesting, broken xrefs, zip bombs, Flate bombs.
+import { constants, crc32, deflateRawSync, deflateSync } from 'node:zlib';
 
 /** A PDF from numbered object bodies (object 1 must be the catalog), with a valid xref table. */
 export function pdfFromObjects(objects: Array<string | Buffer>, opts: { xref?: 'valid' | 'garbage' } = {}): Buffer {
@@ -60,14 +60,14 @@ export function pdfDeepNesting(depth: number): Buffer {
 }
 
 /** Stored (method 8, deflate) ZIP entries: what DOCX files are. */
-export function zip(entries: Array<{ name: string; data: Buffer; deflated?: Buffer; size?: number }>): Buffer {
+export function zip(entries: Array<{ name: string; data: Buffer; deflated?: Buffer; size?: number; crc?: number }>): Buffer {
   const locals: Buffer[] = [];
   const centrals: Buffer[] = [];
   let offset = 0;
   for (const e of entries) {
     const name = Buffer.from(e.name);
     const body = e.deflated ?? deflateRawSync(e.data);
-    const crc = crc32(e.data);
+    const crc = e.crc ?? crc32(e.data);
     const size = e.size ?? e.data.length;
     const local = Buffer.alloc(30);
     local.writeUInt32LE(0x04034b50, 0);
@@ -109,7 +109,7 @@ const RELS = `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
 const escapeXml = (s: string) => s.replace(/[<>&]/g, (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;' })[c]!);
 
 /** A DOCX whose document.xml is `documentXml` (given already deflated for bombs). */
-export function docxFromDocument(document: { data: Buffer; deflated?: Buffer; size?: number }): Buffer {
+export function docxFromDocument(document: { data: Buffer; deflated?: Buffer; size?: number; crc?: number }): Buffer {
   return zip([
     { name: '[Content_Types].xml', data: Buffer.from(CONTENT_TYPES) },
     { name: '_rels/.rels', data: Buffer.from(RELS) },
@@ -126,15 +126,43 @@ export function docxWithParagraphs(paragraphs: string[]): Buffer {
 }
 
 /**
- * A zip bomb: document.xml inflates to `megabytes` MB of paragraphs from a few hundred KB.
- * Deflated chunk by chunk (the same compressed block repeated is not valid deflate), so built
- * from a repeated paragraph in one deflateRawSync over a buffer made once.
+ * Raw deflate of `head`, then `chunk` `times` over, then `tail`, never holding the whole in
+ * memory: each piece is compressed on its own and flushed to a byte boundary (Z_SYNC_FLUSH, no
+ * final bit), so the one compressed chunk can repeat; an empty final block ends the stream.
+ * With its CRC-32 and size, for a ZIP entry.
  */
+export function deflateRepeated(head: string, chunk: string, times: number, tail: string): { deflated: Buffer; size: number; crc: number } {
+  const piece = (s: string) => deflateRawSync(Buffer.from(s), { level: 9, finishFlush: constants.Z_SYNC_FLUSH });
+  const body = piece(chunk);
+  const chunkBytes = Buffer.from(chunk);
+  let crc = crc32(head);
+  for (let i = 0; i < times; i++) crc = crc32(chunkBytes, crc);
+  crc = crc32(tail, crc);
+  const deflated = Buffer.concat([piece(head), ...Array.from({ length: times }, () => body), piece(tail), deflateRawSync(Buffer.alloc(0))]);
+  return { deflated, size: Buffer.byteLength(head) + chunkBytes.length * times + Buffer.byteLength(tail), crc };
+}
+
+/** A zip bomb: document.xml inflates to `megabytes` MB of paragraphs from about 1 KB per MB. */
 export function docxBomb(megabytes: number): Buffer {
   const head = '<?xml version="1.0" encoding="UTF-8"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>';
   const tail = '</w:body></w:document>';
   const para = '<w:p><w:r><w:t>bomb</w:t></w:r></w:p>';
-  const count = Math.floor((megabytes * 1_048_576) / para.length);
-  const data = Buffer.from(head + para.repeat(count) + tail);
-  return docxFromDocument({ data, deflated: deflateRawSync(data, { level: 9 }) });
+  return docxFromDocument({ data: Buffer.alloc(0), ...deflateRepeated(head, para.repeat(Math.floor(1_048_576 / para.length)), megabytes, tail) });
+}
+
+/**
+ * A one-page PDF whose content stream is a Flate stream (zlib) of `megabytes` MB of spaces,
+ * about 1 KB per MB: pdf.js decodes it whole into one growing buffer.
+ */
+export function pdfFlateBomb(megabytes: number): Buffer {
+  const { deflated, crc: _ } = deflateRepeated('BT ', ' '.repeat(1_048_576), megabytes, ' ET');
+  // zlib framing around the raw deflate: a header, and an Adler-32 pdf.js does not check.
+  const zlibHeader = deflateSync(Buffer.alloc(0)).subarray(0, 2);
+  const stream = Buffer.concat([zlibHeader, deflated, Buffer.alloc(4)]);
+  return pdfFromObjects([
+    '<< /Type /Catalog /Pages 2 0 R >>',
+    '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
+    '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>',
+    Buffer.concat([Buffer.from(`<< /Length ${stream.length} /Filter /FlateDecode >>\nstream\n`), stream, Buffer.from('\nendstream')]),
+  ]);
 }

@@ -4,7 +4,7 @@ import busboy from 'busboy';
 import type { AppContext } from '../../context.ts';
 import { getAttachment, openDownload, storeUpload, type Attachment } from '../../domain/mail/attachments.ts';
 import { attachmentText } from '../../domain/mail/attachment-text.ts';
-import { AppError } from '../../domain/errors.ts';
+import { AppError, isAppError } from '../../domain/errors.ts';
 import type { ApiRequest, Routes } from '../routes.ts';
 
 /** Multipart overhead allowed on top of the file itself (boundaries, part headers, small fields). */
@@ -54,7 +54,25 @@ function receiveUpload(ctx: AppContext, req: ApiRequest): Promise<Attachment> {
 export function registerAttachmentRoutes(r: Routes, ctx: AppContext): void {
   r.post('/attachments', async (req) => ({ status: 201, body: await receiveUpload(ctx, req) }), { multipart: true });
   r.get('/attachments/:id', async (req) => ({ status: 200, body: await getAttachment(ctx, req.principal.accountId, req.params.id) }));
-  r.get('/attachments/:id/text', async (req) => ({ status: 200, body: await attachmentText(ctx, req.principal.accountId, req.params.id) }));
+  r.get('/attachments/:id/text', async (req) => {
+    // The client may leave while its extraction waits or runs: it is dropped or stopped then.
+    const socket = req.raw.socket;
+    const gone = new AbortController();
+    const left = () => gone.abort(new Error('the client closed the connection'));
+    if (socket.destroyed) left();
+    socket.once('close', left);
+    try {
+      return { status: 200, body: await attachmentText(ctx, req.principal.accountId, req.params.id, gone.signal) };
+    } catch (err) {
+      if (!isAppError(err) || err.code !== 'TEXT_EXTRACTION_BUSY') throw err;
+      // A worker frees within attachments.text_timeout at the latest.
+      const retryAfter = String(Math.ceil(ctx.config.attachments.text_timeout / 1000));
+      return { status: err.status, headers: { 'Retry-After': retryAfter }, body: { error: { code: err.code, message: err.message, status: err.status, requestId: req.requestId } } };
+    } finally {
+      // A keep-alive connection carries many requests: no listener per request may stay on it.
+      socket.off('close', left);
+    }
+  });
   r.get(
     '/attachments/:id/download',
     async (req) => {
