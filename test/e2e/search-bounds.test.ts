@@ -8,7 +8,8 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Transporter } from 'nodemailer';
 import { smtpTransport } from '../support/mail.ts';
-import { expectError, readResponse, startTestServer, type TestServer } from '../support/server.ts';
+import pg from 'pg';
+import { expectError, readResponse, startTestServer, TEST_ENGINE, type TestServer } from '../support/server.ts';
 
 let t: TestServer;
 let transport: Transporter;
@@ -169,5 +170,27 @@ describe('the time budget', () => {
     assert.equal((await slow.api('GET', '/inboxes')).status, 200);
     // The account's slots are free again: the next search is refused for time, not for concurrency.
     expectError(await slow.api('GET', `/messages?q=${encodeURIComponent(q)}`), 503, 'SEARCH_TIMEOUT');
+  });
+});
+
+describe('the time budget on PostgreSQL', { skip: TEST_ENGINE !== 'postgres' && 'PostgreSQL only (MAILROOM_TEST_ENGINE=postgres)' }, () => {
+  test('statement_timeout cancels a search that waits (here on a lock): 503 SEARCH_TIMEOUT, the connection goes back to the pool', async () => {
+    const s = await startTestServer({ limits: { search_timeout: '300ms' } });
+    const locker = new pg.Client({ connectionString: s.config.database.url });
+    try {
+      await locker.connect();
+      await locker.query('BEGIN');
+      await locker.query('LOCK TABLE messages IN ACCESS EXCLUSIVE MODE');
+      for (const path of ['/messages', '/threads']) {
+        const res = await s.api('GET', `${path}?q=hello`);
+        expectError(res, 503, 'SEARCH_TIMEOUT');
+        assert.equal(res.headers.get('retry-after'), '1');
+      }
+      await locker.query('ROLLBACK');
+      assert.equal((await s.api('GET', '/messages?q=hello')).status, 200);
+    } finally {
+      await locker.end();
+      await s.close();
+    }
   });
 });
