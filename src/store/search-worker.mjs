@@ -7,10 +7,7 @@
 // In: { id, sql, params, method } ('all' | 'get' | 'values' | 'run' is refused: read-only).
 // Out: { id, rows } or { id, error: { message, code } }.
 import { parentPort, workerData } from 'node:worker_threads';
-import { createRequire } from 'node:module';
-
-const require = createRequire(import.meta.url);
-const Database = require('better-sqlite3');
+import Database from 'better-sqlite3';
 
 /** Distinct SQL texts kept compiled (searches make a few shapes per term count). */
 const STATEMENT_CACHE_SIZE = 200;
