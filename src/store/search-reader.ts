@@ -33,8 +33,12 @@ export function setSearchWorkerSource(source: () => string, addonPath: string): 
 }
 
 export interface SearchReader {
-  /** Runs the read-only `work` before `deadline` (ms since the epoch), or rejects with SearchTimeoutError. */
-  run<T>(deadline: number, work: (db: Db) => Promise<T>): Promise<T>;
+  /**
+   * Runs the read-only `work` before `deadline` (ms since the epoch), or rejects with
+   * SearchTimeoutError. Calls `freed` once its slot is free again: when it settles, or, on
+   * SQLite past the deadline, when the abandoned statement has ended.
+   */
+  run<T>(deadline: number, work: (db: Db) => Promise<T>, freed: () => void): Promise<T>;
 }
 
 /** A FIFO of callers waiting for one of `size` slots, each until its deadline. */
@@ -92,10 +96,13 @@ export function searchReaderOf(store: Store, slots: number): SearchReader {
 function postgresReader(store: Store, size: number): SearchReader {
   const slots = new Slots(size);
   return {
-    async run(deadline, work) {
+    async run(deadline, work, freed) {
       // Inside a caller's transaction, the search is part of it (and of its connection).
-      if (openFrame(store)) return work(store.db);
-      await slots.take(deadline);
+      if (openFrame(store)) return work(store.db).finally(freed);
+      await slots.take(deadline).catch((err: unknown) => {
+        freed();
+        throw err;
+      });
       try {
         return await store.transaction(async (tx) => {
           await rawRun(tx, 'SET TRANSACTION READ ONLY');
@@ -110,6 +117,7 @@ function postgresReader(store: Store, size: number): SearchReader {
         throw err;
       } finally {
         slots.give();
+        freed();
       }
     },
   };
@@ -119,12 +127,16 @@ function postgresReader(store: Store, size: number): SearchReader {
 function mainThreadReader(store: Store, size: number): SearchReader {
   const slots = new Slots(size);
   return {
-    async run(deadline, work) {
-      await slots.take(deadline);
+    async run(deadline, work, freed) {
+      await slots.take(deadline).catch((err: unknown) => {
+        freed();
+        throw err;
+      });
       try {
         return await work(store.db);
       } finally {
         slots.give();
+        freed();
       }
     },
   };
@@ -197,13 +209,20 @@ class SqliteReader implements SearchReader {
     this.slots = new Slots(size);
   }
 
-  async run<T>(deadline: number, work: (db: Db) => Promise<T>): Promise<T> {
-    await this.slots.take(deadline);
+  async run<T>(deadline: number, work: (db: Db) => Promise<T>, freed: () => void): Promise<T> {
+    await this.slots.take(deadline).catch((err: unknown) => {
+      freed();
+      throw err;
+    });
+    const give = () => {
+      this.slots.give();
+      freed();
+    };
     let worker: SearchWorker;
     try {
       worker = this.idle.pop() ?? this.start();
     } catch (err) {
-      this.slots.give();
+      give();
       throw err;
     }
     let expired = false;
@@ -230,10 +249,10 @@ class SqliteReader implements SearchReader {
         // is its slot free.
         this.all.delete(worker);
         void worker.thread.terminate();
-        void worker.ended.then(() => this.slots.give());
+        void worker.ended.then(give);
       } else {
         if (worker.alive) this.idle.push(worker);
-        this.slots.give();
+        give();
       }
     }
   }

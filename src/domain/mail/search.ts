@@ -210,7 +210,9 @@ const running = new WeakMap<object, Map<string, number>>();
  * Runs the read-only `work` of one search of `accountId` within the search budgets (PRODUCT.md
  * "Bounded cost", docs/security.md): at most `[limits] searches_per_account` at once for the
  * account (the next: 429 RATE_LIMITED), in one of `[limits] concurrent_searches` slots, off the
- * event loop on SQLite, and within `[limits] search_timeout` (past it: 503 SEARCH_TIMEOUT).
+ * event loop on SQLite, and within `[limits] search_timeout` (past it: 503 SEARCH_TIMEOUT). A
+ * search abandoned past its budget counts for its account until its statement has ended, so
+ * an account's abandoned searches never hold more than its share of the slots.
  */
 export async function runSearch<T>(ctx: AppContext, accountId: string, work: (db: Db) => Promise<T>): Promise<T> {
   const { searches_per_account: perAccount, search_timeout: budget, concurrent_searches: slots } = ctx.config.limits;
@@ -221,15 +223,16 @@ export async function runSearch<T>(ctx: AppContext, accountId: string, work: (db
     throw new AppError('RATE_LIMITED', `at most ${perAccount} searches of an account run at once; retry when one has ended`, { retryAfter: 1 });
   }
   counts.set(accountId, now + 1);
+  const freed = () => {
+    const left = counts.get(accountId)! - 1;
+    if (left) counts.set(accountId, left);
+    else counts.delete(accountId);
+  };
   try {
-    return await searchReaderOf(ctx.store, slots).run(Date.now() + budget, work);
+    return await searchReaderOf(ctx.store, slots).run(Date.now() + budget, work, freed);
   } catch (err) {
     if (!(err instanceof SearchTimeoutError)) throw err;
     const seconds = Math.max(1, Math.ceil(budget / 1000));
     throw new AppError('SEARCH_TIMEOUT', `the search ran past its time budget of ${budget} ms; narrow it (fewer or longer words, a label:, before:/after:) or retry later`, { retryAfter: seconds });
-  } finally {
-    const left = counts.get(accountId)! - 1;
-    if (left) counts.set(accountId, left);
-    else counts.delete(accountId);
   }
 }
