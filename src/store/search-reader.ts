@@ -159,7 +159,8 @@ class SearchWorker {
 
   constructor(file: string) {
     const workerData = { file, addonPath: workerStart?.addonPath };
-    const options = { workerData, resourceLimits: { maxOldGenerationSizeMb: 256 } };
+    // No heap limit of its own: it reads the rows (bodies included) the main thread read before.
+    const options = { workerData };
     if (workerStart) this.thread = new Worker(workerStart.source(), { ...options, eval: true });
     else {
       const script = new URL('./search-worker.mjs', import.meta.url);
