@@ -200,4 +200,30 @@ describe('the time budget on PostgreSQL', { skip: TEST_ENGINE !== 'postgres' && 
       await s.close();
     }
   });
+
+  test("one account's stuck searches hold searches_per_account pool connections, not the pool: another account is served", async () => {
+    const s = await startTestServer({ limits: { search_timeout: '60s' } });
+    const other = await s.newAccount('other');
+    const locker = new pg.Client({ connectionString: s.config.database.url });
+    try {
+      await locker.connect();
+      await locker.query('BEGIN');
+      // Every search of the first account waits on the lock (as a costly statement would run).
+      await locker.query('LOCK TABLE messages IN ACCESS EXCLUSIVE MODE');
+      const stuck = Array.from({ length: 12 }, (_, i) => s.api('GET', `/${i % 2 ? 'threads' : 'messages'}?q=hello`));
+      const settled: number[] = [];
+      for (const p of stuck) void p.then((r) => settled.push(r.status));
+      // The account's searches past its bound are refused at once; the first two wait.
+      await until('the searches over the bound to be refused', () => (settled.length >= 10 ? true : undefined), 30_000);
+      assert.deepEqual(settled, Array(10).fill(429));
+      // The pool (10 connections) still serves another account while two searches wait.
+      assert.equal((await s.api('GET', '/inboxes', undefined, { key: other.key })).status, 200);
+      assert.equal(settled.length, 10);
+      await locker.query('ROLLBACK');
+      assert.deepEqual((await Promise.all(stuck)).map((r) => r.status).sort(), [...Array(2).fill(200), ...Array(10).fill(429)]);
+    } finally {
+      await locker.end();
+      await s.close();
+    }
+  });
 });
