@@ -20,6 +20,8 @@ export async function bundleMailroom(): Promise<string> {
   await build({ ...options, entryPoints: [join(ROOT, 'cli', 'mailroom.ts')], outfile: BUNDLE });
   // The analysis worker's script, where src/domain/inbound/analysis.ts looks for it: beside the bundle.
   await build({ ...options, entryPoints: [join(ROOT, 'src', 'domain', 'inbound', 'analysis-worker.ts')], outfile: join(WORK, 'analysis-worker.mjs') });
+  // The search worker's, where src/store/search-reader.ts looks for it: beside the bundle too.
+  await build({ ...options, entryPoints: [join(ROOT, 'src', 'store', 'search-worker.mjs')], outfile: join(WORK, 'search-worker.mjs') });
   bundled = true;
   return BUNDLE;
 }

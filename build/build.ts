@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { readMigrations } from '../src/db/migrate.ts';
 import { readPgMigrations } from '../src/store/migrate.ts';
 import { sha256Of } from '../src/addon-cache.ts';
-import { ANALYSIS_WORKER_ASSET, chunkAssets as chunkAssetNames, MAIN_ASSETS, TEXT_WORKER_ASSET } from '../src/sea-chunks.ts';
+import { ANALYSIS_WORKER_ASSET, chunkAssets as chunkAssetNames, MAIN_ASSETS, SEARCH_WORKER_ASSET, TEXT_WORKER_ASSET } from '../src/sea-chunks.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const OUT = join(ROOT, 'build', 'out');
@@ -318,6 +318,11 @@ async function main(): Promise<void> {
   await build({ ...BUNDLE_OPTIONS, entryPoints: [join(ROOT, 'src', 'domain', 'inbound', 'analysis-worker.ts')], outfile: analysisWorker });
   assertAscii(analysisWorker);
   step(`analysis worker (mailparser, mailauth): ${mb(statSync(analysisWorker).size)}`, t0);
+  // The search worker (src/store/search-reader.ts), the same way; it loads the cached addon by path.
+  const searchWorker = join(OUT, SEARCH_WORKER_ASSET);
+  await build({ ...BUNDLE_OPTIONS, entryPoints: [join(ROOT, 'src', 'store', 'search-worker.mjs')], outfile: searchWorker });
+  assertAscii(searchWorker);
+  step(`search worker (better-sqlite3): ${mb(statSync(searchWorker).size)}`, t0);
 
   // 2. Assets: the addon this checkout compiled (same ABI as the pinned Node) and the
   // migrations read the way drizzle's migrator reads them. Asset names match src/sea.ts.
@@ -339,7 +344,7 @@ async function main(): Promise<void> {
   writeFileSync(pgMigrations, JSON.stringify(readPgMigrations()));
   step(`assets: addon ${mb(statSync(addon).size)}, ${readMigrations().length} SQLite and ${readPgMigrations().length} PostgreSQL migration(s)`, t0);
 
-  const assets: Record<string, string> = { 'better_sqlite3.node': addon, 'better_sqlite3.node.sha256': addonHash, 'migrations.json': migrations, 'migrations-pg.json': pgMigrations, [TEXT_WORKER_ASSET]: textWorker, [ANALYSIS_WORKER_ASSET]: analysisWorker, ...chunkAssets, [MAIN_ASSETS.source]: main };
+  const assets: Record<string, string> = { 'better_sqlite3.node': addon, 'better_sqlite3.node.sha256': addonHash, 'migrations.json': migrations, 'migrations-pg.json': pgMigrations, [TEXT_WORKER_ASSET]: textWorker, [ANALYSIS_WORKER_ASSET]: analysisWorker, [SEARCH_WORKER_ASSET]: searchWorker, ...chunkAssets, [MAIN_ASSETS.source]: main };
   assets[MAIN_ASSETS.cache] = join(OUT, MAIN_ASSETS.cache);
   mainCodeCache(main, assets[MAIN_ASSETS.cache], `mailroom:${MAIN_ASSETS.source}`, assets);
   step(`code cache of the main script after a start: ${mb(statSync(assets[MAIN_ASSETS.cache]).size)}`, t0);

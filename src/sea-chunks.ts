@@ -22,6 +22,9 @@ export const TEXT_WORKER_ENV = 'MAILROOM_TEXT_WORKER';
 /** The inbound analysis worker's script (src/domain/inbound/analysis-worker.ts bundled), run with eval. */
 export const ANALYSIS_WORKER_ASSET = 'analysis-worker.js';
 
+/** The search worker's script (src/store/search-worker.mjs bundled), run with eval. */
+export const SEARCH_WORKER_ASSET = 'search-worker.js';
+
 /** Asset names of a chunk; build/build.ts writes them under the same names. */
 export const chunkAssets = (chunk: string) => ({ source: `chunk-${chunk}.js`, cache: `chunk-${chunk}.cache` });
 

@@ -11,7 +11,8 @@ import { runCli } from '../cli/mailroom.ts';
 import { addonCacheDirs, loadCachedAddon } from './addon-cache.ts';
 import { setNativeBinding } from './db/client.ts';
 import { useExecutableAsTextWorker } from './domain/mail/attachment-text.ts';
-import { ANALYSIS_WORKER_ASSET } from './sea-chunks.ts';
+import { ANALYSIS_WORKER_ASSET, SEARCH_WORKER_ASSET } from './sea-chunks.ts';
+import { setSearchWorkerSource } from './store/search-reader.ts';
 import { setAnalysisWorkerSource } from './domain/inbound/analysis.ts';
 import { setEmbeddedMigrations } from './db/migrate.ts';
 import { setEmbeddedPgMigrations } from './store/migrate.ts';
@@ -32,6 +33,7 @@ function boot(): boolean {
     // Text extraction processes are this executable again (src/sea-loader.ts).
     useExecutableAsTextWorker();
     setAnalysisWorkerSource(() => getAsset(ANALYSIS_WORKER_ASSET, 'utf8'));
+    setSearchWorkerSource(() => getAsset(SEARCH_WORKER_ASSET, 'utf8'), addon.path);
     return true;
   } catch (err) {
     process.stderr.write(`mailroom: ${(err as Error).message}\n`);

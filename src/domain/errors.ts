@@ -59,6 +59,9 @@ export const ERROR_STATUS = {
    * outside. Retry after Retry-After (src/domain/mail/attachment-text.ts).
    */
   TEXT_EXTRACTION_BUSY: 503,
+
+  /** A search (`q`) ran past `[limits] search_timeout` (src/domain/mail/search.ts): narrow it, or retry later. */
+  SEARCH_TIMEOUT: 503,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
@@ -66,11 +69,14 @@ export type ErrorCode = keyof typeof ERROR_STATUS;
 export class AppError extends Error {
   readonly code: ErrorCode;
   readonly status: number;
-  constructor(code: ErrorCode, message: string) {
+  /** Seconds after which a retry may succeed: sent as Retry-After. */
+  readonly retryAfter?: number;
+  constructor(code: ErrorCode, message: string, opts: { retryAfter?: number } = {}) {
     super(message);
     this.name = 'AppError';
     this.code = code;
     this.status = ERROR_STATUS[code];
+    if (opts.retryAfter !== undefined) this.retryAfter = opts.retryAfter;
   }
 }
 

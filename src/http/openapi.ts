@@ -266,7 +266,8 @@ const FILTERS: Param[] = [
     description:
       'Gmail-style search: words (all must match, as word prefixes), "a phrase", from:, to: (To or Cc), cc:, subject:, label:, is:unread, is:read, ' +
       'has:attachment, in:inbound, in:outbound, before:YYYY-MM-DD, after:YYYY-MM-DD (that day on), -term to exclude. With words, messages are ordered by relevance, then newest. ' +
-      'Bad syntax: 400 INVALID_QUERY with the position and what was expected.',
+      'Bad syntax: 400 INVALID_QUERY with the position and what was expected; so are more than `limits.search_terms` distinct terms, a one-character word prefix, `OR` and unknown operators. ' +
+      'Past `limits.search_timeout`: 503 SEARCH_TIMEOUT; more than `limits.searches_per_account` searches at once: 429 RATE_LIMITED (both with Retry-After).',
     schema: str(undefined, { maxLength: 1000 }),
   },
   { name: 'label', description: 'Only messages with this label.', schema: str(undefined, { pattern: LABEL_PATTERN.source }) },
@@ -356,7 +357,7 @@ export const OPERATIONS: Record<string, Operation> = {
     status: 200,
     description: 'A page of messages.',
     response: 'MessagePage',
-    errors: ['INBOX_NOT_FOUND', 'INVALID_QUERY'],
+    errors: ['INBOX_NOT_FOUND', 'INVALID_QUERY', 'SEARCH_TIMEOUT'],
   },
   'GET /messages': {
     operationId: 'listAccountMessages',
@@ -366,7 +367,7 @@ export const OPERATIONS: Record<string, Operation> = {
     status: 200,
     description: 'A page of messages.',
     response: 'MessagePage',
-    errors: ['INVALID_QUERY'],
+    errors: ['INVALID_QUERY', 'SEARCH_TIMEOUT'],
   },
   'GET /messages/:id': { operationId: 'getMessage', summary: 'Get a message', tag: 'Messages', status: 200, description: 'The message.', response: 'Message', errors: ['MESSAGE_NOT_FOUND'] },
   'PATCH /messages/:id': {
@@ -512,7 +513,7 @@ export const OPERATIONS: Record<string, Operation> = {
     status: 200,
     description: `A page of threads. ${THREAD_FILTERS}`,
     response: 'ThreadPage',
-    errors: ['INBOX_NOT_FOUND', 'INVALID_QUERY'],
+    errors: ['INBOX_NOT_FOUND', 'INVALID_QUERY', 'SEARCH_TIMEOUT'],
   },
   'GET /threads': {
     operationId: 'listAccountThreads',
@@ -522,7 +523,7 @@ export const OPERATIONS: Record<string, Operation> = {
     status: 200,
     description: `A page of threads. ${THREAD_FILTERS}`,
     response: 'ThreadPage',
-    errors: ['INVALID_QUERY'],
+    errors: ['INVALID_QUERY', 'SEARCH_TIMEOUT'],
   },
   'GET /threads/:id': { operationId: 'getThread', summary: 'A thread with its messages, oldest first', tag: 'Threads', status: 200, description: 'The thread.', response: 'ThreadWithMessages', errors: ['THREAD_NOT_FOUND'] },
   'PATCH /threads/:id': {

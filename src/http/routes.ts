@@ -107,7 +107,8 @@ export function newRequestId(): string {
 
 export function sendError(res: Response, err: AppError, requestId: string, extraHeaders: Record<string, string> = {}): void {
   const body = JSON.stringify({ error: { code: err.code, message: err.message, status: err.status, requestId } });
-  res.writeHead(err.status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': String(Buffer.byteLength(body)), ...extraHeaders });
+  const retry = err.retryAfter !== undefined ? { 'Retry-After': String(err.retryAfter) } : {};
+  res.writeHead(err.status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': String(Buffer.byteLength(body)), ...retry, ...extraHeaders });
   res.end(body);
 }
 

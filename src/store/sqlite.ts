@@ -149,7 +149,16 @@ export class SqliteStore extends StoreBase implements Store {
     return { owner: this, db: this.txDb, hooks: [], open: true };
   }
 
+  /** Run first when the store closes (the search worker threads: ./search-reader.ts). */
+  readonly onClose: Array<() => Promise<void>> = [];
+
+  /** The database file, or null in memory (a worker thread can open only a file). */
+  get file(): string | null {
+    return this.wal ? this.client.name : null;
+  }
+
   async close(): Promise<void> {
+    await Promise.all(this.onClose.map((fn) => fn()));
     const handle = this.walHandle;
     this.walHandle = undefined;
     await handle?.then((fh) => fh.close()).catch(() => undefined);

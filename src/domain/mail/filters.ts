@@ -19,8 +19,11 @@ export type { ListScope } from '../../store/repo/message-search.ts';
 
 export const hasFilters = (f: MessageFilters) => f.q !== undefined || f.label !== undefined || f.unread !== undefined || f.direction !== undefined || f.status !== undefined;
 
-/** The filters as the repository matches them: `q` parsed (400 INVALID_QUERY when it does not parse). */
-export function matchFilters(f: MessageFilters): MatchFilters {
+/**
+ * The filters as the repository matches them: `q` parsed (400 INVALID_QUERY when it does not
+ * parse, or has more than `maxTerms` terms: `[limits] search_terms`).
+ */
+export function matchFilters(f: MessageFilters, maxTerms?: number): MatchFilters {
   const { q, ...rest } = f;
-  return q === undefined ? rest : { ...rest, search: parseSearch(q) };
+  return q === undefined ? rest : { ...rest, search: parseSearch(q, maxTerms) };
 }

@@ -26,6 +26,7 @@ import { applyMarks, checkMarks, labelsOfMessages, type Marks } from './labels.t
 import { afterMessageRemoved, findThreadRow, threadViews, type Thread } from './threads.ts';
 import { releaseBlobs } from '../../storage/blob-refs.ts';
 import { replyHtml, replyText } from './reply-text.ts';
+import { runSearch } from './search.ts';
 
 export type { MessageRow, MessageViewRow };
 
@@ -199,7 +200,11 @@ export async function listMessages(ctx: AppContext, accountId: string, inboxId: 
     if (!MESSAGE_ID.test(after)) throw new AppError('VALIDATION_ERROR', 'query parameter `after` must be a message id (msg_…)');
     return pageOf(ctx, await listMessagePageAfter(ctx.db, inboxId, after, status || null, limit, offset), limit, offset);
   }
-  return pageOf(ctx, await listMessagePage(ctx.db, inboxId !== null ? { inboxId } : { accountId }, matchFilters(filters), limit, offset, ctx.config.limits.search_matches), limit, offset);
+  const scope = inboxId !== null ? { inboxId } : { accountId };
+  const f = matchFilters(filters, ctx.config.limits.search_terms);
+  const list = (db: Db) => listMessagePage(db, scope, f, limit, offset, ctx.config.limits.search_matches);
+  // A search runs within the search budgets (src/domain/mail/search.ts); other filters use the indexes' order.
+  return pageOf(ctx, await (f.search ? runSearch(ctx, accountId, list) : list(ctx.db)), limit, offset);
 }
 
 /** The API page of a page of rows. */

@@ -12,7 +12,16 @@
 // attachments, its own or, when sent, the uploads it carries.
 //
 // Errors are 400 INVALID_QUERY naming the position (1-based character) and what was expected there.
+//
+// Bounded cost (PRODUCT.md "Bounded cost"): at most `[limits] search_terms` terms (a repeated
+// term counts once; each word of a phrase, or of a hyphenated word, counts, since each is one
+// more index lookup), and a word prefix has at least 2 characters (a one-letter prefix walks a
+// good part of the index). `OR` is refused rather than read as a word, and so is an unknown
+// `op:value` (`older_than:7d`): both would otherwise silently find nothing.
+import type { AppContext } from '../../context.ts';
+import type { Db } from '../../db/client.ts';
 import { AppError } from '../errors.ts';
+import { SearchTimeoutError, searchReaderOf } from '../../store/search-reader.ts';
 import type { SearchCondition, SearchQuery, TextTerm } from '../../store/repo/message-search.ts';
 import { LABEL_PATTERN, LABEL_RULE } from './labels.ts';
 
@@ -24,6 +33,9 @@ export const MAX_QUERY_LENGTH = 1000;
 
 /** The operators (`op:value`); any other `word:` is text. */
 const OPERATORS = ['from', 'to', 'cc', 'subject', 'label', 'is', 'has', 'in', 'before', 'after', 'filename'];
+
+/** Shortest word prefix: a one-letter prefix expands to a good part of the index. */
+const MIN_PREFIX = 2;
 
 const invalid = (pos: number, expected: string, found: string) =>
   new AppError('INVALID_QUERY', `\`q\` at position ${pos + 1}: expected ${expected}, found ${found}`);
@@ -73,7 +85,11 @@ function tokenize(q: string): Term[] {
       i++;
       if (i >= q.length || /\s/.test(q[i])) throw invalid(i, 'a term after `-`', i >= q.length ? 'the end of the query' : 'a space');
     }
-    const op = /^([a-z]+):/i.exec(q.slice(i));
+    if (!negated && /^OR(\s|$)/.test(q.slice(i))) throw invalid(pos, 'a search term (`OR` is not supported: every term must match; make one search per alternative)', '`OR`');
+    const op = /^([a-z][a-z_]*):/i.exec(q.slice(i));
+    if (op && !OPERATORS.includes(op[1].toLowerCase()) && i + op[0].length < q.length && !/\s/.test(q[i + op[0].length])) {
+      throw invalid(i, `an operator (${OPERATORS.map((o) => `${o}:`).join(' ')}) or a word; "quote" text with a colon`, `\`${op[0]}\``);
+    }
     if (op && OPERATORS.includes(op[1].toLowerCase())) {
       const valuePos = i + op[0].length;
       if (valuePos >= q.length || /\s/.test(q[valuePos])) throw invalid(valuePos, `a value after \`${op[0]}\``, valuePos >= q.length ? 'the end of the query' : 'a space');
@@ -82,7 +98,7 @@ function tokenize(q: string): Term[] {
       i = v.end;
       continue;
     }
-    // Anything else (unknown `word:` included) is text, as in Gmail.
+    // Anything else (a `word:` followed by a space included) is text.
     const v = readValue(i);
     terms.push({ pos, negated, op: null, value: v.value, quoted: v.quoted, valuePos: i });
     i = v.end;
@@ -90,15 +106,37 @@ function tokenize(q: string): Term[] {
   return terms;
 }
 
-/** Parses `q`; throws 400 INVALID_QUERY with the position and what was expected. */
-export function parseSearch(q: string): SearchQuery {
+/** Words of a value as the FTS tokenizers see them (letter and digit runs). */
+const wordsOf = (value: string) => value.match(/[\p{L}\p{N}]+/gu) ?? [];
+
+/**
+ * Parses `q`; throws 400 INVALID_QUERY with the position and what was expected. `maxTerms`
+ * (`[limits] search_terms`) bounds the distinct terms, each word of a phrase counted.
+ */
+export function parseSearch(q: string, maxTerms = Infinity): SearchQuery {
   if (q.length > MAX_QUERY_LENGTH) throw invalid(MAX_QUERY_LENGTH, `at most ${MAX_QUERY_LENGTH} characters`, `${q.length}`);
   const out: SearchQuery = { positive: [], words: [], exclude: [], filenames: [], conditions: [] };
   const cond = (c: SearchCondition) => out.conditions.push(c);
   const terms = tokenize(q);
   if (!terms.length) throw invalid(0, 'a search term', 'an empty query');
+  const seen = new Set<string>();
+  let counted = 0;
   for (const t of terms) {
     const found = JSON.stringify(t.value);
+    // A repeated term adds nothing to the result: it is dropped, and not counted.
+    const key = JSON.stringify([t.negated, t.op, t.quoted, t.value.toLowerCase()]);
+    if (seen.has(key)) continue;
+    seen.add(key);
+    const isText = t.op === null || ['from', 'to', 'cc', 'subject', 'filename'].includes(t.op);
+    const words = isText ? wordsOf(t.value) : [t.value];
+    counted += words.length;
+    if (counted > maxTerms) throw invalid(t.pos, `at most ${maxTerms} terms (a repeated term counts once, each word of a phrase counts)`, `more`);
+    const prefix = words.at(-1);
+    if (isText && !t.quoted && prefix !== undefined && [...prefix].length < MIN_PREFIX) {
+      // After other words (search-x, j.doe), a short last word is matched whole, not as a prefix.
+      if (words.length === 1) throw invalid(t.valuePos, `a word prefix of at least ${MIN_PREFIX} characters (a "quoted" word matches whole)`, found);
+      t.quoted = true;
+    }
     switch (t.op) {
       case null:
       case 'from':
@@ -161,4 +199,40 @@ export function parseSearch(q: string): SearchQuery {
     throw invalid(0, 'a search term with letters or digits', JSON.stringify(q.trim()));
   }
   return out;
+}
+
+// --- running a search under its budgets -------------------------------------------------------
+
+/** Searches running per account, per store (one process may serve several in tests). */
+const running = new WeakMap<object, Map<string, number>>();
+
+/**
+ * Runs the read-only `work` of one search of `accountId` within the search budgets (PRODUCT.md
+ * "Bounded cost", docs/security.md): at most `[limits] searches_per_account` at once for the
+ * account (the next: 429 RATE_LIMITED), in one of `[limits] concurrent_searches` slots, off the
+ * event loop on SQLite, and within `[limits] search_timeout` (past it: 503 SEARCH_TIMEOUT). A
+ * search abandoned past its budget counts for its account until its statement has ended, so
+ * an account's abandoned searches never hold more than its share of the slots.
+ */
+export async function runSearch<T>(ctx: AppContext, accountId: string, work: (db: Db) => Promise<T>): Promise<T> {
+  const { searches_per_account: perAccount, search_timeout: budget, concurrent_searches: slots } = ctx.config.limits;
+  let counts = running.get(ctx.store);
+  if (!counts) running.set(ctx.store, (counts = new Map()));
+  const now = counts.get(accountId) ?? 0;
+  if (now >= perAccount) {
+    throw new AppError('RATE_LIMITED', `at most ${perAccount} searches of an account run at once; retry when one has ended`, { retryAfter: 1 });
+  }
+  counts.set(accountId, now + 1);
+  const freed = () => {
+    const left = counts.get(accountId)! - 1;
+    if (left) counts.set(accountId, left);
+    else counts.delete(accountId);
+  };
+  try {
+    return await searchReaderOf(ctx.store, slots).run(Date.now() + budget, work, freed);
+  } catch (err) {
+    if (!(err instanceof SearchTimeoutError)) throw err;
+    const seconds = Math.max(1, Math.ceil(budget / 1000));
+    throw new AppError('SEARCH_TIMEOUT', `the search ran past its time budget of ${budget} ms; narrow it (fewer or longer words, a label:, before:/after:) or retry later`, { retryAfter: seconds });
+  }
 }

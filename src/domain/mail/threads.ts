@@ -18,6 +18,7 @@ import {
 import { AppError } from '../errors.ts';
 import { hasFilters, matchFilters, type ListScope, type MessageFilters } from './filters.ts';
 import { marksOfThreads } from './labels.ts';
+import { runSearch } from './search.ts';
 import { findInboxRow } from '../inboxes/inboxes.ts';
 import type { Page, PageResult } from '../pagination.ts';
 
@@ -110,6 +111,9 @@ export async function listThreads(ctx: AppContext, accountId: string, inboxId: s
   const { limit, offset, ...filters } = opts;
   if (inboxId !== null) await findInboxRow(ctx, accountId, inboxId);
   const scope: ListScope = inboxId !== null ? { inboxId } : { accountId };
-  const { rows, total } = await listThreadPage(ctx.db, scope, hasFilters(filters) ? matchFilters(filters) : undefined, limit, offset);
+  const f = hasFilters(filters) ? matchFilters(filters, ctx.config.limits.search_terms) : undefined;
+  const list = (db: Db) => listThreadPage(db, scope, f, limit, offset);
+  // A search runs within the search budgets (src/domain/mail/search.ts).
+  const { rows, total } = await (f?.search ? runSearch(ctx, accountId, list) : list(ctx.db));
   return { data: await threadViews(ctx, rows), total, limit, offset };
 }
