@@ -4,7 +4,7 @@
 // refused with one line naming the setting (exit 2, as every config error); the CLI runs on PostgreSQL.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connectPostgres } from '../../src/store/postgres.ts';

@@ -25,7 +25,6 @@ import { runCli } from '../support/cli.ts';
 import { expectError, startTestServer, type TestServer } from '../support/server.ts';
 import { loseBlob } from '../support/blobs.ts';
 import { until } from '../support/wait.ts';
-import { smtpTransport } from '../support/mail.ts';
 
 let t: TestServer;
 let dns: TestDns;

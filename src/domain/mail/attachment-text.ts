@@ -146,12 +146,6 @@ function recall(key: string): Outcome | undefined {
   return hit;
 }
 
-/** Empties the cache (tests). */
-export function clearTextCache(): void {
-  cache.clear();
-  cachedChars = 0;
-}
-
 async function extract(ctx: AppContext, row: AttachmentRow, kind: Kind): Promise<AttachmentText> {
   const { text_max_chars: maxChars, text_timeout: timeout } = ctx.config.attachments;
   let bytes: Buffer;
