@@ -20,6 +20,7 @@ import { PgBlobs } from '../../src/store/pg-blobs.ts';
 import { Readable } from 'node:stream';
 import { randomBytes } from 'node:crypto';
 import { buffer as collect } from 'node:stream/consumers';
+import { peerSkip } from '../support/peers.ts';
 
 const NOW = '2026-11-25T00:00:00.000Z';
 
@@ -52,7 +53,7 @@ const engines: Array<[string, () => Promise<string | undefined>]> = [
 ];
 
 for (const [engine, databaseUrl] of engines) {
-  describe(`store on ${engine}`, { skip: engine === 'postgres' && postgresMissing() }, () => {
+  describe(`store on ${engine}`, { skip: engine === 'postgres' && peerSkip(postgresMissing()) }, () => {
     let store: Store;
     let dir: string;
 
@@ -201,7 +202,7 @@ for (const [engine, databaseUrl] of engines) {
   });
 }
 
-describe('blobs in PostgreSQL', { skip: postgresMissing() }, () => {
+describe('blobs in PostgreSQL', { skip: peerSkip(postgresMissing()) }, () => {
   let store: Store;
   let blobs: PgBlobs;
   const CHUNK = 64 * 1024;

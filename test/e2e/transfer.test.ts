@@ -16,6 +16,7 @@ import { startTestServer, type TestServer } from '../support/server.ts';
 import { until } from '../support/wait.ts';
 import { pgCluster, postgresMissing } from '../support/postgres.ts';
 import { openDatabase } from '../../src/db/client.ts';
+import { peerSkip } from '../support/peers.ts';
 
 const PASSPHRASE = 'correct horse battery staple';
 let dir: string;
@@ -102,7 +103,7 @@ test('export writes one private archive whose secrets are sealed', async () => {
   assert.ok(!readFileSync(join(extract, 'tables', 'webhooks.jsonl'), 'utf8').includes(webhookSecret));
 });
 
-describe('into PostgreSQL', { skip: postgresMissing() }, () => {
+describe('into PostgreSQL', { skip: peerSkip(postgresMissing()) }, () => {
   let url: string;
   before(async () => {
     url = await (await pgCluster()).createDatabase();
