@@ -8,7 +8,7 @@ import { dirname, resolve } from 'node:path';
 import { ConfigError, configFrom, loadConfig, renderConfigFile, type Config, type ListenAddress } from '../../src/config.ts';
 import { closeContext, createContext } from '../../src/context.ts';
 import { defaultAccount } from '../../src/domain/accounts/accounts.ts';
-import { createApiKey } from '../../src/domain/accounts/apikeys.ts';
+import { createApiKey, listAllApiKeys } from '../../src/domain/accounts/apikeys.ts';
 import { ensureSharedDkimKey } from '../../src/domain/domains/dkim-keys.ts';
 import { zoneLine } from '../../src/domain/domains/domain-check.ts';
 import { dnsRecordsFor } from '../../src/domain/domains/domains.ts';
@@ -183,12 +183,14 @@ export function registerInit(program: Command): void {
       // Read back through the loader `serve` uses: what was written is what will run.
       const config = loadConfig(file);
       const ctx = await createContext(config, silentLogger);
-      let made: { key: Awaited<ReturnType<typeof createApiKey>>; zone: string; records: string[] };
+      let made: { key: Awaited<ReturnType<typeof createApiKey>>; first: boolean; zone: string; records: string[] };
       try {
+        // An installation used before (init --force, or a config written anew) already has keys.
+        const first = (await listAllApiKeys(ctx)).length === 0;
         const key = await createApiKey(ctx, (await defaultAccount(ctx)).account.id, { name: 'init' });
         await ensureSharedDkimKey(ctx);
         const records = (await dnsRecordsFor(ctx, config.shared_domain))!;
-        made = { key, zone: renderZone(records), records: [...records.sending, ...records.receiving].map((r) => zoneLine(r)) };
+        made = { key, first, zone: renderZone(records), records: [...records.sending, ...records.receiving].map((r) => zoneLine(r)) };
       } finally {
         await closeContext(ctx);
       }
@@ -199,7 +201,7 @@ export function registerInit(program: Command): void {
       const mode = config.outbound.mode === 'dry-run' ? 'dry-run: nothing leaves this machine' : 'email: sending is live';
       process.stdout.write(
         `Wrote ${file} (hostname ${config.hostname}, domain ${config.shared_domain}, outbound ${mode}).\n` +
-          `Data directory ${resolve(config.data_dir)}. The first API key (shown only once; store it now):\n\n    ${made.key.key}\n\n` +
+          `Data directory ${resolve(config.data_dir)}. ${made.first ? 'The first API key' : 'A new API key (this installation has keys already)'} (shown only once; store it now):\n\n    ${made.key.key}\n\n` +
           `DNS records to publish in the zone of ${config.shared_domain}, with an A record for ${config.hostname} pointing at this server\n` +
           `(not needed to try mailroom on this machine; \`${suggestCommand('domains show shared', configArg)}\` shows what DNS answers for each):\n\n` +
           made.zone +

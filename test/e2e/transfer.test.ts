@@ -6,7 +6,7 @@
 // missing one and a non-empty target are refused before anything is written.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connectPostgres } from '../../src/store/postgres.ts';
@@ -79,6 +79,21 @@ test('export needs a passphrase and says how to give one', async () => {
   const r = await runCli(['--config', config, 'export', join(dir, 'nope.tar.gz')], { env: { MAILROOM_EXPORT_PASSPHRASE: '' } });
   assert.equal(r.code, 1);
   assert.match(r.stderr, /^mailroom: a passphrase seals the secret parts .* --passphrase-file FILE or set MAILROOM_EXPORT_PASSPHRASE\n$/);
+});
+
+test('export refuses while a server holds the data directory, and writes nothing', async () => {
+  const live = await startTestServer({ database: { url: '' } }, { dataDir: join(dir, 'live') });
+  try {
+    const liveConfig = join(dir, 'live.toml');
+    writeFileSync(liveConfig, `data_dir = ${JSON.stringify(live.dataDir)}\n`);
+    const out = join(dir, 'live.tar.gz');
+    const r = await runCli(['--config', liveConfig, 'export', out, '--passphrase-file', passFile]);
+    assert.equal(r.code, 1);
+    assert.equal(r.stderr, `mailroom: the database in ${live.dataDir} is in use: stop \`mailroom serve\` first\n`);
+    assert.equal(existsSync(out), false);
+  } finally {
+    await live.close();
+  }
 });
 
 test('export writes one private archive whose secrets are sealed', async () => {
