@@ -88,7 +88,9 @@ async function ask(questions: Question[], given: Partial<Record<Question['flag']
   const pending = questions.filter((q) => answers[q.flag] === undefined);
   if (pending.length === 0) return answers;
   // Loaded here: node:readline is half a millisecond of every other command's start (serve's too).
-  const { createInterface } = await import('node:readline');
+  // Not with import(): inside the single executable a dynamic import has no loader and throws
+  // ERR_VM_DYNAMIC_IMPORT_CALLBACK_MISSING. getBuiltinModule is Node 20.16+; before it, from source, import() works.
+  const { createInterface } = process.getBuiltinModule?.('node:readline') ?? (await import('node:readline'));
   const rl = createInterface({ input: process.stdin, terminal: false });
   const lines = rl[Symbol.asyncIterator]();
   try {
