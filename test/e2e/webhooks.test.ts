@@ -509,7 +509,8 @@ test('inboxIds: a scoped webhook gets only those inboxes\' events; empty means e
     }
     await emit(t, 'domain.verified', { id: 'dom_1' });
     await rx.waitFor(4); // all: two messages and the domain; scoped: one message
-    await new Promise((r) => setTimeout(r, 500));
+    // Every delivery job has run: a fifth delivery would have been made by now.
+    await until(async () => (await listJobs(t.server.ctx, ['queued', 'running'])).length === 0, 'every delivery job has run');
     const got = (path: string) => rx.received.filter((r) => r.path === path).map((r) => `${r.json.type} ${r.json.data.inboxId ?? '-'}`).sort();
     assert.deepEqual(got('/scoped'), [`message.received ${a.id}`]);
     assert.deepEqual(got('/all'), ['domain.verified -', `message.received ${a.id}`, `message.received ${b.id}`].sort());
