@@ -1,5 +1,6 @@
 // What a new user meets in the first minutes (issue 21): `GET /` leads to the dashboard,
-// `mailroom --version`, the start-up block, a busy port, the first-start hint.
+// `mailroom --version`, the start-up block, a busy port, the first-start hint, the modes of a new
+// data directory and database, and README's Set up saying what runs live (issue 32).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';

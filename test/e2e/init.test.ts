@@ -1,6 +1,6 @@
 // mailroom init, run as a new user runs it: non-interactive with --yes and flags, then `serve`
-// on the file it wrote; refusal to overwrite; one clear line for a bad answer; the questions
-// answered through stdin.
+// on the file it wrote; refusal to overwrite; a second init's key called a new one; one clear
+// line for a bad answer; the questions answered through stdin.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';

@@ -3,7 +3,8 @@
 // with its secret, keys), exported from SQLite, imported into a real PostgreSQL (same ids, key
 // hashes, secrets, bytes; counters rebuilt) and into a fresh SQLite data dir, where a server
 // started on it answers the old API key and serves the old attachment. A wrong passphrase, a
-// missing one and a non-empty target are refused before anything is written.
+// missing one and a non-empty target are refused before anything is written, and so is an
+// export while a server holds the data directory.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
