@@ -150,12 +150,15 @@ for (const [engine, databaseUrl] of engines) {
     test('statements outside a transaction wait for it instead of joining it', async () => {
       let release!: () => void;
       const held = new Promise<void>((r) => (release = r));
+      let inside!: () => void;
+      const entered = new Promise<void>((r) => (inside = r));
       const tx = store.transaction(async (t) => {
         await t.insert(schema.accounts).values({ id: 'acc_3', name: 'three', createdAt: NOW });
+        inside();
         await held;
         throw new Error('rolled back');
       });
-      await new Promise((r) => setTimeout(r, 20));
+      await entered; // the transaction has written: the statement below comes while it is open
       const outside = store.db.insert(schema.accounts).values({ id: 'acc_4', name: 'four', createdAt: NOW }).run();
       release();
       await assert.rejects(tx, /rolled back/);
