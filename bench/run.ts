@@ -20,6 +20,7 @@ import { eventLatency } from './scenarios/events.ts';
 import { search } from './scenarios/search.ts';
 import { inboundFlow } from './scenarios/flow.ts';
 import { nodes } from './scenarios/nodes.ts';
+import { replyTextHostile } from './scenarios/reply-text.ts';
 import type { TestDns } from '../test/support/dns.ts';
 
 interface Scenario {
@@ -43,6 +44,7 @@ const SCENARIOS: Scenario[] = [
   { id: 'store', title: '(m) The storage port on SQLite: async store against the synchronous handle', run: storeOverhead },
   { id: 'flow', title: '(o) Inbound flow: accepted → visible and webhooked, and 250 → visible latency under a steady offer', run: inboundFlow },
   { id: 'nodes', title: '(n) Several nodes: SMTP ingest and HTTP reads on SQLite, PostgreSQL with one node, PostgreSQL with two nodes', run: nodes },
+  { id: 'reply-text', title: '(p) Reply extraction on hostile input', run: replyTextHostile },
 ];
 
 /** Results a scenario reports under other ids, kept with it from an earlier run. */

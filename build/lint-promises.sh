@@ -3,14 +3,16 @@
 # sees. This runs typescript-eslint's promise rules (no-floating-promises, no-misused-promises,
 # await-thenable) over src/ and cli/. typescript-eslint needs TypeScript's JavaScript API,
 # which the project's compiler (TypeScript 7, native) does not have, so the linter and a
-# TypeScript 5 live in a cache directory of their own, installed from npm on first use.
+# TypeScript 5 live in a cache directory of their own, installed with `npm ci` from the lock
+# file in build/lint/ (exact versions, so a new eslint release cannot change the verdict), and
+# installed again whenever that lock file changes.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 dir=${MAILROOM_LINT_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/mailroom-lint}
-if [ ! -x "$dir/node_modules/.bin/eslint" ]; then
+if [ ! -x "$dir/node_modules/.bin/eslint" ] || ! cmp -s "$root/build/lint/package-lock.json" "$dir/package-lock.json"; then
   mkdir -p "$dir"
-  echo '{ "name": "mailroom-lint", "private": true, "type": "module" }' > "$dir/package.json"
-  (cd "$dir" && npm install --silent --no-audit --no-fund eslint@9 typescript-eslint@8.73.0 typescript@5.9.3)
+  cp "$root/build/lint/package.json" "$root/build/lint/package-lock.json" "$dir/"
+  (cd "$dir" && npm ci --silent --no-audit --no-fund)
 fi
 cat > "$dir/eslint.config.js" <<CONFIG
 import tseslint from 'typescript-eslint';

@@ -8,7 +8,7 @@ import { dirname, resolve } from 'node:path';
 import { ConfigError, configFrom, loadConfig, renderConfigFile, type Config, type ListenAddress } from '../../src/config.ts';
 import { closeContext, createContext } from '../../src/context.ts';
 import { defaultAccount } from '../../src/domain/accounts/accounts.ts';
-import { createApiKey } from '../../src/domain/accounts/apikeys.ts';
+import { createApiKey, listAllApiKeys } from '../../src/domain/accounts/apikeys.ts';
 import { ensureSharedDkimKey } from '../../src/domain/domains/dkim-keys.ts';
 import { zoneLine } from '../../src/domain/domains/domain-check.ts';
 import { dnsRecordsFor } from '../../src/domain/domains/domains.ts';
@@ -88,7 +88,9 @@ async function ask(questions: Question[], given: Partial<Record<Question['flag']
   const pending = questions.filter((q) => answers[q.flag] === undefined);
   if (pending.length === 0) return answers;
   // Loaded here: node:readline is half a millisecond of every other command's start (serve's too).
-  const { createInterface } = await import('node:readline');
+  // Not with import(): inside the single executable a dynamic import has no loader and throws
+  // ERR_VM_DYNAMIC_IMPORT_CALLBACK_MISSING. getBuiltinModule is Node 20.16+; before it, from source, import() works.
+  const { createInterface } = process.getBuiltinModule?.('node:readline') ?? (await import('node:readline'));
   const rl = createInterface({ input: process.stdin, terminal: false });
   const lines = rl[Symbol.asyncIterator]();
   try {
@@ -183,12 +185,14 @@ export function registerInit(program: Command): void {
       // Read back through the loader `serve` uses: what was written is what will run.
       const config = loadConfig(file);
       const ctx = await createContext(config, silentLogger);
-      let made: { key: Awaited<ReturnType<typeof createApiKey>>; zone: string; records: string[] };
+      let made: { key: Awaited<ReturnType<typeof createApiKey>>; first: boolean; zone: string; records: string[] };
       try {
+        // An installation used before (init --force, or a config written anew) already has keys.
+        const first = (await listAllApiKeys(ctx)).length === 0;
         const key = await createApiKey(ctx, (await defaultAccount(ctx)).account.id, { name: 'init' });
         await ensureSharedDkimKey(ctx);
         const records = (await dnsRecordsFor(ctx, config.shared_domain))!;
-        made = { key, zone: renderZone(records), records: [...records.sending, ...records.receiving].map((r) => zoneLine(r)) };
+        made = { key, first, zone: renderZone(records), records: [...records.sending, ...records.receiving].map((r) => zoneLine(r)) };
       } finally {
         await closeContext(ctx);
       }
@@ -199,7 +203,7 @@ export function registerInit(program: Command): void {
       const mode = config.outbound.mode === 'dry-run' ? 'dry-run: nothing leaves this machine' : 'email: sending is live';
       process.stdout.write(
         `Wrote ${file} (hostname ${config.hostname}, domain ${config.shared_domain}, outbound ${mode}).\n` +
-          `Data directory ${resolve(config.data_dir)}. The first API key (shown only once; store it now):\n\n    ${made.key.key}\n\n` +
+          `Data directory ${resolve(config.data_dir)}. ${made.first ? 'The first API key' : 'A new API key (this installation has keys already)'} (shown only once; store it now):\n\n    ${made.key.key}\n\n` +
           `DNS records to publish in the zone of ${config.shared_domain}, with an A record for ${config.hostname} pointing at this server\n` +
           `(not needed to try mailroom on this machine; \`${suggestCommand('domains show shared', configArg)}\` shows what DNS answers for each):\n\n` +
           made.zone +

@@ -2,7 +2,7 @@
 // PostgreSQL (src/store/transfer.ts). The passphrase that seals the secret parts comes from
 // --passphrase-file or MAILROOM_EXPORT_PASSPHRASE, never from the command line (ps shows it).
 import type { Command } from 'commander';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { CliError, configOf, globals, print } from '../shared.ts';
 
@@ -34,6 +34,19 @@ async function withStore<T>(cmd: Command, file: string, fn: (t: typeof import('.
   }
 }
 
+/**
+ * An export reads the installation table by table: a server writing meanwhile would leave rows
+ * in the file that name messages or blobs it lacks. As for restore, a server holding the embedded
+ * database open (src/store/sqlite-snapshot.ts's probe) is a refusal.
+ */
+async function refuseWhileServed(cmd: Command): Promise<void> {
+  const config = configOf(cmd);
+  const dbFile = join(resolve(config.data_dir), 'mailroom.db');
+  if (config.database.url || !existsSync(dbFile)) return;
+  const { databaseFileInUse } = await import('../../src/store/sqlite-snapshot.ts');
+  if (databaseFileInUse(dbFile)) throw new CliError(`the database in ${resolve(config.data_dir)} is in use: stop \`mailroom serve\` first`);
+}
+
 export function registerTransfer(program: Command): void {
   program
     .command('export <file>')
@@ -42,6 +55,7 @@ export function registerTransfer(program: Command): void {
     .option('--json', 'print the summary as JSON')
     .action(async (file: string, opts: { passphraseFile?: string }, cmd: Command) => {
       const secret = passphrase(opts);
+      await refuseWhileServed(cmd);
       const summary = await withStore(cmd, file, (t, store, dataDir, staging) => t.exportInstallation({ store, dataDir, file, passphrase: secret, staging }));
       if (globals(cmd).json) return print(cmd, summary);
       const rows = Object.values(summary.tables).reduce((a, b) => a + b, 0);

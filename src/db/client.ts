@@ -3,7 +3,7 @@
 // errors, foreign keys on, and synchronous=FULL so a committed row survives power loss.
 import Database from 'better-sqlite3';
 import { drizzle, type BetterSQLite3Database } from 'drizzle-orm/better-sqlite3';
-import { mkdirSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 
 /** The storage port's handle (src/store/): every query on it is async, on either engine. */
@@ -35,7 +35,12 @@ export function openDatabase(file: string): FileDb {
 
 /** A better-sqlite3 connection with the settings above (the storage port's SQLite adapter uses it too). */
 export function openConnection(file: string): Database.Database {
-  if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
+  if (file !== ':memory:') {
+    // The data directory and the database hold keys and every message: the owner's only. The
+    // file is made here so that it is born 0600; SQLite gives its -wal and -shm the same mode.
+    mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+    closeSync(openSync(file, 'a', 0o600));
+  }
   // better-sqlite3 accepts an addon object at run time; its typings only declare the path form.
   const sqlite = new Database(file, nativeBinding ? { nativeBinding: nativeBinding as string } : {});
   sqlite.pragma('journal_mode = WAL');

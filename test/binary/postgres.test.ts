@@ -11,9 +11,10 @@ import { after, before, describe, it } from 'node:test';
 import { BINARY, ensureBinary, freePort, serveBinary } from '../support/binary.ts';
 import { pgCluster, postgresMissing } from '../support/postgres.ts';
 import { until } from '../support/wait.ts';
+import { peerSkip } from '../support/peers.ts';
 
 const enabled = process.env.MAILROOM_BINARY_TEST === '1';
-const skip = enabled ? postgresMissing() : 'builds the single executable: run `npm run test:binary`';
+const skip = enabled ? peerSkip(postgresMissing()) : 'builds the single executable: run `npm run test:binary`';
 
 describe('single executable (build/mailroom) on PostgreSQL', { skip }, () => {
   let dir: string;

@@ -179,6 +179,20 @@ timeout = "5s"
     rmSync(join(dir, 'bad.toml'));
   });
 
+  it('init asks its questions on stdin (node:readline inside the executable) and writes a config that loads', async () => {
+    // A file and data directory of its own, so the server's ./mailroom.toml and ./data stay as they are.
+    const args = ['--config', 'init/mailroom.toml', 'init', '--data-dir', 'init/data', '--http-listen', '127.0.0.1:0', '--smtp-listen', '127.0.0.1:0'];
+    const res = await runBinary(dir, args, {}, 'mx1.example.net\n\n\n');
+    assert.equal(res.code, 0, res.stderr);
+    assert.match(res.stderr, /^Host name of this server \(EHLO name, MX target\) \[localhost\]: Mail domain of the inboxes \(agent@DOMAIN\) \[example\.net\]: Outbound mode: .* \[dry-run\]: $/);
+    assert.match(res.stdout, /^Wrote \S+\/init\/mailroom\.toml \(hostname mx1\.example\.net, domain example\.net, outbound dry-run: nothing leaves this machine\)\.$/m);
+    assert.match(res.stdout, /The first API key \(shown only once; store it now\):\n\n {4}mr_live_[0-9A-Za-z]{40}\n/);
+    const shown = await cli('--config', 'init/mailroom.toml', 'domains', 'show', 'shared', '--no-check');
+    assert.equal(shown.code, 0, shown.stderr);
+    assert.match(shown.stdout, /example\.net\. 3600 IN MX 10 mx1\.example\.net\./);
+    rmSync(join(dir, 'init'), { recursive: true, force: true });
+  });
+
   it('keys create --json makes the default account, the database and a key', async () => {
     const res = await ok('keys', 'create', '--name', 'smoke', '--json');
     const created = JSON.parse(res.stdout);

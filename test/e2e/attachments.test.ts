@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import v8 from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { count, eq } from 'drizzle-orm';
 import type { Clock } from '../../src/context.ts';

@@ -14,6 +14,7 @@ import { runCli } from '../support/cli.ts';
 import { pgCluster, postgresMissing } from '../support/postgres.ts';
 import { expectError, startTestServer, TEST_ENGINE, type TestServer } from '../support/server.ts';
 import { until } from '../support/wait.ts';
+import { peerSkip } from '../support/peers.ts';
 
 describe('one server', () => {
   let t: TestServer;
@@ -76,7 +77,7 @@ describe('one server', () => {
   });
 });
 
-const skip = postgresMissing() || (TEST_ENGINE !== 'postgres' && 'runs in the PostgreSQL pass (MAILROOM_TEST_ENGINE=postgres)');
+const skip = peerSkip(postgresMissing()) || (TEST_ENGINE !== 'postgres' && 'runs in the PostgreSQL pass (MAILROOM_TEST_ENGINE=postgres)');
 
 describe('two nodes on one PostgreSQL', { skip }, () => {
   let a: TestServer;

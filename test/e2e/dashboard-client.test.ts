@@ -5,7 +5,7 @@
 // verify a domain, a read-only key, phone width, keyboard shortcuts. Each test checks the result
 // through the API. Screenshots of the main screens are taken on each run; with
 // MAILROOM_UPDATE_SCREENSHOTS=1 they replace docs/screenshots/ (shown in docs/dashboard.md). Outside CI the file skips, saying why, when
-// /usr/bin/chromium is missing; in CI (CI set, as .ci/run does) it fails instead.
+// /usr/bin/chromium is missing; under CI=true (.ci/run) it fails instead.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, mkdtempSync } from 'node:fs';
@@ -18,6 +18,7 @@ import { smtpTransport } from '../support/mail.ts';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { until } from '../support/wait.ts';
+import { peerSkip } from '../support/peers.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 // Every run takes the screenshots (a screen that fails to render fails the test); they replace
@@ -103,7 +104,7 @@ const shot = (tab: Tab, name: string) => tab.page.screenshot({ path: join(SHOTS,
 
 const noHorizontalScroll = (page: Page) => page.evaluate(() => document.documentElement.scrollWidth <= document.documentElement.clientWidth);
 
-const skip = existsSync(CHROMIUM) || process.env.CI ? false : `${CHROMIUM} is missing (apt-get install chromium); the browser tests are skipped`;
+const skip = peerSkip(existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing (apt-get install chromium); the browser tests are skipped`);
 if (skip) console.log(`# skip: ${skip}`);
 
 describe('dashboard as a mail client, in headless Chromium', { skip }, () => {

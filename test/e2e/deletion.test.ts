@@ -17,6 +17,7 @@ import { sweepEvents } from '../../src/domain/events/events.ts';
 import { deliverMail } from '../support/mail.ts';
 import { connectPostgres } from '../../src/store/postgres.ts';
 import { expectError, knownDatabaseUrl, startTestServer } from '../support/server.ts';
+import { until } from '../support/wait.ts';
 
 const OPTIONS = { outbound: { mode: 'dry-run' } };
 
@@ -101,8 +102,7 @@ test('DELETE /messages/{id} removes the events that copied it; repeating its sen
     assert.equal(sent.status, 202, sent.text);
     const eventsOf = async (): Promise<number> => (await t.server.ctx.db.select({ n: count() }).from(events).where(eq(events.messageId, sent.body.id)).get())!.n;
     // dry-run: message.sent is recorded when the job runs.
-    for (let i = 0; i < 50 && (await eventsOf()) === 0; i++) await new Promise((r) => setTimeout(r, 100));
-    assert.ok((await eventsOf()) > 0, 'the send recorded an event about the message');
+    await until('the send recorded an event about the message', async () => ((await eventsOf()) > 0 ? true : undefined));
 
     assert.equal((await t.api('DELETE', `/messages/${sent.body.id}`)).status, 204);
     assert.equal(await eventsOf(), 0);

@@ -12,10 +12,11 @@ import { startTestDns, type TestDns } from '../support/dns.ts';
 import { startTestMx, type TestMx } from '../support/mx.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { until } from '../support/wait.ts';
+import { peerSkip } from '../support/peers.ts';
 
 const RULES = '/usr/share/spamassassin/72_active.cf';
 const haveSpamAssassin = existsSync(RULES) && spawnSync('spamassassin', ['--version']).status === 0;
-const skip = haveSpamAssassin ? false : 'Debian spamassassin is not installed (.ci/run installs it)';
+const skip = peerSkip(haveSpamAssassin ? false : 'Debian spamassassin is not installed (apt-get install spamassassin; .ci/install-system installs it)');
 
 /**
  * Rules whose outcome the sending side decides (headers, addresses, body shape, signature).

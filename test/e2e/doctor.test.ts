@@ -4,7 +4,7 @@
 // domain's records. Every connection goes to loopback; the CLI is run as a child process.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -18,11 +18,13 @@ import { runCli } from '../support/cli.ts';
 import { startTestDns, type TestDns } from '../support/dns.ts';
 import { startTestMx, type TestMx } from '../support/mx.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
+import { peerSkip, toolMissing } from '../support/peers.ts';
 
 const HOST = 'mx.doctor-test.net';
 const PTR_NAME = '1.0.0.127.in-addr.arpa';
 const PROBE = 'probe.doctor-test.net';
-const HAVE_OPENSSL = spawnSync('openssl', ['version']).status === 0;
+const NO_OPENSSL = peerSkip(toolMissing('openssl', ['version'], 'openssl'));
+const HAVE_OPENSSL = !NO_OPENSSL;
 
 let dns: TestDns;
 let mx: TestMx;
@@ -104,7 +106,7 @@ after(async () => {
 });
 
 describe('a host set up right', () => {
-  test('every check passes, with what was found', { skip: !HAVE_OPENSSL && 'openssl not installed' }, async () => {
+  test('every check passes, with what was found', { skip: NO_OPENSSL }, async () => {
     const r = await doctor(t.server.ctx);
     assert.equal(one(r, 'hostname').status, 'ok');
     assert.equal(one(r, 'reverse-dns').detail, `127.0.0.1 → ${HOST}`);
@@ -191,7 +193,7 @@ describe('broken set-ups say how to fix them', () => {
     assert.equal(one(await doctor(await contextWith({ outbound: { mode: 'dry-run' } })), 'smtp-outbound').status, 'skip');
   });
 
-  test('certificate expiring soon, for another name, or with the wrong key', { skip: !HAVE_OPENSSL && 'openssl not installed' }, async () => {
+  test('certificate expiring soon, for another name, or with the wrong key', { skip: NO_OPENSSL }, async () => {
     // The same certificate seen 360 days later: 4 or 5 days left.
     const later = await contextWith({ smtp: { listen: '0.0.0.0:0', tls_cert: tls!.cert, tls_key: tls!.key } }, Date.now() + 360 * 86_400_000);
     const soon = one(await doctor(later), 'tls');

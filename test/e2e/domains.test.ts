@@ -527,7 +527,16 @@ describe('background re-check', () => {
       const checked = v.lastCheckedAt;
       unpublish(d);
       const queriesBefore = dns.queries.length;
-      await new Promise((r) => setTimeout(r, 400));
+      // Instead of a fixed wait: an unverified domain is re-checked, and its lastCheckedAt moved,
+      // by every pass. Three moves: a whole pass ran after this point, and asked nothing about ours.
+      const sentinel = await add('sentinel.example.com', t);
+      let seen = (await t.api('GET', `/domains/${sentinel.id}`)).body.lastCheckedAt;
+      for (let pass = 0; pass < 3; pass++) {
+        seen = await until(async () => {
+          const at = (await t.api('GET', `/domains/${sentinel.id}`)).body.lastCheckedAt;
+          return at !== seen && at;
+        }, 'a re-check pass');
+      }
       const later = (await t.api('GET', `/domains/${d.id}`)).body;
       assert.equal(later.sendingStatus, 'verified');
       assert.equal(later.lastCheckedAt, checked);

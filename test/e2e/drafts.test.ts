@@ -12,7 +12,7 @@ import { rawRows } from '../../src/store/store.ts';
 import { dbDigest, settleJobs } from '../support/db-digest.ts';
 import { deliverMail } from '../support/mail.ts';
 import { startOutboundRig, type OutboundRig } from '../support/outbound.ts';
-import { expectError, startTestServer, type TestServer } from '../support/server.ts';
+import { expectError, type TestServer } from '../support/server.ts';
 
 let t: TestServer;
 let rig: OutboundRig;

@@ -1,13 +1,14 @@
 // What a new user meets in the first minutes (issue 21): `GET /` leads to the dashboard,
-// `mailroom --version`, the start-up block, a busy port, the first-start hint.
+// `mailroom --version`, the start-up block, a busy port, the first-start hint, the modes of a new
+// data directory and database, and README's Set up saying what runs live (issue 32).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { connect, createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { loadConfig } from '../../src/config.ts';
+import { configFrom, loadConfig } from '../../src/config.ts';
 import { closeContext, createContext } from '../../src/context.ts';
 import { createAccount } from '../../src/domain/accounts/accounts.ts';
 import { createInbox, getInbox } from '../../src/domain/inboxes/inboxes.ts';
@@ -245,5 +246,31 @@ describe('the first-start hint', () => {
     assert.equal(await serve.exited, 0);
     assert.match(serve.stderr(), /mr_live_/);
     assert.ok(serve.stderr().includes(`Make more with: npm run -s mailroom -- keys create [--name LABEL] [--read-only] --config ${config}\n`), serve.stderr());
+  });
+});
+
+describe('file modes of a new installation', () => {
+  test('serve makes the data directory 0700, and mailroom.db with its -wal and -shm 0600', async () => {
+    const dir = tmp();
+    const serve = await startServe(['--config', writeTestConfig(dir)]);
+    try {
+      const mode = (name: string) => (statSync(join(dir, 'data', name)).mode & 0o777).toString(8);
+      assert.equal(mode(''), '700');
+      for (const name of ['mailroom.db', 'mailroom.db-wal', 'mailroom.db-shm']) assert.equal(mode(name), '600', name);
+    } finally {
+      serve.child.kill('SIGTERM');
+    }
+    assert.equal(await serve.exited, 0);
+  });
+});
+
+describe("README's Set up", () => {
+  test('says, before `npm start` on the embedded defaults, that it sends live (outbound.mode = "email"), and where the dry-run start is', () => {
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const setUp = readme.slice(readme.indexOf('## Set up'), readme.indexOf('npm install && npm start'));
+    assert.match(setUp, /outbound\.mode = "email"/);
+    assert.match(setUp, /live/);
+    assert.match(setUp, /dry-run/);
+    assert.equal(configFrom().outbound.mode, 'email', 'the embedded default is what the README says');
   });
 });

@@ -4,7 +4,7 @@
 // recipient limits, SPF/DKIM/DMARC results, and a corpus of malformed MIME.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile, execFileSync, spawnSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, writeFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -18,6 +18,7 @@ import { startTestDns, type TestDns } from '../support/dns.ts';
 import { expectError, startTestServer, type TestServer } from '../support/server.ts';
 import { SmtpClient } from '../support/smtp-client.ts';
 import { smtpTransport } from '../support/mail.ts';
+import { peerSkip, toolMissing } from '../support/peers.ts';
 
 const MAX_BYTES = 300_000;
 const FIXTURES = join(import.meta.dirname, '..', 'fixtures', 'mime');
@@ -415,7 +416,7 @@ describe('connection limits, STARTTLS', () => {
     }
   });
 
-  test('STARTTLS is offered with tls_cert/tls_key, and a replaced certificate is used without a restart', { skip: spawnSync('openssl', ['version']).status !== 0 && 'openssl not installed' }, async () => {
+  test('STARTTLS is offered with tls_cert/tls_key, and a replaced certificate is used without a restart', { skip: peerSkip(toolMissing('openssl', ['version'], 'openssl')) }, async () => {
     const dir = mkdtempSync(join(tmpdir(), 'mailroom-tls-'));
     const cert = join(dir, 'cert.pem');
     const key = join(dir, 'key.pem');
@@ -457,8 +458,7 @@ describe('connection limits, STARTTLS', () => {
 });
 
 describe('swaks', () => {
-  const swaks = spawnSync('swaks', ['--version']).status === 0;
-  test('swaks --attach delivers a file that downloads byte-identical', { skip: !swaks && 'swaks is not installed (apt-get install swaks to run this check)' }, async () => {
+  test('swaks --attach delivers a file that downloads byte-identical', { skip: peerSkip(toolMissing('swaks', ['--version'], 'swaks')) }, async () => {
     const dir = mkdtempSync(join(tmpdir(), 'mailroom-swaks-'));
     try {
       const file = join(dir, 'file.pdf');
@@ -476,7 +476,6 @@ describe('swaks', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
-  if (!swaks) console.log('# swaks test skipped: swaks is not installed');
 });
 
 test('no stray temporary files are left in the data directory', () => {

@@ -1,6 +1,6 @@
 // mailroom init, run as a new user runs it: non-interactive with --yes and flags, then `serve`
-// on the file it wrote; refusal to overwrite; one clear line for a bad answer; the questions
-// answered through stdin.
+// on the file it wrote; refusal to overwrite; a second init's key called a new one; one clear
+// line for a bad answer; the questions answered through stdin.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
@@ -86,6 +86,17 @@ test('init refuses to overwrite an existing file without --force', async () => {
   assert.equal(forced.code, 0, forced.stderr);
   assert.equal(loadConfig(file).hostname, 'mx.example.org');
   assert.equal(loadConfig(file).shared_domain, 'example.org', 'the domain defaults to the host name without its first label');
+});
+
+test('a second init on the same data directory calls its key a new one, not the first', async () => {
+  const dir = tmp();
+  const first = await runCli(['init', '--yes', ...local(dir)]);
+  assert.equal(first.code, 0, first.stderr);
+  assert.match(first.stdout, /\. The first API key \(shown only once; store it now\):$/m);
+  const again = await runCli(['init', '--yes', '--force', ...local(dir)]);
+  assert.equal(again.code, 0, again.stderr);
+  assert.match(again.stdout, /\. A new API key \(this installation has keys already\) \(shown only once; store it now\):$/m);
+  assert.doesNotMatch(again.stdout, /first API key/);
 });
 
 test('init: a bad answer in a flag is one line naming the flag, and nothing is written', async () => {

@@ -262,8 +262,10 @@ test("a finish takes its job's row before its outcome's writes, so it cannot dea
     });
     await holding;
     const finished = finishJob(ctx, job!, ok((tx) => rawRun(tx, 'UPDATE jobs SET last_error = ? WHERE id = ?', ['finish', y])));
-    // Time for the finish to take y's row, were it to write the outcome before its own row.
-    await new Promise((r) => setTimeout(r, 300));
+    // The finish is blocked on a row lock: on x's row, or (were it to write the outcome before
+    // its own row) on x's row after taking y's. Either way it has gone as far as it can.
+    const waiting = "SELECT count(*)::int FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'";
+    await until(async () => (await rawRows<[number]>(ctx.db, waiting))[0]![0] > 0);
     release();
     // Writing the outcome first, the two waited for each other: PostgreSQL ended one as a deadlock.
     await Promise.all([claim, finished]);

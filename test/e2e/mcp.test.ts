@@ -19,7 +19,6 @@ import { docxWithParagraphs, pdfWithText } from '../support/documents.ts';
 import { runCli } from '../support/cli.ts';
 import { smtpTransport } from '../support/mail.ts';
 import { expectError, readResponse, startTestServer, type TestServer } from '../support/server.ts';
-import { until } from '../support/wait.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 

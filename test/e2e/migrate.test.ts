@@ -4,7 +4,7 @@
 // refused with one line naming the setting (exit 2, as every config error); the CLI runs on PostgreSQL.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connectPostgres } from '../../src/store/postgres.ts';
@@ -13,6 +13,7 @@ import { readPgMigrations } from '../../src/store/migrate.ts';
 import { runCli } from '../support/cli.ts';
 import { pgCluster, postgresMissing } from '../support/postgres.ts';
 import { writeFileSync } from 'node:fs';
+import { peerSkip } from '../support/peers.ts';
 
 let dir: string;
 let config: string;
@@ -40,7 +41,7 @@ test('a database URL that is not PostgreSQL is refused with one line', async () 
   assert.doesNotMatch(r.stderr + r.stdout, /hunter2/);
 });
 
-describe('on PostgreSQL', { skip: postgresMissing() }, () => {
+describe('on PostgreSQL', { skip: peerSkip(postgresMissing()) }, () => {
   let url: string;
   before(async () => {
     url = (await (await pgCluster()).createDatabase()).replace('mailroom@', 'mailroom:s3cret-pw@');

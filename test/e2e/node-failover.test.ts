@@ -26,8 +26,9 @@ import { startReceiver, type Receiver } from '../support/receiver.ts';
 import { readResponse, TEST_ENGINE, type ApiResponse } from '../support/server.ts';
 import { startSlowMx, type SlowMx } from '../support/slow-mx.ts';
 import { rng, smtpLoad, type SmtpFate } from '../reliability/crash.ts';
+import { peerSkip } from '../support/peers.ts';
 
-const skip = postgresMissing() || (TEST_ENGINE !== 'postgres' && 'runs in the PostgreSQL pass (MAILROOM_TEST_ENGINE=postgres)');
+const skip = peerSkip(postgresMissing()) || (TEST_ENGINE !== 'postgres' && 'runs in the PostgreSQL pass (MAILROOM_TEST_ENGINE=postgres)');
 
 const ROUNDS = 10;
 /** jobs.lease: short, so a dead node's jobs move to the survivor within a round. */

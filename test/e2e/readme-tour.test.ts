@@ -17,12 +17,13 @@ import { pdfWithText } from '../support/documents.ts';
 import { pgCluster } from '../support/postgres.ts';
 import { readResponse, TEST_ENGINE } from '../support/server.ts';
 import { until } from '../support/wait.ts';
+import { peerSkip } from '../support/peers.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 /** `npm run -s mailroom --` and `npm start` as package.json spells them, runnable from any directory. */
 const MAILROOM = `${process.execPath} --import ${import.meta.resolve('tsx')} ${join(ROOT, 'cli/mailroom.ts')}`;
 const missing = ['curl', 'jq', 'swaks'].filter((tool) => spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0);
-const skip = missing.length ? `${missing.join(', ')} not installed (apt-get install curl jq swaks)` : false;
+const skip = peerSkip(missing.length ? `${missing.join(', ')} not installed (apt-get install curl jq swaks)` : false);
 
 interface Command {
   text: string;

@@ -45,8 +45,20 @@ function advance(t: TestServer, ms: number): void {
 }
 /** Deliveries (envelope recipients: one SMTP transaction each) of this Message-ID the capturing MX has received so far. */
 const copies = (messageIdHeader: string) => rig.mx.messages.filter((m) => m.raw.includes(`Message-ID: ${messageIdHeader}`)).flatMap((m) => m.rcptTo).length;
-/** Lets the runner run whatever is due (a claim, an attempt, a finish): used before asserting that nothing happened. */
+/** For a server in another process (no runner to ask): time for it to run whatever is due, before asserting that nothing happened. */
 const quietly = () => new Promise((r) => setTimeout(r, 600));
+/**
+ * Lets the runner run whatever is due, used before asserting that nothing happened, without
+ * guessing how long it takes: a claim pass started now, and every job it started, have finished
+ * (a pass already under way is waited for first, as it may hold the wake).
+ */
+async function settled(t: TestServer): Promise<void> {
+  const runner = jobsOf(t);
+  await runner.idle();
+  runner.wake();
+  await new Promise((r) => setImmediate(r)); // the pass wake() queued runs before this
+  await runner.idle();
+}
 
 async function statusOf(t: TestServer, id: string, key = t.key): Promise<any> {
   return (await t.api('GET', `/messages/${id}`, undefined, { key })).body;
@@ -115,7 +127,7 @@ describe('scheduling in one process', () => {
     assert.deepEqual([runAt, jobStatus], [Date.parse(sendAt), 'queued']);
 
     advance(t, 9 * MINUTE);
-    await quietly();
+    await settled(t);
     assert.equal(copies(m.messageIdHeader), 0, 'sent early');
     assert.equal((await statusOf(t, m.id)).status, 'scheduled');
 
@@ -129,7 +141,7 @@ describe('scheduling in one process', () => {
     assert.ok(mail.headers.get('dkim-signature'), 'signed at the send time');
     assert.equal((await t.api('GET', `/inboxes/${box.id}`)).body.sendsToday, 1);
     assert.equal((await t.api('GET', `/messages/${m.id}/raw`)).status, 200);
-    await quietly();
+    await settled(t);
     assert.equal(copies(m.messageIdHeader), 2, 'one delivery per recipient, no more');
   });
 
@@ -159,7 +171,7 @@ describe('scheduling in one process', () => {
     assert.match(jobError, /canceled/);
 
     advance(t, 6 * MINUTE);
-    await quietly();
+    await settled(t);
     assert.equal((await statusOf(t, m.id)).status, 'canceled');
     assert.equal(copies(m.messageIdHeader), 0);
 
@@ -277,7 +289,7 @@ describe('restarts and crashes', () => {
       // Half-way: a fresh process recovers the job table and still waits.
       offset = 30 * MINUTE;
       t = await rig.start({ clock, dataDir });
-      await quietly();
+      await settled(t);
       assert.equal((await statusOf(t, m.id, key)).status, 'scheduled');
       assert.equal(copies(m.messageIdHeader), 0, 'sent early after a restart');
       await t.close();
@@ -291,7 +303,7 @@ describe('restarts and crashes', () => {
 
       offset = 120 * MINUTE;
       t = await rig.start({ clock, dataDir });
-      await quietly();
+      await settled(t);
       assert.equal(copies(m.messageIdHeader), 1, 'sent twice');
       assert.equal((await statusOf(t, m.id, key)).status, 'sent');
       await t.close();

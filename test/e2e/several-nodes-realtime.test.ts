@@ -20,8 +20,9 @@ import { pgCluster, postgresMissing } from '../support/postgres.ts';
 import { startTestServer, TEST_ENGINE, type TestServer } from '../support/server.ts';
 import { openStream, type Stream } from '../support/sse.ts';
 import { until } from '../support/wait.ts';
+import { peerSkip } from '../support/peers.ts';
 
-const skip = postgresMissing() || (TEST_ENGINE !== 'postgres' && 'runs in the PostgreSQL pass (MAILROOM_TEST_ENGINE=postgres)');
+const skip = peerSkip(postgresMissing()) || (TEST_ENGINE !== 'postgres' && 'runs in the PostgreSQL pass (MAILROOM_TEST_ENGINE=postgres)');
 
 describe('realtime, MCP and submission on two nodes of one PostgreSQL', { skip }, () => {
   let url: string;

@@ -15,8 +15,9 @@ import { pgCluster, postgresMissing } from '../support/postgres.ts';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
 import { startTestServer, TEST_ENGINE, type TestServer } from '../support/server.ts';
 import { until } from '../support/wait.ts';
+import { peerSkip } from '../support/peers.ts';
 
-const skip = postgresMissing() || (TEST_ENGINE !== 'postgres' && 'runs in the PostgreSQL pass (MAILROOM_TEST_ENGINE=postgres)');
+const skip = peerSkip(postgresMissing()) || (TEST_ENGINE !== 'postgres' && 'runs in the PostgreSQL pass (MAILROOM_TEST_ENGINE=postgres)');
 
 describe('two nodes on one PostgreSQL', { skip }, () => {
   let url: string;

@@ -6,6 +6,8 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { and, count, eq } from 'drizzle-orm';
 import { events, messages } from '../../src/db/schema.ts';
+import { INBOUND_JOB } from '../../src/domain/inbound/spool.ts';
+import { listJobs } from '../../src/jobs/table.ts';
 import { SmtpClient, type SmtpReply } from '../support/smtp-client.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { until } from '../support/wait.ts';
@@ -99,9 +101,8 @@ describe('SMTP sessions as real MTAs run them', () => {
       await client.quit();
       const msgid = `<redelivered-${name.length}@example.org>`;
       await until('both processed', async () => ((await s.server.ctx.db.select({ n: count() }).from(messages).where(eq(messages.inboxId, inbox)).get())!.n > 0 ? true : undefined));
-      // Spooled mail is processed after its 250: give both a chance to be stored.
-      await until('spool drained', async () => ((await receivedEvents(s, `redelivery ${name}`)) >= 1 ? true : undefined));
-      await new Promise((r) => setTimeout(r, 300));
+      // Spooled mail is processed after its 250: both copies' inbound jobs have run.
+      await until('spool drained', async () => ((await listJobs(s.server.ctx, ['queued', 'running'])).some((j) => j.kind === INBOUND_JOB) ? undefined : true));
       assert.equal(await stored(s, inbox, msgid), 1);
       assert.equal(await receivedEvents(s, `redelivery ${name}`), 1);
     });

@@ -20,6 +20,7 @@ import { PgBlobs } from '../../src/store/pg-blobs.ts';
 import { Readable } from 'node:stream';
 import { randomBytes } from 'node:crypto';
 import { buffer as collect } from 'node:stream/consumers';
+import { peerSkip } from '../support/peers.ts';
 
 const NOW = '2026-11-25T00:00:00.000Z';
 
@@ -52,7 +53,7 @@ const engines: Array<[string, () => Promise<string | undefined>]> = [
 ];
 
 for (const [engine, databaseUrl] of engines) {
-  describe(`store on ${engine}`, { skip: engine === 'postgres' && postgresMissing() }, () => {
+  describe(`store on ${engine}`, { skip: engine === 'postgres' && peerSkip(postgresMissing()) }, () => {
     let store: Store;
     let dir: string;
 
@@ -149,12 +150,15 @@ for (const [engine, databaseUrl] of engines) {
     test('statements outside a transaction wait for it instead of joining it', async () => {
       let release!: () => void;
       const held = new Promise<void>((r) => (release = r));
+      let inside!: () => void;
+      const entered = new Promise<void>((r) => (inside = r));
       const tx = store.transaction(async (t) => {
         await t.insert(schema.accounts).values({ id: 'acc_3', name: 'three', createdAt: NOW });
+        inside();
         await held;
         throw new Error('rolled back');
       });
-      await new Promise((r) => setTimeout(r, 20));
+      await entered; // the transaction has written: the statement below comes while it is open
       const outside = store.db.insert(schema.accounts).values({ id: 'acc_4', name: 'four', createdAt: NOW }).run();
       release();
       await assert.rejects(tx, /rolled back/);
@@ -201,7 +205,7 @@ for (const [engine, databaseUrl] of engines) {
   });
 }
 
-describe('blobs in PostgreSQL', { skip: postgresMissing() }, () => {
+describe('blobs in PostgreSQL', { skip: peerSkip(postgresMissing()) }, () => {
   let store: Store;
   let blobs: PgBlobs;
   const CHUNK = 64 * 1024;

@@ -7,7 +7,7 @@
 // of another address, no AUTH at all, a suspended inbox and the daily limit.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile, execFileSync, spawnSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -27,9 +27,11 @@ import { startTestServer, type TestServer } from '../support/server.ts';
 import { SmtpClient } from '../support/smtp-client.ts';
 import { runCli } from '../support/cli.ts';
 import { rawRun } from '../../src/store/store.ts';
+import { peerSkip, toolMissing } from '../support/peers.ts';
 
-const HAVE_OPENSSL = spawnSync('openssl', ['version']).status === 0;
-const HAVE_SWAKS = spawnSync('swaks', ['--version']).status === 0;
+const NO_OPENSSL = peerSkip(toolMissing('openssl', ['version'], 'openssl'));
+const NO_SWAKS = peerSkip(toolMissing('swaks', ['--version'], 'swaks'));
+const HAVE_OPENSSL = !NO_OPENSSL;
 /** This machine's non-loopback address (192.0.2.2 in the test VM), or undefined. */
 const EXTERNAL = Object.values(networkInterfaces())
   .flat()
@@ -127,7 +129,7 @@ async function loggedIn(key = t.key) {
 }
 
 describe('sending through submission', () => {
-  test('nodemailer with STARTTLS from a non-loopback address: cc, bcc, an attachment and the Message-ID arrive DKIM-signed', { skip: (!HAVE_OPENSSL || !EXTERNAL) && 'needs openssl and a non-loopback address' }, async () => {
+  test('nodemailer with STARTTLS from a non-loopback address: cc, bcc, an attachment and the Message-ID arrive DKIM-signed', { skip: NO_OPENSSL || (!EXTERNAL && 'needs a non-loopback address') }, async () => {
     const transport = nodemailer.createTransport({
       host: EXTERNAL,
       port: t.server.submissionPort,
@@ -208,7 +210,7 @@ describe('sending through submission', () => {
     await assertDkimPass(captured.raw);
   });
 
-  test('swaks --auth --tls sends a message that arrives DKIM-signed and shows as sent', { skip: (!HAVE_SWAKS || !HAVE_OPENSSL || !EXTERNAL) && 'needs swaks, openssl and a non-loopback address' }, async () => {
+  test('swaks --auth --tls sends a message that arrives DKIM-signed and shows as sent', { skip: NO_SWAKS || NO_OPENSSL || (!EXTERNAL && 'needs a non-loopback address') }, async () => {
     const before = mx.messages.length;
     const out = await new Promise<string>((resolve, reject) =>
       execFile(

@@ -3,10 +3,11 @@
 // with its secret, keys), exported from SQLite, imported into a real PostgreSQL (same ids, key
 // hashes, secrets, bytes; counters rebuilt) and into a fresh SQLite data dir, where a server
 // started on it answers the old API key and serves the old attachment. A wrong passphrase, a
-// missing one and a non-empty target are refused before anything is written.
+// missing one and a non-empty target are refused before anything is written, and so is an
+// export while a server holds the data directory.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connectPostgres } from '../../src/store/postgres.ts';
@@ -16,6 +17,7 @@ import { startTestServer, type TestServer } from '../support/server.ts';
 import { until } from '../support/wait.ts';
 import { pgCluster, postgresMissing } from '../support/postgres.ts';
 import { openDatabase } from '../../src/db/client.ts';
+import { peerSkip } from '../support/peers.ts';
 
 const PASSPHRASE = 'correct horse battery staple';
 let dir: string;
@@ -80,6 +82,21 @@ test('export needs a passphrase and says how to give one', async () => {
   assert.match(r.stderr, /^mailroom: a passphrase seals the secret parts .* --passphrase-file FILE or set MAILROOM_EXPORT_PASSPHRASE\n$/);
 });
 
+test('export refuses while a server holds the data directory, and writes nothing', async () => {
+  const live = await startTestServer({ database: { url: '' } }, { dataDir: join(dir, 'live') });
+  try {
+    const liveConfig = join(dir, 'live.toml');
+    writeFileSync(liveConfig, `data_dir = ${JSON.stringify(live.dataDir)}\n`);
+    const out = join(dir, 'live.tar.gz');
+    const r = await runCli(['--config', liveConfig, 'export', out, '--passphrase-file', passFile]);
+    assert.equal(r.code, 1);
+    assert.equal(r.stderr, `mailroom: the database in ${live.dataDir} is in use: stop \`mailroom serve\` first\n`);
+    assert.equal(existsSync(out), false);
+  } finally {
+    await live.close();
+  }
+});
+
 test('export writes one private archive whose secrets are sealed', async () => {
   const r = await runCli(['--config', config, 'export', archive, '--passphrase-file', passFile, '--json']);
   assert.equal(r.code, 0, r.stderr);
@@ -102,7 +119,7 @@ test('export writes one private archive whose secrets are sealed', async () => {
   assert.ok(!readFileSync(join(extract, 'tables', 'webhooks.jsonl'), 'utf8').includes(webhookSecret));
 });
 
-describe('into PostgreSQL', { skip: postgresMissing() }, () => {
+describe('into PostgreSQL', { skip: peerSkip(postgresMissing()) }, () => {
   let url: string;
   before(async () => {
     url = await (await pgCluster()).createDatabase();

@@ -5,7 +5,7 @@
 // over SMTP must be printed by both, and a forged signature or a stale timestamp refused.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { createHmac } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -13,10 +13,10 @@ import { freePort } from '../support/child-server.ts';
 import { deliverMail } from '../support/mail.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { until } from '../support/wait.ts';
+import { peerSkip, toolMissing } from '../support/peers.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const PAGE = readFileSync(join(ROOT, 'docs/api.md'), 'utf8');
-const HAVE_PYTHON = spawnSync('python3', ['--version']).status === 0;
 
 /** The fenced block of `lang` on docs/api.md that contains `marker`. */
 function block(lang: string, marker: string): string {
@@ -65,7 +65,7 @@ describe('the webhook receivers of docs/api.md', () => {
 
   const cases = [
     { name: 'Node, with the standardwebhooks package', lang: 'js', marker: "from 'standardwebhooks'", command: process.execPath, args: (code: string) => ['--input-type=module', '--eval', code], skip: false },
-    { name: 'Python, with the standard library', lang: 'python', marker: 'HTTPServer', command: 'python3', args: (code: string) => ['-c', code], skip: !HAVE_PYTHON && 'python3 is not installed' },
+    { name: 'Python, with the standard library', lang: 'python', marker: 'HTTPServer', command: 'python3', args: (code: string) => ['-c', code], skip: peerSkip(toolMissing('python3', ['--version'], 'python3')) },
   ];
 
   for (const c of cases) {

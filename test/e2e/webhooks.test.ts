@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpsServer } from 'node:https';
 import { createSecureContext } from 'node:tls';
@@ -23,6 +23,7 @@ import { expectError, startTestServer, type TestServer } from '../support/server
 import { until as untilDefined } from '../support/wait.ts';
 import { smtpTransport } from '../support/mail.ts';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
+import { peerSkip, toolMissing } from '../support/peers.ts';
 
 const FAST = { allow_insecure_targets: true, retry_schedule: ['100ms', '200ms', '300ms', '400ms', '500ms'], timeout: '500ms' };
 
@@ -508,7 +509,8 @@ test('inboxIds: a scoped webhook gets only those inboxes\' events; empty means e
     }
     await emit(t, 'domain.verified', { id: 'dom_1' });
     await rx.waitFor(4); // all: two messages and the domain; scoped: one message
-    await new Promise((r) => setTimeout(r, 500));
+    // Every delivery job has run: a fifth delivery would have been made by now.
+    await until(async () => (await listJobs(t.server.ctx, ['queued', 'running'])).length === 0, 'every delivery job has run');
     const got = (path: string) => rx.received.filter((r) => r.path === path).map((r) => `${r.json.type} ${r.json.data.inboxId ?? '-'}`).sort();
     assert.deepEqual(got('/scoped'), [`message.received ${a.id}`]);
     assert.deepEqual(got('/all'), ['domain.verified -', `message.received ${a.id}`, `message.received ${b.id}`].sort());
@@ -706,7 +708,7 @@ test('end to end: a message sent through the API to a local inbox reports messag
   }
 });
 
-test('the connection goes to the resolved address while Host and TLS SNI keep the name; TLS errors are failures', { skip: spawnSync('openssl', ['version']).status !== 0 && 'openssl not installed' }, async () => {
+test('the connection goes to the resolved address while Host and TLS SNI keep the name; TLS errors are failures', { skip: peerSkip(toolMissing('openssl', ['version'], 'openssl')) }, async () => {
   const rx = await startReceiver(200);
   const dns = await startTestDns();
   dns.set('receiver.test', [{ type: 'A', address: '127.0.0.1' }]);

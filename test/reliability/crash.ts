@@ -171,7 +171,7 @@ function readDb<T>(inst: Instance, fn: (db: import('better-sqlite3').Database) =
   }
 }
 
-async function waitFor(what: string, probe: () => boolean | Promise<boolean>, timeoutMs: number): Promise<boolean> {
+async function waitFor(probe: () => boolean | Promise<boolean>, timeoutMs: number): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (await probe()) return true;
@@ -368,8 +368,8 @@ export async function crashOutbound(rounds: number, seed: number): Promise<Scena
     await mx.up();
     mx.delayMs = 0;
     const server = await startChild(inst);
+    // the sends are final
     const settled = await waitFor(
-      'sends final',
       () => readDb(inst, (db) => (db.prepare(`SELECT count(*) FROM jobs WHERE kind = 'send' AND status IN ('queued', 'running')`).pluck().get() as number) === 0),
       120_000,
     );
@@ -456,8 +456,8 @@ export async function crashWebhooks(rounds: number, seed: number): Promise<Scena
     }, SMTP_LOAD);
     receiver.fallback = 200;
     const server = await startChild(inst);
+    // the deliveries are done
     const settled = await waitFor(
-      'deliveries done',
       () => readDb(inst, (db) => (db.prepare(`SELECT count(*) FROM jobs WHERE kind <> 'send' AND status IN ('queued', 'running')`).pluck().get() as number) === 0),
       120_000,
     );

@@ -40,14 +40,15 @@ export interface RunResult {
   stderr: string;
 }
 
-/** Runs `./mailroom args` in `dir` with exactly `env` (default: empty, as `env -i`). */
-export function runBinary(dir: string, args: string[], env: Record<string, string> = {}): Promise<RunResult> {
+/** Runs `./mailroom args` in `dir` with exactly `env` (default: empty, as `env -i`), `input` on its stdin. */
+export function runBinary(dir: string, args: string[], env: Record<string, string> = {}, input?: string): Promise<RunResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(join(dir, 'mailroom'), args, { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(join(dir, 'mailroom'), args, { cwd: dir, env, stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
+    if (input !== undefined) child.stdin!.end(input);
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
+    child.stdout!.on('data', (d) => (stdout += d));
+    child.stderr!.on('data', (d) => (stderr += d));
     const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
     child.on('error', reject);
     child.on('close', (code) => {

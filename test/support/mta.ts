@@ -48,7 +48,7 @@ export interface MtaOptions {
 }
 
 const POSTFIX = '/usr/sbin/postfix';
-export const postfixMissing = (): string | false => (existsSync(POSTFIX) ? false : 'postfix is not installed (.ci/run installs it)');
+export const postfixMissing = (): string | false => (existsSync(POSTFIX) ? false : 'postfix is not installed (apt-get install postfix; .ci/install-system installs it)');
 
 export async function startPostfix(opts: MtaOptions): Promise<Mta> {
   const dir = mkdtempSync(join(tmpdir(), 'mailroom-postfix-'));
@@ -194,7 +194,7 @@ export function eximMissing(): string | false {
     const dl = join(EXIM_ROOT, 'debs');
     mkdirSync(dl, { recursive: true });
     const got = spawnSync('sh', ['-c', `cd ${dl} && apt-get download exim4-daemon-light exim4-base exim4-config && for f in *.deb; do dpkg -x "$f" ${EXIM_ROOT}; done`], { encoding: 'utf8' });
-    if (got.status !== 0 || !existsSync(EXIM())) return `Exim's packages could not be fetched and unpacked (${got.stderr.trim().split('\n').pop()}); .ci/run does it`;
+    if (got.status !== 0 || !existsSync(EXIM())) return `Exim's packages (exim4-daemon-light, exim4-base, exim4-config) could not be fetched and unpacked (${got.stderr.trim().split('\n').pop()}); .ci/run does it`;
   }
   const v = spawnSync(EXIM(), ['-bV', '-C', '/dev/null'], { encoding: 'utf8' });
   if (!/Exim version/.test(v.stdout)) return `exim4 does not run here: ${(v.stderr || v.stdout).trim().split('\n')[0]} (.ci/run installs libidn12 and creates the Debian-exim user)`;

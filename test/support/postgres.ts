@@ -21,7 +21,7 @@ function binDir(): string | null {
   return versions.length ? join(PG_ROOT, versions[0]!, 'bin') : null;
 }
 
-export const postgresMissing = (): string | false => (binDir() ? false : 'postgresql is not installed (.ci/run installs it)');
+export const postgresMissing = (): string | false => (binDir() ? false : 'postgresql is not installed (apt-get install postgresql; .ci/install-system installs it)');
 
 export interface PgCluster {
   port: number;

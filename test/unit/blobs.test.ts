@@ -7,10 +7,9 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { peerSkip, toolMissing } from '../support/peers.ts';
 
-const strace = spawnSync('strace', ['-V']).status === 0;
-
-test('a blob write renames the file into place, then fsyncs its directory', { skip: strace ? false : 'strace is not installed (.ci/run installs it)' }, () => {
+test('a blob write renames the file into place, then fsyncs its directory', { skip: peerSkip(toolMissing('strace', ['-V'], 'strace')) }, () => {
   const dir = mkdtempSync(join(tmpdir(), 'mailroom-blobs-'));
   try {
     const trace = join(dir, 'trace');

@@ -37,9 +37,6 @@ export interface StagedMessage extends StagedFile {
 
 export const isStaged = (raw: InboundInput['raw']): raw is StagedMessage => !Buffer.isBuffer(raw);
 
-/** Bytes of the message itself, in memory or staged. */
-export const messageSize = (raw: InboundInput['raw']): number => (isStaged(raw) ? raw.size : raw.length);
-
 const WHITESPACE = new Set([0x09, 0x0a, 0x0d, 0x20]);
 
 /** A large message being received: write() each piece of DATA, then finish() or discard(). */

@@ -335,12 +335,6 @@ function recall(key: string): Outcome | undefined {
   return hit;
 }
 
-/** Empties the cache (tests). */
-export function clearTextCache(): void {
-  cache.clear();
-  cachedChars = 0;
-}
-
 async function extract(ctx: AppContext, row: AttachmentRow, kind: Exclude<Kind, 'text'>, signal: AbortSignal): Promise<AttachmentText> {
   const bytes = await readFile(ctx, row);
   const input = kind === 'html' ? Buffer.from(decodeText(bytes), 'utf8') : bytes;

@@ -153,7 +153,7 @@ function isQuoteStart(name: string, attribs: Record<string, string>): boolean {
 }
 
 /** An element holding a signature: it goes (with what is inside it), the rest stays. */
-function isSignature(name: string, attribs: Record<string, string>): boolean {
+function isSignature(attribs: Record<string, string>): boolean {
   const cls = classes(attribs);
   const id = (attribs.id ?? '').toLowerCase();
   return cls.includes(' gmail_signature ') || cls.includes(' gmail_signature_prefix ') || cls.includes(' moz-signature ') || id === 'signature' || id === 'applemailsignature' || id === 'ms-outlook-mobile-signature';
@@ -198,7 +198,7 @@ function scanHtml(html: string): { cut: number; openAtCut: string[]; drop: Array
           // Mail is never this deep; a body that is gets no extraction (and no quadratic walk).
           if (stack.length >= MAX_DEPTH) throw new Error('too deeply nested');
           stack.push({ name, start, text: '' });
-          if (signatureDepth < 0 && isSignature(name, attribs)) signatureDepth = stack.length;
+          if (signatureDepth < 0 && isSignature(attribs)) signatureDepth = stack.length;
         }
       },
       ontext(data) {

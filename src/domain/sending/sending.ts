@@ -27,8 +27,6 @@ import {
   findLastMessageOfThread,
   findMessageAccountId,
   linkAttachments,
-  listMessagesByIds,
-  listMessagesByMessageIdHeaders,
   listStoredAttachmentIds,
   updateMessageState,
   updateMessageStateIf,
@@ -489,17 +487,4 @@ function applyOutcomes(tx: Tx, ctx: AppContext, row: MessageRow, outcomes: Recip
     return o && !FINAL_RECIPIENT_STATES.has(r.status) ? { ...r, status: o.status, response: o.response } : r;
   });
   return writeMessageState(tx, ctx, row, list, STICKY.has(row.status) ? row.status : aggregateStatus(list), onlyIfUnchanged);
-}
-
-/** Outbound messages of the given inboxes whose Message-ID or id is one of `refs`. */
-export async function findOutboundByRefs(ctx: AppContext, inboxIds: string[], refs: { messageIds: string[]; ids: string[] }): Promise<MessageRow[]> {
-  if (!inboxIds.length) return [];
-  const found = new Map<string, MessageRow>();
-  if (refs.messageIds.length) {
-    for (const r of await listMessagesByMessageIdHeaders(ctx.db, refs.messageIds.slice(0, 50))) found.set(r.id, r);
-  }
-  if (refs.ids.length) {
-    for (const r of await listMessagesByIds(ctx.db, refs.ids.slice(0, 50))) found.set(r.id, r);
-  }
-  return [...found.values()].filter((r) => r.direction === 'outbound' && inboxIds.includes(r.inboxId));
 }

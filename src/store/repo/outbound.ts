@@ -75,16 +75,6 @@ export async function updateMessageStateIf(db: Db, state: MessageState, was: { r
   return changes(await preparedQuery(db, stateUpdateIf).run({ ...state, wasRecipients: was.recipients, wasStatus: was.status })) === 1;
 }
 
-/** Messages whose Message-ID is one of `messageIdHeaders`, of any inbox and direction. */
-export function listMessagesByMessageIdHeaders(db: Db, messageIdHeaders: string[]): Promise<MessageRow[]> {
-  return db.select().from(messages).where(inArray(messages.messageIdHeader, messageIdHeaders));
-}
-
-/** Messages whose id is one of `ids`, of any inbox and direction. */
-export function listMessagesByIds(db: Db, ids: string[]): Promise<MessageRow[]> {
-  return db.select().from(messages).where(inArray(messages.id, ids));
-}
-
 /** Gives a released message the source built for it. */
 export async function setMessageSource(db: Db, id: string, source: { rawPath: string; size: number }): Promise<void> {
   await db.update(messages).set(source).where(eq(messages.id, id)).run();
