@@ -265,6 +265,7 @@ export const CONFIG_SCHEMA = {
     max_attachment_bytes: int(26_214_400, 'Largest attachment upload; larger uploads get 413.', 1),
     list_body_bytes: int(65_536, 'Longest body (each of bodyText, bodyHtml, extractedText, extractedHtml) in list answers (messages, threads, events, MCP lists and searches) and event stream frames; a longer one is cut there and the Message says `bodyTruncated: true`. GET /messages/{id} has it whole.', 1024),
     search_matches: int(250, 'Matches of a search (`q`) ranked by relevance and counted: the newest this many; older ones follow them newest first, and past it `total` is this number with `totalIsLowerBound: true`.', 1),
+    labels_per_message: int(50, 'Most labels one message carries; a PATCH of a message or thread that would give one more gets 400 VALIDATION_ERROR naming `addLabels` and changes nothing.', 1),
   },
   webhooks: {
     retry_schedule: durations(['5s', '30s', '5m', '30m', '2h'], 'Delays between webhook delivery attempts; after the last the delivery is failed.'),

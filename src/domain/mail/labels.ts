@@ -8,7 +8,8 @@ import { AppError } from '../errors.ts';
 import {
   countUnreadOfThreads,
   deleteMessagesLabels,
-  insertMessagesLabel,
+  findMostLabelled,
+  insertMessagesLabels,
   listLabelsOfMessages,
   listLabelsOfThreads,
   updateMessagesUnread,
@@ -58,11 +59,23 @@ export async function marksOfThreads(ctx: AppContext, ids: string[]): Promise<Ma
 
 /**
  * Applies `marks` to message `id` (scope 'message') or to every message of thread `id`
- * (scope 'thread'). Run inside the caller's transaction (statements run on `db`'s connection).
- * Read state and labels are the reader's bookkeeping, not the message's: updatedAt stays.
+ * (scope 'thread'), a constant number of statements however many messages and labels. Run
+ * inside the caller's transaction (statements run on `db`'s connection). A message may carry
+ * at most `maxLabels` (`[limits] labels_per_message`): past it, 400 VALIDATION_ERROR naming
+ * `addLabels`, checked before anything is written. Read state and labels are the reader's
+ * bookkeeping, not the message's: updatedAt stays.
  */
-export async function applyMarks(db: Db, scope: MarkScope, id: string, marks: Marks): Promise<void> {
+export async function applyMarks(db: Db, scope: MarkScope, id: string, marks: Marks, maxLabels: number): Promise<void> {
   if (marks.unread !== undefined) await updateMessagesUnread(db, scope, id, marks.unread);
-  for (const label of new Set(marks.addLabels ?? [])) await insertMessagesLabel(db, scope, id, label);
+  // checkMarks refused a label both added and removed: removing first changes nothing but the count.
   if (marks.removeLabels?.length) await deleteMessagesLabels(db, scope, id, marks.removeLabels);
+  const add = [...new Set(marks.addLabels ?? [])];
+  if (!add.length) return;
+  const most = await findMostLabelled(db, scope, id, add);
+  const after = (most?.labels ?? 0) + add.length;
+  if (after > maxLabels) {
+    const which = most && scope === 'thread' ? ` (message ${most.messageId})` : '';
+    throw new AppError('VALIDATION_ERROR', `\`addLabels\`: a message carries at most ${maxLabels} labels ([limits] labels_per_message); this would give${which} ${after}`);
+  }
+  await insertMessagesLabels(db, scope, id, add);
 }
