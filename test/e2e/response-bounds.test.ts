@@ -195,5 +195,17 @@ describe('GET /threads/{id}: a page of messages', () => {
     const viaMcp = await tool('get_thread', { threadId });
     assert.equal(viaMcp.messages.length, 100);
     assert.deepEqual((await tool('get_thread', { threadId, limit: 2, offset: 100 })).messages.map((m: any) => m.bodyText), ['m100', 'm101']);
+
+    // PATCH of the thread: every message, though it is applied a part of the thread at a time.
+    const labels = Array.from({ length: t.config.limits.labels_per_message }, (_, i) => `tag-${i}`);
+    const marked = await t.api('PATCH', `/threads/${threadId}`, { addLabels: labels, unread: true });
+    assert.equal(marked.status, 200, marked.text);
+    assert.equal(marked.body.unreadCount, 102);
+    assert.deepEqual(marked.body.labels, [...labels].sort());
+    const labelled = async () => [...(await t.api('GET', `/threads/${threadId}`)).body.messages, ...(await t.api('GET', `/threads/${threadId}?offset=100`)).body.messages];
+    for (const m of await labelled()) assert.equal(m.labels.length, labels.length, `${m.bodyText} has every label`);
+    const cleared = await t.api('PATCH', `/threads/${threadId}`, { removeLabels: labels.slice(1) });
+    assert.deepEqual(cleared.body.labels, ['tag-0']);
+    for (const m of await labelled()) assert.deepEqual(m.labels, ['tag-0']);
   });
 });

@@ -22,7 +22,7 @@ import { FEED_SETTINGS, watchEvents } from '../events/event-feed.ts';
 import { findInboxRow } from '../inboxes/inboxes.ts';
 import type { Page, PageResult } from '../pagination.ts';
 import { hasFilters, matchFilters, type MessageFilters } from './filters.ts';
-import { applyMarks, checkMarks, labelsOfMessages, type Marks } from './labels.ts';
+import { checkMarks, labelsOfMessages, markMessage, markThread, type Marks } from './labels.ts';
 import { afterMessageRemoved, findThreadRow, threadViews, type Thread } from './threads.ts';
 import { releaseBlobs } from '../../storage/blob-refs.ts';
 import { replyHtml, replyText } from './reply-text.ts';
@@ -233,7 +233,7 @@ export async function updateMessage(ctx: AppContext, accountId: string, id: stri
   checkMarks(marks);
   await ctx.store.transaction(async (tx) => {
     await findMessageRow(ctx, accountId, id, tx);
-    await applyMarks(tx, 'message', id, marks, ctx.config.limits.labels_per_message);
+    await markMessage(tx, id, marks, ctx.config.limits.labels_per_message);
   });
   return getMessage(ctx, accountId, id);
 }
@@ -241,11 +241,8 @@ export async function updateMessage(ctx: AppContext, accountId: string, id: stri
 /** PATCH /threads/{id}: read state and labels of every message of the thread; the thread afterwards. */
 export async function updateThread(ctx: AppContext, accountId: string, id: string, marks: Marks): Promise<Thread> {
   checkMarks(marks);
-  const row = await ctx.store.transaction(async (tx) => {
-    const thread = await findThreadRow(ctx, accountId, id, tx);
-    await applyMarks(tx, 'thread', id, marks, ctx.config.limits.labels_per_message);
-    return thread;
-  });
+  const row = await findThreadRow(ctx, accountId, id);
+  await markThread(ctx, id, marks);
   return (await threadViews(ctx, [row]))[0];
 }
 

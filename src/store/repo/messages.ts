@@ -409,43 +409,56 @@ export function countUnreadOfThreads(db: Db, ids: string[]): Promise<Array<[thre
   return preparedQuery(db, unreadOfThreads).all(JSON.stringify(ids));
 }
 
-/** Which messages a change applies to: message `id`, or every message of thread `id`. */
-export type MarkScope = 'message' | 'thread';
+/**
+ * Which messages a change applies to: message `id`, every message of thread `id`, or the
+ * messages whose ids are the JSON array `id` ('messages': a part of a thread, ./labels.ts).
+ */
+export type MarkScope = 'message' | 'thread' | 'messages';
 
-// One statement per scope (one message, or every message of a thread) and kind of change,
-// whatever the number of messages and labels: a thread of 2,001 messages is one statement per
-// kind, not one per message or label.
+// The scope's messages, in `messages` (column prefix `t`) and in `message_labels`; `?` is its id.
+const SCOPE: Record<MarkScope, { messages: (t: string) => string; labels: string }> = {
+  message: { messages: (t) => `${t}id = ?`, labels: 'message_id = ?' },
+  thread: { messages: (t) => `${t}thread_id = ?`, labels: 'thread_id = ?' },
+  messages: { messages: (t) => `${t}id IN (SELECT value FROM json_each(?))`, labels: 'message_id IN (SELECT value FROM json_each(?))' },
+};
+
+// One statement per scope and kind of change, whatever the number of messages and labels (the
+// labels are one JSON array): set-based, never one statement per message or label.
 const MARK_SQL = {
-  unread: (scope: string) => `UPDATE messages SET unread = ? WHERE ${scope} = ?`,
-  add: (scope: string) =>
+  unread: (scope: MarkScope) => `UPDATE messages SET unread = ? WHERE ${SCOPE[scope].messages('')}`,
+  add: (scope: MarkScope) =>
     `INSERT INTO message_labels (message_id, label, account_id, inbox_id, thread_id, created_at)
-       SELECT m.id, l.value, m.account_id, m.inbox_id, m.thread_id, m.created_at FROM messages m, json_each(?) l WHERE m.${scope} = ? ON CONFLICT DO NOTHING`,
-  remove: (scope: string) => `DELETE FROM message_labels WHERE ${labelColumn(scope)} = ? AND label IN (SELECT value FROM json_each(?))`,
+       SELECT m.id, l.value, m.account_id, m.inbox_id, m.thread_id, m.created_at FROM messages m, json_each(?) l WHERE ${SCOPE[scope].messages('m.')} ON CONFLICT DO NOTHING`,
+  remove: (scope: MarkScope) => `DELETE FROM message_labels WHERE ${SCOPE[scope].labels} AND label IN (SELECT value FROM json_each(?))`,
   // The message of the scope with the most labels other than `?` (a JSON array), and how many.
-  most: (scope: string) =>
-    `SELECT message_id, count(*) FROM message_labels WHERE ${labelColumn(scope)} = ? AND label NOT IN (SELECT value FROM json_each(?))
+  most: (scope: MarkScope) =>
+    `SELECT message_id, count(*) FROM message_labels WHERE ${SCOPE[scope].labels} AND label NOT IN (SELECT value FROM json_each(?))
        GROUP BY message_id ORDER BY count(*) DESC LIMIT 1`,
 };
-const labelColumn = (scope: string) => (scope === 'id' ? 'message_id' : 'thread_id');
-const markColumn = (scope: MarkScope) => (scope === 'message' ? 'id' : 'thread_id');
 
 export async function updateMessagesUnread(db: Db, scope: MarkScope, id: string, unread: boolean): Promise<void> {
-  await rawRun(db, MARK_SQL.unread(markColumn(scope)), [unread ? 1 : 0, id]);
+  await rawRun(db, MARK_SQL.unread(scope), [unread ? 1 : 0, id]);
 }
 
 /** Gives the messages `labels` (a message that has one already keeps it as it was). */
 export async function insertMessagesLabels(db: Db, scope: MarkScope, id: string, labels: string[]): Promise<void> {
-  await rawRun(db, MARK_SQL.add(markColumn(scope)), [JSON.stringify(labels), id]);
+  await rawRun(db, MARK_SQL.add(scope), [JSON.stringify(labels), id]);
+}
+
+export async function deleteMessagesLabels(db: Db, scope: MarkScope, id: string, labels: string[]): Promise<void> {
+  await rawRun(db, MARK_SQL.remove(scope), [id, JSON.stringify(labels)]);
 }
 
 /** Of the messages, the one with the most labels besides `except`, and their number; undefined when none has any. */
 export async function findMostLabelled(db: Db, scope: MarkScope, id: string, except: string[]): Promise<{ messageId: string; labels: number } | undefined> {
-  const [row] = await rawRows<[string, number]>(db, MARK_SQL.most(markColumn(scope)), [id, JSON.stringify(except)]);
+  const [row] = await rawRows<[string, number]>(db, MARK_SQL.most(scope), [id, JSON.stringify(except)]);
   return row && { messageId: row[0], labels: Number(row[1]) };
 }
 
-export async function deleteMessagesLabels(db: Db, scope: MarkScope, id: string, labels: string[]): Promise<void> {
-  await rawRun(db, MARK_SQL.remove(markColumn(scope)), [id, JSON.stringify(labels)]);
+/** Up to `limit` ids of thread `threadId`'s messages after `after` (an id, '' for the first), in id order. */
+export async function listMessageIdsOfThread(db: Db, threadId: string, after: string, limit: number): Promise<string[]> {
+  const rows = await rawRows<[string]>(db, 'SELECT id FROM messages WHERE thread_id = ? AND id > ? ORDER BY id LIMIT ?', [threadId, after, limit]);
+  return rows.map((r) => r[0]);
 }
 
 /**
