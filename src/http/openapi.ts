@@ -554,7 +554,7 @@ export const OPERATIONS: Record<string, Operation> = {
     body: UpdateMarksBody,
     status: 200,
     description:
-      'The thread as it is now (the union of its labels, its unread count). A message of it with more than `limits.labels_per_message` labels afterwards: 400 VALIDATION_ERROR naming `addLabels`, nothing changed.',
+      'The thread as it is now (the union of its labels, its unread count). A message of it with more than `limits.labels_per_message` labels afterwards: 400 VALIDATION_ERROR naming `addLabels`, nothing changed. Labels are changed a part of the thread at a time (docs/api.md): a PATCH that fails half-way may have labelled part of it.',
     response: 'Thread',
     errors: ['THREAD_NOT_FOUND'],
   },
