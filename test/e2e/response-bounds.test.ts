@@ -174,8 +174,11 @@ describe('GET /threads/{id}: a page of messages', () => {
       expectError(res, 400, 'VALIDATION_ERROR');
       assert.match(res.body.error.message, new RegExp(`\`${name}\``));
     }
-    const res = await mcp.callTool({ name: 'get_thread', arguments: { threadId: big.threadId, limit: 101 } });
+    const res = (await mcp.callTool({ name: 'get_thread', arguments: { threadId: big.threadId, limit: 101 } })) as CallToolResult;
     assert.equal(res.isError, true);
+    const error = (res.structuredContent as { error: { code: string; status: number; message: string } }).error;
+    assert.deepEqual([error.code, error.status], ['VALIDATION_ERROR', 400]);
+    assert.match(error.message, /limit/);
   });
 
   test('a thread of more than 100 messages: 100 by default, the rest from offset 100 (HTTP and MCP)', async () => {
