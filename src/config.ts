@@ -270,11 +270,11 @@ export const CONFIG_SCHEMA = {
     storage_bytes_per_account: int(10_737_418_240, 'Bytes one account may store (default 10 GiB): the sources of its messages, received and sent, and its attachments, uploads included. Once it is reached, inbound mail to its inboxes gets 452 4.2.2 (mailbox full: the sender retries later) at RCPT, and sends and uploads get 403 QUOTA_EXCEEDED, until messages are deleted.', 1_048_576),
     uploads_per_account: int(1000, 'Most uploaded attachments (POST /attachments) of one account that no sent message carries yet; the next upload gets 403 QUOTA_EXCEEDED.', 1),
     drafts_per_account: int(1000, 'Most drafts one account may keep; the next POST /inboxes/{id}/drafts gets 403 QUOTA_EXCEEDED.', 1),
-
     search_terms: int(32, 'Most terms in a search (`q`), a repeated term counted once and each word of a phrase counted; a word prefix needs 2 characters. Past either: 400 INVALID_QUERY.', 1),
     search_timeout: duration('5s', 'Time budget of one search (`q` on message and thread lists and MCP searches), waiting for a free search slot included; past it the search stops and answers 503 SEARCH_TIMEOUT with Retry-After.', '1ms'),
     searches_per_account: int(2, 'Searches (`q`) one account runs at once (one abandoned past `search_timeout` counts until its statement has ended); the next answers 429 RATE_LIMITED with Retry-After until one ends. Keep it below `concurrent_searches`, so that other accounts find slots free.', 1),
     concurrent_searches: int(4, 'Searches the process runs at once, all accounts together: on SQLite the worker threads that run them off the event loop, on PostgreSQL the pool connections they may hold. More wait for a slot, within their `search_timeout`.', 1),
+    labels_per_message: int(50, 'Most labels one message carries; a PATCH of a message or thread that would give one more gets 400 VALIDATION_ERROR naming `addLabels` and changes nothing.', 1),
   },
   webhooks: {
     retry_schedule: durations(['5s', '30s', '5m', '30m', '2h'], 'Delays between webhook delivery attempts; after the last the delivery is failed.'),

@@ -508,4 +508,37 @@ describe('dashboard as a mail client, in headless Chromium', { skip }, () => {
     assert.ok(await noHorizontalScroll(page), 'drafts at phone width');
     await finish(tab);
   });
+
+  test('a long thread: 100 messages, then the next page on demand; a body cut in the list shown whole on demand', async () => {
+    // GET /threads/{id} answers 100 messages at most, bodies cut at limits.list_body_bytes (64 KiB).
+    const inbox = (await t.api('POST', '/inboxes', { address: 'long-thread' })).body;
+    const transport = smtpTransport(t.server.smtpPort);
+    try {
+      const long = 'A long report. ' + 'line of the report\n'.repeat(4000) + 'END OF THE REPORT';
+      await transport.sendMail({ from: 'bob@example.org', to: inbox.address, subject: 'Long thread', text: long, messageId: '<long-0@example.org>' });
+      for (let i = 1; i <= 100; i++) {
+        await transport.sendMail({ from: 'bob@example.org', to: inbox.address, subject: 'Re: Long thread', text: `reply ${i}`, inReplyTo: '<long-0@example.org>', references: '<long-0@example.org>' });
+      }
+    } finally {
+      transport.close();
+    }
+    const thread = (await t.api('GET', `/inboxes/${inbox.id}/threads`)).body.data[0];
+    assert.equal(thread.messageCount, 101);
+    const tab = await openTab();
+    await signIn(tab);
+    const { page } = tab;
+    await page.evaluate((h) => (location.hash = h), `#mail/${inbox.id}/${thread.id}`);
+    await page.locator('#thread h1', { hasText: 'Long thread' }).waitFor();
+    await until('100 messages shown', async () => ((await page.locator('#thread article.message').count()) === 100 ? true : undefined));
+    const first = page.locator('#thread article.message').first();
+    assert.doesNotMatch((await first.locator('pre.body').textContent()) ?? '', /END OF THE REPORT/);
+    await first.locator('button.whole-body').click();
+    await first.locator('pre.body', { hasText: 'END OF THE REPORT' }).waitFor();
+    assert.equal(await first.locator('button.whole-body').count(), 0);
+    await page.locator('#thread button.more-messages', { hasText: 'Show 1 more of 1' }).click();
+    await page.locator('#thread article.message', { hasText: 'reply 100' }).waitFor();
+    assert.equal(await page.locator('#thread article.message').count(), 101);
+    assert.equal(await page.locator('#thread button.more-messages').count(), 0);
+    await finish(tab);
+  });
 });

@@ -132,6 +132,39 @@ describe('read state and labels', () => {
     expectError(await patch(`/threads/${first.threadId}`, { addLabels: ['Bad'] }), 400, 'VALIDATION_ERROR');
   });
 
+  test('at most limits.labels_per_message (50) labels a message: past it 400 VALIDATION_ERROR naming addLabels, nothing changes', async () => {
+    const max = t.config.limits.labels_per_message;
+    assert.equal(max, 50);
+    const names = (from: number, n: number) => Array.from({ length: n }, (_, i) => `l${from + i}`);
+    const m = await receive({ subject: 'many labels' });
+    assert.equal((await patch(`/messages/${m.id}`, { addLabels: names(0, 30) })).status, 200);
+    const over = await patch(`/messages/${m.id}`, { unread: false, addLabels: names(30, 21) });
+    expectError(over, 400, 'VALIDATION_ERROR');
+    assert.match(over.body.error.message, /`addLabels`.*at most 50 labels.*51/);
+    let now = (await t.api('GET', `/messages/${m.id}`)).body;
+    assert.equal(now.labels.length, 30, 'nothing added');
+    assert.equal(now.unread, true, 'nor marked read');
+    // Exactly the bound; labels it has already do not count twice; a removal makes room.
+    assert.equal((await patch(`/messages/${m.id}`, { addLabels: [...names(30, 20), 'l0', 'l1'] })).status, 200);
+    expectError(await patch(`/messages/${m.id}`, { addLabels: ['one-more'] }), 400, 'VALIDATION_ERROR');
+    const swapped = await patch(`/messages/${m.id}`, { removeLabels: ['l0'], addLabels: ['one-more'] });
+    assert.equal(swapped.status, 200, swapped.text);
+    assert.equal(swapped.body.labels.length, max);
+    assert.ok(swapped.body.labels.includes('one-more') && !swapped.body.labels.includes('l0'));
+
+    // A thread: the message with the most labels decides, and no message of it changes.
+    const first = await receive({ subject: 'labelled conversation', messageId: '<many-1@example.org>' });
+    const second = await receive({ subject: 'Re: labelled conversation', inReplyTo: '<many-1@example.org>', references: ['<many-1@example.org>'] });
+    assert.equal(second.threadId, first.threadId);
+    assert.equal((await patch(`/messages/${second.id}`, { addLabels: names(0, 49) })).status, 200);
+    assert.equal((await patch(`/threads/${first.threadId}`, { addLabels: ['both'] })).status, 200);
+    const full = await patch(`/threads/${first.threadId}`, { unread: false, addLabels: ['extra'] });
+    expectError(full, 400, 'VALIDATION_ERROR');
+    assert.match(full.body.error.message, new RegExp(`\`addLabels\`.*message ${second.id}.*51`));
+    now = (await t.api('GET', `/threads/${first.threadId}`)).body;
+    assert.deepEqual(now.messages.map((x: any) => [x.labels.length, x.unread]), [[1, true], [50, true]]);
+  });
+
   test('unknown ids, another account, read-only keys', async () => {
     const m = await receive({ subject: 'mine' });
     expectError(await patch('/messages/msg_nope', { unread: false }), 404, 'MESSAGE_NOT_FOUND');

@@ -22,11 +22,12 @@ import { FEED_SETTINGS, watchEvents } from '../events/event-feed.ts';
 import { findInboxRow } from '../inboxes/inboxes.ts';
 import type { Page, PageResult } from '../pagination.ts';
 import { hasFilters, matchFilters, type MessageFilters } from './filters.ts';
-import { applyMarks, checkMarks, labelsOfMessages, type Marks } from './labels.ts';
+import { checkMarks, labelsOfMessages, markMessage, markThread, type Marks } from './labels.ts';
 import { afterMessageRemoved, findThreadRow, threadViews, type Thread } from './threads.ts';
 import { releaseBlobs } from '../../storage/blob-refs.ts';
 import { replyHtml, replyText } from './reply-text.ts';
 import { runSearch } from './search.ts';
+import { cutBodies } from './body-cut.ts';
 
 export type { MessageRow, MessageViewRow };
 
@@ -72,6 +73,11 @@ export interface Message {
    */
   extractedText?: string | null;
   extractedHtml?: string | null;
+  /**
+   * In list answers (PRODUCT.md "Bounded cost"), true when a body (or its extraction) was longer
+   * than `[limits] list_body_bytes` and is cut to it there; GET /messages/{id} has it whole (false).
+   */
+  bodyTruncated?: boolean;
   /** Inbound messages arrive unread; outbound ones are read (PATCH /messages/{id} changes it). */
   unread: boolean;
   labels: string[];
@@ -114,14 +120,24 @@ export function messageView(row: MessageViewRow, attachments: AttachmentMeta[], 
   return m;
 }
 
-/** Views of many rows with their attachments and labels, in three queries rather than three per message. */
-export async function messageViews(ctx: AppContext, rows: MessageViewRow[]): Promise<Message[]> {
+/**
+ * Views of many rows with their attachments and labels, in three queries rather than three per
+ * message. `bodies` 'cut' (a list: its rows were read cut, src/store/repo/messages.ts): each body
+ * is cut to `[limits] list_body_bytes` before the reply text is extracted from it, so extraction
+ * too works on bounded input; 'whole' (one message) keeps them whole.
+ */
+export async function messageViews(ctx: AppContext, rows: MessageViewRow[], bodies: 'cut' | 'whole'): Promise<Message[]> {
   const ids = rows.map((r) => r.id);
   const metas = await attachmentMetaForMany(ctx, ids);
   const labels = await labelsOfMessages(ctx, ids);
   // An agent reads an attachment straight from the message, without asking for a URL first.
   const withUrls = (list: AttachmentMeta[]) => list.map((a) => ({ ...a, url: presignAttachment(ctx, a.id).url }));
-  return rows.map((r) => withExtracted(messageView(r, withUrls(metas.get(r.id) ?? []), labels.get(r.id) ?? [])));
+  return rows.map((r) => {
+    const m = messageView(r, withUrls(metas.get(r.id) ?? []), labels.get(r.id) ?? []);
+    if (bodies === 'cut') cutBodies(m, ctx.config.limits.list_body_bytes);
+    else m.bodyTruncated = false;
+    return withExtracted(m);
+  });
 }
 
 /**
@@ -141,9 +157,11 @@ function withExtracted(m: Message): Message {
     m.extractedHtml = m.bodyHtml;
     return m;
   }
-  let hit = extracted.get(m.id);
+  // The extraction of a cut body is not that of the whole one.
+  const key = m.bodyTruncated ? `${m.id} cut` : m.id;
+  let hit = extracted.get(key);
   if (hit) {
-    extracted.delete(m.id);
+    extracted.delete(key);
   } else {
     const text = m.bodyText === null ? null : replyText(m.bodyText);
     const html = m.bodyHtml === null ? null : replyHtml(m.bodyHtml);
@@ -155,7 +173,7 @@ function withExtracted(m: Message): Message {
       extractedChars -= old.size;
     }
   }
-  extracted.set(m.id, hit);
+  extracted.set(key, hit);
   m.extractedText = hit.text;
   m.extractedHtml = hit.html;
   return m;
@@ -189,7 +207,7 @@ export async function listMessages(ctx: AppContext, accountId: string, inboxId: 
   const { status, ...rest } = filters;
   if (inboxId !== null && !after && !hasFilters(rest)) {
     // The plain page: the inbox is found with the total (two statements, not three).
-    const page = await listOwnInboxPage(ctx.db, accountId, inboxId, status || null, limit, offset);
+    const page = await listOwnInboxPage(ctx.db, accountId, inboxId, status || null, limit, offset, ctx.config.limits.list_body_bytes);
     // Another account's inbox is reported exactly like a missing one (findInboxRow).
     if (!page) throw new AppError('INBOX_NOT_FOUND', `inbox ${inboxId} not found`);
     return pageOf(ctx, page, limit, offset);
@@ -198,18 +216,19 @@ export async function listMessages(ctx: AppContext, accountId: string, inboxId: 
   if (after) {
     if (inboxId === null || hasFilters(rest)) throw new AppError('VALIDATION_ERROR', 'query parameter `after` lists one inbox and combines with `status` only');
     if (!MESSAGE_ID.test(after)) throw new AppError('VALIDATION_ERROR', 'query parameter `after` must be a message id (msg_…)');
-    return pageOf(ctx, await listMessagePageAfter(ctx.db, inboxId, after, status || null, limit, offset), limit, offset);
+    return pageOf(ctx, await listMessagePageAfter(ctx.db, inboxId, after, status || null, limit, offset, ctx.config.limits.list_body_bytes), limit, offset);
   }
+  const { search_matches, list_body_bytes, search_terms } = ctx.config.limits;
   const scope = inboxId !== null ? { inboxId } : { accountId };
-  const f = matchFilters(filters, ctx.config.limits.search_terms);
-  const list = (db: Db) => listMessagePage(db, scope, f, limit, offset, ctx.config.limits.search_matches);
+  const f = matchFilters(filters, search_terms);
+  const list = (db: Db) => listMessagePage(db, scope, f, limit, offset, search_matches, list_body_bytes);
   // A search runs within the search budgets (src/domain/mail/search.ts); other filters use the indexes' order.
   return pageOf(ctx, await (f.search ? runSearch(ctx, accountId, list) : list(ctx.db)), limit, offset);
 }
 
 /** The API page of a page of rows. */
 async function pageOf(ctx: AppContext, page: RowPage<MessageViewRow>, limit: number, offset: number): Promise<PageResult<Message>> {
-  const result = { data: await messageViews(ctx, page.rows), total: page.total, limit, offset };
+  const result = { data: await messageViews(ctx, page.rows, 'cut'), total: page.total, limit, offset };
   return page.totalIsLowerBound === undefined ? result : { ...result, totalIsLowerBound: page.totalIsLowerBound };
 }
 
@@ -218,7 +237,7 @@ export async function updateMessage(ctx: AppContext, accountId: string, id: stri
   checkMarks(marks);
   await ctx.store.transaction(async (tx) => {
     await findMessageRow(ctx, accountId, id, tx);
-    await applyMarks(tx, 'message', id, marks);
+    await markMessage(tx, id, marks, ctx.config.limits.labels_per_message);
   });
   return getMessage(ctx, accountId, id);
 }
@@ -226,16 +245,13 @@ export async function updateMessage(ctx: AppContext, accountId: string, id: stri
 /** PATCH /threads/{id}: read state and labels of every message of the thread; the thread afterwards. */
 export async function updateThread(ctx: AppContext, accountId: string, id: string, marks: Marks): Promise<Thread> {
   checkMarks(marks);
-  const row = await ctx.store.transaction(async (tx) => {
-    const thread = await findThreadRow(ctx, accountId, id, tx);
-    await applyMarks(tx, 'thread', id, marks);
-    return thread;
-  });
+  const row = await findThreadRow(ctx, accountId, id);
+  await markThread(ctx, id, marks);
   return (await threadViews(ctx, [row]))[0];
 }
 
 export async function getMessage(ctx: AppContext, accountId: string, id: string): Promise<Message> {
-  return (await messageViews(ctx, [await findMessageRow(ctx, accountId, id)]))[0];
+  return (await messageViews(ctx, [await findMessageRow(ctx, accountId, id)], 'whole'))[0];
 }
 
 /** The RFC 5322 source as stored (inbound: as received; outbound: as built for sending). */
@@ -267,15 +283,19 @@ export async function deleteMessage(ctx: AppContext, accountId: string, id: stri
   await releaseBlobs(ctx, files);
 }
 
-export interface ThreadWithMessages extends Thread {
+/** GET /threads/{id}: a page of its messages, as big as `limit` may be at most (PRODUCT.md). */
+export const THREAD_PAGE = { defaultLimit: 100, maxLimit: 100 } as const;
+
+export interface ThreadWithMessages extends Thread, Page {
+  /** Messages `offset` to `offset + limit` of the thread, oldest first; `messageCount` counts all. */
   messages: Message[];
 }
 
-/** A thread with its messages, oldest first. */
-export async function getThread(ctx: AppContext, accountId: string, id: string): Promise<ThreadWithMessages> {
+/** A thread with one page of its messages, oldest first (bodies cut as in any list). */
+export async function getThread(ctx: AppContext, accountId: string, id: string, page: Page): Promise<ThreadWithMessages> {
   const thread = await findThreadRow(ctx, accountId, id);
-  const rows = await listMessagesOfThread(ctx.db, id);
-  return { ...(await threadViews(ctx, [thread]))[0], messages: await messageViews(ctx, rows) };
+  const rows = await listMessagesOfThread(ctx.db, id, page.limit, page.offset, ctx.config.limits.list_body_bytes);
+  return { ...(await threadViews(ctx, [thread]))[0], messages: await messageViews(ctx, rows, 'cut'), limit: page.limit, offset: page.offset };
 }
 
 export const MAX_WAIT_SECONDS = 60;

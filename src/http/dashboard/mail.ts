@@ -134,8 +134,22 @@ export const MAIL_JS = String.raw`
         (t.labels.length ? ' \u00b7 labels: ' + t.labels.join(', ') : '') })
     );
     t.messages.forEach(function (m) { pane.append(messageCard(m)); });
+    if (t.messageCount > t.messages.length) pane.append(moreMessages(t, t.messages.length));
     pane.dataset.thread = t.id;
     if (t.unreadCount && !state.readOnly) await markRead(t);
+  }
+
+  /** GET /threads/{id} answers a page of messages (at most 100): the next page on demand. */
+  function moreMessages(t, shown) {
+    var button = el('button', { type: 'button', className: 'small quiet more-messages', textContent: 'Show ' + Math.min(100, t.messageCount - shown) + ' more of ' + (t.messageCount - shown) });
+    button.onclick = async function () {
+      button.disabled = true;
+      var next = await api('GET', '/threads/' + enc(t.id) + '?limit=100&offset=' + shown);
+      next.messages.forEach(function (m) { button.before(messageCard(m)); });
+      shown += next.messages.length;
+      if (next.messages.length && next.messageCount > shown) { t.messageCount = next.messageCount; button.replaceWith(moreMessages(t, shown)); } else button.remove();
+    };
+    return button;
   }
 
   async function markRead(t) {
@@ -192,11 +206,23 @@ export const MAIL_JS = String.raw`
       return el('tr', null, [td(r.address, 'mono addr'), el('td', null, [badge(r.status)]), td(r.response || '', 'mono')]);
     }), '') : null;
     var composer = el('div', { className: 'composer-slot' });
+    var body = bodyView(m);
+    // A list cuts long bodies (bodyTruncated): the whole message is one click away.
+    var whole = m.bodyTruncated ? el('button', { type: 'button', className: 'small quiet whole-body', textContent: 'Show the whole message (' + size(m.size) + ')' }) : null;
+    if (whole) whole.onclick = async function () {
+      whole.disabled = true;
+      Object.assign(m, await api('GET', '/messages/' + enc(m.id)));
+      var full = bodyView(m);
+      body.replaceWith(full);
+      body = full;
+      whole.remove();
+    };
     put(card, [
       el('header', null, [el('div', { className: 'sender' }, sender), el('span', { className: 'when muted', textContent: when(m.createdAt) })]),
       el('div', { className: 'to', textContent: to }),
       el('div', { className: 'badges' }, badges),
-      bodyView(m),
+      body,
+      whole,
       attachmentList(m),
       recipients,
       el('div', { className: 'actions' }, [

@@ -1,8 +1,8 @@
 // /inboxes/:inboxId/threads and /threads (most recent activity first, with the message list
-// filters), /threads/:id (with its messages, oldest first; PATCH marks every message).
+// filters), /threads/:id (with a page of its messages, oldest first; PATCH marks every message).
 // Beyond the spec (PRODUCT.md), for agents that read conversations.
 import type { AppContext } from '../../context.ts';
-import { getThread, updateThread } from '../../domain/mail/messages.ts';
+import { getThread, THREAD_PAGE, updateThread } from '../../domain/mail/messages.ts';
 import { parsePage } from '../../domain/pagination.ts';
 import { listThreads } from '../../domain/mail/threads.ts';
 import type { Routes } from '../routes.ts';
@@ -18,7 +18,7 @@ export function registerThreadRoutes(r: Routes, ctx: AppContext): void {
     status: 200,
     body: await listThreads(ctx, req.principal.accountId, null, { ...parsePage(req.query), ...parseQuery(ListFilterQuery, req.query) }),
   }));
-  r.get('/threads/:id', async (req) => ({ status: 200, body: await getThread(ctx, req.principal.accountId, req.params.id) }));
+  r.get('/threads/:id', async (req) => ({ status: 200, body: await getThread(ctx, req.principal.accountId, req.params.id, parsePage(req.query, THREAD_PAGE)) }));
   r.patch('/threads/:id', async (req) => ({
     status: 200,
     body: await updateThread(ctx, req.principal.accountId, req.params.id, parseInput(UpdateMarksBody, await req.json())),

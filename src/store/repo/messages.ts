@@ -2,7 +2,7 @@
 // `message_labels`, and reads the per-inbox counters `inbox_message_counts` (kept by triggers)
 // and `inboxes` (an account's inboxes), for src/domain/mail/messages.ts, threads.ts and
 // labels.ts. Which messages pass a list's filters is worded in ./message-search.ts.
-import { count, desc, eq, and, asc, getTableColumns, sql } from 'drizzle-orm';
+import { count, desc, eq, and, getTableColumns, sql } from 'drizzle-orm';
 import { preparedQuery, preparedRows } from '../prepared.ts';
 import { messages, threads } from '../../db/schema.ts';
 import { dialectOf, rawRows, rawRun, type Db } from '../store.ts';
@@ -42,10 +42,6 @@ export function findMessageById(db: Db, id: string): Promise<MessageRow | undefi
   return preparedQuery(db, messageById).get({ id });
 }
 
-/** The messages of a thread, oldest first. */
-export function listMessagesOfThread(db: Db, threadId: string): Promise<MessageRow[]> {
-  return db.select().from(messages).where(eq(messages.threadId, threadId)).orderBy(asc(messages.createdAt), asc(messages.id));
-}
 
 export async function deleteMessageById(db: Db, id: string): Promise<void> {
   await db.delete(messages).where(eq(messages.id, id)).run();
@@ -79,8 +75,17 @@ type ViewTuple = [
   unread: number,
   sendAt: string | null,
 ];
-const VIEW_COLUMNS = `id, inbox_id, thread_id, direction, from_address, from_name, to_addresses, cc_addresses, bcc_addresses, subject,
-  body_text, body_html, delivery, status, message_id_header, in_reply_to, recipients, authentication, size, created_at, updated_at, unread, send_at`;
+// A list reads each body only to its first `bodyBytes` + 1 characters (the first two `?` of
+// every statement below, bodyChars): the database cuts a 14 MB body, not this process. Every
+// character is at least one byte of UTF-8, so a body read cut is still longer than `bodyBytes`
+// bytes and cutBodies (src/domain/mail/body-cut.ts) cuts it to that and flags it; a body read
+// whole is judged exactly.
+const viewColumns = (t: string) =>
+  `${t}id, ${t}inbox_id, ${t}thread_id, ${t}direction, ${t}from_address, ${t}from_name, ${t}to_addresses, ${t}cc_addresses, ${t}bcc_addresses, ${t}subject,
+  substr(${t}body_text, 1, CAST(? AS integer)), substr(${t}body_html, 1, CAST(? AS integer)), ${t}delivery, ${t}status, ${t}message_id_header,
+  ${t}in_reply_to, ${t}recipients, ${t}authentication, ${t}size, ${t}created_at, ${t}updated_at, ${t}unread, ${t}send_at`;
+const VIEW_COLUMNS = viewColumns('');
+const bodyChars = (bodyBytes: number): [number, number] => [bodyBytes + 1, bodyBytes + 1];
 // In VIEW_COLUMNS order.
 const viewRow = (r: ViewTuple): MessageViewRow => ({
   id: r[0],
@@ -108,9 +113,9 @@ const viewRow = (r: ViewTuple): MessageViewRow => ({
   sendAt: r[22],
 });
 const pageOfInbox = (db: Db) =>
-  preparedRows<[string, number, number], ViewTuple>(db, `SELECT ${VIEW_COLUMNS} FROM messages WHERE inbox_id = ? ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`);
+  preparedRows<[number, number, string, number, number], ViewTuple>(db, `SELECT ${VIEW_COLUMNS} FROM messages WHERE inbox_id = ? ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`);
 const pageOfInboxStatus = (db: Db) =>
-  preparedRows<[string, string, number, number], ViewTuple>(
+  preparedRows<[number, number, string, string, number, number], ViewTuple>(
     db,
     `SELECT ${VIEW_COLUMNS} FROM messages WHERE inbox_id = ? AND status = ? ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`,
   );
@@ -126,7 +131,7 @@ const totalOfAccountStatus = (db: Db) =>
     db,
     'SELECT coalesce(sum(n), 0) FROM inbox_message_counts WHERE inbox_id IN (SELECT id FROM inboxes WHERE account_id = ?) AND status = ?',
   );
-const M_VIEW_COLUMNS = VIEW_COLUMNS.split(',').map((c) => `m.${c.trim()}`).join(', ');
+const M_VIEW_COLUMNS = viewColumns('m.');
 
 // The inbox's account and total in one statement: a plain page of an inbox (the API's most
 // common list) runs this and the page, not a read of the inbox, the page and a count.
@@ -143,12 +148,21 @@ const totalOfOwnInboxStatus = (db: Db) =>
 
 /**
  * A page of inbox `inboxId`'s messages (with `status`, when not null), newest first, and their
- * total; undefined when account `accountId` has no such inbox.
+ * total; undefined when account `accountId` has no such inbox. Bodies are read to `bodyBytes`
+ * + 1 characters (bodyChars above), as in every list of this file.
  */
-export async function listOwnInboxPage(db: Db, accountId: string, inboxId: string, status: string | null, limit: number, offset: number): Promise<RowPage<MessageViewRow> | undefined> {
+export async function listOwnInboxPage(
+  db: Db,
+  accountId: string,
+  inboxId: string,
+  status: string | null,
+  limit: number,
+  offset: number,
+  bodyBytes: number,
+): Promise<RowPage<MessageViewRow> | undefined> {
   const found = await (status ? preparedQuery(db, totalOfOwnInboxStatus).get(status, inboxId, accountId) : preparedQuery(db, totalOfOwnInbox).get(inboxId, accountId));
   if (!found) return undefined;
-  const rows = await (status ? preparedQuery(db, pageOfInboxStatus).all(inboxId, status, limit, offset) : preparedQuery(db, pageOfInbox).all(inboxId, limit, offset));
+  const rows = await (status ? preparedQuery(db, pageOfInboxStatus).all(...bodyChars(bodyBytes), inboxId, status, limit, offset) : preparedQuery(db, pageOfInbox).all(...bodyChars(bodyBytes), inboxId, limit, offset));
   return { rows: rows.map(viewRow), total: Number(found[0]) };
 }
 
@@ -160,21 +174,34 @@ export async function listOwnInboxPage(db: Db, accountId: string, inboxId: strin
  * older ones follow them, newest first: ./message-search.ts); otherwise it is counted over the
  * same index range as the page.
  */
-export async function listMessagePage(db: Db, scope: ListScope, f: MatchFilters, limit: number, offset: number, searchCap: number): Promise<RowPage<MessageViewRow>> {
+export async function listMessagePage(
+  db: Db,
+  scope: ListScope,
+  f: MatchFilters,
+  limit: number,
+  offset: number,
+  searchCap: number,
+  bodyBytes: number,
+): Promise<RowPage<MessageViewRow>> {
   const { status } = f;
   const counted = f.search === undefined && f.label === undefined && f.unread === undefined && f.direction === undefined;
   if ('inboxId' in scope && counted) {
     const { inboxId } = scope;
-    const rows = await (status ? preparedQuery(db, pageOfInboxStatus).all(inboxId, status, limit, offset) : preparedQuery(db, pageOfInbox).all(inboxId, limit, offset));
+    const rows = await (status ? preparedQuery(db, pageOfInboxStatus).all(...bodyChars(bodyBytes), inboxId, status, limit, offset) : preparedQuery(db, pageOfInbox).all(...bodyChars(bodyBytes), inboxId, limit, offset));
     const [total] = (await (status ? preparedQuery(db, totalOfInboxStatus).get(inboxId, status) : preparedQuery(db, totalOfInbox).get(inboxId)))!;
     return { rows: rows.map(viewRow), total };
   }
   if (f.search !== undefined && isRanked(f)) {
     const page = await listRankedSearchPage(db, scope, f, limit, offset, searchCap);
-    return { rows: (await listViewsInOrder(db, page.ids)).map(viewRow), total: page.total, totalIsLowerBound: page.more };
+    return { rows: (await listViewsInOrder(db, page.ids, bodyBytes)).map(viewRow), total: page.total, totalIsLowerBound: page.more };
   }
   const m = matchMessages(scope, f, dialectOf(db));
-  const rows = await rawRows<ViewTuple>(db, `SELECT ${M_VIEW_COLUMNS} FROM ${m.from} WHERE ${m.where} ORDER BY ${m.order} LIMIT ? OFFSET ?`, [...m.params, limit, offset]);
+  const rows = await rawRows<ViewTuple>(db, `SELECT ${M_VIEW_COLUMNS} FROM ${m.from} WHERE ${m.where} ORDER BY ${m.order} LIMIT ? OFFSET ?`, [
+    ...bodyChars(bodyBytes),
+    ...m.params,
+    limit,
+    offset,
+  ]);
   if (f.search !== undefined) {
     const { total, more } = await countMatchesUpTo(db, scope, f, searchCap);
     return { rows: rows.map(viewRow), total, totalIsLowerBound: more };
@@ -190,9 +217,9 @@ export async function listMessagePage(db: Db, scope: ListScope, f: MatchFilters,
 }
 
 /** The messages `ids`, in that order. */
-async function listViewsInOrder(db: Db, ids: string[]): Promise<ViewTuple[]> {
+async function listViewsInOrder(db: Db, ids: string[], bodyBytes: number): Promise<ViewTuple[]> {
   if (!ids.length) return [];
-  const rows = await rawRows<ViewTuple>(db, `SELECT ${VIEW_COLUMNS} FROM messages WHERE id IN (${ids.map(() => '?').join(', ')})`, ids);
+  const rows = await rawRows<ViewTuple>(db, `SELECT ${VIEW_COLUMNS} FROM messages WHERE id IN (${ids.map(() => '?').join(', ')})`, [...bodyChars(bodyBytes), ...ids]);
   const byId = new Map(rows.map((r) => [r[0], r]));
   return ids.flatMap((id) => (byId.has(id) ? [byId.get(id)!] : []));
 }
@@ -219,13 +246,35 @@ const AFTER = {
 };
 
 /** A page of the messages of an inbox stored after message `after` (with `status`, when not null), newest first. */
-export async function listMessagePageAfter(db: Db, inboxId: string, after: string, status: string | null, limit: number, offset: number): Promise<RowPage<MessageViewRow>> {
+export async function listMessagePageAfter(
+  db: Db,
+  inboxId: string,
+  after: string,
+  status: string | null,
+  limit: number,
+  offset: number,
+  bodyBytes: number,
+): Promise<RowPage<MessageViewRow>> {
   const stmt = AFTER[dialectOf(db)];
   const [position] = await rawRows<[unknown, unknown]>(db, stmt.position, [after, inboxId]);
   const params = [inboxId, ...stmt.cursor(position), position ? null : after, position ? null : after, status, status];
-  const rows = await rawRows<ViewTuple>(db, `SELECT ${VIEW_COLUMNS} FROM messages WHERE ${stmt.where} ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`, [...params, limit, offset]);
+  const rows = await rawRows<ViewTuple>(db, `SELECT ${VIEW_COLUMNS} FROM messages WHERE ${stmt.where} ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`, [
+    ...bodyChars(bodyBytes),
+    ...params,
+    limit,
+    offset,
+  ]);
   const [[total]] = await rawRows<[number]>(db, `SELECT count(*) FROM messages WHERE ${stmt.where}`, params);
   return { rows: rows.map(viewRow), total };
+}
+
+const pageOfThread = (db: Db) =>
+  preparedRows<[number, number, string, number, number], ViewTuple>(db, `SELECT ${VIEW_COLUMNS} FROM messages WHERE thread_id = ? ORDER BY created_at, id LIMIT ? OFFSET ?`);
+
+/** A page of the messages of thread `threadId`, oldest first (bodies as in every list here). */
+export async function listMessagesOfThread(db: Db, threadId: string, limit: number, offset: number, bodyBytes: number): Promise<MessageViewRow[]> {
+  const rows = await preparedQuery(db, pageOfThread).all(...bodyChars(bodyBytes), threadId, limit, offset);
+  return rows.map(viewRow);
 }
 
 // ---- threads ----------------------------------------------------------------------------------
@@ -360,30 +409,56 @@ export function countUnreadOfThreads(db: Db, ids: string[]): Promise<Array<[thre
   return preparedQuery(db, unreadOfThreads).all(JSON.stringify(ids));
 }
 
-/** Which messages a change applies to: message `id`, or every message of thread `id`. */
-export type MarkScope = 'message' | 'thread';
+/**
+ * Which messages a change applies to: message `id`, every message of thread `id`, or the
+ * messages whose ids are the JSON array `id` ('messages': a part of a thread, ./labels.ts).
+ */
+export type MarkScope = 'message' | 'thread' | 'messages';
 
-// One statement per scope (one message, or every message of a thread) and change.
-const MARK_SQL = {
-  unread: (scope: string) => `UPDATE messages SET unread = ? WHERE ${scope} = ?`,
-  add: (scope: string) =>
-    `INSERT INTO message_labels (message_id, label, account_id, inbox_id, thread_id, created_at)
-       SELECT id, ?, account_id, inbox_id, thread_id, created_at FROM messages WHERE ${scope} = ? ON CONFLICT DO NOTHING`,
-  remove: (scope: string) => `DELETE FROM message_labels WHERE ${scope === 'id' ? 'message_id' : 'thread_id'} = ? AND label IN (SELECT value FROM json_each(?))`,
+// The scope's messages, in `messages` (column prefix `t`) and in `message_labels`; `?` is its id.
+const SCOPE: Record<MarkScope, { messages: (t: string) => string; labels: string }> = {
+  message: { messages: (t) => `${t}id = ?`, labels: 'message_id = ?' },
+  thread: { messages: (t) => `${t}thread_id = ?`, labels: 'thread_id = ?' },
+  messages: { messages: (t) => `${t}id IN (SELECT value FROM json_each(?))`, labels: 'message_id IN (SELECT value FROM json_each(?))' },
 };
-const markColumn = (scope: MarkScope) => (scope === 'message' ? 'id' : 'thread_id');
+
+// One statement per scope and kind of change, whatever the number of messages and labels (the
+// labels are one JSON array): set-based, never one statement per message or label.
+const MARK_SQL = {
+  unread: (scope: MarkScope) => `UPDATE messages SET unread = ? WHERE ${SCOPE[scope].messages('')}`,
+  add: (scope: MarkScope) =>
+    `INSERT INTO message_labels (message_id, label, account_id, inbox_id, thread_id, created_at)
+       SELECT m.id, l.value, m.account_id, m.inbox_id, m.thread_id, m.created_at FROM messages m, json_each(?) l WHERE ${SCOPE[scope].messages('m.')} ON CONFLICT DO NOTHING`,
+  remove: (scope: MarkScope) => `DELETE FROM message_labels WHERE ${SCOPE[scope].labels} AND label IN (SELECT value FROM json_each(?))`,
+  // The message of the scope with the most labels other than `?` (a JSON array), and how many.
+  most: (scope: MarkScope) =>
+    `SELECT message_id, count(*) FROM message_labels WHERE ${SCOPE[scope].labels} AND label NOT IN (SELECT value FROM json_each(?))
+       GROUP BY message_id ORDER BY count(*) DESC LIMIT 1`,
+};
 
 export async function updateMessagesUnread(db: Db, scope: MarkScope, id: string, unread: boolean): Promise<void> {
-  await rawRun(db, MARK_SQL.unread(markColumn(scope)), [unread ? 1 : 0, id]);
+  await rawRun(db, MARK_SQL.unread(scope), [unread ? 1 : 0, id]);
 }
 
-/** Gives the messages `label` (those that have it already keep it as it was). */
-export async function insertMessagesLabel(db: Db, scope: MarkScope, id: string, label: string): Promise<void> {
-  await rawRun(db, MARK_SQL.add(markColumn(scope)), [label, id]);
+/** Gives the messages `labels` (a message that has one already keeps it as it was). */
+export async function insertMessagesLabels(db: Db, scope: MarkScope, id: string, labels: string[]): Promise<void> {
+  await rawRun(db, MARK_SQL.add(scope), [JSON.stringify(labels), id]);
 }
 
 export async function deleteMessagesLabels(db: Db, scope: MarkScope, id: string, labels: string[]): Promise<void> {
-  await rawRun(db, MARK_SQL.remove(markColumn(scope)), [id, JSON.stringify(labels)]);
+  await rawRun(db, MARK_SQL.remove(scope), [id, JSON.stringify(labels)]);
+}
+
+/** Of the messages, the one with the most labels besides `except`, and their number; undefined when none has any. */
+export async function findMostLabelled(db: Db, scope: MarkScope, id: string, except: string[]): Promise<{ messageId: string; labels: number } | undefined> {
+  const [row] = await rawRows<[string, number]>(db, MARK_SQL.most(scope), [id, JSON.stringify(except)]);
+  return row && { messageId: row[0], labels: Number(row[1]) };
+}
+
+/** Up to `limit` ids of thread `threadId`'s messages after `after` (an id, '' for the first), in id order. */
+export async function listMessageIdsOfThread(db: Db, threadId: string, after: string, limit: number): Promise<string[]> {
+  const rows = await rawRows<[string]>(db, 'SELECT id FROM messages WHERE thread_id = ? AND id > ? ORDER BY id LIMIT ?', [threadId, after, limit]);
+  return rows.map((r) => r[0]);
 }
 
 /**
