@@ -147,11 +147,12 @@ export const webhookHandler: JobHandler = {
     const id = newId('dlv', now.getTime());
     const record = (status: AttemptStatus, result: PostResult) => logAttempt(job, hook, event, id, now.toISOString(), attempt, status, result);
 
-    // Paused: the receiver gets nothing while inactive. A delivery queued before the pause is
-    // dropped, and logged as failed so the operator can replay it after resuming. (A deleted
-    // webhook's queued deliveries are still attempted: they were in flight at deletion.)
-    if (!hook.isActive && !hook.deletedAt) {
-      const reason = 'webhook inactive: delivery dropped';
+    // Paused or deleted: the receiver gets nothing more. A delivery queued before (a retry, or
+    // a first attempt not yet run) is dropped and logged as failed, with the reason; a paused
+    // webhook's can be replayed after resuming. A POST already under way when the webhook was
+    // deleted finishes (it is not queued), but its retries are dropped here.
+    if (hook.deletedAt || !hook.isActive) {
+      const reason = hook.deletedAt ? 'webhook deleted: delivery dropped' : 'webhook inactive: delivery dropped';
       return fail(reason, record('failed', { error: reason, durationMs: 0 }));
     }
 
