@@ -8,6 +8,21 @@ import { startTestServer } from '../support/server.ts';
 import { emitEvent } from '../support/events.ts';
 import { until } from '../support/wait.ts';
 import { listJobs } from '../../src/jobs/table.ts';
+import { SmtpClient } from '../support/smtp-client.ts';
+
+const b64 = (s: string) => `=?UTF-8?B?${Buffer.from(s, 'utf8').toString('base64')}?=`;
+const storedId = (text: string) => /stored as (msg_\S+)/.exec(text)?.[1];
+
+/** One message over raw SMTP (exact bytes); returns the 250 reply's message id. */
+async function sendRaw(port: number, to: string, raw: string): Promise<string> {
+  const { client, greeting } = await SmtpClient.open(port);
+  assert.equal(greeting.code, 220);
+  assert.equal((await client.cmd('EHLO mta.example.org')).code, 250);
+  const r = await client.send('sender@example.org', [to], Buffer.from(raw, 'utf8'));
+  await client.quit();
+  assert.equal(r.code, 250, r.text);
+  return storedId(r.text)!;
+}
 
 test('a deleted webhook receives no queued retry: the retry is dropped and logged with the reason', async () => {
   const rx = await startReceiver(200);
@@ -31,5 +46,24 @@ test('a deleted webhook receives no queued retry: the retry is dropped and logge
   } finally {
     await t.close();
     await rx.close();
+  }
+});
+
+test('CR, LF and other controls decoded from RFC 2047 encoded words are not stored in the subject or the sender name', async () => {
+  const t = await startTestServer();
+  try {
+    const inbox = (await t.api('POST', '/inboxes', { address: 'ctl' })).body;
+    const raw =
+      `From: ${b64('Eve\r\nX-Injected: 1')} <eve@example.org>\r\nTo: ${inbox.address}\r\n` +
+      `Subject: ${b64('Invoice\r\nBcc: victim@example.org\u0000\u2028end')}\r\nMessage-ID: <ctl@example.org>\r\n\r\nbody\r\n`;
+    const id = await sendRaw(t.server.smtpPort, inbox.address, raw);
+    const got = await t.api('GET', `/messages/${id}`);
+    assert.equal(got.status, 200, got.text);
+    assert.equal(got.body.subject, 'Invoice Bcc: victim@example.org end');
+    assert.equal(got.body.fromName, 'Eve X-Injected: 1');
+    const listed = (await t.api('GET', `/inboxes/${inbox.id}/messages`)).body.data[0];
+    assert.equal(listed.subject, 'Invoice Bcc: victim@example.org end');
+  } finally {
+    await t.close();
   }
 });
