@@ -58,8 +58,9 @@ export async function listSecrets(store: Store, dataDir: string): Promise<Map<st
   let names: string[] = [];
   try {
     names = readdirSync(join(dataDir, 'dkim')).filter((n) => !n.endsWith('.tmp')).sort();
-  } catch {
-    // none yet
+  } catch (err) {
+    // No DKIM key made yet; anything else (EACCES, ENOTDIR, EIO) would export without the keys.
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
   for (const n of names) out.set(`dkim/${n}`, readFileSync(join(dataDir, 'dkim', n), 'utf8'));
   return out;

@@ -3,11 +3,12 @@
 // raises a read error instead of leaving the keys out.
 import { test, mock } from 'node:test';
 import assert from 'node:assert/strict';
-import fs, { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import fs, { mkdtempSync, readdirSync, rmSync, writeFileSync, mkdirSync, statSync } from 'node:fs';
 import { syncBuiltinESMExports } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { urlSigningSecret } from '../../src/storage/signed-url.ts';
+import { listSecrets } from '../../src/store/secrets.ts';
 import type { AppContext } from '../../src/context.ts';
 import type { Store } from '../../src/store/store.ts';
 
@@ -60,6 +61,24 @@ test('url-signing.key: a failed fsync raises and leaves no key file behind (no e
   } finally {
     mock.restoreAll();
     syncBuiltinESMExports();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('listSecrets: a missing dkim directory is no key; any other read error is raised', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'mailroom-secrets-'));
+  const store = { dialect: 'sqlite' } as Store;
+  try {
+    writeFileSync(join(dir, 'url-signing.key'), 'ab'.repeat(32) + '\n');
+    assert.deepEqual([...(await listSecrets(store, dir)).keys()], ['url-signing.key']);
+    mkdirSync(join(dir, 'dkim'));
+    writeFileSync(join(dir, 'dkim', 'agents.test.json'), '{}');
+    assert.deepEqual([...(await listSecrets(store, dir)).keys()], ['url-signing.key', 'dkim/agents.test.json']);
+    // Not a directory (ENOTDIR): an export would silently lose the DKIM keys.
+    rmSync(join(dir, 'dkim'), { recursive: true });
+    writeFileSync(join(dir, 'dkim'), 'not a directory');
+    await assert.rejects(listSecrets(store, dir), { code: 'ENOTDIR' });
+  } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 });
