@@ -281,6 +281,7 @@ export const CONFIG_SCHEMA = {
     concurrency: int(32, 'Most jobs (sends, webhook deliveries) running at once; above outbound.concurrency_per_domain, so one busy domain leaves room for the rest.', 1),
     lease: duration('30s', 'A running job holds its lease while its process lives (renewed every third of it); a job whose process is gone (killed, its machine lost) is run again, by any node, this long after its last renewal.'),
     retention: duration('7d', 'Finished jobs are kept this long for inspection, then swept.'),
+    attempt_timeout: duration('10m', 'One job attempt (a delivery to one domain\'s MX hosts, a webhook POST) may run this long, however busy its connection; then it is aborted (its SMTP connection closed) and counted as a temporary failure, retried on its schedule. A tarpitting MX cannot hold a slot for ever. Keep it above outbound.timeout.', '1s'),
   },
   retention: {
     events: duration('30d', 'Events (GET /events, webhook payloads) are kept this long, then deleted; at least 7d, the time GET /events promises. Events about a message go with the message.', '7d'),

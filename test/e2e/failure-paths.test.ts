@@ -9,6 +9,7 @@ import { emitEvent } from '../support/events.ts';
 import { until } from '../support/wait.ts';
 import { listJobs } from '../../src/jobs/table.ts';
 import { SmtpClient } from '../support/smtp-client.ts';
+import { startOutboundRig } from '../support/outbound.ts';
 
 const b64 = (s: string) => `=?UTF-8?B?${Buffer.from(s, 'utf8').toString('base64')}?=`;
 const storedId = (text: string) => /stored as (msg_\S+)/.exec(text)?.[1];
@@ -65,5 +66,31 @@ test('CR, LF and other controls decoded from RFC 2047 encoded words are not stor
     assert.equal(listed.subject, 'Invoice Bcc: victim@example.org end');
   } finally {
     await t.close();
+  }
+});
+
+test('a job attempt has a deadline: a tarpitting MX is cut off at jobs.attempt_timeout, the recipient deferred and retried', async () => {
+  const rig = await startOutboundRig();
+  // outbound.timeout (the socket's) far above the deadline: only the attempt's deadline can end it.
+  const t = await rig.start({ overrides: { outbound: { mode: 'email', mx_port: rig.mx.port, retry_schedule: ['200ms'], timeout: '10m' }, jobs: { attempt_timeout: '1s' } } });
+  try {
+    const inbox = (await t.api('POST', '/inboxes', { address: 'tarpit-sender' })).body;
+    // The MX holds the first attempt's RCPT reply for ever; the second attempt is answered 250.
+    rig.mx.script('slow@remote.test', ['hold', '250']);
+    const sent = await t.api('POST', `/inboxes/${inbox.id}/messages`, { to: ['slow@remote.test'], subject: 'tarpit', bodyText: 'hello' });
+    assert.equal(sent.status, 202, sent.text);
+    await rig.mx.held('slow@remote.test');
+    const done = await until('the send to finish after the deadline cut the tarpit', async () => {
+      const m = (await t.api('GET', `/messages/${sent.body.id}`)).body;
+      return m.status === 'sent' ? m : undefined;
+    }, 20_000);
+    assert.equal(done.recipients[0].status, 'sent');
+    assert.equal(rig.mx.attempts('slow@remote.test'), 2);
+    const [job] = (await listJobs(t.server.ctx, ['done'])).filter((j) => j.kind === 'send');
+    assert.equal(job.attempts, 2);
+    assert.match(job.lastError ?? '', /^1 recipient\(s\) deferred: attempt ran past jobs\.attempt_timeout \(1000 ms\); connection closed/);
+  } finally {
+    await t.close();
+    await rig.close();
   }
 });

@@ -49,7 +49,7 @@ function pinnedLookup(target: { address: string; family: 4 | 6 }): LookupFunctio
 }
 
 /** One POST. Redirects are not followed (node:http never does): a 3xx is a failure. */
-function post(target: ResolvedTarget, body: Buffer, headers: Record<string, string>, timeoutMs: number): Promise<PostResult> {
+function post(target: ResolvedTarget, body: Buffer, headers: Record<string, string>, timeoutMs: number, signal: AbortSignal): Promise<PostResult> {
   const { url } = target;
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
@@ -71,6 +71,8 @@ function post(target: ResolvedTarget, body: Buffer, headers: Record<string, stri
       headers: { ...headers, 'Content-Length': String(body.length) },
       agent: false,
       lookup: target.addresses.length ? pinnedLookup(target.addresses[0]) : undefined,
+      // The job's deadline (jobs.attempt_timeout) ends the request too: an 'error' event, a failure.
+      signal,
     });
     const timer = setTimeout(() => {
       settle({ error: `no answer within ${timeoutMs} ms` });
@@ -132,7 +134,7 @@ export const webhookHandler: JobHandler = {
   kind: WEBHOOK_JOB,
   schedule: (ctx) => ctx.config.webhooks.retry_schedule,
   partitionLimit: () => 4,
-  async run(ctx: AppContext, job): Promise<JobOutcome> {
+  async run(ctx: AppContext, job, signal): Promise<JobOutcome> {
     const payload = JSON.parse(job.payload) as WebhookJobPayload;
     const hook = await findWebhookById(ctx.db, payload.webhookId);
     const event = await findEventById(ctx.db, payload.eventId);
@@ -177,7 +179,7 @@ export const webhookHandler: JobHandler = {
     let result: PostResult;
     try {
       const target = await resolveTarget(ctx, parseWebhookUrl(hook.url, ctx.config.webhooks.allow_insecure_targets));
-      result = await post(target, body, headers, ctx.config.webhooks.timeout);
+      result = await post(target, body, headers, ctx.config.webhooks.timeout, signal);
     } catch (err) {
       // Unsafe address, DNS outage, or a URL saved under looser settings: a failed attempt,
       // logged like any other and retried on the schedule (DNS may come back, or change).
