@@ -10,16 +10,18 @@ import { until } from '../support/wait.ts';
 import { listJobs } from '../../src/jobs/table.ts';
 import { SmtpClient } from '../support/smtp-client.ts';
 import { startOutboundRig } from '../support/outbound.ts';
+import { startTestDns } from '../support/dns.ts';
+import { analysisTasksOnThreads, analysisWorkerCount, killAnalysisWorkers } from '../../src/domain/inbound/analysis.ts';
 
 const b64 = (s: string) => `=?UTF-8?B?${Buffer.from(s, 'utf8').toString('base64')}?=`;
 const storedId = (text: string) => /stored as (msg_\S+)/.exec(text)?.[1];
 
 /** One message over raw SMTP (exact bytes); returns the 250 reply's message id. */
-async function sendRaw(port: number, to: string, raw: string): Promise<string> {
+async function sendRaw(port: number, to: string, raw: string, from = 'sender@example.org'): Promise<string> {
   const { client, greeting } = await SmtpClient.open(port);
   assert.equal(greeting.code, 220);
   assert.equal((await client.cmd('EHLO mta.example.org')).code, 250);
-  const r = await client.send('sender@example.org', [to], Buffer.from(raw, 'utf8'));
+  const r = await client.send(from, [to], Buffer.from(raw, 'utf8'));
   await client.quit();
   assert.equal(r.code, 250, r.text);
   return storedId(r.text)!;
@@ -92,5 +94,84 @@ test('a job attempt has a deadline: a tarpitting MX is cut off at jobs.attempt_t
   } finally {
     await t.close();
     await rig.close();
+  }
+});
+
+/**
+ * A server whose analysis threads wait on DNS for `silent.example` (never answered within the
+ * test), so a message from there is held on a thread until it is stopped; example.org passes SPF.
+ */
+async function analysisServer(smtp: Record<string, unknown>) {
+  const dns = await startTestDns();
+  dns.blackhole('silent.example');
+  dns.blackhole('_dmarc.silent.example');
+  dns.set('example.org', [{ type: 'TXT', value: 'v=spf1 ip4:127.0.0.1 -all' }]);
+  const t = await startTestServer({ smtp: { analysis_workers: 1, ...smtp }, dns: { servers: [dns.server], timeout: '60s' } });
+  const inbox = (await t.api('POST', '/inboxes', { address: 'analysed' })).body;
+  const send = (from: string, subject: string) =>
+    sendRaw(t.server.smtpPort, inbox.address, `From: ${from}\r\nTo: ${inbox.address}\r\nSubject: ${subject}\r\nMessage-ID: <${subject.replace(/\W/g, '-')}@x>\r\n\r\nthe body of ${subject}\r\n`, from);
+  const read = async (id: string) => (await t.api('GET', `/messages/${id}`)).body;
+  const close = async () => {
+    await t.close();
+    await dns.close();
+  };
+  return { t, send, read, close };
+}
+
+const heldOnThread = () => until('a message held on an analysis thread', () => (analysisTasksOnThreads() > 0 ? true : undefined), 20_000);
+
+test('a message on two analysis threads that died is stored unanalysed, never analysed on the main thread', async () => {
+  const s = await analysisServer({});
+  try {
+    const sending = s.send('x@silent.example', 'poison');
+    await heldOnThread();
+    await killAnalysisWorkers();
+    // Tried once more, on a fresh thread (the death may have been another message's).
+    await heldOnThread();
+    await killAnalysisWorkers();
+    const m = await s.read(await sending);
+    assert.equal(m.subject, 'poison');
+    assert.equal(m.bodyText, null, 'not parsed: the main thread did not analyse it');
+    assert.deepEqual(m.authentication, { spf: 'permerror', dkim: 'permerror', dmarc: 'permerror' });
+    const raw = await s.t.api('GET', `/messages/${m.id}/raw`);
+    assert.match(raw.text, /the body of poison/);
+  } finally {
+    await s.close();
+  }
+});
+
+test('smtp.analysis_timeout: a message whose analysis runs past it is stored unanalysed, and the next is analysed on a thread', async () => {
+  const s = await analysisServer({ analysis_timeout: '5s' });
+  try {
+    const m = await s.read(await s.send('x@silent.example', 'too slow'));
+    assert.equal(m.subject, 'too slow');
+    assert.equal(m.bodyText, null);
+    assert.deepEqual(m.authentication, { spf: 'permerror', dkim: 'permerror', dmarc: 'permerror' });
+    const next = await s.read(await s.send('bob@example.org', 'quick one'));
+    assert.equal(next.bodyText, 'the body of quick one');
+    assert.equal(next.authentication.spf, 'pass');
+  } finally {
+    await s.close();
+  }
+});
+
+test('the analysis pool restarts threads after any number of deaths (with backoff) instead of giving up', async () => {
+  const s = await analysisServer({ analysis_timeout: '20s' });
+  try {
+    // The pool used to give up for good after five deaths in a row.
+    const held: Promise<string>[] = [];
+    for (let i = 0; i < 6; i++) {
+      held.push(s.send('x@silent.example', `held ${i}`));
+      await heldOnThread();
+      await killAnalysisWorkers();
+    }
+    const m = await s.read(await s.send('bob@example.org', 'after six deaths'));
+    assert.equal(m.bodyText, 'the body of after six deaths');
+    assert.equal(m.authentication.spf, 'pass');
+    assert.ok(analysisWorkerCount() >= 1, 'analysed on a thread again');
+    // Every message answered 250 is stored.
+    for (const id of await Promise.all(held)) assert.equal((await s.t.api('GET', `/messages/${id}`)).status, 200);
+  } finally {
+    await s.close();
   }
 });
