@@ -216,6 +216,10 @@ export const CONFIG_SCHEMA = {
   shared_domain: hostname('mailroom.localhost', 'Domain of inboxes that do not use a custom domain.'),
   database: {
     url: databaseUrl('Where the state lives: "" for the embedded SQLite file under data_dir; a "postgres://user:pass@host:5432/db" URL names the PostgreSQL database that several nodes share (docs/several-nodes.md). The environment variable MAILROOM_DATABASE_URL overrides it.'),
+    connect_timeout: duration('10s', 'PostgreSQL: opening a connection (TCP, TLS, login) may take this long; then the statement that needed it fails (a start-up exits with the error) instead of waiting for ever on an unreachable server.', '100ms'),
+    statement_timeout: duration('60s', 'PostgreSQL: the server cancels a statement running longer than this (statement_timeout, SQLSTATE 57014), so a stuck query cannot hold a pooled connection; the request or job that ran it fails. `mailroom migrate` runs without it.', '100ms'),
+    idle_in_transaction_timeout: duration('60s', 'PostgreSQL: the server ends a session that stays idle inside a transaction this long (idle_in_transaction_session_timeout), so a transaction left open cannot hold its locks for ever.', '100ms'),
+    keepalive: duration('30s', 'PostgreSQL: TCP keepalive probes start after a connection is idle this long, so a server or network gone silently (a failover, a dropped NAT entry) is noticed and its connections replaced; "0s" leaves the system default.'),
   },
   http: {
     listen: listen('127.0.0.1:3000', 'Address the HTTP API listens on.'),
@@ -373,7 +377,7 @@ function withEnvironment(config: Config): Config {
   const url = process.env.MAILROOM_DATABASE_URL;
   if (url === undefined) return config;
   try {
-    return { ...config, database: { url: CONFIG_SCHEMA.database.url.parse(url, 'database.url') } };
+    return { ...config, database: { ...config.database, url: CONFIG_SCHEMA.database.url.parse(url, 'database.url') } };
   } catch (err) {
     throw err instanceof ConfigError ? new ConfigError(err.problems.map((p) => p.replace('config key `database.url`', 'environment variable MAILROOM_DATABASE_URL (overrides database.url)'))) : err;
   }

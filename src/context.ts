@@ -46,7 +46,7 @@ export interface AppContext {
 }
 
 export async function createContext(config: Config, log: Logger, opts: { clock?: Clock } = {}): Promise<AppContext> {
-  const store = await openStore({ dataDir: config.data_dir, databaseUrl: config.database.url });
+  const store = await openStore({ dataDir: config.data_dir, databaseUrl: config.database.url, postgres: { limits: config.database, log } });
   const listeners = new Map<Signal, Array<() => void>>();
   const ctx: AppContext = {
     config,

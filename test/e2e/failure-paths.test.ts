@@ -4,7 +4,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startReceiver } from '../support/receiver.ts';
-import { startTestServer } from '../support/server.ts';
+import { startTestServer, testDatabaseUrl, TEST_ENGINE } from '../support/server.ts';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createServer as createNetServer, type Socket } from 'node:net';
+import { rawRows } from '../../src/store/store.ts';
+import type { Logger, LogFields } from '../../src/log.ts';
 import { emitEvent } from '../support/events.ts';
 import { until } from '../support/wait.ts';
 import { listJobs } from '../../src/jobs/table.ts';
@@ -173,5 +179,53 @@ test('the analysis pool restarts threads after any number of deaths (with backof
     for (const id of await Promise.all(held)) assert.equal((await s.t.api('GET', `/messages/${id}`)).status, 200);
   } finally {
     await s.close();
+  }
+});
+
+/** A logger that keeps its lines (level, message, fields) for assertions. */
+function keptLog(): Logger & { lines: Array<{ level: string; msg: string; fields?: LogFields }> } {
+  const lines: Array<{ level: string; msg: string; fields?: LogFields }> = [];
+  return {
+    lines,
+    info: (msg, fields) => void lines.push({ level: 'info', msg, fields }),
+    warn: (msg, fields) => void lines.push({ level: 'warn', msg, fields }),
+    error: (msg, fields) => void lines.push({ level: 'error', msg, fields }),
+  };
+}
+
+test('database.connect_timeout: a PostgreSQL server that accepts and never answers fails the start instead of hanging it', async () => {
+  const sockets = new Set<Socket>();
+  const silent = createNetServer((s) => void sockets.add(s));
+  await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+  const port = (silent.address() as { port: number }).port;
+  try {
+    const starting = startTestServer({ database: { url: `postgres://mailroom:x@127.0.0.1:${port}/mailroom`, connect_timeout: '1s' } });
+    // Only a guard against a hang (the old behaviour); the start fails long before it.
+    const hang = new Promise((_, reject) => setTimeout(() => reject(new Error('the start still hangs')), 30_000).unref());
+    await assert.rejects(Promise.race([starting, hang]), /timeout/i);
+  } finally {
+    for (const s of sockets) s.destroy();
+    silent.close();
+  }
+});
+
+test('PostgreSQL: statement and idle-in-transaction timeouts reach the server, a long statement fails clearly, a lost connection is logged', { skip: TEST_ENGINE !== 'postgres' && 'PostgreSQL only' }, async () => {
+  const log = keptLog();
+  const dataDir = mkdtempSync(join(tmpdir(), 'mailroom-pg-limits-'));
+  const url = await testDatabaseUrl(dataDir);
+  const t = await startTestServer({ database: { url, statement_timeout: '1500ms', idle_in_transaction_timeout: '7s', keepalive: '15s' } }, { log, dataDir });
+  try {
+    const db = t.server.ctx.db;
+    assert.deepEqual(await rawRows(db, 'SHOW statement_timeout'), [['1500ms']]);
+    assert.deepEqual(await rawRows(db, 'SHOW idle_in_transaction_session_timeout'), [['7s']]);
+    await assert.rejects(rawRows(db, 'SELECT pg_sleep(10)'), (err: any) => (err.code ?? err.cause?.code) === '57014' && /statement timeout/.test(err.message ?? err.cause?.message));
+    // Two pooled connections, then the server ends every other session (a restart, a failover).
+    await Promise.all([rawRows(db, 'SELECT pg_sleep(0.2)'), rawRows(db, 'SELECT pg_sleep(0.2)')]);
+    await rawRows(db, 'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()');
+    await until('the lost connection to be logged', () => log.lines.find((l) => l.level === 'warn' && l.msg === 'database connection lost'));
+    assert.deepEqual(await rawRows(db, 'SELECT 1'), [[1]], 'the pool opens a new connection');
+  } finally {
+    await t.close();
+    rmSync(dataDir, { recursive: true, force: true });
   }
 });
