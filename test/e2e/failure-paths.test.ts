@@ -1,11 +1,11 @@
 // Failure paths a code review found (issue 27): each test fails on the code before its fix.
 // Deleted webhooks' queued retries, control characters decoded from encoded words, and the
 // storage/job/database failure paths below.
-import { test } from 'node:test';
+import { mock, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startReceiver } from '../support/receiver.ts';
 import { startTestServer, testDatabaseUrl, TEST_ENGINE } from '../support/server.ts';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, promises as fsp, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer as createNetServer, type Socket } from 'node:net';
@@ -227,5 +227,30 @@ test('PostgreSQL: statement and idle-in-transaction timeouts reach the server, a
   } finally {
     await t.close();
     rmSync(dataDir, { recursive: true, force: true });
+  }
+});
+
+test('a stored message is answered 250 even when removing its staged file fails afterwards', async () => {
+  const t = await startTestServer();
+  const staged = join(t.dataDir, 'tmp');
+  const realRm = fsp.rm;
+  // Removing anything under data_dir/tmp fails (EIO, EBUSY on a flaky disk): only cleanup is hit.
+  const rm = mock.method(fsp, 'rm', async (path: string, opts?: object) => {
+    if (String(path).startsWith(staged)) throw Object.assign(new Error(`EIO: i/o error, rm '${path}'`), { code: 'EIO' });
+    return realRm(path, opts);
+  });
+  try {
+    const inbox = (await t.api('POST', '/inboxes', { address: 'staged' })).body;
+    // Past LARGE_MESSAGE_BYTES (1 MiB): staged on disk as it arrives, its staged file discarded after the commit.
+    const big = 'x'.repeat(76) + '\r\n';
+    const body = big.repeat(Math.ceil(1_300_000 / big.length));
+    const id = await sendRaw(t.server.smtpPort, inbox.address, `From: a@example.org\r\nTo: ${inbox.address}\r\nSubject: big staged\r\nMessage-ID: <staged@example.org>\r\n\r\n${body}`);
+    assert.ok(rm.mock.calls.some((c) => String(c.arguments[0]).startsWith(staged)), 'the cleanup was attempted (and failed)');
+    const m = await t.api('GET', `/messages/${id}`);
+    assert.equal(m.status, 200, m.text);
+    assert.equal(m.body.subject, 'big staged');
+  } finally {
+    mock.restoreAll();
+    await t.close();
   }
 });
