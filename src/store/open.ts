@@ -15,6 +15,8 @@ export interface StoreOptions {
   databaseUrl?: string;
   /** PostgreSQL: the pool's timeouts and where its errors are logged (src/store/postgres.ts). */
   postgres?: PostgresOptions;
+  /** SQLite: what to do when the write-ahead log cannot be fsynced (src/store/sqlite.ts). */
+  fatal?: (err: Error) => void;
 }
 
 export async function openStore(opts: StoreOptions): Promise<Store> {
@@ -32,5 +34,5 @@ export async function openStore(opts: StoreOptions): Promise<Store> {
   }
   const client = openConnection(join(opts.dataDir, 'mailroom.db'));
   migrateDatabase(drizzle(client) as FileDb);
-  return new SqliteStore(client);
+  return new SqliteStore(client, opts.fatal);
 }
