@@ -10,6 +10,9 @@ import { handleFor, openFrame, withoutNul, runHooks, runWork, type Db, type TxFr
 /** Distinct SQL texts kept compiled; `IN (?, ?, …)` lists of varying length make new texts. */
 const STATEMENT_CACHE_SIZE = 500;
 
+/** Full-text indexes of deletable text (migrations 0008, 0011). */
+const SECURE_FTS = ['messages_fts', 'attachments_fts'];
+
 /** Most writers in one grouped transaction: bounds how long one batch holds the connection. */
 const MAX_BATCH = 256;
 
@@ -87,6 +90,20 @@ export class SqliteStore extends StoreBase implements Store {
     };
     this.db = handleFor(outside);
     this.txDb = handleFor(inTransaction);
+    this.secureFullText();
+  }
+
+  /**
+   * FTS5 indexes whose deletes take a message's terms out of the index at once (FTS5
+   * `secure-delete`, SQLite ≥ 3.42) instead of adding delete markers, which keep the terms in
+   * the file until a segment merge. A setting stored in the index, made once.
+   */
+  private secureFullText(): void {
+    for (const table of SECURE_FTS) {
+      if (!this.client.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(table)) continue;
+      if (this.client.prepare(`SELECT v FROM ${table}_config WHERE k = 'secure-delete'`).pluck().get() === 1) continue;
+      this.client.prepare(`INSERT INTO ${table}(${table}, rank) VALUES ('secure-delete', 1)`).run();
+    }
   }
 
   async transaction<T>(work: (tx: Db) => Promise<T>): Promise<T> {
@@ -137,15 +154,22 @@ export class SqliteStore extends StoreBase implements Store {
     };
   }
 
-  async checkpoint(): Promise<void> {
+  /** The checkpoint the callers of this turn of the event loop share (deletions in a burst). */
+  private checkpointing: Promise<void> | undefined;
+
+  checkpoint(): Promise<void> {
     // The log is copied into the database and truncated to zero bytes, so page images of
     // deleted rows do not linger in it. Best effort: readers in progress may keep some frames.
-    await this.gate.enter();
-    try {
-      this.client.pragma('wal_checkpoint(TRUNCATE)');
-    } finally {
-      this.gate.leave();
-    }
+    // Every deletion asks for one: those asking in the same turn share it.
+    return (this.checkpointing ??= new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
+      this.checkpointing = undefined;
+      await this.gate.enter();
+      try {
+        this.client.pragma('wal_checkpoint(TRUNCATE)');
+      } finally {
+        this.gate.leave();
+      }
+    }));
   }
 
   async lock(): Promise<void> {}

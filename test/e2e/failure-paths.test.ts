@@ -5,7 +5,8 @@ import { mock, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startReceiver } from '../support/receiver.ts';
 import { startTestServer, testDatabaseUrl, TEST_ENGINE } from '../support/server.ts';
-import { mkdtempSync, promises as fsp, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, promises as fsp, readFileSync, rmSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer as createNetServer, type Socket } from 'node:net';
@@ -251,6 +252,29 @@ test('a stored message is answered 250 even when removing its staged file fails 
     assert.equal(m.body.subject, 'big staged');
   } finally {
     mock.restoreAll();
+    await t.close();
+  }
+});
+
+test('after DELETE /messages/{id} its body is in neither mailroom.db nor mailroom.db-wal (FTS index included), while the server runs', { skip: TEST_ENGINE !== 'sqlite' && 'the embedded engine\'s files' }, async () => {
+  const t = await startTestServer();
+  try {
+    const inbox = (await t.api('POST', '/inboxes', { address: 'shredded' })).body;
+    // One search token each (the FTS index keeps terms, prefix-compressed: the tail is looked for too).
+    const doomed = `zq${randomBytes(16).toString('hex')}`;
+    const kept = `zk${randomBytes(16).toString('hex')}`;
+    const id = await sendRaw(t.server.smtpPort, inbox.address, `From: a@example.org\r\nTo: ${inbox.address}\r\nSubject: doomed\r\nMessage-ID: <doomed@x>\r\n\r\nthe secret is ${doomed} indeed\r\n`);
+    await sendRaw(t.server.smtpPort, inbox.address, `From: a@example.org\r\nTo: ${inbox.address}\r\nSubject: kept\r\nMessage-ID: <kept@x>\r\n\r\nthe other is ${kept} indeed\r\n`);
+    const files = ['mailroom.db', 'mailroom.db-wal'].map((f) => join(t.dataDir, f));
+    const holding = (token: string) => files.filter((f) => existsSync(f) && [token, token.slice(-20)].some((n) => readFileSync(f).includes(Buffer.from(n))));
+    assert.notDeepEqual(holding(doomed), [], 'the scan sees the body before the deletion');
+    assert.equal((await t.api('GET', `/messages?q=${doomed}`)).status, 200);
+
+    assert.equal((await t.api('DELETE', `/messages/${id}`)).status, 204);
+    assert.deepEqual(holding(doomed), [], 'no byte of the deleted body in the database or its log');
+    assert.notDeepEqual(holding(kept), [], 'the other message is still there (the scan can see)');
+    assert.equal((await t.api('GET', `/messages?q=${kept}`)).body.data.length, 1, 'search still finds the other message');
+  } finally {
     await t.close();
   }
 });

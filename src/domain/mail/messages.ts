@@ -260,6 +260,8 @@ export async function deleteMessage(ctx: AppContext, accountId: string, id: stri
     return [row.rawPath, ...own];
   });
   await releaseBlobs(ctx, files);
+  // As deleteInbox: the write-ahead log still holds the message's page images until checkpointed.
+  await ctx.store.checkpoint();
 }
 
 export interface ThreadWithMessages extends Thread {
