@@ -14,7 +14,11 @@ import { rawRows } from '../../src/store/store.ts';
 import type { Logger, LogFields } from '../../src/log.ts';
 import { emitEvent } from '../support/events.ts';
 import { until } from '../support/wait.ts';
-import { listJobs } from '../../src/jobs/table.ts';
+import { enqueueJob, getJob, listJobs, retry } from '../../src/jobs/table.ts';
+import { createJobRunner, type JobHandler } from '../../src/jobs/runner.ts';
+import { configFrom } from '../../src/config.ts';
+import { closeContext, createContext } from '../../src/context.ts';
+import { silentLogger } from '../../src/log.ts';
 import { SmtpClient } from '../support/smtp-client.ts';
 import { startOutboundRig } from '../support/outbound.ts';
 import { startTestDns } from '../support/dns.ts';
@@ -276,5 +280,46 @@ test('after DELETE /messages/{id} its body is in neither mailroom.db nor mailroo
     assert.equal((await t.api('GET', `/messages?q=${kept}`)).body.data.length, 1, 'search still finds the other message');
   } finally {
     await t.close();
+  }
+});
+
+test('jobs.attempt_timeout: a handler that honours its signal returns its own outcome; one that ignores it is abandoned as a retry', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'mailroom-deadline-'));
+  const database = TEST_ENGINE === 'postgres' ? { url: await testDatabaseUrl(dir) } : {};
+  const ctx = await createContext(configFrom({ data_dir: dir, database, jobs: { attempt_timeout: '1s' } }), silentLogger);
+  const aborted: string[] = [];
+  const handler: JobHandler = {
+    kind: 'stuck',
+    schedule: () => [3_600_000],
+    run: (_c, job, signal) =>
+      new Promise((resolve) =>
+        signal.addEventListener('abort', () => {
+          aborted.push(job.payload);
+          // "polite" stops and says why; "deaf" never settles.
+          if (job.payload.includes('polite')) resolve(retry(`stopped: ${(signal.reason as Error).message}`));
+        }),
+      ),
+  };
+  const runner = createJobRunner(ctx, [handler]);
+  await runner.start();
+  try {
+    const enqueue = (mode: string) => ctx.store.transaction((tx) => enqueueJob(tx, new Date(), { kind: 'stuck', payload: { mode }, maxAttempts: 2 }));
+    const polite = await enqueue('polite');
+    const deaf = await enqueue('deaf');
+    ctx.notify('jobs');
+    // Back in the queue after its first attempt, with the reason of its end.
+    const settled = async (id: string) => {
+      const job = (await getJob(ctx, id))!;
+      return job.status === 'queued' && job.attempts === 1 && job.lastError ? job : undefined;
+    };
+    const p = await until('the polite job requeued', () => settled(polite), 20_000);
+    assert.equal(p.lastError, 'stopped: attempt ran past jobs.attempt_timeout (1000 ms)');
+    const d = await until('the deaf job abandoned', () => settled(deaf), 30_000);
+    assert.equal(d.lastError, 'attempt ran past jobs.attempt_timeout (1000 ms); abandoned');
+    assert.equal(aborted.length, 2, 'both handlers saw their signal abort');
+  } finally {
+    await runner.stop(100);
+    await closeContext(ctx);
+    rmSync(dir, { recursive: true, force: true });
   }
 });
