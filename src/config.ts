@@ -216,6 +216,10 @@ export const CONFIG_SCHEMA = {
   shared_domain: hostname('mailroom.localhost', 'Domain of inboxes that do not use a custom domain.'),
   database: {
     url: databaseUrl('Where the state lives: "" for the embedded SQLite file under data_dir; a "postgres://user:pass@host:5432/db" URL names the PostgreSQL database that several nodes share (docs/several-nodes.md). The environment variable MAILROOM_DATABASE_URL overrides it.'),
+    connect_timeout: duration('10s', 'PostgreSQL: opening a connection (TCP, TLS, login) may take this long; then the statement that needed it fails (a start-up exits with the error) instead of waiting for ever on an unreachable server.', '100ms'),
+    statement_timeout: duration('60s', 'PostgreSQL: the server cancels a statement running longer than this (statement_timeout, SQLSTATE 57014), so a stuck query cannot hold a pooled connection; the request or job that ran it fails. `mailroom migrate` runs without it.', '100ms'),
+    idle_in_transaction_timeout: duration('60s', 'PostgreSQL: the server ends a session that stays idle inside a transaction this long (idle_in_transaction_session_timeout), so a transaction left open cannot hold its locks for ever.', '100ms'),
+    keepalive: duration('30s', 'PostgreSQL: TCP keepalive probes start after a connection is idle this long, so a server or network gone silently (a failover, a dropped NAT entry) is noticed and its connections replaced; "0s" leaves the system default.'),
   },
   http: {
     listen: listen('127.0.0.1:3000', 'Address the HTTP API listens on.'),
@@ -242,6 +246,7 @@ export const CONFIG_SCHEMA = {
     memory_budget: int(268_435_456, 'Memory SMTP transactions may hold at once (default 256 MiB), on the MX port and SMTP submission together, counted as twelve times the bytes each message in progress holds (measured: parsing holds copies); an inbound message holds at most its first MiB, the rest goes to disk as it arrives (a submitted one is held whole). A transaction that would go over it while others are in progress gets 452 4.3.1 and the sender retries later.', 1_048_576),
     analysis_workers: int(-1, 'Worker threads that parse received messages and check their SPF, DKIM and DMARC, so that this CPU work runs beside the SMTP sessions, the API and the commits instead of among them. -1: one per CPU core beyond the first (at most 4); 0: on the main thread.', -1),
     spool_limit: int(20_000, 'Most spooled messages waiting to be processed; beyond it new mail gets 451 4.3.1 and the sender retries later.', 1),
+    analysis_timeout: duration('60s', 'Time the analysis of one received message (parsing, SPF, DKIM, DMARC on a worker thread) may take, waiting for a thread included; past it the message is stored unanalysed: its raw source and subject kept, no parsed body, authentication `permerror`, and its thread (which may be stuck in it) takes no new message and is stopped once the others it holds end. A message on two threads that died is stored the same way. Never analysed again on the main thread.', '1s'),
   },
   submission: {
     listen: listen('', 'Address of the SMTP submission listener (mail clients and agents send through it: STARTTLS with smtp.tls_cert and smtp.tls_key, AUTH with an inbox address and an API key of its account); operators set "0.0.0.0:587"; "" turns it off.', true),
@@ -295,6 +300,7 @@ export const CONFIG_SCHEMA = {
     concurrency: int(32, 'Most jobs (sends, webhook deliveries) running at once; above outbound.concurrency_per_domain, so one busy domain leaves room for the rest.', 1),
     lease: duration('30s', 'A running job holds its lease while its process lives (renewed every third of it); a job whose process is gone (killed, its machine lost) is run again, by any node, this long after its last renewal.'),
     retention: duration('7d', 'Finished jobs are kept this long for inspection, then swept.'),
+    attempt_timeout: duration('10m', 'One job attempt (a delivery to one domain\'s MX hosts, a webhook POST) may run this long, however busy its connection; then it is aborted (its SMTP connection closed) and counted as a temporary failure, retried on its schedule. A tarpitting MX cannot hold a slot for ever. Keep it above outbound.timeout.', '1s'),
   },
   retention: {
     events: duration('30d', 'Events (GET /events, webhook payloads) are kept this long, then deleted; at least 7d, the time GET /events promises. Events about a message go with the message.', '7d'),
@@ -385,7 +391,7 @@ function withEnvironment(config: Config): Config {
   const url = process.env.MAILROOM_DATABASE_URL;
   if (url === undefined) return config;
   try {
-    return { ...config, database: { url: CONFIG_SCHEMA.database.url.parse(url, 'database.url') } };
+    return { ...config, database: { ...config.database, url: CONFIG_SCHEMA.database.url.parse(url, 'database.url') } };
   } catch (err) {
     throw err instanceof ConfigError ? new ConfigError(err.problems.map((p) => p.replace('config key `database.url`', 'environment variable MAILROOM_DATABASE_URL (overrides database.url)'))) : err;
   }

@@ -2,7 +2,7 @@
 // Time and DNS are injected here so tests control them without monkey-patching.
 import type { Config } from './config.ts';
 import type { Db } from './db/client.ts';
-import type { Logger } from './log.ts';
+import { exitOnFatal, type Logger } from './log.ts';
 import { createResolver, type Resolver } from './dns.ts';
 import { Blobs, type BlobStore } from './storage/blobs.ts';
 import { DbBlobs } from './store/pg-blobs.ts';
@@ -46,7 +46,12 @@ export interface AppContext {
 }
 
 export async function createContext(config: Config, log: Logger, opts: { clock?: Clock } = {}): Promise<AppContext> {
-  const store = await openStore({ dataDir: config.data_dir, databaseUrl: config.database.url });
+  const store = await openStore({
+    dataDir: config.data_dir,
+    databaseUrl: config.database.url,
+    postgres: { limits: config.database, log },
+    fatal: (err) => exitOnFatal(log, 'the database cannot be made durable: stopping', err),
+  });
   const listeners = new Map<Signal, Array<() => void>>();
   const ctx: AppContext = {
     config,

@@ -81,3 +81,13 @@ export function errorFields(err: unknown): LogFields {
   }
   return { error: err.message, stack: err.stack };
 }
+
+/**
+ * Ends the process at once with exit code 1, after logging why: for a failure after which
+ * nothing can be trusted to be on disk (a failed fsync of the write-ahead log). Nothing is
+ * accepted any more; what was answered before stays, and a restart recovers from the files.
+ */
+export function exitOnFatal(log: Logger, msg: string, err: unknown): never {
+  log.error(msg, errorFields(err));
+  process.exit(1);
+}

@@ -21,9 +21,29 @@ export interface JobHandler {
    * `sending`), so no extra commit is needed before `run`. Must not throw.
    */
   claimed?(tx: Tx, ctx: AppContext, job: JobRow): Promise<void>;
-  /** Runs one attempt. Should not throw; a throw counts as a retry with the error as reason. */
-  run(ctx: AppContext, job: JobRow): Promise<JobOutcome>;
+  /**
+   * Runs one attempt. Should not throw; a throw counts as a retry with the error as reason.
+   * `signal` aborts when the attempt reaches `jobs.attempt_timeout`: the handler stops its I/O
+   * (closes its connection) and returns its outcome; one that has not within ABORT_GRACE_MS is
+   * abandoned and counted as a retry.
+   */
+  run(ctx: AppContext, job: JobRow, signal: AbortSignal): Promise<JobOutcome>;
 }
+
+/** Why an attempt was aborted: its deadline (the signal's reason). */
+export class AttemptTimeoutError extends Error {
+  constructor(ms: number) {
+    super(`attempt ran past jobs.attempt_timeout (${ms} ms)`);
+    this.name = 'AttemptTimeoutError';
+  }
+}
+
+/**
+ * Time a handler gets, once its signal aborted, to stop and return its own outcome (which
+ * records what it did, e.g. recipients deferred) before the runner gives up on it. Not a
+ * budget: handlers honour the signal at once; this only bounds one that does not.
+ */
+const ABORT_GRACE_MS = 5_000;
 
 const MAX_SLEEP_MS = 30_000;
 /**
@@ -78,12 +98,29 @@ export function createJobRunner(ctx: AppContext, handlers: JobHandler[]): JobRun
   async function execute(job: JobRow): Promise<JobStatus | undefined> {
     const handler = byKind.get(job.kind)!;
     let outcome: JobOutcome;
+    // Every attempt has a deadline (a tarpitting MX trickling bytes defeats socket timeouts,
+    // and the lease is renewed while the process lives): past it the handler is aborted, and
+    // one that does not stop is abandoned after the grace, counted as a temporary failure.
+    const limit = ctx.config.jobs.attempt_timeout;
+    const controller = new AbortController();
+    let grace: NodeJS.Timeout | undefined;
+    const deadline = setTimeout(() => {
+      ctx.log.warn('job attempt past its deadline: aborted', { jobId: job.id, kind: job.kind, attempt: job.attempts, ms: limit });
+      controller.abort(new AttemptTimeoutError(limit));
+    }, limit);
+    const abandoned = new Promise<JobOutcome>((resolve) =>
+      controller.signal.addEventListener('abort', () => {
+        grace = setTimeout(() => resolve({ kind: 'retry', reason: `${(controller.signal.reason as Error).message}; abandoned` }), ABORT_GRACE_MS);
+      }),
+    );
     try {
-      outcome = await handler.run(ctx, job);
+      outcome = await Promise.race([handler.run(ctx, job, controller.signal), abandoned]);
     } catch (err) {
       ctx.log.error('job handler threw', { jobId: job.id, kind: job.kind, ...errorFields(err) });
       outcome = { kind: 'retry', reason: (err as Error)?.message ?? String(err) };
     } finally {
+      clearTimeout(deadline);
+      clearTimeout(grace);
       // The attempt itself (an SMTP transaction, an HTTP POST) is over: its partition slot is
       // free while the outcome commits, so the next claim can share that commit. The job's row
       // stays `running` until then, so it cannot be claimed again meanwhile.

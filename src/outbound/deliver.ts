@@ -134,11 +134,11 @@ const oneLine = (s: string | undefined) => (s ?? '').replace(/\s+/g, ' ').trim()
  * handshake fails, the same host is tried once more without it (as Postfix does at TLS
  * security level "may"), rather than never delivering to a host with a broken TLS setup.
  */
-export async function deliverAttempt(ctx: AppContext, target: Target | 'relay', envelope: Envelope, raw: Buffer): Promise<AttemptResult> {
-  const res = await attemptOnce(ctx, target, envelope, raw);
-  if (res.kind === 'unreachable' && target !== 'relay' && !target.plaintext && isTlsFailure(res)) {
+export async function deliverAttempt(ctx: AppContext, target: Target | 'relay', envelope: Envelope, raw: Buffer, signal?: AbortSignal): Promise<AttemptResult> {
+  const res = await attemptOnce(ctx, target, envelope, raw, signal);
+  if (res.kind === 'unreachable' && target !== 'relay' && !target.plaintext && isTlsFailure(res) && !signal?.aborted) {
     ctx.log.warn('STARTTLS failed, retrying without TLS', { host: res.host, error: res.error });
-    return attemptOnce(ctx, { ...target, plaintext: true }, envelope, raw);
+    return attemptOnce(ctx, { ...target, plaintext: true }, envelope, raw, signal);
   }
   return res;
 }
@@ -146,7 +146,7 @@ export async function deliverAttempt(ctx: AppContext, target: Target | 'relay', 
 /** The STARTTLS step failed (an error during the upgrade, or a handshake that never finished). */
 const isTlsFailure = (res: { errorCode?: string; error: string }) => res.errorCode === 'ETLS' || /TLS handshake/i.test(res.error);
 
-async function attemptOnce(ctx: AppContext, target: Target | 'relay', envelope: Envelope, raw: Buffer): Promise<AttemptResult> {
+async function attemptOnce(ctx: AppContext, target: Target | 'relay', envelope: Envelope, raw: Buffer, signal?: AbortSignal): Promise<AttemptResult> {
   const host = target === 'relay' ? 'relay' : `${target.name} [${target.address}]:${target.port}`;
   let pool: Pool;
   try {
@@ -162,6 +162,9 @@ async function attemptOnce(ctx: AppContext, target: Target | 'relay', envelope: 
       envelope: { from: envelope.from, to: envelope.to },
       raw,
       dsn: envelope.envid ? { id: envelope.envid, return: 'headers' } : undefined,
+      // The job's deadline (jobs.attempt_timeout): the pool closes the connection carrying this
+      // message, however slowly the server trickles its replies, and the send fails EABORT.
+      signal,
     });
     const rejectedErrors = ((info as { rejectedErrors?: SmtpError[] }).rejectedErrors ?? []) as Array<SmtpError & { recipient?: string }>;
     for (const e of rejectedErrors) {

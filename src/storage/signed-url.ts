@@ -3,10 +3,10 @@
 // created once (data_dir/url-signing.key, mode 0600; on PostgreSQL a row every node shares), so
 // URLs stay valid across restarts and nodes and never need an API key.
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AppContext } from '../context.ts';
-import { ensureSecret } from '../store/secrets.ts';
+import { ensureSecret, writeFileExclusive } from '../store/secrets.ts';
 import type { Store } from '../store/store.ts';
 
 const SECRET_FILE = 'url-signing.key';
@@ -33,13 +33,10 @@ export function urlSigningSecret(ctx: AppContext): Buffer {
     text = readFileSync(file, 'utf8');
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-    mkdirSync(ctx.config.data_dir, { recursive: true });
-    try {
-      // 'wx': if another process (the CLI) created it first, read theirs instead.
-      writeFileSync(file, randomBytes(32).toString('hex') + '\n', { mode: 0o600, flag: 'wx' });
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
-    }
+    // Written to a temporary file, fsynced, linked into place and the directory fsynced: a
+    // crash never leaves an empty key that would refuse every start. If another process (the
+    // CLI) created it first, theirs is read instead.
+    writeFileExclusive(file, randomBytes(32).toString('hex') + '\n');
     text = readFileSync(file, 'utf8');
   }
   const secret = parseSecret(text, file);

@@ -6,6 +6,7 @@
 import { createHash, randomBytes, type Hash } from 'node:crypto';
 import { createWriteStream, mkdirSync, promises as fs, type WriteStream } from 'node:fs';
 import { join } from 'node:path';
+import { errorFields, type Logger } from '../log.ts';
 
 /** A finished staged file: its absolute path, and the size and SHA-256 of what followed its prefix. */
 export interface StagedFile {
@@ -78,15 +79,23 @@ export class StagedWriter {
     return { path: this.path, size: this.size, sha256: this.hash.digest('hex') };
   }
 
-  /** Stops writing and removes the file. */
-  async discard(): Promise<void> {
-    if (!this.out.closed) {
-      await new Promise<void>((resolve) => {
-        this.out.once('close', () => resolve());
-        this.out.destroy();
-      });
+  /**
+   * Stops writing and removes the file. Never throws: it runs after the message was stored (or
+   * refused), and an error here must not change that answer (a stored message told 451 would be
+   * sent again). A file it cannot remove is logged and left to the orphan sweep (src/storage/orphans.ts).
+   */
+  async discard(log?: Logger): Promise<void> {
+    try {
+      if (!this.out.closed) {
+        await new Promise<void>((resolve) => {
+          this.out.once('close', () => resolve());
+          this.out.destroy();
+        });
+      }
+      await fs.rm(this.path, { force: true });
+    } catch (err) {
+      log?.warn('staged file not removed; the orphan sweep will', { path: this.path, ...errorFields(err) });
     }
-    await fs.rm(this.path, { force: true });
   }
 }
 

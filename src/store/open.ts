@@ -7,18 +7,23 @@ import { migrateDatabase } from '../db/migrate.ts';
 import { migratePostgres } from './migrate.ts';
 import { SqliteStore } from './sqlite.ts';
 import type { Store } from './store.ts';
+import type { PostgresOptions } from './postgres.ts';
 
 export interface StoreOptions {
   dataDir: string;
   /** postgres://… (config `[database] url`, env MAILROOM_DATABASE_URL); empty: embedded SQLite. */
   databaseUrl?: string;
+  /** PostgreSQL: the pool's timeouts and where its errors are logged (src/store/postgres.ts). */
+  postgres?: PostgresOptions;
+  /** SQLite: what to do when the write-ahead log cannot be fsynced (src/store/sqlite.ts). */
+  fatal?: (err: Error) => void;
 }
 
 export async function openStore(opts: StoreOptions): Promise<Store> {
   if (opts.databaseUrl) {
     // Loaded only for PostgreSQL: the embedded engine's start does not pay for the driver.
     const { connectPostgres, PostgresStore } = await import('./postgres.ts');
-    const pool = connectPostgres(opts.databaseUrl);
+    const pool = connectPostgres(opts.databaseUrl, opts.postgres);
     try {
       await migratePostgres(pool);
     } catch (err) {
@@ -29,5 +34,5 @@ export async function openStore(opts: StoreOptions): Promise<Store> {
   }
   const client = openConnection(join(opts.dataDir, 'mailroom.db'));
   migrateDatabase(drizzle(client) as FileDb);
-  return new SqliteStore(client);
+  return new SqliteStore(client, opts.fatal);
 }

@@ -133,7 +133,9 @@ export class DbBlobs implements BlobStore {
 
   async adopt(rel: string, staged: string): Promise<void> {
     await this.store.transaction((tx) => this.pg.writeStream(tx, rel, createReadStream(staged)));
-    await fs.rm(staged, { force: true });
+    // The bytes are stored: a staged file that cannot be removed is the orphan sweep's
+    // (src/storage/orphans.ts), never a reason to refuse the message.
+    await fs.rm(staged, { force: true }).catch(() => undefined);
   }
 
   async link(rel: string, staged: string): Promise<void> {

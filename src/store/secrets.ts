@@ -58,8 +58,9 @@ export async function listSecrets(store: Store, dataDir: string): Promise<Map<st
   let names: string[] = [];
   try {
     names = readdirSync(join(dataDir, 'dkim')).filter((n) => !n.endsWith('.tmp')).sort();
-  } catch {
-    // none yet
+  } catch (err) {
+    // No DKIM key made yet; anything else (EACCES, ENOTDIR, EIO) would export without the keys.
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
   for (const n of names) out.set(`dkim/${n}`, readFileSync(join(dataDir, 'dkim', n), 'utf8'));
   return out;
@@ -77,22 +78,30 @@ function readFileOrUndefined(file: string): string | undefined {
 /**
  * Writes the file exclusively: a temporary file is fsynced, then hard-linked to the final name,
  * which fails if another process (the CLI beside the server) got there first; the first one stays.
+ * The directory is fsynced once the name is there, so the name survives a crash (a crash before
+ * leaves no file, never an empty or partial one under the final name).
  */
-function writeFileExclusive(path: string, value: string): void {
+export function writeFileExclusive(path: string, value: string): void {
   mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
   const tmp = `${path}.${randomBytes(8).toString('hex')}.tmp`;
-  const fd = openSync(tmp, 'wx', 0o600);
   try {
-    writeSync(fd, value);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  try {
+    const fd = openSync(tmp, 'wx', 0o600);
+    try {
+      writeSync(fd, value);
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
     linkSync(tmp, path);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
   } finally {
     rmSync(tmp, { force: true });
+  }
+  const dir = openSync(dirname(path), 'r');
+  try {
+    fsyncSync(dir);
+  } finally {
+    closeSync(dir);
   }
 }

@@ -10,6 +10,9 @@ import { handleFor, openFrame, withoutNul, runHooks, runWork, type Db, type TxFr
 /** Distinct SQL texts kept compiled; `IN (?, ?, …)` lists of varying length make new texts. */
 const STATEMENT_CACHE_SIZE = 500;
 
+/** Full-text indexes of deletable text (migrations 0008, 0011). */
+const SECURE_FTS = ['messages_fts', 'attachments_fts'];
+
 /** Most writers in one grouped transaction: bounds how long one batch holds the connection. */
 const MAX_BATCH = 256;
 
@@ -47,7 +50,22 @@ export class SqliteStore extends StoreBase implements Store {
   private active: TxFrame | null = null;
   private readonly txDb: Db;
 
-  constructor(readonly client: Database.Database) {
+  /**
+   * Set once the WAL could not be fsynced: every later write is refused with it. After a failed
+   * fsync the kernel may have dropped the dirty pages and cleared the error, so a retry on a new
+   * descriptor can succeed while earlier commits are not on disk (PostgreSQL's "fsyncgate",
+   * 2018): nothing may be answered as stored again until a restart has recovered from the file.
+   */
+  private broken: Error | undefined;
+
+  /**
+   * @param fatal called once when the WAL cannot be fsynced; the process (src/context.ts) logs
+   *   and exits non-zero there, as PostgreSQL panics. Writes are refused from that moment on.
+   */
+  constructor(
+    readonly client: Database.Database,
+    private readonly fatal: (err: Error) => void = () => undefined,
+  ) {
     super();
     const inTransaction: Executor = {
       dialect: 'sqlite',
@@ -72,11 +90,26 @@ export class SqliteStore extends StoreBase implements Store {
     };
     this.db = handleFor(outside);
     this.txDb = handleFor(inTransaction);
+    this.secureFullText();
+  }
+
+  /**
+   * FTS5 indexes whose deletes take a message's terms out of the index at once (FTS5
+   * `secure-delete`, SQLite ≥ 3.42) instead of adding delete markers, which keep the terms in
+   * the file until a segment merge. A setting stored in the index, made once.
+   */
+  private secureFullText(): void {
+    for (const table of SECURE_FTS) {
+      if (!this.client.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(table)) continue;
+      if (this.client.prepare(`SELECT v FROM ${table}_config WHERE k = 'secure-delete'`).pluck().get() === 1) continue;
+      this.client.prepare(`INSERT INTO ${table}(${table}, rank) VALUES ('secure-delete', 1)`).run();
+    }
   }
 
   async transaction<T>(work: (tx: Db) => Promise<T>): Promise<T> {
     const joined = openFrame(this);
     if (joined && joined === this.active) return work(joined.db);
+    if (this.broken) throw this.broken;
     await this.gate.enter();
     const frame = this.frame();
     this.active = frame;
@@ -101,6 +134,7 @@ export class SqliteStore extends StoreBase implements Store {
   grouped<T>(work: (tx: Db) => Promise<T>): Promise<T> {
     const joined = openFrame(this);
     if (joined && joined === this.active) return work(joined.db);
+    if (this.broken) return Promise.reject(this.broken);
     return new Promise<T>((resolve, reject) => {
       this.queue.push({ work, resolve: resolve as (v: unknown) => void, reject });
       this.scheduleBatch();
@@ -120,15 +154,22 @@ export class SqliteStore extends StoreBase implements Store {
     };
   }
 
-  async checkpoint(): Promise<void> {
+  /** The checkpoint the callers of this turn of the event loop share (deletions in a burst). */
+  private checkpointing: Promise<void> | undefined;
+
+  checkpoint(): Promise<void> {
     // The log is copied into the database and truncated to zero bytes, so page images of
     // deleted rows do not linger in it. Best effort: readers in progress may keep some frames.
-    await this.gate.enter();
-    try {
-      this.client.pragma('wal_checkpoint(TRUNCATE)');
-    } finally {
-      this.gate.leave();
-    }
+    // Every deletion asks for one: those asking in the same turn share it.
+    return (this.checkpointing ??= new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
+      this.checkpointing = undefined;
+      await this.gate.enter();
+      try {
+        this.client.pragma('wal_checkpoint(TRUNCATE)');
+      } finally {
+        this.gate.leave();
+      }
+    }));
   }
 
   async lock(): Promise<void> {}
@@ -193,6 +234,7 @@ export class SqliteStore extends StoreBase implements Store {
     const batch = this.queue.splice(0, MAX_BATCH);
     if (this.queue.length) this.scheduleBatch();
     if (batch.length === 0) return;
+    if (this.broken) return batch.forEach((p) => p.reject(this.broken));
     const outcomes: Array<{ ok: true; value: unknown; frame: TxFrame } | { ok: false; err: unknown }> = [];
     // The COMMIT skips SQLite's own WAL fsync (synchronous=NORMAL for this one transaction) and
     // the WAL is fsynced in the libuv pool below, so the event loop keeps serving SMTP sessions
@@ -241,25 +283,27 @@ export class SqliteStore extends StoreBase implements Store {
         else p.reject(o.err);
       });
     if (!deferSync || !outcomes.some((o) => o.ok)) return settle();
-    await this.syncWal().then(() => settle(), settle);
+    await this.syncWal().then(
+      () => settle(),
+      (err: unknown) => {
+        // Not retried on a new descriptor: fatal (see `broken`). The batch is refused first.
+        const cause = err instanceof Error ? err : new Error(String(err));
+        const fatal = this.broken ? undefined : (this.broken = Object.assign(new Error(`the write-ahead log could not be fsynced (${cause.message}); writes are refused until a restart`, { cause }), { code: (cause as NodeJS.ErrnoException).code }));
+        settle(cause);
+        if (fatal) this.fatal(fatal);
+      },
+    );
   }
 
   /**
    * fsync of the WAL through one descriptor kept open (any descriptor of a file flushes its
    * data): an open and a close per batch cost more than the fsync's own CPU (bench/ profile of
    * SMTP spooling). SQLite keeps the WAL file while this connection is open and rewrites it in
-   * place. On any error the descriptor is dropped and the next batch opens the file again.
+   * place. An error is fatal to the store (flush).
    */
   private async syncWal(): Promise<void> {
     this.walHandle ??= fs.open(this.wal, 'r+');
-    const handle = this.walHandle;
-    try {
-      await (await handle).sync();
-    } catch (err) {
-      if (this.walHandle === handle) this.walHandle = undefined;
-      void handle.then((fh) => fh.close()).catch(() => undefined);
-      throw err;
-    }
+    await (await this.walHandle).sync();
   }
 
   private execute(source: string, given: unknown[], method: Method): { rows: unknown; changes?: number } {

@@ -14,7 +14,7 @@ import { errorFields } from '../../log.ts';
 import { countInboundAnalysed } from '../../metrics.ts';
 import type { AnalysisTask, LookupAnswer, WorkerMessage } from './analysis-worker.ts';
 import { authenticateMessage, cachedLookup, type AuthenticationResults } from './authentication.ts';
-import { parseMessage } from './inbound-parse.ts';
+import { parseMessage, unparsedMessage } from './inbound-parse.ts';
 
 export interface Analysis {
   parsed: ParsedMail;
@@ -53,21 +53,48 @@ function startWorker(): Worker {
   return new Worker(`import('tsx/esm/api').then((tsx) => { tsx.register(); return import(${JSON.stringify(source.href)}); })`, { ...options, eval: true });
 }
 
-interface Pending {
-  resolve(a: Analysis): void;
-  reject(err: Error): void;
+/** One message being analysed. */
+interface Task {
+  id: number;
+  ctx: AppContext;
+  raw: Buffer;
+  message: AnalysisTask;
+  sender: SenderOfMessage | null;
+  /** Worker threads that died (or were stopped) while holding it. */
+  losses: number;
+  worker?: PoolWorker;
+  deadline: NodeJS.Timeout;
+  done(a: Analysis): void;
 }
 interface PoolWorker {
   worker: Worker;
-  tasks: Set<number>;
+  tasks: Set<Task>;
+  /** A message on it ran past its deadline: it takes no new task, and is stopped once its others end. */
+  draining?: boolean;
 }
 
 const workers: PoolWorker[] = [];
-const pending = new Map<number, Pending>();
+const tasks = new Map<number, Task>();
+/** Tasks waiting for a thread while the pool restarts after a death. */
+const waiting: Task[] = [];
 let nextTask = 0;
-/** Workers that died or would not start since the last task one finished; past a few the pool gives up and the main thread analyses. */
-let failures = 0;
-const MAX_FAILURES = 5;
+/**
+ * A message on a thread that died is tried once more on another thread (the death may have been
+ * another message's); one that was on two dying threads is taken to be what kills them, and is
+ * stored unanalysed. It never runs on the main thread, where it would take the process down.
+ */
+const MAX_LOSSES = 2;
+/** Threads lost since a task last completed on one: the next starts after a backoff (100 ms, doubling, at most 10 s), never given up for good. */
+let deaths = 0;
+let restartAt = 0;
+let restartTimer: NodeJS.Timeout | undefined;
+const RESTART_BASE_MS = 100;
+const RESTART_MAX_MS = 10_000;
+/** No thread can start at all (the worker script is missing): the main thread analyses, as with 0 workers. */
+let unavailable = false;
+
+/** Authentication of a message that could not be analysed: it cannot be judged. */
+const UNANALYSED: AuthenticationResults = { spf: 'permerror', dkim: 'permerror', dmarc: 'permerror' };
 
 // Several servers (AppContexts) may share the process (tests do): each task names its server,
 // whose resolver answers the worker's lookups and whose log gets its lines.
@@ -98,13 +125,14 @@ function onMessage(pw: PoolWorker, m: WorkerMessage): void {
     servers.get(m.server)?.deref()?.log[m.log](m.msg, m.fields);
     return;
   }
-  const p = pending.get(m.task);
-  if (!p) return;
-  pending.delete(m.task);
-  pw.tasks.delete(m.task);
-  if ('error' in m) return p.reject(new Error(m.error));
-  failures = 0;
-  p.resolve({ parsed: revive(m.parsed), authentication: m.authentication });
+  const task = tasks.get(m.task);
+  if (!task || task.worker !== pw) return;
+  if ('error' in m) return unanalysed(task, `the analysis failed: ${m.error}`);
+  deaths = 0;
+  restartAt = 0;
+  finish(task);
+  countInboundAnalysed(task.ctx, 'worker');
+  task.done({ parsed: revive(m.parsed), authentication: m.authentication });
 }
 
 /**
@@ -120,12 +148,30 @@ function revive(parsed: unknown): ParsedMail {
   return mail;
 }
 
+function finish(task: Task): void {
+  clearTimeout(task.deadline);
+  tasks.delete(task.id);
+  const pw = task.worker;
+  pw?.tasks.delete(task);
+  if (pw?.draining && pw.tasks.size === 0) void pw.worker.terminate();
+  task.worker = undefined;
+  const i = waiting.indexOf(task);
+  if (i !== -1) waiting.splice(i, 1);
+}
+
+/** Ends a task without an analysis: the message is stored with its raw source and subject, authentication `permerror`. */
+function unanalysed(task: Task, reason: string): void {
+  finish(task);
+  task.ctx.log.warn('message stored unanalysed', { reason, losses: task.losses });
+  task.done({ parsed: unparsedMessage(task.raw), authentication: task.sender ? UNANALYSED : null });
+}
+
 function spawn(): PoolWorker | undefined {
   let worker: Worker;
   try {
     worker = startWorker();
   } catch {
-    failures = MAX_FAILURES;
+    unavailable = true;
     return undefined;
   }
   const pw: PoolWorker = { worker, tasks: new Set() };
@@ -134,14 +180,16 @@ function spawn(): PoolWorker | undefined {
     const i = workers.indexOf(pw);
     if (i === -1) return;
     workers.splice(i, 1);
-    failures++;
-    // Its tasks are not lost: each one fails over to the main thread (see analyseMessage).
-    for (const task of pw.tasks) {
-      const p = pending.get(task);
-      pending.delete(task);
-      p?.reject(Object.assign(why, { workerLost: true }));
-    }
+    deaths++;
+    restartAt = Date.now() + Math.min(RESTART_MAX_MS, RESTART_BASE_MS * 2 ** (deaths - 1));
+    const held = [...pw.tasks];
     pw.tasks.clear();
+    for (const task of held) {
+      task.worker = undefined;
+      task.losses++;
+      if (task.losses >= MAX_LOSSES) unanalysed(task, `${task.losses} analysis threads stopped while holding it: ${why.message}`);
+      else dispatch(task);
+    }
   };
   worker.on('error', lost);
   worker.on('exit', (code) => lost(new Error(`the analysis worker stopped (exit code ${code})`)));
@@ -151,20 +199,54 @@ function spawn(): PoolWorker | undefined {
   return pw;
 }
 
-/** The least busy worker, starting workers up to the configured count; undefined: analyse here. */
-function pick(ctx: AppContext): PoolWorker | undefined {
+/**
+ * The least busy worker, starting workers up to the configured count (after a death, once its
+ * backoff is over); 'main' when the main thread analyses (0 workers, or none can start);
+ * undefined when the task must wait for a thread to restart.
+ */
+function pick(ctx: AppContext): PoolWorker | 'main' | undefined {
   const wanted = ctx.config.smtp.analysis_workers < 0 ? defaultAnalysisWorkers() : ctx.config.smtp.analysis_workers;
-  if (wanted === 0 || failures >= MAX_FAILURES) return undefined;
+  if (wanted === 0 || unavailable) return 'main';
+  const usable = workers.filter((pw) => !pw.draining);
   // Another thread only once every one running is busy.
-  const idle = workers.find((pw) => pw.tasks.size === 0);
+  const idle = usable.find((pw) => pw.tasks.size === 0);
   if (idle) return idle;
-  if (workers.length < wanted) {
+  if (usable.length < wanted && Date.now() >= restartAt) {
     const fresh = spawn();
     if (fresh) return fresh;
+    if (unavailable) return 'main';
   }
   let best: PoolWorker | undefined;
-  for (const pw of workers) if (!best || pw.tasks.size < best.tasks.size) best = pw;
+  for (const pw of usable) if (!best || pw.tasks.size < best.tasks.size) best = pw;
   return best;
+}
+
+function dispatch(task: Task): void {
+  const pw = pick(task.ctx);
+  if (pw === 'main') {
+    // A message that was on a dying thread is never tried here.
+    if (task.losses > 0) return unanalysed(task, 'no analysis thread can start');
+    finish(task);
+    analyseHere(task.ctx, task.raw, task.sender).then(task.done, (err: unknown) => {
+      task.ctx.log.error('message analysis failed', errorFields(err));
+      unanalysed(task, (err as Error)?.message ?? String(err));
+    });
+    return;
+  }
+  if (!pw) {
+    waiting.push(task);
+    if (!restartTimer) {
+      restartTimer = setTimeout(() => {
+        restartTimer = undefined;
+        for (const t of waiting.splice(0)) dispatch(t);
+      }, Math.max(0, restartAt - Date.now()));
+      restartTimer.unref();
+    }
+    return;
+  }
+  task.worker = pw;
+  pw.tasks.add(task);
+  pw.worker.postMessage(task.message);
 }
 
 function analyseHere(ctx: AppContext, raw: Buffer, sender: SenderOfMessage | null): Promise<Analysis> {
@@ -174,39 +256,46 @@ function analyseHere(ctx: AppContext, raw: Buffer, sender: SenderOfMessage | nul
 
 /**
  * Parses `raw` and, with `sender`, evaluates SPF/DKIM/DMARC for it: on a worker thread when
- * there is one, else here. A worker that dies (a message that exhausts its memory, say) takes
- * no message with it: its tasks are analysed again on the main thread.
+ * there are any (else here). Never rejects for a thread's sake, so a message answered 250 is
+ * always stored: a message whose analysis runs past `smtp.analysis_timeout` (its thread is
+ * stopped: it may be spinning), fails on its thread, or was on two threads that died, is stored
+ * unanalysed. Other messages on a thread that died are analysed again on another thread.
  */
 export function analyseMessage(ctx: AppContext, raw: Buffer, sender: SenderOfMessage | null): Promise<Analysis> {
-  const pw = pick(ctx);
-  if (!pw) return analyseHere(ctx, raw, sender);
-  const task = ++nextTask;
-  const message: AnalysisTask = {
-    task,
-    server: serverOf(ctx),
-    raw,
-    auth: sender ? { ...sender, hostname: ctx.config.hostname, dnsTimeout: ctx.config.dns.timeout } : undefined,
-  };
-  return new Promise<Analysis>((resolve, reject) => {
-    pending.set(task, { resolve, reject });
-    pw.tasks.add(task);
-    pw.worker.postMessage(message);
-  }).then((a) => {
-    countInboundAnalysed(ctx, 'worker');
-    return a;
-  }).catch((err: Error & { workerLost?: boolean }) => {
-    ctx.log.warn('message analysed on the main thread', { reason: err.workerLost ? 'worker lost' : 'worker failed', ...errorFields(err) });
-    return analyseHere(ctx, raw, sender);
+  if (pick(ctx) === 'main') return analyseHere(ctx, raw, sender);
+  return new Promise<Analysis>((done) => {
+    const id = ++nextTask;
+    const task: Task = {
+      id,
+      ctx,
+      raw,
+      sender,
+      losses: 0,
+      message: { task: id, server: serverOf(ctx), raw, auth: sender ? { ...sender, hostname: ctx.config.hostname, dnsTimeout: ctx.config.dns.timeout } : undefined },
+      deadline: setTimeout(() => {
+        // Its thread may be stuck in it: it takes no new message, and is stopped once the others
+        // it holds end (each within its own deadline), so their analysis is not thrown away.
+        if (task.worker) task.worker.draining = true;
+        unanalysed(task, `the analysis ran past smtp.analysis_timeout (${ctx.config.smtp.analysis_timeout} ms)`);
+      }, ctx.config.smtp.analysis_timeout),
+      done,
+    };
+    tasks.set(id, task);
+    dispatch(task);
   });
 }
+
+/** Messages being analysed on a thread right now (tests: to stop a thread while it holds one). */
+export const analysisTasksOnThreads = (): number => [...tasks.values()].filter((t) => t.worker).length;
 
 /** Worker threads running now (metrics, tests). */
 export const analysisWorkerCount = (): number => workers.length;
 
 /**
  * Stops every analysis thread at once, as a crash would: what they were analysing is analysed
- * again on the main thread, and the next message starts a fresh thread. Tests use it to show
- * that no message is lost with its thread.
+ * again on another thread (or stored unanalysed, on its second loss), and the next message
+ * starts a fresh thread once the backoff is over. Tests use it to show that no message is lost
+ * with its thread.
  */
 export async function killAnalysisWorkers(): Promise<void> {
   await Promise.all([...workers].map((pw) => pw.worker.terminate()));

@@ -62,7 +62,7 @@ export function stageInbound(ctx: AppContext, envelope: Pick<InboundInput, 'mail
       const file = await writer.finish();
       return { ...file, traceLength: trace.length, head, blank, id, receivedAt };
     },
-    discard: () => writer.discard(),
+    discard: () => writer.discard(ctx.log),
   };
 }
 

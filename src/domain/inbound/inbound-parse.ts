@@ -20,6 +20,14 @@ export async function parseMessage(raw: Buffer): Promise<ParsedMail> {
   }
 }
 
+/**
+ * A decoded header value (subject, display name) as one line of text. RFC 2047 encoded words
+ * can carry any byte once decoded (`=?UTF-8?B?...?=` with CR LF inside), and a value stored
+ * with them would split a header or a log line wherever it is written again: each run of
+ * control characters (C0, DEL, C1, U+2028/2029; NUL included) becomes one space.
+ */
+export const headerText = (s: string): string => s.replace(/[\x00-\x1f\x7f-\x9f\u2028\u2029]+/g, ' ');
+
 /** What is kept of a message mailparser fails on: the raw bytes, and the subject if the header block shows one. */
 export function unparsedMessage(raw: Buffer): ParsedMail {
   const head = raw.subarray(0, 65_536).toString('latin1');

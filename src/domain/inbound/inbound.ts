@@ -21,7 +21,7 @@ import { findOutboundRow } from '../sending/sending.ts';
 import { messageIdsIn, threadForMessage } from '../mail/threads.ts';
 import { isoNow } from '../time.ts';
 import { isStaged, parseStaged, readStaged, type LargeAttachment, type StagedMessage } from './inbound-large.ts';
-import { traceHeaders } from './inbound-parse.ts';
+import { headerText, traceHeaders } from './inbound-parse.ts';
 import { analyseMessage } from './analysis.ts';
 import { countInboundAnalysed } from '../../metrics.ts';
 import { removeStaged } from '../../storage/staging.ts';
@@ -216,7 +216,7 @@ async function prepareStore(ctx: AppContext, input: InboundInput, parsed: Parsed
   if (unique.length === 0) throw new AppError('INBOX_NOT_FOUND', 'no recipient inbox');
 
   const from = addressesOf(parsed.from);
-  const fromName = noNul(parsed.from?.value.find((v) => v.address)?.name) || null;
+  const fromName = headerText(parsed.from?.value.find((v) => v.address)?.name ?? '') || null;
   const messageIdHeader = parsed.messageId && VALID_MSGID.test(parsed.messageId) ? parsed.messageId : `<${newId('msg')}@${ctx.config.hostname}>`;
   const inReplyTo = messageIdsIn(parsed.inReplyTo)[0] ?? null;
   const references = messageIdsIn(parsed.references);
@@ -282,7 +282,7 @@ async function prepareStore(ctx: AppContext, input: InboundInput, parsed: Parsed
 
   const now = isoNow(ctx.clock);
   const createdAt = receivedAt.toISOString();
-  const subject = noNul(parsed.subject ?? '').slice(0, 998);
+  const subject = headerText(parsed.subject ?? '').slice(0, 998);
   const contentHash = isStaged(raw) ? raw.sha256 : createHash('sha256').update(raw).digest('hex');
   const since = new Date(receivedAt.getTime() - REDELIVERY_WINDOW_MS).toISOString();
   const store = async (tx: Tx): Promise<string[]> => {

@@ -281,6 +281,8 @@ export async function deleteMessage(ctx: AppContext, accountId: string, id: stri
     return [row.rawPath, ...own];
   });
   await releaseBlobs(ctx, files);
+  // As deleteInbox: the write-ahead log still holds the message's page images until checkpointed.
+  await ctx.store.checkpoint();
 }
 
 /** GET /threads/{id}: a page of its messages, as big as `limit` may be at most (PRODUCT.md). */

@@ -157,8 +157,9 @@ export async function updateWebhook(ctx: AppContext, accountId: string, id: stri
 }
 
 /**
- * Soft delete: no new deliveries are created, deliveries already queued still run, and the
- * log stays readable (GET /webhooks/logs?webhookId=…).
+ * Soft delete: no new deliveries are created, deliveries already queued (retries included) are
+ * dropped when due, logged `failed` with "webhook deleted: delivery dropped", and the log stays
+ * readable (GET /webhooks/logs?webhookId=…).
  */
 export async function deleteWebhook(ctx: AppContext, accountId: string, id: string): Promise<void> {
   if (!(await updateWebhookOfAccount(ctx.db, accountId, id, { deletedAt: isoNow(ctx.clock) }))) throw new AppError('WEBHOOK_NOT_FOUND', `webhook ${id} not found`);

@@ -88,12 +88,13 @@ function fromReplies(res: Extract<AttemptResult, { kind: 'replies' }>, addresses
  * recipient it was sent for. ENVID lets a DSN name the message too (RFC 3461). Unreachable
  * only when the first transaction found no server; a later failure leaves the rest deferred.
  */
-async function attemptEach(ctx: AppContext, target: Target | 'relay', row: MessageRow, addresses: string[], raw: Buffer): Promise<AttemptResult> {
+async function attemptEach(ctx: AppContext, target: Target | 'relay', row: MessageRow, addresses: string[], raw: Buffer, signal: AbortSignal): Promise<AttemptResult> {
   const replies = new Map<string, RecipientReply>();
   let host = '';
   for (const address of addresses) {
+    if (signal.aborted) break;
     const envelope: Envelope = { from: bounceAddress(ctx, row, address), to: [address], envid: row.id };
-    const res = await deliverAttempt(ctx, target, envelope, raw);
+    const res = await deliverAttempt(ctx, target, envelope, raw, signal);
     if (res.kind === 'unreachable') {
       if (!replies.size) return res;
       break;
@@ -104,11 +105,16 @@ async function attemptEach(ctx: AppContext, target: Target | 'relay', row: Messa
   return { kind: 'replies', host, replies };
 }
 
-async function deliverRemotely(ctx: AppContext, row: MessageRow, domain: string, addresses: string[]): Promise<Result[]> {
+/** The recipients a deadline stopped: deferred, retried on the schedule. */
+const stopped = (signal: AbortSignal, addresses: string[], last: string): Result[] =>
+  all(addresses, 'deferred', `${(signal.reason as Error)?.message ?? 'attempt aborted'}; connection closed${last ? ` (${last})` : ''}`);
+
+async function deliverRemotely(ctx: AppContext, row: MessageRow, domain: string, addresses: string[], signal: AbortSignal): Promise<Result[]> {
   const raw = await readSource(ctx, row.rawPath!);
   if (ctx.config.outbound.relay) {
-    const res = await attemptEach(ctx, 'relay', row, addresses, raw);
+    const res = await attemptEach(ctx, 'relay', row, addresses, raw, signal);
     if (res.kind === 'replies') return fromReplies(res, addresses);
+    if (signal.aborted) return stopped(signal, addresses, 'relay');
     return all(addresses, 'deferred', `relay unreachable: ${res.error}`);
   }
   let route;
@@ -123,8 +129,10 @@ async function deliverRemotely(ctx: AppContext, row: MessageRow, domain: string,
   let last = '';
   for (const host of route.hosts) {
     for (const address of host.addresses) {
-      const res = await attemptEach(ctx, { name: host.name, address, port: ctx.config.outbound.mx_port }, row, addresses, raw);
+      if (signal.aborted) return stopped(signal, addresses, last);
+      const res = await attemptEach(ctx, { name: host.name, address, port: ctx.config.outbound.mx_port }, row, addresses, raw, signal);
       if (res.kind === 'replies') return fromReplies(res, addresses);
+      if (signal.aborted) return stopped(signal, addresses, res.host);
       last = `${res.host}: ${res.error}`;
       ctx.log.warn('mx unreachable', { messageId: row.id, host: res.host, error: res.error });
     }
@@ -154,7 +162,7 @@ export const sendHandler: JobHandler = {
       ctx.log.error('marking a send as sending failed', { jobId: job.id, ...errorFields(err) });
     }
   },
-  async run(ctx, job) {
+  async run(ctx, job, signal) {
     const payload = JSON.parse(job.payload) as SendJobPayload;
     const kept = claimedRows.get(job);
     claimedRows.delete(job);
@@ -168,7 +176,7 @@ export const sendHandler: JobHandler = {
     try {
       if (payload.local) ({ results, commit: delivered } = await deliverLocally(ctx, row, pending));
       else if (row.delivery === 'dry-run') results = all(pending, 'sent', '250 dry-run: accepted without sending (outbound.mode = "dry-run")');
-      else results = await deliverRemotely(ctx, row, payload.domain, pending);
+      else results = await deliverRemotely(ctx, row, payload.domain, pending, signal);
     } catch (err) {
       // Something local (the stored source unreadable, …): retried like a temporary failure,
       // so the recipients still end in a final state when the schedule runs out.

@@ -49,7 +49,7 @@ function pinnedLookup(target: { address: string; family: 4 | 6 }): LookupFunctio
 }
 
 /** One POST. Redirects are not followed (node:http never does): a 3xx is a failure. */
-function post(target: ResolvedTarget, body: Buffer, headers: Record<string, string>, timeoutMs: number): Promise<PostResult> {
+function post(target: ResolvedTarget, body: Buffer, headers: Record<string, string>, timeoutMs: number, signal: AbortSignal): Promise<PostResult> {
   const { url } = target;
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
@@ -71,6 +71,8 @@ function post(target: ResolvedTarget, body: Buffer, headers: Record<string, stri
       headers: { ...headers, 'Content-Length': String(body.length) },
       agent: false,
       lookup: target.addresses.length ? pinnedLookup(target.addresses[0]) : undefined,
+      // The job's deadline (jobs.attempt_timeout) ends the request too: an 'error' event, a failure.
+      signal,
     });
     const timer = setTimeout(() => {
       settle({ error: `no answer within ${timeoutMs} ms` });
@@ -132,7 +134,7 @@ export const webhookHandler: JobHandler = {
   kind: WEBHOOK_JOB,
   schedule: (ctx) => ctx.config.webhooks.retry_schedule,
   partitionLimit: () => 4,
-  async run(ctx: AppContext, job): Promise<JobOutcome> {
+  async run(ctx: AppContext, job, signal): Promise<JobOutcome> {
     const payload = JSON.parse(job.payload) as WebhookJobPayload;
     const hook = await findWebhookById(ctx.db, payload.webhookId);
     const event = await findEventById(ctx.db, payload.eventId);
@@ -147,11 +149,12 @@ export const webhookHandler: JobHandler = {
     const id = newId('dlv', now.getTime());
     const record = (status: AttemptStatus, result: PostResult) => logAttempt(job, hook, event, id, now.toISOString(), attempt, status, result);
 
-    // Paused: the receiver gets nothing while inactive. A delivery queued before the pause is
-    // dropped, and logged as failed so the operator can replay it after resuming. (A deleted
-    // webhook's queued deliveries are still attempted: they were in flight at deletion.)
-    if (!hook.isActive && !hook.deletedAt) {
-      const reason = 'webhook inactive: delivery dropped';
+    // Paused or deleted: the receiver gets nothing more. A delivery queued before (a retry, or
+    // a first attempt not yet run) is dropped and logged as failed, with the reason; a paused
+    // webhook's can be replayed after resuming. A POST already under way when the webhook was
+    // deleted finishes (it is not queued), but its retries are dropped here.
+    if (hook.deletedAt || !hook.isActive) {
+      const reason = hook.deletedAt ? 'webhook deleted: delivery dropped' : 'webhook inactive: delivery dropped';
       return fail(reason, record('failed', { error: reason, durationMs: 0 }));
     }
 
@@ -176,7 +179,7 @@ export const webhookHandler: JobHandler = {
     let result: PostResult;
     try {
       const target = await resolveTarget(ctx, parseWebhookUrl(hook.url, ctx.config.webhooks.allow_insecure_targets));
-      result = await post(target, body, headers, ctx.config.webhooks.timeout);
+      result = await post(target, body, headers, ctx.config.webhooks.timeout, signal);
     } catch (err) {
       // Unsafe address, DNS outage, or a URL saved under looser settings: a failed attempt,
       // logged like any other and retried on the schedule (DNS may come back, or change).
