@@ -5,10 +5,10 @@
 // The schema's field builders (str, int, duration, oneOf, …) are private to src/config.ts, so the
 // type of a field is read from its default and from the error its parser gives for a probe value.
 // A field this cannot classify throws: teach it the new kind rather than printing a wrong type.
-import { realpathSync, writeFileSync } from 'node:fs';
+import { readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { ConfigError, configKeys } from '../src/config.ts';
+import { BUDGETS, ConfigError, configKeys } from '../src/config.ts';
 
 type Field = ReturnType<typeof configKeys>[number]['field'];
 
@@ -122,8 +122,42 @@ export function renderConfigDocs(): string {
   return out.join('\n');
 }
 
+/** Bounds that are not config keys: fixed by PRODUCT.md or by a protocol. */
+const FIXED_BUDGETS: Array<{ what: string; value: string; past: string }> = [
+  { what: 'Failed submission logins for one username from one address (IPv6: one /64)', value: '5, then 15 minutes', past: '`454 4.7.0` to AUTH as that username from there' },
+  { what: 'Messages in one `GET /threads/{id}` / MCP `get_thread`', value: '`limit` ≤ 100', past: 'the next page with `offset`; `limit` > 100 is `400 VALIDATION_ERROR`' },
+  { what: 'A revoked key: its SSE streams, long-polls, `wait_for_message` calls and SMTP submission sessions', value: '5 s', past: 'ended' },
+  { what: 'Long-poll `wait` / `wait_for_message` timeout', value: '60 s', past: '`400 VALIDATION_ERROR`' },
+];
+
+const BUDGETS_START = '<!-- budgets: generated from src/config.ts by `npm run docs:config`; edit BUDGETS there -->';
+const BUDGETS_END = '<!-- end of budgets -->';
+
+/** The budgets table of docs/security.md: every BUDGETS key with its default, then the fixed bounds. */
+export function renderBudgetsTable(): string {
+  const fields = new Map(configKeys().map((e) => [e.key, e.field]));
+  const rows = Object.entries(BUDGETS).map(([key, b]) => {
+    const field = fields.get(key);
+    if (!field) throw new Error(`BUDGETS names ${key}, which is no config key`);
+    return `| ${cell(b.what)} | \`${key}\` | \`${cell(field.example)}\` | ${cell(b.past)} |`;
+  });
+  const fixed = FIXED_BUDGETS.map((b) => `| ${cell(b.what)} | fixed | ${cell(b.value)} | ${cell(b.past)} |`);
+  return [BUDGETS_START, '| Budget | Key | Default | Past it |', '|---|---|---|---|', ...rows, ...fixed, BUDGETS_END].join('\n');
+}
+
+/** docs/security.md with its budgets table rendered anew (the text between the markers). */
+export function withBudgetsTable(page: string): string {
+  const start = page.indexOf(BUDGETS_START);
+  const end = page.indexOf(BUDGETS_END);
+  if (start === -1 || end === -1) throw new Error('docs/security.md has no budgets markers');
+  return page.slice(0, start) + renderBudgetsTable() + page.slice(end + BUDGETS_END.length);
+}
+
 if (process.argv[1] && import.meta.url === pathToFileURL(realpathSync(process.argv[1])).href) {
   const file = join(import.meta.dirname, '..', 'docs', 'configuration.md');
   writeFileSync(file, renderConfigDocs());
   process.stdout.write(`wrote ${file}\n`);
+  const security = join(import.meta.dirname, '..', 'docs', 'security.md');
+  writeFileSync(security, withBudgetsTable(readFileSync(security, 'utf8')));
+  process.stdout.write(`wrote ${security} (budgets table)\n`);
 }

@@ -314,6 +314,59 @@ export const CONFIG_SCHEMA = {
   },
 } as const;
 
+/**
+ * The budgets: every config key that bounds what one request, stream, session, message, job or
+ * account may cost, with what it bounds and what happens past it. docs/security.md's budgets
+ * table is generated from this and the schema's defaults (`npm run docs:config`, checked by
+ * test/unit/config-docs.test.ts), so a budget cannot be added without its row.
+ */
+export const BUDGETS: Record<string, { what: string; past: string }> = {
+  'http.max_connections': { what: 'HTTP connections in all', past: 'closed at once' },
+  'http.max_connections_per_ip': { what: 'HTTP connections from one address (IPv6: one /64)', past: 'the new connection is closed at once, unanswered; other addresses are served' },
+  'http.headers_timeout': { what: 'HTTP request headers', past: '`408`, closed' },
+  'http.request_timeout': { what: 'Whole HTTP request, body included', past: '`408`, closed (raise it for large uploads over slow links)' },
+  'http.max_body_bytes': { what: 'JSON request body', past: '`413 PAYLOAD_TOO_LARGE`' },
+  'limits.max_attachment_bytes': { what: 'Attachment upload', past: '`413 PAYLOAD_TOO_LARGE`' },
+  'limits.requests_per_minute': { what: 'API requests per account (all its keys together)', past: '`429 RATE_LIMITED` with `Retry-After`' },
+  'limits.list_body_bytes': { what: 'A body in a list answer or an event frame', past: 'cut there, `bodyTruncated: true`; `GET /messages/{id}` has it whole' },
+  'limits.labels_per_message': { what: 'Labels on one message', past: '`400 VALIDATION_ERROR` naming `addLabels`, nothing changed' },
+  'limits.search_terms': { what: 'Terms in a search `q` (repeats dropped; each word of a phrase counts); word prefixes need 2 characters', past: '`400 INVALID_QUERY`' },
+  'limits.search_matches': { what: 'Matches of a search ranked and counted', past: 'older matches follow newest first; `totalIsLowerBound: true`' },
+  'limits.search_timeout': { what: 'Time of one search, waiting for a slot included', past: '`503 SEARCH_TIMEOUT` with `Retry-After`' },
+  'limits.searches_per_account': { what: 'Searches of one account at once', past: '`429 RATE_LIMITED` with `Retry-After: 1`' },
+  'limits.concurrent_searches': { what: 'Searches of the whole process at once (SQLite: worker threads; PostgreSQL: pool connections)', past: 'waits for a slot within its `search_timeout`' },
+  'limits.inboxes_per_account': { what: 'Inboxes per account', past: '`403 INBOX_LIMIT_REACHED`' },
+  'limits.storage_bytes_per_account': { what: 'Bytes stored per account (message sources and attachments)', past: 'inbound `452 4.2.2` at RCPT; sends and uploads `403 QUOTA_EXCEEDED`' },
+  'limits.uploads_per_account': { what: 'Uploads per account that no sent message carries', past: '`403 QUOTA_EXCEEDED`' },
+  'limits.drafts_per_account': { what: 'Drafts per account', past: '`403 QUOTA_EXCEEDED`' },
+  'limits.daily_send_limit': { what: 'Sends per inbox per day (the default of new inboxes)', past: '`429 DAILY_SEND_LIMIT_EXCEEDED`; over SMTP submission `451 4.7.1`' },
+  'smtp.max_connections': { what: 'SMTP connections in all', past: '`421` at connect' },
+  'smtp.max_connections_per_ip': { what: 'SMTP connections from one address (IPv6: one /64)', past: '`421 4.7.0` at connect' },
+  'smtp.max_session_time': { what: 'SMTP session lifetime, however busy', past: '`421 4.4.2`, closed' },
+  'smtp.max_junk_commands': { what: 'NOOP/RSET/VRFY/HELP between two MAILs', past: '`421 4.7.0`, closed' },
+  'smtp.idle_timeout': { what: 'Silent SMTP client', past: 'closed' },
+  'smtp.max_message_bytes': { what: 'Message size', past: '`552 5.3.4`' },
+  'smtp.max_recipients': { what: 'Recipients per message', past: '`452`' },
+  'smtp.spool_limit': { what: 'Mail waiting in the spool', past: '`451 4.3.1` (the sender retries)' },
+  'smtp.memory_budget': { what: 'Memory held by SMTP transactions (twelve times what each message in progress holds: at most its first MiB, the rest is on disk)', past: '`452 4.3.1` at MAIL (when SIZE= is announced) or after DATA; one transaction alone always passes' },
+  'smtp.analysis_timeout': { what: 'Parsing and SPF/DKIM/DMARC of one received message on a worker', past: 'stored unanalysed (raw kept, authentication `permerror`), never retried on the main thread' },
+  'attachments.text_max_bytes': { what: 'Attachment whose text is extracted', past: '`422 ATTACHMENT_TEXT_FAILED`' },
+  'attachments.text_max_chars': { what: 'Extracted text returned', past: 'cut there, `truncated: true`' },
+  'attachments.text_timeout': { what: 'Time of one text extraction', past: 'its process is killed; `422 ATTACHMENT_TEXT_FAILED`' },
+  'attachments.text_max_memory': { what: 'Memory of one text extraction process (RLIMIT_DATA)', past: 'the process dies; `422 ATTACHMENT_TEXT_FAILED` ("expands too much")' },
+  'attachments.text_workers': { what: 'Text extractions running at once', past: 'the rest wait, round robin across accounts' },
+  'attachments.text_queue_per_account': { what: 'Text extractions of one account waiting', past: '`503 TEXT_EXTRACTION_BUSY` with `Retry-After`' },
+  'attachments.text_queue_wait': { what: 'Wait of one text extraction for a worker', past: '`503 TEXT_EXTRACTION_BUSY` with `Retry-After`' },
+  'jobs.concurrency': { what: 'Jobs (sends, webhook deliveries) running at once', past: 'the rest wait in the job table' },
+  'jobs.attempt_timeout': { what: 'One attempt of a job (a tarpitting MX, a slow webhook target)', past: 'aborted, counted as a temporary failure and retried on schedule' },
+  'outbound.timeout': { what: 'Connection and reply of one SMTP delivery attempt', past: 'the attempt is deferred and retried' },
+  'outbound.concurrency_per_domain': { what: 'Deliveries in flight to one recipient domain', past: 'the rest wait' },
+  'webhooks.timeout': { what: 'One webhook delivery', past: 'failed attempt, retried on schedule' },
+  'database.connect_timeout': { what: 'Connecting to PostgreSQL', past: 'the connection attempt fails (start-up stops; a request gets `503`)' },
+  'database.statement_timeout': { what: 'One PostgreSQL statement', past: 'cancelled by the server; the request answers `503 SERVICE_UNAVAILABLE`' },
+  'database.idle_in_transaction_timeout': { what: 'A PostgreSQL transaction left idle', past: 'the server ends its session' },
+};
+
 type Schema = { [key: string]: Field<unknown> | Schema };
 type Infer<S> = { -readonly [K in keyof S]: S[K] extends Field<infer T> ? T : Infer<S[K]> };
 export type Config = Infer<typeof CONFIG_SCHEMA>;

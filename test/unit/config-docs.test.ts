@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { renderConfigDocs, typeOf } from '../../build/config-docs.ts';
-import { configKeys } from '../../src/config.ts';
+import { renderBudgetsTable, renderConfigDocs, typeOf, withBudgetsTable } from '../../build/config-docs.ts';
+import { BUDGETS, configKeys } from '../../src/config.ts';
 
 test('docs/configuration.md is what the config schema renders (run `npm run docs:config`)', () => {
   const page = readFileSync(new URL('../../docs/configuration.md', import.meta.url), 'utf8');
@@ -32,4 +32,15 @@ test('types are read from the schema, not guessed', () => {
   assert.equal(t('hostname'), 'DNS host name');
   assert.equal(t('http.public_url'), 'absolute `http://` or `https://` URL (no query, fragment or credentials)');
   assert.equal(t('outbound.relay'), 'string');
+});
+
+test('docs/security.md carries the budgets table BUDGETS renders (run `npm run docs:config`)', () => {
+  const page = readFileSync(new URL('../../docs/security.md', import.meta.url), 'utf8');
+  assert.equal(page, withBudgetsTable(page), 'docs/security.md budgets table is stale: run `npm run docs:config`');
+  const table = renderBudgetsTable();
+  const keys = new Set(configKeys().map((e) => e.key));
+  for (const key of Object.keys(BUDGETS)) {
+    assert.ok(keys.has(key), `BUDGETS names ${key}, which is no config key`);
+    assert.ok(table.includes(`| \`${key}\` |`), `no row for ${key}`);
+  }
 });
