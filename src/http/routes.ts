@@ -14,6 +14,7 @@ import type { Principal } from '../domain/accounts/apikeys.ts';
 import { AppError, isAppError } from '../domain/errors.ts';
 import { beginIdempotent, finishIdempotent } from '../domain/accounts/idempotency.ts';
 import { errorFields } from '../log.ts';
+import { isStorageUnavailable } from '../store/store.ts';
 
 export interface ApiRequest {
   method: string;
@@ -331,8 +332,13 @@ export class Routes {
         if (idem) await finishIdempotent(ctx, idem.accountId, idem.key, 500, '');
         return;
       }
-      if (!appErr) ctx.log.error('unhandled error', { requestId: caller.requestId, method, path: pathname, ...errorFields(err) });
-      const answer = appErr ?? new AppError('INTERNAL_ERROR', `internal error; quote request id ${caller.requestId} when reporting it`);
+      const unavailable = !appErr && isStorageUnavailable(err);
+      if (!appErr) ctx.log[unavailable ? 'warn' : 'error'](unavailable ? 'storage unavailable' : 'unhandled error', { requestId: caller.requestId, method, path: pathname, ...errorFields(err) });
+      const answer =
+        appErr ??
+        (unavailable
+          ? new AppError('SERVICE_UNAVAILABLE', 'the database did not answer in time or is unavailable; retry shortly', { retryAfter: 5 })
+          : new AppError('INTERNAL_ERROR', `internal error; quote request id ${caller.requestId} when reporting it`));
       if (idem) {
         try {
           await finishIdempotent(ctx, idem.accountId, idem.key, answer.status, JSON.stringify({ error: { code: answer.code, message: answer.message, status: answer.status } }));

@@ -201,6 +201,23 @@ export function isUniqueViolation(err: unknown): boolean {
   return false;
 }
 
+/**
+ * True when the database, not the request, failed in a way that passes: a statement cancelled
+ * (PostgreSQL statement_timeout, 57014), a lost or refused connection (class 08, 57P01-57P03,
+ * too many connections 53300, a socket error or a pool connect timeout), or SQLite busy or
+ * locked past its busy timeout. The API answers these 503 with Retry-After, not 500.
+ */
+export function isStorageUnavailable(err: unknown): boolean {
+  for (let e = err as { code?: unknown; cause?: unknown; message?: unknown } | undefined; e; e = e.cause as typeof e) {
+    const code = typeof e.code === 'string' ? e.code : '';
+    if (code === '57014' || code === '53300' || /^08/.test(code) || /^57P0[123]$/.test(code)) return true;
+    if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED' || code.startsWith('SQLITE_BUSY_')) return true;
+    if (code === 'ECONNREFUSED' || code === 'ECONNRESET' || code === 'EPIPE') return true;
+    if (typeof e.message === 'string' && /^(Connection terminated|timeout exceeded when trying to connect)/.test(e.message)) return true;
+  }
+  return false;
+}
+
 /** What both adapters share: raw SQL runs on whichever handle it is given (store or transaction). */
 export abstract class StoreBase {
   rows<R extends unknown[]>(db: Db, source: string, params: unknown[] = []): Promise<R[]> {

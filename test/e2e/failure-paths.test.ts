@@ -235,6 +235,31 @@ test('PostgreSQL: statement and idle-in-transaction timeouts reach the server, a
   }
 });
 
+test('PostgreSQL: a request whose statement runs past database.statement_timeout answers 503 SERVICE_UNAVAILABLE with Retry-After, not 500', { skip: TEST_ENGINE !== 'postgres' && 'PostgreSQL only' }, async () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'mailroom-pg-503-'));
+  const url = await testDatabaseUrl(dataDir);
+  const t = await startTestServer({ database: { url, statement_timeout: '1s' } }, { dataDir });
+  const { default: pg } = await import('pg');
+  const side = new pg.Client({ connectionString: url });
+  await side.connect();
+  try {
+    const inbox = (await t.api('POST', '/inboxes', { address: 'locked' })).body;
+    // Another session holds the table: the server's read waits on the lock until its statement is cancelled.
+    await side.query('BEGIN');
+    await side.query('LOCK TABLE inboxes IN ACCESS EXCLUSIVE MODE');
+    const res = await t.api('GET', `/inboxes/${inbox.id}`);
+    assert.equal(res.status, 503, res.text);
+    assert.equal(res.body.error.code, 'SERVICE_UNAVAILABLE');
+    assert.equal(res.headers.get('retry-after'), '5');
+    await side.query('ROLLBACK');
+    assert.equal((await t.api('GET', `/inboxes/${inbox.id}`)).status, 200);
+  } finally {
+    await side.end();
+    await t.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});
+
 test('a stored message is answered 250 even when removing its staged file fails afterwards', async () => {
   const t = await startTestServer();
   const staged = join(t.dataDir, 'tmp');
