@@ -294,7 +294,9 @@ begin rewrite
   trustConfig(conf, true);
   // -bdf: the daemon stays in the foreground, so `daemon` is the daemon itself and stop() ends
   // it (with -bd it forks, the spawned parent exits at once and the daemon outlived every run).
-  const daemon = spawn(EXIM(), ['-C', conf, '-bdf', '-q1s', '-oX', String(port)], { stdio: 'ignore', detached: false });
+  // Queue-only: no periodic queue runs, queued mail waits for flush() as at Postfix (a queue run
+  // during the queueing would hand messages over one per connection, each tried once before).
+  const daemon = spawn(EXIM(), ['-C', conf, '-bdf', ...(opts.queueOnly ? [] : ['-q1s']), '-oX', String(port)], { stdio: 'ignore', detached: false });
   const log = () => readIf(join(dir, 'log', 'mainlog')) + readIf(join(dir, 'log', 'paniclog'));
   await waitForPort(port, log);
   return {
