@@ -7,15 +7,19 @@
 //    redelivered after a lost reply is stored once;
 //  - out: a send reaches the MTA over STARTTLS, DKIM-signed; a recipient the MTA bounces later
 //    comes back as the MTA's own DSN at the per-recipient bounce address and marks the message
-//    bounced with the MTA's diagnostic; a 450 greylist is retried to success.
+//    bounced with the MTA's diagnostic; a 450 greylist is retried to success;
+//  - the versions README's "Tested with" table names are the installed ones (major.minor).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { createServer, connect, type AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import { eq } from 'drizzle-orm';
 import { events } from '../../src/db/schema.ts';
 import { dkimTxtValue, publishedKeyFor } from '../../src/domain/domains/dkim-keys.ts';
 import { smtpTransport } from '../support/mail.ts';
-import { eximMissing, postfixMissing, startExim, startPostfix, type Mta, type MtaOptions } from '../support/mta.ts';
+import { EXIM_ROOT, eximMissing, postfixMissing, startExim, startPostfix, type Mta, type MtaOptions } from '../support/mta.ts';
 import { startTestDns, type TestDns } from '../support/dns.ts';
 import { SmtpClient } from '../support/smtp-client.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
@@ -222,3 +226,32 @@ for (const partner of PARTNERS) {
     });
   });
 }
+
+/** The installed version of each peer README's "Tested with" table names, or why there is none. */
+const VERSIONS: Array<{ peer: string; version: () => string | undefined }> = [
+  { peer: 'Postfix', version: () => out('/usr/sbin/postconf', ['-d', '-h', 'mail_version']) },
+  { peer: 'Exim', version: () => (eximMissing() ? undefined : /Exim version (\S+)/.exec(out(join(EXIM_ROOT, 'usr/sbin/exim4'), ['-bV', '-C', '/dev/null']) ?? '')?.[1]) },
+  { peer: 'SpamAssassin', version: () => /SpamAssassin version (\S+)/.exec(out('spamassassin', ['--version']) ?? '')?.[1] },
+  { peer: 'python3-dkim', version: () => out('/usr/bin/python3', ['-c', "import importlib.metadata as m; print(m.version('dkimpy'))"]) },
+  { peer: 'swaks', version: () => /swaks version (\S+)/.exec(out('swaks', ['--version']) ?? '')?.[1] },
+];
+
+function out(cmd: string, args: string[]): string | undefined {
+  const r = spawnSync(cmd, args, { encoding: 'utf8' });
+  return r.status === 0 ? r.stdout.trim() : undefined;
+}
+
+describe('README "Tested with": the versions named are the ones the suite ran against', () => {
+  const section = readFileSync(join(import.meta.dirname, '..', '..', 'README.md'), 'utf8').split('## Tested with')[1]?.split('\n## ')[0] ?? '';
+  for (const { peer, version } of VERSIONS) {
+    const installed = version();
+    test(`${peer}: the table's major.minor is the installed version`, { skip: installed === undefined && `${peer} is not installed` }, () => {
+      const row = section.split('\n').find((l) => l.startsWith(`| ${peer} `));
+      assert.ok(row, `README's "Tested with" table has a row for ${peer}`);
+      const named = row.split('|')[2].trim();
+      // The table names major.minor (Debian's point releases are security fixes).
+      assert.match(named, /^\d+(\.\d+)?$/, `${peer}: "${named}"`);
+      assert.ok(installed === named || installed!.startsWith(`${named}.`), `${peer} ${installed} installed, README says ${named}`);
+    });
+  }
+});
