@@ -43,7 +43,7 @@ export interface MtaOptions {
   routeDomains: string[];
   /** Recipient answered 450 4.7.1 at RCPT until stopGreylisting(). */
   greylisted?: string;
-  /** Queue injected mail instead of delivering it at once (flush() sends it over one connection). */
+  /** Queue mail instead of delivering it at once, until flush() (Exim then runs no periodic queue runs). */
   queueOnly?: boolean;
 }
 
@@ -272,6 +272,8 @@ begin transports
 to_mailroom:
   driver = smtp
   port = ${opts.mailroomPort}
+# DATA, not BDAT: the last message's "." goes out with QUIT pipelined behind it (mailroom offers
+# PIPELINING; Exim uses it unless hosts_avoid_pipelining says otherwise) and Exim half-closes.
   hosts_try_chunking =
   hosts_avoid_tls = *
 local_file:
