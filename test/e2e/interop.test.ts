@@ -1,18 +1,25 @@
 // mailroom with the MTAs that carry most of the internet's mail, in both directions: Debian's
 // Postfix and Exim (test/support/mta.ts runs a private instance of each on loopback).
-//  - in: 200 messages queued at the MTA and handed to mailroom over one reused connection are
-//    stored exactly once each (Exim pipelines "." with QUIT and half-closes), with no deferral
-//    in the MTA's log; the same message redelivered after a lost reply is stored once;
+//  - in: 200 messages queued at the MTA and handed to mailroom over reused connections (fewer
+//    SMTP sessions at mailroom's listener than messages, several messages in one session) are
+//    stored exactly once each, with no deferral in the MTA's log; Exim pipelines "." with QUIT
+//    and half-closes before mailroom's replies, seen in the bytes on the wire; the same message
+//    redelivered after a lost reply is stored once;
 //  - out: a send reaches the MTA over STARTTLS, DKIM-signed; a recipient the MTA bounces later
 //    comes back as the MTA's own DSN at the per-recipient bounce address and marks the message
-//    bounced with the MTA's diagnostic; a 450 greylist is retried to success.
+//    bounced with the MTA's diagnostic; a 450 greylist is retried to success;
+//  - the versions README's "Tested with" table names are the installed ones (major.minor).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createServer, connect, type AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import { eq } from 'drizzle-orm';
 import { events } from '../../src/db/schema.ts';
 import { dkimTxtValue, publishedKeyFor } from '../../src/domain/domains/dkim-keys.ts';
 import { smtpTransport } from '../support/mail.ts';
-import { eximMissing, postfixMissing, startExim, startPostfix, type Mta, type MtaOptions } from '../support/mta.ts';
+import { EXIM_ROOT, eximMissing, postfixMissing, startExim, startPostfix, type Mta, type MtaOptions } from '../support/mta.ts';
 import { startTestDns, type TestDns } from '../support/dns.ts';
 import { SmtpClient } from '../support/smtp-client.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
@@ -26,6 +33,31 @@ const PARTNERS: Array<{ name: string; missing: () => string | false; start: (o: 
 
 const MESSAGES = 200;
 
+const CLIENT_FIN = '\u0000client FIN\u0000';
+const SERVER = '\u0000server:';
+
+/**
+ * A TCP relay between the MTA and mailroom's SMTP port that keeps each session's bytes in order:
+ * the client's as they are, the server's after SERVER, and each side's half-close (FIN) as it
+ * comes. Half-closes are passed on (allowHalfOpen), so mailroom sees what the MTA does.
+ */
+async function startRelay(target: number): Promise<{ port: number; sessions: string[][]; close(): void }> {
+  const sessions: string[][] = [];
+  const server = createServer({ allowHalfOpen: true }, (client) => {
+    const log: string[] = [];
+    sessions.push(log);
+    const upstream = connect({ port: target, host: '127.0.0.1', allowHalfOpen: true });
+    client.on('data', (d) => void (log.push(d.toString('latin1')), upstream.write(d)));
+    client.on('end', () => void (log.push(CLIENT_FIN), upstream.end()));
+    upstream.on('data', (d) => void (log.push(SERVER + d.toString('latin1')), client.write(d)));
+    upstream.on('end', () => client.end());
+    // A side that closed for good (Exim closes once it has its replies) resets the other.
+    for (const s of [client, upstream]) s.on('error', () => void (client.destroy(), upstream.destroy()));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { port: (server.address() as AddressInfo).port, sessions, close: () => server.close() };
+}
+
 for (const partner of PARTNERS) {
   const skip = peerSkip(partner.missing());
   // A peer that stops answering fails the suite in minutes instead of holding CI.
@@ -33,12 +65,13 @@ for (const partner of PARTNERS) {
     let t: TestServer;
     let dns: TestDns;
     let mta: Mta;
+    let relay: Awaited<ReturnType<typeof startRelay>>;
+    let metricsUrl: string;
     let inbox: { id: string; address: string };
 
     before(async () => {
       dns = await startTestDns();
       // mailroom's outbound goes to the MTA's port; the MTA's mail for agents.test comes back.
-      const mtaPort = { value: 0 };
       t = await startTestServer({
         outbound: { mode: 'email', mx_port: 1, retry_schedule: ['1s', '1s', '1s', '2s', '2s', '5s'], timeout: '10s' },
         dns: { servers: [dns.server], timeout: '1s' },
@@ -46,9 +79,12 @@ for (const partner of PARTNERS) {
         // Postfix keeps up to 20 connections to one destination (and caches them): the test's
         // own sessions come from the same loopback address.
         smtp: { max_connections_per_ip: 100 },
+        metrics: { listen: '127.0.0.1:0' },
       });
-      mta = await partner.start({ mailroomPort: t.server.smtpPort, routeDomains: [t.config.shared_domain], greylisted: 'grey@remote.test', queueOnly: true });
-      mtaPort.value = mta.port;
+      metricsUrl = `http://127.0.0.1:${(t.server.services.find((s) => s.name === 'metrics') as { port: number } | undefined)!.port}/metrics`;
+      // The MTA reaches mailroom through the relay, which keeps the bytes of each session.
+      relay = await startRelay(t.server.smtpPort);
+      mta = await partner.start({ mailroomPort: relay.port, routeDomains: [t.config.shared_domain], greylisted: 'grey@remote.test', queueOnly: true });
       t.config.outbound.mx_port = mta.port;
       for (const d of ['remote.test', 'bouncy.test']) {
         dns.set(d, [{ type: 'MX', exchange: `mx.${d}`, priority: 10 }]);
@@ -62,11 +98,14 @@ for (const partner of PARTNERS) {
 
     after(async () => {
       await mta?.stop();
+      relay?.close();
       await t?.close();
       await dns?.close();
     });
 
     const stored = async () => (await t.api('GET', `/inboxes/${inbox.id}/messages?limit=1`)).body.total as number;
+    /** mailroom_smtp_sessions_total: the SMTP connections mailroom's listener accepted. */
+    const smtpSessions = async () => Number(/^mailroom_smtp_sessions_total (\d+)$/m.exec(await (await fetch(metricsUrl)).text())?.[1] ?? 0);
     const receivedEvents = async () =>
       (await t.server.ctx.db
         .select({ data: events.data })
@@ -76,6 +115,8 @@ for (const partner of PARTNERS) {
         .filter((e) => JSON.parse(e.data).inboxId === inbox.id).length;
 
     test(`${MESSAGES} messages queued at ${partner.name}, handed over on reused connections: each stored once, no deferral`, async () => {
+      const sessionsBefore = await smtpSessions();
+      const relayedBefore = relay.sessions.length;
       const transport = smtpTransport(mta.port);
       try {
         for (let i = 0; i < MESSAGES; i++) {
@@ -93,15 +134,43 @@ for (const partner of PARTNERS) {
       }
       mta.flush();
       await until(`${MESSAGES} stored`, async () => ((await stored()) >= MESSAGES ? true : undefined), 60_000);
-      // Nothing arrives a second time (a deferral would redeliver within seconds).
-      await new Promise((r) => setTimeout(r, 2500));
+      // Nothing arrives a second time: the MTA logs each message delivered (it heard the 250),
+      // and it has ended its sessions with mailroom (its FIN: Postfix closes the connections it
+      // cached after 2 s idle).
+      const address = inbox.address.replace(/[.]/g, '\\.');
+      const sent = () => (mta.log().match(new RegExp(partner.name === 'Postfix' ? `to=<${address}>.*status=sent` : `=> ${address} `, 'g')) ?? []).length;
+      const ended = () => relay.sessions.slice(relayedBefore).every((l) => l.includes(CLIENT_FIN));
+      await until(`${MESSAGES} logged as delivered by ${partner.name}, its sessions ended`, () => (sent() >= MESSAGES && ended() ? true : undefined), 30_000);
+      assert.equal(sent(), MESSAGES);
       assert.equal(await stored(), MESSAGES);
       assert.equal(await receivedEvents(), MESSAGES);
       const log = mta.log();
       // Until the flush the MTA only queued (Postfix logs that as "deferred transport").
       assert.doesNotMatch(log, /status=deferred(?! \(deferred transport\))|==\s.*(defer|closed)|Remote host closed connection/i, log.slice(-3000));
-      const connections = partner.name === 'Postfix' ? (log.match(/relay=\[?127\.0\.0\.1\]?\[127\.0\.0\.1\]:\d+.*status=sent/g) ?? []).length : MESSAGES;
-      assert.ok(connections >= MESSAGES, 'every message logged as sent');
+      // Reused connections: fewer sessions at mailroom's listener than messages, and sessions
+      // that carried several messages each, every message once.
+      const sessions = (await smtpSessions()) - sessionsBefore;
+      const relayed = relay.sessions.slice(relayedBefore).map((l) => l.filter((c) => !c.startsWith(SERVER)).join(''));
+      const perSession = relayed.map((c) => (c.match(/^MAIL FROM:/gim) ?? []).length);
+      console.log(`# ${partner.name}: ${MESSAGES} messages over ${sessions} SMTP sessions (messages per session: ${perSession.join(' ')})`);
+      assert.equal(relayed.length, sessions, 'every session went through the relay');
+      assert.ok(sessions >= 1 && sessions < MESSAGES / 2, `${sessions} sessions for ${MESSAGES} messages`);
+      assert.equal(perSession.reduce((a, b) => a + b, 0), MESSAGES, 'each message handed over once');
+      assert.ok(Math.max(...perSession) > 1, 'a session carried several messages');
+      if (partner.name === 'Exim') {
+        // Exim sends its last message's "." and QUIT in one go (no reply of mailroom's between
+        // them) and half-closes its side before mailroom has answered either: mailroom's 250 for
+        // the data and its 221 still come, after the client's FIN.
+        const wire = () => relay.sessions.slice(relayedBefore).map((l) => l.join(''));
+        const shape = new RegExp(`\r\n\\.\r\nQUIT\r\n${CLIENT_FIN}${SERVER}250 [^\u0000]*(${SERVER})?221 `);
+        // mailroom's 221 may still be on its way after Exim's last delivery is logged.
+        const pipelined = await until('a session with ".", QUIT, FIN, 250 and 221', () => {
+          const found = wire().filter((w) => shape.test(w));
+          return found.length ? found : undefined;
+        }, 10_000).catch(() => []);
+        console.log(`# Exim: ${pipelined.length} of ${wire().length} sessions ended with ".", QUIT and a FIN before the replies`);
+        assert.ok(pipelined.length >= 1, `no session with ".", QUIT, FIN, then 250 and 221:\n${wire().map((w) => JSON.stringify(w.slice(-300))).join('\n')}`);
+      }
     });
 
     test('the same message handed over again after a lost reply is stored once', async () => {
@@ -169,3 +238,32 @@ for (const partner of PARTNERS) {
     });
   });
 }
+
+/** The installed version of each peer README's "Tested with" table names, or why there is none. */
+const VERSIONS: Array<{ peer: string; version: () => string | undefined }> = [
+  { peer: 'Postfix', version: () => out('/usr/sbin/postconf', ['-d', '-h', 'mail_version']) },
+  { peer: 'Exim', version: () => (eximMissing() ? undefined : /Exim version (\S+)/.exec(out(join(EXIM_ROOT, 'usr/sbin/exim4'), ['-bV', '-C', '/dev/null']) ?? '')?.[1]) },
+  { peer: 'SpamAssassin', version: () => /SpamAssassin version (\S+)/.exec(out('spamassassin', ['--version']) ?? '')?.[1] },
+  { peer: 'python3-dkim', version: () => out('/usr/bin/python3', ['-c', "import importlib.metadata as m; print(m.version('dkimpy'))"]) },
+  { peer: 'swaks', version: () => /swaks version (\S+)/.exec(out('swaks', ['--version']) ?? '')?.[1] },
+];
+
+function out(cmd: string, args: string[]): string | undefined {
+  const r = spawnSync(cmd, args, { encoding: 'utf8' });
+  return r.status === 0 ? r.stdout.trim() : undefined;
+}
+
+describe('README "Tested with": the versions named are the ones the suite ran against', () => {
+  const section = readFileSync(join(import.meta.dirname, '..', '..', 'README.md'), 'utf8').split('## Tested with')[1]?.split('\n## ')[0] ?? '';
+  for (const { peer, version } of VERSIONS) {
+    const installed = version();
+    test(`${peer}: the table's major.minor is the installed version`, { skip: installed === undefined && `${peer} is not installed` }, () => {
+      const row = section.split('\n').find((l) => l.startsWith(`| ${peer} `));
+      assert.ok(row, `README's "Tested with" table has a row for ${peer}`);
+      const named = row.split('|')[2].trim();
+      // The table names major.minor (Debian's point releases are security fixes).
+      assert.match(named, /^\d+(\.\d+)?$/, `${peer}: "${named}"`);
+      assert.ok(installed === named || installed!.startsWith(`${named}.`), `${peer} ${installed} installed, README says ${named}`);
+    });
+  }
+});

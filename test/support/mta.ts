@@ -43,7 +43,7 @@ export interface MtaOptions {
   routeDomains: string[];
   /** Recipient answered 450 4.7.1 at RCPT until stopGreylisting(). */
   greylisted?: string;
-  /** Queue injected mail instead of delivering it at once (flush() sends it over one connection). */
+  /** Queue mail instead of delivering it at once, until flush() (Exim then runs no periodic queue runs). */
   queueOnly?: boolean;
 }
 
@@ -272,6 +272,8 @@ begin transports
 to_mailroom:
   driver = smtp
   port = ${opts.mailroomPort}
+# DATA, not BDAT: the last message's "." goes out with QUIT pipelined behind it (mailroom offers
+# PIPELINING; Exim uses it unless hosts_avoid_pipelining says otherwise) and Exim half-closes.
   hosts_try_chunking =
   hosts_avoid_tls = *
 local_file:
@@ -294,7 +296,9 @@ begin rewrite
   trustConfig(conf, true);
   // -bdf: the daemon stays in the foreground, so `daemon` is the daemon itself and stop() ends
   // it (with -bd it forks, the spawned parent exits at once and the daemon outlived every run).
-  const daemon = spawn(EXIM(), ['-C', conf, '-bdf', '-q1s', '-oX', String(port)], { stdio: 'ignore', detached: false });
+  // Queue-only: no periodic queue runs, queued mail waits for flush() as at Postfix (a queue run
+  // during the queueing would hand messages over one per connection, each tried once before).
+  const daemon = spawn(EXIM(), ['-C', conf, '-bdf', ...(opts.queueOnly ? [] : ['-q1s']), '-oX', String(port)], { stdio: 'ignore', detached: false });
   const log = () => readIf(join(dir, 'log', 'mainlog')) + readIf(join(dir, 'log', 'paniclog'));
   await waitForPort(port, log);
   return {
