@@ -265,6 +265,9 @@ export const CONFIG_SCHEMA = {
     max_attachment_bytes: int(26_214_400, 'Largest attachment upload; larger uploads get 413.', 1),
     list_body_bytes: int(65_536, 'Longest body (each of bodyText, bodyHtml, extractedText, extractedHtml) in list answers (messages, threads, events, MCP lists and searches) and event stream frames; a longer one is cut there and the Message says `bodyTruncated: true`. GET /messages/{id} has it whole.', 1024),
     search_matches: int(250, 'Matches of a search (`q`) ranked by relevance and counted: the newest this many; older ones follow them newest first, and past it `total` is this number with `totalIsLowerBound: true`.', 1),
+    streams_per_account: int(20, 'Event streams (GET /events/stream), long-polls (`wait`) and MCP wait_for_message calls one account may hold open at once on a node; the next gets 429 TOO_MANY_STREAMS (MCP: a tool error with that code) until one ends.', 1),
+    stream_buffer_bytes: int(1_048_576, 'Unsent bytes an event stream may hold for its client. A frame that would take it past this waits for the client to read; one that is still waiting after `stream_stall_timeout` ends the stream with `event: dropped` (resume with Last-Event-ID).', 65_536),
+    stream_stall_timeout: duration('30s', 'An event stream whose client has not read what was sent for this long is cut (`event: dropped`, then the socket is closed); resume with Last-Event-ID.'),
   },
   webhooks: {
     retry_schedule: durations(['5s', '30s', '5m', '30m', '2h'], 'Delays between webhook delivery attempts; after the last the delivery is failed.'),

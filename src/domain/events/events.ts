@@ -15,6 +15,8 @@ import {
   listEventsOfAccount,
 } from '../../store/repo/events.ts';
 import { afterCommit } from '../../store/store.ts';
+import { cutBodies } from '../mail/body-cut.ts';
+import { eventRecorded } from './event-feed.ts';
 import { listMessageBodies } from '../../store/repo/messages.ts';
 import { AppError } from '../errors.ts';
 import { findInboxRow } from '../inboxes/inboxes.ts';
@@ -48,7 +50,8 @@ export async function recordEvent(tx: Tx, ctx: AppContext, accountId: string, ty
   const messageId = type.startsWith('message.') ? (data as { id: string }).id : null;
   await insertEvent(tx, { id: event.id, accountId, type, data: JSON.stringify(messageId ? withoutBodies(data) : data), messageId, createdAt: event.createdAt });
   for (const fan of EVENT_FANOUT) await fan(tx, ctx, event);
-  afterCommit(() => ctx.notify('events'));
+  const inboxId = messageId ? (data as { inboxId?: unknown }).inboxId : undefined;
+  afterCommit(() => eventRecorded(ctx, accountId, typeof inboxId === 'string' ? inboxId : undefined));
   return event;
 }
 
@@ -108,6 +111,9 @@ export async function listEvents(ctx: AppContext, accountId: string, query: Even
   if (query.inboxId) await findInboxRow(ctx, accountId, query.inboxId);
   const rows = await listEventsOfAccount(ctx.db, accountId, query);
   const data = await eventPayloads(ctx, rows);
+  // A list (and a stream frame) carries no whole body: a 14 MB mail in twenty streams held
+  // 1.6 GB. Webhooks read eventPayloads and get the message whole.
+  for (const p of data as Array<Record<string, unknown> | null>) if (p && typeof p === 'object' && ('bodyText' in p || 'bodyHtml' in p)) cutBodies(p, ctx.config.limits.list_body_bytes);
   return rows.map((r, i) => ({ id: r.id, type: r.type as EventType, createdAt: r.createdAt, data: data[i] }));
 }
 

@@ -2,6 +2,7 @@
 // MCP tool wait_for_message). Built on the long-poll of GET /inboxes/{id}/messages?wait=
 // (waitForMessages: woken by the event feed), with the newest message at the start as cursor.
 import type { AppContext } from '../../context.ts';
+import { openStreamSlot, type StreamOwner, type StreamSlot } from '../events/stream-slots.ts';
 import { listMatchingMessageIds } from '../../store/repo/message-search.ts';
 import { matchFilters } from './filters.ts';
 import { listMessages, waitForMessages, type Message } from './messages.ts';
@@ -19,15 +20,27 @@ async function idsMatching(ctx: AppContext, inboxId: string, q: string, ids: str
  * The first inbound message stored in the inbox after the call began (and matching `q` when
  * given), as soon as it is stored; null when none came within `timeoutSeconds` or `gone`
  * resolved first (the caller left). Unknown or another account's inbox: INBOX_NOT_FOUND; a `q`
- * that does not parse: INVALID_QUERY, both before any waiting.
+ * that does not parse: INVALID_QUERY, both before any waiting. It holds one of the account's
+ * stream slots throughout (TOO_MANY_STREAMS past them; UNAUTHORIZED once the key is revoked).
  */
 export async function waitForNextMessage(
   ctx: AppContext,
-  accountId: string,
+  who: StreamOwner,
   inboxId: string,
   opts: { q?: string; timeoutSeconds: number; gone?: Promise<unknown> },
 ): Promise<Message | null> {
   if (opts.q !== undefined) parseSearch(opts.q);
+  // One stream slot for the whole call, however many waits it takes.
+  const slot = openStreamSlot(ctx, who);
+  try {
+    return await waitOnSlot(ctx, who, inboxId, opts, slot);
+  } finally {
+    slot.release();
+  }
+}
+
+async function waitOnSlot(ctx: AppContext, who: StreamOwner, inboxId: string, opts: { q?: string; timeoutSeconds: number; gone?: Promise<unknown> }, slot: StreamSlot): Promise<Message | null> {
+  const accountId = who.accountId;
   // Only messages stored after the newest one now count (inbound or outbound: it is a position).
   let cursor = (await listMessages(ctx, accountId, inboxId, { limit: 1, offset: 0 })).data[0]?.id ?? null;
   const deadline = Date.now() + opts.timeoutSeconds * 1000;
@@ -36,7 +49,7 @@ export async function waitForNextMessage(
   for (;;) {
     // `received` is the status of every inbound message and of no outbound one.
     const later = { limit: BATCH, offset: 0, after: cursor, status: 'received' };
-    let page = await waitForMessages(ctx, accountId, inboxId, later, Math.max(0, deadline - Date.now()) / 1000, opts.gone);
+    let page = await waitForMessages(ctx, who, inboxId, later, Math.max(0, deadline - Date.now()) / 1000, opts.gone, slot);
     if (page.data.length === 0) return null;
     // Newest first: when more arrived than one page holds, the oldest are on the last page.
     if (page.total > page.data.length) page = await listMessages(ctx, accountId, inboxId, { ...later, offset: page.total - BATCH });
