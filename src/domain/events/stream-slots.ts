@@ -119,3 +119,8 @@ async function checkKeys(ctx: AppContext, slots: Slots): Promise<void> {
     slots.checking = false;
   }
 }
+
+/** The slots `accountId` holds open in this process (tests see a wait begin through it). */
+export function openStreamCount(ctx: AppContext, accountId: string): number {
+  return registry.get(ctx)?.byAccount.get(accountId)?.size ?? 0;
+}
