@@ -55,6 +55,8 @@ function feedOf(ctx: AppContext): Feed {
   feeds.set(ctx, f);
   // Another node recorded an event (PostgreSQL: NOTIFY).
   ctx.store.listen((signal) => {
+    // A node of the previous version names no account.
+    if (signal === 'events') return schedule(f, null);
     if (!signal.startsWith(SIGNAL)) return;
     const [accountId, inboxId] = signal.slice(SIGNAL.length).split('/');
     if (accountId) schedule(f, accountId, inboxId ?? '');
