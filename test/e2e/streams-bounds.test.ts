@@ -23,6 +23,7 @@ import type { SqliteStore } from '../../src/store/sqlite.ts';
 import { startChild, stopChild, prepareInstance } from '../support/child-server.ts';
 import { runCli } from '../support/cli.ts';
 import { emitEvent } from '../support/events.ts';
+import { pgCluster, postgresMissing } from '../support/postgres.ts';
 import { deliverMail } from '../support/mail.ts';
 import { expectError, readResponse, startTestServer, TEST_ENGINE, type TestServer } from '../support/server.ts';
 import { openStream, type Stream } from '../support/sse.ts';
@@ -335,5 +336,36 @@ describe('memory', { skip: TEST_ENGINE === 'postgres' && 'the server runs as a c
       await stopChild(server, 'SIGTERM');
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('revoked keys across nodes', { skip: postgresMissing() || (TEST_ENGINE !== 'postgres' && 'runs in the PostgreSQL pass (MAILROOM_TEST_ENGINE=postgres)') }, () => {
+  let a: TestServer;
+  let b: TestServer;
+  before(async () => {
+    const url = await (await pgCluster()).createDatabase();
+    a = await startTestServer({ database: { url }, limits: { requests_per_minute: 100_000 } });
+    b = await startTestServer({ database: { url }, limits: { requests_per_minute: 100_000 } });
+  });
+  after(async () => {
+    await a?.close();
+    await b?.close();
+  });
+
+  test('a key revoked on node A ends its stream and long-poll open on node B', async () => {
+    const made = await createApiKey(a.server.ctx, a.accountId, { name: 'to revoke elsewhere' });
+    const inbox = (await a.api('POST', '/inboxes', {})).body;
+    const stream = await openStream({ url: b.url, key: made.key }, '');
+    assert.equal(stream.status, 200);
+    let ended = false;
+    void stream.ended.then(() => (ended = true));
+    const poll = longPoll(b, inbox.id, 'wait=60', made.key);
+    await until('the long-poll to wait on node B', () => (openStreamCount(b.server.ctx, a.accountId) === 2 ? true : undefined));
+    assert.equal((await a.api('DELETE', `/account/api-keys/${made.id}`)).status, 204);
+    await until('the stream on node B to end', () => (ended ? true : undefined), 15_000);
+    const answer = await poll.done;
+    assert.equal(answer.status, 401);
+    assert.equal(answer.body.error.code, 'UNAUTHORIZED');
+    stream.close();
   });
 });
