@@ -3,8 +3,8 @@
 // `[limits] streams_per_account` (429 TOO_MANY_STREAMS past it, a slot back whenever one ends);
 // an event wakes only its own account's waiters; the long-poll with `q` does not search again
 // until something was recorded for its inbox; a revoked key's streams, long-polls and waits end
-// within seconds (revoked through the API and through the CLI); streams that never read, plus a
-// large mail, leave the server's memory bounded.
+// within seconds (revoked through the API, through the CLI, and on another node of one
+// PostgreSQL); streams that never read, plus a large mail, leave the server's memory bounded.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { get as httpGet, type ClientRequest, type IncomingMessage } from 'node:http';
