@@ -50,6 +50,8 @@ export const ERROR_STATUS = {
   ATTACHMENT_TEXT_FAILED: 422,
   RATE_LIMITED: 429,
   DAILY_SEND_LIMIT_EXCEEDED: 429,
+  /** One stream, long-poll or wait_for_message too many for the account (`[limits] streams_per_account`). */
+  TOO_MANY_STREAMS: 429,
   INTERNAL_ERROR: 500,
   /** Storage cannot be read right now (the database failed): retry later; never a bad key. */
   SERVICE_UNAVAILABLE: 503,

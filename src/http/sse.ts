@@ -4,9 +4,16 @@
 // what it sends is what was committed, in id order, each event once; a client that reconnects
 // with Last-Event-ID continues exactly there (also after a restart: events are rows).
 //
-// Memory stays bounded: events are written while the socket's unsent bytes are under
-// `maxBufferedBytes`; a client that stops reading past that gets a last `event: dropped` naming
-// the last event written, and the stream ends (it resumes by id whenever it likes).
+// Memory stays bounded: every frame is measured before it is written, and is written only while
+// the socket's unsent bytes stay within `[limits] stream_buffer_bytes` (a frame alone on an empty
+// buffer always goes; message bodies in frames are cut to `list_body_bytes`, so a frame is
+// small). A frame that does not fit waits for the client to read; a client that has read nothing
+// for `stream_stall_timeout` (checked there and on every keep-alive tick) gets a last
+// `event: dropped` naming the last event written, and the stream ends (it resumes by id
+// whenever it likes).
+//
+// Each stream holds one of its account's `streams_per_account` slots (domain/events/stream-slots.ts)
+// and ends within seconds of its key being revoked or expiring.
 //
 // On several nodes an event committed while an older transaction is open is read only once that
 // one ends, which may wake nobody: while such events wait, the stream looks again, sooner first.
@@ -14,24 +21,19 @@ import type { ServerResponse } from 'node:http';
 import type { AppContext } from '../context.ts';
 import { FEED_SETTINGS, watchEvents } from '../domain/events/event-feed.ts';
 import { eventsHeldBack, listEvents, type EventEnvelope, type EventQuery } from '../domain/events/events.ts';
+import type { StreamSlot } from '../domain/events/stream-slots.ts';
 import { errorFields } from '../log.ts';
 
-/** Timing and bounds of every stream; tests shorten them. */
+/** Timing of every stream; tests shorten it (the bounds are `[limits] stream_*`). */
 export const STREAM_SETTINGS = {
   /** A comment line this often keeps proxies and load balancers from closing an idle stream. */
   keepAliveMs: 15_000,
-  /** Unsent bytes a stream may hold before the client is dropped. */
-  maxBufferedBytes: 1 << 20,
   /** Events read per query. */
   batch: 100,
   /** After the final `dropped` event, how long a client that still reads nothing keeps its socket. */
   dropGraceMs: 10_000,
 };
 
-/** Past this many unsent bytes, the next write waits for the socket to drain (a burst, not a stall). */
-const SOFT_BUFFERED_BYTES = 64 * 1024;
-/** A client whose socket has not drained for this long is stalled (see drained()). */
-const STALL_MS = 1000;
 /** The first look again at events held back by an open transaction; doubled up to FEED_SETTINGS.pollMs. */
 const HELD_BACK_RETRY_MS = 10;
 
@@ -46,34 +48,50 @@ const frame = (e: EventEnvelope) => `id: ${e.id}\nevent: ${e.type}\ndata: ${JSON
 
 /**
  * Streams the account's events after `query.after` (matching `query`'s filters) until the client
- * goes, the server stops, or the client is dropped for not reading.
+ * goes, the server stops, the key is revoked (`slot.revoked`) or the client is dropped for not
+ * reading. Releases `slot` when it ends, however it ends.
  */
-export function streamEvents(ctx: AppContext, res: ServerResponse, accountId: string, query: EventQuery): void {
+export function streamEvents(ctx: AppContext, res: ServerResponse, accountId: string, query: EventQuery, slot: StreamSlot): void {
+  const { stream_buffer_bytes: maxBuffered, stream_stall_timeout: stallMs } = ctx.config.limits;
   let cursor = query.after;
   let closed = false;
   let running = false;
   let again = false;
-  let stalled = false;
   let retry: NodeJS.Timeout | undefined;
   let retryMs = HELD_BACK_RETRY_MS;
-  res.on('drain', () => (stalled = false));
+  /** Since when the socket has unsent bytes it did not take (a write answered false); cleared on drain. */
+  let waitingSince: number | undefined;
+  res.on('drain', () => (waitingSince = undefined));
   const filter: EventQuery = { ...query, limit: STREAM_SETTINGS.batch };
 
-  const stopWatching = watchEvents(ctx, { wake: () => void pump(), close: () => finish() });
+  const stopWatching = watchEvents(ctx, { accountId, inboxId: query.inboxId }, { wake: () => void pump(), close: () => finish() });
+  void slot.revoked.then(() => {
+    if (closed) return;
+    ctx.log.info('event stream ended: its API key was revoked or expired', { accountId });
+    finish();
+  });
   const keepAlive = setInterval(() => {
-    if (!closed) res.write(': keep-alive\n\n');
+    if (closed) return;
+    if (waitingSince !== undefined && Date.now() - waitingSince >= stallMs) return drop();
+    write(': keep-alive\n\n');
   }, STREAM_SETTINGS.keepAliveMs);
   keepAlive.unref();
   res.on('close', () => cleanup());
   res.on('error', () => cleanup());
+  if (res.destroyed) return cleanup();
   // Sent at once, so the client knows the stream is open before the first event.
-  res.write(': connected\n\n');
+  write(': connected\n\n');
   void pump();
+
+  function write(text: string): void {
+    if (!res.write(text)) waitingSince ??= Date.now();
+  }
 
   function cleanup(): void {
     if (closed) return;
     closed = true;
     stopWatching();
+    slot.release();
     clearInterval(keepAlive);
     clearTimeout(retry);
   }
@@ -85,7 +103,7 @@ export function streamEvents(ctx: AppContext, res: ServerResponse, accountId: st
   }
 
   function drop(): void {
-    const reason = `the client read too slowly: over ${STREAM_SETTINGS.maxBufferedBytes} bytes were waiting; reconnect with Last-Event-ID to continue`;
+    const reason = `the client read too slowly: nothing it was sent was read for ${Math.round(stallMs / 1000)} s; reconnect with Last-Event-ID to continue`;
     ctx.log.info('event stream dropped', { accountId, lastEventId: cursor ?? null, buffered: res.writableLength });
     // No `id:` line: the client's last event id stays the last event it actually got.
     res.write(`event: dropped\ndata: ${JSON.stringify({ lastEventId: cursor ?? null, reason })}\n\n`);
@@ -95,23 +113,21 @@ export function streamEvents(ctx: AppContext, res: ServerResponse, accountId: st
   }
 
   /**
-   * Resolves when the socket drained, or after STALL_MS without it: the client is then taken as
-   * stalled and later writes no longer wait, so its unsent bytes reach the bound and it is
-   * dropped (a drain clears the mark). A burst to a reading client never waits that long.
+   * Resolves true once the socket drained, false when the client read nothing for
+   * `stream_stall_timeout` since it stopped taking bytes (it is then dropped).
    */
-  function drained(): Promise<void> {
-    if (res.writableLength < SOFT_BUFFERED_BYTES || stalled) return new Promise((r) => setImmediate(r));
+  function drained(): Promise<boolean> {
+    const left = stallMs - (Date.now() - (waitingSince ?? Date.now()));
     return new Promise((resolve) => {
-      const done = (timedOut: boolean) => {
+      const done = (ok: boolean) => {
         clearTimeout(timer);
         res.off('drain', onDrain);
         res.off('close', onClose);
-        if (timedOut) stalled = true;
-        resolve();
+        resolve(ok);
       };
-      const onDrain = () => done(false);
-      const onClose = () => done(false);
-      const timer = setTimeout(() => done(true), STALL_MS);
+      const onDrain = () => done(true);
+      const onClose = () => done(true);
+      const timer = setTimeout(() => done(false), Math.max(0, left));
       res.on('drain', onDrain);
       res.on('close', onClose);
     });
@@ -130,16 +146,20 @@ export function streamEvents(ctx: AppContext, res: ServerResponse, accountId: st
         for (;;) {
           const batch = await listEvents(ctx, accountId, { ...filter, after: cursor });
           for (const e of batch) {
-            // A burst waits for the socket to drain; a client that does not read lets the bytes
-            // pile up past the bound (drained() gives up after a second) and is dropped.
-            if (res.writableLength >= SOFT_BUFFERED_BYTES) await drained();
+            const text = frame(e);
+            const size = Buffer.byteLength(text);
+            // Counted before it is written: while the socket holds bytes it did not take and this
+            // frame would take them past the bound, wait for the client to read.
+            while (!closed && res.writableNeedDrain && res.writableLength + size > maxBuffered) {
+              if (!(await drained())) return drop();
+            }
             if (closed) return;
-            if (res.writableLength > STREAM_SETTINGS.maxBufferedBytes) return drop();
-            res.write(frame(e));
+            write(text);
             cursor = e.id;
           }
           if (batch.length < filter.limit) break;
-          await drained();
+          // A long backlog: let the rest of the server run between pages.
+          await new Promise((r) => setImmediate(r));
           if (closed) return;
         }
         if (!again && (await eventsHeldBack(ctx, accountId, { ...filter, after: cursor }))) {

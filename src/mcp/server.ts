@@ -74,5 +74,5 @@ async function callTool(ctx: AppContext, principal: Principal, tool: Tool, args:
   // The same rule and wording as the HTTP routes (src/http/routes.ts).
   if (tool.write && principal.readOnly) throw new AppError('FORBIDDEN', 'this API key is read-only');
   const input = parseInput(tool.input, args);
-  return tool.run({ ctx, accountId: principal.accountId, signal }, input);
+  return tool.run({ ctx, accountId: principal.accountId, keyId: principal.keyId, signal }, input);
 }

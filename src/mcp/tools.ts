@@ -26,6 +26,8 @@ import { ForwardBody, ReplyBody, SendMessageBody } from '../http/routes/sending.
 export interface ToolCall {
   ctx: AppContext;
   accountId: string;
+  /** The API key of the call (wait_for_message ends when it is revoked). */
+  keyId: string;
   signal: AbortSignal;
 }
 
@@ -248,8 +250,8 @@ export const TOOLS: Tool[] = [
       q: Q.optional(),
       timeout: z.number().min(0).max(MAX_WAIT_SECONDS).optional().describe(`Seconds to wait at most (default ${DEFAULT_WAIT_SECONDS}).`),
     }),
-    run: async ({ ctx, accountId, signal }, { inboxId, q, timeout = DEFAULT_WAIT_SECONDS }) =>
-      (await waitForNextMessage(ctx, accountId, inboxId, { q, timeoutSeconds: timeout, gone: leaving(signal) })) ?? { message: null, timedOut: true, timeout },
+    run: async ({ ctx, accountId, keyId, signal }, { inboxId, q, timeout = DEFAULT_WAIT_SECONDS }) =>
+      (await waitForNextMessage(ctx, { accountId, keyId }, inboxId, { q, timeoutSeconds: timeout, gone: leaving(signal) })) ?? { message: null, timedOut: true, timeout },
   }),
   tool({
     name: 'list_drafts',

@@ -115,6 +115,12 @@ describe('MCP searches', () => {
     }
   });
 
+  test('wait_for_message with q is held to the same term cap, before it waits', async () => {
+    const [result] = await mcpBatch([{ name: 'wait_for_message', arguments: { inboxId: inbox.id, q: words(40).join(' '), timeout: 30 } }]);
+    assert.equal(result.isError, true);
+    assert.equal(result.structuredContent.error.code, 'INVALID_QUERY');
+  });
+
   test('a batch of searches runs searches_per_account at once: the others answer RATE_LIMITED', async () => {
     const results = await mcpBatch(Array.from({ length: 20 }, (_, i) => ({ name: i % 2 ? 'search_threads' : 'search_messages', arguments: { q: 'quarterly' } })));
     const codes = results.map((r) => (r.isError ? r.structuredContent.error.code : 'ok'));

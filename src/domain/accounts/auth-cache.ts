@@ -71,6 +71,15 @@ export class AuthCache {
     this.entries.set(digest, entry);
   }
 
+  /**
+   * The generation, after looking at commits made elsewhere: it changes whenever a key may have
+   * been revoked (open streams re-check their keys then: src/domain/events/stream-slots.ts).
+   */
+  current(): number {
+    if (this.committedElsewhere()) this.clear();
+    return this.generation;
+  }
+
   clear(): void {
     this.generation++;
     this.entries.clear();

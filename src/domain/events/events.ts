@@ -13,8 +13,11 @@ import {
   hasEventsHeldBack,
   insertEvent,
   listEventsOfAccount,
+  listMessageBodyHeads,
 } from '../../store/repo/events.ts';
 import { afterCommit } from '../../store/store.ts';
+import { cutBodies } from '../mail/body-cut.ts';
+import { eventRecorded } from './event-feed.ts';
 import { listMessageBodies } from '../../store/repo/messages.ts';
 import { AppError } from '../errors.ts';
 import { findInboxRow } from '../inboxes/inboxes.ts';
@@ -48,7 +51,8 @@ export async function recordEvent(tx: Tx, ctx: AppContext, accountId: string, ty
   const messageId = type.startsWith('message.') ? (data as { id: string }).id : null;
   await insertEvent(tx, { id: event.id, accountId, type, data: JSON.stringify(messageId ? withoutBodies(data) : data), messageId, createdAt: event.createdAt });
   for (const fan of EVENT_FANOUT) await fan(tx, ctx, event);
-  afterCommit(() => ctx.notify('events'));
+  const inboxId = messageId ? (data as { inboxId?: unknown }).inboxId : undefined;
+  afterCommit(() => eventRecorded(ctx, accountId, typeof inboxId === 'string' ? inboxId : undefined));
   return event;
 }
 
@@ -107,7 +111,9 @@ export function parseEventQuery(q: URLSearchParams, lastEventId?: string): Event
 export async function listEvents(ctx: AppContext, accountId: string, query: EventQuery): Promise<EventEnvelope[]> {
   if (query.inboxId) await findInboxRow(ctx, accountId, query.inboxId);
   const rows = await listEventsOfAccount(ctx.db, accountId, query);
-  const data = await eventPayloads(ctx, rows);
+  // A list (and a stream frame) carries no whole body: a 14 MB mail in twenty streams held
+  // 1.6 GB. Webhooks read eventPayloads without a cut and get the message whole.
+  const data = await eventPayloads(ctx, rows, ctx.config.limits.list_body_bytes);
   return rows.map((r, i) => ({ id: r.id, type: r.type as EventType, createdAt: r.createdAt, data: data[i] }));
 }
 
@@ -127,16 +133,26 @@ function withoutBodies(data: unknown): unknown {
   return { ...d, ...(typeof d.bodyText === 'string' ? { bodyText: FROM_MESSAGE } : {}), ...(typeof d.bodyHtml === 'string' ? { bodyHtml: FROM_MESSAGE } : {}) };
 }
 
-/** The payloads of stored events (`data` JSON), message bodies filled in from their rows. */
-export async function eventPayloads(ctx: AppContext, rows: Array<{ data: string }>): Promise<unknown[]> {
-  const payloads = rows.map((r) => JSON.parse(r.data) as { id?: string; bodyText?: unknown; bodyHtml?: unknown });
+/**
+ * The payloads of stored events (`data` JSON), message bodies filled in from their rows: whole
+ * (webhooks), or, with `cutTo`, cut to that many bytes with `bodyTruncated` (lists and streams:
+ * only the head of each body is read, so a 14 MB body is never a string here).
+ */
+export async function eventPayloads(ctx: AppContext, rows: Array<{ data: string }>, cutTo?: number): Promise<unknown[]> {
+  const payloads = rows.map((r) => JSON.parse(r.data) as { id?: string; bodyText?: unknown; bodyHtml?: unknown; bodyTruncated?: boolean });
   const held = payloads.filter((p) => p?.bodyText === FROM_MESSAGE || p?.bodyHtml === FROM_MESSAGE);
   if (held.length === 0) return payloads;
-  const bodies = await listMessageBodies(ctx.db, [...new Set(held.map((p) => String(p.id)))]);
+  const ids = [...new Set(held.map((p) => String(p.id)))];
+  // A character is at least one byte: the first `cutTo` characters hold the first `cutTo` bytes.
+  const bodies = cutTo === undefined ? await listMessageBodies(ctx.db, ids) : await listMessageBodyHeads(ctx.db, ids, cutTo);
   for (const p of held) {
     const b = bodies.get(String(p.id));
     if (p.bodyText === FROM_MESSAGE) p.bodyText = b?.bodyText ?? null;
     if (p.bodyHtml === FROM_MESSAGE) p.bodyHtml = b?.bodyHtml ?? null;
+    if (cutTo !== undefined) {
+      cutBodies(p as Parameters<typeof cutBodies>[0], cutTo);
+      if (b && 'longer' in b && b.longer) p.bodyTruncated = true;
+    }
   }
   return payloads;
 }

@@ -19,6 +19,7 @@ import {
 import { attachmentMetaForMany, presignAttachment, type AttachmentMeta } from './attachments.ts';
 import { AppError } from '../errors.ts';
 import { FEED_SETTINGS, watchEvents } from '../events/event-feed.ts';
+import { openStreamSlot, type StreamOwner, type StreamSlot } from '../events/stream-slots.ts';
 import { findInboxRow } from '../inboxes/inboxes.ts';
 import type { Page, PageResult } from '../pagination.ts';
 import { hasFilters, matchFilters, type MessageFilters } from './filters.ts';
@@ -304,36 +305,75 @@ export const MAX_WAIT_SECONDS = 60;
 
 /**
  * The long-poll of GET /inboxes/{id}/messages?wait=: the list as listMessages gives it, as soon
- * as it is not empty, else after `waitSeconds` (empty). Woken by the event feed (an inbound
- * message records message.received in its own transaction) and checked every FEED_SETTINGS.pollMs
- * anyway (a message sent from the inbox records no event until its outcome). `gone` resolves
- * when the client left: the wait ends early; at shutdown the feed ends it too.
+ * as it is not empty, else after `waitSeconds` (empty). While it waits it holds one of the
+ * account's stream slots (`slot` when the caller holds one already, as wait_for_message does):
+ * past `[limits] streams_per_account`, TOO_MANY_STREAMS; once the key is revoked, UNAUTHORIZED.
+ *
+ * The list (with `q`, a search) runs again only when something may have changed it: an event of
+ * this inbox (an inbound message records message.received in its own transaction), or, checked
+ * every FEED_SETTINGS.pollMs, a change of the inbox's newest message or count (two indexed reads:
+ * a message sent from the inbox records no event until its outcome). `gone` resolves when the
+ * client left: the wait ends early; at shutdown the feed ends it too.
  */
-export async function waitForMessages(ctx: AppContext, accountId: string, inboxId: string, opts: MessageListOptions, waitSeconds: number, gone?: Promise<unknown>): Promise<PageResult<Message>> {
-  let result = await listMessages(ctx, accountId, inboxId, opts);
+export async function waitForMessages(
+  ctx: AppContext,
+  who: StreamOwner,
+  inboxId: string,
+  opts: MessageListOptions,
+  waitSeconds: number,
+  gone?: Promise<unknown>,
+  slot?: StreamSlot,
+): Promise<PageResult<Message>> {
+  const mark = async () => {
+    const page = await listOwnInboxPage(ctx.db, who.accountId, inboxId, null, 1, 0, 0);
+    return page ? `${page.total}/${page.rows[0]?.id ?? ''}` : 'gone';
+  };
+  let seen = await mark();
+  let result = await listMessages(ctx, who.accountId, inboxId, opts);
   if (result.data.length || waitSeconds <= 0) return result;
+  const own = slot ? undefined : openStreamSlot(ctx, who);
+  const held = (slot ?? own)!;
   const deadline = Date.now() + waitSeconds * 1000;
-  let wake!: () => void;
   let over = false;
-  const stop = watchEvents(ctx, { wake: () => wake(), close: () => ((over = true), wake()) });
-  const tick = setInterval(() => wake(), FEED_SETTINGS.pollMs);
-  void gone?.then(() => ((over = true), wake()));
+  let revoked = false;
+  /** What woke the wait; an event wins over a tick (it re-lists without looking at the mark). */
+  let woken: 'event' | 'tick' | undefined;
+  let resolveWait: (() => void) | undefined;
+  const wake = (why: 'event' | 'tick' | 'end') => {
+    if (why === 'event' || (why === 'tick' && !woken)) woken = why;
+    resolveWait?.();
+  };
+  const stop = watchEvents(ctx, { accountId: who.accountId, inboxId }, { wake: () => wake('event'), close: () => ((over = true), wake('end')) });
+  const tick = setInterval(() => wake('tick'), FEED_SETTINGS.pollMs);
+  void gone?.then(() => ((over = true), wake('end')));
+  void held.revoked.then(() => ((revoked = true), wake('end')));
   try {
     for (;;) {
+      if (revoked) throw new AppError('UNAUTHORIZED', 'the API key was revoked or expired while this request waited');
       const left = deadline - Date.now();
       if (left <= 0 || over) return result;
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, left);
-        wake = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-      result = await listMessages(ctx, accountId, inboxId, opts);
+      if (!woken) {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, left);
+          resolveWait = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+        resolveWait = undefined;
+      }
+      const why = woken;
+      woken = undefined;
+      if (!why || over || revoked) continue;
+      const now = await mark();
+      if (why === 'tick' && now === seen) continue;
+      seen = now;
+      result = await listMessages(ctx, who.accountId, inboxId, opts);
       if (result.data.length) return result;
     }
   } finally {
     stop();
     clearInterval(tick);
+    own?.release();
   }
 }

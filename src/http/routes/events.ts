@@ -2,6 +2,7 @@
 // Server-Sent Events, live). Both carry the envelopes webhooks send; rules in domain/events/events.ts.
 import type { AppContext } from '../../context.ts';
 import { findInboxRow } from '../../domain/inboxes/inboxes.ts';
+import { openStreamSlot } from '../../domain/events/stream-slots.ts';
 import { latestEventId, listEvents, parseEventQuery } from '../../domain/events/events.ts';
 import type { Routes } from '../routes.ts';
 import { SSE_HEADERS, streamEvents } from '../sse.ts';
@@ -15,6 +16,8 @@ export function registerEventRoutes(r: Routes, ctx: AppContext): void {
     if (query.inboxId) await findInboxRow(ctx, req.principal.accountId, query.inboxId);
     // Without a cursor the stream starts now: events recorded from here on.
     const start = { ...query, after: query.after ?? (await latestEventId(ctx)) };
-    return { status: 200, headers: SSE_HEADERS, open: (res) => streamEvents(ctx, res, req.principal.accountId, start) };
+    // Taken last, when nothing can fail before the stream opens and releases it.
+    const slot = openStreamSlot(ctx, req.principal);
+    return { status: 200, headers: SSE_HEADERS, open: (res) => streamEvents(ctx, res, req.principal.accountId, start, slot) };
   });
 }

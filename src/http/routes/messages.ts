@@ -45,7 +45,7 @@ export function registerMessageRoutes(r: Routes, ctx: AppContext): void {
     if (socket.destroyed) left();
     socket.once('close', left);
     try {
-      return { status: 200, body: await waitForMessages(ctx, req.principal.accountId, req.params.inboxId, opts, wait, gone) };
+      return { status: 200, body: await waitForMessages(ctx, req.principal, req.params.inboxId, opts, wait, gone) };
     } finally {
       // A keep-alive connection carries many requests: no listener per request may stay on it.
       socket.off('close', left);

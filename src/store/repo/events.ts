@@ -2,7 +2,7 @@
 // deletes old webhook delivery logs (`webhook_attempts`) in the same hourly sweep. What events
 // exist and what they carry is decided in the domain; this module stores and reads them.
 import { and, asc, eq, gt, inArray, lt, sql, type SQL } from 'drizzle-orm';
-import { preparedQuery } from '../prepared.ts';
+import { preparedQuery, preparedRows } from '../prepared.ts';
 import { events, webhookAttempts } from '../../db/schema.ts';
 import { changes, dialectOf, rawRows, type Db } from '../store.ts';
 
@@ -139,4 +139,18 @@ export function findEventById(db: Db, id: string): Promise<EventRow | undefined>
 /** When event `id` was recorded, while it is kept. */
 export async function findEventCreatedAt(db: Db, id: string): Promise<string | undefined> {
   return (await db.select({ createdAt: events.createdAt }).from(events).where(eq(events.id, id)).get())?.createdAt;
+}
+
+/**
+ * The first `chars` characters of these messages' bodies by id, and whether each is longer: what
+ * an event list or stream frame carries (src/domain/events/events.ts). Cut here, so a 14 MB body
+ * never becomes a string in the server for each stream that reads its event.
+ */
+export async function listMessageBodyHeads(db: Db, ids: string[], chars: number): Promise<Map<string, { bodyText: string | null; bodyHtml: string | null; longer: boolean }>> {
+  const rows = await preparedRows<[number, number, number, number, string], [string, string | null, unknown, string | null, unknown]>(
+    db,
+    'SELECT id, substr(body_text, 1, ?), length(body_text) > ?, substr(body_html, 1, ?), length(body_html) > ? FROM messages WHERE id IN (SELECT value FROM json_each(?))',
+  ).all(chars, chars, chars, chars, JSON.stringify(ids));
+  // SQLite answers 0/1 (NULL for a NULL body), PostgreSQL booleans.
+  return new Map(rows.map(([id, bodyText, textLonger, bodyHtml, htmlLonger]) => [id, { bodyText, bodyHtml, longer: Boolean(textLonger) || Boolean(htmlLonger) }]));
 }
