@@ -23,6 +23,10 @@ export const apiKeys = sqliteTable(
     /** SHA-256 of the whole key (hex). The key itself is never stored. */
     keyHash: text('key_hash').notNull(),
     readOnly: integer('read_only', { mode: 'boolean' }).notNull().default(false),
+    /** JSON array of `read`, `send`, `manage`, `review` (domain/accounts/scopes.ts). */
+    scopes: text('scopes').notNull().default('["read","send","manage","review"]'),
+    /** JSON array of inbox ids the key is limited to; null: every inbox of the account. */
+    inboxIds: text('inbox_ids'),
     lastUsedAt: text('last_used_at'),
     expiresAt: text('expires_at'),
     revokedAt: text('revoked_at'),

@@ -1,5 +1,5 @@
-// Every API route has the same shape: authenticate, rate-limit, refuse writes from read-only
-// keys, apply Idempotency-Key to POSTs, call one handler, and answer JSON or the error
+// Every API route has the same shape: authenticate, rate-limit, refuse a key without the route's
+// scope (or outside the key's inboxes), apply Idempotency-Key to POSTs, call one handler, and answer JSON or the error
 // envelope. Handlers return a Reply; they never touch the response object.
 import type { App, Request, Response } from '@tinyhttp/app';
 import { createHash, randomBytes, type Hash } from 'node:crypto';
@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { AppContext } from '../context.ts';
-import type { Principal } from '../domain/accounts/apikeys.ts';
+import { requireInboxOf, requireScope, type InboxResource, type Principal, type Scope } from '../domain/accounts/apikeys.ts';
 import { AppError, isAppError } from '../domain/errors.ts';
 import { beginIdempotent, finishIdempotent } from '../domain/accounts/idempotency.ts';
 import { errorFields } from '../log.ts';
@@ -86,9 +86,54 @@ export interface CallerInfo {
   route?: string;
 }
 
+/**
+ * The scope each route needs (PRODUCT.md "Key permissions"): the one table of it. A GET not named
+ * here needs `read`; any other route not named needs `manage` (inboxes, lists, webhooks, domains,
+ * keys, deleting mail: changing what the account is). MCP checks per tool (src/mcp/server.ts).
+ */
+export const ROUTE_SCOPES: Readonly<Record<string, Scope>> = {
+  // send: sending, drafts, uploads and the marks (read state, labels) on mail.
+  'POST /inboxes/:inboxId/messages': 'send',
+  'POST /inboxes/:inboxId/messages/check': 'send',
+  'POST /messages/:id/reply': 'send',
+  'POST /messages/:id/forward': 'send',
+  'POST /messages/:id/cancel': 'send',
+  'PATCH /messages/:id': 'send',
+  'PATCH /threads/:id': 'send',
+  'POST /inboxes/:inboxId/drafts': 'send',
+  'PATCH /drafts/:id': 'send',
+  'DELETE /drafts/:id': 'send',
+  'POST /drafts/:id/send': 'send',
+  'POST /attachments': 'send',
+  // review: what a person decides, which an agent's own key should not be able to undo.
+  'POST /messages/:id/release': 'review',
+  'DELETE /suppressions/:address': 'review',
+  'GET /audit': 'review',
+};
+
+/** The scope of route `method path` (ROUTE_SCOPES). */
+export const scopeOf = (method: string, path: string): Scope => ROUTE_SCOPES[`${method} ${path}`] ?? (method === 'GET' ? 'read' : 'manage');
+
+/**
+ * The path parameter naming something of one inbox, which a key limited to other inboxes must
+ * find missing: `:inboxId`, or the `:id` of /inboxes, /messages, /threads, /drafts.
+ */
+function inboxResourceOf(path: string): { param: string; kind: InboxResource } | undefined {
+  if (path.includes('/:inboxId')) return { param: 'inboxId', kind: 'inbox' };
+  const m = /^\/(inboxes|messages|threads|drafts)\/:id(?:\/|$)/.exec(path);
+  return m ? { param: 'id', kind: ({ inboxes: 'inbox', messages: 'message', threads: 'thread', drafts: 'draft' } as const)[m[1] as 'inboxes'] } : undefined;
+}
+
 export const callerOf = (req: Request): CallerInfo => (req as unknown as { mr: CallerInfo }).mr;
 
 const WRITE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+/** What registration works out once per route (not per request). */
+interface RouteAccess {
+  scope: Scope;
+  write: boolean;
+  resource?: { param: string; kind: InboxResource };
+}
 
 // Request ids must be unique, not secret: 8-byte slices of one random buffer refilled every 512
 // ids (a randomBytes call per request was 6% of a GET's CPU in bench/ profiles).
@@ -230,7 +275,9 @@ export class Routes {
   }
 
   private add(method: 'get' | 'post' | 'put' | 'patch' | 'delete', path: string, handler: Handler, opts: RouteOptions = {}) {
-    this.registered.push({ method: method.toUpperCase() as RegisteredRoute['method'], path, options: opts });
+    const upper = method.toUpperCase() as RegisteredRoute['method'];
+    this.registered.push({ method: upper, path, options: opts });
+    const access: RouteAccess = { scope: scopeOf(upper, path), write: WRITE_METHODS.has(upper), resource: inboxResourceOf(path) };
     this.app[method](path, (req: Request, res: Response, next?: () => void) => {
       // tinyhttp offers a HEAD request to every route of its path whatever the route's method,
       // so HEAD /inboxes would run POST /inboxes (and a read-only key could write, HEAD not
@@ -238,11 +285,11 @@ export class Routes {
       if (req.method === 'HEAD' && method !== 'get') return next?.();
       // Recorded for the request metrics, so they need not match the path again.
       callerOf(req).route = path;
-      void this.run(req, res, handler, opts);
+      void this.run(req, res, handler, opts, access);
     });
   }
 
-  private async run(req: Request, res: Response, handler: Handler, opts: RouteOptions): Promise<void> {
+  private async run(req: Request, res: Response, handler: Handler, opts: RouteOptions, access: RouteAccess): Promise<void> {
     const { ctx } = this;
     const caller = callerOf(req);
     const method = req.method ?? 'GET';
@@ -257,8 +304,10 @@ export class Routes {
     try {
       if (!opts.public) {
         if (!caller.principal) throw new AppError('UNAUTHORIZED', caller.authError ?? 'missing API key: send Authorization: Bearer <key> or x-api-key');
-        if (caller.principal.readOnly && WRITE_METHODS.has(method) && !opts.protocol) {
-          throw new AppError('FORBIDDEN', 'this API key is read-only');
+        if (!opts.protocol) requireScope(caller.principal, access.scope, access.write);
+        if (access.resource && caller.principal.inboxIds) {
+          const id = (req.params as Record<string, string> | undefined)?.[access.resource.param];
+          if (id !== undefined) await requireInboxOf(ctx, caller.principal, access.resource.kind, id);
         }
       }
       let bodyPromise: Promise<unknown> | undefined;

@@ -3,7 +3,7 @@
 // who may revoke what) stay in the domain; this module only reads and writes rows.
 import { and, asc, desc, eq, isNull } from 'drizzle-orm';
 import { preparedQuery, preparedRows } from '../prepared.ts';
-import { accounts, apiKeys } from '../../db/schema.ts';
+import { accounts, apiKeys, drafts, messages, threads } from '../../db/schema.ts';
 import { changes, type Db } from '../store.ts';
 
 export type AccountRow = typeof accounts.$inferSelect;
@@ -63,13 +63,30 @@ export async function updateApiKeyLastUsed(db: Db, id: string, lastUsedAt: strin
 
 // Runs on every API request: a plain statement prepared once (src/store/prepared.ts), reading only
 // the columns authentication needs.
-export type ApiKeyCandidate = [id: string, accountId: string, keyHash: string, readOnly: number, lastUsedAt: string | null, expiresAt: string | null];
+export type ApiKeyCandidate = [
+  id: string,
+  accountId: string,
+  keyHash: string,
+  scopes: string,
+  inboxIds: string | null,
+  lastUsedAt: string | null,
+  expiresAt: string | null,
+];
 const activeKeysByPrefix = (db: Db) =>
-  preparedRows<[string], ApiKeyCandidate>(db, 'SELECT id, account_id, key_hash, read_only, last_used_at, expires_at FROM api_keys WHERE key_prefix = ? AND revoked_at IS NULL');
+  preparedRows<[string], ApiKeyCandidate>(db, 'SELECT id, account_id, key_hash, scopes, inbox_ids, last_used_at, expires_at FROM api_keys WHERE key_prefix = ? AND revoked_at IS NULL');
 
 /** The keys not revoked whose visible prefix is `prefix` (authentication compares their hashes). */
 export function listActiveApiKeysByPrefix(db: Db, prefix: string): Promise<ApiKeyCandidate[]> {
   return preparedQuery(db, activeKeysByPrefix).all(prefix);
+}
+
+/**
+ * The inbox of the account's message, thread or draft `id` (undefined when there is none): what a
+ * key limited to some inboxes is checked against before a route touches the resource.
+ */
+export async function findInboxIdOf(db: Db, kind: 'message' | 'thread' | 'draft', accountId: string, id: string): Promise<string | undefined> {
+  const t = kind === 'message' ? messages : kind === 'thread' ? threads : drafts;
+  return (await db.select({ inboxId: t.inboxId }).from(t).where(and(eq(t.id, id), eq(t.accountId, accountId))).get())?.inboxId;
 }
 
 // ---- usage -----------------------------------------------------------------------------------
