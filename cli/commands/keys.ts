@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import { parseDuration } from '../../src/config.ts';
 import { SCOPES, createApiKey, listAllApiKeys, revokeApiKey, type Scope } from '../../src/domain/accounts/apikeys.ts';
 import { findInboxByAddress } from '../../src/domain/inboxes/inboxes.ts';
+import { CLI_ACTOR } from '../../src/domain/audit/audit.ts';
 import { CliError, globals, print, resolveAccount, withContext } from '../shared.ts';
 
 export function registerKeys(program: Command): void {
@@ -40,7 +41,7 @@ export function registerKeys(program: Command): void {
           if (!inbox || inbox.accountId !== accountId) throw new CliError(`--inbox: no inbox ${address} in account ${accountId}`);
           inboxIds.push(inbox.id);
         }
-        return createApiKey(ctx, accountId, { name: opts.name ?? null, readOnly: !!opts.readOnly, scopes, inboxIds, expiresAt });
+        return createApiKey(ctx, accountId, { name: opts.name ?? null, readOnly: !!opts.readOnly, scopes, inboxIds, expiresAt, actor: CLI_ACTOR });
       });
       if (globals(cmd).json) print(cmd, created);
       else {

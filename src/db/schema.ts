@@ -487,3 +487,28 @@ export const listEntries = sqliteTable(
     index('list_entries_account').on(t.accountId, t.direction, t.createdAt),
   ],
 );
+
+/**
+ * The audit log (src/domain/audit/audit.ts): privileged acts and policy decisions, each written
+ * in the transaction of the change it records. Kept `retention.audit`.
+ */
+export const auditLog = sqliteTable(
+  'audit_log',
+  {
+    id: text('id').primaryKey(),
+    accountId: text('account_id')
+      .notNull()
+      .references(() => accounts.id, { onDelete: 'cascade' }),
+    createdAt: text('created_at').notNull(),
+    /** 'key' | 'cli' | 'dashboard' | 'system' */
+    actorType: text('actor_type').notNull(),
+    /** The key's id for a key; null otherwise. */
+    actorId: text('actor_id'),
+    action: text('action').notNull(),
+    /** The id (or address) of what was acted on. */
+    target: text('target').notNull(),
+    /** JSON object. */
+    detail: text('detail').notNull(),
+  },
+  (t) => [index('audit_log_account').on(t.accountId, t.id), index('audit_log_created').on(t.createdAt)],
+);

@@ -7,6 +7,7 @@ import type { AppContext } from '../../context.ts';
 import { newId } from '../../ids.ts';
 import { errorFields } from '../../log.ts';
 import {
+  findActiveApiKeyAccountId,
   findInboxIdOf,
   insertApiKey,
   listActiveApiKeys,
@@ -21,6 +22,7 @@ import { authCacheOf, keysChanged, type CachedKey } from './auth-cache.ts';
 import { isoNow } from '../time.ts';
 import { findInboxRow, inboxView, type Inbox } from '../inboxes/inboxes.ts';
 import type { Page, PageResult } from '../pagination.ts';
+import { CLI_ACTOR, SYSTEM_ACTOR, keyActor, recordAudit, type Actor } from '../audit/audit.ts';
 
 /**
  * What a key may do (PRODUCT.md "Key permissions"): `read` every GET; `send` sending and the
@@ -166,6 +168,8 @@ export async function createApiKey(
     expiresAt?: string | null;
     /** The key that asks (API): the new key gets no scope and no inbox that it lacks. */
     creator?: Principal;
+    /** Who the audit log names when no key asks (default: mailroom itself, as for the first key). */
+    actor?: Actor;
   } = {},
 ): Promise<CreatedApiKey> {
   const { creator } = opts;
@@ -195,7 +199,11 @@ export async function createApiKey(
     expiresAt: opts.expiresAt ?? null,
     createdAt: isoNow(ctx.clock),
   };
-  await insertApiKey(ctx.db, row);
+  await ctx.store.transaction(async (tx) => {
+    await insertApiKey(tx, row);
+    const actor = creator ? keyActor(creator.keyId) : (opts.actor ?? SYSTEM_ACTOR);
+    await recordAudit(ctx, tx, accountId, actor, 'key.created', row.id, { name: row.name, scopes, inboxIds });
+  });
   return {
     id: row.id,
     key,
@@ -222,7 +230,13 @@ export async function revokeApiKey(ctx: AppContext, accountId: string | null, id
   if (id === currentKeyId) {
     throw new AppError('CANNOT_REVOKE_CURRENT_KEY', 'the key that authenticates this request cannot revoke itself; use another key');
   }
-  const revoked = await updateApiKeyRevoked(ctx.db, id, accountId, isoNow(ctx.clock));
+  // The CLI (no current key) revokes a key of any account; the entry goes to the key's account.
+  const revoked = await ctx.store.transaction(async (tx) => {
+    const owner = await findActiveApiKeyAccountId(tx, id);
+    if (!owner || !(await updateApiKeyRevoked(tx, id, accountId, isoNow(ctx.clock)))) return false;
+    await recordAudit(ctx, tx, owner, currentKeyId ? keyActor(currentKeyId) : CLI_ACTOR, 'key.revoked', id);
+    return true;
+  });
   // Committed: no process may go on accepting the key from memory.
   if (revoked) keysChanged(ctx);
   else throw new AppError('API_KEY_NOT_FOUND', `API key ${id} not found`);

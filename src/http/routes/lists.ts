@@ -6,6 +6,7 @@ import { createListEntry, deleteListEntry, LIST_DIRECTIONS, LIST_KINDS, listList
 import { parsePage } from '../../domain/pagination.ts';
 import type { Routes } from '../routes.ts';
 import { headerSafe, parseInput, parseQuery } from '../validate.ts';
+import { keyActor } from '../../domain/audit/audit.ts';
 
 export const CreateListEntryBody = z.strictObject({
   direction: z.enum(LIST_DIRECTIONS),
@@ -25,13 +26,13 @@ export const ListEntryQuery = z.object({
 
 export function registerListRoutes(r: Routes, ctx: AppContext): void {
   r.post('/lists', async (req) => {
-    const { entry, created } = await createListEntry(ctx, req.principal.accountId, parseInput(CreateListEntryBody, await req.json()));
+    const { entry, created } = await createListEntry(ctx, req.principal.accountId, parseInput(CreateListEntryBody, await req.json()), keyActor(req.principal.keyId));
     // An entry that exists already is answered as it is (200), not added twice.
     return { status: created ? 201 : 200, body: entry };
   });
   r.get('/lists', async (req) => ({ status: 200, body: await listListEntries(ctx, req.principal.accountId, { ...parsePage(req.query), ...parseQuery(ListEntryQuery, req.query) }) }));
   r.delete('/lists/:id', async (req) => {
-    await deleteListEntry(ctx, req.principal.accountId, req.params.id);
+    await deleteListEntry(ctx, req.principal.accountId, req.params.id, keyActor(req.principal.keyId));
     return { status: 204 };
   });
 }

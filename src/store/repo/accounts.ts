@@ -57,6 +57,11 @@ export async function updateApiKeyRevoked(db: Db, id: string, accountId: string 
   return changes(await db.update(apiKeys).set({ revokedAt }).where(and(...conds)).run()) > 0;
 }
 
+/** The account of key `id` if it is active. */
+export async function findActiveApiKeyAccountId(db: Db, id: string): Promise<string | undefined> {
+  return (await db.select({ accountId: apiKeys.accountId }).from(apiKeys).where(and(eq(apiKeys.id, id), isNull(apiKeys.revokedAt))).get())?.accountId;
+}
+
 export async function updateApiKeyLastUsed(db: Db, id: string, lastUsedAt: string): Promise<void> {
   await db.update(apiKeys).set({ lastUsedAt }).where(eq(apiKeys.id, id)).run();
 }
