@@ -111,6 +111,14 @@ export const ROUTE_SCOPES: Readonly<Record<string, Scope>> = {
   'GET /audit': 'review',
 };
 
+/**
+ * For a key limited to some inboxes: routes that change the whole account (refused), and routes
+ * whose body must name the key's inboxes (refused without them: an account-wide list entry or
+ * webhook would reach the other inboxes).
+ */
+const WHOLE_ACCOUNT = new Set(['POST /inboxes', 'POST /domains', 'DELETE /domains/:id', 'POST /domains/:id/verify']);
+const INBOX_FIELD_REQUIRED: Readonly<Record<string, string>> = { 'POST /lists': 'inboxId', 'POST /webhooks': 'inboxIds', 'PUT /webhooks/:id': 'inboxIds' };
+
 /** The scope of route `method path` (ROUTE_SCOPES). */
 export const scopeOf = (method: string, path: string): Scope => ROUTE_SCOPES[`${method} ${path}`] ?? (method === 'GET' ? 'read' : 'manage');
 
@@ -133,6 +141,9 @@ interface RouteAccess {
   scope: Scope;
   write: boolean;
   resource?: { param: string; kind: InboxResource };
+  wholeAccount: boolean;
+  inboxField?: string;
+  creates: boolean;
 }
 
 // Request ids must be unique, not secret: 8-byte slices of one random buffer refilled every 512
@@ -277,7 +288,15 @@ export class Routes {
   private add(method: 'get' | 'post' | 'put' | 'patch' | 'delete', path: string, handler: Handler, opts: RouteOptions = {}) {
     const upper = method.toUpperCase() as RegisteredRoute['method'];
     this.registered.push({ method: upper, path, options: opts });
-    const access: RouteAccess = { scope: scopeOf(upper, path), write: WRITE_METHODS.has(upper), resource: inboxResourceOf(path) };
+    const route = `${upper} ${path}`;
+    const access: RouteAccess = {
+      scope: scopeOf(upper, path),
+      write: WRITE_METHODS.has(upper),
+      resource: inboxResourceOf(path),
+      wholeAccount: WHOLE_ACCOUNT.has(route),
+      inboxField: INBOX_FIELD_REQUIRED[route],
+      creates: upper === 'POST',
+    };
     this.app[method](path, (req: Request, res: Response, next?: () => void) => {
       // tinyhttp offers a HEAD request to every route of its path whatever the route's method,
       // so HEAD /inboxes would run POST /inboxes (and a read-only key could write, HEAD not
@@ -285,11 +304,11 @@ export class Routes {
       if (req.method === 'HEAD' && method !== 'get') return next?.();
       // Recorded for the request metrics, so they need not match the path again.
       callerOf(req).route = path;
-      void this.run(req, res, handler, opts, access);
+      void this.run(req, res, handler, opts, access, route);
     });
   }
 
-  private async run(req: Request, res: Response, handler: Handler, opts: RouteOptions, access: RouteAccess): Promise<void> {
+  private async run(req: Request, res: Response, handler: Handler, opts: RouteOptions, access: RouteAccess, route: string): Promise<void> {
     const { ctx } = this;
     const caller = callerOf(req);
     const method = req.method ?? 'GET';
@@ -305,14 +324,12 @@ export class Routes {
       if (!opts.public) {
         if (!caller.principal) throw new AppError('UNAUTHORIZED', caller.authError ?? 'missing API key: send Authorization: Bearer <key> or x-api-key');
         if (!opts.protocol) requireScope(caller.principal, access.scope, access.write);
-        if (access.resource && caller.principal.inboxIds) {
-          const id = (req.params as Record<string, string> | undefined)?.[access.resource.param];
-          if (id !== undefined) await requireInboxOf(ctx, caller.principal, access.resource.kind, id);
-        }
+        if (caller.principal.inboxIds) await checkInboxes(ctx, caller.principal, req, search, access);
       }
       let bodyPromise: Promise<unknown> | undefined;
       let buffered: Buffer | undefined;
       const limit = ctx.config.http.max_body_bytes;
+      const limited = caller.principal?.inboxIds ? caller.principal : undefined;
       const apiReq: ApiRequest = {
         method,
         path: pathname,
@@ -325,7 +342,10 @@ export class Routes {
         principal: caller.principal!,
         raw: req,
         json: () => {
-          bodyPromise ??= (buffered ? Promise.resolve(buffered) : readBody(req, limit)).then((b) => parseJson(b, req.headers['content-type']));
+          bodyPromise ??= (buffered ? Promise.resolve(buffered) : readBody(req, limit))
+            .then((b) => parseJson(b, req.headers['content-type']))
+            // New keys' inboxIds: the subset rule answers them (apikeys.ts), 403 rather than 404.
+            .then(async (body) => (limited && route !== 'POST /account/api-keys' ? checkBodyInboxes(ctx, limited, body, access) : body));
           return bodyPromise;
         },
       };
@@ -399,6 +419,33 @@ export class Routes {
       if (spooled) void rm(spooled, { force: true });
     }
   }
+}
+
+/**
+ * A key limited to some inboxes: the inbox a path, `?inboxId` names must be one of its own (404 as
+ * if missing otherwise), and a route that changes the whole account is refused.
+ */
+async function checkInboxes(ctx: AppContext, principal: Principal, req: Request, search: string, access: RouteAccess): Promise<void> {
+  if (access.wholeAccount) throw new AppError('INSUFFICIENT_SCOPE', 'this API key is limited to some inboxes: it cannot change the whole account');
+  if (access.resource) {
+    const id = (req.params as Record<string, string> | undefined)?.[access.resource.param];
+    if (id !== undefined) await requireInboxOf(ctx, principal, access.resource.kind, id);
+  }
+  const inboxId = search.includes('inboxId') ? new URLSearchParams(search).get('inboxId') : null;
+  if (inboxId) await requireInboxOf(ctx, principal, 'inbox', inboxId);
+}
+
+/** The same for a JSON body's `inboxId` / `inboxIds`; a route that needs them refuses a body without. */
+async function checkBodyInboxes(ctx: AppContext, principal: Principal, body: unknown, access: RouteAccess): Promise<unknown> {
+  const b = (body ?? {}) as { inboxId?: unknown; inboxIds?: unknown };
+  const named = [b.inboxId, ...(Array.isArray(b.inboxIds) ? b.inboxIds : [])].filter((x): x is string => typeof x === 'string');
+  // A POST without them reaches the whole account; a PUT changes only what its body names.
+  const given = access.inboxField === 'inboxId' ? b.inboxId : b.inboxIds;
+  if (access.inboxField && !named.length && (access.creates || given !== undefined)) {
+    throw new AppError('INSUFFICIENT_SCOPE', `this API key is limited to some inboxes: name them in \`${access.inboxField}\``);
+  }
+  for (const id of named) await requireInboxOf(ctx, principal, 'inbox', id);
+  return body;
 }
 
 /**

@@ -100,6 +100,8 @@ async function callTool(ctx: AppContext, principal: Principal, tool: Tool, args:
   requireScope(principal, toolScope(tool), tool.write);
   const input = parseInput(tool.input, args) as Record<string, unknown>;
   if (principal.inboxIds) {
+    // As POST /inboxes (src/http/routes.ts WHOLE_ACCOUNT): a new inbox is outside the key's.
+    if (tool.name === 'create_inbox') throw new AppError('INSUFFICIENT_SCOPE', 'this API key is limited to some inboxes: it cannot change the whole account');
     // A list over the whole account (inboxId omitted) is one over the key's inbox.
     if (input.inboxId === undefined && 'inboxId' in ((tool.input as unknown as { shape?: object }).shape ?? {})) input.inboxId = accountWideInbox(principal) ?? undefined;
     for (const [field, kind] of INBOX_FIELDS) if (typeof input[field] === 'string') await requireInboxOf(ctx, principal, kind, input[field]);

@@ -214,6 +214,28 @@ describe('a key limited to some inboxes', () => {
     expectError(await t.api('GET', `/events/stream?inboxId=${b.inbox}`, undefined, { key }), 404, 'INBOX_NOT_FOUND');
   });
 
+  test('cannot change the whole account, nor name other inboxes in a body or query', async () => {
+    const post = (path: string, body: unknown) => t.api('POST', path, body, { key });
+    const inboxesBefore = (await t.api('GET', '/inboxes')).body.total;
+    expectError(await post('/inboxes', {}), 403, 'INSUFFICIENT_SCOPE');
+    expectError(await post('/domains', { domain: 'limited.example' }), 403, 'INSUFFICIENT_SCOPE');
+    const entry = { direction: 'send', kind: 'allow', entry: 'example.org' };
+    expectError(await post('/lists', entry), 403, 'INSUFFICIENT_SCOPE');
+    expectError(await post('/lists', { ...entry, inboxId: b.inbox }), 404, 'INBOX_NOT_FOUND');
+    assert.equal((await post('/lists', { ...entry, inboxId: a.inbox })).status, 201);
+    expectError(await t.api('GET', `/lists?inboxId=${b.inbox}`, undefined, { key }), 404, 'INBOX_NOT_FOUND');
+    const hook = { url: 'http://127.0.0.1:9/hook' };
+    expectError(await post('/webhooks', hook), 403, 'INSUFFICIENT_SCOPE');
+    expectError(await post('/webhooks', { ...hook, inboxIds: [a.inbox, b.inbox] }), 404, 'INBOX_NOT_FOUND');
+    const made = await post('/webhooks', { ...hook, inboxIds: [a.inbox] });
+    assert.equal(made.status, 201, made.text);
+    expectError(await t.api('PUT', `/webhooks/${made.body.id}`, { inboxIds: null }, { key }), 403, 'INSUFFICIENT_SCOPE');
+    assert.equal((await t.api('PUT', `/webhooks/${made.body.id}`, { isActive: false }, { key })).status, 200);
+    // Nothing of this reached the account.
+    assert.equal((await t.api('GET', '/inboxes')).body.total, inboxesBefore);
+    assert.equal((await t.api('GET', '/domains')).body.data.length, 0);
+  });
+
   test('a key limited to several inboxes lists them one at a time', async () => {
     const both = await keyWith(['read'], [a.inbox!, b.inbox!]);
     assert.equal((await t.api('GET', '/inboxes', undefined, { key: both })).body.total, 2);
@@ -243,9 +265,11 @@ describe('MCP', () => {
   });
 
   test('a key limited to one inbox finds the others missing', async () => {
-    const { client } = await toolsOf(await keyWith(['read', 'send'], [a.inbox!]));
+    const { client } = await toolsOf(await keyWith(['read', 'send', 'manage'], [a.inbox!]));
     const missing = await client.callTool({ name: 'get_message', arguments: { messageId: b.message } });
     assert.equal((missing.structuredContent as { error: { code: string } }).error.code, 'MESSAGE_NOT_FOUND');
+    const create = await client.callTool({ name: 'create_inbox', arguments: {} });
+    assert.equal((create.structuredContent as { error: { code: string } }).error.code, 'INSUFFICIENT_SCOPE');
     const list = await client.callTool({ name: 'list_messages', arguments: {} });
     const data = (list.structuredContent as { data: Array<{ inboxId: string }> }).data;
     assert.ok(data.length > 0 && data.every((m) => m.inboxId === a.inbox));
