@@ -6,16 +6,17 @@
 // inbox. On both engines (MAILROOM_TEST_ENGINE).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { createHttpApp } from '../../src/http/app.ts';
 import { scopeOf, type RegisteredRoute } from '../../src/http/routes.ts';
 import { TOOLS } from '../../src/mcp/tools.ts';
+import { rawRun } from '../../src/store/store.ts';
 import { runCli } from '../support/cli.ts';
 import { deliverMail } from '../support/mail.ts';
-import { expectError, startTestServer, type ApiResponse, type TestServer } from '../support/server.ts';
+import { expectError, startTestServer, TEST_ENGINE, type ApiResponse, type TestServer } from '../support/server.ts';
 import { SmtpClient } from '../support/smtp-client.ts';
 
 const SCOPES = ['read', 'send', 'manage', 'review'];
@@ -114,6 +115,23 @@ describe('scopes', () => {
     assert.deepEqual(listed.find((k: { id: string }) => k.id === made.body.id).scopes, ['read', 'send']);
     assert.deepEqual(listed.find((k: { id: string }) => k.id === t.keyId).scopes, SCOPES);
     assert.deepEqual(listed.find((k: { id: string }) => k.id === t.keyId).inboxIds, []);
+  });
+});
+
+describe('keys made before scopes', () => {
+  test('the migration gives read-only keys only read, and the others all four', async () => {
+    const file = TEST_ENGINE === 'postgres' ? 'migrations/pg/0009_key_scopes.sql' : 'migrations/0014_key_scopes.sql';
+    const statements = readFileSync(new URL(`../../${file}`, import.meta.url), 'utf8').split('--> statement-breakpoint');
+    const dataMigration = statements.at(-1)!.replace(/^--.*$/gm, '').trim();
+    const ro = await t.api('POST', '/account/api-keys', { scopes: ['read'] });
+    const rw = await t.api('POST', '/account/api-keys', { scopes: ['read', 'send'] });
+    // As the columns' defaults left them: every key with all four scopes, read_only as it was.
+    await rawRun(t.server.ctx.db, `UPDATE api_keys SET scopes = '["read","send","manage","review"]' WHERE id IN ('${ro.body.id}', '${rw.body.id}')`);
+    await rawRun(t.server.ctx.db, `UPDATE api_keys SET read_only = 0 WHERE id = '${rw.body.id}'`);
+    await rawRun(t.server.ctx.db, dataMigration);
+    const listed = (await t.api('GET', '/account/api-keys')).body.data as Array<{ id: string; scopes: string[] }>;
+    assert.deepEqual(listed.find((k) => k.id === ro.body.id)!.scopes, ['read']);
+    assert.deepEqual(listed.find((k) => k.id === rw.body.id)!.scopes, SCOPES);
   });
 });
 
