@@ -124,12 +124,13 @@ export const scopeOf = (method: string, path: string): Scope => ROUTE_SCOPES[`${
 
 /**
  * The path parameter naming something of one inbox, which a key limited to other inboxes must
- * find missing: `:inboxId`, or the `:id` of /inboxes, /messages, /threads, /drafts.
+ * find missing: `:inboxId`, or the `:id` of /inboxes, /messages, /threads, /drafts, /webhooks (a
+ * webhook of every inbox, or of another, is outside a limited key's reach).
  */
 function inboxResourceOf(path: string): { param: string; kind: InboxResource } | undefined {
   if (path.includes('/:inboxId')) return { param: 'inboxId', kind: 'inbox' };
-  const m = /^\/(inboxes|messages|threads|drafts)\/:id(?:\/|$)/.exec(path);
-  return m ? { param: 'id', kind: ({ inboxes: 'inbox', messages: 'message', threads: 'thread', drafts: 'draft' } as const)[m[1] as 'inboxes'] } : undefined;
+  const m = /^\/(inboxes|messages|threads|drafts|webhooks)\/:id(?:\/|$)/.exec(path);
+  return m ? { param: 'id', kind: ({ inboxes: 'inbox', messages: 'message', threads: 'thread', drafts: 'draft', webhooks: 'webhook' } as const)[m[1] as 'inboxes'] } : undefined;
 }
 
 export const callerOf = (req: Request): CallerInfo => (req as unknown as { mr: CallerInfo }).mr;

@@ -249,6 +249,15 @@ describe('a key limited to some inboxes', () => {
     assert.equal(made.status, 201, made.text);
     expectError(await t.api('PUT', `/webhooks/${made.body.id}`, { inboxIds: null }, { key }), 403, 'INSUFFICIENT_SCOPE');
     assert.equal((await t.api('PUT', `/webhooks/${made.body.id}`, { isActive: false }, { key })).status, 200);
+    // The account's other webhooks (of every inbox, of the other inbox) look missing to it.
+    const everyInbox = (await t.api('POST', '/webhooks', hook)).body.id;
+    const otherInbox = (await t.api('POST', '/webhooks', { ...hook, inboxIds: [b.inbox] })).body.id;
+    assert.deepEqual((await t.api('GET', '/webhooks', undefined, { key })).body.data.map((w: { id: string }) => w.id), [made.body.id]);
+    for (const id of [everyInbox, otherInbox]) {
+      expectError(await t.api('GET', `/webhooks/${id}`, undefined, { key }), 404, 'WEBHOOK_NOT_FOUND');
+      expectError(await t.api('PUT', `/webhooks/${id}`, { isActive: false }, { key }), 404, 'WEBHOOK_NOT_FOUND');
+      expectError(await t.api('DELETE', `/webhooks/${id}`, undefined, { key }), 404, 'WEBHOOK_NOT_FOUND');
+    }
     // Nothing of this reached the account.
     assert.equal((await t.api('GET', '/inboxes')).body.total, inboxesBefore);
     assert.equal((await t.api('GET', '/domains')).body.data.length, 0);

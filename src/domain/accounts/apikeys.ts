@@ -9,6 +9,7 @@ import { errorFields } from '../../log.ts';
 import {
   findActiveApiKeyAccountId,
   findInboxIdOf,
+  findWebhookInboxIds,
   insertApiKey,
   listActiveApiKeys,
   listActiveApiKeysByPrefix,
@@ -82,8 +83,12 @@ export function requireScope(principal: Principal, scope: Scope, write: boolean)
 export const seesInbox = (principal: Principal, inboxId: string): boolean => principal.inboxIds === null || principal.inboxIds.has(inboxId);
 
 /** What a route or tool can name that belongs to one inbox. */
-export type InboxResource = 'inbox' | 'message' | 'thread' | 'draft';
-const MISSING = { inbox: 'INBOX_NOT_FOUND', message: 'MESSAGE_NOT_FOUND', thread: 'THREAD_NOT_FOUND', draft: 'DRAFT_NOT_FOUND' } as const;
+export type InboxResource = 'inbox' | 'message' | 'thread' | 'draft' | 'webhook';
+const MISSING = { inbox: 'INBOX_NOT_FOUND', message: 'MESSAGE_NOT_FOUND', thread: 'THREAD_NOT_FOUND', draft: 'DRAFT_NOT_FOUND', webhook: 'WEBHOOK_NOT_FOUND' } as const;
+
+/** Whether the key may see a webhook of these inboxes (empty: every inbox, so only a key of every inbox). */
+export const seesWebhook = (principal: Principal, inboxIds: string[]): boolean =>
+  principal.inboxIds === null || (inboxIds.length > 0 && inboxIds.every((id) => principal.inboxIds!.has(id)));
 
 /**
  * For a key limited to some inboxes: 404, exactly as if it did not exist, when resource `id` lies
@@ -91,6 +96,11 @@ const MISSING = { inbox: 'INBOX_NOT_FOUND', message: 'MESSAGE_NOT_FOUND', thread
  */
 export async function requireInboxOf(ctx: AppContext, principal: Principal, kind: InboxResource, id: string): Promise<void> {
   if (principal.inboxIds === null) return;
+  if (kind === 'webhook') {
+    const json = await findWebhookInboxIds(ctx.db, principal.accountId, id);
+    if (json === undefined || !seesWebhook(principal, readInboxIds(json))) throw new AppError(MISSING[kind], `webhook ${id} not found`);
+    return;
+  }
   const inboxId = kind === 'inbox' ? id : await findInboxIdOf(ctx.db, kind, principal.accountId, id);
   if (inboxId === undefined || !principal.inboxIds.has(inboxId)) throw new AppError(MISSING[kind], `${kind} ${id} not found`);
 }

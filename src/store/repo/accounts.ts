@@ -3,7 +3,7 @@
 // who may revoke what) stay in the domain; this module only reads and writes rows.
 import { and, asc, desc, eq, isNull } from 'drizzle-orm';
 import { preparedQuery, preparedRows } from '../prepared.ts';
-import { accounts, apiKeys, drafts, messages, threads } from '../../db/schema.ts';
+import { accounts, apiKeys, drafts, messages, threads, webhooks } from '../../db/schema.ts';
 import { changes, type Db } from '../store.ts';
 
 export type AccountRow = typeof accounts.$inferSelect;
@@ -92,6 +92,11 @@ export function listActiveApiKeysByPrefix(db: Db, prefix: string): Promise<ApiKe
 export async function findInboxIdOf(db: Db, kind: 'message' | 'thread' | 'draft', accountId: string, id: string): Promise<string | undefined> {
   const t = kind === 'message' ? messages : kind === 'thread' ? threads : drafts;
   return (await db.select({ inboxId: t.inboxId }).from(t).where(and(eq(t.id, id), eq(t.accountId, accountId))).get())?.inboxId;
+}
+
+/** The `inbox_ids` JSON of the account's webhook `id` (null: every inbox); undefined when there is none. */
+export async function findWebhookInboxIds(db: Db, accountId: string, id: string): Promise<string | null | undefined> {
+  return (await db.select({ inboxIds: webhooks.inboxIds }).from(webhooks).where(and(eq(webhooks.id, id), eq(webhooks.accountId, accountId))).get())?.inboxIds;
 }
 
 // ---- usage -----------------------------------------------------------------------------------
