@@ -124,13 +124,13 @@ export const scopeOf = (method: string, path: string): Scope => ROUTE_SCOPES[`${
 
 /**
  * The path parameter naming something of one inbox, which a key limited to other inboxes must
- * find missing: `:inboxId`, or the `:id` of /inboxes, /messages, /threads, /drafts, /webhooks (a
- * webhook of every inbox, or of another, is outside a limited key's reach).
+ * find missing: `:inboxId`, or the `:id` of /inboxes, /messages, /threads, /drafts, /webhooks,
+ * /lists (a webhook or list entry of the whole account is outside a limited key's reach).
  */
 function inboxResourceOf(path: string): { param: string; kind: InboxResource } | undefined {
   if (path.includes('/:inboxId')) return { param: 'inboxId', kind: 'inbox' };
-  const m = /^\/(inboxes|messages|threads|drafts|webhooks)\/:id(?:\/|$)/.exec(path);
-  return m ? { param: 'id', kind: ({ inboxes: 'inbox', messages: 'message', threads: 'thread', drafts: 'draft', webhooks: 'webhook' } as const)[m[1] as 'inboxes'] } : undefined;
+  const m = /^\/(inboxes|messages|threads|drafts|webhooks|lists)\/:id(?:\/|$)/.exec(path);
+  return m ? { param: 'id', kind: ({ inboxes: 'inbox', messages: 'message', threads: 'thread', drafts: 'draft', webhooks: 'webhook', lists: 'list' } as const)[m[1] as 'inboxes'] } : undefined;
 }
 
 export const callerOf = (req: Request): CallerInfo => (req as unknown as { mr: CallerInfo }).mr;

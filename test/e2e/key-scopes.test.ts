@@ -242,6 +242,12 @@ describe('a key limited to some inboxes', () => {
     expectError(await post('/lists', { ...entry, inboxId: b.inbox }), 404, 'INBOX_NOT_FOUND');
     assert.equal((await post('/lists', { ...entry, inboxId: a.inbox })).status, 201);
     expectError(await t.api('GET', `/lists?inboxId=${b.inbox}`, undefined, { key }), 404, 'INBOX_NOT_FOUND');
+    // The whole account's entries and the other inbox's are not its own.
+    const accountWide = (await t.api('POST', '/lists', entry)).body.id;
+    const otherEntry = (await t.api('POST', '/lists', { ...entry, inboxId: b.inbox })).body.id;
+    const lists = (await t.api('GET', '/lists', undefined, { key })).body;
+    assert.deepEqual([lists.total, lists.data.every((e: { inboxId: string }) => e.inboxId === a.inbox)], [1, true]);
+    for (const id of [accountWide, otherEntry]) expectError(await t.api('DELETE', `/lists/${id}`, undefined, { key }), 404, 'LIST_ENTRY_NOT_FOUND');
     const hook = { url: 'http://127.0.0.1:9/hook' };
     expectError(await post('/webhooks', hook), 403, 'INSUFFICIENT_SCOPE');
     expectError(await post('/webhooks', { ...hook, inboxIds: [a.inbox, b.inbox] }), 404, 'INBOX_NOT_FOUND');

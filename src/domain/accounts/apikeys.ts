@@ -83,8 +83,15 @@ export function requireScope(principal: Principal, scope: Scope, write: boolean)
 export const seesInbox = (principal: Principal, inboxId: string): boolean => principal.inboxIds === null || principal.inboxIds.has(inboxId);
 
 /** What a route or tool can name that belongs to one inbox. */
-export type InboxResource = 'inbox' | 'message' | 'thread' | 'draft' | 'webhook';
-const MISSING = { inbox: 'INBOX_NOT_FOUND', message: 'MESSAGE_NOT_FOUND', thread: 'THREAD_NOT_FOUND', draft: 'DRAFT_NOT_FOUND', webhook: 'WEBHOOK_NOT_FOUND' } as const;
+export type InboxResource = 'inbox' | 'message' | 'thread' | 'draft' | 'webhook' | 'list';
+const MISSING = {
+  inbox: 'INBOX_NOT_FOUND',
+  message: 'MESSAGE_NOT_FOUND',
+  thread: 'THREAD_NOT_FOUND',
+  draft: 'DRAFT_NOT_FOUND',
+  webhook: 'WEBHOOK_NOT_FOUND',
+  list: 'LIST_ENTRY_NOT_FOUND',
+} as const;
 
 /** Whether the key may see a webhook of these inboxes (empty: every inbox, so only a key of every inbox). */
 export const seesWebhook = (principal: Principal, inboxIds: string[]): boolean =>
@@ -102,7 +109,7 @@ export async function requireInboxOf(ctx: AppContext, principal: Principal, kind
     return;
   }
   const inboxId = kind === 'inbox' ? id : await findInboxIdOf(ctx.db, kind, principal.accountId, id);
-  if (inboxId === undefined || !principal.inboxIds.has(inboxId)) throw new AppError(MISSING[kind], `${kind} ${id} not found`);
+  if (inboxId === undefined || !principal.inboxIds.has(inboxId)) throw new AppError(MISSING[kind], `${kind === 'list' ? 'list entry' : kind} ${id} not found`);
 }
 
 /**

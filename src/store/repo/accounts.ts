@@ -3,7 +3,7 @@
 // who may revoke what) stay in the domain; this module only reads and writes rows.
 import { and, asc, desc, eq, isNull } from 'drizzle-orm';
 import { preparedQuery, preparedRows } from '../prepared.ts';
-import { accounts, apiKeys, drafts, messages, threads, webhooks } from '../../db/schema.ts';
+import { accounts, apiKeys, drafts, listEntries, messages, threads, webhooks } from '../../db/schema.ts';
 import { changes, type Db } from '../store.ts';
 
 export type AccountRow = typeof accounts.$inferSelect;
@@ -86,12 +86,13 @@ export function listActiveApiKeysByPrefix(db: Db, prefix: string): Promise<ApiKe
 }
 
 /**
- * The inbox of the account's message, thread or draft `id` (undefined when there is none): what a
- * key limited to some inboxes is checked against before a route touches the resource.
+ * The inbox of the account's message, thread, draft or list entry `id` (undefined when there is
+ * none, or for an entry of the whole account): what a key limited to some inboxes is checked
+ * against before a route touches the resource.
  */
-export async function findInboxIdOf(db: Db, kind: 'message' | 'thread' | 'draft', accountId: string, id: string): Promise<string | undefined> {
-  const t = kind === 'message' ? messages : kind === 'thread' ? threads : drafts;
-  return (await db.select({ inboxId: t.inboxId }).from(t).where(and(eq(t.id, id), eq(t.accountId, accountId))).get())?.inboxId;
+export async function findInboxIdOf(db: Db, kind: 'message' | 'thread' | 'draft' | 'list', accountId: string, id: string): Promise<string | undefined> {
+  const t = kind === 'message' ? messages : kind === 'thread' ? threads : kind === 'draft' ? drafts : listEntries;
+  return (await db.select({ inboxId: t.inboxId }).from(t).where(and(eq(t.id, id), eq(t.accountId, accountId))).get())?.inboxId ?? undefined;
 }
 
 /** The `inbox_ids` JSON of the account's webhook `id` (null: every inbox); undefined when there is none. */
