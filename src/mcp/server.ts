@@ -6,8 +6,9 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult, type Tool as ToolListing } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { AppContext } from '../context.ts';
-import { accountWideInbox, requireInboxOf, requireScope, type InboxResource, type Principal, type Scope } from '../domain/accounts/apikeys.ts';
+import { accountWideInbox, listInboxesOfKey, requireInboxOf, requireScope, type InboxResource, type Principal, type Scope } from '../domain/accounts/apikeys.ts';
 import { AppError, isAppError } from '../domain/errors.ts';
+import { PAGE_LIMITS } from '../domain/pagination.ts';
 import { parseInput } from '../http/validate.ts';
 import { errorFields } from '../log.ts';
 import { VERSION } from '../version.ts';
@@ -102,6 +103,8 @@ async function callTool(ctx: AppContext, principal: Principal, tool: Tool, args:
   if (principal.inboxIds) {
     // As POST /inboxes (src/http/routes.ts WHOLE_ACCOUNT): a new inbox is outside the key's.
     if (tool.name === 'create_inbox') throw new AppError('INSUFFICIENT_SCOPE', 'this API key is limited to some inboxes: it cannot change the whole account');
+    // As GET /inboxes: only its own inboxes.
+    if (tool.name === 'list_inboxes') return listInboxesOfKey(ctx, principal, { limit: (input.limit as number | undefined) ?? PAGE_LIMITS.default, offset: (input.offset as number | undefined) ?? 0 });
     // A list over the whole account (inboxId omitted) is one over the key's inbox.
     if (input.inboxId === undefined && 'inboxId' in ((tool.input as unknown as { shape?: object }).shape ?? {})) input.inboxId = accountWideInbox(principal) ?? undefined;
     for (const [field, kind] of INBOX_FIELDS) if (typeof input[field] === 'string') await requireInboxOf(ctx, principal, kind, input[field]);

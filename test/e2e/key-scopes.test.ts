@@ -303,6 +303,8 @@ describe('MCP', () => {
     assert.equal((missing.structuredContent as { error: { code: string } }).error.code, 'MESSAGE_NOT_FOUND');
     const create = await client.callTool({ name: 'create_inbox', arguments: {} });
     assert.equal((create.structuredContent as { error: { code: string } }).error.code, 'INSUFFICIENT_SCOPE');
+    const inboxes = await client.callTool({ name: 'list_inboxes', arguments: {} });
+    assert.deepEqual((inboxes.structuredContent as { data: Array<{ id: string }> }).data.map((i) => i.id), [a.inbox]);
     const list = await client.callTool({ name: 'list_messages', arguments: {} });
     const data = (list.structuredContent as { data: Array<{ inboxId: string }> }).data;
     assert.ok(data.length > 0 && data.every((m) => m.inboxId === a.inbox));
