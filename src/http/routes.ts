@@ -125,10 +125,12 @@ export const scopeOf = (method: string, path: string): Scope => ROUTE_SCOPES[`${
 /**
  * The path parameter naming something of one inbox, which a key limited to other inboxes must
  * find missing: `:inboxId`, or the `:id` of /inboxes, /messages, /threads, /drafts, /webhooks,
- * /lists (a webhook or list entry of the whole account is outside a limited key's reach).
+ * /lists, /account/api-keys (a webhook, list entry or key of the whole account is outside a
+ * limited key's reach).
  */
 function inboxResourceOf(path: string): { param: string; kind: InboxResource } | undefined {
   if (path.includes('/:inboxId')) return { param: 'inboxId', kind: 'inbox' };
+  if (path === '/account/api-keys/:id') return { param: 'id', kind: 'key' };
   const m = /^\/(inboxes|messages|threads|drafts|webhooks|lists)\/:id(?:\/|$)/.exec(path);
   return m ? { param: 'id', kind: ({ inboxes: 'inbox', messages: 'message', threads: 'thread', drafts: 'draft', webhooks: 'webhook', lists: 'list' } as const)[m[1] as 'inboxes'] } : undefined;
 }

@@ -149,6 +149,11 @@ describe('key creation', () => {
     expectError(await t.api('POST', '/account/api-keys', { inboxIds: [b.inbox] }, { key: limited }), 403, 'INSUFFICIENT_SCOPE');
     expectError(await t.api('POST', '/account/api-keys', { inboxIds: [] }, { key: limited }), 403, 'INSUFFICIENT_SCOPE');
     expectError(await t.api('POST', '/account/api-keys', { inboxIds: ['inb_nope'] }, { key: limited }), 403, 'INSUFFICIENT_SCOPE');
+    // It sees and revokes only keys within its inbox: not the account's own.
+    const visible = (await t.api('GET', '/account/api-keys', undefined, { key: limited })).body.data.map((k: { id: string }) => k.id);
+    assert.ok(visible.includes(inherit.body.id) && !visible.includes(t.keyId));
+    expectError(await t.api('DELETE', `/account/api-keys/${t.keyId}`, undefined, { key: limited }), 404, 'API_KEY_NOT_FOUND');
+    assert.equal((await t.api('DELETE', `/account/api-keys/${inherit.body.id}`, undefined, { key: limited })).status, 204);
   });
 
   test('bad scopes and unknown inboxes are refused', async () => {

@@ -9,7 +9,7 @@ import { errorFields } from '../../log.ts';
 import {
   findActiveApiKeyAccountId,
   findInboxIdOf,
-  findWebhookInboxIds,
+  findInboxIdsOf,
   insertApiKey,
   listActiveApiKeys,
   listActiveApiKeysByPrefix,
@@ -83,7 +83,7 @@ export function requireScope(principal: Principal, scope: Scope, write: boolean)
 export const seesInbox = (principal: Principal, inboxId: string): boolean => principal.inboxIds === null || principal.inboxIds.has(inboxId);
 
 /** What a route or tool can name that belongs to one inbox. */
-export type InboxResource = 'inbox' | 'message' | 'thread' | 'draft' | 'webhook' | 'list';
+export type InboxResource = 'inbox' | 'message' | 'thread' | 'draft' | 'webhook' | 'list' | 'key';
 const MISSING = {
   inbox: 'INBOX_NOT_FOUND',
   message: 'MESSAGE_NOT_FOUND',
@@ -91,10 +91,11 @@ const MISSING = {
   draft: 'DRAFT_NOT_FOUND',
   webhook: 'WEBHOOK_NOT_FOUND',
   list: 'LIST_ENTRY_NOT_FOUND',
+  key: 'API_KEY_NOT_FOUND',
 } as const;
 
-/** Whether the key may see a webhook of these inboxes (empty: every inbox, so only a key of every inbox). */
-export const seesWebhook = (principal: Principal, inboxIds: string[]): boolean =>
+/** Whether the key may see a webhook or key of these inboxes (empty: every inbox, so only a key of every inbox). */
+export const reachesInboxes = (principal: Principal, inboxIds: string[]): boolean =>
   principal.inboxIds === null || (inboxIds.length > 0 && inboxIds.every((id) => principal.inboxIds!.has(id)));
 
 /**
@@ -103,9 +104,9 @@ export const seesWebhook = (principal: Principal, inboxIds: string[]): boolean =
  */
 export async function requireInboxOf(ctx: AppContext, principal: Principal, kind: InboxResource, id: string): Promise<void> {
   if (principal.inboxIds === null) return;
-  if (kind === 'webhook') {
-    const json = await findWebhookInboxIds(ctx.db, principal.accountId, id);
-    if (json === undefined || !seesWebhook(principal, readInboxIds(json))) throw new AppError(MISSING[kind], `webhook ${id} not found`);
+  if (kind === 'webhook' || kind === 'key') {
+    const json = await findInboxIdsOf(ctx.db, kind, principal.accountId, id);
+    if (json === undefined || !reachesInboxes(principal, readInboxIds(json))) throw new AppError(MISSING[kind], `${kind === 'key' ? 'API key' : kind} ${id} not found`);
     return;
   }
   const inboxId = kind === 'inbox' ? id : await findInboxIdOf(ctx.db, kind, principal.accountId, id);

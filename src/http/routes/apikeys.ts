@@ -2,7 +2,7 @@
 // and creates keys with at most its own scopes and inboxes.
 import { z } from 'zod';
 import type { AppContext } from '../../context.ts';
-import { SCOPES, createApiKey, listApiKeys, revokeApiKey } from '../../domain/accounts/apikeys.ts';
+import { SCOPES, createApiKey, listApiKeys, reachesInboxes, revokeApiKey } from '../../domain/accounts/apikeys.ts';
 import type { Routes } from '../routes.ts';
 import { headerSafe, parseInput } from '../validate.ts';
 
@@ -19,7 +19,8 @@ export function registerApiKeyRoutes(r: Routes, ctx: AppContext): void {
     const body = parseInput(CreateApiKeyBody, await req.json());
     return { status: 201, body: await createApiKey(ctx, req.principal.accountId, { name: body.name ?? null, scopes: body.scopes, inboxIds: body.inboxIds, creator: req.principal }) };
   }, { secretFields: ['key'] });
-  r.get('/account/api-keys', async (req) => ({ status: 200, body: { data: await listApiKeys(ctx, req.principal.accountId) } }));
+  // A key limited to some inboxes sees (and revokes: src/http/routes.ts) only keys within them.
+  r.get('/account/api-keys', async (req) => ({ status: 200, body: { data: (await listApiKeys(ctx, req.principal.accountId)).filter((k) => reachesInboxes(req.principal, k.inboxIds)) } }));
   r.delete('/account/api-keys/:id', async (req) => {
     await revokeApiKey(ctx, req.principal.accountId, req.params.id, req.principal.keyId);
     return { status: 204 };

@@ -95,8 +95,11 @@ export async function findInboxIdOf(db: Db, kind: 'message' | 'thread' | 'draft'
   return (await db.select({ inboxId: t.inboxId }).from(t).where(and(eq(t.id, id), eq(t.accountId, accountId))).get())?.inboxId ?? undefined;
 }
 
-/** The `inbox_ids` JSON of the account's webhook `id` (null: every inbox); undefined when there is none. */
-export async function findWebhookInboxIds(db: Db, accountId: string, id: string): Promise<string | null | undefined> {
+/** The `inbox_ids` JSON of the account's webhook or active key `id` (null: every inbox); undefined when there is none. */
+export async function findInboxIdsOf(db: Db, kind: 'webhook' | 'key', accountId: string, id: string): Promise<string | null | undefined> {
+  if (kind === 'key') {
+    return (await db.select({ inboxIds: apiKeys.inboxIds }).from(apiKeys).where(and(eq(apiKeys.id, id), eq(apiKeys.accountId, accountId), isNull(apiKeys.revokedAt))).get())?.inboxIds;
+  }
   return (await db.select({ inboxIds: webhooks.inboxIds }).from(webhooks).where(and(eq(webhooks.id, id), eq(webhooks.accountId, accountId))).get())?.inboxIds;
 }
 
