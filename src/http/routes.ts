@@ -116,7 +116,9 @@ export const ROUTE_SCOPES: Readonly<Record<string, Scope>> = {
  * whose body must name the key's inboxes (refused without them: an account-wide list entry or
  * webhook would reach the other inboxes).
  */
-const WHOLE_ACCOUNT = new Set(['POST /inboxes', 'POST /domains', 'DELETE /domains/:id', 'POST /domains/:id/verify']);
+const WHOLE_ACCOUNT = new Set(['POST /inboxes', 'POST /domains', 'DELETE /domains/:id', 'POST /domains/:id/verify', 'POST /dashboard/api/deliveries/:id/replay']);
+/** Delivery logs and activity span every webhook: a limited key names one of its own. */
+const WEBHOOK_QUERY_REQUIRED = new Set(['GET /webhooks/logs', 'GET /webhooks/activity']);
 const INBOX_FIELD_REQUIRED: Readonly<Record<string, string>> = { 'POST /lists': 'inboxId', 'POST /webhooks': 'inboxIds', 'PUT /webhooks/:id': 'inboxIds' };
 
 /** The scope of route `method path` (ROUTE_SCOPES). */
@@ -147,6 +149,7 @@ interface RouteAccess {
   wholeAccount: boolean;
   inboxField?: string;
   creates: boolean;
+  webhookQuery: boolean;
 }
 
 // Request ids must be unique, not secret: 8-byte slices of one random buffer refilled every 512
@@ -299,6 +302,7 @@ export class Routes {
       wholeAccount: WHOLE_ACCOUNT.has(route),
       inboxField: INBOX_FIELD_REQUIRED[route],
       creates: upper === 'POST',
+      webhookQuery: WEBHOOK_QUERY_REQUIRED.has(route),
     };
     this.app[method](path, (req: Request, res: Response, next?: () => void) => {
       // tinyhttp offers a HEAD request to every route of its path whatever the route's method,
@@ -434,8 +438,14 @@ async function checkInboxes(ctx: AppContext, principal: Principal, req: Request,
     const id = (req.params as Record<string, string> | undefined)?.[access.resource.param];
     if (id !== undefined) await requireInboxOf(ctx, principal, access.resource.kind, id);
   }
-  const inboxId = search.includes('inboxId') ? new URLSearchParams(search).get('inboxId') : null;
+  const query = new URLSearchParams(search);
+  const inboxId = query.get('inboxId');
   if (inboxId) await requireInboxOf(ctx, principal, 'inbox', inboxId);
+  if (access.webhookQuery) {
+    const webhookId = query.get('webhookId');
+    if (!webhookId) throw new AppError('INSUFFICIENT_SCOPE', 'this API key is limited to some inboxes: name one of its webhooks in `webhookId`');
+    await requireInboxOf(ctx, principal, 'webhook', webhookId);
+  }
 }
 
 /** The same for a JSON body's `inboxId` / `inboxIds`; a route that needs them refuses a body without. */

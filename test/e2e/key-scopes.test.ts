@@ -264,6 +264,11 @@ describe('a key limited to some inboxes', () => {
     const everyInbox = (await t.api('POST', '/webhooks', hook)).body.id;
     const otherInbox = (await t.api('POST', '/webhooks', { ...hook, inboxIds: [b.inbox] })).body.id;
     assert.deepEqual((await t.api('GET', '/webhooks', undefined, { key })).body.data.map((w: { id: string }) => w.id), [made.body.id]);
+    for (const path of ['/webhooks/logs', '/webhooks/activity']) {
+      expectError(await t.api('GET', path, undefined, { key }), 403, 'INSUFFICIENT_SCOPE');
+      expectError(await t.api('GET', `${path}?webhookId=${everyInbox}`, undefined, { key }), 404, 'WEBHOOK_NOT_FOUND');
+      assert.equal((await t.api('GET', `${path}?webhookId=${made.body.id}`, undefined, { key })).status, 200);
+    }
     for (const id of [everyInbox, otherInbox]) {
       expectError(await t.api('GET', `/webhooks/${id}`, undefined, { key }), 404, 'WEBHOOK_NOT_FOUND');
       expectError(await t.api('PUT', `/webhooks/${id}`, { isActive: false }, { key }), 404, 'WEBHOOK_NOT_FOUND');
