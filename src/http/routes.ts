@@ -1,6 +1,6 @@
 // Every API route has the same shape: authenticate, rate-limit, refuse a key without the route's
-// scope (or outside the key's inboxes), apply Idempotency-Key to POSTs, call one handler, and answer JSON or the error
-// envelope. Handlers return a Reply; they never touch the response object.
+// scope (or outside the key's inboxes), apply Idempotency-Key to POSTs, call one handler, and
+// answer JSON or the error envelope. Handlers return a Reply; they never touch the response object.
 import type { App, Request, Response } from '@tinyhttp/app';
 import { createHash, randomBytes, type Hash } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
@@ -150,6 +150,8 @@ interface RouteAccess {
   inboxField?: string;
   creates: boolean;
   webhookQuery: boolean;
+  /** Whether a body's inboxId / inboxIds are checked here (new keys' are by the subset rule, 403). */
+  bodyInboxes: boolean;
 }
 
 // Request ids must be unique, not secret: 8-byte slices of one random buffer refilled every 512
@@ -303,6 +305,7 @@ export class Routes {
       inboxField: INBOX_FIELD_REQUIRED[route],
       creates: upper === 'POST',
       webhookQuery: WEBHOOK_QUERY_REQUIRED.has(route),
+      bodyInboxes: route !== 'POST /account/api-keys',
     };
     this.app[method](path, (req: Request, res: Response, next?: () => void) => {
       // tinyhttp offers a HEAD request to every route of its path whatever the route's method,
@@ -311,11 +314,11 @@ export class Routes {
       if (req.method === 'HEAD' && method !== 'get') return next?.();
       // Recorded for the request metrics, so they need not match the path again.
       callerOf(req).route = path;
-      void this.run(req, res, handler, opts, access, route);
+      void this.run(req, res, handler, opts, access);
     });
   }
 
-  private async run(req: Request, res: Response, handler: Handler, opts: RouteOptions, access: RouteAccess, route: string): Promise<void> {
+  private async run(req: Request, res: Response, handler: Handler, opts: RouteOptions, access: RouteAccess): Promise<void> {
     const { ctx } = this;
     const caller = callerOf(req);
     const method = req.method ?? 'GET';
@@ -336,7 +339,7 @@ export class Routes {
       let bodyPromise: Promise<unknown> | undefined;
       let buffered: Buffer | undefined;
       const limit = ctx.config.http.max_body_bytes;
-      const limited = caller.principal?.inboxIds ? caller.principal : undefined;
+      const limited = caller.principal?.inboxIds && access.bodyInboxes ? caller.principal : undefined;
       const apiReq: ApiRequest = {
         method,
         path: pathname,
@@ -351,8 +354,7 @@ export class Routes {
         json: () => {
           bodyPromise ??= (buffered ? Promise.resolve(buffered) : readBody(req, limit))
             .then((b) => parseJson(b, req.headers['content-type']))
-            // New keys' inboxIds: the subset rule answers them (apikeys.ts), 403 rather than 404.
-            .then(async (body) => (limited && route !== 'POST /account/api-keys' ? checkBodyInboxes(ctx, limited, body, access) : body));
+            .then(async (body) => (limited ? checkBodyInboxes(ctx, limited, body, access) : body));
           return bodyPromise;
         },
       };
