@@ -5,6 +5,7 @@ import { Command } from 'commander';
 import { realpathSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { registerAccounts } from './commands/accounts.ts';
+import { registerAudit } from './commands/audit.ts';
 import { registerBackup } from './commands/backup.ts';
 import { registerDoctor } from './commands/doctor.ts';
 import { registerDomains } from './commands/domains.ts';
@@ -20,7 +21,7 @@ import { registerWebhooks } from './commands/webhooks.ts';
 import { VERSION } from '../src/version.ts';
 import { reportFailure } from './shared.ts';
 
-const COMMANDS = [registerInit, registerServe, registerAccounts, registerKeys, registerInboxes, registerQueue, registerDomains, registerWebhooks, registerBackup, registerDoctor, registerMcp, registerMigrate, registerTransfer];
+const COMMANDS = [registerInit, registerServe, registerAccounts, registerKeys, registerInboxes, registerQueue, registerDomains, registerWebhooks, registerBackup, registerDoctor, registerMcp, registerMigrate, registerTransfer, registerAudit];
 
 /** The program with every command, or with `serve` alone (see runCli). */
 export function buildProgram(commands = COMMANDS): Command {

@@ -8,6 +8,7 @@ import { createHttpApp, limitConnectionsPerClient } from './http/app.ts';
 import type { Logger } from './log.ts';
 import { sweepIdempotencyKeys } from './domain/accounts/idempotency.ts';
 import { sweepEvents } from './domain/events/events.ts';
+import { sweepAudit } from './domain/audit/audit.ts';
 import { closeEventWatchers } from './domain/events/event-feed.ts';
 import { sweepOrphanBlobs } from './storage/orphans.ts';
 import { errorFields } from './log.ts';
@@ -61,6 +62,7 @@ function housekeeping(ctx: AppContext): Service {
           await ctx.store.exclusive('housekeeping', async () => {
             await sweepIdempotencyKeys(ctx);
             await sweepEvents(ctx);
+            await sweepAudit(ctx);
           });
         } catch (err) {
           ctx.log.error('housekeeping failed', errorFields(err));

@@ -23,6 +23,10 @@ export const apiKeys = sqliteTable(
     /** SHA-256 of the whole key (hex). The key itself is never stored. */
     keyHash: text('key_hash').notNull(),
     readOnly: integer('read_only', { mode: 'boolean' }).notNull().default(false),
+    /** JSON array of `read`, `send`, `manage`, `review` (domain/accounts/scopes.ts). */
+    scopes: text('scopes').notNull().default('["read","send","manage","review"]'),
+    /** JSON array of inbox ids the key is limited to; null: every inbox of the account. */
+    inboxIds: text('inbox_ids'),
     lastUsedAt: text('last_used_at'),
     expiresAt: text('expires_at'),
     revokedAt: text('revoked_at'),
@@ -482,4 +486,29 @@ export const listEntries = sqliteTable(
     uniqueIndex('list_entries_unique').on(t.accountId, sql`coalesce(${t.inboxId}, '')`, t.direction, t.kind, t.entry),
     index('list_entries_account').on(t.accountId, t.direction, t.createdAt),
   ],
+);
+
+/**
+ * The audit log (src/domain/audit/audit.ts): privileged acts and policy decisions, each written
+ * in the transaction of the change it records. Kept `retention.audit`.
+ */
+export const auditLog = sqliteTable(
+  'audit_log',
+  {
+    id: text('id').primaryKey(),
+    accountId: text('account_id')
+      .notNull()
+      .references(() => accounts.id, { onDelete: 'cascade' }),
+    createdAt: text('created_at').notNull(),
+    /** 'key' | 'cli' | 'dashboard' | 'system' */
+    actorType: text('actor_type').notNull(),
+    /** The key's id for a key; null otherwise. */
+    actorId: text('actor_id'),
+    action: text('action').notNull(),
+    /** The id (or address) of what was acted on. */
+    target: text('target').notNull(),
+    /** JSON object. */
+    detail: text('detail').notNull(),
+  },
+  (t) => [index('audit_log_account').on(t.accountId, t.id), index('audit_log_created').on(t.createdAt)],
 );

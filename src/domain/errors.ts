@@ -10,6 +10,8 @@ export const ERROR_STATUS = {
   INVALID_QUERY: 400,
   UNAUTHORIZED: 401,
   FORBIDDEN: 403,
+  /** The API key lacks the scope a route or tool needs (src/domain/accounts/apikeys.ts); the message names it. */
+  INSUFFICIENT_SCOPE: 403,
   INBOX_SUSPENDED: 403,
   INVALID_SIGNATURE: 403,
   /** A send to an address a send list refuses (src/domain/inboxes/lists.ts); the message names it. */

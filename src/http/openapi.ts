@@ -10,7 +10,8 @@ import { LABEL_PATTERN } from '../domain/mail/labels.ts';
 import { MESSAGE_STATUSES } from '../domain/mail/messages.ts';
 import { ATTEMPT_STATUSES } from '../domain/webhooks/webhooks.ts';
 import { VERSION } from '../version.ts';
-import type { RegisteredRoute } from './routes.ts';
+import { scopeOf, type RegisteredRoute } from './routes.ts';
+import { SCOPES } from '../domain/accounts/apikeys.ts';
 import { CreateApiKeyBody } from './routes/apikeys.ts';
 import { DASHBOARD_PREFIX, ROOT_REDIRECT } from './routes/dashboard.ts';
 import { AddDomainBody } from './routes/domains.ts';
@@ -31,6 +32,8 @@ export const API_VERSION = VERSION;
 const ref = (name: string): Schema => ({ $ref: `#/components/schemas/${name}` });
 const str = (description?: string, extra: Schema = {}): Schema => ({ type: 'string', ...(description ? { description } : {}), ...extra });
 const nullable = (s: Schema): Schema => ({ ...s, type: [s.type as string, 'null'] });
+const KEY_SCOPES: Schema = { type: 'array', items: { type: 'string', enum: [...SCOPES] }, description: 'What the key may do; each operation names the scope it needs (`x-scope`).' };
+const KEY_INBOXES: Schema = { type: 'array', items: { type: 'string' }, description: 'The inboxes the key is limited to (others look missing to it); empty: every inbox.' };
 const int = (description?: string): Schema => ({ type: 'integer', ...(description ? { description } : {}) });
 const time = (description?: string): Schema => str(description, { format: 'date-time' });
 const obj = (properties: Record<string, Schema>, required: string[] = Object.keys(properties)): Schema => ({ type: 'object', properties, required });
@@ -184,6 +187,15 @@ const SCHEMAS: Record<string, Schema> = {
     createdAt: time(),
   }),
   ListEntryPage: list('ListEntry', true),
+  AuditEntry: obj({
+    id: str('aud_…'),
+    createdAt: time(),
+    actor: obj({ type: str(undefined, { enum: ['key', 'cli', 'dashboard', 'system'] }), id: str('The key id, for a key.') }, ['type']),
+    action: str('What was done, e.g. key.created, key.revoked, list.added, list.removed, inbox.suspended.'),
+    target: str('The id of what it was done to.'),
+    detail: { type: 'object', description: 'What the action needs to be understood (e.g. the new key’s scopes).' },
+  }),
+  AuditList: obj({ data: { type: 'array', items: ref('AuditEntry') } }),
   Thread: obj(THREAD_PROPS),
   ThreadPage: list('Thread', true),
   ThreadWithMessages: obj({
@@ -206,7 +218,7 @@ const SCHEMAS: Record<string, Schema> = {
     detail: str(),
   }),
   VerifiedDomain: obj({ ...DOMAIN_PROPS, dnsCheck: { type: 'array', items: ref('RecordCheck'), description: 'What DNS answered for each record.' } }),
-  ApiKey: obj({ id: str(), keyPrefix: str(), name: nullable(str()), readOnly: { type: 'boolean' }, lastUsedAt: nullable(time()), expiresAt: nullable(time()), createdAt: time() }),
+  ApiKey: obj({ id: str(), keyPrefix: str(), name: nullable(str()), readOnly: { type: 'boolean' }, scopes: KEY_SCOPES, inboxIds: KEY_INBOXES, lastUsedAt: nullable(time()), expiresAt: nullable(time()), createdAt: time() }),
   ApiKeyList: obj({ data: { type: 'array', items: ref('ApiKey') } }),
   CreatedApiKey: obj({
     id: str(),
@@ -214,6 +226,8 @@ const SCHEMAS: Record<string, Schema> = {
     prefix: str(),
     name: nullable(str()),
     readOnly: { type: 'boolean' },
+    scopes: KEY_SCOPES,
+    inboxIds: KEY_INBOXES,
     expiresAt: nullable(time()),
     message: str(),
   }),
@@ -514,6 +528,19 @@ export const OPERATIONS: Record<string, Operation> = {
       'Received mail is checked again at the end of DATA by its header From: a block entry naming it refuses it, and an allow entry with requireAuth (the default) lets it in only when that From domain is authenticated (550 5.7.1 otherwise).',
     response: 'ListEntry',
     errors: ['INBOX_NOT_FOUND'],
+  },
+  'GET /audit': {
+    operationId: 'listAudit',
+    summary: 'The audit log, newest first (scope review)',
+    tag: 'Audit',
+    query: [
+      { name: 'action', description: 'Only this action (e.g. key.created).', schema: str() },
+      { name: 'after', description: 'An entry id: the entries after it in this order (older ones), to page on.', schema: str() },
+      { name: 'limit', description: 'At most this many (default 50, max 100).', schema: { type: 'integer', minimum: 1, maximum: 100 } },
+    ],
+    status: 200,
+    description: 'Entries, newest first; kept `retention.audit`.',
+    response: 'AuditList',
   },
   'DELETE /lists/:id': { operationId: 'deleteListEntry', summary: 'Remove an allow or block entry', tag: 'Lists', status: 204, description: 'Removed.', errors: ['LIST_ENTRY_NOT_FOUND'] },
   'DELETE /messages/:id': { operationId: 'deleteMessage', summary: 'Delete a message (does not unsend it)', tag: 'Messages', status: 204, description: 'Deleted.', errors: ['MESSAGE_NOT_FOUND'] },
@@ -816,6 +843,8 @@ function operationOf(route: RegisteredRoute, op: Operation): Schema {
   if (!isPublic) codes.push('UNAUTHORIZED', 'SERVICE_UNAVAILABLE');
   // Writes refuse read-only keys; a protocol route refuses a foreign Origin instead (POST /mcp).
   if (!isPublic && (op.protocolBody || (route.method !== 'GET' && !route.options.protocol))) codes.push('FORBIDDEN');
+  // Every keyed route needs a scope (ROUTE_SCOPES); MCP answers a missing one per tool, in its result.
+  if (!isPublic && !route.options.protocol) codes.push('INSUFFICIENT_SCOPE');
   if (op.body || op.query || op.multipart || route.path.includes(':')) codes.push('VALIDATION_ERROR');
   if (op.body || op.protocolBody) codes.push('INVALID_JSON', 'UNSUPPORTED_MEDIA_TYPE', 'PAYLOAD_TOO_LARGE');
   if (op.multipart) codes.push('UNSUPPORTED_MEDIA_TYPE', 'PAYLOAD_TOO_LARGE');
@@ -833,6 +862,7 @@ function operationOf(route: RegisteredRoute, op: Operation): Schema {
     responses: { [String(op.status)]: success, ...errorResponses([...new Set(codes)]) },
   };
   if (isPublic) out.security = [];
+  else if (!route.options.protocol) out['x-scope'] = scopeOf(route.method, route.path);
   if (op.body) out.requestBody = { required: true, content: { 'application/json': { schema: bodySchema(op.body), ...(op.example ? { example: op.example } : {}) } } };
   if (op.protocolBody) out.requestBody = { required: true, description: op.protocolBody.description, content: { 'application/json': { schema: op.protocolBody.schema } } };
   if (op.multipart) {

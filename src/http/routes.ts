@@ -1,6 +1,6 @@
-// Every API route has the same shape: authenticate, rate-limit, refuse writes from read-only
-// keys, apply Idempotency-Key to POSTs, call one handler, and answer JSON or the error
-// envelope. Handlers return a Reply; they never touch the response object.
+// Every API route has the same shape: authenticate, rate-limit, refuse a key without the route's
+// scope (or outside the key's inboxes), apply Idempotency-Key to POSTs, call one handler, and
+// answer JSON or the error envelope. Handlers return a Reply; they never touch the response object.
 import type { App, Request, Response } from '@tinyhttp/app';
 import { createHash, randomBytes, type Hash } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { AppContext } from '../context.ts';
-import type { Principal } from '../domain/accounts/apikeys.ts';
+import { requireInboxOf, requireScope, type InboxResource, type Principal, type Scope } from '../domain/accounts/apikeys.ts';
 import { AppError, isAppError } from '../domain/errors.ts';
 import { beginIdempotent, finishIdempotent } from '../domain/accounts/idempotency.ts';
 import { errorFields } from '../log.ts';
@@ -87,9 +87,73 @@ export interface CallerInfo {
   route?: string;
 }
 
+/**
+ * The scope each route needs (PRODUCT.md "Key permissions"): the one table of it. A GET not named
+ * here needs `read`; any other route not named needs `manage` (inboxes, lists, webhooks, domains,
+ * keys, deleting mail: changing what the account is). MCP checks per tool (src/mcp/server.ts).
+ */
+export const ROUTE_SCOPES: Readonly<Record<string, Scope>> = {
+  // send: sending, drafts, uploads and the marks (read state, labels) on mail.
+  'POST /inboxes/:inboxId/messages': 'send',
+  'POST /inboxes/:inboxId/messages/check': 'send',
+  'POST /messages/:id/reply': 'send',
+  'POST /messages/:id/forward': 'send',
+  'POST /messages/:id/cancel': 'send',
+  'PATCH /messages/:id': 'send',
+  'PATCH /threads/:id': 'send',
+  'POST /inboxes/:inboxId/drafts': 'send',
+  'PATCH /drafts/:id': 'send',
+  'DELETE /drafts/:id': 'send',
+  'POST /drafts/:id/send': 'send',
+  'POST /attachments': 'send',
+  // review: what a person decides, which an agent's own key should not be able to undo.
+  'POST /messages/:id/release': 'review',
+  'DELETE /suppressions/:address': 'review',
+  'GET /audit': 'review',
+};
+
+/**
+ * For a key limited to some inboxes: routes that change the whole account (refused), and routes
+ * whose body must name the key's inboxes (refused without them: an account-wide list entry or
+ * webhook would reach the other inboxes).
+ */
+const WHOLE_ACCOUNT = new Set(['POST /inboxes', 'POST /domains', 'DELETE /domains/:id', 'POST /domains/:id/verify', 'POST /dashboard/api/deliveries/:id/replay']);
+/** Delivery logs and activity span every webhook: a limited key names one of its own. */
+const WEBHOOK_QUERY_REQUIRED = new Set(['GET /webhooks/logs', 'GET /webhooks/activity']);
+const INBOX_FIELD_REQUIRED: Readonly<Record<string, string>> = { 'POST /lists': 'inboxId', 'POST /webhooks': 'inboxIds', 'PUT /webhooks/:id': 'inboxIds' };
+
+/** The scope of route `method path` (ROUTE_SCOPES). */
+export const scopeOf = (method: string, path: string): Scope => ROUTE_SCOPES[`${method} ${path}`] ?? (method === 'GET' ? 'read' : 'manage');
+
+/**
+ * The path parameter naming something of one inbox, which a key limited to other inboxes must
+ * find missing: `:inboxId`, or the `:id` of /inboxes, /messages, /threads, /drafts, /webhooks,
+ * /lists, /account/api-keys (a webhook, list entry or key of the whole account is outside a
+ * limited key's reach).
+ */
+function inboxResourceOf(path: string): { param: string; kind: InboxResource } | undefined {
+  if (path.includes('/:inboxId')) return { param: 'inboxId', kind: 'inbox' };
+  if (path === '/account/api-keys/:id') return { param: 'id', kind: 'key' };
+  const m = /^\/(inboxes|messages|threads|drafts|webhooks|lists)\/:id(?:\/|$)/.exec(path);
+  return m ? { param: 'id', kind: ({ inboxes: 'inbox', messages: 'message', threads: 'thread', drafts: 'draft', webhooks: 'webhook', lists: 'list' } as const)[m[1] as 'inboxes'] } : undefined;
+}
+
 export const callerOf = (req: Request): CallerInfo => (req as unknown as { mr: CallerInfo }).mr;
 
 const WRITE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+/** What registration works out once per route (not per request). */
+interface RouteAccess {
+  scope: Scope;
+  write: boolean;
+  resource?: { param: string; kind: InboxResource };
+  wholeAccount: boolean;
+  inboxField?: string;
+  creates: boolean;
+  webhookQuery: boolean;
+  /** Whether a body's inboxId / inboxIds are checked here (new keys' are by the subset rule, 403). */
+  bodyInboxes: boolean;
+}
 
 // Request ids must be unique, not secret: 8-byte slices of one random buffer refilled every 512
 // ids (a randomBytes call per request was 6% of a GET's CPU in bench/ profiles).
@@ -232,7 +296,19 @@ export class Routes {
   }
 
   private add(method: 'get' | 'post' | 'put' | 'patch' | 'delete', path: string, handler: Handler, opts: RouteOptions = {}) {
-    this.registered.push({ method: method.toUpperCase() as RegisteredRoute['method'], path, options: opts });
+    const upper = method.toUpperCase() as RegisteredRoute['method'];
+    this.registered.push({ method: upper, path, options: opts });
+    const route = `${upper} ${path}`;
+    const access: RouteAccess = {
+      scope: scopeOf(upper, path),
+      write: WRITE_METHODS.has(upper),
+      resource: inboxResourceOf(path),
+      wholeAccount: WHOLE_ACCOUNT.has(route),
+      inboxField: INBOX_FIELD_REQUIRED[route],
+      creates: upper === 'POST',
+      webhookQuery: WEBHOOK_QUERY_REQUIRED.has(route),
+      bodyInboxes: route !== 'POST /account/api-keys',
+    };
     this.app[method](path, (req: Request, res: Response, next?: () => void) => {
       // tinyhttp offers a HEAD request to every route of its path whatever the route's method,
       // so HEAD /inboxes would run POST /inboxes (and a read-only key could write, HEAD not
@@ -240,11 +316,11 @@ export class Routes {
       if (req.method === 'HEAD' && method !== 'get') return next?.();
       // Recorded for the request metrics, so they need not match the path again.
       callerOf(req).route = path;
-      void this.run(req, res, handler, opts);
+      void this.run(req, res, handler, opts, access);
     });
   }
 
-  private async run(req: Request, res: Response, handler: Handler, opts: RouteOptions): Promise<void> {
+  private async run(req: Request, res: Response, handler: Handler, opts: RouteOptions, access: RouteAccess): Promise<void> {
     const { ctx } = this;
     const caller = callerOf(req);
     const method = req.method ?? 'GET';
@@ -259,13 +335,13 @@ export class Routes {
     try {
       if (!opts.public) {
         if (!caller.principal) throw new AppError('UNAUTHORIZED', caller.authError ?? 'missing API key: send Authorization: Bearer <key> or x-api-key');
-        if (caller.principal.readOnly && WRITE_METHODS.has(method) && !opts.protocol) {
-          throw new AppError('FORBIDDEN', 'this API key is read-only');
-        }
+        if (!opts.protocol) requireScope(caller.principal, access.scope, access.write);
+        if (caller.principal.inboxIds) await checkInboxes(ctx, caller.principal, req, search, access);
       }
       let bodyPromise: Promise<unknown> | undefined;
       let buffered: Buffer | undefined;
       const limit = ctx.config.http.max_body_bytes;
+      const limited = caller.principal?.inboxIds && access.bodyInboxes ? caller.principal : undefined;
       const apiReq: ApiRequest = {
         method,
         path: pathname,
@@ -278,7 +354,9 @@ export class Routes {
         principal: caller.principal!,
         raw: req,
         json: () => {
-          bodyPromise ??= (buffered ? Promise.resolve(buffered) : readBody(req, limit)).then((b) => parseJson(b, req.headers['content-type']));
+          bodyPromise ??= (buffered ? Promise.resolve(buffered) : readBody(req, limit))
+            .then((b) => parseJson(b, req.headers['content-type']))
+            .then(async (body) => (limited ? checkBodyInboxes(ctx, limited, body, access) : body));
           return bodyPromise;
         },
       };
@@ -357,6 +435,39 @@ export class Routes {
       if (spooled) void rm(spooled, { force: true });
     }
   }
+}
+
+/**
+ * A key limited to some inboxes: the inbox a path, `?inboxId` names must be one of its own (404 as
+ * if missing otherwise), and a route that changes the whole account is refused.
+ */
+async function checkInboxes(ctx: AppContext, principal: Principal, req: Request, search: string, access: RouteAccess): Promise<void> {
+  if (access.wholeAccount) throw new AppError('INSUFFICIENT_SCOPE', 'this API key is limited to some inboxes: it cannot change the whole account');
+  if (access.resource) {
+    const id = (req.params as Record<string, string> | undefined)?.[access.resource.param];
+    if (id !== undefined) await requireInboxOf(ctx, principal, access.resource.kind, id);
+  }
+  const query = new URLSearchParams(search);
+  const inboxId = query.get('inboxId');
+  if (inboxId) await requireInboxOf(ctx, principal, 'inbox', inboxId);
+  if (access.webhookQuery) {
+    const webhookId = query.get('webhookId');
+    if (!webhookId) throw new AppError('INSUFFICIENT_SCOPE', 'this API key is limited to some inboxes: name one of its webhooks in `webhookId`');
+    await requireInboxOf(ctx, principal, 'webhook', webhookId);
+  }
+}
+
+/** The same for a JSON body's `inboxId` / `inboxIds`; a route that needs them refuses a body without. */
+async function checkBodyInboxes(ctx: AppContext, principal: Principal, body: unknown, access: RouteAccess): Promise<unknown> {
+  const b = (body ?? {}) as { inboxId?: unknown; inboxIds?: unknown };
+  const named = [b.inboxId, ...(Array.isArray(b.inboxIds) ? b.inboxIds : [])].filter((x): x is string => typeof x === 'string');
+  // A POST without them reaches the whole account; a PUT changes only what its body names.
+  const given = access.inboxField === 'inboxId' ? b.inboxId : b.inboxIds;
+  if (access.inboxField && !named.length && (access.creates || given !== undefined)) {
+    throw new AppError('INSUFFICIENT_SCOPE', `this API key is limited to some inboxes: name them in \`${access.inboxField}\``);
+  }
+  for (const id of named) await requireInboxOf(ctx, principal, 'inbox', id);
+  return body;
 }
 
 /**

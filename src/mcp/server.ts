@@ -1,4 +1,4 @@
-// The MCP server of one caller (one API key): tools/list shows the tools the key may use, and
+// The MCP server of one caller (one API key): tools/list shows the tools the key's scopes allow, and
 // tools/call validates the input like the HTTP route does, runs the tool, and answers with the
 // route's JSON (text and structuredContent) or a tool error carrying the REST error envelope.
 // Built per HTTP request: /mcp is stateless (src/http/routes/mcp.ts).
@@ -6,8 +6,9 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult, type Tool as ToolListing } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { AppContext } from '../context.ts';
-import type { Principal } from '../domain/accounts/apikeys.ts';
+import { accountWideInbox, listInboxesOfKey, requireInboxOf, requireScope, type InboxResource, type Principal, type Scope } from '../domain/accounts/apikeys.ts';
 import { AppError, isAppError } from '../domain/errors.ts';
+import { PAGE_LIMITS } from '../domain/pagination.ts';
 import { parseInput } from '../http/validate.ts';
 import { errorFields } from '../log.ts';
 import { VERSION } from '../version.ts';
@@ -20,6 +21,31 @@ export const INSTRUCTIONS = `mailroom gives this agent email inboxes: read, sear
  * (a client with resetTimeoutOnProgress restarts its request timeout on each); tests shorten it.
  */
 export const PROGRESS_SETTINGS = { everyMs: 10_000 };
+
+/**
+ * The scope of each write tool, as ROUTE_SCOPES (src/http/routes.ts) has it for its route; a read
+ * tool needs `read`, a write tool not named here `manage` (create_inbox, delete_inbox).
+ */
+const TOOL_SCOPES: Readonly<Record<string, Scope>> = {
+  update_thread: 'send',
+  send_message: 'send',
+  reply_to_message: 'send',
+  forward_message: 'send',
+  update_message: 'send',
+  create_draft: 'send',
+  update_draft: 'send',
+  send_draft: 'send',
+  delete_draft: 'send',
+};
+export const toolScope = (t: Tool): Scope => TOOL_SCOPES[t.name] ?? (t.write ? 'manage' : 'read');
+
+/** The input fields that name something of one inbox, which a key limited to others must find missing. */
+const INBOX_FIELDS: ReadonlyArray<[string, InboxResource]> = [
+  ['inboxId', 'inbox'],
+  ['messageId', 'message'],
+  ['threadId', 'thread'],
+  ['draftId', 'draft'],
+];
 
 /** tools/list entries, made once: the JSON Schema of each input comes from its zod schema. */
 const LISTINGS = new Map<string, ToolListing>(
@@ -40,7 +66,7 @@ function toolResult(body: unknown, isError = false): CallToolResult {
  */
 export function createMcpServer(ctx: AppContext, principal: Principal, requestId: string): Server {
   const mcp = new Server({ name: 'mailroom', version: VERSION }, { capabilities: { tools: { listChanged: false } }, instructions: INSTRUCTIONS });
-  const visible = TOOLS.filter((t) => !(t.write && principal.readOnly));
+  const visible = TOOLS.filter((t) => principal.scopes.has(toolScope(t)));
   mcp.setRequestHandler(ListToolsRequestSchema, () => ({ tools: visible.map((t) => LISTINGS.get(t.name)!) }));
   mcp.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
     const tool = TOOLS_BY_NAME.get(req.params.name);
@@ -71,8 +97,17 @@ export function createMcpServer(ctx: AppContext, principal: Principal, requestId
 }
 
 async function callTool(ctx: AppContext, principal: Principal, tool: Tool, args: unknown, signal: AbortSignal): Promise<unknown> {
-  // The same rule and wording as the HTTP routes (src/http/routes.ts).
-  if (tool.write && principal.readOnly) throw new AppError('FORBIDDEN', 'this API key is read-only');
-  const input = parseInput(tool.input, args);
+  // The same rules and wording as the HTTP routes (src/http/routes.ts).
+  requireScope(principal, toolScope(tool), tool.write);
+  const input = parseInput(tool.input, args) as Record<string, unknown>;
+  if (principal.inboxIds) {
+    // As POST /inboxes (src/http/routes.ts WHOLE_ACCOUNT): a new inbox is outside the key's.
+    if (tool.name === 'create_inbox') throw new AppError('INSUFFICIENT_SCOPE', 'this API key is limited to some inboxes: it cannot change the whole account');
+    // As GET /inboxes: only its own inboxes.
+    if (tool.name === 'list_inboxes') return listInboxesOfKey(ctx, principal, { limit: (input.limit as number | undefined) ?? PAGE_LIMITS.default, offset: (input.offset as number | undefined) ?? 0 });
+    // A list over the whole account (inboxId omitted) is one over the key's inbox.
+    if (input.inboxId === undefined && 'inboxId' in ((tool.input as unknown as { shape?: object }).shape ?? {})) input.inboxId = accountWideInbox(principal) ?? undefined;
+    for (const [field, kind] of INBOX_FIELDS) if (typeof input[field] === 'string') await requireInboxOf(ctx, principal, kind, input[field]);
+  }
   return tool.run({ ctx, accountId: principal.accountId, keyId: principal.keyId, signal }, input);
 }

@@ -29,7 +29,7 @@ test('serve: first start prints one working key; CLI commands work beside the ru
     const created = await runCli(['keys', 'create', '--name', 'agent', '--json', '--config', config]);
     assert.equal(created.code, 0, created.stderr);
     const obj = JSON.parse(created.stdout);
-    assert.deepEqual(Object.keys(obj).sort(), ['expiresAt', 'id', 'key', 'message', 'name', 'prefix', 'readOnly']);
+    assert.deepEqual(Object.keys(obj).sort(), ['expiresAt', 'id', 'inboxIds', 'key', 'message', 'name', 'prefix', 'readOnly', 'scopes']);
     assert.equal(obj.name, 'agent');
     const inbox = await get(`${serve.url}/inboxes`, obj.key, { method: 'POST', body: '{}' });
     assert.equal(inbox.status, 201);

@@ -170,6 +170,7 @@ const SPEC: Record<string, RouteSpec> = {
     json: { valid: { direction: 'send', kind: 'block', entry: 'x.example' }, fields: { direction: 'string', kind: 'string', entry: 'header', inboxId: 'id' }, required: ['direction', 'kind', 'entry'] },
   },
   'DELETE /lists/:id': { path: '/lists/:list', notFound: 'LIST_ENTRY_NOT_FOUND' },
+  'GET /audit': { path: '/audit', query: { action: ['x'.repeat(5000), "key.created' OR 1=1", ''], after: ['aud_', 'x'.repeat(5000)], limit: ['0', '-1', '1e9', 'x'] } },
   'POST /messages/:id/reply': {
     path: '/messages/:message/reply',
     notFound: 'MESSAGE_NOT_FOUND',

@@ -16,11 +16,15 @@
 // A lookup that read the database before an emptying does not store what it read (generation).
 import type { AppContext } from '../../context.ts';
 import type { Store } from '../../store/store.ts';
+import type { Scope } from './apikeys.ts';
 
 export interface CachedKey {
   accountId: string;
   keyId: string;
   readOnly: boolean;
+  scopes: ReadonlySet<Scope>;
+  /** null: every inbox of the account. */
+  inboxIds: ReadonlySet<string> | null;
   /** Unix ms, or null for a key that never expires. */
   expiresAt: number | null;
   /** Unix ms of the last lastUsedAt this process knows of (written at most once a second). */

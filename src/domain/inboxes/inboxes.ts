@@ -27,6 +27,7 @@ import type { Page, PageResult } from '../pagination.ts';
 import { isoNow, utcDay } from '../time.ts';
 import { releaseBlobs } from '../../storage/blob-refs.ts';
 import { isUniqueViolation } from '../../store/store.ts';
+import { CLI_ACTOR, recordAudit } from '../audit/audit.ts';
 
 export type { InboxRow };
 
@@ -208,8 +209,19 @@ export async function resolveInboxId(ctx: AppContext, idOrAddress: string): Prom
 export const MAX_DAILY_SEND_LIMIT = 1_000_000_000;
 
 /** Support actions (CLI only; the API offers no way to change status or limits). Each takes an id or an address. */
-export const suspendInbox = async (ctx: AppContext, inbox: string) => setField(ctx, await resolveInboxId(ctx, inbox), { status: 'suspended' });
-export const unsuspendInbox = async (ctx: AppContext, inbox: string) => setField(ctx, await resolveInboxId(ctx, inbox), { status: 'active' });
+export const suspendInbox = async (ctx: AppContext, inbox: string) => setStatusAudited(ctx, await resolveInboxId(ctx, inbox), 'suspended');
+export const unsuspendInbox = async (ctx: AppContext, inbox: string) => setStatusAudited(ctx, await resolveInboxId(ctx, inbox), 'active');
+
+/** A support action of the CLI on an inbox's status, with its audit entry in the same transaction. */
+async function setStatusAudited(ctx: AppContext, id: string, status: 'suspended' | 'active'): Promise<Inbox> {
+  const row = await ctx.store.transaction(async (tx) => {
+    const updated = await updateInbox(tx, id, { status });
+    if (updated) await recordAudit(ctx, tx, updated.accountId, CLI_ACTOR, status === 'suspended' ? 'inbox.suspended' : 'inbox.unsuspended', updated.id, { address: updated.address });
+    return updated;
+  });
+  if (!row) throw new AppError('INBOX_NOT_FOUND', `inbox ${id} not found`);
+  return inboxView(ctx, row);
+}
 export async function setDailyLimit(ctx: AppContext, inbox: string, limit: number): Promise<Inbox> {
   // Worded like the API's validation errors: VALIDATION_ERROR naming the field.
   if (!Number.isSafeInteger(limit) || limit < 0 || limit > MAX_DAILY_SEND_LIMIT) {

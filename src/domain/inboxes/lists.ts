@@ -34,6 +34,7 @@ import { AppError } from '../errors.ts';
 import { findInboxRow } from './inboxes.ts';
 import type { Page, PageResult } from '../pagination.ts';
 import { isoNow } from '../time.ts';
+import { SYSTEM_ACTOR, recordAudit, type Actor } from '../audit/audit.ts';
 
 export const LIST_DIRECTIONS = ['receive', 'send'] as const;
 export const LIST_KINDS = ['allow', 'block'] as const;
@@ -112,7 +113,7 @@ export function entryMatches(entry: string, address: string): boolean {
  * POST /lists. Adding an entry that exists already (same inbox or whole account, direction,
  * kind and entry) changes nothing and answers it: `created` false (200 rather than 201).
  */
-export async function createListEntry(ctx: AppContext, accountId: string, input: CreateListEntryInput): Promise<{ entry: ListEntry; created: boolean }> {
+export async function createListEntry(ctx: AppContext, accountId: string, input: CreateListEntryInput, actor: Actor = SYSTEM_ACTOR): Promise<{ entry: ListEntry; created: boolean }> {
   const entry = normalizeEntry(input.entry);
   const inboxId = input.inboxId ?? null;
   if (input.requireAuth && !usesAuth(input)) throw new AppError('VALIDATION_ERROR', '`requireAuth`: applies to receive allow entries only');
@@ -123,6 +124,7 @@ export async function createListEntry(ctx: AppContext, accountId: string, input:
     if (existing) return { entry: view(existing), created: false };
     const row: ListEntryRow = { id: newId('lst'), accountId, ...wanted, requireAuth: usesAuth(input) && input.requireAuth !== false, createdAt: isoNow(ctx.clock) };
     await insertListEntry(tx, row);
+    await recordAudit(ctx, tx, accountId, actor, 'list.added', row.id, { direction: row.direction, kind: row.kind, entry: row.entry, inboxId: row.inboxId });
     return { entry: view(row), created: true };
   });
 }
@@ -135,9 +137,12 @@ export async function listListEntries(ctx: AppContext, accountId: string, opts: 
   return { data: rows.map(view), total, limit: opts.limit, offset: opts.offset };
 }
 
-export async function deleteListEntry(ctx: AppContext, accountId: string, id: string): Promise<void> {
-  const removed = await deleteListEntryOfAccount(ctx.db, accountId, id);
-  if (!removed) throw new AppError('LIST_ENTRY_NOT_FOUND', `list entry ${id} not found`);
+export async function deleteListEntry(ctx: AppContext, accountId: string, id: string, actor: Actor = SYSTEM_ACTOR): Promise<void> {
+  await ctx.store.transaction(async (tx) => {
+    const removed = await deleteListEntryOfAccount(tx, accountId, id);
+    if (!removed) throw new AppError('LIST_ENTRY_NOT_FOUND', `list entry ${id} not found`);
+    await recordAudit(ctx, tx, accountId, actor, 'list.removed', id);
+  });
 }
 
 // ---- the rules -------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ import type { MailAddress } from '../../outbound/mime.ts';
 import { releaseBlobs } from '../../storage/blob-refs.ts';
 import { Blobs } from '../../storage/blobs.ts';
 import { normalizeRecipient, splitAddress } from '../addresses.ts';
-import { authenticateKey } from '../accounts/apikeys.ts';
+import { authenticateKey, seesInbox, type Principal } from '../accounts/apikeys.ts';
 import { cleanContentType, cleanFilename, type AttachmentRow } from '../mail/attachments.ts';
 import { AppError } from '../errors.ts';
 import { loadMailparser } from '../inbound/inbound-parse.ts';
@@ -30,14 +30,14 @@ export interface Submitter {
 
 /**
  * Checks AUTH credentials: `username` an inbox address, `password` an API key of that inbox's
- * account that is neither read-only, revoked nor expired. Every refusal is the same
+ * account, with the `send` scope and this inbox (when limited), not revoked nor expired. Every refusal is the same
  * UNAUTHORIZED, so the answer tells nothing about which part was wrong; the key is looked up
  * (hash compared in constant time) whether or not the inbox exists.
  */
 export async function authenticateSubmitter(ctx: AppContext, username: string, password: string): Promise<Submitter> {
   const inbox = await findInboxByAddress(ctx, username.trim());
   const principal = await authenticateKey(ctx, password);
-  if (!inbox || !principal || principal.accountId !== inbox.accountId || principal.readOnly) {
+  if (!inbox || !principal || principal.accountId !== inbox.accountId || !maySubmit(principal, inbox.id)) {
     throw new AppError('UNAUTHORIZED', 'authentication credentials invalid');
   }
   return { accountId: inbox.accountId, inboxId: inbox.id, address: inbox.address.toLowerCase(), keyId: principal.keyId };
@@ -52,8 +52,11 @@ export async function authenticateSubmitter(ctx: AppContext, username: string, p
  */
 export async function submitterStillValid(ctx: AppContext, who: Submitter, presentedKey: string): Promise<boolean> {
   const principal = await authenticateKey(ctx, presentedKey);
-  return principal !== undefined && principal.keyId === who.keyId && !principal.readOnly;
+  return principal !== undefined && principal.keyId === who.keyId && maySubmit(principal, who.inboxId);
 }
+
+/** Submission sends: the key needs `send` and, when it is limited to some inboxes, this one. */
+const maySubmit = (principal: Principal, inboxId: string): boolean => principal.scopes.has('send') && seesInbox(principal, inboxId);
 
 /**
  * MAIL FROM of a submission: the authenticated inbox's own address, and the inbox still there

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { AppContext } from '../../context.ts';
 import { createInbox, deleteInbox, getInbox, listInboxes } from '../../domain/inboxes/inboxes.ts';
 import { parsePage } from '../../domain/pagination.ts';
+import { listInboxesOfKey } from '../../domain/accounts/apikeys.ts';
 import type { Routes } from '../routes.ts';
 import { headerSafe, parseInput } from '../validate.ts';
 
@@ -17,7 +18,11 @@ export function registerInboxRoutes(r: Routes, ctx: AppContext): void {
     const body = parseInput(CreateInboxBody, await req.json());
     return { status: 201, body: await createInbox(ctx, req.principal.accountId, body) };
   });
-  r.get('/inboxes', async (req) => ({ status: 200, body: await listInboxes(ctx, req.principal.accountId, parsePage(req.query)) }));
+  r.get('/inboxes', async (req) => ({
+    status: 200,
+    // A key limited to some inboxes sees only those.
+    body: req.principal.inboxIds ? await listInboxesOfKey(ctx, req.principal, parsePage(req.query)) : await listInboxes(ctx, req.principal.accountId, parsePage(req.query)),
+  }));
   r.get('/inboxes/:id', async (req) => ({ status: 200, body: await getInbox(ctx, req.principal.accountId, req.params.id) }));
   r.delete('/inboxes/:id', async (req) => {
     await deleteInbox(ctx, req.principal.accountId, req.params.id);

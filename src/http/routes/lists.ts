@@ -6,6 +6,8 @@ import { createListEntry, deleteListEntry, LIST_DIRECTIONS, LIST_KINDS, listList
 import { parsePage } from '../../domain/pagination.ts';
 import type { Routes } from '../routes.ts';
 import { headerSafe, parseInput, parseQuery } from '../validate.ts';
+import { keyActor } from '../../domain/audit/audit.ts';
+import { inboxFilterFor } from '../../domain/accounts/apikeys.ts';
 
 export const CreateListEntryBody = z.strictObject({
   direction: z.enum(LIST_DIRECTIONS),
@@ -25,13 +27,18 @@ export const ListEntryQuery = z.object({
 
 export function registerListRoutes(r: Routes, ctx: AppContext): void {
   r.post('/lists', async (req) => {
-    const { entry, created } = await createListEntry(ctx, req.principal.accountId, parseInput(CreateListEntryBody, await req.json()));
+    const { entry, created } = await createListEntry(ctx, req.principal.accountId, parseInput(CreateListEntryBody, await req.json()), keyActor(req.principal.keyId));
     // An entry that exists already is answered as it is (200), not added twice.
     return { status: created ? 201 : 200, body: entry };
   });
-  r.get('/lists', async (req) => ({ status: 200, body: await listListEntries(ctx, req.principal.accountId, { ...parsePage(req.query), ...parseQuery(ListEntryQuery, req.query) }) }));
+  r.get('/lists', async (req) => {
+    const query = parseQuery(ListEntryQuery, req.query);
+    // A key limited to some inboxes reads only its inbox's own entries.
+    if (req.principal.inboxIds) query.inboxId = await inboxFilterFor(ctx, req.principal, query.inboxId);
+    return { status: 200, body: await listListEntries(ctx, req.principal.accountId, { ...parsePage(req.query), ...query }) };
+  });
   r.delete('/lists/:id', async (req) => {
-    await deleteListEntry(ctx, req.principal.accountId, req.params.id);
+    await deleteListEntry(ctx, req.principal.accountId, req.params.id, keyActor(req.principal.keyId));
     return { status: 204 };
   });
 }

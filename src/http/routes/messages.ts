@@ -6,6 +6,7 @@ import type { AppContext } from '../../context.ts';
 import { DIRECTIONS } from '../../domain/mail/filters.ts';
 import { LABEL_PATTERN, LABEL_RULE } from '../../domain/mail/labels.ts';
 import { deleteMessage, getMessage, listMessages, MAX_WAIT_SECONDS, MESSAGE_STATUSES, rawMessage, updateMessage, waitForMessages } from '../../domain/mail/messages.ts';
+import { accountWideInbox } from '../../domain/accounts/apikeys.ts';
 import { intParam, parsePage } from '../../domain/pagination.ts';
 import type { Routes } from '../routes.ts';
 import { parseInput, parseQuery } from '../validate.ts';
@@ -53,7 +54,7 @@ export function registerMessageRoutes(r: Routes, ctx: AppContext): void {
   });
   r.get('/messages', async (req) => ({
     status: 200,
-    body: await listMessages(ctx, req.principal.accountId, null, { ...parsePage(req.query), ...parseQuery(ListFilterQuery, req.query) }),
+    body: await listMessages(ctx, req.principal.accountId, accountWideInbox(req.principal), { ...parsePage(req.query), ...parseQuery(ListFilterQuery, req.query) }),
   }));
   r.get('/messages/:id', async (req) => ({ status: 200, body: await getMessage(ctx, req.principal.accountId, req.params.id) }));
   r.patch('/messages/:id', async (req) => ({

@@ -16,6 +16,7 @@ import {
 } from '../../domain/webhooks/webhooks.ts';
 import type { Routes } from '../routes.ts';
 import { headerSafe, parseInput } from '../validate.ts';
+import { reachesInboxes } from '../../domain/accounts/apikeys.ts';
 
 const EventName = z.enum(Object.keys(EVENT_TYPES) as [EventType, ...EventType[]], {
   error: `must be one of ${Object.keys(EVENT_TYPES).join(', ')}`,
@@ -48,7 +49,8 @@ export function registerWebhookRoutes(r: Routes, ctx: AppContext): void {
     return { status: 201, body: await createWebhook(ctx, req.principal.accountId, body) };
   }, { secretFields: ['secret'] });
   r.get('/webhooks', async (req) => {
-    const data = await listWebhooks(ctx, req.principal.accountId);
+    // A key limited to some inboxes sees only the webhooks of its inboxes.
+    const data = (await listWebhooks(ctx, req.principal.accountId)).filter((w) => reachesInboxes(req.principal, w.inboxIds));
     return { status: 200, body: { data, total: data.length } };
   });
   r.get('/webhooks/catalog', () => ({ status: 200, body: { data: eventCatalog() } }));

@@ -3,7 +3,7 @@
 // who may revoke what) stay in the domain; this module only reads and writes rows.
 import { and, asc, desc, eq, isNull } from 'drizzle-orm';
 import { preparedQuery, preparedRows } from '../prepared.ts';
-import { accounts, apiKeys } from '../../db/schema.ts';
+import { accounts, apiKeys, drafts, listEntries, messages, threads, webhooks } from '../../db/schema.ts';
 import { changes, type Db } from '../store.ts';
 
 export type AccountRow = typeof accounts.$inferSelect;
@@ -57,19 +57,50 @@ export async function updateApiKeyRevoked(db: Db, id: string, accountId: string 
   return changes(await db.update(apiKeys).set({ revokedAt }).where(and(...conds)).run()) > 0;
 }
 
+/** The account of key `id` if it is active. */
+export async function findActiveApiKeyAccountId(db: Db, id: string): Promise<string | undefined> {
+  return (await db.select({ accountId: apiKeys.accountId }).from(apiKeys).where(and(eq(apiKeys.id, id), isNull(apiKeys.revokedAt))).get())?.accountId;
+}
+
 export async function updateApiKeyLastUsed(db: Db, id: string, lastUsedAt: string): Promise<void> {
   await db.update(apiKeys).set({ lastUsedAt }).where(eq(apiKeys.id, id)).run();
 }
 
 // Runs on every API request: a plain statement prepared once (src/store/prepared.ts), reading only
 // the columns authentication needs.
-export type ApiKeyCandidate = [id: string, accountId: string, keyHash: string, readOnly: number, lastUsedAt: string | null, expiresAt: string | null];
+export type ApiKeyCandidate = [
+  id: string,
+  accountId: string,
+  keyHash: string,
+  scopes: string,
+  inboxIds: string | null,
+  lastUsedAt: string | null,
+  expiresAt: string | null,
+];
 const activeKeysByPrefix = (db: Db) =>
-  preparedRows<[string], ApiKeyCandidate>(db, 'SELECT id, account_id, key_hash, read_only, last_used_at, expires_at FROM api_keys WHERE key_prefix = ? AND revoked_at IS NULL');
+  preparedRows<[string], ApiKeyCandidate>(db, 'SELECT id, account_id, key_hash, scopes, inbox_ids, last_used_at, expires_at FROM api_keys WHERE key_prefix = ? AND revoked_at IS NULL');
 
 /** The keys not revoked whose visible prefix is `prefix` (authentication compares their hashes). */
 export function listActiveApiKeysByPrefix(db: Db, prefix: string): Promise<ApiKeyCandidate[]> {
   return preparedQuery(db, activeKeysByPrefix).all(prefix);
+}
+
+/**
+ * The inbox of the account's message, thread, draft or list entry `id` (undefined when there is
+ * none, or for an entry of the whole account): what a key limited to some inboxes is checked
+ * against before a route touches the resource.
+ */
+export async function findInboxIdOf(db: Db, kind: 'message' | 'thread' | 'draft' | 'list', accountId: string, id: string): Promise<string | undefined> {
+  const t = kind === 'message' ? messages : kind === 'thread' ? threads : kind === 'draft' ? drafts : listEntries;
+  return (await db.select({ inboxId: t.inboxId }).from(t).where(and(eq(t.id, id), eq(t.accountId, accountId))).get())?.inboxId ?? undefined;
+}
+
+/** The `inbox_ids` JSON of the account's webhook or active key `id` (null: every inbox); undefined when there is none. */
+export async function findInboxIdsOf(db: Db, kind: 'webhook' | 'key', accountId: string, id: string): Promise<string | null | undefined> {
+  if (kind === 'key') {
+    return (await db.select({ inboxIds: apiKeys.inboxIds }).from(apiKeys).where(and(eq(apiKeys.id, id), eq(apiKeys.accountId, accountId), isNull(apiKeys.revokedAt))).get())?.inboxIds;
+  }
+  return (await db.select({ inboxIds: webhooks.inboxIds }).from(webhooks).where(and(eq(webhooks.id, id), eq(webhooks.accountId, accountId))).get())?.inboxIds;
 }
 
 // ---- usage -----------------------------------------------------------------------------------
