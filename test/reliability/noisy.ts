@@ -230,7 +230,13 @@ function attack(inst: Instance, a: Tenant, stop: { now: boolean }, seen: Map<str
   // Hostile documents sent to text extraction.
   jobs.push(
     (async () => {
-      const r = await upload(inst.httpUrl, a.key, 'bomb.docx', 'application/vnd.openxmlformats-officedocument.wordprocessingml.document', docxBomb(200));
+      let r: Reply;
+      try {
+        r = await upload(inst.httpUrl, a.key, 'bomb.docx', 'application/vnd.openxmlformats-officedocument.wordprocessingml.document', docxBomb(400));
+      } catch (err) {
+        note('upload-bomb', (err as Error).message.slice(0, 60));
+        return;
+      }
       note('upload-bomb', r.status);
       if (r.status !== 201) return;
       const id = JSON.parse(r.body).id as string;
