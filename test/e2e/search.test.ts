@@ -251,4 +251,26 @@ describe('q with OR (Gmail: one side must match; OR binds tighter than the impli
     assert.equal((await inX('invoice "OR" friday')).status, 200);
     assert.equal((await inX('invoice -OR')).status, 200);
   });
+
+  test('{a b c} is a OR b OR c; parentheses around a side of OR with other terms are refused, not read as grouping', async () => {
+    same(ids(await inX('{résumé friday}')), [m.resume.id, m.invoice.id]);
+    same(ids(await inX('invoice {friday question}')), [m.invoice.id, m.sent.id]);
+    same(ids(await all('{from:bob from:alice} -subject:"for y"')), [m.resume.id, m.invoice.id]);
+    same(ids(await inX('{"quarterly report" "pay the invoice"}')), [m.quarterly.id, m.invoice.id]);
+    same(ids(await inX('{label:hiring in:outbound}')), [m.resume.id, m.sent.id]);
+    same(ids(await inX('résumé OR {friday question}')), [m.resume.id, m.invoice.id, m.sent.id]);
+    same(ids(await inX('{friday}')), [m.invoice.id]);
+    // Parentheses around one side alone, or around the whole OR, are harmless punctuation.
+    same(ids(await inX('invoice (friday OR question)')), [m.invoice.id, m.sent.id]);
+    same(ids(await inX('(résumé) OR (friday)')), [m.resume.id, m.invoice.id]);
+    await refused([
+      ['{friday', 8, 'a closing `}`'],
+      ['invoice {}', 10, 'a search term in `{…}`'],
+      ['{friday {question}}', 9, 'braces do not nest'],
+      ['-{friday question}', 2, '`-{…}` is not supported'],
+      ['{friday -question}', 9, 'not negated'],
+      ['(invoice friday) OR question', 16, 'not in parentheses'],
+      ['question OR (invoice friday)', 13, 'not in parentheses'],
+    ]);
+  });
 });

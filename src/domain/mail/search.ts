@@ -69,19 +69,31 @@ interface Term {
   valuePos: number;
 }
 
-/** Splits the query into terms: [-][op:](word | "phrase"). */
+/**
+ * Splits the query into terms: [-][op:](word | "phrase"), and `OR`s; `{a b c}` (Gmail's other
+ * way to write OR) as `a OR b OR c`.
+ */
 function tokenize(q: string): Term[] {
   const terms: Term[] = [];
   let i = 0;
-  const readValue = (start: number): { value: string; quoted: boolean; end: number } => {
+  /** Where an open `{` is, and how many terms it has so far. */
+  let brace: { pos: number; terms: number } | null = null;
+  const push = (t: Term, closes: boolean) => {
+    if (brace && brace.terms++) terms.push({ pos: t.pos, negated: false, op: OR, value: 'OR', quoted: false, valuePos: t.pos });
+    terms.push(t);
+    if (closes) brace = null;
+  };
+  /** A value; `closes` when it ends an open `{…}` (its `}` not part of the value). */
+  const readValue = (start: number): { value: string; quoted: boolean; end: number; closes: boolean } => {
     if (q[start] === '"') {
       const close = q.indexOf('"', start + 1);
       if (close === -1) throw invalid(q.length, 'a closing `"`', 'the end of the query');
-      return { value: q.slice(start + 1, close), quoted: true, end: close + 1 };
+      return { value: q.slice(start + 1, close), quoted: true, end: close + 1, closes: false };
     }
     let end = start;
     while (end < q.length && !/\s/.test(q[end])) end++;
-    return { value: q.slice(start, end), quoted: false, end };
+    const closes = brace !== null && q[end - 1] === '}' && end - 1 > start;
+    return { value: q.slice(start, closes ? end - 1 : end), quoted: false, end, closes };
   };
   while (i < q.length) {
     if (/\s/.test(q[i])) {
@@ -89,14 +101,27 @@ function tokenize(q: string): Term[] {
       continue;
     }
     const pos = i;
+    if (q[i] === '{') {
+      if (brace) throw invalid(i, 'a search term or `}` (braces do not nest)', '`{`');
+      brace = { pos: i++, terms: 0 };
+      continue;
+    }
+    if (q[i] === '}' && brace) {
+      if (!brace.terms) throw invalid(i, 'a search term in `{…}`', '`}`');
+      brace = null;
+      i++;
+      continue;
+    }
     let negated = false;
     if (q[i] === '-') {
       negated = true;
       i++;
       if (i >= q.length || /\s/.test(q[i])) throw invalid(i, 'a term after `-`', i >= q.length ? 'the end of the query' : 'a space');
+      if (q[i] === '{') throw invalid(i, 'a term after `-` (`-{…}` is not supported: negate each term)', '`{`');
     }
     if (!negated && /^OR(\s|$)/.test(q.slice(i))) {
-      terms.push({ pos, negated, op: OR, value: 'OR', quoted: false, valuePos: pos });
+      // Inside braces every term is an alternative already.
+      if (!brace) terms.push({ pos, negated, op: OR, value: 'OR', quoted: false, valuePos: pos });
       i += 2;
       continue;
     }
@@ -108,15 +133,16 @@ function tokenize(q: string): Term[] {
       const valuePos = i + op[0].length;
       if (valuePos >= q.length || /\s/.test(q[valuePos])) throw invalid(valuePos, `a value after \`${op[0]}\``, valuePos >= q.length ? 'the end of the query' : 'a space');
       const v = readValue(valuePos);
-      terms.push({ pos, negated, op: op[1].toLowerCase(), value: v.value, quoted: v.quoted, valuePos });
+      push({ pos, negated, op: op[1].toLowerCase(), value: v.value, quoted: v.quoted, valuePos }, v.closes);
       i = v.end;
       continue;
     }
     // Anything else (a `word:` followed by a space included) is text.
     const v = readValue(i);
-    terms.push({ pos, negated, op: null, value: v.value, quoted: v.quoted, valuePos: i });
+    push({ pos, negated, op: null, value: v.value, quoted: v.quoted, valuePos: i }, v.closes);
     i = v.end;
   }
+  if (brace) throw invalid(q.length, `a closing \`}\` for the \`{\` at position ${brace.pos + 1}`, 'the end of the query');
   return terms;
 }
 
@@ -173,6 +199,10 @@ function orClauses(terms: Term[], end: number): Term[][] {
     const next = terms[i + 1];
     if (!prev) throw invalid(t.pos, 'a search term before `OR` (`OR` joins two terms: `a OR b`)', '`OR`');
     if (!next || next.op === OR) throw invalid(next ? next.pos : end, 'a search term after `OR` (`OR` joins two terms: `a OR b`)', next ? '`OR`' : 'the end of the query');
+    // Parentheses are no grouping here: `(a b) OR c` would silently be a and (b or c).
+    const parens = 'a side of `OR` not in parentheses with other terms (they do not group: write `a OR b OR c` or `{a b c}`)';
+    if (!prev.quoted && /\)$/.test(prev.value) && !prev.value.startsWith('(')) throw invalid(prev.valuePos + prev.value.length - 1, parens, '`)`');
+    if (!next.quoted && next.value.startsWith('(') && !/\)$/.test(next.value)) throw invalid(next.valuePos, parens, '`(`');
   });
   return clauses;
 }
@@ -263,17 +293,17 @@ function addItem(out: SearchQuery, item: Item | null) {
  */
 function addAlternatives(out: SearchQuery, clause: Term[]) {
   const items = clause.map((t) => {
-    if (t.negated) throw invalid(t.pos, 'a term that is not negated on either side of `OR`', JSON.stringify(`-${t.op ? `${t.op}:` : ''}${t.value}`));
-    if (t.op === 'filename') throw invalid(t.pos, 'a word, a "phrase", from: to: cc: subject: label: is: has: in: before: or after: on either side of `OR`', '`filename:`');
+    if (t.negated) throw invalid(t.pos, 'a term that is not negated on either side of `OR` (or in `{…}`)', JSON.stringify(`-${t.op ? `${t.op}:` : ''}${t.value}`));
+    if (t.op === 'filename') throw invalid(t.pos, 'a word, a "phrase", from: to: cc: subject: label: is: has: in: before: or after: on either side of `OR` (or in `{…}`)', '`filename:`');
     const item = readTerm(t);
-    if (!item) throw invalid(t.valuePos, 'a word or a "phrase" with letters or digits on either side of `OR`', JSON.stringify(t.value));
+    if (!item) throw invalid(t.valuePos, 'a word or a "phrase" with letters or digits on either side of `OR` (or in `{…}`)', JSON.stringify(t.value));
     return item;
   });
   const texts = items.flatMap((item) => (item.kind === 'text' ? [item.term] : []));
   const conditions = items.flatMap((item) => (item.kind === 'condition' ? [item.condition] : []));
   if (texts.length && conditions.length) {
     const t = clause[items.findIndex((item) => item.kind !== items[0].kind)];
-    throw invalid(t.pos, 'on either side of `OR` text (words, "phrases", from: to: cc: subject:) or conditions (label: is: has: in: before: after:), not both', JSON.stringify(`${t.op ? `${t.op}:` : ''}${t.value}`));
+    throw invalid(t.pos, 'on either side of `OR` (or in `{…}`) text (words, "phrases", from: to: cc: subject:) or conditions (label: is: has: in: before: after:), not both', JSON.stringify(`${t.op ? `${t.op}:` : ''}${t.value}`));
   }
   if (conditions.length) {
     out.conditions.push({ on: 'any', of: conditions, negated: false });
