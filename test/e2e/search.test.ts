@@ -213,6 +213,8 @@ describe('q with OR (Gmail: one side must match; OR binds tighter than the impli
     // A plain word on one side matches attachment filenames too (inv.pdf).
     same(ids(await inX('pdf OR résumé')), [m.invoice.id, m.resume.id]);
     same(ids(await inX('pdf OR from:bob')), [m.invoice.id, m.resume.id]);
+    same(ids(await inX('pdf from:bob OR from:alice')), [m.invoice.id]);
+    same(ids(await all('pdf OR résumé from:bob OR from:alice')), [m.invoice.id, m.resume.id]);
     // Lower-case `or` is a word; an OR side repeated counts once.
     assert.deepEqual(ids(await inX('résumé or friday')), []);
     same(ids(await inX('friday OR friday')), [m.invoice.id]);
