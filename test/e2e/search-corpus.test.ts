@@ -99,8 +99,14 @@ const inFile = (value: string, prefix: boolean): Pred => {
 function oracle(q: string): Pred {
   const preds: Pred[] = [];
   const re = /(-?)(?:(from|to|cc|subject|label|is|has|filename|in|before|after):)?("([^"]*)"|\S+)/g;
+  // `a OR b`: the term after OR joins the one before it as an alternative.
+  let or = false;
   for (const m of q.matchAll(re)) {
     const [, neg, op, raw, phrase] = m;
+    if (raw === 'OR' && !neg && !op) {
+      or = true;
+      continue;
+    }
     const quoted = phrase !== undefined;
     const value = quoted ? phrase : raw;
     let p: Pred;
@@ -132,7 +138,12 @@ function oracle(q: string): Pred {
       default:
         p = inField(op, value, !quoted);
     }
-    preds.push(neg ? (d) => !p(d) : p);
+    const term = neg ? (d: Doc) => !p(d) : p;
+    if (or) {
+      const before = preds.pop()!;
+      preds.push((d) => before(d) || term(d));
+    } else preds.push(term);
+    or = false;
   }
   return (d) => preds.every((p) => p(d));
 }
@@ -267,6 +278,10 @@ const QUERIES = [
   // negation and combinations
   '-invoice', 'invoice -rechnung', '-from:anna in:inbound', 'has:attachment -filename:pdf', '-label:urgent label:finance', 'is:unread -has:attachment before:2023-07-01',
   'from:anna subject:report', 'to:corpus-b cc:giulia', 'in:outbound filename:contrat', 'budget -"quarterly" is:read', 'cafe -filename:cafe',
+  // OR: words, prefixes, phrases, fields, filenames, conditions, mixed with the other terms
+  'zurich OR koln', 'rechn OR factu', '"sao paulo" OR "deja vu"', 'from:anna OR from:jose', 'cc:ines OR to:zoe', 'subject:meeting OR from:bob',
+  'lieferschein OR presupuesto', 'invoice OR from:muller', 'budget zurich OR koln', 'zurich OR koln -invoice is:unread', 'from:anna OR cc:giulia has:attachment',
+  'label:urgent OR label:finance', 'label:hr OR is:unread in:outbound', 'before:2023-03-01 OR after:2024-10-01 contract', 'invoice OR report OR meeting OR approval',
 ];
 
 describe('search corpus', () => {

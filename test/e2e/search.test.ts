@@ -1,6 +1,6 @@
 // Search (`q`) over real sockets: mail received over SMTP and sent through the API, found by
 // words (prefixes, accents folded), phrases, from:/to:/cc:/subject:, label:, is:, has:, in:,
-// before:/after: and negation, per inbox and account-wide, on message and thread lists; the
+// before:/after:, negation and OR, per inbox and account-wide, on message and thread lists; the
 // index follows deletes; relevance before recency; INVALID_QUERY with position and expectation.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -41,6 +41,18 @@ const ids = (res: any) => res.body.data.map((d: any) => d.id);
 const inX = (q: string) => t.api('GET', `/inboxes/${x.id}/messages?q=${encodeURIComponent(q)}`);
 const all = (q: string) => t.api('GET', `/messages?q=${encodeURIComponent(q)}`);
 const same = (a: string[], b: string[]) => assert.deepEqual([...a].sort(), [...b].sort());
+
+/** Each query is 400 INVALID_QUERY naming its position and what was expected, on message and thread lists. */
+async function refused(cases: ReadonlyArray<readonly [q: string, pos: number, expected: string]>) {
+  for (const [q, pos, expected] of cases) {
+    for (const path of [`/inboxes/${x.id}/messages`, '/messages', '/threads']) {
+      const res = await t.api('GET', `${path}?q=${encodeURIComponent(q)}`);
+      expectError(res, 400, 'INVALID_QUERY');
+      assert.ok(res.body.error.message.includes(`position ${pos}:`), `${q}: ${res.body.error.message}`);
+      assert.ok(res.body.error.message.includes(expected), `${q}: ${res.body.error.message}`);
+    }
+  }
+}
 
 describe('q', () => {
   test('words: all must match, as word prefixes, accents folded, case-insensitive', async () => {
@@ -158,7 +170,7 @@ describe('q', () => {
   });
 
   test('bad syntax: 400 INVALID_QUERY with the position and what was expected', async () => {
-    for (const [q, pos, expected] of [
+    await refused([
       ['invoice "unclosed', 18, 'closing'],
       ['is:maybe', 4, '`unread` or `read`'],
       ['has:pdf', 5, '`attachment`'],
@@ -171,17 +183,96 @@ describe('q', () => {
       ['   ', 1, 'a search term'],
       ['* ^', 1, 'a search term'],
       ['"!!"', 1, 'letters or digits'],
-    ] as const) {
-      for (const path of [`/inboxes/${x.id}/messages`, '/messages', '/threads']) {
-        const res = await t.api('GET', `${path}?q=${encodeURIComponent(q)}`);
-        expectError(res, 400, 'INVALID_QUERY');
-        assert.ok(res.body.error.message.includes(`position ${pos}:`), `${q}: ${res.body.error.message}`);
-        assert.ok(res.body.error.message.includes(expected), `${q}: ${res.body.error.message}`);
-      }
-    }
+    ]);
     expectError(await t.api('GET', `/messages?q=${'a'.repeat(1001)}`), 400, 'INVALID_QUERY');
     // Quotes, parentheses and FTS5 operators in words are just text.
     assert.equal((await all('NEAR(invoice) * ^')).status, 200);
     assert.equal((await all("o'brien AND (xy)")).status, 200);
+  });
+});
+
+describe('q with OR (Gmail: one side must match; OR binds tighter than the implicit AND)', () => {
+  test('words, prefixes, phrases, from:, to:, cc:, subject:, mixed with the other terms', async () => {
+    same(ids(await inX('résumé OR friday')), [m.resume.id, m.invoice.id]);
+    same(ids(await inX('résu OR fri')), [m.resume.id, m.invoice.id]);
+    same(ids(await inX('quart OR fri')), [m.resume.id, m.quarterly.id, m.invoice.id]);
+    same(ids(await inX('"quarterly report" OR "pay the invoice"')), [m.quarterly.id, m.invoice.id]);
+    same(ids(await inX('"quarterly report" OR "the invoice by"')), [m.quarterly.id, m.invoice.id]);
+    same(ids(await inX('from:bob OR from:alice')), [m.resume.id, m.invoice.id]);
+    same(ids(await all('from:bob OR from:alice')), [m.resume.id, m.invoice.id, m.other.id]);
+    same(ids(await all('to:dave OR cc:carol')), [m.sent.id, m.resume.id]);
+    same(ids(await inX('cc:carol OR from:alice')), [m.resume.id, m.invoice.id]);
+    same(ids(await inX('subject:résumé OR from:alice OR zzunknown')), [m.resume.id, m.invoice.id]);
+    // x a OR b = x and (a or b)
+    same(ids(await inX('invoice friday OR question')), [m.invoice.id, m.sent.id]);
+    same(ids(await all('invoice friday OR question')), [m.invoice.id, m.sent.id]);
+    same(ids(await inX('friday OR question invoice')), [m.invoice.id, m.sent.id]);
+    same(ids(await inX('invoice OR résumé -friday')), [m.resume.id, m.sent.id]);
+    same(ids(await inX('invoice OR résumé is:unread')), [m.invoice.id]);
+    same(ids(await inX('from:alice OR résumé quarterly')), [m.resume.id]);
+    // A plain word on one side matches attachment filenames too (inv.pdf).
+    same(ids(await inX('pdf OR résumé')), [m.invoice.id, m.resume.id]);
+    same(ids(await inX('pdf OR from:bob')), [m.invoice.id, m.resume.id]);
+    same(ids(await inX('pdf from:bob OR from:alice')), [m.invoice.id]);
+    same(ids(await all('pdf OR résumé from:bob OR from:alice')), [m.invoice.id, m.resume.id]);
+    // Lower-case `or` is a word; an OR side repeated counts once.
+    assert.deepEqual(ids(await inX('résumé or friday')), []);
+    same(ids(await inX('friday OR friday')), [m.invoice.id]);
+    // Counts and thread lists follow.
+    const res = await inX('from:bob OR from:alice');
+    assert.deepEqual([res.body.total, res.body.totalIsLowerBound], [2, false]);
+    same(ids(await t.api('GET', `/inboxes/${x.id}/threads?q=${encodeURIComponent('from:bob OR subject:quarterly')}`)), [m.resume.threadId, m.quarterly.threadId]);
+    // The best match first: "quarterly" four times in one message.
+    assert.equal(ids(await inX('quarterly OR zzunknown'))[0], m.quarterly.id);
+  });
+
+  test('conditions: label:, is:, has:, in:, before:/after: on both sides', async () => {
+    same(ids(await inX('label:hiring OR in:outbound')), [m.resume.id, m.sent.id]);
+    same(ids(await inX('invoice label:hiring OR in:outbound')), [m.sent.id]);
+    same(ids(await all('has:attachment OR label:hiring')), [m.invoice.id, m.resume.id]);
+    const tomorrow = new Date(Date.now() + 86_400_000).toISOString().slice(0, 10);
+    same(ids(await inX(`before:2000-01-01 OR after:${tomorrow}`)), []);
+    same(ids(await inX(`before:2000-01-01 OR before:${tomorrow} from:carol`)), [m.quarterly.id]);
+  });
+
+  test('refused with 400 INVALID_QUERY: a dangling OR, a negated side, filename:, text OR a condition', async () => {
+    await refused([
+      ['OR invoice', 1, 'a search term before `OR`'],
+      ['invoice OR', 11, 'a search term after `OR`'],
+      ['invoice OR ', 12, 'a search term after `OR`'],
+      ['invoice OR OR friday', 12, 'a search term after `OR`'],
+      ['-invoice OR friday', 1, 'not negated'],
+      ['invoice OR -from:alice', 12, 'not negated'],
+      ['filename:pdf OR invoice', 1, 'on either side of `OR`'],
+      ['invoice OR label:hiring', 12, 'not both'],
+      ['is:read OR from:bob', 12, 'not both'],
+      ['invoice OR ...', 12, 'letters or digits'],
+      ['invoice OR i', 12, 'at least 2 characters'],
+    ]);
+    // Quoted or negated, OR is a word.
+    assert.equal((await inX('invoice "OR" friday')).status, 200);
+    assert.equal((await inX('invoice -OR')).status, 200);
+  });
+
+  test('{a b c} is a OR b OR c; parentheses around a side of OR with other terms are refused, not read as grouping', async () => {
+    same(ids(await inX('{résumé friday}')), [m.resume.id, m.invoice.id]);
+    same(ids(await inX('invoice {friday question}')), [m.invoice.id, m.sent.id]);
+    same(ids(await all('{from:bob from:alice} -subject:"for y"')), [m.resume.id, m.invoice.id]);
+    same(ids(await inX('{"quarterly report" "pay the invoice"}')), [m.quarterly.id, m.invoice.id]);
+    same(ids(await inX('{label:hiring in:outbound}')), [m.resume.id, m.sent.id]);
+    same(ids(await inX('résumé OR {friday question}')), [m.resume.id, m.invoice.id, m.sent.id]);
+    same(ids(await inX('{friday}')), [m.invoice.id]);
+    // Parentheses around one side alone, or around the whole OR, are harmless punctuation.
+    same(ids(await inX('invoice (friday OR question)')), [m.invoice.id, m.sent.id]);
+    same(ids(await inX('(résumé) OR (friday)')), [m.resume.id, m.invoice.id]);
+    await refused([
+      ['{friday', 8, 'a closing `}`'],
+      ['invoice {}', 10, 'a search term in `{…}`'],
+      ['{friday {question}}', 9, 'braces do not nest'],
+      ['-{friday question}', 2, '`-{…}` is not supported'],
+      ['{friday -question}', 9, 'not negated'],
+      ['(invoice friday) OR question', 16, 'not in parentheses'],
+      ['question OR (invoice friday)', 13, 'not in parentheses'],
+    ]);
   });
 });

@@ -20,6 +20,17 @@ export interface TextTerm {
   op: 'from' | 'to' | 'cc' | 'subject' | null;
 }
 
+/** Text terms joined by OR: a message matches when it matches one of them. */
+export interface AnyOf {
+  any: TextTerm[];
+}
+
+/** What every match meets in its text: a term, or terms joined by OR. */
+export type TextClause = TextTerm | AnyOf;
+
+/** The terms of a clause, one of which must match. */
+const alternatives = (c: TextClause): TextTerm[] => ('any' in c ? c.any : [c]);
+
 /** A condition of a query on a message's own columns and links, not on its text. */
 export type SearchCondition = { negated: boolean } & (
   | { on: 'label'; label: string }
@@ -28,6 +39,8 @@ export type SearchCondition = { negated: boolean } & (
   | { on: 'direction'; direction: string }
   /** Created before the day, or from the day on (YYYY-MM-DD). */
   | { on: 'before' | 'after'; day: string }
+  /** Conditions joined by OR: one of them. */
+  | { on: 'any'; of: SearchCondition[] }
 );
 
 /**
@@ -35,10 +48,10 @@ export type SearchCondition = { negated: boolean } & (
  * (SQLite FTS5, PostgreSQL tsvector); the conditions are the same SQL on both engines.
  */
 export interface SearchQuery {
-  /** Every positive text term: the messages matching them all in their text (ranked). */
-  positive: TextTerm[];
-  /** The positive plain words and phrases: each may match in an attachment filename instead. */
-  words: TextTerm[];
+  /** Every positive text clause: the messages matching them all in their text (ranked). */
+  positive: TextClause[];
+  /** The positive clauses with plain words and phrases: each may match in an attachment filename instead. */
+  words: TextClause[];
   /** Text terms no result may match. */
   exclude: TextTerm[];
   /** filename: terms, and the filename side of a negated plain word (none may match then). */
@@ -145,7 +158,7 @@ function restOf(f: MatchFilters, dialect: Dialect, ranked: boolean, excludes = t
     } else {
       const c = tsCondition(t);
       where.push(`NOT (${c.sql})`);
-      params.push(c.param);
+      params.push(...c.params);
     }
   }
   return { where, params };
@@ -243,10 +256,10 @@ function armsOf(scope: ListScope, f: MatchFilters, dialect: Dialect): ArmSql[] {
       params: [...params, ...rest.params, ...(below ?? []), n, ...(plain ? [plain] : [])],
     });
   const inText = p.positive.map(tsCondition);
-  const arms = [arm([`m.${column} = ?`, ...inText.map((c) => c.sql)], [value, ...inText.map((c) => c.param)])];
+  const arms = [arm([`m.${column} = ?`, ...inText.map((c) => c.sql)], [value, ...inText.flatMap((c) => c.params)])];
   if (plain) {
     const text = textPostgres(p, column, value);
-    const anyWord = p.positive.filter((t) => !t.op).map((t) => `(${tsquery(t.value, t.quoted)})`).join(' | ');
+    const anyWord = p.words.map((c) => `(${tsPlain(c)})`).join(' | ');
     // The messages with a matching filename are looked up first and given by id: in one
     // statement, PostgreSQL's planner hashes them against a scan of every message of the scope.
     // textPostgres' first parameter is the ranking tsquery of its FROM, not used here.
@@ -324,6 +337,10 @@ function conditionSql(c: SearchCondition): [sql: string, ...params: unknown[]] {
       return ['m.created_at < ?', c.day];
     case 'after':
       return ['m.created_at >= ?', c.day];
+    case 'any': {
+      const { where, params } = conditionsSql(c.of);
+      return [where.map((sql) => `(${sql})`).join(' OR '), ...params];
+    }
   }
 }
 
@@ -345,7 +362,7 @@ function conditionsSql(conditions: SearchCondition[]): { where: string[]; params
 interface Fts5Query {
   /** FTS5 MATCH expression of every positive text term. */
   match: string;
-  /** The positive plain words: each as an FTS5 expression (`fts`) and an attachments_fts one (`file`). */
+  /** The positive clauses with plain words: each as an FTS5 expression (`fts`) and an attachments_fts one of its plain words (`file`). */
   words: Array<{ fts: string; file: string }>;
   /** FTS5 expression of the positive operator terms (from:, subject:, …), or null. */
   opsMatch: string | null;
@@ -387,13 +404,26 @@ const fts5 = (t: TextTerm) => {
   return t.op ? `${FTS_COLUMNS[t.op]} : ${s}` : s;
 };
 
-/** The positive text terms as FTS5 expressions over messages_fts and attachments_fts (the SQLite engine). */
+/** An FTS5 expression for a text clause: its terms joined by OR. */
+function fts5Clause(c: TextClause): string {
+  const terms = alternatives(c);
+  return terms.length === 1 ? fts5(terms[0]) : `(${terms.map((t) => `(${fts5(t)})`).join(' OR ')})`;
+}
+
+/** An attachments_fts expression for the plain words and phrases of a clause, joined by OR. */
+const filenameClause = (c: TextClause) =>
+  alternatives(c)
+    .filter((t) => !t.op)
+    .map((t) => filenameTerm(t.value, !t.quoted))
+    .join(' OR ');
+
+/** The positive text clauses as FTS5 expressions over messages_fts and attachments_fts (the SQLite engine). */
 function toFts5(p: SearchQuery): Fts5Query {
-  const ops = p.positive.filter((t) => t.op);
+  const ops = p.positive.filter((c) => !p.words.includes(c));
   return {
-    match: p.positive.map(fts5).join(' AND '),
-    words: p.words.map((t) => ({ fts: fts5(t), file: filenameTerm(t.value, !t.quoted) })),
-    opsMatch: ops.length ? ops.map(fts5).join(' AND ') : null,
+    match: p.positive.map(fts5Clause).join(' AND '),
+    words: p.words.map((c) => ({ fts: fts5Clause(c), file: filenameClause(c) })),
+    opsMatch: ops.length ? ops.map(fts5Clause).join(' AND ') : null,
   };
 }
 
@@ -452,11 +482,23 @@ function tsquery(value: string, quoted: boolean, weights = ''): string | null {
   return words.map((w, i) => `'${w.replaceAll("'", "''")}'${i === words.length - 1 && !quoted ? ':*' : ':'}${weights}`.replace(/:$/, '')).join(' <-> ');
 }
 
-/** The SQL condition a text term puts on `m`, and its parameter. */
-function tsCondition(t: TextTerm): { sql: string; param: string } {
-  const column = t.op === 'cc' ? 'm.fts_cc' : 'm.fts';
-  return { sql: `${column} @@ to_tsquery('mailroom', ?)`, param: tsquery(t.value, t.quoted, t.op ? TS_WEIGHTS[t.op] : '')! };
+/** Tsqueries joined by OR (|). */
+const tsAny = (queries: string[]) => (queries.length === 1 ? queries[0] : queries.map((q) => `(${q})`).join(' | '));
+
+/** The SQL condition a text clause puts on `m`, and its parameters: one tsquery per column (fts, fts_cc) its terms are in. */
+function tsCondition(c: TextClause): { sql: string; params: string[] } {
+  const parts: string[] = [];
+  const params: string[] = [];
+  for (const [column, terms] of [['m.fts', alternatives(c).filter((t) => t.op !== 'cc')], ['m.fts_cc', alternatives(c).filter((t) => t.op === 'cc')]] as const) {
+    if (!terms.length) continue;
+    parts.push(`${column} @@ to_tsquery('mailroom', ?)`);
+    params.push(tsAny(terms.map((t) => tsquery(t.value, t.quoted, t.op ? TS_WEIGHTS[t.op] : '')!)));
+  }
+  return { sql: parts.length === 1 ? parts[0] : `(${parts.join(' OR ')})`, params };
 }
+
+/** The tsquery of the plain words and phrases of a clause (what may match a filename). */
+const tsPlain = (c: TextClause) => tsAny(alternatives(c).flatMap((t) => (t.op ? [] : [tsquery(t.value, t.quoted)!])));
 
 /** Messages (`m`) with an attachment whose filename matches (two parameters: the tsquery, twice). */
 const PG_FILENAME_MESSAGES =
@@ -475,13 +517,13 @@ function textPostgres(p: SearchQuery, column: string, value: unknown): { from: s
   const params: unknown[] = plain ? [plain, value] : [value];
   for (const t of p.positive) {
     const c = tsCondition(t);
-    if (t.op) {
+    if (!p.words.includes(t)) {
       where.push(c.sql);
-      params.push(c.param);
+      params.push(...c.params);
     } else {
-      const file = tsquery(t.value, t.quoted);
+      const file = tsPlain(t);
       where.push(`(${c.sql} OR ${PG_FILENAME_MATCH})`);
-      params.push(c.param, file, file);
+      params.push(...c.params, file, file);
     }
   }
   if (!plain) return { from: 'messages m', order: 'm.created_at DESC, m.id DESC', where, params };
@@ -493,9 +535,13 @@ function textPostgres(p: SearchQuery, column: string, value: unknown): { from: s
   };
 }
 
-/** The tsquery of the plain words (what ranks), or null when there are none. */
+/**
+ * The tsquery of the clauses with plain words (what ranks), or null when there are none. An
+ * OR's operator terms rank by their field's weight (cc: as To and Cc, the weight they share).
+ */
 function plainTsquery(p: SearchQuery): string | null {
-  const plain = p.positive.filter((t) => !t.op).map((t) => `(${tsquery(t.value, t.quoted)})`);
+  const rankOf = (t: TextTerm) => tsquery(t.value, t.quoted, t.op ? TS_WEIGHTS[t.op] || 'C' : '')!;
+  const plain = p.words.map((c) => `(${tsAny(alternatives(c).map(rankOf))})`);
   return plain.length ? plain.join(' & ') : null;
 }
 
