@@ -291,7 +291,7 @@ const FILTERS: Param[] = [
     description:
       'Gmail-style search: words (all must match, as word prefixes), "a phrase", from:, to: (To or Cc), cc:, subject:, label:, is:unread, is:read, ' +
       'has:attachment, in:inbound, in:outbound, before:YYYY-MM-DD, after:YYYY-MM-DD (that day on), -term to exclude. With words, messages are ordered by relevance, then newest. ' +
-      'Bad syntax: 400 INVALID_QUERY with the position and what was expected; so are more than `limits.search_terms` distinct terms, a one-character word prefix, `OR` and unknown operators. ' +
+      'Bad syntax: 400 INVALID_QUERY with the position and what was expected; so are more than `limits.search_terms` distinct terms, a one-character word prefix, an `OR` with a missing or negated side, and unknown operators. `a OR b` (and `{a b}`) matches either, binding tighter than the implicit AND. ' +
       'Past `limits.search_timeout`: 503 SEARCH_TIMEOUT; more than `limits.searches_per_account` searches at once: 429 RATE_LIMITED (both with Retry-After).',
     schema: str(undefined, { maxLength: 1000 }),
   },

@@ -81,7 +81,7 @@ const Q = z
   .string()
   .min(1)
   .max(MAX_QUERY_LENGTH)
-  .describe('Gmail-style query: words, "a phrase", from:, to:, cc:, subject:, label:, is:unread, is:read, has:attachment, filename:, in:inbound, in:outbound, before:YYYY-MM-DD, after:YYYY-MM-DD, -term.');
+  .describe('Gmail-style query: words, "a phrase", from:, to:, cc:, subject:, label:, is:unread, is:read, has:attachment, filename:, in:inbound, in:outbound, before:YYYY-MM-DD, after:YYYY-MM-DD, -term; `a OR b` (or `{a b}`) matches either.');
 
 const ListFilters = z.strictObject(FILTERS);
 const SearchFilters = z.strictObject({ q: Q, ...FILTERS });
