@@ -5,16 +5,14 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { pgCluster } from '../support/postgres.ts';
 import { TEST_ENGINE } from '../support/server.ts';
-import { runNoisy } from '../reliability/noisy.ts';
+import { noisyViolations, runNoisy } from '../reliability/noisy.ts';
 
 test(`tenant A's attacks leave tenant B's reads, mail and the server's memory within bounds (${TEST_ENGINE})`, { timeout: 180_000 }, async () => {
   const databaseUrl = TEST_ENGINE === 'postgres' ? await (await pgCluster()).createDatabase() : undefined;
   const { figures, seen } = await runNoisy({ seconds: 6, databaseUrl });
   const report = JSON.stringify({ figures, attacker: Object.fromEntries(seen) });
-  assert.equal(figures.lost, 0, `B's mail answered 250 but not stored: ${report}`);
-  assert.equal(figures.storedTwice, 0, report);
-  assert.ok(figures.accepted > 0, report);
-  assert.ok(figures.peakRssMb < 512, `peak RSS ${figures.peakRssMb} MB: ${report}`);
-  assert.ok(figures.p99Ratio <= 2, `B's GET /inboxes/{id} p99 ratio ${figures.p99Ratio}: ${report}`);
-  assert.ok(figures.ingestRatio <= 2, `B's SMTP ingest ratio ${figures.ingestRatio}: ${report}`);
+  assert.deepEqual(noisyViolations(figures), [], report);
+  // The attacks reached the server and were bounded there (not all refused at the door).
+  assert.ok([...seen.keys()].some((k) => k.startsWith('search-500-terms 400')), report);
+  assert.ok([...seen.keys()].some((k) => k.startsWith('large-mail 250')), report);
 });
