@@ -227,7 +227,7 @@ describe('every sending path honours the list', () => {
     assert.equal(rig.mx.attempts(later), 0);
   });
 
-  test('SMTP submission: 550 5.7.1 naming the address at RCPT; the other recipient goes', async () => {
+  test('SMTP submission: 550 5.7.1 naming the address at RCPT, or at the end of DATA when it was suppressed meanwhile', async () => {
     const { client } = await SmtpClient.open(t.server.submissionPort);
     try {
       assert.equal((await client.cmd('EHLO client.test')).code, 250);
@@ -237,6 +237,13 @@ describe('every sending path honours the list', () => {
       assert.equal(refused.code, 550);
       assert.match(refused.text, /^5\.7\.1 .*blocked@remote\.test/);
       assert.equal((await client.cmd('RCPT TO:<fine3@remote.test>')).code, 250);
+      // Suppressed between RCPT and the end of DATA: the check when the message is stored refuses it, 550 5.7.1 naming it.
+      await suppress('fine3@remote.test');
+      const stored = await messageCount();
+      const end = await client.data(Buffer.from(`From: ${inbox.address}\r\nTo: fine3@remote.test\r\nSubject: raced\r\n\r\nhello\r\n`));
+      assert.equal(end.code, 550, end.text);
+      assert.match(end.text, /^5\.7\.1 .*fine3@remote\.test/);
+      assert.equal(await messageCount(), stored);
     } finally {
       await client.quit();
     }
