@@ -239,7 +239,8 @@ export interface OutboundDraft {
  * The part of sending every way in shares: build the MIME source (mailroom's From, no Bcc
  * header), DKIM-sign and store it, then commit the message row, its counters (daily limit
  * re-checked), its thread, its attachments and one job per recipient domain together. The
- * stored source is removed if that fails.
+ * stored source is removed if that fails. Recipients on the suppression list are marked
+ * `suppressed` there and get no job; with none left the send is 422 RECIPIENTS_SUPPRESSED.
  */
 export async function queueOutbound(ctx: AppContext, draft: OutboundDraft): Promise<Message> {
   const { inbox, id, now } = draft;
@@ -453,10 +454,13 @@ export async function writeMessageState(tx: Tx, ctx: AppContext, row: MessageRow
   const state = { recipients, status, updatedAt, id: row.id };
   if (!onlyIfUnchanged) await updateMessageState(tx, state);
   else if (!(await updateMessageStateIf(tx, state, { recipients: row.recipients, status: row.status }))) return 'stale';
-  // A hard bounce puts the recipient on the account's suppression list, in this transaction.
-  const before = new Map((JSON.parse(row.recipients) as RecipientOutcome[]).map((r) => [r.address.toLowerCase(), r.status]));
-  const bounced = list.filter((r) => r.status === 'bounced' && before.get(r.address.toLowerCase()) !== 'bounced').map((r) => r.address);
-  if (bounced.length) await suppressIn(tx, row.accountId, bounced, 'bounce', row.id, updatedAt);
+  // A hard bounce puts the recipient on the account's suppression list, in this transaction
+  // (the stored list is read again only when this write holds a bounce: this runs on every attempt).
+  if (list.some((r) => r.status === 'bounced')) {
+    const before = new Map((JSON.parse(row.recipients) as RecipientOutcome[]).map((r) => [r.address.toLowerCase(), r.status]));
+    const bounced = list.filter((r) => r.status === 'bounced' && before.get(r.address.toLowerCase()) !== 'bounced').map((r) => r.address);
+    if (bounced.length) await suppressIn(tx, row.accountId, bounced, 'bounce', row.id, updatedAt);
+  }
   if (status === row.status) return recipients !== row.recipients;
   if (status === 'bounced') await incrementInboxBounces(tx, row.inboxId);
   else if (status === 'complained') await incrementInboxComplaints(tx, row.inboxId);
