@@ -12,6 +12,7 @@ import { registerDomains } from './commands/domains.ts';
 import { registerInboxes } from './commands/inboxes.ts';
 import { registerInit } from './commands/init.ts';
 import { registerKeys } from './commands/keys.ts';
+import { registerSuppressions } from './commands/suppressions.ts';
 import { registerMcp } from './commands/mcp.ts';
 import { registerMigrate } from './commands/migrate.ts';
 import { registerTransfer } from './commands/transfer.ts';
@@ -21,7 +22,7 @@ import { registerWebhooks } from './commands/webhooks.ts';
 import { VERSION } from '../src/version.ts';
 import { reportFailure } from './shared.ts';
 
-const COMMANDS = [registerInit, registerServe, registerAccounts, registerKeys, registerInboxes, registerQueue, registerDomains, registerWebhooks, registerBackup, registerDoctor, registerMcp, registerMigrate, registerTransfer, registerAudit];
+const COMMANDS = [registerInit, registerServe, registerAccounts, registerKeys, registerInboxes, registerQueue, registerDomains, registerWebhooks, registerBackup, registerDoctor, registerMcp, registerMigrate, registerTransfer, registerAudit, registerSuppressions];
 
 /** The program with every command, or with `serve` alone (see runCli). */
 export function buildProgram(commands = COMMANDS): Command {

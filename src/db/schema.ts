@@ -512,3 +512,27 @@ export const auditLog = sqliteTable(
   },
   (t) => [index('audit_log_account').on(t.accountId, t.id), index('audit_log_created').on(t.createdAt)],
 );
+
+/**
+ * The suppression list of an account (src/domain/sending/suppressions.ts): addresses no send
+ * attempts, lowercase, one row per (account, address). `messageId` names the message whose
+ * bounce or complaint added it; deleting that message clears it (the entry stays).
+ */
+export const suppressions = sqliteTable(
+  'suppressions',
+  {
+    accountId: text('account_id')
+      .notNull()
+      .references(() => accounts.id, { onDelete: 'cascade' }),
+    address: text('address').notNull(),
+    /** 'manual' | 'bounce' | 'complaint' | 'unsubscribe' */
+    reason: text('reason').notNull(),
+    messageId: text('message_id').references(() => messages.id, { onDelete: 'set null' }),
+    createdAt: text('created_at').notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.accountId, t.address] }),
+    index('suppressions_account_created').on(t.accountId, t.createdAt),
+    index('suppressions_message').on(t.messageId),
+  ],
+);

@@ -30,6 +30,8 @@ export const ERROR_STATUS = {
   API_KEY_NOT_FOUND: 404,
   DRAFT_NOT_FOUND: 404,
   LIST_ENTRY_NOT_FOUND: 404,
+  /** DELETE /suppressions/{address} of an address the account's suppression list does not hold. */
+  SUPPRESSION_NOT_FOUND: 404,
   ADDRESS_TAKEN: 409,
   DOMAIN_EXISTS: 409,
   DOMAIN_NOT_VERIFIED: 409,
@@ -50,6 +52,8 @@ export const ERROR_STATUS = {
    * (src/domain/mail/attachment-text.ts).
    */
   ATTACHMENT_TEXT_FAILED: 422,
+  /** Every recipient of a send is on the account's suppression list (src/domain/sending/suppressions.ts): nothing was queued. */
+  RECIPIENTS_SUPPRESSED: 422,
   RATE_LIMITED: 429,
   DAILY_SEND_LIMIT_EXCEEDED: 429,
   /** One stream, long-poll or wait_for_message too many for the account (`[limits] streams_per_account`). */

@@ -20,6 +20,8 @@ import { UpdateMarksBody } from './routes/messages.ts';
 import { ForwardBody, ReplyBody, SendMessageBody } from './routes/sending.ts';
 import { DraftBody, SendDraftBody } from './routes/drafts.ts';
 import { CreateListEntryBody } from './routes/lists.ts';
+import { CreateSuppressionBody } from './routes/suppressions.ts';
+import { SUPPRESSION_REASONS } from '../domain/sending/suppressions.ts';
 import { LIST_DIRECTIONS, LIST_KINDS } from '../domain/inboxes/lists.ts';
 import { MAX_SCHEDULE_DAYS } from '../domain/sending/send-at.ts';
 import { CreateWebhookBody, UpdateWebhookBody } from './routes/webhooks.ts';
@@ -110,7 +112,7 @@ const SCHEMAS: Record<string, Schema> = {
     { ...ATTACHMENT_META, url: str('A fresh presigned download URL, valid `attachments.url_ttl` and needing no key. In API answers only; webhook and event payloads (kept for days) carry none.') },
     Object.keys(ATTACHMENT_META),
   ),
-  Recipient: obj({ address: str(), status: str(), response: nullable(str("The remote server's last reply, or what happened instead.")) }),
+  Recipient: obj({ address: str(), status: str('queued, scheduled, sending, sent, delivered, bounced, failed, canceled, or suppressed (on the suppression list when the send was made or, for a scheduled send, at its time: never attempted).'), response: nullable(str("The remote server's last reply, or what happened instead.")) }),
   Message: obj(
     {
       id: str(),
@@ -196,6 +198,16 @@ const SCHEMAS: Record<string, Schema> = {
     detail: { type: 'object', description: 'What the action needs to be understood (e.g. the new key’s scopes).' },
   }),
   AuditList: obj({ data: { type: 'array', items: ref('AuditEntry') } }),
+  Suppression: obj(
+    {
+      address: str('Lowercase.'),
+      reason: str('manual (POST /suppressions), bounce (a hard bounce: RCPT 5xx or a failed DSN), complaint (an ARF report), unsubscribe.', { enum: [...SUPPRESSION_REASONS] }),
+      createdAt: time(),
+      messageId: str('The message whose bounce or complaint added the entry; absent for manual entries and once that message is deleted.'),
+    },
+    ['address', 'reason', 'createdAt'],
+  ),
+  SuppressionPage: list('Suppression', true),
   Thread: obj(THREAD_PROPS),
   ThreadPage: list('Thread', true),
   ThreadWithMessages: obj({
@@ -359,7 +371,7 @@ export const OPERATIONS: Record<string, Operation> = {
     status: 202,
     description: `The message, status \`queued\`; with \`sendAt\` (ISO 8601, future, at most ${MAX_SCHEDULE_DAYS} days ahead) status \`scheduled\` until then, counted against the daily limit of the day it is sent.`,
     response: 'Message',
-    errors: ['INBOX_NOT_FOUND', 'INBOX_SUSPENDED', 'INVALID_ADDRESS', 'THREAD_NOT_FOUND', 'DAILY_SEND_LIMIT_EXCEEDED', 'RECIPIENT_BLOCKED', 'QUOTA_EXCEEDED'],
+    errors: ['INBOX_NOT_FOUND', 'INBOX_SUSPENDED', 'INVALID_ADDRESS', 'THREAD_NOT_FOUND', 'DAILY_SEND_LIMIT_EXCEEDED', 'RECIPIENT_BLOCKED', 'QUOTA_EXCEEDED', 'RECIPIENTS_SUPPRESSED'],
   },
   'GET /inboxes/:inboxId/messages': {
     operationId: 'listMessages',
@@ -425,7 +437,7 @@ export const OPERATIONS: Record<string, Operation> = {
       "The reply, status `queued`. To: the original's Reply-To, else its From (a message the inbox sent: its To). replyAll adds the original's To and Cc, " +
       'less the inbox itself and duplicates, as Cc. Subject `Re: <original>` (never `Re: Re:`), In-Reply-To and References set, same thread. With `sendAt`: `scheduled` as for a send.',
     response: 'Message',
-    errors: ['MESSAGE_NOT_FOUND', 'INBOX_SUSPENDED', 'INVALID_ADDRESS', 'DAILY_SEND_LIMIT_EXCEEDED', 'RECIPIENT_BLOCKED', 'QUOTA_EXCEEDED'],
+    errors: ['MESSAGE_NOT_FOUND', 'INBOX_SUSPENDED', 'INVALID_ADDRESS', 'DAILY_SEND_LIMIT_EXCEEDED', 'RECIPIENT_BLOCKED', 'QUOTA_EXCEEDED', 'RECIPIENTS_SUPPRESSED'],
   },
   'POST /messages/:id/forward': {
     operationId: 'forwardMessage',
@@ -436,7 +448,7 @@ export const OPERATIONS: Record<string, Operation> = {
     description:
       "The forward, status `queued`: subject `Fwd: <original>`, the note above the original's headers and body quoted inline, the original's attachments carried over, in a new thread. With `sendAt`: `scheduled` as for a send.",
     response: 'Message',
-    errors: ['MESSAGE_NOT_FOUND', 'INBOX_SUSPENDED', 'INVALID_ADDRESS', 'DAILY_SEND_LIMIT_EXCEEDED', 'RECIPIENT_BLOCKED', 'QUOTA_EXCEEDED'],
+    errors: ['MESSAGE_NOT_FOUND', 'INBOX_SUSPENDED', 'INVALID_ADDRESS', 'DAILY_SEND_LIMIT_EXCEEDED', 'RECIPIENT_BLOCKED', 'QUOTA_EXCEEDED', 'RECIPIENTS_SUPPRESSED'],
   },
   'POST /messages/:id/cancel': {
     operationId: 'cancelMessage',
@@ -498,7 +510,7 @@ export const OPERATIONS: Record<string, Operation> = {
       'The message, `queued`, or `scheduled` when `sendAt` (this body\'s, else the draft\'s) is set. A draft lacking `to`, `subject` or a body is 400 VALIDATION_ERROR naming the field, and stays. ' +
       'With `inReplyTo` it is a reply: In-Reply-To and References set, same thread. Every rule of a send applies.',
     response: 'Message',
-    errors: ['DRAFT_NOT_FOUND', 'PRECONDITION_FAILED', 'MESSAGE_NOT_FOUND', 'THREAD_NOT_FOUND', 'INBOX_SUSPENDED', 'INVALID_ADDRESS', 'DAILY_SEND_LIMIT_EXCEEDED', 'RECIPIENT_BLOCKED', 'QUOTA_EXCEEDED'],
+    errors: ['DRAFT_NOT_FOUND', 'PRECONDITION_FAILED', 'MESSAGE_NOT_FOUND', 'THREAD_NOT_FOUND', 'INBOX_SUSPENDED', 'INVALID_ADDRESS', 'DAILY_SEND_LIMIT_EXCEEDED', 'RECIPIENT_BLOCKED', 'QUOTA_EXCEEDED', 'RECIPIENTS_SUPPRESSED'],
   },
   'GET /lists': {
     operationId: 'listListEntries',
@@ -543,6 +555,30 @@ export const OPERATIONS: Record<string, Operation> = {
     response: 'AuditList',
   },
   'DELETE /lists/:id': { operationId: 'deleteListEntry', summary: 'Remove an allow or block entry', tag: 'Lists', status: 204, description: 'Removed.', errors: ['LIST_ENTRY_NOT_FOUND'] },
+  'GET /suppressions': {
+    operationId: 'listSuppressions',
+    summary: 'Suppressed addresses of the account, most recent first',
+    tag: 'Suppressions',
+    query: [...PAGE, { name: 'address', description: 'Only this address (any case).', schema: str() }],
+    status: 200,
+    description: 'A page of entries.',
+    response: 'SuppressionPage',
+    errors: ['INVALID_ADDRESS'],
+  },
+  'POST /suppressions': {
+    operationId: 'createSuppression',
+    example: { address: 'someone@example.net' },
+    summary: 'Suppress an address: no send attempts it',
+    tag: 'Suppressions',
+    body: CreateSuppressionBody,
+    status: 201,
+    description:
+      'The entry, reason `manual`. An address already on the list is answered as it is (reason and time unchanged) with 200. From then on a send, reply, forward, draft send, scheduled send (at its time) or SMTP submission does not attempt it: ' +
+      'its recipient status is `suppressed`, and a send with no other recipient is 422 RECIPIENTS_SUPPRESSED naming the addresses (SMTP submission: 550 5.7.1 at RCPT).',
+    response: 'Suppression',
+    errors: ['INVALID_ADDRESS'],
+  },
+  'DELETE /suppressions/:address': { operationId: 'deleteSuppression', summary: 'Lift the suppression of an address', tag: 'Suppressions', status: 204, description: 'Removed.', errors: ['INVALID_ADDRESS', 'SUPPRESSION_NOT_FOUND'] },
   'DELETE /messages/:id': { operationId: 'deleteMessage', summary: 'Delete a message (does not unsend it)', tag: 'Messages', status: 204, description: 'Deleted.', errors: ['MESSAGE_NOT_FOUND'] },
   'GET /inboxes/:inboxId/threads': {
     operationId: 'listThreads',

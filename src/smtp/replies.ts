@@ -34,6 +34,8 @@ const REPLIES: Partial<Record<ErrorCode, [number, string]>> = {
   DAILY_SEND_LIMIT_EXCEEDED: [451, '4.7.1'],
   // Submission to an address a send-block list refuses (src/domain/inboxes/lists.ts): a permanent refusal.
   RECIPIENT_BLOCKED: [550, '5.7.1'],
+  // Submission to an address on the account's suppression list: a permanent refusal too.
+  RECIPIENTS_SUPPRESSED: [550, '5.7.1'],
   // The account's storage quota (src/domain/accounts/quotas.ts): mailbox full, the sender retries later.
   QUOTA_EXCEEDED: [452, '4.2.2'],
 };

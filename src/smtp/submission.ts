@@ -10,7 +10,7 @@ import type { Socket } from 'node:net';
 import type { SMTPServer, SMTPServerAuthentication, SMTPServerAuthenticationResponse, SMTPServerDataStream, SMTPServerSession } from 'smtp-server';
 import type { AppContext, Service } from '../context.ts';
 import { MAX_RECIPIENTS } from '../domain/sending/sending.ts';
-import { authenticateSubmitter, checkSubmissionSender, submissionRecipient, submitMessage, submitterStillValid, type Submitter } from '../domain/sending/submission.ts';
+import { authenticateSubmitter, checkSubmissionRecipient, checkSubmissionSender, submitMessage, submitterStillValid, type Submitter } from '../domain/sending/submission.ts';
 import { isAppError } from '../domain/errors.ts';
 import { errorFields } from '../log.ts';
 import { countSmtpLimited, countSubmission, countSubmissionAuth } from '../metrics.ts';
@@ -240,13 +240,11 @@ export function createSubmissionService(ctx: AppContext): SubmissionService {
             (err: unknown) => cb((err as { code?: string }).code === 'FORBIDDEN' ? smtpReply(553, '5.7.1', (err as Error).message) : replyFor(err)),
           );
         },
-        onRcptTo(address, _session, cb) {
-          try {
-            submissionRecipient(address.address);
-            cb();
-          } catch (err) {
-            cb(replyFor(err));
-          }
+        onRcptTo(address, session: SubmissionSession, cb) {
+          void checkSubmissionRecipient(ctx, session.user!, address.address).then(
+            () => cb(),
+            (err: unknown) => cb(replyFor(err)),
+          );
         },
         onData,
       });

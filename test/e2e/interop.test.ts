@@ -22,7 +22,7 @@ import { smtpTransport } from '../support/mail.ts';
 import { EXIM_ROOT, eximMissing, postfixMissing, startExim, startPostfix, type Mta, type MtaOptions } from '../support/mta.ts';
 import { startTestDns, type TestDns } from '../support/dns.ts';
 import { SmtpClient } from '../support/smtp-client.ts';
-import { startTestServer, type TestServer } from '../support/server.ts';
+import { expectError, startTestServer, type TestServer } from '../support/server.ts';
 import { until } from '../support/wait.ts';
 import { peerSkip } from '../support/peers.ts';
 
@@ -219,6 +219,11 @@ for (const partner of PARTNERS) {
       assert.equal(m.recipients[0].status, 'bounced');
       assert.match(m.recipients[0].response, /User unknown/, m.recipients[0].response);
       assert.equal((await t.api('GET', `/inboxes/${inbox.id}`)).body.bounceCount, 1);
+      // The MTA's DSN put the recipient on the suppression list: the next send to it is refused.
+      const entry = (await t.api('GET', '/suppressions?address=nobody%40bouncy.test')).body.data[0];
+      assert.deepEqual([entry?.reason, entry?.messageId], ['bounce', res.body.id]);
+      const again = await t.api('POST', `/inboxes/${inbox.id}/messages`, { to: ['nobody@bouncy.test'], subject: 'again', bodyText: 'hi' });
+      expectError(again, 422, 'RECIPIENTS_SUPPRESSED');
     });
 
     test(`a 450 greylist from ${partner.name} is retried to success`, async () => {

@@ -127,11 +127,13 @@ describe('bounces at the bounce address: status bounced, the remote diagnostic k
 describe('complaints at the bounce address: status complained', () => {
   for (const file of ['arf-attached.eml', 'arf-inline.eml', 'arf-headers.eml']) {
     test(file, async () => {
-      const sent = await sendAndCapture(['reader@remote.test']);
-      const to = sent.bounceTo['reader@remote.test'];
+      // One reader per report: a complaint puts its reader on the suppression list.
+      const rcpt = `reader-${file.split('.')[0]}@remote.test`;
+      const sent = await sendAndCapture([rcpt]);
+      const to = sent.bounceTo[rcpt];
       const before = (await inboxCounts()).complaintCount;
       // Feedback loops send from their own address, not the null sender.
-      const reply = await deliver('fbl@remote.test', to, fixture(file, { to, rcpt: 'reader@remote.test', msgid: sent.messageIdHeader, envid: sent.id }));
+      const reply = await deliver('fbl@remote.test', to, fixture(file, { to, rcpt, msgid: sent.messageIdHeader, envid: sent.id }));
       assert.equal(reply.code, 250, reply.text);
       assert.equal((await message(sent.id)).status, 'complained');
       assert.equal((await inboxCounts()).complaintCount, before + 1);

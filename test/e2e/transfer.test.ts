@@ -45,6 +45,7 @@ const QUERIES: Record<string, string> = {
   domains: 'SELECT id, domain, dkim_private_key FROM domains ORDER BY id',
   webhooks: 'SELECT id, url, secret, is_active FROM webhooks ORDER BY id',
   counts: 'SELECT inbox_id, status, n FROM inbox_message_counts WHERE n > 0 ORDER BY inbox_id, status',
+  suppressions: 'SELECT account_id, address, reason, created_at FROM suppressions ORDER BY account_id, address',
 };
 
 before(async () => {
@@ -56,6 +57,7 @@ before(async () => {
   assert.equal((await t.api('POST', '/domains', { domain: 'moving.example' })).status, 201);
   assert.equal((await t.api('POST', '/webhooks', { url: 'http://127.0.0.1:9/hook', events: ['message.received'] })).status, 201);
   await t.api('POST', '/api-keys', { name: 'reader', readOnly: true });
+  assert.equal((await t.api('POST', '/suppressions', { address: 'gone@example.net' })).status, 201);
   const transport = smtpTransport(t.server.smtpPort);
   await transport.sendMail({
     from: 'sender@example.net',

@@ -15,6 +15,7 @@ import type { BounceTarget } from './bounce-address.ts';
 import { INBOUND_REPORT_HANDLERS, type InboundInput } from './inbound.ts';
 import type { RecipientOutcome } from '../mail/messages.ts';
 import { findOutboundRow, writeMessageState } from '../sending/sending.ts';
+import { suppressIn } from '../sending/suppressions.ts';
 
 interface ReportRecipient {
   address: string;
@@ -151,7 +152,11 @@ export async function handleReport(ctx: AppContext, parsed: ParsedMail, input: I
       // or report just wrote.
       await ctx.store.lock(tx, `message-state:${target.messageId}`);
       const row = await findOutboundRow(ctx, target.messageId);
-      if (!row || verdict!.status === 'unchanged' || row.status === 'complained') continue;
+      if (!row || verdict!.status === 'unchanged') continue;
+      // A complaint suppresses its recipient (a bounce does so in writeMessageState), even when
+      // the message is already `complained` through another recipient.
+      if (verdict!.status === 'complained') await suppressIn(tx, row.accountId, [target.recipient], 'complaint', row.id, ctx.clock.now().toISOString());
+      if (row.status === 'complained') continue;
       const list = JSON.parse(row.recipients) as RecipientOutcome[];
       if (verdict!.status === 'bounced') {
         const next = list.map((r) => (r.address.toLowerCase() === target.recipient.toLowerCase() ? { ...r, status: 'bounced', response: verdict!.response } : r));

@@ -7,7 +7,8 @@
 //   scheduled → queued → …            at sendAt
 //   scheduled → canceled              POST /messages/{id}/cancel (event message.canceled)
 //   scheduled → failed                at sendAt: inbox suspended, daily limit reached, or every
-//                                     recipient refused by a send list added since (event
+//                                     recipient refused by a send list or put on the suppression
+//                                     list since (those recipients `failed` / `suppressed`; event
 //                                     message.bounced with status failed, as for any failure)
 //
 // Crash and restart: the job is durable and only claimable once due, so nothing leaves early;
@@ -22,6 +23,7 @@ import { refusedRecipient } from '../inboxes/lists.ts';
 import { findMessageRow, getMessage, type Message, type RecipientOutcome } from '../mail/messages.ts';
 import { enqueueDeliveries, findOutboundRow, planDelivery, renderSource, writeMessageState } from './sending.ts';
 import { utcDay } from '../time.ts';
+import { suppressedAmong, SUPPRESSED_RESPONSE } from './suppressions.ts';
 import { RELEASE_JOB, type ReleasePayload } from './send-at.ts';
 import { retireQueuedJobsOfMessage } from '../../store/repo/jobs.ts';
 import { findInboxById } from '../../store/repo/inboxes.ts';
@@ -64,6 +66,9 @@ export async function releaseIn(tx: Tx, ctx: AppContext, messageId: string, sour
   const refused = new Set<string>();
   for (const r of list) if (r.status === 'scheduled' && (await refusedRecipient(ctx, row.accountId, row.inboxId, [r.address])) !== undefined) refused.add(r.address);
   list = list.map((r) => (refused.has(r.address) ? { ...r, status: 'failed', response: 'not sent: refused by the send allow/block lists at the send time' } : r));
+  // So may the suppression list: checked at the send time, not only when it was scheduled.
+  const suppressed = await suppressedAmong(tx, row.accountId, list.filter((r) => r.status === 'scheduled').map((r) => r.address));
+  list = list.map((r) => (r.status === 'scheduled' && suppressed.has(r.address.toLowerCase()) ? { ...r, status: 'suppressed', response: SUPPRESSED_RESPONSE } : r));
   const pending = list.filter((r) => r.status === 'scheduled').map((r) => r.address);
   if (!pending.length) {
     await writeMessageState(tx, ctx, fresh, list, 'failed');

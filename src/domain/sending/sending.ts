@@ -20,6 +20,7 @@ import { recordEvent, type EventType } from '../events/events.ts';
 import { countSend, findInboxByAddress, findInboxRow, inboxView, type InboxRow } from '../inboxes/inboxes.ts';
 import { assertRecipientsAllowed } from '../inboxes/lists.ts';
 import { parseSendAt, scheduleRelease } from './send-at.ts';
+import { allSuppressed, suppressedAmong, suppressIn, SUPPRESSED_RESPONSE } from './suppressions.ts';
 import { insertMessageRow, messageView, type Message, type MessageRow, type RecipientOutcome } from '../mail/messages.ts';
 import { findThreadRow, messageIdsIn, threadForMessage } from '../mail/threads.ts';
 import { releaseBlobs } from '../../storage/blob-refs.ts';
@@ -41,7 +42,7 @@ export const SEND_JOB = 'send';
 export const MAX_RECIPIENTS = 100;
 
 /** Recipient states after which nothing more is attempted for that recipient. */
-export const FINAL_RECIPIENT_STATES = new Set(['sent', 'delivered', 'bounced', 'failed']);
+export const FINAL_RECIPIENT_STATES = new Set(['sent', 'delivered', 'bounced', 'failed', 'suppressed']);
 
 /** What a send job carries: which message, and which of its recipients this job delivers to. */
 export interface SendJobPayload {
@@ -238,7 +239,8 @@ export interface OutboundDraft {
  * The part of sending every way in shares: build the MIME source (mailroom's From, no Bcc
  * header), DKIM-sign and store it, then commit the message row, its counters (daily limit
  * re-checked), its thread, its attachments and one job per recipient domain together. The
- * stored source is removed if that fails.
+ * stored source is removed if that fails. Recipients on the suppression list are marked
+ * `suppressed` there and get no job; with none left the send is 422 RECIPIENTS_SUPPRESSED.
  */
 export async function queueOutbound(ctx: AppContext, draft: OutboundDraft): Promise<Message> {
   const { inbox, id, now } = draft;
@@ -289,6 +291,15 @@ export async function queueOutbound(ctx: AppContext, draft: OutboundDraft): Prom
       if (fresh.status !== 'active') throw new AppError('INBOX_SUSPENDED', `inbox ${fresh.address} is suspended and cannot send`);
       if (draft.origin) await assertOriginStored(tx, inbox.accountId, draft.origin);
       await draft.inTransaction?.(tx);
+      // The suppression list (src/domain/sending/suppressions.ts), read here so an entry added
+      // while the message was built still counts: its recipients are not attempted.
+      const suppressed = await suppressedAmong(tx, inbox.accountId, draft.recipients);
+      const attempted = draft.recipients.filter((a) => !suppressed.has(a.toLowerCase()));
+      if (!attempted.length) throw allSuppressed(draft.recipients);
+      if (suppressed.size) {
+        const list = JSON.parse(row.recipients) as RecipientOutcome[];
+        row.recipients = JSON.stringify(list.map((r) => (suppressed.has(r.address.toLowerCase()) ? { ...r, status: 'suppressed', response: SUPPRESSED_RESPONSE } : r)));
+      }
       if (!sendAt) await countSend(tx, ctx, fresh);
       row.threadId = await threadForMessage(tx, { accountId: inbox.accountId, inboxId: inbox.id, parents: draft.parents, subject: draft.subject, at: iso, threadId: draft.threadId });
       await insertMessageRow(tx, row);
@@ -296,7 +307,7 @@ export async function queueOutbound(ctx: AppContext, draft: OutboundDraft): Prom
       if (draft.own.length) await insertAttachments(tx, draft.own);
       if (draft.linked.length) await linkAttachments(tx, id, draft.linked.map((a) => a.id));
       if (sendAt) await scheduleRelease(tx, ctx, now, { messageId: id, to: draft.to, cc: draft.cc }, sendAt);
-      else await enqueueDeliveries(tx, ctx, now, id, await planDelivery(ctx, draft.recipients));
+      else await enqueueDeliveries(tx, ctx, now, id, await planDelivery(ctx, attempted));
     });
   } catch (err) {
     await releaseBlobs(ctx, [row.rawPath]);
@@ -408,7 +419,10 @@ export function pendingRecipients(row: MessageRow, addresses: string[]): string[
 const STICKY = new Set(['bounced', 'complained']);
 
 /** The message status that follows from its recipients (PRODUCT.md; README "Sending mail"). */
-export function aggregateStatus(list: RecipientOutcome[]): string {
+export function aggregateStatus(all: RecipientOutcome[]): string {
+  // Suppressed recipients were never attempted: the status is that of the others.
+  const list = all.filter((r) => r.status !== 'suppressed');
+  if (!list.length) return 'failed';
   if (list.some((r) => !FINAL_RECIPIENT_STATES.has(r.status))) return list.some((r) => r.status === 'sending') ? 'sending' : 'queued';
   if (list.some((r) => r.status === 'bounced')) return 'bounced';
   if (list.some((r) => r.status === 'failed')) return 'failed';
@@ -440,6 +454,13 @@ export async function writeMessageState(tx: Tx, ctx: AppContext, row: MessageRow
   const state = { recipients, status, updatedAt, id: row.id };
   if (!onlyIfUnchanged) await updateMessageState(tx, state);
   else if (!(await updateMessageStateIf(tx, state, { recipients: row.recipients, status: row.status }))) return 'stale';
+  // A hard bounce puts the recipient on the account's suppression list, in this transaction
+  // (the stored list is read again only when this write holds a bounce: this runs on every attempt).
+  if (list.some((r) => r.status === 'bounced')) {
+    const before = new Map((JSON.parse(row.recipients) as RecipientOutcome[]).map((r) => [r.address.toLowerCase(), r.status]));
+    const bounced = list.filter((r) => r.status === 'bounced' && before.get(r.address.toLowerCase()) !== 'bounced').map((r) => r.address);
+    if (bounced.length) await suppressIn(tx, row.accountId, bounced, 'bounce', row.id, updatedAt);
+  }
   if (status === row.status) return recipients !== row.recipients;
   if (status === 'bounced') await incrementInboxBounces(tx, row.inboxId);
   else if (status === 'complained') await incrementInboxComplaints(tx, row.inboxId);

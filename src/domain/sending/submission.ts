@@ -17,6 +17,7 @@ import { loadMailparser } from '../inbound/inbound-parse.ts';
 import { findInboxByAddress, findInboxRow, inboxView, type InboxRow } from '../inboxes/inboxes.ts';
 import type { Message } from '../mail/messages.ts';
 import { queueOutbound } from './sending.ts';
+import { suppressedAmong } from './suppressions.ts';
 import { messageIdsIn } from '../mail/threads.ts';
 
 /** Who a submission session authenticated as. */
@@ -76,6 +77,18 @@ export async function checkSubmissionSender(ctx: AppContext, who: Submitter, mai
 
 /** A recipient (RCPT TO) of a submission, normalized; INVALID_ADDRESS when it is not one. */
 export const submissionRecipient = (address: string): string => normalizeRecipient('RCPT TO', address);
+
+/**
+ * RCPT TO of a submission: a valid address that the account's suppression list does not hold
+ * (550 5.7.1 naming it, so the client learns which recipient was refused). queueOutbound checks
+ * again at the end of DATA.
+ */
+export async function checkSubmissionRecipient(ctx: AppContext, who: Submitter, address: string): Promise<void> {
+  const recipient = submissionRecipient(address);
+  if ((await suppressedAmong(ctx.db, who.accountId, [recipient])).size) {
+    throw new AppError('RECIPIENTS_SUPPRESSED', `recipient ${recipient.toLowerCase()} is on the suppression list of this account`);
+  }
+}
 
 /** Addresses of a parsed header field with their display names (groups flattened), valid ones only. */
 function mailboxesOf(field: AddressObject | AddressObject[] | undefined): MailAddress[] {
