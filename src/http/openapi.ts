@@ -75,7 +75,7 @@ const WEBHOOK_PROPS: Record<string, Schema> = {
   isActive: { type: 'boolean' },
   createdAt: time(),
   updatedAt: time(),
-  secret: str('Signing secret; only in the create response and in an update that rotates it.'),
+  secret: nullable(str('Signing secret; only in the create response and in an update that rotates it. null in an Idempotency-Key replay (secrets are never stored).')),
 };
 
 /** components.schemas: the response shapes (domain views). */
@@ -210,7 +210,7 @@ const SCHEMAS: Record<string, Schema> = {
   ApiKeyList: obj({ data: { type: 'array', items: ref('ApiKey') } }),
   CreatedApiKey: obj({
     id: str(),
-    key: str('The full key; shown only in this response.'),
+    key: nullable(str('The full key; shown only in this response. null in an Idempotency-Key replay (secrets are never stored).')),
     prefix: str(),
     name: nullable(str()),
     readOnly: { type: 'boolean' },
@@ -309,6 +309,8 @@ interface Operation {
   response?: string | { mediaType: string; schema: Schema };
   /** Error codes beyond the ones every route can answer. */
   errors?: ErrorCode[];
+  /** Another success status with the same response body (POST /lists: 200 for an entry that exists already). */
+  alsoStatus?: { status: number; description: string };
 }
 
 /** Every route of the API. A registered route missing here makes buildOpenApi throw. */
@@ -513,6 +515,7 @@ export const OPERATIONS: Record<string, Operation> = {
       'a send to another address is 403 RECIPIENT_BLOCKED naming it. Block wins over allow. The same entry again answers the existing one with 200. ' +
       'Received mail is checked again at the end of DATA by its header From: a block entry naming it refuses it, and an allow entry with requireAuth (the default) lets it in only when that From domain is authenticated (550 5.7.1 otherwise).',
     response: 'ListEntry',
+    alsoStatus: { status: 200, description: 'The entry that existed already (nothing added).' },
     errors: ['INBOX_NOT_FOUND'],
   },
   'DELETE /lists/:id': { operationId: 'deleteListEntry', summary: 'Remove an allow or block entry', tag: 'Lists', status: 204, description: 'Removed.', errors: ['LIST_ENTRY_NOT_FOUND'] },
@@ -654,7 +657,7 @@ export const OPERATIONS: Record<string, Operation> = {
     status: 201,
     description: 'The webhook with its signing secret.',
     response: 'WebhookWithSecret',
-    errors: ['INVALID_WEBHOOK_URL'],
+    errors: ['INVALID_WEBHOOK_URL', 'INBOX_NOT_FOUND'],
   },
   'GET /webhooks': { operationId: 'listWebhooks', summary: 'List webhooks (no secrets)', tag: 'Webhooks', status: 200, description: 'The webhooks.', response: 'WebhookList' },
   'GET /webhooks/catalog': { operationId: 'listEventTypes', summary: 'The event types', tag: 'Webhooks', status: 200, description: 'Every event type with its meaning.', response: 'EventCatalog' },
@@ -698,7 +701,7 @@ export const OPERATIONS: Record<string, Operation> = {
     status: 200,
     description: 'The updated webhook; includes `secret` only when rotateSecret was true.',
     response: 'Webhook',
-    errors: ['WEBHOOK_NOT_FOUND', 'INVALID_WEBHOOK_URL'],
+    errors: ['WEBHOOK_NOT_FOUND', 'INVALID_WEBHOOK_URL', 'INBOX_NOT_FOUND'],
   },
   'GET /events': {
     operationId: 'listEvents',
@@ -830,7 +833,11 @@ function operationOf(route: RegisteredRoute, op: Operation): Schema {
     summary: op.summary,
     tags: [op.tag],
     parameters: params.length ? params : undefined,
-    responses: { [String(op.status)]: success, ...errorResponses([...new Set(codes)]) },
+    responses: {
+      [String(op.status)]: success,
+      ...(op.alsoStatus ? { [String(op.alsoStatus.status)]: { ...success, description: op.alsoStatus.description } } : {}),
+      ...errorResponses([...new Set(codes)]),
+    },
   };
   if (isPublic) out.security = [];
   if (op.body) out.requestBody = { required: true, content: { 'application/json': { schema: bodySchema(op.body), ...(op.example ? { example: op.example } : {}) } } };
