@@ -88,6 +88,10 @@ const SCHEMAS: Record<string, Schema> = {
       requestId: str('Also in the X-Request-Id header and the request log line.'),
     }),
   }),
+  JsonRpcError: obj(
+    { jsonrpc: str(undefined, { const: '2.0' }), id: { type: ['string', 'integer', 'null'] }, error: obj({ code: int('JSON-RPC error code, e.g. -32700 parse error.'), message: str(), data: {} }, ['code', 'message']) },
+    ['jsonrpc', 'id', 'error'],
+  ),
   Health: obj({ status: str(undefined, { const: 'ok' }) }),
   Inbox: obj({
     id: str(),
@@ -309,8 +313,10 @@ interface Operation {
   response?: string | { mediaType: string; schema: Schema };
   /** Error codes beyond the ones every route can answer. */
   errors?: ErrorCode[];
-  /** Another success status with the same response body (POST /lists: 200 for an entry that exists already). */
-  alsoStatus?: { status: number; description: string };
+  /** Another success status with the same response body (POST /lists: 200 for an entry that exists already), or none (`empty`). */
+  alsoStatus?: { status: number; description: string; empty?: true };
+  /** Statuses whose body may be a JSON-RPC error (JsonRpcError) instead of the error envelope (POST /mcp). */
+  protocolErrors?: number[];
 }
 
 /** Every route of the API. A registered route missing here makes buildOpenApi throw. */
@@ -742,6 +748,8 @@ export const OPERATIONS: Record<string, Operation> = {
       'The JSON-RPC answer as a text/event-stream (progress notifications first when the call carried a progressToken); 202 with no body for notifications. ' +
       'Protocol errors (not JSON-RPC, a missing Accept type, an unsupported MCP-Protocol-Version) are JSON-RPC error bodies with 400 or 406; a bad `Origin` is 403 FORBIDDEN.',
     response: { mediaType: 'text/event-stream', schema: { type: 'string' } },
+    alsoStatus: { status: 202, description: 'Notifications only: accepted, no body.', empty: true },
+    protocolErrors: [400, 406],
   },
   'GET /mcp': {
     operationId: 'getMcpStream',
@@ -835,10 +843,19 @@ function operationOf(route: RegisteredRoute, op: Operation): Schema {
     parameters: params.length ? params : undefined,
     responses: {
       [String(op.status)]: success,
-      ...(op.alsoStatus ? { [String(op.alsoStatus.status)]: { ...success, description: op.alsoStatus.description } } : {}),
+      ...(op.alsoStatus ? { [String(op.alsoStatus.status)]: { ...success, description: op.alsoStatus.description, ...(op.alsoStatus.empty ? { content: undefined } : {}) } } : {}),
       ...errorResponses([...new Set(codes)]),
     },
   };
+  for (const status of op.protocolErrors ?? []) {
+    const responses = out.responses as Record<string, Schema>;
+    const envelope = responses[String(status)];
+    responses[String(status)] = {
+      description: envelope ? `${envelope.description as string} Or a JSON-RPC error body (the protocol's own errors).` : "A JSON-RPC error body (the protocol's own errors).",
+      headers: RATE_HEADERS,
+      content: { 'application/json': { schema: envelope ? { anyOf: [ref('Error'), ref('JsonRpcError')] } : ref('JsonRpcError') } },
+    };
+  }
   if (isPublic) out.security = [];
   if (op.body) out.requestBody = { required: true, content: { 'application/json': { schema: bodySchema(op.body), ...(op.example ? { example: op.example } : {}) } } };
   if (op.protocolBody) out.requestBody = { required: true, description: op.protocolBody.description, content: { 'application/json': { schema: op.protocolBody.schema } } };
