@@ -1,7 +1,8 @@
 // The OpenAPI 3.1 document: valid against the OpenAPI schema, served at GET /openapi.json
 // without a key, covering every registered route and every route of the spec, equal to the
 // committed openapi.json, with request schemas that are the ones enforced and response
-// schemas that match what the server answers.
+// schemas that match what the server answers. Every JSON answer of every e2e test is checked
+// against the document as well (test/support/openapi-check.ts); the last tests check that check.
 import { before, after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
