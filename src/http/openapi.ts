@@ -80,7 +80,7 @@ const WEBHOOK_PROPS: Record<string, Schema> = {
   isActive: { type: 'boolean' },
   createdAt: time(),
   updatedAt: time(),
-  secret: str('Signing secret; only in the create response and in an update that rotates it.'),
+  secret: nullable(str('Signing secret; only in the create response and in an update that rotates it. null in an Idempotency-Key replay (secrets are never stored).')),
 };
 
 /** components.schemas: the response shapes (domain views). */
@@ -93,6 +93,10 @@ const SCHEMAS: Record<string, Schema> = {
       requestId: str('Also in the X-Request-Id header and the request log line.'),
     }),
   }),
+  JsonRpcError: obj(
+    { jsonrpc: str(undefined, { const: '2.0' }), id: { type: ['string', 'integer', 'null'] }, error: obj({ code: int('JSON-RPC error code, e.g. -32700 parse error.'), message: str(), data: {} }, ['code', 'message']) },
+    ['jsonrpc', 'id', 'error'],
+  ),
   Health: obj({ status: str(undefined, { const: 'ok' }) }),
   Inbox: obj({
     id: str(),
@@ -234,7 +238,7 @@ const SCHEMAS: Record<string, Schema> = {
   ApiKeyList: obj({ data: { type: 'array', items: ref('ApiKey') } }),
   CreatedApiKey: obj({
     id: str(),
-    key: str('The full key; shown only in this response.'),
+    key: nullable(str('The full key; shown only in this response. null in an Idempotency-Key replay (secrets are never stored).')),
     prefix: str(),
     name: nullable(str()),
     readOnly: { type: 'boolean' },
@@ -335,6 +339,10 @@ interface Operation {
   response?: string | { mediaType: string; schema: Schema };
   /** Error codes beyond the ones every route can answer. */
   errors?: ErrorCode[];
+  /** Another success status with the same response body (POST /lists: 200 for an entry that exists already), or none (`empty`). */
+  alsoStatus?: { status: number; description: string; empty?: true };
+  /** Statuses whose body may be a JSON-RPC error (JsonRpcError) instead of the error envelope (POST /mcp). */
+  protocolErrors?: number[];
 }
 
 /** Every route of the API. A registered route missing here makes buildOpenApi throw. */
@@ -539,6 +547,7 @@ export const OPERATIONS: Record<string, Operation> = {
       'a send to another address is 403 RECIPIENT_BLOCKED naming it. Block wins over allow. The same entry again answers the existing one with 200. ' +
       'Received mail is checked again at the end of DATA by its header From: a block entry naming it refuses it, and an allow entry with requireAuth (the default) lets it in only when that From domain is authenticated (550 5.7.1 otherwise).',
     response: 'ListEntry',
+    alsoStatus: { status: 200, description: 'The entry that existed already (nothing added).' },
     errors: ['INBOX_NOT_FOUND'],
   },
   'GET /audit': {
@@ -717,7 +726,7 @@ export const OPERATIONS: Record<string, Operation> = {
     status: 201,
     description: 'The webhook with its signing secret.',
     response: 'WebhookWithSecret',
-    errors: ['INVALID_WEBHOOK_URL'],
+    errors: ['INVALID_WEBHOOK_URL', 'INBOX_NOT_FOUND'],
   },
   'GET /webhooks': { operationId: 'listWebhooks', summary: 'List webhooks (no secrets)', tag: 'Webhooks', status: 200, description: 'The webhooks.', response: 'WebhookList' },
   'GET /webhooks/catalog': { operationId: 'listEventTypes', summary: 'The event types', tag: 'Webhooks', status: 200, description: 'Every event type with its meaning.', response: 'EventCatalog' },
@@ -761,7 +770,7 @@ export const OPERATIONS: Record<string, Operation> = {
     status: 200,
     description: 'The updated webhook; includes `secret` only when rotateSecret was true.',
     response: 'Webhook',
-    errors: ['WEBHOOK_NOT_FOUND', 'INVALID_WEBHOOK_URL'],
+    errors: ['WEBHOOK_NOT_FOUND', 'INVALID_WEBHOOK_URL', 'INBOX_NOT_FOUND'],
   },
   'GET /events': {
     operationId: 'listEvents',
@@ -802,6 +811,8 @@ export const OPERATIONS: Record<string, Operation> = {
       'The JSON-RPC answer as a text/event-stream (progress notifications first when the call carried a progressToken); 202 with no body for notifications. ' +
       'Protocol errors (not JSON-RPC, a missing Accept type, an unsupported MCP-Protocol-Version) are JSON-RPC error bodies with 400 or 406; a bad `Origin` is 403 FORBIDDEN.',
     response: { mediaType: 'text/event-stream', schema: { type: 'string' } },
+    alsoStatus: { status: 202, description: 'Notifications only: accepted, no body.', empty: true },
+    protocolErrors: [400, 406],
   },
   'GET /mcp': {
     operationId: 'getMcpStream',
@@ -895,8 +906,21 @@ function operationOf(route: RegisteredRoute, op: Operation): Schema {
     summary: op.summary,
     tags: [op.tag],
     parameters: params.length ? params : undefined,
-    responses: { [String(op.status)]: success, ...errorResponses([...new Set(codes)]) },
+    responses: {
+      [String(op.status)]: success,
+      ...(op.alsoStatus ? { [String(op.alsoStatus.status)]: { ...success, description: op.alsoStatus.description, ...(op.alsoStatus.empty ? { content: undefined } : {}) } } : {}),
+      ...errorResponses([...new Set(codes)]),
+    },
   };
+  for (const status of op.protocolErrors ?? []) {
+    const responses = out.responses as Record<string, Schema>;
+    const envelope = responses[String(status)];
+    responses[String(status)] = {
+      description: envelope ? `${envelope.description as string} Or a JSON-RPC error body (the protocol's own errors).` : "A JSON-RPC error body (the protocol's own errors).",
+      headers: RATE_HEADERS,
+      content: { 'application/json': { schema: envelope ? { anyOf: [ref('Error'), ref('JsonRpcError')] } : ref('JsonRpcError') } },
+    };
+  }
   if (isPublic) out.security = [];
   else if (!route.options.protocol) out['x-scope'] = scopeOf(route.method, route.path);
   if (op.body) out.requestBody = { required: true, content: { 'application/json': { schema: bodySchema(op.body), ...(op.example ? { example: op.example } : {}) } } };

@@ -1,16 +1,20 @@
 // The OpenAPI 3.1 document: valid against the OpenAPI schema, served at GET /openapi.json
 // without a key, covering every registered route and every route of the spec, equal to the
 // committed openapi.json, with request schemas that are the ones enforced and response
-// schemas that match what the server answers.
+// schemas that match what the server answers. Every JSON answer of every e2e test is checked
+// against the document as well (test/support/openapi-check.ts); the last tests check that check.
 import { before, after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { generateOpenApi } from '../../build/openapi.ts';
 import { createHttpApp } from '../../src/http/app.ts';
 import { API_VERSION, isDocumented, OPERATIONS } from '../../src/http/openapi.ts';
 import type { RegisteredRoute } from '../../src/http/routes.ts';
+import { checkAnswer, checkAnswersOf, documentedOperations, operationOf, validated } from '../support/openapi-check.ts';
 import { expectError, startTestServer, type TestServer } from '../support/server.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -229,5 +233,40 @@ describe('response schemas match the answers', () => {
     conforms('Error', err.body);
     assert.ok(doc.components.schemas.Error.properties.error.properties.code.enum.includes(err.body.error.code));
     assert.match(doc.paths['/inboxes/{id}'].get.responses['404'].description, /INBOX_NOT_FOUND/);
+  });
+});
+
+describe('every e2e answer is checked against the document (test/support/openapi-check.ts)', () => {
+  test('a conforming answer passes; an undocumented field, a wrong type, an undocumented status fail, naming the operation', async () => {
+    const inbox = await t.api('POST', '/inboxes', { displayName: 'Checked' });
+    const path = `/inboxes/${inbox.body.id}`;
+    assert.equal(checkAnswer('GET', path, 200, 'application/json', JSON.stringify(inbox.body)), undefined);
+    assert.match(checkAnswer('GET', path, 200, 'application/json', JSON.stringify({ ...inbox.body, leaked: 1 })) ?? '', /^GET \/inboxes\/\{id\} answered 200 does not match .*leaked/);
+    assert.match(checkAnswer('GET', path, 200, 'application/json', JSON.stringify({ ...inbox.body, createdAt: 5 })) ?? '', /\/createdAt must be string/);
+    assert.match(checkAnswer('GET', path, 418, 'application/json', '{}') ?? '', /GET \/inboxes\/\{id\} answered 418: status 418 is not documented/);
+    assert.match(checkAnswer('DELETE', path, 204, '', '') ?? 'ok', /ok/);
+    // A literal segment is matched before a parameter, and undocumented paths are left alone.
+    assert.equal(operationOf('GET', '/webhooks/catalog')?.key, 'GET /webhooks/catalog');
+    assert.equal(operationOf('GET', '/dashboard/api/overview'), undefined);
+  });
+
+  test('the fetch of a test fails when a server answers off the document', async () => {
+    // A stand-in server answering GET /inboxes with a field the document does not list.
+    const fake = createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ data: [], total: 0, limit: 20, offset: 0, extra: true })));
+    await new Promise<void>((r) => fake.listen(0, '127.0.0.1', r));
+    try {
+      const url = `http://127.0.0.1:${(fake.address() as AddressInfo).port}`;
+      checkAnswersOf(url);
+      await assert.rejects(fetch(`${url}/inboxes`), /OpenAPI conformance: GET \/inboxes answered 200 does not match its documented schema: \/ must NOT have additional properties \(extra\)/);
+      // The same answer on a path the document does not list passes through.
+      assert.equal((await fetch(`${url}/not-documented`)).status, 200);
+    } finally {
+      await new Promise((r) => fake.close(r));
+    }
+  });
+
+  test('the answers of this file were validated: one operation of each group at least', () => {
+    for (const op of ['POST /inboxes 201', 'GET /inboxes 200', 'GET /inboxes/{id} 404', 'PUT /webhooks/{id} 200', 'GET /openapi.json 200']) assert.ok(validated.has(op), `${op} was not validated`);
+    assert.equal(documentedOperations().length, operations(doc).length);
   });
 });

@@ -9,6 +9,7 @@ import { createAccount } from '../../src/domain/accounts/accounts.ts';
 import { createApiKey } from '../../src/domain/accounts/apikeys.ts';
 import { createLogger, silentLogger, type Logger } from '../../src/log.ts';
 import { startServer, type RunningServer } from '../../src/main.ts';
+import { checkAnswersOf } from './openapi-check.ts';
 import { pgCluster } from './postgres.ts';
 
 process.on('unhandledRejection', (err) => {
@@ -101,6 +102,8 @@ export async function startTestServer(overrides: Overrides = {}, opts: { clock?:
   const config = configFrom(raw);
   const log = opts.log ?? (process.env.MAILROOM_TEST_LOG ? createLogger() : silentLogger);
   const server = await startServer(config, log, { clock: opts.clock });
+  // Every JSON answer of this server is checked against openapi.json (test/support/openapi-check.ts).
+  checkAnswersOf(server.httpUrl);
   // Attachment URLs must point at the port actually bound.
   if ((overrides.http as Record<string, unknown> | undefined)?.public_url === undefined) config.http.public_url = server.httpUrl;
   const newAccount = async (name = 'test') => {
