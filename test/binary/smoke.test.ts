@@ -6,7 +6,7 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -15,7 +15,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { simpleParser, type ParsedMail } from 'mailparser';
 import nodemailer, { type SendMailOptions } from 'nodemailer';
 import { SMTPServer } from 'smtp-server';
-import { BINARY, BINARY_ARCH, binaryCommand, ensureBinary, freePort, runBinary, serveBinary, SLOWDOWN, type BinaryServe } from '../support/binary.ts';
+import { BINARY, BINARY_ARCH, binaryCommand, ensureBinary, freePort, ROOT, runBinary, serveBinary, SLOWDOWN, type BinaryServe } from '../support/binary.ts';
 import { startTestDns, type TestDns } from '../support/dns.ts';
 import { until } from '../support/wait.ts';
 
@@ -29,7 +29,7 @@ interface Api {
   body: any;
 }
 
-describe('single executable (build/mailroom)', { skip }, () => {
+describe(`single executable (${relative(ROOT, BINARY)})`, { skip }, () => {
   let dir: string;
   let dns: TestDns;
   let mx: SMTPServer;
