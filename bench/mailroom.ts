@@ -16,7 +16,7 @@ let bundled = false;
 /** Bundles cli/mailroom.ts once per run; npm packages stay external (resolved from node_modules). */
 export async function bundleMailroom(): Promise<string> {
   if (bundled && existsSync(BUNDLE)) return BUNDLE;
-  const options = { bundle: true, platform: 'node', format: 'esm', target: 'node20', packages: 'external', logLevel: 'warning' } as const;
+  const options = { bundle: true, platform: 'node', format: 'esm', target: 'node26', packages: 'external', logLevel: 'warning' } as const;
   await build({ ...options, entryPoints: [join(ROOT, 'cli', 'mailroom.ts')], outfile: BUNDLE });
   // The analysis worker's script, where src/domain/inbound/analysis.ts looks for it: beside the bundle.
   await build({ ...options, entryPoints: [join(ROOT, 'src', 'domain', 'inbound', 'analysis-worker.ts')], outfile: join(WORK, 'analysis-worker.mjs') });

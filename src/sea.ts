@@ -42,7 +42,7 @@ function boot(): boolean {
   }
 }
 
-// No top-level await: the bundle is CommonJS (SEA's only format in Node 20).
+// No top-level await: the bundle is CommonJS (what the SEA blob holds here).
 if (boot()) {
   markBuiltBinary();
   void runCli(process.argv);

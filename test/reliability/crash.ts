@@ -246,7 +246,7 @@ export async function crashSmtpIngest(rounds: number, seed: number): Promise<Sce
     // Files a crash left behind: written before a commit that never happened (harmless, counted).
     const onDisk = ['raw', 'attachments'].flatMap((kind) => {
       try {
-        return (readdirSync(join(inst.dataDir, kind), { recursive: true, withFileTypes: true }) as Dirent[]).filter((e) => e.isFile()).map((e) => relative(inst.dataDir, join(e.parentPath ?? e.path, e.name)));
+        return (readdirSync(join(inst.dataDir, kind), { recursive: true, withFileTypes: true }) as Dirent[]).filter((e) => e.isFile()).map((e) => relative(inst.dataDir, join(e.parentPath, e.name)));
       } catch {
         return [];
       }
