@@ -83,10 +83,19 @@ const transient = (err: AppError) => (uncached.add(err), err);
 const runningPids = new Set<number>();
 
 /**
+ * What Node reserves at start as writable memory that RLIMIT_DATA counts although nothing is
+ * in it: Node 26's V8 maps its 512 MiB JIT code range (rwx, not committed) at start, and a
+ * limit below it stops the process before it runs a line (measured: it starts with 586 MiB,
+ * not with 512 MiB; Node 20 needed no such room). The extraction's own budget comes on top.
+ */
+const V8_CODE_RANGE = 512 * 1_048_576;
+
+/**
  * One extraction in a fresh process: `ulimit -d` bounds its data address space (RLIMIT_DATA:
  * every heap, ArrayBuffer and malloc of the process, the RSS it can reach) to
  * attachments.text_max_memory before exec, so what a hostile file makes the libraries allocate
- * kills that process, never the server. Every way it can end becomes a result or an AppError.
+ * kills that process, never the server (the reserved code range, V8_CODE_RANGE, is added: it
+ * holds no data). Every way it can end becomes a result or an AppError.
  */
 function runExtraction(ctx: AppContext, kind: Exclude<Kind, 'text'>, input: Buffer, signal: AbortSignal): Promise<AttachmentText> {
   const { text_max_chars: maxChars, text_timeout: timeoutMs, text_max_memory: maxMemory } = ctx.config.attachments;
@@ -95,7 +104,7 @@ function runExtraction(ctx: AppContext, kind: Exclude<Kind, 'text'>, input: Buff
     if (signal.aborted) return reject(signal.reason);
     // CPU seconds too (RLIMIT_CPU, twice the deadline: GC threads count): a process the server
     // can no longer kill (it died) still ends.
-    const bounds = `ulimit -d ${Math.floor(maxMemory / 1024)} && ulimit -t ${Math.ceil((2 * timeoutMs) / 1000)} || exit ${NO_BOUND}`;
+    const bounds = `ulimit -d ${Math.floor((maxMemory + V8_CODE_RANGE) / 1024)} && ulimit -t ${Math.ceil((2 * timeoutMs) / 1000)} || exit ${NO_BOUND}`;
     const child = spawn('/bin/sh', ['-c', `${bounds}; exec "$0" "$@"`, process.execPath, ...workerArgs()], {
       // stdout and stderr dropped: the libraries' chatter stays out of the server's JSON log.
       stdio: ['pipe', 'ignore', 'ignore', 'pipe'],
