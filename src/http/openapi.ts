@@ -581,6 +581,7 @@ export const OPERATIONS: Record<string, Operation> = {
     tag: 'Suppressions',
     body: CreateSuppressionBody,
     status: 201,
+    alsoStatus: { status: 200, description: 'The entry that was there already, unchanged.' },
     description:
       'The entry, reason `manual`. An address already on the list is answered as it is (reason and time unchanged) with 200. From then on a send, reply, forward, draft send, scheduled send (at its time) or SMTP submission does not attempt it: ' +
       'its recipient status is `suppressed`, and a send with no other recipient is 422 RECIPIENTS_SUPPRESSED naming the addresses (SMTP submission: 550 5.7.1 at RCPT).',
@@ -707,7 +708,7 @@ export const OPERATIONS: Record<string, Operation> = {
   },
   'POST /account/api-keys': {
     operationId: 'createApiKey',
-    example: { name: 'triage agent' }, summary: 'Create an API key', tag: 'API keys', body: CreateApiKeyBody, status: 201, description: 'The key, in full only here.', response: 'CreatedApiKey' },
+    example: { name: 'triage agent' }, summary: 'Create an API key', tag: 'API keys', body: CreateApiKeyBody, status: 201, description: 'The key, in full only here.', response: 'CreatedApiKey', errors: ['INBOX_NOT_FOUND'] },
   'GET /account/api-keys': { operationId: 'listApiKeys', summary: 'List active API keys (values never returned)', tag: 'API keys', status: 200, description: 'The keys.', response: 'ApiKeyList' },
   'DELETE /account/api-keys/:id': {
     operationId: 'revokeApiKey',

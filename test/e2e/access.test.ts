@@ -47,6 +47,7 @@ before(async () => {
   own.key = (await t.api('POST', '/account/api-keys', { name: 'spare' })).body.id;
   own.draft = (await t.api('POST', `/inboxes/${own.inbox}/drafts`, { to: ['someone@example.org'], subject: 'draft', bodyText: 'private draft' })).body.id;
   own.list = (await t.api('POST', '/lists', { direction: 'receive', kind: 'block', entry: 'blocked.example', inboxId: own.inbox })).body.id;
+  own.suppression = (await t.api('POST', '/suppressions', { address: 'suppressed@example.org' })).body.address;
   await receiver.waitFor(1);
   await settleJobs(t.server.ctx);
   own.delivery = (await t.api('GET', `/webhooks/logs?webhookId=${own.webhook}`)).body.data[0].id;
@@ -94,6 +95,7 @@ const PARAM_TARGET: Record<string, [string, string]> = {
   'deliveries/:id': ['delivery', 'NOT_FOUND'],
   'drafts/:id': ['draft', 'DRAFT_NOT_FOUND'],
   'lists/:id': ['list', 'LIST_ENTRY_NOT_FOUND'],
+  'suppressions/:address': ['suppression', 'SUPPRESSION_NOT_FOUND'],
 };
 
 function targetOf(route: RegisteredRoute): { path: string; code: string } {
