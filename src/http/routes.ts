@@ -430,7 +430,12 @@ export class Routes {
       }
       // A body we did not read to the end (413, or a multipart upload refused part-way) would
       // otherwise stall the next request on this keep-alive connection until it times out.
-      sendError(res, answer, caller.requestId, answer.code === 'PAYLOAD_TOO_LARGE' || !req.complete ? { Connection: 'close' } : {});
+      // A body too large to take is cut: the connection closes after the answer. Any other body
+      // not read to its end (a refused upload) is read and dropped, as Node does after a reply,
+      // so the client gets its answer rather than a reset while it still sends (request_timeout
+      // bounds a slow one).
+      if (answer.code !== 'PAYLOAD_TOO_LARGE' && !req.complete) req.resume();
+      sendError(res, answer, caller.requestId, answer.code === 'PAYLOAD_TOO_LARGE' ? { Connection: 'close' } : {});
     } finally {
       if (spooled) void rm(spooled, { force: true });
     }

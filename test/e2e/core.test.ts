@@ -86,7 +86,7 @@ describe('API keys', () => {
     const list = await s.api('GET', '/account/api-keys');
     assert.equal(list.status, 200);
     const entry = list.body.data.find((k: any) => k.id === res.body.id);
-    assert.deepEqual(Object.keys(entry).sort(), ['createdAt', 'expiresAt', 'id', 'keyPrefix', 'lastUsedAt', 'name', 'readOnly']);
+    assert.deepEqual(Object.keys(entry).sort(), ['createdAt', 'expiresAt', 'id', 'inboxIds', 'keyPrefix', 'lastUsedAt', 'name', 'readOnly', 'scopes']);
     assert.equal(entry.keyPrefix, res.body.prefix);
     assert.ok(!list.text.includes(res.body.key));
     // The new key works.

@@ -29,6 +29,7 @@ before(async () => {
   ids.delivery = 'dlv_00000000000000000000000000';
   ids.draft = (await t.api('POST', `/inboxes/${ids.inbox}/drafts`, { subject: 'fixture draft' })).body.id;
   ids.list = (await t.api('POST', '/lists', { direction: 'receive', kind: 'block', entry: 'blocked.example' })).body.id;
+  ids.suppression = (await t.api('POST', '/suppressions', { address: 'kept@example.org' })).body.address;
   await settleJobs(t.server.ctx);
 });
 
@@ -170,6 +171,9 @@ const SPEC: Record<string, RouteSpec> = {
     json: { valid: { direction: 'send', kind: 'block', entry: 'x.example' }, fields: { direction: 'string', kind: 'string', entry: 'header', inboxId: 'id' }, required: ['direction', 'kind', 'entry'] },
   },
   'DELETE /lists/:id': { path: '/lists/:list', notFound: 'LIST_ENTRY_NOT_FOUND' },
+  'GET /suppressions': { path: '/suppressions', query: PAGE },
+  'POST /suppressions': { path: '/suppressions', json: { valid: { address: 'suppressed@example.org' }, fields: { address: 'string' }, required: ['address'] } },
+  'DELETE /suppressions/:address': { path: '/suppressions/:suppression', notFound: 'SUPPRESSION_NOT_FOUND' },
   'GET /audit': { path: '/audit', query: { action: ['x'.repeat(5000), "key.created' OR 1=1", ''], after: ['aud_', 'x'.repeat(5000)], limit: ['0', '-1', '1e9', 'x'] } },
   'POST /messages/:id/reply': {
     path: '/messages/:message/reply',

@@ -70,7 +70,13 @@ export async function listSuppressions(ctx: AppContext, accountId: string, opts:
 
 /** DELETE /suppressions/{address}: 404 SUPPRESSION_NOT_FOUND when the account has no entry for it. */
 export async function removeSuppression(ctx: AppContext, accountId: string, address: string): Promise<void> {
-  const key = suppressionKey('address', address);
+  // The address names the entry in the path: one that is no address is on no list.
+  let key: string;
+  try {
+    key = suppressionKey('address', address);
+  } catch {
+    throw new AppError('SUPPRESSION_NOT_FOUND', 'that address is not on the suppression list');
+  }
   if (!(await deleteSuppression(ctx.db, accountId, key))) throw new AppError('SUPPRESSION_NOT_FOUND', `${key} is not on the suppression list`);
 }
 
