@@ -7,7 +7,7 @@ import { isoNow } from '../time.ts';
 export type Account = AccountRow;
 
 export async function createAccount(ctx: AppContext, name: string): Promise<Account> {
-  const row: Account = { id: newId('acc'), name, createdAt: isoNow(ctx.clock) };
+  const row: Account = { id: newId('acc'), name, createdAt: isoNow(ctx.clock), dailySendLimit: null, inboxLimit: null, sendsToday: 0, sendsDay: null };
   await insertAccount(ctx.db, row);
   return row;
 }

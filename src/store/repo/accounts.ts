@@ -11,7 +11,7 @@ export type ApiKeyRow = typeof apiKeys.$inferSelect;
 
 // ---- accounts --------------------------------------------------------------------------------
 
-export async function insertAccount(db: Db, row: AccountRow): Promise<void> {
+export async function insertAccount(db: Db, row: typeof accounts.$inferInsert): Promise<void> {
   await db.insert(accounts).values(row).run();
 }
 
