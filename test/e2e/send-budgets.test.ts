@@ -36,6 +36,18 @@ after(async () => {
   await t?.close();
 });
 
+/** Runs the CLI against the test server's data; answers its result (exit code, output). */
+const runOn = (...args: string[]) => {
+  const config = join(t.dataDir, 'cli.toml');
+  writeFileSync(config, `data_dir = ${JSON.stringify(t.dataDir)}\nhostname = "mx.test.localhost"\nshared_domain = "agents.test"\n`);
+  return runCli(['--config', config, ...args]);
+};
+const cli = async (...args: string[]) => {
+  const res = await runOn(...args);
+  assert.equal(res.code, 0, res.stderr);
+  return res.stdout;
+};
+
 const send = (inboxId: string, to: string[], extra: Record<string, unknown> = {}) => t.api('POST', `/inboxes/${inboxId}/messages`, { to, subject: 'budget', bodyText: 'x', ...extra });
 
 describe('inbox settings', () => {
@@ -157,15 +169,31 @@ describe('account daily send limit', () => {
   });
 });
 
+describe('mailroom accounts set-limits', () => {
+  test("the account's own daily send budget and inbox count replace the config's, with an account.limits_set audit entry", async () => {
+    const acc = await t.newAccount('small');
+    const api = (method: string, path: string, body?: unknown) => t.api(method, path, body, { key: acc.key });
+    const bad = await runOn('accounts', 'set-limits', acc.accountId, '--daily', 'lots');
+    assert.equal(bad.code, 1);
+    assert.match(bad.stderr, /VALIDATION_ERROR.*--daily/);
+    const printed = JSON.parse(await cli('accounts', 'set-limits', acc.accountId, '--daily', '1', '--inboxes', '1', '--json'));
+    assert.deepEqual([printed.id, printed.dailySendLimit, printed.inboxLimit], [acc.accountId, 1, 1]);
+    const inbox = (await api('POST', '/inboxes', { address: 'small-one' })).body;
+    expectError(await api('POST', '/inboxes', { address: 'small-two' }), 403, 'INBOX_LIMIT_REACHED');
+    assert.equal((await api('POST', `/inboxes/${inbox.id}/messages`, { to: ['a@remote.test'], subject: 's', bodyText: 'x' })).status, 202);
+    const over = await api('POST', `/inboxes/${inbox.id}/messages`, { to: ['b@remote.test'], subject: 's', bodyText: 'x' });
+    expectError(over, 429, 'DAILY_SEND_LIMIT_EXCEEDED');
+    assert.match(over.body.error.message, /account reached its daily send limit of 1 /);
+    const [entry] = (await api('GET', '/audit?action=account.limits_set')).body.data;
+    assert.deepEqual([entry.actor, entry.target, entry.detail], [{ type: 'cli' }, acc.accountId, { dailySendLimit: 1, inboxLimit: 1 }]);
+    const missing = await runOn('accounts', 'set-limits', 'acc_nope', '--daily', '5');
+    assert.equal(missing.code, 1);
+    assert.match(missing.stderr, /not found/);
+  });
+});
+
 describe('support actions stay with the address', () => {
   test('suspended and a lowered daily limit by the CLI; deleted and created again, the inbox is still suspended (403 INBOX_SUSPENDED) with that limit', async () => {
-    const config = join(t.dataDir, 'cli.toml');
-    writeFileSync(config, `data_dir = ${JSON.stringify(t.dataDir)}\nhostname = "mx.test.localhost"\nshared_domain = "agents.test"\n`);
-    const cli = async (...args: string[]) => {
-      const res = await runCli(['--config', config, ...args]);
-      assert.equal(res.code, 0, res.stderr);
-      return res.stdout;
-    };
     const inbox = (await t.api('POST', '/inboxes', { address: 'Naughty' })).body;
     await cli('inboxes', 'set-limit', inbox.address, '3');
     await cli('inboxes', 'suspend', inbox.address);

@@ -27,6 +27,11 @@ export function findAccountById(db: Db, id: string): Promise<AccountRow | undefi
   return db.select().from(accounts).where(eq(accounts.id, id)).get();
 }
 
+/** Sets the account's own limits (null: the config's); answers the row as it now is, or undefined. */
+export function updateAccountLimits(db: Db, id: string, values: Partial<Pick<AccountRow, 'dailySendLimit' | 'inboxLimit'>>): Promise<AccountRow | undefined> {
+  return db.update(accounts).set(values).where(eq(accounts.id, id)).returning().get();
+}
+
 // ---- API keys --------------------------------------------------------------------------------
 
 export async function insertApiKey(db: Db, row: typeof apiKeys.$inferInsert): Promise<void> {
