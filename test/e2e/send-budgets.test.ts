@@ -183,7 +183,7 @@ describe('mailroom accounts set-limits', () => {
     assert.equal((await api('POST', `/inboxes/${inbox.id}/messages`, { to: ['a@remote.test'], subject: 's', bodyText: 'x' })).status, 202);
     const over = await api('POST', `/inboxes/${inbox.id}/messages`, { to: ['b@remote.test'], subject: 's', bodyText: 'x' });
     expectError(over, 429, 'DAILY_SEND_LIMIT_EXCEEDED');
-    assert.match(over.body.error.message, /account reached its daily send limit of 1 /);
+    assert.match(over.body.error.message, /account reached its daily send limit of 1 \(its own, set by support\)/);
     const [entry] = (await api('GET', '/audit?action=account.limits_set')).body.data;
     assert.deepEqual([entry.actor, entry.target, entry.detail], [{ type: 'cli' }, acc.accountId, { dailySendLimit: 1, inboxLimit: 1 }]);
     const missing = await runOn('accounts', 'set-limits', 'acc_nope', '--daily', '5');

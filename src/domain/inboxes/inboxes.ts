@@ -298,7 +298,8 @@ export async function countSend(tx: Db, ctx: AppContext, row: InboxRow): Promise
     throw new AppError('HOURLY_SEND_LIMIT_EXCEEDED', `inbox ${row.address} reached its hourly send limit of ${fresh.hourlySendLimit}; it resets at the start of the next UTC hour`);
   }
   if (!(await claimAccountSend(tx, row.accountId, today, ctx.config.limits.account_daily_send_limit))) {
-    const limit = (await findAccountById(tx, row.accountId))?.dailySendLimit ?? ctx.config.limits.account_daily_send_limit;
-    throw new AppError('DAILY_SEND_LIMIT_EXCEEDED', `the account reached its daily send limit of ${limit} (limits.account_daily_send_limit), all its inboxes together; it resets at midnight UTC`);
+    const own = (await findAccountById(tx, row.accountId))?.dailySendLimit ?? null;
+    const which = own === null ? `${ctx.config.limits.account_daily_send_limit} (limits.account_daily_send_limit)` : `${own} (its own, set by support)`;
+    throw new AppError('DAILY_SEND_LIMIT_EXCEEDED', `the account reached its daily send limit of ${which}, all its inboxes together; it resets at midnight UTC`);
   }
 }
