@@ -15,6 +15,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { Clock } from '../../src/context.ts';
 import type { JobRunner } from '../../src/jobs/runner.ts';
 import { runCli } from '../support/cli.ts';
+import { SmtpClient } from '../support/smtp-client.ts';
 import { expectError, startTestServer, type TestServer } from '../support/server.ts';
 import { until } from '../support/wait.ts';
 
@@ -115,14 +116,25 @@ describe('hourly send limit', () => {
     await t.api('DELETE', `/inboxes/${inbox.id}`);
   });
 
-  test('SMTP submission: the end of DATA is 451 4.7.1 and nothing is stored', async () => {
+  test('SMTP submission: 451 4.7.1 at the end of DATA when reached during the transaction, then at MAIL FROM; nothing is stored', async () => {
     const inbox = (await t.api('POST', '/inboxes', { address: 'hourly-smtp' })).body;
-    assert.equal((await t.api('PATCH', `/inboxes/${inbox.id}`, { sendPolicy: { hourlySendLimit: 1 } })).status, 200);
     const transport = nodemailer.createTransport({ host: '127.0.0.1', port: t.server.submissionPort, secure: false, ignoreTLS: true, auth: { user: inbox.address, pass: t.key } });
     try {
       await transport.sendMail({ from: inbox.address, to: 'one@remote.test', subject: 'one', text: 'x' });
-      await assert.rejects(transport.sendMail({ from: inbox.address, to: 'two@remote.test', subject: 'two', text: 'x' }), (err: any) => {
-        assert.equal(err.responseCode, 451);
+      // The limit set between RCPT and DATA: the count in the send's transaction refuses it.
+      const { client } = await SmtpClient.open(t.server.submissionPort);
+      assert.equal((await client.cmd('EHLO client.test')).code, 250);
+      assert.equal((await client.cmd(`AUTH PLAIN ${Buffer.from(`\0${inbox.address}\0${t.key}`).toString('base64')}`)).code, 235);
+      assert.equal((await client.cmd(`MAIL FROM:<${inbox.address}>`)).code, 250);
+      assert.equal((await client.cmd('RCPT TO:<two@remote.test>')).code, 250);
+      assert.equal((await t.api('PATCH', `/inboxes/${inbox.id}`, { sendPolicy: { hourlySendLimit: 1 } })).status, 200);
+      const r = await client.data(Buffer.from(`From: ${inbox.address}\r\nTo: two@remote.test\r\nSubject: two\r\n\r\nover the limit\r\n`));
+      assert.equal(r.code, 451);
+      assert.match(r.text, /^4\.7\.1 inbox .* reached its hourly send limit of 1/);
+      await client.quit();
+      // The count reached, the next transaction is refused at MAIL FROM, before any data.
+      await assert.rejects(transport.sendMail({ from: inbox.address, to: 'three@remote.test', subject: 'three', text: 'x' }), (err: any) => {
+        assert.deepEqual([err.responseCode, err.command], [451, 'MAIL FROM']);
         assert.match(err.response, /4\.7\.1 inbox .* reached its hourly send limit of 1/);
         return true;
       });

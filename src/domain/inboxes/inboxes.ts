@@ -278,6 +278,21 @@ export async function updateInboxSettings(ctx: AppContext, accountId: string, id
 }
 
 /**
+ * Refuses a send the inbox's daily or hourly limit would refuse, from `row` as read: an early
+ * check that spares building a message (API) or taking its data (SMTP MAIL FROM); countSend
+ * decides, in the transaction.
+ */
+export function assertSendRoom(ctx: AppContext, row: InboxRow): void {
+  if (inboxView(ctx, row).sendsToday >= row.dailySendLimit) {
+    throw new AppError('DAILY_SEND_LIMIT_EXCEEDED', `inbox ${row.address} reached its daily send limit of ${row.dailySendLimit}; it resets at midnight UTC`);
+  }
+  const hour = ctx.clock.now().toISOString().slice(0, 13);
+  if (row.hourlySendLimit !== null && row.sendsHour === hour && row.sendsThisHour >= row.hourlySendLimit) {
+    throw new AppError('HOURLY_SEND_LIMIT_EXCEEDED', `inbox ${row.address} reached its hourly send limit of ${row.hourlySendLimit}; it resets at the start of the next UTC hour`);
+  }
+}
+
+/**
  * Counts one send against the inbox's daily and hourly limits (resetting each count on a new UTC
  * day or hour), its total, and the account's daily limit. Throws HOURLY_SEND_LIMIT_EXCEEDED or
  * DAILY_SEND_LIMIT_EXCEEDED when one is reached (nothing counted: the transaction rolls back).
