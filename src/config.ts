@@ -283,6 +283,7 @@ export const CONFIG_SCHEMA = {
     streams_per_account: int(20, 'Event streams (GET /events/stream), long-polls (`wait`) and MCP wait_for_message calls one account may hold open at once on a node; the next gets 429 TOO_MANY_STREAMS (MCP: a tool error with that code) until one ends.', 1),
     stream_buffer_bytes: int(1_048_576, 'Unsent bytes an event stream may hold for its client. A frame that would take it past this waits for the client to read; one that is still waiting after `stream_stall_timeout` ends the stream with `event: dropped` (resume with Last-Event-ID).', 65_536),
     stream_stall_timeout: duration('30s', 'An event stream whose client has not read what was sent for this long is cut (`event: dropped`, then the socket is closed); resume with Last-Event-ID.'),
+    account_daily_send_limit: int(1000, 'Sends per account per UTC day, all its inboxes together (each send counts once, whatever its recipients); the next send gets 429 DAILY_SEND_LIMIT_EXCEEDED (SMTP submission 451 4.7.1). `mailroom accounts set-limits --daily` overrides it for one account.', 0),
   },
   webhooks: {
     retry_schedule: durations(['5s', '30s', '5m', '30m', '2h'], 'Delays between webhook delivery attempts; after the last the delivery is failed.'),
@@ -347,6 +348,7 @@ export const BUDGETS: Record<string, { what: string; past: string }> = {
   'limits.stream_buffer_bytes': { what: 'Unsent bytes one event stream holds for its client', past: 'the frame waits; a client that does not read is cut by `stream_stall_timeout`' },
   'limits.stream_stall_timeout': { what: 'An event stream whose client reads nothing', past: '`event: dropped`, the stream ends (resume with `Last-Event-ID`)' },
   'limits.daily_send_limit': { what: 'Sends per inbox per day (the default of new inboxes)', past: '`429 DAILY_SEND_LIMIT_EXCEEDED`; over SMTP submission `451 4.7.1`' },
+  'limits.account_daily_send_limit': { what: 'Sends per account per UTC day, all inboxes together', past: '`429 DAILY_SEND_LIMIT_EXCEEDED`; over SMTP submission `451 4.7.1`' },
   'smtp.max_connections': { what: 'SMTP connections in all', past: '`421` at connect' },
   'smtp.max_connections_per_ip': { what: 'SMTP connections from one address (IPv6: one /64)', past: '`421 4.7.0` at connect' },
   'smtp.max_session_time': { what: 'SMTP session lifetime, however busy', past: '`421 4.4.2`, closed' },

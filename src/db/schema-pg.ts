@@ -117,6 +117,7 @@ export const draftAttachments = derive(sqlite.draftAttachments);
 export const listEntries = derive(sqlite.listEntries);
 export const auditLog = derive(sqlite.auditLog);
 export const suppressions = derive(sqlite.suppressions);
+export const addressPolicies = derive(sqlite.addressPolicies);
 
 /** Every SQLite table this file has a PostgreSQL form of (the parity test checks none is missing). */
 export function derivedTables(): ReadonlyMap<SQLiteTable, AnyPgTable> {

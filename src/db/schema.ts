@@ -8,6 +8,12 @@ export const accounts = sqliteTable('accounts', {
   id: text('id').primaryKey(),
   name: text('name').notNull(),
   createdAt: text('created_at').notNull(),
+  /** Overrides of `[limits] account_daily_send_limit` and `inboxes_per_account` (mailroom accounts set-limits); null: the config's. */
+  dailySendLimit: integer('daily_send_limit'),
+  inboxLimit: integer('inbox_limit'),
+  /** Sends of the account on UTC day `sendsDay` (YYYY-MM-DD); another day means 0. Kept here, so deleting inboxes does not reset it. */
+  sendsToday: integer('sends_today').notNull().default(0),
+  sendsDay: text('sends_day'),
 });
 
 export const apiKeys = sqliteTable(
@@ -88,6 +94,13 @@ export const inboxes = sqliteTable(
     bounceCount: integer('bounce_count').notNull().default(0),
     complaintCount: integer('complaint_count').notNull().default(0),
     createdAt: text('created_at').notNull(),
+    /** sendPolicy.approval: 'none' | 'first_contact' | 'always' (stored; holds are enforced elsewhere). */
+    approval: text('approval').notNull().default('none'),
+    /** sendPolicy.hourlySendLimit: sends per UTC clock hour; null: no hourly limit. */
+    hourlySendLimit: integer('hourly_send_limit'),
+    /** Sends in UTC hour `sendsHour` (YYYY-MM-DDTHH); another hour means 0. */
+    sendsThisHour: integer('sends_this_hour').notNull().default(0),
+    sendsHour: text('sends_hour'),
   },
   (t) => [uniqueIndex('inboxes_address').on(t.address), index('inboxes_account').on(t.accountId, t.createdAt)],
 );
@@ -536,3 +549,17 @@ export const suppressions = sqliteTable(
     index('suppressions_message').on(t.messageId),
   ],
 );
+
+/**
+ * What support actions (CLI) set on an address outlive its inbox: a suspension and lowered limits,
+ * applied again when an inbox with the same (lower-cased) address is created.
+ */
+export const addressPolicies = sqliteTable('address_policies', {
+  address: text('address').primaryKey(),
+  /** 'active' | 'suspended' */
+  status: text('status').notNull().default('active'),
+  /** null: the default of new inboxes. */
+  dailySendLimit: integer('daily_send_limit'),
+  hourlySendLimit: integer('hourly_send_limit'),
+  updatedAt: text('updated_at').notNull(),
+});

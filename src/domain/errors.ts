@@ -56,6 +56,7 @@ export const ERROR_STATUS = {
   RECIPIENTS_SUPPRESSED: 422,
   RATE_LIMITED: 429,
   DAILY_SEND_LIMIT_EXCEEDED: 429,
+  HOURLY_SEND_LIMIT_EXCEEDED: 429,
   /** One stream, long-poll or wait_for_message too many for the account (`[limits] streams_per_account`). */
   TOO_MANY_STREAMS: 429,
   INTERNAL_ERROR: 500,

@@ -15,7 +15,7 @@ import { SCOPES } from '../domain/accounts/apikeys.ts';
 import { CreateApiKeyBody } from './routes/apikeys.ts';
 import { DASHBOARD_PREFIX, ROOT_REDIRECT } from './routes/dashboard.ts';
 import { AddDomainBody } from './routes/domains.ts';
-import { CreateInboxBody } from './routes/inboxes.ts';
+import { CreateInboxBody, UpdateInboxBody } from './routes/inboxes.ts';
 import { UpdateMarksBody } from './routes/messages.ts';
 import { ForwardBody, ReplyBody, SendMessageBody } from './routes/sending.ts';
 import { DraftBody, SendDraftBody } from './routes/drafts.ts';
@@ -110,6 +110,10 @@ const SCHEMAS: Record<string, Schema> = {
     bounceCount: int(),
     complaintCount: int(),
     createdAt: time(),
+    sendPolicy: obj({
+      approval: str('Stored and shown; holding sends for a person (`first_contact`, `always`) is not enforced yet.', { enum: ['none', 'first_contact', 'always'] }),
+      hourlySendLimit: nullable(int('Sends per UTC clock hour (one per send, whatever its recipients); past it 429 HOURLY_SEND_LIMIT_EXCEEDED. null: no hourly limit.')),
+    }),
   }),
   InboxPage: list('Inbox', true),
   AttachmentMeta: obj(
@@ -369,6 +373,17 @@ export const OPERATIONS: Record<string, Operation> = {
   },
   'GET /inboxes': { operationId: 'listInboxes', summary: 'List inboxes, most recent first', tag: 'Inboxes', query: PAGE, status: 200, description: 'A page of inboxes.', response: 'InboxPage' },
   'GET /inboxes/:id': { operationId: 'getInbox', summary: 'Get an inbox', tag: 'Inboxes', status: 200, description: 'The inbox.', response: 'Inbox', errors: ['INBOX_NOT_FOUND'] },
+  'PATCH /inboxes/:id': {
+    operationId: 'updateInbox',
+    example: { displayName: 'Support agent', sendPolicy: { approval: 'none', hourlySendLimit: 20 } },
+    summary: 'Change an inbox\'s display name and send policy',
+    tag: 'Inboxes',
+    body: UpdateInboxBody,
+    status: 200,
+    description: 'The inbox as it now is. Each change is in the audit log (`inbox.updated`). `screening` is refused (400 VALIDATION_ERROR) until it is supported.',
+    response: 'Inbox',
+    errors: ['INBOX_NOT_FOUND'],
+  },
   'DELETE /inboxes/:id': { operationId: 'deleteInbox', summary: 'Delete an inbox with its messages and threads', tag: 'Inboxes', status: 204, description: 'Deleted.', errors: ['INBOX_NOT_FOUND'] },
   'POST /inboxes/:inboxId/messages': {
     operationId: 'sendMessage',
@@ -379,7 +394,7 @@ export const OPERATIONS: Record<string, Operation> = {
     status: 202,
     description: `The message, status \`queued\`; with \`sendAt\` (ISO 8601, future, at most ${MAX_SCHEDULE_DAYS} days ahead) status \`scheduled\` until then, counted against the daily limit of the day it is sent.`,
     response: 'Message',
-    errors: ['INBOX_NOT_FOUND', 'INBOX_SUSPENDED', 'INVALID_ADDRESS', 'THREAD_NOT_FOUND', 'DAILY_SEND_LIMIT_EXCEEDED', 'RECIPIENT_BLOCKED', 'QUOTA_EXCEEDED', 'RECIPIENTS_SUPPRESSED'],
+    errors: ['INBOX_NOT_FOUND', 'INBOX_SUSPENDED', 'INVALID_ADDRESS', 'THREAD_NOT_FOUND', 'DAILY_SEND_LIMIT_EXCEEDED', 'HOURLY_SEND_LIMIT_EXCEEDED', 'RECIPIENT_BLOCKED', 'QUOTA_EXCEEDED', 'RECIPIENTS_SUPPRESSED'],
   },
   'GET /inboxes/:inboxId/messages': {
     operationId: 'listMessages',
@@ -445,7 +460,7 @@ export const OPERATIONS: Record<string, Operation> = {
       "The reply, status `queued`. To: the original's Reply-To, else its From (a message the inbox sent: its To). replyAll adds the original's To and Cc, " +
       'less the inbox itself and duplicates, as Cc. Subject `Re: <original>` (never `Re: Re:`), In-Reply-To and References set, same thread. With `sendAt`: `scheduled` as for a send.',
     response: 'Message',
-    errors: ['MESSAGE_NOT_FOUND', 'INBOX_SUSPENDED', 'INVALID_ADDRESS', 'DAILY_SEND_LIMIT_EXCEEDED', 'RECIPIENT_BLOCKED', 'QUOTA_EXCEEDED', 'RECIPIENTS_SUPPRESSED'],
+    errors: ['MESSAGE_NOT_FOUND', 'INBOX_SUSPENDED', 'INVALID_ADDRESS', 'DAILY_SEND_LIMIT_EXCEEDED', 'HOURLY_SEND_LIMIT_EXCEEDED', 'RECIPIENT_BLOCKED', 'QUOTA_EXCEEDED', 'RECIPIENTS_SUPPRESSED'],
   },
   'POST /messages/:id/forward': {
     operationId: 'forwardMessage',
@@ -456,7 +471,7 @@ export const OPERATIONS: Record<string, Operation> = {
     description:
       "The forward, status `queued`: subject `Fwd: <original>`, the note above the original's headers and body quoted inline, the original's attachments carried over, in a new thread. With `sendAt`: `scheduled` as for a send.",
     response: 'Message',
-    errors: ['MESSAGE_NOT_FOUND', 'INBOX_SUSPENDED', 'INVALID_ADDRESS', 'DAILY_SEND_LIMIT_EXCEEDED', 'RECIPIENT_BLOCKED', 'QUOTA_EXCEEDED', 'RECIPIENTS_SUPPRESSED'],
+    errors: ['MESSAGE_NOT_FOUND', 'INBOX_SUSPENDED', 'INVALID_ADDRESS', 'DAILY_SEND_LIMIT_EXCEEDED', 'HOURLY_SEND_LIMIT_EXCEEDED', 'RECIPIENT_BLOCKED', 'QUOTA_EXCEEDED', 'RECIPIENTS_SUPPRESSED'],
   },
   'POST /messages/:id/cancel': {
     operationId: 'cancelMessage',
@@ -518,7 +533,7 @@ export const OPERATIONS: Record<string, Operation> = {
       'The message, `queued`, or `scheduled` when `sendAt` (this body\'s, else the draft\'s) is set. A draft lacking `to`, `subject` or a body is 400 VALIDATION_ERROR naming the field, and stays. ' +
       'With `inReplyTo` it is a reply: In-Reply-To and References set, same thread. Every rule of a send applies.',
     response: 'Message',
-    errors: ['DRAFT_NOT_FOUND', 'PRECONDITION_FAILED', 'MESSAGE_NOT_FOUND', 'THREAD_NOT_FOUND', 'INBOX_SUSPENDED', 'INVALID_ADDRESS', 'DAILY_SEND_LIMIT_EXCEEDED', 'RECIPIENT_BLOCKED', 'QUOTA_EXCEEDED', 'RECIPIENTS_SUPPRESSED'],
+    errors: ['DRAFT_NOT_FOUND', 'PRECONDITION_FAILED', 'MESSAGE_NOT_FOUND', 'THREAD_NOT_FOUND', 'INBOX_SUSPENDED', 'INVALID_ADDRESS', 'DAILY_SEND_LIMIT_EXCEEDED', 'HOURLY_SEND_LIMIT_EXCEEDED', 'RECIPIENT_BLOCKED', 'QUOTA_EXCEEDED', 'RECIPIENTS_SUPPRESSED'],
   },
   'GET /lists': {
     operationId: 'listListEntries',

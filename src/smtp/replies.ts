@@ -32,6 +32,7 @@ const REPLIES: Partial<Record<ErrorCode, [number, string]>> = {
   RATE_LIMITED: [451, '4.7.1'],
   // Submission: the inbox's daily limit resets at midnight UTC; a client retrying later succeeds.
   DAILY_SEND_LIMIT_EXCEEDED: [451, '4.7.1'],
+  HOURLY_SEND_LIMIT_EXCEEDED: [451, '4.7.1'],
   // Submission to an address a send-block list refuses (src/domain/inboxes/lists.ts): a permanent refusal.
   RECIPIENT_BLOCKED: [550, '5.7.1'],
   // Submission to an address on the account's suppression list: a permanent refusal too.

@@ -4,7 +4,7 @@
 // before the write, so requests racing past it can go over by what they add; the next is refused.
 import type { AppContext } from '../../context.ts';
 import type { Db } from '../../db/client.ts';
-import { findAccountUsageBytes } from '../../store/repo/accounts.ts';
+import { findAccountById, findAccountUsageBytes } from '../../store/repo/accounts.ts';
 import { countUnsentUploadsOfAccount } from '../../store/repo/attachments.ts';
 import { countDraftsOfAccount } from '../../store/repo/drafts.ts';
 import { countInboxesOfAccount } from '../../store/repo/inboxes.ts';
@@ -28,9 +28,10 @@ export async function assertStorageRoom(ctx: AppContext, accountId: string): Pro
 
 /** POST /inboxes: 403 INBOX_LIMIT_REACHED at `[limits] inboxes_per_account`. */
 export async function assertInboxRoom(ctx: AppContext, accountId: string): Promise<void> {
-  const max = ctx.config.limits.inboxes_per_account;
+  // The account's own limit (mailroom accounts set-limits --inboxes) before the config's.
+  const max = (await findAccountById(ctx.db, accountId))?.inboxLimit ?? ctx.config.limits.inboxes_per_account;
   if ((await countInboxesOfAccount(ctx.db, accountId)) >= max) {
-    throw new AppError('INBOX_LIMIT_REACHED', `the account has ${max} inboxes, its limit (limits.inboxes_per_account); delete one first`);
+    throw new AppError('INBOX_LIMIT_REACHED', `the account has ${max} inboxes, its limit (limits.inboxes_per_account, or its own set by support); delete one first`);
   }
 }
 

@@ -5,10 +5,14 @@ import type { AppContext } from '../../context.ts';
 import type { Db } from '../../db/client.ts';
 import { forgetIdempotentResponses } from '../accounts/idempotency.ts';
 import { newId } from '../../ids.ts';
+import { findAccountById } from '../../store/repo/accounts.ts';
 import { findDomainById, findDomainByName } from '../../store/repo/domains.ts';
 import {
+  claimAccountSend,
   claimInboxSend,
   countInboxesOfAccount,
+  findAddressPolicy,
+  upsertAddressPolicy,
   deleteInboxOfAccount,
   findInboxByAddress as findInboxRowByAddress,
   findInboxById,
@@ -27,7 +31,7 @@ import type { Page, PageResult } from '../pagination.ts';
 import { isoNow, utcDay } from '../time.ts';
 import { releaseBlobs } from '../../storage/blob-refs.ts';
 import { isUniqueViolation } from '../../store/store.ts';
-import { CLI_ACTOR, recordAudit } from '../audit/audit.ts';
+import { CLI_ACTOR, recordAudit, type Actor } from '../audit/audit.ts';
 
 export type { InboxRow };
 
@@ -43,6 +47,15 @@ export interface Inbox {
   bounceCount: number;
   complaintCount: number;
   createdAt: string;
+  sendPolicy: SendPolicy;
+}
+
+export const APPROVALS = ['none', 'first_contact', 'always'] as const;
+export interface SendPolicy {
+  /** Stored and shown; holding sends for a person is not enforced yet. */
+  approval: (typeof APPROVALS)[number];
+  /** Sends per UTC clock hour; null: none. */
+  hourlySendLimit: number | null;
 }
 
 export function inboxView(ctx: AppContext, row: InboxRow): Inbox {
@@ -58,6 +71,7 @@ export function inboxView(ctx: AppContext, row: InboxRow): Inbox {
     bounceCount: row.bounceCount,
     complaintCount: row.complaintCount,
     createdAt: row.createdAt,
+    sendPolicy: { approval: row.approval as SendPolicy['approval'], hourlySendLimit: row.hourlySendLimit },
   };
 }
 
@@ -121,20 +135,26 @@ export async function createInbox(ctx: AppContext, accountId: string, input: Cre
   }
 
   const address = `${local}@${domainName}`;
+  // A suspension or lowered limit set on this address by support stays with it (issue 29).
+  const policy = await findAddressPolicy(ctx.db, address);
   const row: InboxRow = {
     id: newId('inb'),
     accountId,
     address,
     domainId,
     displayName: input.displayName ?? null,
-    status: 'active',
-    dailySendLimit: ctx.config.limits.daily_send_limit,
+    status: policy?.status ?? 'active',
+    dailySendLimit: policy?.dailySendLimit ?? ctx.config.limits.daily_send_limit,
     sendsToday: 0,
     sendsDay: null,
     totalSent: 0,
     bounceCount: 0,
     complaintCount: 0,
     createdAt: isoNow(ctx.clock),
+    approval: 'none',
+    hourlySendLimit: policy?.hourlySendLimit ?? null,
+    sendsThisHour: 0,
+    sendsHour: null,
   };
   try {
     await insertInbox(ctx.db, row);
@@ -191,12 +211,6 @@ export async function deleteInbox(ctx: AppContext, accountId: string, id: string
   await ctx.store.checkpoint();
 }
 
-async function setField(ctx: AppContext, id: string, values: Partial<InboxRow>): Promise<Inbox> {
-  const row = await updateInbox(ctx.db, id, values);
-  if (!row) throw new AppError('INBOX_NOT_FOUND', `inbox ${id} not found`);
-  return inboxView(ctx, row);
-}
-
 /** An inbox named by id or by address (case-insensitive), of any account (support actions). */
 export async function resolveInboxId(ctx: AppContext, idOrAddress: string): Promise<string> {
   if (!idOrAddress.includes('@')) return idOrAddress;
@@ -216,6 +230,7 @@ export const unsuspendInbox = async (ctx: AppContext, inbox: string) => setStatu
 async function setStatusAudited(ctx: AppContext, id: string, status: 'suspended' | 'active'): Promise<Inbox> {
   const row = await ctx.store.transaction(async (tx) => {
     const updated = await updateInbox(tx, id, { status });
+    if (updated) await upsertAddressPolicy(tx, updated.address, { status, updatedAt: isoNow(ctx.clock) });
     if (updated) await recordAudit(ctx, tx, updated.accountId, CLI_ACTOR, status === 'suspended' ? 'inbox.suspended' : 'inbox.unsuspended', updated.id, { address: updated.address });
     return updated;
   });
@@ -227,19 +242,79 @@ export async function setDailyLimit(ctx: AppContext, inbox: string, limit: numbe
   if (!Number.isSafeInteger(limit) || limit < 0 || limit > MAX_DAILY_SEND_LIMIT) {
     throw new AppError('VALIDATION_ERROR', `\`dailySendLimit\`: must be a whole number from 0 to ${MAX_DAILY_SEND_LIMIT}, got ${JSON.stringify(limit)}`);
   }
-  return setField(ctx, await resolveInboxId(ctx, inbox), { dailySendLimit: limit });
+  const id = await resolveInboxId(ctx, inbox);
+  const row = await ctx.store.transaction(async (tx) => {
+    const updated = await updateInbox(tx, id, { dailySendLimit: limit });
+    // Kept for the address: a re-created inbox gets it again instead of the default.
+    if (updated) await upsertAddressPolicy(tx, updated.address, { dailySendLimit: limit, updatedAt: isoNow(ctx.clock) });
+    return updated;
+  });
+  if (!row) throw new AppError('INBOX_NOT_FOUND', `inbox ${id} not found`);
+  return inboxView(ctx, row);
+}
+
+export interface UpdateInboxInput {
+  displayName?: string | null;
+  sendPolicy?: SendPolicy;
+}
+
+/** PATCH /inboxes/{id} (scope `manage`): the changed fields go to the audit log in the same transaction. */
+export async function updateInboxSettings(ctx: AppContext, accountId: string, id: string, input: UpdateInboxInput, actor: Actor): Promise<Inbox> {
+  const row = await ctx.store.transaction(async (tx) => {
+    const before = await findInboxById(tx, id);
+    if (!before || before.accountId !== accountId) throw new AppError('INBOX_NOT_FOUND', `inbox ${id} not found`);
+    const values: Partial<InboxRow> = {};
+    if (input.displayName !== undefined && input.displayName !== before.displayName) values.displayName = input.displayName;
+    if (input.sendPolicy) {
+      if (input.sendPolicy.approval !== before.approval) values.approval = input.sendPolicy.approval;
+      if (input.sendPolicy.hourlySendLimit !== before.hourlySendLimit) values.hourlySendLimit = input.sendPolicy.hourlySendLimit;
+    }
+    if (!Object.keys(values).length) return before;
+    const updated = (await updateInbox(tx, id, values))!;
+    await recordAudit(ctx, tx, accountId, actor, 'inbox.updated', id, values);
+    return updated;
+  });
+  return inboxView(ctx, row);
 }
 
 /**
- * Counts one send against the inbox's daily limit (resetting the count on a new UTC day) and
- * its total. Throws DAILY_SEND_LIMIT_EXCEEDED when the limit is reached. Run inside the
- * transaction that stores the message.
+ * Refuses a send the inbox's daily or hourly limit would refuse, from `row` as read: an early
+ * check that spares building a message (API) or taking its data (SMTP MAIL FROM); countSend
+ * decides, in the transaction.
+ */
+export function assertSendRoom(ctx: AppContext, row: InboxRow): void {
+  if (inboxView(ctx, row).sendsToday >= row.dailySendLimit) {
+    throw new AppError('DAILY_SEND_LIMIT_EXCEEDED', `inbox ${row.address} reached its daily send limit of ${row.dailySendLimit}; it resets at midnight UTC`);
+  }
+  const hour = ctx.clock.now().toISOString().slice(0, 13);
+  if (row.hourlySendLimit !== null && row.sendsHour === hour && row.sendsThisHour >= row.hourlySendLimit) {
+    throw new AppError('HOURLY_SEND_LIMIT_EXCEEDED', `inbox ${row.address} reached its hourly send limit of ${row.hourlySendLimit}; it resets at the start of the next UTC hour`);
+  }
+}
+
+/**
+ * Counts one send against the inbox's daily and hourly limits (resetting each count on a new UTC
+ * day or hour), its total, and the account's daily limit. Throws HOURLY_SEND_LIMIT_EXCEEDED or
+ * DAILY_SEND_LIMIT_EXCEEDED when one is reached (nothing counted: the transaction rolls back).
+ * Run inside the transaction that stores the message (every sending path comes here).
  */
 export async function countSend(tx: Db, ctx: AppContext, row: InboxRow): Promise<void> {
-  const today = utcDay(ctx.clock);
+  const now = ctx.clock.now().toISOString();
+  const today = now.slice(0, 10);
+  const hour = now.slice(0, 13);
   // Decided and counted by the database in one step, not from `row`: exact whatever else counts
   // at the same moment (two nodes on one database, or a count read earlier).
-  if (!(await claimInboxSend(tx, row.id, today))) {
-    throw new AppError('DAILY_SEND_LIMIT_EXCEEDED', `inbox ${row.address} reached its daily send limit of ${row.dailySendLimit}; it resets at midnight UTC`);
+  if (!(await claimInboxSend(tx, row.id, today, hour))) {
+    const fresh = (await findInboxById(tx, row.id)) ?? row;
+    const dayCount = fresh.sendsDay === today ? fresh.sendsToday : 0;
+    if (dayCount >= fresh.dailySendLimit) {
+      throw new AppError('DAILY_SEND_LIMIT_EXCEEDED', `inbox ${row.address} reached its daily send limit of ${fresh.dailySendLimit}; it resets at midnight UTC`);
+    }
+    throw new AppError('HOURLY_SEND_LIMIT_EXCEEDED', `inbox ${row.address} reached its hourly send limit of ${fresh.hourlySendLimit}; it resets at the start of the next UTC hour`);
+  }
+  if (!(await claimAccountSend(tx, row.accountId, today, ctx.config.limits.account_daily_send_limit))) {
+    const own = (await findAccountById(tx, row.accountId))?.dailySendLimit ?? null;
+    const which = own === null ? `${ctx.config.limits.account_daily_send_limit} (limits.account_daily_send_limit)` : `${own} (its own, set by support)`;
+    throw new AppError('DAILY_SEND_LIMIT_EXCEEDED', `the account reached its daily send limit of ${which}, all its inboxes together; it resets at midnight UTC`);
   }
 }

@@ -78,7 +78,9 @@ export async function releaseIn(tx: Tx, ctx: AppContext, messageId: string, sour
     await countSend(tx, ctx, inbox);
   } catch (err) {
     if (!(err instanceof AppError)) throw err;
-    const reason = `not sent: inbox ${inbox.address} had reached its daily send limit of ${inbox.dailySendLimit} on ${utcDay(ctx.clock)} (UTC) at the send time`;
+    // The inbox's daily limit keeps its long-standing wording; the hourly and account budgets say theirs.
+    const inboxDaily = err.code === 'DAILY_SEND_LIMIT_EXCEEDED' && err.message.startsWith('inbox ');
+    const reason = inboxDaily ? `not sent: inbox ${inbox.address} had reached its daily send limit of ${inbox.dailySendLimit} on ${utcDay(ctx.clock)} (UTC) at the send time` : `not sent at the send time: ${err.message}`;
     await writeMessageState(tx, ctx, fresh, settle(list, 'failed', reason), 'failed');
     return false;
   }

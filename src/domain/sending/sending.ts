@@ -17,7 +17,7 @@ import { attachmentMeta, attachmentMetaFor, getAttachmentRows, type AttachmentRo
 import { assertStorageRoom } from '../accounts/quotas.ts';
 import { AppError } from '../errors.ts';
 import { recordEvent, type EventType } from '../events/events.ts';
-import { countSend, findInboxByAddress, findInboxRow, inboxView, type InboxRow } from '../inboxes/inboxes.ts';
+import { assertSendRoom, countSend, findInboxByAddress, findInboxRow, type InboxRow } from '../inboxes/inboxes.ts';
 import { assertRecipientsAllowed } from '../inboxes/lists.ts';
 import { parseSendAt, scheduleRelease } from './send-at.ts';
 import { allSuppressed, suppressedAmong, suppressIn, SUPPRESSED_RESPONSE } from './suppressions.ts';
@@ -116,9 +116,7 @@ export async function queueSend(ctx: AppContext, accountId: string, inboxId: str
   if (inbox.status !== 'active') throw new AppError('INBOX_SUSPENDED', `inbox ${inbox.address} is suspended and cannot send`);
   const sendAt = input.sendAt ? parseSendAt(ctx, input.sendAt) : undefined;
   // Checked again (and counted) in the transaction; this spares building a message for nothing.
-  if (!sendAt && inboxView(ctx, inbox).sendsToday >= inbox.dailySendLimit) {
-    throw new AppError('DAILY_SEND_LIMIT_EXCEEDED', `inbox ${inbox.address} reached its daily send limit of ${inbox.dailySendLimit}; it resets at midnight UTC`);
-  }
+  if (!sendAt) assertSendRoom(ctx, inbox);
   if (!input.bodyText && !input.bodyHtml) {
     throw new AppError('VALIDATION_ERROR', '`bodyText`: give bodyText, bodyHtml or both');
   }

@@ -14,7 +14,7 @@ import { authenticateKey, seesInbox, type Principal } from '../accounts/apikeys.
 import { cleanContentType, cleanFilename, type AttachmentRow } from '../mail/attachments.ts';
 import { AppError } from '../errors.ts';
 import { loadMailparser } from '../inbound/inbound-parse.ts';
-import { findInboxByAddress, findInboxRow, inboxView, type InboxRow } from '../inboxes/inboxes.ts';
+import { assertSendRoom, findInboxByAddress, findInboxRow, type InboxRow } from '../inboxes/inboxes.ts';
 import type { Message } from '../mail/messages.ts';
 import { queueOutbound } from './sending.ts';
 import { suppressedAmong } from './suppressions.ts';
@@ -69,9 +69,7 @@ export async function checkSubmissionSender(ctx: AppContext, who: Submitter, mai
   }
   const inbox = await findInboxRow(ctx, who.accountId, who.inboxId);
   if (inbox.status !== 'active') throw new AppError('INBOX_SUSPENDED', `inbox ${inbox.address} is suspended and cannot send`);
-  if (inboxView(ctx, inbox).sendsToday >= inbox.dailySendLimit) {
-    throw new AppError('DAILY_SEND_LIMIT_EXCEEDED', `inbox ${inbox.address} reached its daily send limit of ${inbox.dailySendLimit}; it resets at midnight UTC`);
-  }
+  assertSendRoom(ctx, inbox);
   return inbox;
 }
 

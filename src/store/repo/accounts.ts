@@ -11,7 +11,7 @@ export type ApiKeyRow = typeof apiKeys.$inferSelect;
 
 // ---- accounts --------------------------------------------------------------------------------
 
-export async function insertAccount(db: Db, row: AccountRow): Promise<void> {
+export async function insertAccount(db: Db, row: typeof accounts.$inferInsert): Promise<void> {
   await db.insert(accounts).values(row).run();
 }
 
@@ -25,6 +25,11 @@ export function findOldestAccount(db: Db): Promise<AccountRow | undefined> {
 
 export function findAccountById(db: Db, id: string): Promise<AccountRow | undefined> {
   return db.select().from(accounts).where(eq(accounts.id, id)).get();
+}
+
+/** Sets the account's own limits (null: the config's); answers the row as it now is, or undefined. */
+export function updateAccountLimits(db: Db, id: string, values: Partial<Pick<AccountRow, 'dailySendLimit' | 'inboxLimit'>>): Promise<AccountRow | undefined> {
+  return db.update(accounts).set(values).where(eq(accounts.id, id)).returning().get();
 }
 
 // ---- API keys --------------------------------------------------------------------------------

@@ -5,7 +5,7 @@
 // matching entries) stay in the domain.
 import { and, count, desc, eq, inArray, isNull, or, sql, type Column, type SQL } from 'drizzle-orm';
 import { preparedQuery, preparedRows } from '../prepared.ts';
-import { attachments, inboxes, listEntries, messages } from '../../db/schema.ts';
+import { accounts, addressPolicies, attachments, inboxes, listEntries, messages } from '../../db/schema.ts';
 import { changes, type Db } from '../store.ts';
 
 export type InboxRow = typeof inboxes.$inferSelect;
@@ -39,9 +39,13 @@ type InboxTuple = [
   bounceCount: number,
   complaintCount: number,
   createdAt: string,
+  approval: string,
+  hourlySendLimit: number | null,
+  sendsThisHour: number,
+  sendsHour: string | null,
 ];
 const SELECT_INBOX = `SELECT id, account_id, address, domain_id, display_name, status, daily_send_limit, sends_today, sends_day, total_sent,
-            bounce_count, complaint_count, created_at
+            bounce_count, complaint_count, created_at, approval, hourly_send_limit, sends_this_hour, sends_hour
        FROM inboxes`;
 const inboxById = (db: Db) => preparedRows<[string], InboxTuple>(db, `${SELECT_INBOX} WHERE id = ?`);
 const inboxRow = (r: InboxTuple): InboxRow => ({
@@ -58,6 +62,10 @@ const inboxRow = (r: InboxTuple): InboxRow => ({
   bounceCount: r[10],
   complaintCount: r[11],
   createdAt: r[12],
+  approval: r[13],
+  hourlySendLimit: r[14],
+  sendsThisHour: r[15],
+  sendsHour: r[16],
 });
 // Every RCPT TO: the same plain statement and row shape as inbox by id.
 const inboxByAddress = (db: Db) => preparedRows<[string], InboxTuple>(db, `${SELECT_INBOX} WHERE address = ?`);
@@ -134,19 +142,54 @@ export async function updateInboxAddress(db: Db, id: string, address: string, do
  * Counts one send on inbox `inboxId` for UTC day `today` (YYYY-MM-DD), and in its total, unless
  * the day's count has reached its daily limit. Answers false when it has (nothing counted).
  */
-export async function claimInboxSend(db: Db, inboxId: string, today: string): Promise<boolean> {
+export async function claimInboxSend(db: Db, inboxId: string, today: string, hour: string): Promise<boolean> {
   // One guarded UPDATE decides and counts: exact whatever else counts at the same moment (two
-  // nodes on one database, or a count read earlier): a day other than today starts again at 1.
+  // nodes on one database, or a count read earlier): a day (hour) other than today's (this
+  // hour's) starts again at 1. A null hourly limit is no limit.
   const counted = await db
     .update(inboxes)
     .set({
       sendsToday: sql`CASE WHEN ${inboxes.sendsDay} = ${today} THEN ${inboxes.sendsToday} + 1 ELSE 1 END`,
       sendsDay: today,
+      sendsThisHour: sql`CASE WHEN ${inboxes.sendsHour} = ${hour} THEN ${inboxes.sendsThisHour} + 1 ELSE 1 END`,
+      sendsHour: hour,
       totalSent: sql`${inboxes.totalSent} + 1`,
     })
-    .where(and(eq(inboxes.id, inboxId), sql`CASE WHEN ${inboxes.sendsDay} = ${today} THEN ${inboxes.sendsToday} ELSE 0 END < ${inboxes.dailySendLimit}`))
+    .where(
+      and(
+        eq(inboxes.id, inboxId),
+        sql`CASE WHEN ${inboxes.sendsDay} = ${today} THEN ${inboxes.sendsToday} ELSE 0 END < ${inboxes.dailySendLimit}`,
+        sql`(${inboxes.hourlySendLimit} IS NULL OR CASE WHEN ${inboxes.sendsHour} = ${hour} THEN ${inboxes.sendsThisHour} ELSE 0 END < ${inboxes.hourlySendLimit})`,
+      ),
+    )
     .run();
   return changes(counted) > 0;
+}
+
+/**
+ * Counts one send of account `accountId` on UTC day `today`, unless the day's count has reached
+ * its daily limit (the account's own, else `fallback`). Answers false when it has.
+ */
+export async function claimAccountSend(db: Db, accountId: string, today: string, fallback: number): Promise<boolean> {
+  const counted = await db
+    .update(accounts)
+    .set({ sendsToday: sql`CASE WHEN ${accounts.sendsDay} = ${today} THEN ${accounts.sendsToday} + 1 ELSE 1 END`, sendsDay: today })
+    .where(and(eq(accounts.id, accountId), sql`CASE WHEN ${accounts.sendsDay} = ${today} THEN ${accounts.sendsToday} ELSE 0 END < COALESCE(${accounts.dailySendLimit}, ${fallback})`))
+    .run();
+  return changes(counted) > 0;
+}
+
+// ---- what support actions set on an address (address_policies) -------------------------------
+
+export type AddressPolicyRow = typeof addressPolicies.$inferSelect;
+
+export function findAddressPolicy(db: Db, address: string): Promise<AddressPolicyRow | undefined> {
+  return db.select().from(addressPolicies).where(eq(addressPolicies.address, address)).get();
+}
+
+/** Sets `values` on the policy of `address` (lower-cased by the caller), creating it. */
+export async function upsertAddressPolicy(db: Db, address: string, values: Partial<Omit<AddressPolicyRow, 'address'>> & { updatedAt: string }): Promise<void> {
+  await db.insert(addressPolicies).values({ address, ...values }).onConflictDoUpdate({ target: addressPolicies.address, set: values }).run();
 }
 
 // ---- allow and block list entries ------------------------------------------------------------
