@@ -541,4 +541,41 @@ describe('dashboard as a mail client, in headless Chromium', { skip }, () => {
     assert.equal(await page.locator('#thread button.more-messages').count(), 0);
     await finish(tab);
   });
+
+  test('paging: more conversations than one page, Older and Newer through all of them', async () => {
+    const inbox = (await t.api('POST', '/inboxes', { address: 'paging' })).body;
+    const transport = smtpTransport(t.server.smtpPort);
+    try {
+      // 55 conversations, one message each: a page of 50 and a page of 5.
+      for (let i = 1; i <= 55; i++) {
+        await transport.sendMail({ from: 'dave@example.org', to: inbox.address, subject: `Paging ${String(i).padStart(2, '0')}`, text: `body of paging ${i}` });
+      }
+    } finally {
+      transport.close();
+    }
+    assert.equal((await t.api('GET', `/inboxes/${inbox.id}/threads?limit=1`)).body.total, 55);
+    const tab = await openTab();
+    await signIn(tab);
+    const { page } = tab;
+    await show(tab, `#mail/${inbox.id}`);
+    await page.getByText('1\u201350 of 55 conversations').waitFor();
+    await page.getByRole('link', { name: /Paging 55/ }).waitFor();
+    assert.equal(await page.getByRole('link', { name: /Paging \d\d/ }).count(), 50);
+    assert.equal(await page.getByRole('link', { name: /Paging 05/ }).count(), 0, 'the oldest are on the next page');
+    assert.ok(await page.getByRole('button', { name: /Newer/ }).isDisabled(), 'no newer page than the first');
+    await page.getByRole('button', { name: /Older/ }).click();
+    await page.getByText('51\u201355 of 55 conversations').waitFor();
+    // Their newest message (sender and start of the body) though it is not among the newest 100 messages.
+    await page.getByRole('link', { name: /dave@example\.org.*Paging 01.*body of paging 1/ }).waitFor();
+    assert.equal(await page.getByRole('link', { name: /Paging \d\d/ }).count(), 5);
+    assert.ok(await page.getByRole('button', { name: /Older/ }).isDisabled(), 'no older page than the last');
+    // Opening one keeps the page; Newer goes back to the first.
+    await page.getByRole('link', { name: /Paging 03/ }).click();
+    await page.getByRole('heading', { name: 'Paging 03' }).waitFor();
+    await page.getByText('51\u201355 of 55 conversations').waitFor();
+    await page.getByRole('button', { name: /Newer/ }).click();
+    await page.getByText('1\u201350 of 55 conversations').waitFor();
+    await page.getByRole('link', { name: /Paging 55/ }).waitFor();
+    await finish(tab);
+  });
 });

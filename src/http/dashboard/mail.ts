@@ -53,6 +53,26 @@ export const MAIL_JS = String.raw`
     ].concat(state.inboxes.map(function (i) { return mailboxLink(i.id, i.displayName || i.address, state.unread[i.id]); })).filter(Boolean));
   }
 
+  /** Conversations per page of the list (the API answers at most 100 a page). */
+  var PAGE = 50;
+
+  /** "1\u201350 of 57 conversations", or "57 conversations" when they fit on one page. */
+  function pageHint(offset, shown, total) {
+    var noun = total === 1 ? ' conversation' : ' conversations';
+    if (offset === 0 && shown >= total) return total + noun;
+    return (shown ? (offset + 1) + '\u2013' + (offset + shown) : '0') + ' of ' + total + noun;
+  }
+
+  /** Newer / Older: the previous and next page of conversations (the API's limit and offset). */
+  function pager(offset, shown, total) {
+    if (offset === 0 && shown >= total) return null;
+    function go(to) { return function () { state.offset = to; route(true); }; }
+    return el('div', { className: 'toolbar pager' }, [
+      el('button', { type: 'button', className: 'small quiet', textContent: '\u2190 Newer', disabled: offset === 0, onclick: go(Math.max(0, offset - PAGE)) }),
+      el('button', { type: 'button', className: 'small quiet', textContent: 'Older \u2192', disabled: offset + shown >= total, onclick: go(offset + PAGE) })
+    ]);
+  }
+
   /** Who a conversation is with, from the newest message of it on the page. */
   function participant(m) {
     if (m.direction === 'inbound') return m.fromName || m.fromAddress;
@@ -65,9 +85,11 @@ export const MAIL_JS = String.raw`
     state.mailbox = mailbox;
     var scope = mailbox === 'all' ? '' : '/inboxes/' + enc(mailbox);
     var q = state.query ? '&q=' + enc(state.query) : '';
+    if (state.listKey !== mailbox + '\n' + state.query) { state.listKey = mailbox + '\n' + state.query; state.offset = 0; }
+    var offset = state.offset;
     var pages, refused = null;
     try {
-      pages = await Promise.all([api('GET', scope + '/threads?limit=50' + q), api('GET', scope + '/messages?limit=100' + q)]);
+      pages = await Promise.all([api('GET', scope + '/threads?limit=' + PAGE + '&offset=' + offset + q), api('GET', scope + '/messages?limit=100' + q)]);
     } catch (err) {
       // A query the API cannot read: say why under the search box, which stays for a better one.
       if (!(err instanceof ApiError && err.code === 'INVALID_QUERY')) throw err;
@@ -77,6 +99,11 @@ export const MAIL_JS = String.raw`
     }
     var newest = {};
     pages[1].data.forEach(function (m) { if (!newest[m.threadId]) newest[m.threadId] = m; });
+    // Conversations further down (an older page) may have no message on that first page: their
+    // newest message comes from the conversation itself, its last page of one.
+    await Promise.all(pages[0].data.filter(function (t) { return !newest[t.id]; }).map(function (t) {
+      return api('GET', '/threads/' + enc(t.id) + '?limit=1&offset=' + Math.max(0, t.messageCount - 1)).then(function (full) { newest[t.id] = full.messages[0]; });
+    }));
 
     var search = el('input', { id: 'q', type: 'search', name: 'q', value: state.query, placeholder: 'Search: words, from:, subject:, has:attachment, is:unread', attrs: { 'aria-label': 'Search' } });
     var form = el('form', { className: 'search', id: 'search', attrs: { role: 'search' } }, [search, el('button', { type: 'submit', textContent: 'Search' })]);
@@ -99,8 +126,9 @@ export const MAIL_JS = String.raw`
       el('div', { className: 'list-pane' }, [
         el('div', { className: 'toolbar' }, [form]),
         el('div', { className: 'toolbar' }, [el('h2', { textContent: heading }), el('span', { className: 'spacer' }),
-          el('span', { className: 'hint', textContent: pages[0].total + (pages[0].total === 1 ? ' conversation' : ' conversations') })]),
+          el('span', { className: 'hint', textContent: pageHint(offset, pages[0].data.length, pages[0].total) })]),
         pages[0].data.length ? list : el('p', { className: refused ? 'error' : 'empty', textContent: refused ? refused.message : state.query ? 'Nothing matches.' : 'No mail yet.' }),
+        pager(offset, pages[0].data.length, pages[0].total),
         el('p', { className: 'hint' }, ['Keys: ', el('kbd', { textContent: 'j' }), ' ', el('kbd', { textContent: 'k' }), ' move, ', el('kbd', { textContent: 'r' }), ' reply, ',
           el('kbd', { textContent: '/' }), ' search, ', el('kbd', { textContent: 'c' }), ' compose, ', el('kbd', { textContent: '?' }), ' help'])
       ]),
