@@ -578,4 +578,37 @@ describe('dashboard as a mail client, in headless Chromium', { skip }, () => {
     await page.getByRole('link', { name: /Paging 55/ }).waitFor();
     await finish(tab);
   });
+
+  test('live: mail delivered over SMTP appears in the open list and the open conversation without a reload', async () => {
+    const inbox = (await t.api('POST', '/inboxes', { address: 'live', displayName: 'Live desk' })).body;
+    const send = async (mail: Record<string, unknown>) => {
+      const transport = smtpTransport(t.server.smtpPort);
+      try {
+        await transport.sendMail({ from: 'erin@example.org', to: inbox.address, ...mail });
+      } finally {
+        transport.close();
+      }
+    };
+    await send({ subject: 'Live first', text: 'the first one', messageId: '<live-1@example.org>' });
+    const tab = await openTab();
+    await signIn(tab);
+    const { page } = tab;
+    await show(tab, `#mail/${inbox.id}`);
+    await page.getByRole('status').filter({ hasText: 'Live' }).waitFor();
+    await page.getByRole('link', { name: /Live first/ }).click();
+    await page.getByRole('heading', { name: 'Live first' }).waitFor();
+    // Words typed in the search box (not submitted) stay: the page is updated, not reloaded.
+    await page.getByRole('searchbox', { name: 'Search' }).fill('half-typed words');
+
+    await send({ subject: 'Live second', text: 'arrived while the page was open' });
+    await page.getByRole('link', { name: /Live second.*arrived while the page was open/ }).waitFor();
+    await page.getByRole('navigation', { name: 'Inboxes' }).getByRole('link', { name: /Live desk\s*1/ }).waitFor();
+
+    // A reply to the open conversation shows in it.
+    await send({ subject: 'Re: Live first', text: 'a reply to the open one', inReplyTo: '<live-1@example.org>', references: '<live-1@example.org>' });
+    await page.getByRole('article').filter({ hasText: 'a reply to the open one' }).waitFor();
+    assert.equal(await page.getByRole('searchbox', { name: 'Search' }).inputValue(), 'half-typed words');
+    assert.equal(await page.getByRole('heading', { name: 'Live first' }).count(), 1);
+    await finish(tab);
+  });
 });

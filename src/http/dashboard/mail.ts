@@ -83,9 +83,41 @@ export const MAIL_JS = String.raw`
     if (!state.inboxes.length) await loadInboxes();
     await loadUnread();
     state.mailbox = mailbox;
+    if (state.listKey !== mailbox + '\n' + state.query) { state.listKey = mailbox + '\n' + state.query; state.offset = 0; }
+    var search = el('input', { id: 'q', type: 'search', name: 'q', value: state.query, placeholder: 'Search: words, from:, subject:, has:attachment, is:unread', attrs: { 'aria-label': 'Search' } });
+    var form = el('form', { className: 'search', id: 'search', attrs: { role: 'search' } }, [search, el('button', { type: 'submit', textContent: 'Search' })]);
+    form.addEventListener('submit', function (ev) { ev.preventDefault(); state.query = search.value.trim(); route(true); });
+    var heading = state.query ? 'Results for \u201c' + state.query + '\u201d' : mailbox === 'all' ? 'All inboxes' : inboxLabel(inboxOf(mailbox)) || mailbox;
+    var mail = el('div', { className: 'mail', id: 'mail' }, [
+      el('nav', { className: 'mailboxes', id: 'mailboxes', attrs: { 'aria-label': 'Inboxes' } }),
+      el('div', { className: 'list-pane' }, [
+        el('div', { className: 'toolbar' }, [form]),
+        el('div', { className: 'toolbar' }, [el('h2', { textContent: heading }), el('span', { className: 'spacer' }),
+          el('span', { className: 'hint', id: 'threads-count' })]),
+        el('div', { id: 'threads-body' }),
+        el('p', { className: 'hint' }, ['Keys: ', el('kbd', { textContent: 'j' }), ' ', el('kbd', { textContent: 'k' }), ' move, ', el('kbd', { textContent: 'r' }), ' reply, ',
+          el('kbd', { textContent: '/' }), ' search, ', el('kbd', { textContent: 'c' }), ' compose, ', el('kbd', { textContent: '?' }), ' help'])
+      ]),
+      el('section', { className: 'thread-pane', id: 'thread' })
+    ]);
+    await loadList(mail);
+    view.append(mail);
+    renderMailboxes();
+    if (state.focusSearch) { state.focusSearch = false; search.focus(); }
+    if (threadId === 'new') showCompose();
+    else await openThread(threadId);
+  }
+
+  /**
+   * Fills the list of conversations (one page) of the shown mailbox and search: on opening the
+   * view, and again when a live event brings new mail (the search box and the open
+   * conversation stay as they are).
+   */
+  async function loadList(root) {
+    root = root || document;
+    var mailbox = state.mailbox;
     var scope = mailbox === 'all' ? '' : '/inboxes/' + enc(mailbox);
     var q = state.query ? '&q=' + enc(state.query) : '';
-    if (state.listKey !== mailbox + '\n' + state.query) { state.listKey = mailbox + '\n' + state.query; state.offset = 0; }
     var offset = state.offset;
     var pages, refused = null;
     try {
@@ -104,14 +136,14 @@ export const MAIL_JS = String.raw`
     await Promise.all(pages[0].data.filter(function (t) { return !newest[t.id]; }).map(function (t) {
       return api('GET', '/threads/' + enc(t.id) + '?limit=1&offset=' + Math.max(0, t.messageCount - 1)).then(function (full) { newest[t.id] = full.messages[0]; });
     }));
-
-    var search = el('input', { id: 'q', type: 'search', name: 'q', value: state.query, placeholder: 'Search: words, from:, subject:, has:attachment, is:unread', attrs: { 'aria-label': 'Search' } });
-    var form = el('form', { className: 'search', id: 'search', attrs: { role: 'search' } }, [search, el('button', { type: 'submit', textContent: 'Search' })]);
-    form.addEventListener('submit', function (ev) { ev.preventDefault(); state.query = search.value.trim(); route(true); });
+    // The view may have changed while the answers came (a live refresh racing a click).
+    var body = root.querySelector('#threads-body');
+    if (!body || state.mailbox !== mailbox) return;
+    var selected = state.thread ? state.thread.id : '';
     var list = el('ul', { className: 'threads', id: 'threads' }, pages[0].data.map(function (t) {
       var m = newest[t.id];
       var where = mailbox === 'all' && inboxOf(t.inboxId) ? inboxOf(t.inboxId).address + ' \u00b7 ' : '';
-      return el('li', { className: 'thread-row' + (t.unreadCount ? ' unread' : ''), dataset: { id: t.id } }, [
+      return el('li', { className: 'thread-row' + (t.unreadCount ? ' unread' : '') + (t.id === selected ? ' selected' : ''), dataset: { id: t.id } }, [
         el('a', { href: '#mail/' + enc(mailbox) + '/' + enc(t.id) }, [
           el('div', { className: 'line' }, [el('span', { className: 'from', textContent: m ? participant(m) : '' }), el('span', { className: 'when', textContent: shortWhen(t.lastMessageAt) })]),
           el('div', { className: 'line' }, [el('span', { className: 'subject', textContent: t.subject || '(no subject)' }),
@@ -120,24 +152,11 @@ export const MAIL_JS = String.raw`
         ])
       ]);
     }));
-    var heading = state.query ? 'Results for \u201c' + state.query + '\u201d' : mailbox === 'all' ? 'All inboxes' : inboxLabel(inboxOf(mailbox)) || mailbox;
-    view.append(el('div', { className: 'mail', id: 'mail' }, [
-      el('nav', { className: 'mailboxes', id: 'mailboxes', attrs: { 'aria-label': 'Inboxes' } }),
-      el('div', { className: 'list-pane' }, [
-        el('div', { className: 'toolbar' }, [form]),
-        el('div', { className: 'toolbar' }, [el('h2', { textContent: heading }), el('span', { className: 'spacer' }),
-          el('span', { className: 'hint', textContent: pageHint(offset, pages[0].data.length, pages[0].total) })]),
-        pages[0].data.length ? list : el('p', { className: refused ? 'error' : 'empty', textContent: refused ? refused.message : state.query ? 'Nothing matches.' : 'No mail yet.' }),
-        pager(offset, pages[0].data.length, pages[0].total),
-        el('p', { className: 'hint' }, ['Keys: ', el('kbd', { textContent: 'j' }), ' ', el('kbd', { textContent: 'k' }), ' move, ', el('kbd', { textContent: 'r' }), ' reply, ',
-          el('kbd', { textContent: '/' }), ' search, ', el('kbd', { textContent: 'c' }), ' compose, ', el('kbd', { textContent: '?' }), ' help'])
-      ]),
-      el('section', { className: 'thread-pane', id: 'thread' })
-    ]));
-    renderMailboxes();
-    if (state.focusSearch) { state.focusSearch = false; search.focus(); }
-    if (threadId === 'new') showCompose();
-    else await openThread(threadId);
+    root.querySelector('#threads-count').textContent = pageHint(offset, pages[0].data.length, pages[0].total);
+    body.replaceChildren.apply(body, [
+      pages[0].data.length ? list : el('p', { className: refused ? 'error' : 'empty', textContent: refused ? refused.message : state.query ? 'Nothing matches.' : 'No mail yet.' }),
+      pager(offset, pages[0].data.length, pages[0].total)
+    ].filter(Boolean));
   }
 
   /** Shows a conversation in the right pane (or the placeholder); the list stays as it is. */

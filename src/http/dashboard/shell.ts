@@ -15,6 +15,7 @@ export const SHELL_JS = String.raw`
 
   function signOut(message) {
     sessionStorage.removeItem(STORE);
+    stopLive();
     state.inboxes = [];
     state.query = '';
     showSignin(message);
@@ -34,6 +35,7 @@ export const SHELL_JS = String.raw`
     }
     $('signin').hidden = true;
     ['nav', 'signout', 'help-toggle'].forEach(function (id) { $(id).hidden = false; });
+    if (!live.abort) startLive();
     return true;
   }
 
