@@ -611,4 +611,41 @@ describe('dashboard as a mail client, in headless Chromium', { skip }, () => {
     assert.equal(await page.getByRole('heading', { name: 'Live first' }).count(), 1);
     await finish(tab);
   });
+
+  test('live: a stream that ends is opened again with Last-Event-ID, and what came meanwhile shows', async () => {
+    const inbox = (await t.api('POST', '/inboxes', { address: 'resume', displayName: 'Resume desk' })).body;
+    const tab = await openTab();
+    const { page } = tab;
+    const streams: Array<string | undefined> = [];
+    page.on('request', (r) => {
+      if (r.url().endsWith('/events/stream')) streams.push(r.headers()['last-event-id']);
+    });
+    // The first stream is held, then answered with one frame naming the latest event and ended:
+    // as a stream the network drops after that event.
+    let release!: (id: string) => void;
+    const released = new Promise<string>((resolve) => (release = resolve));
+    await page.route('**/events/stream', async (route) => {
+      const id = await released;
+      await route.fulfill({ status: 200, headers: { 'Content-Type': 'text/event-stream' }, body: `: ok\n\nid: ${id}\nevent: domain.verified\ndata: {}\n\n` });
+    }, { times: 1 });
+    await signIn(tab);
+    await show(tab, `#mail/${inbox.id}`);
+    await page.getByText('No mail yet.').waitFor();
+    let latest: string | undefined;
+    for (let batch: Array<{ id: string }>; (batch = (await t.api('GET', `/events?limit=100${latest ? `&after=${latest}` : ''}`)).body.data).length; ) latest = batch.at(-1)!.id;
+    assert.ok(latest);
+    const transport = smtpTransport(t.server.smtpPort);
+    try {
+      await transport.sendMail({ from: 'erin@example.org', to: inbox.address, subject: 'While the stream was down', text: 'resumed' });
+    } finally {
+      transport.close();
+    }
+    release(latest);
+    await page.getByRole('link', { name: /While the stream was down/ }).waitFor();
+    await page.getByRole('status').filter({ hasText: 'Live' }).waitFor();
+    assert.equal(streams[0], undefined, 'the first stream starts now');
+    await until('a second stream', () => (streams.length >= 2 ? true : undefined));
+    assert.equal(streams[1], latest, 'the next stream resumes after the last event the page saw');
+    await finish(tab);
+  });
 });

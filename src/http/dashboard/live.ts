@@ -6,7 +6,7 @@
 
 export const LIVE_JS = String.raw`
   /** The open stream: its AbortController, the last event id seen, the wait before reconnecting. */
-  var live = { abort: null, lastId: '', retryMs: 1000, timer: 0 };
+  var live = { abort: null, lastId: '', retryMs: 1000, timer: 0, opened: false };
   var LIVE_RETRY_MAX_MS = 30000;
 
   function setLiveState(text) {
@@ -17,7 +17,7 @@ export const LIVE_JS = String.raw`
   function stopLive() {
     clearTimeout(live.timer);
     if (live.abort) live.abort.abort();
-    live = { abort: null, lastId: '', retryMs: 1000, timer: 0 };
+    live = { abort: null, lastId: '', retryMs: 1000, timer: 0, opened: false };
     setLiveState('');
   }
 
@@ -35,6 +35,10 @@ export const LIVE_JS = String.raw`
       if (!res.ok || !res.body) throw new Error('HTTP ' + res.status);
       setLiveState('Live');
       live.retryMs = 1000;
+      // Back after a gap: the events in it come with Last-Event-ID, but before the first event
+      // there was no id to resume from, so the list is loaded again too.
+      if (live.opened && $('threads-body')) refreshList().catch(failed);
+      live.opened = true;
       var reader = res.body.getReader();
       var decoder = new TextDecoder();
       var buffer = '';
@@ -81,14 +85,17 @@ export const LIVE_JS = String.raw`
     if (m) onMessageEvent(f.event, m).catch(failed);
   }
 
+  async function refreshList() {
+    await loadUnread();
+    renderMailboxes();
+    await loadList();
+  }
+
   /** Brings the mail view up to date with one message's event, leaving what the user types alone. */
   async function onMessageEvent(type, m) {
     if (!$('threads-body')) return;
-    if (type === 'message.received') {
-      await loadUnread();
-      renderMailboxes();
-      if (state.mailbox === 'all' || state.mailbox === m.inboxId) await loadList();
-    }
+    if (type === 'message.received' && (state.mailbox === 'all' || state.mailbox === m.inboxId)) await refreshList();
+    else if (type === 'message.received') { await loadUnread(); renderMailboxes(); }
     var card = document.querySelector('#thread article.message[data-id="' + CSS.escape(m.id) + '"]');
     var composing = document.querySelector('#thread .composer');
     if (composing) return;
