@@ -648,4 +648,21 @@ describe('dashboard as a mail client, in headless Chromium', { skip }, () => {
     assert.equal(streams[1], latest, 'the next stream resumes after the last event the page saw');
     await finish(tab);
   });
+
+  test('live: a status change redraws the message in the open conversation', async () => {
+    const sendAt = new Date(Date.now() + 86_400_000).toISOString();
+    const msg = (await t.api('POST', `/inboxes/${ops.id}/messages`, { to: ['zoe@example.com'], subject: 'Scheduled for tomorrow', bodyText: 'later', sendAt })).body;
+    assert.equal(msg.status, 'scheduled');
+    const tab = await openTab();
+    await signIn(tab);
+    const { page } = tab;
+    await show(tab, `#mail/${ops.id}/${msg.threadId}`);
+    await page.getByRole('status').filter({ hasText: 'Live' }).waitFor();
+    const card = page.getByRole('article').filter({ hasText: 'Sent from' });
+    await card.getByText('scheduled', { exact: true }).first().waitFor();
+    assert.equal((await t.api('POST', `/messages/${msg.id}/cancel`)).status, 200);
+    await card.getByText('canceled', { exact: true }).first().waitFor();
+    assert.equal(await card.getByText('scheduled', { exact: true }).count(), 0);
+    await finish(tab);
+  });
 });
