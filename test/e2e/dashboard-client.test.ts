@@ -665,4 +665,64 @@ describe('dashboard as a mail client, in headless Chromium', { skip }, () => {
     assert.equal(await card.getByText('scheduled', { exact: true }).count(), 0);
     await finish(tab);
   });
+
+  test('mark read/unread and delete a message, by button and by key (u, # twice), listed in the shortcut help', async () => {
+    const inbox = (await t.api('POST', '/inboxes', { address: 'marks', displayName: 'Marks desk' })).body;
+    const transport = smtpTransport(t.server.smtpPort);
+    try {
+      await transport.sendMail({ from: 'fay@example.org', to: inbox.address, subject: 'Mark me', text: 'first of two', messageId: '<mark-1@example.org>' });
+      await transport.sendMail({ from: 'fay@example.org', to: inbox.address, subject: 'Re: Mark me', text: 'second of two', inReplyTo: '<mark-1@example.org>', references: '<mark-1@example.org>' });
+      await transport.sendMail({ from: 'fay@example.org', to: inbox.address, subject: 'Delete me', text: 'the only one' });
+    } finally {
+      transport.close();
+    }
+    const messages = (await t.api('GET', `/inboxes/${inbox.id}/messages`)).body.data as Array<{ id: string; bodyText: string }>;
+    const idOf = (text: string) => messages.find((m) => m.bodyText.includes(text))!.id;
+    const unread = async (text: string) => (await t.api('GET', `/messages/${idOf(text)}`)).body.unread as boolean;
+    const tab = await openTab();
+    await signIn(tab);
+    const { page } = tab;
+    await show(tab, `#mail/${inbox.id}`);
+    await page.getByRole('link', { name: /Mark me/ }).click();
+    await page.getByRole('heading', { name: 'Mark me' }).waitFor();
+    await until('opening marked it read', async () => (!(await unread('first of two')) && !(await unread('second of two')) ? true : undefined));
+
+    const first = page.getByRole('article').filter({ hasText: 'first of two' });
+    await first.getByRole('button', { name: 'Mark unread' }).click();
+    await first.getByRole('button', { name: 'Mark read' }).waitFor();
+    assert.equal(await unread('first of two'), true);
+    await page.getByRole('navigation', { name: 'Inboxes' }).getByRole('link', { name: /Marks desk\s*2/ }).waitFor();
+    // u: the last message of the open conversation.
+    await page.keyboard.press('u');
+    await page.getByRole('article').filter({ hasText: 'second of two' }).getByRole('button', { name: 'Mark read' }).waitFor();
+    assert.equal(await unread('second of two'), true);
+    await first.getByRole('button', { name: 'Mark read' }).click();
+    await first.getByRole('button', { name: 'Mark unread' }).waitFor();
+    assert.equal(await unread('first of two'), false);
+
+    // Delete asks for a second click.
+    await first.getByRole('button', { name: 'Delete' }).click();
+    assert.equal((await t.api('GET', `/messages/${idOf('first of two')}`)).status, 200, 'one click deletes nothing');
+    await first.getByRole('button', { name: 'Click again to delete' }).click();
+    await page.getByRole('article').filter({ hasText: 'first of two' }).waitFor({ state: 'detached' });
+    const gone = await t.api('GET', `/messages/${idOf('first of two')}`);
+    assert.equal(gone.status, 404);
+    assert.equal(gone.body.error.code, 'MESSAGE_NOT_FOUND');
+
+    // # twice on a conversation of one message: it goes, and the list shows without it.
+    await page.getByRole('link', { name: /Delete me/ }).click();
+    await page.getByRole('heading', { name: 'Delete me' }).waitFor();
+    await page.keyboard.press('#');
+    await page.getByRole('button', { name: 'Click again to delete' }).waitFor();
+    await page.keyboard.press('#');
+    await page.getByRole('link', { name: /Delete me/ }).waitFor({ state: 'detached' });
+    assert.equal((await t.api('GET', `/messages/${idOf('the only one')}`)).status, 404);
+    assert.equal((await t.api('GET', `/inboxes/${inbox.id}/threads`)).body.total, 1);
+
+    await page.keyboard.press('?');
+    const help = page.getByRole('complementary');
+    await help.getByText('mark the last message of the open conversation unread (or read)').waitFor();
+    await help.getByText('delete the last message of the open conversation (press twice)').waitFor();
+    await finish(tab);
+  });
 });

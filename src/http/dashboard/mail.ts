@@ -180,10 +180,12 @@ export const MAIL_JS = String.raw`
       el('p', { className: 'muted', textContent: inboxLabel(inboxOf(t.inboxId)) + ' \u00b7 ' + t.messageCount + (t.messageCount === 1 ? ' message' : ' messages') +
         (t.labels.length ? ' \u00b7 labels: ' + t.labels.join(', ') : '') })
     );
-    t.messages.forEach(function (m) { pane.append(messageCard(m)); });
+    // Opening marks it read (below): the cards show the messages as they will be.
+    var marking = t.unreadCount && !state.readOnly;
+    t.messages.forEach(function (m) { if (marking) m.unread = false; pane.append(messageCard(m)); });
     if (t.messageCount > t.messages.length) pane.append(moreMessages(t, t.messages.length));
     pane.dataset.thread = t.id;
-    if (t.unreadCount && !state.readOnly) await markRead(t);
+    if (marking) await markRead(t);
   }
 
   /** GET /threads/{id} answers a page of messages (at most 100): the next page on demand. */
@@ -205,6 +207,36 @@ export const MAIL_JS = String.raw`
     var row = document.querySelector('.thread-row[data-id="' + CSS.escape(t.id) + '"]');
     if (row) row.classList.remove('unread');
     renderMailboxes();
+  }
+
+  /** PATCH /messages/{id} {unread}: the button, the list row and the counts follow. */
+  async function toggleUnread(m, button) {
+    var fresh = await api('PATCH', '/messages/' + enc(m.id), { unread: !m.unread });
+    m.unread = fresh.unread;
+    button.textContent = m.unread ? 'Mark read' : 'Mark unread';
+    notify(m.unread ? 'Marked unread.' : 'Marked read.');
+    await refreshList();
+  }
+
+  /**
+   * DELETE /messages/{id}, on the second click (there is no undo). The only message of a
+   * conversation takes the conversation with it: back to the list.
+   */
+  async function deleteMessage(m, card, button) {
+    if (!button.dataset.armed) { button.dataset.armed = '1'; button.textContent = 'Click again to delete'; return; }
+    await api('DELETE', '/messages/' + enc(m.id));
+    card.remove();
+    notify('Deleted the message.');
+    if (!document.querySelector('#thread article.message')) location.hash = '#mail/' + enc(state.mailbox);
+    await refreshList();
+  }
+
+  /** The last message of the open conversation (what r, u and # act on). */
+  function lastMessageButton(selector) {
+    var cards = document.querySelectorAll('#thread article.message');
+    var last = cards[cards.length - 1];
+    var button = last && last.querySelector(selector);
+    if (button) button.click();
   }
 
   /** SPF, DKIM and DMARC as the server recorded them when the message arrived. */
@@ -275,7 +307,9 @@ export const MAIL_JS = String.raw`
       el('div', { className: 'actions' }, [
         writeButton('Reply', 'small reply', function () { openComposer(composer, 'reply', m); }),
         writeButton('Reply all', 'small quiet reply-all', function () { openComposer(composer, 'reply-all', m); }),
-        writeButton('Forward', 'small quiet forward', function () { openComposer(composer, 'forward', m); })
+        writeButton('Forward', 'small quiet forward', function () { openComposer(composer, 'forward', m); }),
+        writeButton(m.unread ? 'Mark read' : 'Mark unread', 'small quiet mark', function (b) { return toggleUnread(m, b); }, 'Mark read or unread (u)'),
+        writeButton('Delete', 'small danger delete', function (b) { return deleteMessage(m, card, b); }, 'Delete this message (#, twice)')
       ]),
       composer
     ]);

@@ -35,6 +35,8 @@ export const DASHBOARD_HTML = `<!doctype html>
   <dl class="keys">
     <dt><kbd>j</kbd> / <kbd>k</kbd></dt><dd>next / previous conversation</dd>
     <dt><kbd>r</kbd></dt><dd>reply to the last message of the open conversation</dd>
+    <dt><kbd>u</kbd></dt><dd>mark the last message of the open conversation unread (or read)</dd>
+    <dt><kbd>#</kbd></dt><dd>delete the last message of the open conversation (press twice)</dd>
     <dt><kbd>/</kbd></dt><dd>search</dd>
     <dt><kbd>c</kbd></dt><dd>compose a new message</dd>
     <dt><kbd>?</kbd></dt><dd>show or hide this help</dd>

@@ -109,6 +109,8 @@ export const SHELL_JS = String.raw`
     j: function () { moveThread(1); },
     k: function () { moveThread(-1); },
     r: replyToOpen,
+    u: function () { lastMessageButton('button.mark'); },
+    '#': function () { lastMessageButton('button.delete'); },
     '/': focusSearch,
     c: function () { if ($('thread')) showCompose(); else location.hash = '#mail/all/new'; },
     '?': function () { toggleHelp(); }
