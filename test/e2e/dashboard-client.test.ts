@@ -2,7 +2,9 @@
 // real server, with mail delivered over real SMTP: sign in, read a thread (senders, SPF/DKIM/DMARC
 // badges, attachment download, HTML in a sandboxed frame), search with q, reply, compose and
 // forward, approve a draft, create an inbox, a webhook and a key, replay a failed delivery,
-// verify a domain, a read-only key, phone width, keyboard shortcuts. Each test checks the result
+// verify a domain, a read-only key, phone width, keyboard shortcuts, paging through the
+// conversations, live updates from /events/stream (and its reconnect with Last-Event-ID), mark
+// read/unread and delete. Each test checks the result
 // through the API. Screenshots of the main screens are taken on each run; with
 // MAILROOM_UPDATE_SCREENSHOTS=1 they replace docs/screenshots/ (shown in docs/dashboard.md). Outside CI the file skips, saying why, when
 // /usr/bin/chromium is missing; under CI=true (.ci/run) it fails instead.

@@ -85,10 +85,23 @@ export const LIVE_JS = String.raw`
     if (m) onMessageEvent(f.event, m).catch(failed);
   }
 
-  async function refreshList() {
-    await loadUnread();
-    renderMailboxes();
-    await loadList();
+  /**
+   * Reloads the unread counts and the list. A burst of mail (a hundred messages in a second)
+   * makes one reload running and at most one more after it, not one each: the account's
+   * requests_per_minute is shared with its agents.
+   */
+  var reloading = null, reloadAgain = false;
+  function refreshList() {
+    if (reloading) { reloadAgain = true; return reloading; }
+    reloading = (async function () {
+      do {
+        reloadAgain = false;
+        await loadUnread();
+        renderMailboxes();
+        await loadList();
+      } while (reloadAgain);
+    })().finally(function () { reloading = null; });
+    return reloading;
   }
 
   /** Brings the mail view up to date with one message's event, leaving what the user types alone. */
