@@ -2,7 +2,9 @@
 // real server, with mail delivered over real SMTP: sign in, read a thread (senders, SPF/DKIM/DMARC
 // badges, attachment download, HTML in a sandboxed frame), search with q, reply, compose and
 // forward, approve a draft, create an inbox, a webhook and a key, replay a failed delivery,
-// verify a domain, a read-only key, phone width, keyboard shortcuts. Each test checks the result
+// verify a domain, a read-only key, phone width, keyboard shortcuts, paging through the
+// conversations, live updates from /events/stream (and its reconnect with Last-Event-ID), mark
+// read/unread and delete. Each test checks the result
 // through the API. Screenshots of the main screens are taken on each run; with
 // MAILROOM_UPDATE_SCREENSHOTS=1 they replace docs/screenshots/ (shown in docs/dashboard.md). Outside CI the file skips, saying why, when
 // /usr/bin/chromium is missing; under CI=true (.ci/run) it fails instead.
@@ -539,6 +541,190 @@ describe('dashboard as a mail client, in headless Chromium', { skip }, () => {
     await page.locator('#thread article.message', { hasText: 'reply 100' }).waitFor();
     assert.equal(await page.locator('#thread article.message').count(), 101);
     assert.equal(await page.locator('#thread button.more-messages').count(), 0);
+    await finish(tab);
+  });
+
+  test('paging: more conversations than one page, Older and Newer through all of them', async () => {
+    const inbox = (await t.api('POST', '/inboxes', { address: 'paging' })).body;
+    const transport = smtpTransport(t.server.smtpPort);
+    try {
+      // 55 conversations, one message each: a page of 50 and a page of 5.
+      for (let i = 1; i <= 55; i++) {
+        await transport.sendMail({ from: 'dave@example.org', to: inbox.address, subject: `Paging ${String(i).padStart(2, '0')}`, text: `body of paging ${i}` });
+      }
+    } finally {
+      transport.close();
+    }
+    assert.equal((await t.api('GET', `/inboxes/${inbox.id}/threads?limit=1`)).body.total, 55);
+    const tab = await openTab();
+    await signIn(tab);
+    const { page } = tab;
+    await show(tab, `#mail/${inbox.id}`);
+    await page.getByText('1\u201350 of 55 conversations').waitFor();
+    await page.getByRole('link', { name: /Paging 55/ }).waitFor();
+    assert.equal(await page.getByRole('link', { name: /Paging \d\d/ }).count(), 50);
+    assert.equal(await page.getByRole('link', { name: /Paging 05/ }).count(), 0, 'the oldest are on the next page');
+    assert.ok(await page.getByRole('button', { name: /Newer/ }).isDisabled(), 'no newer page than the first');
+    await page.getByRole('button', { name: /Older/ }).click();
+    await page.getByText('51\u201355 of 55 conversations').waitFor();
+    // Their newest message (sender and start of the body) though it is not among the newest 100 messages.
+    await page.getByRole('link', { name: /dave@example\.org.*Paging 01.*body of paging 1/ }).waitFor();
+    assert.equal(await page.getByRole('link', { name: /Paging \d\d/ }).count(), 5);
+    assert.ok(await page.getByRole('button', { name: /Older/ }).isDisabled(), 'no older page than the last');
+    // Opening one keeps the page; Newer goes back to the first.
+    await page.getByRole('link', { name: /Paging 03/ }).click();
+    await page.getByRole('heading', { name: 'Paging 03' }).waitFor();
+    await page.getByText('51\u201355 of 55 conversations').waitFor();
+    await page.getByRole('button', { name: /Newer/ }).click();
+    await page.getByText('1\u201350 of 55 conversations').waitFor();
+    await page.getByRole('link', { name: /Paging 55/ }).waitFor();
+    await finish(tab);
+  });
+
+  test('live: mail delivered over SMTP appears in the open list and the open conversation without a reload', async () => {
+    const inbox = (await t.api('POST', '/inboxes', { address: 'live', displayName: 'Live desk' })).body;
+    const send = async (mail: Record<string, unknown>) => {
+      const transport = smtpTransport(t.server.smtpPort);
+      try {
+        await transport.sendMail({ from: 'erin@example.org', to: inbox.address, ...mail });
+      } finally {
+        transport.close();
+      }
+    };
+    await send({ subject: 'Live first', text: 'the first one', messageId: '<live-1@example.org>' });
+    const tab = await openTab();
+    await signIn(tab);
+    const { page } = tab;
+    await show(tab, `#mail/${inbox.id}`);
+    await page.getByRole('status').filter({ hasText: 'Live' }).waitFor();
+    await page.getByRole('link', { name: /Live first/ }).click();
+    await page.getByRole('heading', { name: 'Live first' }).waitFor();
+    // Words typed in the search box (not submitted) stay: the page is updated, not reloaded.
+    await page.getByRole('searchbox', { name: 'Search' }).fill('half-typed words');
+
+    await send({ subject: 'Live second', text: 'arrived while the page was open' });
+    await page.getByRole('link', { name: /Live second.*arrived while the page was open/ }).waitFor();
+    await page.getByRole('navigation', { name: 'Inboxes' }).getByRole('link', { name: /Live desk\s*1/ }).waitFor();
+
+    // A reply to the open conversation shows in it.
+    await send({ subject: 'Re: Live first', text: 'a reply to the open one', inReplyTo: '<live-1@example.org>', references: '<live-1@example.org>' });
+    await page.getByRole('article').filter({ hasText: 'a reply to the open one' }).waitFor();
+    assert.equal(await page.getByRole('searchbox', { name: 'Search' }).inputValue(), 'half-typed words');
+    assert.equal(await page.getByRole('heading', { name: 'Live first' }).count(), 1);
+    await finish(tab);
+  });
+
+  test('live: a stream that ends is opened again with Last-Event-ID, and what came meanwhile shows', async () => {
+    const inbox = (await t.api('POST', '/inboxes', { address: 'resume', displayName: 'Resume desk' })).body;
+    const tab = await openTab();
+    const { page } = tab;
+    const streams: Array<string | undefined> = [];
+    page.on('request', (r) => {
+      if (r.url().endsWith('/events/stream')) streams.push(r.headers()['last-event-id']);
+    });
+    // The first stream is held, then answered with one frame naming the latest event and ended:
+    // as a stream the network drops after that event.
+    let release!: (id: string) => void;
+    const released = new Promise<string>((resolve) => (release = resolve));
+    await page.route('**/events/stream', async (route) => {
+      const id = await released;
+      await route.fulfill({ status: 200, headers: { 'Content-Type': 'text/event-stream' }, body: `: ok\n\nid: ${id}\nevent: domain.verified\ndata: {}\n\n` });
+    }, { times: 1 });
+    await signIn(tab);
+    await show(tab, `#mail/${inbox.id}`);
+    await page.getByText('No mail yet.').waitFor();
+    let latest: string | undefined;
+    for (let batch: Array<{ id: string }>; (batch = (await t.api('GET', `/events?limit=100${latest ? `&after=${latest}` : ''}`)).body.data).length; ) latest = batch.at(-1)!.id;
+    assert.ok(latest);
+    const transport = smtpTransport(t.server.smtpPort);
+    try {
+      await transport.sendMail({ from: 'erin@example.org', to: inbox.address, subject: 'While the stream was down', text: 'resumed' });
+    } finally {
+      transport.close();
+    }
+    release(latest);
+    await page.getByRole('link', { name: /While the stream was down/ }).waitFor();
+    await page.getByRole('status').filter({ hasText: 'Live' }).waitFor();
+    assert.equal(streams[0], undefined, 'the first stream starts now');
+    await until('a second stream', () => (streams.length >= 2 ? true : undefined));
+    assert.equal(streams[1], latest, 'the next stream resumes after the last event the page saw');
+    await finish(tab);
+  });
+
+  test('live: a status change redraws the message in the open conversation', async () => {
+    const sendAt = new Date(Date.now() + 86_400_000).toISOString();
+    const msg = (await t.api('POST', `/inboxes/${ops.id}/messages`, { to: ['zoe@example.com'], subject: 'Scheduled for tomorrow', bodyText: 'later', sendAt })).body;
+    assert.equal(msg.status, 'scheduled');
+    const tab = await openTab();
+    await signIn(tab);
+    const { page } = tab;
+    await show(tab, `#mail/${ops.id}/${msg.threadId}`);
+    await page.getByRole('status').filter({ hasText: 'Live' }).waitFor();
+    const card = page.getByRole('article').filter({ hasText: 'Sent from' });
+    await card.getByText('scheduled', { exact: true }).first().waitFor();
+    assert.equal((await t.api('POST', `/messages/${msg.id}/cancel`)).status, 200);
+    await card.getByText('canceled', { exact: true }).first().waitFor();
+    assert.equal(await card.getByText('scheduled', { exact: true }).count(), 0);
+    await finish(tab);
+  });
+
+  test('mark read/unread and delete a message, by button and by key (u, # twice), listed in the shortcut help', async () => {
+    const inbox = (await t.api('POST', '/inboxes', { address: 'marks', displayName: 'Marks desk' })).body;
+    const transport = smtpTransport(t.server.smtpPort);
+    try {
+      await transport.sendMail({ from: 'fay@example.org', to: inbox.address, subject: 'Mark me', text: 'first of two', messageId: '<mark-1@example.org>' });
+      await transport.sendMail({ from: 'fay@example.org', to: inbox.address, subject: 'Re: Mark me', text: 'second of two', inReplyTo: '<mark-1@example.org>', references: '<mark-1@example.org>' });
+      await transport.sendMail({ from: 'fay@example.org', to: inbox.address, subject: 'Delete me', text: 'the only one' });
+    } finally {
+      transport.close();
+    }
+    const messages = (await t.api('GET', `/inboxes/${inbox.id}/messages`)).body.data as Array<{ id: string; bodyText: string }>;
+    const idOf = (text: string) => messages.find((m) => m.bodyText.includes(text))!.id;
+    const unread = async (text: string) => (await t.api('GET', `/messages/${idOf(text)}`)).body.unread as boolean;
+    const tab = await openTab();
+    await signIn(tab);
+    const { page } = tab;
+    await show(tab, `#mail/${inbox.id}`);
+    await page.getByRole('link', { name: /Mark me/ }).click();
+    await page.getByRole('heading', { name: 'Mark me' }).waitFor();
+    await until('opening marked it read', async () => (!(await unread('first of two')) && !(await unread('second of two')) ? true : undefined));
+
+    const first = page.getByRole('article').filter({ hasText: 'first of two' });
+    await first.getByRole('button', { name: 'Mark unread' }).click();
+    await first.getByRole('button', { name: 'Mark read' }).waitFor();
+    assert.equal(await unread('first of two'), true);
+    await page.getByRole('navigation', { name: 'Inboxes' }).getByRole('link', { name: /Marks desk\s*2/ }).waitFor();
+    // u: the last message of the open conversation.
+    await page.keyboard.press('u');
+    await page.getByRole('article').filter({ hasText: 'second of two' }).getByRole('button', { name: 'Mark read' }).waitFor();
+    assert.equal(await unread('second of two'), true);
+    await first.getByRole('button', { name: 'Mark read' }).click();
+    await first.getByRole('button', { name: 'Mark unread' }).waitFor();
+    assert.equal(await unread('first of two'), false);
+
+    // Delete asks for a second click.
+    await first.getByRole('button', { name: 'Delete' }).click();
+    assert.equal((await t.api('GET', `/messages/${idOf('first of two')}`)).status, 200, 'one click deletes nothing');
+    await first.getByRole('button', { name: 'Click again to delete' }).click();
+    await page.getByRole('article').filter({ hasText: 'first of two' }).waitFor({ state: 'detached' });
+    const gone = await t.api('GET', `/messages/${idOf('first of two')}`);
+    assert.equal(gone.status, 404);
+    assert.equal(gone.body.error.code, 'MESSAGE_NOT_FOUND');
+
+    // # twice on a conversation of one message: it goes, and the list shows without it.
+    await page.getByRole('link', { name: /Delete me/ }).click();
+    await page.getByRole('heading', { name: 'Delete me' }).waitFor();
+    await page.keyboard.press('#');
+    await page.getByRole('button', { name: 'Click again to delete' }).waitFor();
+    await page.keyboard.press('#');
+    await page.getByRole('link', { name: /Delete me/ }).waitFor({ state: 'detached' });
+    assert.equal((await t.api('GET', `/messages/${idOf('the only one')}`)).status, 404);
+    assert.equal((await t.api('GET', `/inboxes/${inbox.id}/threads`)).body.total, 1);
+
+    await page.keyboard.press('?');
+    const help = page.getByRole('complementary');
+    await help.getByText('mark the last message of the open conversation unread (or read)').waitFor();
+    await help.getByText('delete the last message of the open conversation (press twice)').waitFor();
     await finish(tab);
   });
 });

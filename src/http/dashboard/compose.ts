@@ -37,12 +37,7 @@ export const COMPOSE_JS = String.raw`
   }
 
   /** r: reply to the last message of the open conversation. */
-  function replyToOpen() {
-    var cards = document.querySelectorAll('#thread article.message');
-    var last = cards[cards.length - 1];
-    var button = last && last.querySelector('button.reply');
-    if (button) button.click();
-  }
+  function replyToOpen() { lastMessageButton('button.reply'); }
 
   /** A new message, in the conversation pane (c, or Compose). */
   function showCompose() {

@@ -6,7 +6,7 @@
 export const CORE_JS = String.raw`
   var STORE = 'mailroom.apiKey';
   /** What the views share: the inboxes, unread counts per inbox, the key's rights, the open conversation. */
-  var state = { inboxes: [], unread: {}, readOnly: false, webhooks: [], query: '', thread: null, mailbox: '', focusSearch: false };
+  var state = { inboxes: [], unread: {}, readOnly: false, webhooks: [], query: '', thread: null, mailbox: '', focusSearch: false, offset: 0, listKey: '' };
 
   function $(id) { return document.getElementById(id); }
   var enc = encodeURIComponent;

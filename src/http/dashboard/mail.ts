@@ -53,6 +53,26 @@ export const MAIL_JS = String.raw`
     ].concat(state.inboxes.map(function (i) { return mailboxLink(i.id, i.displayName || i.address, state.unread[i.id]); })).filter(Boolean));
   }
 
+  /** Conversations per page of the list (the API answers at most 100 a page). */
+  var PAGE = 50;
+
+  /** "1\u201350 of 57 conversations", or "57 conversations" when they fit on one page. */
+  function pageHint(offset, shown, total) {
+    var noun = total === 1 ? ' conversation' : ' conversations';
+    if (offset === 0 && shown >= total) return total + noun;
+    return (shown ? (offset + 1) + '\u2013' + (offset + shown) : '0') + ' of ' + total + noun;
+  }
+
+  /** Newer / Older: the previous and next page of conversations (the API's limit and offset). */
+  function pager(offset, shown, total) {
+    if (offset === 0 && shown >= total) return null;
+    function go(to) { return function () { state.offset = to; route(true); }; }
+    return el('div', { className: 'toolbar pager' }, [
+      el('button', { type: 'button', className: 'small quiet', textContent: '\u2190 Newer', disabled: offset === 0, onclick: go(Math.max(0, offset - PAGE)) }),
+      el('button', { type: 'button', className: 'small quiet', textContent: 'Older \u2192', disabled: offset + shown >= total, onclick: go(offset + PAGE) })
+    ]);
+  }
+
   /** Who a conversation is with, from the newest message of it on the page. */
   function participant(m) {
     if (m.direction === 'inbound') return m.fromName || m.fromAddress;
@@ -63,11 +83,45 @@ export const MAIL_JS = String.raw`
     if (!state.inboxes.length) await loadInboxes();
     await loadUnread();
     state.mailbox = mailbox;
+    if (state.listKey !== mailbox + '\n' + state.query) { state.listKey = mailbox + '\n' + state.query; state.offset = 0; }
+    var search = el('input', { id: 'q', type: 'search', name: 'q', value: state.query, placeholder: 'Search: words, from:, subject:, has:attachment, is:unread', attrs: { 'aria-label': 'Search' } });
+    var form = el('form', { className: 'search', id: 'search', attrs: { role: 'search' } }, [search, el('button', { type: 'submit', textContent: 'Search' })]);
+    form.addEventListener('submit', function (ev) { ev.preventDefault(); state.query = search.value.trim(); route(true); });
+    var heading = state.query ? 'Results for \u201c' + state.query + '\u201d' : mailbox === 'all' ? 'All inboxes' : inboxLabel(inboxOf(mailbox)) || mailbox;
+    var mail = el('div', { className: 'mail', id: 'mail' }, [
+      el('nav', { className: 'mailboxes', id: 'mailboxes', attrs: { 'aria-label': 'Inboxes' } }),
+      el('div', { className: 'list-pane' }, [
+        el('div', { className: 'toolbar' }, [form]),
+        el('div', { className: 'toolbar' }, [el('h2', { textContent: heading }), el('span', { className: 'spacer' }),
+          el('span', { className: 'hint', id: 'threads-count' })]),
+        el('div', { id: 'threads-body' }),
+        el('p', { className: 'hint' }, ['Keys: ', el('kbd', { textContent: 'j' }), ' ', el('kbd', { textContent: 'k' }), ' move, ', el('kbd', { textContent: 'r' }), ' reply, ',
+          el('kbd', { textContent: '/' }), ' search, ', el('kbd', { textContent: 'c' }), ' compose, ', el('kbd', { textContent: '?' }), ' help'])
+      ]),
+      el('section', { className: 'thread-pane', id: 'thread' })
+    ]);
+    await loadList(mail);
+    view.append(mail);
+    renderMailboxes();
+    if (state.focusSearch) { state.focusSearch = false; search.focus(); }
+    if (threadId === 'new') showCompose();
+    else await openThread(threadId);
+  }
+
+  /**
+   * Fills the list of conversations (one page) of the shown mailbox and search: on opening the
+   * view, and again when a live event brings new mail (the search box and the open
+   * conversation stay as they are).
+   */
+  async function loadList(root) {
+    root = root || document;
+    var mailbox = state.mailbox;
     var scope = mailbox === 'all' ? '' : '/inboxes/' + enc(mailbox);
     var q = state.query ? '&q=' + enc(state.query) : '';
+    var offset = state.offset;
     var pages, refused = null;
     try {
-      pages = await Promise.all([api('GET', scope + '/threads?limit=50' + q), api('GET', scope + '/messages?limit=100' + q)]);
+      pages = await Promise.all([api('GET', scope + '/threads?limit=' + PAGE + '&offset=' + offset + q), api('GET', scope + '/messages?limit=100' + q)]);
     } catch (err) {
       // A query the API cannot read: say why under the search box, which stays for a better one.
       if (!(err instanceof ApiError && err.code === 'INVALID_QUERY')) throw err;
@@ -77,14 +131,19 @@ export const MAIL_JS = String.raw`
     }
     var newest = {};
     pages[1].data.forEach(function (m) { if (!newest[m.threadId]) newest[m.threadId] = m; });
-
-    var search = el('input', { id: 'q', type: 'search', name: 'q', value: state.query, placeholder: 'Search: words, from:, subject:, has:attachment, is:unread', attrs: { 'aria-label': 'Search' } });
-    var form = el('form', { className: 'search', id: 'search', attrs: { role: 'search' } }, [search, el('button', { type: 'submit', textContent: 'Search' })]);
-    form.addEventListener('submit', function (ev) { ev.preventDefault(); state.query = search.value.trim(); route(true); });
+    // Conversations further down (an older page) may have no message on that first page: their
+    // newest message comes from the conversation itself, its last page of one.
+    await Promise.all(pages[0].data.filter(function (t) { return !newest[t.id]; }).map(function (t) {
+      return api('GET', '/threads/' + enc(t.id) + '?limit=1&offset=' + Math.max(0, t.messageCount - 1)).then(function (full) { newest[t.id] = full.messages[0]; });
+    }));
+    // The view may have changed while the answers came (a live refresh racing a click).
+    var body = root.querySelector('#threads-body');
+    if (!body || state.mailbox !== mailbox) return;
+    var selected = state.thread ? state.thread.id : '';
     var list = el('ul', { className: 'threads', id: 'threads' }, pages[0].data.map(function (t) {
       var m = newest[t.id];
       var where = mailbox === 'all' && inboxOf(t.inboxId) ? inboxOf(t.inboxId).address + ' \u00b7 ' : '';
-      return el('li', { className: 'thread-row' + (t.unreadCount ? ' unread' : ''), dataset: { id: t.id } }, [
+      return el('li', { className: 'thread-row' + (t.unreadCount ? ' unread' : '') + (t.id === selected ? ' selected' : ''), dataset: { id: t.id } }, [
         el('a', { href: '#mail/' + enc(mailbox) + '/' + enc(t.id) }, [
           el('div', { className: 'line' }, [el('span', { className: 'from', textContent: m ? participant(m) : '' }), el('span', { className: 'when', textContent: shortWhen(t.lastMessageAt) })]),
           el('div', { className: 'line' }, [el('span', { className: 'subject', textContent: t.subject || '(no subject)' }),
@@ -93,23 +152,11 @@ export const MAIL_JS = String.raw`
         ])
       ]);
     }));
-    var heading = state.query ? 'Results for \u201c' + state.query + '\u201d' : mailbox === 'all' ? 'All inboxes' : inboxLabel(inboxOf(mailbox)) || mailbox;
-    view.append(el('div', { className: 'mail', id: 'mail' }, [
-      el('nav', { className: 'mailboxes', id: 'mailboxes', attrs: { 'aria-label': 'Inboxes' } }),
-      el('div', { className: 'list-pane' }, [
-        el('div', { className: 'toolbar' }, [form]),
-        el('div', { className: 'toolbar' }, [el('h2', { textContent: heading }), el('span', { className: 'spacer' }),
-          el('span', { className: 'hint', textContent: pages[0].total + (pages[0].total === 1 ? ' conversation' : ' conversations') })]),
-        pages[0].data.length ? list : el('p', { className: refused ? 'error' : 'empty', textContent: refused ? refused.message : state.query ? 'Nothing matches.' : 'No mail yet.' }),
-        el('p', { className: 'hint' }, ['Keys: ', el('kbd', { textContent: 'j' }), ' ', el('kbd', { textContent: 'k' }), ' move, ', el('kbd', { textContent: 'r' }), ' reply, ',
-          el('kbd', { textContent: '/' }), ' search, ', el('kbd', { textContent: 'c' }), ' compose, ', el('kbd', { textContent: '?' }), ' help'])
-      ]),
-      el('section', { className: 'thread-pane', id: 'thread' })
-    ]));
-    renderMailboxes();
-    if (state.focusSearch) { state.focusSearch = false; search.focus(); }
-    if (threadId === 'new') showCompose();
-    else await openThread(threadId);
+    root.querySelector('#threads-count').textContent = pageHint(offset, pages[0].data.length, pages[0].total);
+    body.replaceChildren.apply(body, [
+      pages[0].data.length ? list : el('p', { className: refused ? 'error' : 'empty', textContent: refused ? refused.message : state.query ? 'Nothing matches.' : 'No mail yet.' }),
+      pager(offset, pages[0].data.length, pages[0].total)
+    ].filter(Boolean));
   }
 
   /** Shows a conversation in the right pane (or the placeholder); the list stays as it is. */
@@ -133,10 +180,12 @@ export const MAIL_JS = String.raw`
       el('p', { className: 'muted', textContent: inboxLabel(inboxOf(t.inboxId)) + ' \u00b7 ' + t.messageCount + (t.messageCount === 1 ? ' message' : ' messages') +
         (t.labels.length ? ' \u00b7 labels: ' + t.labels.join(', ') : '') })
     );
-    t.messages.forEach(function (m) { pane.append(messageCard(m)); });
+    // Opening marks it read (below): the cards show the messages as they will be.
+    var marking = t.unreadCount && !state.readOnly;
+    t.messages.forEach(function (m) { if (marking) m.unread = false; pane.append(messageCard(m)); });
     if (t.messageCount > t.messages.length) pane.append(moreMessages(t, t.messages.length));
     pane.dataset.thread = t.id;
-    if (t.unreadCount && !state.readOnly) await markRead(t);
+    if (marking) await markRead(t);
   }
 
   /** GET /threads/{id} answers a page of messages (at most 100): the next page on demand. */
@@ -158,6 +207,36 @@ export const MAIL_JS = String.raw`
     var row = document.querySelector('.thread-row[data-id="' + CSS.escape(t.id) + '"]');
     if (row) row.classList.remove('unread');
     renderMailboxes();
+  }
+
+  /** PATCH /messages/{id} {unread}: the button, the list row and the counts follow. */
+  async function toggleUnread(m, button) {
+    var fresh = await api('PATCH', '/messages/' + enc(m.id), { unread: !m.unread });
+    m.unread = fresh.unread;
+    button.textContent = m.unread ? 'Mark read' : 'Mark unread';
+    notify(m.unread ? 'Marked unread.' : 'Marked read.');
+    await refreshList();
+  }
+
+  /**
+   * DELETE /messages/{id}, on the second click (there is no undo). The only message of a
+   * conversation takes the conversation with it: back to the list.
+   */
+  async function deleteMessage(m, card, button) {
+    if (!button.dataset.armed) { button.dataset.armed = '1'; button.textContent = 'Click again to delete'; return; }
+    await api('DELETE', '/messages/' + enc(m.id));
+    card.remove();
+    notify('Deleted the message.');
+    if (!document.querySelector('#thread article.message')) location.hash = '#mail/' + enc(state.mailbox);
+    await refreshList();
+  }
+
+  /** The last message of the open conversation (what r, u and # act on). */
+  function lastMessageButton(selector) {
+    var cards = document.querySelectorAll('#thread article.message');
+    var last = cards[cards.length - 1];
+    var button = last && last.querySelector(selector);
+    if (button) button.click();
   }
 
   /** SPF, DKIM and DMARC as the server recorded them when the message arrived. */
@@ -228,7 +307,9 @@ export const MAIL_JS = String.raw`
       el('div', { className: 'actions' }, [
         writeButton('Reply', 'small reply', function () { openComposer(composer, 'reply', m); }),
         writeButton('Reply all', 'small quiet reply-all', function () { openComposer(composer, 'reply-all', m); }),
-        writeButton('Forward', 'small quiet forward', function () { openComposer(composer, 'forward', m); })
+        writeButton('Forward', 'small quiet forward', function () { openComposer(composer, 'forward', m); }),
+        writeButton(m.unread ? 'Mark read' : 'Mark unread', 'small quiet mark', function (b) { return toggleUnread(m, b); }, 'Mark read or unread (u)'),
+        writeButton('Delete', 'small danger delete', function (b) { return deleteMessage(m, card, b); }, 'Delete this message (#, twice)')
       ]),
       composer
     ]);

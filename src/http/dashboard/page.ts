@@ -25,6 +25,7 @@ export const DASHBOARD_HTML = `<!doctype html>
     <a href="#keys" data-view="keys">Keys</a>
   </nav>
   <span class="who" id="who"></span>
+  <span class="live" id="live" role="status" hidden></span>
   <button type="button" id="help-toggle" class="ghost" title="Keyboard shortcuts (?)" hidden>?</button>
   <button type="button" id="signout" class="ghost" hidden>Sign out</button>
 </header>
@@ -34,6 +35,8 @@ export const DASHBOARD_HTML = `<!doctype html>
   <dl class="keys">
     <dt><kbd>j</kbd> / <kbd>k</kbd></dt><dd>next / previous conversation</dd>
     <dt><kbd>r</kbd></dt><dd>reply to the last message of the open conversation</dd>
+    <dt><kbd>u</kbd></dt><dd>mark the last message of the open conversation unread (or read)</dd>
+    <dt><kbd>#</kbd></dt><dd>delete the last message of the open conversation (press twice)</dd>
     <dt><kbd>/</kbd></dt><dd>search</dd>
     <dt><kbd>c</kbd></dt><dd>compose a new message</dd>
     <dt><kbd>?</kbd></dt><dd>show or hide this help</dd>
@@ -73,6 +76,7 @@ nav#nav a { color: #cbd5e1; text-decoration: none; padding: 6px 12px; border-rad
 nav#nav a:hover { color: #fff; background: #1f2937; }
 nav#nav a.active { color: #fff; background: #374151; }
 .who { color: #cbd5e1; font-size: 12px; margin-left: auto; }
+.live { color: #86efac; font-size: 12px; }
 main { max-width: 1440px; margin: 0 auto; padding: 20px 24px 48px; overflow-wrap: anywhere; }
 h1 { font-size: 20px; margin: 0 0 12px; }
 h2 { font-size: 16px; margin: 24px 0 8px; }

@@ -8,7 +8,8 @@ import { ADMIN_JS } from './admin.ts';
 import { COMPOSE_JS } from './compose.ts';
 import { CORE_JS } from './core.ts';
 import { DRAFTS_JS } from './drafts.ts';
+import { LIVE_JS } from './live.ts';
 import { MAIL_JS } from './mail.ts';
 import { SHELL_JS } from './shell.ts';
 
-export const DASHBOARD_JS = ['\n(function () {\n  \'use strict\';', CORE_JS, MAIL_JS, COMPOSE_JS, DRAFTS_JS, ADMIN_JS, SHELL_JS, '})();\n'].join('\n');
+export const DASHBOARD_JS = ['\n(function () {\n  \'use strict\';', CORE_JS, MAIL_JS, COMPOSE_JS, DRAFTS_JS, ADMIN_JS, LIVE_JS, SHELL_JS, '})();\n'].join('\n');

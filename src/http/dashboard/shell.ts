@@ -15,6 +15,7 @@ export const SHELL_JS = String.raw`
 
   function signOut(message) {
     sessionStorage.removeItem(STORE);
+    stopLive();
     state.inboxes = [];
     state.query = '';
     showSignin(message);
@@ -34,6 +35,7 @@ export const SHELL_JS = String.raw`
     }
     $('signin').hidden = true;
     ['nav', 'signout', 'help-toggle'].forEach(function (id) { $(id).hidden = false; });
+    if (!live.abort) startLive();
     return true;
   }
 
@@ -107,6 +109,8 @@ export const SHELL_JS = String.raw`
     j: function () { moveThread(1); },
     k: function () { moveThread(-1); },
     r: replyToOpen,
+    u: function () { lastMessageButton('button.mark'); },
+    '#': function () { lastMessageButton('button.delete'); },
     '/': focusSearch,
     c: function () { if ($('thread')) showCompose(); else location.hash = '#mail/all/new'; },
     '?': function () { toggleHelp(); }
