@@ -174,9 +174,14 @@ describe("README's 5-minute tour, as written", { skip }, () => {
     for (const command of rest.flat()) {
       const samples = command.expected.map(local);
       const reads = !command.text.includes('-X POST');
+      let last = '';
       const ran = await until(command.text, async () => {
         const r = await shell.run(local(command.text));
+        last = r.output;
+        if (process.env.TOUR_DEBUG) process.stderr.write(`$ ${command.text}\n${r.output}\n`);
         return r.code !== 0 || !reads || samples.every((sample) => shows(r.output, sample)) ? r : undefined;
+      }).catch((err: Error) => {
+        throw new Error(`${err.message}; it last printed:\n${last}`);
       });
       assert.equal(ran.code, 0, `${command.text}\n${ran.output}`);
       for (const sample of samples) assert.ok(shows(ran.output, sample), `"${command.text}" printed no "${sample}":\n${ran.output}`);

@@ -50,7 +50,11 @@ function startWorker(): Worker {
   if (existsSync(fileURLToPath(bundled))) return new Worker(bundled, options);
   const source = new URL('./analysis-worker.ts', import.meta.url);
   if (!existsSync(fileURLToPath(source))) throw new Error('the analysis worker script is missing');
-  return new Worker(`import('tsx/esm/api').then((tsx) => { tsx.register(); return import(${JSON.stringify(source.href)}); })`, { ...options, eval: true });
+  // tsx resolved here: a bare specifier in the worker's eval'd code resolves from the current
+  // directory, which is not this checkout when `mailroom` runs from elsewhere (every worker then
+  // failed to start, and every message was stored unanalysed).
+  const tsx = import.meta.resolve('tsx/esm/api');
+  return new Worker(`import(${JSON.stringify(tsx)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(source.href)}); })`, { ...options, eval: true });
 }
 
 /** One message being analysed. */
