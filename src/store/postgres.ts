@@ -97,6 +97,22 @@ export class PostgresStore extends StoreBase implements Store {
 
   async transaction<T>(work: (tx: Db) => Promise<T>): Promise<T> {
     if (openFrame(this)) return work(this.txDb);
+    // PostgreSQL ends one of two transactions that wait on each other's row locks (a send
+    // locking its inbox, then the account's usage row; an inbound message the other way round)
+    // with a deadlock error, and its documentation says to run the transaction again: its
+    // writes were all rolled back. Twice more, after a short random pause, before the error
+    // reaches the caller.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.transactionOnce(work);
+      } catch (err) {
+        if (attempt >= 3 || !isDeadlock(err)) throw err;
+        await new Promise((r) => setTimeout(r, 5 + Math.random() * 20 * attempt));
+      }
+    }
+  }
+
+  private async transactionOnce<T>(work: (tx: Db) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
     let broken: Error | undefined;
     const frame: TxFrame<pg.PoolClient> = { owner: this, db: this.txDb, client, hooks: [], open: true };
@@ -212,4 +228,10 @@ export class PostgresStore extends StoreBase implements Store {
     await this.listener?.end().catch(() => undefined);
     await this.pool.end();
   }
+}
+
+/** PostgreSQL's deadlock_detected (40P01), bare or wrapped by drizzle. */
+function isDeadlock(err: unknown): boolean {
+  for (let e = err as { code?: unknown; cause?: unknown } | undefined; e; e = e.cause as typeof e) if (e.code === '40P01') return true;
+  return false;
 }

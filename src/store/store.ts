@@ -204,13 +204,14 @@ export function isUniqueViolation(err: unknown): boolean {
 /**
  * True when the database, not the request, failed in a way that passes: a statement cancelled
  * (PostgreSQL statement_timeout, 57014), a lost or refused connection (class 08, 57P01-57P03,
- * too many connections 53300, a socket error or a pool connect timeout), or SQLite busy or
+ * too many connections 53300, a socket error or a pool connect timeout, a deadlock or serialization
+ * failure still there after the store's retries), or SQLite busy or
  * locked past its busy timeout. The API answers these 503 with Retry-After, not 500.
  */
 export function isStorageUnavailable(err: unknown): boolean {
   for (let e = err as { code?: unknown; cause?: unknown; message?: unknown } | undefined; e; e = e.cause as typeof e) {
     const code = typeof e.code === 'string' ? e.code : '';
-    if (code === '57014' || code === '53300' || /^08/.test(code) || /^57P0[123]$/.test(code)) return true;
+    if (code === '57014' || code === '53300' || code === '40P01' || code === '40001' || /^08/.test(code) || /^57P0[123]$/.test(code)) return true;
     if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED' || code.startsWith('SQLITE_BUSY_')) return true;
     if (code === 'ECONNREFUSED' || code === 'ECONNRESET' || code === 'EPIPE') return true;
     if (typeof e.message === 'string' && /^(Connection terminated|timeout exceeded when trying to connect)/.test(e.message)) return true;

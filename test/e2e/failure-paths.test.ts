@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer as createNetServer, type Socket } from 'node:net';
-import { rawRows } from '../../src/store/store.ts';
+import { rawRows, rawRun } from '../../src/store/store.ts';
 import type { Logger, LogFields } from '../../src/log.ts';
 import { emitEvent } from '../support/events.ts';
 import { until } from '../support/wait.ts';
@@ -257,6 +257,33 @@ test('PostgreSQL: a request whose statement runs past database.statement_timeout
     await side.end();
     await t.close();
     rmSync(dataDir, { recursive: true, force: true });
+  }
+});
+
+test('PostgreSQL: a transaction ended by a deadlock is run again, and both transactions commit', { skip: TEST_ENGINE !== 'postgres' && 'PostgreSQL only' }, async () => {
+  const t = await startTestServer();
+  try {
+    const { store, db } = t.server.ctx;
+    await rawRun(db, 'CREATE TABLE deadlock_probe (id integer PRIMARY KEY, v integer NOT NULL)');
+    await rawRun(db, 'INSERT INTO deadlock_probe VALUES (1, 0), (2, 0)');
+    // Each locks one row, waits until the other holds its row, then asks for the other's: a deadlock.
+    let holding = 0;
+    let bothHold!: () => void;
+    const both = new Promise<void>((r) => (bothHold = r));
+    let runs = 0;
+    const crosswise = (first: number, second: number) =>
+      store.transaction(async (tx) => {
+        runs++;
+        await rawRun(tx, 'UPDATE deadlock_probe SET v = v + 1 WHERE id = ?', [first]);
+        if (++holding === 2) bothHold();
+        await both;
+        await rawRun(tx, 'UPDATE deadlock_probe SET v = v + 1 WHERE id = ?', [second]);
+      });
+    await Promise.all([crosswise(1, 2), crosswise(2, 1)]);
+    assert.equal(runs, 3, 'the deadlock victim ran once more');
+    assert.deepEqual(await rawRows(db, 'SELECT v FROM deadlock_probe ORDER BY id'), [[2], [2]]);
+  } finally {
+    await t.close();
   }
 });
 
