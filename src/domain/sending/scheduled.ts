@@ -55,12 +55,16 @@ export async function releaseIn(tx: Tx, ctx: AppContext, messageId: string, sour
   if (!row || row.status !== 'scheduled') return false;
   const inbox = await findInboxById(tx, row.inboxId);
   if (!inbox) return false;
-  await setMessageSource(tx, row.id, source);
+  // The source (its size feeds the account's usage row, a trigger) is written last, after
+  // whatever locks the inbox's row (the send count, the status counters): every transaction
+  // takes an inbox before the usage row, so two of them never wait on each other (PostgreSQL
+  // found sends and releases deadlocked the other way round).
+  const withSource = async <T>(result: T): Promise<T> => (await setMessageSource(tx, row.id, source), result);
   const fresh = { ...row, ...source };
   let list = JSON.parse(row.recipients) as RecipientOutcome[];
   if (inbox.status !== 'active') {
     await writeMessageState(tx, ctx, fresh, settle(list, 'failed', `not sent: inbox ${inbox.address} was suspended at the send time`), 'failed');
-    return false;
+    return withSource(false);
   }
   // A send list may have gained an entry since the message was scheduled.
   const refused = new Set<string>();
@@ -72,7 +76,7 @@ export async function releaseIn(tx: Tx, ctx: AppContext, messageId: string, sour
   const pending = list.filter((r) => r.status === 'scheduled').map((r) => r.address);
   if (!pending.length) {
     await writeMessageState(tx, ctx, fresh, list, 'failed');
-    return false;
+    return withSource(false);
   }
   try {
     await countSend(tx, ctx, inbox);
@@ -82,11 +86,11 @@ export async function releaseIn(tx: Tx, ctx: AppContext, messageId: string, sour
     const inboxDaily = err.code === 'DAILY_SEND_LIMIT_EXCEEDED' && err.message.startsWith('inbox ');
     const reason = inboxDaily ? `not sent: inbox ${inbox.address} had reached its daily send limit of ${inbox.dailySendLimit} on ${utcDay(ctx.clock)} (UTC) at the send time` : `not sent at the send time: ${err.message}`;
     await writeMessageState(tx, ctx, fresh, settle(list, 'failed', reason), 'failed');
-    return false;
+    return withSource(false);
   }
   await writeMessageState(tx, ctx, fresh, settle(list, 'queued', null), 'queued');
   await enqueueDeliveries(tx, ctx, ctx.clock.now(), row.id, await planDelivery(ctx, pending));
-  return true;
+  return withSource(true);
 }
 
 /** The release job of a message still waiting for its time: marked done with the reason, so it never runs. */
