@@ -114,6 +114,7 @@ const SPEC: Record<string, RouteSpec> = {
   'GET /inboxes': { path: '/inboxes', query: PAGE },
   'GET /inboxes/:id': { path: '/inboxes/:inbox', notFound: 'INBOX_NOT_FOUND' },
   'DELETE /inboxes/:id': { path: '/inboxes/:inbox', notFound: 'INBOX_NOT_FOUND' },
+  'PATCH /inboxes/:id': { path: '/inboxes/:inbox', notFound: 'INBOX_NOT_FOUND', json: { valid: {}, fields: { displayName: 'header' }, required: [] } },
   'POST /account/api-keys': { path: '/account/api-keys', json: { valid: {}, fields: { name: 'header' }, required: [] } },
   'GET /account/api-keys': { path: '/account/api-keys' },
   'DELETE /account/api-keys/:id': { path: '/account/api-keys/:key', notFound: 'API_KEY_NOT_FOUND' },
@@ -415,7 +416,7 @@ describe('hostile HTTP', () => {
     for (const idem of ['x'.repeat(256), 'has space', 'caf\u00e9']) {
       await refused('bad Idempotency-Key', 400, 'VALIDATION_ERROR', 'POST', '/inboxes', { body: '{}', headers: { 'content-type': 'application/json', 'idempotency-key': idem } });
     }
-    await refused('unknown method on a known path', 404, 'NOT_FOUND', 'PATCH', `/inboxes/${ids.inbox}`, { body: '{}', headers: { 'content-type': 'application/json' } });
+    await refused('unknown method on a known path', 404, 'NOT_FOUND', 'PUT', `/inboxes/${ids.inbox}`, { body: '{}', headers: { 'content-type': 'application/json' } });
     await refused('unknown route', 404, 'NOT_FOUND', 'GET', '/inboxes/../../etc/passwd');
 
     // What fetch will not send: raw bytes on a socket. The server answers 4xx (or closes) and keeps serving.
