@@ -603,7 +603,7 @@ export const OPERATIONS: Record<string, Operation> = {
     response: 'Suppression',
     errors: ['INVALID_ADDRESS'],
   },
-  'DELETE /suppressions/:address': { operationId: 'deleteSuppression', summary: 'Lift the suppression of an address', tag: 'Suppressions', status: 204, description: 'Removed.', errors: ['INVALID_ADDRESS', 'SUPPRESSION_NOT_FOUND'] },
+  'DELETE /suppressions/:address': { operationId: 'deleteSuppression', summary: 'Lift the suppression of an address', tag: 'Suppressions', status: 204, description: 'Removed.', errors: ['SUPPRESSION_NOT_FOUND'] },
   'DELETE /messages/:id': { operationId: 'deleteMessage', summary: 'Delete a message (does not unsend it)', tag: 'Messages', status: 204, description: 'Deleted.', errors: ['MESSAGE_NOT_FOUND'] },
   'GET /inboxes/:inboxId/threads': {
     operationId: 'listThreads',
