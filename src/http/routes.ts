@@ -430,12 +430,14 @@ export class Routes {
       }
       // A body we did not read to the end (413, or a multipart upload refused part-way) would
       // otherwise stall the next request on this keep-alive connection until it times out.
-      // A body too large to take is cut: the connection closes after the answer. Any other body
-      // not read to its end (a refused upload) is read and dropped, as Node does after a reply,
-      // so the client gets its answer rather than a reset while it still sends (request_timeout
-      // bounds a slow one).
-      if (answer.code !== 'PAYLOAD_TOO_LARGE' && !req.complete) req.resume();
-      sendError(res, answer, caller.requestId, answer.code === 'PAYLOAD_TOO_LARGE' ? { Connection: 'close' } : {});
+      // A body too large to take, or one a parser had begun to read (a multipart upload refused
+      // part-way), is cut: the connection closes after the answer. A body nothing read yet (a
+      // request refused before its handler read it: a scope, a quota) is read and dropped, as
+      // Node does after a reply, so the client gets its answer rather than a reset while it
+      // still sends (request_timeout bounds a slow one).
+      const untouched = req.readableFlowing === null;
+      if (answer.code !== 'PAYLOAD_TOO_LARGE' && !req.complete && untouched) req.resume();
+      sendError(res, answer, caller.requestId, answer.code === 'PAYLOAD_TOO_LARGE' || (!req.complete && !untouched) ? { Connection: 'close' } : {});
     } finally {
       if (spooled) void rm(spooled, { force: true });
     }

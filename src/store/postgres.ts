@@ -46,6 +46,10 @@ export function connectPostgres(url: string, opts: PostgresOptions = {}): pg.Poo
   // An idle connection the server drops (restart, failover, a timeout) must not end the
   // process; the next query opens a new one. It is logged: a lost database is not silent.
   pool.on('error', (err) => opts.log?.warn('database connection lost', errorFields(err)));
+  // A connection lost while checked out (the server ended an idle transaction, a restart) emits
+  // 'error' on its client too: without a listener that is an uncaught exception that ends the
+  // process. The statement it was running fails on its own, and the pool drops the client.
+  pool.on('connect', (client) => client.on('error', (err) => opts.log?.warn('database connection lost', errorFields(err))));
   return pool;
 }
 

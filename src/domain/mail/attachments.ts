@@ -159,6 +159,16 @@ function sizeLimit(limit: number, onChunk: (chunk: Buffer) => void, tooLarge = (
  * Stores an uploaded file: streamed to disk (fsynced) with a size limit, then its row. When the
  * limit is crossed or the client goes away, nothing is left on disk or in the database.
  */
+/**
+ * The upload quotas checked before any byte is read: the account's uploads, and its stored bytes
+ * against `atLeast` (what the request declares it will send, beyond its multipart framing).
+ */
+export async function assertUploadFits(ctx: AppContext, accountId: string, atLeast: number): Promise<void> {
+  await assertUploadRoom(ctx, accountId);
+  const room = await storageRoom(ctx, accountId);
+  if (room === 0 || atLeast > room) throw storageFull(ctx);
+}
+
 export async function storeUpload(
   ctx: AppContext,
   accountId: string,
@@ -172,6 +182,8 @@ export async function storeUpload(
     room = await storageRoom(ctx, accountId);
     if (room === 0) throw storageFull(ctx);
   } catch (err) {
+    // Drained, and its late errors (a form cut short) heard: nobody reads it any more.
+    input.source.on('error', () => {});
     input.source.resume();
     throw err;
   }

@@ -2,7 +2,7 @@
 // get (with a fresh presigned URL), its text (src/domain/mail/attachment-text.ts), and the public signed download route (no API key).
 import busboy from 'busboy';
 import type { AppContext } from '../../context.ts';
-import { getAttachment, openDownload, storeUpload, type Attachment } from '../../domain/mail/attachments.ts';
+import { assertUploadFits, getAttachment, openDownload, storeUpload, type Attachment } from '../../domain/mail/attachments.ts';
 import { attachmentText } from '../../domain/mail/attachment-text.ts';
 import { AppError, isAppError } from '../../domain/errors.ts';
 import type { ApiRequest, Routes } from '../routes.ts';
@@ -10,8 +10,18 @@ import type { ApiRequest, Routes } from '../routes.ts';
 /** Multipart overhead allowed on top of the file itself (boundaries, part headers, small fields). */
 const MULTIPART_SLACK = 1_048_576;
 
-/** Streams the `file` part of a multipart/form-data request into storeUpload. */
-function receiveUpload(ctx: AppContext, req: ApiRequest): Promise<Attachment> {
+/**
+ * Streams the `file` part of a multipart/form-data request into storeUpload, after the quotas
+ * that need no byte of it (uploads, stored bytes against a declared Content-Length): refused
+ * there, the body is still unread and the client hears the 403 (src/http/routes.ts).
+ */
+async function receiveUpload(ctx: AppContext, req: ApiRequest): Promise<Attachment> {
+  const declared = Number(req.headers['content-length'] ?? 0);
+  if (/^multipart\/form-data\s*;/i.test(req.headers['content-type'] ?? '')) await assertUploadFits(ctx, req.principal.accountId, Math.max(0, declared - MULTIPART_SLACK));
+  return readUpload(ctx, req);
+}
+
+function readUpload(ctx: AppContext, req: ApiRequest): Promise<Attachment> {
   const contentType = req.headers['content-type'] ?? '';
   if (!/^multipart\/form-data\s*;/i.test(contentType)) {
     return Promise.reject(new AppError('UNSUPPORTED_MEDIA_TYPE', 'upload with Content-Type: multipart/form-data and one part named `file`'));
@@ -34,6 +44,8 @@ function receiveUpload(ctx: AppContext, req: ApiRequest): Promise<Attachment> {
     }
     let upload: Promise<Attachment> | undefined;
     bb.on('file', (name, stream, info) => {
+      // A form cut short errors its open part after the request has been answered: heard here.
+      stream.on('error', () => {});
       if (name !== 'file' || upload) {
         stream.resume();
         return;
