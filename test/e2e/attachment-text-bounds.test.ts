@@ -21,6 +21,9 @@ import { docxBomb, pdfFlateBomb, pdfHugePageCount, pdfWithText } from '../suppor
 import { expectError, readResponse, startTestServer, type ApiResponse, type TestServer } from '../support/server.ts';
 import { until } from '../support/wait.ts';
 
+/** A deadline for the queue's states, not a speed claim: extraction processes start slowly on a loaded CI pass. */
+const LOADED = 60_000;
+
 const DOCX = 'application/vnd.openxmlformats-officedocument.wordprocessingml.document';
 
 async function upload(url: string, key: string, content: Buffer, filename: string, type: string): Promise<string> {
@@ -116,7 +119,7 @@ describe('the extraction queue: bounded, fair per account, abandoned requests dr
   }
   /** A PDF that takes minutes (a 200,000-page tree walked page by page), distinct per `n`. */
   const slowPdf = (n: number, key = t.key) => upload(t.url, key, pdfHugePageCount(200_000 + n), `slow-${n}.pdf`, 'application/pdf');
-  const idle = () => until('the queue to be empty', () => (load().running === 0 && load().waiting === 0 ? true : undefined));
+  const idle = () => until('the queue to be empty', () => (load().running === 0 && load().waiting === 0 ? true : undefined), LOADED);
 
   test("tenant A fills its queue: A's next gets 503 TEXT_EXTRACTION_BUSY; tenant B's one-page PDF is answered while A's still wait", async () => {
     const b = await t.newAccount('tenant-b');
@@ -125,11 +128,11 @@ describe('the extraction queue: bounded, fair per account, abandoned requests dr
     const base = load();
 
     const a1 = ask(slow[0]);
-    await until('A1 running', () => (load().running === 1 ? true : undefined));
+    await until('A1 running', () => (load().running === 1 ? true : undefined), LOADED);
     const [a1Pid] = load().pids;
     const a2 = ask(slow[1]);
     const a3 = ask(slow[2]);
-    await until('A2 and A3 waiting', () => (load().waiting === 2 ? true : undefined));
+    await until('A2 and A3 waiting', () => (load().waiting === 2 ? true : undefined), LOADED);
 
     const full = await textOf(t.url, t.key, slow[3]);
     expectError(full, 503, 'TEXT_EXTRACTION_BUSY');
@@ -138,7 +141,7 @@ describe('the extraction queue: bounded, fair per account, abandoned requests dr
     assert.equal(load().waiting, 2, 'the refused request did not join the queue');
 
     const b1 = ask(onePage, b.key);
-    await until('B1 waiting behind A2 and A3', () => (load().waiting === 3 ? true : undefined));
+    await until('B1 waiting behind A2 and A3', () => (load().waiting === 3 ? true : undefined), LOADED);
     // A1's client leaves: its process is stopped, and the free worker goes to B (served least recently), not to A2.
     a1.leave();
     const answered = await b1.answer;
@@ -146,18 +149,18 @@ describe('the extraction queue: bounded, fair per account, abandoned requests dr
     assert.deepEqual(answered.body, { text: 'Tenant B, one page', truncated: false });
     assert.equal(a2.answered() || a3.answered(), false, "B was answered while A's files were still queued");
     assert.equal(load().stopped, base.stopped + 1);
-    await until('A1 process gone', () => (alive(a1Pid) ? undefined : true));
+    await until('A1 process gone', () => (alive(a1Pid) ? undefined : true), LOADED);
 
     // A3 leaves while waiting: dropped, never started. A2 (running now) leaves: stopped.
-    await until('A2 running, A3 waiting', () => (load().running === 1 && load().waiting === 1 ? true : undefined));
+    await until('A2 running, A3 waiting', () => (load().running === 1 && load().waiting === 1 ? true : undefined), LOADED);
     const started = load().started;
     const [a2Pid] = load().pids;
     a3.leave();
-    await until('A3 dropped', () => (load().dropped === base.dropped + 1 && load().waiting === 0 ? true : undefined));
+    await until('A3 dropped', () => (load().dropped === base.dropped + 1 && load().waiting === 0 ? true : undefined), LOADED);
     a2.leave();
-    await until('A2 stopped', () => (load().stopped === base.stopped + 2 ? true : undefined));
+    await until('A2 stopped', () => (load().stopped === base.stopped + 2 ? true : undefined), LOADED);
     await idle();
-    await until('A2 process gone', () => (alive(a2Pid) ? undefined : true));
+    await until('A2 process gone', () => (alive(a2Pid) ? undefined : true), LOADED);
     assert.equal(load().started, started, 'A3 never started');
     assert.equal(load().started, base.started + 3, 'A1, B1 and A2 started');
   });
@@ -169,12 +172,12 @@ describe('the extraction queue: bounded, fair per account, abandoned requests dr
     await client.connect(new StreamableHTTPClientTransport(new URL(`${t.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${t.key}` } } }));
     const call = client.callTool({ name: 'get_attachment', arguments: { attachmentId: id } });
     call.catch(() => undefined);
-    await until('the extraction running', () => (load().running === 1 ? true : undefined));
+    await until('the extraction running', () => (load().running === 1 ? true : undefined), LOADED);
     const [pid] = load().pids;
     await client.close();
-    await until('the extraction stopped', () => (load().stopped === base.stopped + 1 ? true : undefined));
+    await until('the extraction stopped', () => (load().stopped === base.stopped + 1 ? true : undefined), LOADED);
     await idle();
-    await until('its process gone', () => (alive(pid) ? undefined : true));
+    await until('its process gone', () => (alive(pid) ? undefined : true), LOADED);
   });
 
   test('failures caused by load are not cached: a process killed from outside, a wait past text_queue_wait', async () => {
@@ -182,21 +185,21 @@ describe('the extraction queue: bounded, fair per account, abandoned requests dr
     const id = await slowPdf(20);
     let base = load();
     const first = ask(id);
-    await until('the extraction running', () => (load().running === 1 ? true : undefined));
+    await until('the extraction running', () => (load().running === 1 ? true : undefined), LOADED);
     process.kill(load().pids[0], 'SIGKILL');
     const killed = await first.answer;
     expectError(killed, 503, 'TEXT_EXTRACTION_BUSY');
     assert.match(killed.body.error.message, /killed \(SIGKILL\)/);
     assert.equal(killed.headers.get('retry-after'), '120');
     const again = ask(id);
-    await until('the same file extracted again', () => (load().started === base.started + 2 && load().running === 1 ? true : undefined));
+    await until('the same file extracted again', () => (load().started === base.started + 2 && load().running === 1 ? true : undefined), LOADED);
     again.leave();
     await idle();
 
     // Waited past text_queue_wait behind a slow file: 503; once the worker is free, the text.
     const onePage = await upload(t.url, t.key, pdfWithText(['Waited its turn']), 'wait.pdf', 'application/pdf');
     const slow = ask(await slowPdf(21));
-    await until('the slow file running', () => (load().running === 1 ? true : undefined));
+    await until('the slow file running', () => (load().running === 1 ? true : undefined), LOADED);
     t.config.attachments.text_queue_wait = 200;
     try {
       const waited = await textOf(t.url, t.key, onePage);
