@@ -188,6 +188,10 @@ describe('the time budget', () => {
       assert.match(res.body.error.message, /time budget/);
     }
     assert.equal((await slow.api('GET', '/inboxes')).status, 200);
+    // On PostgreSQL statement_timeout ends the statement on the server: nothing is left to wait
+    // for (and a warm cache can answer the repeated query inside 1 ms, so its outcome is not
+    // asserted; the lock test below makes the PostgreSQL budget deterministic).
+    if (TEST_ENGINE === 'postgres') return;
     // On SQLite an abandoned statement still counts for its account until its thread has ended
     // (429 meanwhile); then the account searches again, and is refused for time only.
     await until('the abandoned searches to end', async () => {
