@@ -134,8 +134,9 @@ export const scopeOf = (method: string, path: string): Scope => ROUTE_SCOPES[`${
 function inboxResourceOf(path: string): { param: string; kind: InboxResource } | undefined {
   if (path.includes('/:inboxId')) return { param: 'inboxId', kind: 'inbox' };
   if (path === '/account/api-keys/:id') return { param: 'id', kind: 'key' };
-  const m = /^\/(inboxes|messages|threads|drafts|webhooks|lists)\/:id(?:\/|$)/.exec(path);
-  return m ? { param: 'id', kind: ({ inboxes: 'inbox', messages: 'message', threads: 'thread', drafts: 'draft', webhooks: 'webhook', lists: 'list' } as const)[m[1] as 'inboxes'] } : undefined;
+  const m = /^\/(inboxes|messages|threads|drafts|webhooks|lists|attachments)\/:id(?:\/|$)/.exec(path);
+  if (path === '/attachments/:id/download') return undefined; // public: the signature is the permission
+  return m ? { param: 'id', kind: ({ inboxes: 'inbox', messages: 'message', threads: 'thread', drafts: 'draft', webhooks: 'webhook', lists: 'list', attachments: 'attachment' } as const)[m[1] as 'inboxes'] } : undefined;
 }
 
 export const callerOf = (req: Request): CallerInfo => (req as unknown as { mr: CallerInfo }).mr;
@@ -474,6 +475,9 @@ async function checkBodyInboxes(ctx: AppContext, principal: Principal, body: unk
     throw new AppError('INSUFFICIENT_SCOPE', `this API key is limited to some inboxes: name them in \`${access.inboxField}\``);
   }
   for (const id of named) await requireInboxOf(ctx, principal, 'inbox', id);
+  // A send may not carry another inbox's attachment out (an upload no message sent yet is the account's).
+  const attachmentIds = (body as { attachmentIds?: unknown } | null)?.attachmentIds;
+  if (Array.isArray(attachmentIds)) for (const id of attachmentIds.slice(0, 100)) if (typeof id === 'string') await requireInboxOf(ctx, principal, 'attachment', id);
   return body;
 }
 

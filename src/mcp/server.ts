@@ -45,6 +45,7 @@ const INBOX_FIELDS: ReadonlyArray<[string, InboxResource]> = [
   ['messageId', 'message'],
   ['threadId', 'thread'],
   ['draftId', 'draft'],
+  ['attachmentId', 'attachment'],
 ];
 
 /** tools/list entries, made once: the JSON Schema of each input comes from its zod schema. */
@@ -108,6 +109,8 @@ async function callTool(ctx: AppContext, principal: Principal, tool: Tool, args:
     // A list over the whole account (inboxId omitted) is one over the key's inbox.
     if (input.inboxId === undefined && 'inboxId' in ((tool.input as unknown as { shape?: object }).shape ?? {})) input.inboxId = accountWideInbox(principal) ?? undefined;
     for (const [field, kind] of INBOX_FIELDS) if (typeof input[field] === 'string') await requireInboxOf(ctx, principal, kind, input[field]);
+    // As the HTTP routes: a send may not carry another inbox's attachment out.
+    if (Array.isArray(input.attachmentIds)) for (const id of input.attachmentIds as string[]) await requireInboxOf(ctx, principal, 'attachment', id);
   }
   return tool.run({ ctx, accountId: principal.accountId, keyId: principal.keyId, signal }, input);
 }

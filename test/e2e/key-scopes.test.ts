@@ -279,11 +279,62 @@ describe('a key limited to some inboxes', () => {
     assert.equal((await t.api('GET', '/domains')).body.data.length, 0);
   });
 
-  test('a key limited to several inboxes lists them one at a time', async () => {
+  test("a key limited to one inbox finds another inbox's attachments missing, and cannot send them", async () => {
+    const mail = async (box: Record<string, string>) => {
+      const id = await deliverMail(t.server.smtpPort, { from: 'someone@example.org', to: box.address, subject: 'with a file', text: 'see file', attachments: [{ filename: 'note.txt', content: `for ${box.address}` }] });
+      return (await t.api('GET', `/messages/${id}`)).body.attachments[0].id as string;
+    };
+    const own = await mail(a);
+    const other = await mail(b);
+    const fd = new FormData();
+    fd.append('file', new Blob(['an upload']), 'upload.txt');
+    const upload = await fetch(`${t.url}/attachments`, { method: 'POST', headers: { authorization: `Bearer ${t.key}` }, body: fd });
+    assert.equal(upload.status, 201);
+    const unsent = ((await upload.json()) as { id: string }).id;
+    const key = await keyWith(['read', 'send'], [a.inbox!]);
+    assert.equal((await t.api('GET', `/attachments/${own}`, undefined, { key })).status, 200);
+    assert.equal((await t.api('GET', `/attachments/${unsent}`, undefined, { key })).status, 200);
+    expectError(await t.api('GET', `/attachments/${other}`, undefined, { key }), 404, 'ATTACHMENT_NOT_FOUND');
+    expectError(await t.api('GET', `/attachments/${other}/text`, undefined, { key }), 404, 'ATTACHMENT_NOT_FOUND');
+    expectError(await t.api('POST', `/inboxes/${a.inbox}/messages`, { to: ['x@example.org'], subject: 's', bodyText: 'hi', attachmentIds: [other] }, { key }), 404, 'ATTACHMENT_NOT_FOUND');
+    // Once a message of another inbox sent the upload, it is that inbox's.
+    const sent = await t.api('POST', `/inboxes/${b.inbox}/messages`, { to: ['x@example.org'], subject: 's', bodyText: 'hi', attachmentIds: [unsent] });
+    assert.equal(sent.status, 202, sent.text);
+    expectError(await t.api('GET', `/attachments/${unsent}`, undefined, { key }), 404, 'ATTACHMENT_NOT_FOUND');
+  });
+
+  test('a key limited to several inboxes sees all of them, and only them, in the account-wide lists', async () => {
+    const c: Record<string, string> = {};
+    await inboxWithMail(c, 'gamma');
+    await t.api('POST', '/lists', { direction: 'receive', kind: 'block', entry: 'spam.example', inboxId: c.inbox });
+    await t.api('POST', '/lists', { direction: 'receive', kind: 'block', entry: 'spam.example', inboxId: a.inbox });
     const both = await keyWith(['read'], [a.inbox!, b.inbox!]);
+    const ids = (res: ApiResponse, field: string) => new Set((res.body.data as Array<Record<string, unknown>>).map((x) => x[field]));
     assert.equal((await t.api('GET', '/inboxes', undefined, { key: both })).body.total, 2);
-    expectError(await t.api('GET', '/messages', undefined, { key: both }), 403, 'INSUFFICIENT_SCOPE');
-    assert.equal((await t.api('GET', `/events?inboxId=${b.inbox}`, undefined, { key: both })).status, 200);
+    for (const path of ['/messages', '/threads', '/messages?q=hello', '/threads?q=hello', '/messages?unread=true']) {
+      const res = await t.api('GET', path, undefined, { key: both });
+      assert.equal(res.status, 200, `${path}: ${res.text}`);
+      const seen = ids(res, 'inboxId');
+      assert.ok(seen.size > 0 && [...seen].every((id) => id === a.inbox || id === b.inbox), `${path}: ${[...seen]}`);
+      if (!path.includes('?')) {
+        assert.deepEqual(seen, new Set([a.inbox, b.inbox]), path);
+        // As many as the two inboxes' own lists hold, and no more.
+        const own = await Promise.all([a.inbox, b.inbox].map((id) => t.api('GET', `/inboxes/${id}${path}`)));
+        assert.equal(res.body.total, own[0]!.body.total + own[1]!.body.total, path);
+      }
+    }
+    const events = await t.api('GET', '/events', undefined, { key: both });
+    assert.equal(events.status, 200);
+    const named = new Set((events.body.data as Array<{ data: { inboxId?: string } }>).map((e) => e.data.inboxId));
+    assert.ok(named.has(a.inbox) && named.has(b.inbox) && !named.has(c.inbox), JSON.stringify([...named]));
+    assert.deepEqual(ids(await t.api('GET', `/events?inboxId=${b.inbox}`, undefined, { key: both }), 'type').size > 0, true);
+    expectError(await t.api('GET', `/events?inboxId=${c.inbox}`, undefined, { key: both }), 404, 'INBOX_NOT_FOUND');
+    const lists = await t.api('GET', '/lists', undefined, { key: both });
+    assert.equal(lists.status, 200);
+    const listed = ids(lists, 'inboxId');
+    assert.ok(listed.has(a.inbox) && !listed.has(c.inbox) && !listed.has(null), JSON.stringify([...listed]));
+    // The whole account still sees the third inbox.
+    assert.ok(ids(await t.api('GET', '/messages?limit=100'), 'inboxId').has(c.inbox));
   });
 });
 
@@ -318,6 +369,16 @@ describe('MCP', () => {
     const list = await client.callTool({ name: 'list_messages', arguments: {} });
     const data = (list.structuredContent as { data: Array<{ inboxId: string }> }).data;
     assert.ok(data.length > 0 && data.every((m) => m.inboxId === a.inbox));
+  });
+
+  test('a key limited to several inboxes lists all of them, and only them', async () => {
+    const { client } = await toolsOf(await keyWith(['read'], [a.inbox!, b.inbox!]));
+    for (const name of ['list_messages', 'search_messages', 'list_threads']) {
+      const res = await client.callTool({ name, arguments: name === 'search_messages' ? { q: 'hello' } : {} });
+      assert.notEqual(res.isError, true, JSON.stringify(res.structuredContent));
+      const inboxes = new Set((res.structuredContent as { data: Array<{ inboxId: string }> }).data.map((m) => m.inboxId));
+      assert.deepEqual(inboxes, new Set([a.inbox, b.inbox]), name);
+    }
   });
 });
 

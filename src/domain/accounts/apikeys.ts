@@ -8,6 +8,7 @@ import { newId } from '../../ids.ts';
 import { errorFields } from '../../log.ts';
 import {
   findActiveApiKeyAccountId,
+  findAttachmentInboxIds,
   findInboxIdOf,
   findInboxIdsOf,
   insertApiKey,
@@ -83,9 +84,10 @@ export function requireScope(principal: Principal, scope: Scope, write: boolean)
 export const seesInbox = (principal: Principal, inboxId: string): boolean => principal.inboxIds === null || principal.inboxIds.has(inboxId);
 
 /** What a route or tool can name that belongs to one inbox. */
-export type InboxResource = 'inbox' | 'message' | 'thread' | 'draft' | 'webhook' | 'list' | 'key';
+export type InboxResource = 'inbox' | 'message' | 'thread' | 'draft' | 'webhook' | 'list' | 'key' | 'attachment';
 const MISSING = {
   inbox: 'INBOX_NOT_FOUND',
+  attachment: 'ATTACHMENT_NOT_FOUND',
   message: 'MESSAGE_NOT_FOUND',
   thread: 'THREAD_NOT_FOUND',
   draft: 'DRAFT_NOT_FOUND',
@@ -109,31 +111,39 @@ export async function requireInboxOf(ctx: AppContext, principal: Principal, kind
     if (json === undefined || !reachesInboxes(principal, readInboxIds(json))) throw new AppError(MISSING[kind], `${kind === 'key' ? 'API key' : kind} ${id} not found`);
     return;
   }
+  if (kind === 'attachment') {
+    // An upload no message sent yet belongs to the account, not to an inbox: any key of it may
+    // read it (its id is known only to whoever uploaded it or received the upload's answer).
+    const inboxIds = await findAttachmentInboxIds(ctx.db, principal.accountId, id);
+    if (inboxIds === undefined || (inboxIds.length > 0 && !inboxIds.some((x) => principal.inboxIds!.has(x)))) throw new AppError(MISSING.attachment, `attachment ${id} not found`);
+    return;
+  }
   const inboxId = kind === 'inbox' ? id : await findInboxIdOf(ctx.db, kind, principal.accountId, id);
   if (inboxId === undefined || !principal.inboxIds.has(inboxId)) throw new AppError(MISSING[kind], `${kind === 'list' ? 'list entry' : kind} ${id} not found`);
 }
 
 /**
- * The inbox an account-wide list (GET /messages, /threads, /events) is narrowed to: null (the
- * whole account) for a key of every inbox, its one inbox for a key limited to one. A key limited
- * to several lists them one inbox at a time.
+ * The inboxes an account-wide list (GET /messages, /threads, /events, /lists) is narrowed to:
+ * null (the whole account) for a key of every inbox, its one inbox for a key limited to one, its
+ * inboxes for a key limited to several.
  */
-export function accountWideInbox(principal: Principal): string | null {
+export function accountWideInbox(principal: Principal): string | string[] | null {
   if (principal.inboxIds === null) return null;
-  if (principal.inboxIds.size === 1) return [...principal.inboxIds][0]!;
-  throw new AppError('INSUFFICIENT_SCOPE', 'this API key is limited to several inboxes: list each through /inboxes/{id}/…, or pass inboxId');
+  const ids = [...principal.inboxIds];
+  return ids.length === 1 ? ids[0]! : ids;
 }
 
 /**
- * The filter of a query's `inboxId` for this key: the inbox asked for (404 when the key may not
- * see it), else what accountWideInbox says (undefined: the whole account).
+ * The inbox filter of a query with an optional `inboxId`, for a key limited to some inboxes: the
+ * inbox asked for (404 when the key may not see it), else the key's one inbox or its several.
  */
-export async function inboxFilterFor(ctx: AppContext, principal: Principal, inboxId: string | undefined): Promise<string | undefined> {
+export async function inboxFilterFor(ctx: AppContext, principal: Principal, inboxId: string | undefined): Promise<{ inboxId?: string; inboxIds?: string[] }> {
   if (inboxId !== undefined) {
     await requireInboxOf(ctx, principal, 'inbox', inboxId);
-    return inboxId;
+    return { inboxId };
   }
-  return accountWideInbox(principal) ?? undefined;
+  const own = accountWideInbox(principal);
+  return typeof own === 'string' ? { inboxId: own } : own ? { inboxIds: own } : {};
 }
 
 /** GET /inboxes for a key limited to some inboxes: those of them that exist, newest first. */

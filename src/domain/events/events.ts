@@ -72,6 +72,8 @@ export interface EventQuery {
   types?: EventType[];
   /** Only events whose payload names this inbox (`data.inboxId`: the message.* events). */
   inboxId?: string;
+  /** Only events whose payload names one of these inboxes (a key limited to several). */
+  inboxIds?: readonly string[];
   limit: number;
 }
 

@@ -65,6 +65,8 @@ export interface ListEntryFilters extends Page {
   direction?: ListDirection;
   kind?: ListKind;
   inboxId?: string;
+  /** The entries of these inboxes (a key limited to several). */
+  inboxIds?: readonly string[];
 }
 
 const view = (r: ListEntryRow): ListEntry => ({

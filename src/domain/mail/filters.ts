@@ -15,7 +15,18 @@ export interface MessageFilters {
   status?: string;
 }
 
-export type { ListScope } from '../../store/repo/message-search.ts';
+import type { ListScope } from '../../store/repo/message-search.ts';
+
+/**
+ * The inboxes a list covers: one (its id), the inboxes of a key limited to several (their ids),
+ * or the whole account (null).
+ */
+export type InboxSelection = string | readonly string[] | null;
+
+export function listScope(accountId: string, inboxes: InboxSelection): ListScope {
+  if (inboxes === null) return { accountId };
+  return typeof inboxes === 'string' ? { inboxId: inboxes } : { inboxIds: inboxes };
+}
 
 export const hasFilters = (f: MessageFilters) => f.q !== undefined || f.label !== undefined || f.unread !== undefined || f.direction !== undefined || f.status !== undefined;
 

@@ -22,7 +22,7 @@ import { FEED_SETTINGS, watchEvents } from '../events/event-feed.ts';
 import { openStreamSlot, type StreamOwner, type StreamSlot } from '../events/stream-slots.ts';
 import { findInboxRow } from '../inboxes/inboxes.ts';
 import type { Page, PageResult } from '../pagination.ts';
-import { hasFilters, matchFilters, type MessageFilters } from './filters.ts';
+import { hasFilters, listScope, matchFilters, type InboxSelection, type MessageFilters } from './filters.ts';
 import { checkMarks, labelsOfMessages, markMessage, markThread, type Marks } from './labels.ts';
 import { afterMessageRemoved, findThreadRow, threadViews, type Thread } from './threads.ts';
 import { releaseBlobs } from '../../storage/blob-refs.ts';
@@ -203,9 +203,10 @@ export interface MessageListOptions extends Page, MessageFilters {
   after?: string | null;
 }
 
-export async function listMessages(ctx: AppContext, accountId: string, inboxId: string | null, opts: MessageListOptions): Promise<PageResult<Message>> {
+export async function listMessages(ctx: AppContext, accountId: string, inboxes: InboxSelection, opts: MessageListOptions): Promise<PageResult<Message>> {
   const { limit, offset, after, ...filters } = opts;
   const { status, ...rest } = filters;
+  const inboxId = typeof inboxes === 'string' ? inboxes : null;
   if (inboxId !== null && !after && !hasFilters(rest)) {
     // The plain page: the inbox is found with the total (two statements, not three).
     const page = await listOwnInboxPage(ctx.db, accountId, inboxId, status || null, limit, offset, ctx.config.limits.list_body_bytes);
@@ -220,7 +221,7 @@ export async function listMessages(ctx: AppContext, accountId: string, inboxId: 
     return pageOf(ctx, await listMessagePageAfter(ctx.db, inboxId, after, status || null, limit, offset, ctx.config.limits.list_body_bytes), limit, offset);
   }
   const { search_matches, list_body_bytes, search_terms } = ctx.config.limits;
-  const scope = inboxId !== null ? { inboxId } : { accountId };
+  const scope = listScope(accountId, inboxes);
   const f = matchFilters(filters, search_terms);
   const list = (db: Db) => listMessagePage(db, scope, f, limit, offset, search_matches, list_body_bytes);
   // A search runs within the search budgets (src/domain/mail/search.ts); other filters use the indexes' order.

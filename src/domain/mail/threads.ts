@@ -16,7 +16,7 @@ import {
   type ThreadRow,
 } from '../../store/repo/messages.ts';
 import { AppError } from '../errors.ts';
-import { hasFilters, matchFilters, type ListScope, type MessageFilters } from './filters.ts';
+import { hasFilters, listScope, matchFilters, type InboxSelection, type MessageFilters } from './filters.ts';
 import { marksOfThreads } from './labels.ts';
 import { runSearch } from './search.ts';
 import { findInboxRow } from '../inboxes/inboxes.ts';
@@ -107,10 +107,10 @@ export async function findThreadRow(ctx: AppContext, accountId: string, id: stri
  * Threads of an inbox (or, `inboxId` null, of the whole account, most recent activity first; with
  * filters, those with at least one message passing all of them (src/domain/mail/filters.ts).
  */
-export async function listThreads(ctx: AppContext, accountId: string, inboxId: string | null, opts: Page & MessageFilters): Promise<PageResult<Thread>> {
+export async function listThreads(ctx: AppContext, accountId: string, inboxes: InboxSelection, opts: Page & MessageFilters): Promise<PageResult<Thread>> {
   const { limit, offset, ...filters } = opts;
-  if (inboxId !== null) await findInboxRow(ctx, accountId, inboxId);
-  const scope: ListScope = inboxId !== null ? { inboxId } : { accountId };
+  if (typeof inboxes === 'string') await findInboxRow(ctx, accountId, inboxes);
+  const scope = listScope(accountId, inboxes);
   const f = hasFilters(filters) ? matchFilters(filters, ctx.config.limits.search_terms) : undefined;
   const list = (db: Db) => listThreadPage(db, scope, f, limit, offset);
   // A search runs within the search budgets (src/domain/mail/search.ts).

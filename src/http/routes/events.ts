@@ -12,13 +12,13 @@ export function registerEventRoutes(r: Routes, ctx: AppContext): void {
   r.get('/events', async (req) => {
     const query = parseEventQuery(req.query);
     // A key limited to some inboxes reads only their events.
-    if (req.principal.inboxIds) query.inboxId = await inboxFilterFor(ctx, req.principal, query.inboxId);
+    if (req.principal.inboxIds) Object.assign(query, await inboxFilterFor(ctx, req.principal, query.inboxId));
     return { status: 200, body: { data: await listEvents(ctx, req.principal.accountId, query) } };
   });
   r.get('/events/stream', async (req) => {
     const lastEventId = req.headers['last-event-id'];
     const query = parseEventQuery(req.query, typeof lastEventId === 'string' ? lastEventId : undefined);
-    if (req.principal.inboxIds) query.inboxId = await inboxFilterFor(ctx, req.principal, query.inboxId);
+    if (req.principal.inboxIds) Object.assign(query, await inboxFilterFor(ctx, req.principal, query.inboxId));
     // Checked before the stream opens, so a wrong inbox is a 404 answer, not an ended stream.
     if (query.inboxId) await findInboxRow(ctx, req.principal.accountId, query.inboxId);
     // Without a cursor the stream starts now: events recorded from here on.

@@ -34,7 +34,7 @@ export function registerListRoutes(r: Routes, ctx: AppContext): void {
   r.get('/lists', async (req) => {
     const query = parseQuery(ListEntryQuery, req.query);
     // A key limited to some inboxes reads only its inbox's own entries.
-    if (req.principal.inboxIds) query.inboxId = await inboxFilterFor(ctx, req.principal, query.inboxId);
+    if (req.principal.inboxIds) Object.assign(query, await inboxFilterFor(ctx, req.principal, query.inboxId));
     return { status: 200, body: await listListEntries(ctx, req.principal.accountId, { ...parsePage(req.query), ...query }) };
   });
   r.delete('/lists/:id', async (req) => {

@@ -4,7 +4,7 @@
 import { and, asc, desc, eq, isNull } from 'drizzle-orm';
 import { preparedQuery, preparedRows } from '../prepared.ts';
 import { accounts, apiKeys, drafts, listEntries, messages, threads, webhooks } from '../../db/schema.ts';
-import { changes, type Db } from '../store.ts';
+import { changes, rawRows, type Db } from '../store.ts';
 
 export type AccountRow = typeof accounts.$inferSelect;
 export type ApiKeyRow = typeof apiKeys.$inferSelect;
@@ -98,6 +98,20 @@ export function listActiveApiKeysByPrefix(db: Db, prefix: string): Promise<ApiKe
 export async function findInboxIdOf(db: Db, kind: 'message' | 'thread' | 'draft' | 'list', accountId: string, id: string): Promise<string | undefined> {
   const t = kind === 'message' ? messages : kind === 'thread' ? threads : kind === 'draft' ? drafts : listEntries;
   return (await db.select({ inboxId: t.inboxId }).from(t).where(and(eq(t.id, id), eq(t.accountId, accountId))).get())?.inboxId ?? undefined;
+}
+
+/**
+ * The inboxes attachment `id` of the account is in: its message's, or for an upload the inboxes of
+ * the messages that sent it (none yet: []); undefined when there is no such attachment.
+ */
+export async function findAttachmentInboxIds(db: Db, accountId: string, id: string): Promise<string[] | undefined> {
+  const rows = await rawRows<[string | null]>(
+    db,
+    `SELECT m.inbox_id FROM attachments a LEFT JOIN messages m ON m.id = a.message_id WHERE a.id = ? AND a.account_id = ?
+     UNION ALL SELECT m.inbox_id FROM message_attachments ma JOIN messages m ON m.id = ma.message_id WHERE ma.attachment_id = ? AND m.account_id = ?`,
+    [id, accountId, id, accountId],
+  );
+  return rows.length ? [...new Set(rows.flatMap(([inboxId]) => (inboxId ? [inboxId] : [])))] : undefined;
 }
 
 /** The `inbox_ids` JSON of the account's webhook or active key `id` (null: every inbox); undefined when there is none. */

@@ -33,6 +33,8 @@ export interface EventFilter {
   types?: string[];
   /** Only events whose payload's `inboxId` is this. */
   inboxId?: string;
+  /** Only events whose payload's `inboxId` is one of these. */
+  inboxIds?: readonly string[];
   limit: number;
 }
 
@@ -68,6 +70,7 @@ export async function listEventsOfAccount(db: Db, accountId: string, filter: Eve
   if (filter.after) conds.push(gt(events.id, filter.after));
   if (filter.types) conds.push(inArray(events.type, filter.types));
   if (filter.inboxId) conds.push(sql`json_extract(${events.data}, '$.inboxId') = ${filter.inboxId}`);
+  if (filter.inboxIds) conds.push(sql`json_extract(${events.data}, '$.inboxId') IN (SELECT value FROM json_each(${JSON.stringify(filter.inboxIds)}))`);
   return db
     .select({ id: events.id, type: events.type, createdAt: events.createdAt, data: events.data })
     .from(events)
@@ -97,6 +100,10 @@ async function listEventsShared(db: Db, accountId: string, filter: EventFilter, 
   if (filter.inboxId) {
     conds.push(`json_extract(data, '$.inboxId') = ?`);
     params.push(filter.inboxId);
+  }
+  if (filter.inboxIds) {
+    conds.push(`json_extract(data, '$.inboxId') IN (SELECT value FROM json_each(?))`);
+    params.push(JSON.stringify(filter.inboxIds));
   }
   const rows = await rawRows<[string, string, string, string]>(db, `SELECT id, type, created_at, data FROM events WHERE ${conds.join(' AND ')} ORDER BY tx, seq LIMIT ?`, [...params, filter.limit]);
   return rows.map(([id, type, createdAt, data]) => ({ id, type, createdAt, data }));

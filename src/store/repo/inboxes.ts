@@ -208,6 +208,7 @@ export interface ListEntryFilter {
   direction?: string;
   kind?: string;
   inboxId?: string;
+  inboxIds?: readonly string[];
 }
 
 export async function insertListEntry(db: Db, row: ListEntryRow): Promise<void> {
@@ -241,6 +242,7 @@ function listEntryWhere(accountId: string, filter: ListEntryFilter): SQL | undef
   if (filter.direction) conds.push(eq(listEntries.direction, filter.direction));
   if (filter.kind) conds.push(eq(listEntries.kind, filter.kind));
   if (filter.inboxId !== undefined) conds.push(eq(listEntries.inboxId, filter.inboxId));
+  if (filter.inboxIds) conds.push(inArray(listEntries.inboxId, [...filter.inboxIds]));
   return and(...conds);
 }
 

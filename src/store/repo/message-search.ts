@@ -69,7 +69,8 @@ export interface MatchFilters {
 }
 
 /** Whose messages: one inbox's, or every inbox's of an account. */
-export type ListScope = { inboxId: string } | { accountId: string };
+/** One inbox, the whole account, or the inboxes of a key limited to several. */
+export type ListScope = { inboxId: string } | { accountId: string } | { inboxIds: readonly string[] };
 
 export interface MessageMatch {
   /** FROM clause; messages are `m`, labels `l`. */
@@ -98,7 +99,7 @@ export async function listMatchingMessageIds(db: Db, scope: ListScope, f: MatchF
  * SQLite, ts_rank on PostgreSQL.
  */
 export function matchMessages(scope: ListScope, f: MatchFilters, dialect: Dialect): MessageMatch {
-  const [column, value] = scopeColumn(scope);
+  const [column, value] = scopeCondition(scope);
   const parsed = f.search;
   const rest = restOf(f, dialect, isRanked(f));
   if (parsed && isRanked(f)) {
@@ -108,19 +109,24 @@ export function matchMessages(scope: ListScope, f: MatchFilters, dialect: Dialec
   if (f.label !== undefined) {
     return {
       from: 'message_labels l JOIN messages m ON m.id = l.message_id',
-      where: [`l.${column} = ?`, 'l.label = ?', ...rest.where].join(' AND '),
+      where: [column('l'), 'l.label = ?', ...rest.where].join(' AND '),
       params: [value, f.label, ...rest.params],
       order: 'l.created_at DESC, l.message_id DESC',
       threadColumn: 'l.thread_id',
     };
   }
-  return { from: 'messages m', where: [`m.${column} = ?`, ...rest.where].join(' AND '), params: [value, ...rest.params], order: 'm.created_at DESC, m.id DESC', threadColumn: 'm.thread_id' };
+  return { from: 'messages m', where: [column('m'), ...rest.where].join(' AND '), params: [value, ...rest.params], order: 'm.created_at DESC, m.id DESC', threadColumn: 'm.thread_id' };
 }
 
 /** A search with text terms: ordered by relevance, and so bounded by the cap (listSearchBound). */
 export const isRanked = (f: MatchFilters) => (f.search?.positive.length ?? 0) > 0;
 
-const scopeColumn = (scope: ListScope): [column: string, value: string] => ('inboxId' in scope ? ['inbox_id', scope.inboxId] : ['account_id', scope.accountId]);
+/** The scope's condition on a table aliased `t` (one `?`), and its parameter; several inboxes are one JSON array. */
+type ScopeMatch = (t: string) => string;
+export function scopeCondition(scope: ListScope): [match: ScopeMatch, value: string] {
+  if ('inboxIds' in scope) return [(t) => `${t}.inbox_id IN (SELECT value FROM json_each(?))`, JSON.stringify(scope.inboxIds)];
+  return 'inboxId' in scope ? [(t) => `${t}.inbox_id = ?`, scope.inboxId] : [(t) => `${t}.account_id = ?`, scope.accountId];
+}
 
 /** Every condition of `f` but the text terms and the scope, on `m`: the same for every way of matching. */
 function restOf(f: MatchFilters, dialect: Dialect, ranked: boolean, excludes = true): { where: string[]; params: unknown[] } {
@@ -208,7 +214,7 @@ const byRank = (a: Match, b: Match) => a.group - b.group || (a.rank ?? 0) - (b.r
 type ArmSql = ((n: number, below?: MatchKey) => { sql: string; params: unknown[] }) & { prefetch?: { sql: string; params: unknown[] } };
 
 function armsOf(scope: ListScope, f: MatchFilters, dialect: Dialect): ArmSql[] {
-  const [column, value] = scopeColumn(scope);
+  const [column, value] = scopeCondition(scope);
   const p = f.search!;
   const rest = restOf(f, dialect, true);
   if (dialect === 'sqlite') {
@@ -225,11 +231,11 @@ function armsOf(scope: ListScope, f: MatchFilters, dialect: Dialect): ArmSql[] {
     // list; they add nothing to bm25 (no hits), so the rank is the same.
     const match = [`(${q.match})`, ...p.exclude.map((t) => `(${fts5(t)})`)].join(' NOT ');
     const arms = [
-      arm('f.rowid, m.id, m.created_at, 0, f.rank', 'messages_fts f CROSS JOIN messages m ON m.rowid = f.rowid', 'f.rowid', ['f.messages_fts MATCH ?', `m.${column} = ?`], [match, value], restOf(f, dialect, true, false)),
+      arm('f.rowid, m.id, m.created_at, 0, f.rank', 'messages_fts f CROSS JOIN messages m ON m.rowid = f.rowid', 'f.rowid', ['f.messages_fts MATCH ?', column('m')], [match, value], restOf(f, dialect, true, false)),
     ];
     if (q.words.length) {
       const anyWord = q.words.map((w) => w.file).join(' OR ');
-      const where = [`m.${column} = ?`];
+      const where = [column('m')];
       const params: unknown[] = [anyWord, anyWord, value];
       // Per row, not per query: FTS5 seeks the rowid in the term's list.
       const inText = 'EXISTS (SELECT 1 FROM messages_fts WHERE messages_fts MATCH ? AND rowid = m.rowid)';
@@ -256,7 +262,7 @@ function armsOf(scope: ListScope, f: MatchFilters, dialect: Dialect): ArmSql[] {
       params: [...params, ...rest.params, ...(below ?? []), n, ...(plain ? [plain] : [])],
     });
   const inText = p.positive.map(tsCondition);
-  const arms = [arm([`m.${column} = ?`, ...inText.map((c) => c.sql)], [value, ...inText.flatMap((c) => c.params)])];
+  const arms = [arm([column('m'), ...inText.map((c) => c.sql)], [value, ...inText.flatMap((c) => c.params)])];
   if (plain) {
     const text = textPostgres(p, column, value);
     const anyWord = p.words.map((c) => `(${tsPlain(c)})`).join(' | ');
@@ -428,12 +434,12 @@ function toFts5(p: SearchQuery): Fts5Query {
 }
 
 /** The text part of a search on SQLite, ranked by FTS5's bm25 (`rank`), then newest. */
-function textSqlite(p: SearchQuery, column: string, value: unknown): { from: string; order: string; where: string[]; params: unknown[] } {
+function textSqlite(p: SearchQuery, column: ScopeMatch, value: unknown): { from: string; order: string; where: string[]; params: unknown[] } {
   const search = toFts5(p);
   if (!search.words.length) {
     return {
       from: 'messages_fts f JOIN messages m ON m.rowid = f.rowid',
-      where: ['f.messages_fts MATCH ?', `m.${column} = ?`],
+      where: ['f.messages_fts MATCH ?', column('m')],
       params: [search.match, value],
       order: 'f.rank, m.created_at DESC, m.id DESC',
     };
@@ -443,7 +449,7 @@ function textSqlite(p: SearchQuery, column: string, value: unknown): { from: str
   // (unranked, after the ranked ones); each word is then checked on its own. CROSS JOIN makes
   // SQLite start from the few matching attachments, not scan the inbox's messages.
   const anyWord = search.words.map((w) => w.file).join(' OR ');
-  const where = [`m.${column} = ?`];
+  const where = [column('m')];
   const params: unknown[] = [search.match, anyWord, anyWord, value, value];
   for (const w of search.words) {
     where.push(`(f.rank IS NOT NULL OR m.rowid IN (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?) OR ${FILENAME_MATCH})`);
@@ -456,7 +462,7 @@ function textSqlite(p: SearchQuery, column: string, value: unknown): { from: str
   return {
     from: `(SELECT r, min(rank) AS rank FROM (
         SELECT rowid AS r, rank FROM messages_fts WHERE messages_fts MATCH ?
-        UNION ALL SELECT fm.rowid, NULL FROM (${FILENAME_MESSAGES}) fx CROSS JOIN messages fm ON fm.id = fx.message_id WHERE fm.${column} = ?
+        UNION ALL SELECT fm.rowid, NULL FROM (${FILENAME_MESSAGES}) fx CROSS JOIN messages fm ON fm.id = fx.message_id WHERE ${column('fm')}
       ) GROUP BY r) f JOIN messages m ON m.rowid = f.r`,
     where,
     params,
@@ -511,9 +517,9 @@ const PG_FILENAME_MATCH = `m.id IN (${PG_FILENAME_MESSAGES})`;
  * met in an attachment filename too; ranked by ts_rank of the plain words, messages found
  * through a filename alone after the others. Undefined when the query has no positive text term.
  */
-function textPostgres(p: SearchQuery, column: string, value: unknown): { from: string; order: string; where: string[]; params: unknown[] } {
+function textPostgres(p: SearchQuery, column: ScopeMatch, value: unknown): { from: string; order: string; where: string[]; params: unknown[] } {
   const plain = plainTsquery(p);
-  const where = [`m.${column} = ?`];
+  const where = [column('m')];
   const params: unknown[] = plain ? [plain, value] : [value];
   for (const t of p.positive) {
     const c = tsCondition(t);

@@ -6,7 +6,7 @@ import { count, desc, eq, and, getTableColumns, sql } from 'drizzle-orm';
 import { preparedQuery, preparedRows } from '../prepared.ts';
 import { messages, threads } from '../../db/schema.ts';
 import { dialectOf, rawRows, rawRun, type Db } from '../store.ts';
-import { countMatchesUpTo, isRanked, listRankedSearchPage, matchMessages, type ListScope, type MatchFilters } from './message-search.ts';
+import { countMatchesUpTo, isRanked, listRankedSearchPage, matchMessages, scopeCondition, type ListScope, type MatchFilters } from './message-search.ts';
 
 export type MessageRow = typeof messages.$inferSelect;
 /** The columns a Message is made of (what list pages read). */
@@ -359,8 +359,9 @@ const threadRow = (r: ThreadTuple): ThreadRow => ({ id: r[0], accountId: r[1], i
  * least one message passing all of them.
  */
 export async function listThreadPage(db: Db, scope: ListScope, f: MatchFilters | undefined, limit: number, offset: number): Promise<RowPage<ThreadRow>> {
-  let where = 'inboxId' in scope ? 't.inbox_id = ?' : 't.account_id = ?';
-  const params: unknown[] = ['inboxId' in scope ? scope.inboxId : scope.accountId];
+  const [match, value] = scopeCondition(scope);
+  let where = match('t');
+  const params: unknown[] = [value];
   if (f) {
     const m = matchMessages(scope, f, dialectOf(db));
     where += ` AND t.id IN (SELECT ${m.threadColumn} FROM ${m.from} WHERE ${m.where})`;
