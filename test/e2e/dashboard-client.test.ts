@@ -159,6 +159,14 @@ describe('dashboard as a mail client, in headless Chromium', { skip }, () => {
     const tab = await openTab();
     const { page } = tab;
     await page.goto(`${t.url}/dashboard`);
+    // A clean sign-in page: the form, no navigation, no header buttons.
+    const chrome = async () => ({
+      navigation: await page.getByRole('navigation').count(),
+      mail: await page.getByRole('link', { name: 'Mail' }).count(),
+      buttons: await page.getByRole('button').allTextContents(),
+    });
+    await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+    assert.deepEqual(await chrome(), { navigation: 0, mail: 0, buttons: ['Sign in'] });
     await page.fill('#key', 'mr_live_notavalidkey0000000000000000000000000');
     await page.click('#signin-form button[type=submit]');
     await page.locator('#signin-error').waitFor();
@@ -172,9 +180,12 @@ describe('dashboard as a mail client, in headless Chromium', { skip }, () => {
     assert.equal(await page.evaluate(() => sessionStorage.getItem('mailroom.apiKey')), t.key);
     await page.reload();
     await page.locator('.view-mail[data-loaded=true]').waitFor();
-    await page.click('#signout');
-    await page.locator('#signin').waitFor();
+    await page.getByRole('navigation').first().waitFor();
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByRole('heading', { name: 'Sign in' }).waitFor();
     assert.equal(await page.evaluate(() => sessionStorage.getItem('mailroom.apiKey')), null);
+    assert.deepEqual(await chrome(), { navigation: 0, mail: 0, buttons: ['Sign in'] });
+    await shot(tab, 'dashboard-signin');
     await finish(tab);
   });
 

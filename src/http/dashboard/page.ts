@@ -68,6 +68,8 @@ export const DASHBOARD_CSS = `:root {
   font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif;
 }
 * { box-sizing: border-box; }
+/* hidden wins over a rule's display (nav#nav is a flex box): the sign-in page shows no navigation. */
+[hidden] { display: none !important; }
 body { margin: 0; background: var(--bg); color: var(--fg); }
 header.top { display: flex; align-items: center; flex-wrap: wrap; gap: 8px 24px; padding: 10px 24px; background: #111827; color: #fff; }
 .brand { font-weight: 700; letter-spacing: .02em; }
@@ -120,7 +122,6 @@ td.long { word-break: break-all; }
 .stat span { color: var(--muted); font-size: 12px; }
 .error { color: var(--bad); }
 #notice { max-width: 1440px; margin: 12px auto 0; padding: 8px 14px; border-radius: 8px; background: var(--okbg); color: var(--ok); display: flex; gap: 12px; align-items: baseline; }
-#notice[hidden] { display: none; }
 #notice span { flex: 1; }
 #notice.bad { background: var(--badbg); color: var(--bad); }
 #help { max-width: 520px; margin: 12px auto 0; }
