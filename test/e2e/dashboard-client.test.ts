@@ -738,4 +738,77 @@ describe('dashboard as a mail client, in headless Chromium', { skip }, () => {
     await help.getByText('delete the last message of the open conversation (press twice)').waitFor();
     await finish(tab);
   });
+  test('labels and archive: label a conversation and a message, remove a label, archive (e) and move back from the Archive, by button and key', async () => {
+    const inbox = (await t.api('POST', '/inboxes', { address: 'labels', displayName: 'Labels desk' })).body;
+    const transport = smtpTransport(t.server.smtpPort);
+    try {
+      await transport.sendMail({ from: 'gus@example.org', to: inbox.address, subject: 'Archive me', text: 'first of the pair', messageId: '<arch-1@example.org>' });
+      await transport.sendMail({ from: 'gus@example.org', to: inbox.address, subject: 'Re: Archive me', text: 'second of the pair', inReplyTo: '<arch-1@example.org>', references: '<arch-1@example.org>' });
+      await transport.sendMail({ from: 'gus@example.org', to: inbox.address, subject: 'Keep me', text: 'stays in the inbox' });
+    } finally {
+      transport.close();
+    }
+    const labelsOf = async (text: string) => {
+      const all = (await t.api('GET', `/inboxes/${inbox.id}/messages`)).body.data as Array<{ bodyText: string; labels: string[] }>;
+      return all.find((m) => m.bodyText.includes(text))!.labels;
+    };
+    const tab = await openTab();
+    await signIn(tab);
+    const { page } = tab;
+    await show(tab, `#mail/${inbox.id}`);
+    await page.getByRole('link', { name: /Archive me/ }).click();
+    await page.getByRole('heading', { name: 'Archive me' }).waitFor();
+
+    // A label on the conversation: every message gets it, the list row shows it.
+    await page.getByRole('button', { name: 'Label conversation' }).click();
+    await page.getByRole('textbox', { name: 'Label' }).fill('Urgent');
+    await page.getByRole('button', { name: 'Add label' }).click();
+    await page.getByRole('status').filter({ hasText: 'Labelled the conversation urgent.' }).waitFor();
+    assert.deepEqual([await labelsOf('first of the pair'), await labelsOf('second of the pair')], [['urgent'], ['urgent']]);
+    await page.getByRole('link', { name: /Archive me\s*urgent/ }).waitFor();
+
+    // A label on one message, and one removed from the other.
+    const first = page.getByRole('article').filter({ hasText: 'first of the pair' });
+    const second = page.getByRole('article').filter({ hasText: 'second of the pair' });
+    await first.getByRole('button', { name: 'Label message' }).click();
+    await first.getByRole('textbox', { name: 'Label' }).fill('billing');
+    await first.getByRole('button', { name: 'Add label' }).click();
+    await page.getByRole('status').filter({ hasText: 'Labelled the message billing.' }).waitFor();
+    assert.deepEqual(await labelsOf('first of the pair'), ['billing', 'urgent']);
+    await second.getByRole('button', { name: 'Remove label urgent' }).click();
+    await page.getByRole('status').filter({ hasText: 'Removed the label urgent from the message.' }).waitFor();
+    assert.deepEqual(await labelsOf('second of the pair'), []);
+    await second.getByRole('button', { name: 'Remove label urgent' }).waitFor({ state: 'detached' });
+    await shot(tab, 'dashboard-labels');
+
+    // l opens the label form of the conversation; Esc leaves it.
+    await page.keyboard.press('l');
+    await page.getByRole('textbox', { name: 'Label' }).first().waitFor();
+    assert.equal(await page.evaluate(() => (document.activeElement as HTMLInputElement | null)?.name), 'label');
+    await page.keyboard.press('Escape');
+
+    // e archives: the conversation leaves the inbox's list and is in the Archive.
+    await page.keyboard.press('e');
+    await page.getByRole('status').filter({ hasText: 'Archived \u201cArchive me\u201d.' }).waitFor();
+    await page.getByRole('link', { name: /Archive me/ }).waitFor({ state: 'detached' });
+    await page.getByRole('link', { name: /Keep me/ }).waitFor();
+    assert.deepEqual(await labelsOf('second of the pair'), ['archived']);
+    assert.equal((await t.api('GET', `/inboxes/${inbox.id}/threads?label=archived`)).body.total, 1);
+    await page.getByRole('navigation', { name: 'Inboxes' }).getByRole('link', { name: 'Archive' }).click();
+    await page.getByRole('heading', { name: 'Archive', exact: true }).waitFor();
+    assert.equal(await page.getByRole('link', { name: /Keep me/ }).count(), 0);
+    await page.getByRole('link', { name: /Archive me/ }).click();
+    await page.getByRole('button', { name: 'Move to inbox' }).click();
+    await page.getByRole('status').filter({ hasText: 'Moved to the inbox: \u201cArchive me\u201d.' }).waitFor();
+    await page.getByText('Nothing archived.').waitFor();
+    assert.deepEqual(await labelsOf('second of the pair'), []);
+    await show(tab, `#mail/${inbox.id}`);
+    await page.getByRole('link', { name: /Archive me/ }).waitFor();
+
+    await page.keyboard.press('?');
+    const help = page.getByRole('complementary');
+    await help.getByText('archive the open conversation (or move it back to the inbox)').waitFor();
+    await help.getByText('add a label to the open conversation').waitFor();
+    await finish(tab);
+  });
 });

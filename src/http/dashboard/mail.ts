@@ -50,7 +50,67 @@ export const MAIL_JS = String.raw`
     box.replaceChildren.apply(box, [
       writeButton('Compose', 'compose', function () { showCompose(); }, 'New message (c)'),
       mailboxLink('all', 'All inboxes', unreadTotal())
-    ].concat(state.inboxes.map(function (i) { return mailboxLink(i.id, i.displayName || i.address, state.unread[i.id]); })).filter(Boolean));
+    ].concat(state.inboxes.map(function (i) { return mailboxLink(i.id, i.displayName || i.address, state.unread[i.id]); }),
+      [mailboxLink(ARCHIVE_BOX, 'Archive', 0)]).filter(Boolean));
+  }
+
+  /**
+   * Archiving labels every message of a conversation ARCHIVED; the inboxes list the
+   * conversations with a message without it (q -label:archived), so mail arriving in an
+   * archived conversation brings it back, as in Gmail. The Archive mailbox lists the label.
+   */
+  var ARCHIVED = 'archived';
+  var ARCHIVE_BOX = 'archive';
+
+  /** The list's filter: the search typed, within the Archive or the conversations not archived. */
+  function listFilter(mailbox) {
+    if (mailbox === ARCHIVE_BOX) return '&label=' + ARCHIVED + (state.query ? '&q=' + enc(state.query) : '');
+    return '&q=' + enc(state.query || '-label:' + ARCHIVED);
+  }
+
+  /** Labels as chips, archived left out (it has its own button); each removable with a write key. */
+  function labelChips(labels, remove) {
+    var shown = (labels || []).filter(function (l) { return l !== ARCHIVED; });
+    if (!shown.length) return null;
+    return el('span', { className: 'labels' }, shown.map(function (l) {
+      var chip = el('span', { className: 'label-chip' }, [l]);
+      if (remove && !state.readOnly) {
+        var b = el('button', { type: 'button', className: 'link remove-label', textContent: '\u00d7', title: 'Remove label ' + l, attrs: { 'aria-label': 'Remove label ' + l } });
+        b.addEventListener('click', busy(b, function () { return remove(l); }));
+        chip.append(b);
+      }
+      return chip;
+    }));
+  }
+
+  /** The form adding a label (to the conversation or one message), in its slot; again closes it. */
+  function labelForm(slot, add) {
+    if (slot.firstChild) { slot.replaceChildren(); return; }
+    var input = el('input', { type: 'text', name: 'label', required: true, placeholder: 'a label: letters, digits, _ : . -', attrs: { 'aria-label': 'Label', autocomplete: 'off' } });
+    var ok = el('button', { type: 'submit', className: 'small', textContent: 'Add label' });
+    var form = el('form', { className: 'label-form' }, [input, ok,
+      el('button', { type: 'button', className: 'small quiet', textContent: 'Cancel', onclick: function () { slot.replaceChildren(); } })]);
+    // Labels are lower case ([a-z0-9][a-z0-9_:.-]*): "Urgent" is the label urgent.
+    form.addEventListener('submit', busy(ok, function () { return add(input.value.trim().toLowerCase()); }));
+    slot.replaceChildren(form);
+    input.focus();
+  }
+
+  /** PATCH of labels (a conversation or a message), then the conversation and the list as they are now. */
+  async function relabel(path, change, done) {
+    await api('PATCH', path, change);
+    notify(done);
+    if (state.thread) await openThread(state.thread.id);
+    await refreshList();
+  }
+
+  /** e: archive the open conversation (back to the list), or move an archived one back. */
+  async function archiveThread(t) {
+    var archived = t.labels.indexOf(ARCHIVED) !== -1;
+    await api('PATCH', '/threads/' + enc(t.id), archived ? { removeLabels: [ARCHIVED] } : { addLabels: [ARCHIVED] });
+    notify((archived ? 'Moved to the inbox: \u201c' : 'Archived \u201c') + (t.subject || '(no subject)') + '\u201d.');
+    location.hash = '#mail/' + enc(state.mailbox);
+    await refreshList();
   }
 
   /** Conversations per page of the list (the API answers at most 100 a page). */
@@ -87,7 +147,7 @@ export const MAIL_JS = String.raw`
     var search = el('input', { id: 'q', type: 'search', name: 'q', value: state.query, placeholder: 'Search: words, from:, subject:, has:attachment, is:unread', attrs: { 'aria-label': 'Search' } });
     var form = el('form', { className: 'search', id: 'search', attrs: { role: 'search' } }, [search, el('button', { type: 'submit', textContent: 'Search' })]);
     form.addEventListener('submit', function (ev) { ev.preventDefault(); state.query = search.value.trim(); route(true); });
-    var heading = state.query ? 'Results for \u201c' + state.query + '\u201d' : mailbox === 'all' ? 'All inboxes' : inboxLabel(inboxOf(mailbox)) || mailbox;
+    var heading = state.query ? 'Results for \u201c' + state.query + '\u201d' : mailbox === 'all' ? 'All inboxes' : mailbox === ARCHIVE_BOX ? 'Archive' : inboxLabel(inboxOf(mailbox)) || mailbox;
     var mail = el('div', { className: 'mail', id: 'mail' }, [
       el('nav', { className: 'mailboxes', id: 'mailboxes', attrs: { 'aria-label': 'Inboxes' } }),
       el('div', { className: 'list-pane' }, [
@@ -95,7 +155,7 @@ export const MAIL_JS = String.raw`
         el('div', { className: 'toolbar' }, [el('h2', { textContent: heading }), el('span', { className: 'spacer' }),
           el('span', { className: 'hint', id: 'threads-count' })]),
         el('div', { id: 'threads-body' }),
-        el('p', { className: 'hint' }, ['Keys: ', el('kbd', { textContent: 'j' }), ' ', el('kbd', { textContent: 'k' }), ' move, ', el('kbd', { textContent: 'r' }), ' reply, ',
+        el('p', { className: 'hint' }, ['Keys: ', el('kbd', { textContent: 'j' }), ' ', el('kbd', { textContent: 'k' }), ' move, ', el('kbd', { textContent: 'r' }), ' reply, ', el('kbd', { textContent: 'e' }), ' archive, ', el('kbd', { textContent: 'l' }), ' label, ',
           el('kbd', { textContent: '/' }), ' search, ', el('kbd', { textContent: 'c' }), ' compose, ', el('kbd', { textContent: '?' }), ' help'])
       ]),
       el('section', { className: 'thread-pane', id: 'thread' })
@@ -116,12 +176,14 @@ export const MAIL_JS = String.raw`
   async function loadList(root) {
     root = root || document;
     var mailbox = state.mailbox;
-    var scope = mailbox === 'all' ? '' : '/inboxes/' + enc(mailbox);
-    var q = state.query ? '&q=' + enc(state.query) : '';
+    var scope = mailbox === 'all' || mailbox === ARCHIVE_BOX ? '' : '/inboxes/' + enc(mailbox);
+    // The newest messages need no search unless one is typed (the account's searches at once are few).
+    var filter = listFilter(mailbox);
+    var newestFilter = state.query || mailbox === ARCHIVE_BOX ? filter : '';
     var offset = state.offset;
     var pages, refused = null;
     try {
-      pages = await Promise.all([api('GET', scope + '/threads?limit=' + PAGE + '&offset=' + offset + q), api('GET', scope + '/messages?limit=100' + q)]);
+      pages = await Promise.all([api('GET', scope + '/threads?limit=' + PAGE + '&offset=' + offset + filter), api('GET', scope + '/messages?limit=100' + newestFilter)]);
     } catch (err) {
       // A query the API cannot read: say why under the search box, which stays for a better one.
       if (!(err instanceof ApiError && err.code === 'INVALID_QUERY')) throw err;
@@ -142,11 +204,11 @@ export const MAIL_JS = String.raw`
     var selected = state.thread ? state.thread.id : '';
     var list = el('ul', { className: 'threads', id: 'threads' }, pages[0].data.map(function (t) {
       var m = newest[t.id];
-      var where = mailbox === 'all' && inboxOf(t.inboxId) ? inboxOf(t.inboxId).address + ' \u00b7 ' : '';
+      var where = (mailbox === 'all' || mailbox === ARCHIVE_BOX) && inboxOf(t.inboxId) ? inboxOf(t.inboxId).address + ' \u00b7 ' : '';
       return el('li', { className: 'thread-row' + (t.unreadCount ? ' unread' : '') + (t.id === selected ? ' selected' : ''), dataset: { id: t.id } }, [
         el('a', { href: '#mail/' + enc(mailbox) + '/' + enc(t.id) }, [
           el('div', { className: 'line' }, [el('span', { className: 'from', textContent: m ? participant(m) : '' }), el('span', { className: 'when', textContent: shortWhen(t.lastMessageAt) })]),
-          el('div', { className: 'line' }, [el('span', { className: 'subject', textContent: t.subject || '(no subject)' }),
+          el('div', { className: 'line' }, [el('span', { className: 'subject', textContent: t.subject || '(no subject)' }), labelChips(t.labels),
             t.messageCount > 1 ? el('span', { className: 'count', textContent: String(t.messageCount) }) : null]),
           el('div', { className: 'snippet', textContent: where + (m ? (m.bodyText || '').replace(/\s+/g, ' ').slice(0, 140) : '') })
         ])
@@ -154,7 +216,7 @@ export const MAIL_JS = String.raw`
     }));
     root.querySelector('#threads-count').textContent = pageHint(offset, pages[0].data.length, pages[0].total);
     body.replaceChildren.apply(body, [
-      pages[0].data.length ? list : el('p', { className: refused ? 'error' : 'empty', textContent: refused ? refused.message : state.query ? 'Nothing matches.' : 'No mail yet.' }),
+      pages[0].data.length ? list : el('p', { className: refused ? 'error' : 'empty', textContent: refused ? refused.message : state.query ? 'Nothing matches.' : mailbox === ARCHIVE_BOX ? 'Nothing archived.' : 'No mail yet.' }),
       pager(offset, pages[0].data.length, pages[0].total)
     ].filter(Boolean));
   }
@@ -174,11 +236,20 @@ export const MAIL_JS = String.raw`
     state.thread = t;
     var row = document.querySelector('.thread-row.selected');
     if (row) row.scrollIntoView({ block: 'nearest' });
+    var labelSlot = el('div', { className: 'label-slot' });
+    var archived = t.labels.indexOf(ARCHIVED) !== -1;
     pane.replaceChildren(
       el('div', { className: 'thread-head' }, [el('a', { className: 'back', href: '#mail/' + enc(state.mailbox), textContent: '\u2190 Back' }),
         el('h1', { textContent: t.subject || '(no subject)' })]),
-      el('p', { className: 'muted', textContent: inboxLabel(inboxOf(t.inboxId)) + ' \u00b7 ' + t.messageCount + (t.messageCount === 1 ? ' message' : ' messages') +
-        (t.labels.length ? ' \u00b7 labels: ' + t.labels.join(', ') : '') })
+      el('p', { className: 'muted' }, [inboxLabel(inboxOf(t.inboxId)) + ' \u00b7 ' + t.messageCount + (t.messageCount === 1 ? ' message' : ' messages') + (archived ? ' \u00b7 archived ' : ' '),
+        labelChips(t.labels, function (l) { return relabel('/threads/' + enc(t.id), { removeLabels: [l] }, 'Removed the label ' + l + ' from the conversation.'); })]),
+      put(el('div', { className: 'actions thread-actions' }), [
+        writeButton(archived ? 'Move to inbox' : 'Archive', 'small quiet archive', function () { return archiveThread(t); }, archived ? 'Back to the inbox (e)' : 'Archive the conversation (e)'),
+        writeButton('Label conversation', 'small quiet label-thread', function () {
+          labelForm(labelSlot, function (l) { return relabel('/threads/' + enc(t.id), { addLabels: [l] }, 'Labelled the conversation ' + l + '.'); });
+        }, 'Add a label to every message of the conversation (l)')
+      ]),
+      labelSlot
     );
     // Opening marks it read (below): the cards show the messages as they will be.
     var marking = t.unreadCount && !state.readOnly;
@@ -285,6 +356,7 @@ export const MAIL_JS = String.raw`
       return el('tr', null, [td(r.address, 'mono addr'), el('td', null, [badge(r.status)]), td(r.response || '', 'mono')]);
     }), '') : null;
     var composer = el('div', { className: 'composer-slot' });
+    var labelSlot = el('div', { className: 'label-slot' });
     var body = bodyView(m);
     // A list cuts long bodies (bodyTruncated): the whole message is one click away.
     var whole = m.bodyTruncated ? el('button', { type: 'button', className: 'small quiet whole-body', textContent: 'Show the whole message (' + size(m.size) + ')' }) : null;
@@ -300,6 +372,7 @@ export const MAIL_JS = String.raw`
       el('header', null, [el('div', { className: 'sender' }, sender), el('span', { className: 'when muted', textContent: when(m.createdAt) })]),
       el('div', { className: 'to', textContent: to }),
       el('div', { className: 'badges' }, badges),
+      labelChips(m.labels, function (l) { return relabel('/messages/' + enc(m.id), { removeLabels: [l] }, 'Removed the label ' + l + ' from the message.'); }),
       body,
       whole,
       attachmentList(m),
@@ -309,8 +382,12 @@ export const MAIL_JS = String.raw`
         writeButton('Reply all', 'small quiet reply-all', function () { openComposer(composer, 'reply-all', m); }),
         writeButton('Forward', 'small quiet forward', function () { openComposer(composer, 'forward', m); }),
         writeButton(m.unread ? 'Mark read' : 'Mark unread', 'small quiet mark', function (b) { return toggleUnread(m, b); }, 'Mark read or unread (u)'),
+        writeButton('Label message', 'small quiet label-message', function () {
+          labelForm(labelSlot, function (l) { return relabel('/messages/' + enc(m.id), { addLabels: [l] }, 'Labelled the message ' + l + '.'); });
+        }, 'Add a label to this message'),
         writeButton('Delete', 'small danger delete', function (b) { return deleteMessage(m, card, b); }, 'Delete this message (#, twice)')
       ]),
+      labelSlot,
       composer
     ]);
     return card;

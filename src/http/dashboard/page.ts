@@ -37,6 +37,8 @@ export const DASHBOARD_HTML = `<!doctype html>
     <dt><kbd>r</kbd></dt><dd>reply to the last message of the open conversation</dd>
     <dt><kbd>u</kbd></dt><dd>mark the last message of the open conversation unread (or read)</dd>
     <dt><kbd>#</kbd></dt><dd>delete the last message of the open conversation (press twice)</dd>
+    <dt><kbd>e</kbd></dt><dd>archive the open conversation (or move it back to the inbox)</dd>
+    <dt><kbd>l</kbd></dt><dd>add a label to the open conversation</dd>
     <dt><kbd>/</kbd></dt><dd>search</dd>
     <dt><kbd>c</kbd></dt><dd>compose a new message</dd>
     <dt><kbd>?</kbd></dt><dd>show or hide this help</dd>
@@ -179,6 +181,13 @@ article.message .to { color: var(--muted); font-size: 12px; }
 .badges { display: flex; flex-wrap: wrap; gap: 4px; margin: 6px 0; }
 ul.attachments { list-style: none; padding: 0; margin: 8px 0; display: flex; flex-wrap: wrap; gap: 6px; }
 ul.attachments a { display: inline-block; padding: 3px 10px; border: 1px solid var(--line); border-radius: 6px; color: var(--accent); text-decoration: none; background: var(--bg); }
+.labels { display: inline-flex; flex-wrap: wrap; gap: 4px; margin: 0 4px; }
+.label-chip { display: inline-flex; align-items: center; gap: 2px; padding: 0 8px; border-radius: 999px; font-size: 12px; background: var(--accentbg); color: var(--accent); white-space: nowrap; }
+.line .labels { margin: 0 auto 0 0; flex: none; }
+.label-chip button.link { padding: 0 2px; text-decoration: none; font-weight: 700; }
+form.label-form { display: flex; gap: 6px; align-items: center; margin: 8px 0; max-width: 420px; }
+form.label-form input { flex: 1; min-width: 0; }
+.thread-actions { margin: 0 0 12px; }
 .composer { border-top: 1px solid var(--line); margin-top: 12px; padding-top: 4px; }
 .tabs { display: flex; gap: 4px; }
 .tabs button { background: #fff; color: var(--fg); border-color: var(--line); }

@@ -99,6 +99,12 @@ export const SHELL_JS = String.raw`
     location.hash = next.querySelector('a').getAttribute('href');
   }
 
+  /** A button of the open conversation's head (e archives, l labels). */
+  function threadButton(selector) {
+    var button = document.querySelector('#thread .thread-actions ' + selector);
+    if (button) button.click();
+  }
+
   function focusSearch() {
     if ($('q')) { $('q').focus(); $('q').select(); return; }
     state.focusSearch = true;
@@ -111,6 +117,8 @@ export const SHELL_JS = String.raw`
     r: replyToOpen,
     u: function () { lastMessageButton('button.mark'); },
     '#': function () { lastMessageButton('button.delete'); },
+    e: function () { threadButton('button.archive'); },
+    l: function () { threadButton('button.label-thread'); },
     '/': focusSearch,
     c: function () { if ($('thread')) showCompose(); else location.hash = '#mail/all/new'; },
     '?': function () { toggleHelp(); }
