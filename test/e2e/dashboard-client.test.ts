@@ -811,4 +811,108 @@ describe('dashboard as a mail client, in headless Chromium', { skip }, () => {
     await help.getByText('add a label to the open conversation').waitFor();
     await finish(tab);
   });
+  test('compose and reply with Bcc and attachments; save as draft; a draft shows the message it answers, both parts and its attachments, and sends them', async () => {
+    const inbox = (await t.api('POST', '/inboxes', { address: 'writer', displayName: 'Writer desk' })).body;
+    const transport = smtpTransport(t.server.smtpPort);
+    try {
+      await transport.sendMail({ from: 'Hank Moss <hank@example.org>', to: inbox.address, subject: 'Contract review', text: 'Please review the contract by Friday.' });
+    } finally {
+      transport.close();
+    }
+    const original = (await t.api('GET', `/inboxes/${inbox.id}/messages`)).body.data[0];
+    const file = (name: string, text: string) => ({ name, mimeType: 'text/plain', buffer: Buffer.from(text) });
+    const tab = await openTab();
+    await signIn(tab);
+    const { page } = tab;
+    await show(tab, `#mail/${inbox.id}`);
+
+    // A new message with a Bcc and an attachment.
+    await page.getByRole('button', { name: 'Compose' }).click();
+    await page.getByRole('heading', { name: 'New message' }).waitFor();
+    await page.getByLabel('From').selectOption({ label: 'Writer desk <writer@agents.test>' });
+    await page.getByRole('textbox', { name: 'To' }).fill('ivy@example.com');
+    await page.getByRole('textbox', { name: 'Bcc' }).fill('audit@example.com');
+    await page.getByRole('textbox', { name: 'Subject' }).fill('Signed contract');
+    await page.getByRole('textbox', { name: 'Message' }).fill('Signed copy attached.');
+    await page.getByLabel('Attachments').setInputFiles([file('contract.txt', 'signed by both'), file('wrong.txt', 'not this one')]);
+    await page.getByRole('button', { name: 'Remove wrong.txt' }).click();
+    await page.getByText('contract.txt (14 B)').waitFor();
+    await shot(tab, 'dashboard-compose-attachments');
+    await page.getByRole('button', { name: 'Send', exact: true }).click();
+    await page.getByRole('heading', { name: 'Signed contract' }).waitFor();
+    await page.getByRole('article').getByText('Bcc: audit@example.com').waitFor();
+    await page.getByRole('article').getByRole('link', { name: 'contract.txt (14 B)' }).waitFor();
+    const composed = (await threadBySubject('Signed contract')).messages[0] as unknown as { bccAddresses: string[]; attachments: Array<{ filename: string }> };
+    assert.deepEqual(composed.bccAddresses, ['audit@example.com']);
+    assert.deepEqual(composed.attachments.map((a) => a.filename), ['contract.txt']);
+
+    // A reply with a Bcc and an attachment.
+    await show(tab, `#mail/${inbox.id}`);
+    await page.getByRole('link', { name: /Contract review/ }).click();
+    await page.getByRole('heading', { name: 'Contract review' }).waitFor();
+    await page.getByRole('article').getByRole('button', { name: 'Reply', exact: true }).click();
+    await page.getByRole('textbox', { name: 'Reply' }).fill('Reviewed, notes attached.');
+    await page.getByRole('textbox', { name: 'Bcc' }).fill('legal@example.com');
+    await page.getByLabel('Attachments').setInputFiles(file('notes.txt', 'clause 4 is fine'));
+    await page.getByText('notes.txt (16 B)').waitFor();
+    await page.getByRole('button', { name: 'Send reply' }).click();
+    await page.getByRole('status').filter({ hasText: 'Reply to hank@example.org' }).waitFor();
+    const reply = (await threadBySubject('Contract review')).messages[1] as unknown as { subject: string; bccAddresses: string[]; attachments: Array<{ filename: string }> };
+    assert.equal(reply.subject, 'Re: Contract review');
+    assert.deepEqual(reply.bccAddresses, ['legal@example.com']);
+    assert.deepEqual(reply.attachments.map((a) => a.filename), ['notes.txt']);
+
+    // A reply kept as a draft, then given an HTML part by an agent.
+    await page.getByRole('article').filter({ hasText: 'Please review the contract' }).getByRole('button', { name: 'Reply', exact: true }).click();
+    await page.getByRole('textbox', { name: 'Reply' }).fill('One more thing, later.');
+    await page.getByRole('textbox', { name: 'Bcc' }).fill('legal@example.com');
+    await page.getByLabel('Attachments').setInputFiles(file('draft.txt', 'draft attachment'));
+    await page.getByText('draft.txt (16 B)').waitFor();
+    await page.getByRole('button', { name: 'Save draft' }).click();
+    await page.getByRole('status').filter({ hasText: 'Saved the reply as a draft' }).waitFor();
+    const drafts = (await t.api('GET', `/inboxes/${inbox.id}/drafts`)).body.data as Array<{ id: string; inReplyTo: string; subject: string; bcc: string[]; attachmentIds: string[]; bodyText: string }>;
+    assert.equal(drafts.length, 1);
+    assert.deepEqual([drafts[0].inReplyTo, drafts[0].subject, drafts[0].bcc, drafts[0].attachmentIds.length, drafts[0].bodyText], [original.id, 'Re: Contract review', ['legal@example.com'], 1, 'One more thing, later.']);
+    const patched = await t.api('PATCH', `/drafts/${drafts[0].id}`, { bodyHtml: '<p>One more thing, <b id="drafthtml">in HTML</b>.</p><script>document.title = "ran"</script>' });
+    assert.equal(patched.status, 200, patched.text);
+
+    // A new message kept as a draft.
+    await page.getByRole('button', { name: 'Compose' }).click();
+    await page.getByLabel('From').selectOption({ label: 'Writer desk <writer@agents.test>' });
+    await page.getByRole('textbox', { name: 'To' }).fill('jo@example.com');
+    await page.getByRole('textbox', { name: 'Subject' }).fill('Draft only');
+    await page.getByRole('button', { name: 'Save draft' }).click();
+    await page.locator('.view-drafts[data-loaded=true]').waitFor();
+    await page.getByRole('heading', { name: 'Draft only' }).waitFor();
+    assert.ok(((await t.api('GET', `/inboxes/${inbox.id}/drafts`)).body.data as Array<{ subject: string }>).some((d) => d.subject === 'Draft only'));
+
+    // The reply draft: the message it answers (not its id), both parts, the attachment as a download link.
+    const card = page.locator('.draft').filter({ has: page.getByRole('heading', { name: 'Re: Contract review' }) });
+    await card.getByRole('heading', { name: 'In reply to' }).waitFor();
+    await card.getByText('Hank Moss <hank@example.org>').waitFor();
+    await card.getByRole('link', { name: 'Contract review' }).waitFor();
+    await card.getByText('Please review the contract by Friday.').waitFor();
+    assert.doesNotMatch((await card.textContent()) ?? '', /msg_/);
+    await card.getByRole('heading', { name: 'Text part' }).waitFor();
+    await card.getByText('One more thing, later.').waitFor();
+    await card.getByRole('heading', { name: 'HTML part' }).waitFor();
+    assert.equal(await page.frameLocator('.draft iframe.html-body').first().locator('b#drafthtml').textContent(), 'in HTML');
+    assert.equal(await card.locator('iframe').getAttribute('sandbox'), '');
+    assert.equal(await page.title(), 'mailroom dashboard', 'the draft\'s script did not run');
+    const link = card.getByRole('link', { name: 'draft.txt (16 B)' });
+    assert.equal(await link.getAttribute('download'), 'draft.txt');
+    const download = await fetch((await link.getAttribute('href'))!);
+    assert.match(download.headers.get('content-disposition') ?? '', /^attachment/);
+    assert.equal(await download.text(), 'draft attachment');
+    // Tall enough that the frame is on screen (a full-page shot leaves a frame below the fold blank).
+    await page.setViewportSize({ width: DESKTOP.width, height: 1500 });
+    await shot(tab, 'dashboard-draft-reply');
+    await page.setViewportSize(DESKTOP);
+
+    await card.getByRole('button', { name: 'Approve and send' }).click();
+    await page.getByRole('link', { name: 'Open the conversation' }).waitFor();
+    const sent = (await threadBySubject('Contract review')).messages[2] as unknown as { subject: string; bccAddresses: string[]; attachments: Array<{ filename: string }> };
+    assert.deepEqual([sent.subject, sent.bccAddresses, sent.attachments.map((a) => a.filename)], ['Re: Contract review', ['legal@example.com'], ['draft.txt']]);
+    await finish(tab);
+  });
 });

@@ -83,7 +83,9 @@ export const CORE_JS = String.raw`
     var key = sessionStorage.getItem(STORE);
     var headers = Object.assign({ Authorization: 'Bearer ' + key, Accept: 'application/json' }, extraHeaders || {});
     var init = { method: method, headers: headers, cache: 'no-store' };
-    if (body !== undefined) { headers['Content-Type'] = 'application/json'; init.body = JSON.stringify(body); }
+    // A FormData (an upload) goes as multipart/form-data, with the boundary the browser sets.
+    if (body instanceof FormData) init.body = body;
+    else if (body !== undefined) { headers['Content-Type'] = 'application/json'; init.body = JSON.stringify(body); }
     var res = await fetch(path, init);
     var text = await res.text();
     var data = null;
@@ -135,6 +137,47 @@ export const CORE_JS = String.raw`
     var wrap = el('div', { className: 'field' }, [el('label', { htmlFor: input.id, textContent: label }), input]);
     wrap.input = input;
     return wrap;
+  }
+
+  /**
+   * Attachments for a message or a draft: each file chosen is uploaded at once (POST
+   * /attachments, streamed to disk by the server) and listed with a Remove button; ids() are
+   * the uploaded ones, in order, for attachmentIds.
+   */
+  function attachmentPicker() {
+    var input = el('input', { id: 'f' + (++fieldIds), type: 'file', multiple: true, name: 'file' });
+    var list = el('ul', { className: 'attachments picked' });
+    var uploaded = [];
+    var pending = 0;
+    input.addEventListener('change', async function () {
+      var files = Array.prototype.slice.call(input.files);
+      input.value = '';
+      await Promise.all(files.map(async function (f) {
+        var item = el('li', { className: 'uploading', textContent: f.name + ' (uploading\u2026)' });
+        list.append(item);
+        pending++;
+        try {
+          var form = new FormData();
+          form.append('file', f, f.name);
+          var a = await api('POST', '/attachments', form);
+          uploaded.push(a);
+          item.className = 'uploaded';
+          item.replaceChildren(a.filename + ' (' + size(a.size) + ') ', el('button', { type: 'button', className: 'link', textContent: 'Remove', attrs: { 'aria-label': 'Remove ' + a.filename },
+            onclick: function () { uploaded.splice(uploaded.indexOf(a), 1); item.remove(); } }));
+        } catch (err) { item.remove(); failed(err); } finally { pending--; }
+      }));
+    });
+    var wrap = el('div', { className: 'field' }, [el('label', { htmlFor: input.id, textContent: 'Attachments' }), input, list]);
+    wrap.ids = function () { return uploaded.map(function (a) { return a.id; }); };
+    wrap.uploading = function () { return pending > 0; };
+    return wrap;
+  }
+
+  /** Refuses to send while a file is still uploading (it would go without it). */
+  function uploadsDone(picker) {
+    if (!picker.uploading()) return true;
+    notify('Wait until the attachments have uploaded.', true);
+    return false;
   }
 
   /** "a@x, b@y" -> ['a@x', 'b@y']. */

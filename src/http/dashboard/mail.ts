@@ -350,7 +350,8 @@ export const MAIL_JS = String.raw`
     var card = el('article', { className: 'message ' + m.direction, dataset: { id: m.id } });
     var sender = inbound ? [el('b', { textContent: m.fromName || m.fromAddress }), m.fromName ? el('span', { className: 'mono', textContent: '<' + m.fromAddress + '>' }) : null]
       : [el('b', { textContent: 'Sent from ' + m.fromAddress })];
-    var to = 'To: ' + (m.toAddresses || []).join(', ') + ((m.ccAddresses || []).length ? ' \u00b7 Cc: ' + m.ccAddresses.join(', ') : '');
+    var to = 'To: ' + (m.toAddresses || []).join(', ') + ((m.ccAddresses || []).length ? ' \u00b7 Cc: ' + m.ccAddresses.join(', ') : '') +
+      ((m.bccAddresses || []).length ? ' \u00b7 Bcc: ' + m.bccAddresses.join(', ') : '');
     var badges = inbound ? authBadges(m.authentication) : [badge(m.status), m.delivery === 'dry-run' ? badge('dry-run', 'warn', 'outbound.mode = "dry-run": nothing left the machine') : null];
     var recipients = !inbound && (m.recipients || []).length ? table(['Recipient', 'Status', 'Last answer'], m.recipients.map(function (r) {
       return el('tr', null, [td(r.address, 'mono addr'), el('td', null, [badge(r.status)]), td(r.response || '', 'mono')]);

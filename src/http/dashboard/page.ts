@@ -188,6 +188,10 @@ ul.attachments a { display: inline-block; padding: 3px 10px; border: 1px solid v
 form.label-form { display: flex; gap: 6px; align-items: center; margin: 8px 0; max-width: 420px; }
 form.label-form input { flex: 1; min-width: 0; }
 .thread-actions { margin: 0 0 12px; }
+.draft iframe.html-body { height: 200px; }
+.draft h3 { font-size: 13px; margin: 12px 0 4px; color: var(--muted); }
+blockquote.answered { margin: 0; padding: 8px 12px; border-left: 3px solid var(--line); background: var(--bg); border-radius: 0 8px 8px 0; }
+ul.attachments.picked li { padding: 3px 10px; border: 1px solid var(--line); border-radius: 6px; background: var(--bg); }
 .composer { border-top: 1px solid var(--line); margin-top: 12px; padding-top: 4px; }
 .tabs { display: flex; gap: 4px; }
 .tabs button { background: #fff; color: var(--fg); border-color: var(--line); }
