@@ -4,9 +4,10 @@
 // forward, approve a draft, create an inbox, a webhook and a key, replay a failed delivery,
 // verify a domain, a read-only key, phone width, keyboard shortcuts, paging through the
 // conversations, live updates from /events/stream (and its reconnect with Last-Event-ID), mark
-// read/unread and delete. Each test checks the result
+// read/unread and delete, labels and archive, Bcc and attachments in compose and reply, drafts
+// saved from the page and shown with the message they answer. Each test checks the result
 // through the API. Screenshots of the main screens are taken on each run; with
-// MAILROOM_UPDATE_SCREENSHOTS=1 they replace docs/screenshots/ (shown in docs/dashboard.md). Outside CI the file skips, saying why, when
+// MAILROOM_UPDATE_SCREENSHOTS=1 (npm run docs:screenshots) they replace docs/screenshots/ (shown in docs/dashboard.md). Outside CI the file skips, saying why, when
 // /usr/bin/chromium is missing; under CI=true (.ci/run) it fails instead.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -186,6 +187,9 @@ describe('dashboard as a mail client, in headless Chromium', { skip }, () => {
     assert.equal(await page.evaluate(() => sessionStorage.getItem('mailroom.apiKey')), null);
     assert.deepEqual(await chrome(), { navigation: 0, mail: 0, buttons: ['Sign in'] });
     await shot(tab, 'dashboard-signin');
+    await page.setViewportSize(PHONE);
+    assert.ok(await noHorizontalScroll(page), 'sign-in at phone width');
+    await shot(tab, 'dashboard-phone-signin');
     await finish(tab);
   });
 
@@ -780,6 +784,10 @@ describe('dashboard as a mail client, in headless Chromium', { skip }, () => {
     assert.deepEqual(await labelsOf('second of the pair'), []);
     await second.getByRole('button', { name: 'Remove label urgent' }).waitFor({ state: 'detached' });
     await shot(tab, 'dashboard-labels');
+    await page.setViewportSize(PHONE);
+    assert.ok(await noHorizontalScroll(page), 'labels at phone width');
+    await shot(tab, 'dashboard-phone-labels');
+    await page.setViewportSize(DESKTOP);
 
     // l opens the label form of the conversation; Esc leaves it.
     await page.keyboard.press('l');
@@ -907,6 +915,9 @@ describe('dashboard as a mail client, in headless Chromium', { skip }, () => {
     // Tall enough that the frame is on screen (a full-page shot leaves a frame below the fold blank).
     await page.setViewportSize({ width: DESKTOP.width, height: 1500 });
     await shot(tab, 'dashboard-draft-reply');
+    await page.setViewportSize(PHONE);
+    assert.ok(await noHorizontalScroll(page), 'drafts at phone width');
+    await shot(tab, 'dashboard-phone-draft');
     await page.setViewportSize(DESKTOP);
 
     await card.getByRole('button', { name: 'Approve and send' }).click();
