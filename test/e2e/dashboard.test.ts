@@ -1,9 +1,12 @@
 // The dashboard: its page and assets (strict CSP, nothing external, a script that parses and is
-// ASCII), and the dashboard-only replay endpoint with its error paths. The dashboard in a real
+// ASCII, bundled from the TypeScript of src/http/dashboard/client, as in the executable), and the dashboard-only replay endpoint with its error paths. The dashboard in a real
 // browser: test/e2e/dashboard-client.test.ts.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Script } from 'node:vm';
+import { join } from 'node:path';
+import { createContext, Script } from 'node:vm';
+import { build } from 'esbuild';
+import { bundleDashboardScript, bundledDashboardScript } from '../../src/http/dashboard/script.ts';
 import { createApiKey } from '../../src/domain/accounts/apikeys.ts';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
 import { expectError, startTestServer, type TestServer } from '../support/server.ts';
@@ -73,6 +76,26 @@ describe('dashboard page', () => {
     assert.equal(js.search(/[^\x00-\x7f]/), -1, 'a non-ASCII character: write it as a \\u escape');
     // Untrusted text goes in with textContent; the script never parses HTML.
     assert.doesNotMatch(js, /innerHTML|outerHTML|insertAdjacentHTML|document\.write/);
+  });
+
+  test('the script is the TypeScript of src/http/dashboard/client bundled for the browser; it defines no global; the executable carries the bundle', async () => {
+    const js = await (await fetch(`${t.url}/dashboard/app.js`)).text();
+    assert.equal(js, await bundleDashboardScript());
+    // Run with only what it touches before the page has loaded: it adds nothing to the page's globals.
+    const listening: string[] = [];
+    const globals = { document: { addEventListener: (type: string) => listening.push(type) } };
+    const context = createContext(globals);
+    new Script(js).runInContext(context);
+    assert.deepEqual(listening, ['DOMContentLoaded']);
+    assert.deepEqual(Object.keys(context), ['document']);
+    // build/build.ts: the executable's script.ts hands out the text bundled at build time, without esbuild.
+    const entry = "import { dashboardScript } from './src/http/dashboard/script.ts'; module.exports = dashboardScript();";
+    const built = await build({ stdin: { contents: entry, resolveDir: join(import.meta.dirname, '..', '..'), loader: 'ts' }, bundle: true, platform: 'node', format: 'cjs', write: false, plugins: [bundledDashboardScript(js)] });
+    const code = built.outputFiles[0].text;
+    assert.doesNotMatch(code, /esbuild/);
+    const mod = { exports: undefined as unknown };
+    new Script(`(function (module) {${code}\n})`).runInThisContext()(mod);
+    assert.equal(await mod.exports, js);
   });
 
   test('unknown dashboard paths are 404 NOT_FOUND', async () => {

@@ -1,15 +1,52 @@
-// The dashboard's browser script, served as one asset (/dashboard/app.js): the parts below,
-// each a String.raw template kept beside the others by concern, joined inside one function
-// scope. It talks to the public API with the key kept in sessionStorage, plus the one
-// dashboard-only endpoint (replay of a failed webhook delivery).
-// (Plain ES2020 without template literals, so each part can live inside a template string;
-// ASCII only, non-ASCII written as \u escapes: see build/build.ts on why the bundle must be ASCII.)
-import { ADMIN_JS } from './admin.ts';
-import { COMPOSE_JS } from './compose.ts';
-import { CORE_JS } from './core.ts';
-import { DRAFTS_JS } from './drafts.ts';
-import { LIVE_JS } from './live.ts';
-import { MAIL_JS } from './mail.ts';
-import { SHELL_JS } from './shell.ts';
+// The dashboard's browser script, /dashboard/app.js: TypeScript modules in ./client/ (checked
+// by the project's tsc with the DOM types, linted with the rest of src/), bundled for the
+// browser by esbuild into one script that defines no global. The single executable carries the
+// bundle made at build time (build/build.ts stands a module exporting it in for this one); run
+// from source, the server bundles it at the first request for it.
+import { fileURLToPath } from 'node:url';
+import type { BuildOptions, Plugin } from 'esbuild';
 
-export const DASHBOARD_JS = ['\n(function () {\n  \'use strict\';', CORE_JS, MAIL_JS, COMPOSE_JS, DRAFTS_JS, ADMIN_JS, LIVE_JS, SHELL_JS, '})();\n'].join('\n');
+/** How the browser script is bundled, here and in build/build.ts. */
+export const CLIENT_BUILD: BuildOptions = {
+  entryPoints: [fileURLToPath(new URL('./client/shell.ts', import.meta.url))],
+  bundle: true,
+  format: 'iife',
+  platform: 'browser',
+  target: 'es2020',
+  // ASCII only: a non-ASCII character makes V8 hold the whole script two bytes per character
+  // (build/build.ts, assertAscii); esbuild writes them as \u escapes.
+  charset: 'ascii',
+  legalComments: 'none',
+  write: false,
+  logLevel: 'silent',
+};
+
+/** The bundled script. esbuild is a development dependency: only a run from source gets here. */
+export async function bundleDashboardScript(): Promise<string> {
+  const { build } = await import('esbuild');
+  const result = await build(CLIENT_BUILD);
+  return result.outputFiles![0].text;
+}
+
+let bundled: Promise<string> | undefined;
+
+/** /dashboard/app.js, bundled once. */
+export function dashboardScript(): Promise<string> {
+  return (bundled ??= bundleDashboardScript());
+}
+
+/**
+ * For the single executable's bundle (build/build.ts): this module becomes one handing out
+ * `js`, the script bundled at build time, so the executable carries no esbuild.
+ */
+export function bundledDashboardScript(js: string): Plugin {
+  return {
+    name: 'dashboard-script',
+    setup(b) {
+      b.onLoad({ filter: /[\\/]src[\\/]http[\\/]dashboard[\\/]script\.ts$/ }, () => ({
+        contents: `export const dashboardScript = () => Promise.resolve(${JSON.stringify(js)});`,
+        loader: 'ts',
+      }));
+    },
+  };
+}

@@ -4,7 +4,7 @@
 import type { AppContext } from '../../context.ts';
 import { replayAccountDelivery } from '../../domain/webhooks/dashboard.ts';
 import { DASHBOARD_CSS, DASHBOARD_HTML, DASHBOARD_ICON } from '../dashboard/page.ts';
-import { DASHBOARD_JS } from '../dashboard/script.ts';
+import { dashboardScript } from '../dashboard/script.ts';
 import type { Routes } from '../routes.ts';
 
 /**
@@ -47,7 +47,8 @@ export function registerDashboardRoutes(r: Routes, ctx: AppContext): void {
   r.get(ROOT_REDIRECT, () => ({ status: 302, headers: { Location: DASHBOARD_PREFIX, 'Cache-Control': 'no-cache', 'Content-Length': '0' } }), { public: true });
   r.get('/dashboard', page, { public: true });
   r.get('/dashboard/', page, { public: true });
-  r.get('/dashboard/app.js', asset(DASHBOARD_JS, 'text/javascript; charset=utf-8'), { public: true });
+  let script: ReturnType<typeof asset> | undefined;
+  r.get('/dashboard/app.js', async () => (script ??= asset(await dashboardScript(), 'text/javascript; charset=utf-8'))(), { public: true });
   r.get('/dashboard/app.css', asset(DASHBOARD_CSS, 'text/css; charset=utf-8'), { public: true });
   r.get('/dashboard/favicon.svg', asset(DASHBOARD_ICON, 'image/svg+xml'), { public: true });
   r.post('/dashboard/api/deliveries/:id/replay', async (req) => ({
