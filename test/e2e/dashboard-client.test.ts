@@ -256,6 +256,10 @@ describe('dashboard as a mail client, in headless Chromium', { skip }, () => {
     // Opening it marked it read, in the API and in the counts.
     await until('the thread is read', async () => ((await threadBySubject('Disk almost full on db-1')).unreadCount === 0 ? true : undefined));
     await page.locator(`.mailbox[data-id="${ops.id}"] .count`, { hasText: /^1$/ }).waitFor();
+    // The shot shows the HTML body in its frame (the Text tab hides the frame).
+    await message.locator('.tabs button', { hasText: 'HTML' }).click();
+    assert.equal(await frame.isVisible(), true);
+    assert.equal(await message.locator('pre.body').isVisible(), false);
     await shot(tab, 'dashboard-thread');
     await finish(tab);
   });

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { createContext, Script } from 'node:vm';
 import { build } from 'esbuild';
-import { bundleDashboardScript, bundledDashboardScript } from '../../src/http/dashboard/script.ts';
+import { bundleDashboard, bundledDashboard } from '../../src/http/dashboard/bundle.ts';
 import { createApiKey } from '../../src/domain/accounts/apikeys.ts';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
 import { expectError, startTestServer, type TestServer } from '../support/server.ts';
@@ -78,24 +78,28 @@ describe('dashboard page', () => {
     assert.doesNotMatch(js, /innerHTML|outerHTML|insertAdjacentHTML|document\.write/);
   });
 
-  test('the script is the TypeScript of src/http/dashboard/client bundled for the browser; it defines no global; the executable carries the bundle', async () => {
-    const js = await (await fetch(`${t.url}/dashboard/app.js`)).text();
-    assert.equal(js, await bundleDashboardScript());
+  test('the page, script, stylesheet and icon are built from src/http/dashboard/client (the script from TypeScript); the script defines no global; the executable carries them', async () => {
+    const files = await bundleDashboard();
+    const served = async (path: string) => (await fetch(t.url + path)).text();
+    assert.deepEqual(
+      { html: await served('/dashboard'), js: await served('/dashboard/app.js'), css: await served('/dashboard/app.css'), icon: await served('/dashboard/favicon.svg') },
+      files,
+    );
+    assert.match(files.css, /\.thread-pane/);
     // Run with only what it touches before the page has loaded: it adds nothing to the page's globals.
     const listening: string[] = [];
-    const globals = { document: { addEventListener: (type: string) => listening.push(type) } };
-    const context = createContext(globals);
-    new Script(js).runInContext(context);
+    const context = createContext({ document: { addEventListener: (type: string) => listening.push(type) } });
+    new Script(files.js).runInContext(context);
     assert.deepEqual(listening, ['DOMContentLoaded']);
     assert.deepEqual(Object.keys(context), ['document']);
-    // build/build.ts: the executable's script.ts hands out the text bundled at build time, without esbuild.
-    const entry = "import { dashboardScript } from './src/http/dashboard/script.ts'; module.exports = dashboardScript();";
-    const built = await build({ stdin: { contents: entry, resolveDir: join(import.meta.dirname, '..', '..'), loader: 'ts' }, bundle: true, platform: 'node', format: 'cjs', write: false, plugins: [bundledDashboardScript(js)] });
+    // build/build.ts: the executable's bundle.ts hands out the files made at build time, without esbuild or a file read.
+    const entry = "import { dashboardFiles } from './src/http/dashboard/bundle.ts'; module.exports = dashboardFiles();";
+    const built = await build({ stdin: { contents: entry, resolveDir: join(import.meta.dirname, '..', '..'), loader: 'ts' }, bundle: true, platform: 'node', format: 'cjs', write: false, plugins: [bundledDashboard(files)] });
     const code = built.outputFiles[0].text;
-    assert.doesNotMatch(code, /esbuild/);
+    assert.doesNotMatch(code, /esbuild|readFileSync/);
     const mod = { exports: undefined as unknown };
     new Script(`(function (module) {${code}\n})`).runInThisContext()(mod);
-    assert.equal(await mod.exports, js);
+    assert.deepEqual(await mod.exports, files);
   });
 
   test('unknown dashboard paths are 404 NOT_FOUND', async () => {
