@@ -850,6 +850,9 @@ describe('dashboard as a mail client, in headless Chromium', { skip }, () => {
     await page.getByRole('button', { name: 'Remove wrong.txt' }).click();
     await page.getByText('contract.txt (14 B)').waitFor();
     await shot(tab, 'dashboard-compose-attachments');
+    await page.setViewportSize(PHONE);
+    assert.ok(await noHorizontalScroll(page), 'compose with attachments at phone width');
+    await page.setViewportSize(DESKTOP);
     await page.getByRole('button', { name: 'Send', exact: true }).click();
     await page.getByRole('heading', { name: 'Signed contract' }).waitFor();
     await page.getByRole('article').getByText('Bcc: audit@example.com').waitFor();
