@@ -18,6 +18,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { readMigrations } from '../src/db/migrate.ts';
+import { bundleDashboard, bundledDashboard } from '../src/http/dashboard/bundle.ts';
 import { readPgMigrations } from '../src/store/migrate.ts';
 import { sha256Of } from '../src/addon-cache.ts';
 import { ANALYSIS_WORKER_ASSET, chunkAssets as chunkAssetNames, MAIN_ASSETS, SEARCH_WORKER_ASSET, TEXT_WORKER_ASSET } from '../src/sea-chunks.ts';
@@ -431,7 +432,15 @@ async function main(): Promise<void> {
   // The main script, one CommonJS file (inside a SEA, require() reaches built-in modules only),
   // run by a small entry script (src/sea-loader.ts) that compiles it with its own code cache.
   const main = join(OUT, MAIN_ASSETS.source);
-  const result = await build({ ...BUNDLE_OPTIONS, entryPoints: [join(ROOT, 'src', 'sea.ts')], write: false, outfile: main, plugins: [zodEnglishOnly(), lazyChunkStubs(shapes)] });
+  // The dashboard's page, script, stylesheet and icon (src/http/dashboard/client/), made now and carried as text.
+  const dashboard = await bundleDashboard();
+  const result = await build({
+    ...BUNDLE_OPTIONS,
+    entryPoints: [join(ROOT, 'src', 'sea.ts')],
+    write: false,
+    outfile: main,
+    plugins: [zodEnglishOnly(), lazyChunkStubs(shapes), bundledDashboard(dashboard)],
+  });
   writeWrapped(main, result.outputFiles[0].text);
   // What the main script holds and who imports what, for finding what start-up need not load.
   writeFileSync(join(OUT, 'main.meta.json'), JSON.stringify(result.metafile));

@@ -346,6 +346,14 @@ timeout = "5s"
     assert.equal(page.status, 200);
     assert.match(page.headers.get('content-type') ?? '', /text\/html/);
     assert.match(page.headers.get('content-security-policy') ?? '', /default-src 'none'/);
+    // The page, script and stylesheet bundled at build time (src/http/dashboard/bundle.ts): the executable carries no esbuild.
+    assert.match(await page.text(), /<script src="\/dashboard\/app\.js" defer><\/script>/);
+    const script = await fetch(`${serve!.url}/dashboard/app.js`);
+    assert.equal(script.status, 200);
+    assert.match(await script.text(), /Label conversation/);
+    const style = await fetch(`${serve!.url}/dashboard/app.css`);
+    assert.equal(style.status, 200);
+    assert.match(await style.text(), /\.thread-pane/);
     const metrics = await fetch(`http://127.0.0.1:${ports.metrics}/metrics`);
     assert.equal(metrics.status, 200);
     const text = await metrics.text();

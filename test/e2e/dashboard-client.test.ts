@@ -4,9 +4,10 @@
 // forward, approve a draft, create an inbox, a webhook and a key, replay a failed delivery,
 // verify a domain, a read-only key, phone width, keyboard shortcuts, paging through the
 // conversations, live updates from /events/stream (and its reconnect with Last-Event-ID), mark
-// read/unread and delete. Each test checks the result
+// read/unread and delete, labels and archive, Bcc and attachments in compose and reply, drafts
+// saved from the page and shown with the message they answer. Each test checks the result
 // through the API. Screenshots of the main screens are taken on each run; with
-// MAILROOM_UPDATE_SCREENSHOTS=1 they replace docs/screenshots/ (shown in docs/dashboard.md). Outside CI the file skips, saying why, when
+// MAILROOM_UPDATE_SCREENSHOTS=1 (npm run docs:screenshots) they replace docs/screenshots/ (shown in docs/dashboard.md). Outside CI the file skips, saying why, when
 // /usr/bin/chromium is missing; under CI=true (.ci/run) it fails instead.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -159,6 +160,14 @@ describe('dashboard as a mail client, in headless Chromium', { skip }, () => {
     const tab = await openTab();
     const { page } = tab;
     await page.goto(`${t.url}/dashboard`);
+    // A clean sign-in page: the form, no navigation, no header buttons.
+    const chrome = async () => ({
+      navigation: await page.getByRole('navigation').count(),
+      mail: await page.getByRole('link', { name: 'Mail' }).count(),
+      buttons: await page.getByRole('button').allTextContents(),
+    });
+    await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+    assert.deepEqual(await chrome(), { navigation: 0, mail: 0, buttons: ['Sign in'] });
     await page.fill('#key', 'mr_live_notavalidkey0000000000000000000000000');
     await page.click('#signin-form button[type=submit]');
     await page.locator('#signin-error').waitFor();
@@ -172,9 +181,15 @@ describe('dashboard as a mail client, in headless Chromium', { skip }, () => {
     assert.equal(await page.evaluate(() => sessionStorage.getItem('mailroom.apiKey')), t.key);
     await page.reload();
     await page.locator('.view-mail[data-loaded=true]').waitFor();
-    await page.click('#signout');
-    await page.locator('#signin').waitFor();
+    await page.getByRole('navigation').first().waitFor();
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByRole('heading', { name: 'Sign in' }).waitFor();
     assert.equal(await page.evaluate(() => sessionStorage.getItem('mailroom.apiKey')), null);
+    assert.deepEqual(await chrome(), { navigation: 0, mail: 0, buttons: ['Sign in'] });
+    await shot(tab, 'dashboard-signin');
+    await page.setViewportSize(PHONE);
+    assert.ok(await noHorizontalScroll(page), 'sign-in at phone width');
+    await shot(tab, 'dashboard-phone-signin');
     await finish(tab);
   });
 
@@ -241,6 +256,10 @@ describe('dashboard as a mail client, in headless Chromium', { skip }, () => {
     // Opening it marked it read, in the API and in the counts.
     await until('the thread is read', async () => ((await threadBySubject('Disk almost full on db-1')).unreadCount === 0 ? true : undefined));
     await page.locator(`.mailbox[data-id="${ops.id}"] .count`, { hasText: /^1$/ }).waitFor();
+    // The shot shows the HTML body in its frame (the Text tab hides the frame).
+    await message.locator('.tabs button', { hasText: 'HTML' }).click();
+    assert.equal(await frame.isVisible(), true);
+    assert.equal(await message.locator('pre.body').isVisible(), false);
     await shot(tab, 'dashboard-thread');
     await finish(tab);
   });
@@ -725,6 +744,193 @@ describe('dashboard as a mail client, in headless Chromium', { skip }, () => {
     const help = page.getByRole('complementary');
     await help.getByText('mark the last message of the open conversation unread (or read)').waitFor();
     await help.getByText('delete the last message of the open conversation (press twice)').waitFor();
+    await finish(tab);
+  });
+  test('labels and archive: label a conversation and a message, remove a label, archive (e) and move back from the Archive, by button and key', async () => {
+    const inbox = (await t.api('POST', '/inboxes', { address: 'labels', displayName: 'Labels desk' })).body;
+    const transport = smtpTransport(t.server.smtpPort);
+    try {
+      await transport.sendMail({ from: 'gus@example.org', to: inbox.address, subject: 'Archive me', text: 'first of the pair', messageId: '<arch-1@example.org>' });
+      await transport.sendMail({ from: 'gus@example.org', to: inbox.address, subject: 'Re: Archive me', text: 'second of the pair', inReplyTo: '<arch-1@example.org>', references: '<arch-1@example.org>' });
+      await transport.sendMail({ from: 'gus@example.org', to: inbox.address, subject: 'Keep me', text: 'stays in the inbox' });
+    } finally {
+      transport.close();
+    }
+    const labelsOf = async (text: string) => {
+      const all = (await t.api('GET', `/inboxes/${inbox.id}/messages`)).body.data as Array<{ bodyText: string; labels: string[] }>;
+      return all.find((m) => m.bodyText.includes(text))!.labels;
+    };
+    const tab = await openTab();
+    await signIn(tab);
+    const { page } = tab;
+    await show(tab, `#mail/${inbox.id}`);
+    await page.getByRole('link', { name: /Archive me/ }).click();
+    await page.getByRole('heading', { name: 'Archive me' }).waitFor();
+
+    // A label on the conversation: every message gets it, the list row shows it.
+    await page.getByRole('button', { name: 'Label conversation' }).click();
+    await page.getByRole('textbox', { name: 'Label' }).fill('Urgent');
+    await page.getByRole('button', { name: 'Add label' }).click();
+    await page.getByRole('status').filter({ hasText: 'Labelled the conversation urgent.' }).waitFor();
+    assert.deepEqual([await labelsOf('first of the pair'), await labelsOf('second of the pair')], [['urgent'], ['urgent']]);
+    await page.getByRole('link', { name: /Archive me\s*urgent/ }).waitFor();
+
+    // A label on one message, and one removed from the other.
+    const first = page.getByRole('article').filter({ hasText: 'first of the pair' });
+    const second = page.getByRole('article').filter({ hasText: 'second of the pair' });
+    await first.getByRole('button', { name: 'Label message' }).click();
+    await first.getByRole('textbox', { name: 'Label' }).fill('billing');
+    await first.getByRole('button', { name: 'Add label' }).click();
+    await page.getByRole('status').filter({ hasText: 'Labelled the message billing.' }).waitFor();
+    assert.deepEqual(await labelsOf('first of the pair'), ['billing', 'urgent']);
+    await second.getByRole('button', { name: 'Remove label urgent' }).click();
+    await page.getByRole('status').filter({ hasText: 'Removed the label urgent from the message.' }).waitFor();
+    assert.deepEqual(await labelsOf('second of the pair'), []);
+    await second.getByRole('button', { name: 'Remove label urgent' }).waitFor({ state: 'detached' });
+    await shot(tab, 'dashboard-labels');
+    await page.setViewportSize(PHONE);
+    assert.ok(await noHorizontalScroll(page), 'labels at phone width');
+    await shot(tab, 'dashboard-phone-labels');
+    await page.setViewportSize(DESKTOP);
+
+    // l opens the label form of the conversation; Esc leaves it.
+    await page.keyboard.press('l');
+    await page.getByRole('textbox', { name: 'Label' }).first().waitFor();
+    assert.equal(await page.evaluate(() => (document.activeElement as HTMLInputElement | null)?.name), 'label');
+    await page.keyboard.press('Escape');
+
+    // e archives: the conversation leaves the inbox's list and is in the Archive.
+    await page.keyboard.press('e');
+    await page.getByRole('status').filter({ hasText: 'Archived \u201cArchive me\u201d.' }).waitFor();
+    await page.getByRole('link', { name: /Archive me/ }).waitFor({ state: 'detached' });
+    await page.getByRole('link', { name: /Keep me/ }).waitFor();
+    assert.deepEqual(await labelsOf('second of the pair'), ['archived']);
+    assert.equal((await t.api('GET', `/inboxes/${inbox.id}/threads?label=archived`)).body.total, 1);
+    await page.getByRole('navigation', { name: 'Inboxes' }).getByRole('link', { name: 'Archive' }).click();
+    await page.getByRole('heading', { name: 'Archive', exact: true }).waitFor();
+    assert.equal(await page.getByRole('link', { name: /Keep me/ }).count(), 0);
+    await page.getByRole('link', { name: /Archive me/ }).click();
+    await page.getByRole('button', { name: 'Move to inbox' }).click();
+    await page.getByRole('status').filter({ hasText: 'Moved to the inbox: \u201cArchive me\u201d.' }).waitFor();
+    await page.getByText('Nothing archived.').waitFor();
+    assert.deepEqual(await labelsOf('second of the pair'), []);
+    await show(tab, `#mail/${inbox.id}`);
+    await page.getByRole('link', { name: /Archive me/ }).waitFor();
+
+    await page.keyboard.press('?');
+    const help = page.getByRole('complementary');
+    await help.getByText('archive the open conversation (or move it back to the inbox)').waitFor();
+    await help.getByText('add a label to the open conversation').waitFor();
+    await finish(tab);
+  });
+  test('compose and reply with Bcc and attachments; save as draft; a draft shows the message it answers, both parts and its attachments, and sends them', async () => {
+    const inbox = (await t.api('POST', '/inboxes', { address: 'writer', displayName: 'Writer desk' })).body;
+    const transport = smtpTransport(t.server.smtpPort);
+    try {
+      await transport.sendMail({ from: 'Hank Moss <hank@example.org>', to: inbox.address, subject: 'Contract review', text: 'Please review the contract by Friday.' });
+    } finally {
+      transport.close();
+    }
+    const original = (await t.api('GET', `/inboxes/${inbox.id}/messages`)).body.data[0];
+    const file = (name: string, text: string) => ({ name, mimeType: 'text/plain', buffer: Buffer.from(text) });
+    const tab = await openTab();
+    await signIn(tab);
+    const { page } = tab;
+    await show(tab, `#mail/${inbox.id}`);
+
+    // A new message with a Bcc and an attachment.
+    await page.getByRole('button', { name: 'Compose' }).click();
+    await page.getByRole('heading', { name: 'New message' }).waitFor();
+    await page.getByLabel('From').selectOption({ label: 'Writer desk <writer@agents.test>' });
+    await page.getByRole('textbox', { name: 'To' }).fill('ivy@example.com');
+    await page.getByRole('textbox', { name: 'Bcc' }).fill('audit@example.com');
+    await page.getByRole('textbox', { name: 'Subject' }).fill('Signed contract');
+    await page.getByRole('textbox', { name: 'Message' }).fill('Signed copy attached.');
+    await page.getByLabel('Attachments').setInputFiles([file('contract.txt', 'signed by both'), file('wrong.txt', 'not this one')]);
+    await page.getByRole('button', { name: 'Remove wrong.txt' }).click();
+    await page.getByText('contract.txt (14 B)').waitFor();
+    await shot(tab, 'dashboard-compose-attachments');
+    await page.setViewportSize(PHONE);
+    assert.ok(await noHorizontalScroll(page), 'compose with attachments at phone width');
+    await page.setViewportSize(DESKTOP);
+    await page.getByRole('button', { name: 'Send', exact: true }).click();
+    await page.getByRole('heading', { name: 'Signed contract' }).waitFor();
+    await page.getByRole('article').getByText('Bcc: audit@example.com').waitFor();
+    await page.getByRole('article').getByRole('link', { name: 'contract.txt (14 B)' }).waitFor();
+    const composed = (await threadBySubject('Signed contract')).messages[0] as unknown as { bccAddresses: string[]; attachments: Array<{ filename: string }> };
+    assert.deepEqual(composed.bccAddresses, ['audit@example.com']);
+    assert.deepEqual(composed.attachments.map((a) => a.filename), ['contract.txt']);
+
+    // A reply with a Bcc and an attachment.
+    await show(tab, `#mail/${inbox.id}`);
+    await page.getByRole('link', { name: /Contract review/ }).click();
+    await page.getByRole('heading', { name: 'Contract review' }).waitFor();
+    await page.getByRole('article').getByRole('button', { name: 'Reply', exact: true }).click();
+    await page.getByRole('textbox', { name: 'Reply' }).fill('Reviewed, notes attached.');
+    await page.getByRole('textbox', { name: 'Bcc' }).fill('legal@example.com');
+    await page.getByLabel('Attachments').setInputFiles(file('notes.txt', 'clause 4 is fine'));
+    await page.getByText('notes.txt (16 B)').waitFor();
+    await page.getByRole('button', { name: 'Send reply' }).click();
+    await page.getByRole('status').filter({ hasText: 'Reply to hank@example.org' }).waitFor();
+    const reply = (await threadBySubject('Contract review')).messages[1] as unknown as { subject: string; bccAddresses: string[]; attachments: Array<{ filename: string }> };
+    assert.equal(reply.subject, 'Re: Contract review');
+    assert.deepEqual(reply.bccAddresses, ['legal@example.com']);
+    assert.deepEqual(reply.attachments.map((a) => a.filename), ['notes.txt']);
+
+    // A reply kept as a draft, then given an HTML part by an agent.
+    await page.getByRole('article').filter({ hasText: 'Please review the contract' }).getByRole('button', { name: 'Reply', exact: true }).click();
+    await page.getByRole('textbox', { name: 'Reply' }).fill('One more thing, later.');
+    await page.getByRole('textbox', { name: 'Bcc' }).fill('legal@example.com');
+    await page.getByLabel('Attachments').setInputFiles(file('draft.txt', 'draft attachment'));
+    await page.getByText('draft.txt (16 B)').waitFor();
+    await page.getByRole('button', { name: 'Save draft' }).click();
+    await page.getByRole('status').filter({ hasText: 'Saved the reply as a draft' }).waitFor();
+    const drafts = (await t.api('GET', `/inboxes/${inbox.id}/drafts`)).body.data as Array<{ id: string; inReplyTo: string; subject: string; bcc: string[]; attachmentIds: string[]; bodyText: string }>;
+    assert.equal(drafts.length, 1);
+    assert.deepEqual([drafts[0].inReplyTo, drafts[0].subject, drafts[0].bcc, drafts[0].attachmentIds.length, drafts[0].bodyText], [original.id, 'Re: Contract review', ['legal@example.com'], 1, 'One more thing, later.']);
+    const patched = await t.api('PATCH', `/drafts/${drafts[0].id}`, { bodyHtml: '<p>One more thing, <b id="drafthtml">in HTML</b>.</p><script>document.title = "ran"</script>' });
+    assert.equal(patched.status, 200, patched.text);
+
+    // A new message kept as a draft.
+    await page.getByRole('button', { name: 'Compose' }).click();
+    await page.getByLabel('From').selectOption({ label: 'Writer desk <writer@agents.test>' });
+    await page.getByRole('textbox', { name: 'To' }).fill('jo@example.com');
+    await page.getByRole('textbox', { name: 'Subject' }).fill('Draft only');
+    await page.getByRole('button', { name: 'Save draft' }).click();
+    await page.locator('.view-drafts[data-loaded=true]').waitFor();
+    await page.getByRole('heading', { name: 'Draft only' }).waitFor();
+    assert.ok(((await t.api('GET', `/inboxes/${inbox.id}/drafts`)).body.data as Array<{ subject: string }>).some((d) => d.subject === 'Draft only'));
+
+    // The reply draft: the message it answers (not its id), both parts, the attachment as a download link.
+    const card = page.locator('.draft').filter({ has: page.getByRole('heading', { name: 'Re: Contract review' }) });
+    await card.getByRole('heading', { name: 'In reply to' }).waitFor();
+    await card.getByText('Hank Moss <hank@example.org>').waitFor();
+    await card.getByRole('link', { name: 'Contract review' }).waitFor();
+    await card.getByText('Please review the contract by Friday.').waitFor();
+    assert.doesNotMatch((await card.textContent()) ?? '', /msg_/);
+    await card.getByRole('heading', { name: 'Text part' }).waitFor();
+    await card.getByText('One more thing, later.').waitFor();
+    await card.getByRole('heading', { name: 'HTML part' }).waitFor();
+    assert.equal(await page.frameLocator('.draft iframe.html-body').first().locator('b#drafthtml').textContent(), 'in HTML');
+    assert.equal(await card.locator('iframe').getAttribute('sandbox'), '');
+    assert.equal(await page.title(), 'mailroom dashboard', 'the draft\'s script did not run');
+    const link = card.getByRole('link', { name: 'draft.txt (16 B)' });
+    assert.equal(await link.getAttribute('download'), 'draft.txt');
+    const download = await fetch((await link.getAttribute('href'))!);
+    assert.match(download.headers.get('content-disposition') ?? '', /^attachment/);
+    assert.equal(await download.text(), 'draft attachment');
+    // Tall enough that the frame is on screen (a full-page shot leaves a frame below the fold blank).
+    await page.setViewportSize({ width: DESKTOP.width, height: 1500 });
+    await shot(tab, 'dashboard-draft-reply');
+    await page.setViewportSize(PHONE);
+    assert.ok(await noHorizontalScroll(page), 'drafts at phone width');
+    await shot(tab, 'dashboard-phone-draft');
+    await page.setViewportSize(DESKTOP);
+
+    await card.getByRole('button', { name: 'Approve and send' }).click();
+    await page.getByRole('link', { name: 'Open the conversation' }).waitFor();
+    const sent = (await threadBySubject('Contract review')).messages[2] as unknown as { subject: string; bccAddresses: string[]; attachments: Array<{ filename: string }> };
+    assert.deepEqual([sent.subject, sent.bccAddresses, sent.attachments.map((a) => a.filename)], ['Re: Contract review', ['legal@example.com'], ['draft.txt']]);
     await finish(tab);
   });
 });

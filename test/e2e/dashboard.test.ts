@@ -1,9 +1,12 @@
 // The dashboard: its page and assets (strict CSP, nothing external, a script that parses and is
-// ASCII), and the dashboard-only replay endpoint with its error paths. The dashboard in a real
+// ASCII, bundled from the TypeScript of src/http/dashboard/client, as in the executable), and the dashboard-only replay endpoint with its error paths. The dashboard in a real
 // browser: test/e2e/dashboard-client.test.ts.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Script } from 'node:vm';
+import { join } from 'node:path';
+import { createContext, Script } from 'node:vm';
+import { build } from 'esbuild';
+import { bundleDashboard, bundledDashboard } from '../../src/http/dashboard/bundle.ts';
 import { createApiKey } from '../../src/domain/accounts/apikeys.ts';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
 import { expectError, startTestServer, type TestServer } from '../support/server.ts';
@@ -73,6 +76,30 @@ describe('dashboard page', () => {
     assert.equal(js.search(/[^\x00-\x7f]/), -1, 'a non-ASCII character: write it as a \\u escape');
     // Untrusted text goes in with textContent; the script never parses HTML.
     assert.doesNotMatch(js, /innerHTML|outerHTML|insertAdjacentHTML|document\.write/);
+  });
+
+  test('the page, script, stylesheet and icon are built from src/http/dashboard/client (the script from TypeScript); the script defines no global; the executable carries them', async () => {
+    const files = await bundleDashboard();
+    const served = async (path: string) => (await fetch(t.url + path)).text();
+    assert.deepEqual(
+      { html: await served('/dashboard'), js: await served('/dashboard/app.js'), css: await served('/dashboard/app.css'), icon: await served('/dashboard/favicon.svg') },
+      files,
+    );
+    assert.match(files.css, /\.thread-pane/);
+    // Run with only what it touches before the page has loaded: it adds nothing to the page's globals.
+    const listening: string[] = [];
+    const context = createContext({ document: { addEventListener: (type: string) => listening.push(type) } });
+    new Script(files.js).runInContext(context);
+    assert.deepEqual(listening, ['DOMContentLoaded']);
+    assert.deepEqual(Object.keys(context), ['document']);
+    // build/build.ts: the executable's bundle.ts hands out the files made at build time, without esbuild or a file read.
+    const entry = "import { dashboardFiles } from './src/http/dashboard/bundle.ts'; module.exports = dashboardFiles();";
+    const built = await build({ stdin: { contents: entry, resolveDir: join(import.meta.dirname, '..', '..'), loader: 'ts' }, bundle: true, platform: 'node', format: 'cjs', write: false, plugins: [bundledDashboard(files)] });
+    const code = built.outputFiles[0].text;
+    assert.doesNotMatch(code, /esbuild|readFileSync/);
+    const mod = { exports: undefined as unknown };
+    new Script(`(function (module) {${code}\n})`).runInThisContext()(mod);
+    assert.deepEqual(await mod.exports, files);
   });
 
   test('unknown dashboard paths are 404 NOT_FOUND', async () => {

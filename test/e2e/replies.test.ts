@@ -165,6 +165,23 @@ describe('POST /messages/{id}/reply', () => {
     assert.deepEqual([mail.references].flat(), [sent.body.messageIdHeader]);
   });
 
+  test('bcc on a reply and a forward: delivered, in the envelope only, listed as bccAddresses', async () => {
+    const original = await receive({ subject: 'Blind copies' });
+    const reply = await t.api('POST', `/messages/${original.id}/reply`, { bodyText: 'Noted.', bcc: ['boss@remote.test'] });
+    assert.equal(reply.status, 202, reply.text);
+    assert.deepEqual(reply.body.bccAddresses, ['boss@remote.test']);
+    const r = await captured(reply.body.messageIdHeader, 2);
+    assert.deepEqual(r.rcptTo, ['alice@remote.test', 'boss@remote.test']);
+    assert.equal(r.mail.headers.has('bcc'), false);
+    assert.doesNotMatch(r.mail.headerLines.map((h) => h.line).join('\n'), /boss@/);
+    const fwd = await t.api('POST', `/messages/${original.id}/forward`, { to: ['frank@remote.test'], bcc: ['boss@remote.test'] });
+    assert.equal(fwd.status, 202, fwd.text);
+    const f = await captured(fwd.body.messageIdHeader, 2);
+    assert.deepEqual(f.rcptTo, ['boss@remote.test', 'frank@remote.test']);
+    assert.doesNotMatch(f.mail.headerLines.map((h) => h.line).join('\n'), /boss@/);
+    expectError(await t.api('POST', `/messages/${original.id}/reply`, { bodyText: 'x', bcc: ['not an address'] }), 400, 'INVALID_ADDRESS');
+  });
+
   test('attachments named by id go with the reply', async () => {
     const form = new FormData();
     form.append('file', new Blob([Buffer.from('minutes')], { type: 'text/plain' }), 'minutes.txt');

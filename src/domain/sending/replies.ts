@@ -16,12 +16,15 @@ export interface ReplyInput {
   bodyHtml?: string | null;
   attachmentIds?: string[];
   replyAll?: boolean;
+  /** Blind copies: the envelope only, as for a send. */
+  bcc?: string[];
   sendAt?: string | null;
 }
 
 export interface ForwardInput {
   to: string[];
   cc?: string[];
+  bcc?: string[];
   bodyText?: string | null;
   bodyHtml?: string | null;
   sendAt?: string | null;
@@ -143,7 +146,7 @@ export async function replyToMessage(ctx: AppContext, accountId: string, id: str
     ctx,
     accountId,
     inbox.id,
-    { to, cc, subject: replySubject(original.subject), bodyText: input.bodyText, bodyHtml: input.bodyHtml, attachmentIds: input.attachmentIds, sendAt: input.sendAt },
+    { to, cc, bcc: input.bcc, subject: replySubject(original.subject), bodyText: input.bodyText, bodyHtml: input.bodyHtml, attachmentIds: input.attachmentIds, sendAt: input.sendAt },
     replyOrigin(original),
   );
 }
@@ -196,7 +199,7 @@ export async function forwardMessage(ctx: AppContext, accountId: string, id: str
     ctx,
     accountId,
     original.inboxId,
-    { to: input.to, cc: input.cc, subject: forwardSubject(original.subject), bodyText, bodyHtml, sendAt: input.sendAt },
+    { to: input.to, cc: input.cc, bcc: input.bcc, subject: forwardSubject(original.subject), bodyText, bodyHtml, sendAt: input.sendAt },
     { messageId: original.id, inReplyTo: null, references: [], carried: await messageAttachmentRows(ctx, original.id) },
   );
 }

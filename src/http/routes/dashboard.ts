@@ -3,8 +3,7 @@
 // endpoint POST /dashboard/api/deliveries/:id/replay, which needs a write key like any POST.
 import type { AppContext } from '../../context.ts';
 import { replayAccountDelivery } from '../../domain/webhooks/dashboard.ts';
-import { DASHBOARD_CSS, DASHBOARD_HTML, DASHBOARD_ICON } from '../dashboard/page.ts';
-import { DASHBOARD_JS } from '../dashboard/script.ts';
+import { dashboardFiles, type DashboardFiles } from '../dashboard/bundle.ts';
 import type { Routes } from '../routes.ts';
 
 /**
@@ -31,9 +30,13 @@ const SECURITY_HEADERS = {
   'Cache-Control': 'no-cache',
 };
 
-const asset = (body: string, contentType: string) => {
-  const bytes = Buffer.from(body, 'utf8');
-  return () => ({ status: 200, stream: bytes, headers: { ...SECURITY_HEADERS, 'Content-Type': contentType, 'Content-Length': String(bytes.length) } });
+/** One of the dashboard's files (src/http/dashboard/bundle.ts), its bytes made at the first request. */
+const asset = (pick: (files: DashboardFiles) => string, contentType: string) => {
+  let bytes: Buffer | undefined;
+  return async () => {
+    bytes ??= Buffer.from(pick(await dashboardFiles()), 'utf8');
+    return { status: 200, stream: bytes, headers: { ...SECURITY_HEADERS, 'Content-Type': contentType, 'Content-Length': String(bytes.length) } };
+  };
 };
 
 /** Paths under /dashboard are not part of the public API (left out of the OpenAPI document). */
@@ -43,13 +46,13 @@ export const DASHBOARD_PREFIX = '/dashboard';
 export const ROOT_REDIRECT = '/';
 
 export function registerDashboardRoutes(r: Routes, ctx: AppContext): void {
-  const page = asset(DASHBOARD_HTML, 'text/html; charset=utf-8');
+  const page = asset((f) => f.html, 'text/html; charset=utf-8');
   r.get(ROOT_REDIRECT, () => ({ status: 302, headers: { Location: DASHBOARD_PREFIX, 'Cache-Control': 'no-cache', 'Content-Length': '0' } }), { public: true });
   r.get('/dashboard', page, { public: true });
   r.get('/dashboard/', page, { public: true });
-  r.get('/dashboard/app.js', asset(DASHBOARD_JS, 'text/javascript; charset=utf-8'), { public: true });
-  r.get('/dashboard/app.css', asset(DASHBOARD_CSS, 'text/css; charset=utf-8'), { public: true });
-  r.get('/dashboard/favicon.svg', asset(DASHBOARD_ICON, 'image/svg+xml'), { public: true });
+  r.get('/dashboard/app.js', asset((f) => f.js, 'text/javascript; charset=utf-8'), { public: true });
+  r.get('/dashboard/app.css', asset((f) => f.css, 'text/css; charset=utf-8'), { public: true });
+  r.get('/dashboard/favicon.svg', asset((f) => f.icon, 'image/svg+xml'), { public: true });
   r.post('/dashboard/api/deliveries/:id/replay', async (req) => ({
     status: 202,
     body: await replayAccountDelivery(ctx, req.principal.accountId, req.params.id),

@@ -38,6 +38,7 @@ export const ReplyBody = z.strictObject({
   bodyHtml: z.string().nullable().optional(),
   attachmentIds: attachmentIds.optional(),
   replyAll: z.boolean().optional(),
+  bcc: addressList.optional(),
   sendAt: SendAt,
 });
 
@@ -45,6 +46,7 @@ export const ReplyBody = z.strictObject({
 export const ForwardBody = z.strictObject({
   to: addressList.min(1, 'must list at least one recipient'),
   cc: addressList.optional(),
+  bcc: addressList.optional(),
   bodyText: z.string().nullable().optional(),
   bodyHtml: z.string().nullable().optional(),
   sendAt: SendAt,

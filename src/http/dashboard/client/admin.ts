@@ -1,0 +1,233 @@
+// The dashboard's operator views: inboxes (create one), webhooks (create one, the delivery log,
+// replay of a failed delivery through the one dashboard-only endpoint), domains (records,
+// verify) and API keys (create one). Routes: #inboxes, #webhooks, #domains, #keys.
+import { $, api, badge, busy, el, enc, field, notify, put, shownOnce, state, table, td, when, writeButton } from './core.ts';
+import { loadInboxes } from './mail.ts';
+import { route } from './shell.ts';
+import type { ApiKey, CreatedApiKey, Delivery, DomainWithCheck as Domain, Inbox, Page, Webhook } from './types.ts';
+
+function stat(n: number, label: string): HTMLElement {
+  return el('div', { className: 'stat' }, [el('b', { textContent: String(n) }), el('span', { textContent: label })]);
+}
+
+/** A form in a card that runs submit() and then shows the view again (with what it returns first). */
+function createForm(title: string, fields: HTMLElement[], buttonText: string, submit: () => Promise<HTMLElement | void>): HTMLFormElement | null {
+  if (state.readOnly) return null;
+  const button = el('button', { type: 'submit', textContent: buttonText });
+  const form = el('form', { className: 'card create' }, [el('h2', { textContent: title }), ...fields, el('div', { className: 'actions' }, [button])]);
+  form.addEventListener(
+    'submit',
+    busy(button, async () => {
+      const shown = await submit();
+      await route(true);
+      if (shown) $('view').prepend(shown);
+    }),
+  );
+  return form;
+}
+
+export async function viewInboxes(view: HTMLElement): Promise<void> {
+  const page = await loadInboxes();
+  const sum = (f: 'sendsToday' | 'totalSent' | 'bounceCount' | 'complaintCount') => page.data.reduce((n, i) => n + (i[f] || 0), 0);
+  const address = field('Address (optional: a local part such as "support", or a full address)', 'input', { type: 'text', name: 'address', placeholder: 'random when empty' });
+  const name = field('Display name (optional)', 'input', { type: 'text', name: 'displayName' });
+  put(view, [
+    el('h1', { textContent: 'Inboxes' }),
+    el('div', { className: 'stats' }, [
+      stat(page.total, 'inboxes'),
+      stat(sum('sendsToday'), 'sent today'),
+      stat(sum('totalSent'), 'sent in total'),
+      stat(sum('bounceCount'), 'bounces'),
+      stat(sum('complaintCount'), 'complaints'),
+    ]),
+    table(
+      ['Address', 'Name', 'Status', '#Today / limit', '#Total sent', '#Bounces', '#Complaints', 'Created'],
+      page.data.map((i) =>
+        el('tr', { className: 'clickable inbox-row', dataset: { id: i.id }, title: 'Open its mail', onclick: () => (location.hash = `#mail/${enc(i.id)}`) }, [
+          td(i.address, 'mono addr'),
+          td(i.displayName || ''),
+          el('td', null, [badge(i.status)]),
+          td(`${i.sendsToday} / ${i.dailySendLimit}`, 'num'),
+          td(i.totalSent, 'num'),
+          td(i.bounceCount, 'num'),
+          td(i.complaintCount, 'num'),
+          td(when(i.createdAt)),
+        ]),
+      ),
+      'No inboxes yet.',
+    ),
+    page.total > page.data.length ? el('p', { className: 'muted', textContent: `Showing the ${page.data.length} most recent of ${page.total}.` }) : null,
+    createForm('New inbox', [el('div', { className: 'grid2' }, [address, name])], 'Create inbox', async () => {
+      const body: { address?: string; displayName?: string } = {};
+      if (address.input.value.trim()) body.address = address.input.value.trim();
+      if (name.input.value.trim()) body.displayName = name.input.value.trim();
+      const inbox = await api<Inbox>('POST', '/inboxes', body);
+      notify(`Created inbox ${inbox.address}.`);
+    }),
+  ]);
+}
+
+export async function viewWebhooks(view: HTMLElement, filter: { status: string }): Promise<void> {
+  const [hooks, catalog, logs] = await Promise.all([
+    api<Page<Webhook>>('GET', '/webhooks'),
+    api<Page<{ name: string; description: string }>>('GET', '/webhooks/catalog'),
+    api<Page<Delivery>>('GET', `/webhooks/logs?limit=100${filter.status ? `&status=${filter.status}` : ''}`),
+  ]);
+  state.webhooks = hooks.data;
+  const onlyFailed: HTMLSelectElement = el(
+    'select',
+    {
+      id: 'log-status',
+      attrs: { 'aria-label': 'Delivery status' },
+      onchange: () => {
+        filter.status = onlyFailed.value;
+        void route(true);
+      },
+    },
+    ['', 'failed', 'success', 'pending'].map((s) => el('option', { value: s, textContent: s || 'all statuses', selected: s === (filter.status || '') })),
+  );
+  const url = field('URL (https; the server must be able to reach it)', 'input', { type: 'text', name: 'url', required: true, placeholder: 'the https URL of your receiver' });
+  const boxes = catalog.data.map((e) => el('input', { type: 'checkbox', value: e.name, name: 'events', title: e.description }));
+  put(view, [
+    el('h1', { textContent: 'Webhooks' }),
+    table(
+      ['URL', 'Events', 'State', 'Created'],
+      hooks.data.map((h) =>
+        el('tr', { className: 'webhook-row', dataset: { id: h.id } }, [
+          td(h.url, 'mono long'),
+          td(h.events?.length ? h.events.join(', ') : 'all events'),
+          el('td', null, [badge(h.isActive ? 'active' : 'inactive')]),
+          td(when(h.createdAt)),
+        ]),
+      ),
+      'No webhooks yet.',
+    ),
+    createForm(
+      'New webhook',
+      [url, el('label', { textContent: 'Events (none ticked: every event)' }), el('div', null, boxes.map((b) => el('label', { className: 'check', title: b.title }, [b, b.value])))],
+      'Create webhook',
+      async () => {
+        const picked = boxes.filter((b) => b.checked).map((b) => b.value);
+        const hook = await api<Webhook & { secret: string }>('POST', '/webhooks', { url: url.input.value.trim(), ...(picked.length ? { events: picked } : {}) });
+        notify(`Created webhook ${hook.id}.`);
+        return shownOnce(`Signing secret of ${hook.url}`, hook.secret, "Shown only once: the receiver checks each delivery's signature with it.");
+      },
+    ),
+    el('div', { className: 'toolbar' }, [
+      el('h2', { textContent: 'Delivery log' }),
+      el('span', { className: 'spacer' }),
+      onlyFailed,
+      el('button', { type: 'button', className: 'small', textContent: 'Refresh', onclick: () => void route(true) }),
+    ]),
+    table(
+      ['When', 'Event', 'Webhook', 'Status', '#HTTP', '#Attempt', '#ms', 'Error', ''],
+      logs.data.map((d) => {
+        const action = d.status === 'failed' ? writeButton('Replay', 'small replay', (b) => replay(b, d), 'Send this event again as one new attempt') : null;
+        return el('tr', { className: 'delivery-row', dataset: { id: d.id, status: d.status } }, [
+          td(when(d.createdAt), 'when'),
+          td(d.eventType),
+          td(urlOf(d.webhookId), 'mono long'),
+          el('td', null, [badge(d.status)]),
+          td(d.httpStatus === null ? '-' : d.httpStatus, 'num'),
+          td(d.attempt, 'num'),
+          td(d.durationMs, 'num'),
+          td(d.error || '', 'mono long'),
+          el('td', null, [action]),
+        ]);
+      }),
+      'No deliveries logged.',
+    ),
+  ]);
+}
+
+async function replay(button: HTMLButtonElement, d: Delivery): Promise<void> {
+  const r = await api<{ webhookId: string; attempt: number }>('POST', `/dashboard/api/deliveries/${enc(d.id)}/replay`);
+  notify(`Replay queued: ${d.eventType} to ${urlOf(r.webhookId || d.webhookId)} as attempt ${r.attempt}.`);
+  button.replaceWith(el('span', { className: 'muted', textContent: 'Queued' }));
+  // The job runner picks it up at once; show its outcome shortly after.
+  setTimeout(() => {
+    if (location.hash.startsWith('#webhooks')) void route(true);
+  }, 1500);
+}
+function urlOf(webhookId: string): string {
+  return state.webhooks.find((w) => w.id === webhookId)?.url ?? webhookId;
+}
+
+export async function viewDomains(view: HTMLElement): Promise<void> {
+  const list = await api<Page<Domain>>('GET', '/domains');
+  view.append(el('h1', { textContent: 'Domains' }));
+  if (!list.data.length) view.append(el('p', { className: 'empty', textContent: 'No custom domains. Add one with POST /domains or mailroom domains add.' }));
+  for (const d of list.data) view.append(domainCard(d));
+}
+
+function domainCard(d: Domain): HTMLElement {
+  const card = el('div', { className: 'card domain', dataset: { id: d.id } });
+  const verify = el('button', { type: 'button', className: 'verify', textContent: 'Verify now', hidden: state.readOnly });
+  verify.addEventListener(
+    'click',
+    busy(verify, async () => {
+      verify.textContent = 'Checking DNS\u2026';
+      try {
+        const fresh = await api<Domain>('POST', `/domains/${enc(d.id)}/verify`);
+        card.replaceWith(domainCard(fresh));
+        notify(`${fresh.domain}: sending ${fresh.sendingStatus}, receiving ${fresh.receivingStatus}.`);
+      } finally {
+        verify.textContent = 'Verify now';
+      }
+    }),
+  );
+  const checks = new Map((d.dnsCheck ?? []).map((c) => [`${c.type} ${c.name}`, c]));
+  const rows = (d.dnsRecords ?? []).map((r) => {
+    const c = checks.get(`${r.type} ${r.name}`);
+    return el('tr', null, [
+      td(r.type),
+      td(r.name, 'mono host'),
+      td(r.priority === undefined ? '' : r.priority, 'num'),
+      td(r.value, 'mono long'),
+      el('td', null, [c ? badge(c.state === 'found' ? 'verified' : c.state) : null, c?.detail ? el('div', { className: 'muted', textContent: c.detail }) : null]),
+    ]);
+  });
+  put(card, [
+    el('div', { className: 'domain-head' }, [
+      el('h2', { textContent: d.domain }),
+      el('span', null, ['sending ', badge(d.sendingStatus)]),
+      el('span', null, ['receiving ', badge(d.receivingStatus)]),
+      verify,
+    ]),
+    el('p', { className: 'muted', textContent: (d.lastCheckedAt ? `Last checked ${when(d.lastCheckedAt)}. ` : 'Not checked yet. ') + (d.lastCheckError || '') }),
+    table(['Type', 'Name', '#Priority', 'Value', d.dnsCheck ? 'In DNS' : ''], rows, 'No records.'),
+  ]);
+  return card;
+}
+
+export async function viewKeys(view: HTMLElement): Promise<void> {
+  const keys = await api<Page<ApiKey>>('GET', '/account/api-keys');
+  const name = field('Name', 'input', { type: 'text', name: 'name', placeholder: 'e.g. support-agent' });
+  put(view, [
+    el('h1', { textContent: 'API keys' }),
+    el('p', {
+      className: 'muted',
+      textContent:
+        'Keys of this account; their values are never shown again after creation. A key made here can read and write; mailroom keys create --read-only makes a read-only one, mailroom keys revoke ID (or DELETE /account/api-keys/{id}) revokes one.',
+    }),
+    table(
+      ['Name', 'Prefix', 'Rights', 'Last used', 'Expires', 'Created'],
+      keys.data.map((k) =>
+        el('tr', { className: 'key-row', dataset: { id: k.id } }, [
+          td(k.name || ''),
+          td(`${k.keyPrefix}\u2026`, 'mono'),
+          el('td', null, [badge(k.readOnly ? 'read-only' : 'read-write', k.readOnly ? '' : 'ok')]),
+          td(when(k.lastUsedAt) || 'never'),
+          td(when(k.expiresAt) || 'never'),
+          td(when(k.createdAt)),
+        ]),
+      ),
+      'No keys.',
+    ),
+    createForm('New API key', [name], 'Create key', async () => {
+      const created = await api<CreatedApiKey>('POST', '/account/api-keys', name.input.value.trim() ? { name: name.input.value.trim() } : {});
+      notify(`Created key ${created.name || created.prefix}.`);
+      return shownOnce(`New API key${created.name ? ` ${created.name}` : ''}`, created.key, created.message);
+    }),
+  ]);
+}
