@@ -17,6 +17,7 @@ export interface ReplyInput {
   attachmentIds?: string[];
   replyAll?: boolean;
   sendAt?: string | null;
+  listUnsubscribe?: boolean;
 }
 
 export interface ForwardInput {
@@ -25,6 +26,7 @@ export interface ForwardInput {
   bodyText?: string | null;
   bodyHtml?: string | null;
   sendAt?: string | null;
+  listUnsubscribe?: boolean;
 }
 
 // RFC 5322 §3.6.5: "Re: " once, however many times the conversation went back and forth.
@@ -143,7 +145,7 @@ export async function replyToMessage(ctx: AppContext, accountId: string, id: str
     ctx,
     accountId,
     inbox.id,
-    { to, cc, subject: replySubject(original.subject), bodyText: input.bodyText, bodyHtml: input.bodyHtml, attachmentIds: input.attachmentIds, sendAt: input.sendAt },
+    { to, cc, subject: replySubject(original.subject), bodyText: input.bodyText, bodyHtml: input.bodyHtml, attachmentIds: input.attachmentIds, sendAt: input.sendAt, listUnsubscribe: input.listUnsubscribe },
     replyOrigin(original),
   );
 }
@@ -196,7 +198,7 @@ export async function forwardMessage(ctx: AppContext, accountId: string, id: str
     ctx,
     accountId,
     original.inboxId,
-    { to: input.to, cc: input.cc, subject: forwardSubject(original.subject), bodyText, bodyHtml, sendAt: input.sendAt },
+    { to: input.to, cc: input.cc, subject: forwardSubject(original.subject), bodyText, bodyHtml, sendAt: input.sendAt, listUnsubscribe: input.listUnsubscribe },
     { messageId: original.id, inReplyTo: null, references: [], carried: await messageAttachmentRows(ctx, original.id) },
   );
 }

@@ -1,0 +1,114 @@
+// One-click unsubscribe (RFC 8058) end to end: a send with `listUnsubscribe: true` reaches a
+// capturing MX with List-Unsubscribe (an HTTPS URL and a mailto) and List-Unsubscribe-Post, both
+// in the DKIM signature's h=; a POST to the URL (no API key) and a mail to the address each put
+// their recipient on the suppression list with reason `unsubscribe` and an audit entry; forged
+// tokens are 404 NOT_FOUND (HTTP) and 550 5.1.1 (SMTP); a later send to the address is refused.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { deliverMail } from '../support/mail.ts';
+import { startOutboundRig, type OutboundRig } from '../support/outbound.ts';
+import { SmtpClient } from '../support/smtp-client.ts';
+import { expectError, readResponse, type TestServer } from '../support/server.ts';
+
+let rig: OutboundRig;
+let t: TestServer;
+let inbox: { id: string; address: string };
+
+before(async () => {
+  rig = await startOutboundRig();
+  t = await rig.start();
+  inbox = (await t.api('POST', '/inboxes', { address: 'news' })).body;
+});
+
+after(async () => {
+  await t?.close();
+  await rig?.close();
+});
+
+/** Sends with listUnsubscribe to `to` and returns the List-Unsubscribe URL and mailto address the MX received. */
+async function sendListMail(to: string): Promise<{ url: string; mailto: string; headers: string }> {
+  const res = await t.api('POST', `/inboxes/${inbox.id}/messages`, { to: [to], subject: 'Weekly news', bodyText: 'hello', listUnsubscribe: true });
+  assert.equal(res.status, 202, res.text);
+  const mail = await rig.captured(res.body.messageIdHeader ?? `<${res.body.id}@${inbox.address.split('@')[1]}>`);
+  const list = (mail.headerLines.find((h) => h.key === 'list-unsubscribe')?.line ?? '').replace(/\r?\n[ \t]+/g, ' ');
+  const url = /<(https?:\/\/[^>]+)>/.exec(list)?.[1];
+  const mailto = /<mailto:([^>]+)>/.exec(list)?.[1];
+  assert.ok(url && mailto, `List-Unsubscribe: ${list}\n${mail.headerLines.map((h) => h.line).join('\n')}`);
+  const headers = mail.headerLines.map((h) => h.line).join('\n');
+  return { url, mailto, headers };
+}
+
+const entryOf = async (address: string) => (await t.api('GET', `/suppressions?address=${encodeURIComponent(address)}`)).body.data[0];
+
+describe('one-click unsubscribe', () => {
+  test('the headers are added, DKIM-signed, and a POST to the URL suppresses the recipient (reason unsubscribe, audited)', async () => {
+    const { url, mailto, headers } = await sendListMail('reader@remote.test');
+    assert.match(headers, /^List-Unsubscribe-Post: List-Unsubscribe=One-Click$/m);
+    assert.ok(url.startsWith(`${t.url}/unsubscribe/`), url);
+    assert.match(mailto, /^unsubscribe\+[0-9a-z]+\.[0-9a-v]{16}@/);
+    const dkim = /^DKIM-Signature:[\s\S]*?(?=^\S)/m.exec(headers + '\nX')?.[0] ?? '';
+    const h = /\bh=([^;]+)/.exec(dkim.replace(/\s+/g, ''))?.[1]?.toLowerCase().split(':') ?? [];
+    assert.ok(h.includes('list-unsubscribe') && h.includes('list-unsubscribe-post'), `h=${h.join(':')}`);
+
+    // What a mailbox provider does: a POST with the RFC 8058 body, no API key.
+    const post = () => fetch(url, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'List-Unsubscribe=One-Click' }).then(readResponse);
+    const res = await post();
+    assert.equal(res.status, 200, res.text);
+    assert.deepEqual(res.body, { address: 'reader@remote.test', suppressed: true });
+    const entry = await entryOf('reader@remote.test');
+    assert.equal(entry.reason, 'unsubscribe');
+    assert.match(entry.messageId, /^msg_/);
+    // Again: still 200, one entry, one audit entry.
+    assert.equal((await post()).status, 200);
+    const audit = (await t.api('GET', '/audit?action=suppression.added')).body.data.filter((e: any) => e.target === 'reader@remote.test');
+    assert.equal(audit.length, 1);
+    assert.deepEqual([audit[0].actor, audit[0].detail.reason, audit[0].detail.via], [{ type: 'system' }, 'unsubscribe', 'https']);
+
+    // A later send to the address is refused.
+    expectError(await t.api('POST', `/inboxes/${inbox.id}/messages`, { to: ['reader@remote.test'], subject: 'again', bodyText: 'x' }), 422, 'RECIPIENTS_SUPPRESSED');
+  });
+
+  test('a forged or malformed token is 404 NOT_FOUND and suppresses nothing', async () => {
+    const { url } = await sendListMail('other@remote.test');
+    const forged = url.replace(/[0-9a-v]$/, (c) => (c === '0' ? '1' : '0'));
+    for (const target of [forged, `${t.url}/unsubscribe/nothing`, `${t.url}/unsubscribe/${'a'.repeat(300)}`]) {
+      const res = await fetch(target, { method: 'POST', body: 'List-Unsubscribe=One-Click' }).then(readResponse);
+      expectError(res as never, 404, 'NOT_FOUND');
+    }
+    assert.equal(await entryOf('other@remote.test'), undefined);
+  });
+
+  test('a mail to the mailto address suppresses the recipient; a forged address is 550 5.1.1 at RCPT', async () => {
+    const { mailto } = await sendListMail('mailer@remote.test');
+    await deliverMail(t.server.smtpPort, { from: 'mailer@remote.test', to: mailto, subject: 'unsubscribe', text: 'unsubscribe' });
+    const entry = await entryOf('mailer@remote.test');
+    assert.equal(entry?.reason, 'unsubscribe');
+    const audit = (await t.api('GET', '/audit?action=suppression.added')).body.data.find((e: any) => e.target === 'mailer@remote.test');
+    assert.equal(audit.detail.via, 'mail');
+    // Stored in no inbox.
+    assert.equal((await t.api('GET', `/inboxes/${inbox.id}/messages`)).body.data.filter((m: any) => m.direction === 'inbound').length, 0);
+
+    const forged = mailto.replace(/[0-9a-v]@/, (c) => (c[0] === '0' ? '1@' : '0@'));
+    const { client } = await SmtpClient.open(t.server.smtpPort);
+    try {
+      await client.cmd('EHLO test.example');
+      assert.equal((await client.cmd('MAIL FROM:<x@remote.test>')).code, 250);
+      const reply = await client.cmd(`RCPT TO:<${forged}>`);
+      assert.equal(reply.code, 550, reply.text);
+      assert.match(reply.text, /5\.1\.1/);
+    } finally {
+      await client.quit();
+    }
+  });
+
+  test('listUnsubscribe needs exactly one recipient: 400 VALIDATION_ERROR naming the field, nothing sent', async () => {
+    const res = await t.api('POST', `/inboxes/${inbox.id}/messages`, { to: ['a@remote.test'], cc: ['b@remote.test'], subject: 's', bodyText: 'x', listUnsubscribe: true });
+    expectError(res, 400, 'VALIDATION_ERROR');
+    assert.match(res.body.error.message, /listUnsubscribe/);
+    expectError(await t.api('POST', `/inboxes/${inbox.id}/messages`, { to: ['a@remote.test'], subject: 's', bodyText: 'x', listUnsubscribe: 'yes' }), 400, 'VALIDATION_ERROR');
+  });
+
+  test('inbox addresses in the unsubscribe and report namespaces are refused', async () => {
+    for (const address of ['unsubscribe+x', 'dmarc-reports', 'tls-reports']) expectError(await t.api('POST', '/inboxes', { address }), 400, 'INVALID_ADDRESS');
+  });
+});
