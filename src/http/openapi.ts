@@ -231,7 +231,7 @@ const SCHEMAS: Record<string, Schema> = {
   Domain: obj(DOMAIN_PROPS),
   DomainList: list('Domain'),
   RecordCheck: obj({
-    role: str(undefined, { enum: ['ownership', 'dkim', 'spf', 'dmarc', 'mx'] }),
+    role: str(undefined, { enum: ['ownership', 'dkim', 'spf', 'dmarc', 'mx', 'mta_sts', 'mta_sts_host', 'tls_rpt'] }),
     type: str(),
     name: str(),
     state: str(undefined, { enum: ['found', 'missing', 'wrong', 'differs', 'unknown'] }),
@@ -701,6 +701,16 @@ export const OPERATIONS: Record<string, Operation> = {
       '`byDay` per UTC day of the report\'s range, `sources` per sending IP (at most 100, most messages first), `reports` the reports themselves (at most 100, newest first).',
     response: { mediaType: 'application/json', schema: { type: 'object', required: ['domain', 'days', 'since', 'totals', 'byDay', 'sources', 'reports'] } },
     errors: ['DOMAIN_NOT_FOUND'],
+  },
+  'GET /.well-known/mta-sts.txt': {
+    operationId: 'getMtaStsPolicy',
+    summary: 'The MTA-STS policy of a verified custom domain (no key; for Host mta-sts.<domain>)',
+    tag: 'Domains',
+    status: 200,
+    description:
+      'RFC 8461 §3.2: `version: STSv1`, `mode` (`[inbound] mta_sts_mode`), `mx` (the hostname), `max_age` (one week). Senders fetch it over HTTPS: put a reverse proxy with a certificate for mta-sts.<domain> in front, passing the Host header. 404 NOT_FOUND for any other Host.',
+    response: { mediaType: 'text/plain', schema: { type: 'string' } },
+    errors: ['NOT_FOUND'],
   },
   'GET /domains/:id/tls-reports': {
     operationId: 'listDomainTlsReports',

@@ -125,6 +125,8 @@ const SPEC: Record<string, RouteSpec> = {
   'DELETE /domains/:id': { path: '/domains/:domain', notFound: 'DOMAIN_NOT_FOUND' },
   'POST /domains/:id/verify': { path: '/domains/:domain/verify', notFound: 'DOMAIN_NOT_FOUND' },
   'GET /domains/:id/dmarc': { path: '/domains/:domain/dmarc', notFound: 'DOMAIN_NOT_FOUND', query: { days: ['0', '-1', '367', 'abc', '1.5', '1e3', 'x'.repeat(5000)] } },
+  // Public; answers only for Host mta-sts.<verified domain> (404 NOT_FOUND here).
+  'GET /.well-known/mta-sts.txt': { path: '/.well-known/mta-sts.txt', static: true },
   'GET /domains/:id/tls-reports': { path: '/domains/:domain/tls-reports', notFound: 'DOMAIN_NOT_FOUND', query: { days: ['0', '-1', '367', 'abc', '1.5', '1e3', 'x'.repeat(5000)] } },
   'GET /inboxes/:inboxId/messages': {
     path: '/inboxes/:inbox/messages',

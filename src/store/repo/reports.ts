@@ -1,8 +1,8 @@
 // Storage of the reports receivers send about a custom domain: DMARC aggregate reports
 // (dmarc_reports, dmarc_records) and TLS-RPT reports (tls_reports), for
 // src/domain/domains/dmarc-reports.ts and tls-reports.ts. The rules stay there.
-import { and, asc, desc, eq, gte, sql } from 'drizzle-orm';
-import { dmarcRecords, dmarcReports, tlsReports } from '../../db/schema.ts';
+import { and, asc, count, desc, eq, gte, inArray, sql } from 'drizzle-orm';
+import { dmarcRecords, dmarcReports, messages, tlsReports } from '../../db/schema.ts';
 import { changes, type Db } from '../store.ts';
 
 export type DmarcReportRow = typeof dmarcReports.$inferSelect;
@@ -88,4 +88,16 @@ export function listTlsReports(db: Db, domainId: string, since: string, limit: n
     .orderBy(desc(tlsReports.beginAt), desc(tlsReports.id))
     .limit(limit)
     .all();
+}
+
+/** Outbound messages created since `since` that were handed to delivery (sent on, or failed there), and those of them an ARF report marked `complained` (doctor's complaint rate). */
+export async function countOutcomesSince(db: Db, since: string): Promise<{ sent: number; complained: number }> {
+  const rows = await db
+    .select({ status: messages.status, n: count() })
+    .from(messages)
+    .where(and(eq(messages.direction, 'outbound'), gte(messages.createdAt, since), inArray(messages.status, ['sent', 'delivered', 'bounced', 'complained'])))
+    .groupBy(messages.status)
+    .all();
+  const by = new Map(rows.map((r) => [r.status, Number(r.n)]));
+  return { sent: [...by.values()].reduce((a, b) => a + b, 0), complained: by.get('complained') ?? 0 };
 }
