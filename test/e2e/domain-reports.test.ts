@@ -8,6 +8,7 @@
 // report are 550 5.7.1 with nothing stored; an unverified domain has no report address (550 5.1.1).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { request } from 'node:http';
 import { gzipSync } from 'node:zlib';
 import JSZip from 'jszip';
 import { rawRows } from '../../src/store/store.ts';
@@ -312,5 +313,37 @@ describe('TLS-RPT reports', () => {
     const none = await deliver(`tls-reports@${DOMAIN}`, 'tls', { filename: 'r.txt', contentType: 'text/plain', content: Buffer.from('hello') });
     assert.equal(none.code, 550, none.response);
     assert.equal((await t.api('GET', `/domains/${domain.id}/tls-reports`)).body.data.length, 1);
+  });
+});
+
+/** GET with a Host header of our choosing (fetch does not let one set it). */
+function getWithHost(path: string, host: string): Promise<{ status: number; type: string; body: string }> {
+  const url = new URL(t.url);
+  return new Promise((resolve, reject) => {
+    const req = request({ host: url.hostname, port: url.port, path, headers: { host } }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (body += c));
+      res.on('end', () => resolve({ status: res.statusCode!, type: String(res.headers['content-type']), body }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+describe('MTA-STS for custom domains', () => {
+  test('the policy is served for mta-sts.<verified domain> (any case, with a port), its id is in the _mta-sts record; other hosts get 404', async () => {
+    const r = await getWithHost('/.well-known/mta-sts.txt', `MTA-STS.${DOMAIN.toUpperCase()}:443`);
+    assert.equal(r.status, 200, r.body);
+    assert.match(r.type, /^text\/plain/);
+    assert.equal(r.body, `version: STSv1\r\nmode: testing\r\nmx: ${t.config.hostname}\r\nmax_age: 604800\r\n`);
+    const sts = domain.dnsRecords.find((x) => x.name === `_mta-sts.${DOMAIN}`);
+    assert.match(sts!.value, /^v=STSv1; id=[0-9a-f]{20}$/);
+    assert.deepEqual(domain.dnsRecords.find((x) => x.name === `mta-sts.${DOMAIN}`), { type: 'CNAME', name: `mta-sts.${DOMAIN}`, value: t.config.hostname });
+    for (const host of ['mta-sts.unverified.example', DOMAIN, 'mta-sts.', '127.0.0.1']) {
+      const other = await getWithHost('/.well-known/mta-sts.txt', host);
+      assert.equal(other.status, 404, host);
+      assert.equal(JSON.parse(other.body).error.code, 'NOT_FOUND');
+    }
   });
 });
