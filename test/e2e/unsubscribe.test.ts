@@ -5,6 +5,8 @@
 // tokens are 404 NOT_FOUND (HTTP) and 550 5.1.1 (SMTP); a later send to the address is refused.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import type { Clock } from '../../src/context.ts';
+import type { JobRunner } from '../../src/jobs/runner.ts';
 import { deliverMail } from '../support/mail.ts';
 import { startOutboundRig, type OutboundRig } from '../support/outbound.ts';
 import { SmtpClient } from '../support/smtp-client.ts';
@@ -13,10 +15,13 @@ import { expectError, readResponse, type TestServer } from '../support/server.ts
 let rig: OutboundRig;
 let t: TestServer;
 let inbox: { id: string; address: string };
+/** The server's clock runs this far ahead of the real one (a scheduled send is made due by moving it). */
+let offset = 0;
+const clock: Clock = { now: () => new Date(Date.now() + offset) };
 
 before(async () => {
   rig = await startOutboundRig();
-  t = await rig.start();
+  t = await rig.start({ clock });
   inbox = (await t.api('POST', '/inboxes', { address: 'news' })).body;
 });
 
@@ -29,7 +34,12 @@ after(async () => {
 async function sendListMail(to: string): Promise<{ url: string; mailto: string; headers: string }> {
   const res = await t.api('POST', `/inboxes/${inbox.id}/messages`, { to: [to], subject: 'Weekly news', bodyText: 'hello', listUnsubscribe: true });
   assert.equal(res.status, 202, res.text);
-  const mail = await rig.captured(res.body.messageIdHeader ?? `<${res.body.id}@${inbox.address.split('@')[1]}>`);
+  return headersOf(res.body.messageIdHeader);
+}
+
+/** The List-Unsubscribe URL and mailto address of the message the MX received with this Message-ID. */
+async function headersOf(messageIdHeader: string): Promise<{ url: string; mailto: string; headers: string }> {
+  const mail = await rig.captured(messageIdHeader);
   const list = (mail.headerLines.find((h) => h.key === 'list-unsubscribe')?.line ?? '').replace(/\r?\n[ \t]+/g, ' ');
   const url = /<(https?:\/\/[^>]+)>/.exec(list)?.[1];
   const mailto = /<mailto:([^>]+)>/.exec(list)?.[1];
@@ -99,6 +109,34 @@ describe('one-click unsubscribe', () => {
     } finally {
       await client.quit();
     }
+  });
+
+  test('a reply, a forward, a draft send and a scheduled send (at its time) carry the headers too; a send without the flag has none', async () => {
+    const original = await deliverMail(t.server.smtpPort, { from: 'writer@remote.test', to: inbox.address, subject: 'original', text: 'to pass on' });
+    const forward = await t.api('POST', `/messages/${original}/forward`, { to: ['fwd@remote.test'], bodyText: 'fyi', listUnsubscribe: true });
+    assert.equal(forward.status, 202, forward.text);
+    assert.match((await headersOf(forward.body.messageIdHeader)).url, /\/unsubscribe\//);
+    const reply = await t.api('POST', `/messages/${original}/reply`, { bodyText: 'thanks', listUnsubscribe: true });
+    assert.equal(reply.status, 202, reply.text);
+    assert.match((await headersOf(reply.body.messageIdHeader)).mailto, /^unsubscribe\+/);
+
+    const draft = (await t.api('POST', `/inboxes/${inbox.id}/drafts`, { to: ['draft@remote.test'], subject: 'drafted', bodyText: 'x' })).body;
+    const sent = await t.api('POST', `/drafts/${draft.id}/send`, { listUnsubscribe: true });
+    assert.equal(sent.status, 202, sent.text);
+    assert.match((await headersOf(sent.body.messageIdHeader)).mailto, /^unsubscribe\+/);
+
+    const scheduled = await t.api('POST', `/inboxes/${inbox.id}/messages`, { to: ['later@remote.test'], subject: 'later', bodyText: 'x', listUnsubscribe: true, sendAt: new Date(clock.now().getTime() + 60_000).toISOString() });
+    assert.equal(scheduled.status, 202, scheduled.text);
+    offset += 120_000;
+    (t.server.services.find((s) => s.name === 'jobs') as unknown as JobRunner).wake();
+    const { url } = await headersOf(scheduled.body.messageIdHeader);
+    assert.equal((await fetch(url, { method: 'POST', body: 'List-Unsubscribe=One-Click' }).then(readResponse)).body.address, 'later@remote.test');
+
+    const plain = await t.api('POST', `/inboxes/${inbox.id}/messages`, { to: ['plain@remote.test', 'plain2@remote.test'], subject: 'plain', bodyText: 'x' });
+    assert.equal(plain.status, 202, plain.text);
+    const mail = await rig.captured(plain.body.messageIdHeader);
+    assert.equal(mail.headers.get('list-unsubscribe'), undefined);
+    assert.equal(mail.headers.get('list-unsubscribe-post'), undefined);
   });
 
   test('listUnsubscribe needs exactly one recipient: 400 VALIDATION_ERROR naming the field, nothing sent', async () => {
