@@ -25,6 +25,7 @@ CREATE TABLE `dmarc_reports` (
 --> statement-breakpoint
 CREATE UNIQUE INDEX `dmarc_reports_unique` ON `dmarc_reports` (`domain_id`,`org_name`,`report_id`);--> statement-breakpoint
 CREATE INDEX `dmarc_reports_domain_begin` ON `dmarc_reports` (`domain_id`,`begin_at`);--> statement-breakpoint
+CREATE INDEX `dmarc_reports_received` ON `dmarc_reports` (`received_at`);--> statement-breakpoint
 CREATE TABLE `tls_reports` (
 	`id` text PRIMARY KEY NOT NULL,
 	`domain_id` text NOT NULL,
@@ -40,4 +41,5 @@ CREATE TABLE `tls_reports` (
 );
 --> statement-breakpoint
 CREATE UNIQUE INDEX `tls_reports_unique` ON `tls_reports` (`domain_id`,`org_name`,`report_id`);--> statement-breakpoint
-CREATE INDEX `tls_reports_domain_begin` ON `tls_reports` (`domain_id`,`begin_at`);
+CREATE INDEX `tls_reports_domain_begin` ON `tls_reports` (`domain_id`,`begin_at`);--> statement-breakpoint
+CREATE INDEX `tls_reports_received` ON `tls_reports` (`received_at`);

@@ -310,6 +310,7 @@ export const CONFIG_SCHEMA = {
     events: duration('30d', 'Events (GET /events, webhook payloads) are kept this long, then deleted; at least 7d, the time GET /events promises. Events about a message go with the message.', '7d'),
     delivery_logs: duration('30d', 'Webhook delivery logs (webhooks deliveries, the dashboard) are kept this long, then deleted.', '1d'),
     audit: duration('365d', 'Audit log entries (GET /audit, mailroom audit) are kept this long, then deleted in the hourly sweep.', '1d'),
+    reports: duration('400d', 'DMARC aggregate and TLS-RPT reports received for custom domains (GET /domains/{id}/dmarc, /tls-reports) are kept this long after they arrived, then deleted in the hourly sweep.', '1d'),
   },
   metrics: {
     listen: listen('', 'Address of the Prometheus endpoint GET /metrics (no key; keep it private, e.g. "127.0.0.1:9464"); "" turns it off.', true),

@@ -39,5 +39,7 @@ ALTER TABLE "dmarc_reports" ADD CONSTRAINT "dmarc_reports_domain_id_domains_id_f
 ALTER TABLE "tls_reports" ADD CONSTRAINT "tls_reports_domain_id_domains_id_fk" FOREIGN KEY ("domain_id") REFERENCES "public"."domains"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 CREATE UNIQUE INDEX "dmarc_reports_unique" ON "dmarc_reports" USING btree ("domain_id","org_name","report_id");--> statement-breakpoint
 CREATE INDEX "dmarc_reports_domain_begin" ON "dmarc_reports" USING btree ("domain_id","begin_at");--> statement-breakpoint
+CREATE INDEX "dmarc_reports_received" ON "dmarc_reports" USING btree ("received_at");--> statement-breakpoint
 CREATE UNIQUE INDEX "tls_reports_unique" ON "tls_reports" USING btree ("domain_id","org_name","report_id");--> statement-breakpoint
-CREATE INDEX "tls_reports_domain_begin" ON "tls_reports" USING btree ("domain_id","begin_at");
+CREATE INDEX "tls_reports_domain_begin" ON "tls_reports" USING btree ("domain_id","begin_at");--> statement-breakpoint
+CREATE INDEX "tls_reports_received" ON "tls_reports" USING btree ("received_at");

@@ -585,7 +585,7 @@ export const dmarcReports = sqliteTable(
     policy: text('policy'),
     receivedAt: text('received_at').notNull(),
   },
-  (t) => [uniqueIndex('dmarc_reports_unique').on(t.domainId, t.orgName, t.reportId), index('dmarc_reports_domain_begin').on(t.domainId, t.beginAt)],
+  (t) => [uniqueIndex('dmarc_reports_unique').on(t.domainId, t.orgName, t.reportId), index('dmarc_reports_domain_begin').on(t.domainId, t.beginAt), index('dmarc_reports_received').on(t.receivedAt)],
 );
 
 /** The rows (record elements) of a DMARC aggregate report: one source IP and its evaluated results. */
@@ -626,5 +626,5 @@ export const tlsReports = sqliteTable(
     policies: text('policies').notNull(),
     receivedAt: text('received_at').notNull(),
   },
-  (t) => [uniqueIndex('tls_reports_unique').on(t.domainId, t.orgName, t.reportId), index('tls_reports_domain_begin').on(t.domainId, t.beginAt)],
+  (t) => [uniqueIndex('tls_reports_unique').on(t.domainId, t.orgName, t.reportId), index('tls_reports_domain_begin').on(t.domainId, t.beginAt), index('tls_reports_received').on(t.receivedAt)],
 );

@@ -11,6 +11,8 @@ import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { gzipSync } from 'node:zlib';
 import JSZip from 'jszip';
+import type { Clock } from '../../src/context.ts';
+import { sweepReports } from '../../src/domain/domains/dmarc-reports.ts';
 import { rawRows } from '../../src/store/store.ts';
 import { startTestDns, type TestDns, type TestRecord } from '../support/dns.ts';
 import { smtpTransport } from '../support/mail.ts';
@@ -20,10 +22,13 @@ const DOMAIN = 'reports.example';
 let dns: TestDns;
 let t: TestServer;
 let domain: { id: string; domain: string; dnsRecords: Array<{ type: string; name: string; value: string; priority?: number }> };
+/** The server's clock runs this far ahead of the real one (moved to test retention). */
+let offset = 0;
+const clock: Clock = { now: () => new Date(Date.now() + offset) };
 
 before(async () => {
   dns = await startTestDns();
-  t = await startTestServer({ dns: { servers: [dns.server], timeout: '1s' }, inbound: { report_max_records: 5, report_max_bytes: 8192 } });
+  t = await startTestServer({ dns: { servers: [dns.server], timeout: '1s' }, inbound: { report_max_records: 5, report_max_bytes: 8192 } }, { clock });
   domain = (await t.api('POST', '/domains', { domain: DOMAIN })).body;
   const byName = new Map<string, TestRecord[]>();
   for (const r of domain.dnsRecords) {
@@ -345,5 +350,15 @@ describe('MTA-STS for custom domains', () => {
       assert.equal(other.status, 404, host);
       assert.equal(JSON.parse(other.body).error.code, 'NOT_FOUND');
     }
+  });
+});
+
+describe('retention', () => {
+  test('reports are deleted retention.reports (400d) after they arrived, their rows with them', async () => {
+    offset = 399 * 86_400_000;
+    assert.equal(await sweepReports(t.server.ctx), 0);
+    offset = 401 * 86_400_000;
+    assert.equal(await sweepReports(t.server.ctx), 3, 'two DMARC reports and one TLS report');
+    for (const table of ['dmarc_reports', 'dmarc_records', 'tls_reports']) assert.equal(await countRows(table), 0, table);
   });
 });

@@ -8,7 +8,7 @@
 import type { ParsedMail } from 'mailparser';
 import type { AppContext } from '../../context.ts';
 import { newId } from '../../ids.ts';
-import { dmarcTotalsByDay, dmarcTotalsBySource, insertDmarcReport, listDmarcReports, type DmarcRecordRow, type DmarcTotals } from '../../store/repo/reports.ts';
+import { deleteReportsReceivedBefore, dmarcTotalsByDay, dmarcTotalsBySource, insertDmarcReport, listDmarcReports, type DmarcRecordRow, type DmarcTotals } from '../../store/repo/reports.ts';
 import { intParam } from '../pagination.ts';
 import { isoNow } from '../time.ts';
 import { findDomainRow } from './domains.ts';
@@ -139,4 +139,9 @@ export async function dmarcSummary(ctx: AppContext, accountId: string, domainId:
 export function windowStart(ctx: AppContext, days: number): string {
   const now = ctx.clock.now();
   return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() - (days - 1))).toISOString();
+}
+
+/** Deletes DMARC and TLS-RPT reports older than `retention.reports` (housekeeping, hourly). */
+export async function sweepReports(ctx: AppContext): Promise<number> {
+  return deleteReportsReceivedBefore(ctx.db, new Date(ctx.clock.now().getTime() - ctx.config.retention.reports).toISOString());
 }

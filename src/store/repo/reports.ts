@@ -1,7 +1,7 @@
 // Storage of the reports receivers send about a custom domain: DMARC aggregate reports
 // (dmarc_reports, dmarc_records) and TLS-RPT reports (tls_reports), for
 // src/domain/domains/dmarc-reports.ts and tls-reports.ts. The rules stay there.
-import { and, asc, count, desc, eq, gte, inArray, sql } from 'drizzle-orm';
+import { and, asc, count, desc, eq, gte, inArray, lt, sql } from 'drizzle-orm';
 import { dmarcRecords, dmarcReports, messages, tlsReports } from '../../db/schema.ts';
 import { changes, type Db } from '../store.ts';
 
@@ -100,4 +100,12 @@ export async function countOutcomesSince(db: Db, since: string): Promise<{ sent:
     .all();
   const by = new Map(rows.map((r) => [r.status, Number(r.n)]));
   return { sent: [...by.values()].reduce((a, b) => a + b, 0), complained: by.get('complained') ?? 0 };
+}
+
+/** Deletes the reports (and their rows) received before `cutoff`; how many reports went. */
+export async function deleteReportsReceivedBefore(db: Db, cutoff: string): Promise<number> {
+  // Rows first: they need not rely on the engine's cascade.
+  await db.delete(dmarcRecords).where(inArray(dmarcRecords.reportId, db.select({ id: dmarcReports.id }).from(dmarcReports).where(lt(dmarcReports.receivedAt, cutoff)))).run();
+  const dmarc = changes(await db.delete(dmarcReports).where(lt(dmarcReports.receivedAt, cutoff)).run());
+  return dmarc + changes(await db.delete(tlsReports).where(lt(tlsReports.receivedAt, cutoff)).run());
 }
