@@ -7,7 +7,8 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Clock } from '../../src/context.ts';
 import type { JobRunner } from '../../src/jobs/runner.ts';
-import { deliverMail } from '../support/mail.ts';
+import { deliverMail, smtpTransport } from '../support/mail.ts';
+import { until } from '../support/wait.ts';
 import { startOutboundRig, type OutboundRig } from '../support/outbound.ts';
 import { SmtpClient } from '../support/smtp-client.ts';
 import { expectError, readResponse, type TestServer } from '../support/server.ts';
@@ -137,6 +138,29 @@ describe('one-click unsubscribe', () => {
     const mail = await rig.captured(plain.body.messageIdHeader);
     assert.equal(mail.headers.get('list-unsubscribe'), undefined);
     assert.equal(mail.headers.get('list-unsubscribe-post'), undefined);
+  });
+
+  test('an unsubscribe mail answered 250 from the spool (a busy server) suppresses when it is processed', async () => {
+    // Another server on the same rig that spools every message (smtp.inline_processing = 0).
+    const busy = await rig.start({ overrides: { smtp: { listen: '127.0.0.1:0', inline_processing: 0 } } });
+    try {
+      const sender = (await busy.api('POST', '/inboxes', { address: 'busy' })).body;
+      const res = await busy.api('POST', `/inboxes/${sender.id}/messages`, { to: ['spooled@remote.test'], subject: 'news', bodyText: 'x', listUnsubscribe: true });
+      assert.equal(res.status, 202, res.text);
+      const mail = await rig.captured(res.body.messageIdHeader);
+      const mailto = /<mailto:([^>]+)>/.exec((mail.headerLines.find((h) => h.key === 'list-unsubscribe')?.line ?? '').replace(/\r?\n[ \t]+/g, ' '))![1];
+      const transport = smtpTransport(busy.server.smtpPort);
+      try {
+        const info = await transport.sendMail({ from: 'spooled@remote.test', to: mailto, subject: 'unsubscribe', text: 'unsubscribe' });
+        assert.match(info.response, /queued as/);
+      } finally {
+        transport.close();
+      }
+      const entry = await until('the spooled unsubscribe', async () => (await busy.api('GET', '/suppressions?address=spooled%40remote.test')).body.data[0]);
+      assert.equal(entry.reason, 'unsubscribe');
+    } finally {
+      await busy.close();
+    }
   });
 
   test('listUnsubscribe needs exactly one recipient: 400 VALIDATION_ERROR naming the field, nothing sent', async () => {
