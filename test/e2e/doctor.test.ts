@@ -257,6 +257,32 @@ describe('broken set-ups say how to fix them', () => {
   });
 });
 
+describe('report and MTA-STS records', () => {
+  test('a stale MTA-STS id fails, a policy host elsewhere fails, a rua naming someone else warns; each says what to publish', async () => {
+    const ctx = await contextWith({});
+    const name = 'sts.doctor-test.net';
+    await publishRecords(ctx, name);
+    dns.set(`_mta-sts.${name}`, [{ type: 'TXT', value: 'v=STSv1; id=20240101000000' }]);
+    dns.set(`mta-sts.${name}`, [{ type: 'A', address: '192.0.2.80' }]);
+    dns.set(`_smtp._tls.${name}`, [{ type: 'TXT', value: 'v=TLSRPTv1; rua=mailto:tls@reports.example.org' }]);
+    dns.set(`_dmarc.${name}`, [{ type: 'TXT', value: 'v=DMARC1; p=none; rua=mailto:dmarc@reports.example.org' }]);
+    const r = await doctor(ctx);
+    const check = (role: string) => one(r, 'domain', name, role);
+    assert.equal(check('mta_sts').status, 'fail');
+    assert.match(check('mta_sts').detail, /^id=20240101000000, but the policy served now has id=[0-9a-f]{20}: senders keep a stale policy$/);
+    assert.match(check('mta_sts').fix!, new RegExp(`^replace what is published at _mta-sts\\.sts\\.doctor-test\\.net \\(TXT\\) with: _mta-sts\\.sts\\.doctor-test\\.net\\. 3600 IN TXT "v=STSv1; id=[0-9a-f]{20}"$`));
+    assert.equal(check('mta_sts_host').status, 'fail');
+    assert.equal(check('mta_sts_host').detail, `resolves to 192.0.2.80, not to ${HOST} (127.0.0.1)`);
+    assert.equal(check('mta_sts_host').fix, `replace what is published at mta-sts.${name} (CNAME) with: mta-sts.${name}. 3600 IN CNAME ${HOST}.`);
+    assert.equal(check('tls_rpt').status, 'warn');
+    assert.equal(check('tls_rpt').fix, `name this appliance's report address in its rua, e.g.: _smtp._tls.${name}. 3600 IN TXT "v=TLSRPTv1; rua=mailto:tls-reports@${name}"`);
+    assert.equal(check('dmarc').status, 'warn');
+    assert.match(check('dmarc').detail, /its rua does not name dmarc-reports@sts\.doctor-test\.net/);
+    // DMARC is still published: the bulk-sender alignment line is satisfied.
+    assert.equal(one(r, 'bulk-alignment', name).status, 'ok');
+  });
+});
+
 describe('the bulk-sender checklist', () => {
   test('a domain without SPF and DMARC fails alignment; FCrDNS must resolve back and be the HELO name; TLS follows the certificate check', async () => {
     const ctx = await contextWith({});
