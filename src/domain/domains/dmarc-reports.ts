@@ -80,7 +80,7 @@ export async function parseDmarcXml(ctx: AppContext, xml: string): Promise<Parse
 /**
  * Takes the report a mail at dmarc-reports@<domain> carries and stores it for that domain (a
  * copy sent again is stored once). Refused (550 5.7.1) when it carries none, or one about another
- * domain (a report for example.com is also accepted for a subdomain policy it covers).
+ * domain than this one or a subdomain of it (whose mail the domain's policy covers).
  */
 export async function ingestDmarcReport(ctx: AppContext, target: { domainId: string; domain: string }, parsed: ParsedMail): Promise<{ stored: boolean }> {
   for (const part of reportParts(parsed)) {
@@ -88,7 +88,8 @@ export async function ingestDmarcReport(ctx: AppContext, target: { domainId: str
     if (!xml) continue;
     const report = await parseDmarcXml(ctx, xml.toString('utf8'));
     if (!report) continue;
-    if (report.domain !== target.domain && !target.domain.endsWith(`.${report.domain}`) && !report.domain.endsWith(`.${target.domain}`)) {
+    if (!report.domain) throw refusedReport('the DMARC report names no domain (policy_published/domain)');
+    if (report.domain !== target.domain && !report.domain.endsWith(`.${target.domain}`)) {
       throw refusedReport(`the DMARC report is about ${report.domain}, not ${target.domain}`);
     }
     const id = newId('rpt');
