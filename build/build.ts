@@ -170,6 +170,8 @@ const LAZY_CHUNKS: Record<string, string[]> = {
   // Only with a PostgreSQL URL (src/store/postgres.ts is itself imported on demand).
   pg: ['pg'],
   tar: ['tar'],
+  // DMARC and TLS-RPT reports (src/domain/domains/report-files.ts, dmarc-reports.ts): the first report mail.
+  reports: ['fast-xml-parser', 'jszip'],
   // The MCP SDK (with its zod, ajv and @hono/node-server): the first /mcp request, or `mailroom mcp`.
   mcp: [
     '@modelcontextprotocol/sdk/server/index.js',

@@ -310,12 +310,18 @@ export const CONFIG_SCHEMA = {
     events: duration('30d', 'Events (GET /events, webhook payloads) are kept this long, then deleted; at least 7d, the time GET /events promises. Events about a message go with the message.', '7d'),
     delivery_logs: duration('30d', 'Webhook delivery logs (webhooks deliveries, the dashboard) are kept this long, then deleted.', '1d'),
     audit: duration('365d', 'Audit log entries (GET /audit, mailroom audit) are kept this long, then deleted in the hourly sweep.', '1d'),
+    reports: duration('400d', 'DMARC aggregate and TLS-RPT reports received for custom domains (GET /domains/{id}/dmarc, /tls-reports) are kept this long after they arrived, then deleted in the hourly sweep.', '1d'),
   },
   metrics: {
     listen: listen('', 'Address of the Prometheus endpoint GET /metrics (no key; keep it private, e.g. "127.0.0.1:9464"); "" turns it off.', true),
   },
   domains: {
     recheck_interval: duration('1h', 'Unverified domains are re-checked in DNS this often in the background.'),
+  },
+  inbound: {
+    mta_sts_mode: oneOf(['testing', 'enforce'] as const, 'testing', 'Mode of the MTA-STS policy served at https://mta-sts.<domain>/.well-known/mta-sts.txt for verified custom domains: "testing" asks senders to report TLS failures without refusing, "enforce" to deliver only over valid TLS to the MX it names.'),
+    report_max_bytes: int(10_485_760, 'Largest DMARC or TLS-RPT report taken, after decompression (gzip, zip); past it the report mail is refused with 550 5.7.1 and nothing is stored.', 1024),
+    report_max_records: int(10_000, 'Most rows one DMARC aggregate report (record elements) or TLS-RPT report (policies and failure details) may hold; past it the report is refused with 550 5.7.1 and nothing is stored.', 1),
   },
 } as const;
 
@@ -374,6 +380,8 @@ export const BUDGETS: Record<string, { what: string; past: string }> = {
   'database.connect_timeout': { what: 'Connecting to PostgreSQL', past: 'the connection attempt fails (start-up stops; a request gets `503`)' },
   'database.statement_timeout': { what: 'One PostgreSQL statement', past: 'cancelled by the server; the request answers `503 SERVICE_UNAVAILABLE`' },
   'database.idle_in_transaction_timeout': { what: 'A PostgreSQL transaction left idle', past: 'the server ends its session' },
+  'inbound.report_max_bytes': { what: 'A DMARC or TLS-RPT report once decompressed', past: '`550 5.7.1`, nothing stored' },
+  'inbound.report_max_records': { what: 'Rows of one DMARC or TLS-RPT report', past: '`550 5.7.1`, nothing stored' },
 };
 
 type Schema = { [key: string]: Field<unknown> | Schema };

@@ -5,7 +5,7 @@ import { randomBytes, randomFillSync } from 'node:crypto';
 
 const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
 
-export type IdPrefix = 'inb' | 'msg' | 'thr' | 'dom' | 'att' | 'whk' | 'key' | 'evt' | 'dlv' | 'acc' | 'job' | 'drf' | 'lst' | 'aud';
+export type IdPrefix = 'inb' | 'msg' | 'thr' | 'dom' | 'att' | 'whk' | 'key' | 'evt' | 'dlv' | 'acc' | 'job' | 'drf' | 'lst' | 'aud' | 'rpt';
 
 let lastTime = 0;
 let counter = 0;

@@ -9,6 +9,7 @@ import type { Logger } from './log.ts';
 import { sweepIdempotencyKeys } from './domain/accounts/idempotency.ts';
 import { sweepEvents } from './domain/events/events.ts';
 import { sweepAudit } from './domain/audit/audit.ts';
+import { sweepReports } from './domain/domains/dmarc-reports.ts';
 import { closeEventWatchers } from './domain/events/event-feed.ts';
 import { sweepOrphanBlobs } from './storage/orphans.ts';
 import { errorFields } from './log.ts';
@@ -63,6 +64,7 @@ function housekeeping(ctx: AppContext): Service {
             await sweepIdempotencyKeys(ctx);
             await sweepEvents(ctx);
             await sweepAudit(ctx);
+            await sweepReports(ctx);
           });
         } catch (err) {
           ctx.log.error('housekeeping failed', errorFields(err));

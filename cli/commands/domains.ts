@@ -25,6 +25,9 @@ const ROLE_NOTE: Record<RecordRole, string> = {
   spf: 'SPF (sending, recommended)',
   dmarc: 'DMARC policy (sending, recommended)',
   mx: 'MX (receiving, required to receive mail)',
+  mta_sts: 'MTA-STS policy id (receiving, recommended: senders then require TLS to the MX)',
+  mta_sts_host: 'MTA-STS policy host, served by this appliance (receiving, recommended; needs HTTPS for the name)',
+  tls_rpt: 'TLS-RPT (receiving, recommended: senders report TLS failures here)',
 };
 
 const roleOf = (plan: DomainRecords['plan'], r: DnsRecord): RecordRole =>

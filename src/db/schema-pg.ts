@@ -118,6 +118,9 @@ export const listEntries = derive(sqlite.listEntries);
 export const auditLog = derive(sqlite.auditLog);
 export const suppressions = derive(sqlite.suppressions);
 export const addressPolicies = derive(sqlite.addressPolicies);
+export const dmarcReports = derive(sqlite.dmarcReports);
+export const dmarcRecords = derive(sqlite.dmarcRecords);
+export const tlsReports = derive(sqlite.tlsReports);
 
 /** Every SQLite table this file has a PostgreSQL form of (the parity test checks none is missing). */
 export function derivedTables(): ReadonlyMap<SQLiteTable, AnyPgTable> {

@@ -563,3 +563,68 @@ export const addressPolicies = sqliteTable('address_policies', {
   hourlySendLimit: integer('hourly_send_limit'),
   updatedAt: text('updated_at').notNull(),
 });
+
+/**
+ * DMARC aggregate reports (RFC 7489 §7.2) received for a verified custom domain at
+ * dmarc-reports@<domain> (src/domain/domains/dmarc-reports.ts). One row per report; a report sent
+ * again (same reporter org and report id) is stored once.
+ */
+export const dmarcReports = sqliteTable(
+  'dmarc_reports',
+  {
+    id: text('id').primaryKey(),
+    domainId: text('domain_id')
+      .notNull()
+      .references(() => domains.id, { onDelete: 'cascade' }),
+    orgName: text('org_name').notNull(),
+    reportId: text('report_id').notNull(),
+    /** ISO times of the report's date_range. */
+    beginAt: text('begin_at').notNull(),
+    endAt: text('end_at').notNull(),
+    /** The published policy the reporter saw (p=). */
+    policy: text('policy'),
+    receivedAt: text('received_at').notNull(),
+  },
+  (t) => [uniqueIndex('dmarc_reports_unique').on(t.domainId, t.orgName, t.reportId), index('dmarc_reports_domain_begin').on(t.domainId, t.beginAt), index('dmarc_reports_received').on(t.receivedAt)],
+);
+
+/** The rows (record elements) of a DMARC aggregate report: one source IP and its evaluated results. */
+export const dmarcRecords = sqliteTable(
+  'dmarc_records',
+  {
+    reportId: text('report_id')
+      .notNull()
+      .references(() => dmarcReports.id, { onDelete: 'cascade' }),
+    seq: integer('seq').notNull(),
+    sourceIp: text('source_ip').notNull(),
+    count: integer('count').notNull(),
+    /** none | quarantine | reject */
+    disposition: text('disposition').notNull(),
+    /** policy_evaluated: DKIM and SPF aligned and passing ('pass' | 'fail'). */
+    dkim: text('dkim').notNull(),
+    spf: text('spf').notNull(),
+    headerFrom: text('header_from').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.reportId, t.seq] })],
+);
+
+/** TLS-RPT reports (RFC 8460) received for a verified custom domain at tls-reports@<domain>. */
+export const tlsReports = sqliteTable(
+  'tls_reports',
+  {
+    id: text('id').primaryKey(),
+    domainId: text('domain_id')
+      .notNull()
+      .references(() => domains.id, { onDelete: 'cascade' }),
+    orgName: text('org_name').notNull(),
+    reportId: text('report_id').notNull(),
+    beginAt: text('begin_at').notNull(),
+    endAt: text('end_at').notNull(),
+    successCount: integer('success_count').notNull(),
+    failureCount: integer('failure_count').notNull(),
+    /** JSON: [{type, domain, mxHost?, success, failure, failures: [{resultType, count, sendingMta?, receivingMx?}]}] */
+    policies: text('policies').notNull(),
+    receivedAt: text('received_at').notNull(),
+  },
+  (t) => [uniqueIndex('tls_reports_unique').on(t.domainId, t.orgName, t.reportId), index('tls_reports_domain_begin').on(t.domainId, t.beginAt), index('tls_reports_received').on(t.receivedAt)],
+);

@@ -231,7 +231,7 @@ const SCHEMAS: Record<string, Schema> = {
   Domain: obj(DOMAIN_PROPS),
   DomainList: list('Domain'),
   RecordCheck: obj({
-    role: str(undefined, { enum: ['ownership', 'dkim', 'spf', 'dmarc', 'mx'] }),
+    role: str(undefined, { enum: ['ownership', 'dkim', 'spf', 'dmarc', 'mx', 'mta_sts', 'mta_sts_host', 'tls_rpt'] }),
     type: str(),
     name: str(),
     state: str(undefined, { enum: ['found', 'missing', 'wrong', 'differs', 'unknown'] }),
@@ -604,6 +604,17 @@ export const OPERATIONS: Record<string, Operation> = {
     errors: ['INVALID_ADDRESS'],
   },
   'DELETE /suppressions/:address': { operationId: 'deleteSuppression', summary: 'Lift the suppression of an address', tag: 'Suppressions', status: 204, description: 'Removed.', errors: ['SUPPRESSION_NOT_FOUND'] },
+  'POST /unsubscribe/:token': {
+    operationId: 'unsubscribeOneClick',
+    summary: 'One-click unsubscribe (RFC 8058; no API key: the token in the List-Unsubscribe URL is the credential)',
+    tag: 'Suppressions',
+    status: 200,
+    description:
+      'The recipient the token names (a message sent with `listUnsubscribe: true`) is on the sending account\'s suppression list with reason `unsubscribe` (an audit entry `suppression.added` records it). ' +
+      'Again: 200, the entry unchanged. The body mail clients send (List-Unsubscribe=One-Click) is not needed.',
+    response: { mediaType: 'application/json', schema: { type: 'object', required: ['address', 'suppressed'], properties: { address: str('The suppressed address.'), suppressed: { type: 'boolean', const: true } } } },
+    errors: ['NOT_FOUND'],
+  },
   'DELETE /messages/:id': { operationId: 'deleteMessage', summary: 'Delete a message (does not unsend it)', tag: 'Messages', status: 204, description: 'Deleted.', errors: ['MESSAGE_NOT_FOUND'] },
   'GET /inboxes/:inboxId/threads': {
     operationId: 'listThreads',
@@ -678,6 +689,39 @@ export const OPERATIONS: Record<string, Operation> = {
     description: 'The domain with the latest statuses and what DNS answered per record. 409 DOMAIN_EXISTS when another account verified the same name first.',
     response: 'VerifiedDomain',
     errors: ['DOMAIN_NOT_FOUND', 'DOMAIN_EXISTS'],
+  },
+  'GET /domains/:id/dmarc': {
+    operationId: 'getDomainDmarc',
+    summary: 'DMARC aggregate reports received for the domain, summarised by day and sending IP',
+    tag: 'Domains',
+    query: [{ name: 'days', description: 'Reports whose range begins in the last this many UTC days, today included (default 30, 1 to 366).', schema: { type: 'integer', minimum: 1, maximum: 366 } }],
+    status: 200,
+    description:
+      'Receivers mail their reports to the rua of the domain\'s _dmarc record, dmarc-reports@<domain> (a verified domain only). Counts are messages: `dmarcPass` passed DMARC (DKIM or SPF aligned and passing), `dkimAligned` and `spfAligned` per identifier, `quarantined` and `rejected` by the receiver\'s disposition. ' +
+      '`byDay` per UTC day of the report\'s range, `sources` per sending IP (at most 100, most messages first), `reports` the reports themselves (at most 100, newest first).',
+    response: { mediaType: 'application/json', schema: { type: 'object', required: ['domain', 'days', 'since', 'totals', 'byDay', 'sources', 'reports'] } },
+    errors: ['DOMAIN_NOT_FOUND'],
+  },
+  'GET /.well-known/mta-sts.txt': {
+    operationId: 'getMtaStsPolicy',
+    summary: 'The MTA-STS policy of a verified custom domain (no key; for Host mta-sts.<domain>)',
+    tag: 'Domains',
+    status: 200,
+    description:
+      'RFC 8461 §3.2: `version: STSv1`, `mode` (`[inbound] mta_sts_mode`), `mx` (the hostname), `max_age` (one week). Senders fetch it over HTTPS: put a reverse proxy with a certificate for mta-sts.<domain> in front, passing the Host header. 404 NOT_FOUND for any other Host.',
+    response: { mediaType: 'text/plain', schema: { type: 'string' } },
+    errors: ['NOT_FOUND'],
+  },
+  'GET /domains/:id/tls-reports': {
+    operationId: 'listDomainTlsReports',
+    summary: 'TLS-RPT reports (RFC 8460) received for the domain, newest first',
+    tag: 'Domains',
+    query: [{ name: 'days', description: 'Reports whose range begins in the last this many UTC days, today included (default 30, 1 to 366).', schema: { type: 'integer', minimum: 1, maximum: 366 } }],
+    status: 200,
+    description:
+      'Senders mail their reports to the rua of the domain\'s _smtp._tls record, tls-reports@<domain> (a verified domain only). `data`: at most 100 reports, each with its successful and failed session counts and per policy (sts, tlsa, no-policy-found) the failure details (result type, count, sending MTA, receiving MX).',
+    response: { mediaType: 'application/json', schema: { type: 'object', required: ['domain', 'days', 'since', 'data'] } },
+    errors: ['DOMAIN_NOT_FOUND'],
   },
   'POST /attachments': {
     operationId: 'uploadAttachment',

@@ -28,6 +28,8 @@ export interface ComposeInput {
   references?: string[];
   /** Stored bytes, streamed into the message; `cid` for an inline part the HTML names (cid: URLs). */
   attachments: Array<{ filename: string; contentType: string; content: Readable; cid?: string }>;
+  /** Further header fields (List-Unsubscribe). */
+  headers?: Record<string, string>;
 }
 
 /** The text alternative of an HTML body (what a text-only client shows). */
@@ -51,6 +53,7 @@ export async function buildMime(input: ComposeInput): Promise<Buffer> {
     date: input.date,
     inReplyTo: input.inReplyTo ?? undefined,
     references: input.references?.length ? input.references : undefined,
+    ...(input.headers ? { headers: input.headers } : {}),
     attachments: input.attachments.map((a) => ({ filename: a.filename, contentType: a.contentType, content: a.content, ...(a.cid ? { cid: a.cid } : {}) })),
     // Only the streams given above are read: no file, no URL.
     disableUrlAccess: true,

@@ -5,6 +5,7 @@
 import type { SMTPServer, SMTPServerAddress, SMTPServerDataStream, SMTPServerSession } from 'smtp-server';
 import type { AppContext } from '../context.ts';
 import type { BounceTarget } from '../domain/inbound/bounce-address.ts';
+import { resolveServiceRecipient, type ServiceTarget } from '../domain/inbound/service-address.ts';
 import { resolveBounceRecipient, resolveRecipient } from '../domain/inbound/inbound.ts';
 import { receiveInbound } from '../domain/inbound/spool.ts';
 import { assertStorageRoom } from '../domain/accounts/quotas.ts';
@@ -19,7 +20,7 @@ import { messageTooLarge, refuseMessage, replyFor, smtpReply, tooMuchInProgress 
 import { closeSmtp, createSmtpServer, listenSmtp } from './listener.ts';
 import { TlsCertificate } from './tls.ts';
 
-type Recipient = SMTPServerAddress & { inbox?: InboxRow; bounce?: BounceTarget };
+type Recipient = SMTPServerAddress & { inbox?: InboxRow; bounce?: BounceTarget; service?: ServiceTarget };
 
 export interface SmtpService extends Service {
   /** The port bound (known after start; 0 before). */
@@ -118,12 +119,13 @@ export function createSmtpService(ctx: AppContext): SmtpService {
       const rcpts = session.envelope.rcptTo as Recipient[];
       const recipients = rcpts.flatMap((r) => (r.inbox ? [r.inbox] : []));
       const bounces = rcpts.flatMap((r) => (r.bounce ? [r.bounce] : []));
+      const services = rcpts.flatMap((r) => (r.service ? [r.service] : []));
       // A staged message's file is the stored raw file once renamed; if it never is (refused,
       // failed), it is removed here.
       const staging = stage;
       const raw: Promise<InboundInput['raw']> = staging ? staging.finish(head!) : Promise.resolve(Buffer.concat(chunks.splice(0), size));
       raw
-        .then((message) => receiveInbound(ctx, { ...envelope, raw: message, recipients, bounces }))
+        .then((message) => receiveInbound(ctx, { ...envelope, raw: message, recipients, bounces, services }))
         .finally(() => {
           release();
           return staging?.discard();
@@ -164,7 +166,10 @@ export function createSmtpService(ctx: AppContext): SmtpService {
         onRcptTo(address, session, cb) {
           void (async () => {
             const bounce = await resolveBounceRecipient(ctx, address.address);
+            // Unsubscribe and report addresses (src/domain/inbound/service-address.ts).
+            const service = bounce ? undefined : await resolveServiceRecipient(ctx, address.address);
             if (bounce) (address as Recipient).bounce = bounce;
+            else if (service) (address as Recipient).service = service;
             // The sender is checked against the inbox's receive lists here, before any data.
             else (address as Recipient).inbox = await resolveRecipient(ctx, address.address, session.envelope.mailFrom ? session.envelope.mailFrom.address : '');
             // 452 4.2.2 (mailbox full) once the account stores its quota (src/domain/accounts/quotas.ts).

@@ -66,3 +66,22 @@ export function verifyDownload(secret: Buffer, id: string, expires: number, sign
   const expected = Buffer.from(signDownload(secret, id, expires), 'hex');
   return timingSafeEqual(expected, Buffer.from(signature, 'hex'));
 }
+
+const derived = new WeakMap<AppContext, Map<string, Buffer>>();
+/** A key of its own for one use (`label`), derived from the signing secret (never the URL key itself). */
+export function derivedKey(ctx: AppContext, label: string): Buffer {
+  let keys = derived.get(ctx);
+  if (!keys) derived.set(ctx, (keys = new Map()));
+  let key = keys.get(label);
+  if (!key) keys.set(label, (key = createHmac('sha256', urlSigningSecret(ctx)).update(label).digest()));
+  return key;
+}
+
+const BASE32 = '0123456789abcdefghijklmnopqrstuv';
+/** `chars` base-32 characters ([0-9a-v]) of the HMAC of `text`: tokens that survive lowercasing MTAs. */
+export function base32Mac(key: Buffer, text: string, chars: number): string {
+  const mac = createHmac('sha256', key).update(text).digest();
+  let out = '';
+  for (let i = 0; i < chars; i++) out += BASE32[mac[i] & 31];
+  return out;
+}

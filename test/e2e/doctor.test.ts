@@ -14,6 +14,7 @@ import { closeContext, createContext, type AppContext } from '../../src/context.
 import { addDomain } from '../../src/domain/domains/domains.ts';
 import { runDoctor, renderDoctorReport, type DoctorCheck, type DoctorReport } from '../../src/domain/domains/doctor.ts';
 import { silentLogger } from '../../src/log.ts';
+import { rawRun } from '../../src/store/store.ts';
 import { runCli } from '../support/cli.ts';
 import { startTestDns, type TestDns } from '../support/dns.ts';
 import { startTestMx, type TestMx } from '../support/mx.ts';
@@ -53,6 +54,8 @@ async function publishRecords(ctx: AppContext, name: string): Promise<void> {
   const d = await addDomain(ctx, t.accountId, name);
   for (const r of d.dnsRecords) {
     if (r.type === 'MX') dns.add(r.name, { type: 'MX', exchange: r.value, priority: r.priority ?? 10 });
+    // The MTA-STS policy host: an address of the hostname (what the CNAME leads to).
+    else if (r.type === 'CNAME') dns.add(r.name, { type: 'A', address: '127.0.0.1' });
     else dns.add(r.name, { type: 'TXT', value: r.value });
   }
 }
@@ -115,9 +118,14 @@ describe('a host set up right', () => {
     assert.match(inbound.detail, new RegExp(HOST.replace(/\./g, '\\.')), 'the greeting of mailroom itself');
     assert.equal(one(r, 'smtp-outbound').status, 'ok');
     assert.match(one(r, 'tls').detail, /^valid until .* \(36\d days\), for mx\.doctor-test\.net$/);
-    for (const role of ['ownership', 'dkim', 'spf', 'dmarc', 'mx']) assert.equal(one(r, 'domain', 'good.doctor-test.net', role).status, 'ok', role);
+    for (const role of ['ownership', 'dkim', 'spf', 'dmarc', 'mx', 'mta_sts', 'mta_sts_host', 'tls_rpt']) assert.equal(one(r, 'domain', 'good.doctor-test.net', role).status, 'ok', role);
     assert.equal(one(r, 'domain', 'agents.test').status, 'skip', 'the reserved shared domain is not checked');
-    assert.deepEqual(r.summary, { ok: 10, warn: 0, fail: 0, skip: 1 });
+    // The bulk-sender checklist (issue 30); nothing was sent yet, so there is no complaint rate.
+    assert.equal(one(r, 'bulk-alignment', 'good.doctor-test.net').status, 'ok');
+    assert.equal(one(r, 'fcrdns').detail, `127.0.0.1 → ${HOST} → 127.0.0.1`);
+    assert.equal(one(r, 'bulk-tls').status, 'ok');
+    assert.equal(one(r, 'complaint-rate').status, 'skip');
+    assert.deepEqual(r.summary, { ok: 16, warn: 0, fail: 0, skip: 2 });
     assert.equal(r.checks.filter((c) => c.fix && c.status !== 'ok' && c.status !== 'skip').length, 0);
   });
 });
@@ -246,6 +254,101 @@ describe('broken set-ups say how to fix them', () => {
     assert.match(text, /^mailroom doctor for mx\.doctor-test\.net\n/);
     assert.match(text, /\[FAIL\] broken\.doctor-test\.net: MX record: MX points at mx\.elsewhere\.example\.net, not mx\.doctor-test\.net\n {7}fix: replace what is published/);
     assert.match(text, /\n\d+ ok, \d+ warning\(s\), \d+ failure\(s\), \d+ skipped\n$/);
+  });
+});
+
+describe('report and MTA-STS records', () => {
+  test('a stale MTA-STS id fails, a policy host elsewhere fails, a rua naming someone else warns; each says what to publish', async () => {
+    const ctx = await contextWith({});
+    const name = 'sts.doctor-test.net';
+    await publishRecords(ctx, name);
+    dns.set(`_mta-sts.${name}`, [{ type: 'TXT', value: 'v=STSv1; id=20240101000000' }]);
+    dns.set(`mta-sts.${name}`, [{ type: 'A', address: '192.0.2.80' }]);
+    dns.set(`_smtp._tls.${name}`, [{ type: 'TXT', value: 'v=TLSRPTv1; rua=mailto:tls@reports.example.org' }]);
+    dns.set(`_dmarc.${name}`, [{ type: 'TXT', value: 'v=DMARC1; p=none; rua=mailto:dmarc@reports.example.org' }]);
+    const r = await doctor(ctx);
+    const check = (role: string) => one(r, 'domain', name, role);
+    assert.equal(check('mta_sts').status, 'fail');
+    assert.match(check('mta_sts').detail, /^id=20240101000000, but the policy served now has id=[0-9a-f]{20}: senders keep a stale policy$/);
+    assert.match(check('mta_sts').fix!, new RegExp(`^replace what is published at _mta-sts\\.sts\\.doctor-test\\.net \\(TXT\\) with: _mta-sts\\.sts\\.doctor-test\\.net\\. 3600 IN TXT "v=STSv1; id=[0-9a-f]{20}"$`));
+    assert.equal(check('mta_sts_host').status, 'fail');
+    assert.equal(check('mta_sts_host').detail, `resolves to 192.0.2.80, not to ${HOST} (127.0.0.1)`);
+    assert.equal(check('mta_sts_host').fix, `replace what is published at mta-sts.${name} (CNAME) with: mta-sts.${name}. 3600 IN CNAME ${HOST}.`);
+    assert.equal(check('tls_rpt').status, 'warn');
+    assert.equal(check('tls_rpt').fix, `name this appliance's report address in its rua, e.g.: _smtp._tls.${name}. 3600 IN TXT "v=TLSRPTv1; rua=mailto:tls-reports@${name}"`);
+    assert.equal(check('dmarc').status, 'warn');
+    assert.match(check('dmarc').detail, /its rua does not name dmarc-reports@sts\.doctor-test\.net/);
+    // DMARC is still published: the bulk-sender alignment line is satisfied.
+    assert.equal(one(r, 'bulk-alignment', name).status, 'ok');
+  });
+});
+
+describe('the bulk-sender checklist', () => {
+  test('a domain without SPF and DMARC fails alignment; FCrDNS must resolve back and be the HELO name; TLS follows the certificate check', async () => {
+    const ctx = await contextWith({});
+    const d = await addDomain(ctx, t.accountId, 'bulk.doctor-test.net');
+    for (const r of d.dnsRecords.filter((x) => x.name.startsWith('_mailroom.') || x.name.includes('._domainkey.'))) dns.set(r.name, [{ type: 'TXT', value: r.value }]);
+    let r = await doctor(ctx);
+    const bulk = one(r, 'bulk-alignment', 'bulk.doctor-test.net');
+    assert.equal(bulk.status, 'fail');
+    assert.match(bulk.detail, /not in order: SPF, DMARC; .*550 5\.7\.515/);
+    assert.match(bulk.fix!, /publish: bulk\.doctor-test\.net\. 3600 IN TXT "v=spf1 a:mx\.doctor-test\.net mx ~all"/);
+    assert.match(bulk.fix!, /publish: _dmarc\.bulk\.doctor-test\.net\. 3600 IN TXT "v=DMARC1; p=none; adkim=r; aspf=r; rua=mailto:dmarc-reports@bulk\.doctor-test\.net"/);
+    assert.equal(one(r, 'bulk-alignment', 'good.doctor-test.net').status, 'ok');
+    // No TLS certificate in this context: the TLS line says so, with the certificate check's fix.
+    const tlsLine = one(r, 'bulk-tls');
+    assert.equal(tlsLine.status, 'warn');
+    assert.match(tlsLine.fix!, /smtp\.tls_cert and smtp\.tls_key/);
+
+    try {
+      // A PTR name that does not resolve back to the address.
+      dns.set(PTR_NAME, [{ type: 'PTR', domain: 'host-127-0-0-1.isp.example.net' }]);
+      r = await doctor(ctx);
+      let f = one(r, 'fcrdns');
+      assert.equal(f.status, 'fail');
+      assert.equal(f.detail, 'PTR of 127.0.0.1 is host-127-0-0-1.isp.example.net, which does not resolve back to 127.0.0.1');
+      assert.equal(f.fix, `set the reverse DNS of 127.0.0.1 to ${HOST} (VPS provider's panel) and publish ${HOST}. 3600 IN A 127.0.0.1; the HELO name is \`hostname\``);
+      // Confirmed, but another name than the HELO name.
+      dns.set(PTR_NAME, [{ type: 'PTR', domain: 'other.doctor-test.net' }]);
+      dns.set('other.doctor-test.net', [{ type: 'A', address: '127.0.0.1' }]);
+      f = one(await doctor(ctx), 'fcrdns');
+      assert.equal(f.status, 'fail');
+      assert.equal(f.detail, `PTR of 127.0.0.1 is other.doctor-test.net (confirmed), but the HELO name is ${HOST}`);
+    } finally {
+      dns.clear('other.doctor-test.net');
+      publishGoodHost();
+    }
+    // Through a relay the address is the relay's.
+    assert.equal(one(await doctor(await contextWith({ outbound: { mode: 'email', relay: `smtp://127.0.0.1:${mx.port}` } })), 'fcrdns').status, 'skip');
+  });
+
+  test('the complaint rate of the last 30 days: ok, above 0.3% a failure saying how to fix it, outside the window not counted', async () => {
+    const inbox = (await t.api('POST', '/inboxes', { address: 'bulk' })).body;
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const res = await t.api('POST', `/inboxes/${inbox.id}/messages`, { to: [`reader${i}@${PROBE}`], subject: `news ${i}`, bodyText: 'hello' });
+      assert.equal(res.status, 202, res.text);
+      ids.push(res.body.id);
+    }
+    const deadline = Date.now() + 60_000;
+    for (const id of ids) {
+      while ((await t.api('GET', `/messages/${id}`)).body.status !== 'sent') {
+        assert.ok(Date.now() < deadline, `${id} never sent`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
+    const ctx = await contextWith({});
+    let c = one(await doctor(ctx), 'complaint-rate');
+    assert.equal(c.status, 'ok', c.detail);
+    assert.equal(c.detail, '0 complaint(s) over 3 message(s) sent: 0.00%');
+    // What an ARF report at the bounce address does to a message (test/e2e/reports.test.ts sends real ones).
+    await rawRun(t.server.ctx.db, "UPDATE messages SET status = 'complained' WHERE id = ?", [ids[0]]);
+    c = one(await doctor(ctx), 'complaint-rate');
+    assert.equal(c.status, 'fail');
+    assert.match(c.detail, /^1 complaint\(s\) over 3 message\(s\) sent: 33\.33%: at or above 0\.3%/);
+    assert.match(c.fix!, /listUnsubscribe: true/);
+    // 31 days later the window holds none of them.
+    assert.equal(one(await doctor(await contextWith({}, Date.now() + 31 * 86_400_000)), 'complaint-rate').status, 'skip');
   });
 });
 

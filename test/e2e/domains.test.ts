@@ -17,6 +17,8 @@ import { expectError, startTestServer, type TestServer } from '../support/server
 import { SmtpClient } from '../support/smtp-client.ts';
 
 const HOST = 'mx.test.localhost';
+/** The policy host is a CNAME to HOST, which has no address in the test zone: nothing to compare. */
+const MTA_STS_HOST_STATE = 'missing';
 const SHARED = 'agents.test';
 
 let dns: TestDns;
@@ -41,7 +43,7 @@ interface Rec {
 function publish(records: Rec[]): void {
   const byName = new Map<string, TestRecord[]>();
   for (const r of records) {
-    const rec: TestRecord = r.type === 'MX' ? { type: 'MX', exchange: r.value, priority: r.priority! } : { type: 'TXT', value: r.value };
+    const rec: TestRecord = r.type === 'MX' ? { type: 'MX', exchange: r.value, priority: r.priority! } : r.type === 'CNAME' ? { type: 'CNAME', domain: r.value } : { type: 'TXT', value: r.value };
     byName.set(r.name, [...(byName.get(r.name) ?? []), rec]);
   }
   for (const [name, recs] of byName) dns.set(name, recs);
@@ -131,8 +133,15 @@ describe('adding a domain', () => {
     assert.equal(pub.asymmetricKeyType, 'rsa');
     assert.equal(pub.asymmetricKeyDetails?.modulusLength, 2048);
     assert.deepEqual(spf, { type: 'TXT', name: 'shop.example.com', value: `v=spf1 a:${HOST} mx ~all` });
-    assert.deepEqual(dmarc, { type: 'TXT', name: '_dmarc.shop.example.com', value: 'v=DMARC1; p=none; adkim=r; aspf=r' });
-    assert.deepEqual(d.receivingDnsRecords, [{ type: 'MX', name: 'shop.example.com', value: HOST, priority: 10 }]);
+    // Aggregate reports, MTA-STS and TLS reports come to the appliance (issue 30).
+    assert.deepEqual(dmarc, { type: 'TXT', name: '_dmarc.shop.example.com', value: 'v=DMARC1; p=none; adkim=r; aspf=r; rua=mailto:dmarc-reports@shop.example.com' });
+    const [mx, sts, stsHost, tlsRpt] = d.receivingDnsRecords;
+    assert.deepEqual(mx, { type: 'MX', name: 'shop.example.com', value: HOST, priority: 10 });
+    assert.equal(sts.name, '_mta-sts.shop.example.com');
+    assert.match(sts.value, /^v=STSv1; id=[0-9a-f]{20}$/);
+    assert.deepEqual(stsHost, { type: 'CNAME', name: 'mta-sts.shop.example.com', value: HOST });
+    assert.deepEqual(tlsRpt, { type: 'TXT', name: '_smtp._tls.shop.example.com', value: 'v=TLSRPTv1; rua=mailto:tls-reports@shop.example.com' });
+    assert.equal(d.receivingDnsRecords.length, 4);
     for (const r of d.sendingDnsRecords) assert.equal('priority' in r, false);
 
     // The private key is stored (PEM), matches the published key, and is in no response.
@@ -236,6 +245,9 @@ describe('verification against DNS', () => {
         ['spf', 'missing'],
         ['dmarc', 'missing'],
         ['mx', 'missing'],
+        ['mta_sts', 'missing'],
+        ['mta_sts_host', 'missing'],
+        ['tls_rpt', 'missing'],
       ],
     );
     assert.deepEqual(await verifiedEvents(s, d.id), []);
@@ -258,7 +270,7 @@ describe('verification against DNS', () => {
     assert.ok(v.sendingVerifiedAt && v.receivingVerifiedAt);
     assert.deepEqual(
       v.dnsCheck.map((c: any) => c.state),
-      ['found', 'found', 'found', 'found', 'found'],
+      ['found', 'found', 'found', 'found', 'found', 'found', MTA_STS_HOST_STATE, 'found'],
     );
     // GET shows the same state (without the transient dnsCheck).
     const { dnsCheck: _, ...view } = v;
@@ -553,12 +565,15 @@ describe('CLI', () => {
     const out: Rec[] = [];
     for (const line of text.split('\n')) {
       if (!line.trim() || line.startsWith(';')) continue;
-      const m = /^(\S+)\.\s+(\d+)\s+IN\s+(TXT|MX)\s+(.*)$/.exec(line);
+      const m = /^(\S+)\.\s+(\d+)\s+IN\s+(TXT|MX|CNAME)\s+(.*)$/.exec(line);
       assert.ok(m, `not a zone line: ${line}`);
       if (m[3] === 'TXT') {
         const strings = [...m[4].matchAll(/"((?:[^"\\]|\\.)*)"/g)].map((x) => x[1].replace(/\\(.)/g, '$1'));
         for (const str of m[4].matchAll(/"((?:[^"\\]|\\.)*)"/g)) assert.ok(Buffer.byteLength(str[1]) <= 255);
         out.push({ type: 'TXT', name: m[1], value: strings.join('') });
+      } else if (m[3] === 'CNAME') {
+        assert.ok(m[4].endsWith('.'));
+        out.push({ type: 'CNAME', name: m[1], value: m[4].slice(0, -1) });
       } else {
         const [prio, host] = m[4].split(/\s+/);
         assert.ok(host.endsWith('.'));
@@ -584,7 +599,7 @@ describe('CLI', () => {
     const records = parseZone(added.stdout);
     assert.deepEqual(
       records.map((r) => `${r.type} ${r.name}`),
-      ['TXT _mailroom.cli.example.com', `TXT ${records[1].name}`, 'TXT cli.example.com', 'TXT _dmarc.cli.example.com', 'MX cli.example.com'],
+      ['TXT _mailroom.cli.example.com', `TXT ${records[1].name}`, 'TXT cli.example.com', 'TXT _dmarc.cli.example.com', 'MX cli.example.com', 'TXT _mta-sts.cli.example.com', 'CNAME mta-sts.cli.example.com', 'TXT _smtp._tls.cli.example.com'],
     );
     const dkimLine = added.stdout.split('\n').find((l) => l.includes('._domainkey.'))!;
     assert.match(dkimLine, /^mr\d{6}\._domainkey\.cli\.example\.com\. 3600 IN TXT "v=DKIM1; k=rsa; p=[^"]{200,}" "[^"]+"$/);
@@ -599,7 +614,7 @@ describe('CLI', () => {
     const before = await runCli(['--config', config, 'domains', 'show', apiDomain.id]);
     assert.equal(before.code, 0, before.stderr);
     assert.match(before.stdout, /sending: pending, receiving: pending/);
-    assert.equal((before.stdout.match(/in DNS now: missing/g) ?? []).length, 5);
+    assert.equal((before.stdout.match(/in DNS now: missing/g) ?? []).length, 8);
     assert.deepEqual(parseZone(before.stdout), records);
 
     publish(records);
@@ -626,6 +641,9 @@ describe('CLI', () => {
         ['spf', 'found'],
         ['dmarc', 'found'],
         ['mx', 'found'],
+        ['mta_sts', 'found'],
+        ['mta_sts_host', MTA_STS_HOST_STATE],
+        ['tls_rpt', 'found'],
       ],
     );
     assert.equal(json.status.sendingStatus, 'verified');

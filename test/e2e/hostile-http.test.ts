@@ -30,6 +30,7 @@ before(async () => {
   ids.draft = (await t.api('POST', `/inboxes/${ids.inbox}/drafts`, { subject: 'fixture draft' })).body.id;
   ids.list = (await t.api('POST', '/lists', { direction: 'receive', kind: 'block', entry: 'blocked.example' })).body.id;
   ids.suppression = (await t.api('POST', '/suppressions', { address: 'kept@example.org' })).body.address;
+  ids.token = '0000000000000000000000000a.0000000000000000';
   await settleJobs(t.server.ctx);
 });
 
@@ -123,6 +124,10 @@ const SPEC: Record<string, RouteSpec> = {
   'GET /domains/:id': { path: '/domains/:domain', notFound: 'DOMAIN_NOT_FOUND' },
   'DELETE /domains/:id': { path: '/domains/:domain', notFound: 'DOMAIN_NOT_FOUND' },
   'POST /domains/:id/verify': { path: '/domains/:domain/verify', notFound: 'DOMAIN_NOT_FOUND' },
+  'GET /domains/:id/dmarc': { path: '/domains/:domain/dmarc', notFound: 'DOMAIN_NOT_FOUND', query: { days: ['0', '-1', '367', 'abc', '1.5', '1e3', 'x'.repeat(5000)] } },
+  // Public; answers only for Host mta-sts.<verified domain> (404 NOT_FOUND here).
+  'GET /.well-known/mta-sts.txt': { path: '/.well-known/mta-sts.txt', static: true },
+  'GET /domains/:id/tls-reports': { path: '/domains/:domain/tls-reports', notFound: 'DOMAIN_NOT_FOUND', query: { days: ['0', '-1', '367', 'abc', '1.5', '1e3', 'x'.repeat(5000)] } },
   'GET /inboxes/:inboxId/messages': {
     path: '/inboxes/:inbox/messages',
     notFound: 'INBOX_NOT_FOUND',
@@ -138,7 +143,7 @@ const SPEC: Record<string, RouteSpec> = {
     notFound: 'INBOX_NOT_FOUND',
     json: {
       valid: { to: ['bob@example.org'], subject: 'hi', bodyText: 'x' },
-      fields: { to: 'headers', cc: 'headers', bcc: 'headers', subject: 'header', bodyText: 'string', bodyHtml: 'string', threadId: 'id', attachmentIds: 'strings', sendAt: 'string' },
+      fields: { to: 'headers', cc: 'headers', bcc: 'headers', subject: 'header', bodyText: 'string', bodyHtml: 'string', threadId: 'id', attachmentIds: 'strings', sendAt: 'string', listUnsubscribe: 'bool' },
       required: ['to', 'subject'],
     },
   },
@@ -165,7 +170,7 @@ const SPEC: Record<string, RouteSpec> = {
   },
   'DELETE /drafts/:id': { path: '/drafts/:draft', notFound: 'DRAFT_NOT_FOUND' },
   // The fixture draft has no recipient: even a body that passed would be refused (400 `to`).
-  'POST /drafts/:id/send': { path: '/drafts/:draft/send', notFound: 'DRAFT_NOT_FOUND', json: { valid: {}, fields: { sendAt: 'string' }, required: [] } },
+  'POST /drafts/:id/send': { path: '/drafts/:draft/send', notFound: 'DRAFT_NOT_FOUND', json: { valid: {}, fields: { sendAt: 'string', listUnsubscribe: 'bool' }, required: [] } },
   'GET /lists': { path: '/lists', query: { ...PAGE, direction: ['inbound', 'RECEIVE', "send' OR 1=1"], kind: ['deny', 'Block'], inboxId: ['x'.repeat(5000)] } },
   'POST /lists': {
     path: '/lists',
@@ -175,16 +180,18 @@ const SPEC: Record<string, RouteSpec> = {
   'GET /suppressions': { path: '/suppressions', query: PAGE },
   'POST /suppressions': { path: '/suppressions', json: { valid: { address: 'suppressed@example.org' }, fields: { address: 'string' }, required: ['address'] } },
   'DELETE /suppressions/:address': { path: '/suppressions/:suppression', notFound: 'SUPPRESSION_NOT_FOUND' },
+  // Public: the token is the credential; a forged, malformed or unknown one is a plain 404.
+  'POST /unsubscribe/:token': { path: '/unsubscribe/:token', notFound: 'NOT_FOUND' },
   'GET /audit': { path: '/audit', query: { action: ['x'.repeat(5000), "key.created' OR 1=1", ''], after: ['aud_', 'x'.repeat(5000)], limit: ['0', '-1', '1e9', 'x'] } },
   'POST /messages/:id/reply': {
     path: '/messages/:message/reply',
     notFound: 'MESSAGE_NOT_FOUND',
-    json: { valid: { bodyText: 'x' }, fields: { bodyText: 'string', bodyHtml: 'string', attachmentIds: 'strings', replyAll: 'bool', sendAt: 'string' }, required: [] },
+    json: { valid: { bodyText: 'x' }, fields: { bodyText: 'string', bodyHtml: 'string', attachmentIds: 'strings', replyAll: 'bool', sendAt: 'string', listUnsubscribe: 'bool' }, required: [] },
   },
   'POST /messages/:id/forward': {
     path: '/messages/:message/forward',
     notFound: 'MESSAGE_NOT_FOUND',
-    json: { valid: { to: ['bob@example.org'] }, fields: { to: 'headers', cc: 'headers', bodyText: 'string', bodyHtml: 'string', sendAt: 'string' }, required: ['to'] },
+    json: { valid: { to: ['bob@example.org'] }, fields: { to: 'headers', cc: 'headers', bodyText: 'string', bodyHtml: 'string', sendAt: 'string', listUnsubscribe: 'bool' }, required: ['to'] },
   },
   'GET /inboxes/:inboxId/threads': { path: '/inboxes/:inbox/threads', notFound: 'INBOX_NOT_FOUND', query: { ...PAGE, ...FILTERS } },
   'GET /threads': { path: '/threads', query: { ...PAGE, ...FILTERS } },

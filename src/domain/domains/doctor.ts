@@ -14,11 +14,15 @@ import { ensureSharedDkimKey } from './dkim-keys.ts';
 import { normalizeHost, zoneLine, type DnsRecord, type RecordCheck, type RecordRole } from './domain-check.ts';
 import { dnsRecordsFor, inspectRecords, listAllDomains } from './domains.ts';
 import { nonPublicReason } from '../webhooks/webhook-targets.ts';
+import { countOutcomesSince } from '../../store/repo/reports.ts';
 
 export type CheckStatus = 'ok' | 'warn' | 'fail' | 'skip';
 
 export interface DoctorCheck {
-  /** Stable identifier for scripts: hostname, reverse-dns, smtp-inbound, smtp-outbound, tls, domain. */
+  /**
+   * Stable identifier for scripts: hostname, reverse-dns, smtp-inbound, smtp-outbound, tls,
+   * domain; the bulk-sender checklist: bulk-alignment, fcrdns, bulk-tls, complaint-rate.
+   */
   id: string;
   title: string;
   status: CheckStatus;
@@ -383,8 +387,8 @@ function checkTls(ctx: AppContext, warnDays: number, out: DoctorCheck[]): void {
  * (DKIM alone passes DMARC alignment, RFC 7489 §3.1), the ownership token, DKIM key and MX are
  * required.
  */
-const REQUIRED: Record<RecordRole, boolean> = { ownership: true, dkim: true, spf: false, mx: true, dmarc: false };
-const ROLE_TITLE: Record<RecordRole, string> = { ownership: 'ownership TXT', dkim: 'DKIM key', spf: 'SPF', dmarc: 'DMARC', mx: 'MX' };
+const REQUIRED: Record<RecordRole, boolean> = { ownership: true, dkim: true, spf: false, mx: true, dmarc: false, mta_sts: false, mta_sts_host: false, tls_rpt: false };
+const ROLE_TITLE: Record<RecordRole, string> = { ownership: 'ownership TXT', dkim: 'DKIM key', spf: 'SPF', dmarc: 'DMARC', mx: 'MX', mta_sts: 'MTA-STS TXT', mta_sts_host: 'MTA-STS policy host', tls_rpt: 'TLS-RPT' };
 
 function recordCheck(domain: string, record: DnsRecord, c: RecordCheck): DoctorCheck {
   const base = { id: 'domain', title: `${domain}: ${ROLE_TITLE[c.role]} record`, domain, role: c.role, detail: c.detail };
@@ -399,13 +403,13 @@ function recordCheck(domain: string, record: DnsRecord, c: RecordCheck): DoctorC
     case 'wrong':
       return { ...base, status: 'fail', fix: `replace what is published at ${record.name} (${record.type}) with: ${line}` };
     case 'differs':
-      return { ...base, status: 'warn', fix: `make sure it authorizes this host, e.g.: ${line}` };
+      return { ...base, status: 'warn', fix: c.role === 'spf' ? `make sure it authorizes this host, e.g.: ${line}` : `name this appliance's report address in its rua, e.g.: ${line}` };
     default:
       return { ...base, status: 'warn', fix: 'DNS did not answer; run doctor again (check `dns.servers`)' };
   }
 }
 
-async function checkDomains(ctx: AppContext, out: DoctorCheck[]): Promise<void> {
+async function checkDomains(ctx: AppContext, out: DoctorCheck[]): Promise<string[]> {
   const shared = normalizeHost(ctx.config.shared_domain);
   const names: string[] = [];
   if (RESERVED.test(shared)) {
@@ -437,6 +441,105 @@ async function checkDomains(ctx: AppContext, out: DoctorCheck[]): Promise<void> 
       if (record) out.push(recordCheck(name, record, c));
     }
   }
+  return names;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The bulk-sender checklist: what Gmail (since 2024, rejecting since November 2025), Yahoo and
+// Microsoft (550 5.7.515 since May 2025) require of anyone sending them mail in bulk.
+
+/** Gmail's complaint-rate limit (spam reports over mail delivered): 0.3%; it asks for under 0.1%. */
+const COMPLAINT_LIMIT = 0.003;
+const COMPLAINT_TARGET = 0.001;
+const COMPLAINT_WINDOW_DAYS = 30;
+
+function checkAlignment(names: string[], checks: DoctorCheck[], out: DoctorCheck[]): void {
+  for (const name of names) {
+    const of = (role: RecordRole) => checks.find((c) => c.id === 'domain' && c.domain === name && c.role === role);
+    const title = `${name}: SPF and DKIM aligned with the From domain, DMARC published (bulk-sender rules)`;
+    // mailroom signs with d=<From domain> and sends from bounces+…@<From domain>: both
+    // identifiers align by construction once the domain's records are in DNS.
+    const missing = (['dkim', 'spf', 'dmarc'] as const).filter((role) => {
+      const c = of(role);
+      return !c || !(c.status === 'ok' || (role === 'dmarc' && c.role === 'dmarc' && /rua does not name/.test(c.detail)));
+    });
+    if (!missing.length) {
+      out.push({ id: 'bulk-alignment', title, domain: name, status: 'ok', detail: `DKIM d=${name} and SPF for bounces@${name} pass and align; DMARC is published` });
+      continue;
+    }
+    out.push({
+      id: 'bulk-alignment',
+      title,
+      domain: name,
+      status: 'fail',
+      detail: `not in order: ${missing.map((r) => ROLE_TITLE[r]).join(', ')}; Gmail and Yahoo reject bulk mail without them, Microsoft answers 550 5.7.515`,
+      fix: missing.map((r) => of(r)?.fix ?? `publish the ${ROLE_TITLE[r]} record (mailroom domains show ${name})`).join('; '),
+    });
+  }
+}
+
+/** Forward-confirmed reverse DNS (RFC 8601 §3 "iprev"): the PTR name resolves back to the address, and is the HELO name. */
+async function checkFcrdns(ctx: AppContext, facts: HostFacts, out: DoctorCheck[]): Promise<void> {
+  const host = normalizeHost(ctx.config.hostname);
+  const title = `forward-confirmed reverse DNS of the sending address matches the HELO name ${host} (bulk-sender rules)`;
+  if (ctx.config.outbound.relay) {
+    out.push({ id: 'fcrdns', title, status: 'skip', detail: 'mail leaves through outbound.relay: its address and name are the relay\'s' });
+    return;
+  }
+  if (!facts.own.length) {
+    out.push({ id: 'fcrdns', title, status: 'skip', detail: 'no public address of this host known (see the hostname check)' });
+    return;
+  }
+  for (const ip of facts.own.slice(0, 2)) {
+    try {
+      const names = (await reverseLookup(ctx, ip)).map(normalizeHost);
+      const confirmed: string[] = [];
+      for (const name of names.slice(0, 5)) if ((await addressesOf(ctx, name).catch(() => [] as string[])).includes(ip)) confirmed.push(name);
+      if (confirmed.includes(host)) {
+        out.push({ id: 'fcrdns', title, status: 'ok', detail: `${ip} → ${host} → ${ip}` });
+        continue;
+      }
+      const detail = !names.length
+        ? `${ip} has no PTR record`
+        : !confirmed.length
+          ? `PTR of ${ip} is ${names.join(', ')}, which does not resolve back to ${ip}`
+          : `PTR of ${ip} is ${confirmed.join(', ')} (confirmed), but the HELO name is ${host}`;
+      out.push({
+        id: 'fcrdns',
+        title,
+        status: 'fail',
+        detail,
+        fix: `set the reverse DNS of ${ip} to ${host} (VPS provider's panel) and publish ${host}. 3600 IN ${isIP(ip) === 6 ? 'AAAA' : 'A'} ${ip}; the HELO name is \`hostname\``,
+      });
+    } catch (err) {
+      out.push({ id: 'fcrdns', title, status: 'warn', detail: `PTR of ${ip}: ${explain(err)}`, fix: 'run doctor again when DNS answers' });
+    }
+  }
+}
+
+function checkBulkTls(checks: DoctorCheck[], out: DoctorCheck[]): void {
+  const tls = checks.find((c) => c.id === 'tls');
+  const title = 'TLS for mail in and out (bulk-sender rules)';
+  const outbound = 'outbound delivery uses STARTTLS whenever the receiving MX offers it';
+  if (!tls || tls.status === 'ok') out.push({ id: 'bulk-tls', title, status: 'ok', detail: `${outbound}; inbound: ${tls?.detail ?? 'checked above'}` });
+  else out.push({ id: 'bulk-tls', title, status: tls.status, detail: `${outbound}; inbound: ${tls.detail}`, fix: tls.fix });
+}
+
+async function checkComplaintRate(ctx: AppContext, out: DoctorCheck[]): Promise<void> {
+  const since = new Date(ctx.clock.now().getTime() - COMPLAINT_WINDOW_DAYS * 86_400_000).toISOString();
+  const { sent, complained } = await countOutcomesSince(ctx.db, since);
+  const title = `complaint rate (ARF reports) over the last ${COMPLAINT_WINDOW_DAYS} days below Gmail's ${COMPLAINT_LIMIT * 100}% (bulk-sender rules)`;
+  if (!sent) {
+    out.push({ id: 'complaint-rate', title, status: 'skip', detail: `no mail sent in the last ${COMPLAINT_WINDOW_DAYS} days` });
+    return;
+  }
+  const rate = complained / sent;
+  const detail = `${complained} complaint(s) over ${sent} message(s) sent: ${(rate * 100).toFixed(2)}%`;
+  const fix =
+    'send only to people who asked for the mail; give bulk mail a one-click unsubscribe (send with listUnsubscribe: true); complainers are suppressed automatically (GET /suppressions); see which sources fail in GET /domains/{id}/dmarc';
+  if (rate >= COMPLAINT_LIMIT) out.push({ id: 'complaint-rate', title, status: 'fail', detail: `${detail}: at or above ${COMPLAINT_LIMIT * 100}%, Gmail rejects or spam-folders the mail`, fix });
+  else if (rate >= COMPLAINT_TARGET) out.push({ id: 'complaint-rate', title, status: 'warn', detail: `${detail}: above the ${COMPLAINT_TARGET * 100}% Gmail asks senders to stay under`, fix });
+  else out.push({ id: 'complaint-rate', title, status: 'ok', detail });
 }
 
 export async function runDoctor(ctx: AppContext, options: DoctorOptions = {}): Promise<DoctorReport> {
@@ -455,7 +558,12 @@ export async function runDoctor(ctx: AppContext, options: DoctorOptions = {}): P
   await Promise.all([checkInbound(ctx, facts, opts, inbound), checkOutbound(ctx, opts, outbound)]);
   checks.push(...inbound, ...outbound);
   checkTls(ctx, opts.expiryWarnDays, checks);
-  await checkDomains(ctx, checks);
+  const names = await checkDomains(ctx, checks);
+  // The bulk-sender checklist, from the checks above and the sending history.
+  checkAlignment(names, checks, checks);
+  await checkFcrdns(ctx, facts, checks);
+  checkBulkTls(checks, checks);
+  await checkComplaintRate(ctx, checks);
   const summary: Record<CheckStatus, number> = { ok: 0, warn: 0, fail: 0, skip: 0 };
   for (const c of checks) summary[c.status]++;
   return { hostname: normalizeHost(ctx.config.hostname), checks, summary };

@@ -1,6 +1,7 @@
 // DNS records of a domain and the rules that turn what DNS answered into domain statuses.
 // Everything here except observeRecords() is a pure function over DNS answers, so the rules
 // can be read (and tested) without a resolver.
+import { createHash } from 'node:crypto';
 import { DnsUnavailableError, type MxRecord, type Resolver } from '../../dns.ts';
 import { dkimTxtValue } from './dkim-keys.ts';
 
@@ -13,7 +14,7 @@ export interface DnsRecord {
   priority?: number;
 }
 
-export type RecordRole = 'ownership' | 'dkim' | 'spf' | 'dmarc' | 'mx';
+export type RecordRole = 'ownership' | 'dkim' | 'spf' | 'dmarc' | 'mx' | 'mta_sts' | 'mta_sts_host' | 'tls_rpt';
 
 /** The records mailroom asks an operator to publish for one domain, by role. */
 export interface RecordPlan {
@@ -23,6 +24,13 @@ export interface RecordPlan {
   spf: DnsRecord;
   dmarc: DnsRecord;
   mx: DnsRecord;
+  /**
+   * Custom domains only (src/domain/domains/mta-sts.ts): the MTA-STS policy id (RFC 8461 §3.1),
+   * the host that serves the policy (the appliance), and where TLS reports go (RFC 8460 §3).
+   */
+  mta_sts?: DnsRecord;
+  mta_sts_host?: DnsRecord;
+  tls_rpt?: DnsRecord;
 }
 
 export const OWNERSHIP_LABEL = '_mailroom';
@@ -30,8 +38,21 @@ export const OWNERSHIP_PREFIX = 'mailroom-verification=';
 export const MX_PRIORITY = 10;
 export const RECORD_TTL = 3600;
 
-export function planRecords(p: { domain: string; hostname: string; selector: string; publicKey: string; token?: string }): RecordPlan {
+/**
+ * The MTA-STS policy id: changes whenever the policy served changes (its mode or MX host), so
+ * senders fetch it again (RFC 8461 §3.1: 1 to 32 letters and digits).
+ */
+export const mtaStsId = (mode: string, hostname: string): string => createHash('sha256').update(`${mode}\n${normalizeHost(hostname)}`).digest('hex').slice(0, 20);
+
+/** The report addresses (src/domain/inbound/service-address.ts), as the records name them. */
+export const DMARC_RUA_LOCAL = 'dmarc-reports';
+export const TLS_RUA_LOCAL = 'tls-reports';
+
+export function planRecords(p: { domain: string; hostname: string; selector: string; publicKey: string; token?: string; mtaStsMode?: string }): RecordPlan {
   const host = normalizeHost(p.hostname);
+  // A custom domain (it has an ownership token) gets its reports here; the shared domain's
+  // operator publishes what they like.
+  const custom = !!p.token;
   return {
     ownership: p.token ? { type: 'TXT', name: `${OWNERSHIP_LABEL}.${p.domain}`, value: `${OWNERSHIP_PREFIX}${p.token}` } : undefined,
     dkim: { type: 'TXT', name: `${p.selector}._domainkey.${p.domain}`, value: dkimTxtValue(p.publicKey) },
@@ -39,14 +60,21 @@ export function planRecords(p: { domain: string; hostname: string; selector: str
     // cautious suggestion while an operator checks nothing else sends for the domain.
     spf: { type: 'TXT', name: p.domain, value: `v=spf1 a:${host} mx ~all` },
     // RFC 7489: a monitoring-only policy to start with; operators tighten it later.
-    dmarc: { type: 'TXT', name: `_dmarc.${p.domain}`, value: 'v=DMARC1; p=none; adkim=r; aspf=r' },
+    dmarc: { type: 'TXT', name: `_dmarc.${p.domain}`, value: `v=DMARC1; p=none; adkim=r; aspf=r${custom ? `; rua=mailto:${DMARC_RUA_LOCAL}@${p.domain}` : ''}` },
     mx: { type: 'MX', name: p.domain, value: host, priority: MX_PRIORITY },
-  };
+    ...(custom
+      ? {
+          mta_sts: { type: 'TXT', name: `_mta-sts.${p.domain}`, value: `v=STSv1; id=${mtaStsId(p.mtaStsMode ?? 'testing', host)}` },
+          mta_sts_host: { type: 'CNAME', name: `mta-sts.${p.domain}`, value: host },
+          tls_rpt: { type: 'TXT', name: `_smtp._tls.${p.domain}`, value: `v=TLSRPTv1; rua=mailto:${TLS_RUA_LOCAL}@${p.domain}` },
+        }
+      : {}),
+  } as RecordPlan;
 }
 
 export const sendingRecords = (plan: RecordPlan): DnsRecord[] =>
   [plan.ownership, plan.dkim, plan.spf, plan.dmarc].filter((r): r is DnsRecord => !!r);
-export const receivingRecords = (plan: RecordPlan): DnsRecord[] => [plan.mx];
+export const receivingRecords = (plan: RecordPlan): DnsRecord[] => [plan.mx, plan.mta_sts, plan.mta_sts_host, plan.tls_rpt].filter((r): r is DnsRecord => !!r);
 
 // ---------------------------------------------------------------------------------------------
 // What DNS said about each record.
@@ -75,6 +103,10 @@ export interface Observation {
   spf: Answer<string>;
   dmarc: Answer<string>;
   mx: Answer<MxRecord>;
+  mtaSts?: Answer<string>;
+  /** Addresses of mta-sts.<domain> and of the hostname (the CNAME, or A records, must lead to the appliance). */
+  mtaStsHost?: Answer<{ host: string[]; appliance: string[] }>;
+  tlsRpt?: Answer<string>;
 }
 
 /** Host names compare case-insensitively, with or without the root's trailing dot. */
@@ -144,12 +176,50 @@ export function checkSpf(hostname: string, txts: string[]): { state: RecordState
     : { state: 'differs', detail: `v=spf1 record present but it does not name ${host} or mx; make sure it authorizes this host` };
 }
 
-/** DMARC is advisory: found when exactly one v=DMARC1 record exists (RFC 7489 §6.6.3). */
-export function checkDmarc(txts: string[]): { state: RecordState; detail: string } {
+/**
+ * DMARC is advisory: found when exactly one v=DMARC1 record exists (RFC 7489 §6.6.3). With
+ * `rua` (custom domains), a record whose rua does not name it "differs": its aggregate reports
+ * go elsewhere and GET /domains/{id}/dmarc stays empty.
+ */
+export function checkDmarc(txts: string[], rua?: string): { state: RecordState; detail: string } {
   const d = txts.filter((t) => /^v=DMARC1\s*(;|$)/i.test(t.trim()));
   if (d.length === 0) return { state: 'missing', detail: 'no v=DMARC1 record' };
   if (d.length > 1) return { state: 'wrong', detail: `${d.length} v=DMARC1 records; receivers then apply none (RFC 7489 §6.6.3)` };
+  if (rua && !ruaNames(d[0], rua)) return { state: 'differs', detail: `${d[0].trim()}: its rua does not name ${rua}, so this appliance sees no aggregate report` };
   return { state: 'found', detail: d[0].trim() };
+}
+
+/** True when the record's rua= list names mailto:`address` (any case, size limits ignored). */
+const ruaNames = (record: string, address: string): boolean =>
+  (parseTagList(record).get('rua') ?? '')
+    .split(',')
+    .some((u) => u.trim().toLowerCase().replace(/!\d+[kmgt]?$/, '') === `mailto:${address.toLowerCase()}`);
+
+/** MTA-STS TXT (RFC 8461 §3.1): one v=STSv1 record whose id is the policy's. */
+export function checkMtaSts(expected: string, txts: string[]): { state: RecordState; detail: string } {
+  const sts = txts.filter((t) => /^v=STSv1\s*(;|$)/i.test(t.trim()));
+  if (sts.length === 0) return { state: 'missing', detail: 'no v=STSv1 record' };
+  if (sts.length > 1) return { state: 'wrong', detail: `${sts.length} v=STSv1 records; senders then use none (RFC 8461 §3.1)` };
+  const id = parseTagList(sts[0]).get('id');
+  const want = parseTagList(expected).get('id');
+  if (id !== want) return { state: 'wrong', detail: `id=${id ?? '(none)'}, but the policy served now has id=${want}: senders keep a stale policy` };
+  return { state: 'found', detail: sts[0].trim() };
+}
+
+/** The policy host: found when mta-sts.<domain> resolves to an address of the hostname. */
+export function checkMtaStsHost(hostname: string, v: { host: string[]; appliance: string[] }): { state: RecordState; detail: string } {
+  if (!v.host.length) return { state: 'missing', detail: 'no address (CNAME or A record)' };
+  if (v.host.some((a) => v.appliance.includes(a))) return { state: 'found', detail: `resolves to ${v.host.join(', ')}, an address of ${normalizeHost(hostname)}` };
+  return { state: 'wrong', detail: `resolves to ${v.host.join(', ')}, not to ${normalizeHost(hostname)} (${v.appliance.join(', ') || 'no address'})` };
+}
+
+/** TLS-RPT TXT (RFC 8460 §3): one v=TLSRPTv1 record; "differs" when its rua does not name `rua`. */
+export function checkTlsRpt(rua: string, txts: string[]): { state: RecordState; detail: string } {
+  const r = txts.filter((t) => /^v=TLSRPTv1\s*(;|$)/i.test(t.trim()));
+  if (r.length === 0) return { state: 'missing', detail: 'no v=TLSRPTv1 record' };
+  if (r.length > 1) return { state: 'wrong', detail: `${r.length} v=TLSRPTv1 records; senders then report nowhere (RFC 8460 §3)` };
+  if (!ruaNames(r[0], rua)) return { state: 'differs', detail: `${r[0].trim()}: its rua does not name ${rua}, so this appliance sees no TLS report` };
+  return { state: 'found', detail: r[0].trim() };
 }
 
 /** MX: found when one of the domain's MX hosts is `hostname`; wrong when MX point elsewhere. */
@@ -176,8 +246,12 @@ export function checkRecords(plan: RecordPlan, hostname: string, publicKey: stri
   }
   add('dkim', plan.dkim, judge(obs.dkim, (v) => checkDkim(publicKey, v)));
   add('spf', plan.spf, judge(obs.spf, (v) => checkSpf(hostname, v)));
-  add('dmarc', plan.dmarc, judge(obs.dmarc, checkDmarc));
+  const rua = (r: DnsRecord | undefined) => (r ? /mailto:([^;,\s]+)/.exec(r.value)?.[1] : undefined);
+  add('dmarc', plan.dmarc, judge(obs.dmarc, (v) => checkDmarc(v, rua(plan.dmarc))));
   add('mx', plan.mx, judge(obs.mx, (v) => checkMx(hostname, v)));
+  if (plan.mta_sts && obs.mtaSts) add('mta_sts', plan.mta_sts, judge(obs.mtaSts, (v) => checkMtaSts(plan.mta_sts!.value, v)));
+  if (plan.mta_sts_host && obs.mtaStsHost) add('mta_sts_host', plan.mta_sts_host, judge(obs.mtaStsHost, ([v]) => checkMtaStsHost(hostname, v)));
+  if (plan.tls_rpt && obs.tlsRpt) add('tls_rpt', plan.tls_rpt, judge(obs.tlsRpt, (v) => checkTlsRpt(rua(plan.tls_rpt)!, v)));
   return out;
 }
 
@@ -216,14 +290,18 @@ async function ask<T>(fn: () => Promise<T[]>): Promise<Answer<T>> {
 
 /** Looks every record of the plan up at once; outages are answers, not exceptions. */
 export async function observeRecords(dns: Resolver, plan: RecordPlan): Promise<Observation> {
-  const [ownership, dkim, spf, dmarc, mx] = await Promise.all([
+  const [ownership, dkim, spf, dmarc, mx, mtaSts, mtaStsHost, tlsRpt] = await Promise.all([
     plan.ownership ? ask(() => dns.txt(plan.ownership!.name)) : Promise.resolve(undefined),
     ask(() => dns.txt(plan.dkim.name)),
     ask(() => dns.txt(plan.spf.name)),
     ask(() => dns.txt(plan.dmarc.name)),
     ask(() => dns.mx(plan.mx.name)),
+    plan.mta_sts ? ask(() => dns.txt(plan.mta_sts!.name)) : Promise.resolve(undefined),
+    // The resolver follows a CNAME to its addresses; what counts is where they lead.
+    plan.mta_sts_host ? ask(async () => [{ host: await dns.a(plan.mta_sts_host!.name), appliance: await dns.a(plan.mta_sts_host!.value) }]) : Promise.resolve(undefined),
+    plan.tls_rpt ? ask(() => dns.txt(plan.tls_rpt!.name)) : Promise.resolve(undefined),
   ]);
-  return { ownership, dkim, spf, dmarc, mx };
+  return { ownership, dkim, spf, dmarc, mx, mtaSts, mtaStsHost, tlsRpt };
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -74,6 +74,7 @@ function planFor(ctx: AppContext, row: DomainRow): RecordPlan {
     selector: row.dkimSelector,
     publicKey: row.dkimPublicKey,
     token: row.verificationToken,
+    mtaStsMode: ctx.config.inbound.mta_sts_mode,
   });
 }
 
@@ -302,7 +303,7 @@ export async function dnsRecordsFor(ctx: AppContext, domainName: string): Promis
   const key = await publishedKeyFor(ctx, name);
   if (!key) return undefined;
   const token = shared ? undefined : await findDomainVerificationToken(ctx.db, name);
-  const plan = planRecords({ domain: name, hostname: ctx.config.hostname, selector: key.selector, publicKey: key.publicKey, token });
+  const plan = planRecords({ domain: name, hostname: ctx.config.hostname, selector: key.selector, publicKey: key.publicKey, token, mtaStsMode: ctx.config.inbound.mta_sts_mode });
   return { domain: name, shared, sending: sendingRecords(plan), receiving: receivingRecords(plan), plan, publicKey: key.publicKey };
 }
 

@@ -11,9 +11,9 @@
 // mailer daemon (src/domain/inbound/reports.ts). Anything else gets 550 5.7.1 at the end of DATA
 // and nothing is stored: every recipient sees the address in Return-Path, so delivering what
 // comes there would be a way into the inbox around its allow list.
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { timingSafeEqual } from 'node:crypto';
 import type { AppContext } from '../../context.ts';
-import { urlSigningSecret } from '../../storage/signed-url.ts';
+import { base32Mac, derivedKey } from '../../storage/signed-url.ts';
 import { splitAddress } from '../addresses.ts';
 import { AppError } from '../errors.ts';
 import type { MessageRow, RecipientOutcome } from '../mail/messages.ts';
@@ -22,7 +22,6 @@ import type { MessageRow, RecipientOutcome } from '../mail/messages.ts';
 export const BOUNCE_PREFIX = 'bounces+';
 /** 12 base-32 characters: 60 bits, far beyond guessing at SMTP speed. */
 const TOKEN_CHARS = 12;
-const ALPHABET = '0123456789abcdefghijklmnopqrstuv';
 
 export interface BounceTarget {
   /** The outbound message the report is about. */
@@ -33,23 +32,9 @@ export interface BounceTarget {
   inboxId: string;
 }
 
-const keys = new WeakMap<AppContext, Buffer>();
 /** A key of its own, derived from the installation's signing secret (never the URL key itself). */
-function bounceKey(ctx: AppContext): Buffer {
-  let key = keys.get(ctx);
-  if (!key) {
-    key = createHmac('sha256', urlSigningSecret(ctx)).update('mailroom bounce addresses v1').digest();
-    keys.set(ctx, key);
-  }
-  return key;
-}
-
-function token(ctx: AppContext, messageId: string, recipient: string): string {
-  const mac = createHmac('sha256', bounceKey(ctx)).update(`${messageId}\n${recipient.toLowerCase()}`).digest();
-  let out = '';
-  for (let i = 0; i < TOKEN_CHARS; i++) out += ALPHABET[mac[i] & 31];
-  return out;
-}
+const token = (ctx: AppContext, messageId: string, recipient: string): string =>
+  base32Mac(derivedKey(ctx, 'mailroom bounce addresses v1'), `${messageId}\n${recipient.toLowerCase()}`, TOKEN_CHARS);
 
 /** The envelope sender for `recipient` of an outbound message sent from `fromAddress`. */
 export function bounceAddress(ctx: AppContext, row: Pick<MessageRow, 'id' | 'fromAddress'>, recipient: string): string {

@@ -11,6 +11,7 @@ import { splitAddress } from '../addresses.ts';
 import { cleanContentType, cleanFilename, type AttachmentRow } from '../mail/attachments.ts';
 import { authenticateMessage, type AuthenticationResults } from './authentication.ts';
 import { isBounceLocalPart, notAReport, readBounceAddress, type BounceTarget } from './bounce-address.ts';
+import type { ServiceTarget } from './service-address.ts';
 import { AppError } from '../errors.ts';
 import { recordEvent } from '../events/events.ts';
 import { releaseBlobs } from '../../storage/blob-refs.ts';
@@ -102,6 +103,8 @@ export interface InboundInput {
   receivedAt?: Date;
   /** Recipients that were bounce addresses of ours: what a report at them may change. */
   bounces?: BounceTarget[];
+  /** Recipients that were service addresses of ours (unsubscribe, DMARC and TLS reports: service-address.ts). */
+  services?: ServiceTarget[];
 }
 
 function addressesOf(field: AddressObject | AddressObject[] | undefined): string[] {

@@ -11,6 +11,9 @@ import { AppError, isAppError } from '../errors.ts';
 import { acceptInbound, isEmptyMessage, prepareInbound, type InboundInput } from './inbound.ts';
 import type { InboxRow } from '../inboxes/inboxes.ts';
 import type { BounceTarget } from './bounce-address.ts';
+import type { ServiceTarget } from './service-address.ts';
+// Registers the handler of mail at service addresses (unsubscribe, DMARC and TLS reports).
+import './service-mail.ts';
 import { LARGE_MESSAGE_BYTES, isStaged } from './inbound-large.ts';
 import { countUnfinishedJobsOfKind, requeueJob } from '../../store/repo/jobs.ts';
 import { deleteSpooledMessage, findSpooledRaw, insertSpooledMessage, spooledMessageExists } from '../../store/repo/spool.ts';
@@ -35,6 +38,8 @@ export interface SpooledEnvelope {
   receivedAt: string;
   /** Bounce addresses among the recipients (checked at RCPT). */
   bounces?: BounceTarget[];
+  /** Service addresses among the recipients (checked at RCPT). */
+  services?: ServiceTarget[];
 }
 
 interface SpoolState {
@@ -155,6 +160,7 @@ async function spoolInbound(ctx: AppContext, input: InboundInput & { raw: Buffer
     secure: input.secure,
     receivedAt: now.toISOString(),
     ...(input.bounces?.length ? { bounces: input.bounces } : {}),
+    ...(input.services?.length ? { services: input.services } : {}),
   };
   const jobId = await ctx.store.grouped(async (tx) => {
     const id = await enqueueJob(tx, now, { kind: INBOUND_JOB, payload: envelope, partition: INBOUND_JOB, maxAttempts: INBOUND_RETRY_SCHEDULE.length + 1 });
@@ -192,7 +198,7 @@ export async function processSpooled(ctx: AppContext, jobId: string, envelope: S
   // Runs inside the job's finishing transaction.
   const drop = (tx: Tx) => deleteSpooledMessage(tx, jobId);
   // Every recipient inbox was deleted after the 250: like deleting the stored message.
-  if (recipients.length === 0 && !envelope.bounces?.length) return drop;
+  if (recipients.length === 0 && !envelope.bounces?.length && !envelope.services?.length) return drop;
   const prepared = await prepareInbound(ctx, {
     raw,
     mailFrom: envelope.mailFrom,
@@ -202,6 +208,7 @@ export async function processSpooled(ctx: AppContext, jobId: string, envelope: S
     secure: envelope.secure,
     receivedAt: new Date(envelope.receivedAt),
     bounces: envelope.bounces,
+    services: envelope.services,
   }).catch((err: unknown) => {
     // Refused by a rule that needs the message (no report at a bounce address, not on an allow
     // list): after its 250 it is dropped, as the 550 at DATA would have dropped it.

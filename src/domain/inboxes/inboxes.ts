@@ -25,6 +25,7 @@ import {
 } from '../../store/repo/inboxes.ts';
 import { isValidLocalPart, readableLocalPart, splitAddress } from '../addresses.ts';
 import { BOUNCE_PREFIX, isBounceLocalPart } from '../inbound/bounce-address.ts';
+import { isServiceLocalPart } from '../inbound/service-address.ts';
 import { assertInboxRoom } from '../accounts/quotas.ts';
 import { AppError } from '../errors.ts';
 import type { Page, PageResult } from '../pagination.ts';
@@ -132,6 +133,9 @@ export async function createInbox(ctx: AppContext, accountId: string, input: Cre
   }
   if (isBounceLocalPart(local)) {
     throw new AppError('INVALID_ADDRESS', `\`address\` local parts starting with "${BOUNCE_PREFIX}" are reserved for bounce handling`);
+  }
+  if (isServiceLocalPart(local)) {
+    throw new AppError('INVALID_ADDRESS', '`address` local parts "dmarc-reports", "tls-reports" and those starting with "unsubscribe+" are reserved for reports and unsubscribes');
   }
 
   const address = `${local}@${domainName}`;

@@ -240,7 +240,7 @@ export async function deleteDraft(ctx: AppContext, accountId: string, id: string
  * it lacks; every rule of a send applies (suspension, daily limit, send lists). The draft is
  * deleted in the transaction that stores the message.
  */
-export async function sendDraft(ctx: AppContext, accountId: string, id: string, input: { sendAt?: string | null }, opts: { ifMatch?: string } = {}): Promise<Message> {
+export async function sendDraft(ctx: AppContext, accountId: string, id: string, input: { sendAt?: string | null; listUnsubscribe?: boolean }, opts: { ifMatch?: string } = {}): Promise<Message> {
   const row = await findDraftRow(ctx, accountId, id);
   // What a person approved is what goes out: with If-Match, a draft edited since it was shown
   // is refused; without, the send still commits only the version it read (below).
@@ -268,6 +268,7 @@ export async function sendDraft(ctx: AppContext, accountId: string, id: string, 
       threadId: row.threadId ?? undefined,
       attachmentIds,
       sendAt,
+      listUnsubscribe: input.listUnsubscribe,
     },
     origin,
     {

@@ -19,6 +19,7 @@ export interface ReplyInput {
   /** Blind copies: the envelope only, as for a send. */
   bcc?: string[];
   sendAt?: string | null;
+  listUnsubscribe?: boolean;
 }
 
 export interface ForwardInput {
@@ -28,6 +29,7 @@ export interface ForwardInput {
   bodyText?: string | null;
   bodyHtml?: string | null;
   sendAt?: string | null;
+  listUnsubscribe?: boolean;
 }
 
 // RFC 5322 §3.6.5: "Re: " once, however many times the conversation went back and forth.
@@ -146,7 +148,7 @@ export async function replyToMessage(ctx: AppContext, accountId: string, id: str
     ctx,
     accountId,
     inbox.id,
-    { to, cc, bcc: input.bcc, subject: replySubject(original.subject), bodyText: input.bodyText, bodyHtml: input.bodyHtml, attachmentIds: input.attachmentIds, sendAt: input.sendAt },
+    { to, cc, bcc: input.bcc, subject: replySubject(original.subject), bodyText: input.bodyText, bodyHtml: input.bodyHtml, attachmentIds: input.attachmentIds, sendAt: input.sendAt, listUnsubscribe: input.listUnsubscribe },
     replyOrigin(original),
   );
 }
@@ -199,7 +201,7 @@ export async function forwardMessage(ctx: AppContext, accountId: string, id: str
     ctx,
     accountId,
     original.inboxId,
-    { to: input.to, cc: input.cc, bcc: input.bcc, subject: forwardSubject(original.subject), bodyText, bodyHtml, sendAt: input.sendAt },
+    { to: input.to, cc: input.cc, bcc: input.bcc, subject: forwardSubject(original.subject), bodyText, bodyHtml, sendAt: input.sendAt, listUnsubscribe: input.listUnsubscribe },
     { messageId: original.id, inReplyTo: null, references: [], carried: await messageAttachmentRows(ctx, original.id) },
   );
 }

@@ -18,6 +18,8 @@ export interface ReleasePayload {
   messageId: string;
   to: MailAddress[];
   cc: MailAddress[];
+  /** One-click unsubscribe headers (src/domain/sending/unsubscribe.ts). */
+  listUnsubscribe?: boolean;
 }
 
 // RFC 3339 (the ISO 8601 profile the API uses everywhere): a date, a time and a zone.

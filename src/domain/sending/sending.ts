@@ -20,6 +20,7 @@ import { recordEvent, type EventType } from '../events/events.ts';
 import { assertSendRoom, countSend, findInboxByAddress, findInboxRow, type InboxRow } from '../inboxes/inboxes.ts';
 import { assertRecipientsAllowed } from '../inboxes/lists.ts';
 import { parseSendAt, scheduleRelease } from './send-at.ts';
+import { assertOneRecipient, listUnsubscribeHeaders } from './unsubscribe.ts';
 import { allSuppressed, suppressedAmong, suppressIn, SUPPRESSED_RESPONSE } from './suppressions.ts';
 import { insertMessageRow, messageView, type Message, type MessageRow, type RecipientOutcome } from '../mail/messages.ts';
 import { findThreadRow, messageIdsIn, threadForMessage } from '../mail/threads.ts';
@@ -65,6 +66,8 @@ export interface SendInput {
   attachmentIds?: string[];
   /** ISO 8601, future, at most 30 days ahead: the message is `scheduled` until then. */
   sendAt?: string | null;
+  /** Add List-Unsubscribe and List-Unsubscribe-Post (RFC 8058; src/domain/sending/unsubscribe.ts): one recipient only. */
+  listUnsubscribe?: boolean;
 }
 
 /**
@@ -129,6 +132,7 @@ export async function queueSend(ctx: AppContext, accountId: string, inboxId: str
   if (everyone.length > MAX_RECIPIENTS) {
     throw new AppError('VALIDATION_ERROR', `\`to\`: at most ${MAX_RECIPIENTS} recipients (to, cc and bcc together) per message`);
   }
+  if (input.listUnsubscribe) assertOneRecipient(everyone.map((a) => a.address));
 
   // A reply: In-Reply-To is the thread's last message, References its chain (RFC 5322 §3.6.4).
   let threadId: string | undefined;
@@ -188,6 +192,7 @@ export async function queueSend(ctx: AppContext, accountId: string, inboxId: str
     origin,
     sendAt,
     inTransaction: opts.inTransaction,
+    listUnsubscribe: input.listUnsubscribe,
   });
 }
 
@@ -231,6 +236,8 @@ export interface OutboundDraft {
   sendAt?: Date;
   /** Runs inside the transaction that stores the message (SendOptions.inTransaction). */
   inTransaction?: (tx: Tx) => Promise<void>;
+  /** One-click unsubscribe headers (SendInput.listUnsubscribe). */
+  listUnsubscribe?: boolean;
 }
 
 /**
@@ -278,7 +285,7 @@ export async function queueOutbound(ctx: AppContext, draft: OutboundDraft): Prom
     createdAt: iso,
     updatedAt: iso,
   };
-  if (!sendAt) Object.assign(row, await renderSource(ctx, { address: inbox.address, displayName: draft.fromName }, row, { to: draft.to, cc: draft.cc }, [...draft.own, ...draft.linked], now, draft.cids));
+  if (!sendAt) Object.assign(row, await renderSource(ctx, { address: inbox.address, displayName: draft.fromName }, row, { to: draft.to, cc: draft.cc, listUnsubscribe: draft.listUnsubscribe }, [...draft.own, ...draft.linked], now, draft.cids));
 
   try {
     // Shared with the other sends committing at this moment (Store.grouped, src/store/sqlite.ts): one WAL
@@ -304,7 +311,7 @@ export async function queueOutbound(ctx: AppContext, draft: OutboundDraft): Prom
       for (const [path, content] of [...(draft.shared ?? [])].sort(([a], [b]) => (a < b ? -1 : 1))) await ctx.blobs.ensure(tx, path, content);
       if (draft.own.length) await insertAttachments(tx, draft.own);
       if (draft.linked.length) await linkAttachments(tx, id, draft.linked.map((a) => a.id));
-      if (sendAt) await scheduleRelease(tx, ctx, now, { messageId: id, to: draft.to, cc: draft.cc }, sendAt);
+      if (sendAt) await scheduleRelease(tx, ctx, now, { messageId: id, to: draft.to, cc: draft.cc, ...(draft.listUnsubscribe ? { listUnsubscribe: true } : {}) }, sendAt);
       else await enqueueDeliveries(tx, ctx, now, id, await planDelivery(ctx, attempted));
     });
   } catch (err) {
@@ -324,12 +331,13 @@ export async function renderSource(
   ctx: AppContext,
   inbox: Pick<InboxRow, 'address' | 'displayName'>,
   row: Pick<MessageRow, 'id' | 'subject' | 'bodyText' | 'bodyHtml' | 'messageIdHeader' | 'inReplyTo' | 'references'>,
-  headers: { to: MailAddress[]; cc: MailAddress[] },
+  headers: { to: MailAddress[]; cc: MailAddress[]; listUnsubscribe?: boolean },
   files: AttachmentRow[],
   now: Date,
   /** Content-IDs of attachments the HTML shows inline (cid: URLs), by attachment id. */
   cids?: Map<string, string>,
 ): Promise<{ rawPath: string; size: number }> {
+  const domain = splitAddress(inbox.address)!.domain;
   const mime = await buildMime({
     from: { name: inbox.displayName, address: inbox.address },
     to: headers.to,
@@ -342,8 +350,10 @@ export async function renderSource(
     inReplyTo: row.inReplyTo,
     references: JSON.parse(row.references) as string[],
     attachments: files.map((a) => ({ filename: a.filename, contentType: a.contentType, content: ctx.blobs.stream(a.storagePath), cid: cids?.get(a.id) })),
+    // One recipient (assertOneRecipient): the link names who unsubscribes.
+    headers: headers.listUnsubscribe ? listUnsubscribeHeaders(ctx, row.id, headers.to[0]?.address ?? headers.cc[0].address, domain) : undefined,
   });
-  const raw = await signMessage(ctx, mime, splitAddress(inbox.address)!.domain);
+  const raw = await signMessage(ctx, mime, domain);
   const rawPath = Blobs.key('raw', row.id, '.eml');
   await ctx.blobs.write(rawPath, raw);
   keepSource(ctx, rawPath, raw);

@@ -2,6 +2,9 @@
 import { z } from 'zod';
 import type { AppContext } from '../../context.ts';
 import { addDomain, deleteDomain, getDomain, listDomains, verifyDomain } from '../../domain/domains/domains.ts';
+import { dmarcSummary } from '../../domain/domains/dmarc-reports.ts';
+import { tlsReportList } from '../../domain/domains/tls-reports.ts';
+import { mtaStsPolicy } from '../../domain/domains/mta-sts.ts';
 import type { Routes } from '../routes.ts';
 import { parseInput } from '../validate.ts';
 
@@ -21,4 +24,13 @@ export function registerDomainRoutes(r: Routes, ctx: AppContext): void {
     return { status: 204 };
   });
   r.post('/domains/:id/verify', async (req) => ({ status: 200, body: await verifyDomain(ctx, req.principal.accountId, req.params.id) }));
+  // Reports receivers sent about the domain (src/domain/domains/dmarc-reports.ts, tls-reports.ts).
+  r.get('/domains/:id/dmarc', async (req) => ({ status: 200, body: await dmarcSummary(ctx, req.principal.accountId, req.params.id, req.query) }));
+  r.get('/domains/:id/tls-reports', async (req) => ({ status: 200, body: await tlsReportList(ctx, req.principal.accountId, req.params.id, req.query) }));
+  // Public: what senders fetch for mta-sts.<domain> (src/domain/domains/mta-sts.ts).
+  r.get(
+    '/.well-known/mta-sts.txt',
+    async (req) => ({ status: 200, stream: Buffer.from(await mtaStsPolicy(ctx, req.headers.host)), headers: { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'max-age=300' } }),
+    { public: true },
+  );
 }

@@ -6,7 +6,7 @@ import { createDraft, deleteDraft, draftTag, getDraft, listDrafts, sendDraft, up
 import { parsePage } from '../../domain/pagination.ts';
 import type { Routes } from '../routes.ts';
 import { headerSafe, parseInput } from '../validate.ts';
-import { addressList, attachmentIds, SendAt } from './sending.ts';
+import { addressList, attachmentIds, ListUnsubscribe, SendAt } from './sending.ts';
 
 const id = z.string().min(1, 'must not be empty (null clears it)').max(100).nullable().optional();
 
@@ -25,7 +25,7 @@ export const DraftBody = z.strictObject({
 });
 
 /** POST /drafts/:id/send: `sendAt` here replaces the draft's (null sends now). */
-export const SendDraftBody = z.strictObject({ sendAt: SendAt });
+export const SendDraftBody = z.strictObject({ sendAt: SendAt, listUnsubscribe: ListUnsubscribe });
 
 /** A draft with its version as ETag, which POST /drafts/{id}/send takes back as If-Match. */
 const withTag = (status: number, draft: Draft) => ({ status, body: draft, headers: { etag: draftTag(draft.updatedAt) } });

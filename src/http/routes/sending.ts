@@ -16,6 +16,8 @@ const address = headerSafe(320);
 export const addressList = z.array(address).max(MAX_RECIPIENTS, `must list at most ${MAX_RECIPIENTS} addresses`);
 /** ISO 8601 date-time with a zone; the window (future, at most 30 days) is checked by the domain. */
 export const SendAt = z.string().max(64, 'must be at most 64 characters').nullable().optional();
+/** One-click unsubscribe headers (RFC 8058; src/domain/sending/unsubscribe.ts). */
+export const ListUnsubscribe = z.boolean().optional();
 
 export const SendMessageBody = z.strictObject({
   to: addressList.min(1, 'must list at least one recipient'),
@@ -28,6 +30,7 @@ export const SendMessageBody = z.strictObject({
   threadId: z.string().max(100).optional(),
   attachmentIds: z.array(z.string().max(100)).max(100, 'must list at most 100 attachments').optional(),
   sendAt: SendAt,
+  listUnsubscribe: ListUnsubscribe,
 });
 
 export const attachmentIds = z.array(z.string().max(100)).max(100, 'must list at most 100 attachments');
@@ -40,6 +43,7 @@ export const ReplyBody = z.strictObject({
   replyAll: z.boolean().optional(),
   bcc: addressList.optional(),
   sendAt: SendAt,
+  listUnsubscribe: ListUnsubscribe,
 });
 
 /** The note goes above the quoted original; the original's attachments are carried over. */
@@ -50,6 +54,7 @@ export const ForwardBody = z.strictObject({
   bodyText: z.string().nullable().optional(),
   bodyHtml: z.string().nullable().optional(),
   sendAt: SendAt,
+  listUnsubscribe: ListUnsubscribe,
 });
 
 export function registerSendingRoutes(r: Routes, ctx: AppContext): void {

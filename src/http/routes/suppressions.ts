@@ -4,6 +4,7 @@ import { z } from 'zod';
 import type { AppContext } from '../../context.ts';
 import { parsePage } from '../../domain/pagination.ts';
 import { addSuppression, listSuppressions, removeSuppression } from '../../domain/sending/suppressions.ts';
+import { unsubscribeByToken } from '../../domain/sending/unsubscribe.ts';
 import type { Routes } from '../routes.ts';
 import { headerSafe, parseInput, parseQuery } from '../validate.ts';
 
@@ -28,4 +29,14 @@ export function registerSuppressionRoutes(r: Routes, ctx: AppContext): void {
     await removeSuppression(ctx, req.principal.accountId, req.params.address);
     return { status: 204 };
   });
+  registerUnsubscribeRoutes(r, ctx);
+}
+
+/**
+ * POST /unsubscribe/{token}: the one-click unsubscribe a List-Unsubscribe header names (RFC 8058;
+ * src/domain/sending/unsubscribe.ts). Public: the token is the credential. The body
+ * ("List-Unsubscribe=One-Click") is not needed to act and is not read.
+ */
+export function registerUnsubscribeRoutes(r: Routes, ctx: AppContext): void {
+  r.post('/unsubscribe/:token', async (req) => ({ status: 200, body: await unsubscribeByToken(ctx, req.params.token) }), { public: true });
 }
