@@ -27,6 +27,7 @@ import {
   MAX_LINKS,
   MAX_SCREENED_CHARS,
   REVIEW_SCORE,
+  TRACKING_REDIRECTORS,
   type ReasonCode,
 } from './rules.ts';
 
@@ -77,7 +78,8 @@ export function skeleton(s: string): string {
 }
 
 /** Text as the rules read it: NFKC, lowercase, invisible characters removed, whitespace collapsed. */
-const normalise = (s: string) => s.normalize('NFKC').replace(INVISIBLE_CHARS, '').toLowerCase().replace(/\s+/g, ' ');
+const normalise = (s: string) =>
+  s.normalize('NFKC').replace(INVISIBLE_CHARS, '').toLowerCase().replace(/[^\S\n]+/g, ' ').replace(/\s*\n\s*/g, '\n');
 
 const rot13 = (s: string) => s.replace(/[a-z]/gi, (c) => String.fromCharCode(((c.toLowerCase().charCodeAt(0) - 97 + 13) % 26) + (c <= 'Z' ? 65 : 97)));
 
@@ -89,10 +91,12 @@ interface Source {
   concealed: boolean;
 }
 
+/** Whether a match is inside quotation marks: opened just before it and closed later on its line. */
 function quoted(text: string, from: number, to: number): boolean {
   const before = text.slice(Math.max(0, from - 2), from);
-  const after = text.slice(to, to + 2);
-  return /["“„«'‘]/.test(before) && /["”»'’]/.test(after);
+  const rest = text.slice(to, to + 200);
+  const line = rest.slice(0, rest.includes('\n') ? rest.indexOf('\n') : rest.length);
+  return /["“„«'‘]/.test(before) && /["”“»'’]/.test(line);
 }
 
 function findInjections(sources: Source[]): Finding[] {
@@ -214,7 +218,7 @@ function linkFindings(links: Array<{ href: string; text: string }>, own: string[
     const host = hostOf(link.href);
     if (!host) continue;
     const shown = domainInText(link.text);
-    if (shown && registrable(shown) !== registrable(host)) {
+    if (shown && registrable(shown) !== registrable(host) && !TRACKING_REDIRECTORS.has(registrable(host))) {
       push({ code: 'deceptive_link', weight: LINK_WEIGHT.mismatch, detail: cut(`link text shows ${shown} but leads to ${host}`) });
     }
     const uni = punycodeLookalike(host);
