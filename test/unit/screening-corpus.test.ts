@@ -8,6 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { screenMessage, type ScreenContext, type ScreenInput } from '../../src/domain/screening/screen.ts';
+import { zip } from '../support/documents.ts';
 
 interface Entry {
   label: string;
@@ -27,34 +28,6 @@ const read = (name: string): Entry[] =>
     .split('\n')
     .filter(Boolean)
     .map((l) => JSON.parse(l) as Entry);
-
-/** A ZIP (stored, empty files) holding `names`: what the screener reads of an archive is its directory. */
-function zip(names: string[]): Buffer {
-  const locals: Buffer[] = [];
-  const central: Buffer[] = [];
-  let offset = 0;
-  for (const n of names) {
-    const name = Buffer.from(n);
-    const local = Buffer.alloc(30);
-    local.writeUInt32LE(0x04034b50, 0);
-    local.writeUInt16LE(name.length, 26);
-    const dir = Buffer.alloc(46);
-    dir.writeUInt32LE(0x02014b50, 0);
-    dir.writeUInt16LE(name.length, 28);
-    dir.writeUInt32LE(offset, 42);
-    locals.push(local, name);
-    central.push(dir, name);
-    offset += local.length + name.length;
-  }
-  const cd = Buffer.concat(central);
-  const end = Buffer.alloc(22);
-  end.writeUInt32LE(0x06054b50, 0);
-  end.writeUInt16LE(names.length, 8);
-  end.writeUInt16LE(names.length, 10);
-  end.writeUInt32LE(cd.length, 12);
-  end.writeUInt32LE(offset, 16);
-  return Buffer.concat([...locals, cd, end]);
-}
 
 const CONTEXT: Omit<ScreenContext, 'authentication'> = {
   ownDomains: ['acme-robotics.com', 'mailroom.localhost'],
@@ -86,7 +59,7 @@ function screen(e: Entry) {
     attachments: (e.attachments ?? []).map((a) => ({
       filename: a.filename,
       contentType: a.contentType ?? 'text/plain',
-      content: a.zip ? zip(a.zip) : Buffer.from(a.text ?? ''),
+      content: a.zip ? zip(a.zip.map((name) => ({ name, data: Buffer.alloc(0) }))) : Buffer.from(a.text ?? ''),
     })),
   };
   return screenMessage(mail, { ...CONTEXT, authentication: authOf(e) });

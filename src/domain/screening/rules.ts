@@ -189,6 +189,8 @@ export const BASE64_BLOCK = /(?:[A-Za-z0-9+/]{4}){6,}(?:[A-Za-z0-9+/]{2}==|[A-Za
 export const MAX_DECODED_BLOCKS = 20;
 /** Most characters of a message's text the screener reads (bounded cost; the rest is not screened). */
 export const MAX_SCREENED_CHARS = 512 * 1024;
+/** Characters of each text read again through rot13. */
+export const ROT13_CHARS = 16 * 1024;
 /** Most links compared per message. */
 export const MAX_LINKS = 500;
 /** Longest `detail` of a reason: the offending text, cut. */

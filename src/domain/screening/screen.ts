@@ -27,6 +27,7 @@ import {
   MAX_LINKS,
   MAX_SCREENED_CHARS,
   REVIEW_SCORE,
+  ROT13_CHARS,
   TRACKING_REDIRECTORS,
   type ReasonCode,
 } from './rules.ts';
@@ -109,10 +110,12 @@ function findInjections(sources: Source[]): Finding[] {
     const plain = normalise(src.text);
     const hadInvisible = INVISIBLE_CHARS.test(src.text);
     INVISIBLE_CHARS.lastIndex = 0;
-    const folded = skeleton(plain);
+    // ASCII text has no homoglyph to fold (the common case: skipped).
+    const folded = /[^\x00-\x7f]/.test(plain) ? skeleton(plain) : plain;
     const variants: Array<{ text: string; how?: string; latinOnly?: boolean }> = [{ text: plain }];
     if (folded !== plain) variants.push({ text: folded, how: 'homoglyphs', latinOnly: true });
-    variants.push({ text: rot13(plain), how: 'rot13', latinOnly: true });
+    // A rot13 block is a sentence or a paragraph: the head of each source is enough.
+    variants.push({ text: rot13(plain.slice(0, ROT13_CHARS)), how: 'rot13', latinOnly: true });
     for (const v of variants) {
       for (const rule of INJECTION_RULES) {
         if (v.latinOnly && !rule.latin) continue;
