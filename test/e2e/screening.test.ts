@@ -82,6 +82,18 @@ describe('screening', () => {
     assert.doesNotMatch(m.extractedHtml, /ignore previous/);
     assert.doesNotMatch(m.extractedText, /ignore previous/);
     assert.match(m.extractedText, /Please find the schedule below/);
+    // MCP hands the agent the visible part only, with the verdict; its descriptions say what review means.
+    const client = await mcp(t.key);
+    const got = await tool(client, 'get_message', { messageId: id });
+    assert.equal(got.screening.verdict, 'review');
+    assert.doesNotMatch(`${got.bodyHtml} ${got.bodyText} ${got.extractedText}`, /ignore previous/);
+    assert.match(got.bodyHtml, /Please find the schedule below/);
+    const listed = await tool(client, 'list_messages', { inboxId: other.id });
+    assert.doesNotMatch(JSON.stringify(listed.data.find((x: any) => x.id === id)), /ignore previous/);
+    const { tools } = await client.listTools();
+    for (const name of ['get_message', 'list_messages', 'search_messages', 'get_thread', 'wait_for_message']) {
+      assert.match(tools.find((x) => x.name === name)!.description!, /`review` means/, name);
+    }
   });
 
   test('PATCH /inboxes/{id} sets screening; a bad mode is 400 VALIDATION_ERROR', async () => {

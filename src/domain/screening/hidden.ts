@@ -155,6 +155,11 @@ export function readHtml(html: string): HtmlReading {
         const parent = top();
         if (name === 'style') styleText = [];
         if (NO_TEXT.has(name)) noText++;
+        // Most elements carry nothing that can hide them: they take their parent's state as it is.
+        if (!attribs.style && !attribs.class && !attribs.id && !attribs.bgcolor && !('hidden' in attribs) && name !== 'font' && !sheet.some((r) => r.tag === name)) {
+          stack.push({ name, hidden: parent.hidden, colour: parent.colour, background: parent.background, text: [], link: name === 'a' && attribs.href ? { href: attribs.href, text: [] } : undefined });
+          return;
+        }
         // Rules first, then the inline style (which wins).
         const decls = new Map<string, string>();
         const classes = (attribs.class ?? '').split(/\s+/).filter(Boolean);

@@ -131,7 +131,9 @@ function findInjections(sources: Source[]): Finding[] {
       }
     }
   }
-  return [...found.values()].sort((a, b) => b.weight - a.weight);
+  // Two rules matching the same words are one reason (the heavier).
+  const seen = new Set<string>();
+  return [...found.values()].sort((a, b) => b.weight - a.weight).filter((f) => !seen.has(f.detail) && seen.add(f.detail));
 }
 
 /** Base64 blocks that decode to readable text. */

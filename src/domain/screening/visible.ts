@@ -15,9 +15,18 @@ export function visibleBodies(text: string | null, html: string | null): { text:
   return { html: visibleHtml, text: convert(visibleHtml, { wordwrap: false, selectors: [{ selector: 'img', format: 'skip' }] }) };
 }
 
-/** A message as an agent is handed it (MCP): bodies without what the screener found hidden. */
+/** Reasons whose detail quotes text written to steer an agent: withheld from agents. */
+const QUOTES_ATTACK = new Set(['prompt_injection', 'hidden_text']);
+const WITHHELD = 'the offending text is withheld from agents (GET /messages/{id} shows it to a person)';
+
+/**
+ * A message as an agent is handed it (MCP): bodies without what the screener found hidden, and
+ * no reason quoting the injected or hidden text back to it.
+ */
 export function withoutHidden<M extends { screening?: Screening | null; bodyText: string | null; bodyHtml: string | null }>(m: M): M {
-  if (!hasHiddenText(m.screening)) return m;
+  if (!m.screening?.reasons.some((r) => QUOTES_ATTACK.has(r.code))) return m;
+  const screening = { ...m.screening, reasons: m.screening.reasons.map((r) => (QUOTES_ATTACK.has(r.code) ? { code: r.code, detail: WITHHELD } : r)) };
+  if (!hasHiddenText(m.screening)) return { ...m, screening };
   const shown = visibleBodies(m.bodyText, m.bodyHtml);
-  return { ...m, bodyText: shown.text, bodyHtml: shown.html };
+  return { ...m, screening, bodyText: shown.text, bodyHtml: shown.html };
 }
