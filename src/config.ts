@@ -323,6 +323,12 @@ export const CONFIG_SCHEMA = {
     report_max_bytes: int(10_485_760, 'Largest DMARC or TLS-RPT report taken, after decompression (gzip, zip); past it the report mail is refused with 550 5.7.1 and nothing is stored.', 1024),
     report_max_records: int(10_000, 'Most rows one DMARC aggregate report (record elements) or TLS-RPT report (policies and failure details) may hold; past it the report is refused with 550 5.7.1 and nothing is stored.', 1),
   },
+  screening: {
+    mode: oneOf(['off', 'monitor', 'hold'] as const, 'monitor', 'Screening of inbound mail for inboxes that set none (PATCH /inboxes/{id} `screening`): "off" (not screened), "monitor" (every inbound Message carries `screening`), "hold" (a `review` message is `held` until a key with the `review` scope releases it). See docs/agents.md.'),
+    classifier_url: str('', 'Optional HTTP endpoint (a local LLM or guard model) also asked about each screened message: POST JSON {from, subject, text, screening}, answer {verdict: "clear"|"review", reason?}. Its verdict can only raise a `clear`; "" asks none.'),
+    classifier_timeout: duration('5s', 'The classifier must answer within this time; past it (or on any failure) the message keeps the built-in verdict with a `classifier` reason saying so, and is stored as usual.', '100ms'),
+    classifier_max_bytes: int(32_768, 'Most bytes of a message\'s visible text sent to the classifier; the rest is cut.', 1024),
+  },
 } as const;
 
 /**
@@ -382,6 +388,8 @@ export const BUDGETS: Record<string, { what: string; past: string }> = {
   'database.idle_in_transaction_timeout': { what: 'A PostgreSQL transaction left idle', past: 'the server ends its session' },
   'inbound.report_max_bytes': { what: 'A DMARC or TLS-RPT report once decompressed', past: '`550 5.7.1`, nothing stored' },
   'inbound.report_max_records': { what: 'Rows of one DMARC or TLS-RPT report', past: '`550 5.7.1`, nothing stored' },
+  'screening.classifier_timeout': { what: 'One answer of the screening classifier', past: 'the built-in verdict stands, with a `classifier` reason; the message is stored' },
+  'screening.classifier_max_bytes': { what: 'Text of one message sent to the screening classifier', past: 'cut there' },
 };
 
 type Schema = { [key: string]: Field<unknown> | Schema };

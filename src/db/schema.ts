@@ -101,6 +101,8 @@ export const inboxes = sqliteTable(
     /** Sends in UTC hour `sendsHour` (YYYY-MM-DDTHH); another hour means 0. */
     sendsThisHour: integer('sends_this_hour').notNull().default(0),
     sendsHour: text('sends_hour'),
+    /** Screening of inbound mail: 'off' | 'monitor' | 'hold'; null: `[screening] mode`. */
+    screening: text('screening'),
   },
   (t) => [uniqueIndex('inboxes_address').on(t.address), index('inboxes_account').on(t.accountId, t.createdAt)],
 );
@@ -175,6 +177,8 @@ export const messages = sqliteTable(
     sendAt: text('send_at'),
     createdAt: text('created_at').notNull(),
     updatedAt: text('updated_at').notNull(),
+    /** Inbound: JSON {verdict, score, reasons} of the screener (src/domain/screening/); null when not screened. */
+    screening: text('screening'),
   },
   (t) => [
     index('messages_inbox_created').on(t.inboxId, t.createdAt),

@@ -114,7 +114,22 @@ const SCHEMAS: Record<string, Schema> = {
       approval: str('Stored and shown; holding sends for a person (`first_contact`, `always`) is not enforced yet.', { enum: ['none', 'first_contact', 'always'] }),
       hourlySendLimit: nullable(int('Sends per UTC clock hour (one per send, whatever its recipients); past it 429 HOURLY_SEND_LIMIT_EXCEEDED. null: no hourly limit.')),
     }),
+    screening: str('Screening of inbound mail in this inbox (docs/agents.md): `off`, `monitor` (every inbound Message carries `screening`) or `hold` (a `review` message is `held` until released); the inbox\'s own setting (PATCH) or else `[screening] mode`.', { enum: ['off', 'monitor', 'hold'] }),
   }),
+  Screening: obj(
+    {
+      verdict: str('`review`: a person should look before an agent acts on it (the content may try to instruct the agent, hide text, mislead with links, impersonate this account, or carry code). `clear`: nothing found; not a promise of safety.', { enum: ['clear', 'review'] }),
+      score: int('0-100: the sum of the reasons\' weights; 50 or more is `review`.'),
+      reasons: {
+        type: 'array',
+        items: obj({
+          code: str(undefined, { enum: ['prompt_injection', 'hidden_text', 'deceptive_link', 'lookalike_domain', 'impersonation', 'auth_failed', 'dangerous_attachment', 'classifier'] }),
+          detail: str('The offending text, link or name, cut to 160 characters.'),
+        }),
+      },
+    },
+    ['verdict', 'score', 'reasons'],
+  ),
   InboxPage: list('Inbox', true),
   AttachmentMeta: obj(
     { ...ATTACHMENT_META, url: str('A fresh presigned download URL, valid `attachments.url_ttl` and needing no key. In API answers only; webhook and event payloads (kept for days) carry none.') },
@@ -154,6 +169,7 @@ const SCHEMAS: Record<string, Schema> = {
       recipients: { type: 'array', items: ref('Recipient'), description: 'Outbound only: the outcome per recipient.' },
       sendAt: nullable(time('Outbound only: when a message sent with `sendAt` leaves (status `scheduled` until then); null otherwise.')),
       authentication: { description: 'Inbound only: SPF, DKIM and DMARC results, or null.' },
+      screening: { description: 'Inbound only: the screener\'s verdict (docs/agents.md), or null when the inbox does not screen (`off`) or the message could not be analysed. When it names `hidden_text`, extractedText and extractedHtml leave the hidden part out.', oneOf: [ref('Screening'), { type: 'null' }] },
       unread: { type: 'boolean', description: 'Inbound messages arrive unread, outbound ones are read.' },
       labels: { ...LABELS, description: 'Sorted.' },
       size: int('Bytes of the RFC 5322 source.'),
@@ -380,7 +396,7 @@ export const OPERATIONS: Record<string, Operation> = {
     tag: 'Inboxes',
     body: UpdateInboxBody,
     status: 200,
-    description: 'The inbox as it now is. Each change is in the audit log (`inbox.updated`). `screening` is refused (400 VALIDATION_ERROR) until it is supported.',
+    description: 'The inbox as it now is. Each change is in the audit log (`inbox.updated`). `screening` (`off`, `monitor`, `hold`) sets how its inbound mail is screened (docs/agents.md).',
     response: 'Inbox',
     errors: ['INBOX_NOT_FOUND'],
   },
@@ -481,6 +497,15 @@ export const OPERATIONS: Record<string, Operation> = {
     description: 'The message, status `canceled` (each recipient too); it is never sent, and `message.canceled` is recorded. Only a `scheduled` message can be canceled.',
     response: 'Message',
     errors: ['MESSAGE_NOT_FOUND', 'NOT_CANCELABLE'],
+  },
+  'POST /messages/:id/release': {
+    operationId: 'releaseMessage',
+    summary: 'Release a held message (scope `review`)',
+    tag: 'Messages',
+    status: 200,
+    description: 'The message, now `received` (inbound): `message.received` follows, as on arrival, and `message.released` is in the audit log. Only a `held` message can be released; an agent\'s key without the `review` scope cannot (403 INSUFFICIENT_SCOPE).',
+    response: 'Message',
+    errors: ['MESSAGE_NOT_FOUND', 'NOT_HELD', 'INSUFFICIENT_SCOPE'],
   },
   'POST /inboxes/:inboxId/drafts': {
     operationId: 'createDraft',

@@ -148,6 +148,7 @@ const SPEC: Record<string, RouteSpec> = {
     },
   },
   'POST /messages/:id/cancel': { path: '/messages/:message/cancel', notFound: 'MESSAGE_NOT_FOUND' },
+  'POST /messages/:id/release': { path: '/messages/:message/release', notFound: 'MESSAGE_NOT_FOUND' },
   'POST /inboxes/:inboxId/drafts': {
     path: '/inboxes/:inbox/drafts',
     notFound: 'INBOX_NOT_FOUND',

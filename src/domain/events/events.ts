@@ -31,6 +31,7 @@ export const EVENT_TYPES = {
   'message.complained': 'A recipient marked the message as spam (an ARF feedback report named it).',
   'message.canceled': 'A scheduled message was canceled before its send time (POST /messages/{id}/cancel); it is never sent.',
   'domain.verified': 'A custom domain passed DNS verification for sending.',
+  'message.held': 'A message was held for a person (inbound: the screener said `review` in an inbox screening in `hold` mode); nothing else is announced until POST /messages/{id}/release. Delivered only to webhooks that name it.',
 } as const;
 
 export type EventType = keyof typeof EVENT_TYPES;

@@ -8,6 +8,7 @@ import { parentPort } from 'node:worker_threads';
 import type { LogFields } from '../../log.ts';
 import { authenticateMessage, type AuthenticationEnv, type AuthenticationResults } from './authentication.ts';
 import { parseMessage } from './inbound-parse.ts';
+import { screenParsed, type ScreenFor, type Screening } from '../screening/screen.ts';
 
 /** What the main thread asks: the message, and who sent it (no `auth` for local deliveries). */
 export interface AnalysisTask {
@@ -16,11 +17,14 @@ export interface AnalysisTask {
   server: number;
   raw: Uint8Array;
   auth?: { mailFrom: string; remoteAddress?: string; heloName?: string; hostname: string; dnsTimeout: number };
+  /** Screen the message for these recipients (src/domain/screening/); absent when no recipient's inbox screens. */
+  screen?: ScreenFor;
 }
+
 
 /** What this thread sends: a task's outcome, a lookup to answer, or a log line. */
 export type WorkerMessage =
-  | { task: number; parsed: unknown; authentication: AuthenticationResults | null }
+  | { task: number; parsed: unknown; authentication: AuthenticationResults | null; screening: Screening | null }
   | { task: number; error: string }
   | { server: number; lookup: number; name: string; rrtype: string }
   | { server: number; log: 'info' | 'warn' | 'error'; msg: string; fields?: LogFields };
@@ -74,7 +78,7 @@ async function analyse(t: AnalysisTask): Promise<WorkerMessage> {
     parseMessage(raw),
     t.auth ? authenticateMessage(envFor(t.server, t.auth.hostname, t.auth.dnsTimeout), { raw, ...t.auth }) : null,
   ]);
-  return { task: t.task, parsed, authentication };
+  return { task: t.task, parsed, authentication, screening: screenParsed(parsed, authentication, t.screen) };
 }
 
 port.on('message', (m: AnalysisTask | LookupAnswer) => {

@@ -15,11 +15,14 @@ import { countInboundAnalysed } from '../../metrics.ts';
 import type { AnalysisTask, LookupAnswer, WorkerMessage } from './analysis-worker.ts';
 import { authenticateMessage, cachedLookup, type AuthenticationResults } from './authentication.ts';
 import { parseMessage, unparsedMessage } from './inbound-parse.ts';
+import { screenParsed, type ScreenFor, type Screening } from '../screening/screen.ts';
 
 export interface Analysis {
   parsed: ParsedMail;
   /** Null when not asked for (a local delivery has no remote sender). */
   authentication: AuthenticationResults | null;
+  /** The screener's verdict (src/domain/screening/): null when not asked for, or the message could not be analysed. */
+  screening: Screening | null;
 }
 
 /** Who sent the message, for SPF/DKIM/DMARC. */
@@ -64,6 +67,7 @@ interface Task {
   raw: Buffer;
   message: AnalysisTask;
   sender: SenderOfMessage | null;
+  screen?: ScreenFor;
   /** Worker threads that died (or were stopped) while holding it. */
   losses: number;
   worker?: PoolWorker;
@@ -136,7 +140,7 @@ function onMessage(pw: PoolWorker, m: WorkerMessage): void {
   restartAt = 0;
   finish(task);
   countInboundAnalysed(task.ctx, 'worker');
-  task.done({ parsed: revive(m.parsed), authentication: m.authentication });
+  task.done({ parsed: revive(m.parsed), authentication: m.authentication, screening: m.screening });
 }
 
 /**
@@ -167,7 +171,7 @@ function finish(task: Task): void {
 function unanalysed(task: Task, reason: string): void {
   finish(task);
   task.ctx.log.warn('message stored unanalysed', { reason, losses: task.losses });
-  task.done({ parsed: unparsedMessage(task.raw), authentication: task.sender ? UNANALYSED : null });
+  task.done({ parsed: unparsedMessage(task.raw), authentication: task.sender ? UNANALYSED : null, screening: null });
 }
 
 function spawn(): PoolWorker | undefined {
@@ -231,7 +235,7 @@ function dispatch(task: Task): void {
     // A message that was on a dying thread is never tried here.
     if (task.losses > 0) return unanalysed(task, 'no analysis thread can start');
     finish(task);
-    analyseHere(task.ctx, task.raw, task.sender).then(task.done, (err: unknown) => {
+    analyseHere(task.ctx, task.raw, task.sender, task.screen).then(task.done, (err: unknown) => {
       task.ctx.log.error('message analysis failed', errorFields(err));
       unanalysed(task, (err as Error)?.message ?? String(err));
     });
@@ -253,9 +257,10 @@ function dispatch(task: Task): void {
   pw.worker.postMessage(task.message);
 }
 
-function analyseHere(ctx: AppContext, raw: Buffer, sender: SenderOfMessage | null): Promise<Analysis> {
+async function analyseHere(ctx: AppContext, raw: Buffer, sender: SenderOfMessage | null, screen?: ScreenFor): Promise<Analysis> {
   countInboundAnalysed(ctx, 'main');
-  return Promise.all([parseMessage(raw), sender ? authenticateMessage(ctx, { raw, ...sender }) : null]).then(([parsed, authentication]) => ({ parsed, authentication }));
+  const [parsed, authentication] = await Promise.all([parseMessage(raw), sender ? authenticateMessage(ctx, { raw, ...sender }) : null]);
+  return { parsed, authentication, screening: screenParsed(parsed, authentication, screen) };
 }
 
 /**
@@ -265,8 +270,8 @@ function analyseHere(ctx: AppContext, raw: Buffer, sender: SenderOfMessage | nul
  * stopped: it may be spinning), fails on its thread, or was on two threads that died, is stored
  * unanalysed. Other messages on a thread that died are analysed again on another thread.
  */
-export function analyseMessage(ctx: AppContext, raw: Buffer, sender: SenderOfMessage | null): Promise<Analysis> {
-  if (pick(ctx) === 'main') return analyseHere(ctx, raw, sender);
+export function analyseMessage(ctx: AppContext, raw: Buffer, sender: SenderOfMessage | null, screen?: ScreenFor): Promise<Analysis> {
+  if (pick(ctx) === 'main') return analyseHere(ctx, raw, sender, screen);
   return new Promise<Analysis>((done) => {
     const id = ++nextTask;
     const task: Task = {
@@ -274,8 +279,9 @@ export function analyseMessage(ctx: AppContext, raw: Buffer, sender: SenderOfMes
       ctx,
       raw,
       sender,
+      screen,
       losses: 0,
-      message: { task: id, server: serverOf(ctx), raw, auth: sender ? { ...sender, hostname: ctx.config.hostname, dnsTimeout: ctx.config.dns.timeout } : undefined },
+      message: { task: id, server: serverOf(ctx), raw, auth: sender ? { ...sender, hostname: ctx.config.hostname, dnsTimeout: ctx.config.dns.timeout } : undefined, screen },
       deadline: setTimeout(() => {
         // Its thread may be stuck in it: it takes no new message, and is stopped once the others
         // it holds end (each within its own deadline), so their analysis is not thrown away.

@@ -29,6 +29,8 @@ export interface AuthenticationResults {
    * authenticated sender read it (src/domain/inboxes/lists.ts); it is not part of the stored record.
    */
   fromDomain?: string;
+  /** The DMARC policy applied to the From domain (none | quarantine | reject), when one is published; read by the screener, not stored. */
+  dmarcPolicy?: string;
 }
 
 /**
@@ -171,6 +173,7 @@ export async function authenticateMessage(
       dkim: dkimResults[0] ?? 'none',
       dmarc: res.dmarc ? String(res.dmarc.status?.result ?? 'none') : 'none',
       ...(fromDomain ? { fromDomain } : {}),
+      ...(res.dmarc && typeof (res.dmarc as { policy?: unknown }).policy === 'string' ? { dmarcPolicy: String((res.dmarc as { policy?: unknown }).policy) } : {}),
     };
   } catch (err) {
     ctx.log.warn('sender authentication failed', { error: (err as Error).message });

@@ -24,6 +24,9 @@ import { isoNow } from '../time.ts';
 import { isStaged, parseStaged, readStaged, type LargeAttachment, type StagedMessage } from './inbound-large.ts';
 import { headerText, traceHeaders } from './inbound-parse.ts';
 import { analyseMessage } from './analysis.ts';
+import { isHeld, recordHold, screenTargets, screeningModeOf } from '../screening/hold.ts';
+import { screenParsed, type ScreenFor, type Screening } from '../screening/screen.ts';
+import { askClassifier } from '../screening/classifier.ts';
 import { countInboundAnalysed } from '../../metrics.ts';
 import { removeStaged } from '../../storage/staging.ts';
 import { domainExists, findStoredDelivery } from '../../store/repo/inbound.ts';
@@ -191,7 +194,8 @@ export async function prepareInbound(ctx: AppContext, input: InboundInput): Prom
   // A message in memory is parsed and authenticated together, on an analysis worker
   // (analysis.ts); a large one is parsed here from its file and authenticated below.
   const sender = input.skipAuthentication ? null : { mailFrom: input.mailFrom, remoteAddress: input.remoteAddress, heloName: input.heloName };
-  const analysed = isStaged(raw) ? undefined : await analyseMessage(ctx, raw, sender);
+  const screen = await screenTargets(ctx, input.recipients);
+  const analysed = isStaged(raw) ? undefined : await analyseMessage(ctx, raw, sender, screen);
   if (isStaged(raw)) countInboundAnalysed(ctx, 'main');
   const { parsed, files: staged } = isStaged(raw) ? await parseStaged(ctx, raw) : { parsed: analysed!.parsed, files: [] };
   try {
@@ -202,7 +206,7 @@ export async function prepareInbound(ctx: AppContext, input: InboundInput): Prom
         return null;
       }
     }
-    return { ...(await prepareStore(ctx, input, parsed, analysed?.authentication)), staged };
+    return { ...(await prepareStore(ctx, input, parsed, analysed?.authentication, analysed ? analysed.screening : screen)), staged };
   } catch (err) {
     await removeStaged(staged);
     throw err;
@@ -210,7 +214,14 @@ export async function prepareInbound(ctx: AppContext, input: InboundInput): Prom
 }
 
 /** prepareInbound once the message is parsed and is no report: authentication, files, and the store step. */
-async function prepareStore(ctx: AppContext, input: InboundInput, parsed: ParsedMail, authenticated?: AuthenticationResults | null): Promise<Omit<PreparedInbound, 'staged'>> {
+async function prepareStore(
+  ctx: AppContext,
+  input: InboundInput,
+  parsed: ParsedMail,
+  authenticated?: AuthenticationResults | null,
+  /** The analysis worker's screening; for a large message parsed here, whom to screen it for (screened below, once authenticated). */
+  screened?: Screening | ScreenFor | null,
+): Promise<Omit<PreparedInbound, 'staged'>> {
   const raw = input.raw;
 
   // Mail at a bounce address that is no report is refused, never stored (bounce-address.ts).
@@ -273,6 +284,9 @@ async function prepareStore(ctx: AppContext, input: InboundInput, parsed: Parsed
     throw failed.reason;
   }
   const authentication = auth.status === 'fulfilled' ? (auth.value as AuthenticationResults | null) : null;
+  // A large message is parsed on this thread (inbound-large.ts), and so screened here too.
+  let screening = screened && 'ownDomains' in screened ? screenParsed(parsed, input.skipAuthentication ? null : authentication, screened) : (screened ?? null);
+  if (screening && ctx.config.screening.classifier_url) screening = await askClassifier(ctx, parsed, screening);
   // The receive lists again, by the header From and its authentication (inboxes/lists.ts).
   // Local delivery is from an inbox here, with the From mailroom wrote: proven by construction.
   const sender = { mailFrom: input.mailFrom, from, authenticatedDomain: input.skipAuthentication ? splitAddress(from[0] ?? '')?.domain.toLowerCase() : authentication?.fromDomain };
@@ -308,6 +322,9 @@ async function prepareStore(ctx: AppContext, input: InboundInput, parsed: Parsed
         continue;
       }
       const threadId = await threadForMessage(tx, { accountId: p.inbox.accountId, inboxId: p.inbox.id, parents, subject, at: createdAt });
+      const mode = screeningModeOf(ctx, p.inbox);
+      const own = mode === 'off' ? null : screening;
+      const held = isHeld(mode, own);
       const row: MessageRow = {
         id: p.id,
         accountId: p.inbox.accountId,
@@ -324,12 +341,12 @@ async function prepareStore(ctx: AppContext, input: InboundInput, parsed: Parsed
         bodyText: parsed.text === undefined ? null : noNul(parsed.text.replace(/\r?\n$/, '')),
         bodyHtml: typeof parsed.html === 'string' ? noNul(parsed.html) : null,
         delivery: null,
-        status: 'received',
+        status: held ? 'held' : 'received',
         messageIdHeader,
         inReplyTo,
         references: JSON.stringify(references),
         recipients: '[]',
-        authentication: authentication ? JSON.stringify({ ...authentication, fromDomain: undefined }) : null,
+        authentication: authentication ? JSON.stringify({ ...authentication, fromDomain: undefined, dmarcPolicy: undefined }) : null,
         rawPath,
         size: storedSize,
         contentHash,
@@ -337,6 +354,7 @@ async function prepareStore(ctx: AppContext, input: InboundInput, parsed: Parsed
         sendAt: null,
         createdAt,
         updatedAt: now,
+        screening: own ? JSON.stringify(own) : null,
       };
       await insertMessageRow(tx, row);
       const attRows: AttachmentRow[] = p.attachments.map((a) => ({
@@ -352,7 +370,9 @@ async function prepareStore(ctx: AppContext, input: InboundInput, parsed: Parsed
       }));
       if (attRows.length) await insertAttachments(tx, attRows);
       const view = messageView(row, attRows.map((a) => ({ id: a.id, filename: a.filename, contentType: a.contentType, size: a.size })));
-      await recordEvent(tx, ctx, p.inbox.accountId, 'message.received', { ...view, fromName, hasAttachments: attRows.length > 0, receivedAt: createdAt });
+      const event = { ...view, fromName, hasAttachments: attRows.length > 0, receivedAt: createdAt };
+      if (held) await recordHold(tx, ctx, row, event, own!);
+      else await recordEvent(tx, ctx, p.inbox.accountId, 'message.received', event);
       ids.push(p.id);
     }
     return ids;

@@ -33,6 +33,7 @@ import { isoNow, utcDay } from '../time.ts';
 import { releaseBlobs } from '../../storage/blob-refs.ts';
 import { isUniqueViolation } from '../../store/store.ts';
 import { CLI_ACTOR, recordAudit, type Actor } from '../audit/audit.ts';
+import { screeningModeOf, type ScreeningMode } from '../screening/hold.ts';
 
 export type { InboxRow };
 
@@ -49,6 +50,7 @@ export interface Inbox {
   complaintCount: number;
   createdAt: string;
   sendPolicy: SendPolicy;
+  screening: ScreeningMode;
 }
 
 export const APPROVALS = ['none', 'first_contact', 'always'] as const;
@@ -73,6 +75,7 @@ export function inboxView(ctx: AppContext, row: InboxRow): Inbox {
     complaintCount: row.complaintCount,
     createdAt: row.createdAt,
     sendPolicy: { approval: row.approval as SendPolicy['approval'], hourlySendLimit: row.hourlySendLimit },
+    screening: screeningModeOf(ctx, row),
   };
 }
 
@@ -159,6 +162,7 @@ export async function createInbox(ctx: AppContext, accountId: string, input: Cre
     hourlySendLimit: policy?.hourlySendLimit ?? null,
     sendsThisHour: 0,
     sendsHour: null,
+    screening: null,
   };
   try {
     await insertInbox(ctx.db, row);
@@ -260,6 +264,7 @@ export async function setDailyLimit(ctx: AppContext, inbox: string, limit: numbe
 export interface UpdateInboxInput {
   displayName?: string | null;
   sendPolicy?: SendPolicy;
+  screening?: ScreeningMode;
 }
 
 /** PATCH /inboxes/{id} (scope `manage`): the changed fields go to the audit log in the same transaction. */
@@ -273,6 +278,7 @@ export async function updateInboxSettings(ctx: AppContext, accountId: string, id
       if (input.sendPolicy.approval !== before.approval) values.approval = input.sendPolicy.approval;
       if (input.sendPolicy.hourlySendLimit !== before.hourlySendLimit) values.hourlySendLimit = input.sendPolicy.hourlySendLimit;
     }
+    if (input.screening !== undefined && input.screening !== before.screening) values.screening = input.screening;
     if (!Object.keys(values).length) return before;
     const updated = (await updateInbox(tx, id, values))!;
     await recordAudit(ctx, tx, accountId, actor, 'inbox.updated', id, values);

@@ -29,6 +29,8 @@ import { releaseBlobs } from '../../storage/blob-refs.ts';
 import { replyHtml, replyText } from './reply-text.ts';
 import { runSearch } from './search.ts';
 import { cutBodies } from './body-cut.ts';
+import { hasHiddenText, visibleBodies } from '../screening/visible.ts';
+import type { Screening } from '../screening/screen.ts';
 
 export type { MessageRow, MessageViewRow };
 
@@ -67,6 +69,8 @@ export interface Message {
   /** Outbound: when a message sent with `sendAt` leaves (status `scheduled` until then); else null. */
   sendAt?: string | null;
   authentication?: unknown;
+  /** Inbound: the screener's verdict, score and reasons (src/domain/screening/); null when not screened. */
+  screening?: Screening | null;
   /**
    * The new content of a reply, without the quoted history and signature (src/domain/mail/reply-text.ts);
    * for a message that is not a reply (no In-Reply-To), the body itself. In API answers only,
@@ -117,6 +121,7 @@ export function messageView(row: MessageViewRow, attachments: AttachmentMeta[], 
     m.sendAt = row.sendAt ?? null;
   } else {
     m.authentication = row.authentication ? JSON.parse(row.authentication) : null;
+    m.screening = row.screening ? (JSON.parse(row.screening) as Screening) : null;
   }
   return m;
 }
@@ -153,7 +158,8 @@ const EXTRACTED_CHARS_MAX = 16 * 1024 * 1024;
 
 /** Adds extractedText and extractedHtml: the reply's new content, or the body of a message that is no reply. */
 function withExtracted(m: Message): Message {
-  if (m.inReplyTo === null) {
+  const hidden = hasHiddenText(m.screening);
+  if (m.inReplyTo === null && !hidden) {
     m.extractedText = m.bodyText;
     m.extractedHtml = m.bodyHtml;
     return m;
@@ -164,8 +170,10 @@ function withExtracted(m: Message): Message {
   if (hit) {
     extracted.delete(key);
   } else {
-    const text = m.bodyText === null ? null : replyText(m.bodyText);
-    const html = m.bodyHtml === null ? null : replyHtml(m.bodyHtml);
+    // What the screener found hidden is left out: the agent reads what a person sees.
+    const shown = hidden ? visibleBodies(m.bodyText, m.bodyHtml) : { text: m.bodyText, html: m.bodyHtml };
+    const text = shown.text === null ? null : m.inReplyTo === null ? shown.text : replyText(shown.text);
+    const html = shown.html === null ? null : m.inReplyTo === null ? shown.html : replyHtml(shown.html);
     hit = { text, html, size: (text?.length ?? 0) + (html?.length ?? 0) };
     extractedChars += hit.size;
     for (const [id, old] of extracted) {
@@ -180,7 +188,7 @@ function withExtracted(m: Message): Message {
   return m;
 }
 
-export const MESSAGE_STATUSES = ['scheduled', 'queued', 'sending', 'sent', 'delivered', 'failed', 'bounced', 'complained', 'received', 'canceled'] as const;
+export const MESSAGE_STATUSES = ['scheduled', 'queued', 'sending', 'sent', 'delivered', 'failed', 'bounced', 'complained', 'received', 'canceled', 'held'] as const;
 
 export async function findMessageRow(ctx: AppContext, accountId: string, id: string, db: Db = ctx.db): Promise<MessageRow> {
   const row = await findMessageById(db, id);
@@ -252,8 +260,14 @@ export async function updateThread(ctx: AppContext, accountId: string, id: strin
   return (await threadViews(ctx, [row]))[0];
 }
 
-export async function getMessage(ctx: AppContext, accountId: string, id: string): Promise<Message> {
-  return (await messageViews(ctx, [await findMessageRow(ctx, accountId, id)], 'whole'))[0];
+/**
+ * GET /messages/{id}. With `reader` (a key), a held message is missing unless the key has the
+ * `review` scope: it was held from the agent (src/domain/screening/hold.ts).
+ */
+export async function getMessage(ctx: AppContext, accountId: string, id: string, reader?: { scopes: ReadonlySet<string> }): Promise<Message> {
+  const row = await findMessageRow(ctx, accountId, id);
+  if (reader && row.status === 'held' && !reader.scopes.has('review')) throw new AppError('MESSAGE_NOT_FOUND', `message ${id} not found`);
+  return (await messageViews(ctx, [row], 'whole'))[0];
 }
 
 /** The RFC 5322 source as stored (inbound: as received; outbound: as built for sending). */

@@ -284,6 +284,7 @@ export async function queueOutbound(ctx: AppContext, draft: OutboundDraft): Prom
     sendAt: sendAt?.toISOString() ?? null,
     createdAt: iso,
     updatedAt: iso,
+    screening: null,
   };
   if (!sendAt) Object.assign(row, await renderSource(ctx, { address: inbox.address, displayName: draft.fromName }, row, { to: draft.to, cc: draft.cc, listUnsubscribe: draft.listUnsubscribe }, [...draft.own, ...draft.linked], now, draft.cids));
 

@@ -37,7 +37,9 @@ export async function fanOutToWebhooks(tx: Tx, ctx: AppContext, event: EventReco
   let queued = 0;
   for (const w of targets) {
     const types = subscribedTypes(w);
-    if (types && !types.includes(event.type)) continue;
+    // A held message reaches only the webhooks that ask for holds by name: an agent's webhook of
+    // every event must not be handed what was held from it (src/domain/screening/hold.ts).
+    if (types ? !types.includes(event.type) : event.type === 'message.held') continue;
     // Scoped to inboxes: only events of those inboxes (an account-level event is none of them).
     const scope = subscribedInboxes(w);
     if (scope && !(typeof inboxId === 'string' && scope.includes(inboxId))) continue;

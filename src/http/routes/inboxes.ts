@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { AppContext } from '../../context.ts';
 import { APPROVALS, createInbox, deleteInbox, getInbox, listInboxes, updateInboxSettings } from '../../domain/inboxes/inboxes.ts';
 import { keyActor } from '../../domain/audit/audit.ts';
+import { SCREENING_MODES } from '../../domain/screening/hold.ts';
 import { parsePage } from '../../domain/pagination.ts';
 import { listInboxesOfKey } from '../../domain/accounts/apikeys.ts';
 import type { Routes } from '../routes.ts';
@@ -25,8 +26,7 @@ export const UpdateInboxBody = z.strictObject({
       hourlySendLimit: z.number().int().min(0).max(MAX_HOURLY_SEND_LIMIT).nullable().default(null),
     })
     .optional(),
-  // Screening is later work (PRODUCT.md "Inbox settings"): refused by name rather than ignored.
-  screening: z.never({ error: 'not supported yet' }).optional(),
+  screening: z.enum(SCREENING_MODES).optional(),
 });
 
 export function registerInboxRoutes(r: Routes, ctx: AppContext): void {

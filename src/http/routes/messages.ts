@@ -5,8 +5,11 @@ import { z } from 'zod';
 import type { AppContext } from '../../context.ts';
 import { DIRECTIONS } from '../../domain/mail/filters.ts';
 import { LABEL_PATTERN, LABEL_RULE } from '../../domain/mail/labels.ts';
-import { deleteMessage, getMessage, listMessages, MAX_WAIT_SECONDS, MESSAGE_STATUSES, rawMessage, updateMessage, waitForMessages } from '../../domain/mail/messages.ts';
-import { accountWideInbox } from '../../domain/accounts/apikeys.ts';
+import { deleteMessage, findMessageRow, getMessage, listMessages, MAX_WAIT_SECONDS, MESSAGE_STATUSES, rawMessage, updateMessage, waitForMessages } from '../../domain/mail/messages.ts';
+import { accountWideInbox, requireScope, type Principal } from '../../domain/accounts/apikeys.ts';
+import { keyActor } from '../../domain/audit/audit.ts';
+import { AppError } from '../../domain/errors.ts';
+import { releaseHeldInbound } from '../../domain/screening/hold.ts';
 import { intParam, parsePage } from '../../domain/pagination.ts';
 import type { Routes } from '../routes.ts';
 import { parseInput, parseQuery } from '../validate.ts';
@@ -34,9 +37,15 @@ export const UpdateMarksBody = z.strictObject({
   removeLabels: labelList.optional(),
 });
 
+/** Held mail is listed (`status=held`) and read only with the `review` scope: it was held from the agent's key. */
+function heldFilter(principal: Principal, status: string | undefined): void {
+  if (status === 'held') requireScope(principal, 'review', false);
+}
+
 export function registerMessageRoutes(r: Routes, ctx: AppContext): void {
   r.get('/inboxes/:inboxId/messages', async (req) => {
     const opts = { ...parsePage(req.query), ...parseQuery(ListFilterQuery, req.query), after: req.query.get('after') };
+    heldFilter(req.principal, opts.status);
     const wait = intParam('wait', req.query.get('wait'), 0, 0, MAX_WAIT_SECONDS);
     if (!wait) return { status: 200, body: await listMessages(ctx, req.principal.accountId, req.params.inboxId, opts) };
     // The client may leave while it waits: stop waiting then.
@@ -52,11 +61,18 @@ export function registerMessageRoutes(r: Routes, ctx: AppContext): void {
       socket.off('close', left);
     }
   });
-  r.get('/messages', async (req) => ({
-    status: 200,
-    body: await listMessages(ctx, req.principal.accountId, accountWideInbox(req.principal), { ...parsePage(req.query), ...parseQuery(ListFilterQuery, req.query) }),
-  }));
-  r.get('/messages/:id', async (req) => ({ status: 200, body: await getMessage(ctx, req.principal.accountId, req.params.id) }));
+  r.get('/messages', async (req) => {
+    const filters = parseQuery(ListFilterQuery, req.query);
+    heldFilter(req.principal, filters.status);
+    return { status: 200, body: await listMessages(ctx, req.principal.accountId, accountWideInbox(req.principal), { ...parsePage(req.query), ...filters }) };
+  });
+  r.get('/messages/:id', async (req) => ({ status: 200, body: await getMessage(ctx, req.principal.accountId, req.params.id, req.principal) }));
+  // Inbound holds are released here (src/domain/screening/hold.ts); outbound ones by the sending side.
+  r.post('/messages/:id/release', async (req) => {
+    const row = await findMessageRow(ctx, req.principal.accountId, req.params.id);
+    if (row.status !== 'held' || row.direction !== 'inbound') throw new AppError('NOT_HELD', `message ${row.id} is not held`);
+    return { status: 200, body: await releaseHeldInbound(ctx, req.principal.accountId, row.id, keyActor(req.principal.keyId)) };
+  });
   r.patch('/messages/:id', async (req) => ({
     status: 200,
     body: await updateMessage(ctx, req.principal.accountId, req.params.id, parseInput(UpdateMarksBody, await req.json())),

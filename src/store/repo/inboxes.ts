@@ -43,9 +43,10 @@ type InboxTuple = [
   hourlySendLimit: number | null,
   sendsThisHour: number,
   sendsHour: string | null,
+  screening: string | null,
 ];
 const SELECT_INBOX = `SELECT id, account_id, address, domain_id, display_name, status, daily_send_limit, sends_today, sends_day, total_sent,
-            bounce_count, complaint_count, created_at, approval, hourly_send_limit, sends_this_hour, sends_hour
+            bounce_count, complaint_count, created_at, approval, hourly_send_limit, sends_this_hour, sends_hour, screening
        FROM inboxes`;
 const inboxById = (db: Db) => preparedRows<[string], InboxTuple>(db, `${SELECT_INBOX} WHERE id = ?`);
 const inboxRow = (r: InboxTuple): InboxRow => ({
@@ -66,6 +67,7 @@ const inboxRow = (r: InboxTuple): InboxRow => ({
   hourlySendLimit: r[14],
   sendsThisHour: r[15],
   sendsHour: r[16],
+  screening: r[17],
 });
 // Every RCPT TO: the same plain statement and row shape as inbox by id.
 const inboxByAddress = (db: Db) => preparedRows<[string], InboxTuple>(db, `${SELECT_INBOX} WHERE address = ?`);

@@ -145,6 +145,9 @@ function restOf(f: MatchFilters, dialect: Dialect, ranked: boolean, excludes = t
   if (f.status !== undefined) {
     where.push('m.status = ?');
     params.push(f.status);
+  } else {
+    // Held mail is listed only when asked for (src/domain/screening/hold.ts).
+    where.push(`m.status <> 'held'`);
   }
   const p = f.search;
   if (!p) return { where, params };

@@ -74,6 +74,7 @@ type ViewTuple = [
   updatedAt: string,
   unread: number,
   sendAt: string | null,
+  screening: string | null,
 ];
 // A list reads each body only to its first `bodyBytes` + 1 characters (the first two `?` of
 // every statement below, bodyChars): the database cuts a 14 MB body, not this process. Every
@@ -83,7 +84,7 @@ type ViewTuple = [
 const viewColumns = (t: string) =>
   `${t}id, ${t}inbox_id, ${t}thread_id, ${t}direction, ${t}from_address, ${t}from_name, ${t}to_addresses, ${t}cc_addresses, ${t}bcc_addresses, ${t}subject,
   substr(${t}body_text, 1, CAST(? AS integer)), substr(${t}body_html, 1, CAST(? AS integer)), ${t}delivery, ${t}status, ${t}message_id_header,
-  ${t}in_reply_to, ${t}recipients, ${t}authentication, ${t}size, ${t}created_at, ${t}updated_at, ${t}unread, ${t}send_at`;
+  ${t}in_reply_to, ${t}recipients, ${t}authentication, ${t}size, ${t}created_at, ${t}updated_at, ${t}unread, ${t}send_at, ${t}screening`;
 const VIEW_COLUMNS = viewColumns('');
 const bodyChars = (bodyBytes: number): [number, number] => [bodyBytes + 1, bodyBytes + 1];
 // In VIEW_COLUMNS order.
@@ -111,21 +112,22 @@ const viewRow = (r: ViewTuple): MessageViewRow => ({
   updatedAt: r[20],
   unread: r[21] === 1,
   sendAt: r[22],
+  screening: r[23],
 });
 const pageOfInbox = (db: Db) =>
-  preparedRows<[number, number, string, number, number], ViewTuple>(db, `SELECT ${VIEW_COLUMNS} FROM messages WHERE inbox_id = ? ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`);
+  preparedRows<[number, number, string, number, number], ViewTuple>(db, `SELECT ${VIEW_COLUMNS} FROM messages WHERE inbox_id = ? AND status <> 'held' ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`);
 const pageOfInboxStatus = (db: Db) =>
   preparedRows<[number, number, string, string, number, number], ViewTuple>(
     db,
     `SELECT ${VIEW_COLUMNS} FROM messages WHERE inbox_id = ? AND status = ? ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`,
   );
 // Kept by triggers (schema.ts inboxMessageCounts): constant time however large the inbox.
-const totalOfInbox = (db: Db) => preparedRows<[string], [number]>(db, 'SELECT coalesce(sum(n), 0) FROM inbox_message_counts WHERE inbox_id = ?');
+const totalOfInbox = (db: Db) => preparedRows<[string], [number]>(db, `SELECT coalesce(sum(n), 0) FROM inbox_message_counts WHERE inbox_id = ? AND status <> 'held'`);
 const totalOfInboxStatus = (db: Db) =>
   preparedRows<[string, string], [number]>(db, 'SELECT coalesce(sum(n), 0) FROM inbox_message_counts WHERE inbox_id = ? AND status = ?');
 // Account-wide totals from the same counters: the account's inboxes' rows.
 const totalOfAccount = (db: Db) =>
-  preparedRows<[string], [number]>(db, 'SELECT coalesce(sum(n), 0) FROM inbox_message_counts WHERE inbox_id IN (SELECT id FROM inboxes WHERE account_id = ?)');
+  preparedRows<[string], [number]>(db, `SELECT coalesce(sum(n), 0) FROM inbox_message_counts WHERE inbox_id IN (SELECT id FROM inboxes WHERE account_id = ?) AND status <> 'held'`);
 const totalOfAccountStatus = (db: Db) =>
   preparedRows<[string, string], [number]>(
     db,
@@ -138,7 +140,7 @@ const M_VIEW_COLUMNS = viewColumns('m.');
 const totalOfOwnInbox = (db: Db) =>
   preparedRows<[string, string], [number]>(
     db,
-    'SELECT (SELECT coalesce(sum(n), 0) FROM inbox_message_counts c WHERE c.inbox_id = i.id) FROM inboxes i WHERE i.id = ? AND i.account_id = ?',
+    `SELECT (SELECT coalesce(sum(n), 0) FROM inbox_message_counts c WHERE c.inbox_id = i.id AND c.status <> 'held') FROM inboxes i WHERE i.id = ? AND i.account_id = ?`,
   );
 const totalOfOwnInboxStatus = (db: Db) =>
   preparedRows<[string, string, string], [number]>(
@@ -234,13 +236,14 @@ async function listViewsInOrder(db: Db, ids: string[], bodyBytes: number): Promi
 const AFTER = {
   sqlite: {
     position: 'SELECT rowid, NULL FROM messages WHERE id = ? AND inbox_id = ?',
-    where: 'inbox_id = ? AND (? IS NULL OR rowid > ?) AND (? IS NULL OR id > ?) AND (? IS NULL OR status = ?)',
+    // Without `status`, held mail is not listed (src/domain/screening/hold.ts).
+    where: `inbox_id = ? AND (? IS NULL OR rowid > ?) AND (? IS NULL OR id > ?) AND ((? IS NULL AND status <> 'held') OR status = ?)`,
     cursor: (p: [unknown, unknown] | undefined) => (p ? [p[0], p[0]] : [null, null]),
   },
   postgres: {
     position: 'SELECT tx::text, seq FROM messages WHERE id = ? AND inbox_id = ?',
     where:
-      'inbox_id = ? AND (?::text IS NULL OR (tx, seq) > (?::xid8, ?::bigint)) AND (?::text IS NULL OR id > ?) AND (?::text IS NULL OR status = ?) AND tx < pg_snapshot_xmin(pg_current_snapshot())',
+      `inbox_id = ? AND (?::text IS NULL OR (tx, seq) > (?::xid8, ?::bigint)) AND (?::text IS NULL OR id > ?) AND ((?::text IS NULL AND status <> 'held') OR status = ?) AND tx < pg_snapshot_xmin(pg_current_snapshot())`,
     cursor: (p: [unknown, unknown] | undefined) => (p ? [p[0], p[0], p[1]] : [null, null, null]),
   },
 };
@@ -269,7 +272,7 @@ export async function listMessagePageAfter(
 }
 
 const pageOfThread = (db: Db) =>
-  preparedRows<[number, number, string, number, number], ViewTuple>(db, `SELECT ${VIEW_COLUMNS} FROM messages WHERE thread_id = ? ORDER BY created_at, id LIMIT ? OFFSET ?`);
+  preparedRows<[number, number, string, number, number], ViewTuple>(db, `SELECT ${VIEW_COLUMNS} FROM messages WHERE thread_id = ? AND status <> 'held' ORDER BY created_at, id LIMIT ? OFFSET ?`);
 
 /** A page of the messages of thread `threadId`, oldest first (bodies as in every list here). */
 export async function listMessagesOfThread(db: Db, threadId: string, limit: number, offset: number, bodyBytes: number): Promise<MessageViewRow[]> {
@@ -469,4 +472,13 @@ export async function listMessageIdsOfThread(db: Db, threadId: string, after: st
 export async function listMessageBodies(db: Db, ids: string[]): Promise<Map<string, { bodyText: string | null; bodyHtml: string | null }>> {
   const rows = await preparedRows<[string], [string, string | null, string | null]>(db, 'SELECT id, body_text, body_html FROM messages WHERE id IN (SELECT value FROM json_each(?))').all(JSON.stringify(ids));
   return new Map(rows.map(([id, bodyText, bodyHtml]) => [id, { bodyText, bodyHtml }]));
+}
+
+/**
+ * Moves message `id` from status `from` to `to` (a held message released): false when its status
+ * was not `from` (released by another request meanwhile), so only one release wins.
+ */
+export async function updateMessageStatusIf(db: Db, id: string, from: string, to: string, at: string): Promise<boolean> {
+  const done = await db.update(messages).set({ status: to, updatedAt: at }).where(and(eq(messages.id, id), eq(messages.status, from))).returning({ id: messages.id });
+  return done.length > 0;
 }

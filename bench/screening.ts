@@ -1,0 +1,57 @@
+// Issue 28: what screening costs per inbound message, beside what parsing it already costs on the
+// same analysis worker. Each message of the screening corpus (test/fixtures/screening/) is built
+// as MIME (nodemailer's composer), parsed as the worker parses it (parseMessage), then screened
+// (screenMessage); plus a 60 KB newsletter and a 1 MB HTML message for the large end.
+// CPU time on this thread, no I/O. Run: node --import tsx bench/screening.ts
+import { readFileSync } from 'node:fs';
+import MailComposer from 'nodemailer/lib/mail-composer/index.js';
+import { parseMessage } from '../src/domain/inbound/inbound-parse.ts';
+import { screenMessage } from '../src/domain/screening/screen.ts';
+
+const ROUNDS = 5;
+const ctx = { ownDomains: ['acme-robotics.com', 'mailroom.localhost'], ownAddresses: ['support@acme-robotics.com'], authentication: { dmarc: 'pass', fromDomain: 'example.net' } };
+
+const entries = ['attacks.jsonl', 'benign.jsonl', 'heldout.jsonl'].flatMap((f) =>
+  readFileSync(new URL(`../test/fixtures/screening/${f}`, import.meta.url), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)),
+);
+const build = (m: { from: string; subject: string; text?: string; html?: string; attachments?: Array<{ filename: string; text?: string }> }) =>
+  new MailComposer({
+    from: m.from,
+    to: 'support@acme-robotics.com',
+    subject: m.subject,
+    text: m.text,
+    html: m.html,
+    attachments: (m.attachments ?? []).map((a) => ({ filename: a.filename, content: a.text ?? 'x' })),
+  }).compile().build();
+
+const paragraph = '<p>Our spring collection is here: <a href="https://shop.example.com/p/1">new jackets</a>, boots and tents for every trail. Free shipping over $50.</p>';
+const raws: Buffer[] = await Promise.all(entries.map(build));
+const newsletter = await build({ from: 'news@shop.example.com', subject: 'Spring', html: `<div style="display:none">Spring sale inside</div>${paragraph.repeat(400)}` });
+const large = await build({ from: 'news@shop.example.com', subject: 'Large', html: paragraph.repeat(7000) });
+
+async function measure(label: string, list: Buffer[]): Promise<void> {
+  const parsed = await Promise.all(list.map((r) => parseMessage(r)));
+  const parseMs: number[] = [];
+  const screenMs: number[] = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    for (let i = 0; i < list.length; i++) {
+      let t0 = performance.now();
+      await parseMessage(list[i]);
+      parseMs.push(performance.now() - t0);
+      t0 = performance.now();
+      screenMessage(parsed[i], ctx);
+      screenMs.push(performance.now() - t0);
+    }
+  }
+  const stats = (xs: number[]) => {
+    const s = [...xs].sort((a, b) => a - b);
+    const mean = s.reduce((a, b) => a + b, 0) / s.length;
+    return `mean ${mean.toFixed(3)} ms, p50 ${s[Math.floor(s.length / 2)].toFixed(3)}, p99 ${s[Math.floor(s.length * 0.99)].toFixed(3)}`;
+  };
+  const ratio = screenMs.reduce((a, b) => a + b, 0) / parseMs.reduce((a, b) => a + b, 0);
+  console.log(`${label} (${list.length} messages × ${ROUNDS}): parse ${stats(parseMs)}; screen ${stats(screenMs)}; screening adds ${(ratio * 100).toFixed(0)}% to parsing`);
+}
+
+await measure('corpus', raws);
+await measure(`newsletter ${(newsletter.length / 1024).toFixed(0)} KB`, [newsletter]);
+await measure(`large HTML ${(large.length / 1024 / 1024).toFixed(1)} MB`, [large]);

@@ -1,0 +1,2 @@
+ALTER TABLE `inboxes` ADD `screening` text;--> statement-breakpoint
+ALTER TABLE `messages` ADD `screening` text;

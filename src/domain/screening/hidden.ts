@@ -1,0 +1,263 @@
+// What of an HTML body a mail client shows: elements hidden by CSS (display:none,
+// visibility:hidden, opacity 0, a font too small to read, text the colour of its background,
+// placed off the page, a zero-size clipping box) and by the `hidden` attribute are found with
+// htmlparser2 (the parser the project already uses for mail HTML), and removed from the source by
+// their offsets, so the rest of the HTML is kept byte for byte. The screener reads the hidden
+// text (src/domain/screening/screen.ts); extractedText/extractedHtml and MCP answers carry only
+// the visible part (src/domain/mail/messages.ts). Inline styles and simple <style> rules (tag,
+// .class, #id, tag.class) are read; anything richer is not, and what it hides is taken as shown.
+import { Parser } from 'htmlparser2';
+import { HIDDEN_STYLE } from './rules.ts';
+
+export interface HtmlReading {
+  /** The HTML without its hidden elements. */
+  visibleHtml: string;
+  /** The text of each hidden element, whitespace collapsed. */
+  hidden: string[];
+  /** Visible text, whitespace collapsed. */
+  visibleText: string;
+  /** HTML comments (`<!-- … -->`), which no client shows and an agent reading the source does. */
+  comments: string[];
+  /** Links: href and the text shown for them. */
+  links: Array<{ href: string; text: string }>;
+}
+
+type Rgb = [number, number, number];
+const NAMED: Record<string, Rgb> = {
+  white: [255, 255, 255], black: [0, 0, 0], red: [255, 0, 0], green: [0, 128, 0], blue: [0, 0, 255], yellow: [255, 255, 0],
+  gray: [128, 128, 128], grey: [128, 128, 128], silver: [192, 192, 192], whitesmoke: [245, 245, 245], snow: [255, 250, 250],
+  ivory: [255, 255, 240], ghostwhite: [248, 248, 255], floralwhite: [255, 250, 240], navy: [0, 0, 128], orange: [255, 165, 0],
+};
+
+function colour(value: string | undefined): Rgb | 'transparent' | undefined {
+  if (!value) return undefined;
+  const v = value.trim().toLowerCase().replace(/\s*!important$/, '');
+  if (v === 'transparent') return 'transparent';
+  if (NAMED[v]) return NAMED[v];
+  let m = /^#([0-9a-f]{3})$/.exec(v);
+  if (m) return [...m[1]].map((c) => parseInt(c + c, 16)) as Rgb;
+  m = /^#([0-9a-f]{6})(?:[0-9a-f]{2})?$/.exec(v);
+  if (m) return [0, 2, 4].map((i) => parseInt(m![1].slice(i, i + 2), 16)) as Rgb;
+  m = /^rgba?\(\s*(\d+)[\s,]+(\d+)[\s,]+(\d+)(?:[\s,/]+([\d.]+%?))?\s*\)$/.exec(v);
+  if (m) {
+    if (m[4] !== undefined && parseFloat(m[4]) === 0) return 'transparent';
+    return [Number(m[1]), Number(m[2]), Number(m[3])];
+  }
+  return undefined;
+}
+
+/** A CSS length in px (px, pt, em/rem at 16px, %, bare 0); undefined when not a length. */
+function px(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const m = /^(-?[\d.]+)(px|pt|em|rem|%|vw|vh)?\b/.exec(value.trim().toLowerCase());
+  if (!m) return undefined;
+  const n = parseFloat(m[1]);
+  switch (m[2]) {
+    case 'pt':
+      return (n * 4) / 3;
+    case 'em':
+    case 'rem':
+      return n * 16;
+    case '%':
+      return (n * 16) / 100;
+    default:
+      return n;
+  }
+}
+
+function declarations(style: string): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const part of style.split(';')) {
+    const i = part.indexOf(':');
+    if (i === -1) continue;
+    out.set(part.slice(0, i).trim().toLowerCase(), part.slice(i + 1).trim().toLowerCase());
+  }
+  return out;
+}
+
+/** Why a set of declarations hides its element, if it does (its colour is judged with the background, below). */
+function hiddenBy(d: Map<string, string>): string | undefined {
+  const display = d.get('display');
+  if (display?.startsWith('none')) return 'display:none';
+  const visibility = d.get('visibility');
+  if (visibility?.startsWith('hidden') || visibility?.startsWith('collapse')) return 'visibility:hidden';
+  const opacity = d.get('opacity');
+  if (opacity !== undefined && parseFloat(opacity) <= 0.05) return 'opacity:0';
+  const size = px(d.get('font-size'));
+  if (size !== undefined && size <= HIDDEN_STYLE.maxFontPx) return `font-size:${d.get('font-size')}`;
+  for (const prop of ['left', 'top', 'margin-left', 'margin-top', 'text-indent', 'right']) {
+    const v = px(d.get(prop));
+    if (v !== undefined && v <= -HIDDEN_STYLE.offscreenPx) return `${prop}:${d.get(prop)} (off-screen)`;
+  }
+  const overflow = d.get('overflow');
+  if (overflow?.startsWith('hidden')) {
+    for (const prop of ['max-height', 'height', 'max-width', 'width']) {
+      const v = px(d.get(prop));
+      if (v !== undefined && v <= 1) return `${prop}:0 with overflow:hidden`;
+    }
+  }
+  const clip = d.get('clip') ?? d.get('clip-path');
+  if (clip && /rect\(\s*0(?:px)?[\s,]+0(?:px)?[\s,]+0(?:px)?[\s,]+0(?:px)?\s*\)|inset\(\s*50%|circle\(\s*0/.test(clip)) return 'clip';
+  const transform = d.get('transform');
+  if (transform && /scale\(\s*0(?:\.0\d*)?\s*[,)]/.test(transform)) return 'transform:scale(0)';
+  return undefined;
+}
+
+const NO_TEXT = new Set(['script', 'style', 'head', 'title', 'template', 'noscript']);
+const BLOCK = new Set(['p', 'div', 'br', 'tr', 'li', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'table', 'td', 'blockquote', 'section', 'article', 'header', 'footer']);
+
+interface Frame {
+  name: string;
+  /** Hidden, by itself or an ancestor. */
+  hidden: boolean;
+  colour?: Rgb;
+  background?: Rgb;
+  /** Offset of its opening tag, when it is the outermost hidden element. */
+  hiddenFrom?: number;
+  hiddenWhy?: string;
+  text: string[];
+  link?: { href: string; text: string[] };
+}
+
+/** Simple <style> rules: selector (tag, .class, #id, tag.class) → declarations. */
+function readStyleSheet(css: string, into: Array<{ tag?: string; cls?: string; id?: string; decls: Map<string, string> }>): void {
+  const cleaned = css.replace(/\/\*[\s\S]*?\*\//g, '').replace(/@media[^{]*\{((?:[^{}]*\{[^{}]*\})*)\s*\}/g, '');
+  for (const m of cleaned.matchAll(/([^{}]+)\{([^{}]*)\}/g)) {
+    const decls = declarations(m[2]);
+    if (!hiddenBy(decls) && !decls.has('color') && !decls.has('background-color') && !decls.has('background')) continue;
+    for (const raw of m[1].split(',')) {
+      const sel = /^\s*([a-z][a-z0-9]*)?(?:\.([\w-]+)|#([\w-]+))?\s*$/i.exec(raw);
+      if (!sel || (!sel[1] && !sel[2] && !sel[3])) continue;
+      into.push({ tag: sel[1]?.toLowerCase(), cls: sel[2], id: sel[3], decls });
+    }
+  }
+}
+
+const squash = (s: string) => s.replace(/\s+/g, ' ').trim();
+
+/** Reads `html` (bounded by the caller): its hidden elements, visible text, comments and links. */
+export function readHtml(html: string): HtmlReading {
+  const sheet: Array<{ tag?: string; cls?: string; id?: string; decls: Map<string, string> }> = [];
+  const root: Frame = { name: '#root', hidden: false, text: [], colour: [0, 0, 0], background: [255, 255, 255] };
+  const stack: Frame[] = [root];
+  const cuts: Array<[number, number]> = [];
+  const hidden: string[] = [];
+  const comments: string[] = [];
+  const links: Array<{ href: string; text: string }> = [];
+  const visible: string[] = [];
+  let styleText: string[] | undefined;
+  let noText = 0;
+  const top = () => stack[stack.length - 1];
+
+  const parser = new Parser(
+    {
+      onopentag(name, attribs) {
+        const parent = top();
+        if (name === 'style') styleText = [];
+        if (NO_TEXT.has(name)) noText++;
+        // Most elements carry nothing that can hide them: they take their parent's state as it is.
+        if (!attribs.style && !attribs.class && !attribs.id && !attribs.bgcolor && !('hidden' in attribs) && name !== 'font' && !sheet.some((r) => r.tag === name)) {
+          stack.push({ name, hidden: parent.hidden, colour: parent.colour, background: parent.background, text: [], link: name === 'a' && attribs.href ? { href: attribs.href, text: [] } : undefined });
+          return;
+        }
+        // Rules first, then the inline style (which wins).
+        const decls = new Map<string, string>();
+        const classes = (attribs.class ?? '').split(/\s+/).filter(Boolean);
+        for (const r of sheet) {
+          if (r.tag && r.tag !== name) continue;
+          if (r.cls && !classes.includes(r.cls)) continue;
+          if (r.id && attribs.id !== r.id) continue;
+          for (const [k, v] of r.decls) decls.set(k, v);
+        }
+        if (attribs.style) for (const [k, v] of declarations(attribs.style)) decls.set(k, v);
+        const bgValue = decls.get('background-color') ?? (decls.get('background') && /^(#|rgb|[a-z]+$)/.test(decls.get('background')!) ? decls.get('background')!.split(/\s+/)[0] : undefined);
+        const bgAttr = attribs.bgcolor;
+        const bg = colour(bgValue ?? bgAttr);
+        // A background image or gradient: the text's contrast cannot be judged.
+        const unknownBg = /url\(|gradient\(/.test(decls.get('background') ?? '') || decls.has('background-image');
+        const fg = colour(decls.get('color') ?? (name === 'font' ? attribs.color : undefined));
+        const frame: Frame = {
+          name,
+          hidden: parent.hidden,
+          colour: fg === 'transparent' ? parent.background : (fg ?? parent.colour),
+          background: unknownBg ? undefined : bg === 'transparent' || bg === undefined ? parent.background : bg,
+          text: [],
+        };
+        let why = hiddenBy(decls) ?? ('hidden' in attribs ? 'hidden attribute' : undefined);
+        if (!why && name === 'font' && attribs.size !== undefined && /^\s*[-+]?0\s*$/.test(attribs.size)) why = 'font size=0';
+        if (!why && fg === 'transparent') why = 'color:transparent';
+        if (!why && fg && fg !== 'transparent' && frame.background && frame.colour) {
+          const d = frame.colour.reduce((sum, c, i) => sum + Math.abs(c - frame.background![i]), 0);
+          if (d <= HIDDEN_STYLE.colourDistance) why = `text colour ${decls.get('color') ?? attribs.color} on a background of the same colour`;
+        }
+        if (why && !parent.hidden) {
+          frame.hiddenFrom = parser.startIndex;
+          frame.hiddenWhy = why;
+        }
+        if (why) frame.hidden = true;
+        if (name === 'a' && attribs.href) frame.link = { href: attribs.href, text: [] };
+        stack.push(frame);
+      },
+      ontext(text) {
+        if (styleText) styleText.push(text);
+        if (noText > 0) return;
+        for (const f of stack) {
+          if (f.hiddenFrom !== undefined) f.text.push(text);
+          f.link?.text.push(text);
+        }
+        if (!top().hidden) visible.push(text);
+      },
+      oncomment(text) {
+        const t = squash(text);
+        if (t) comments.push(t);
+      },
+      onclosetag(name) {
+        // htmlparser2 closes implied elements itself: pop to the matching frame.
+        let i = stack.length - 1;
+        while (i > 0 && stack[i].name !== name) i--;
+        if (i === 0) return;
+        while (stack.length > i) {
+          const f = stack.pop()!;
+          if (NO_TEXT.has(f.name)) noText--;
+          if (f.name === 'style' && styleText) {
+            readStyleSheet(styleText.join(''), sheet);
+            styleText = undefined;
+          }
+          if (f.link) links.push({ href: f.link.href, text: squash(f.link.text.join(' ')) });
+          if (f.hiddenFrom !== undefined) {
+            cuts.push([f.hiddenFrom, parser.endIndex + 1]);
+            const t = squash(f.text.join(' '));
+            if (t) hidden.push(t);
+          }
+          if (BLOCK.has(f.name)) visible.push('\n');
+        }
+      },
+    },
+    { decodeEntities: true, lowerCaseTags: true, lowerCaseAttributeNames: true },
+  );
+  parser.write(html);
+  parser.end();
+  // Elements never closed run to the end.
+  for (const f of stack.slice(1)) {
+    if (f.hiddenFrom !== undefined) {
+      cuts.push([f.hiddenFrom, html.length]);
+      const t = squash(f.text.join(' '));
+      if (t) hidden.push(t);
+    }
+    if (f.link) links.push({ href: f.link.href, text: squash(f.link.text.join(' ')) });
+  }
+  let visibleHtml = html;
+  if (cuts.length) {
+    cuts.sort((a, b) => a[0] - b[0]);
+    const parts: string[] = [];
+    let at = 0;
+    for (const [from, to] of cuts) {
+      if (from < at) continue;
+      parts.push(html.slice(at, from));
+      at = to;
+    }
+    parts.push(html.slice(at));
+    visibleHtml = parts.join('');
+  }
+  return { visibleHtml, hidden, comments, links, visibleText: visible.join(' ').replace(/[ \t]+/g, ' ').replace(/\s*\n\s*/g, '\n').trim() };
+}

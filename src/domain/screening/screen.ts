@@ -1,0 +1,399 @@
+// The built-in screener (PRODUCT.md "Screening of inbound mail"): a verdict, a score and the
+// reasons, each with the offending text, for one parsed message. Pure and synchronous: it runs on
+// the analysis workers after parsing and SPF/DKIM/DMARC (src/domain/inbound/analysis-worker.ts),
+// never on the main thread. The rules are data (./rules.ts); public-suffix questions go to tldts
+// (the list mailauth already pins); HTML is read with htmlparser2 (./hidden.ts).
+import { getDomain, parse as parseHost } from 'tldts';
+import { domainToUnicode } from 'node:url';
+import { readHtml } from './hidden.ts';
+import {
+  ARCHIVE_EXTENSIONS,
+  ATTACHMENT_WEIGHT,
+  AUTH_FAILED_WEIGHT,
+  BASE64_BLOCK,
+  CONFUSABLES,
+  DANGEROUS_EXTENSIONS,
+  DANGEROUS_TYPES,
+  DETAIL_CHARS,
+  DOMAIN_SWAPS,
+  ENFORCED_DMARC,
+  HIDDEN_TEXT_REVIEW_CHARS,
+  HIDDEN_WEIGHT,
+  IMPERSONATION_WEIGHT,
+  INJECTION_RULES,
+  INVISIBLE_CHARS,
+  LINK_WEIGHT,
+  MAX_DECODED_BLOCKS,
+  MAX_LINKS,
+  MAX_SCREENED_CHARS,
+  REVIEW_SCORE,
+  ROT13_CHARS,
+  TRACKING_REDIRECTORS,
+  type ReasonCode,
+} from './rules.ts';
+
+export interface ScreeningReason {
+  code: ReasonCode;
+  detail: string;
+}
+export interface Screening {
+  verdict: 'clear' | 'review';
+  score: number;
+  reasons: ScreeningReason[];
+}
+
+/** What the screener reads of a message (a mailparser ParsedMail fits). */
+export interface ScreenInput {
+  subject?: string;
+  text?: string;
+  html?: string | false;
+  from?: { value: Array<{ address?: string; name?: string }> };
+  attachments?: Array<{ filename?: string; contentType?: string; content?: Uint8Array }>;
+}
+
+/** Who the message is for and how it arrived. */
+export interface ScreenContext {
+  /** The receiving accounts' domains and the inboxes' address domains, lowercase. */
+  ownDomains: string[];
+  /** The receiving inboxes' addresses, lowercase. */
+  ownAddresses: string[];
+  /** SPF/DKIM/DMARC results; null for a local delivery (authenticated by construction). */
+  authentication: { dmarc?: string; dmarcPolicy?: string; fromDomain?: string } | null;
+}
+
+/** One weighted finding. */
+interface Finding extends ScreeningReason {
+  weight: number;
+}
+
+const cut = (s: string) => {
+  const t = s.replace(/\s+/g, ' ').trim();
+  return t.length > DETAIL_CHARS ? `${t.slice(0, DETAIL_CHARS - 1)}…` : t;
+};
+
+/** Letters that look like Latin ones, folded to them (a UTS #39 skeleton, the part that matters here). */
+export function skeleton(s: string): string {
+  let out = '';
+  for (const ch of s.normalize('NFKC').toLowerCase()) out += CONFUSABLES[ch] ?? ch;
+  return out;
+}
+
+/** Text as the rules read it: NFKC, lowercase, invisible characters removed, whitespace collapsed. */
+const normalise = (s: string) =>
+  s.normalize('NFKC').replace(INVISIBLE_CHARS, '').toLowerCase().replace(/[^\S\n]+/g, ' ').replace(/\s*\n\s*/g, '\n');
+
+const rot13 = (s: string) => s.replace(/[a-z]/gi, (c) => String.fromCharCode(((c.toLowerCase().charCodeAt(0) - 97 + 13) % 26) + (c <= 'Z' ? 65 : 97)));
+
+/** Where a piece of text came from; hidden places are never a discussion of an attack, and are obfuscation themselves. */
+interface Source {
+  where: string;
+  text: string;
+  /** Text no person reads (hidden HTML, comments, encoded blocks, attachments the agent may be handed). */
+  concealed: boolean;
+}
+
+/** Whether a match is inside quotation marks: opened just before it and closed later on its line. */
+function quoted(text: string, from: number, to: number): boolean {
+  const before = text.slice(Math.max(0, from - 2), from);
+  const rest = text.slice(to, to + 200);
+  const line = rest.slice(0, rest.includes('\n') ? rest.indexOf('\n') : rest.length);
+  return /["“„«'‘]/.test(before) && /["”“»'’]/.test(line);
+}
+
+function findInjections(sources: Source[]): Finding[] {
+  const found = new Map<string, Finding>();
+  const add = (rule: string, weight: number, detail: string) => {
+    const had = found.get(rule);
+    if (!had || had.weight < weight) found.set(rule, { code: 'prompt_injection', weight, detail });
+  };
+  for (const src of sources) {
+    const plain = normalise(src.text);
+    const hadInvisible = INVISIBLE_CHARS.test(src.text);
+    INVISIBLE_CHARS.lastIndex = 0;
+    // ASCII text has no homoglyph to fold (the common case: skipped).
+    const folded = /[^\x00-\x7f]/.test(plain) ? skeleton(plain) : plain;
+    const variants: Array<{ text: string; how?: string; latinOnly?: boolean }> = [{ text: plain }];
+    if (folded !== plain) variants.push({ text: folded, how: 'homoglyphs', latinOnly: true });
+    // A rot13 block is a sentence or a paragraph: the head of each source is enough.
+    variants.push({ text: rot13(plain.slice(0, ROT13_CHARS)), how: 'rot13', latinOnly: true });
+    for (const v of variants) {
+      for (const rule of INJECTION_RULES) {
+        if (v.latinOnly && !rule.latin) continue;
+        const m = rule.pattern.exec(v.text);
+        if (!m) continue;
+        let weight = rule.weight;
+        const obfuscated = src.concealed || v.how !== undefined || (hadInvisible && !rule.pattern.test(src.text.toLowerCase()));
+        // A phrase quoted in visible text is usually a discussion of it (a security newsletter).
+        if (!obfuscated && quoted(v.text, m.index, m.index + m[0].length)) weight = Math.round(weight / 2);
+        if (obfuscated) weight += 20;
+        const how = [src.where, v.how, hadInvisible && !v.how ? 'zero-width characters' : undefined].filter(Boolean).join(', ');
+        add(rule.id, weight, cut(`${how ? `${how}: ` : ''}“${m[0]}”`));
+      }
+    }
+  }
+  // Two rules matching the same words are one reason (the heavier).
+  const seen = new Set<string>();
+  return [...found.values()].sort((a, b) => b.weight - a.weight).filter((f) => !seen.has(f.detail) && seen.add(f.detail));
+}
+
+/** Base64 blocks that decode to readable text. */
+function decodedBlocks(text: string): string[] {
+  const out: string[] = [];
+  for (const m of text.matchAll(BASE64_BLOCK)) {
+    if (out.length >= MAX_DECODED_BLOCKS) break;
+    const decoded = Buffer.from(m[0], 'base64').toString('utf8');
+    // Readable: mostly letters and spaces, no replacement characters.
+    const letters = decoded.match(/[\p{L}\s]/gu)?.length ?? 0;
+    if (!decoded.includes('\uFFFD') && letters / decoded.length > 0.8) out.push(decoded);
+  }
+  return out;
+}
+
+const registrable = (host: string): string => getDomain(host, { allowPrivateDomains: true }) ?? host;
+
+/** A domain in link text ("paypal.com", "https://paypal.com/login"), or undefined. */
+function domainInText(text: string): string | undefined {
+  const m = /(?:https?:\/\/)?((?:[a-z0-9\u00a1-\uffff](?:[a-z0-9\u00a1-\uffff-]{0,61}[a-z0-9\u00a1-\uffff])?\.)+[a-z\u00a1-\uffff]{2,63})(?=$|[\s/:?#)\]>,;!])/i.exec(text.trim());
+  if (!m) return undefined;
+  const info = parseHost(m[1].toLowerCase());
+  return info.isIcann || info.isPrivate ? (info.hostname ?? undefined) : undefined;
+}
+
+/** The shape a lookalike shares with the domain it copies: skeleton and common swaps. */
+function shape(domain: string): string {
+  let s = skeleton(domainToUnicode(domain) || domain);
+  for (const [re, to] of DOMAIN_SWAPS) s = s.replace(re, to);
+  return s.replace(/-/g, '');
+}
+
+/** Edit distance of at most one (insert, delete, replace, swap of neighbours). */
+function withinOne(a: string, b: string): boolean {
+  if (a === b) return true;
+  if (Math.abs(a.length - b.length) > 1) return false;
+  let i = 0;
+  while (i < a.length && a[i] === b[i]) i++;
+  if (a.length === b.length) return a.slice(i + 1) === b.slice(i + 1) || (a[i] === b[i + 1] && a[i + 1] === b[i] && a.slice(i + 2) === b.slice(i + 2));
+  return a.length > b.length ? a.slice(i + 1) === b.slice(i) : a.slice(i) === b.slice(i + 1);
+}
+
+/** The own registrable domain `domain` imitates without being it, if any. */
+function imitated(domain: string, own: string[]): string | undefined {
+  const reg = registrable(domain);
+  if (own.includes(reg)) return undefined;
+  const label = reg.split('.')[0];
+  for (const o of own) {
+    const ol = o.split('.')[0];
+    if (shape(reg) === shape(o)) return o;
+    // One letter off a name long enough not to collide by chance, on any suffix.
+    if (ol.length >= 5 && withinOne(label, ol)) return o;
+    if (ol.length >= 5 && label !== ol && shape(label) === shape(ol)) return o;
+  }
+  return undefined;
+}
+
+/** A punycode host whose Unicode form reads as a Latin name (mixed or confusable scripts). */
+function punycodeLookalike(host: string): string | undefined {
+  if (!host.split('.').some((l) => l.startsWith('xn--'))) return undefined;
+  const unicode = domainToUnicode(host);
+  if (!unicode || unicode === host) return undefined;
+  const letters = unicode.replace(/[.\-0-9]/g, '');
+  const latin = /[a-z]/.test(letters);
+  const confusable = [...letters].some((c) => CONFUSABLES[c] !== undefined);
+  return confusable && (latin || /^[a-z.\-0-9]+$/.test(skeleton(unicode))) ? unicode : undefined;
+}
+
+function hostOf(href: string): string | undefined {
+  try {
+    const u = new URL(href.trim());
+    return u.protocol === 'http:' || u.protocol === 'https:' ? u.hostname.toLowerCase().replace(/\.$/, '') : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function linkFindings(links: Array<{ href: string; text: string }>, own: string[]): Finding[] {
+  const out: Finding[] = [];
+  const seen = new Set<string>();
+  const push = (f: Finding) => {
+    if (seen.has(f.detail)) return;
+    seen.add(f.detail);
+    out.push(f);
+  };
+  for (const link of links.slice(0, MAX_LINKS)) {
+    const host = hostOf(link.href);
+    if (!host) continue;
+    const shown = domainInText(link.text);
+    if (shown && registrable(shown) !== registrable(host) && !TRACKING_REDIRECTORS.has(registrable(host))) {
+      push({ code: 'deceptive_link', weight: LINK_WEIGHT.mismatch, detail: cut(`link text shows ${shown} but leads to ${host}`) });
+    }
+    const uni = punycodeLookalike(host);
+    if (uni) push({ code: 'deceptive_link', weight: LINK_WEIGHT.punycode, detail: cut(`punycode lookalike ${host} (${uni})`) });
+    const copied = imitated(host, own);
+    if (copied) push({ code: 'lookalike_domain', weight: LINK_WEIGHT.lookalike, detail: cut(`link to ${host}, a lookalike of ${copied}`) });
+  }
+  return out;
+}
+
+/** Names in a ZIP's central directory (bounded), or [] when it is none. */
+export function zipNames(buf: Uint8Array, max = 1000): string[] {
+  const b = Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength);
+  if (b.length < 22 || b.readUInt32LE(0) !== 0x04034b50) return [];
+  const floor = Math.max(0, b.length - 65_557);
+  let eocd = -1;
+  for (let i = b.length - 22; i >= floor; i--) {
+    if (b.readUInt32LE(i) === 0x06054b50) {
+      eocd = i;
+      break;
+    }
+  }
+  if (eocd === -1) return [];
+  const count = Math.min(b.readUInt16LE(eocd + 10), max);
+  let at = b.readUInt32LE(eocd + 16);
+  const names: string[] = [];
+  for (let n = 0; n < count && at + 46 <= b.length && b.readUInt32LE(at) === 0x02014b50; n++) {
+    const nameLen = b.readUInt16LE(at + 28);
+    const extra = b.readUInt16LE(at + 30);
+    const comment = b.readUInt16LE(at + 32);
+    names.push(b.toString('utf8', at + 46, Math.min(b.length, at + 46 + nameLen)));
+    at += 46 + nameLen + extra + comment;
+  }
+  return names;
+}
+
+const extensionOf = (name: string) => (/\.([a-z0-9]{1,12})\s*$/i.exec(name.trim())?.[1] ?? '').toLowerCase();
+const OLE_MACROS = Buffer.from('_VBA_PROJECT', 'utf16le');
+
+function attachmentFindings(atts: NonNullable<ScreenInput['attachments']>): Finding[] {
+  const out: Finding[] = [];
+  for (const a of atts) {
+    const name = (a.filename ?? '').slice(0, 255);
+    const ext = extensionOf(name);
+    if (DANGEROUS_EXTENSIONS.has(ext)) {
+      out.push({ code: 'dangerous_attachment', weight: ATTACHMENT_WEIGHT, detail: cut(`${name}: .${ext} files run code when opened`) });
+      continue;
+    }
+    if (a.contentType && DANGEROUS_TYPES.test(a.contentType)) {
+      out.push({ code: 'dangerous_attachment', weight: ATTACHMENT_WEIGHT, detail: cut(`${name || 'attachment'}: ${a.contentType}`) });
+      continue;
+    }
+    const content = a.content;
+    if (!content || !content.length) continue;
+    const names = ARCHIVE_EXTENSIONS.has(ext) || ext === '' || ext === 'zip' ? zipNames(content) : [];
+    const inside = names.find((n) => DANGEROUS_EXTENSIONS.has(extensionOf(n)) || /(?:^|\/)vbaproject\.bin$/i.test(n));
+    if (inside) {
+      out.push({ code: 'dangerous_attachment', weight: ATTACHMENT_WEIGHT, detail: cut(/vbaproject\.bin$/i.test(inside) ? `${name}: holds Office macros (${inside})` : `${name} holds ${inside}`) });
+      continue;
+    }
+    if (['doc', 'xls', 'ppt', 'dot', 'xlt'].includes(ext) && Buffer.from(content.buffer, content.byteOffset, content.byteLength).includes(OLE_MACROS)) {
+      out.push({ code: 'dangerous_attachment', weight: ATTACHMENT_WEIGHT, detail: cut(`${name}: holds Office macros`) });
+    }
+  }
+  return out;
+}
+
+function senderFindings(from: ScreenInput['from'], ctx: ScreenContext): Finding[] {
+  const out: Finding[] = [];
+  const first = from?.value.find((v) => v.address);
+  const address = (first?.address ?? '').toLowerCase();
+  const name = first?.name ?? '';
+  const domain = address.includes('@') ? address.slice(address.lastIndexOf('@') + 1).replace(/\.$/, '') : '';
+  const auth = ctx.authentication;
+  const own = ctx.ownDomains;
+  const ownReg = [...new Set(own.map(registrable))];
+  const claimsOwn = domain !== '' && own.some((d) => domain === d || domain.endsWith(`.${d}`));
+  // A local delivery (auth null) was written by this appliance: proven by construction.
+  const proven = auth === null || (auth.fromDomain !== undefined && (auth.fromDomain === domain || domain.endsWith(`.${auth.fromDomain}`) || auth.fromDomain.endsWith(`.${domain}`)));
+  if (claimsOwn && !proven) {
+    out.push({ code: 'impersonation', weight: IMPERSONATION_WEIGHT.from, detail: cut(`From ${address} claims ${domain}, a domain of this account, without an authenticated sender (DMARC ${auth?.dmarc ?? 'none'})`) });
+  } else if (!claimsOwn && name) {
+    const lower = skeleton(name);
+    const named = ctx.ownAddresses.find((a) => lower.includes(a)) ?? own.find((d) => new RegExp(`(?:^|[^a-z0-9.-])${d.replace(/[.]/g, '\\.')}(?:$|[^a-z0-9-])`).test(lower));
+    if (named) out.push({ code: 'impersonation', weight: IMPERSONATION_WEIGHT.displayName, detail: cut(`display name “${name}” names ${named} but the mail is from ${address || 'an unknown address'}`) });
+  }
+  if (domain && !claimsOwn) {
+    const copied = imitated(domain, ownReg);
+    if (copied) out.push({ code: 'lookalike_domain', weight: LINK_WEIGHT.lookalike, detail: cut(`From ${address}: ${domain} is a lookalike of ${copied}`) });
+  }
+  if (auth && auth.dmarc === 'fail' && auth.dmarcPolicy && ENFORCED_DMARC.has(auth.dmarcPolicy.toLowerCase())) {
+    out.push({ code: 'auth_failed', weight: AUTH_FAILED_WEIGHT, detail: cut(`DMARC fail for ${domain || 'the From domain'} under p=${auth.dmarcPolicy.toLowerCase()}`) });
+  }
+  return out;
+}
+
+const TEXT_ATTACHMENT = /^(?:text\/|application\/(?:json|xml|x-yaml|yaml))/i;
+const TEXT_EXT = new Set(['txt', 'md', 'markdown', 'csv', 'html', 'htm', 'json', 'xml', 'yaml', 'yml', 'log', 'ics', 'eml']);
+
+/** Score and verdict of a list of findings (the classifier's, added later, follows the same sum). */
+export function verdictOf(findings: Array<{ weight: number }>): { verdict: Screening['verdict']; score: number } {
+  const score = Math.min(100, findings.reduce((s, f) => s + f.weight, 0));
+  return { verdict: score >= REVIEW_SCORE ? 'review' : 'clear', score };
+}
+
+/** Whom a message is screened for: the receiving inboxes' addresses and their accounts' domains. */
+export type ScreenFor = Omit<ScreenContext, 'authentication'>;
+
+/**
+ * The screening of a parsed message for `screen` (null when not asked for): on an analysis
+ * worker, or where the message was parsed when no worker runs (smtp.analysis_workers = 0, a
+ * large message parsed from its file).
+ */
+export function screenParsed(parsed: ScreenInput, authentication: ScreenContext['authentication'], screen: ScreenFor | undefined): Screening | null {
+  if (!screen) return null;
+  return screenMessage(parsed, { ...screen, authentication });
+}
+
+/** Screens one parsed message. */
+export function screenMessage(mail: ScreenInput, ctx: ScreenContext): Screening {
+  const findings: Finding[] = [];
+  const own = [...new Set(ctx.ownDomains.map((d) => d.toLowerCase()))];
+  const sources: Source[] = [];
+  let budget = MAX_SCREENED_CHARS;
+  const take = (where: string, text: string | undefined, concealed: boolean) => {
+    if (!text || budget <= 0) return;
+    const t = text.slice(0, budget);
+    budget -= t.length;
+    sources.push({ where, text: t, concealed });
+    for (const block of decodedBlocks(t)) sources.push({ where: `base64 in ${where || 'the body'}`, text: block, concealed: true });
+  };
+  take('subject', mail.subject, false);
+  let links: Array<{ href: string; text: string }> = [];
+  if (typeof mail.html === 'string' && mail.html) {
+    const html = readHtml(mail.html.slice(0, MAX_SCREENED_CHARS));
+    take('', html.visibleText, false);
+    for (const h of html.hidden) take('hidden text', h, true);
+    for (const c of html.comments) take('HTML comment', c, true);
+    links = html.links;
+    const hiddenChars = html.hidden.reduce((n, h) => n + h.length, 0);
+    if (hiddenChars > 0) {
+      const strong = hiddenChars >= HIDDEN_TEXT_REVIEW_CHARS;
+      findings.push({ code: 'hidden_text', weight: strong ? HIDDEN_WEIGHT.strong : HIDDEN_WEIGHT.weak, detail: cut(`${hiddenChars} characters a mail client does not show: “${html.hidden.join(' … ')}”`) });
+    }
+  }
+  // The text part (when the HTML was read, the text part is usually the same words; it is read
+  // too, since a sender may put something else there).
+  if (mail.text) {
+    take('', mail.text, false);
+    for (const m of mail.text.matchAll(/\[([^\]]{1,200})\]\((https?:\/\/[^)\s]{1,2000})\)/g)) links.push({ href: m[2], text: m[1] });
+    for (const m of mail.text.matchAll(/\[\/\/\]:\s*#\s*\(([^)]*)\)|<!--([\s\S]*?)-->/g)) take('markdown comment', m[1] ?? m[2], true);
+  }
+  for (const a of mail.attachments ?? []) {
+    const name = a.filename ?? 'attachment';
+    if (!a.content || !(TEXT_ATTACHMENT.test(a.contentType ?? '') || TEXT_EXT.has(extensionOf(name)))) continue;
+    let text = Buffer.from(a.content.buffer, a.content.byteOffset, Math.min(a.content.byteLength, budget)).toString('utf8');
+    if (/html?$/.test(extensionOf(name)) || /html/i.test(a.contentType ?? '')) text = readHtml(text).visibleText;
+    take(`attachment ${name}`, text, true);
+  }
+  findings.push(...findInjections(sources).slice(0, 5));
+  findings.push(...linkFindings(links, own).slice(0, 5));
+  findings.push(...senderFindings(mail.from, { ...ctx, ownDomains: own }));
+  findings.push(...attachmentFindings(mail.attachments ?? []).slice(0, 5));
+  // Several reasons of one code count once at full weight, the rest a third: ten mismatched
+  // links are not ten times one.
+  const counted = new Map<string, number>();
+  const weighed = findings.map((f) => {
+    const n = counted.get(f.code) ?? 0;
+    counted.set(f.code, n + 1);
+    return { weight: n === 0 ? f.weight : Math.round(f.weight / 3) };
+  });
+  return { ...verdictOf(weighed), reasons: findings.map(({ code, detail }) => ({ code, detail })) };
+}
