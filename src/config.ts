@@ -317,6 +317,10 @@ export const CONFIG_SCHEMA = {
   domains: {
     recheck_interval: duration('1h', 'Unverified domains are re-checked in DNS this often in the background.'),
   },
+  policy: {
+    thread_hourly_sends: int(5, 'Sends one inbox may make in one thread within an hour (held, canceled and scheduled ones not counted); the next is held for a person with reason `thread_budget` (POST /messages/{id}/release or /cancel), so two agents answering each other stop there.', 1),
+    hold_expiry: duration('72h', 'A send held for a person (reasons first_contact, always, secret_detected, auto_reply_loop, thread_budget) that nobody releases within this time is canceled (status `canceled`, event message.canceled, audit entry by the system).', '1m'),
+  },
 } as const;
 
 /**

@@ -41,6 +41,7 @@ export const ERROR_STATUS = {
   METHOD_NOT_ALLOWED: 405,
   /** POST /messages/{id}/cancel on a message that is not `scheduled` (src/domain/sending/scheduled.ts). */
   NOT_CANCELABLE: 409,
+  NOT_HELD: 409,
   URL_EXPIRED: 410,
   /** An `If-Match` that no longer matches: POST /drafts/{id}/send of a draft edited since it was read. */
   PRECONDITION_FAILED: 412,

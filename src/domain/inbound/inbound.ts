@@ -332,6 +332,7 @@ async function prepareStore(ctx: AppContext, input: InboundInput, parsed: Parsed
         contentHash,
         unread: true,
         sendAt: null,
+        hold: null,
         createdAt,
         updatedAt: now,
       };

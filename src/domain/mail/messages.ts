@@ -29,6 +29,7 @@ import { releaseBlobs } from '../../storage/blob-refs.ts';
 import { replyHtml, replyText } from './reply-text.ts';
 import { runSearch } from './search.ts';
 import { cutBodies } from './body-cut.ts';
+import type { Hold } from '../sending/holds.ts';
 
 export type { MessageRow, MessageViewRow };
 
@@ -66,6 +67,8 @@ export interface Message {
   recipients?: RecipientOutcome[];
   /** Outbound: when a message sent with `sendAt` leaves (status `scheduled` until then); else null. */
   sendAt?: string | null;
+  /** Outbound: the reasons a send was held for a person (status `held`); else null. */
+  hold?: Hold | null;
   authentication?: unknown;
   /**
    * The new content of a reply, without the quoted history and signature (src/domain/mail/reply-text.ts);
@@ -115,6 +118,8 @@ export function messageView(row: MessageViewRow, attachments: AttachmentMeta[], 
     m.delivery = row.delivery ?? 'email';
     m.recipients = JSON.parse(row.recipients);
     m.sendAt = row.sendAt ?? null;
+    // Why the policy held it (src/domain/sending/holds.ts); kept after a release or cancel.
+    m.hold = row.hold ? (JSON.parse(row.hold) as Hold) : null;
   } else {
     m.authentication = row.authentication ? JSON.parse(row.authentication) : null;
   }
@@ -180,7 +185,7 @@ function withExtracted(m: Message): Message {
   return m;
 }
 
-export const MESSAGE_STATUSES = ['scheduled', 'queued', 'sending', 'sent', 'delivered', 'failed', 'bounced', 'complained', 'received', 'canceled'] as const;
+export const MESSAGE_STATUSES = ['held', 'scheduled', 'queued', 'sending', 'sent', 'delivered', 'failed', 'bounced', 'complained', 'received', 'canceled'] as const;
 
 export async function findMessageRow(ctx: AppContext, accountId: string, id: string, db: Db = ctx.db): Promise<MessageRow> {
   const row = await findMessageById(db, id);

@@ -20,6 +20,8 @@ import { recordEvent, type EventType } from '../events/events.ts';
 import { assertSendRoom, countSend, findInboxByAddress, findInboxRow, type InboxRow } from '../inboxes/inboxes.ts';
 import { assertRecipientsAllowed } from '../inboxes/lists.ts';
 import { parseSendAt, scheduleRelease } from './send-at.ts';
+import { contentReasons, holdJson, holdReasons, recordHold, type HoldCandidate } from './holds.ts';
+import { findThreadIdOfParents } from '../../store/repo/messages.ts';
 import { allSuppressed, suppressedAmong, suppressIn, SUPPRESSED_RESPONSE } from './suppressions.ts';
 import { insertMessageRow, messageView, type Message, type MessageRow, type RecipientOutcome } from '../mail/messages.ts';
 import { findThreadRow, messageIdsIn, threadForMessage } from '../mail/threads.ts';
@@ -275,9 +277,23 @@ export async function queueOutbound(ctx: AppContext, draft: OutboundDraft): Prom
     unread: false,
     size: 0,
     sendAt: sendAt?.toISOString() ?? null,
+    hold: null,
     createdAt: iso,
     updatedAt: iso,
   };
+  // The holds that read the message (src/domain/sending/holds.ts); a scheduled send is checked when it is due.
+  const thread = draft.threadId ?? (draft.parents.length ? await findThreadIdOfParents(ctx.db, inbox.accountId, inbox.id, draft.parents) : undefined);
+  const candidate: HoldCandidate = {
+    inbox,
+    recipients: draft.recipients,
+    subject: draft.subject,
+    bodyText: draft.bodyText,
+    bodyHtml: draft.bodyHtml,
+    files: [...draft.own, ...draft.linked],
+    inReplyTo: draft.inReplyTo,
+    threadId: thread,
+  };
+  const found = sendAt ? [] : await contentReasons(ctx, candidate);
   if (!sendAt) Object.assign(row, await renderSource(ctx, { address: inbox.address, displayName: draft.fromName }, row, { to: draft.to, cc: draft.cc }, [...draft.own, ...draft.linked], now, draft.cids));
 
   try {
@@ -298,13 +314,21 @@ export async function queueOutbound(ctx: AppContext, draft: OutboundDraft): Prom
         const list = JSON.parse(row.recipients) as RecipientOutcome[];
         row.recipients = JSON.stringify(list.map((r) => (suppressed.has(r.address.toLowerCase()) ? { ...r, status: 'suppressed', response: SUPPRESSED_RESPONSE } : r)));
       }
-      if (!sendAt) await countSend(tx, ctx, fresh);
+      // Holds for a person (src/domain/sending/holds.ts), on the recipients left: a held send is
+      // stored `held`, not counted and not queued until a person releases it.
+      const { reasons } = sendAt ? { reasons: [] } : await holdReasons(tx, ctx, { ...candidate, inbox: fresh, recipients: attempted }, found);
+      if (reasons.length) {
+        row.status = 'held';
+        row.hold = holdJson(reasons);
+        row.recipients = JSON.stringify((JSON.parse(row.recipients) as RecipientOutcome[]).map((r) => (r.status === 'queued' ? { ...r, status: 'held' } : r)));
+      } else if (!sendAt) await countSend(tx, ctx, fresh);
       row.threadId = await threadForMessage(tx, { accountId: inbox.accountId, inboxId: inbox.id, parents: draft.parents, subject: draft.subject, at: iso, threadId: draft.threadId });
       await insertMessageRow(tx, row);
       for (const [path, content] of [...(draft.shared ?? [])].sort(([a], [b]) => (a < b ? -1 : 1))) await ctx.blobs.ensure(tx, path, content);
       if (draft.own.length) await insertAttachments(tx, draft.own);
       if (draft.linked.length) await linkAttachments(tx, id, draft.linked.map((a) => a.id));
       if (sendAt) await scheduleRelease(tx, ctx, now, { messageId: id, to: draft.to, cc: draft.cc }, sendAt);
+      else if (reasons.length) await recordHold(tx, ctx, row, reasons);
       else await enqueueDeliveries(tx, ctx, now, id, await planDelivery(ctx, attempted));
     });
   } catch (err) {
@@ -457,7 +481,7 @@ export async function writeMessageState(tx: Tx, ctx: AppContext, row: MessageRow
   if (list.some((r) => r.status === 'bounced')) {
     const before = new Map((JSON.parse(row.recipients) as RecipientOutcome[]).map((r) => [r.address.toLowerCase(), r.status]));
     const bounced = list.filter((r) => r.status === 'bounced' && before.get(r.address.toLowerCase()) !== 'bounced').map((r) => r.address);
-    if (bounced.length) await suppressIn(tx, row.accountId, bounced, 'bounce', row.id, updatedAt);
+    if (bounced.length) await suppressIn(ctx, tx, row.accountId, bounced, 'bounce', row.id, updatedAt);
   }
   if (status === row.status) return recipients !== row.recipients;
   if (status === 'bounced') await incrementInboxBounces(tx, row.inboxId);

@@ -7,6 +7,8 @@ import { DIRECTIONS } from '../../domain/mail/filters.ts';
 import { LABEL_PATTERN, LABEL_RULE } from '../../domain/mail/labels.ts';
 import { deleteMessage, getMessage, listMessages, MAX_WAIT_SECONDS, MESSAGE_STATUSES, rawMessage, updateMessage, waitForMessages } from '../../domain/mail/messages.ts';
 import { accountWideInbox } from '../../domain/accounts/apikeys.ts';
+import { keyActor } from '../../domain/audit/audit.ts';
+import { notHeld, releaseHeldSend } from '../../domain/sending/holds.ts';
 import { intParam, parsePage } from '../../domain/pagination.ts';
 import type { Routes } from '../routes.ts';
 import { parseInput, parseQuery } from '../validate.ts';
@@ -71,6 +73,13 @@ export function registerMessageRoutes(r: Routes, ctx: AppContext): void {
       'X-Content-Type-Options': 'nosniff',
     },
   }));
+  // Held mail (PRODUCT.md "Guarding agents"): a held outbound send is queued (src/domain/sending/holds.ts).
+  r.post('/messages/:id/release', async (req) => {
+    const m = await getMessage(ctx, req.principal.accountId, req.params.id);
+    // Inbound mail held by screening is released by its own rules (merged from the screening work).
+    if (m.status !== 'held' || m.direction !== 'outbound') throw notHeld(m.id, m.status);
+    return { status: 200, body: await releaseHeldSend(ctx, req.principal.accountId, m.id, keyActor(req.principal.keyId)) };
+  });
   r.delete('/messages/:id', async (req) => {
     await deleteMessage(ctx, req.principal.accountId, req.params.id);
     return { status: 204 };

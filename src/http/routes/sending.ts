@@ -4,6 +4,7 @@
 // the message. POST /messages/:id/cancel stops a scheduled one (src/domain/sending/scheduled.ts).
 import { z } from 'zod';
 import type { AppContext } from '../../context.ts';
+import { keyActor } from '../../domain/audit/audit.ts';
 import { forwardMessage, replyToMessage } from '../../domain/sending/replies.ts';
 import { cancelMessage } from '../../domain/sending/scheduled.ts';
 import { MAX_RECIPIENTS, queueSend } from '../../domain/sending/sending.ts';
@@ -63,5 +64,5 @@ export function registerSendingRoutes(r: Routes, ctx: AppContext): void {
     const body = parseInput(ForwardBody, await req.json());
     return { status: 202, body: await forwardMessage(ctx, req.principal.accountId, req.params.id, body) };
   });
-  r.post('/messages/:id/cancel', async (req) => ({ status: 200, body: await cancelMessage(ctx, req.principal.accountId, req.params.id) }));
+  r.post('/messages/:id/cancel', async (req) => ({ status: 200, body: await cancelMessage(ctx, req.principal.accountId, req.params.id, keyActor(req.principal.keyId)) }));
 }

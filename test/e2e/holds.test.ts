@@ -1,0 +1,324 @@
+// Outbound holds for a person end to end (PRODUCT.md "Outbound policy"): each rule
+// (first_contact, always, secret_detected) holds a send — status `held`, `hold.reasons`, every
+// recipient `held`, message.held, the audit entry by the system, nothing attempted; POST
+// /messages/{id}/release (scope review) queues it and it is sent, audited with the releasing key;
+// POST /messages/{id}/cancel cancels it; `[policy] hold_expiry` cancels it by the system; a
+// scheduled send is judged when it is due; and EVERY sending path (API, reply, forward, draft
+// send, scheduled, SMTP submission through nodemailer, MCP) meets a suppressed address (refused),
+// a first-contact rule and a secret (held). On both engines.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import nodemailer from 'nodemailer';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { Clock } from '../../src/context.ts';
+import type { JobRunner } from '../../src/jobs/runner.ts';
+import { deliverMail } from '../support/mail.ts';
+import { startOutboundRig, type OutboundRig } from '../support/outbound.ts';
+import { expectError, readResponse, type ApiResponse, type TestServer } from '../support/server.ts';
+import { until } from '../support/wait.ts';
+
+let rig: OutboundRig;
+let t: TestServer;
+/** The server's clock runs this far ahead of the real one (scheduled sends and hold expiry). */
+let offset = 0;
+const clock: Clock = { now: () => new Date(Date.now() + offset) };
+let plain: { id: string; address: string };
+let careful: { id: string; address: string };
+let strict: { id: string; address: string };
+/** A key with read, send (an agent's) and one with read and review (a person's). */
+let agent: { key: string; id: string };
+let reviewer: { key: string; id: string };
+
+// Built from parts: this file should not itself look like a leak.
+const TOKEN = `ghp_${'x'.repeat(36)}`;
+
+before(async () => {
+  rig = await startOutboundRig();
+  t = await rig.start({ clock, overrides: { submission: { listen: '127.0.0.1:0' } } });
+  plain = (await t.api('POST', '/inboxes', { address: 'plain' })).body;
+  careful = (await t.api('POST', '/inboxes', { address: 'careful' })).body;
+  strict = (await t.api('POST', '/inboxes', { address: 'strict' })).body;
+  assert.equal((await t.api('PATCH', `/inboxes/${careful.id}`, { sendPolicy: { approval: 'first_contact' } })).status, 200);
+  assert.equal((await t.api('PATCH', `/inboxes/${strict.id}`, { sendPolicy: { approval: 'always' } })).status, 200);
+  const a = (await t.api('POST', '/account/api-keys', { name: 'agent', scopes: ['read', 'send'] })).body;
+  const r = (await t.api('POST', '/account/api-keys', { name: 'person', scopes: ['read', 'review'] })).body;
+  agent = { key: a.key, id: a.id };
+  reviewer = { key: r.key, id: r.id };
+});
+
+after(async () => {
+  await t?.close();
+  await rig?.close();
+});
+
+const message = async (id: string) => (await t.api('GET', `/messages/${id}`)).body;
+const reaches = (id: string, status: string) =>
+  until(`${id} ${status}`, async () => {
+    const m = await message(id);
+    return m.status === status ? m : undefined;
+  });
+const wakeJobs = () => (t.server.services.find((s) => s.name === 'jobs') as unknown as JobRunner).wake();
+const send = (inbox: { id: string }, body: Record<string, unknown>, key = agent.key) => t.api('POST', `/inboxes/${inbox.id}/messages`, { subject: 's', bodyText: 'hello', ...body }, { key });
+const auditOf = async (action: string, target: string) => {
+  const res = await t.api('GET', `/audit?action=${action}&limit=100`, undefined, { key: reviewer.key });
+  assert.equal(res.status, 200, res.text);
+  return (res.body.data as Array<{ actor: { type: string; id?: string }; target: string; detail: any }>).filter((e) => e.target === target);
+};
+const eventsOf = async (type: string, id: string) => ((await t.api('GET', `/events?types=${type}&limit=1000`)).body.data as any[]).filter((e) => e.data.id === id);
+const codes = (m: { hold: { reasons: Array<{ code: string }> } | null }) => m.hold?.reasons.map((r) => r.code);
+
+/** A held send as every path answers it: status held, the reasons, every recipient held, message.held, the audit entry, nothing attempted. */
+async function expectHeld(id: string, reasons: string[], recipients: string[]) {
+  const m = await message(id);
+  assert.equal(m.status, 'held', JSON.stringify(m));
+  assert.deepEqual(codes(m), reasons);
+  for (const address of recipients) assert.equal(m.recipients.find((r: any) => r.address.toLowerCase() === address).status, 'held');
+  assert.equal((await eventsOf('message.held', id)).length, 1);
+  const [entry, ...more] = await auditOf('message.held', id);
+  assert.equal(more.length, 0);
+  assert.deepEqual(entry!.actor, { type: 'system' });
+  assert.deepEqual(entry!.detail.reasons.map((r: any) => r.code), reasons);
+  for (const address of recipients) assert.equal(rig.mx.attempts(address), 0);
+  return m;
+}
+
+describe('the rules', () => {
+  test('first_contact: a new address is held (202, held, reasons, message.held, audit by the system); one the inbox received mail from is sent', async () => {
+    const res = await send(careful, { to: ['new1@remote.test'] });
+    assert.equal(res.status, 202, res.text);
+    assert.equal(res.body.status, 'held');
+    assert.equal(res.body.hold.reasons[0].code, 'first_contact');
+    assert.match(res.body.hold.reasons[0].detail, /new1@remote\.test/);
+    await expectHeld(res.body.id, ['first_contact'], ['new1@remote.test']);
+
+    await deliverMail(t.server.smtpPort, { from: 'Known@remote.test', to: careful.address, subject: 'hi', text: 'hello' });
+    const known = await send(careful, { to: ['known@remote.test'] });
+    assert.equal(known.status, 202, known.text);
+    assert.equal(known.body.hold, null);
+    await reaches(known.body.id, 'sent');
+    // Only the new one of two recipients is named; the message is held as a whole.
+    const mixed = await send(careful, { to: ['known@remote.test'], cc: ['new2@remote.test'] });
+    assert.equal(mixed.body.status, 'held');
+    assert.match(mixed.body.hold.reasons[0].detail, /never exchanged mail with new2@remote\.test \(/);
+  });
+
+  test('always: every send of the inbox is held', async () => {
+    const res = await send(strict, { to: ['anyone@remote.test'] });
+    assert.equal(res.status, 202, res.text);
+    await expectHeld(res.body.id, ['always'], ['anyone@remote.test']);
+  });
+
+  test('secret_detected: in the subject, the bodies and an uploaded attachment; the detail names the kind, never the secret; a card number only when Luhn-valid', async () => {
+    const inSubject = await send(plain, { to: ['s1@remote.test'], subject: `token ${TOKEN}` });
+    await expectHeld(inSubject.body.id, ['secret_detected'], ['s1@remote.test']);
+    assert.match(inSubject.body.hold.reasons[0].detail, /a GitHub token in the subject/);
+    assert.ok(!inSubject.body.hold.reasons[0].detail.includes(TOKEN));
+    const inHtml = await send(plain, { to: ['s2@remote.test'], bodyText: null, bodyHtml: `<p>key: mr_live_${'A'.repeat(40)}</p>` });
+    assert.match(inHtml.body.hold.reasons[0].detail, /a mailroom API key in the HTML body/);
+    const card = await send(plain, { to: ['s3@remote.test'], bodyText: 'my card is 4111 1111 1111 1111' });
+    assert.match(card.body.hold.reasons[0].detail, /a payment card number in the text body/);
+    const notCard = await send(plain, { to: ['s4@remote.test'], bodyText: 'order 4111 1111 1111 1112' });
+    assert.equal(notCard.body.status, 'queued');
+
+    const fd = new FormData();
+    fd.append('file', new Blob([`-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n`], { type: 'text/plain' }), 'id_ed25519.txt');
+    const upload = await readResponse(await fetch(`${t.url}/attachments`, { method: 'POST', headers: { authorization: `Bearer ${agent.key}` }, body: fd }));
+    assert.equal(upload.status, 201, upload.text);
+    const inFile = await send(plain, { to: ['s5@remote.test'], attachmentIds: [upload.body.id] });
+    await expectHeld(inFile.body.id, ['secret_detected'], ['s5@remote.test']);
+    assert.match(inFile.body.hold.reasons[0].detail, /a private key \(PEM\) in attachment id_ed25519\.txt/);
+  });
+
+  test('several rules at once: every reason, in order', async () => {
+    const res = await send(strict, { to: ['both@remote.test'], bodyText: `here: ${TOKEN}` });
+    await expectHeld(res.body.id, ['always', 'secret_detected'], ['both@remote.test']);
+  });
+});
+
+describe('release, cancel, expiry', () => {
+  test('release: an agent key lacks `review` (403); a reviewer queues it (200 queued), it is sent, audited with the key; again: 409 NOT_HELD', async () => {
+    const held = (await send(careful, { to: ['release@remote.test'] })).body;
+    expectError(await t.api('POST', `/messages/${held.id}/release`, {}, { key: agent.key }), 403, 'INSUFFICIENT_SCOPE');
+    const released = await t.api('POST', `/messages/${held.id}/release`, {}, { key: reviewer.key });
+    assert.equal(released.status, 200, released.text);
+    assert.equal(released.body.status, 'queued');
+    assert.equal(released.body.recipients[0].status, 'queued');
+    // The hold stays on the message as a record.
+    assert.deepEqual(codes(released.body), ['first_contact']);
+    await reaches(held.id, 'sent');
+    assert.equal(rig.mx.attempts('release@remote.test'), 1);
+    const [entry] = await auditOf('message.released', held.id);
+    assert.deepEqual(entry!.actor, { type: 'key', id: reviewer.id });
+    expectError(await t.api('POST', `/messages/${held.id}/release`, {}, { key: reviewer.key }), 409, 'NOT_HELD');
+    // Mail was exchanged now: the next send to that address is no first contact.
+    assert.equal((await send(careful, { to: ['release@remote.test'] })).body.status, 'queued');
+  });
+
+  test('release of what is not held or not there: 409 NOT_HELD for a sent or an inbound message, 404 for another account\'s or none', async () => {
+    const sent = (await send(plain, { to: ['x1@remote.test'] })).body;
+    expectError(await t.api('POST', `/messages/${sent.id}/release`, {}, { key: reviewer.key }), 409, 'NOT_HELD');
+    const inbound = ((await t.api('GET', `/inboxes/${careful.id}/messages?direction=inbound`)).body.data as any[])[0];
+    expectError(await t.api('POST', `/messages/${inbound.id}/release`, {}, { key: reviewer.key }), 409, 'NOT_HELD');
+    expectError(await t.api('POST', '/messages/msg_00000000000000000000000000/release', {}, { key: reviewer.key }), 404, 'MESSAGE_NOT_FOUND');
+    const held = (await send(strict, { to: ['x2@remote.test'] })).body;
+    const other = await t.newAccount('other');
+    expectError(await t.api('POST', `/messages/${held.id}/release`, {}, { key: other.key }), 404, 'MESSAGE_NOT_FOUND');
+    assert.equal((await message(held.id)).status, 'held');
+  });
+
+  test('release re-reads the suppression list: an address suppressed meanwhile is 422 RECIPIENTS_SUPPRESSED and the send stays held', async () => {
+    const held = (await send(strict, { to: ['gone@remote.test'] })).body;
+    assert.equal((await t.api('POST', '/suppressions', { address: 'gone@remote.test' })).status, 201);
+    expectError(await t.api('POST', `/messages/${held.id}/release`, {}, { key: reviewer.key }), 422, 'RECIPIENTS_SUPPRESSED');
+    assert.equal((await message(held.id)).status, 'held');
+  });
+
+  test('cancel: a held send becomes canceled (the agent\'s own key may), message.canceled, audited with the key; release then: 409 NOT_HELD', async () => {
+    const held = (await send(strict, { to: ['cancel@remote.test'] })).body;
+    const res = await t.api('POST', `/messages/${held.id}/cancel`, {}, { key: agent.key });
+    assert.equal(res.status, 200, res.text);
+    assert.equal(res.body.status, 'canceled');
+    assert.equal(res.body.recipients[0].status, 'canceled');
+    assert.equal((await eventsOf('message.canceled', held.id)).length, 1);
+    const [entry] = await auditOf('message.canceled', held.id);
+    assert.deepEqual([entry!.actor, entry!.detail.was], [{ type: 'key', id: agent.id }, 'held']);
+    expectError(await t.api('POST', `/messages/${held.id}/release`, {}, { key: reviewer.key }), 409, 'NOT_HELD');
+    expectError(await t.api('POST', `/messages/${held.id}/cancel`, {}, { key: agent.key }), 409, 'NOT_CANCELABLE');
+    assert.equal(rig.mx.attempts('cancel@remote.test'), 0);
+  });
+
+  test('expiry: unreleased after [policy] hold_expiry (72h) the send is canceled by the system; a released one is left alone', async () => {
+    const held = (await send(strict, { to: ['expire@remote.test'] })).body;
+    const kept = (await send(strict, { to: ['kept@remote.test'] })).body;
+    assert.equal((await t.api('POST', `/messages/${kept.id}/release`, {}, { key: reviewer.key })).status, 200);
+    offset += 71 * 3_600_000;
+    wakeJobs();
+    // Not yet: the message is still held an hour before its expiry (the job is not due).
+    assert.equal((await message(held.id)).status, 'held');
+    offset += 2 * 3_600_000;
+    wakeJobs();
+    const m = await reaches(held.id, 'canceled');
+    assert.match(m.recipients[0].response, /hold_expiry/);
+    const [entry] = await auditOf('message.canceled', held.id);
+    assert.deepEqual(entry!.actor, { type: 'system' });
+    assert.equal((await eventsOf('message.canceled', held.id)).length, 1);
+    assert.equal((await reaches(kept.id, 'sent')).status, 'sent');
+  });
+
+  test('a scheduled send is judged when it is due: scheduled at first, held at its time (first contact), then released and sent', async () => {
+    const res = await send(careful, { to: ['later@remote.test'], sendAt: new Date(clock.now().getTime() + 60_000).toISOString() });
+    assert.equal(res.status, 202, res.text);
+    assert.equal(res.body.status, 'scheduled');
+    offset += 120_000;
+    wakeJobs();
+    await reaches(res.body.id, 'held');
+    await expectHeld(res.body.id, ['first_contact'], ['later@remote.test']);
+    assert.equal((await t.api('POST', `/messages/${res.body.id}/release`, {}, { key: reviewer.key })).status, 200);
+    await reaches(res.body.id, 'sent');
+  });
+});
+
+describe('every sending path against a suppressed address, a first contact and a secret', () => {
+  // Originals to answer: from a suppressed sender (plain), from a friend (plain), and one that
+  // copies a stranger (careful: a reply-all reaches a first contact).
+  const suppressed = 'sup@remote.test';
+  let fromSuppressed: string;
+  let fromFriend: string;
+  let withStranger: string;
+  let mcp: Client;
+
+  before(async () => {
+    assert.equal((await t.api('POST', '/suppressions', { address: suppressed })).status, 201);
+    const arrive = async (inbox: { id: string; address: string }, from: string, subject: string, cc?: string) => {
+      await deliverMail(t.server.smtpPort, { from, to: inbox.address, cc, subject, text: 'hello?' });
+      return (await until(subject, async () => ((await t.api('GET', `/inboxes/${inbox.id}/messages?direction=inbound`)).body.data as any[]).find((m) => m.subject === subject))).id as string;
+    };
+    fromSuppressed = await arrive(plain, suppressed, 'from sup');
+    fromFriend = await arrive(plain, 'friend@remote.test', 'from friend');
+    withStranger = await arrive(careful, 'friend2@remote.test', 'with stranger', 'stranger@remote.test');
+    mcp = new Client({ name: 'holds-test', version: '1.0.0' });
+    await mcp.connect(new StreamableHTTPClientTransport(new URL(`${t.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${agent.key}` } } }));
+  });
+
+  after(async () => {
+    await mcp?.close();
+  });
+
+  type Outcome = { refused: string } | { held: string };
+  /** Each path, given an inbox, a target (or the original to answer) and a body: what happened. */
+  const paths: Record<string, (inbox: { id: string; address: string }, to: string, original: string, bodyText: string) => Promise<Outcome>> = {
+    api: async (inbox, to, _o, bodyText) => api(await send(inbox, { to: [to], bodyText })),
+    reply: async (_i, _t, original, bodyText) => api(await t.api('POST', `/messages/${original}/reply`, { bodyText, replyAll: true }, { key: agent.key })),
+    forward: async (_i, to, original, bodyText) => api(await t.api('POST', `/messages/${original}/forward`, { to: [to], bodyText }, { key: agent.key })),
+    draft: async (inbox, to, _o, bodyText) => {
+      const draft = await t.api('POST', `/inboxes/${inbox.id}/drafts`, { to: [to], subject: 'draft', bodyText }, { key: agent.key });
+      return api(await t.api('POST', `/drafts/${draft.body.id}/send`, {}, { key: agent.key }));
+    },
+    scheduled: async (inbox, to, _o, bodyText) => {
+      const res = await send(inbox, { to: [to], bodyText, sendAt: new Date(clock.now().getTime() + 60_000).toISOString() });
+      if (res.status !== 202) return api(res);
+      offset += 120_000;
+      wakeJobs();
+      const m = await until(`${res.body.id} leaves scheduled`, async () => {
+        const now = await message(res.body.id);
+        return now.status === 'scheduled' ? undefined : now;
+      });
+      return m.status === 'held' ? { held: m.id } : { refused: m.status };
+    },
+    submission: async (inbox, to, _o, bodyText) => {
+      const transport = nodemailer.createTransport({ host: '127.0.0.1', port: t.server.submissionPort, secure: false, ignoreTLS: true, auth: { user: inbox.address, pass: agent.key } });
+      try {
+        const info = await transport.sendMail({ from: inbox.address, to, subject: 'submitted', text: bodyText });
+        const id = /queued as (msg_\w+)/.exec(info.response)![1];
+        assert.match(info.response, /held for a person/);
+        return { held: id };
+      } catch (err) {
+        return { refused: String((err as { responseCode?: number }).responseCode) };
+      } finally {
+        transport.close();
+      }
+    },
+    mcp: async (inbox, to, _o, bodyText) => {
+      const res = (await mcp.callTool({ name: 'send_message', arguments: { inboxId: inbox.id, to: [to], subject: 'via mcp', bodyText } })) as CallToolResult;
+      const body = res.structuredContent as any;
+      if (res.isError) return { refused: body.error.code };
+      assert.equal(body.status, 'held');
+      // Said in words too: held, why, and not to send it again.
+      const notice = (res.content as Array<{ type: string; text: string }>).map((c) => c.text).join('\n');
+      assert.match(notice, /HELD, NOT SENT/);
+      assert.match(notice, new RegExp(body.hold.reasons[0].code));
+      assert.match(notice, /Do not send it again/);
+      return { held: body.id };
+    },
+  };
+  function api(res: ApiResponse): Outcome {
+    if (res.status !== 202) return { refused: `${res.status} ${res.body?.error?.code}` };
+    assert.equal(res.body.status, 'held', res.text);
+    return { held: res.body.id };
+  }
+
+  for (const [name, path] of Object.entries(paths)) {
+    test(`${name}: a suppressed address is refused; a first contact and a secret are held`, async () => {
+      const tag = name;
+      // Suppressed: the reply answers the suppressed sender; the others address it.
+      const refused = await path(plain, suppressed, fromSuppressed, 'hello');
+      const expected = name === 'submission' ? '550' : name === 'mcp' ? 'RECIPIENTS_SUPPRESSED' : '422 RECIPIENTS_SUPPRESSED';
+      assert.deepEqual(refused, { refused: expected });
+      assert.equal(rig.mx.attempts(suppressed), 0);
+
+      // First contact: careful inbox; the reply (reply-all) reaches the stranger copied on the original.
+      const target = name === 'reply' ? 'stranger@remote.test' : `first-${tag}@remote.test`;
+      const first = await path(careful, target, withStranger, 'hello');
+      assert.ok('held' in first, JSON.stringify(first));
+      await expectHeld(first.held, ['first_contact'], [target]);
+
+      // A secret in the body: plain inbox, to a friend (the reply answers the friend).
+      const to = name === 'reply' ? 'friend@remote.test' : `secret-${tag}@remote.test`;
+      const secret = await path(plain, to, fromFriend, `the deploy key is ${TOKEN}`);
+      assert.ok('held' in secret, JSON.stringify(secret));
+      await expectHeld(secret.held, ['secret_detected'], [to]);
+    });
+  }
+});
