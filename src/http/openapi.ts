@@ -175,6 +175,12 @@ const SCHEMAS: Record<string, Schema> = {
     },
     ['id', 'inboxId', 'threadId', 'direction', 'fromAddress', 'toAddresses', 'ccAddresses', 'subject', 'bodyText', 'bodyHtml', 'status', 'attachments', 'messageIdHeader', 'unread', 'labels', 'createdAt'],
   ),
+  SendCheck: obj({
+    allowed: { type: 'boolean', description: 'The send would be accepted.' },
+    held: { type: 'boolean', description: 'Accepted, it would be held for a person.' },
+    reasons: { type: 'array', items: obj({ code: str(undefined, { enum: [...HOLD_CODES] }), detail: str() }) },
+    recipients: { type: 'array', items: obj({ address: str(), decision: str(undefined, { enum: ['send', 'suppressed', 'blocked', 'hold'] }) }) },
+  }),
   MessagePage: (() => {
     const page = list('Message', true) as { properties: Record<string, Schema> };
     page.properties.totalIsLowerBound = {
@@ -408,6 +414,18 @@ export const OPERATIONS: Record<string, Operation> = {
     description: `The message, status \`queued\`; with \`sendAt\` (ISO 8601, future, at most ${MAX_SCHEDULE_DAYS} days ahead) status \`scheduled\` until then, counted against the daily limit of the day it is sent. A send the outbound policy holds for a person is \`held\` with \`hold.reasons\` (docs/agents.md, "Outbound holds"): not sent, not counted, until released.`,
     response: 'Message',
     errors: ['INBOX_NOT_FOUND', 'INBOX_SUSPENDED', 'INVALID_ADDRESS', 'THREAD_NOT_FOUND', 'DAILY_SEND_LIMIT_EXCEEDED', 'HOURLY_SEND_LIMIT_EXCEEDED', 'RECIPIENT_BLOCKED', 'QUOTA_EXCEEDED', 'RECIPIENTS_SUPPRESSED'],
+  },
+  'POST /inboxes/:inboxId/messages/check': {
+    operationId: 'checkMessage',
+    example: { to: ['customer@example.net'], subject: 'Your order #1042', bodyText: 'Hello,\n\nyour order has shipped.\n' },
+    summary: 'What a send would meet, with nothing sent',
+    tag: 'Messages',
+    body: SendMessageBody,
+    status: 200,
+    description:
+      'The same body as a send. `allowed`: the send would be accepted (no recipient blocked by a send list, at least one not suppressed, the inbox active); `held`: accepted, it would be held for a person for `reasons` (docs/agents.md, "Outbound holds"); each recipient\'s `decision`: `blocked` (a send list), `suppressed`, `hold` (a reason holds the message for it) or `send`. Budgets are not counted.',
+    response: 'SendCheck',
+    errors: ['INBOX_NOT_FOUND', 'INVALID_ADDRESS', 'THREAD_NOT_FOUND'],
   },
   'GET /inboxes/:inboxId/messages': {
     operationId: 'listMessages',

@@ -30,6 +30,7 @@ export const PROGRESS_SETTINGS = { everyMs: 10_000 };
 const TOOL_SCOPES: Readonly<Record<string, Scope>> = {
   update_thread: 'send',
   send_message: 'send',
+  check_message: 'send',
   reply_to_message: 'send',
   forward_message: 'send',
   update_message: 'send',

@@ -14,6 +14,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { Clock } from '../../src/context.ts';
 import type { JobRunner } from '../../src/jobs/runner.ts';
+import { rawRows } from '../../src/store/store.ts';
 import { deliverMail } from '../support/mail.ts';
 import { startOutboundRig, type OutboundRig } from '../support/outbound.ts';
 import { expectError, readResponse, type ApiResponse, type TestServer } from '../support/server.ts';
@@ -131,9 +132,137 @@ describe('the rules', () => {
     assert.match(inFile.body.hold.reasons[0].detail, /a private key \(PEM\) in attachment id_ed25519\.txt/);
   });
 
+  test('auto_reply_loop: answering mail marked Auto-Submitted: auto-*, Precedence bulk|list|junk, or from a no-reply / MAILER-DAEMON sender is held (reply, a send into its thread, SMTP submission with In-Reply-To); Auto-Submitted: no is answered', async () => {
+    const cases: Array<[string, Record<string, string>, boolean]> = [
+      ['robot1@remote.test', { 'Auto-Submitted': 'auto-replied' }, true],
+      ['robot2@remote.test', { 'Auto-Submitted': 'auto-generated; owner-email="x@remote.test"' }, true],
+      ['robot3@remote.test', { Precedence: 'bulk' }, true],
+      ['robot4@remote.test', { Precedence: 'list' }, true],
+      ['robot5@remote.test', { Precedence: 'junk' }, true],
+      ['no-reply@remote.test', {}, true],
+      ['noreply+news@remote.test', {}, true],
+      ['mailer-daemon@remote.test', {}, true],
+      ['human@remote.test', { 'Auto-Submitted': 'no', Precedence: 'first-class' }, false],
+    ];
+    for (const [from, headers, held] of cases) {
+      const subject = `auto ${from}`;
+      await deliverMail(t.server.smtpPort, { from, to: plain.address, subject, text: 'automatic', headers });
+      const original = await until(subject, async () => ((await t.api('GET', `/inboxes/${plain.id}/messages?direction=inbound`)).body.data as any[]).find((m) => m.subject === subject));
+      const reply = await t.api('POST', `/messages/${original.id}/reply`, { bodyText: 'thanks' }, { key: agent.key });
+      assert.equal(reply.status, 202, reply.text);
+      if (!held) {
+        assert.equal(reply.body.status, 'queued', from);
+        continue;
+      }
+      await expectHeld(reply.body.id, ['auto_reply_loop'], [from]);
+      assert.match(reply.body.hold.reasons[0].detail, /answers automatic mail/);
+      // A send into the thread answers its last message: the automatic one is still that for the held reply.
+      const inThread = await send(plain, { to: [from], threadId: original.threadId });
+      assert.deepEqual(codes(inThread.body), ['auto_reply_loop'], from);
+      if (from === 'robot1@remote.test') {
+        const transport = nodemailer.createTransport({ host: '127.0.0.1', port: t.server.submissionPort, secure: false, ignoreTLS: true, auth: { user: plain.address, pass: agent.key } });
+        try {
+          const info = await transport.sendMail({ from: plain.address, to: from, subject: `Re: ${subject}`, text: 'ok', inReplyTo: original.messageIdHeader });
+          assert.match(info.response, /held for a person \(auto_reply_loop\)/);
+        } finally {
+          transport.close();
+        }
+      }
+    }
+  });
+
+  test('thread_budget: the sixth send of an inbox in one thread within an hour is held ([policy] thread_hourly_sends = 5); an hour later the thread goes on', async () => {
+    const first = (await send(plain, { to: ['budget@remote.test'], subject: 'budget' })).body;
+    for (let i = 0; i < 4; i++) assert.equal((await send(plain, { to: ['budget@remote.test'], threadId: first.threadId })).body.status, 'queued');
+    const sixth = (await send(plain, { to: ['budget@remote.test'], threadId: first.threadId })).body;
+    assert.equal(sixth.status, 'held');
+    assert.deepEqual(codes(sixth), ['thread_budget']);
+    assert.match(sixth.hold.reasons[0].detail, /already sent 5 messages in thread thr_\w+ within the last hour; \[policy\] thread_hourly_sends is 5/);
+    const [entry] = await auditOf('message.held', sixth.id);
+    assert.deepEqual(entry!.detail.reasons.map((r: any) => r.code), ['thread_budget']);
+    // Held sends do not count: the next one is held for the same reason, not for more.
+    assert.match((await send(plain, { to: ['budget@remote.test'], threadId: first.threadId })).body.hold.reasons[0].detail, /already sent 5 messages/);
+    // Another thread is not concerned.
+    assert.equal((await send(plain, { to: ['budget@remote.test'], subject: 'another' })).body.status, 'queued');
+    offset += 3_600_000 + 60_000;
+    assert.equal((await send(plain, { to: ['budget@remote.test'], threadId: first.threadId })).body.status, 'queued');
+  });
+
   test('several rules at once: every reason, in order', async () => {
     const res = await send(strict, { to: ['both@remote.test'], bodyText: `here: ${TOKEN}` });
     await expectHeld(res.body.id, ['always', 'secret_detected'], ['both@remote.test']);
+  });
+});
+
+describe('POST /inboxes/{id}/messages/check', () => {
+  const messageCount = async (): Promise<number> => Number((await rawRows<[number]>(t.server.ctx.db, 'SELECT count(*) FROM messages'))[0]?.[0]);
+  const check = (inbox: { id: string }, body: Record<string, unknown>, key = agent.key) => t.api('POST', `/inboxes/${inbox.id}/messages/check`, { subject: 's', bodyText: 'hello', ...body }, { key });
+
+  test('each recipient\'s decision (send, hold, suppressed, blocked), allowed, held and the reasons; nothing stored, sent, recorded or audited', async () => {
+    assert.equal((await t.api('POST', '/suppressions', { address: 'check-sup@remote.test' })).status, 201);
+    await deliverMail(t.server.smtpPort, { from: 'check-known@remote.test', to: careful.address, subject: 'known', text: 'hi' });
+    await until('check-known arrived', async () => ((await t.api('GET', `/inboxes/${careful.id}/messages?direction=inbound`)).body.data as any[]).find((m) => m.fromAddress === 'check-known@remote.test'));
+    const [stored, held] = [await messageCount(), (await t.api('GET', '/events?types=message.held&limit=1000')).body.data.length];
+
+    const res = await check(careful, { to: ['check-known@remote.test', 'Check-New@remote.test'], cc: ['check-sup@remote.test'] });
+    assert.equal(res.status, 200, res.text);
+    assert.deepEqual(
+      { ...res.body, reasons: res.body.reasons.map((r: any) => r.code) },
+      {
+        allowed: true,
+        held: true,
+        reasons: ['first_contact'],
+        recipients: [
+          { address: 'check-known@remote.test', decision: 'send' },
+          { address: 'Check-New@remote.test', decision: 'hold' },
+          { address: 'check-sup@remote.test', decision: 'suppressed' },
+        ],
+      },
+    );
+    // A secret holds the message for every recipient; a clean one is sent.
+    const secret = (await check(plain, { to: ['a@remote.test', 'b@remote.test'], bodyText: TOKEN })).body;
+    assert.deepEqual([secret.allowed, secret.held, secret.reasons[0].code, secret.recipients.map((r: any) => r.decision)], [true, true, 'secret_detected', ['hold', 'hold']]);
+    assert.deepEqual((await check(plain, { to: ['a@remote.test'] })).body, { allowed: true, held: false, reasons: [], recipients: [{ address: 'a@remote.test', decision: 'send' }] });
+    // Everyone suppressed: not allowed (the send would be 422).
+    assert.deepEqual((await check(plain, { to: ['check-sup@remote.test'] })).body, { allowed: false, held: false, reasons: [], recipients: [{ address: 'check-sup@remote.test', decision: 'suppressed' }] });
+    // A send list blocks one: not allowed (the send would be 403 RECIPIENT_BLOCKED).
+    const entry = (await t.api('POST', '/lists', { direction: 'send', kind: 'block', entry: 'blocked.test', inboxId: plain.id })).body;
+    const blocked = (await check(plain, { to: ['x@blocked.test', 'a@remote.test'] })).body;
+    assert.deepEqual([blocked.allowed, blocked.held, blocked.recipients.map((r: any) => r.decision)], [false, false, ['blocked', 'send']]);
+    assert.equal((await t.api('DELETE', `/lists/${entry.id}`)).status, 204);
+
+    assert.equal(await messageCount(), stored);
+    assert.equal((await t.api('GET', '/events?types=message.held&limit=1000')).body.data.length, held);
+    assert.equal(rig.mx.attempts('Check-New@remote.test'), 0);
+  });
+
+  test('errors: 404 INBOX_NOT_FOUND (another account\'s too), 400 on a bad address or body, 403 INSUFFICIENT_SCOPE without `send`', async () => {
+    expectError(await check({ id: 'inb_nope' }, { to: ['a@remote.test'] }), 404, 'INBOX_NOT_FOUND');
+    const other = await t.newAccount('check-other');
+    expectError(await check(plain, { to: ['a@remote.test'] }, other.key), 404, 'INBOX_NOT_FOUND');
+    expectError(await check(plain, { to: ['not an address'] }), 400, 'INVALID_ADDRESS');
+    expectError(await check(plain, { to: [] }), 400, 'VALIDATION_ERROR');
+    expectError(await check(plain, { to: ['a@remote.test'] }, reviewer.key), 403, 'INSUFFICIENT_SCOPE');
+  });
+
+  test('MCP check_message answers the same; a read-only key does not see it', async () => {
+    const client = new Client({ name: 'holds-check', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${t.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${agent.key}` } } }));
+    try {
+      const res = (await client.callTool({ name: 'check_message', arguments: { inboxId: strict.id, to: ['mcp-check@remote.test'], subject: 's', bodyText: 'x' } })) as CallToolResult;
+      assert.equal(res.isError, undefined);
+      const body = res.structuredContent as any;
+      assert.deepEqual([body.allowed, body.held, body.reasons.map((r: any) => r.code), body.recipients], [true, true, ['always'], [{ address: 'mcp-check@remote.test', decision: 'hold' }]]);
+    } finally {
+      await client.close();
+    }
+    const readOnly = new Client({ name: 'holds-check-ro', version: '1.0.0' });
+    await readOnly.connect(new StreamableHTTPClientTransport(new URL(`${t.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${reviewer.key}` } } }));
+    try {
+      assert.ok(!(await readOnly.listTools()).tools.some((tool) => tool.name === 'check_message'));
+    } finally {
+      await readOnly.close();
+    }
   });
 });
 

@@ -23,7 +23,7 @@
 import type { AppContext } from '../../context.ts';
 import type { Tx } from '../../db/client.ts';
 import { enqueueJob } from '../../jobs/table.ts';
-import { countSendsOfThreadSince, hasExchangedWith, listInboundByMessageId, updateMessageHold } from '../../store/repo/holds.ts';
+import { countSendsOfThreadSince, findLatestInboundOfThread, hasExchangedWith, listInboundByMessageId, updateMessageHold } from '../../store/repo/holds.ts';
 import { findInboxById } from '../../store/repo/inboxes.ts';
 import { retireQueuedJobsOfMessage } from '../../store/repo/jobs.ts';
 import { findMessageById } from '../../store/repo/messages.ts';
@@ -95,7 +95,7 @@ export async function contentReasons(ctx: AppContext, send: HoldCandidate): Prom
     if (kinds.length) found.push(`${kinds.join(', ')} in ${where}`);
   }
   if (found.length) reasons.push({ code: 'secret_detected', detail: `${found.join('; ')}: a person must release it (POST /messages/{id}/release) before it is sent` });
-  const loop = send.inReplyTo ? await automaticOriginal(ctx, send.inbox.accountId, send.inReplyTo) : undefined;
+  const loop = await automaticOriginal(ctx, send);
   if (loop) reasons.push({ code: 'auto_reply_loop', detail: `it answers automatic mail (${loop}); answering it could start a loop between automatic senders` });
   return reasons;
 }
@@ -121,9 +121,15 @@ const NO_REPLY = /^(?:no[-_.]?reply|do[-_.]?not[-_.]?reply|mailer[-_.]?daemon)(?
 /** The header section of a stored source is read up to this many bytes. */
 const HEADER_BYTES = 65_536;
 
-/** Why the inbound mail with Message-ID `messageIdHeader` is automatic, or undefined. */
-async function automaticOriginal(ctx: AppContext, accountId: string, messageIdHeader: string): Promise<string | undefined> {
-  for (const original of await listInboundByMessageId(ctx.db, accountId, messageIdHeader)) {
+/**
+ * Why the mail the send answers is automatic, or undefined. What it answers: the inbound mail
+ * with its In-Reply-To Message-ID, else, when it joins a thread, the thread's newest inbound
+ * mail (a send into a thread whose last message is a held reply still answers the robot).
+ */
+async function automaticOriginal(ctx: AppContext, send: HoldCandidate): Promise<string | undefined> {
+  let answered = send.inReplyTo ? await listInboundByMessageId(ctx.db, send.inbox.accountId, send.inReplyTo) : [];
+  if (!answered.length && send.threadId) answered = [await findLatestInboundOfThread(ctx.db, send.threadId)].filter((m) => m !== undefined);
+  for (const original of answered) {
     const local = splitAddress(original.fromAddress)?.local ?? original.fromAddress;
     if (NO_REPLY.test(local)) return `sent from ${original.fromAddress}`;
     const headers = original.rawPath ? await headerSection(ctx, original.rawPath) : '';

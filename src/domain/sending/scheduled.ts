@@ -42,7 +42,7 @@ export async function renderRelease(ctx: AppContext, payload: ReleasePayload): P
   if (!inbox) return undefined;
   const files = await messageAttachmentRows(ctx, row.id);
   // The holds that read the message (secrets, an answer to automatic mail) are judged at the send time too.
-  const found = await contentReasons(ctx, { inbox, recipients: [], subject: row.subject, bodyText: row.bodyText, bodyHtml: row.bodyHtml, files, inReplyTo: row.inReplyTo });
+  const found = await contentReasons(ctx, { inbox, recipients: [], subject: row.subject, bodyText: row.bodyText, bodyHtml: row.bodyHtml, files, inReplyTo: row.inReplyTo, threadId: row.threadId });
   return { source: await renderSource(ctx, inbox, row, payload, files, ctx.clock.now()), found };
 }
 

@@ -7,6 +7,7 @@ import type { AppContext } from '../../context.ts';
 import { keyActor } from '../../domain/audit/audit.ts';
 import { forwardMessage, replyToMessage } from '../../domain/sending/replies.ts';
 import { cancelMessage } from '../../domain/sending/scheduled.ts';
+import { checkSend } from '../../domain/sending/policy.ts';
 import { MAX_RECIPIENTS, queueSend } from '../../domain/sending/sending.ts';
 import type { Routes } from '../routes.ts';
 import { headerSafe, parseInput } from '../validate.ts';
@@ -56,6 +57,11 @@ export function registerSendingRoutes(r: Routes, ctx: AppContext): void {
     const body = parseInput(SendMessageBody, await req.json());
     return { status: 202, body: await queueSend(ctx, req.principal.accountId, req.params.inboxId, body) };
   });
+  // What a send would meet (lists, suppressions, holds), with nothing sent: src/domain/sending/policy.ts.
+  r.post('/inboxes/:inboxId/messages/check', async (req) => ({
+    status: 200,
+    body: await checkSend(ctx, req.principal.accountId, req.params.inboxId, parseInput(SendMessageBody, await req.json())),
+  }));
   r.post('/messages/:id/reply', async (req) => {
     const body = parseInput(ReplyBody, await req.json());
     return { status: 202, body: await replyToMessage(ctx, req.principal.accountId, req.params.id, body) };

@@ -1,7 +1,7 @@
 // Reads the outbound holds (src/domain/sending/holds.ts) make of the messages table: whether an
 // inbox ever exchanged mail with an address, how many sends a thread had lately, the message a
 // reply answers; and the write of a message's hold.
-import { and, count, eq, gt, notInArray, or, sql } from 'drizzle-orm';
+import { and, count, desc, eq, gt, notInArray, or, sql } from 'drizzle-orm';
 import { messages } from '../../db/schema.ts';
 import type { Db } from '../store.ts';
 
@@ -60,6 +60,17 @@ export function listInboundByMessageId(db: Db, accountId: string, messageIdHeade
     .where(and(eq(messages.accountId, accountId), eq(messages.messageIdHeader, messageIdHeader), eq(messages.direction, 'inbound')))
     .limit(5)
     .all();
+}
+
+/** The newest inbound message of thread `threadId`. */
+export function findLatestInboundOfThread(db: Db, threadId: string): Promise<{ fromAddress: string; rawPath: string | null } | undefined> {
+  return db
+    .select({ fromAddress: messages.fromAddress, rawPath: messages.rawPath })
+    .from(messages)
+    .where(and(eq(messages.threadId, threadId), eq(messages.direction, 'inbound')))
+    .orderBy(desc(messages.createdAt), desc(messages.id))
+    .limit(1)
+    .get();
 }
 
 /** Sets message `id`'s hold (JSON {reasons}). */
