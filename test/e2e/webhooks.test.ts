@@ -75,7 +75,7 @@ test('CRUD: secret only on create and rotation, PUT changes only given fields, c
     // Fixed words win over /webhooks/:id.
     const catalog = await t.api('GET', '/webhooks/catalog');
     assert.equal(catalog.status, 200);
-    assert.deepEqual(catalog.body.data.map((e: any) => e.name).sort(), ['domain.verified', 'message.bounced', 'message.canceled', 'message.complained', 'message.delivered', 'message.received', 'message.sent']);
+    assert.deepEqual(catalog.body.data.map((e: any) => e.name).sort(), ['domain.verified', 'message.bounced', 'message.canceled', 'message.complained', 'message.delivered', 'message.held', 'message.received', 'message.sent']);
     assert.ok(catalog.body.data.every((e: any) => typeof e.description === 'string' && e.description.length > 10));
     assert.deepEqual((await t.api('GET', '/webhooks/logs')).body, { data: [] });
     assert.equal((await t.api('GET', '/webhooks/activity')).body.hours, 6);

@@ -29,7 +29,7 @@ export const EVENT_TYPES = {
   'message.delivered': 'Delivery to the recipient mailbox was confirmed (every recipient was an inbox of this appliance).',
   'message.bounced': 'The message could not be delivered: a recipient server rejected it, or a bounce report named it.',
   'message.complained': 'A recipient marked the message as spam (an ARF feedback report named it).',
-  'message.canceled': 'A scheduled message was canceled before its send time (POST /messages/{id}/cancel); it is never sent.',
+  'message.canceled': 'A scheduled message was canceled before its send time, or a held send was canceled or expired (POST /messages/{id}/cancel, [policy] hold_expiry); it is never sent.',
   'message.held': 'A send was held for a person by the outbound policy (hold.reasons says why); POST /messages/{id}/release sends it, /cancel or [policy] hold_expiry cancels it.',
   'domain.verified': 'A custom domain passed DNS verification for sending.',
 } as const;
