@@ -51,6 +51,7 @@ function replyToEverything(t: TestServer, inboxId: string): { stop: () => Promis
   let running = true;
   const replies: string[] = [];
   let after = '';
+  let failure: unknown;
   const loop = (async () => {
     while (running) {
       const events = (await t.api('GET', `/events?types=message.received&inboxId=${inboxId}${after ? `&after=${after}` : ''}`)).body.data as Array<{ id: string; data: { id: string } }>;
@@ -62,12 +63,16 @@ function replyToEverything(t: TestServer, inboxId: string): { stop: () => Promis
       }
       if (!events.length) await new Promise((r) => setTimeout(r, 50));
     }
-  })();
+  })().catch((err) => {
+    // Reported by stop(), after the test's own assertion names what did not happen.
+    failure = err;
+  });
   return {
     replies,
     stop: async () => {
       running = false;
       await loop;
+      if (failure) throw failure;
     },
   };
 }

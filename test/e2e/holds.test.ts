@@ -451,3 +451,21 @@ describe('every sending path against a suppressed address, a first contact and a
     });
   }
 });
+
+test('the suppression list is audited: suppression.added by the key (manual) or by the system (a hard bounce), suppression.removed by the key; an address already listed adds no entry', async () => {
+  const address = 'audited@remote.test';
+  assert.equal((await t.api('POST', '/suppressions', { address })).status, 201);
+  assert.equal((await t.api('POST', '/suppressions', { address })).status, 200);
+  const [added, ...again] = await auditOf('suppression.added', address);
+  assert.equal(again.length, 0);
+  assert.deepEqual([added!.actor, added!.detail], [{ type: 'key', id: t.keyId }, { reason: 'manual' }]);
+  assert.equal((await t.api('DELETE', `/suppressions/${address}`, undefined, { key: reviewer.key })).status, 204);
+  const [removed] = await auditOf('suppression.removed', address);
+  assert.deepEqual(removed!.actor, { type: 'key', id: reviewer.id });
+
+  rig.mx.script('hard@remote.test', '550');
+  const res = await send(plain, { to: ['hard@remote.test'] });
+  await reaches(res.body.id, 'bounced');
+  const [bounce] = await auditOf('suppression.added', 'hard@remote.test');
+  assert.deepEqual([bounce!.actor, bounce!.detail], [{ type: 'system' }, { reason: 'bounce', messageId: res.body.id }]);
+});
