@@ -162,6 +162,7 @@ const SCHEMAS: Record<string, Schema> = {
             type: 'array',
             items: obj({ code: str(undefined, { enum: [...HOLD_CODES] }), detail: str('What the rule found, never a secret itself.') }),
           },
+          released: { type: 'boolean', description: 'Present (true) once a person released it (POST /messages/{id}/release).' },
         },
         required: ['reasons'],
         additionalProperties: false,

@@ -346,15 +346,46 @@ describe('release, cancel, expiry', () => {
     assert.equal((await reaches(kept.id, 'sent')).status, 'sent');
   });
 
-  test('a scheduled send is judged when it is due: scheduled at first, held at its time (first contact), then released and sent', async () => {
-    const res = await send(careful, { to: ['later@remote.test'], sendAt: new Date(clock.now().getTime() + 60_000).toISOString() });
+  test('a scheduled send is judged when it is made: held at once (sendAt kept); released, it waits for its time and then goes without being judged again', async () => {
+    const sendAt = new Date(clock.now().getTime() + 60_000).toISOString();
+    const res = await send(careful, { to: ['later@remote.test'], sendAt });
     assert.equal(res.status, 202, res.text);
+    await expectHeld(res.body.id, ['first_contact'], ['later@remote.test']);
+    assert.equal(res.body.sendAt, sendAt);
+    const released = await t.api('POST', `/messages/${res.body.id}/release`, {}, { key: reviewer.key });
+    assert.equal(released.status, 200, released.text);
+    assert.deepEqual([released.body.status, released.body.recipients[0].status, released.body.hold.released], ['scheduled', 'scheduled', true]);
+    offset += 120_000;
+    wakeJobs();
+    // Still a first contact at its time: a person released it, so it is sent.
+    await reaches(res.body.id, 'sent');
+  });
+
+  test('released after its time had passed, a send held when scheduled leaves at once', async () => {
+    const res = await send(careful, { to: ['late@remote.test'], sendAt: new Date(clock.now().getTime() + 60_000).toISOString() });
+    assert.equal(res.body.status, 'held');
+    offset += 120_000;
+    wakeJobs();
+    // Its first release job ran at the send time and left it held.
+    await until('the release job ran', async () => ((await rawRows<[string]>(t.server.ctx.db, "SELECT status FROM jobs WHERE kind = 'release' AND payload LIKE ?", [`%${res.body.id}%`]))[0]?.[0] === 'done' ? true : undefined));
+    assert.equal((await message(res.body.id)).status, 'held');
+    assert.equal((await t.api('POST', `/messages/${res.body.id}/release`, {}, { key: reviewer.key })).body.status, 'scheduled');
+    wakeJobs();
+    const m = await reaches(res.body.id, 'sent');
+    assert.equal(m.recipients[0].status, 'sent');
+    assert.equal(rig.mx.attempts('late@remote.test'), 1);
+  });
+
+  test('a scheduled send is judged again when it is due: clear when made, held at its time (the inbox turned to approval "always"), released and sent', async () => {
+    const later = (await t.api('POST', '/inboxes', { address: 'later' })).body;
+    const res = await send(later, { to: ['due@remote.test'], sendAt: new Date(clock.now().getTime() + 60_000).toISOString() });
     assert.equal(res.body.status, 'scheduled');
+    assert.equal((await t.api('PATCH', `/inboxes/${later.id}`, { sendPolicy: { approval: 'always' } })).status, 200);
     offset += 120_000;
     wakeJobs();
     await reaches(res.body.id, 'held');
-    await expectHeld(res.body.id, ['first_contact'], ['later@remote.test']);
-    assert.equal((await t.api('POST', `/messages/${res.body.id}/release`, {}, { key: reviewer.key })).status, 200);
+    await expectHeld(res.body.id, ['always'], ['due@remote.test']);
+    assert.equal((await t.api('POST', `/messages/${res.body.id}/release`, {}, { key: reviewer.key })).body.status, 'queued');
     await reaches(res.body.id, 'sent');
   });
 });
@@ -397,7 +428,8 @@ describe('every sending path against a suppressed address, a first contact and a
     },
     scheduled: async (inbox, to, _o, bodyText) => {
       const res = await send(inbox, { to: [to], bodyText, sendAt: new Date(clock.now().getTime() + 60_000).toISOString() });
-      if (res.status !== 202) return api(res);
+      // Judged when it is made; the test above shows it judged at its time too.
+      if (res.status !== 202 || res.body.status === 'held') return api(res);
       offset += 120_000;
       wakeJobs();
       const m = await until(`${res.body.id} leaves scheduled`, async () => {

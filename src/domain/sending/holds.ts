@@ -16,14 +16,15 @@
 //                    the last hour
 //
 // Every way a send comes in goes through queueOutbound (src/domain/sending/sending.ts): the API,
-// replies, forwards, drafts, SMTP submission and MCP. A scheduled send is checked when it is due
-// (releaseIn, scheduled.ts), on what holds then. The rules that read the message (secrets, the
+// replies, forwards, drafts, SMTP submission and MCP. A scheduled send is checked when it is made
+// and again when it is due (releaseIn, scheduled.ts), on what holds then, unless a person released
+// it meanwhile. The rules that read the message (secrets, the
 // answered mail's headers) run before the send's transaction; those that read the inbox's mail
 // (first contact, thread budget) run inside it, beside the suppression list.
 import type { AppContext } from '../../context.ts';
 import type { Tx } from '../../db/client.ts';
 import { enqueueJob } from '../../jobs/table.ts';
-import { countSendsOfThreadSince, findLatestInboundOfThread, hasExchangedWith, listInboundByMessageId, updateMessageHold } from '../../store/repo/holds.ts';
+import { countSendsOfThreadSince, findLatestInboundOfThread, findNewestJobPayloadOfMessage, hasExchangedWith, listInboundByMessageId, updateMessageHold } from '../../store/repo/holds.ts';
 import { findInboxById } from '../../store/repo/inboxes.ts';
 import { retireQueuedJobsOfMessage } from '../../store/repo/jobs.ts';
 import { findMessageById } from '../../store/repo/messages.ts';
@@ -36,7 +37,7 @@ import { countSend, type InboxRow } from '../inboxes/inboxes.ts';
 import { attachmentMetaFor, type AttachmentRow } from '../mail/attachments.ts';
 import { attachmentText, decodeText, textKind } from '../mail/attachment-text.ts';
 import { getMessage, messageView, type Message, type MessageRow, type RecipientOutcome } from '../mail/messages.ts';
-import { RELEASE_JOB } from './send-at.ts';
+import { RELEASE_JOB, scheduleRelease, type ReleasePayload } from './send-at.ts';
 import { enqueueDeliveries, planDelivery, writeMessageState } from './sending.ts';
 import { findSecrets } from './secrets.ts';
 import { allSuppressed, suppressedAmong, SUPPRESSED_RESPONSE } from './suppressions.ts';
@@ -49,9 +50,10 @@ export interface HoldReason {
   detail: string;
 }
 
-/** What a held Message shows: `hold: {reasons}`. */
+/** What a held Message shows: `hold: {reasons}`, and `released: true` once a person released it. */
 export interface Hold {
   reasons: HoldReason[];
+  released?: boolean;
 }
 
 /** Job kind that cancels a hold nobody released within `[policy] hold_expiry`. */
@@ -232,16 +234,38 @@ export async function releaseHeldSend(ctx: AppContext, accountId: string, id: st
     list = list.map((r) => (r.status === 'held' && suppressed.has(r.address.toLowerCase()) ? { ...r, status: 'suppressed', response: SUPPRESSED_RESPONSE } : r));
     const pending = list.filter((r) => r.status === 'held').map((r) => r.address);
     if (!pending.length) throw allSuppressed(list.map((r) => r.address));
-    await countSend(tx, ctx, inbox);
-    list = list.map((r) => (r.status === 'held' ? { ...r, status: 'queued', response: null } : r));
+    const now = ctx.clock.now();
+    const hold = JSON.parse(row.hold ?? '{"reasons":[]}') as Hold;
+    // A send held when it was scheduled has no source yet: it goes back to `scheduled` and its
+    // release job (due at its time, or now if that has passed) builds, counts and queues it,
+    // without judging it again. Any other held send is counted and queued now.
+    const scheduled = row.rawPath === null && row.sendAt !== null;
+    const status = scheduled ? 'scheduled' : 'queued';
+    if (!scheduled) await countSend(tx, ctx, inbox);
+    list = list.map((r) => (r.status === 'held' ? { ...r, status, response: null } : r));
     // Only while it is still held: a second release or a cancel at the same moment finds it changed.
-    if ((await writeMessageState(tx, ctx, row, list, 'queued', true)) === 'stale') throw notHeld(id, 'no longer held');
-    await enqueueDeliveries(tx, ctx, ctx.clock.now(), row.id, await planDelivery(ctx, pending));
-    await retireQueuedJobsOfMessage(tx, HOLD_EXPIRY_JOB, id, ctx.clock.now(), 'released');
-    await recordAudit(ctx, tx, accountId, actor, 'message.released', id, { inboxId: row.inboxId, reasons: (JSON.parse(row.hold ?? '{"reasons":[]}') as Hold).reasons });
+    if ((await writeMessageState(tx, ctx, row, list, status, true)) === 'stale') throw notHeld(id, 'no longer held');
+    await updateMessageHold(tx, id, JSON.stringify({ ...hold, released: true } satisfies Hold));
+    if (scheduled) await requeueRelease(tx, ctx, row, now);
+    else await enqueueDeliveries(tx, ctx, now, row.id, await planDelivery(ctx, pending));
+    await retireQueuedJobsOfMessage(tx, HOLD_EXPIRY_JOB, id, now, 'released');
+    await recordAudit(ctx, tx, accountId, actor, 'message.released', id, { inboxId: row.inboxId, reasons: hold.reasons });
   });
   ctx.notify('jobs');
   return getMessage(ctx, accountId, id);
+}
+
+/**
+ * The release job of a scheduled send released by a person: its first one (queued when it was
+ * scheduled, with the To and Cc display names) is retired, or did nothing at its time while the
+ * send was held; a new one with the same payload is due at the send time, or now.
+ */
+async function requeueRelease(tx: Tx, ctx: AppContext, row: MessageRow, now: Date): Promise<void> {
+  const stored = await findNewestJobPayloadOfMessage(tx, RELEASE_JOB, row.id);
+  const bare = (json: string) => (JSON.parse(json) as string[]).map((address) => ({ name: null, address }));
+  const payload: ReleasePayload = stored ? (JSON.parse(stored) as ReleasePayload) : { messageId: row.id, to: bare(row.toAddresses), cc: bare(row.ccAddresses) };
+  await retireQueuedJobsOfMessage(tx, RELEASE_JOB, row.id, now, 'released by a person: queued again');
+  await scheduleRelease(tx, ctx, now, payload, new Date(Math.max(Date.parse(row.sendAt!), now.getTime())));
 }
 
 async function heldRow(tx: Tx, accountId: string, id: string): Promise<MessageRow> {

@@ -25,7 +25,7 @@ import { enqueueDeliveries, findOutboundRow, planDelivery, renderSource, writeMe
 import { utcDay } from '../time.ts';
 import { suppressedAmong, SUPPRESSED_RESPONSE } from './suppressions.ts';
 import { type ReleasePayload } from './send-at.ts';
-import { cancelHeldOrScheduledIn, contentReasons, holdReasons, holdScheduledIn, type HoldReason } from './holds.ts';
+import { cancelHeldOrScheduledIn, contentReasons, holdReasons, holdScheduledIn, type Hold, type HoldReason } from './holds.ts';
 import type { Actor } from '../audit/audit.ts';
 import { findInboxById } from '../../store/repo/inboxes.ts';
 import { findMessageById } from '../../store/repo/messages.ts';
@@ -82,8 +82,10 @@ export async function releaseIn(tx: Tx, ctx: AppContext, messageId: string, sour
     await writeMessageState(tx, ctx, fresh, list, 'failed');
     return withSource(false);
   }
-  // Holds for a person (src/domain/sending/holds.ts) on what holds at the send time: held, not counted, not queued.
-  const { reasons } = await holdReasons(tx, ctx, { inbox, recipients: pending, subject: row.subject, bodyText: row.bodyText, bodyHtml: row.bodyHtml, files: [], inReplyTo: row.inReplyTo, threadId: row.threadId }, found);
+  // Holds for a person (src/domain/sending/holds.ts) on what holds at the send time: held, not
+  // counted, not queued. A send a person released (held when it was scheduled) is not judged again.
+  const released = row.hold !== null && (JSON.parse(row.hold) as Hold).released === true;
+  const { reasons } = released ? { reasons: [] } : await holdReasons(tx, ctx, { inbox, recipients: pending, subject: row.subject, bodyText: row.bodyText, bodyHtml: row.bodyHtml, files: [], inReplyTo: row.inReplyTo, threadId: row.threadId }, found);
   if (reasons.length) {
     await holdScheduledIn(tx, ctx, fresh, list, reasons, (held, status) => writeMessageState(tx, ctx, fresh, held, status));
     return withSource(false);

@@ -281,7 +281,7 @@ export async function queueOutbound(ctx: AppContext, draft: OutboundDraft): Prom
     createdAt: iso,
     updatedAt: iso,
   };
-  // The holds that read the message (src/domain/sending/holds.ts); a scheduled send is checked when it is due.
+  // The holds that read the message (src/domain/sending/holds.ts); a scheduled send is checked again when it is due.
   const thread = draft.threadId ?? (draft.parents.length ? await findThreadIdOfParents(ctx.db, inbox.accountId, inbox.id, draft.parents) : undefined);
   const candidate: HoldCandidate = {
     inbox,
@@ -293,7 +293,7 @@ export async function queueOutbound(ctx: AppContext, draft: OutboundDraft): Prom
     inReplyTo: draft.inReplyTo,
     threadId: thread,
   };
-  const found = sendAt ? [] : await contentReasons(ctx, candidate);
+  const found = await contentReasons(ctx, candidate);
   if (!sendAt) Object.assign(row, await renderSource(ctx, { address: inbox.address, displayName: draft.fromName }, row, { to: draft.to, cc: draft.cc }, [...draft.own, ...draft.linked], now, draft.cids));
 
   try {
@@ -315,21 +315,23 @@ export async function queueOutbound(ctx: AppContext, draft: OutboundDraft): Prom
         row.recipients = JSON.stringify(list.map((r) => (suppressed.has(r.address.toLowerCase()) ? { ...r, status: 'suppressed', response: SUPPRESSED_RESPONSE } : r)));
       }
       // Holds for a person (src/domain/sending/holds.ts), on the recipients left: a held send is
-      // stored `held`, not counted and not queued until a person releases it.
-      const { reasons } = sendAt ? { reasons: [] } : await holdReasons(tx, ctx, { ...candidate, inbox: fresh, recipients: attempted }, found);
+      // stored `held`, not counted and not queued until a person releases it. A scheduled one is
+      // judged now and again at its time (releaseIn), unless a person released it.
+      const { reasons } = await holdReasons(tx, ctx, { ...candidate, inbox: fresh, recipients: attempted }, found);
       if (reasons.length) {
         row.status = 'held';
         row.hold = holdJson(reasons);
-        row.recipients = JSON.stringify((JSON.parse(row.recipients) as RecipientOutcome[]).map((r) => (r.status === 'queued' ? { ...r, status: 'held' } : r)));
+        row.recipients = JSON.stringify((JSON.parse(row.recipients) as RecipientOutcome[]).map((r) => (r.status !== 'suppressed' ? { ...r, status: 'held' } : r)));
       } else if (!sendAt) await countSend(tx, ctx, fresh);
       row.threadId = await threadForMessage(tx, { accountId: inbox.accountId, inboxId: inbox.id, parents: draft.parents, subject: draft.subject, at: iso, threadId: draft.threadId });
       await insertMessageRow(tx, row);
       for (const [path, content] of [...(draft.shared ?? [])].sort(([a], [b]) => (a < b ? -1 : 1))) await ctx.blobs.ensure(tx, path, content);
       if (draft.own.length) await insertAttachments(tx, draft.own);
       if (draft.linked.length) await linkAttachments(tx, id, draft.linked.map((a) => a.id));
+      // A held scheduled send keeps its release job: at its time, still held, the job does nothing (releaseHeldSend queues another).
       if (sendAt) await scheduleRelease(tx, ctx, now, { messageId: id, to: draft.to, cc: draft.cc }, sendAt);
-      else if (reasons.length) await recordHold(tx, ctx, row, reasons);
-      else await enqueueDeliveries(tx, ctx, now, id, await planDelivery(ctx, attempted));
+      if (reasons.length) await recordHold(tx, ctx, row, reasons);
+      else if (!sendAt) await enqueueDeliveries(tx, ctx, now, id, await planDelivery(ctx, attempted));
     });
   } catch (err) {
     await releaseBlobs(ctx, [row.rawPath]);

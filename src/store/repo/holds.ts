@@ -2,7 +2,7 @@
 // inbox ever exchanged mail with an address, how many sends a thread had lately, the message a
 // reply answers; and the write of a message's hold.
 import { and, count, desc, eq, gt, notInArray, or, sql } from 'drizzle-orm';
-import { messages } from '../../db/schema.ts';
+import { jobs, messages } from '../../db/schema.ts';
 import type { Db } from '../store.ts';
 
 /** Outbound statuses that never reached anybody: they are no exchange and no send of a thread. */
@@ -78,3 +78,15 @@ export async function updateMessageHold(db: Db, id: string, hold: string): Promi
   await db.update(messages).set({ hold }).where(eq(messages.id, id)).run();
 }
 
+
+/** The payload (JSON) of the newest job of `kind` for message `messageId`, whatever its status. */
+export async function findNewestJobPayloadOfMessage(db: Db, kind: string, messageId: string): Promise<string | undefined> {
+  const row = await db
+    .select({ payload: jobs.payload })
+    .from(jobs)
+    .where(and(eq(jobs.kind, kind), sql`json_extract(${jobs.payload}, '$.messageId') = ${messageId}`))
+    .orderBy(desc(jobs.createdAt), desc(jobs.id))
+    .limit(1)
+    .get();
+  return row?.payload;
+}
