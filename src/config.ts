@@ -329,6 +329,10 @@ export const CONFIG_SCHEMA = {
     classifier_timeout: duration('5s', 'The classifier must answer within this time; past it (or on any failure) the message keeps the built-in verdict with a `classifier` reason saying so, and is stored as usual.', '100ms'),
     classifier_max_bytes: int(32_768, 'Most bytes of a message\'s visible text sent to the classifier; the rest is cut.', 1024),
   },
+  policy: {
+    thread_hourly_sends: int(5, 'Sends one inbox may make in one thread within an hour (held, canceled and scheduled ones not counted); the next is held for a person with reason `thread_budget` (POST /messages/{id}/release or /cancel), so two agents answering each other stop there.', 1),
+    hold_expiry: duration('72h', 'A send held for a person (reasons first_contact, always, secret_detected, auto_reply_loop, thread_budget) that nobody releases within this time is canceled (status `canceled`, event message.canceled, audit entry by the system).', '1m'),
+  },
 } as const;
 
 /**

@@ -175,6 +175,11 @@ export const messages = sqliteTable(
      * release is a job of the job table due at this time, src/domain/sending/scheduled.ts). Else null.
      */
     sendAt: text('send_at'),
+    /**
+     * Outbound sends the policy held for a person (src/domain/sending/holds.ts): JSON
+     * {reasons: [{code, detail}]}, kept after a release or cancel as a record. Else null.
+     */
+    hold: text('hold'),
     createdAt: text('created_at').notNull(),
     updatedAt: text('updated_at').notNull(),
     /** Inbound: JSON {verdict, score, reasons} of the screener (src/domain/screening/); null when not screened. */

@@ -41,7 +41,7 @@ export const ERROR_STATUS = {
   METHOD_NOT_ALLOWED: 405,
   /** POST /messages/{id}/cancel on a message that is not `scheduled` (src/domain/sending/scheduled.ts). */
   NOT_CANCELABLE: 409,
-  /** POST /messages/{id}/release on a message that is not `held` (src/domain/screening/hold.ts). */
+  /** POST /messages/{id}/release on a message that is not `held` (inbound: src/domain/screening/hold.ts; outbound: src/domain/sending/holds.ts). */
   NOT_HELD: 409,
   URL_EXPIRED: 410,
   /** An `If-Match` that no longer matches: POST /drafts/{id}/send of a draft edited since it was read. */

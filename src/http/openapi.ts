@@ -24,6 +24,7 @@ import { CreateSuppressionBody } from './routes/suppressions.ts';
 import { SUPPRESSION_REASONS } from '../domain/sending/suppressions.ts';
 import { LIST_DIRECTIONS, LIST_KINDS } from '../domain/inboxes/lists.ts';
 import { MAX_SCHEDULE_DAYS } from '../domain/sending/send-at.ts';
+import { HOLD_CODES } from '../domain/sending/holds.ts';
 import { CreateWebhookBody, UpdateWebhookBody } from './routes/webhooks.ts';
 
 type Schema = Record<string, unknown>;
@@ -111,7 +112,7 @@ const SCHEMAS: Record<string, Schema> = {
     complaintCount: int(),
     createdAt: time(),
     sendPolicy: obj({
-      approval: str('Stored and shown; holding sends for a person (`first_contact`, `always`) is not enforced yet.', { enum: ['none', 'first_contact', 'always'] }),
+      approval: str('Holds sends for a person (docs/agents.md, "Outbound holds"): `first_contact` a send to an address the inbox never exchanged mail with, `always` every send.', { enum: ['none', 'first_contact', 'always'] }),
       hourlySendLimit: nullable(int('Sends per UTC clock hour (one per send, whatever its recipients); past it 429 HOURLY_SEND_LIMIT_EXCEEDED. null: no hourly limit.')),
     }),
     screening: str('Screening of inbound mail in this inbox (docs/agents.md): `off`, `monitor` (every inbound Message carries `screening`) or `hold` (a `review` message is `held` until released); the inbox\'s own setting (PATCH) or else `[screening] mode`.', { enum: ['off', 'monitor', 'hold'] }),
@@ -135,7 +136,7 @@ const SCHEMAS: Record<string, Schema> = {
     { ...ATTACHMENT_META, url: str('A fresh presigned download URL, valid `attachments.url_ttl` and needing no key. In API answers only; webhook and event payloads (kept for days) carry none.') },
     Object.keys(ATTACHMENT_META),
   ),
-  Recipient: obj({ address: str(), status: str('queued, scheduled, sending, sent, delivered, bounced, failed, canceled, or suppressed (on the suppression list when the send was made or, for a scheduled send, at its time: never attempted).'), response: nullable(str("The remote server's last reply, or what happened instead.")) }),
+  Recipient: obj({ address: str(), status: str('held (the send is held for a person), queued, scheduled, sending, sent, delivered, bounced, failed, canceled, or suppressed (on the suppression list when the send was made or, for a scheduled send, at its time: never attempted).'), response: nullable(str("The remote server's last reply, or what happened instead.")) }),
   Message: obj(
     {
       id: str(),
@@ -168,6 +169,19 @@ const SCHEMAS: Record<string, Schema> = {
       inReplyTo: nullable(str()),
       recipients: { type: 'array', items: ref('Recipient'), description: 'Outbound only: the outcome per recipient.' },
       sendAt: nullable(time('Outbound only: when a message sent with `sendAt` leaves (status `scheduled` until then); null otherwise.')),
+      hold: {
+        type: ['object', 'null'],
+        description: 'Outbound only: why the outbound policy held the send for a person (status `held`; kept after a release or cancel); null when it was not held.',
+        properties: {
+          reasons: {
+            type: 'array',
+            items: obj({ code: str(undefined, { enum: [...HOLD_CODES] }), detail: str('What the rule found, never a secret itself.') }),
+          },
+          released: { type: 'boolean', description: 'Present (true) once a person released it (POST /messages/{id}/release).' },
+        },
+        required: ['reasons'],
+        additionalProperties: false,
+      },
       authentication: { description: 'Inbound only: SPF, DKIM and DMARC results, or null.' },
       screening: { description: 'Inbound only: the screener\'s verdict (docs/agents.md), or null when the inbox does not screen (`off`) or the message could not be analysed. When it names `hidden_text`, extractedText and extractedHtml leave the hidden part out.', oneOf: [ref('Screening'), { type: 'null' }] },
       unread: { type: 'boolean', description: 'Inbound messages arrive unread, outbound ones are read.' },
@@ -178,6 +192,12 @@ const SCHEMAS: Record<string, Schema> = {
     },
     ['id', 'inboxId', 'threadId', 'direction', 'fromAddress', 'toAddresses', 'ccAddresses', 'subject', 'bodyText', 'bodyHtml', 'status', 'attachments', 'messageIdHeader', 'unread', 'labels', 'createdAt'],
   ),
+  SendCheck: obj({
+    allowed: { type: 'boolean', description: 'The send would be accepted.' },
+    held: { type: 'boolean', description: 'Accepted, it would be held for a person.' },
+    reasons: { type: 'array', items: obj({ code: str(undefined, { enum: [...HOLD_CODES] }), detail: str() }) },
+    recipients: { type: 'array', items: obj({ address: str(), decision: str(undefined, { enum: ['send', 'suppressed', 'blocked', 'hold'] }) }) },
+  }),
   MessagePage: (() => {
     const page = list('Message', true) as { properties: Record<string, Schema> };
     page.properties.totalIsLowerBound = {
@@ -408,9 +428,21 @@ export const OPERATIONS: Record<string, Operation> = {
     tag: 'Messages',
     body: SendMessageBody,
     status: 202,
-    description: `The message, status \`queued\`; with \`sendAt\` (ISO 8601, future, at most ${MAX_SCHEDULE_DAYS} days ahead) status \`scheduled\` until then, counted against the daily limit of the day it is sent.`,
+    description: `The message, status \`queued\`; with \`sendAt\` (ISO 8601, future, at most ${MAX_SCHEDULE_DAYS} days ahead) status \`scheduled\` until then, counted against the daily limit of the day it is sent. A send the outbound policy holds for a person is \`held\` with \`hold.reasons\` (docs/agents.md, "Outbound holds"): not sent, not counted, until released.`,
     response: 'Message',
     errors: ['INBOX_NOT_FOUND', 'INBOX_SUSPENDED', 'INVALID_ADDRESS', 'THREAD_NOT_FOUND', 'DAILY_SEND_LIMIT_EXCEEDED', 'HOURLY_SEND_LIMIT_EXCEEDED', 'RECIPIENT_BLOCKED', 'QUOTA_EXCEEDED', 'RECIPIENTS_SUPPRESSED'],
+  },
+  'POST /inboxes/:inboxId/messages/check': {
+    operationId: 'checkMessage',
+    example: { to: ['customer@example.net'], subject: 'Your order #1042', bodyText: 'Hello,\n\nyour order has shipped.\n' },
+    summary: 'What a send would meet, with nothing sent',
+    tag: 'Messages',
+    body: SendMessageBody,
+    status: 200,
+    description:
+      'The same body as a send. `allowed`: the send would be accepted (no recipient blocked by a send list, at least one not suppressed, the inbox active); `held`: accepted, it would be held for a person for `reasons` (docs/agents.md, "Outbound holds"); each recipient\'s `decision`: `blocked` (a send list), `suppressed`, `hold` (a reason holds the message for it) or `send`. Budgets are not counted.',
+    response: 'SendCheck',
+    errors: ['INBOX_NOT_FOUND', 'INVALID_ADDRESS', 'THREAD_NOT_FOUND'],
   },
   'GET /inboxes/:inboxId/messages': {
     operationId: 'listMessages',
@@ -491,10 +523,10 @@ export const OPERATIONS: Record<string, Operation> = {
   },
   'POST /messages/:id/cancel': {
     operationId: 'cancelMessage',
-    summary: 'Cancel a scheduled message before its send time',
+    summary: 'Cancel a scheduled message before its send time, or a held send',
     tag: 'Messages',
     status: 200,
-    description: 'The message, status `canceled` (each recipient too); it is never sent, and `message.canceled` is recorded. Only a `scheduled` message can be canceled.',
+    description: 'The message, status `canceled` (each recipient too); it is never sent, and `message.canceled` is recorded (and in the audit log). Only a `scheduled` message or a `held` send can be canceled.',
     response: 'Message',
     errors: ['MESSAGE_NOT_FOUND', 'NOT_CANCELABLE'],
   },
@@ -503,9 +535,10 @@ export const OPERATIONS: Record<string, Operation> = {
     summary: 'Release a held message (scope `review`)',
     tag: 'Messages',
     status: 200,
-    description: 'The message, now `received` (inbound): `message.received` follows, as on arrival, and `message.released` is in the audit log. Only a `held` message can be released; an agent\'s key without the `review` scope cannot (403 INSUFFICIENT_SCOPE).',
+    description:
+      'Inbound mail held by screening: the message, now `received`; `message.received` follows, as on arrival. A held send: the message, now `queued`; the send proceeds as any send, counted against the budgets now (429 leaves it held) and checked against the suppression list again (422 RECIPIENTS_SUPPRESSED leaves it held). Either way `message.released` is in the audit log. Only a `held` message can be released (409 NOT_HELD); an agent\'s key without the `review` scope cannot (403 INSUFFICIENT_SCOPE).',
     response: 'Message',
-    errors: ['MESSAGE_NOT_FOUND', 'NOT_HELD', 'INSUFFICIENT_SCOPE'],
+    errors: ['MESSAGE_NOT_FOUND', 'NOT_HELD', 'INSUFFICIENT_SCOPE', 'INBOX_SUSPENDED', 'DAILY_SEND_LIMIT_EXCEEDED', 'HOURLY_SEND_LIMIT_EXCEEDED', 'RECIPIENTS_SUPPRESSED'],
   },
   'POST /inboxes/:inboxId/drafts': {
     operationId: 'createDraft',

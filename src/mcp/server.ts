@@ -9,10 +9,10 @@ import type { AppContext } from '../context.ts';
 import { accountWideInbox, listInboxesOfKey, requireInboxOf, requireScope, type InboxResource, type Principal, type Scope } from '../domain/accounts/apikeys.ts';
 import { AppError, isAppError } from '../domain/errors.ts';
 import { PAGE_LIMITS } from '../domain/pagination.ts';
+import type { Message } from '../domain/mail/messages.ts';
 import { parseInput } from '../http/validate.ts';
 import { errorFields } from '../log.ts';
 import { VERSION } from '../version.ts';
-import type { Message } from '../domain/mail/messages.ts';
 import { withoutHidden } from '../domain/screening/visible.ts';
 import { TOOLS, TOOLS_BY_NAME, UNTRUSTED_CONTENT, type Tool } from './tools.ts';
 
@@ -31,6 +31,7 @@ export const PROGRESS_SETTINGS = { everyMs: 10_000 };
 const TOOL_SCOPES: Readonly<Record<string, Scope>> = {
   update_thread: 'send',
   send_message: 'send',
+  check_message: 'send',
   reply_to_message: 'send',
   forward_message: 'send',
   update_message: 'send',
@@ -60,7 +61,21 @@ const LISTINGS = new Map<string, ToolListing>(
 
 /** A tool's answer: the HTTP route's JSON as text, and as structuredContent (always an object). */
 function toolResult(body: unknown, isError = false): CallToolResult {
-  return { content: [{ type: 'text', text: JSON.stringify(body) }], structuredContent: body as Record<string, unknown>, ...(isError ? { isError } : {}) };
+  const result: CallToolResult = { content: [{ type: 'text', text: JSON.stringify(body) }], structuredContent: body as Record<string, unknown>, ...(isError ? { isError } : {}) };
+  const notice = heldNotice(body);
+  if (notice) result.content.push({ type: 'text', text: notice });
+  return result;
+}
+
+/**
+ * A send the outbound policy held (src/domain/sending/holds.ts) is no failure, and no success an
+ * agent should build on: said in words, so that it tells its user and waits instead of retrying.
+ */
+function heldNotice(body: unknown): string | undefined {
+  const m = body as Partial<Message> | undefined;
+  if (m?.status !== 'held' || m.direction !== 'outbound' || !m.hold) return undefined;
+  const why = m.hold.reasons.map((r) => `${r.code}: ${r.detail}`).join('; ');
+  return `HELD, NOT SENT: message ${m.id} is held for a person to review (${why}). Do not send it again: a person with the review scope releases it (it is then sent) or cancels it; unreleased it is canceled after the hold expiry. Tell your user it awaits approval.`;
 }
 
 /**

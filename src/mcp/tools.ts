@@ -16,6 +16,7 @@ import { PAGE_LIMITS } from '../domain/pagination.ts';
 import { forwardMessage, replyToMessage } from '../domain/sending/replies.ts';
 import { MAX_QUERY_LENGTH } from '../domain/mail/search.ts';
 import { queueSend } from '../domain/sending/sending.ts';
+import { checkSend } from '../domain/sending/policy.ts';
 import { listThreads } from '../domain/mail/threads.ts';
 import { CreateInboxBody } from '../http/routes/inboxes.ts';
 import { Label, UpdateMarksBody } from '../http/routes/messages.ts';
@@ -215,10 +216,19 @@ export const TOOLS: Tool[] = [
   }),
   tool({
     name: 'send_message',
-    description: 'Send a new message from an inbox (POST /inboxes/{inboxId}/messages); answers the Message, status `queued`. `threadId` continues a conversation; `attachmentIds` are uploaded attachments.',
+    description:
+      'Send a new message from an inbox (POST /inboxes/{inboxId}/messages); answers the Message, status `queued`. `threadId` continues a conversation; `attachmentIds` are uploaded attachments. A send the outbound policy holds for a person answers status `held` with `hold.reasons`: it is not sent; do not send it again, tell your user it awaits approval.',
     write: true,
     input: SendMessageBody.extend({ inboxId: InboxId }),
     run: ({ ctx, accountId }, { inboxId, ...body }) => queueSend(ctx, accountId, inboxId, body),
+  }),
+  tool({
+    name: 'check_message',
+    description:
+      'What sending this message would meet, with nothing sent (POST /inboxes/{inboxId}/messages/check): {allowed, held, reasons, recipients: [{address, decision: send|suppressed|blocked|hold}]}. A send that would be held waits for a person to release it: tell your user rather than sending it anyway.',
+    write: false,
+    input: SendMessageBody.extend({ inboxId: InboxId }),
+    run: ({ ctx, accountId }, { inboxId, ...body }) => checkSend(ctx, accountId, inboxId, body),
   }),
   tool({
     name: 'reply_to_message',

@@ -188,7 +188,9 @@ export function createSubmissionService(ctx: AppContext): SubmissionService {
         countSubmission(ctx, 'accepted');
         ctx.log.info('submission accepted', { session: session.id, inboxId: message.inboxId, messageId: message.id, size });
         // The Message and its jobs are committed: only now is the message the server's.
-        done(null, `2.0.0 OK: queued as ${message.id}`);
+        // A send the outbound policy held (src/domain/sending/holds.ts) says so: the client must not send it again.
+        const held = message.status === 'held' ? `, held for a person (${message.hold?.reasons.map((r) => r.code).join(', ')}): not sent until released` : '';
+        done(null, `2.0.0 OK: queued as ${message.id}${held}`);
       } catch (err) {
         countSubmission(ctx, 'rejected');
         done(refuseMessage(ctx, err, session.id, 'submission'));

@@ -70,6 +70,7 @@ const VALID_BODIES: Record<string, unknown> = {
   'POST /account/api-keys': { name: 'x' },
   'POST /domains': { domain: 'another.example' },
   'POST /inboxes/:inboxId/messages': { to: ['someone@example.org'], subject: 's', bodyText: 'b' },
+  'POST /inboxes/:inboxId/messages/check': { to: ['someone@example.org'], subject: 's', bodyText: 'b' },
   'POST /webhooks': { url: 'http://127.0.0.1:9/x' },
   'PUT /webhooks/:id': { description: 'changed' },
   'POST /messages/:id/reply': { bodyText: 'b', replyAll: true },

@@ -105,6 +105,13 @@ const EVENT_QUERY = {
 };
 const HEADER_ATTACKS = ['evil\r\nBcc: victim@example.com', 'a\nb', 'a\rb', 'nul\u0000byte'];
 
+/** The body of a send, and of a check of one. */
+const SEND_BODY = {
+  valid: { to: ['bob@example.org'], subject: 'hi', bodyText: 'x' },
+  fields: { to: 'headers', cc: 'headers', bcc: 'headers', subject: 'header', bodyText: 'string', bodyHtml: 'string', threadId: 'id', attachmentIds: 'strings', sendAt: 'string', listUnsubscribe: 'bool' },
+  required: ['to', 'subject'],
+} satisfies RouteSpec['json'];
+
 const SPEC: Record<string, RouteSpec> = {
   'GET /health': { path: '/health', static: true },
   'GET /openapi.json': { path: '/openapi.json', static: true },
@@ -141,14 +148,15 @@ const SPEC: Record<string, RouteSpec> = {
   'POST /inboxes/:inboxId/messages': {
     path: '/inboxes/:inbox/messages',
     notFound: 'INBOX_NOT_FOUND',
-    json: {
-      valid: { to: ['bob@example.org'], subject: 'hi', bodyText: 'x' },
-      fields: { to: 'headers', cc: 'headers', bcc: 'headers', subject: 'header', bodyText: 'string', bodyHtml: 'string', threadId: 'id', attachmentIds: 'strings', sendAt: 'string', listUnsubscribe: 'bool' },
-      required: ['to', 'subject'],
-    },
+    json: SEND_BODY,
   },
   'POST /messages/:id/cancel': { path: '/messages/:message/cancel', notFound: 'MESSAGE_NOT_FOUND' },
   'POST /messages/:id/release': { path: '/messages/:message/release', notFound: 'MESSAGE_NOT_FOUND' },
+  'POST /inboxes/:inboxId/messages/check': {
+    path: '/inboxes/:inbox/messages/check',
+    notFound: 'INBOX_NOT_FOUND',
+    json: SEND_BODY,
+  },
   'POST /inboxes/:inboxId/drafts': {
     path: '/inboxes/:inbox/drafts',
     notFound: 'INBOX_NOT_FOUND',

@@ -345,12 +345,13 @@ describe('MCP', () => {
     clients.push(client);
     return { client, names: (await client.listTools()).tools.map((x) => x.name).sort() };
   }
-  const reads = TOOLS.filter((x) => !x.write).map((x) => x.name);
+  // check_message changes nothing but needs `send` (outbound holds).
+  const reads = TOOLS.filter((x) => !x.write && x.name !== 'check_message').map((x) => x.name);
 
   test('tools/list shows the tools of the key’s scopes; a call outside them is refused', async () => {
     assert.deepEqual((await toolsOf(await keyWith(['read']))).names, [...reads].sort());
     const agent = await toolsOf(await keyWith(['read', 'send']));
-    assert.ok(agent.names.includes('send_message') && agent.names.includes('update_message') && agent.names.includes('create_draft'));
+    assert.ok(agent.names.includes('send_message') && agent.names.includes('update_message') && agent.names.includes('create_draft') && agent.names.includes('check_message'));
     assert.ok(!agent.names.includes('create_inbox') && !agent.names.includes('delete_inbox'));
     assert.deepEqual((await toolsOf(await keyWith(['manage']))).names, ['create_inbox', 'delete_inbox']);
     const refused = await agent.client.callTool({ name: 'create_inbox', arguments: {} });

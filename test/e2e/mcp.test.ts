@@ -23,6 +23,8 @@ import { expectError, readResponse, startTestServer, type TestServer } from '../
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 const READ_TOOLS = ['list_inboxes', 'get_inbox', 'list_threads', 'search_threads', 'get_thread', 'list_messages', 'search_messages', 'get_message', 'get_attachment', 'wait_for_message', 'list_drafts', 'get_draft'];
+/** Changes nothing, but answers what a send would meet: needs the `send` scope (outbound holds). */
+const CHECK_TOOLS = ['check_message'];
 const WRITE_TOOLS = ['create_inbox', 'delete_inbox', 'update_thread', 'send_message', 'reply_to_message', 'forward_message', 'update_message', 'create_draft', 'update_draft', 'send_draft', 'delete_draft'];
 
 let t: TestServer;
@@ -80,7 +82,7 @@ async function callFails(client: Client, name: string, args: Record<string, unkn
 /** The issue's done-when: list the tools, create an inbox, wait for mail to it, reply, find the reply by search. */
 async function agentRound(client: Client, label: string): Promise<void> {
   const names = (await client.listTools()).tools.map((x) => x.name).sort();
-  assert.deepEqual(names, [...READ_TOOLS, ...WRITE_TOOLS].sort());
+  assert.deepEqual(names, [...READ_TOOLS, ...CHECK_TOOLS, ...WRITE_TOOLS].sort());
   const inbox = await call(client, 'create_inbox', { address: `agent-${label}`, displayName: 'Agent' });
   assert.equal(inbox.address, `agent-${label}@agents.test`);
 
@@ -130,7 +132,7 @@ describe('MCP over Streamable HTTP', () => {
     for (const tool of tools) {
       assert.equal(tool.inputSchema.type, 'object', tool.name);
       assert.equal((tool.inputSchema as { additionalProperties?: boolean }).additionalProperties, false, tool.name);
-      assert.equal(tool.annotations?.readOnlyHint, READ_TOOLS.includes(tool.name), tool.name);
+      assert.equal(tool.annotations?.readOnlyHint, READ_TOOLS.includes(tool.name) || CHECK_TOOLS.includes(tool.name), tool.name);
     }
     const send = tools.find((x) => x.name === 'send_message')!.inputSchema as { required: string[] };
     assert.deepEqual([...send.required].sort(), ['inboxId', 'subject', 'to']);

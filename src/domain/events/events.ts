@@ -29,9 +29,9 @@ export const EVENT_TYPES = {
   'message.delivered': 'Delivery to the recipient mailbox was confirmed (every recipient was an inbox of this appliance).',
   'message.bounced': 'The message could not be delivered: a recipient server rejected it, or a bounce report named it.',
   'message.complained': 'A recipient marked the message as spam (an ARF feedback report named it).',
-  'message.canceled': 'A scheduled message was canceled before its send time (POST /messages/{id}/cancel); it is never sent.',
+  'message.canceled': 'A scheduled message was canceled before its send time, or a held send was canceled or expired (POST /messages/{id}/cancel, [policy] hold_expiry); it is never sent.',
   'domain.verified': 'A custom domain passed DNS verification for sending.',
-  'message.held': 'A message was held for a person (inbound: the screener said `review` in an inbox screening in `hold` mode); nothing else is announced until POST /messages/{id}/release. Delivered only to webhooks that name it.',
+  'message.held': 'A message was held for a person: inbound mail the screener said `review` about in an inbox screening in `hold` mode (nothing else is announced until POST /messages/{id}/release), or a send the outbound policy held (hold.reasons says why; release sends it, /cancel or [policy] hold_expiry cancels it). Delivered only to webhooks that name it.',
 } as const;
 
 export type EventType = keyof typeof EVENT_TYPES;

@@ -352,6 +352,7 @@ async function prepareStore(
         contentHash,
         unread: true,
         sendAt: null,
+        hold: null,
         createdAt,
         updatedAt: now,
         screening: own ? JSON.stringify(own) : null,

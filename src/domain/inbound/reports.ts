@@ -155,7 +155,7 @@ export async function handleReport(ctx: AppContext, parsed: ParsedMail, input: I
       if (!row || verdict!.status === 'unchanged') continue;
       // A complaint suppresses its recipient (a bounce does so in writeMessageState), even when
       // the message is already `complained` through another recipient.
-      if (verdict!.status === 'complained') await suppressIn(tx, row.accountId, [target.recipient], 'complaint', row.id, ctx.clock.now().toISOString());
+      if (verdict!.status === 'complained') await suppressIn(ctx, tx, row.accountId, [target.recipient], 'complaint', row.id, ctx.clock.now().toISOString());
       if (row.status === 'complained') continue;
       const list = JSON.parse(row.recipients) as RecipientOutcome[];
       if (verdict!.status === 'bounced') {

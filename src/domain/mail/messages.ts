@@ -31,6 +31,7 @@ import { runSearch } from './search.ts';
 import { cutBodies } from './body-cut.ts';
 import { hasHiddenText, visibleBodies } from '../screening/visible.ts';
 import type { Screening } from '../screening/screen.ts';
+import type { Hold } from '../sending/holds.ts';
 
 export type { MessageRow, MessageViewRow };
 
@@ -68,6 +69,8 @@ export interface Message {
   recipients?: RecipientOutcome[];
   /** Outbound: when a message sent with `sendAt` leaves (status `scheduled` until then); else null. */
   sendAt?: string | null;
+  /** Outbound: the reasons a send was held for a person (status `held`); else null. */
+  hold?: Hold | null;
   authentication?: unknown;
   /** Inbound: the screener's verdict, score and reasons (src/domain/screening/); null when not screened. */
   screening?: Screening | null;
@@ -119,6 +122,8 @@ export function messageView(row: MessageViewRow, attachments: AttachmentMeta[], 
     m.delivery = row.delivery ?? 'email';
     m.recipients = JSON.parse(row.recipients);
     m.sendAt = row.sendAt ?? null;
+    // Why the policy held it (src/domain/sending/holds.ts); kept after a release or cancel.
+    m.hold = row.hold ? (JSON.parse(row.hold) as Hold) : null;
   } else {
     m.authentication = row.authentication ? JSON.parse(row.authentication) : null;
     m.screening = row.screening ? (JSON.parse(row.screening) as Screening) : null;

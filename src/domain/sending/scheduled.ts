@@ -24,8 +24,9 @@ import { findMessageRow, getMessage, type Message, type RecipientOutcome } from 
 import { enqueueDeliveries, findOutboundRow, planDelivery, renderSource, writeMessageState } from './sending.ts';
 import { utcDay } from '../time.ts';
 import { suppressedAmong, SUPPRESSED_RESPONSE } from './suppressions.ts';
-import { RELEASE_JOB, type ReleasePayload } from './send-at.ts';
-import { retireQueuedJobsOfMessage } from '../../store/repo/jobs.ts';
+import { type ReleasePayload } from './send-at.ts';
+import { cancelHeldOrScheduledIn, contentReasons, holdReasons, holdScheduledIn, type Hold, type HoldReason } from './holds.ts';
+import type { Actor } from '../audit/audit.ts';
 import { findInboxById } from '../../store/repo/inboxes.ts';
 import { findMessageById } from '../../store/repo/messages.ts';
 import { setMessageSource } from '../../store/repo/outbound.ts';
@@ -34,12 +35,15 @@ import { setMessageSource } from '../../store/repo/outbound.ts';
  * Builds and stores the source of a scheduled message for its release (Date: now). Undefined
  * when there is nothing to release: the message was deleted or canceled meanwhile.
  */
-export async function renderRelease(ctx: AppContext, payload: ReleasePayload): Promise<{ rawPath: string; size: number } | undefined> {
+export async function renderRelease(ctx: AppContext, payload: ReleasePayload): Promise<{ source: { rawPath: string; size: number }; found: HoldReason[] } | undefined> {
   const row = await findOutboundRow(ctx, payload.messageId);
   if (!row || row.status !== 'scheduled') return undefined;
   const inbox = await findInboxById(ctx.db, row.inboxId);
   if (!inbox) return undefined;
-  return renderSource(ctx, inbox, row, payload, await messageAttachmentRows(ctx, row.id), ctx.clock.now());
+  const files = await messageAttachmentRows(ctx, row.id);
+  // The holds that read the message (secrets, an answer to automatic mail) are judged at the send time too.
+  const found = await contentReasons(ctx, { inbox, recipients: [], subject: row.subject, bodyText: row.bodyText, bodyHtml: row.bodyHtml, files, inReplyTo: row.inReplyTo, threadId: row.threadId });
+  return { source: await renderSource(ctx, inbox, row, payload, files, ctx.clock.now()), found };
 }
 
 /** Every recipient still waiting gets `status` and `response`. */
@@ -50,7 +54,7 @@ const settle = (list: RecipientOutcome[], status: string, response: string | nul
  * delivery jobs (counted against today's limit), or `failed` when it cannot be sent now. Does
  * nothing when it is no longer `scheduled`. Returns whether delivery jobs were queued.
  */
-export async function releaseIn(tx: Tx, ctx: AppContext, messageId: string, source: { rawPath: string; size: number }): Promise<boolean> {
+export async function releaseIn(tx: Tx, ctx: AppContext, messageId: string, source: { rawPath: string; size: number }, found: HoldReason[] = []): Promise<boolean> {
   const row = await findMessageById(tx, messageId);
   if (!row || row.status !== 'scheduled') return false;
   const inbox = await findInboxById(tx, row.inboxId);
@@ -78,6 +82,14 @@ export async function releaseIn(tx: Tx, ctx: AppContext, messageId: string, sour
     await writeMessageState(tx, ctx, fresh, list, 'failed');
     return withSource(false);
   }
+  // Holds for a person (src/domain/sending/holds.ts) on what holds at the send time: held, not
+  // counted, not queued. A send a person released (held when it was scheduled) is not judged again.
+  const released = row.hold !== null && (JSON.parse(row.hold) as Hold).released === true;
+  const { reasons } = released ? { reasons: [] } : await holdReasons(tx, ctx, { inbox, recipients: pending, subject: row.subject, bodyText: row.bodyText, bodyHtml: row.bodyHtml, files: [], inReplyTo: row.inReplyTo, threadId: row.threadId }, found);
+  if (reasons.length) {
+    await holdScheduledIn(tx, ctx, fresh, list, reasons, (held, status) => writeMessageState(tx, ctx, fresh, held, status));
+    return withSource(false);
+  }
   try {
     await countSend(tx, ctx, inbox);
   } catch (err) {
@@ -93,29 +105,20 @@ export async function releaseIn(tx: Tx, ctx: AppContext, messageId: string, sour
   return withSource(true);
 }
 
-/** The release job of a message still waiting for its time: marked done with the reason, so it never runs. */
-function retireReleaseJob(tx: Tx, messageId: string, now: Date, reason: string): Promise<void> {
-  return retireQueuedJobsOfMessage(tx, RELEASE_JOB, messageId, now, reason);
-}
-
-async function cancelIn(tx: Tx, ctx: AppContext, accountId: string, id: string): Promise<void> {
-  const row = await findMessageById(tx, id);
-  if (!row || row.accountId !== accountId) throw new AppError('MESSAGE_NOT_FOUND', `message ${id} not found`);
-  if (row.status !== 'scheduled') {
-    throw new AppError('NOT_CANCELABLE', `message ${id} is ${row.status}; only a scheduled message (sent with sendAt, not yet due) can be canceled`);
-  }
-  const list = settle(JSON.parse(row.recipients) as RecipientOutcome[], 'canceled', 'canceled before its send time');
-  await writeMessageState(tx, ctx, row, list, 'canceled');
-  // A release job already running finds the message canceled and does nothing.
-  await retireReleaseJob(tx, id, ctx.clock.now(), 'canceled (POST /messages/{id}/cancel)');
-}
-
 /**
- * POST /messages/{id}/cancel: a `scheduled` message becomes `canceled`, its release job is
- * retired and message.canceled recorded, in one transaction. 409 NOT_CANCELABLE otherwise.
+ * POST /messages/{id}/cancel: a `scheduled` or `held` message becomes `canceled`, its release and
+ * expiry jobs are retired, message.canceled recorded and audited with `actor`, in one
+ * transaction. 409 NOT_CANCELABLE otherwise.
  */
-export async function cancelMessage(ctx: AppContext, accountId: string, id: string): Promise<Message> {
+export async function cancelMessage(ctx: AppContext, accountId: string, id: string, actor: Actor): Promise<Message> {
   await findMessageRow(ctx, accountId, id);
-  await ctx.store.transaction((tx) => cancelIn(tx, ctx, accountId, id));
+  await ctx.store.transaction(async (tx) => {
+    const row = await findMessageById(tx, id);
+    if (!row || row.accountId !== accountId) throw new AppError('MESSAGE_NOT_FOUND', `message ${id} not found`);
+    if (row.status !== 'scheduled' && !(row.status === 'held' && row.direction === 'outbound')) {
+      throw new AppError('NOT_CANCELABLE', `message ${id} is ${row.status}; only a scheduled message (sent with sendAt, not yet due) or a held send can be canceled`);
+    }
+    await cancelHeldOrScheduledIn(tx, ctx, row, actor, row.status === 'held' ? 'canceled while held for a person' : 'canceled before its send time');
+  });
   return getMessage(ctx, accountId, id);
 }

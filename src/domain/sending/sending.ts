@@ -21,6 +21,8 @@ import { assertSendRoom, countSend, findInboxByAddress, findInboxRow, type Inbox
 import { assertRecipientsAllowed } from '../inboxes/lists.ts';
 import { parseSendAt, scheduleRelease } from './send-at.ts';
 import { assertOneRecipient, listUnsubscribeHeaders } from './unsubscribe.ts';
+import { contentReasons, holdJson, holdReasons, recordHold, type HoldCandidate } from './holds.ts';
+import { findThreadIdOfParents } from '../../store/repo/messages.ts';
 import { allSuppressed, suppressedAmong, suppressIn, SUPPRESSED_RESPONSE } from './suppressions.ts';
 import { insertMessageRow, messageView, type Message, type MessageRow, type RecipientOutcome } from '../mail/messages.ts';
 import { findThreadRow, messageIdsIn, threadForMessage } from '../mail/threads.ts';
@@ -282,10 +284,24 @@ export async function queueOutbound(ctx: AppContext, draft: OutboundDraft): Prom
     unread: false,
     size: 0,
     sendAt: sendAt?.toISOString() ?? null,
+    hold: null,
     createdAt: iso,
     updatedAt: iso,
     screening: null,
   };
+  // The holds that read the message (src/domain/sending/holds.ts); a scheduled send is checked again when it is due.
+  const thread = draft.threadId ?? (draft.parents.length ? await findThreadIdOfParents(ctx.db, inbox.accountId, inbox.id, draft.parents) : undefined);
+  const candidate: HoldCandidate = {
+    inbox,
+    recipients: draft.recipients,
+    subject: draft.subject,
+    bodyText: draft.bodyText,
+    bodyHtml: draft.bodyHtml,
+    files: [...draft.own, ...draft.linked],
+    inReplyTo: draft.inReplyTo,
+    threadId: thread,
+  };
+  const found = await contentReasons(ctx, candidate);
   if (!sendAt) Object.assign(row, await renderSource(ctx, { address: inbox.address, displayName: draft.fromName }, row, { to: draft.to, cc: draft.cc, listUnsubscribe: draft.listUnsubscribe }, [...draft.own, ...draft.linked], now, draft.cids));
 
   try {
@@ -306,14 +322,24 @@ export async function queueOutbound(ctx: AppContext, draft: OutboundDraft): Prom
         const list = JSON.parse(row.recipients) as RecipientOutcome[];
         row.recipients = JSON.stringify(list.map((r) => (suppressed.has(r.address.toLowerCase()) ? { ...r, status: 'suppressed', response: SUPPRESSED_RESPONSE } : r)));
       }
-      if (!sendAt) await countSend(tx, ctx, fresh);
+      // Holds for a person (src/domain/sending/holds.ts), on the recipients left: a held send is
+      // stored `held`, not counted and not queued until a person releases it. A scheduled one is
+      // judged now and again at its time (releaseIn), unless a person released it.
+      const { reasons } = await holdReasons(tx, ctx, { ...candidate, inbox: fresh, recipients: attempted }, found);
+      if (reasons.length) {
+        row.status = 'held';
+        row.hold = holdJson(reasons);
+        row.recipients = JSON.stringify((JSON.parse(row.recipients) as RecipientOutcome[]).map((r) => (r.status !== 'suppressed' ? { ...r, status: 'held' } : r)));
+      } else if (!sendAt) await countSend(tx, ctx, fresh);
       row.threadId = await threadForMessage(tx, { accountId: inbox.accountId, inboxId: inbox.id, parents: draft.parents, subject: draft.subject, at: iso, threadId: draft.threadId });
       await insertMessageRow(tx, row);
       for (const [path, content] of [...(draft.shared ?? [])].sort(([a], [b]) => (a < b ? -1 : 1))) await ctx.blobs.ensure(tx, path, content);
       if (draft.own.length) await insertAttachments(tx, draft.own);
       if (draft.linked.length) await linkAttachments(tx, id, draft.linked.map((a) => a.id));
+      // A held scheduled send keeps its release job: at its time, still held, the job does nothing (releaseHeldSend queues another).
       if (sendAt) await scheduleRelease(tx, ctx, now, { messageId: id, to: draft.to, cc: draft.cc, ...(draft.listUnsubscribe ? { listUnsubscribe: true } : {}) }, sendAt);
-      else await enqueueDeliveries(tx, ctx, now, id, await planDelivery(ctx, attempted));
+      if (reasons.length) await recordHold(tx, ctx, row, reasons);
+      else if (!sendAt) await enqueueDeliveries(tx, ctx, now, id, await planDelivery(ctx, attempted));
     });
   } catch (err) {
     await releaseBlobs(ctx, [row.rawPath]);
@@ -468,7 +494,7 @@ export async function writeMessageState(tx: Tx, ctx: AppContext, row: MessageRow
   if (list.some((r) => r.status === 'bounced')) {
     const before = new Map((JSON.parse(row.recipients) as RecipientOutcome[]).map((r) => [r.address.toLowerCase(), r.status]));
     const bounced = list.filter((r) => r.status === 'bounced' && before.get(r.address.toLowerCase()) !== 'bounced').map((r) => r.address);
-    if (bounced.length) await suppressIn(tx, row.accountId, bounced, 'bounce', row.id, updatedAt);
+    if (bounced.length) await suppressIn(ctx, tx, row.accountId, bounced, 'bounce', row.id, updatedAt);
   }
   if (status === row.status) return recipients !== row.recipients;
   if (status === 'bounced') await incrementInboxBounces(tx, row.inboxId);

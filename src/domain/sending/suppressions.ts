@@ -25,6 +25,7 @@ import { normalizeRecipient } from '../addresses.ts';
 import { AppError } from '../errors.ts';
 import type { Page, PageResult } from '../pagination.ts';
 import { isoNow } from '../time.ts';
+import { CLI_ACTOR, recordAudit, SYSTEM_ACTOR, type Actor } from '../audit/audit.ts';
 
 export const SUPPRESSION_REASONS = ['manual', 'bounce', 'complaint', 'unsubscribe'] as const;
 export type SuppressionReason = (typeof SUPPRESSION_REASONS)[number];
@@ -51,11 +52,14 @@ export const suppressionKey = (field: string, raw: string): string => normalizeR
  * POST /suppressions: adds `address` (reason `manual`). An address already on the list is
  * answered as it is, reason and time unchanged: `created` false (200 rather than 201).
  */
-export async function addSuppression(ctx: AppContext, accountId: string, address: string): Promise<{ entry: Suppression; created: boolean }> {
+export async function addSuppression(ctx: AppContext, accountId: string, address: string, actor: Actor = CLI_ACTOR): Promise<{ entry: Suppression; created: boolean }> {
   const key = suppressionKey('address', address);
   return ctx.store.transaction(async (tx) => {
     const row: SuppressionRow = { accountId, address: key, reason: 'manual', messageId: null, createdAt: isoNow(ctx.clock) };
-    if (await insertSuppression(tx, row)) return { entry: view(row), created: true };
+    if (await insertSuppression(tx, row)) {
+      await recordAudit(ctx, tx, accountId, actor, 'suppression.added', key, { reason: 'manual' });
+      return { entry: view(row), created: true };
+    }
     return { entry: view((await findSuppression(tx, accountId, key))!), created: false };
   });
 }
@@ -69,7 +73,7 @@ export async function listSuppressions(ctx: AppContext, accountId: string, opts:
 }
 
 /** DELETE /suppressions/{address}: 404 SUPPRESSION_NOT_FOUND when the account has no entry for it. */
-export async function removeSuppression(ctx: AppContext, accountId: string, address: string): Promise<void> {
+export async function removeSuppression(ctx: AppContext, accountId: string, address: string, actor: Actor = CLI_ACTOR): Promise<void> {
   // The address names the entry in the path: one that is no address is on no list.
   let key: string;
   try {
@@ -77,15 +81,20 @@ export async function removeSuppression(ctx: AppContext, accountId: string, addr
   } catch {
     throw new AppError('SUPPRESSION_NOT_FOUND', 'that address is not on the suppression list');
   }
-  if (!(await deleteSuppression(ctx.db, accountId, key))) throw new AppError('SUPPRESSION_NOT_FOUND', `${key} is not on the suppression list`);
+  await ctx.store.transaction(async (tx) => {
+    if (!(await deleteSuppression(tx, accountId, key))) throw new AppError('SUPPRESSION_NOT_FOUND', `${key} is not on the suppression list`);
+    await recordAudit(ctx, tx, accountId, actor, 'suppression.removed', key);
+  });
 }
 
 /**
  * Inside `tx` (the transaction that records the bounce or complaint): puts `addresses` on the
  * account's list. One already there keeps its entry (a manual one stays manual).
  */
-export async function suppressIn(tx: Tx, accountId: string, addresses: string[], reason: SuppressionReason, messageId: string | null, at: string): Promise<void> {
-  for (const address of new Set(addresses.map((a) => a.toLowerCase()))) await insertSuppression(tx, { accountId, address, reason, messageId, createdAt: at });
+export async function suppressIn(ctx: AppContext, tx: Tx, accountId: string, addresses: string[], reason: SuppressionReason, messageId: string | null, at: string): Promise<void> {
+  for (const address of new Set(addresses.map((a) => a.toLowerCase()))) {
+    if (await insertSuppression(tx, { accountId, address, reason, messageId, createdAt: at })) await recordAudit(ctx, tx, accountId, SYSTEM_ACTOR, 'suppression.added', address, { reason, messageId });
+  }
 }
 
 /** Which of `addresses` the account suppresses, lowercase. */

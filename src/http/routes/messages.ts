@@ -8,8 +8,8 @@ import { LABEL_PATTERN, LABEL_RULE } from '../../domain/mail/labels.ts';
 import { deleteMessage, findMessageRow, getMessage, listMessages, MAX_WAIT_SECONDS, MESSAGE_STATUSES, rawMessage, updateMessage, waitForMessages } from '../../domain/mail/messages.ts';
 import { accountWideInbox, requireScope, type Principal } from '../../domain/accounts/apikeys.ts';
 import { keyActor } from '../../domain/audit/audit.ts';
-import { AppError } from '../../domain/errors.ts';
 import { releaseHeldInbound } from '../../domain/screening/hold.ts';
+import { notHeld, releaseHeldSend } from '../../domain/sending/holds.ts';
 import { intParam, parsePage } from '../../domain/pagination.ts';
 import type { Routes } from '../routes.ts';
 import { parseInput, parseQuery } from '../validate.ts';
@@ -67,11 +67,13 @@ export function registerMessageRoutes(r: Routes, ctx: AppContext): void {
     return { status: 200, body: await listMessages(ctx, req.principal.accountId, accountWideInbox(req.principal), { ...parsePage(req.query), ...filters }) };
   });
   r.get('/messages/:id', async (req) => ({ status: 200, body: await getMessage(ctx, req.principal.accountId, req.params.id, req.principal) }));
-  // Inbound holds are released here (src/domain/screening/hold.ts); outbound ones by the sending side.
+  // Held mail (PRODUCT.md "Guarding agents"): inbound mail held by screening is delivered
+  // (src/domain/screening/hold.ts), a held outbound send is queued (src/domain/sending/holds.ts).
   r.post('/messages/:id/release', async (req) => {
     const row = await findMessageRow(ctx, req.principal.accountId, req.params.id);
-    if (row.status !== 'held' || row.direction !== 'inbound') throw new AppError('NOT_HELD', `message ${row.id} is not held`);
-    return { status: 200, body: await releaseHeldInbound(ctx, req.principal.accountId, row.id, keyActor(req.principal.keyId)) };
+    if (row.status !== 'held') throw notHeld(row.id, row.status);
+    const release = row.direction === 'inbound' ? releaseHeldInbound : releaseHeldSend;
+    return { status: 200, body: await release(ctx, req.principal.accountId, row.id, keyActor(req.principal.keyId)) };
   });
   r.patch('/messages/:id', async (req) => ({
     status: 200,

@@ -4,8 +4,10 @@
 // the message. POST /messages/:id/cancel stops a scheduled one (src/domain/sending/scheduled.ts).
 import { z } from 'zod';
 import type { AppContext } from '../../context.ts';
+import { keyActor } from '../../domain/audit/audit.ts';
 import { forwardMessage, replyToMessage } from '../../domain/sending/replies.ts';
 import { cancelMessage } from '../../domain/sending/scheduled.ts';
+import { checkSend } from '../../domain/sending/policy.ts';
 import { MAX_RECIPIENTS, queueSend } from '../../domain/sending/sending.ts';
 import type { Routes } from '../routes.ts';
 import { headerSafe, parseInput } from '../validate.ts';
@@ -62,6 +64,11 @@ export function registerSendingRoutes(r: Routes, ctx: AppContext): void {
     const body = parseInput(SendMessageBody, await req.json());
     return { status: 202, body: await queueSend(ctx, req.principal.accountId, req.params.inboxId, body) };
   });
+  // What a send would meet (lists, suppressions, holds), with nothing sent: src/domain/sending/policy.ts.
+  r.post('/inboxes/:inboxId/messages/check', async (req) => ({
+    status: 200,
+    body: await checkSend(ctx, req.principal.accountId, req.params.inboxId, parseInput(SendMessageBody, await req.json())),
+  }));
   r.post('/messages/:id/reply', async (req) => {
     const body = parseInput(ReplyBody, await req.json());
     return { status: 202, body: await replyToMessage(ctx, req.principal.accountId, req.params.id, body) };
@@ -70,5 +77,5 @@ export function registerSendingRoutes(r: Routes, ctx: AppContext): void {
     const body = parseInput(ForwardBody, await req.json());
     return { status: 202, body: await forwardMessage(ctx, req.principal.accountId, req.params.id, body) };
   });
-  r.post('/messages/:id/cancel', async (req) => ({ status: 200, body: await cancelMessage(ctx, req.principal.accountId, req.params.id) }));
+  r.post('/messages/:id/cancel', async (req) => ({ status: 200, body: await cancelMessage(ctx, req.principal.accountId, req.params.id, keyActor(req.principal.keyId)) }));
 }

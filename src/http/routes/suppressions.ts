@@ -2,6 +2,7 @@
 // src/domain/sending/suppressions.ts.
 import { z } from 'zod';
 import type { AppContext } from '../../context.ts';
+import { keyActor } from '../../domain/audit/audit.ts';
 import { parsePage } from '../../domain/pagination.ts';
 import { addSuppression, listSuppressions, removeSuppression } from '../../domain/sending/suppressions.ts';
 import { unsubscribeByToken } from '../../domain/sending/unsubscribe.ts';
@@ -19,14 +20,14 @@ export const SuppressionQuery = z.object({
 
 export function registerSuppressionRoutes(r: Routes, ctx: AppContext): void {
   r.post('/suppressions', async (req) => {
-    const { entry, created } = await addSuppression(ctx, req.principal.accountId, parseInput(CreateSuppressionBody, await req.json()).address);
+    const { entry, created } = await addSuppression(ctx, req.principal.accountId, parseInput(CreateSuppressionBody, await req.json()).address, keyActor(req.principal.keyId));
     // An address already on the list is answered as it is (200), reason and time unchanged.
     return { status: created ? 201 : 200, body: entry };
   });
   r.get('/suppressions', async (req) => ({ status: 200, body: await listSuppressions(ctx, req.principal.accountId, { ...parsePage(req.query), ...parseQuery(SuppressionQuery, req.query) }) }));
   // Lifting a suppression loosens a brake: the `review` scope once keys have scopes (issue 29).
   r.delete('/suppressions/:address', async (req) => {
-    await removeSuppression(ctx, req.principal.accountId, req.params.address);
+    await removeSuppression(ctx, req.principal.accountId, req.params.address, keyActor(req.principal.keyId));
     return { status: 204 };
   });
   registerUnsubscribeRoutes(r, ctx);

@@ -28,9 +28,9 @@ export const releaseHandler: JobHandler = {
       return retry(reason);
     }
     if (!source) return ok(); // deleted or canceled meanwhile
-    const built = source;
+    const { source: built, found } = source;
     return ok(async (tx) => {
-      if (await releaseIn(tx, ctx, payload.messageId, built)) afterCommit(() => ctx.notify('jobs'));
+      if (await releaseIn(tx, ctx, payload.messageId, built, found)) afterCommit(() => ctx.notify('jobs'));
     });
   },
 };

@@ -75,6 +75,7 @@ type ViewTuple = [
   unread: number,
   sendAt: string | null,
   screening: string | null,
+  hold: string | null,
 ];
 // A list reads each body only to its first `bodyBytes` + 1 characters (the first two `?` of
 // every statement below, bodyChars): the database cuts a 14 MB body, not this process. Every
@@ -84,7 +85,7 @@ type ViewTuple = [
 const viewColumns = (t: string) =>
   `${t}id, ${t}inbox_id, ${t}thread_id, ${t}direction, ${t}from_address, ${t}from_name, ${t}to_addresses, ${t}cc_addresses, ${t}bcc_addresses, ${t}subject,
   substr(${t}body_text, 1, CAST(? AS integer)), substr(${t}body_html, 1, CAST(? AS integer)), ${t}delivery, ${t}status, ${t}message_id_header,
-  ${t}in_reply_to, ${t}recipients, ${t}authentication, ${t}size, ${t}created_at, ${t}updated_at, ${t}unread, ${t}send_at, ${t}screening`;
+  ${t}in_reply_to, ${t}recipients, ${t}authentication, ${t}size, ${t}created_at, ${t}updated_at, ${t}unread, ${t}send_at, ${t}screening, ${t}hold`;
 const VIEW_COLUMNS = viewColumns('');
 const bodyChars = (bodyBytes: number): [number, number] => [bodyBytes + 1, bodyBytes + 1];
 // In VIEW_COLUMNS order.
@@ -113,6 +114,7 @@ const viewRow = (r: ViewTuple): MessageViewRow => ({
   unread: r[21] === 1,
   sendAt: r[22],
   screening: r[23],
+  hold: r[24],
 });
 const pageOfInbox = (db: Db) =>
   preparedRows<[number, number, string, number, number], ViewTuple>(db, `SELECT ${VIEW_COLUMNS} FROM messages WHERE inbox_id = ? AND status <> 'held' ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`);
