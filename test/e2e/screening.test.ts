@@ -96,6 +96,15 @@ describe('screening', () => {
     }
   });
 
+  test('a large message (parsed from its staged file, not on a worker) is screened too', async () => {
+    const filler = `${'Quarterly figures attached, nothing unusual to report this time. '.repeat(16)}\n`.repeat(1500);
+    const id = await send(other.address, { subject: 'Large', text: `${INJECTION}\n${filler}` });
+    const m = (await t.api('GET', `/messages/${id}`)).body;
+    assert.ok(m.size > 1024 * 1024, `size ${m.size}`);
+    assert.equal(m.screening.verdict, 'review');
+    assert.equal(m.screening.reasons[0].code, 'prompt_injection');
+  });
+
   test('PATCH /inboxes/{id} sets screening; a bad mode is 400 VALIDATION_ERROR', async () => {
     expectError(await t.api('PATCH', `/inboxes/${inbox.id}`, { screening: 'block' }), 400, 'VALIDATION_ERROR');
     const res = await t.api('PATCH', `/inboxes/${inbox.id}`, { screening: 'hold' });
