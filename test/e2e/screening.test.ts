@@ -135,8 +135,11 @@ describe('screening', () => {
     expectError(await t.api('GET', `/inboxes/${inbox.id}/messages?status=held`, undefined, { key: agent }), 403, 'INSUFFICIENT_SCOPE');
     const held = (await t.api('GET', `/inboxes/${inbox.id}/messages?status=held`, undefined, { key: reviewer })).body;
     assert.deepEqual(held.data.map((m: any) => [m.id, m.status, m.screening.verdict]), [[id, 'held', 'review']]);
-    const got = (await t.api('GET', `/messages/${id}`, undefined, { key: reviewer })).body;
-    assert.equal(got.status, 'held');
+    const got0 = (await t.api('GET', `/messages/${id}`, undefined, { key: reviewer })).body;
+    assert.equal(got0.status, 'held');
+    // Nor is its thread listed (the subject is the held message's).
+    assert.equal((await t.api('GET', `/inboxes/${inbox.id}/threads`, undefined, { key: agent })).body.total, 0);
+    assert.equal((await t.api('GET', '/threads?q=invoices', undefined, { key: agent })).body.data.filter((th: any) => th.id === got0.threadId).length, 0);
     // MCP: the agent's tools see nothing either.
     const listed = await tool(agentMcp, 'list_messages', { inboxId: inbox.id });
     assert.deepEqual(listed.data, []);
@@ -162,6 +165,7 @@ describe('screening', () => {
     const woken = await waiting;
     assert.equal(woken.id ?? woken.message?.id ?? woken.data?.[0]?.id, id);
     assert.equal((await t.api('GET', `/messages/${id}`, undefined, { key: agent })).body.status, 'received');
+    assert.equal((await t.api('GET', `/inboxes/${inbox.id}/threads`, undefined, { key: agent })).body.total, 1);
     const types = (await t.api('GET', `/events?inboxId=${inbox.id}`)).body.data.filter((e: any) => e.data.id === id).map((e: any) => e.type);
     assert.deepEqual(types, ['message.held', 'message.received']);
     const agentTypes = (await t.api('GET', `/events?inboxId=${inbox.id}`, undefined, { key: agent })).body.data.filter((e: any) => e.data.id === id).map((e: any) => e.type);
