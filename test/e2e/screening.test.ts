@@ -143,6 +143,11 @@ describe('screening', () => {
     // MCP: the agent's tools see nothing either.
     const listed = await tool(agentMcp, 'list_messages', { inboxId: inbox.id });
     assert.deepEqual(listed.data, []);
+    const heldList = await agentMcp.callTool({ name: 'list_messages', arguments: { inboxId: inbox.id, status: 'held' } });
+    assert.ok(heldList.isError);
+    assert.match(JSON.stringify(heldList.content), /INSUFFICIENT_SCOPE/);
+    const reviewerMcp = await mcp(reviewer);
+    assert.deepEqual((await tool(reviewerMcp, 'list_messages', { inboxId: inbox.id, status: 'held' })).data.map((m: any) => m.id), [id]);
     const missing = await agentMcp.callTool({ name: 'get_message', arguments: { messageId: id } });
     assert.ok(missing.isError);
     assert.match(JSON.stringify(missing.content), /MESSAGE_NOT_FOUND/);
