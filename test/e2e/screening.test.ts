@@ -96,6 +96,15 @@ describe('screening', () => {
     }
   });
 
+  test('a large message (parsed from its staged file, not on a worker) is screened too', async () => {
+    const filler = `${'Quarterly figures attached, nothing unusual to report this time. '.repeat(16)}\n`.repeat(1500);
+    const id = await send(other.address, { subject: 'Large', text: `${INJECTION}\n${filler}` });
+    const m = (await t.api('GET', `/messages/${id}`)).body;
+    assert.ok(m.size > 1024 * 1024, `size ${m.size}`);
+    assert.equal(m.screening.verdict, 'review');
+    assert.equal(m.screening.reasons[0].code, 'prompt_injection');
+  });
+
   test('PATCH /inboxes/{id} sets screening; a bad mode is 400 VALIDATION_ERROR', async () => {
     expectError(await t.api('PATCH', `/inboxes/${inbox.id}`, { screening: 'block' }), 400, 'VALIDATION_ERROR');
     const res = await t.api('PATCH', `/inboxes/${inbox.id}`, { screening: 'hold' });
@@ -126,11 +135,19 @@ describe('screening', () => {
     expectError(await t.api('GET', `/inboxes/${inbox.id}/messages?status=held`, undefined, { key: agent }), 403, 'INSUFFICIENT_SCOPE');
     const held = (await t.api('GET', `/inboxes/${inbox.id}/messages?status=held`, undefined, { key: reviewer })).body;
     assert.deepEqual(held.data.map((m: any) => [m.id, m.status, m.screening.verdict]), [[id, 'held', 'review']]);
-    const got = (await t.api('GET', `/messages/${id}`, undefined, { key: reviewer })).body;
-    assert.equal(got.status, 'held');
+    const got0 = (await t.api('GET', `/messages/${id}`, undefined, { key: reviewer })).body;
+    assert.equal(got0.status, 'held');
+    // Nor is its thread listed (the subject is the held message's).
+    assert.equal((await t.api('GET', `/inboxes/${inbox.id}/threads`, undefined, { key: agent })).body.total, 0);
+    assert.equal((await t.api('GET', '/threads?q=invoices', undefined, { key: agent })).body.data.filter((th: any) => th.id === got0.threadId).length, 0);
     // MCP: the agent's tools see nothing either.
     const listed = await tool(agentMcp, 'list_messages', { inboxId: inbox.id });
     assert.deepEqual(listed.data, []);
+    const heldList = await agentMcp.callTool({ name: 'list_messages', arguments: { inboxId: inbox.id, status: 'held' } });
+    assert.ok(heldList.isError);
+    assert.match(JSON.stringify(heldList.content), /INSUFFICIENT_SCOPE/);
+    const reviewerMcp = await mcp(reviewer);
+    assert.deepEqual((await tool(reviewerMcp, 'list_messages', { inboxId: inbox.id, status: 'held' })).data.map((m: any) => m.id), [id]);
     const missing = await agentMcp.callTool({ name: 'get_message', arguments: { messageId: id } });
     assert.ok(missing.isError);
     assert.match(JSON.stringify(missing.content), /MESSAGE_NOT_FOUND/);
@@ -153,6 +170,7 @@ describe('screening', () => {
     const woken = await waiting;
     assert.equal(woken.id ?? woken.message?.id ?? woken.data?.[0]?.id, id);
     assert.equal((await t.api('GET', `/messages/${id}`, undefined, { key: agent })).body.status, 'received');
+    assert.equal((await t.api('GET', `/inboxes/${inbox.id}/threads`, undefined, { key: agent })).body.total, 1);
     const types = (await t.api('GET', `/events?inboxId=${inbox.id}`)).body.data.filter((e: any) => e.data.id === id).map((e: any) => e.type);
     assert.deepEqual(types, ['message.held', 'message.received']);
     const agentTypes = (await t.api('GET', `/events?inboxId=${inbox.id}`, undefined, { key: agent })).body.data.filter((e: any) => e.data.id === id).map((e: any) => e.type);

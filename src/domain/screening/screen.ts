@@ -219,17 +219,25 @@ function linkFindings(links: Array<{ href: string; text: string }>, own: string[
     seen.add(f.detail);
     out.push(f);
   };
+  // A newsletter's hundreds of links go to a few hosts: each host is judged once.
+  const hosts = new Map<string, { reg: string; tracker: boolean }>();
   for (const link of links.slice(0, MAX_LINKS)) {
     const host = hostOf(link.href);
     if (!host) continue;
-    const shown = domainInText(link.text);
-    if (shown && registrable(shown) !== registrable(host) && !TRACKING_REDIRECTORS.has(registrable(host))) {
+    let h = hosts.get(host);
+    if (!h) {
+      h = { reg: registrable(host), tracker: false };
+      h.tracker = TRACKING_REDIRECTORS.has(h.reg);
+      hosts.set(host, h);
+      const uni = punycodeLookalike(host);
+      if (uni) push({ code: 'deceptive_link', weight: LINK_WEIGHT.punycode, detail: cut(`punycode lookalike ${host} (${uni})`) });
+      const copied = imitated(host, own);
+      if (copied) push({ code: 'lookalike_domain', weight: LINK_WEIGHT.lookalike, detail: cut(`link to ${host}, a lookalike of ${copied}`) });
+    }
+    const shown = /\.[a-z\u00a1-\uffff]{2}/i.test(link.text) ? domainInText(link.text) : undefined;
+    if (shown && !h.tracker && registrable(shown) !== h.reg) {
       push({ code: 'deceptive_link', weight: LINK_WEIGHT.mismatch, detail: cut(`link text shows ${shown} but leads to ${host}`) });
     }
-    const uni = punycodeLookalike(host);
-    if (uni) push({ code: 'deceptive_link', weight: LINK_WEIGHT.punycode, detail: cut(`punycode lookalike ${host} (${uni})`) });
-    const copied = imitated(host, own);
-    if (copied) push({ code: 'lookalike_domain', weight: LINK_WEIGHT.lookalike, detail: cut(`link to ${host}, a lookalike of ${copied}`) });
   }
   return out;
 }

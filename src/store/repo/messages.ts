@@ -359,6 +359,17 @@ type ThreadTuple = [id: string, accountId: string, inboxId: string, subject: str
 const THREAD_COLUMNS = 't.id, t.account_id, t.inbox_id, t.subject, t.message_count, t.last_message_at, t.created_at';
 const threadRow = (r: ThreadTuple): ThreadRow => ({ id: r[0], accountId: r[1], inboxId: r[2], subject: r[3], messageCount: r[4], lastMessageAt: r[5], createdAt: r[6] });
 
+async function hasHeld(db: Db, scope: ListScope): Promise<boolean> {
+  const [[n]] = await rawRows<[number]>(
+    db,
+    'inboxId' in scope
+      ? `SELECT coalesce(sum(n), 0) FROM inbox_message_counts WHERE inbox_id = ? AND status = 'held'`
+      : `SELECT coalesce(sum(n), 0) FROM inbox_message_counts WHERE inbox_id IN (SELECT id FROM inboxes WHERE account_id = ?) AND status = 'held'`,
+    ['inboxId' in scope ? scope.inboxId : scope.accountId],
+  );
+  return Number(n) > 0;
+}
+
 /**
  * A page of the threads of `scope`, most recent activity first; with filters `f`, those with at
  * least one message passing all of them.
@@ -368,9 +379,14 @@ export async function listThreadPage(db: Db, scope: ListScope, f: MatchFilters |
   let where = match('t');
   const params: unknown[] = [value];
   if (f) {
+    // matchMessages leaves held mail out unless the filter asks for it.
     const m = matchMessages(scope, f, dialectOf(db));
     where += ` AND t.id IN (SELECT ${m.threadColumn} FROM ${m.from} WHERE ${m.where})`;
     params.push(...m.params);
+  } else if (await hasHeld(db, scope)) {
+    // A thread of held mail only is not listed (its subject is the held message's); asked only
+    // while the scope holds any, from the counters (src/domain/screening/hold.ts).
+    where += ` AND EXISTS (SELECT 1 FROM messages hm WHERE hm.thread_id = t.id AND hm.status <> 'held')`;
   }
   const rows = await rawRows<ThreadTuple>(db, `SELECT ${THREAD_COLUMNS} FROM threads t WHERE ${where} ORDER BY t.last_message_at DESC, t.id DESC LIMIT ? OFFSET ?`, [
     ...params,
