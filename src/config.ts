@@ -259,6 +259,11 @@ export const CONFIG_SCHEMA = {
     retry_schedule: durations(['1m', '5m', '30m', '2h', '6h', '12h'], 'Delays between delivery attempts after a temporary failure; then the message fails.'),
     concurrency_per_domain: int(16, 'Most deliveries in flight to one recipient domain (SMTP connections per MX host); Postfix allows 20.', 1),
     timeout: duration('60s', 'Connection and reply timeout for one SMTP delivery attempt.'),
+    mta_sts: bool(true, 'Honour the MTA-STS policies (RFC 8461) of recipient domains: under `enforce`, mail goes only to the MX hosts the policy names, over TLS with a certificate valid for the MX name, else the attempt is deferred; `testing` policies are only reported (TLS-RPT). false turns it off.'),
+    mta_sts_port: int(443, 'Port of the HTTPS server MTA-STS policies are fetched from (tests point it elsewhere).', 1),
+    mta_sts_timeout: duration('10s', 'Time one MTA-STS policy fetch may take (DNS of the mta-sts host, TLS, the whole body); past it the fetch fails, the domain is treated as having no policy (unless a cached one is still valid) and TLS-RPT reports sts-policy-fetch-error.', '100ms'),
+    mta_sts_max_bytes: int(65_536, 'Largest MTA-STS policy file read; a larger one is abandoned there, the domain is treated as having no policy (unless a cached one is still valid) and TLS-RPT reports sts-policy-invalid.', 256),
+    tls_ca_file: str('', 'PEM file of certificate authorities trusted beside the system roots when checking MTA-STS policy servers and MX certificates (a private PKI; tests); "" uses the system roots only.'),
   },
   dns: {
     servers: resolvers([], 'Resolvers ("ip" or "ip:port") for MX lookups, domain checks and SPF/DKIM/DMARC; [] uses the system resolvers.'),

@@ -6,6 +6,7 @@
 import nodemailer, { type Transporter } from 'nodemailer';
 import type { AppContext } from '../context.ts';
 import type { Service } from '../context.ts';
+import { trustedCas } from './mta-sts.ts';
 
 export interface Envelope {
   /** MAIL FROM: where bounces go. */
@@ -35,6 +36,11 @@ export interface Target {
   port: number;
   /** Never STARTTLS: the second try after a failed TLS handshake with this host. */
   plaintext?: boolean;
+  /**
+   * TLS is required with a certificate valid for `name` (MTA-STS, RFC 8461 §4.2): no
+   * plaintext retry, and a failed check makes the host unreachable with its reason.
+   */
+  verify?: boolean;
 }
 
 interface Pool {
@@ -75,7 +81,7 @@ function poolFor(ctx: AppContext, target: Target | 'relay'): Pool {
   const p = poolsOf(ctx);
   const now = Date.now();
   sweepIdle(p, now);
-  const key = target === 'relay' ? 'relay' : `${target.name}|${target.address}|${target.port}${target.plaintext ? '|plain' : ''}`;
+  const key = target === 'relay' ? 'relay' : `${target.name}|${target.address}|${target.port}${target.plaintext ? '|plain' : ''}${target.verify ? '|verify' : ''}`;
   const existing = p.byKey.get(key);
   if (existing) return existing;
   let t: Transporter;
@@ -103,6 +109,15 @@ function poolFor(ctx: AppContext, target: Target | 'relay'): Pool {
       auth: url.username ? { user: decodeURIComponent(url.username), pass: decodeURIComponent(url.password) } : undefined,
       // A smarthost is a known party holding our credentials: its certificate is checked.
       tls: { rejectUnauthorized: o.relay_verify_tls },
+    });
+  } else if (target.verify) {
+    t = nodemailer.createTransport({
+      ...common,
+      host: target.address,
+      port: target.port,
+      requireTLS: true,
+      opportunisticTLS: false,
+      tls: { servername: target.name, rejectUnauthorized: true, ca: trustedCas(ctx) },
     });
   } else {
     t = nodemailer.createTransport({
@@ -136,15 +151,19 @@ const oneLine = (s: string | undefined) => (s ?? '').replace(/\s+/g, ' ').trim()
  */
 export async function deliverAttempt(ctx: AppContext, target: Target | 'relay', envelope: Envelope, raw: Buffer, signal?: AbortSignal): Promise<AttemptResult> {
   const res = await attemptOnce(ctx, target, envelope, raw, signal);
-  if (res.kind === 'unreachable' && target !== 'relay' && !target.plaintext && isTlsFailure(res) && !signal?.aborted) {
+  if (res.kind === 'unreachable' && target !== 'relay' && !target.plaintext && !target.verify && isTlsFailure(res) && !signal?.aborted) {
     ctx.log.warn('STARTTLS failed, retrying without TLS', { host: res.host, error: res.error });
     return attemptOnce(ctx, { ...target, plaintext: true }, envelope, raw, signal);
   }
   return res;
 }
 
-/** The STARTTLS step failed (an error during the upgrade, or a handshake that never finished). */
-const isTlsFailure = (res: { errorCode?: string; error: string }) => res.errorCode === 'ETLS' || /TLS handshake/i.test(res.error);
+/**
+ * The STARTTLS step failed (an error during the upgrade, a handshake that never finished, or,
+ * for a `verify` target, a certificate the check refused).
+ */
+export const isTlsFailure = (res: { errorCode?: string; error: string }) =>
+  res.errorCode === 'ETLS' || /TLS handshake|certificate|altnames/i.test(res.error);
 
 async function attemptOnce(ctx: AppContext, target: Target | 'relay', envelope: Envelope, raw: Buffer, signal?: AbortSignal): Promise<AttemptResult> {
   const host = target === 'relay' ? 'relay' : `${target.name} [${target.address}]:${target.port}`;

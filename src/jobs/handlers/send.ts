@@ -14,8 +14,10 @@ import type { MessageRow, RecipientOutcome } from '../../domain/mail/messages.ts
 import { SEND_JOB, findOutboundRow, markSending, pendingRecipients, recordOutcomes, type SendJobPayload } from '../../domain/sending/sending.ts';
 import { errorFields } from '../../log.ts';
 import { classifyReply } from '../../outbound/classify.ts';
-import { deliverAttempt, type AttemptResult, type Envelope, type RecipientReply, type Target } from '../../outbound/deliver.ts';
-import { resolveMx } from '../../outbound/mx.ts';
+import { deliverAttempt, isTlsFailure, type AttemptResult, type Envelope, type RecipientReply, type Target } from '../../outbound/deliver.ts';
+import { resolveMx, type MxHost } from '../../outbound/mx.ts';
+import { mxMatches, stsPolicyFor } from '../../outbound/mta-sts.ts';
+import { TlsSessions, tlsFailureType } from '../../outbound/tls-rpt.ts';
 import { readSource } from '../../outbound/source-cache.ts';
 import { replyFor } from '../../smtp/replies.ts';
 // Bounce and complaint reports are the other half of outbound delivery: registers their handler.
@@ -126,11 +128,44 @@ async function deliverRemotely(ctx: AppContext, row: MessageRow, domain: string,
   }
   if (route.kind === 'null-mx') return all(addresses, 'failed', `${domain} accepts no mail (null MX, RFC 7505)`);
   if (route.kind === 'none') return all(addresses, 'failed', `${domain} has no MX or address record`);
+  const sts = ctx.config.outbound.mta_sts ? await stsPolicyFor(ctx, domain) : undefined;
+  const policy = sts?.kind === 'policy' ? sts.policy : undefined;
+  const tls = new TlsSessions(domain, policy, sts?.kind === 'none' ? sts.failure : undefined);
+  try {
+    return await viaMx(ctx, row, domain, route.hosts, addresses, raw, signal, tls);
+  } finally {
+    await tls.record(ctx);
+  }
+}
+
+/**
+ * Each MX host in preference order until one holds a transaction. Under an MTA-STS policy
+ * (RFC 8461 §5) a host it names gets TLS with a certificate checked for its name; under
+ * `enforce` a host it does not name, or one that fails the check, is skipped, and the reason
+ * ends in the recipients' response; under `testing` both are only reported (TLS-RPT).
+ */
+async function viaMx(ctx: AppContext, row: MessageRow, domain: string, hosts: MxHost[], addresses: string[], raw: Buffer, signal: AbortSignal, tls: TlsSessions): Promise<Result[]> {
+  const policy = tls.policy;
+  const enforce = policy?.mode === 'enforce';
   let last = '';
-  for (const host of route.hosts) {
+  for (const host of hosts) {
+    const listed = !policy || mxMatches(policy, host.name);
+    if (!listed) {
+      tls.failure('validation-failure', host.name, `${host.name} is not an MX host of the MTA-STS policy`);
+      if (enforce) {
+        last = `MTA-STS policy of ${domain} (enforce) does not name ${host.name}`;
+        continue;
+      }
+    }
     for (const address of host.addresses) {
       if (signal.aborted) return stopped(signal, addresses, last);
-      const res = await attemptEach(ctx, { name: host.name, address, port: ctx.config.outbound.mx_port }, row, addresses, raw, signal);
+      const target: Target = { name: host.name, address, port: ctx.config.outbound.mx_port, verify: !!policy && listed };
+      let res = await attemptEach(ctx, target, row, addresses, raw, signal);
+      if (res.kind === 'unreachable' && target.verify && isTlsFailure(res) && !signal.aborted) {
+        tls.failure(tlsFailureType(res.error), host.name, res.error);
+        if (!enforce) res = await attemptEach(ctx, { ...target, verify: false }, row, addresses, raw, signal);
+        else res = { ...res, error: `MTA-STS (enforce): ${res.error}` };
+      } else if (res.kind === 'replies' && listed) tls.success();
       if (res.kind === 'replies') return fromReplies(res, addresses);
       if (signal.aborted) return stopped(signal, addresses, res.host);
       last = `${res.host}: ${res.error}`;

@@ -1,0 +1,52 @@
+// An MTA-STS policy server on loopback: HTTPS with certificates of a test CA, serving
+// /.well-known/mta-sts.txt per host name (SNI and Host), each policy replaceable at any time.
+import { createServer, type Server } from 'node:https';
+import { createSecureContext } from 'node:tls';
+import type { TestCa } from './test-ca.ts';
+
+export interface TestPolicyServer {
+  port: number;
+  /** Serves `text` for https://mta-sts.<domain>/.well-known/mta-sts.txt (a certificate for it is issued). */
+  serve(domain: string, text: string): void;
+  /** Requests seen, as host names. */
+  fetches: string[];
+  close(): Promise<void>;
+}
+
+export async function startPolicyServer(ca: TestCa): Promise<TestPolicyServer> {
+  const policies = new Map<string, string>();
+  const contexts = new Map<string, ReturnType<typeof createSecureContext>>();
+  const fetches: string[] = [];
+  const fallback = ca.issue(['policy-server.invalid']);
+  const server: Server = createServer(
+    {
+      ...fallback,
+      SNICallback: (name, cb) => cb(null, contexts.get(name.toLowerCase()) ?? createSecureContext(fallback)),
+    },
+    (req, res) => {
+      const host = String(req.headers.host ?? '').replace(/:\d+$/, '').toLowerCase();
+      fetches.push(host);
+      const policy = policies.get(host);
+      if (req.url !== '/.well-known/mta-sts.txt' || policy === undefined) {
+        res.writeHead(404).end();
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'text/plain' }).end(policy);
+    },
+  );
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as { port: number }).port,
+    serve(domain, text) {
+      const host = `mta-sts.${domain}`;
+      if (!contexts.has(host)) contexts.set(host, createSecureContext(ca.issue([host])));
+      policies.set(host, text);
+    },
+    fetches,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
