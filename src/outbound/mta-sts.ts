@@ -2,7 +2,8 @@
 // https://mta-sts.<domain>/.well-known/mta-sts.txt asks senders to deliver only to the MX hosts
 // the policy names, over TLS with a certificate valid for the MX name. The policy is fetched
 // with WebPKI validation (system roots plus `outbound.tls_ca_file`), bounded in time and size,
-// and kept in memory until its max_age; the TXT id tells when to fetch it again sooner.
+// and kept until its max_age, in memory and in the database (a restart or another node keeps
+// it: §5.1's defence against an attacker who blocks the next fetch); a new TXT id fetches it sooner.
 // A fetch that fails leaves the domain without a policy unless a cached one is still valid
 // (RFC 8461 §5.1: a failure never blocks delivery on its own, it is reported by TLS-RPT).
 import { request } from 'node:https';
@@ -10,6 +11,7 @@ import { readFileSync } from 'node:fs';
 import { rootCertificates } from 'node:tls';
 import type { LookupFunction } from 'node:net';
 import type { AppContext } from '../context.ts';
+import { findMtaStsPolicy, saveMtaStsPolicy } from '../store/repo/transport.ts';
 
 export type StsMode = 'enforce' | 'testing' | 'none';
 
@@ -159,6 +161,19 @@ function fetchPolicyText(ctx: AppContext, domain: string): Promise<string> {
   });
 }
 
+/** The policy stored by an earlier fetch (this process before a restart, or another node). */
+async function storedPolicy(ctx: AppContext, domain: string): Promise<StsPolicy | undefined> {
+  const row = await findMtaStsPolicy(ctx.store.db, domain);
+  if (!row) return undefined;
+  try {
+    const policy = { id: row.policyId, ...parseStsPolicy(row.policy), text: row.policy, expires: row.expiresAt };
+    cacheOf(ctx).set(domain, policy);
+    return policy;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * The MTA-STS policy of `domain` in force now (from the cache, or discovered and fetched).
  * DNS that cannot answer keeps a cached policy in force and otherwise means no policy.
@@ -166,7 +181,7 @@ function fetchPolicyText(ctx: AppContext, domain: string): Promise<string> {
 export async function stsPolicyFor(ctx: AppContext, domain: string): Promise<StsLookup> {
   const cache = cacheOf(ctx);
   const now = ctx.clock.now().getTime();
-  let cached = cache.get(domain);
+  let cached = cache.get(domain) ?? (await storedPolicy(ctx, domain));
   if (cached && cached.expires <= now) {
     cache.delete(domain);
     cached = undefined;
@@ -198,6 +213,7 @@ export async function stsPolicyFor(ctx: AppContext, domain: string): Promise<Sts
   }
   const policy: StsPolicy = { id, ...parsed, text, expires: now + parsed.maxAge * 1000 };
   cache.set(domain, policy);
+  await saveMtaStsPolicy(ctx.store.db, { domain, policyId: id, policy: text, expiresAt: policy.expires });
   cached = policy;
   return fromCache();
 }

@@ -1,6 +1,8 @@
 // TLS-RPT (RFC 8460), sending side: what one delivery to a recipient domain saw of its
 // transport-security policy (a session that succeeded, or failed with an RFC 8460 §4.3 type).
 import type { AppContext } from '../context.ts';
+import type { Db } from '../db/client.ts';
+import { addTlsResults, type TlsResultRow } from '../store/repo/transport.ts';
 import type { StsFailure, StsPolicy } from './mta-sts.ts';
 
 /** RFC 8460 §4.3 result types this sender reports. */
@@ -24,30 +26,55 @@ export function tlsFailureType(error: string): TlsFailureType {
   return 'validation-failure';
 }
 
-export interface TlsFailure {
-  type: TlsFailureType;
-  mx: string;
-  detail: string;
-}
-
-/** The sessions of one delivery attempt to a domain, recorded once it ends. */
+/** The sessions of one delivery attempt to a domain, saved with the attempt's outcome. */
 export class TlsSessions {
-  successes = 0;
-  readonly failures: TlsFailure[] = [];
+  policy: StsPolicy | undefined;
+  private readonly results = new Map<string, TlsResultRow>();
   constructor(
+    readonly ctx: AppContext,
     readonly domain: string,
-    readonly policy: StsPolicy | undefined,
-    fetchFailure?: { type: StsFailure; detail: string },
-  ) {
-    if (fetchFailure) this.failures.push({ type: fetchFailure.type, mx: '', detail: fetchFailure.detail });
+  ) {}
+
+  /** The MTA-STS lookup's outcome: the policy in force, or why a published one is not. */
+  usePolicy(policy: StsPolicy | undefined, fetchFailure?: { type: StsFailure; detail: string }): void {
+    this.policy = policy;
+    if (fetchFailure) this.add(fetchFailure.type, '', '', fetchFailure.detail, 'sts');
   }
+
   success(): void {
-    this.successes++;
+    this.add('', '', '', null);
   }
-  failure(type: TlsFailureType, mx: string, detail: string): void {
-    this.failures.push({ type, mx, detail });
+
+  failure(type: TlsFailureType, mx: string, ip: string, detail: string): void {
+    this.ctx.log.warn('TLS policy failure', { domain: this.domain, type, mx, detail });
+    this.add(type, mx, ip, detail);
   }
-  async record(ctx: AppContext): Promise<void> {
-    for (const f of this.failures) ctx.log.warn('TLS policy failure', { domain: this.domain, type: f.type, mx: f.mx, detail: f.detail });
+
+  private add(resultType: string, mx: string, ip: string, detail: string | null, type?: string): void {
+    const policyType = type ?? (this.policy ? 'sts' : 'no-policy-found');
+    const key = [policyType, resultType, mx, ip].join('|');
+    const row = this.results.get(key);
+    if (row) {
+      row.sessions++;
+      row.detail = detail;
+      return;
+    }
+    this.results.set(key, {
+      day: this.ctx.clock.now().toISOString().slice(0, 10),
+      policyDomain: this.domain,
+      policyType,
+      resultType,
+      receivingMx: mx,
+      receivingIp: ip,
+      policyStrings: JSON.stringify(this.policy && policyType === 'sts' ? this.policy.text.split(/\r?\n/).filter((l) => l.trim()) : []),
+      mxHosts: JSON.stringify(this.policy && policyType === 'sts' ? this.policy.mx : []),
+      sessions: 1,
+      detail: detail?.slice(0, 500) ?? null,
+    });
+  }
+
+  /** Adds the counts to the day's rows, in the transaction that records the attempt. */
+  async save(tx: Db): Promise<void> {
+    if (this.results.size) await addTlsResults(tx, [...this.results.values()]);
   }
 }

@@ -5,6 +5,9 @@
 // another name, testing mode, a failed policy fetch, the cache within max_age and after it.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Clock } from '../../src/context.ts';
 import { startTestDns, type TestDns } from '../support/dns.ts';
 import { startTestMx, type TestMx } from '../support/mx.ts';
@@ -167,6 +170,43 @@ describe('outbound MTA-STS', () => {
       assert.ok(!policies.fetches.includes('mta-sts.sts-off.test'));
     } finally {
       await off.close();
+    }
+  });
+
+  test('a fetched policy outlives a restart: a blocked fetch afterwards does not lift it', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'mailroom-sts-'));
+    const o = {
+      outbound: { mode: 'email', mx_port: mx.port, retry_schedule: ['1h'], timeout: '5s', mta_sts_port: policies.port, tls_ca_file: ca.caFile },
+      dns: { servers: [dns.server], timeout: '1s' },
+      http: { shutdown_grace: '100ms' },
+    };
+    remoteDomain('sts-keep.test', 'mx.sts-keep.test');
+    publishPolicy('sts-keep.test', 'k1', 'enforce', ['mx.sts-keep.test']);
+    let server: TestServer | undefined = await startTestServer(o, { dataDir });
+    try {
+      const key = server.key;
+      const sendVia = async (s: TestServer, ib: string, to: string) => {
+        const res = await s.api('POST', `/inboxes/${ib}/messages`, { to: [to], subject: 'keep', bodyText: 'hello' }, { key });
+        assert.equal(res.status, 202, res.text);
+        return until('an outcome', async () => {
+          const r = (await s.api('GET', `/messages/${res.body.id}`, undefined, { key })).body.recipients[0];
+          return r.status === 'sent' || r.status === 'deferred' ? r : undefined;
+        });
+      };
+      const ib = (await server.api('POST', '/inboxes', { address: 'sts-keep' })).body.id;
+      assert.equal((await sendVia(server, ib, 'lea@sts-keep.test')).status, 'sent');
+      await server.close();
+      server = undefined;
+      // An attacker now answers for the domain: another MX, and the policy fetch fails.
+      remoteDomain('sts-keep.test', 'mx.attacker.test');
+      policies.withdraw('sts-keep.test');
+      server = await startTestServer(o, { dataDir });
+      const r = await sendVia(server, ib, 'max@sts-keep.test');
+      assert.equal(r.status, 'deferred');
+      assert.match(r.response, /MTA-STS policy of sts-keep\.test \(enforce\) does not name mx\.attacker\.test/);
+    } finally {
+      await server?.close();
+      rmSync(dataDir, { recursive: true, force: true });
     }
   });
 });

@@ -8,6 +8,8 @@ export interface TestPolicyServer {
   port: number;
   /** Serves `text` for https://mta-sts.<domain>/.well-known/mta-sts.txt (a certificate for it is issued). */
   serve(domain: string, text: string): void;
+  /** Stops serving the policy of `domain` (404). */
+  withdraw(domain: string): void;
   /** Requests seen, as host names. */
   fetches: string[];
   close(): Promise<void>;
@@ -41,6 +43,9 @@ export async function startPolicyServer(ca: TestCa): Promise<TestPolicyServer> {
       const host = `mta-sts.${domain}`;
       if (!contexts.has(host)) contexts.set(host, createSecureContext(ca.issue([host])));
       policies.set(host, text);
+    },
+    withdraw(domain) {
+      policies.delete(`mta-sts.${domain}`);
     },
     fetches,
     close: () =>

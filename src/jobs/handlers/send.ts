@@ -111,7 +111,7 @@ async function attemptEach(ctx: AppContext, target: Target | 'relay', row: Messa
 const stopped = (signal: AbortSignal, addresses: string[], last: string): Result[] =>
   all(addresses, 'deferred', `${(signal.reason as Error)?.message ?? 'attempt aborted'}; connection closed${last ? ` (${last})` : ''}`);
 
-async function deliverRemotely(ctx: AppContext, row: MessageRow, domain: string, addresses: string[], signal: AbortSignal): Promise<Result[]> {
+async function deliverRemotely(ctx: AppContext, row: MessageRow, domain: string, addresses: string[], signal: AbortSignal, tls: TlsSessions): Promise<Result[]> {
   const raw = await readSource(ctx, row.rawPath!);
   if (ctx.config.outbound.relay) {
     const res = await attemptEach(ctx, 'relay', row, addresses, raw, signal);
@@ -129,13 +129,8 @@ async function deliverRemotely(ctx: AppContext, row: MessageRow, domain: string,
   if (route.kind === 'null-mx') return all(addresses, 'failed', `${domain} accepts no mail (null MX, RFC 7505)`);
   if (route.kind === 'none') return all(addresses, 'failed', `${domain} has no MX or address record`);
   const sts = ctx.config.outbound.mta_sts ? await stsPolicyFor(ctx, domain) : undefined;
-  const policy = sts?.kind === 'policy' ? sts.policy : undefined;
-  const tls = new TlsSessions(domain, policy, sts?.kind === 'none' ? sts.failure : undefined);
-  try {
-    return await viaMx(ctx, row, domain, route.hosts, addresses, raw, signal, tls);
-  } finally {
-    await tls.record(ctx);
-  }
+  tls.usePolicy(sts?.kind === 'policy' ? sts.policy : undefined, sts?.kind === 'none' ? sts.failure : undefined);
+  return viaMx(ctx, row, domain, route.hosts, addresses, raw, signal, tls);
 }
 
 /**
@@ -151,7 +146,7 @@ async function viaMx(ctx: AppContext, row: MessageRow, domain: string, hosts: Mx
   for (const host of hosts) {
     const listed = !policy || mxMatches(policy, host.name);
     if (!listed) {
-      tls.failure('validation-failure', host.name, `${host.name} is not an MX host of the MTA-STS policy`);
+      tls.failure('validation-failure', host.name, '', `${host.name} is not an MX host of the MTA-STS policy`);
       if (enforce) {
         last = `MTA-STS policy of ${domain} (enforce) does not name ${host.name}`;
         continue;
@@ -162,7 +157,7 @@ async function viaMx(ctx: AppContext, row: MessageRow, domain: string, hosts: Mx
       const target: Target = { name: host.name, address, port: ctx.config.outbound.mx_port, verify: !!policy && listed };
       let res = await attemptEach(ctx, target, row, addresses, raw, signal);
       if (res.kind === 'unreachable' && target.verify && isTlsFailure(res) && !signal.aborted) {
-        tls.failure(tlsFailureType(res.error), host.name, res.error);
+        tls.failure(tlsFailureType(res.error), host.name, address, res.error);
         if (!enforce) res = await attemptEach(ctx, { ...target, verify: false }, row, addresses, raw, signal);
         else res = { ...res, error: `MTA-STS (enforce): ${res.error}` };
       } else if (res.kind === 'replies' && listed) tls.success();
@@ -208,10 +203,11 @@ export const sendHandler: JobHandler = {
 
     let results: Result[];
     let delivered: Commit | undefined;
+    const tls = new TlsSessions(ctx, payload.domain);
     try {
       if (payload.local) ({ results, commit: delivered } = await deliverLocally(ctx, row, pending));
       else if (row.delivery === 'dry-run') results = all(pending, 'sent', '250 dry-run: accepted without sending (outbound.mode = "dry-run")');
-      else results = await deliverRemotely(ctx, row, payload.domain, pending, signal);
+      else results = await deliverRemotely(ctx, row, payload.domain, pending, signal, tls);
     } catch (err) {
       // Something local (the stored source unreadable, …): retried like a temporary failure,
       // so the recipients still end in a final state when the schedule runs out.
@@ -225,6 +221,7 @@ export const sendHandler: JobHandler = {
     const outcomes = lastAttempt ? results.map((r) => (r.status === 'deferred' ? { ...r, status: 'failed' as const } : r)) : results;
     const commit: Commit = async (tx) => {
       await delivered?.(tx);
+      await tls.save(tx);
       await recordOutcomes(tx, ctx, row.id, outcomes, kept ?? undefined);
     };
     if (!deferred.length) return ok(commit);
