@@ -5,16 +5,24 @@
 // another name, testing mode, a failed policy fetch, the cache within max_age and after it.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { gunzipSync } from 'node:zlib';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import addFormatsModule from 'ajv-formats';
+import { simpleParser } from 'mailparser';
 import type { Clock } from '../../src/context.ts';
+import { tlsResults } from '../../src/db/schema.ts';
+import type { TlsReport } from '../../src/outbound/tls-rpt.ts';
 import { startTestDns, type TestDns } from '../support/dns.ts';
 import { startTestMx, type TestMx } from '../support/mx.ts';
 import { startPolicyServer, type TestPolicyServer } from '../support/mta-sts-server.ts';
 import { startTestCa, type TestCa } from '../support/test-ca.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { until } from '../support/wait.ts';
+
+const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => void;
 
 let t: TestServer;
 let dns: TestDns;
@@ -65,6 +73,8 @@ before(async () => {
       // One attempt in the test's time: a deferred recipient stays deferred with its reason.
       outbound: { mode: 'email', mx_port: mx.port, retry_schedule: ['1h'], timeout: '5s', mta_sts_port: policies.port, tls_ca_file: ca.caFile, mta_sts_timeout: '3s' },
       dns: { servers: [dns.server], timeout: '1s' },
+      // The https report collector is on loopback.
+      webhooks: { allow_insecure_targets: true },
     },
     { clock },
   );
@@ -208,5 +218,74 @@ describe('outbound MTA-STS', () => {
       await server?.close();
       rmSync(dataDir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('TLS-RPT reports (RFC 8460)', () => {
+  test('a day later each domain asking for reports gets one, by mail and by https, valid against the schema', async () => {
+    const schema = JSON.parse(readFileSync(new URL('../fixtures/tlsrpt/report.schema.json', import.meta.url), 'utf8'));
+    const ajv = new Ajv2020({ allErrors: true });
+    addFormats(ajv);
+    const validate = ajv.compile(schema);
+
+    // Reports by mail go to a mailbox on the capturing MX.
+    remoteDomain('reports.test', 'mx.reports.test');
+    // rpt-ok.test: enforce, valid certificate (2 successful sessions), reports by mail.
+    remoteDomain('rpt-ok.test', 'mx.rpt-ok.test');
+    publishPolicy('rpt-ok.test', 'r1', 'enforce', ['mx.rpt-ok.test']);
+    dns.set('_smtp._tls.rpt-ok.test', [{ type: 'TXT', value: 'v=TLSRPTv1; rua=mailto:tlsrpt@reports.test' }]);
+    // rpt-bad.test: testing, a certificate for another name (a failure, delivered anyway), reports by https.
+    remoteDomain('rpt-bad.test', 'mx.rpt-bad.test', 'someone-else.test');
+    publishPolicy('rpt-bad.test', 'r1', 'testing', ['mx.rpt-bad.test']);
+    policies.certify('tlsrpt.collector.test');
+    dns.set('tlsrpt.collector.test', [{ type: 'A', address: '127.0.0.1' }]);
+    dns.set('_smtp._tls.rpt-bad.test', [{ type: 'TXT', value: `v=TLSRPTv1; rua=https://tlsrpt.collector.test:${policies.port}/reports` }]);
+    // rpt-none.test asks for nothing: none of its sessions is counted.
+    remoteDomain('rpt-none.test', 'mx.rpt-none.test');
+
+    for (const to of ['a@rpt-ok.test', 'b@rpt-ok.test', 'c@rpt-bad.test', 'd@rpt-none.test']) assert.equal((await outcome(await send(to))).status, 'sent');
+    const day = clock.now().toISOString().slice(0, 10);
+    const counted = await t.server.ctx.db.select().from(tlsResults).all();
+    assert.deepEqual([...new Set(counted.map((r) => r.policyDomain))].sort(), ['rpt-bad.test', 'rpt-ok.test']);
+
+    // The day ends; the report job (queued by the first counted delivery) becomes due.
+    offset += 86_400_000 + 30 * 60_000;
+    t.server.ctx.notify('jobs');
+
+    const mail = await until('the report mail', () => mx.messages.find((m) => m.rcptTo.includes('tlsrpt@reports.test')), 30_000);
+    const parsed = await simpleParser(mail.raw);
+    assert.equal(parsed.headers.get('tls-report-domain'), 'rpt-ok.test');
+    assert.equal(parsed.headers.get('tls-report-submitter'), t.config.hostname);
+    assert.match(String(parsed.subject), /^Report Domain: rpt-ok\.test Submitter: \S+ Report-ID: <.+>$/);
+    assert.match(String((parsed.headers.get('content-type') as { value: string; params: Record<string, string> }).params['report-type']), /^tlsrpt$/);
+    const [att] = parsed.attachments;
+    assert.equal(att.contentType, 'application/tlsrpt+gzip');
+    assert.match(att.filename ?? '', /^[^!]+!rpt-ok\.test!\d+!\d+\.json\.gz$/);
+    const byMail = JSON.parse(gunzipSync(att.content).toString('utf8')) as TlsReport;
+    assert.ok(validate(byMail), JSON.stringify(validate.errors));
+    assert.deepEqual(byMail['date-range'], { 'start-datetime': `${day}T00:00:00Z`, 'end-datetime': `${day}T23:59:59Z` });
+    assert.equal(byMail.policies.length, 1);
+    assert.equal(byMail.policies[0].policy['policy-type'], 'sts');
+    assert.equal(byMail.policies[0].policy['policy-domain'], 'rpt-ok.test');
+    assert.deepEqual(byMail.policies[0].policy['mx-host'], ['mx.rpt-ok.test']);
+    assert.deepEqual(byMail.policies[0].policy['policy-string'], ['version: STSv1', 'mode: enforce', 'mx: mx.rpt-ok.test', 'max_age: 86400']);
+    assert.deepEqual(byMail.policies[0].summary, { 'total-successful-session-count': 2, 'total-failure-session-count': 0 });
+
+    const post = await until('the report POST', () => policies.posts.find((p) => p.host === 'tlsrpt.collector.test'), 30_000);
+    assert.equal(post.path, '/reports');
+    assert.equal(post.contentType, 'application/tlsrpt+gzip');
+    const byHttps = JSON.parse(gunzipSync(post.body).toString('utf8')) as TlsReport;
+    assert.ok(validate(byHttps), JSON.stringify(validate.errors));
+    assert.equal(byHttps.policies[0].policy['policy-domain'], 'rpt-bad.test');
+    assert.deepEqual(byHttps.policies[0].summary, { 'total-successful-session-count': 0, 'total-failure-session-count': 1 });
+    const [failure] = byHttps.policies[0]['failure-details'] ?? [];
+    assert.equal(failure['result-type'], 'certificate-host-mismatch');
+    assert.equal(failure['receiving-mx-hostname'], 'mx.rpt-bad.test');
+    assert.equal(failure['receiving-ip'], '127.0.0.1');
+    assert.equal(failure['failed-session-count'], 1);
+
+    // Reported counts are gone; nothing for rpt-none.test was ever sent.
+    await until('the counts deleted', async () => ((await t.server.ctx.db.select().from(tlsResults).all()).length === 0 ? true : undefined));
+    assert.equal(mx.messages.filter((m) => m.rcptTo.includes('tlsrpt@reports.test')).length, 1);
   });
 });

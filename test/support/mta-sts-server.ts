@@ -1,5 +1,6 @@
 // An MTA-STS policy server on loopback: HTTPS with certificates of a test CA, serving
 // /.well-known/mta-sts.txt per host name (SNI and Host), each policy replaceable at any time.
+// It also takes POSTs (TLS-RPT reports sent over https) and keeps them.
 import { createServer, type Server } from 'node:https';
 import { createSecureContext } from 'node:tls';
 import type { TestCa } from './test-ca.ts';
@@ -10,6 +11,10 @@ export interface TestPolicyServer {
   serve(domain: string, text: string): void;
   /** Stops serving the policy of `domain` (404). */
   withdraw(domain: string): void;
+  /** Presents a certificate for `host` from now on (for POST targets). */
+  certify(host: string): void;
+  /** POST requests received, with their bodies. */
+  posts: Array<{ host: string; path: string; contentType: string; body: Buffer }>;
   /** Requests seen, as host names. */
   fetches: string[];
   close(): Promise<void>;
@@ -19,6 +24,7 @@ export async function startPolicyServer(ca: TestCa): Promise<TestPolicyServer> {
   const policies = new Map<string, string>();
   const contexts = new Map<string, ReturnType<typeof createSecureContext>>();
   const fetches: string[] = [];
+  const posts: TestPolicyServer['posts'] = [];
   const fallback = ca.issue(['policy-server.invalid']);
   const server: Server = createServer(
     {
@@ -27,6 +33,15 @@ export async function startPolicyServer(ca: TestCa): Promise<TestPolicyServer> {
     },
     (req, res) => {
       const host = String(req.headers.host ?? '').replace(/:\d+$/, '').toLowerCase();
+      if (req.method === 'POST') {
+        const chunks: Buffer[] = [];
+        req.on('data', (c: Buffer) => chunks.push(c));
+        req.on('end', () => {
+          posts.push({ host, path: req.url ?? '', contentType: String(req.headers['content-type']), body: Buffer.concat(chunks) });
+          res.writeHead(200).end();
+        });
+        return;
+      }
       fetches.push(host);
       const policy = policies.get(host);
       if (req.url !== '/.well-known/mta-sts.txt' || policy === undefined) {
@@ -44,6 +59,10 @@ export async function startPolicyServer(ca: TestCa): Promise<TestPolicyServer> {
       if (!contexts.has(host)) contexts.set(host, createSecureContext(ca.issue([host])));
       policies.set(host, text);
     },
+    certify(host) {
+      if (!contexts.has(host)) contexts.set(host, createSecureContext(ca.issue([host])));
+    },
+    posts,
     withdraw(domain) {
       policies.delete(`mta-sts.${domain}`);
     },

@@ -3,6 +3,7 @@ import type { JobHandler } from '../runner.ts';
 import { inboundHandler } from './inbound.ts';
 import { releaseHandler } from './release.ts';
 import { sendHandler } from './send.ts';
+import { tlsReportHandler } from './tls-report.ts';
 import { webhookHandler } from './webhook.ts';
 
-export const JOB_HANDLERS: JobHandler[] = [sendHandler, webhookHandler, inboundHandler, releaseHandler];
+export const JOB_HANDLERS: JobHandler[] = [sendHandler, webhookHandler, inboundHandler, releaseHandler, tlsReportHandler];

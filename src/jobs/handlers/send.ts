@@ -128,6 +128,7 @@ async function deliverRemotely(ctx: AppContext, row: MessageRow, domain: string,
   }
   if (route.kind === 'null-mx') return all(addresses, 'failed', `${domain} accepts no mail (null MX, RFC 7505)`);
   if (route.kind === 'none') return all(addresses, 'failed', `${domain} has no MX or address record`);
+  await tls.start();
   const sts = ctx.config.outbound.mta_sts ? await stsPolicyFor(ctx, domain) : undefined;
   tls.usePolicy(sts?.kind === 'policy' ? sts.policy : undefined, sts?.kind === 'none' ? sts.failure : undefined);
   return viaMx(ctx, row, domain, route.hosts, addresses, raw, signal, tls);
