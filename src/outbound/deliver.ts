@@ -3,7 +3,11 @@
 // pooled per MX host and reused across messages; STARTTLS is used whenever the server offers
 // it (opportunistic, RFC 3207; certificates of MX hosts are not checked, as MTAs do without
 // DANE/MTA-STS). The pools are closed by the `outbound` service at shutdown.
+import type { TLSSocket } from 'node:tls';
 import nodemailer, { type Transporter } from 'nodemailer';
+import SMTPConnection from 'nodemailer/lib/smtp-connection';
+import type { TlsaRecord } from '../dns.ts';
+import { checkDane, peerChain } from './dane.ts';
 import type { AppContext } from '../context.ts';
 import type { Service } from '../context.ts';
 import { trustedCas } from './mta-sts.ts';
@@ -41,6 +45,8 @@ export interface Target {
    * plaintext retry, and a failed check makes the host unreachable with its reason.
    */
   verify?: boolean;
+  /** DANE (RFC 7672): TLS required and the certificate checked against these TLSA records. */
+  dane?: TlsaRecord[];
 }
 
 interface Pool {
@@ -150,6 +156,7 @@ const oneLine = (s: string | undefined) => (s ?? '').replace(/\s+/g, ' ').trim()
  * security level "may"), rather than never delivering to a host with a broken TLS setup.
  */
 export async function deliverAttempt(ctx: AppContext, target: Target | 'relay', envelope: Envelope, raw: Buffer, signal?: AbortSignal): Promise<AttemptResult> {
+  if (target !== 'relay' && target.dane) return attemptDane(ctx, target, target.dane, envelope, raw, signal);
   const res = await attemptOnce(ctx, target, envelope, raw, signal);
   if (res.kind === 'unreachable' && target !== 'relay' && !target.plaintext && !target.verify && isTlsFailure(res) && !signal?.aborted) {
     ctx.log.warn('STARTTLS failed, retrying without TLS', { host: res.host, error: res.error });
@@ -175,7 +182,6 @@ async function attemptOnce(ctx: AppContext, target: Target | 'relay', envelope: 
     return { kind: 'unreachable', host, error: `cannot use outbound.relay: ${(err as Error).message}` };
   }
   pool.inUse++;
-  const replies = new Map<string, RecipientReply>();
   try {
     const info = await pool.transport.sendMail({
       envelope: { from: envelope.from, to: envelope.to },
@@ -185,37 +191,96 @@ async function attemptOnce(ctx: AppContext, target: Target | 'relay', envelope: 
       // message, however slowly the server trickles its replies, and the send fails EABORT.
       signal,
     });
-    const rejectedErrors = ((info as { rejectedErrors?: SmtpError[] }).rejectedErrors ?? []) as Array<SmtpError & { recipient?: string }>;
-    for (const e of rejectedErrors) {
-      if (e.recipient) replies.set(e.recipient.toLowerCase(), { accepted: false, code: e.responseCode, response: oneLine(e.response ?? e.message) });
-    }
-    const code = Number(/^\d{3}/.exec(info.response ?? '')?.[0]) || 250;
-    for (const to of envelope.to) {
-      if (!replies.has(to.toLowerCase())) replies.set(to.toLowerCase(), { accepted: true, code, response: oneLine(info.response) || '250 OK' });
-    }
-    return { kind: 'replies', host, replies };
-  } catch (raw_) {
-    const err = raw_ as SmtpError;
-    if (err.rejectedErrors?.length) {
-      // Every recipient was refused at RCPT TO: each has its own reply.
-      for (const e of err.rejectedErrors) {
-        if (e.recipient) replies.set(e.recipient.toLowerCase(), { accepted: false, code: e.responseCode, response: oneLine(e.response ?? e.message) });
-      }
-      for (const to of envelope.to) {
-        if (!replies.has(to.toLowerCase())) replies.set(to.toLowerCase(), { accepted: false, code: err.responseCode, response: oneLine(err.response ?? err.message) });
-      }
-      return { kind: 'replies', host, replies };
-    }
-    if (err.responseCode && (err.command === 'MAIL FROM' || err.command === 'DATA' || err.code === 'EMESSAGE' || err.code === 'EENVELOPE')) {
-      // The transaction ran and the server refused the sender or the message: the same
-      // reply counts for every recipient of this attempt.
-      for (const to of envelope.to) replies.set(to.toLowerCase(), { accepted: false, code: err.responseCode, response: oneLine(err.response) });
-      return { kind: 'replies', host, replies };
-    }
-    return { kind: 'unreachable', host, error: oneLine(err.response || err.message), errorCode: err.code, code: err.responseCode, response: err.response };
+    return fromInfo(host, envelope, info);
+  } catch (err) {
+    return fromError(host, envelope, err as SmtpError);
   } finally {
     pool.inUse--;
     pool.lastUsed = Date.now();
+  }
+}
+
+/** The replies of a transaction that ended with the message accepted for some recipients. */
+function fromInfo(host: string, envelope: Envelope, info: { response?: string }): AttemptResult {
+  const replies = new Map<string, RecipientReply>();
+  const rejectedErrors = ((info as { rejectedErrors?: SmtpError[] }).rejectedErrors ?? []) as Array<SmtpError & { recipient?: string }>;
+  for (const e of rejectedErrors) {
+    if (e.recipient) replies.set(e.recipient.toLowerCase(), { accepted: false, code: e.responseCode, response: oneLine(e.response ?? e.message) });
+  }
+  const code = Number(/^\d{3}/.exec(info.response ?? '')?.[0]) || 250;
+  for (const to of envelope.to) {
+    if (!replies.has(to.toLowerCase())) replies.set(to.toLowerCase(), { accepted: true, code, response: oneLine(info.response) || '250 OK' });
+  }
+  return { kind: 'replies', host, replies };
+}
+
+/** What a failed send means: refusals for each recipient, or no transaction at all. */
+function fromError(host: string, envelope: Envelope, err: SmtpError): AttemptResult {
+  const replies = new Map<string, RecipientReply>();
+  if (err.rejectedErrors?.length) {
+    // Every recipient was refused at RCPT TO: each has its own reply.
+    for (const e of err.rejectedErrors) {
+      if (e.recipient) replies.set(e.recipient.toLowerCase(), { accepted: false, code: e.responseCode, response: oneLine(e.response ?? e.message) });
+    }
+    for (const to of envelope.to) {
+      if (!replies.has(to.toLowerCase())) replies.set(to.toLowerCase(), { accepted: false, code: err.responseCode, response: oneLine(err.response ?? err.message) });
+    }
+    return { kind: 'replies', host, replies };
+  }
+  if (err.responseCode && (err.command === 'MAIL FROM' || err.command === 'DATA' || err.code === 'EMESSAGE' || err.code === 'EENVELOPE')) {
+    // The transaction ran and the server refused the sender or the message: the same
+    // reply counts for every recipient of this attempt.
+    for (const to of envelope.to) replies.set(to.toLowerCase(), { accepted: false, code: err.responseCode, response: oneLine(err.response) });
+    return { kind: 'replies', host, replies };
+  }
+  return { kind: 'unreachable', host, error: oneLine(err.response || err.message), errorCode: err.code, code: err.responseCode, response: err.response };
+}
+
+/**
+ * A DANE-authenticated attempt (RFC 7672): its own connection, not a pooled one, because the
+ * certificate is checked against the TLSA records after the handshake and before MAIL FROM,
+ * which nodemailer's pool gives no place for. STARTTLS is required; a certificate that matches
+ * no record ends the connection before anything is sent.
+ */
+async function attemptDane(ctx: AppContext, target: Target, records: TlsaRecord[], envelope: Envelope, raw: Buffer, signal?: AbortSignal): Promise<AttemptResult> {
+  const host = `${target.name} [${target.address}]:${target.port}`;
+  const o = ctx.config.outbound;
+  const conn = new SMTPConnection({
+    host: target.address,
+    port: target.port,
+    name: ctx.config.hostname,
+    requireTLS: true,
+    connectionTimeout: o.timeout,
+    greetingTimeout: o.timeout,
+    socketTimeout: o.timeout,
+    logger: false,
+    // Authentication is DANE's, below: the WebPKI chain and name checks do not apply (§3.1).
+    tls: { servername: target.name, rejectUnauthorized: false },
+  });
+  const abort = () => conn.close();
+  signal?.addEventListener('abort', abort, { once: true });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      conn.once('error', reject);
+      conn.connect(() => {
+        conn.off('error', reject);
+        resolve();
+      });
+    });
+    const socket = (conn as unknown as { _socket?: TLSSocket })._socket;
+    const problem = !conn.secure || !socket?.getPeerCertificate ? 'STARTTLS required by DANE did not happen' : checkDane(records, peerChain(socket.getPeerCertificate(true)), target.name, ctx.clock.now());
+    if (problem) return { kind: 'unreachable', host, error: `DANE: ${problem}`, errorCode: 'EDANE' };
+    const info = await new Promise<{ response?: string }>((resolve, reject) => {
+      conn.once('error', reject);
+      conn.send({ from: envelope.from, to: envelope.to, dsn: envelope.envid ? { envid: envelope.envid, ret: 'HDRS' } : undefined } as Parameters<SMTPConnection['send']>[0], raw, (err, info) => (err ? reject(err) : resolve(info)));
+    });
+    return fromInfo(host, envelope, info);
+  } catch (err) {
+    const res = fromError(host, envelope, err as SmtpError);
+    return res.kind === 'unreachable' && isTlsFailure(res) ? { ...res, error: `DANE: ${res.error}` } : res;
+  } finally {
+    signal?.removeEventListener('abort', abort);
+    conn.quit();
   }
 }
 

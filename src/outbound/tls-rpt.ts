@@ -65,6 +65,12 @@ async function reportsWanted(ctx: AppContext, domain: string): Promise<boolean> 
   return wanted;
 }
 
+/** The TLSA policy of one MX host: its records in presentation form. */
+export interface DanePolicy {
+  mx: string;
+  strings: string[];
+}
+
 /** The sessions of one delivery attempt to a domain, saved with the attempt's outcome. */
 export class TlsSessions {
   policy: StsPolicy | undefined;
@@ -86,18 +92,21 @@ export class TlsSessions {
     if (fetchFailure) this.add(fetchFailure.type, '', '', fetchFailure.detail, 'sts');
   }
 
-  success(): void {
-    this.add('', '', '', null);
+  /** A session that met the policy (`dane`: the MX host's TLSA policy rather than the domain's). */
+  success(dane?: DanePolicy): void {
+    this.add('', '', '', null, dane);
   }
 
-  failure(type: TlsFailureType, mx: string, ip: string, detail: string): void {
+  failure(type: TlsFailureType, mx: string, ip: string, detail: string, dane?: DanePolicy): void {
     this.ctx.log.warn('TLS policy failure', { domain: this.domain, type, mx, detail });
-    this.add(type, mx, ip, detail);
+    this.add(type, mx, ip, detail, dane);
   }
 
-  private add(resultType: string, mx: string, ip: string, detail: string | null, type?: string): void {
+  private add(resultType: string, mx: string, ip: string, detail: string | null, dane?: DanePolicy | 'sts'): void {
     if (!this.wanted) return;
-    const policyType = type ?? (this.policy ? 'sts' : 'no-policy-found');
+    const policyType = dane === 'sts' ? 'sts' : dane ? 'tlsa' : this.policy ? 'sts' : 'no-policy-found';
+    // A TLSA policy is the MX host's: its successes are counted per host too.
+    if (dane && dane !== 'sts') mx = dane.mx;
     const key = [policyType, resultType, mx, ip].join('|');
     const row = this.results.get(key);
     if (row) {
@@ -112,8 +121,8 @@ export class TlsSessions {
       resultType,
       receivingMx: mx,
       receivingIp: ip,
-      policyStrings: JSON.stringify(this.policy && policyType === 'sts' ? this.policy.text.split(/\r?\n/).filter((l) => l.trim()) : []),
-      mxHosts: JSON.stringify(this.policy && policyType === 'sts' ? this.policy.mx : []),
+      policyStrings: JSON.stringify(dane && dane !== 'sts' ? dane.strings : this.policy && policyType === 'sts' ? this.policy.text.split(/\r?\n/).filter((l) => l.trim()) : []),
+      mxHosts: JSON.stringify(dane && dane !== 'sts' ? [dane.mx] : this.policy && policyType === 'sts' ? this.policy.mx : []),
       sessions: 1,
       detail: detail?.slice(0, 500) ?? null,
     });
@@ -177,7 +186,8 @@ export function buildReports(ctx: AppContext, day: string, rows: TlsResultRow[])
       };
       reports.set(row.policyDomain, report);
     }
-    let entry = report.policies.find((p) => p.policy['policy-type'] === row.policyType);
+    // One entry per policy: the domain's (sts, no-policy-found) or each MX host's TLSA policy.
+    let entry = report.policies.find((p) => p.policy['policy-type'] === row.policyType && JSON.stringify(p.policy['mx-host'] ?? []) === row.mxHosts);
     if (!entry) {
       const strings = JSON.parse(row.policyStrings) as string[];
       const mx = JSON.parse(row.mxHosts) as string[];

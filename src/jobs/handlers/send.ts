@@ -17,6 +17,7 @@ import { classifyReply } from '../../outbound/classify.ts';
 import { deliverAttempt, isTlsFailure, type AttemptResult, type Envelope, type RecipientReply, type Target } from '../../outbound/deliver.ts';
 import { resolveMx, type MxHost } from '../../outbound/mx.ts';
 import { mxMatches, stsPolicyFor } from '../../outbound/mta-sts.ts';
+import { daneFor, tlsaName, tlsaText, type DaneStatus } from '../../outbound/dane.ts';
 import { TlsSessions, tlsFailureType } from '../../outbound/tls-rpt.ts';
 import { readSource } from '../../outbound/source-cache.ts';
 import { replyFor } from '../../smtp/replies.ts';
@@ -131,7 +132,14 @@ async function deliverRemotely(ctx: AppContext, row: MessageRow, domain: string,
   await tls.start();
   const sts = ctx.config.outbound.mta_sts ? await stsPolicyFor(ctx, domain) : undefined;
   tls.usePolicy(sts?.kind === 'policy' ? sts.policy : undefined, sts?.kind === 'none' ? sts.failure : undefined);
-  return viaMx(ctx, row, domain, route.hosts, addresses, raw, signal, tls);
+  let dane;
+  try {
+    dane = await daneFor(ctx, domain, route.hosts);
+  } catch (err) {
+    if (err instanceof DnsUnavailableError) return all(addresses, 'deferred', `DANE: DNSSEC lookup failed for ${domain}: ${err.code}`);
+    throw err;
+  }
+  return viaMx(ctx, row, domain, route.hosts, addresses, raw, signal, tls, dane);
 }
 
 /**
@@ -140,11 +148,19 @@ async function deliverRemotely(ctx: AppContext, row: MessageRow, domain: string,
  * `enforce` a host it does not name, or one that fails the check, is skipped, and the reason
  * ends in the recipients' response; under `testing` both are only reported (TLS-RPT).
  */
-async function viaMx(ctx: AppContext, row: MessageRow, domain: string, hosts: MxHost[], addresses: string[], raw: Buffer, signal: AbortSignal, tls: TlsSessions): Promise<Result[]> {
+async function viaMx(ctx: AppContext, row: MessageRow, domain: string, hosts: MxHost[], addresses: string[], raw: Buffer, signal: AbortSignal, tls: TlsSessions, dane?: Map<string, DaneStatus>): Promise<Result[]> {
   const policy = tls.policy;
   const enforce = policy?.mode === 'enforce';
   let last = '';
   for (const host of hosts) {
+    // DANE first (RFC 8461 §2): a host with TLSA records is authenticated by them alone.
+    const tlsa = dane?.get(host.name);
+    if (tlsa) {
+      const daneResult = await viaDane(ctx, row, host, tlsa, addresses, raw, signal, tls);
+      if (Array.isArray(daneResult)) return daneResult;
+      last = daneResult;
+      continue;
+    }
     const listed = !policy || mxMatches(policy, host.name);
     if (!listed) {
       tls.failure('validation-failure', host.name, '', `${host.name} is not an MX host of the MTA-STS policy`);
@@ -169,6 +185,36 @@ async function viaMx(ctx: AppContext, row: MessageRow, domain: string, hosts: Mx
     }
   }
   return all(addresses, 'deferred', `no MX host of ${domain} reachable; last: ${last}`);
+}
+
+/**
+ * Delivery to one MX host with TLSA records (RFC 7672): TLS required, the certificate checked
+ * against them; a bogus TLSA answer or a mismatch skips the host (its reason is returned).
+ */
+async function viaDane(ctx: AppContext, row: MessageRow, host: MxHost, tlsa: DaneStatus, addresses: string[], raw: Buffer, signal: AbortSignal, tls: TlsSessions): Promise<Result[] | string> {
+  const name = tlsaName(ctx, host.name);
+  if (tlsa.kind === 'bogus') {
+    tls.failure('dnssec-invalid', host.name, '', tlsa.detail, { mx: host.name, strings: [] });
+    return `DANE: ${tlsa.detail}`;
+  }
+  const policy = { mx: host.name, strings: tlsaText(name, tlsa.records) };
+  let last = '';
+  for (const address of host.addresses) {
+    if (signal.aborted) return stopped(signal, addresses, last);
+    const res = await attemptEach(ctx, { name: host.name, address, port: ctx.config.outbound.mx_port, dane: tlsa.records }, row, addresses, raw, signal);
+    if (res.kind === 'replies') {
+      tls.success(policy);
+      return fromReplies(res, addresses);
+    }
+    if (signal.aborted) return stopped(signal, addresses, res.host);
+    if (res.errorCode === 'EDANE' || res.error.startsWith('DANE:')) {
+      const type = /STARTTLS/i.test(res.error) ? 'starttls-not-supported' : res.errorCode === 'EDANE' ? 'tlsa-invalid' : tlsFailureType(res.error);
+      tls.failure(type, host.name, address, res.error, policy);
+    }
+    last = `${res.host}: ${res.error}`;
+    ctx.log.warn('mx unreachable', { messageId: row.id, host: res.host, error: res.error });
+  }
+  return last;
 }
 
 /**
