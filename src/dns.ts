@@ -1,7 +1,8 @@
 // DNS lookups through the configured resolvers (`dns.servers`, system resolvers when empty).
 // "No such record" answers are returned as empty lists; anything that means "could not find
 // out" (timeout, SERVFAIL, refused) throws DnsUnavailableError so callers never mistake an
-// outage for a missing record.
+// outage for a missing record. createSecureLookup asks the same servers directly for the MX and
+// TLSA answers DANE needs, with their AD flag (Node's resolver does not expose it).
 import { promises as dnsPromises } from 'node:dns';
 import { randomInt } from 'node:crypto';
 import { createSocket } from 'node:dgram';

@@ -2,7 +2,9 @@
 // SMTP with nodemailer, and report what the server said for each recipient. Connections are
 // pooled per MX host and reused across messages; STARTTLS is used whenever the server offers
 // it (opportunistic, RFC 3207; certificates of MX hosts are not checked, as MTAs do without
-// DANE/MTA-STS). The pools are closed by the `outbound` service at shutdown.
+// DANE/MTA-STS). Under an MTA-STS policy (`verify`) TLS is required with a WebPKI-valid
+// certificate for the MX name; under DANE (`dane`) with one matching the TLSA records, on a
+// connection of its own. The pools are closed by the `outbound` service at shutdown.
 import type { TLSSocket } from 'node:tls';
 import nodemailer, { type Transporter } from 'nodemailer';
 import SMTPConnection from 'nodemailer/lib/smtp-connection';
