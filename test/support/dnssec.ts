@@ -17,8 +17,12 @@ export const dnssecMissing = (): string | false =>
 export interface SignedZone {
   /** "127.0.0.1:port" of the validating resolver, for `dns.servers`. */
   server: string;
-  /** Replaces the zone's records (lines relative to the origin, e.g. "mx IN A 127.0.0.1"), signed, and restarts the resolver. */
-  publish(records: string[]): Promise<void>;
+  /**
+   * Replaces the zone's records (lines relative to the origin, e.g. "mx IN A 127.0.0.1"), signed,
+   * and restarts the resolver. `tamper` edits the signed zone afterwards (data whose signature
+   * then fails: the resolver answers SERVFAIL for it).
+   */
+  publish(records: string[], tamper?: (signed: string) => string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -70,13 +74,14 @@ export async function startSignedZone(origin: string, records: string[]): Promis
       c.kill();
     });
   };
-  const publish = async (lines: string[]) => {
+  const publish = async (lines: string[], tamper?: (signed: string) => string) => {
     await stop();
     writeFileSync(
       zoneFile,
       [`$ORIGIN ${origin}.`, '$TTL 60', `@ IN SOA ns.${origin}. hostmaster.${origin}. 1 3600 600 86400 60`, `@ IN NS ns.${origin}.`, 'ns IN A 127.0.0.1', ...lines].join('\n') + '\n',
     );
     tool('ldns-signzone', [zoneFile, zsk, ksk]);
+    if (tamper) writeFileSync(`${zoneFile}.signed`, tamper(readFileSync(`${zoneFile}.signed`, 'utf8')));
     child = spawn('unbound', ['-d', '-c', join(dir, 'unbound.conf')], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
     child.stdout!.on('data', (c) => (log += c));
     child.stderr!.on('data', (c) => (log += c));

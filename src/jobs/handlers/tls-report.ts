@@ -29,7 +29,8 @@ export const tlsReportHandler: JobHandler = {
   schedule: () => [],
   async run(ctx, job) {
     const { day } = JSON.parse(job.payload) as { day: string };
-    if (ctx.config.outbound.tls_reports) {
+    // dry-run: nothing leaves the box, reports included.
+    if (ctx.config.outbound.tls_reports && ctx.config.outbound.mode === 'email') {
       const sent = await sendTlsReports(ctx, day);
       ctx.log.info('TLS reports sent', { day, sent });
     }
