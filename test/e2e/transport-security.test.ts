@@ -140,6 +140,22 @@ describe('outbound MTA-STS', () => {
     assert.equal((await outcome(await send('gina@sts-missing.test'))).status, 'sent');
   });
 
+  test('a policy larger than outbound.mta_sts_max_bytes is abandoned: no policy, delivered', async () => {
+    remoteDomain('sts-huge.test', 'mx.sts-huge.test');
+    publishPolicy('sts-huge.test', 'h1', 'enforce', ['mx.elsewhere.test', ...Array.from({ length: 4000 }, (_, i) => `mx${i}.padding.test`)]);
+    assert.equal((await outcome(await send('nina@sts-huge.test'))).status, 'sent');
+    assert.ok(policies.fetches.includes('mta-sts.sts-huge.test'));
+  });
+
+  test('a policy server that never answers: given up after outbound.mta_sts_timeout, delivered', async () => {
+    remoteDomain('sts-slow.test', 'mx.sts-slow.test');
+    dns.set('_mta-sts.sts-slow.test', [{ type: 'TXT', value: 'v=STSv1; id=s1' }]);
+    dns.set('mta-sts.sts-slow.test', [{ type: 'A', address: '127.0.0.1' }]);
+    policies.stall('sts-slow.test');
+    assert.equal((await outcome(await send('otto@sts-slow.test'))).status, 'sent');
+    assert.ok(policies.fetches.includes('mta-sts.sts-slow.test'));
+  });
+
   test('the policy is cached within max_age, fetched again once it has expired', async () => {
     remoteDomain('sts-cache.test', 'mx.sts-cache.test');
     publishPolicy('sts-cache.test', 'c1', 'enforce', ['mx.sts-cache.test'], 600);

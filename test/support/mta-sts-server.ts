@@ -9,6 +9,8 @@ export interface TestPolicyServer {
   port: number;
   /** Serves `text` for https://mta-sts.<domain>/.well-known/mta-sts.txt (a certificate for it is issued). */
   serve(domain: string, text: string): void;
+  /** Never answers the policy request of `domain` (the client's time limit ends it). */
+  stall(domain: string): void;
   /** Stops serving the policy of `domain` (404). */
   withdraw(domain: string): void;
   /** Presents a certificate for `host` from now on (for POST targets). */
@@ -25,6 +27,7 @@ export async function startPolicyServer(ca: TestCa): Promise<TestPolicyServer> {
   const contexts = new Map<string, ReturnType<typeof createSecureContext>>();
   const fetches: string[] = [];
   const posts: TestPolicyServer['posts'] = [];
+  const stalled = new Set<string>();
   const fallback = ca.issue(['policy-server.invalid']);
   const server: Server = createServer(
     {
@@ -43,6 +46,7 @@ export async function startPolicyServer(ca: TestCa): Promise<TestPolicyServer> {
         return;
       }
       fetches.push(host);
+      if (stalled.has(host)) return; // closed by close()
       const policy = policies.get(host);
       if (req.url !== '/.well-known/mta-sts.txt' || policy === undefined) {
         res.writeHead(404).end();
@@ -63,6 +67,11 @@ export async function startPolicyServer(ca: TestCa): Promise<TestPolicyServer> {
       if (!contexts.has(host)) contexts.set(host, createSecureContext(ca.issue([host])));
     },
     posts,
+    stall(domain) {
+      const host = `mta-sts.${domain}`;
+      if (!contexts.has(host)) contexts.set(host, createSecureContext(ca.issue([host])));
+      stalled.add(host);
+    },
     withdraw(domain) {
       policies.delete(`mta-sts.${domain}`);
     },
