@@ -40,6 +40,13 @@ export type StsLookup =
 const MAX_AGE_LIMIT = 31_557_600;
 
 const caches = new WeakMap<AppContext, Map<string, StsPolicy>>();
+/**
+ * Domains found without a usable policy (no TXT record, or a fetch that failed) are not asked
+ * again for this long, as MX answers are kept: a burst of mail to a domain costs one lookup,
+ * and a policy server that never answers costs one `outbound.mta_sts_timeout`, not one per message.
+ */
+const ABSENT_MS = 60_000;
+const absences = new WeakMap<AppContext, Map<string, number>>();
 
 function cacheOf(ctx: AppContext): Map<string, StsPolicy> {
   let c = caches.get(ctx);
@@ -181,6 +188,14 @@ async function storedPolicy(ctx: AppContext, domain: string): Promise<StsPolicy 
 export async function stsPolicyFor(ctx: AppContext, domain: string): Promise<StsLookup> {
   const cache = cacheOf(ctx);
   const now = ctx.clock.now().getTime();
+  let absent = absences.get(ctx);
+  if (!absent) absences.set(ctx, (absent = new Map()));
+  if ((absent.get(domain) ?? 0) > now) return { kind: 'none' };
+  absent.delete(domain);
+  const noPolicy = (failure?: { type: StsFailure; detail: string }): StsLookup => {
+    absent.set(domain, now + ABSENT_MS);
+    return { kind: 'none', failure };
+  };
   let cached = cache.get(domain) ?? (await storedPolicy(ctx, domain));
   if (cached && cached.expires <= now) {
     cache.delete(domain);
@@ -194,7 +209,8 @@ export async function stsPolicyFor(ctx: AppContext, domain: string): Promise<Sts
     return fromCache();
   }
   // §5.1: no TXT record while a policy is cached: the cached policy holds until max_age.
-  if (!id || cached?.id === id) return fromCache();
+  if (!id) return cached ? fromCache() : noPolicy();
+  if (cached?.id === id) return fromCache();
   let text: string;
   let parsed: ReturnType<typeof parseStsPolicy>;
   try {
@@ -202,14 +218,14 @@ export async function stsPolicyFor(ctx: AppContext, domain: string): Promise<Sts
   } catch (err) {
     const e = err as Error & { stsFailure?: StsFailure };
     ctx.log.warn('MTA-STS policy fetch failed', { domain, error: e.message });
-    return cached ? fromCache() : { kind: 'none', failure: { type: e.stsFailure ?? 'sts-policy-fetch-error', detail: e.message } };
+    return cached ? fromCache() : noPolicy({ type: e.stsFailure ?? 'sts-policy-fetch-error', detail: e.message });
   }
   try {
     parsed = parseStsPolicy(text);
   } catch (err) {
     const detail = `policy of ${domain} is invalid: ${(err as Error).message}`;
     ctx.log.warn('MTA-STS policy invalid', { domain, error: detail });
-    return cached ? fromCache() : { kind: 'none', failure: { type: 'sts-policy-invalid', detail } };
+    return cached ? fromCache() : noPolicy({ type: 'sts-policy-invalid', detail });
   }
   const policy: StsPolicy = { id, ...parsed, text, expires: now + parsed.maxAge * 1000 };
   cache.set(domain, policy);
