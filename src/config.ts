@@ -259,10 +259,18 @@ export const CONFIG_SCHEMA = {
     retry_schedule: durations(['1m', '5m', '30m', '2h', '6h', '12h'], 'Delays between delivery attempts after a temporary failure; then the message fails.'),
     concurrency_per_domain: int(16, 'Most deliveries in flight to one recipient domain (SMTP connections per MX host); Postfix allows 20.', 1),
     timeout: duration('60s', 'Connection and reply timeout for one SMTP delivery attempt.'),
+    mta_sts: bool(true, 'Honour the MTA-STS policies (RFC 8461) of recipient domains: under `enforce`, mail goes only to the MX hosts the policy names, over TLS with a certificate valid for the MX name, else the attempt is deferred; `testing` policies are only reported (TLS-RPT). false turns it off.'),
+    mta_sts_port: int(443, 'Port of the HTTPS server MTA-STS policies are fetched from (tests point it elsewhere).', 1),
+    mta_sts_timeout: duration('10s', 'Time one MTA-STS policy fetch may take (DNS of the mta-sts host, TLS, the whole body); past it the fetch fails, the domain is treated as having no policy (unless a cached one is still valid) and TLS-RPT reports sts-policy-fetch-error.', '100ms'),
+    mta_sts_max_bytes: int(65_536, 'Largest MTA-STS policy file read; a larger one is abandoned there, the domain is treated as having no policy (unless a cached one is still valid) and TLS-RPT reports sts-policy-invalid.', 256),
+    tls_reports: bool(true, 'Send TLS-RPT aggregate reports (RFC 8460): once a day, to each recipient domain that publishes a `_smtp._tls` record, the sessions of the previous UTC day that succeeded and failed its MTA-STS or DANE policy (mail through our own sender, or an https POST checked like a webhook target). Only domains publishing that record have their sessions counted. false counts and sends nothing.'),
+    dane: bool(true, 'Authenticate MX hosts with DANE (RFC 7672) when `dns.dnssec` is true: an MX host with usable DNSSEC-signed TLSA records gets TLS required and its certificate checked against them (DANE-EE, DANE-TA), before and instead of MTA-STS; a mismatch defers the attempt. false turns it off.'),
+    tls_ca_file: str('', 'PEM file of certificate authorities trusted beside the system roots when checking MTA-STS policy servers and MX certificates (a private PKI; tests); "" uses the system roots only.'),
   },
   dns: {
     servers: resolvers([], 'Resolvers ("ip" or "ip:port") for MX lookups, domain checks and SPF/DKIM/DMARC; [] uses the system resolvers.'),
     timeout: duration('5s', 'Time limit of one DNS query.'),
+    dnssec: bool(false, 'The resolvers in `dns.servers` validate DNSSEC (unbound, a local validating resolver) and their authenticated-data flag is trusted: it enables DANE for outbound mail (`outbound.dane`). Leave false with a resolver that does not validate, or one reached over an untrusted network.'),
   },
   limits: {
     daily_send_limit: int(100, 'Default dailySendLimit of new inboxes.', 0),

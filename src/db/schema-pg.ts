@@ -121,6 +121,8 @@ export const addressPolicies = derive(sqlite.addressPolicies);
 export const dmarcReports = derive(sqlite.dmarcReports);
 export const dmarcRecords = derive(sqlite.dmarcRecords);
 export const tlsReports = derive(sqlite.tlsReports);
+export const tlsResults = derive(sqlite.tlsResults);
+export const mtaStsPolicies = derive(sqlite.mtaStsPolicies);
 
 /** Every SQLite table this file has a PostgreSQL form of (the parity test checks none is missing). */
 export function derivedTables(): ReadonlyMap<SQLiteTable, AnyPgTable> {

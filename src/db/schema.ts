@@ -637,3 +637,45 @@ export const tlsReports = sqliteTable(
   },
   (t) => [uniqueIndex('tls_reports_unique').on(t.domainId, t.orgName, t.reportId), index('tls_reports_domain_begin').on(t.domainId, t.beginAt), index('tls_reports_received').on(t.receivedAt)],
 );
+
+/**
+ * TLS-RPT (RFC 8460), sending side: sessions of outbound deliveries counted per UTC day,
+ * recipient domain, policy type and result (src/outbound/tls-rpt.ts). The daily report job
+ * sums a day's rows into one report per domain that asks for them, then deletes them.
+ */
+export const tlsResults = sqliteTable(
+  'tls_results',
+  {
+    /** UTC day, YYYY-MM-DD. */
+    day: text('day').notNull(),
+    policyDomain: text('policy_domain').notNull(),
+    /** 'sts' | 'tlsa' | 'no-policy-found' */
+    policyType: text('policy_type').notNull(),
+    /** '' for successful sessions, else the RFC 8460 result type. */
+    resultType: text('result_type').notNull(),
+    /** The MX host and address a failure concerns ('' for successes and policy fetch failures). */
+    receivingMx: text('receiving_mx').notNull().default(''),
+    receivingIp: text('receiving_ip').notNull().default(''),
+    /** JSON arrays as last seen: the policy's lines (policy-string) and its MX patterns (mx-host). */
+    policyStrings: text('policy_strings').notNull().default('[]'),
+    mxHosts: text('mx_hosts').notNull().default('[]'),
+    sessions: integer('sessions').notNull().default(0),
+    /** The last failure's reason (additional-information). */
+    detail: text('detail'),
+  },
+  (t) => [primaryKey({ columns: [t.day, t.policyDomain, t.policyType, t.resultType, t.receivingMx, t.receivingIp] })],
+);
+
+/**
+ * MTA-STS policies (RFC 8461 §5.1) of recipient domains, kept until their max_age so that a
+ * restart, or another node, does not forget a policy an attacker could then block the fetch of.
+ */
+export const mtaStsPolicies = sqliteTable('mta_sts_policies', {
+  domain: text('domain').primaryKey(),
+  /** The `id` of the `_mta-sts` TXT record the policy was fetched for. */
+  policyId: text('policy_id').notNull(),
+  /** The policy file as served. */
+  policy: text('policy').notNull(),
+  /** Epoch milliseconds after which the policy is no longer used. */
+  expiresAt: integer('expires_at').notNull(),
+});

@@ -18,6 +18,7 @@ import {
   findJobById,
   findNextWakeTimes,
   insertJob,
+  insertJobOnce,
   listClaimCandidates,
   listDueJobs,
   listJobsByStatus,
@@ -67,17 +68,26 @@ export interface EnqueueInput {
  */
 export async function enqueueJob(db: Db, now: Date, input: EnqueueInput): Promise<string> {
   const id = newId('job', now.getTime());
-  const iso = now.toISOString();
-  await insertJob(db, {
-    id,
-    kind: input.kind,
-    payload: JSON.stringify(input.payload),
-    partition: input.partition ?? '',
-    maxAttempts: input.maxAttempts,
-    runAt: input.runAt ?? now.getTime(),
-    createdAt: iso,
-  });
+  await insertJob(db, jobRow(id, now, input));
   return id;
+}
+
+const jobRow = (id: string, now: Date, input: EnqueueInput) => ({
+  id,
+  kind: input.kind,
+  payload: JSON.stringify(input.payload),
+  partition: input.partition ?? '',
+  maxAttempts: input.maxAttempts,
+  runAt: input.runAt ?? now.getTime(),
+  createdAt: now.toISOString(),
+});
+
+/**
+ * Adds a job with a chosen `id` unless it exists already (done or not): work that must happen
+ * once per period (the daily TLS report), whichever node or restart asks first.
+ */
+export async function enqueueJobOnce(db: Db, now: Date, id: string, input: EnqueueInput): Promise<boolean> {
+  return insertJobOnce(db, jobRow(id, now, input));
 }
 
 /**

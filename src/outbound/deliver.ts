@@ -2,10 +2,17 @@
 // SMTP with nodemailer, and report what the server said for each recipient. Connections are
 // pooled per MX host and reused across messages; STARTTLS is used whenever the server offers
 // it (opportunistic, RFC 3207; certificates of MX hosts are not checked, as MTAs do without
-// DANE/MTA-STS). The pools are closed by the `outbound` service at shutdown.
+// DANE/MTA-STS). Under an MTA-STS policy (`verify`) TLS is required with a WebPKI-valid
+// certificate for the MX name; under DANE (`dane`) with one matching the TLSA records, on a
+// connection of its own. The pools are closed by the `outbound` service at shutdown.
+import type { TLSSocket } from 'node:tls';
 import nodemailer, { type Transporter } from 'nodemailer';
+import SMTPConnection from 'nodemailer/lib/smtp-connection';
+import type { TlsaRecord } from '../dns.ts';
+import { checkDane, peerChain } from './dane.ts';
 import type { AppContext } from '../context.ts';
 import type { Service } from '../context.ts';
+import { trustedCas } from './mta-sts.ts';
 
 export interface Envelope {
   /** MAIL FROM: where bounces go. */
@@ -35,6 +42,13 @@ export interface Target {
   port: number;
   /** Never STARTTLS: the second try after a failed TLS handshake with this host. */
   plaintext?: boolean;
+  /**
+   * TLS is required with a certificate valid for `name` (MTA-STS, RFC 8461 §4.2): no
+   * plaintext retry, and a failed check makes the host unreachable with its reason.
+   */
+  verify?: boolean;
+  /** DANE (RFC 7672): TLS required and the certificate checked against these TLSA records. */
+  dane?: TlsaRecord[];
 }
 
 interface Pool {
@@ -75,7 +89,7 @@ function poolFor(ctx: AppContext, target: Target | 'relay'): Pool {
   const p = poolsOf(ctx);
   const now = Date.now();
   sweepIdle(p, now);
-  const key = target === 'relay' ? 'relay' : `${target.name}|${target.address}|${target.port}${target.plaintext ? '|plain' : ''}`;
+  const key = target === 'relay' ? 'relay' : `${target.name}|${target.address}|${target.port}${target.plaintext ? '|plain' : ''}${target.verify ? '|verify' : ''}`;
   const existing = p.byKey.get(key);
   if (existing) return existing;
   let t: Transporter;
@@ -103,6 +117,15 @@ function poolFor(ctx: AppContext, target: Target | 'relay'): Pool {
       auth: url.username ? { user: decodeURIComponent(url.username), pass: decodeURIComponent(url.password) } : undefined,
       // A smarthost is a known party holding our credentials: its certificate is checked.
       tls: { rejectUnauthorized: o.relay_verify_tls },
+    });
+  } else if (target.verify) {
+    t = nodemailer.createTransport({
+      ...common,
+      host: target.address,
+      port: target.port,
+      requireTLS: true,
+      opportunisticTLS: false,
+      tls: { servername: target.name, rejectUnauthorized: true, ca: trustedCas(ctx) },
     });
   } else {
     t = nodemailer.createTransport({
@@ -135,16 +158,21 @@ const oneLine = (s: string | undefined) => (s ?? '').replace(/\s+/g, ' ').trim()
  * security level "may"), rather than never delivering to a host with a broken TLS setup.
  */
 export async function deliverAttempt(ctx: AppContext, target: Target | 'relay', envelope: Envelope, raw: Buffer, signal?: AbortSignal): Promise<AttemptResult> {
+  if (target !== 'relay' && target.dane) return attemptDane(ctx, target, target.dane, envelope, raw, signal);
   const res = await attemptOnce(ctx, target, envelope, raw, signal);
-  if (res.kind === 'unreachable' && target !== 'relay' && !target.plaintext && isTlsFailure(res) && !signal?.aborted) {
+  if (res.kind === 'unreachable' && target !== 'relay' && !target.plaintext && !target.verify && isTlsFailure(res) && !signal?.aborted) {
     ctx.log.warn('STARTTLS failed, retrying without TLS', { host: res.host, error: res.error });
     return attemptOnce(ctx, { ...target, plaintext: true }, envelope, raw, signal);
   }
   return res;
 }
 
-/** The STARTTLS step failed (an error during the upgrade, or a handshake that never finished). */
-const isTlsFailure = (res: { errorCode?: string; error: string }) => res.errorCode === 'ETLS' || /TLS handshake/i.test(res.error);
+/**
+ * The STARTTLS step failed (an error during the upgrade, a handshake that never finished, or,
+ * for a `verify` target, a certificate the check refused).
+ */
+export const isTlsFailure = (res: { errorCode?: string; error: string }) =>
+  res.errorCode === 'ETLS' || /TLS handshake|certificate|altnames/i.test(res.error);
 
 async function attemptOnce(ctx: AppContext, target: Target | 'relay', envelope: Envelope, raw: Buffer, signal?: AbortSignal): Promise<AttemptResult> {
   const host = target === 'relay' ? 'relay' : `${target.name} [${target.address}]:${target.port}`;
@@ -156,7 +184,6 @@ async function attemptOnce(ctx: AppContext, target: Target | 'relay', envelope: 
     return { kind: 'unreachable', host, error: `cannot use outbound.relay: ${(err as Error).message}` };
   }
   pool.inUse++;
-  const replies = new Map<string, RecipientReply>();
   try {
     const info = await pool.transport.sendMail({
       envelope: { from: envelope.from, to: envelope.to },
@@ -166,37 +193,96 @@ async function attemptOnce(ctx: AppContext, target: Target | 'relay', envelope: 
       // message, however slowly the server trickles its replies, and the send fails EABORT.
       signal,
     });
-    const rejectedErrors = ((info as { rejectedErrors?: SmtpError[] }).rejectedErrors ?? []) as Array<SmtpError & { recipient?: string }>;
-    for (const e of rejectedErrors) {
-      if (e.recipient) replies.set(e.recipient.toLowerCase(), { accepted: false, code: e.responseCode, response: oneLine(e.response ?? e.message) });
-    }
-    const code = Number(/^\d{3}/.exec(info.response ?? '')?.[0]) || 250;
-    for (const to of envelope.to) {
-      if (!replies.has(to.toLowerCase())) replies.set(to.toLowerCase(), { accepted: true, code, response: oneLine(info.response) || '250 OK' });
-    }
-    return { kind: 'replies', host, replies };
-  } catch (raw_) {
-    const err = raw_ as SmtpError;
-    if (err.rejectedErrors?.length) {
-      // Every recipient was refused at RCPT TO: each has its own reply.
-      for (const e of err.rejectedErrors) {
-        if (e.recipient) replies.set(e.recipient.toLowerCase(), { accepted: false, code: e.responseCode, response: oneLine(e.response ?? e.message) });
-      }
-      for (const to of envelope.to) {
-        if (!replies.has(to.toLowerCase())) replies.set(to.toLowerCase(), { accepted: false, code: err.responseCode, response: oneLine(err.response ?? err.message) });
-      }
-      return { kind: 'replies', host, replies };
-    }
-    if (err.responseCode && (err.command === 'MAIL FROM' || err.command === 'DATA' || err.code === 'EMESSAGE' || err.code === 'EENVELOPE')) {
-      // The transaction ran and the server refused the sender or the message: the same
-      // reply counts for every recipient of this attempt.
-      for (const to of envelope.to) replies.set(to.toLowerCase(), { accepted: false, code: err.responseCode, response: oneLine(err.response) });
-      return { kind: 'replies', host, replies };
-    }
-    return { kind: 'unreachable', host, error: oneLine(err.response || err.message), errorCode: err.code, code: err.responseCode, response: err.response };
+    return fromInfo(host, envelope, info);
+  } catch (err) {
+    return fromError(host, envelope, err as SmtpError);
   } finally {
     pool.inUse--;
     pool.lastUsed = Date.now();
+  }
+}
+
+/** The replies of a transaction that ended with the message accepted for some recipients. */
+function fromInfo(host: string, envelope: Envelope, info: { response?: string }): AttemptResult {
+  const replies = new Map<string, RecipientReply>();
+  const rejectedErrors = ((info as { rejectedErrors?: SmtpError[] }).rejectedErrors ?? []) as Array<SmtpError & { recipient?: string }>;
+  for (const e of rejectedErrors) {
+    if (e.recipient) replies.set(e.recipient.toLowerCase(), { accepted: false, code: e.responseCode, response: oneLine(e.response ?? e.message) });
+  }
+  const code = Number(/^\d{3}/.exec(info.response ?? '')?.[0]) || 250;
+  for (const to of envelope.to) {
+    if (!replies.has(to.toLowerCase())) replies.set(to.toLowerCase(), { accepted: true, code, response: oneLine(info.response) || '250 OK' });
+  }
+  return { kind: 'replies', host, replies };
+}
+
+/** What a failed send means: refusals for each recipient, or no transaction at all. */
+function fromError(host: string, envelope: Envelope, err: SmtpError): AttemptResult {
+  const replies = new Map<string, RecipientReply>();
+  if (err.rejectedErrors?.length) {
+    // Every recipient was refused at RCPT TO: each has its own reply.
+    for (const e of err.rejectedErrors) {
+      if (e.recipient) replies.set(e.recipient.toLowerCase(), { accepted: false, code: e.responseCode, response: oneLine(e.response ?? e.message) });
+    }
+    for (const to of envelope.to) {
+      if (!replies.has(to.toLowerCase())) replies.set(to.toLowerCase(), { accepted: false, code: err.responseCode, response: oneLine(err.response ?? err.message) });
+    }
+    return { kind: 'replies', host, replies };
+  }
+  if (err.responseCode && (err.command === 'MAIL FROM' || err.command === 'DATA' || err.code === 'EMESSAGE' || err.code === 'EENVELOPE')) {
+    // The transaction ran and the server refused the sender or the message: the same
+    // reply counts for every recipient of this attempt.
+    for (const to of envelope.to) replies.set(to.toLowerCase(), { accepted: false, code: err.responseCode, response: oneLine(err.response) });
+    return { kind: 'replies', host, replies };
+  }
+  return { kind: 'unreachable', host, error: oneLine(err.response || err.message), errorCode: err.code, code: err.responseCode, response: err.response };
+}
+
+/**
+ * A DANE-authenticated attempt (RFC 7672): its own connection, not a pooled one, because the
+ * certificate is checked against the TLSA records after the handshake and before MAIL FROM,
+ * which nodemailer's pool gives no place for. STARTTLS is required; a certificate that matches
+ * no record ends the connection before anything is sent.
+ */
+async function attemptDane(ctx: AppContext, target: Target, records: TlsaRecord[], envelope: Envelope, raw: Buffer, signal?: AbortSignal): Promise<AttemptResult> {
+  const host = `${target.name} [${target.address}]:${target.port}`;
+  const o = ctx.config.outbound;
+  const conn = new SMTPConnection({
+    host: target.address,
+    port: target.port,
+    name: ctx.config.hostname,
+    requireTLS: true,
+    connectionTimeout: o.timeout,
+    greetingTimeout: o.timeout,
+    socketTimeout: o.timeout,
+    logger: false,
+    // Authentication is DANE's, below: the WebPKI chain and name checks do not apply (§3.1).
+    tls: { servername: target.name, rejectUnauthorized: false },
+  });
+  const abort = () => conn.close();
+  signal?.addEventListener('abort', abort, { once: true });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      conn.once('error', reject);
+      conn.connect(() => {
+        conn.off('error', reject);
+        resolve();
+      });
+    });
+    const socket = (conn as unknown as { _socket?: TLSSocket })._socket;
+    const problem = !conn.secure || !socket?.getPeerCertificate ? 'STARTTLS required by DANE did not happen' : checkDane(records, peerChain(socket.getPeerCertificate(true)), target.name, ctx.clock.now());
+    if (problem) return { kind: 'unreachable', host, error: `DANE: ${problem}`, errorCode: 'EDANE' };
+    const info = await new Promise<{ response?: string }>((resolve, reject) => {
+      conn.once('error', reject);
+      conn.send({ from: envelope.from, to: envelope.to, dsn: envelope.envid ? { envid: envelope.envid, ret: 'HDRS' } : undefined } as Parameters<SMTPConnection['send']>[0], raw, (err, info) => (err ? reject(err) : resolve(info)));
+    });
+    return fromInfo(host, envelope, info);
+  } catch (err) {
+    const res = fromError(host, envelope, err as SmtpError);
+    return res.kind === 'unreachable' && isTlsFailure(res) ? { ...res, error: `DANE: ${res.error}` } : res;
+  } finally {
+    signal?.removeEventListener('abort', abort);
+    conn.quit();
   }
 }
 

@@ -31,6 +31,8 @@ export interface TestMx {
   held(address: string, timeoutMs?: number): Promise<void>;
   /** Refuses the message at the end of DATA (554) when this address is among its recipients. */
   rejectData(address: string): void;
+  /** Presents this key and certificate to clients that ask for `serverName` (SNI). */
+  certificate(serverName: string, pair: { key: string; cert: string }): void;
   /** Stalls the STARTTLS handshake of clients that ask for this server name (SNI) until they give up. */
   breakTls(serverName: string): void;
   /** Number of RCPT TO commands seen for an address (attempts). */
@@ -54,6 +56,7 @@ export async function startTestMx(): Promise<TestMx> {
   const refuseData = new Set<string>();
   const defaultContext = createSecureContext(getTLSOptions({}));
   const released = new Set<string>();
+  const certificates = new Map<string, ReturnType<typeof createSecureContext>>();
 
   const server = new SMTPServer({
     authOptional: true,
@@ -61,7 +64,7 @@ export async function startTestMx(): Promise<TestMx> {
     // STARTTLS with smtp-server's bundled certificate, except for names made to fail.
     SNICallback(name: string, cb: (err: Error | null, ctx?: ReturnType<typeof createSecureContext>) => void) {
       // A broken name never gets its context: the client's handshake times out.
-      if (!brokenTls.has(name.toLowerCase())) cb(null, defaultContext);
+      if (!brokenTls.has(name.toLowerCase())) cb(null, certificates.get(name.toLowerCase()) ?? defaultContext);
     },
     logger: false,
     size: 50 * 1024 * 1024,
@@ -138,6 +141,9 @@ export async function startTestMx(): Promise<TestMx> {
     },
     rejectData(address) {
       refuseData.add(address.toLowerCase());
+    },
+    certificate(serverName, pair) {
+      certificates.set(serverName.toLowerCase(), createSecureContext(pair));
     },
     breakTls(serverName) {
       brokenTls.add(serverName.toLowerCase());

@@ -14,8 +14,11 @@ import type { MessageRow, RecipientOutcome } from '../../domain/mail/messages.ts
 import { SEND_JOB, findOutboundRow, markSending, pendingRecipients, recordOutcomes, type SendJobPayload } from '../../domain/sending/sending.ts';
 import { errorFields } from '../../log.ts';
 import { classifyReply } from '../../outbound/classify.ts';
-import { deliverAttempt, type AttemptResult, type Envelope, type RecipientReply, type Target } from '../../outbound/deliver.ts';
-import { resolveMx } from '../../outbound/mx.ts';
+import { deliverAttempt, isTlsFailure, type AttemptResult, type Envelope, type RecipientReply, type Target } from '../../outbound/deliver.ts';
+import { resolveMx, type MxHost } from '../../outbound/mx.ts';
+import { mxMatches, stsPolicyFor } from '../../outbound/mta-sts.ts';
+import { daneFor, tlsaName, tlsaText, type DaneStatus } from '../../outbound/dane.ts';
+import { TlsSessions, tlsFailureType } from '../../outbound/tls-rpt.ts';
 import { readSource } from '../../outbound/source-cache.ts';
 import { replyFor } from '../../smtp/replies.ts';
 // Bounce and complaint reports are the other half of outbound delivery: registers their handler.
@@ -109,7 +112,7 @@ async function attemptEach(ctx: AppContext, target: Target | 'relay', row: Messa
 const stopped = (signal: AbortSignal, addresses: string[], last: string): Result[] =>
   all(addresses, 'deferred', `${(signal.reason as Error)?.message ?? 'attempt aborted'}; connection closed${last ? ` (${last})` : ''}`);
 
-async function deliverRemotely(ctx: AppContext, row: MessageRow, domain: string, addresses: string[], signal: AbortSignal): Promise<Result[]> {
+async function deliverRemotely(ctx: AppContext, row: MessageRow, domain: string, addresses: string[], signal: AbortSignal, tls: TlsSessions): Promise<Result[]> {
   const raw = await readSource(ctx, row.rawPath!);
   if (ctx.config.outbound.relay) {
     const res = await attemptEach(ctx, 'relay', row, addresses, raw, signal);
@@ -126,11 +129,55 @@ async function deliverRemotely(ctx: AppContext, row: MessageRow, domain: string,
   }
   if (route.kind === 'null-mx') return all(addresses, 'failed', `${domain} accepts no mail (null MX, RFC 7505)`);
   if (route.kind === 'none') return all(addresses, 'failed', `${domain} has no MX or address record`);
+  await tls.start();
+  const sts = ctx.config.outbound.mta_sts ? await stsPolicyFor(ctx, domain) : undefined;
+  tls.usePolicy(sts?.kind === 'policy' ? sts.policy : undefined, sts?.kind === 'none' ? sts.failure : undefined);
+  let dane;
+  try {
+    dane = await daneFor(ctx, domain, route.hosts);
+  } catch (err) {
+    if (err instanceof DnsUnavailableError) return all(addresses, 'deferred', `DANE: DNSSEC lookup failed for ${domain}: ${err.code}`);
+    throw err;
+  }
+  return viaMx(ctx, row, domain, route.hosts, addresses, raw, signal, tls, dane);
+}
+
+/**
+ * Each MX host in preference order until one holds a transaction. Under an MTA-STS policy
+ * (RFC 8461 §5) a host it names gets TLS with a certificate checked for its name; under
+ * `enforce` a host it does not name, or one that fails the check, is skipped, and the reason
+ * ends in the recipients' response; under `testing` both are only reported (TLS-RPT).
+ */
+async function viaMx(ctx: AppContext, row: MessageRow, domain: string, hosts: MxHost[], addresses: string[], raw: Buffer, signal: AbortSignal, tls: TlsSessions, dane?: Map<string, DaneStatus>): Promise<Result[]> {
+  const policy = tls.policy;
+  const enforce = policy?.mode === 'enforce';
   let last = '';
-  for (const host of route.hosts) {
+  for (const host of hosts) {
+    // DANE first (RFC 8461 §2): a host with TLSA records is authenticated by them alone.
+    const tlsa = dane?.get(host.name);
+    if (tlsa) {
+      const daneResult = await viaDane(ctx, row, host, tlsa, addresses, raw, signal, tls);
+      if (Array.isArray(daneResult)) return daneResult;
+      last = daneResult;
+      continue;
+    }
+    const listed = !policy || mxMatches(policy, host.name);
+    if (!listed) {
+      tls.failure('validation-failure', host.name, '', `${host.name} is not an MX host of the MTA-STS policy`);
+      if (enforce) {
+        last = `MTA-STS policy of ${domain} (enforce) does not name ${host.name}`;
+        continue;
+      }
+    }
     for (const address of host.addresses) {
       if (signal.aborted) return stopped(signal, addresses, last);
-      const res = await attemptEach(ctx, { name: host.name, address, port: ctx.config.outbound.mx_port }, row, addresses, raw, signal);
+      const target: Target = { name: host.name, address, port: ctx.config.outbound.mx_port, verify: !!policy && listed };
+      let res = await attemptEach(ctx, target, row, addresses, raw, signal);
+      if (res.kind === 'unreachable' && target.verify && isTlsFailure(res) && !signal.aborted) {
+        tls.failure(tlsFailureType(res.error), host.name, address, res.error);
+        if (!enforce) res = await attemptEach(ctx, { ...target, verify: false }, row, addresses, raw, signal);
+        else res = { ...res, error: `MTA-STS (enforce): ${res.error}` };
+      } else if (res.kind === 'replies' && listed) tls.success();
       if (res.kind === 'replies') return fromReplies(res, addresses);
       if (signal.aborted) return stopped(signal, addresses, res.host);
       last = `${res.host}: ${res.error}`;
@@ -138,6 +185,36 @@ async function deliverRemotely(ctx: AppContext, row: MessageRow, domain: string,
     }
   }
   return all(addresses, 'deferred', `no MX host of ${domain} reachable; last: ${last}`);
+}
+
+/**
+ * Delivery to one MX host with TLSA records (RFC 7672): TLS required, the certificate checked
+ * against them; a bogus TLSA answer or a mismatch skips the host (its reason is returned).
+ */
+async function viaDane(ctx: AppContext, row: MessageRow, host: MxHost, tlsa: DaneStatus, addresses: string[], raw: Buffer, signal: AbortSignal, tls: TlsSessions): Promise<Result[] | string> {
+  const name = tlsaName(ctx, host.name);
+  if (tlsa.kind === 'bogus') {
+    tls.failure('dnssec-invalid', host.name, '', tlsa.detail, { mx: host.name, strings: [] });
+    return `DANE: ${tlsa.detail}`;
+  }
+  const policy = { mx: host.name, strings: tlsaText(name, tlsa.records) };
+  let last = '';
+  for (const address of host.addresses) {
+    if (signal.aborted) return stopped(signal, addresses, last);
+    const res = await attemptEach(ctx, { name: host.name, address, port: ctx.config.outbound.mx_port, dane: tlsa.records }, row, addresses, raw, signal);
+    if (res.kind === 'replies') {
+      tls.success(policy);
+      return fromReplies(res, addresses);
+    }
+    if (signal.aborted) return stopped(signal, addresses, res.host);
+    if (res.errorCode === 'EDANE' || res.error.startsWith('DANE:')) {
+      const type = /STARTTLS/i.test(res.error) ? 'starttls-not-supported' : res.errorCode === 'EDANE' ? 'tlsa-invalid' : tlsFailureType(res.error);
+      tls.failure(type, host.name, address, res.error, policy);
+    }
+    last = `${res.host}: ${res.error}`;
+    ctx.log.warn('mx unreachable', { messageId: row.id, host: res.host, error: res.error });
+  }
+  return last;
 }
 
 /**
@@ -173,10 +250,11 @@ export const sendHandler: JobHandler = {
 
     let results: Result[];
     let delivered: Commit | undefined;
+    const tls = new TlsSessions(ctx, payload.domain);
     try {
       if (payload.local) ({ results, commit: delivered } = await deliverLocally(ctx, row, pending));
       else if (row.delivery === 'dry-run') results = all(pending, 'sent', '250 dry-run: accepted without sending (outbound.mode = "dry-run")');
-      else results = await deliverRemotely(ctx, row, payload.domain, pending, signal);
+      else results = await deliverRemotely(ctx, row, payload.domain, pending, signal, tls);
     } catch (err) {
       // Something local (the stored source unreadable, …): retried like a temporary failure,
       // so the recipients still end in a final state when the schedule runs out.
@@ -190,6 +268,7 @@ export const sendHandler: JobHandler = {
     const outcomes = lastAttempt ? results.map((r) => (r.status === 'deferred' ? { ...r, status: 'failed' as const } : r)) : results;
     const commit: Commit = async (tx) => {
       await delivered?.(tx);
+      await tls.save(tx);
       await recordOutcomes(tx, ctx, row.id, outcomes, kept ?? undefined);
     };
     if (!deferred.length) return ok(commit);

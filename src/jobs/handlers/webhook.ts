@@ -49,7 +49,7 @@ function pinnedLookup(target: { address: string; family: 4 | 6 }): LookupFunctio
 }
 
 /** One POST. Redirects are not followed (node:http never does): a 3xx is a failure. */
-function post(target: ResolvedTarget, body: Buffer, headers: Record<string, string>, timeoutMs: number, signal: AbortSignal): Promise<PostResult> {
+export function post(target: ResolvedTarget, body: Buffer, headers: Record<string, string>, timeoutMs: number, signal: AbortSignal, ca?: string[]): Promise<PostResult> {
   const { url } = target;
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
@@ -70,6 +70,8 @@ function post(target: ResolvedTarget, body: Buffer, headers: Record<string, stri
       path: `${url.pathname}${url.search}`,
       headers: { ...headers, 'Content-Length': String(body.length) },
       agent: false,
+      // Certificate authorities beside the system's (TLS reports: outbound.tls_ca_file).
+      ca,
       lookup: target.addresses.length ? pinnedLookup(target.addresses[0]) : undefined,
       // The job's deadline (jobs.attempt_timeout) ends the request too: an 'error' event, a failure.
       signal,

@@ -31,6 +31,11 @@ export async function insertJob(db: Db, job: NewJob): Promise<void> {
   await preparedQuery(db, insertJobQuery).run({ ...job });
 }
 
+/** Inserts a job unless one with its id exists (a daily job every node and restart enqueues); answers whether it did. */
+export async function insertJobOnce(db: Db, job: NewJob): Promise<boolean> {
+  return changes(await db.insert(jobs).values({ ...job, updatedAt: job.createdAt }).onConflictDoNothing().run()) > 0;
+}
+
 // One per spooled message, send and webhook delivery: prepared once (src/store/prepared.ts;
 // drizzle built this insert anew per call, a sixth of the SMTP spool path's CPU in bench/).
 const insertJobQuery = (db: Db) =>
