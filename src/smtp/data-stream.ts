@@ -2,13 +2,14 @@
 // bytes are counted as they come, held in memory while the message is small, and past
 // LARGE_MESSAGE_BYTES written to a staged file (src/domain/inbound/inbound-large.ts) as they
 // arrive, fsynced once at the end; that file then becomes the stored source (a rename, or a
-// stream into the row on PostgreSQL). A session thus holds at most the message's first MiB
-// whatever its size. Past smtp.max_message_bytes the rest is read and dropped and the answer is
+// stream into the row on PostgreSQL). A session thus holds at most the message's first MiB,
+// and once on disk its header section only, whatever its size. Past smtp.max_message_bytes the rest is read and dropped and the answer is
 // 552; a transaction cut short or refused leaves no staged file (it is removed before the answer).
 import type { SMTPServerDataStream } from 'smtp-server';
 import type { AppContext } from '../context.ts';
 import { LARGE_MESSAGE_BYTES, stageInbound, type InboundStage, type StagedMessage } from '../domain/inbound/inbound-large.ts';
 import type { InboundInput } from '../domain/inbound/inbound.ts';
+import { headerSection } from '../domain/inbound/authentication.ts';
 import { errorFields } from '../log.ts';
 import { countSmtpLimited } from '../metrics.ts';
 import { memoryBudgetOf } from './memory-budget.ts';
@@ -52,7 +53,7 @@ export function receiveData(ctx: AppContext, stream: SMTPServerDataStream, targe
   let overBudget = false;
   let unstaged = false;
   let stage: InboundStage | undefined;
-  /** A staged message's first bytes (its header section, for authentication). */
+  /** A staged message's header section (its first MiB if it has no end there). */
   let head: Buffer | undefined;
   const release = () => {
     memory.release(held);
@@ -78,10 +79,13 @@ export function receiveData(ctx: AppContext, stream: SMTPServerDataStream, targe
       held += chunk.length;
       chunks.push(chunk);
       if (size <= LARGE_MESSAGE_BYTES) return;
-      // From here on the bytes go to disk as they come; memory keeps the first ones and no more.
+      // From here on the bytes go to disk as they come; memory keeps the header section (for
+      // authentication; the body is read from the file) and no more.
       stage = stageInbound(ctx, target.envelope);
-      head = Buffer.concat(chunks.splice(0));
-      chunk = head;
+      chunk = Buffer.concat(chunks.splice(0));
+      head = Buffer.from(headerSection(chunk));
+      memory.release(held - head.length);
+      held = head.length;
     }
     // The client waits while the disk catches up (smtp-server stops reading its socket).
     const wait = stage.write(chunk);

@@ -15,11 +15,15 @@ import { countInboundAnalysed } from '../../metrics.ts';
 import type { AnalysisTask, LookupAnswer, WorkerMessage } from './analysis-worker.ts';
 import { authenticateMessage, cachedLookup, type AuthenticationResults } from './authentication.ts';
 import { parseMessage, unparsedMessage } from './inbound-parse.ts';
+import { isStaged, parseStaged, readStaged, type StagedMessage } from './inbound-large.ts';
+import { removeStaged } from '../../storage/staging.ts';
 
 export interface Analysis {
   parsed: ParsedMail;
   /** Null when not asked for (a local delivery has no remote sender). */
   authentication: AuthenticationResults | null;
+  /** Staged attachment files of a large message (inbound-large.ts), for the caller to remove once stored. */
+  files?: string[];
 }
 
 /** Who sent the message, for SPF/DKIM/DMARC. */
@@ -61,7 +65,9 @@ function startWorker(): Worker {
 interface Task {
   id: number;
   ctx: AppContext;
+  /** The message, or a staged one's first bytes. */
   raw: Buffer;
+  staged?: StagedMessage;
   message: AnalysisTask;
   sender: SenderOfMessage | null;
   /** Worker threads that died (or were stopped) while holding it. */
@@ -130,13 +136,17 @@ function onMessage(pw: PoolWorker, m: WorkerMessage): void {
     return;
   }
   const task = tasks.get(m.task);
-  if (!task || task.worker !== pw) return;
+  if (!task || task.worker !== pw) {
+    // An answer no task waits for any more (stored unanalysed meanwhile): its staged files go.
+    if ('files' in m && m.files?.length) void removeStaged(m.files);
+    return;
+  }
   if ('error' in m) return unanalysed(task, `the analysis failed: ${m.error}`);
   deaths = 0;
   restartAt = 0;
   finish(task);
   countInboundAnalysed(task.ctx, 'worker');
-  task.done({ parsed: revive(m.parsed), authentication: m.authentication });
+  task.done({ parsed: revive(m.parsed), authentication: m.authentication, files: m.files });
 }
 
 /**
@@ -231,7 +241,7 @@ function dispatch(task: Task): void {
     // A message that was on a dying thread is never tried here.
     if (task.losses > 0) return unanalysed(task, 'no analysis thread can start');
     finish(task);
-    analyseHere(task.ctx, task.raw, task.sender).then(task.done, (err: unknown) => {
+    analyseHere(task.ctx, task.staged ?? task.raw, task.sender).then(task.done, (err: unknown) => {
       task.ctx.log.error('message analysis failed', errorFields(err));
       unanalysed(task, (err as Error)?.message ?? String(err));
     });
@@ -253,8 +263,12 @@ function dispatch(task: Task): void {
   pw.worker.postMessage(task.message);
 }
 
-function analyseHere(ctx: AppContext, raw: Buffer, sender: SenderOfMessage | null): Promise<Analysis> {
+function analyseHere(ctx: AppContext, raw: Buffer | StagedMessage, sender: SenderOfMessage | null): Promise<Analysis> {
   countInboundAnalysed(ctx, 'main');
+  if (isStaged(raw)) {
+    const whole = () => readStaged(raw.path, raw);
+    return Promise.all([parseStaged(ctx, raw), sender ? authenticateMessage(ctx, { raw: raw.head, whole, ...sender }) : null]).then(([{ parsed, files }, authentication]) => ({ parsed, authentication, files }));
+  }
   return Promise.all([parseMessage(raw), sender ? authenticateMessage(ctx, { raw, ...sender }) : null]).then(([parsed, authentication]) => ({ parsed, authentication }));
 }
 
@@ -265,8 +279,11 @@ function analyseHere(ctx: AppContext, raw: Buffer, sender: SenderOfMessage | nul
  * stopped: it may be spinning), fails on its thread, or was on two threads that died, is stored
  * unanalysed. Other messages on a thread that died are analysed again on another thread.
  */
-export function analyseMessage(ctx: AppContext, raw: Buffer, sender: SenderOfMessage | null): Promise<Analysis> {
-  if (pick(ctx) === 'main') return analyseHere(ctx, raw, sender);
+export function analyseMessage(ctx: AppContext, message: Buffer | StagedMessage, sender: SenderOfMessage | null): Promise<Analysis> {
+  if (pick(ctx) === 'main') return analyseHere(ctx, message, sender);
+  // A large message is read from its file by the worker; only its first bytes cross threads.
+  const staged = isStaged(message) ? message : undefined;
+  const raw = isStaged(message) ? message.head : message;
   return new Promise<Analysis>((done) => {
     const id = ++nextTask;
     const task: Task = {
@@ -275,7 +292,8 @@ export function analyseMessage(ctx: AppContext, raw: Buffer, sender: SenderOfMes
       raw,
       sender,
       losses: 0,
-      message: { task: id, server: serverOf(ctx), raw, auth: sender ? { ...sender, hostname: ctx.config.hostname, dnsTimeout: ctx.config.dns.timeout } : undefined },
+      staged,
+      message: { task: id, server: serverOf(ctx), raw, staged: staged && { path: staged.path, traceLength: staged.traceLength, dataDir: ctx.config.data_dir }, auth: sender ? { ...sender, hostname: ctx.config.hostname, dnsTimeout: ctx.config.dns.timeout } : undefined },
       deadline: setTimeout(() => {
         // Its thread may be stuck in it: it takes no new message, and is stopped once the others
         // it holds end (each within its own deadline), so their analysis is not thrown away.

@@ -26,7 +26,7 @@ export const ATTACHMENT_MEMORY_BYTES = 1_048_576;
 export interface StagedMessage extends StagedFile {
   /** Bytes of trace fields before the message (not counted in size or sha256). */
   traceLength: number;
-  /** The message's first LARGE_MESSAGE_BYTES (its header section, for authentication). */
+  /** The message's header section, for authentication (its first LARGE_MESSAGE_BYTES when it does not end there). */
   head: Buffer;
   /** Only whitespace in the whole message (refused like an empty one). */
   blank: boolean;
@@ -67,7 +67,7 @@ export function stageInbound(ctx: AppContext, envelope: Pick<InboundInput, 'mail
 }
 
 /** The message of a staged file, without its trace fields. */
-export const readStaged = (path: string, staged: StagedMessage): Readable => createReadStream(path, { start: staged.traceLength });
+export const readStaged = (path: string, staged: Pick<StagedMessage, 'traceLength'>): Readable => createReadStream(path, { start: staged.traceLength });
 
 /** An attachment of a message parsed from disk: `content` in memory, or empty and `staged`. */
 export type LargeAttachment = Attachment & { staged?: StagedFile };
@@ -82,7 +82,11 @@ const COPIED = ['subject', 'references', 'date', 'to', 'from', 'cc', 'bcc', 'mes
  * kept as parseMessage keeps it (unparsedMessage); a failure to read the file rejects. Either
  * way the staged files made so far are removed.
  */
-export async function parseStaged(ctx: AppContext, staged: StagedMessage): Promise<{ parsed: ParsedMail; files: string[] }> {
+export async function parseStaged(
+  // Only where to stage: it also runs on an analysis worker (analysis-worker.ts), which has no AppContext.
+  ctx: { config: { data_dir: string } },
+  staged: Pick<StagedMessage, 'path' | 'traceLength' | 'head'>,
+): Promise<{ parsed: ParsedMail; files: string[] }> {
   const { MailParser } = await loadMailparser();
   const source = readStaged(staged.path, staged);
   const parser = new MailParser({ skipTextToHtml: true, skipImageLinks: true, keepCidLinks: true, skipHtmlToText: false });
