@@ -20,8 +20,11 @@ import { until } from '../support/wait.ts';
 const MB = 1024 * 1024;
 const MAX = 30 * MB;
 const COUNT = 8;
-/** Peak RSS above the idle server's while eight 25 MB messages are received and stored: the budget asserted. */
-const RSS_BUDGET = 160 * MB;
+/**
+ * Peak RSS above the idle server's while eight 25 MB messages are received and stored: the budget
+ * asserted, generous (measured: 70-130 MB; held whole, they took 1.3 GB).
+ */
+const RSS_BUDGET = 200 * MB;
 
 let dir: string;
 let inst: Instance;

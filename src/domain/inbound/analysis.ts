@@ -48,7 +48,10 @@ export function setAnalysisWorkerSource(code: () => string): void {
  * with tsx registered inside the worker (a worker does not inherit the main thread's loader).
  */
 function startWorker(): Worker {
-  const options = { resourceLimits: { maxOldGenerationSizeMb: 512, stackSizeMb: 4 } };
+  // The young generation bounded (V8 gave a worker 96 MB): parsing a large message from its file
+  // makes short-lived garbage at disk speed, and eight 25 MB messages at once peaked 40-70 MB
+  // higher with the default (test/e2e/data-stream.test.ts).
+  const options = { resourceLimits: { maxOldGenerationSizeMb: 512, maxYoungGenerationSizeMb: 16, stackSizeMb: 4 } };
   if (workerSource) return new Worker(workerSource(), { ...options, eval: true });
   const bundled = new URL('./analysis-worker.mjs', import.meta.url);
   if (existsSync(fileURLToPath(bundled))) return new Worker(bundled, options);

@@ -9,6 +9,7 @@ import type { Readable } from 'node:stream';
 import type { Attachment, ParsedMail } from 'mailparser';
 import type { AppContext } from '../../context.ts';
 import { newId } from '../../ids.ts';
+import { Blobs } from '../../storage/blobs.ts';
 import { StagedWriter, removeStaged, type StagedFile } from '../../storage/staging.ts';
 import type { InboundInput } from './inbound.ts';
 import { loadMailparser, traceHeaders, unparsedMessage } from './inbound-parse.ts';
@@ -59,7 +60,9 @@ export function stageInbound(ctx: AppContext, envelope: Pick<InboundInput, 'mail
       return writer.write(chunk);
     },
     async finish(head) {
-      const file = await writer.finish();
+      // Written once and fsynced once: on disk it becomes the stored source by a rename; on
+      // PostgreSQL it is streamed into the source's rows, and their commit is what is durable.
+      const file = await writer.finish(ctx.blobs instanceof Blobs);
       return { ...file, traceLength: trace.length, head, blank, id, receivedAt };
     },
     discard: () => writer.discard(ctx.log),
