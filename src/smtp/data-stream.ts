@@ -2,7 +2,7 @@
 // bytes are counted as they come, held in memory while the message is small, and past
 // LARGE_MESSAGE_BYTES written to a staged file (src/domain/inbound/inbound-large.ts) as they
 // arrive, fsynced once at the end; that file then becomes the stored source (a rename, or a
-// stream into the row on PostgreSQL). A session thus holds at most the message's first MiB,
+// stream into the row on PostgreSQL). A session thus holds at most the message's first 256 KiB,
 // and once on disk its header section only, whatever its size. Past smtp.max_message_bytes the rest is read and dropped and the answer is
 // 552; a transaction cut short or refused leaves no staged file (it is removed before the answer).
 import type { SMTPServerDataStream } from 'smtp-server';
@@ -53,7 +53,7 @@ export function receiveData(ctx: AppContext, stream: SMTPServerDataStream, targe
   let overBudget = false;
   let unstaged = false;
   let stage: InboundStage | undefined;
-  /** A staged message's header section (its first MiB if it has no end there). */
+  /** A staged message's header section (its first LARGE_MESSAGE_BYTES if it has no end there). */
   let head: Buffer | undefined;
   const release = () => {
     memory.release(held);

@@ -16,12 +16,14 @@ import { loadMailparser, traceHeaders, unparsedMessage } from './inbound-parse.t
 
 /**
  * Messages up to this size are held in memory (and may be spooled, src/domain/inbound/spool.ts); larger
- * ones are staged on disk. The spool's own limit, so both paths meet at the same size.
+ * ones are staged on disk. The spool's own limit, so both paths meet at the same size. A few
+ * hundred KB, so that an SMTP session holds no more whatever the message's size (issue 31; it
+ * was 1 MiB): most mail is far smaller, and still takes the in-memory path and the spool.
  */
-export const LARGE_MESSAGE_BYTES = 1_048_576;
+export const LARGE_MESSAGE_BYTES = 262_144;
 
 /** Attachment bytes of one large message kept in memory while parsing; the rest is staged. */
-export const ATTACHMENT_MEMORY_BYTES = 1_048_576;
+export const ATTACHMENT_MEMORY_BYTES = LARGE_MESSAGE_BYTES;
 
 /** A message received into a staged file: trace fields, then the message as received. */
 export interface StagedMessage extends StagedFile {
