@@ -186,3 +186,42 @@ describe('cut short or too large', () => {
     });
   }
 });
+
+describe('durable before the 250, stored once, however pipelined', () => {
+  test('four messages pipelined on one connection (two past 256 KiB), the server killed at the last 250: after a restart each is stored once with its bytes', async () => {
+    const inbox = (await api('POST', '/inboxes', { address: 'pipelined' })).body;
+    const sizes = [100 * 1024, 2 * MB, 100 * 1024, 3 * MB];
+    const sent = sizes.map((size, i) => bigMessage('bob@example.org', inbox.address, 100 + i, size).raw);
+    const { client } = await SmtpClient.open(inst.smtpPort);
+    assert.equal((await client.cmd('EHLO tester.example')).code, 250);
+    // RFC 2920: MAIL, RCPT and DATA in one write; each message's final dot with the next
+    // transaction's commands (and, after the last, QUIT) in one write.
+    const transaction = `MAIL FROM:<bob@example.org>\r\nRCPT TO:<${inbox.address}>\r\nDATA\r\n`;
+    client.socket.write(transaction);
+    const answers: string[] = [];
+    for (const [i, raw] of sent.entries()) {
+      assert.deepEqual([(await client.read()).code, (await client.read()).code, (await client.read()).code], [250, 250, 354]);
+      client.socket.write(Buffer.concat([raw, Buffer.from(`.\r\n${i + 1 < sent.length ? transaction : 'QUIT\r\n'}`)]));
+      const r = await client.read();
+      assert.equal(r.code, 250, r.text);
+      answers.push(r.text);
+    }
+    // Killed at once: every message answered 250 must already be on disk.
+    await stopChild(server, 'SIGKILL');
+    server = await startChild(inst);
+    const listed = await until('the four messages', async () => {
+      const data = (await api('GET', `/inboxes/${inbox.id}/messages?limit=100`)).body.data as Array<{ id: string; subject: string }>;
+      return data.length >= sent.length ? data : undefined;
+    }, 30_000);
+    assert.equal(listed.length, sent.length, answers.join('\n'));
+    for (const [i, raw] of sent.entries()) {
+      const copies = listed.filter((m) => m.subject === `big ${100 + i}`);
+      assert.equal(copies.length, 1, `message ${i} stored once`);
+      const stored = await download(`${inst.httpUrl}/messages/${copies[0].id}/raw`);
+      const trace = /^Return-Path: [^\r]*\r\nReceived: [^\r]*\r\n\t[^\r]*\r\n\t[^\r]*\r\n/.exec(stored.subarray(0, 600).toString('latin1'));
+      assert.ok(trace);
+      assert.equal(sha(stored.subarray(trace[0].length)), sha(raw), `message ${i}`);
+    }
+    assert.deepEqual(staged(), []);
+  });
+});
