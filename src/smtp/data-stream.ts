@@ -1,10 +1,11 @@
 // Receiving SMTP DATA, for both listeners (inbound.ts on the MX port, submission.ts on 587): the
 // bytes are counted as they come, held in memory while the message is small, and past
-// LARGE_MESSAGE_BYTES written to a staged file (src/domain/inbound/inbound-large.ts) as they
-// arrive, fsynced once at the end; that file then becomes the stored source (a rename, or a
-// stream into the row on PostgreSQL). A session thus holds at most the message's first 256 KiB,
-// and once on disk its header section only, whatever its size. Past smtp.max_message_bytes the rest is read and dropped and the answer is
-// 552; a transaction cut short or refused leaves no staged file (it is removed before the answer).
+// LARGE_MESSAGE_BYTES (256 KiB) written to a staged file (src/domain/inbound/inbound-large.ts) as
+// they arrive; that file then becomes the stored source (fsynced once and renamed, or streamed
+// into its rows on PostgreSQL). A session thus holds at most the message's first 256 KiB, and once
+// on disk its header section only, whatever its size. Past smtp.max_message_bytes the rest is
+// read and dropped and the answer is 552; a transaction cut short or refused leaves no staged
+// file (it is removed before the answer).
 import type { SMTPServerDataStream } from 'smtp-server';
 import type { AppContext } from '../context.ts';
 import { LARGE_MESSAGE_BYTES, stageInbound, type InboundStage, type StagedMessage } from '../domain/inbound/inbound-large.ts';
