@@ -144,7 +144,7 @@ export function metricsOf(ctx: AppContext): Metrics {
       ),
       inboundAnalysed: new Counter(
         'mailroom_inbound_analysed_total',
-        'Received messages parsed and authenticated, by where: worker (an analysis thread, smtp.analysis_workers) or main (the main thread: workers off, large messages parsed from their file, or a worker lost).',
+        'Received messages parsed and authenticated, by where: worker (an analysis thread, smtp.analysis_workers) or main (the main thread: workers off, or none can start).',
       ),
       submissionAuth: new Counter(
         'mailroom_submission_auth_total',

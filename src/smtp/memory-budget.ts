@@ -1,9 +1,10 @@
 // How much memory SMTP transactions may hold at once (smtp.memory_budget). A message is held in
 // memory while it is small: its bytes, their joined copy, mailparser's decoded attachments and
 // the garbage none of it has become yet came to about twelve times its size (one 25 MB message
-// held whole: ~290 MB above idle). Past LARGE_MESSAGE_BYTES (1 MiB) the rest of a message goes
-// to disk as it arrives and is parsed from there (src/domain/inbound/inbound-large.ts), so a message
-// holds at most its first MiB: bench (h), ten 25 MB messages at once, peaked 123 MB above idle
+// held whole: ~290 MB above idle). Past LARGE_MESSAGE_BYTES (256 KiB) the rest of a message goes
+// to disk as it arrives and is parsed from there (src/smtp/data-stream.ts, on both listeners;
+// src/domain/inbound/inbound-large.ts), so a message holds at most its first 256 KiB (then only
+// its header section). With 1 MiB there: bench (h), ten 25 MB messages at once, peaked 123 MB above idle
 // with nothing deferred (12 MB each; 1.3 GB when they were held whole, 357 MB with this budget
 // deferring them). A transaction that would take the total over the budget while others hold
 // memory is answered 452 4.3.1 and the sender retries later; one transaction alone is always

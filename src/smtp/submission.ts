@@ -13,11 +13,11 @@ import { MAX_RECIPIENTS } from '../domain/sending/sending.ts';
 import { authenticateSubmitter, checkSubmissionRecipient, checkSubmissionSender, submitMessage, submitterStillValid, type Submitter } from '../domain/sending/submission.ts';
 import { isAppError } from '../domain/errors.ts';
 import { errorFields } from '../log.ts';
-import { countSmtpLimited, countSubmission, countSubmissionAuth } from '../metrics.ts';
+import { countSubmission, countSubmissionAuth } from '../metrics.ts';
 import { AuthFailures, loginKey } from './auth-failures.ts';
-import { memoryBudgetOf } from './memory-budget.ts';
+import { receiveData } from './data-stream.ts';
 import { closeSmtp, createSmtpServer, listenSmtp } from './listener.ts';
-import { messageTooLarge, refuseMessage, replyFor, smtpReply, tooMuchInProgress } from './replies.ts';
+import { refuseMessage, replyFor, smtpReply } from './replies.ts';
 import { clientKey, eachConnection, type Connection } from './session-limits.ts';
 import { TlsCertificate } from './tls.ts';
 
@@ -44,8 +44,6 @@ export interface SubmissionService extends Service {
 
 export function createSubmissionService(ctx: AppContext): SubmissionService {
   const cfg = ctx.config.smtp;
-  const maxBytes = cfg.max_message_bytes;
-  const memory = memoryBudgetOf(ctx);
   let server: SMTPServer | undefined;
   const failures = new AuthFailures(ctx.clock);
 
@@ -142,74 +140,30 @@ export function createSubmissionService(ctx: AppContext): SubmissionService {
   };
 
   const onData = (stream: SMTPServerDataStream, session: SubmissionSession, callback: (err?: Error | null, message?: string) => void) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let answered = false;
-    const done = (err: Error | null, message?: string) => {
-      if (answered) return;
-      answered = true;
-      callback(err, message);
-    };
-    // The message is held whole until it is queued: it counts against the memory budget the MX
-    // listener uses (smtp.memory_budget), so logged-in clients cannot take more than it either.
-    let held = 0;
-    let overBudget = false;
-    const release = () => {
-      memory.release(held);
-      held = 0;
-    };
-    stream.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      // Past the limit (or the budget) the rest is read and dropped: the client must finish DATA to hear why.
-      if (size > maxBytes || overBudget) {
-        chunks.length = 0;
-        return release();
-      }
-      if (!memory.take(held, chunk.length)) {
-        overBudget = true;
-        chunks.length = 0;
-        return release();
-      }
-      held += chunk.length;
-      chunks.push(chunk);
-    });
-    stream.on('error', (err) => {
-      release();
-      done(replyFor(err));
-    });
-    const submit = async (raw: Buffer) => {
-      try {
-        // The key may have been revoked while the message came in: nothing is queued with it.
-        if (!(await stillValid(session.user!))) {
-          countSubmission(ctx, 'rejected');
-          return done(smtpReply(421, '4.7.0', KEY_REVOKED));
-        }
-        const message = await submitMessage(ctx, session.user!, { raw, recipients: session.envelope.rcptTo.map((r) => r.address) });
+    // The same DATA path as the MX listener's (data-stream.ts): a large message goes to a staged
+    // file as it arrives, with no trace fields (the message is rebuilt before it is sent).
+    receiveData(ctx, stream, {
+      session: session.id,
+      envelope: { mailFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : '' },
+      rejected: () => countSubmission(ctx, 'rejected'),
+      async take(raw, size) {
+        const submit = async () => {
+          // The key may have been revoked while the message came in: nothing is queued with it.
+          if (!(await stillValid(session.user!))) return null;
+          return submitMessage(ctx, session.user!, { raw, recipients: session.envelope.rcptTo.map((r) => r.address) });
+        };
+        const message = await submit().catch((err: unknown) => {
+          throw refuseMessage(ctx, err, session.id, 'submission');
+        });
+        if (!message) throw smtpReply(421, '4.7.0', KEY_REVOKED);
         countSubmission(ctx, 'accepted');
         ctx.log.info('submission accepted', { session: session.id, inboxId: message.inboxId, messageId: message.id, size });
         // The Message and its jobs are committed: only now is the message the server's.
         // A send the outbound policy held (src/domain/sending/holds.ts) says so: the client must not send it again.
         const held = message.status === 'held' ? `, held for a person (${message.hold?.reasons.map((r) => r.code).join(', ')}): not sent until released` : '';
-        done(null, `2.0.0 OK: queued as ${message.id}${held}`);
-      } catch (err) {
-        countSubmission(ctx, 'rejected');
-        done(refuseMessage(ctx, err, session.id, 'submission'));
-      } finally {
-        release();
-      }
-    };
-    stream.on('end', () => {
-      if (stream.sizeExceeded || size > maxBytes) {
-        release();
-        countSubmission(ctx, 'rejected');
-        return done(messageTooLarge(maxBytes));
-      }
-      if (overBudget) {
-        countSmtpLimited(ctx, 'memory_budget');
-        return done(tooMuchInProgress());
-      }
-      void submit(Buffer.concat(chunks.splice(0), size));
-    });
+        return `2.0.0 OK: queued as ${message.id}${held}`;
+      },
+    }, callback);
   };
 
   const service: SubmissionService = {

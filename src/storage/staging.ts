@@ -64,12 +64,16 @@ export class StagedWriter {
     });
   }
 
-  /** Closes and fsyncs the file. */
-  async finish(): Promise<StagedFile> {
+  /**
+   * Closes and fsyncs the file; without `sync`, only closes it (bytes that are made durable
+   * elsewhere: streamed into rows on PostgreSQL, whose commit is the one fsync).
+   */
+  async finish(sync = true): Promise<StagedFile> {
     await new Promise<void>((resolve, reject) => {
       if (this.failure) return reject(this.failure);
       this.out.end(() => (this.failure ? reject(this.failure) : resolve()));
     });
+    if (!sync) return { path: this.path, size: this.size, sha256: this.hash.digest('hex') };
     const fh = await fs.open(this.path, 'r+');
     try {
       await fh.sync();

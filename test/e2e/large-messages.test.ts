@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import nodemailer from 'nodemailer';
 import MailComposer from 'nodemailer/lib/mail-composer/index.js';
 import { LARGE_MESSAGE_BYTES } from '../../src/domain/inbound/inbound-large.ts';
+import { renderMetrics } from '../../src/metrics.ts';
 import { startTestDns, type TestDns } from '../support/dns.ts';
 import { storedBlobs } from '../support/blobs.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
@@ -125,6 +126,19 @@ describe('a message larger than LARGE_MESSAGE_BYTES', () => {
     assert.deepEqual(again, first);
     assert.equal((await t.api('GET', '/messages?limit=100')).body.data.length, listed);
     assert.equal((await storedBlobs(t.server.ctx, 'raw')).length, raws);
+    assert.deepEqual(filesUnder('tmp'), []);
+  });
+
+  test('is parsed and authenticated on an analysis worker, from its file', async () => {
+    const analysed = async (where: string) => Number(new RegExp(`^mailroom_inbound_analysed_total\\{where="${where}"\\} (\\d+)`, 'm').exec(await renderMetrics(t.server.ctx))?.[1] ?? 0);
+    const before = { worker: await analysed('worker'), main: await analysed('main') };
+    const message = await compose({ from: 'bob@example.org', to: 'big@agents.test', subject: 'on a worker', text: 'read from disk', attachments: [{ filename: 'big.bin', content: big }] });
+    const [id] = storedIds(await send(message, ['big@agents.test']));
+    const m = (await t.api('GET', `/messages/${id}`)).body;
+    assert.equal(m.bodyText, 'read from disk');
+    assert.deepEqual(m.attachments.map((a: { size: number }) => a.size), [big.length]);
+    assert.deepEqual(m.authentication, { spf: 'pass', dkim: 'none', dmarc: 'none' });
+    assert.deepEqual({ worker: await analysed('worker'), main: await analysed('main') }, { worker: before.worker + 1, main: before.main });
     assert.deepEqual(filesUnder('tmp'), []);
   });
 

@@ -9,6 +9,7 @@ import type { LogFields } from '../../log.ts';
 import { authenticateMessage, type AuthenticationEnv, type AuthenticationResults } from './authentication.ts';
 import { parseMessage } from './inbound-parse.ts';
 import { screenParsed, type ScreenFor, type Screening } from '../screening/screen.ts';
+import { parseStaged, readStaged } from './inbound-large.ts';
 
 /** What the main thread asks: the message, and who sent it (no `auth` for local deliveries). */
 export interface AnalysisTask {
@@ -16,6 +17,12 @@ export interface AnalysisTask {
   /** The server (one AppContext of the main thread) asking: its resolver answers the lookups, its log gets the lines. */
   server: number;
   raw: Uint8Array;
+  /**
+   * A large message staged on disk (inbound-large.ts): `raw` is its first bytes, and it is parsed
+   * and authenticated from its file; attachment bytes past ATTACHMENT_MEMORY_BYTES go to staged
+   * files under `dataDir`/tmp, named in the answer's `files`.
+   */
+  staged?: { path: string; traceLength: number; dataDir: string };
   auth?: { mailFrom: string; remoteAddress?: string; heloName?: string; hostname: string; dnsTimeout: number };
   /** Screen the message for these recipients (src/domain/screening/); absent when no recipient's inbox screens. */
   screen?: ScreenFor;
@@ -24,7 +31,7 @@ export interface AnalysisTask {
 
 /** What this thread sends: a task's outcome, a lookup to answer, or a log line. */
 export type WorkerMessage =
-  | { task: number; parsed: unknown; authentication: AuthenticationResults | null; screening: Screening | null }
+  | { task: number; parsed: unknown; authentication: AuthenticationResults | null; screening: Screening | null; files?: string[] }
   | { task: number; error: string }
   | { server: number; lookup: number; name: string; rrtype: string }
   | { server: number; log: 'info' | 'warn' | 'error'; msg: string; fields?: LogFields };
@@ -74,11 +81,12 @@ function envFor(server: number, hostname: string, dnsTimeout: number): Authentic
 
 async function analyse(t: AnalysisTask): Promise<WorkerMessage> {
   const raw = Buffer.from(t.raw.buffer, t.raw.byteOffset, t.raw.byteLength);
-  const [parsed, authentication] = await Promise.all([
-    parseMessage(raw),
-    t.auth ? authenticateMessage(envFor(t.server, t.auth.hostname, t.auth.dnsTimeout), { raw, ...t.auth }) : null,
+  const staged = t.staged && { ...t.staged, head: raw };
+  const [{ parsed, files }, authentication] = await Promise.all([
+    staged ? parseStaged({ config: { data_dir: staged.dataDir } }, staged) : parseMessage(raw).then((parsed) => ({ parsed, files: [] })),
+    t.auth ? authenticateMessage(envFor(t.server, t.auth.hostname, t.auth.dnsTimeout), { raw, whole: staged && (() => readStaged(staged.path, staged)), ...t.auth }) : null,
   ]);
-  return { task: t.task, parsed, authentication, screening: screenParsed(parsed, authentication, t.screen) };
+  return { task: t.task, parsed, authentication, screening: screenParsed(parsed, authentication, t.screen), files };
 }
 
 port.on('message', (m: AnalysisTask | LookupAnswer) => {

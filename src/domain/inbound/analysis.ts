@@ -16,6 +16,8 @@ import type { AnalysisTask, LookupAnswer, WorkerMessage } from './analysis-worke
 import { authenticateMessage, cachedLookup, type AuthenticationResults } from './authentication.ts';
 import { parseMessage, unparsedMessage } from './inbound-parse.ts';
 import { screenParsed, type ScreenFor, type Screening } from '../screening/screen.ts';
+import { isStaged, parseStaged, readStaged, type StagedMessage } from './inbound-large.ts';
+import { removeStaged } from '../../storage/staging.ts';
 
 export interface Analysis {
   parsed: ParsedMail;
@@ -23,6 +25,8 @@ export interface Analysis {
   authentication: AuthenticationResults | null;
   /** The screener's verdict (src/domain/screening/): null when not asked for, or the message could not be analysed. */
   screening: Screening | null;
+  /** Staged attachment files of a large message (inbound-large.ts), for the caller to remove once stored. */
+  files?: string[];
 }
 
 /** Who sent the message, for SPF/DKIM/DMARC. */
@@ -47,7 +51,10 @@ export function setAnalysisWorkerSource(code: () => string): void {
  * with tsx registered inside the worker (a worker does not inherit the main thread's loader).
  */
 function startWorker(): Worker {
-  const options = { resourceLimits: { maxOldGenerationSizeMb: 512, stackSizeMb: 4 } };
+  // The young generation bounded (V8 gave a worker 96 MB): parsing a large message from its file
+  // makes short-lived garbage at disk speed, and eight 25 MB messages at once peaked 40-70 MB
+  // higher with the default (test/e2e/data-stream.test.ts).
+  const options = { resourceLimits: { maxOldGenerationSizeMb: 512, maxYoungGenerationSizeMb: 16, stackSizeMb: 4 } };
   if (workerSource) return new Worker(workerSource(), { ...options, eval: true });
   const bundled = new URL('./analysis-worker.mjs', import.meta.url);
   if (existsSync(fileURLToPath(bundled))) return new Worker(bundled, options);
@@ -64,7 +71,9 @@ function startWorker(): Worker {
 interface Task {
   id: number;
   ctx: AppContext;
+  /** The message, or a staged one's first bytes. */
   raw: Buffer;
+  staged?: StagedMessage;
   message: AnalysisTask;
   sender: SenderOfMessage | null;
   screen?: ScreenFor;
@@ -134,13 +143,17 @@ function onMessage(pw: PoolWorker, m: WorkerMessage): void {
     return;
   }
   const task = tasks.get(m.task);
-  if (!task || task.worker !== pw) return;
+  if (!task || task.worker !== pw) {
+    // An answer no task waits for any more (stored unanalysed meanwhile): its staged files go.
+    if ('files' in m && m.files?.length) void removeStaged(m.files);
+    return;
+  }
   if ('error' in m) return unanalysed(task, `the analysis failed: ${m.error}`);
   deaths = 0;
   restartAt = 0;
   finish(task);
   countInboundAnalysed(task.ctx, 'worker');
-  task.done({ parsed: revive(m.parsed), authentication: m.authentication, screening: m.screening });
+  task.done({ parsed: revive(m.parsed), authentication: m.authentication, screening: m.screening, files: m.files });
 }
 
 /**
@@ -235,7 +248,7 @@ function dispatch(task: Task): void {
     // A message that was on a dying thread is never tried here.
     if (task.losses > 0) return unanalysed(task, 'no analysis thread can start');
     finish(task);
-    analyseHere(task.ctx, task.raw, task.sender, task.screen).then(task.done, (err: unknown) => {
+    analyseHere(task.ctx, task.staged ?? task.raw, task.sender, task.screen).then(task.done, (err: unknown) => {
       task.ctx.log.error('message analysis failed', errorFields(err));
       unanalysed(task, (err as Error)?.message ?? String(err));
     });
@@ -257,8 +270,13 @@ function dispatch(task: Task): void {
   pw.worker.postMessage(task.message);
 }
 
-async function analyseHere(ctx: AppContext, raw: Buffer, sender: SenderOfMessage | null, screen?: ScreenFor): Promise<Analysis> {
+async function analyseHere(ctx: AppContext, raw: Buffer | StagedMessage, sender: SenderOfMessage | null, screen?: ScreenFor): Promise<Analysis> {
   countInboundAnalysed(ctx, 'main');
+  if (isStaged(raw)) {
+    const whole = () => readStaged(raw.path, raw);
+    const [{ parsed, files }, authentication] = await Promise.all([parseStaged(ctx, raw), sender ? authenticateMessage(ctx, { raw: raw.head, whole, ...sender }) : null]);
+    return { parsed, authentication, screening: screenParsed(parsed, authentication, screen), files };
+  }
   const [parsed, authentication] = await Promise.all([parseMessage(raw), sender ? authenticateMessage(ctx, { raw, ...sender }) : null]);
   return { parsed, authentication, screening: screenParsed(parsed, authentication, screen) };
 }
@@ -270,8 +288,11 @@ async function analyseHere(ctx: AppContext, raw: Buffer, sender: SenderOfMessage
  * stopped: it may be spinning), fails on its thread, or was on two threads that died, is stored
  * unanalysed. Other messages on a thread that died are analysed again on another thread.
  */
-export function analyseMessage(ctx: AppContext, raw: Buffer, sender: SenderOfMessage | null, screen?: ScreenFor): Promise<Analysis> {
-  if (pick(ctx) === 'main') return analyseHere(ctx, raw, sender, screen);
+export function analyseMessage(ctx: AppContext, message: Buffer | StagedMessage, sender: SenderOfMessage | null, screen?: ScreenFor): Promise<Analysis> {
+  if (pick(ctx) === 'main') return analyseHere(ctx, message, sender, screen);
+  // A large message is read from its file by the worker; only its first bytes cross threads.
+  const staged = isStaged(message) ? message : undefined;
+  const raw = isStaged(message) ? message.head : message;
   return new Promise<Analysis>((done) => {
     const id = ++nextTask;
     const task: Task = {
@@ -281,7 +302,8 @@ export function analyseMessage(ctx: AppContext, raw: Buffer, sender: SenderOfMes
       sender,
       screen,
       losses: 0,
-      message: { task: id, server: serverOf(ctx), raw, auth: sender ? { ...sender, hostname: ctx.config.hostname, dnsTimeout: ctx.config.dns.timeout } : undefined, screen },
+      staged,
+      message: { task: id, server: serverOf(ctx), raw, staged: staged && { path: staged.path, traceLength: staged.traceLength, dataDir: ctx.config.data_dir }, auth: sender ? { ...sender, hostname: ctx.config.hostname, dnsTimeout: ctx.config.dns.timeout } : undefined, screen },
       deadline: setTimeout(() => {
         // Its thread may be stuck in it: it takes no new message, and is stopped once the others
         // it holds end (each within its own deadline), so their analysis is not thrown away.

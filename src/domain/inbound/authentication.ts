@@ -81,7 +81,7 @@ export function headerLineCount(raw: Buffer, limit = MAX_HEADER_LINES): number {
 }
 
 /** The header section up to and including the empty line that ends it (all of `raw` if none). */
-function headerSection(raw: Buffer): Buffer {
+export function headerSection(raw: Buffer): Buffer {
   const crlf = raw.indexOf('\r\n\r\n');
   const lf = raw.indexOf('\n\n');
   const ends = [crlf === -1 ? -1 : crlf + 4, lf === -1 ? -1 : lf + 2].filter((i) => i !== -1);

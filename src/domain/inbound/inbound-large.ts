@@ -9,24 +9,27 @@ import type { Readable } from 'node:stream';
 import type { Attachment, ParsedMail } from 'mailparser';
 import type { AppContext } from '../../context.ts';
 import { newId } from '../../ids.ts';
+import { Blobs } from '../../storage/blobs.ts';
 import { StagedWriter, removeStaged, type StagedFile } from '../../storage/staging.ts';
 import type { InboundInput } from './inbound.ts';
 import { loadMailparser, traceHeaders, unparsedMessage } from './inbound-parse.ts';
 
 /**
  * Messages up to this size are held in memory (and may be spooled, src/domain/inbound/spool.ts); larger
- * ones are staged on disk. The spool's own limit, so both paths meet at the same size.
+ * ones are staged on disk. The spool's own limit, so both paths meet at the same size. A few
+ * hundred KB, so that an SMTP session holds no more whatever the message's size (issue 31; it
+ * was 1 MiB): most mail is far smaller, and still takes the in-memory path and the spool.
  */
-export const LARGE_MESSAGE_BYTES = 1_048_576;
+export const LARGE_MESSAGE_BYTES = 262_144;
 
 /** Attachment bytes of one large message kept in memory while parsing; the rest is staged. */
-export const ATTACHMENT_MEMORY_BYTES = 1_048_576;
+export const ATTACHMENT_MEMORY_BYTES = LARGE_MESSAGE_BYTES;
 
 /** A message received into a staged file: trace fields, then the message as received. */
 export interface StagedMessage extends StagedFile {
   /** Bytes of trace fields before the message (not counted in size or sha256). */
   traceLength: number;
-  /** The message's first LARGE_MESSAGE_BYTES (its header section, for authentication). */
+  /** The message's header section, for authentication (its first LARGE_MESSAGE_BYTES when it does not end there). */
   head: Buffer;
   /** Only whitespace in the whole message (refused like an empty one). */
   blank: boolean;
@@ -59,7 +62,9 @@ export function stageInbound(ctx: AppContext, envelope: Pick<InboundInput, 'mail
       return writer.write(chunk);
     },
     async finish(head) {
-      const file = await writer.finish();
+      // Written once and fsynced once: on disk it becomes the stored source by a rename; on
+      // PostgreSQL it is streamed into the source's rows, and their commit is what is durable.
+      const file = await writer.finish(ctx.blobs instanceof Blobs);
       return { ...file, traceLength: trace.length, head, blank, id, receivedAt };
     },
     discard: () => writer.discard(ctx.log),
@@ -67,7 +72,7 @@ export function stageInbound(ctx: AppContext, envelope: Pick<InboundInput, 'mail
 }
 
 /** The message of a staged file, without its trace fields. */
-export const readStaged = (path: string, staged: StagedMessage): Readable => createReadStream(path, { start: staged.traceLength });
+export const readStaged = (path: string, staged: Pick<StagedMessage, 'traceLength'>): Readable => createReadStream(path, { start: staged.traceLength });
 
 /** An attachment of a message parsed from disk: `content` in memory, or empty and `staged`. */
 export type LargeAttachment = Attachment & { staged?: StagedFile };
@@ -82,7 +87,11 @@ const COPIED = ['subject', 'references', 'date', 'to', 'from', 'cc', 'bcc', 'mes
  * kept as parseMessage keeps it (unparsedMessage); a failure to read the file rejects. Either
  * way the staged files made so far are removed.
  */
-export async function parseStaged(ctx: AppContext, staged: StagedMessage): Promise<{ parsed: ParsedMail; files: string[] }> {
+export async function parseStaged(
+  // Only where to stage: it also runs on an analysis worker (analysis-worker.ts), which has no AppContext.
+  ctx: { config: { data_dir: string } },
+  staged: Pick<StagedMessage, 'path' | 'traceLength' | 'head'>,
+): Promise<{ parsed: ParsedMail; files: string[] }> {
   const { MailParser } = await loadMailparser();
   const source = readStaged(staged.path, staged);
   const parser = new MailParser({ skipTextToHtml: true, skipImageLinks: true, keepCidLinks: true, skipHtmlToText: false });

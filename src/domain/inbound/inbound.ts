@@ -9,7 +9,7 @@ import { newId } from '../../ids.ts';
 import { Blobs } from '../../storage/blobs.ts';
 import { splitAddress } from '../addresses.ts';
 import { cleanContentType, cleanFilename, type AttachmentRow } from '../mail/attachments.ts';
-import { authenticateMessage, type AuthenticationResults } from './authentication.ts';
+import type { AuthenticationResults } from './authentication.ts';
 import { isBounceLocalPart, notAReport, readBounceAddress, type BounceTarget } from './bounce-address.ts';
 import type { ServiceTarget } from './service-address.ts';
 import { AppError } from '../errors.ts';
@@ -21,13 +21,12 @@ import { insertMessageRow, messageView, type MessageRow } from '../mail/messages
 import { findOutboundRow } from '../sending/sending.ts';
 import { messageIdsIn, threadForMessage } from '../mail/threads.ts';
 import { isoNow } from '../time.ts';
-import { isStaged, parseStaged, readStaged, type LargeAttachment, type StagedMessage } from './inbound-large.ts';
+import { isStaged, type LargeAttachment, type StagedMessage } from './inbound-large.ts';
 import { headerText, traceHeaders } from './inbound-parse.ts';
 import { analyseMessage } from './analysis.ts';
 import { isHeld, recordHold, screenTargets, screeningModeOf } from '../screening/hold.ts';
-import { screenParsed, type ScreenFor, type Screening } from '../screening/screen.ts';
+import type { Screening } from '../screening/screen.ts';
 import { askClassifier } from '../screening/classifier.ts';
-import { countInboundAnalysed } from '../../metrics.ts';
 import { removeStaged } from '../../storage/staging.ts';
 import { domainExists, findStoredDelivery } from '../../store/repo/inbound.ts';
 import { insertAttachments } from '../../store/repo/attachments.ts';
@@ -190,14 +189,12 @@ export async function acceptInbound(ctx: AppContext, input: InboundInput): Promi
 export async function prepareInbound(ctx: AppContext, input: InboundInput): Promise<PreparedInbound | null> {
   const raw = input.raw;
   if (isStaged(raw) ? raw.blank : isEmptyMessage(raw)) throw new AppError('VALIDATION_ERROR', 'empty message');
-  // A large message is parsed from its file, its large attachments staged (removed after the commit).
-  // A message in memory is parsed and authenticated together, on an analysis worker
-  // (analysis.ts); a large one is parsed here from its file and authenticated below.
+  // Parsed and authenticated together, on an analysis worker (analysis.ts): a large message
+  // from its staged file, its large attachments staged too (removed after the commit).
   const sender = input.skipAuthentication ? null : { mailFrom: input.mailFrom, remoteAddress: input.remoteAddress, heloName: input.heloName };
   const screen = await screenTargets(ctx, input.recipients);
-  const analysed = isStaged(raw) ? undefined : await analyseMessage(ctx, raw, sender, screen);
-  if (isStaged(raw)) countInboundAnalysed(ctx, 'main');
-  const { parsed, files: staged } = isStaged(raw) ? await parseStaged(ctx, raw) : { parsed: analysed!.parsed, files: [] };
+  const analysed = await analyseMessage(ctx, raw, sender, screen);
+  const { parsed, files: staged = [] } = analysed;
   try {
     // ---- Reports about our own outbound mail (DSN/ARF): handled by INBOUND_REPORT_HANDLERS. ----
     for (const handle of INBOUND_REPORT_HANDLERS) {
@@ -206,7 +203,7 @@ export async function prepareInbound(ctx: AppContext, input: InboundInput): Prom
         return null;
       }
     }
-    return { ...(await prepareStore(ctx, input, parsed, analysed?.authentication, analysed ? analysed.screening : screen)), staged };
+    return { ...(await prepareStore(ctx, input, parsed, analysed.authentication, analysed.screening)), staged };
   } catch (err) {
     await removeStaged(staged);
     throw err;
@@ -218,9 +215,9 @@ async function prepareStore(
   ctx: AppContext,
   input: InboundInput,
   parsed: ParsedMail,
-  authenticated?: AuthenticationResults | null,
-  /** The analysis worker's screening; for a large message parsed here, whom to screen it for (screened below, once authenticated). */
-  screened?: Screening | ScreenFor | null,
+  authentication: AuthenticationResults | null,
+  /** The analysis worker's screening (null: not asked for, or the message could not be analysed). */
+  screened: Screening | null,
 ): Promise<Omit<PreparedInbound, 'staged'>> {
   const raw = input.raw;
 
@@ -243,8 +240,8 @@ async function prepareStore(
     content: a.staged ? { staged: a.staged.path } : a.content,
   }));
 
-  // Files first (fsynced), authentication alongside: both must finish before the commit. One
-  // raw file for every copy of this delivery; attachment bytes by their hash.
+  // Files first (fsynced), before the commit. One raw file for every copy of this delivery;
+  // attachment bytes by their hash.
   // A staged message's trace fields already name the first copy's id.
   const messageIds = unique.map((_, i) => (i === 0 && isStaged(raw) ? raw.id : newId('msg')));
   const rawPath = Blobs.key('raw', messageIds[0], '.eml');
@@ -259,33 +256,21 @@ async function prepareStore(
   const receivedAt = isStaged(raw) ? raw.receivedAt : (input.receivedAt ?? ctx.clock.now());
   // Trace fields and the message as received, written one after the other (a 25 MB message is
   // not copied to prepend two lines); a staged message has them in its file already, which
-  // authentication reads and which then becomes the raw blob (a rename on disk).
+  // becomes the raw blob (a rename on disk; streamed into its row on PostgreSQL).
   const trace = isStaged(raw) ? Buffer.alloc(0) : traceHeaders(ctx, input, plan[0].id, receivedAt);
   const storedSize = isStaged(raw) ? raw.traceLength + raw.size : trace.length + raw.length;
-  const authenticating = authenticated !== undefined || input.skipAuthentication
-    ? Promise.resolve(authenticated ?? null)
-    : authenticateMessage(ctx, {
-        raw: isStaged(raw) ? raw.head : raw,
-        whole: isStaged(raw) ? () => readStaged(raw.path, raw) : undefined,
-        mailFrom: input.mailFrom,
-        remoteAddress: input.remoteAddress,
-        heloName: input.heloName,
-      });
   // allSettled, not all: on a failure every write has finished before the cleanup runs, so
   // no file can appear after it.
-  const [auth, ...writes] = await Promise.allSettled([
-    authenticating,
-    isStaged(raw) ? authenticating.catch(() => undefined).then(() => ctx.blobs.adopt(rawPath, raw.path)) : ctx.blobs.write(rawPath, trace.length ? [trace, raw] : raw),
+  const writes = await Promise.allSettled([
+    isStaged(raw) ? ctx.blobs.adopt(rawPath, raw.path) : ctx.blobs.write(rawPath, trace.length ? [trace, raw] : raw),
     ...[...shared].map(([path, content]) => (Buffer.isBuffer(content) ? ctx.blobs.write(path, content) : ctx.blobs.link(path, content.staged))),
   ]);
-  const failed = [auth, ...writes].find((r) => r.status === 'rejected');
+  const failed = writes.find((r) => r.status === 'rejected');
   if (failed) {
     await releaseBlobs(ctx, files);
     throw failed.reason;
   }
-  const authentication = auth.status === 'fulfilled' ? (auth.value as AuthenticationResults | null) : null;
-  // A large message is parsed on this thread (inbound-large.ts), and so screened here too.
-  let screening = screened && 'ownDomains' in screened ? screenParsed(parsed, input.skipAuthentication ? null : authentication, screened) : (screened ?? null);
+  let screening = screened;
   if (screening && ctx.config.screening.classifier_url) screening = await askClassifier(ctx, parsed, screening);
   // The receive lists again, by the header From and its authentication (inboxes/lists.ts).
   // Local delivery is from an inbox here, with the From mailroom wrote: proven by construction.

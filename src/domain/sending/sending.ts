@@ -230,7 +230,7 @@ export interface OutboundDraft {
    * The bytes of `own` rows stored by content (Blobs.contentKey): put back at commit if the
    * deletion of another message sharing them removed them meanwhile.
    */
-  shared?: Map<string, Buffer>;
+  shared?: Map<string, Buffer | { staged: string }>;
   /** Content-IDs of `own` attachments the HTML shows inline (cid: URLs), by attachment id. */
   cids?: Map<string, string>;
   origin?: SendOrigin;

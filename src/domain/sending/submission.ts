@@ -3,7 +3,7 @@
 // message becomes an outbound Message of the inbox: parsed, rebuilt and queued through the same
 // path as the send API (queueOutbound: DKIM, daily limit, thread, job table, events).
 import { createHash } from 'node:crypto';
-import type { AddressObject } from 'mailparser';
+import type { AddressObject, ParsedMail } from 'mailparser';
 import type { AppContext } from '../../context.ts';
 import { newId } from '../../ids.ts';
 import type { MailAddress } from '../../outbound/mime.ts';
@@ -14,6 +14,8 @@ import { authenticateKey, seesInbox, type Principal } from '../accounts/apikeys.
 import { cleanContentType, cleanFilename, type AttachmentRow } from '../mail/attachments.ts';
 import { AppError } from '../errors.ts';
 import { loadMailparser } from '../inbound/inbound-parse.ts';
+import { isStaged, parseStaged, type LargeAttachment, type StagedMessage } from '../inbound/inbound-large.ts';
+import { removeStaged } from '../../storage/staging.ts';
 import { assertSendRoom, findInboxByAddress, findInboxRow, type InboxRow } from '../inboxes/inboxes.ts';
 import type { Message } from '../mail/messages.ts';
 import { queueOutbound } from './sending.ts';
@@ -116,14 +118,29 @@ const VALID_MSGID = /^<[^<>\s]{1,900}>$/;
  * Message-ID is kept when the client set a valid one. The message is rebuilt (mailroom's From,
  * no Bcc header, CRLF) and DKIM-signed like any API send.
  */
-export async function submitMessage(ctx: AppContext, who: Submitter, input: { raw: Buffer; recipients: string[] }): Promise<Message> {
+export async function submitMessage(ctx: AppContext, who: Submitter, input: { raw: Buffer | StagedMessage; recipients: string[] }): Promise<Message> {
   const inbox = await findInboxRow(ctx, who.accountId, who.inboxId);
+  // A large message (staged on disk as it arrived, src/smtp/data-stream.ts) is parsed from its
+  // file, its large attachments to staged files of their own (removed once stored).
+  const raw = input.raw;
+  if (isStaged(raw)) {
+    const { parsed, files } = await parseStaged(ctx, raw);
+    try {
+      return await queueSubmitted(ctx, inbox, parsed, input.recipients);
+    } finally {
+      await removeStaged(files);
+    }
+  }
   const { simpleParser } = await loadMailparser();
-  const parsed = await simpleParser(input.raw, { skipTextToHtml: true, skipImageLinks: true, keepCidLinks: true }).catch(() => {
+  const parsed = await simpleParser(raw, { skipTextToHtml: true, skipImageLinks: true, keepCidLinks: true }).catch(() => {
     throw new AppError('VALIDATION_ERROR', 'the message could not be parsed as MIME');
   });
+  return queueSubmitted(ctx, inbox, parsed, input.recipients);
+}
 
-  const recipients = [...new Map(input.recipients.map((r) => [r.toLowerCase(), r])).values()];
+async function queueSubmitted(ctx: AppContext, inbox: InboxRow, parsed: ParsedMail, submitted: string[]): Promise<Message> {
+
+  const recipients = [...new Map(submitted.map((r) => [r.toLowerCase(), r])).values()];
   const to = mailboxesOf(parsed.to);
   const cc = mailboxesOf(parsed.cc);
   const named = new Set([...to, ...cc].map((a) => a.address.toLowerCase()));
@@ -140,25 +157,25 @@ export async function submitMessage(ctx: AppContext, who: Submitter, input: { ra
   const bodyHtml = typeof parsed.html === 'string' ? parsed.html : null;
 
   // Attachment bytes are stored once by content (like inbound mail's), as rows of this message.
-  const parts = parsed.attachments.map((a, i) => {
-    const sha256 = createHash('sha256').update(a.content).digest('hex');
+  const parts = (parsed.attachments as LargeAttachment[]).map((a, i) => {
+    const sha256 = a.staged?.sha256 ?? createHash('sha256').update(a.content).digest('hex');
     const row: AttachmentRow = {
       id: newId('att', now.getTime()),
       accountId: inbox.accountId,
       messageId: id,
       filename: cleanFilename(a.filename, `attachment-${i + 1}`),
       contentType: cleanContentType(a.contentType),
-      size: a.content.length,
+      size: a.staged?.size ?? a.content.length,
       sha256,
       storagePath: Blobs.contentKey('attachments', sha256),
       createdAt: iso,
     };
-    return { row, content: a.content, cid: a.contentDisposition === 'inline' && a.cid ? a.cid : undefined };
+    return { row, content: a.staged ? { staged: a.staged.path } : a.content, cid: a.contentDisposition === 'inline' && a.cid ? a.cid : undefined };
   });
   const shared = new Map(parts.map((p) => [p.row.storagePath, p.content]));
   const files = [...shared.keys()];
   try {
-    const written = await Promise.allSettled([...shared].map(([path, content]) => ctx.blobs.write(path, content)));
+    const written = await Promise.allSettled([...shared].map(([path, content]) => (Buffer.isBuffer(content) ? ctx.blobs.write(path, content) : ctx.blobs.link(path, content.staged))));
     const failed = written.find((r) => r.status === 'rejected');
     if (failed) throw failed.reason;
     return await queueOutbound(ctx, {
