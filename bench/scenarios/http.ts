@@ -7,6 +7,7 @@ import type { TestDns } from '../../test/support/dns.ts';
 import { createInbox, startMailroom, type Mailroom } from '../mailroom.ts';
 import { accountOfInbox, seedMessages } from '../seed.ts';
 import { autocannon, log, startBaseline, stopChild, type HttpLoad, type Row, type ScenarioResult } from '../support.ts';
+import { judge } from '../targets.ts';
 
 export const CONNECTIONS = 50;
 const SECONDS = Number(process.env.BENCH_HTTP_SECONDS ?? 8);
@@ -117,7 +118,7 @@ export async function httpApi(env: { dns: TestDns }): Promise<ScenarioResult> {
       unit: 'req/s',
       mailroom: mine[i].reqPerSec,
       baselines: baselines.map((b) => ({ name: b.name, value: b.loads[i].reqPerSec })),
-      ...(e.read ? { target: '≥ 0.8× tinyhttp', met: mine[i].reqPerSec >= 0.8 * tiny } : {}),
+      ...(e.read ? judge('httpRead', mine[i].reqPerSec, tiny) : {}),
       note: bad ? `${bad} non-2xx or errors` : undefined,
     });
     rows.push({
@@ -125,7 +126,7 @@ export async function httpApi(env: { dns: TestDns }): Promise<ScenarioResult> {
       unit: 'ms',
       mailroom: mine[i].p99,
       baselines: baselines.map((b) => ({ name: b.name, value: b.loads[i].p99 })),
-      ...(e.read ? { target: '< 10', met: mine[i].p99 < 10 } : {}),
+      ...(e.read ? judge('httpReadP99Ms', mine[i].p99) : {}),
       note: `p50 ${mine[i].p50} ms`,
     });
   });
