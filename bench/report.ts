@@ -50,7 +50,7 @@ export function renderMarkdown(run: RunResults): string {
   out.push(
     `The last run started ${run.startedAt.slice(0, 16).replace('T', ' ')} UTC on ${m.cpus} × ${m.cpuModel}, ${m.memoryGb} GB, Node ${m.node}; ` +
       `load average at its start ${run.loadAtStart.join(' / ')}; it took ${Math.round(run.seconds ?? 0)} s. Each scenario below says when, on what and under what load it was measured. ` +
-      'Ratios are mailroom ÷ baseline (for msg/s and req/s higher is better, for ms and MB lower is better).',
+      'Ratios are mailroom ÷ baseline (for msg/s and req/s higher is better, for ms, µs and MB lower is better).',
   );
   for (const n of run.notes) out.push('', `> ${n}`);
   out.push('', ...renderTargets(run));
