@@ -154,7 +154,7 @@ export async function httpApi(env: { dns: TestDns }): Promise<ScenarioResult> {
     id: 'http',
     title: '(b) HTTP API at 50 connections',
     status: 'ok',
-    setup: `autocannon, ${CONNECTIONS} keep-alive connections, no pipelining; per endpoint a ${WARMUP_SECONDS} s warm-up of each server, then ${ROUNDS} rounds in which mailroom and the baselines take turns of ${Math.max(1, Math.round(SECONDS / ROUNDS))} s (all servers running throughout; p50/p99 of the median round); mailroom with auth, rate limiting (limit raised out of the way) and one log line per request; inbox with ${SEEDED} stored messages (~1 KB bodies); baselines serve the same paths from the same rows (JSON of the fields the views had when the baselines were written), without auth, rate limiting, logging or metrics; a list page is ${targets.map((t, i) => `${kb(pages[i])} from ${t.name}`).join(', ')}`,
+    setup: `autocannon, ${CONNECTIONS} keep-alive connections, no pipelining; per endpoint a ${WARMUP_SECONDS} s warm-up of each server, then ${ROUNDS} rounds in which mailroom and the baselines take turns of ${Math.max(1, Math.round(SECONDS / ROUNDS))} s (all servers running throughout; p50/p99 of the median round); mailroom with auth, rate limiting (limit raised out of the way) and one log line per request; inbox with ${SEEDED} stored messages (~1 KB bodies); baselines serve the same paths from the same rows with the same fields (a message that is no reply: extractedText and extractedHtml are its bodies), without auth, rate limiting, logging or metrics; a list page is ${targets.map((t, i) => `${kb(pages[i])} from ${t.name}`).join(', ')}`,
     rows,
     details: { mailroom: mine, baselines },
   };
