@@ -1,12 +1,12 @@
 // Renders the results of one run as Markdown (bench/results/latest.md, copied into docs/performance.md):
 // one table per scenario, mailroom beside each baseline with the ratio mailroom ÷ baseline.
-import type { Row, ScenarioResult } from './support.ts';
+import type { Machine, Row, ScenarioResult } from './support.ts';
 
 export interface RunResults {
   startedAt: string;
   finishedAt?: string;
   seconds?: number;
-  machine: { cpus: number; cpuModel: string; memoryGb: number; node: string; os: string };
+  machine: Machine;
   /** Load average when the run started, and notes such as other work on the machine. */
   loadAtStart: number[];
   notes: string[];
@@ -35,13 +35,22 @@ function rowLines(r: Row): string[] {
   );
 }
 
+/** When, on what and under what load one scenario ran (each carries its own: partial runs keep older ones). */
+function where(s: ScenarioResult): string {
+  const m = s.machine;
+  const at = s.measuredAt ? `${s.measuredAt.slice(0, 16).replace('T', ' ')} UTC` : 'date not recorded';
+  const on = m ? `${m.cpus} × ${m.cpuModel}, ${m.memoryGb} GB, Node ${m.node}` : 'machine not recorded';
+  const loads = s.loadBefore ? `load average (1/5/15 min) ${s.loadBefore.join(' / ')} before${s.loadAfter ? `, ${s.loadAfter.join(' / ')} after` : ''}` : 'load not recorded';
+  return `*Measured ${at} on ${on}; ${loads}${s.seconds !== undefined ? `; ${Math.round(s.seconds)} s` : ''}.*`;
+}
+
 export function renderMarkdown(run: RunResults): string {
   const out: string[] = [];
   const m = run.machine;
   out.push(
-    `Measured ${run.startedAt.slice(0, 16).replace('T', ' ')} UTC on ${m.cpus} × ${m.cpuModel}, ${m.memoryGb} GB, Node ${m.node}; ` +
-      `load average at start ${run.loadAtStart.join(' / ')}; whole run ${Math.round(run.seconds ?? 0)} s. ` +
-      'Ratios are mailroom ÷ baseline (for msg/s and req/s higher is better, for ms and MB lower is better).',
+    `The last run started ${run.startedAt.slice(0, 16).replace('T', ' ')} UTC on ${m.cpus} × ${m.cpuModel}, ${m.memoryGb} GB, Node ${m.node}; ` +
+      `load average at its start ${run.loadAtStart.join(' / ')}; it took ${Math.round(run.seconds ?? 0)} s. Each scenario below says when, on what and under what load it was measured. ` +
+      'Ratios are mailroom ÷ baseline (for msg/s and req/s higher is better, for ms, µs and MB lower is better).',
   );
   for (const n of run.notes) out.push('', `> ${n}`);
   out.push('', ...renderTargets(run));
@@ -51,7 +60,7 @@ export function renderMarkdown(run: RunResults): string {
       out.push(`skipped: ${s.reason}`);
       continue;
     }
-    out.push(`${s.setup}${s.loadBefore ? ` (load average before: ${s.loadBefore.join(' / ')})` : ''}`, '');
+    out.push(where(s), '', s.setup, '');
     if (s.status === 'failed') out.push(`**failed**: ${s.reason}`, '');
     if (s.rows.length) {
       out.push('| metric | mailroom | baseline | baseline value | ratio | target | note |', '|---|---:|---|---:|---:|---|---|');
@@ -65,10 +74,11 @@ export function renderMarkdown(run: RunResults): string {
 export function renderTargets(run: RunResults): string[] {
   const rows = run.scenarios.flatMap((s) => s.rows.filter((r) => r.target).map((r) => ({ s, r })));
   if (rows.length === 0) return [];
-  const out = ['#### Targets', '', '| scenario | metric | mailroom | ratio to the first baseline | target | met |', '|---|---|---:|---:|---|---|'];
+  const out = ['#### Targets', '', '| scenario | metric | mailroom | ratio to the first baseline | target | met | measured (UTC, CPU, load before) |', '|---|---|---:|---:|---|---|---|'];
   for (const { s, r } of rows) {
     const first = r.baselines?.[0];
-    out.push(`| ${s.id} | ${r.metric} | ${fmt(r.mailroom)} ${r.unit} | ${first ? `${ratio(r.mailroom, first.value)} ${first.name}` : ''} | ${r.target} | ${r.met === undefined ? '' : r.met ? 'yes' : 'no'} |`);
+    const when = s.measuredAt ? `${s.measuredAt.slice(0, 16).replace('T', ' ')}, ${s.machine?.cpuModel ?? '?'}, ${s.loadBefore?.[0] ?? '?'}` : 'not recorded';
+    out.push(`| ${s.id} | ${r.metric} | ${fmt(r.mailroom)} ${r.unit} | ${first ? `${ratio(r.mailroom, first.value)} ${first.name}` : ''} | ${r.target} | ${r.met === undefined ? '' : r.met ? 'yes' : 'no'} | ${when} |`);
   }
   return out;
 }

@@ -1,12 +1,11 @@
 // `npm run bench [-- scenario…]`: runs every scenario (or the named ones) against the real
 // server on loopback, each with its baselines measured in the same run, and writes
 // bench/results/latest.json and latest.md. Scratch files go to bench/work/ (git-ignored).
-import { cpus, totalmem, release } from 'node:os';
 import { mkdirSync, writeFileSync, readFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { startTestDns } from '../test/support/dns.ts';
 import { renderMarkdown, renderTargets, type RunResults } from './report.ts';
-import { RESULTS, SkipError, WORK, killChildren, load, log, round, type ScenarioResult } from './support.ts';
+import { RESULTS, SkipError, WORK, killChildren, load, log, machine, round, type ScenarioResult } from './support.ts';
 import { smtpIngest } from './scenarios/smtp.ts';
 import { httpApi } from './scenarios/http.ts';
 import { outbound } from './scenarios/outbound.ts';
@@ -60,7 +59,7 @@ async function main(): Promise<void> {
   const t0 = performance.now();
   const run: RunResults = {
     startedAt: new Date().toISOString(),
-    machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model.trim() ?? '?', memoryGb: Math.round(totalmem() / 2 ** 30), node: process.version, os: `linux ${release()}` },
+    machine: machine(),
     loadAtStart: load(),
     notes: process.env.BENCH_NOTE ? [process.env.BENCH_NOTE] : [],
     scenarios: [],
@@ -81,6 +80,7 @@ async function main(): Promise<void> {
   try {
     for (const s of selected) {
       const loadBefore = load();
+      const measuredAt = new Date().toISOString();
       const started = performance.now();
       log(`== ${s.id}: ${s.title} (load ${loadBefore.join(' ')})`);
       let out: ScenarioResult[];
@@ -92,9 +92,10 @@ async function main(): Promise<void> {
         log(`${s.id} ${skipped ? 'skipped' : 'failed'}: ${(err as Error).stack ?? err}`);
         out = [{ id: s.id, title: s.title, status: skipped ? 'skipped' : 'failed', reason: (err as Error).message, setup: '', rows: [] }];
       }
+      const loadAfter = load();
       for (const o of out) {
         o.seconds = round((performance.now() - started) / 1000);
-        o.loadBefore = loadBefore;
+        Object.assign(o, { measuredAt, machine: run.machine, loadBefore, loadAfter });
       }
       results.set(s.id, out);
       write();

@@ -8,7 +8,7 @@ import { createServer as createHttpServer } from 'node:http';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { loadavg } from 'node:os';
+import { cpus, loadavg, release, totalmem } from 'node:os';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
 export const WORK = join(ROOT, 'bench', 'work');
@@ -43,7 +43,23 @@ export interface ScenarioResult {
   /** Raw measurements kept in latest.json only. */
   details?: Record<string, unknown>;
   seconds?: number;
+  /** When and where this scenario ran, and the machine's load average (1, 5, 15 min) before and after: a partial run keeps other scenarios' results, so each carries its own. */
+  measuredAt?: string;
+  machine?: Machine;
   loadBefore?: number[];
+  loadAfter?: number[];
+}
+
+export interface Machine {
+  cpus: number;
+  cpuModel: string;
+  memoryGb: number;
+  node: string;
+  os: string;
+}
+
+export function machine(): Machine {
+  return { cpus: cpus().length, cpuModel: cpus()[0]?.model.trim() ?? '?', memoryGb: Math.round(totalmem() / 2 ** 30), node: process.version, os: `linux ${release()}` };
 }
 
 export function log(msg: string): void {

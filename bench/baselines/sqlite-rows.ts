@@ -38,6 +38,7 @@ interface MessageRow {
   inReplyTo: string | null;
   authentication: string | null;
   size: number;
+  unread: number;
   createdAt: string;
   updatedAt: string;
 }
@@ -55,7 +56,7 @@ export function openRowStore(messageCount = 1000): RowStore {
              cc_addresses TEXT NOT NULL DEFAULT '[]', bcc_addresses TEXT NOT NULL DEFAULT '[]', subject TEXT NOT NULL DEFAULT '',
              body_text TEXT, body_html TEXT, delivery TEXT, status TEXT NOT NULL, message_id_header TEXT NOT NULL,
              in_reply_to TEXT, "references" TEXT NOT NULL DEFAULT '[]', recipients TEXT NOT NULL DEFAULT '[]', authentication TEXT,
-             raw_path TEXT, size INTEGER NOT NULL DEFAULT 0, created_at TEXT NOT NULL, updated_at TEXT NOT NULL);
+             raw_path TEXT, size INTEGER NOT NULL DEFAULT 0, unread INTEGER NOT NULL DEFAULT 1, created_at TEXT NOT NULL, updated_at TEXT NOT NULL);
            CREATE INDEX messages_inbox_created ON messages (inbox_id, created_at);`);
   const insertInbox = db.prepare(
     `INSERT INTO inboxes (id, account_id, address, display_name, status, daily_send_limit, created_at) VALUES (?, 'acc_bench', ?, ?, 'active', 100, ?)`,
@@ -85,7 +86,7 @@ export function openRowStore(messageCount = 1000): RowStore {
   const list = db.prepare(
     `SELECT id, inbox_id AS inboxId, thread_id AS threadId, direction, from_address AS fromAddress, from_name AS fromName,
        to_addresses AS toAddresses, cc_addresses AS ccAddresses, subject, body_text AS bodyText, body_html AS bodyHtml, status,
-       message_id_header AS messageIdHeader, in_reply_to AS inReplyTo, authentication, size, created_at AS createdAt, updated_at AS updatedAt
+       message_id_header AS messageIdHeader, in_reply_to AS inReplyTo, authentication, size, unread, created_at AS createdAt, updated_at AS updatedAt
      FROM messages WHERE inbox_id = ? ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`,
   );
   // The message shape of the API (fields in the same order as mailroom's).
@@ -105,10 +106,17 @@ export function openRowStore(messageCount = 1000): RowStore {
     attachments: [],
     messageIdHeader: r.messageIdHeader,
     inReplyTo: r.inReplyTo,
+    unread: r.unread === 1,
+    labels: [],
     size: r.size,
     createdAt: r.createdAt,
     updatedAt: r.updatedAt,
     authentication: r.authentication ? (JSON.parse(r.authentication) as unknown) : null,
+    // What mailroom's list answers carry besides (src/domain/mail/messages.ts): for a message
+    // that is no reply, the extraction is the body itself; nothing here is cut.
+    extractedText: r.bodyText,
+    extractedHtml: r.bodyHtml,
+    bodyTruncated: false,
   });
   return {
     inboxId,

@@ -5,6 +5,7 @@ import type { TestDns } from '../../test/support/dns.ts';
 import { createInbox, startMailroom, type Mailroom } from '../mailroom.ts';
 import { accountOfInbox, seedMessages } from '../seed.ts';
 import { autocannon, log, round, type HttpLoad, type Row, type ScenarioResult } from '../support.ts';
+import { judge } from '../targets.ts';
 
 const SIZES = [1_000, Number(process.env.BENCH_SCALE_MAX ?? 1_000_000)];
 const SECONDS = 2;
@@ -84,8 +85,7 @@ export async function scale(env: { dns: TestDns }): Promise<ScenarioResult> {
       unit: 'ms',
       mailroom: meanLarge,
       baselines: [{ name: `same at ${SIZES[0].toLocaleString('en-US')}`, value: meanSmall }],
-      target: '≤ 1.5×',
-      met: meanLarge <= 1.5 * meanSmall,
+      ...judge('scale', meanLarge, meanSmall),
       note: `p99 ${large.loads[i].p99} ms vs ${small.loads[i].p99} ms`,
     };
   });

@@ -15,6 +15,7 @@ import { newId } from '../../src/ids.ts';
 import { createInbox, startMailroom, type Mailroom } from '../mailroom.ts';
 import { accountOfInbox } from '../seed.ts';
 import { cpuMsOf, load, log, round, summarize, treeCpuMsOf, type Row, type ScenarioResult } from '../support.ts';
+import { judge } from '../targets.ts';
 
 const sizes = (max: number, steps: number[]) => [...new Set([...steps, max])].filter((n) => n <= max);
 const SIZES = sizes(Number(process.env.BENCH_SEARCH_MAX ?? 1_000_000), [1_000, 10_000]);
@@ -230,7 +231,7 @@ export async function search(env: { dns: TestDns }): Promise<ScenarioResult> {
     const base = results.find((r) => r.engine === engine && r.size === 1_000);
     return QUERIES.map((qf, i): Row => {
       const baseline = base && size > 1_000 ? base.stats[i].p50 : undefined;
-      const target = baseline !== undefined && size === 1_000_000 ? { target: '≤ 1.5×', met: stats[i].p50 <= 1.5 * baseline } : {};
+      const target = baseline !== undefined && size === 1_000_000 ? judge('scale', stats[i].p50, baseline) : {};
       return {
         metric: `${engine}: q=${qf.q} (${qf.form}) at ${size.toLocaleString('en-US')} messages, p50`,
         unit: 'ms',
