@@ -131,7 +131,7 @@ describe('inboxes', () => {
     assert.match(inbox.address, /^[a-z]+-[a-z]+-[a-z]+-\d{1,3}@agents\.test$/);
     assert.deepEqual(
       { ...inbox, id: 0, address: 0, createdAt: 0 },
-      { id: 0, address: 0, createdAt: 0, displayName: 'Support agent', domainId: null, status: 'active', dailySendLimit: 100, sendsToday: 0, totalSent: 0, bounceCount: 0, complaintCount: 0, sendPolicy: { approval: 'none', hourlySendLimit: null } },
+      { id: 0, address: 0, createdAt: 0, displayName: 'Support agent', domainId: null, status: 'active', dailySendLimit: 100, sendsToday: 0, totalSent: 0, bounceCount: 0, complaintCount: 0, sendPolicy: { approval: 'none', hourlySendLimit: null }, screening: 'monitor' },
     );
     assert.ok(!Number.isNaN(Date.parse(inbox.createdAt)));
   });

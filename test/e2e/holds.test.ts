@@ -280,6 +280,9 @@ describe('release, cancel, expiry', () => {
   test('release: an agent key lacks `review` (403); a reviewer queues it (200 queued), it is sent, audited with the key; again: 409 NOT_HELD', async () => {
     const held = (await send(careful, { to: ['release@remote.test'] })).body;
     expectError(await t.api('POST', `/messages/${held.id}/release`, {}, { key: agent.key }), 403, 'INSUFFICIENT_SCOPE');
+    // The agent follows its held send by id (held inbound mail is what stays hidden from it).
+    const followed = await t.api('GET', `/messages/${held.id}`, undefined, { key: agent.key });
+    assert.deepEqual([followed.status, followed.body.status], [200, 'held']);
     const released = await t.api('POST', `/messages/${held.id}/release`, {}, { key: reviewer.key });
     assert.equal(released.status, 200, released.text);
     assert.equal(released.body.status, 'queued');

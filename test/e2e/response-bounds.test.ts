@@ -35,7 +35,7 @@ async function receive(mail: SendMailOptions): Promise<any> {
 }
 
 before(async () => {
-  t = await startTestServer({ limits: { list_body_bytes: LIST_BODY_BYTES, requests_per_minute: 100_000, daily_send_limit: 1000 } });
+  t = await startTestServer({ limits: { list_body_bytes: LIST_BODY_BYTES, requests_per_minute: 100_000, daily_send_limit: 1000 }, policy: { thread_hourly_sends: 1000 } });
   smtp = smtpTransport(t.server.smtpPort);
   inbox = (await t.api('POST', '/inboxes', { address: 'bounds' })).body;
   big = await receive({ subject: 'zebracrossing big', text: LONG_TEXT, html: LONG_HTML, messageId: '<big@example.org>' });

@@ -78,7 +78,7 @@ describe('inbox settings', () => {
     const inbox = (await t.api('POST', '/inboxes', { address: 'guarded' })).body;
     const sender = (await t.api('POST', '/account/api-keys', { name: 'agent', scopes: ['read', 'send'] })).body.key;
     expectError(await t.api('PATCH', `/inboxes/${inbox.id}`, { sendPolicy: { hourlySendLimit: null } }, { key: sender }), 403, 'INSUFFICIENT_SCOPE');
-    const screening = await t.api('PATCH', `/inboxes/${inbox.id}`, { screening: 'monitor' });
+    const screening = await t.api('PATCH', `/inboxes/${inbox.id}`, { screening: 'loud' });
     expectError(screening, 400, 'VALIDATION_ERROR');
     assert.match(screening.body.error.message, /screening/);
     expectError(await t.api('PATCH', `/inboxes/${inbox.id}`, { sendPolicy: { approval: 'sometimes' } }), 400, 'VALIDATION_ERROR');

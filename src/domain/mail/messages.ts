@@ -266,12 +266,13 @@ export async function updateThread(ctx: AppContext, accountId: string, id: strin
 }
 
 /**
- * GET /messages/{id}. With `reader` (a key), a held message is missing unless the key has the
- * `review` scope: it was held from the agent (src/domain/screening/hold.ts).
+ * GET /messages/{id}. With `reader` (a key), held inbound mail is missing unless the key has the
+ * `review` scope: it was held from the agent (src/domain/screening/hold.ts). A held send stays
+ * readable by id: the agent that made it follows it there until a person releases or cancels it.
  */
 export async function getMessage(ctx: AppContext, accountId: string, id: string, reader?: { scopes: ReadonlySet<string> }): Promise<Message> {
   const row = await findMessageRow(ctx, accountId, id);
-  if (reader && row.status === 'held' && !reader.scopes.has('review')) throw new AppError('MESSAGE_NOT_FOUND', `message ${id} not found`);
+  if (reader && row.status === 'held' && row.direction === 'inbound' && !reader.scopes.has('review')) throw new AppError('MESSAGE_NOT_FOUND', `message ${id} not found`);
   return (await messageViews(ctx, [row], 'whole'))[0];
 }
 
