@@ -118,6 +118,8 @@ export const listEntries = derive(sqlite.listEntries);
 export const auditLog = derive(sqlite.auditLog);
 export const suppressions = derive(sqlite.suppressions);
 export const addressPolicies = derive(sqlite.addressPolicies);
+export const imapMailboxes = derive(sqlite.imapMailboxes);
+export const imapUids = derive(sqlite.imapUids);
 
 /** Every SQLite table this file has a PostgreSQL form of (the parity test checks none is missing). */
 export function derivedTables(): ReadonlyMap<SQLiteTable, AnyPgTable> {

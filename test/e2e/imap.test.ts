@@ -1,0 +1,203 @@
+// IMAP end to end (docs/imap.md) with real clients on loopback: the imapflow library logs in with
+// an inbox address and an API key, lists the folders, reads mail (envelope, structure, source),
+// sets flags and labels, expunges, and sees what the API sees; the API's changes show over IMAP;
+// UIDs and UIDVALIDITY survive a restart. Every refusal is checked with its response code.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ImapFlow } from 'imapflow';
+import { createApiKey } from '../../src/domain/accounts/apikeys.ts';
+import type { ImapService } from '../../src/imap/server.ts';
+import { deliverMail } from '../support/mail.ts';
+import { startTestServer, type TestServer } from '../support/server.ts';
+
+const IMAP = { imap: { listen: '127.0.0.1:0' } };
+
+export const imapPort = (t: TestServer): number => (t.server.services.find((s) => s.name === 'imap') as ImapService).port;
+
+/** An imapflow client of `t`'s IMAP listener, logged in (or throwing what the login answered). */
+export async function imapClient(t: TestServer, user: string, pass: string): Promise<ImapFlow> {
+  const client = new ImapFlow({ host: '127.0.0.1', port: imapPort(t), secure: false, auth: { user, pass }, logger: false, disableAutoIdle: true, doSTARTTLS: false });
+  client.on('error', () => undefined);
+  await client.connect();
+  return client;
+}
+
+/** What a refused login answered: imapflow's error carries the server's response code. */
+async function loginRefusal(t: TestServer, user: string, pass: string): Promise<string | undefined> {
+  try {
+    const c = await imapClient(t, user, pass);
+    await c.logout();
+    return undefined;
+  } catch (err) {
+    return (err as { serverResponseCode?: string }).serverResponseCode ?? String((err as Error).message);
+  }
+}
+
+describe('IMAP with imapflow', () => {
+  let t: TestServer;
+  let dataDir: string;
+  let inbox: { id: string; address: string };
+  const ids: string[] = [];
+
+  before(async () => {
+    dataDir = mkdtempSync(join(tmpdir(), 'mailroom-imap-'));
+    t = await startTestServer(IMAP, { dataDir });
+    inbox = (await t.api('POST', '/inboxes', { address: 'reader' })).body;
+    for (let i = 1; i <= 3; i++) {
+      ids.push(
+        await deliverMail(t.server.smtpPort, {
+          from: 'Ann Example <ann@example.org>',
+          to: inbox.address,
+          subject: `hello ${i}`,
+          text: `body number ${i}`,
+          ...(i === 3 ? { attachments: [{ filename: 'notes.txt', content: 'attached text' }] } : {}),
+        }),
+      );
+    }
+  });
+  after(async () => {
+    await t?.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  test('login, folders, and the mail of INBOX as the API has it: envelope, structure, source, size, flags', async () => {
+    const c = await imapClient(t, inbox.address, t.key);
+    try {
+      const folders = await c.list();
+      assert.deepEqual(folders.map((f) => f.path), ['INBOX', 'Sent', 'Drafts']);
+      assert.equal(folders.find((f) => f.path === 'Sent')?.specialUse, '\\Sent');
+      const box = await c.mailboxOpen('INBOX');
+      assert.equal(box.exists, 3);
+      const messages = [];
+      for await (const m of c.fetch('1:*', { uid: true, envelope: true, bodyStructure: true, source: true, flags: true, size: true, internalDate: true })) messages.push(m);
+      assert.deepEqual(messages.map((m) => m.envelope?.subject), ['hello 1', 'hello 2', 'hello 3']);
+      assert.deepEqual(messages.map((m) => m.uid), [1, 2, 3]);
+      for (const [i, m] of messages.entries()) {
+        const raw = await t.api('GET', `/messages/${ids[i]}/raw`);
+        assert.equal(m.source?.toString('utf8'), raw.text, 'BODY[] is the stored source');
+        assert.equal(m.size, Buffer.byteLength(raw.text));
+        assert.deepEqual(m.envelope?.from, [{ name: 'Ann Example', address: 'ann@example.org' }]);
+        assert.deepEqual(m.envelope?.to?.map((a) => a.address), [inbox.address]);
+        assert.deepEqual([...(m.flags ?? [])], [], 'inbound mail arrives unread');
+      }
+      const third = messages[2];
+      assert.equal(third.bodyStructure?.type, 'multipart/mixed');
+      assert.equal(third.bodyStructure?.childNodes?.[1].dispositionParameters?.filename, 'notes.txt');
+      const part = await c.download('3', '2');
+      const chunks: Buffer[] = [];
+      for await (const chunk of part.content!) chunks.push(chunk as Buffer);
+      assert.equal(Buffer.concat(chunks).toString(), 'attached text');
+    } finally {
+      await c.logout();
+    }
+  });
+
+  test('\\Seen is unread, keywords are labels, both ways; a label is a folder whose UIDs only grow', async () => {
+    const c = await imapClient(t, inbox.address, t.key);
+    try {
+      await c.mailboxOpen('INBOX');
+      await c.messageFlagsAdd('1', ['\\Seen', 'project-x']);
+      const m1 = (await t.api('GET', `/messages/${ids[0]}`)).body;
+      assert.equal(m1.unread, false);
+      assert.deepEqual(m1.labels, ['project-x']);
+      await c.messageFlagsAdd('2', ['\\Flagged']);
+      assert.deepEqual((await t.api('GET', `/messages/${ids[1]}`)).body.labels, ['flagged']);
+      // The API marks, IMAP sees.
+      await t.api('PATCH', `/messages/${ids[2]}`, { unread: false, addLabels: ['project-x'] });
+      const flags = new Map<number, string[]>();
+      for await (const m of c.fetch('1:*', { uid: true, flags: true })) flags.set(m.uid, [...(m.flags ?? [])].sort());
+      assert.deepEqual(flags.get(1), ['\\Seen', 'project-x']);
+      assert.deepEqual(flags.get(2), ['\\Flagged']);
+      assert.deepEqual(flags.get(3), ['\\Seen', 'project-x']);
+      assert.ok((await c.list()).some((f) => f.path === 'project-x'));
+      const inFolder = async () => {
+        const out = [];
+        for await (const m of c.fetch('1:*', { uid: true, envelope: true })) out.push([m.uid, m.envelope?.subject]);
+        return out;
+      };
+      let box = await c.mailboxOpen('project-x');
+      assert.equal(box.exists, 2);
+      assert.deepEqual(await inFolder(), [
+        [1, 'hello 1'],
+        [2, 'hello 3'],
+      ]);
+      await c.mailboxOpen('INBOX');
+      await c.messageFlagsRemove('3', ['\\Seen', 'project-x']);
+      const m3 = (await t.api('GET', `/messages/${ids[2]}`)).body;
+      assert.equal(m3.unread, true);
+      assert.deepEqual(m3.labels, []);
+      await c.mailboxOpen('project-x');
+      assert.deepEqual(await inFolder(), [[1, 'hello 1']]);
+      // Message 3 enters the folder again: it gets a new UID, above every earlier one.
+      await t.api('PATCH', `/messages/${ids[2]}`, { addLabels: ['project-x'] });
+      box = await c.mailboxOpen('project-x');
+      assert.deepEqual(await inFolder(), [
+        [1, 'hello 1'],
+        [3, 'hello 3'],
+      ]);
+      assert.equal(box.uidNext, 4);
+    } finally {
+      await c.logout();
+    }
+  });
+
+  test('EXPUNGE in a label folder takes the label off; in INBOX it deletes the message', async () => {
+    const c = await imapClient(t, inbox.address, t.key);
+    try {
+      await c.mailboxOpen('project-x');
+      await c.messageDelete('3', { uid: true });
+      const m3 = (await t.api('GET', `/messages/${ids[2]}`)).body;
+      assert.deepEqual(m3.labels, [], 'still there, without the label');
+      await c.mailboxOpen('INBOX');
+      await c.messageDelete('2', { uid: true });
+      assert.equal((await t.api('GET', `/messages/${ids[1]}`)).status, 404);
+      const uids = [];
+      for await (const m of c.fetch('1:*', { uid: true })) uids.push(m.uid);
+      assert.deepEqual(uids, [1, 3]);
+    } finally {
+      await c.logout();
+    }
+  });
+
+  test('UIDs and UIDVALIDITY survive a restart; new mail gets the next UID', async () => {
+    let c = await imapClient(t, inbox.address, t.key);
+    const before = await c.mailboxOpen('INBOX');
+    await c.logout();
+    await t.close();
+    t = await startTestServer(IMAP, { dataDir });
+    await deliverMail(t.server.smtpPort, { from: 'ann@example.org', to: inbox.address, subject: 'after restart', text: 'x' });
+    c = await imapClient(t, inbox.address, await keyOf(t));
+    try {
+      const box = await c.mailboxOpen('INBOX');
+      assert.equal(box.uidValidity, before.uidValidity);
+      const seen = [];
+      for await (const m of c.fetch('1:*', { uid: true, envelope: true })) seen.push([m.uid, m.envelope?.subject]);
+      assert.deepEqual(seen, [
+        [1, 'hello 1'],
+        [3, 'hello 3'],
+        [4, 'after restart'],
+      ]);
+    } finally {
+      await c.logout();
+    }
+  });
+
+  /** The restarted server made a new main account: a new key of the inbox's account. */
+  async function keyOf(server: TestServer): Promise<string> {
+    const row = (await server.server.ctx.store.rows<[string]>(server.server.ctx.db, 'SELECT account_id FROM inboxes WHERE id = ?', [inbox.id]))[0];
+    return (await createApiKey(server.server.ctx, row[0], { name: 'imap' })).key;
+  }
+
+  test('refusals: a wrong key, another account\'s key, a key without read, an unknown inbox', async () => {
+    const other = await t.newAccount('other');
+    const accountId = (await t.server.ctx.store.rows<[string]>(t.server.ctx.db, 'SELECT account_id FROM inboxes WHERE id = ?', [inbox.id]))[0][0];
+    const sendOnly = await createApiKey(t.server.ctx, accountId, { name: 'send only', scopes: ['send'] });
+    assert.equal(await loginRefusal(t, inbox.address, 'mr_live_nonsense'), 'AUTHENTICATIONFAILED');
+    assert.equal(await loginRefusal(t, inbox.address, other.key), 'AUTHENTICATIONFAILED');
+    assert.equal(await loginRefusal(t, inbox.address, sendOnly.key), 'AUTHENTICATIONFAILED');
+    assert.equal(await loginRefusal(t, 'nobody@agents.test', other.key), 'AUTHENTICATIONFAILED');
+  });
+});
