@@ -69,6 +69,9 @@ interface Selected {
   deleted: Set<number>;
 }
 
+/** The commands of the selected state (RFC 9051 §6.4). */
+const SELECTED_COMMANDS = new Set(['FETCH', 'STORE', 'SEARCH', 'COPY', 'EXPUNGE', 'CLOSE', 'UNSELECT', 'UID']);
+
 class Refusal extends Error {
   constructor(
     readonly kind: 'NO' | 'BAD',
@@ -270,10 +273,11 @@ export class ImapSession {
       case 'UNSUBSCRIBE':
         return `${cmd.command} completed`;
       case 'APPEND':
-        return appendMessage(this.ctx, this.user!, a, (uidValidity) => this.appended(uidValidity));
+        return appendMessage(this.ctx, this.user!, a);
       case 'IDLE':
         return this.idle();
     }
+    if (!SELECTED_COMMANDS.has(cmd.command)) throw badArgs(`unknown command ${cmd.command}`);
     const box = this.requireSelected();
     const uid = cmd.command === 'UID';
     const name = uid ? String(nodeValue(a[0]) ?? '').toUpperCase() : cmd.command;
@@ -441,10 +445,6 @@ export class ImapSession {
     }
     this.write(['* STATUS ', ...encode(name), ' ', ...encode(out), '\r\n']);
     return 'STATUS completed';
-  }
-
-  private appended(uidValidity: number): void {
-    void uidValidity;
   }
 
   /**

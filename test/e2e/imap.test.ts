@@ -7,23 +7,13 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ImapFlow } from 'imapflow';
+import type { ImapFlow } from 'imapflow';
 import { createApiKey } from '../../src/domain/accounts/apikeys.ts';
-import type { ImapService } from '../../src/imap/server.ts';
+import { imapClient } from '../support/imap.ts';
 import { deliverMail } from '../support/mail.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
 const IMAP = { imap: { listen: '127.0.0.1:0' } };
-
-export const imapPort = (t: TestServer): number => (t.server.services.find((s) => s.name === 'imap') as ImapService).port;
-
-/** An imapflow client of `t`'s IMAP listener, logged in (or throwing what the login answered). */
-export async function imapClient(t: TestServer, user: string, pass: string): Promise<ImapFlow> {
-  const client = new ImapFlow({ host: '127.0.0.1', port: imapPort(t), secure: false, auth: { user, pass }, logger: false, disableAutoIdle: true, doSTARTTLS: false });
-  client.on('error', () => undefined);
-  await client.connect();
-  return client;
-}
 
 /** What a refused login answered: imapflow's error carries the server's response code. */
 async function loginRefusal(t: TestServer, user: string, pass: string): Promise<string | undefined> {
@@ -53,6 +43,7 @@ describe('IMAP with imapflow', () => {
           to: inbox.address,
           subject: `hello ${i}`,
           text: `body number ${i}`,
+          ...(i === 1 ? { headers: { 'X-Ticket': 'T-42' } } : {}),
           ...(i === 3 ? { attachments: [{ filename: 'notes.txt', content: 'attached text' }] } : {}),
         }),
       );
@@ -144,6 +135,32 @@ describe('IMAP with imapflow', () => {
     }
   });
 
+  test('SEARCH: text through the full-text index (as the q of the API finds), flags, keywords, sets, headers, OR and NOT', async () => {
+    const c = await imapClient(t, inbox.address, t.key);
+    try {
+      await c.mailboxOpen('INBOX');
+      const uids = async (query: Parameters<ImapFlow['search']>[0]) => (await c.search(query, { uid: true })) || [];
+      assert.deepEqual(await uids({ subject: 'hello' }), [1, 2, 3]);
+      const api = (await t.api('GET', `/inboxes/${inbox.id}/messages?q=${encodeURIComponent('subject:hello')}`)).body;
+      assert.equal(api.total, 3, 'the API finds the same three');
+      assert.deepEqual(await uids({ body: 'number' }), [1, 2, 3]);
+      assert.deepEqual(await uids({ text: 'body number 2' }), [2]);
+      assert.deepEqual(await uids({ from: 'ann@example.org' }), [1, 2, 3]);
+      assert.deepEqual(await uids({ body: 'nowhere' }), []);
+      assert.deepEqual(await uids({ seen: false }), [2, 3]);
+      assert.deepEqual(await uids({ flagged: true }), [2]);
+      assert.deepEqual(await uids({ keyword: 'project-x' }), [1, 3]);
+      assert.deepEqual(await uids({ or: [{ flagged: true }, { keyword: 'project-x' }] }), [1, 2, 3]);
+      assert.deepEqual(await uids({ not: { seen: true } }), [2, 3]);
+      assert.deepEqual(await uids({ uid: '2:*' }), [2, 3]);
+      assert.deepEqual(await uids({ header: { 'x-ticket': 'T-42' } }), [1]);
+      assert.deepEqual(await uids({ larger: 100000 }), []);
+      assert.deepEqual(await c.search({ all: true }), [1, 2, 3], 'sequence numbers without UID');
+    } finally {
+      await c.logout();
+    }
+  });
+
   test('EXPUNGE in a label folder takes the label off; in INBOX it deletes the message', async () => {
     const c = await imapClient(t, inbox.address, t.key);
     try {
@@ -162,9 +179,81 @@ describe('IMAP with imapflow', () => {
     }
   });
 
+  test('IDLE: new mail is told as EXISTS, woken by the event feed', async () => {
+    const c = await imapClient(t, inbox.address, t.key);
+    try {
+      const box = await c.mailboxOpen('INBOX');
+      const before = box.exists;
+      const told = new Promise<number>((resolve) => c.on('exists', (d: { count: number }) => resolve(d.count)));
+      void c.idle();
+      await deliverMail(t.server.smtpPort, { from: 'ann@example.org', to: inbox.address, subject: 'while idling', text: 'x' });
+      assert.equal(await told, before + 1);
+      const last = await c.fetchOne('*', { envelope: true });
+      assert.equal(last && last.envelope?.subject, 'while idling');
+    } finally {
+      await c.logout();
+    }
+  });
+
+  test('held mail is in no folder until released', async () => {
+    const id = await deliverMail(t.server.smtpPort, { from: 'ann@example.org', to: inbox.address, subject: 'screened', text: 'x' });
+    await t.api('PATCH', `/messages/${id}`, { addLabels: ['project-x'] });
+    const setStatus = (status: string) => t.server.ctx.store.run(t.server.ctx.db, 'UPDATE messages SET status = ? WHERE id = ?', [status, id]);
+    await setStatus('held');
+    const c = await imapClient(t, inbox.address, t.key);
+    try {
+      const subjects = async (folder: string) => {
+        await c.mailboxOpen(folder);
+        const out = [];
+        for await (const m of c.fetch('1:*', { envelope: true })) out.push(m.envelope?.subject);
+        return out;
+      };
+      assert.ok(!(await subjects('INBOX')).includes('screened'));
+      assert.ok(!(await subjects('project-x')).includes('screened'));
+      await setStatus('received');
+      assert.ok((await subjects('INBOX')).includes('screened'));
+      assert.ok((await subjects('project-x')).includes('screened'));
+    } finally {
+      await c.logout();
+    }
+    await t.api('DELETE', `/messages/${id}`);
+  });
+
+  test('APPEND to Drafts makes a draft; to Sent only what was sent; elsewhere refused', async () => {
+    const c = await imapClient(t, inbox.address, t.key);
+    try {
+      const draft = ['From: ' + inbox.address, 'To: bob@example.net', 'Subject: draft from a phone', 'Message-ID: <draft1@example.net>', '', 'half written', ''].join('\r\n');
+      await c.append('Drafts', draft, ['\\Draft']);
+      const drafts = (await t.api('GET', `/inboxes/${inbox.id}/drafts`)).body.data;
+      assert.deepEqual(drafts.map((d: { subject: string; to: string[]; bodyText: string }) => [d.subject, d.to, d.bodyText]), [['draft from a phone', ['bob@example.net'], 'half written']]);
+      const sent = (await t.api('POST', `/inboxes/${inbox.id}/messages`, { to: ['bob@example.net'], subject: 'sent by the API', bodyText: 'x' })).body;
+      assert.match(sent.messageIdHeader, /^<.+>$/, JSON.stringify(sent));
+      const copy = ['From: ' + inbox.address, 'To: bob@example.net', 'Subject: sent by the API', `Message-ID: ${sent.messageIdHeader}`, '', 'x', ''].join('\r\n');
+      assert.ok(await c.append('Sent', copy));
+      await c.mailboxOpen('Sent');
+      const inSent = [];
+      for await (const m of c.fetch('1:*', { envelope: true })) inSent.push(m.envelope?.subject);
+      assert.deepEqual(inSent, ['sent by the API'], 'the copy is the sent message, not a second one');
+      const refusal = async (folder: string, raw: string) => {
+        try {
+          await c.append(folder, raw);
+          return 'appended';
+        } catch (err) {
+          return (err as { serverResponseCode?: string }).serverResponseCode;
+        }
+      };
+      assert.equal(await refusal('Sent', draft), 'NOPERM');
+      assert.equal(await refusal('INBOX', draft), 'NOPERM');
+    } finally {
+      await c.logout();
+    }
+  });
+
   test('UIDs and UIDVALIDITY survive a restart; new mail gets the next UID', async () => {
     let c = await imapClient(t, inbox.address, t.key);
     const before = await c.mailboxOpen('INBOX');
+    const uidsBefore = [];
+    for await (const m of c.fetch('1:*', { uid: true })) uidsBefore.push(m.uid);
     await c.logout();
     await t.close();
     t = await startTestServer(IMAP, { dataDir });
@@ -174,12 +263,11 @@ describe('IMAP with imapflow', () => {
       const box = await c.mailboxOpen('INBOX');
       assert.equal(box.uidValidity, before.uidValidity);
       const seen = [];
-      for await (const m of c.fetch('1:*', { uid: true, envelope: true })) seen.push([m.uid, m.envelope?.subject]);
-      assert.deepEqual(seen, [
-        [1, 'hello 1'],
-        [3, 'hello 3'],
-        [4, 'after restart'],
-      ]);
+      for await (const m of c.fetch('1:*', { uid: true, envelope: true })) seen.push(m.uid);
+      assert.deepEqual(seen.slice(0, -1), uidsBefore);
+      assert.equal(seen.at(-1), before.uidNext, 'the next UID after the restart');
+      const last = await c.fetchOne('*', { envelope: true });
+      assert.equal(last && last.envelope?.subject, 'after restart');
     } finally {
       await c.logout();
     }

@@ -113,3 +113,9 @@ export async function countUnseen(db: Db, inboxId: string, name: string): Promis
   const [row] = await rawRows<[number]>(db, 'SELECT count(*) FROM imap_uids u JOIN messages m ON m.id = u.message_id WHERE u.inbox_id = ? AND u.mailbox = ? AND m.unread = 1', [inboxId, name]);
   return Number(row?.[0] ?? 0);
 }
+
+/** The inbox's sent message of this Message-ID, if any (APPEND to Sent of what was sent). */
+export async function findSentByMessageId(db: Db, inboxId: string, messageIdHeader: string): Promise<string | undefined> {
+  const [row] = await rawRows<[string]>(db, "SELECT id FROM messages WHERE inbox_id = ? AND direction = 'outbound' AND message_id_header = ? LIMIT 1", [inboxId, messageIdHeader]);
+  return row?.[0];
+}
