@@ -20,6 +20,7 @@ import {
   listFolders,
   marksOfStore,
   messagesByUid,
+  moveToFolder,
   PERMANENT_FLAGS,
   rawSource,
   storeMarks,
@@ -70,7 +71,7 @@ interface Selected {
 }
 
 /** The commands of the selected state (RFC 9051 §6.4). */
-const SELECTED_COMMANDS = new Set(['FETCH', 'STORE', 'SEARCH', 'COPY', 'EXPUNGE', 'CLOSE', 'UNSELECT', 'UID']);
+const SELECTED_COMMANDS = new Set(['FETCH', 'STORE', 'SEARCH', 'COPY', 'MOVE', 'EXPUNGE', 'CLOSE', 'UNSELECT', 'UID']);
 
 class Refusal extends Error {
   constructor(
@@ -118,7 +119,7 @@ export class ImapSession {
   }
 
   private capabilities(): string {
-    const caps = ['IMAP4rev1', 'LITERAL+', 'SASL-IR', 'IDLE', 'NAMESPACE', 'UNSELECT', 'ENABLE', 'ID', 'SPECIAL-USE'];
+    const caps = ['IMAP4rev1', 'LITERAL+', 'SASL-IR', 'IDLE', 'NAMESPACE', 'UNSELECT', 'MOVE', 'ENABLE', 'ID', 'SPECIAL-USE'];
     if (!this.user) {
       if (!this.secure && this.host.tlsContext()) caps.push('STARTTLS');
       if (this.mayLogin) caps.push('AUTH=PLAIN');
@@ -293,6 +294,8 @@ export class ImapSession {
         return this.search(box, args, uid);
       case 'COPY':
         return this.copy(box, set(args[0]), mailboxName(args[1]), uid);
+      case 'MOVE':
+        return this.move(box, set(args[0]), mailboxName(args[1]), uid);
       case 'EXPUNGE':
         await this.expunge(box, uid ? resolve(box, set(args[0]), true) : undefined);
         return `${uid ? 'UID ' : ''}EXPUNGE completed`;
@@ -594,6 +597,23 @@ export class ImapSession {
       await copyToFolder(this.ctx, this.user!, target, rows.map((r) => r.id));
     }
     return `${uid ? 'UID ' : ''}COPY completed`;
+  }
+
+  /** MOVE (RFC 6851): the moved messages leave the folder, told as EXPUNGE. */
+  private async move(box: Selected, setText: string, target: string, uid: boolean): Promise<string> {
+    if (box.readOnly) throw no('the folder is open read-only', 'READ-ONLY');
+    const scope = folderScope(target);
+    if (!scope) throw no(`no folder ${target}`, 'TRYCREATE');
+    if (target !== 'Trash' && (scope.kind !== 'label' || folderScope(box.name)?.kind !== 'label')) {
+      throw no('messages move only into Trash (deleting them) or from one label folder to another; COPY adds a label', 'CANNOT');
+    }
+    const wanted = resolve(box, setText, uid);
+    for (let i = 0; i < wanted.length; i += BATCH) {
+      const rows = await messagesByUid(this.ctx, this.user!, box.name, wanted.slice(i, i + BATCH));
+      await moveToFolder(this.ctx, this.user!, box.name, target, rows.map((r) => r.id));
+    }
+    await this.refresh(true);
+    return `${uid ? 'UID ' : ''}MOVE completed`;
   }
 
   private async search(box: Selected, args: ImapNode[], uid: boolean): Promise<string> {

@@ -92,6 +92,7 @@ describe('IMAP bounds', () => {
     assert.match(taggedLine(await c.command('k', 'SEARCH FROBNICATE'), 'k'), /^k BAD unknown SEARCH criterion FROBNICATE/);
     assert.match(taggedLine(await c.command('l', 'SEARCH SINCE yesterday'), 'l'), /^l BAD not a date/);
     assert.match(taggedLine(await c.command('m', 'COPY 1 INBOX'), 'm'), /^m NO \[CANNOT\]/);
+    assert.match(taggedLine(await c.command('mv', 'MOVE 1 somelabel'), 'mv'), /^mv NO \[CANNOT\] messages move only into Trash/);
     assert.match(taggedLine(await c.command('n', 'RENAME a b'), 'n'), /^n NO \[CANNOT\]/);
     const fetched = await c.command('o', 'FETCH 1 (UID FLAGS)');
     assert.match(fetched, /^\* 1 FETCH \(UID 1 FLAGS \(\)\)/m);

@@ -46,7 +46,7 @@ describe('Python imaplib', { skip: NO_PYTHON }, () => {
     const api = await apiMessages(inbox.id);
     const { stdout } = await run('python3', [join(import.meta.dirname, '../support/imap_client.py'), '127.0.0.1', String(imapPort(t)), inbox.address, t.key]);
     const seen = JSON.parse(stdout);
-    assert.deepEqual(seen.folders, ['INBOX', 'Sent', 'Drafts', 'work']);
+    assert.deepEqual(seen.folders, ['INBOX', 'Sent', 'Drafts', 'Trash', 'work']);
     assert.equal(seen.exists, 3);
     assert.deepEqual(
       seen.messages.map((m: { subject: string; flags: string[]; size: number }) => [m.subject, m.flags, m.size]),

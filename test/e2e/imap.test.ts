@@ -58,7 +58,8 @@ describe('IMAP with imapflow', () => {
     const c = await imapClient(t, inbox.address, t.key);
     try {
       const folders = await c.list();
-      assert.deepEqual(folders.map((f) => f.path), ['INBOX', 'Sent', 'Drafts']);
+      assert.deepEqual(folders.map((f) => f.path), ['INBOX', 'Sent', 'Drafts', 'Trash']);
+      assert.equal(folders.find((f) => f.path === 'Trash')?.specialUse, '\\Trash');
       assert.equal(folders.find((f) => f.path === 'Sent')?.specialUse, '\\Sent');
       const box = await c.mailboxOpen('INBOX');
       assert.equal(box.exists, 3);
@@ -247,6 +248,33 @@ describe('IMAP with imapflow', () => {
     } finally {
       await c.logout();
     }
+  });
+
+  test('MOVE: into Trash deletes, between label folders swaps the label, out of INBOX into a label is refused', async () => {
+    const [a, b] = [
+      await deliverMail(t.server.smtpPort, { from: 'ann@example.org', to: inbox.address, subject: 'to move', text: 'x' }),
+      await deliverMail(t.server.smtpPort, { from: 'ann@example.org', to: inbox.address, subject: 'to trash', text: 'x' }),
+    ];
+    await t.api('PATCH', `/messages/${a}`, { addLabels: ['todo'] });
+    const c = await imapClient(t, inbox.address, t.key);
+    try {
+      await c.mailboxOpen('todo');
+      assert.ok(await c.messageMove('1:*', 'done'));
+      assert.deepEqual((await t.api('GET', `/messages/${a}`)).body.labels, ['done']);
+      assert.equal(c.mailbox && c.mailbox.exists, 0, 'told as EXPUNGE');
+      await c.mailboxOpen('INBOX');
+      const uidOf = async (subject: string) => ((await c.search({ subject }, { uid: true })) || [])[0];
+      // imapflow answers false for a refused MOVE (the NO [CANNOT] itself: imap-bounds.test.ts).
+      assert.equal(await c.messageMove(String(await uidOf('to move')), 'done', { uid: true }), false);
+      assert.deepEqual((await t.api('GET', `/messages/${a}`)).body.labels, ['done']);
+      assert.ok(await c.messageMove(String(await uidOf('to trash')), 'Trash', { uid: true }));
+      assert.equal((await t.api('GET', `/messages/${b}`)).status, 404);
+      await c.mailboxOpen('Trash');
+      assert.equal(c.mailbox && c.mailbox.exists, 0);
+    } finally {
+      await c.logout();
+    }
+    await t.api('DELETE', `/messages/${a}`);
   });
 
   test('UIDs and UIDVALIDITY survive a restart; new mail gets the next UID', async () => {

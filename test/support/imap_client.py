@@ -51,7 +51,7 @@ out['searchUnseen'] = [int(x) for x in data[0].split()]
 
 labels = {}
 for folder in folders:
-    if folder in ('INBOX', 'Sent', 'Drafts'):
+    if folder in ('INBOX', 'Sent', 'Drafts', 'Trash'):
         continue
     typ, data = imap.select(folder, readonly=True)
     assert typ == 'OK', data

@@ -65,6 +65,7 @@ export const SYSTEM_FOLDERS = [
   { name: 'INBOX', use: '' },
   { name: 'Sent', use: '\\Sent' },
   { name: 'Drafts', use: '\\Drafts' },
+  { name: 'Trash', use: '\\Trash' },
 ] as const;
 
 /** Outbound messages that never left are not in Sent. */
@@ -80,7 +81,8 @@ export const canonicalName = (name: string): string => (name.toUpperCase() === '
 export function folderScope(name: string): FolderScope | undefined {
   if (name === 'INBOX') return { kind: 'direction', direction: 'inbound', excluded: ['held'] };
   if (name === 'Sent') return { kind: 'direction', direction: 'outbound', excluded: NOT_SENT };
-  if (name === 'Drafts') return { kind: 'empty' };
+  // Always empty: what a client moves there is deleted (moveToFolder).
+  if (name === 'Drafts' || name === 'Trash') return { kind: 'empty' };
   return LABEL_PATTERN.test(name) ? { kind: 'label', label: name } : undefined;
 }
 
@@ -189,6 +191,22 @@ export async function expungeMessage(ctx: AppContext, who: ImapUser, folder: str
 export async function copyToFolder(ctx: AppContext, who: ImapUser, target: string, messageIds: string[]): Promise<void> {
   if (folderScope(target)?.kind !== 'label') throw new AppError('FORBIDDEN', 'messages can be copied only to label folders');
   for (const id of messageIds) await updateMessage(ctx, who.accountId, id, { addLabels: [target] });
+}
+
+/**
+ * MOVE (RFC 6851) of messages out of folder `from`: into Trash they are deleted (as EXPUNGE in
+ * INBOX or Sent: the key needs `manage`); from one label folder to another the label is swapped.
+ * A message cannot leave INBOX or Sent for a label folder (it would stay in them): CANNOT.
+ */
+export async function moveToFolder(ctx: AppContext, who: ImapUser, from: string, target: string, messageIds: string[]): Promise<void> {
+  if (target === 'Trash') {
+    if (!who.scopes.has('manage')) throw new AppError('INSUFFICIENT_SCOPE', 'this API key lacks the `manage` scope');
+    for (const id of messageIds) await deleteMessage(ctx, who.accountId, id);
+    return;
+  }
+  if (folderScope(target)?.kind !== 'label' || folderScope(from)?.kind !== 'label') throw new AppError('FORBIDDEN', 'messages move only into Trash (deleted) or from one label folder to another');
+  if (target === from) return;
+  for (const id of messageIds) await updateMessage(ctx, who.accountId, id, { addLabels: [target], removeLabels: [from] });
 }
 
 /** The stored source of a message, or undefined when it has none (yet). */
