@@ -3,7 +3,7 @@
 import type { AppContext } from '../context.ts';
 import { AppError } from '../domain/errors.ts';
 import { appendToFolder } from '../domain/imap/append.ts';
-import { canonicalName, type ImapUser } from '../domain/imap/mailboxes.ts';
+import { canonicalName, uidsIn, type ImapUser } from '../domain/imap/mailboxes.ts';
 import { utf8, type ImapNode } from './wire.ts';
 
 export async function appendMessage(ctx: AppContext, who: ImapUser, args: ImapNode[]): Promise<string> {
@@ -12,5 +12,10 @@ export async function appendMessage(ctx: AppContext, who: ImapUser, args: ImapNo
   if (args.length < 2 || !folder || Array.isArray(folder) || !message || Array.isArray(message) || message.type !== 'LITERAL') {
     throw new AppError('VALIDATION_ERROR', 'APPEND needs a folder and the message as a literal');
   }
-  return appendToFolder(ctx, who, canonicalName(utf8(folder.value)), Buffer.from(message.value, 'latin1'));
+  const done = await appendToFolder(ctx, who, canonicalName(utf8(folder.value)), Buffer.from(message.value, 'latin1'));
+  if ('draftId' in done) return `APPEND completed: draft ${done.draftId}`;
+  // UIDPLUS (RFC 4315): the UID the copy has in Sent, which is the sent message's.
+  const { uidValidity, uids } = await uidsIn(ctx, who, 'Sent', [done.sentId]);
+  const uid = uids.get(done.sentId);
+  return `${uid ? `[APPENDUID ${uidValidity} ${uid}] ` : ''}APPEND completed: already in Sent as ${done.sentId}`;
 }

@@ -1,13 +1,13 @@
 // FETCH items (RFC 9051 §6.4.5): which data a FETCH asks for, and one message's response built
 // from its row, flags and stored source (read only when an item needs it).
 import { AppError } from '../domain/errors.ts';
-import { bodyStructureOf, envelopeOf, parseMime, sectionOf, type ImapValue, type MimeNode } from './mime.ts';
+import { binarySectionOf, bodyStructureOf, envelopeOf, parseMime, sectionOf, type ImapValue, type MimeNode } from './mime.ts';
 import { atom, utf8, type ImapNode } from './wire.ts';
 
 export interface FetchItem {
   /** The name as answered: "UID", "BODY[1.MIME]<0>", "RFC822.SIZE"... */
   name: string;
-  kind: 'UID' | 'FLAGS' | 'INTERNALDATE' | 'RFC822.SIZE' | 'ENVELOPE' | 'BODYSTRUCTURE' | 'BODY' | 'SECTION';
+  kind: 'UID' | 'FLAGS' | 'INTERNALDATE' | 'RFC822.SIZE' | 'ENVELOPE' | 'BODYSTRUCTURE' | 'BODY' | 'SECTION' | 'BINARY' | 'BINARY.SIZE';
   section?: string;
   fields?: string[];
   partial?: [number, number?];
@@ -28,6 +28,12 @@ const bad = (what: string): never => {
 function itemOf(node: ImapNode): FetchItem {
   if (!node || Array.isArray(node) || node.type !== 'ATOM') return bad('FETCH items are atoms');
   const name = node.value.toUpperCase();
+  if (node.section && (name === 'BINARY' || name === 'BINARY.PEEK' || name === 'BINARY.SIZE')) {
+    const part = node.section.map((p) => (p && !Array.isArray(p) ? String(p.value) : '')).join('');
+    const partial = node.partial ? ([node.partial[0], node.partial[1]] as [number, number?]) : undefined;
+    if (name === 'BINARY.SIZE') return { name: `BINARY.SIZE[${part}]`, kind: 'BINARY.SIZE', section: part };
+    return { name: `BINARY[${part}]${partial ? `<${partial[0]}>` : ''}`, kind: 'BINARY', section: part, partial, marksSeen: name === 'BINARY' };
+  }
   if (node.section) {
     if (name !== 'BODY' && name !== 'BODY.PEEK') return bad(`${name}[] is not supported`);
     const parts = node.section;
@@ -69,7 +75,7 @@ export function fetchItems(arg: ImapNode, uid: boolean): FetchItem[] {
 }
 
 /** Whether any item needs the stored source. */
-export const needsSource = (items: FetchItem[]): boolean => items.some((i) => i.kind === 'ENVELOPE' || i.kind === 'BODYSTRUCTURE' || i.kind === 'BODY' || i.kind === 'SECTION');
+export const needsSource = (items: FetchItem[]): boolean => items.some((i) => !['UID', 'FLAGS', 'INTERNALDATE', 'RFC822.SIZE'].includes(i.kind));
 
 const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
 
@@ -118,6 +124,20 @@ export function fetchValues(items: FetchItem[], m: FetchSubject): ImapValue[] {
         break;
       case 'SECTION': {
         let bytes = sectionOf(mime(), item.section ?? '', item.fields) ?? Buffer.alloc(0);
+        if (item.partial) bytes = bytes.subarray(item.partial[0], item.partial[1] === undefined ? undefined : item.partial[0] + item.partial[1]);
+        out.push(atom(item.name), bytes);
+        break;
+      }
+      case 'BINARY':
+      case 'BINARY.SIZE': {
+        const decoded = binarySectionOf(mime(), item.section ?? '');
+        // RFC 3516 §4.3: an encoding the server cannot undo.
+        if (decoded === 'unknown') throw new AppError('VALIDATION_ERROR', `[UNKNOWN-CTE] the Content-Transfer-Encoding of part ${item.section} is unknown`);
+        let bytes = decoded ?? Buffer.alloc(0);
+        if (item.kind === 'BINARY.SIZE') {
+          out.push(atom(item.name), bytes.length);
+          break;
+        }
         if (item.partial) bytes = bytes.subarray(item.partial[0], item.partial[1] === undefined ? undefined : item.partial[0] + item.partial[1]);
         out.push(atom(item.name), bytes);
         break;

@@ -262,3 +262,34 @@ function headerLines(header: Buffer, names: string[], not: boolean): Buffer {
   out.push('\r\n');
   return Buffer.from(out.join(''), 'latin1');
 }
+
+/** Quoted-printable (RFC 2045 §6.7) to bytes. */
+function decodeQuotedPrintable(body: Buffer): Buffer {
+  const text = body.toString('latin1').replace(/=\r?\n/g, '');
+  const out = Buffer.alloc(text.length);
+  let n = 0;
+  for (let i = 0; i < text.length; i++) {
+    const hex = text[i] === '=' ? text.slice(i + 1, i + 3) : '';
+    if (/^[0-9A-Fa-f]{2}$/.test(hex)) {
+      out[n++] = parseInt(hex, 16);
+      i += 2;
+    } else out[n++] = text.charCodeAt(i);
+  }
+  return out.subarray(0, n);
+}
+
+/**
+ * BINARY[`section`] (RFC 3516): the part's body with its Content-Transfer-Encoding undone;
+ * undefined when there is no such part; 'unknown' for an encoding it cannot undo (UNKNOWN-CTE).
+ */
+export function binarySectionOf(root: MimeNode, section: string): Buffer | undefined | 'unknown' {
+  if (section === '') return root.whole;
+  if (!/^\d+(\.\d+)*$/.test(section)) return undefined;
+  const node = nodeAt(root, section.split('.').map(Number));
+  if (!node) return undefined;
+  const cte = (field(node, 'content-transfer-encoding') ?? '7bit').toLowerCase();
+  if (cte === 'base64') return Buffer.from(node.body.toString('latin1').replace(/[^A-Za-z0-9+/=]/g, ''), 'base64');
+  if (cte === 'quoted-printable') return decodeQuotedPrintable(node.body);
+  if (cte === '7bit' || cte === '8bit' || cte === 'binary') return node.body;
+  return 'unknown';
+}

@@ -76,7 +76,7 @@ function one(queue: ImapNode[]): Criterion {
     return utf8(String(n.value));
   };
   const key = String(node.value).toUpperCase();
-  if (node.type === 'SEQUENCE' || /^[\d*][\d*:,]*$/.test(key)) return { k: 'set', uid: false, set: key };
+  if (node.type === 'SEQUENCE' || /^[\d*][\d*:,]*$/.test(key) || key === '$') return { k: 'set', uid: key === '$', set: key };
   if (key in TEXT_FIELDS) return { k: 'text', q: term(TEXT_FIELDS[key], arg()) };
   switch (key) {
     case 'ALL':
@@ -161,14 +161,14 @@ interface Judged {
 /** The UIDs each sequence-set criterion names, resolved once per search. */
 type Sets = Map<Criterion, Set<number>>;
 
-function test(c: Criterion, m: Judged, uids: readonly number[], sets: Sets): boolean {
+function test(c: Criterion, m: Judged, uids: readonly number[], sets: Sets, saved: readonly number[]): boolean {
   switch (c.k) {
     case 'and':
-      return c.of.every((x) => test(x, m, uids, sets));
+      return c.of.every((x) => test(x, m, uids, sets, saved));
     case 'or':
-      return test(c.a, m, uids, sets) || test(c.b, m, uids, sets);
+      return test(c.a, m, uids, sets, saved) || test(c.b, m, uids, sets, saved);
     case 'not':
-      return !test(c.c, m, uids, sets);
+      return !test(c.c, m, uids, sets, saved);
     case 'const':
       return c.value;
     case 'flag':
@@ -181,7 +181,7 @@ function test(c: Criterion, m: Judged, uids: readonly number[], sets: Sets): boo
     }
     case 'set': {
       let named = sets.get(c);
-      if (!named) sets.set(c, (named = new Set(resolveSet(c.set, uids, c.uid) ?? bad(`not a sequence set: ${c.set}`))));
+      if (!named) sets.set(c, (named = new Set(c.set === '$' ? saved : (resolveSet(c.set, uids, c.uid) ?? bad(`not a sequence set: ${c.set}`)))));
       return named.has(m.row.uid);
     }
     case 'text':
@@ -198,7 +198,16 @@ function test(c: Criterion, m: Judged, uids: readonly number[], sets: Sets): boo
  * The UIDs (of `uids`, the session's view of the folder, ascending) of the messages matching
  * `criteria`. Text criteria run through the full-text index within the API's search budgets.
  */
-export async function searchFolder(ctx: AppContext, who: ImapUser, folder: string, uids: readonly number[], deleted: ReadonlySet<number>, criteria: ImapNode[]): Promise<number[]> {
+export async function searchFolder(
+  ctx: AppContext,
+  who: ImapUser,
+  folder: string,
+  uids: readonly number[],
+  deleted: ReadonlySet<number>,
+  criteria: ImapNode[],
+  /** The UIDs `$` names (SEARCHRES). */
+  saved: readonly number[] = [],
+): Promise<number[]> {
   const tree = parseCriteria(criteria);
   const texts = [...textQueries(tree, new Set())];
   const headers = needsHeader(tree);
@@ -220,7 +229,7 @@ export async function searchFolder(ctx: AppContext, who: ImapUser, folder: strin
         const source = await rawSource(ctx, row);
         m.header = source ? parseMime(source).fields : [];
       }
-      if (test(tree, m, uids, sets)) found.push(row.uid);
+      if (test(tree, m, uids, sets, saved)) found.push(row.uid);
     }
   }
   return found;

@@ -16,6 +16,7 @@ import {
   expungeMessage,
   flagsOf,
   folderScope,
+  folderSize,
   imapUserStillValid,
   listFolders,
   marksOfStore,
@@ -25,6 +26,7 @@ import {
   rawSource,
   storeMarks,
   syncFolder,
+  uidsIn,
   unseenCount,
   type ImapUser,
 } from '../domain/imap/mailboxes.ts';
@@ -35,7 +37,7 @@ import { isLoopback } from '../smtp/submission.ts';
 import { clientKey } from '../client-address.ts';
 import { fetchItems, fetchValues, needsSource } from './fetch.ts';
 import type { ImapValue } from './mime.ts';
-import { resolveSet } from './sequence.ts';
+import { compactSet, resolveSet } from './sequence.ts';
 import { atom, CommandReader, encode, parseCommand, tagOf, utf8, WireError, type ImapCommand, type ImapNode } from './wire.ts';
 import { searchFolder } from './search.ts';
 import { appendMessage } from './append.ts';
@@ -95,6 +97,10 @@ export class ImapSession {
   private done = false;
   private keyTimer?: NodeJS.Timeout;
   private readonly remote: string;
+  /** ENABLE IMAP4rev2 was given: ESEARCH answers SEARCH, no RECENT (RFC 9051 §6.3.1). */
+  private rev2 = false;
+  /** The last SEARCH ... RETURN (SAVE) result, named `$` (SEARCHRES, RFC 5182). */
+  private saved: number[] = [];
 
   constructor(
     private readonly host: SessionHost,
@@ -119,7 +125,8 @@ export class ImapSession {
   }
 
   private capabilities(): string {
-    const caps = ['IMAP4rev1', 'LITERAL+', 'SASL-IR', 'IDLE', 'NAMESPACE', 'UNSELECT', 'MOVE', 'ENABLE', 'ID', 'SPECIAL-USE'];
+    const caps = ['IMAP4rev1', 'IMAP4rev2', 'LITERAL+', 'SASL-IR', 'IDLE', 'NAMESPACE', 'UNSELECT', 'MOVE', 'UIDPLUS', 'ENABLE', 'ID', 'SPECIAL-USE'];
+    caps.push('ESEARCH', 'SEARCHRES', 'LIST-EXTENDED', 'LIST-STATUS', 'STATUS=SIZE', 'BINARY', 'CHILDREN');
     if (!this.user) {
       if (!this.secure && this.host.tlsContext()) caps.push('STARTTLS');
       if (this.mayLogin) caps.push('AUTH=PLAIN');
@@ -207,7 +214,8 @@ export class ImapSession {
       if (err instanceof WireError) throw err;
       let line: string;
       if (err instanceof Refusal) line = `${err.kind}${err.code ? ` [${err.code}]` : ''} ${err.message}`;
-      else if (isAppError(err)) line = `${err.code === 'VALIDATION_ERROR' ? 'BAD' : 'NO'}${imapCode(err.code)} ${err.message}`;
+      // A bad argument is BAD; one whose message names its response code ([BADCHARSET], [UNKNOWN-CTE]) is NO.
+      else if (isAppError(err)) line = `${err.code === 'VALIDATION_ERROR' && !err.message.startsWith('[') ? 'BAD' : 'NO'}${imapCode(err.code)} ${err.message}`;
       else if (isStorageUnavailable(err)) line = 'NO [UNAVAILABLE] the database is unavailable, try again later';
       else {
         this.ctx.log.error('imap command failed', { remote: this.remote, command: cmd.command, ...errorFields(err) });
@@ -236,10 +244,13 @@ export class ImapSession {
       case 'ID':
         this.untagged('ID ("name" "mailroom")');
         return 'ID completed';
-      case 'ENABLE':
+      case 'ENABLE': {
         this.requireAuth();
-        this.untagged('ENABLED');
+        const asked = a.map((n) => String(nodeValue(n) ?? '').toUpperCase());
+        if (asked.includes('IMAP4REV2')) this.rev2 = true;
+        this.untagged(`ENABLED${this.rev2 ? ' IMAP4rev2' : ''}`);
         return 'ENABLE completed';
+      }
       case 'STARTTLS':
         return this.startTls(cmd);
       case 'LOGIN':
@@ -254,7 +265,7 @@ export class ImapSession {
         return this.select(cmd.command, mailboxName(a[0]));
       case 'LIST':
       case 'LSUB':
-        return this.list(cmd.command, text(a[0]), text(a[1]));
+        return this.list(cmd.command, a);
       case 'STATUS':
         return this.status(mailboxName(a[0]), a[1]);
       case 'NAMESPACE':
@@ -291,13 +302,13 @@ export class ImapSession {
         await this.store(box, set(args[0]), text(args[1]), args[2] ?? null, uid);
         return `${uid ? 'UID ' : ''}STORE completed`;
       case 'SEARCH':
-        return this.search(box, args, uid);
+        return this.search(cmd.tag, box, args, uid);
       case 'COPY':
         return this.copy(box, set(args[0]), mailboxName(args[1]), uid);
       case 'MOVE':
         return this.move(box, set(args[0]), mailboxName(args[1]), uid);
       case 'EXPUNGE':
-        await this.expunge(box, uid ? resolve(box, set(args[0]), true) : undefined);
+        await this.expunge(box, uid ? resolve(box, set(args[0]), true, this.saved) : undefined);
         return `${uid ? 'UID ' : ''}EXPUNGE completed`;
       case 'CLOSE':
         if (!box.readOnly && box.deleted.size && this.user!.scopes.has('manage')) await this.expunge(box, undefined, true);
@@ -411,24 +422,44 @@ export class ImapSession {
     this.selected = { name, readOnly, uidValidity: snap.uidValidity, uidNext: snap.uidNext, uids: snap.uids, deleted: new Set() };
     this.untagged('FLAGS (\\Seen \\Flagged \\Deleted \\Answered \\Draft)');
     this.untagged(`${snap.uids.length} EXISTS`);
-    this.untagged('0 RECENT');
+    if (!this.rev2) this.untagged('0 RECENT');
     this.untagged(`OK [PERMANENTFLAGS (${readOnly ? '' : PERMANENT_FLAGS.join(' ')})] flags that stay`);
     this.untagged(`OK [UIDVALIDITY ${snap.uidValidity}] UIDs valid`);
     this.untagged(`OK [UIDNEXT ${snap.uidNext}] next UID`);
     return `[${readOnly ? 'READ-ONLY' : 'READ-WRITE'}] ${command} completed`;
   }
 
-  private async list(command: string, reference: string, pattern: string): Promise<string> {
-    if (pattern === '') {
+  /**
+   * LIST, with LIST-EXTENDED (RFC 5258) selection options (SPECIAL-USE, SUBSCRIBED: every folder
+   * is subscribed) and return options (SPECIAL-USE, CHILDREN, SUBSCRIBED, STATUS: LIST-STATUS,
+   * RFC 5819), and several patterns; LSUB as LIST.
+   */
+  private async list(command: string, args: ImapNode[]): Promise<string> {
+    const rest = [...args];
+    const selection = Array.isArray(rest[0]) ? (rest.shift() as ImapNode[]).map((n) => String(nodeValue(n) ?? '').toUpperCase()) : [];
+    const reference = text(rest.shift());
+    const patternNode = rest.shift();
+    const patterns = (Array.isArray(patternNode) ? patternNode : [patternNode]).map((p) => text(p));
+    let statusItems: ImapNode | undefined;
+    if (String(nodeValue(rest[0]) ?? '').toUpperCase() === 'RETURN' && Array.isArray(rest[1])) {
+      const options = rest[1];
+      const at = options.findIndex((o) => String(nodeValue(o) ?? '').toUpperCase() === 'STATUS');
+      if (at !== -1) statusItems = options[at + 1] ?? null;
+    }
+    if (patterns.length === 1 && patterns[0] === '') {
       this.untagged(`${command} (\\Noselect) "/" ""`);
       return `${command} completed`;
     }
-    const full = utf8(reference + pattern);
-    const re = new RegExp(`^${full.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/%/g, '[^/]*')}$`, full.toUpperCase().startsWith('INBOX') ? 'i' : '');
+    const res = patterns.map((p) => {
+      const full = utf8(reference + p);
+      return new RegExp(`^${full.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/%/g, '[^/]*')}$`, full.toUpperCase().startsWith('INBOX') ? 'i' : '');
+    });
     for (const f of await listFolders(this.ctx, this.user!)) {
-      if (!re.test(f.name)) continue;
-      const attrs = ['\\HasNoChildren', ...(f.use && command === 'LIST' ? [f.use] : [])];
+      if (!res.some((re) => re.test(f.name))) continue;
+      if (selection.includes('SPECIAL-USE') && !f.use) continue;
+      const attrs = ['\\HasNoChildren', ...(f.use && command === 'LIST' ? [f.use] : []), ...(selection.includes('SUBSCRIBED') ? ['\\Subscribed'] : [])];
       this.write([`* ${command} (${attrs.join(' ')}) "/" `, ...encode(f.name), '\r\n']);
+      if (statusItems !== undefined) await this.status(f.name, statusItems);
     }
     return `${command} completed`;
   }
@@ -444,6 +475,9 @@ export class ImapSession {
       else if (what === 'UIDVALIDITY') out.push(atom(what), snap.uidValidity);
       else if (what === 'UNSEEN') out.push(atom(what), await unseenCount(this.ctx, this.user!, name));
       else if (what === 'RECENT') out.push(atom(what), 0);
+      else if (what === 'SIZE') out.push(atom(what), await folderSize(this.ctx, this.user!, name));
+      // \Deleted lives in the session: only the folder it has open has any.
+      else if (what === 'DELETED') out.push(atom(what), this.selected?.name === name ? this.selected.deleted.size : 0);
       else throw badArgs(`unknown STATUS item ${what}`);
     }
     this.write(['* STATUS ', ...encode(name), ' ', ...encode(out), '\r\n']);
@@ -518,7 +552,7 @@ export class ImapSession {
     const items = fetchItems(itemsNode, uid);
     const marksSeen = !box.readOnly && items.some((i) => i.marksSeen);
     if (marksSeen && !items.some((i) => i.kind === 'FLAGS')) items.push({ name: 'FLAGS', kind: 'FLAGS' });
-    const wanted = resolve(box, setText, uid);
+    const wanted = resolve(box, setText, uid, this.saved);
     const source = needsSource(items);
     for (let i = 0; i < wanted.length; i += BATCH) {
       const rows = await messagesByUid(this.ctx, this.user!, box.name, wanted.slice(i, i + BATCH));
@@ -551,7 +585,7 @@ export class ImapSession {
     const silent = Boolean(m[2]);
     const flags = (Array.isArray(flagsNode) ? flagsNode : [flagsNode]).map((f) => utf8(String(nodeValue(f) ?? ''))).filter(Boolean);
     const deleted = flags.some((f) => f.toLowerCase() === '\\deleted');
-    const wanted = resolve(box, setText, uid);
+    const wanted = resolve(box, setText, uid, this.saved);
     for (let i = 0; i < wanted.length; i += BATCH) {
       const rows = await messagesByUid(this.ctx, this.user!, box.name, wanted.slice(i, i + BATCH));
       const before = await flagsOf(this.ctx, rows);
@@ -591,11 +625,18 @@ export class ImapSession {
     const scope = folderScope(target);
     if (!scope) throw no(`no folder ${target}`, 'TRYCREATE');
     if (scope.kind !== 'label') throw no('messages can be copied only into label folders (a copy adds the label)', 'CANNOT');
-    const wanted = resolve(box, setText, uid);
+    const wanted = resolve(box, setText, uid, this.saved);
+    const pairs: Array<[number, number]> = [];
+    let uidValidity = 0;
     for (let i = 0; i < wanted.length; i += BATCH) {
       const rows = await messagesByUid(this.ctx, this.user!, box.name, wanted.slice(i, i + BATCH));
       await copyToFolder(this.ctx, this.user!, target, rows.map((r) => r.id));
+      const copies = await uidsIn(this.ctx, this.user!, target, rows.map((r) => r.id));
+      uidValidity = copies.uidValidity;
+      for (const r of rows) if (copies.uids.has(r.id)) pairs.push([r.uid, copies.uids.get(r.id)!]);
     }
+    // UIDPLUS (RFC 4315): which UID each copy has in the target.
+    if (pairs.length) return `[COPYUID ${uidValidity} ${pairs.map((p) => p[0]).join(',')} ${pairs.map((p) => p[1]).join(',')}] ${uid ? 'UID ' : ''}COPY completed`;
     return `${uid ? 'UID ' : ''}COPY completed`;
   }
 
@@ -607,7 +648,7 @@ export class ImapSession {
     if (target !== 'Trash' && (scope.kind !== 'label' || folderScope(box.name)?.kind !== 'label')) {
       throw no('messages move only into Trash (deleting them) or from one label folder to another; COPY adds a label', 'CANNOT');
     }
-    const wanted = resolve(box, setText, uid);
+    const wanted = resolve(box, setText, uid, this.saved);
     for (let i = 0; i < wanted.length; i += BATCH) {
       const rows = await messagesByUid(this.ctx, this.user!, box.name, wanted.slice(i, i + BATCH));
       await moveToFolder(this.ctx, this.user!, box.name, target, rows.map((r) => r.id));
@@ -616,17 +657,40 @@ export class ImapSession {
     return `${uid ? 'UID ' : ''}MOVE completed`;
   }
 
-  private async search(box: Selected, args: ImapNode[], uid: boolean): Promise<string> {
-    const found = await searchFolder(this.ctx, this.user!, box.name, box.uids, box.deleted, args);
-    const numbers = uid ? found : found.map((u) => this.seqOf(box, u)).filter(Boolean);
-    // One line, written in parts: 10,000 numbers are 60 kB.
-    for (let i = 0; i < numbers.length || i === 0; i += 1000) {
-      const part = numbers.slice(i, i + 1000).join(' ');
-      this.write([i === 0 ? '* SEARCH' : '', part ? ` ${part}` : '']);
-      if (i + 1000 >= numbers.length) break;
+  /**
+   * SEARCH; with RETURN (MIN MAX COUNT ALL SAVE) or after ENABLE IMAP4rev2 the answer is ESEARCH
+   * (RFC 4731), and SAVE keeps the result as `$` (RFC 5182).
+   */
+  private async search(tag: string, box: Selected, args: ImapNode[], uid: boolean): Promise<string> {
+    let options: string[] | undefined;
+    if (String(nodeValue(args[0]) ?? '').toUpperCase() === 'RETURN' && Array.isArray(args[1])) {
+      options = args[1].map((o) => String(nodeValue(o) ?? '').toUpperCase());
+      args = args.slice(2);
+      if (!options.length) options = ['ALL'];
     }
-    this.write(['\r\n']);
-    return `${uid ? 'UID ' : ''}SEARCH completed`;
+    const found = await searchFolder(this.ctx, this.user!, box.name, box.uids, box.deleted, args, this.saved);
+    const numbers = uid ? found : found.map((u) => this.seqOf(box, u)).filter(Boolean);
+    const done = `${uid ? 'UID ' : ''}SEARCH completed`;
+    if (!options && !this.rev2) {
+      // One line, written in parts: 10,000 numbers are 60 kB.
+      this.write(['* SEARCH']);
+      for (let i = 0; i < numbers.length; i += 1000) this.write([` ${numbers.slice(i, i + 1000).join(' ')}`]);
+      this.write(['\r\n']);
+      return done;
+    }
+    options ??= ['ALL'];
+    if (options.includes('SAVE')) {
+      this.saved = found;
+      // Only SAVE: nothing to answer (RFC 5182 §2.1).
+      if (options.length === 1) return done;
+    }
+    const parts = [`* ESEARCH (TAG "${tag.replace(/["\\]/g, '')}")${uid ? ' UID' : ''}`];
+    if (options.includes('MIN') && numbers.length) parts.push(` MIN ${numbers[0]}`);
+    if (options.includes('MAX') && numbers.length) parts.push(` MAX ${numbers[numbers.length - 1]}`);
+    if (options.includes('ALL') && numbers.length) parts.push(` ALL ${compactSet(numbers)}`);
+    if (options.includes('COUNT')) parts.push(` COUNT ${numbers.length}`);
+    this.write([...parts, '\r\n']);
+    return done;
   }
 }
 
@@ -660,7 +724,12 @@ function set(node: ImapNode | undefined): string {
   return text(node);
 }
 
-function resolve(box: Selected, setText: string, uid: boolean): number[] {
+function resolve(box: Selected, setText: string, uid: boolean, saved: readonly number[] = []): number[] {
+  // `$`: the saved result of the last SEARCH ... RETURN (SAVE) (RFC 5182), UIDs still here.
+  if (setText === '$') {
+    const named = new Set(saved);
+    return box.uids.filter((u) => named.has(u));
+  }
   const uids = resolveSet(setText, box.uids, uid);
   if (!uids) throw badArgs(`not a sequence set: ${setText}`);
   return uids;

@@ -177,7 +177,8 @@ export function encode(value: ImapValue, out: Buffer[] = []): Buffer[] {
   else {
     const bytes = Buffer.isBuffer(value) ? value : Buffer.from(value, 'utf8');
     if (bytes.length < 1024 && isQuotable(bytes)) out.push(Buffer.from(`"${bytes.toString('latin1').replace(/(["\\])/g, '\\$1')}"`, 'latin1'));
-    else out.push(Buffer.from(`{${bytes.length}}\r\n`), bytes);
+    // literal8 (RFC 3516) for what holds NUL: only BINARY[] can.
+    else out.push(Buffer.from(`${bytes.includes(0) ? '~' : ''}{${bytes.length}}\r\n`), bytes);
   }
   return out;
 }

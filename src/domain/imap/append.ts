@@ -15,8 +15,8 @@ import type { ImapUser } from './mailboxes.ts';
 const addresses = (field: AddressObject | AddressObject[] | undefined): string[] =>
   (Array.isArray(field) ? field : field ? [field] : []).flatMap((f) => f.value.map((v) => v.address ?? '').filter(Boolean));
 
-/** Files `raw` into `folder`; answers what was done, for the tagged OK. */
-export async function appendToFolder(ctx: AppContext, who: ImapUser, folder: string, raw: Buffer): Promise<string> {
+/** Files `raw` into `folder`; answers the sent message it is a copy of, or the draft it made. */
+export async function appendToFolder(ctx: AppContext, who: ImapUser, folder: string, raw: Buffer): Promise<{ sentId: string } | { draftId: string }> {
   if (folder !== 'Drafts' && folder !== 'Sent') throw new AppError('FORBIDDEN', 'messages can be appended only to Drafts and Sent: mail arrives by SMTP');
   if (!who.scopes.has('send')) throw new AppError('INSUFFICIENT_SCOPE', 'this API key lacks the `send` scope');
   const { simpleParser } = await loadMailparser();
@@ -26,7 +26,7 @@ export async function appendToFolder(ctx: AppContext, who: ImapUser, folder: str
   if (folder === 'Sent') {
     const sent = parsed.messageId ? await findSentByMessageId(ctx.db, who.inboxId, parsed.messageId) : undefined;
     if (!sent) throw new AppError('FORBIDDEN', 'Sent holds what this inbox sent: send through SMTP submission, which files the message in Sent');
-    return `APPEND completed: already in Sent as ${sent}`;
+    return { sentId: sent };
   }
   const draft = await createDraft(ctx, who.accountId, who.inboxId, {
     to: addresses(parsed.to),
@@ -37,5 +37,5 @@ export async function appendToFolder(ctx: AppContext, who: ImapUser, folder: str
     bodyHtml: typeof parsed.html === 'string' ? parsed.html : null,
     inReplyTo: typeof parsed.inReplyTo === 'string' ? parsed.inReplyTo : null,
   });
-  return `APPEND completed: draft ${draft.id}`;
+  return { draftId: draft.id };
 }

@@ -18,6 +18,8 @@ import {
   listMessagesByUid,
   listUids,
   renumberMailbox,
+  sumSizes,
+  uidsOfMessages,
   type FolderScope,
   type ImapMessageRow,
 } from '../../store/repo/imap.ts';
@@ -223,4 +225,15 @@ export async function rawSource(ctx: AppContext, row: ImapMessageRow): Promise<B
 /** Unread messages of a folder, as it was last numbered (STATUS UNSEEN). */
 export function unseenCount(ctx: AppContext, who: ImapUser, name: string): Promise<number> {
   return countUnseen(ctx.db, who.inboxId, name);
+}
+
+/** Bytes of a folder's messages, as it was last numbered (STATUS SIZE). */
+export function folderSize(ctx: AppContext, who: ImapUser, name: string): Promise<number> {
+  return sumSizes(ctx.db, who.inboxId, name);
+}
+
+/** The UIDs these messages have in folder `name` after numbering it (COPYUID, APPENDUID). */
+export async function uidsIn(ctx: AppContext, who: ImapUser, name: string, messageIds: readonly string[]): Promise<{ uidValidity: number; uids: Map<string, number> }> {
+  const snap = await syncFolder(ctx, who, name);
+  return { uidValidity: snap.uidValidity, uids: await uidsOfMessages(ctx.db, who.inboxId, name, messageIds) };
 }

@@ -119,3 +119,20 @@ export async function findSentByMessageId(db: Db, inboxId: string, messageIdHead
   const [row] = await rawRows<[string]>(db, "SELECT id FROM messages WHERE inbox_id = ? AND direction = 'outbound' AND message_id_header = ? LIMIT 1", [inboxId, messageIdHeader]);
   return row?.[0];
 }
+
+/** Bytes of a folder's messages (STATUS SIZE). */
+export async function sumSizes(db: Db, inboxId: string, name: string): Promise<number> {
+  const [row] = await rawRows<[number]>(db, 'SELECT coalesce(sum(m.size), 0) FROM imap_uids u JOIN messages m ON m.id = u.message_id WHERE u.inbox_id = ? AND u.mailbox = ?', [inboxId, name]);
+  return Number(row?.[0] ?? 0);
+}
+
+/** The UID of each of these messages in a folder (COPYUID, APPENDUID). */
+export async function uidsOfMessages(db: Db, inboxId: string, name: string, messageIds: readonly string[]): Promise<Map<string, number>> {
+  if (!messageIds.length) return new Map();
+  const rows = await rawRows<[string, number]>(
+    db,
+    `SELECT message_id, uid FROM imap_uids WHERE inbox_id = ? AND mailbox = ? AND message_id IN (${messageIds.map(() => '?').join(', ')})`,
+    [inboxId, name, ...messageIds],
+  );
+  return new Map(rows.map((r) => [r[0], Number(r[1])]));
+}
