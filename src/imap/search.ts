@@ -12,6 +12,11 @@ import { utf8, type ImapNode } from './wire.ts';
 
 /** Messages judged per step (rows held at once). */
 const BATCH = 100;
+/**
+ * Deepest nesting of NOT, OR and parentheses: what a command line (imap.max_line_bytes) could
+ * nest would overflow the stack of the recursive parse and judgement; real clients nest a few.
+ */
+const MAX_NESTING = 100;
 
 type Criterion =
   | { k: 'and'; of: Criterion[] }
@@ -51,7 +56,8 @@ const TEXT_FIELDS: Record<string, string | null> = { TEXT: null, BODY: null, SUB
 const HEADER_FIELDS: Record<string, string> = { subject: 'subject', from: 'from', to: 'to', cc: 'cc' };
 
 /** Reads criteria from `nodes` (consumed from the front) until it is empty: their AND. */
-export function parseCriteria(nodes: ImapNode[]): Criterion {
+export function parseCriteria(nodes: ImapNode[], depth = 0): Criterion {
+  if (depth > MAX_NESTING) bad(`SEARCH criteria nest deeper than ${MAX_NESTING}`);
   const queue = [...nodes];
   const of: Criterion[] = [];
   // CHARSET UTF-8 / US-ASCII may open the criteria.
@@ -61,14 +67,15 @@ export function parseCriteria(nodes: ImapNode[]): Criterion {
     const cs = String((queue.shift() as { value?: string } | null)?.value ?? '').toUpperCase();
     if (cs !== 'UTF-8' && cs !== 'US-ASCII') throw new AppError('VALIDATION_ERROR', `[BADCHARSET (UTF-8 US-ASCII)] charset ${cs} is not supported`);
   }
-  while (queue.length) of.push(one(queue));
+  while (queue.length) of.push(one(queue, depth));
   if (!of.length) bad('SEARCH needs a criterion');
   return of.length === 1 ? of[0] : { k: 'and', of };
 }
 
-function one(queue: ImapNode[]): Criterion {
+function one(queue: ImapNode[], depth: number): Criterion {
+  if (depth > MAX_NESTING) bad(`SEARCH criteria nest deeper than ${MAX_NESTING}`);
   const node = queue.shift();
-  if (Array.isArray(node)) return parseCriteria(node);
+  if (Array.isArray(node)) return parseCriteria(node, depth + 1);
   if (!node) return bad('unexpected NIL in SEARCH');
   const arg = (): string => {
     const n = queue.shift();
@@ -121,10 +128,10 @@ function one(queue: ImapNode[]): Criterion {
     case 'UID':
       return { k: 'set', uid: true, set: arg() };
     case 'NOT':
-      return { k: 'not', c: one(queue) };
+      return { k: 'not', c: one(queue, depth + 1) };
     case 'OR': {
-      const a = one(queue);
-      return { k: 'or', a, b: one(queue) };
+      const a = one(queue, depth + 1);
+      return { k: 'or', a, b: one(queue, depth + 1) };
     }
     case 'BCC':
       return { k: 'header', name: 'bcc', value: arg() };

@@ -287,9 +287,10 @@ export class ImapSession {
       case 'APPEND':
         return appendMessage(this.ctx, this.user!, a);
       case 'IDLE':
+        if (a.length) throw badArgs('IDLE takes no arguments');
         return this.idle();
     }
-    if (!SELECTED_COMMANDS.has(cmd.command)) throw badArgs(`unknown command ${cmd.command}`);
+    if (!SELECTED_COMMANDS.has(cmd.command)) throw badArgs(`unknown command ${cmd.command.slice(0, 40)}`);
     const box = this.requireSelected();
     const uid = cmd.command === 'UID';
     const name = uid ? String(nodeValue(a[0]) ?? '').toUpperCase() : cmd.command;
@@ -299,7 +300,8 @@ export class ImapSession {
         await this.fetch(box, set(args[0]), args[1] ?? null, uid);
         return `${uid ? 'UID ' : ''}FETCH completed`;
       case 'STORE':
-        await this.store(box, set(args[0]), text(args[1]), args[2] ?? null, uid);
+        if (args[2] === undefined) throw badArgs('STORE needs flags');
+        await this.store(box, set(args[0]), text(args[1]), args[2], uid);
         return `${uid ? 'UID ' : ''}STORE completed`;
       case 'SEARCH':
         return this.search(cmd.tag, box, args, uid);
@@ -318,7 +320,7 @@ export class ImapSession {
         this.selected = undefined;
         return 'UNSELECT completed';
     }
-    throw badArgs(`unknown command ${uid ? 'UID ' : ''}${name}`);
+    throw badArgs(`unknown command ${uid ? 'UID ' : ''}${name.slice(0, 40)}`);
   }
 
   private requireAuth(): void {

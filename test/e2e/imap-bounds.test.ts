@@ -100,6 +100,94 @@ describe('IMAP bounds', () => {
     await c.ended();
   });
 
+  test('malformed commands each get a tagged BAD or NO, and the session still answers', async () => {
+    const c = await RawImap.open(imapPort(t));
+    await c.command('l', `LOGIN ${address} ${t.key}`);
+    await c.command('s', 'SELECT INBOX');
+    const hostile = [
+      'FETCH 1 (BODY[)',
+      'FETCH 1 BODY[99.1]',
+      'FETCH 1 BODY[HEADER.FIELDS]',
+      'FETCH 1 (BINARY[1.MIME])',
+      'FETCH',
+      'FETCH 1',
+      'FETCH 4294967296:* FLAGS',
+      'SEARCH',
+      'SEARCH OR SEEN',
+      'SEARCH NOT',
+      'SEARCH HEADER',
+      'SEARCH LARGER abc',
+      'SEARCH CHARSET KOI8-R ALL',
+      'SEARCH ((((((((((((((((((((ALL))))))))))))))))))))',
+      'STORE 1 FLAGS',
+      'STORE 1 NOSUCH (\\Seen)',
+      'UID',
+      'UID FROB 1',
+      'COPY',
+      'MOVE 1',
+      'LIST',
+      'LIST "" ("INBOX"',
+      'STATUS INBOX',
+      'STATUS INBOX (NOSUCH)',
+      'SELECT',
+      'APPEND',
+      'APPEND Drafts',
+      'AUTHENTICATE',
+      'LOGIN a',
+      'ENABLE',
+      'IDLE extra',
+      'CREATE',
+      'CREATE UPPER',
+      'DELETE INBOX',
+      '"quoted" NOOP',
+      'x'.repeat(300),
+    ];
+    for (const [i, line] of hostile.entries()) {
+      const answer = taggedLine(await c.command(`h${i}`, line), `h${i}`);
+      assert.match(answer, new RegExp(`^h${i} (BAD|NO|OK)`), `${line} → ${answer}`);
+      assert.doesNotMatch(answer, /SERVERBUG/, `${line} → ${answer}`);
+      if (process.env.SHOW) console.log(`# ${line.slice(0, 40)} → ${answer}`);
+    }
+    assert.match(taggedLine(await c.command('z', 'NOOP'), 'z'), /^z OK/);
+    c.close();
+  });
+
+  test('deeply nested SEARCH criteria within the default line length: an answer, not a crash', async () => {
+    const wide = await startTestServer({ imap: { listen: '127.0.0.1:0' } });
+    try {
+      const who = (await wide.api('POST', '/inboxes', { address: 'nested' })).body.address;
+      const c = await RawImap.open(imapPort(wide));
+      await c.command('l', `LOGIN ${who} ${wide.key}`);
+      await c.command('s', 'SELECT INBOX');
+      for (const [tag, line] of [
+        ['p', `SEARCH ${'('.repeat(30000)}ALL${')'.repeat(30000)}`],
+        ['n', `SEARCH ${'NOT '.repeat(15000)}ALL`],
+        ['o', `SEARCH ${'OR ALL '.repeat(9000)}ALL`],
+      ]) {
+        const answer = taggedLine(await c.command(tag, line), tag);
+        assert.match(answer, new RegExp(`^${tag} BAD`), answer);
+        assert.doesNotMatch(answer, /SERVERBUG/);
+      }
+      assert.match(taggedLine(await c.command('z', 'NOOP'), 'z'), /^z OK/);
+      c.close();
+    } finally {
+      await wide.close();
+    }
+  });
+
+  test('failed logins: past 5 for one user from one address, NO [UNAVAILABLE] even with the right key', async () => {
+    const small = await startTestServer({ imap: { listen: '127.0.0.1:0' } });
+    try {
+      const who = (await small.api('POST', '/inboxes', { address: 'guessed' })).body.address;
+      const c = await RawImap.open(imapPort(small));
+      for (let i = 0; i < 5; i++) assert.equal(taggedLine(await c.command(`f${i}`, `LOGIN ${who} mr_live_wrong${i}`), `f${i}`), `f${i} NO [AUTHENTICATIONFAILED] authentication credentials invalid`);
+      assert.equal(taggedLine(await c.command('g', `LOGIN ${who} ${small.key}`), 'g'), 'g NO [UNAVAILABLE] too many failed logins for this user from your address, try again later');
+      c.close();
+    } finally {
+      await small.close();
+    }
+  });
+
   test('a key without send opens folders read-only; without manage, EXPUNGE is refused', async () => {
     const readOnly = await createApiKey(t.server.ctx, t.accountId, { name: 'reader', scopes: ['read'] });
     const { c } = await login(readOnly.key);
