@@ -145,7 +145,15 @@ export async function startServer(config: Config, log: Logger, opts: StartOption
     const portOf = (name: string) => (services.find((s) => s.name === name) as (Service & { port?: number }) | undefined)?.port ?? 0;
     const info = await describeStartup(
       ctx,
-      { httpUrl, smtpPort: portOf('smtp'), submissionPort: portOf('submission'), metricsPort: portOf('metrics'), services: services.map((s) => s.name) },
+      {
+        httpUrl,
+        smtpPort: portOf('smtp'),
+        submissionPort: portOf('submission'),
+        metricsPort: portOf('metrics'),
+        imapPort: portOf('imap'),
+        imapTlsPort: (services.find((s) => s.name === 'imap') as (Service & { tlsPort?: number }) | undefined)?.tlsPort ?? 0,
+        services: services.map((s) => s.name),
+      },
       opts.configFile,
     );
     if (opts.announce) opts.announce(info);

@@ -14,6 +14,7 @@ import { ImapFlow } from 'imapflow';
 import { createApiKey, revokeApiKey } from '../../src/domain/accounts/apikeys.ts';
 import type { ImapService } from '../../src/imap/server.ts';
 import { newId } from '../../src/ids.ts';
+import { describeStartup, renderStartup } from '../../src/startup.ts';
 import { imapPort, RawImap, taggedLine } from '../support/imap.ts';
 import { deliverMail } from '../support/mail.ts';
 import { peerSkip, toolMissing } from '../support/peers.ts';
@@ -241,6 +242,13 @@ describe('IMAP over TLS', { skip: NO_OPENSSL }, () => {
   after(async () => {
     await t?.close();
     rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('the start-up block names both IMAP listeners', async () => {
+    const service = t.server.services.find((s) => s.name === 'imap') as ImapService;
+    const bound = { httpUrl: t.url, smtpPort: t.server.smtpPort, submissionPort: 0, metricsPort: 0, services: [], imapPort: service.port, imapTlsPort: service.tlsPort };
+    const block = renderStartup(await describeStartup(t.server.ctx, bound, undefined));
+    assert.match(block, new RegExp(`^  IMAP +127\\.0\\.0\\.1:${service.port} \\(STARTTLS\\), 127\\.0\\.0\\.1:${service.tlsPort} \\(TLS\\)$`, 'm'));
   });
 
   for (const mode of ['STARTTLS', 'implicit TLS'] as const) {
