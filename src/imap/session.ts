@@ -32,6 +32,7 @@ import {
 } from '../domain/imap/mailboxes.ts';
 import { isStorageUnavailable } from '../store/store.ts';
 import { errorFields } from '../log.ts';
+import { countImapLogin } from '../metrics.ts';
 import { AuthFailures, loginKey } from '../smtp/auth-failures.ts';
 import { isLoopback } from '../smtp/submission.ts';
 import { clientKey } from '../client-address.ts';
@@ -373,20 +374,26 @@ export class ImapSession {
     const name = already ? username : utf8(username);
     const key = already ? password : utf8(password);
     const pair = loginKey(name, clientKey(this.remote));
-    if (this.host.failures.blocked(pair)) throw no('too many failed logins for this user from your address, try again later', 'UNAVAILABLE');
+    if (this.host.failures.blocked(pair)) {
+      countImapLogin(this.ctx, 'rate_limited');
+      throw no('too many failed logins for this user from your address, try again later', 'UNAVAILABLE');
+    }
     let who: ImapUser;
     try {
       who = await authenticateImapUser(this.ctx, name, key);
     } catch (err) {
       if (!isAppError(err) || err.code !== 'UNAUTHORIZED') throw err;
       this.host.failures.failed(pair);
+      countImapLogin(this.ctx, 'rejected');
       this.ctx.log.info('imap login refused', { remote: this.remote });
       throw no('authentication credentials invalid', 'AUTHENTICATIONFAILED');
     }
     this.host.failures.succeeded(pair);
     if (!this.host.takeAccountSlot(who.accountId)) {
+      countImapLogin(this.ctx, 'limited');
       throw no(`at most ${this.ctx.config.imap.connections_per_account} IMAP sessions of an account at once`, 'LIMIT');
     }
+    countImapLogin(this.ctx, 'accepted');
     this.user = who;
     this.key = key;
     this.watchKey();

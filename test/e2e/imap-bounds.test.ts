@@ -14,6 +14,7 @@ import { ImapFlow } from 'imapflow';
 import { createApiKey, revokeApiKey } from '../../src/domain/accounts/apikeys.ts';
 import type { ImapService } from '../../src/imap/server.ts';
 import { newId } from '../../src/ids.ts';
+import { renderMetrics } from '../../src/metrics.ts';
 import { describeStartup, renderStartup } from '../../src/startup.ts';
 import { imapPort, RawImap, taggedLine } from '../support/imap.ts';
 import { deliverMail } from '../support/mail.ts';
@@ -184,6 +185,9 @@ describe('IMAP bounds', () => {
       for (let i = 0; i < 5; i++) assert.equal(taggedLine(await c.command(`f${i}`, `LOGIN ${who} mr_live_wrong${i}`), `f${i}`), `f${i} NO [AUTHENTICATIONFAILED] authentication credentials invalid`);
       assert.equal(taggedLine(await c.command('g', `LOGIN ${who} ${small.key}`), 'g'), 'g NO [UNAVAILABLE] too many failed logins for this user from your address, try again later');
       c.close();
+      const metrics = await renderMetrics(small.server.ctx);
+      assert.match(metrics, /^mailroom_imap_logins_total\{result="rejected"\} 5$/m);
+      assert.match(metrics, /^mailroom_imap_logins_total\{result="rate_limited"\} 1$/m);
     } finally {
       await small.close();
     }
