@@ -18,6 +18,7 @@ import { JOB_HANDLERS } from './jobs/handlers/index.ts';
 import { createMetricsService } from './http/metrics.ts';
 import { createSmtpService } from './smtp/inbound.ts';
 import { createSubmissionService } from './smtp/submission.ts';
+import { createImapService } from './imap/server.ts';
 import { createOutboundService } from './outbound/deliver.ts';
 import { createDomainRecheck } from './domain/domains/domain-recheck.ts';
 import { AFTER_START_MS, describeStartup, listenFailure, type StartupInfo } from './startup.ts';
@@ -47,7 +48,7 @@ export interface StartOptions {
 }
 
 /** The config key of each listening service, named when its address cannot be bound. */
-const LISTEN_KEYS: Record<string, 'smtp' | 'metrics' | 'submission'> = { smtp: 'smtp', metrics: 'metrics', submission: 'submission' };
+const LISTEN_KEYS: Record<string, 'smtp' | 'metrics' | 'submission' | 'imap'> = { smtp: 'smtp', metrics: 'metrics', submission: 'submission', imap: 'imap' };
 
 /** Periodic housekeeping: expired idempotency records, events and delivery logs past retention, files a crash left without a row. */
 function housekeeping(ctx: AppContext): Service {
@@ -93,7 +94,7 @@ function housekeeping(ctx: AppContext): Service {
  * that they are the first to stop accepting at shutdown (like HTTP), instead of taking new sessions while the job
  * runner drains; the runner stops before the outbound pools its deliveries use.
  */
-export const SERVICE_FACTORIES: Array<(ctx: AppContext) => Service> = [housekeeping, createMetricsService, createOutboundService, (ctx) => createJobRunner(ctx, JOB_HANDLERS), createDomainRecheck, createSmtpService, createSubmissionService, eventWatchers];
+export const SERVICE_FACTORIES: Array<(ctx: AppContext) => Service> = [housekeeping, createMetricsService, createOutboundService, (ctx) => createJobRunner(ctx, JOB_HANDLERS), createDomainRecheck, createSmtpService, createSubmissionService, createImapService, eventWatchers];
 
 /**
  * Open event streams and long-polls (src/domain/events/event-feed.ts). Stopped first: the streams end
@@ -146,7 +147,15 @@ export async function startServer(config: Config, log: Logger, opts: StartOption
     const portOf = (name: string) => (services.find((s) => s.name === name) as (Service & { port?: number }) | undefined)?.port ?? 0;
     const info = await describeStartup(
       ctx,
-      { httpUrl, smtpPort: portOf('smtp'), submissionPort: portOf('submission'), metricsPort: portOf('metrics'), services: services.map((s) => s.name) },
+      {
+        httpUrl,
+        smtpPort: portOf('smtp'),
+        submissionPort: portOf('submission'),
+        metricsPort: portOf('metrics'),
+        imapPort: portOf('imap'),
+        imapTlsPort: (services.find((s) => s.name === 'imap') as (Service & { tlsPort?: number }) | undefined)?.tlsPort ?? 0,
+        services: services.map((s) => s.name),
+      },
       opts.configFile,
     );
     if (opts.announce) opts.announce(info);

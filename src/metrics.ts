@@ -120,6 +120,7 @@ export interface Metrics {
   inboundAnalysed: Counter;
   submissionAuth: Counter;
   submissionMessages: Counter;
+  imapLogins: Counter;
   /** The two HTTP series of each method, route and status, found by one map lookup per request. */
   httpSeries: Map<string, { requests: { value: number }; duration: HistogramSeries }>;
   startedAt: number;
@@ -151,6 +152,10 @@ export function metricsOf(ctx: AppContext): Metrics {
         'SMTP submission AUTH attempts by result: accepted, rejected (535 5.7.8), rate_limited (454 4.7.0: too many failures for that username from the client address), unavailable (454 4.7.0: the credentials could not be checked, the database failing).',
       ),
       submissionMessages: new Counter('mailroom_submission_messages_total', 'Messages submitted over SMTP submission by result: accepted (queued for sending) or rejected.'),
+      imapLogins: new Counter(
+        'mailroom_imap_logins_total',
+        'IMAP LOGIN and AUTHENTICATE attempts by result: accepted, rejected (NO [AUTHENTICATIONFAILED]), rate_limited (NO [UNAVAILABLE]: too many failures for that user from the client address), limited (NO [LIMIT]: imap.connections_per_account).',
+      ),
       httpSeries: new Map(),
       startedAt: Date.now(),
     };
@@ -169,6 +174,7 @@ export const countSmtpLimited = (ctx: AppContext, reason: 'per_ip' | 'session_ti
 export const countInboundAnalysed = (ctx: AppContext, where: 'worker' | 'main') => metricsOf(ctx).inboundAnalysed.inc({ where });
 export const countSubmissionAuth = (ctx: AppContext, result: 'accepted' | 'rejected' | 'rate_limited' | 'unavailable') => metricsOf(ctx).submissionAuth.inc({ result });
 export const countSubmission = (ctx: AppContext, result: 'accepted' | 'rejected') => metricsOf(ctx).submissionMessages.inc({ result });
+export const countImapLogin = (ctx: AppContext, result: 'accepted' | 'rejected' | 'rate_limited' | 'limited') => metricsOf(ctx).imapLogins.inc({ result });
 
 /** A registered route, as src/http/routes.ts records it. */
 export interface RoutePattern {
@@ -298,7 +304,7 @@ async function scrape(ctx: AppContext, state: ScrapeState): Promise<string> {
 
   lines.push(...m.httpRequests.render(), ...m.httpDuration.render());
   lines.push(...m.smtpSessions.render(), ...m.smtpMessages.render(), ...m.smtpRecipients.render(), ...m.smtpLimited.render(), ...m.inboundAnalysed.render());
-  lines.push(...m.submissionAuth.render(), ...m.submissionMessages.render());
+  lines.push(...m.submissionAuth.render(), ...m.submissionMessages.render(), ...m.imapLogins.render());
 
   // One transaction: the gauges describe one moment.
   const snapshot = await ctx.store.transaction(async (tx) => ({

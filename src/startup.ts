@@ -21,6 +21,8 @@ export interface StartupInfo {
   submission: string;
   /** The Prometheus endpoint's address, or "off". */
   metrics: string;
+  /** The IMAP listeners' addresses (absent when both are off). */
+  imap?: string;
   outbound: Config['outbound']['mode'];
   relay?: string;
   services: string[];
@@ -43,7 +45,7 @@ export const LIVE_SENDING_WARNING =
 
 export async function describeStartup(
   ctx: AppContext,
-  bound: { httpUrl: string; smtpPort: number; submissionPort: number; metricsPort: number; services: string[] },
+  bound: { httpUrl: string; smtpPort: number; submissionPort: number; metricsPort: number; services: string[]; imapPort?: number; imapTlsPort?: number },
   configFile: string | undefined,
 ): Promise<StartupInfo> {
   const c = ctx.config;
@@ -63,9 +65,19 @@ export async function describeStartup(
     metrics: c.metrics.listen ? hostPort(c.metrics.listen.host, bound.metricsPort) : 'off',
     outbound: c.outbound.mode,
     ...(c.outbound.relay ? { relay: redactUrl(c.outbound.relay) } : {}),
+    ...(c.imap.listen || c.imap.tls_listen ? { imap: imapLine(c, bound.imapPort ?? 0, bound.imapTlsPort ?? 0) } : {}),
     services: bound.services,
     warnings,
   };
+}
+
+/** "0.0.0.0:143 (STARTTLS), 0.0.0.0:993 (TLS)": the IMAP listeners that are on. */
+function imapLine(c: Config, port: number, tlsPort: number): string {
+  const starttls = c.smtp.tls_cert && c.smtp.tls_key ? 'STARTTLS' : 'no TLS: loopback logins only';
+  return [
+    ...(c.imap.listen ? [`${hostPort(c.imap.listen.host, port)} (${starttls})`] : []),
+    ...(c.imap.tls_listen ? [`${hostPort(c.imap.tls_listen.host, tlsPort)} (TLS)`] : []),
+  ].join(', ');
 }
 
 /** The block for a terminal: aligned lines, then one "warning:" line per warning. */
@@ -82,6 +94,7 @@ export function renderStartup(info: StartupInfo): string {
     ['dashboard', info.dashboard],
     ['SMTP', info.smtp],
     ...(info.submission === 'off' ? [] : [['submission', info.submission] as [string, string]]),
+    ...(info.imap ? [['IMAP', info.imap] as [string, string]] : []),
     ['metrics', info.metrics],
     ['outbound', outbound],
   ];

@@ -123,6 +123,8 @@ export const dmarcRecords = derive(sqlite.dmarcRecords);
 export const tlsReports = derive(sqlite.tlsReports);
 export const tlsResults = derive(sqlite.tlsResults);
 export const mtaStsPolicies = derive(sqlite.mtaStsPolicies);
+export const imapMailboxes = derive(sqlite.imapMailboxes);
+export const imapUids = derive(sqlite.imapUids);
 
 /** Every SQLite table this file has a PostgreSQL form of (the parity test checks none is missing). */
 export function derivedTables(): ReadonlyMap<SQLiteTable, AnyPgTable> {

@@ -679,3 +679,39 @@ export const mtaStsPolicies = sqliteTable('mta_sts_policies', {
   /** Epoch milliseconds after which the policy is no longer used. */
   expiresAt: integer('expires_at').notNull(),
 });
+
+/**
+ * IMAP folders of an inbox (src/domain/imap/): INBOX, Sent, Drafts and one per label, each with
+ * the UIDVALIDITY clients cache against and the next UID to give. A row appears when a folder is
+ * first selected; UIDs then come from this row on every node, so they survive restarts.
+ */
+export const imapMailboxes = sqliteTable(
+  'imap_mailboxes',
+  {
+    inboxId: text('inbox_id')
+      .notNull()
+      .references(() => inboxes.id, { onDelete: 'cascade' }),
+    name: text('name').notNull(),
+    uidValidity: integer('uid_validity').notNull(),
+    uidNext: integer('uid_next').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.inboxId, t.name] })],
+);
+
+/**
+ * The UID of each message in each IMAP folder it is in. A message entering a folder (new mail, a
+ * label added) gets the folder's next UID, so UIDs only grow; leaving it (deleted, label removed)
+ * drops its row, so coming back gives it a new one, as RFC 9051 §2.3.1.1 asks.
+ */
+export const imapUids = sqliteTable(
+  'imap_uids',
+  {
+    inboxId: text('inbox_id').notNull(),
+    mailbox: text('mailbox').notNull(),
+    uid: integer('uid').notNull(),
+    messageId: text('message_id')
+      .notNull()
+      .references(() => messages.id, { onDelete: 'cascade' }),
+  },
+  (t) => [primaryKey({ columns: [t.inboxId, t.mailbox, t.uid] }), uniqueIndex('imap_uids_message').on(t.messageId, t.mailbox)],
+);

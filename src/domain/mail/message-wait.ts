@@ -11,8 +11,8 @@ import { parseSearch, runSearch } from './search.ts';
 /** Messages looked at per wake; a larger burst is read from its oldest end. */
 const BATCH = 100;
 
-/** Of `ids` (messages of the inbox), the ones `q` matches: a search, within the search budgets (search.ts). */
-async function idsMatching(ctx: AppContext, accountId: string, inboxId: string, q: string, ids: string[]): Promise<Set<string>> {
+/** Of `ids` (messages of the inbox), the ones `q` matches: a search, within the search budgets (search.ts). IMAP SEARCH asks it too. */
+export async function idsMatching(ctx: AppContext, accountId: string, inboxId: string, q: string, ids: string[]): Promise<Set<string>> {
   const filters = matchFilters({ q }, ctx.config.limits.search_terms);
   return new Set(await runSearch(ctx, accountId, (db) => listMatchingMessageIds(db, { inboxId }, filters, ids)));
 }
