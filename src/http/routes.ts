@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { AppContext } from '../context.ts';
-import { requireInboxOf, requireScope, type InboxResource, type Principal, type Scope } from '../domain/accounts/apikeys.ts';
+import { requireInboxOf, requireNotHeldFrom, requireScope, type InboxResource, type Principal, type Scope } from '../domain/accounts/apikeys.ts';
 import { AppError, isAppError } from '../domain/errors.ts';
 import { beginIdempotent, finishIdempotent } from '../domain/accounts/idempotency.ts';
 import { errorFields } from '../log.ts';
@@ -338,6 +338,7 @@ export class Routes {
         if (!caller.principal) throw new AppError('UNAUTHORIZED', caller.authError ?? 'missing API key: send Authorization: Bearer <key> or x-api-key');
         if (!opts.protocol) requireScope(caller.principal, access.scope, access.write);
         if (caller.principal.inboxIds) await checkInboxes(ctx, caller.principal, req, search, access);
+        if (access.resource && !caller.principal.scopes.has('review')) await requireNotHeldFrom(ctx, caller.principal, access.resource.kind, (req.params as Record<string, string>)[access.resource.param]!);
       }
       let bodyPromise: Promise<unknown> | undefined;
       let buffered: Buffer | undefined;

@@ -6,7 +6,7 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult, type Tool as ToolListing } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { AppContext } from '../context.ts';
-import { accountWideInbox, listInboxesOfKey, requireInboxOf, requireScope, type InboxResource, type Principal, type Scope } from '../domain/accounts/apikeys.ts';
+import { accountWideInbox, listInboxesOfKey, requireInboxOf, requireNotHeldFrom, requireScope, type InboxResource, type Principal, type Scope } from '../domain/accounts/apikeys.ts';
 import { AppError, isAppError } from '../domain/errors.ts';
 import { PAGE_LIMITS } from '../domain/pagination.ts';
 import type { Message } from '../domain/mail/messages.ts';
@@ -140,5 +140,7 @@ async function callTool(ctx: AppContext, principal: Principal, tool: Tool, args:
     // As the HTTP routes: a send may not carry another inbox's attachment out.
     if (Array.isArray(input.attachmentIds)) for (const id of input.attachmentIds as string[]) await requireInboxOf(ctx, principal, 'attachment', id);
   }
+  // As the HTTP routes: held inbound mail is missing to a key without `review`.
+  for (const [field, kind] of INBOX_FIELDS) if (typeof input[field] === 'string') await requireNotHeldFrom(ctx, principal, kind, input[field]);
   return agentView(await tool.run({ ctx, accountId: principal.accountId, keyId: principal.keyId, scopes: principal.scopes, signal }, input));
 }

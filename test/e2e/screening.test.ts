@@ -118,7 +118,7 @@ describe('screening', () => {
     // The agent waits for mail as it would: nothing held may end its wait.
     const waiting = tool(agentMcp, 'wait_for_message', { inboxId: inbox.id, timeout: 60 });
     const before = hook.received.length;
-    const id = await send(inbox.address, { subject: 'Invoices', text: INJECTION });
+    const id = await send(inbox.address, { subject: 'Invoices', text: INJECTION, attachments: [{ filename: 'invoices.txt', content: INJECTION }] });
     const events = await until('message.held', async () => {
       const list = (await t.api('GET', `/events?inboxId=${inbox.id}`)).body.data as Array<{ type: string; data: { id: string } }>;
       return list.some((e) => e.type === 'message.held') ? list : undefined;
@@ -137,6 +137,15 @@ describe('screening', () => {
     assert.deepEqual(held.data.map((m: any) => [m.id, m.status, m.screening.verdict]), [[id, 'held', 'review']]);
     const got0 = (await t.api('GET', `/messages/${id}`, undefined, { key: reviewer })).body;
     assert.equal(got0.status, 'held');
+    // Nor through any other route naming it or its attachment: source, reply, forward, marks, attachment and its text.
+    const attachmentId = got0.attachments[0].id;
+    expectError(await t.api('GET', `/messages/${id}/raw`, undefined, { key: agent }), 404, 'MESSAGE_NOT_FOUND');
+    expectError(await t.api('POST', `/messages/${id}/reply`, { bodyText: 'ok' }, { key: agent }), 404, 'MESSAGE_NOT_FOUND');
+    expectError(await t.api('POST', `/messages/${id}/forward`, { to: ['x@example.org'] }, { key: agent }), 404, 'MESSAGE_NOT_FOUND');
+    expectError(await t.api('PATCH', `/messages/${id}`, { unread: false }, { key: agent }), 404, 'MESSAGE_NOT_FOUND');
+    expectError(await t.api('GET', `/attachments/${attachmentId}`, undefined, { key: agent }), 404, 'ATTACHMENT_NOT_FOUND');
+    expectError(await t.api('GET', `/attachments/${attachmentId}/text`, undefined, { key: agent }), 404, 'ATTACHMENT_NOT_FOUND');
+    assert.equal((await t.api('GET', `/attachments/${attachmentId}`, undefined, { key: reviewer })).status, 200);
     // Nor is its thread listed (the subject is the held message's).
     assert.equal((await t.api('GET', `/inboxes/${inbox.id}/threads`, undefined, { key: agent })).body.total, 0);
     assert.equal((await t.api('GET', '/threads?q=invoices', undefined, { key: agent })).body.data.filter((th: any) => th.id === got0.threadId).length, 0);
@@ -151,6 +160,10 @@ describe('screening', () => {
     const missing = await agentMcp.callTool({ name: 'get_message', arguments: { messageId: id } });
     assert.ok(missing.isError);
     assert.match(JSON.stringify(missing.content), /MESSAGE_NOT_FOUND/);
+    const missingFile = await agentMcp.callTool({ name: 'get_attachment', arguments: { attachmentId } });
+    assert.match(JSON.stringify(missingFile.content), /ATTACHMENT_NOT_FOUND/);
+    const noReply = await agentMcp.callTool({ name: 'reply_to_message', arguments: { messageId: id, bodyText: 'ok' } });
+    assert.match(JSON.stringify(noReply.content), /MESSAGE_NOT_FOUND/);
     // The agent's webhook (every event) got nothing of it; the held audit entry is the system's.
     const audit = (await t.api('GET', '/audit?action=message.held', undefined, { key: reviewer })).body.data;
     assert.deepEqual([audit[0].target, audit[0].actor, audit[0].detail.reasons], [id, { type: 'system' }, ['prompt_injection']]);

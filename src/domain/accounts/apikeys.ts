@@ -9,6 +9,7 @@ import { errorFields } from '../../log.ts';
 import {
   findActiveApiKeyAccountId,
   findAttachmentInboxIds,
+  isHeldInbound,
   findInboxIdOf,
   findInboxIdsOf,
   insertApiKey,
@@ -104,6 +105,16 @@ export const reachesInboxes = (principal: Principal, inboxIds: string[]): boolea
  * For a key limited to some inboxes: 404, exactly as if it did not exist, when resource `id` lies
  * in another inbox. Nothing to read for the other keys.
  */
+/**
+ * Inbound mail held by screening is out of an agent's reach until a person releases it: for a key
+ * without `review`, the held message and its attachments are missing (404) on every route and
+ * tool that names them (its source, reply, forward, marks, attachment text), as in the lists.
+ */
+export async function requireNotHeldFrom(ctx: AppContext, principal: Principal, kind: InboxResource, id: string): Promise<void> {
+  if (principal.scopes.has('review') || (kind !== 'message' && kind !== 'attachment')) return;
+  if (await isHeldInbound(ctx.db, kind, principal.accountId, id)) throw new AppError(MISSING[kind], `${kind} ${id} not found`);
+}
+
 export async function requireInboxOf(ctx: AppContext, principal: Principal, kind: InboxResource, id: string): Promise<void> {
   if (principal.inboxIds === null) return;
   if (kind === 'webhook' || kind === 'key') {

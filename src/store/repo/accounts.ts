@@ -114,6 +114,15 @@ export async function findAttachmentInboxIds(db: Db, accountId: string, id: stri
   return rows.length ? [...new Set(rows.flatMap(([inboxId]) => (inboxId ? [inboxId] : [])))] : undefined;
 }
 
+/** Whether message or attachment `id` of the account is (of) inbound mail held by screening. */
+export async function isHeldInbound(db: Db, kind: 'message' | 'attachment', accountId: string, id: string): Promise<boolean> {
+  const sql =
+    kind === 'message'
+      ? "SELECT 1 FROM messages WHERE id = ? AND account_id = ? AND status = 'held' AND direction = 'inbound'"
+      : "SELECT 1 FROM attachments a JOIN messages m ON m.id = a.message_id WHERE a.id = ? AND a.account_id = ? AND m.status = 'held' AND m.direction = 'inbound'";
+  return (await rawRows<[number]>(db, sql, [id, accountId])).length > 0;
+}
+
 /** The `inbox_ids` JSON of the account's webhook or active key `id` (null: every inbox); undefined when there is none. */
 export async function findInboxIdsOf(db: Db, kind: 'webhook' | 'key', accountId: string, id: string): Promise<string | null | undefined> {
   if (kind === 'key') {
