@@ -1,10 +1,10 @@
 // The dashboard's operator views: inboxes (create one), webhooks (create one, the delivery log,
 // replay of a failed delivery through the one dashboard-only endpoint), domains (records,
 // verify) and API keys (create one). Routes: #inboxes, #webhooks, #domains, #keys.
-import { $, api, badge, busy, el, enc, field, notify, put, shownOnce, state, table, td, when, writeButton } from './core.ts';
+import { $, api, badge, busy, el, enc, failed, field, notify, put, shownOnce, state, table, td, when, writeButton } from './core.ts';
 import { loadInboxes } from './mail.ts';
 import { route } from './shell.ts';
-import type { ApiKey, CreatedApiKey, Delivery, DomainWithCheck as Domain, Inbox, Page, Webhook } from './types.ts';
+import type { ApiKey, CreatedApiKey, Delivery, DmarcSummary, DomainWithCheck as Domain, Inbox, Page, TlsReports, Webhook } from './types.ts';
 
 function stat(n: number, label: string): HTMLElement {
   return el('div', { className: 'stat' }, [el('b', { textContent: String(n) }), el('span', { textContent: label })]);
@@ -177,6 +177,7 @@ function domainCard(d: Domain): HTMLElement {
     }),
   );
   const checks = new Map((d.dnsCheck ?? []).map((c) => [`${c.type} ${c.name}`, c]));
+  const reports = el('div', { className: 'domain-reports' }, [el('p', { className: 'muted', textContent: 'Loading the reports\u2026' })]);
   const rows = (d.dnsRecords ?? []).map((r) => {
     const c = checks.get(`${r.type} ${r.name}`);
     return el('tr', null, [
@@ -196,8 +197,46 @@ function domainCard(d: Domain): HTMLElement {
     ]),
     el('p', { className: 'muted', textContent: (d.lastCheckedAt ? `Last checked ${when(d.lastCheckedAt)}. ` : 'Not checked yet. ') + (d.lastCheckError || '') }),
     table(['Type', 'Name', '#Priority', 'Value', d.dnsCheck ? 'In DNS' : ''], rows, 'No records.'),
+    reports,
   ]);
+  domainReports(reports, d.id).catch(failed);
   return card;
+}
+
+/** DMARC aggregate and TLS-RPT reports receivers sent about the domain, the last 30 days. */
+async function domainReports(box: HTMLElement, id: string): Promise<void> {
+  const [dmarc, tls] = await Promise.all([api<DmarcSummary>('GET', `/domains/${enc(id)}/dmarc`), api<TlsReports>('GET', `/domains/${enc(id)}/tls-reports`)]);
+  const pct = (n: number, of: number) => (of ? `${n} (${Math.round((100 * n) / of)}%)` : String(n));
+  const t = dmarc.totals;
+  box.replaceChildren();
+  put(box, [
+    el('h3', { textContent: `DMARC reports, last ${dmarc.days} days` }),
+    t.messages
+      ? el('div', { className: 'stats' }, [stat(t.messages, 'messages reported'), stat(t.dmarcPass, 'passed DMARC'), stat(t.dkimAligned, 'DKIM aligned'), stat(t.spfAligned, 'SPF aligned'), stat(t.quarantined + t.rejected, 'quarantined or rejected')])
+      : null,
+    table(
+      ['Sending IP', '#Messages', '#DMARC pass', '#DKIM aligned', '#SPF aligned', '#Quarantined', '#Rejected'],
+      dmarc.sources.map((s) =>
+        el('tr', { className: 'dmarc-source' }, [td(s.sourceIp, 'mono'), td(s.messages, 'num'), td(pct(s.dmarcPass, s.messages), 'num'), td(pct(s.dkimAligned, s.messages), 'num'), td(pct(s.spfAligned, s.messages), 'num'), td(s.quarantined, 'num'), td(s.rejected, 'num')]),
+      ),
+      `No DMARC reports received (receivers mail them to dmarc-reports@${dmarc.domain}).`,
+    ),
+    dmarc.reports.length ? el('p', { className: 'muted', textContent: `From ${[...new Set(dmarc.reports.map((r) => r.orgName))].join(', ')}.` }) : null,
+    el('h3', { textContent: `TLS reports, last ${tls.days} days` }),
+    table(
+      ['Reporter', 'Range', '#Sessions ok', '#Failed', 'Failures'],
+      tls.data.map((r) =>
+        el('tr', { className: 'tls-report' }, [
+          td(r.orgName),
+          td(`${when(r.begin)} – ${when(r.end)}`),
+          td(r.successCount, 'num'),
+          el('td', { className: 'num' }, [r.failureCount ? badge(String(r.failureCount), 'bad') : '0']),
+          td(r.policies.flatMap((p) => p.failures.map((f) => `${f.resultType} ×${f.count}${f.receivingMx ? ` at ${f.receivingMx}` : ''} (${p.type})`)).join('; '), 'mono long'),
+        ]),
+      ),
+      `No TLS reports received (senders mail them to tls-reports@${tls.domain}).`,
+    ),
+  ]);
 }
 
 export async function viewKeys(view: HTMLElement): Promise<void> {

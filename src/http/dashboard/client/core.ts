@@ -11,6 +11,8 @@ export const state = {
   inboxes: [] as Inbox[],
   unread: {} as Record<string, number>,
   readOnly: false,
+  /** The signed-in key's scopes (read, send, manage, review): a view offers only what the key may do. */
+  scopes: [] as string[],
   webhooks: [] as Webhook[],
   query: '',
   thread: null as Thread | null,
@@ -72,8 +74,8 @@ export function size(bytes: number): string {
 
 export const TONE: Record<string, string> = {
   active: 'ok', verified: 'ok', success: 'ok', sent: 'ok', delivered: 'ok', received: 'ok', pass: 'ok',
-  pending: 'warn', pending_dkim: 'warn', queued: 'warn', sending: 'warn', scheduled: 'warn', neutral: 'warn', softfail: 'warn', temperror: 'warn',
-  failed: 'bad', bounced: 'bad', complained: 'bad', suspended: 'bad', inactive: 'bad', fail: 'bad', permerror: 'bad', canceled: 'bad',
+  held: 'warn', pending: 'warn', pending_dkim: 'warn', queued: 'warn', sending: 'warn', scheduled: 'warn', neutral: 'warn', softfail: 'warn', temperror: 'warn',
+  failed: 'bad', bounced: 'bad', complained: 'bad', suspended: 'bad', inactive: 'bad', fail: 'bad', permerror: 'bad', canceled: 'bad', suppressed: 'bad',
 };
 export function badge(text: string, tone?: string, title?: string): HTMLSpanElement {
   return el('span', { className: `badge ${tone === undefined ? (TONE[text] ?? '') : tone}`, textContent: text, title: title ?? '' });
@@ -162,6 +164,19 @@ export function writeButton(text: string, className: string, onclick: (b: HTMLBu
   const b = el('button', { type: 'button', className, textContent: text, title: title ?? '' });
   b.addEventListener('click', busy(b, () => onclick(b)));
   return b;
+}
+
+/** An action that needs a scope the key may lack (release needs review): nothing without it. */
+export function scopedButton(scope: string, text: string, className: string, onclick: (b: HTMLButtonElement) => unknown, title?: string): HTMLButtonElement | null {
+  return state.scopes.includes(scope) ? writeButton(text, className, onclick, title) : null;
+}
+
+/** A button that acts on its second click (the first asks): deleting, canceling. */
+export function armed(b: HTMLButtonElement, again: string): boolean {
+  if (b.dataset.armed) return true;
+  b.dataset.armed = '1';
+  b.textContent = again;
+  return false;
 }
 
 export function table(headers: string[], rows: HTMLTableRowElement[], empty: string): HTMLElement {

@@ -4,6 +4,7 @@ import { viewDomains, viewInboxes, viewKeys, viewWebhooks } from './admin.ts';
 import { replyToOpen, showCompose } from './compose.ts';
 import { $, ApiError, api, clearNotice, el, failed, notice, STORE, state } from './core.ts';
 import { viewDrafts } from './drafts.ts';
+import { viewApprovals, viewAudit, viewHeld, viewSuppressions } from './guard.ts';
 import { live, startLive, stopLive } from './live.ts';
 import { lastMessageButton, openThread, viewMail } from './mail.ts';
 import type { ApiKey, Page } from './types.ts';
@@ -37,6 +38,7 @@ async function signIn(key: string): Promise<boolean> {
     const keys = await api<Page<ApiKey>>('GET', '/account/api-keys');
     const mine = (keys.data || []).find((k) => key.startsWith(k.keyPrefix));
     state.readOnly = !!mine?.readOnly;
+    state.scopes = mine?.scopes ?? [];
     $('who').textContent = mine ? `key ${mine.name || mine.keyPrefix}${mine.readOnly ? ' (read-only)' : ''}` : '';
   } catch (err) {
     if (err instanceof ApiError && err.status === 401) {
@@ -54,6 +56,8 @@ async function signIn(key: string): Promise<boolean> {
 // ---- routing ---------------------------------------------------------------------------
 
 const webhookFilter = { status: '' };
+const suppressionFilter = { address: '' };
+const auditFilter = { action: '' };
 let shown = { name: '', mailbox: '', query: '' };
 
 function parseHash(): { name: string; mailbox: string; thread: string } {
@@ -102,6 +106,10 @@ export async function route(force?: boolean): Promise<void> {
     else if (at.name === 'webhooks') await viewWebhooks(view, webhookFilter);
     else if (at.name === 'domains') await viewDomains(view);
     else if (at.name === 'keys') await viewKeys(view);
+    else if (at.name === 'held') await viewHeld(view);
+    else if (at.name === 'approvals') await viewApprovals(view);
+    else if (at.name === 'suppressions') await viewSuppressions(view, suppressionFilter);
+    else if (at.name === 'audit') await viewAudit(view, auditFilter);
     else await viewMail(view, at.mailbox, at.thread);
     view.dataset.loaded = 'true';
   } catch (err) {
