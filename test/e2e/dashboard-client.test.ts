@@ -5,7 +5,9 @@
 // verify a domain, a read-only key, phone width, keyboard shortcuts, paging through the
 // conversations, live updates from /events/stream (and its reconnect with Last-Event-ID), mark
 // read/unread and delete, labels and archive, Bcc and attachments in compose and reply, drafts
-// saved from the page and shown with the message they answer. Each test checks the result
+// saved from the page and shown with the message they answer, the guard rails (Held mail with
+// its screening reasons marked, Approvals of held sends, Suppressions, the Audit log, the
+// screening verdict badge, a domain's DMARC and TLS reports). Each test checks the result
 // through the API. Screenshots of the main screens are taken on each run; with
 // MAILROOM_UPDATE_SCREENSHOTS=1 (npm run docs:screenshots) they replace docs/screenshots/ (shown in docs/dashboard.md). Outside CI the file skips, saying why, when
 // /usr/bin/chromium is missing; under CI=true (.ci/run) it fails instead.
@@ -1077,15 +1079,16 @@ describe('dashboard as a mail client, in headless Chromium', { skip }, () => {
     await page.getByRole('button', { name: 'Find' }).click();
     await page.getByText('2 suppressed').waitFor();
     await shot(tab, 'dashboard-suppressions');
+    await page.setViewportSize(PHONE);
+    assert.ok(await noHorizontalScroll(page), 'suppressions at phone width');
+    await shot(tab, 'dashboard-phone-suppressions');
+    await page.setViewportSize(DESKTOP);
     const row = page.getByRole('row').filter({ hasText: 'gone@example.com' });
     await row.getByRole('button', { name: 'Remove' }).click();
     await row.getByRole('button', { name: 'Click again to remove' }).click();
     await page.locator('#notice', { hasText: 'gone@example.com may be sent to again' }).waitFor();
     await page.getByText('1 suppressed').waitFor();
     assert.deepEqual((await t.api('GET', '/suppressions')).body.data.map((s: { address: string }) => s.address), ['kept@example.com']);
-    await page.setViewportSize(PHONE);
-    assert.ok(await noHorizontalScroll(page), 'suppressions at phone width');
-    await page.setViewportSize(DESKTOP);
 
     await page.getByRole('link', { name: 'Audit log' }).click();
     await page.locator('.view-audit[data-loaded=true]').waitFor();
@@ -1182,6 +1185,8 @@ describe('dashboard as a mail client, in headless Chromium', { skip }, () => {
     await shot(tab, 'dashboard-domain-reports');
     await page.setViewportSize(PHONE);
     assert.ok(await noHorizontalScroll(page), 'domain reports at phone width');
+    await card.scrollIntoViewIfNeeded();
+    await shot(tab, 'dashboard-phone-domain-reports');
     await finish(tab);
   });
 });
