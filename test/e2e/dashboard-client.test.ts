@@ -1057,6 +1057,34 @@ describe('dashboard as a mail client, in headless Chromium', { skip }, () => {
     await finish(tab);
   });
 
+  test("Inboxes: an inbox's guard rails (screening, approval, hourly limit) shown and set through PATCH /inboxes/{id}", async () => {
+    const inbox = (await t.api('POST', '/inboxes', { address: 'settings' })).body;
+    const tab = await openTab();
+    await signIn(tab);
+    const { page } = tab;
+    await page.getByRole('link', { name: 'Inboxes', exact: true }).click();
+    await page.locator('.view-inboxes[data-loaded=true]').waitFor();
+    const row = page.getByRole('row').filter({ hasText: 'settings@agents.test' });
+    assert.match((await row.textContent()) ?? '', /monitor\s*none/);
+    await page.getByLabel('Inbox', { exact: true }).selectOption({ label: 'settings@agents.test' });
+    assert.equal(await page.getByLabel('Screening of inbound mail').inputValue(), 'monitor');
+    await page.getByLabel('Screening of inbound mail').selectOption('hold');
+    await page.getByLabel('Sends wait for approval').selectOption({ label: 'first contact' });
+    await page.getByLabel(/Sends an hour at most/).fill('20');
+    await page.getByRole('button', { name: 'Save settings' }).click();
+    await page.locator('#notice', { hasText: 'settings@agents.test: screening hold, approval first contact' }).waitFor();
+    const saved = (await t.api('GET', `/inboxes/${inbox.id}`)).body;
+    assert.deepEqual([saved.screening, saved.sendPolicy], ['hold', { approval: 'first_contact', hourlySendLimit: 20 }]);
+    await page.getByRole('row').filter({ hasText: 'settings@agents.test' }).filter({ hasText: /hold\s*first contact/ }).waitFor();
+    // The form still shows the inbox just saved, as it now is.
+    assert.equal(await page.getByLabel(/Sends an hour at most/).inputValue(), '20');
+    await page.getByLabel(/Sends an hour at most/).fill('');
+    await page.getByRole('button', { name: 'Save settings' }).click();
+    await until('the hourly limit lifted', async () => ((await t.api('GET', `/inboxes/${inbox.id}`)).body.sendPolicy.hourlySendLimit === null ? true : undefined));
+    await shot(tab, 'dashboard-inbox-settings');
+    await finish(tab);
+  });
+
   test('live: a new hold shows in the open Held and Approvals views without a reload', async () => {
     const watched = (await t.api('POST', '/inboxes', { address: 'watched-hold' })).body;
     assert.equal((await t.api('PATCH', `/inboxes/${watched.id}`, { screening: 'hold', sendPolicy: { approval: 'always' } })).status, 200);

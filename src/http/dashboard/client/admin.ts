@@ -41,13 +41,15 @@ export async function viewInboxes(view: HTMLElement): Promise<void> {
       stat(sum('complaintCount'), 'complaints'),
     ]),
     table(
-      ['Address', 'Name', 'Status', '#Today / limit', '#Total sent', '#Bounces', '#Complaints', 'Created'],
+      ['Address', 'Name', 'Status', 'Screening', 'Approval', '#Today / limit', '#Total sent', '#Bounces', '#Complaints', 'Created'],
       page.data.map((i) =>
         el('tr', { className: 'clickable inbox-row', dataset: { id: i.id }, title: 'Open its mail', onclick: () => (location.hash = `#mail/${enc(i.id)}`) }, [
           td(i.address, 'mono addr'),
           td(i.displayName || ''),
           el('td', null, [badge(i.status)]),
-          td(`${i.sendsToday} / ${i.dailySendLimit}`, 'num'),
+          el('td', null, [badge(i.screening, i.screening === 'hold' ? 'ok' : i.screening === 'off' ? 'bad' : '')]),
+          td(i.sendPolicy.approval === 'none' ? 'none' : i.sendPolicy.approval.replace('_', ' ')),
+          td(`${i.sendsToday} / ${i.dailySendLimit}${i.sendPolicy.hourlySendLimit === null ? '' : ` (${i.sendPolicy.hourlySendLimit}/h)`}`, 'num'),
           td(i.totalSent, 'num'),
           td(i.bounceCount, 'num'),
           td(i.complaintCount, 'num'),
@@ -64,7 +66,44 @@ export async function viewInboxes(view: HTMLElement): Promise<void> {
       const inbox = await api<Inbox>('POST', '/inboxes', body);
       notify(`Created inbox ${inbox.address}.`);
     }),
+    state.scopes.includes('manage') && page.data.length ? guardForm(page.data) : null,
   ]);
+}
+
+/**
+ * An inbox's guard rails (PATCH /inboxes/{id}, scope manage): how its inbound mail is screened
+ * and when its sends wait for a person. The fields show the chosen inbox's settings.
+ */
+/** The inbox the guard-rails form showed last: still chosen when the view is drawn again after a save. */
+let guarded = '';
+
+function guardForm(inboxes: Inbox[]): HTMLFormElement | null {
+  const options = (values: string[]) => values.map((v) => el('option', { value: v, textContent: v.replace('_', ' ') }));
+  const which = field('Inbox', 'select', { name: 'inbox' });
+  which.input.append(...inboxes.map((i) => el('option', { value: i.id, textContent: i.address })));
+  const screening = field('Screening of inbound mail', 'select', { name: 'screening' });
+  screening.input.append(...options(['off', 'monitor', 'hold']));
+  const approval = field('Sends wait for approval', 'select', { name: 'approval' });
+  approval.input.append(...options(['none', 'first_contact', 'always']));
+  const hourly = field('Sends an hour at most (empty: no hourly limit)', 'input', { type: 'number', name: 'hourlySendLimit', min: '0', step: '1' });
+  if (inboxes.some((i) => i.id === guarded)) which.input.value = guarded;
+  const fill = () => {
+    guarded = which.input.value;
+    const i = inboxes.find((x) => x.id === guarded)!;
+    screening.input.value = i.screening;
+    approval.input.value = i.sendPolicy.approval;
+    hourly.input.value = i.sendPolicy.hourlySendLimit === null ? '' : String(i.sendPolicy.hourlySendLimit);
+  };
+  which.input.addEventListener('change', fill);
+  fill();
+  return createForm('Guard rails of an inbox', [which, el('div', { className: 'grid2' }, [screening, approval]), hourly], 'Save settings', async () => {
+    const limit = hourly.input.value.trim();
+    const inbox = await api<Inbox>('PATCH', `/inboxes/${enc(which.input.value)}`, {
+      screening: screening.input.value,
+      sendPolicy: { approval: approval.input.value, hourlySendLimit: limit === '' ? null : Number(limit) },
+    });
+    notify(`${inbox.address}: screening ${inbox.screening}, approval ${inbox.sendPolicy.approval.replace('_', ' ')}.`);
+  });
 }
 
 export async function viewWebhooks(view: HTMLElement, filter: { status: string }): Promise<void> {
