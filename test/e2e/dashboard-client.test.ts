@@ -22,7 +22,7 @@ import { createApiKey } from '../../src/domain/accounts/apikeys.ts';
 import { startTestDns, type TestDns } from '../support/dns.ts';
 import { deliverMail, smtpTransport } from '../support/mail.ts';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
-import { startTestServer, type TestServer } from '../support/server.ts';
+import { expectError, startTestServer, type TestServer } from '../support/server.ts';
 import { until } from '../support/wait.ts';
 import { peerSkip } from '../support/peers.ts';
 
@@ -1082,6 +1082,35 @@ describe('dashboard as a mail client, in headless Chromium', { skip }, () => {
     await page.getByRole('button', { name: 'Save settings' }).click();
     await until('the hourly limit lifted', async () => ((await t.api('GET', `/inboxes/${inbox.id}`)).body.sendPolicy.hourlySendLimit === null ? true : undefined));
     await shot(tab, 'dashboard-inbox-settings');
+    await finish(tab);
+  });
+
+  test('Keys: each key with its scopes and inboxes; a key made with some scopes and one inbox; Revoke (twice) ends it', async () => {
+    const tab = await openTab();
+    await signIn(tab);
+    const { page } = tab;
+    await page.getByRole('link', { name: 'Keys' }).click();
+    await page.locator('.view-keys[data-loaded=true]').waitFor();
+    const own = page.getByRole('row').filter({ hasText: 'this key' });
+    assert.match((await own.textContent()) ?? '', /read\s*send\s*manage\s*review\s*every inbox/);
+    assert.equal(await own.getByRole('button', { name: 'Revoke' }).count(), 0, 'no revoking the key in use');
+    await page.getByLabel('Name').fill('person');
+    await page.getByRole('checkbox', { name: 'send' }).uncheck();
+    await page.getByRole('checkbox', { name: 'manage' }).uncheck();
+    await page.getByRole('checkbox', { name: 'ops@agents.test' }).check();
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const key = (await page.locator('.once .once-value').textContent()) ?? '';
+    const made = ((await t.api('GET', '/account/api-keys')).body.data as Array<{ id: string; name: string; scopes: string[]; inboxIds: string[] }>).find((k) => k.name === 'person')!;
+    assert.deepEqual([made.scopes, made.inboxIds], [['read', 'review'], [ops.id]]);
+    const row = page.getByRole('row').filter({ hasText: 'person' });
+    assert.match((await row.textContent()) ?? '', /read\s*review\s*ops@agents\.test/);
+    expectError(await t.api('POST', `/inboxes/${ops.id}/messages`, { to: ['x@example.com'], subject: 's', bodyText: 'b' }, { key }), 403, 'INSUFFICIENT_SCOPE');
+    await page.getByRole('button', { name: 'I have stored it' }).click();
+    await shot(tab, 'dashboard-keys');
+    await row.getByRole('button', { name: 'Revoke' }).click();
+    await row.getByRole('button', { name: 'Click again to revoke' }).click();
+    await page.locator('#notice', { hasText: 'Revoked the key person' }).waitFor();
+    assert.equal((await t.api('GET', '/inboxes', undefined, { key })).status, 401, 'the revoked key works no more');
     await finish(tab);
   });
 

@@ -1,7 +1,7 @@
 // The dashboard's operator views: inboxes (create one), webhooks (create one, the delivery log,
 // replay of a failed delivery through the one dashboard-only endpoint), domains (records,
 // verify) and API keys (create one). Routes: #inboxes, #webhooks, #domains, #keys.
-import { $, api, badge, busy, el, enc, failed, field, notify, put, shownOnce, state, table, td, when, writeButton } from './core.ts';
+import { $, api, armed, badge, busy, el, enc, failed, field, notify, put, scopedButton, shownOnce, state, STORE, table, td, when, writeButton } from './core.ts';
 import { loadInboxes } from './mail.ts';
 import { route } from './shell.ts';
 import type { ApiKey, CreatedApiKey, Delivery, DmarcSummary, DomainWithCheck as Domain, Inbox, Page, TlsReports, Webhook } from './types.ts';
@@ -278,34 +278,72 @@ async function domainReports(box: HTMLElement, id: string): Promise<void> {
   ]);
 }
 
+const SCOPES = ['read', 'send', 'manage', 'review'];
+const SCOPE_MEANS: Record<string, string> = {
+  read: 'every GET',
+  send: 'send, reply, forward, drafts, cancel, labels and read state, uploads',
+  manage: 'inboxes and their settings, lists, webhooks, domains, keys',
+  review: 'release held mail, approve held sends, lift suppressions, read the audit log',
+};
+
 export async function viewKeys(view: HTMLElement): Promise<void> {
   const keys = await api<Page<ApiKey>>('GET', '/account/api-keys');
+  if (!state.inboxes.length) await loadInboxes();
+  const mine = sessionStorage.getItem(STORE) ?? '';
   const name = field('Name', 'input', { type: 'text', name: 'name', placeholder: 'e.g. support-agent' });
+  // A key makes keys with at most its own scopes and inboxes: only those are offered.
+  const scopeBoxes = SCOPES.filter((sc) => state.scopes.includes(sc)).map((sc) => el('input', { type: 'checkbox', name: 'scopes', value: sc, checked: true, title: SCOPE_MEANS[sc] }));
+  const inboxBoxes = state.inboxes.map((i) => el('input', { type: 'checkbox', name: 'inboxIds', value: i.id, title: i.address }));
+  const address = (id: string) => state.inboxes.find((i) => i.id === id)?.address ?? id;
   put(view, [
     el('h1', { textContent: 'API keys' }),
     el('p', {
       className: 'muted',
       textContent:
-        'Keys of this account; their values are never shown again after creation. A key made here can read and write; mailroom keys create --read-only makes a read-only one, mailroom keys revoke ID (or DELETE /account/api-keys/{id}) revokes one.',
+        "Keys of this account; their values are never shown again after creation. A key's scopes say what it may do (an agent's key usually has read and send, a person's review too), its inboxes where (none listed: every inbox).",
     }),
     table(
-      ['Name', 'Prefix', 'Rights', 'Last used', 'Expires', 'Created'],
+      ['Name', 'Prefix', 'Scopes', 'Inboxes', 'Last used', 'Expires', 'Created', ''],
       keys.data.map((k) =>
         el('tr', { className: 'key-row', dataset: { id: k.id } }, [
           td(k.name || ''),
           td(`${k.keyPrefix}\u2026`, 'mono'),
-          el('td', null, [badge(k.readOnly ? 'read-only' : 'read-write', k.readOnly ? '' : 'ok')]),
+          el('td', { className: 'scopes' }, k.scopes.map((sc) => badge(sc, sc === 'review' || sc === 'manage' ? 'warn' : '', SCOPE_MEANS[sc]))),
+          td(k.inboxIds.length ? k.inboxIds.map(address).join(', ') : 'every inbox', 'mono'),
           td(when(k.lastUsedAt) || 'never'),
           td(when(k.expiresAt) || 'never'),
           td(when(k.createdAt)),
+          el('td', null, [
+            mine.startsWith(k.keyPrefix)
+              ? el('span', { className: 'muted', textContent: 'this key' })
+              : scopedButton('manage', 'Revoke', 'small danger revoke', async (b) => {
+                  if (!armed(b, 'Click again to revoke')) return;
+                  await api('DELETE', `/account/api-keys/${enc(k.id)}`);
+                  notify(`Revoked the key ${k.name || k.keyPrefix}: it works no more.`);
+                  await route(true);
+                }, `Revoke ${k.name || k.keyPrefix}`),
+          ]),
         ]),
       ),
       'No keys.',
     ),
-    createForm('New API key', [name], 'Create key', async () => {
-      const created = await api<CreatedApiKey>('POST', '/account/api-keys', name.input.value.trim() ? { name: name.input.value.trim() } : {});
-      notify(`Created key ${created.name || created.prefix}.`);
-      return shownOnce(`New API key${created.name ? ` ${created.name}` : ''}`, created.key, created.message);
-    }),
+    createForm(
+      'New API key',
+      [
+        name,
+        el('label', { textContent: 'Scopes' }),
+        el('div', null, scopeBoxes.map((b) => el('label', { className: 'check', title: b.title }, [b, b.value]))),
+        el('label', { textContent: 'Inboxes (none ticked: every inbox this key reaches)' }),
+        el('div', null, inboxBoxes.map((b) => el('label', { className: 'check' }, [b, b.title]))),
+      ],
+      'Create key',
+      async () => {
+        const scopes = scopeBoxes.filter((b) => b.checked).map((b) => b.value);
+        const inboxIds = inboxBoxes.filter((b) => b.checked).map((b) => b.value);
+        const created = await api<CreatedApiKey>('POST', '/account/api-keys', { ...(name.input.value.trim() ? { name: name.input.value.trim() } : {}), scopes, ...(inboxIds.length ? { inboxIds } : {}) });
+        notify(`Created key ${created.name || created.prefix}.`);
+        return shownOnce(`New API key${created.name ? ` ${created.name}` : ''}`, created.key, created.message);
+      },
+    ),
   ]);
 }
