@@ -1,7 +1,7 @@
 // The dashboard's operator views: inboxes (create one), webhooks (create one, the delivery log,
 // replay of a failed delivery through the one dashboard-only endpoint), domains (records,
 // verify) and API keys (create one). Routes: #inboxes, #webhooks, #domains, #keys.
-import { $, api, armed, badge, busy, el, enc, failed, field, notify, put, scopedButton, shownOnce, state, STORE, table, td, when, writeButton } from './core.ts';
+import { $, api, armed, badge, busy, el, enc, failed, field, may, notify, put, shownOnce, state, STORE, table, td, when, writeButton } from './core.ts';
 import { loadInboxes } from './mail.ts';
 import { route } from './shell.ts';
 import type { ApiKey, CreatedApiKey, Delivery, DmarcSummary, DomainWithCheck as Domain, Inbox, Page, TlsReports, Webhook } from './types.ts';
@@ -12,7 +12,8 @@ function stat(n: number, label: string): HTMLElement {
 
 /** A form in a card that runs submit() and then shows the view again (with what it returns first). */
 function createForm(title: string, fields: HTMLElement[], buttonText: string, submit: () => Promise<HTMLElement | void>): HTMLFormElement | null {
-  if (state.readOnly) return null;
+  // Inboxes, webhooks and keys are the account's settings: scope manage.
+  if (!may('manage')) return null;
   const button = el('button', { type: 'submit', textContent: buttonText });
   const form = el('form', { className: 'card create' }, [el('h2', { textContent: title }), ...fields, el('div', { className: 'actions' }, [button])]);
   form.addEventListener(
@@ -66,7 +67,7 @@ export async function viewInboxes(view: HTMLElement): Promise<void> {
       const inbox = await api<Inbox>('POST', '/inboxes', body);
       notify(`Created inbox ${inbox.address}.`);
     }),
-    state.scopes.includes('manage') && page.data.length ? guardForm(page.data) : null,
+    page.data.length ? guardForm(page.data) : null,
   ]);
 }
 
@@ -161,7 +162,7 @@ export async function viewWebhooks(view: HTMLElement, filter: { status: string }
     table(
       ['When', 'Event', 'Webhook', 'Status', '#HTTP', '#Attempt', '#ms', 'Error', ''],
       logs.data.map((d) => {
-        const action = d.status === 'failed' ? writeButton('Replay', 'small replay', (b) => replay(b, d), 'Send this event again as one new attempt') : null;
+        const action = d.status === 'failed' ? writeButton('Replay', 'small replay', (b) => replay(b, d), 'Send this event again as one new attempt', 'manage') : null;
         return el('tr', { className: 'delivery-row', dataset: { id: d.id, status: d.status } }, [
           td(when(d.createdAt), 'when'),
           td(d.eventType),
@@ -201,7 +202,7 @@ export async function viewDomains(view: HTMLElement): Promise<void> {
 
 function domainCard(d: Domain): HTMLElement {
   const card = el('div', { className: 'card domain', dataset: { id: d.id } });
-  const verify = el('button', { type: 'button', className: 'verify', textContent: 'Verify now', hidden: state.readOnly });
+  const verify = el('button', { type: 'button', className: 'verify', textContent: 'Verify now', hidden: !may('manage') });
   verify.addEventListener(
     'click',
     busy(verify, async () => {
@@ -316,12 +317,12 @@ export async function viewKeys(view: HTMLElement): Promise<void> {
           el('td', null, [
             mine.startsWith(k.keyPrefix)
               ? el('span', { className: 'muted', textContent: 'this key' })
-              : scopedButton('manage', 'Revoke', 'small danger revoke', async (b) => {
+              : writeButton('Revoke', 'small danger revoke', async (b) => {
                   if (!armed(b, 'Click again to revoke')) return;
                   await api('DELETE', `/account/api-keys/${enc(k.id)}`);
                   notify(`Revoked the key ${k.name || k.keyPrefix}: it works no more.`);
                   await route(true);
-                }, `Revoke ${k.name || k.keyPrefix}`),
+                }, `Revoke ${k.name || k.keyPrefix}`, 'manage'),
           ]),
         ]),
       ),

@@ -158,17 +158,19 @@ export function busy(button: HTMLButtonElement, fn: () => unknown): (ev?: Event)
   };
 }
 
-/** A write action, or nothing for a read-only key (the server would answer 403 FORBIDDEN). */
-export function writeButton(text: string, className: string, onclick: (b: HTMLButtonElement) => unknown, title?: string): HTMLButtonElement | null {
-  if (state.readOnly) return null;
+/** Whether the signed-in key has `scope` (src/http/routes.ts ROUTE_SCOPES says which route needs which). */
+export const may = (scope: string): boolean => !state.readOnly && state.scopes.includes(scope);
+
+/**
+ * A write action, or nothing for a key without the scope it needs (the server would answer 403
+ * INSUFFICIENT_SCOPE): `send` for sending and marking mail, `manage` for deleting it and for
+ * the account's settings, `review` for releasing what was held.
+ */
+export function writeButton(text: string, className: string, onclick: (b: HTMLButtonElement) => unknown, title?: string, scope = 'send'): HTMLButtonElement | null {
+  if (!may(scope)) return null;
   const b = el('button', { type: 'button', className, textContent: text, title: title ?? '' });
   b.addEventListener('click', busy(b, () => onclick(b)));
   return b;
-}
-
-/** An action that needs a scope the key may lack (release needs review): nothing without it. */
-export function scopedButton(scope: string, text: string, className: string, onclick: (b: HTMLButtonElement) => unknown, title?: string): HTMLButtonElement | null {
-  return state.scopes.includes(scope) ? writeButton(text, className, onclick, title) : null;
 }
 
 /** A button that acts on its second click (the first asks): deleting, canceling. */

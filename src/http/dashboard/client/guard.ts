@@ -4,7 +4,7 @@
 // Approve and Cancel), the suppression list and the audit log; and the screening verdict as a
 // badge wherever a message shows. Routes: #held, #approvals, #suppressions, #audit. Message
 // content is a stranger's: text goes in with textContent, HTML only into the sandboxed frame.
-import { api, ApiError, armed, badge, busy, el, enc, field, notify, put, scopedButton, state, table, td, when, writeButton } from './core.ts';
+import { api, ApiError, armed, badge, busy, el, enc, field, may, notify, put, state, table, td, when, writeButton } from './core.ts';
 import { attachmentList, htmlFrame, inboxLabel, inboxOf, loadInboxes } from './mail.ts';
 import { route } from './shell.ts';
 import type { AuditEntry, Message, Page, Suppression } from './types.ts';
@@ -118,17 +118,17 @@ const subjectOf = (m: Message) => `\u201c${m.subject || '(no subject)'}\u201d`;
 function heldCard(m: Message): HTMLElement {
   const card = el('article', { className: 'card held', dataset: { id: m.id } });
   const reasons = m.screening?.reasons ?? [];
-  const release = scopedButton('review', 'Release', 'release', async () => {
+  const release = writeButton('Release', 'release', async () => {
     const out = await api<Message>('POST', `/messages/${enc(m.id)}/release`);
     notify(`Released ${subjectOf(out)} to ${inboxOf(out.inboxId)?.address ?? 'its inbox'}.`);
     acted(card, `Released ${subjectOf(out)}.`, out);
-  });
+  }, undefined, 'review');
   const remove = writeButton('Delete', 'danger delete', async (b) => {
     if (!armed(b, 'Click again to delete')) return;
     await api('DELETE', `/messages/${enc(m.id)}`);
     notify('Deleted the held message.');
     acted(card, `Deleted ${subjectOf(m)}.`);
-  });
+  }, undefined, 'manage');
   put(card, [
     el('h2', { textContent: m.subject || '(no subject)' }),
     meta([
@@ -171,11 +171,11 @@ export const viewApprovals = (view: HTMLElement) =>
 
 function approvalCard(m: Message): HTMLElement {
   const card = el('article', { className: 'card approval', dataset: { id: m.id } });
-  const approve = scopedButton('review', 'Approve', 'approve', async () => {
+  const approve = writeButton('Approve', 'approve', async () => {
     const out = await api<Message>('POST', `/messages/${enc(m.id)}/release`);
     notify(`Approved ${subjectOf(out)}: ${out.status}.`);
     acted(card, `Approved ${subjectOf(out)} (${out.status}).`, out);
-  });
+  }, undefined, 'review');
   const cancel = writeButton('Cancel', 'danger cancel', async (b) => {
     if (!armed(b, 'Click again to cancel the send')) return;
     await api('POST', `/messages/${enc(m.id)}/cancel`);
@@ -218,7 +218,7 @@ export async function viewSuppressions(view: HTMLElement, filter: { address: str
   });
   const address = field('Address', 'input', { type: 'email', name: 'suppress', required: true, placeholder: 'someone@example.net' });
   const add = el('button', { type: 'submit', textContent: 'Suppress' });
-  const form = state.readOnly ? null : el('form', { className: 'card create' }, [el('h2', { textContent: 'Suppress an address' }), address, el('div', { className: 'actions' }, [add])]);
+  const form = !may('manage') ? null : el('form', { className: 'card create' }, [el('h2', { textContent: 'Suppress an address' }), address, el('div', { className: 'actions' }, [add])]);
   form?.addEventListener(
     'submit',
     busy(add, async () => {
@@ -240,12 +240,12 @@ export async function viewSuppressions(view: HTMLElement, filter: { address: str
           td(when(s.createdAt), 'when'),
           td(s.messageId ?? '', 'mono'),
           el('td', null, [
-            scopedButton('review', 'Remove', 'small danger remove', async (b) => {
+            writeButton('Remove', 'small danger remove', async (b) => {
               if (!armed(b, 'Click again to remove')) return;
               await api('DELETE', `/suppressions/${enc(s.address)}`);
               notify(`${s.address} may be sent to again.`);
               await route(true);
-            }, `Lift the suppression of ${s.address}`),
+            }, `Lift the suppression of ${s.address}`, 'review'),
           ]),
         ]),
       ),

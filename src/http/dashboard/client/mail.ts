@@ -4,7 +4,7 @@
 // conversation marks it read (for a write key). Routes: #mail, #mail/<inbox id, all or
 // archive>, #mail/<…>/<thread id>.
 import { openComposer, showCompose } from './compose.ts';
-import { $, ApiError, api, badge, busy, el, enc, failed, notify, put, shortWhen, size, state, table, td, TONE, when, writeButton, type Child } from './core.ts';
+import { $, ApiError, api, badge, busy, el, enc, failed, may, notify, put, shortWhen, size, state, table, td, TONE, when, writeButton, type Child } from './core.ts';
 import { reasonList, screeningBadge } from './guard.ts';
 import { refreshList } from './live.ts';
 import { route } from './shell.ts';
@@ -86,7 +86,7 @@ function labelChips(labels: string[], remove?: (label: string) => Promise<void>)
     { className: 'labels' },
     shown.map((l) => {
       const chip = el('span', { className: 'label-chip' }, [l]);
-      if (remove && !state.readOnly) {
+      if (remove && may('send')) {
         const b = el('button', { type: 'button', className: 'link remove-label', textContent: '\u00d7', title: `Remove label ${l}`, attrs: { 'aria-label': `Remove label ${l}` } });
         b.addEventListener('click', busy(b, () => remove(l)));
         chip.append(b);
@@ -294,7 +294,7 @@ export async function openThread(threadId: string): Promise<void> {
     labelSlot,
   );
   // Opening marks it read (below): the cards show the messages as they will be.
-  const marking = t.unreadCount > 0 && !state.readOnly;
+  const marking = t.unreadCount > 0 && may('send');
   for (const m of t.messages) {
     if (marking) m.unread = false;
     pane.append(messageCard(m));
@@ -458,7 +458,7 @@ export function messageCard(m: Message): HTMLElement {
       writeButton('Forward', 'small quiet forward', () => openComposer(composer, 'forward', m)),
       writeButton(m.unread ? 'Mark read' : 'Mark unread', 'small quiet mark', (b) => toggleUnread(m, b), 'Mark read or unread (u)'),
       writeButton('Label message', 'small quiet label-message', () => labelForm(labelSlot, (l) => relabel(messagePath, { addLabels: [l] }, `Labelled the message ${l}.`)), 'Add a label to this message'),
-      writeButton('Delete', 'small danger delete', (b) => deleteMessage(m, card, b), 'Delete this message (#, twice)'),
+      writeButton('Delete', 'small danger delete', (b) => deleteMessage(m, card, b), 'Delete this message (#, twice)', 'manage'),
     ]),
     labelSlot,
     composer,

@@ -38,7 +38,8 @@ async function signIn(key: string): Promise<boolean> {
     const keys = await api<Page<ApiKey>>('GET', '/account/api-keys');
     const mine = (keys.data || []).find((k) => key.startsWith(k.keyPrefix));
     state.readOnly = !!mine?.readOnly;
-    state.scopes = mine?.scopes ?? [];
+    // A key not in the list it may read (none should be): every action offered, the server decides.
+    state.scopes = mine?.scopes ?? ['read', 'send', 'manage', 'review'];
     $('who').textContent = mine ? `key ${mine.name || mine.keyPrefix}${mine.readOnly ? ' (read-only)' : ''}` : '';
   } catch (err) {
     if (err instanceof ApiError && err.status === 401) {
