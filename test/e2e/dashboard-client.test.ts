@@ -1130,6 +1130,13 @@ describe('dashboard as a mail client, in headless Chromium', { skip }, () => {
     const held = await t.api('POST', `/inboxes/${watched.id}/messages`, { to: ['gail@example.com'], subject: 'Live approval', bodyText: 'Held on its way out.' });
     assert.equal(held.body.status, 'held');
     await page.getByRole('article').filter({ hasText: 'Live approval' }).getByRole('button', { name: 'Approve' }).waitFor();
+    // The navigation counts what waits, as the API does; acting on one counts again.
+    const waiting = async (direction: string) => String((await t.api('GET', `/messages?status=held&direction=${direction}&limit=1`)).body.total);
+    const badges = async () => [await page.textContent('#held-count'), await page.textContent('#approvals-count')];
+    await until('the counts on the navigation', async () => (JSON.stringify(await badges()) === JSON.stringify([await waiting('inbound'), await waiting('outbound')]) ? true : undefined));
+    const before = Number(await page.textContent('#approvals-count'));
+    await page.getByRole('article').filter({ hasText: 'Live approval' }).getByRole('button', { name: 'Approve' }).click();
+    await until('one fewer to approve', async () => ((await page.textContent('#approvals-count')) === (before > 1 ? String(before - 1) : '') ? true : undefined));
     await finish(tab);
   });
 

@@ -4,7 +4,7 @@
 // Approve and Cancel), the suppression list and the audit log; and the screening verdict as a
 // badge wherever a message shows. Routes: #held, #approvals, #suppressions, #audit. Message
 // content is a stranger's: text goes in with textContent, HTML only into the sandboxed frame.
-import { api, ApiError, armed, badge, busy, el, enc, field, may, notify, put, state, table, td, when, writeButton } from './core.ts';
+import { api, ApiError, armed, badge, busy, el, enc, failed, field, may, notify, put, state, table, td, when, writeButton } from './core.ts';
 import { attachmentList, htmlFrame, inboxLabel, inboxOf, loadInboxes } from './mail.ts';
 import { route } from './shell.ts';
 import type { AuditEntry, Message, Page, Suppression } from './types.ts';
@@ -66,8 +66,25 @@ export function highlighted(text: string, reasons: Reason[]): HTMLPreElement {
   return pre;
 }
 
+/** How many wait in Held and in Approvals, on the navigation (a key with review only: it alone reads held mail). */
+export async function countWaiting(): Promise<void> {
+  if (!may('review')) return;
+  const [inbound, outbound] = await Promise.all(['inbound', 'outbound'].map((d) => api<Page<Message>>('GET', `/messages?status=held&direction=${d}&limit=1`).then((p) => p.total)));
+  showWaiting('held-count', inbound);
+  showWaiting('approvals-count', outbound);
+}
+function showWaiting(id: string, n: number): void {
+  const badge = document.getElementById(id);
+  if (badge) {
+    badge.textContent = n ? String(n) : '';
+    badge.title = `${n} waiting for a person`;
+  }
+}
+
 /** The text of a view of held messages: its title, what it is, and what it says when empty or refused. */
 interface HeldList {
+  /** The navigation's count of them. */
+  countId: string;
   title: string;
   about: string;
   direction: 'inbound' | 'outbound';
@@ -85,7 +102,9 @@ async function heldView(view: HTMLElement, v: HeldList): Promise<void> {
   view.append(el('h1', { textContent: v.title }), el('p', { className: 'muted', textContent: v.about }));
   let list: Message[];
   try {
-    list = (await api<Page<Message>>('GET', `/messages?status=held&direction=${v.direction}&limit=100`)).data;
+    const page = await api<Page<Message>>('GET', `/messages?status=held&direction=${v.direction}&limit=100`);
+    list = page.data;
+    showWaiting(v.countId, page.total);
   } catch (err) {
     if (!(err instanceof ApiError) || err.code !== 'INSUFFICIENT_SCOPE') throw err;
     view.append(el('p', { className: 'empty', textContent: v.refused }));
@@ -100,6 +119,7 @@ async function heldView(view: HTMLElement, v: HeldList): Promise<void> {
 
 export const viewHeld = (view: HTMLElement) =>
   heldView(view, {
+    countId: 'held-count',
     title: 'Held',
     about: 'Mail that screening held in inboxes set to hold: no agent has seen it. Release hands it to the agent as if it had just arrived; Delete removes it.',
     direction: 'inbound',
@@ -110,6 +130,7 @@ export const viewHeld = (view: HTMLElement) =>
 
 /** What is left of a card once acted on: a line saying so, with a link to the conversation when it goes on. */
 function acted(card: HTMLElement, said: string, open?: Message): void {
+  countWaiting().catch(failed);
   card.replaceWith(el('p', { className: 'muted gone' }, [said, open ? ' ' : '', open ? el('a', { href: `#mail/${enc(open.inboxId)}/${enc(open.threadId)}`, textContent: 'Open the conversation' }) : '']));
 }
 
@@ -161,6 +182,7 @@ function meta(pairs: Array<[string, string]>): HTMLElement {
 
 export const viewApprovals = (view: HTMLElement) =>
   heldView(view, {
+    countId: 'approvals-count',
     title: 'Approvals',
     about: 'Sends the outbound policy held for a person. Each shows all that would go out: every recipient, both parts, the attachments. Approve sends it as shown; Cancel drops it.',
     direction: 'outbound',

@@ -6,6 +6,7 @@
 // open Held or Approvals view.
 import { api, enc, failed, STORE, state } from './core.ts';
 import { loadList, loadUnread, messageCard, openThread, renderMailboxes } from './mail.ts';
+import { countWaiting } from './guard.ts';
 import { route, signOut } from './shell.ts';
 import type { Message } from './types.ts';
 
@@ -142,6 +143,7 @@ export function refreshList(): Promise<void> {
 async function onMessageEvent(type: string, m: Message): Promise<void> {
   // A new hold shows in the open Held (inbound) or Approvals (outbound) view; not while a
   // button there waits for its second click (the view drawn again would forget it).
+  if (type === 'message.held') await countWaiting();
   const guard = document.querySelector<HTMLElement>('#view.view-held, #view.view-approvals');
   if (type === 'message.held' && guard && guard.classList.contains('view-held') === (m.direction === 'inbound') && !guard.querySelector('[data-armed]')) {
     await route(true);

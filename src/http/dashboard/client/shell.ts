@@ -4,7 +4,7 @@ import { viewDomains, viewInboxes, viewKeys, viewWebhooks } from './admin.ts';
 import { replyToOpen, showCompose } from './compose.ts';
 import { $, ApiError, api, clearNotice, el, failed, notice, STORE, state } from './core.ts';
 import { viewDrafts } from './drafts.ts';
-import { viewApprovals, viewAudit, viewHeld, viewSuppressions } from './guard.ts';
+import { countWaiting, viewApprovals, viewAudit, viewHeld, viewSuppressions } from './guard.ts';
 import { live, startLive, stopLive } from './live.ts';
 import { lastMessageButton, openThread, viewMail } from './mail.ts';
 import type { ApiKey, Page } from './types.ts';
@@ -16,7 +16,7 @@ function showSignin(message?: string): void {
   $('signin').hidden = false;
   $('view').replaceChildren();
   for (const id of [...SIGNED_IN, 'help']) $(id).hidden = true;
-  $('who').textContent = '';
+  for (const id of ['who', 'held-count', 'approvals-count']) $(id).textContent = '';
   const e = $('signin-error');
   e.textContent = message ?? '';
   e.hidden = !message;
@@ -51,6 +51,7 @@ async function signIn(key: string): Promise<boolean> {
   $('signin').hidden = true;
   for (const id of SIGNED_IN) $(id).hidden = false;
   if (!live.abort) void startLive();
+  countWaiting().catch(failed);
   return true;
 }
 
