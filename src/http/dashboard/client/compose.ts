@@ -3,7 +3,7 @@
 // uploaded attachments; a new message or a reply can be kept as a draft instead (POST
 // /inboxes/{id}/drafts). Recipients, subject and threading of a reply come from the server,
 // as for any API client.
-import { $, addresses, api, attachmentPicker, busy, el, enc, field, notify, state, uploadsDone, writeButton, type Picker } from './core.ts';
+import { $, addresses, api, attachmentPicker, busy, el, enc, field, may, notify, state, uploadsDone, writeButton, type Picker } from './core.ts';
 import { inboxLabel, inboxOf, lastMessageButton, openThread } from './mail.ts';
 import type { Message } from './types.ts';
 
@@ -108,8 +108,8 @@ export function showCompose(): void {
     location.hash = '#mail/all/new';
     return;
   }
-  if (state.readOnly) {
-    notify('This key is read-only: it cannot send.', true);
+  if (!may('send')) {
+    notify('This key has no send scope: it cannot send.', true);
     return;
   }
   if (!state.inboxes.length) {

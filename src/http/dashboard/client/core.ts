@@ -11,6 +11,8 @@ export const state = {
   inboxes: [] as Inbox[],
   unread: {} as Record<string, number>,
   readOnly: false,
+  /** The signed-in key's scopes (read, send, manage, review): a view offers only what the key may do. */
+  scopes: [] as string[],
   webhooks: [] as Webhook[],
   query: '',
   thread: null as Thread | null,
@@ -72,8 +74,8 @@ export function size(bytes: number): string {
 
 export const TONE: Record<string, string> = {
   active: 'ok', verified: 'ok', success: 'ok', sent: 'ok', delivered: 'ok', received: 'ok', pass: 'ok',
-  pending: 'warn', pending_dkim: 'warn', queued: 'warn', sending: 'warn', scheduled: 'warn', neutral: 'warn', softfail: 'warn', temperror: 'warn',
-  failed: 'bad', bounced: 'bad', complained: 'bad', suspended: 'bad', inactive: 'bad', fail: 'bad', permerror: 'bad', canceled: 'bad',
+  held: 'warn', pending: 'warn', pending_dkim: 'warn', queued: 'warn', sending: 'warn', scheduled: 'warn', neutral: 'warn', softfail: 'warn', temperror: 'warn',
+  failed: 'bad', bounced: 'bad', complained: 'bad', suspended: 'bad', inactive: 'bad', fail: 'bad', permerror: 'bad', canceled: 'bad', suppressed: 'bad',
 };
 export function badge(text: string, tone?: string, title?: string): HTMLSpanElement {
   return el('span', { className: `badge ${tone === undefined ? (TONE[text] ?? '') : tone}`, textContent: text, title: title ?? '' });
@@ -156,12 +158,27 @@ export function busy(button: HTMLButtonElement, fn: () => unknown): (ev?: Event)
   };
 }
 
-/** A write action, or nothing for a read-only key (the server would answer 403 FORBIDDEN). */
-export function writeButton(text: string, className: string, onclick: (b: HTMLButtonElement) => unknown, title?: string): HTMLButtonElement | null {
-  if (state.readOnly) return null;
+/** Whether the signed-in key has `scope` (src/http/routes.ts ROUTE_SCOPES says which route needs which). */
+export const may = (scope: string): boolean => !state.readOnly && state.scopes.includes(scope);
+
+/**
+ * A write action, or nothing for a key without the scope it needs (the server would answer 403
+ * INSUFFICIENT_SCOPE): `send` for sending and marking mail, `manage` for deleting it and for
+ * the account's settings, `review` for releasing what was held.
+ */
+export function writeButton(text: string, className: string, onclick: (b: HTMLButtonElement) => unknown, title?: string, scope = 'send'): HTMLButtonElement | null {
+  if (!may(scope)) return null;
   const b = el('button', { type: 'button', className, textContent: text, title: title ?? '' });
   b.addEventListener('click', busy(b, () => onclick(b)));
   return b;
+}
+
+/** A button that acts on its second click (the first asks): deleting, canceling. */
+export function armed(b: HTMLButtonElement, again: string): boolean {
+  if (b.dataset.armed) return true;
+  b.dataset.armed = '1';
+  b.textContent = again;
+  return false;
 }
 
 export function table(headers: string[], rows: HTMLTableRowElement[], empty: string): HTMLElement {

@@ -2,10 +2,12 @@
 // cannot send the Authorization header and the API takes the key nowhere else (a key in a URL
 // would end up in logs), so the stream is read with fetch and parsed here. A dropped stream is
 // opened again with Last-Event-ID, so no event in between is missed. New mail refreshes the
-// open list and the unread counts; a status change redraws the message.
+// open list and the unread counts; a status change redraws the message; a new hold shows in the
+// open Held or Approvals view.
 import { api, enc, failed, STORE, state } from './core.ts';
 import { loadList, loadUnread, messageCard, openThread, renderMailboxes } from './mail.ts';
-import { signOut } from './shell.ts';
+import { countWaiting } from './guard.ts';
+import { route, signOut } from './shell.ts';
 import type { Message } from './types.ts';
 
 const LIVE_RETRY_MS = 1000;
@@ -139,6 +141,14 @@ export function refreshList(): Promise<void> {
 
 /** Brings the mail view up to date with one message's event, leaving what the user types alone. */
 async function onMessageEvent(type: string, m: Message): Promise<void> {
+  // A new hold shows in the open Held (inbound) or Approvals (outbound) view; not while a
+  // button there waits for its second click (the view drawn again would forget it).
+  if (type === 'message.held') await countWaiting();
+  const guard = document.querySelector<HTMLElement>('#view.view-held, #view.view-approvals');
+  if (type === 'message.held' && guard && guard.classList.contains('view-held') === (m.direction === 'inbound') && !guard.querySelector('[data-armed]')) {
+    await route(true);
+    return;
+  }
   if (!document.getElementById('threads-body')) return;
   if (type === 'message.received' && (state.mailbox === 'all' || state.mailbox === m.inboxId)) await refreshList();
   else if (type === 'message.received') {

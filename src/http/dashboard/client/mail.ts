@@ -4,7 +4,8 @@
 // conversation marks it read (for a write key). Routes: #mail, #mail/<inbox id, all or
 // archive>, #mail/<…>/<thread id>.
 import { openComposer, showCompose } from './compose.ts';
-import { $, ApiError, api, badge, busy, el, enc, failed, notify, put, shortWhen, size, state, table, td, TONE, when, writeButton, type Child } from './core.ts';
+import { $, ApiError, api, badge, busy, el, enc, failed, may, notify, put, shortWhen, size, state, table, td, TONE, when, writeButton, type Child } from './core.ts';
+import { reasonList, screeningBadge } from './guard.ts';
 import { refreshList } from './live.ts';
 import { route } from './shell.ts';
 import type { Attachment, Inbox, Message, Page, Thread } from './types.ts';
@@ -85,7 +86,7 @@ function labelChips(labels: string[], remove?: (label: string) => Promise<void>)
     { className: 'labels' },
     shown.map((l) => {
       const chip = el('span', { className: 'label-chip' }, [l]);
-      if (remove && !state.readOnly) {
+      if (remove && may('send')) {
         const b = el('button', { type: 'button', className: 'link remove-label', textContent: '\u00d7', title: `Remove label ${l}`, attrs: { 'aria-label': `Remove label ${l}` } });
         b.addEventListener('click', busy(b, () => remove(l)));
         chip.append(b);
@@ -249,6 +250,7 @@ export async function loadList(root: ParentNode = document): Promise<void> {
           el('div', { className: 'line' }, [
             el('span', { className: 'subject', textContent: t.subject || '(no subject)' }),
             labelChips(t.labels),
+            m ? screeningBadge(m, false) : null,
             t.messageCount > 1 ? el('span', { className: 'count', textContent: String(t.messageCount) }) : null,
           ]),
           el('div', { className: 'snippet', textContent: where + (m ? (m.bodyText || '').replace(/\s+/g, ' ').slice(0, 140) : '') }),
@@ -292,7 +294,7 @@ export async function openThread(threadId: string): Promise<void> {
     labelSlot,
   );
   // Opening marks it read (below): the cards show the messages as they will be.
-  const marking = t.unreadCount > 0 && !state.readOnly;
+  const marking = t.unreadCount > 0 && may('send');
   for (const m of t.messages) {
     if (marking) m.unread = false;
     pane.append(messageCard(m));
@@ -419,7 +421,7 @@ export function messageCard(m: Message): HTMLElement {
     `To: ${(m.toAddresses || []).join(', ')}` +
     ((m.ccAddresses || []).length ? ` \u00b7 Cc: ${m.ccAddresses.join(', ')}` : '') +
     ((m.bccAddresses || []).length ? ` \u00b7 Bcc: ${m.bccAddresses!.join(', ')}` : '');
-  const badges = inbound ? authBadges(m.authentication as Record<string, string> | null) : [badge(m.status), m.delivery === 'dry-run' ? badge('dry-run', 'warn', 'outbound.mode = "dry-run": nothing left the machine') : null];
+  const badges = inbound ? [screeningBadge(m), ...authBadges(m.authentication as Record<string, string> | null)] : [badge(m.status), m.delivery === 'dry-run' ? badge('dry-run', 'warn', 'outbound.mode = "dry-run": nothing left the machine') : null];
   const recipients =
     !inbound && (m.recipients || []).length
       ? table(['Recipient', 'Status', 'Last answer'], m.recipients!.map((r) => el('tr', null, [td(r.address, 'mono addr'), el('td', null, [badge(r.status)]), td(r.response || '', 'mono')])), '')
@@ -444,6 +446,7 @@ export function messageCard(m: Message): HTMLElement {
     el('header', null, [el('div', { className: 'sender' }, sender), el('span', { className: 'when muted', textContent: when(m.createdAt) })]),
     el('div', { className: 'to', textContent: to }),
     el('div', { className: 'badges' }, badges),
+    m.screening?.verdict === 'review' ? reasonList(m.screening.reasons, 'reasons screening') : null,
     labelChips(m.labels, (l) => relabel(messagePath, { removeLabels: [l] }, `Removed the label ${l} from the message.`)),
     body,
     whole,
@@ -455,7 +458,7 @@ export function messageCard(m: Message): HTMLElement {
       writeButton('Forward', 'small quiet forward', () => openComposer(composer, 'forward', m)),
       writeButton(m.unread ? 'Mark read' : 'Mark unread', 'small quiet mark', (b) => toggleUnread(m, b), 'Mark read or unread (u)'),
       writeButton('Label message', 'small quiet label-message', () => labelForm(labelSlot, (l) => relabel(messagePath, { addLabels: [l] }, `Labelled the message ${l}.`)), 'Add a label to this message'),
-      writeButton('Delete', 'small danger delete', (b) => deleteMessage(m, card, b), 'Delete this message (#, twice)'),
+      writeButton('Delete', 'small danger delete', (b) => deleteMessage(m, card, b), 'Delete this message (#, twice)', 'manage'),
     ]),
     labelSlot,
     composer,

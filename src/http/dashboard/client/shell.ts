@@ -4,6 +4,7 @@ import { viewDomains, viewInboxes, viewKeys, viewWebhooks } from './admin.ts';
 import { replyToOpen, showCompose } from './compose.ts';
 import { $, ApiError, api, clearNotice, el, failed, notice, STORE, state } from './core.ts';
 import { viewDrafts } from './drafts.ts';
+import { countWaiting, viewApprovals, viewAudit, viewHeld, viewSuppressions } from './guard.ts';
 import { live, startLive, stopLive } from './live.ts';
 import { lastMessageButton, openThread, viewMail } from './mail.ts';
 import type { ApiKey, Page } from './types.ts';
@@ -15,7 +16,7 @@ function showSignin(message?: string): void {
   $('signin').hidden = false;
   $('view').replaceChildren();
   for (const id of [...SIGNED_IN, 'help']) $(id).hidden = true;
-  $('who').textContent = '';
+  for (const id of ['who', 'held-count', 'approvals-count']) $(id).textContent = '';
   const e = $('signin-error');
   e.textContent = message ?? '';
   e.hidden = !message;
@@ -37,6 +38,8 @@ async function signIn(key: string): Promise<boolean> {
     const keys = await api<Page<ApiKey>>('GET', '/account/api-keys');
     const mine = (keys.data || []).find((k) => key.startsWith(k.keyPrefix));
     state.readOnly = !!mine?.readOnly;
+    // A key not in the list it may read (none should be): every action offered, the server decides.
+    state.scopes = mine?.scopes ?? ['read', 'send', 'manage', 'review'];
     $('who').textContent = mine ? `key ${mine.name || mine.keyPrefix}${mine.readOnly ? ' (read-only)' : ''}` : '';
   } catch (err) {
     if (err instanceof ApiError && err.status === 401) {
@@ -48,12 +51,15 @@ async function signIn(key: string): Promise<boolean> {
   $('signin').hidden = true;
   for (const id of SIGNED_IN) $(id).hidden = false;
   if (!live.abort) void startLive();
+  countWaiting().catch(failed);
   return true;
 }
 
 // ---- routing ---------------------------------------------------------------------------
 
 const webhookFilter = { status: '' };
+const suppressionFilter = { address: '' };
+const auditFilter = { action: '' };
 let shown = { name: '', mailbox: '', query: '' };
 
 function parseHash(): { name: string; mailbox: string; thread: string } {
@@ -102,6 +108,10 @@ export async function route(force?: boolean): Promise<void> {
     else if (at.name === 'webhooks') await viewWebhooks(view, webhookFilter);
     else if (at.name === 'domains') await viewDomains(view);
     else if (at.name === 'keys') await viewKeys(view);
+    else if (at.name === 'held') await viewHeld(view);
+    else if (at.name === 'approvals') await viewApprovals(view);
+    else if (at.name === 'suppressions') await viewSuppressions(view, suppressionFilter);
+    else if (at.name === 'audit') await viewAudit(view, auditFilter);
     else await viewMail(view, at.mailbox, at.thread);
     view.dataset.loaded = 'true';
   } catch (err) {
