@@ -3,7 +3,7 @@
 // src/domain/domains/dmarc-reports.ts and tls-reports.ts. The rules stay there.
 import { and, asc, count, desc, eq, gte, inArray, lt, sql } from 'drizzle-orm';
 import { dmarcRecords, dmarcReports, messages, tlsReports } from '../../db/schema.ts';
-import { changes, type Db } from '../store.ts';
+import { changes, rawRun, type Db } from '../store.ts';
 
 export type DmarcReportRow = typeof dmarcReports.$inferSelect;
 export type DmarcRecordRow = typeof dmarcRecords.$inferSelect;
@@ -105,7 +105,7 @@ export async function countOutcomesSince(db: Db, since: string): Promise<{ sent:
 /** Deletes the reports (and their rows) received before `cutoff`; how many reports went. */
 export async function deleteReportsReceivedBefore(db: Db, cutoff: string): Promise<number> {
   // Rows first: they need not rely on the engine's cascade.
-  await db.delete(dmarcRecords).where(inArray(dmarcRecords.reportId, db.select({ id: dmarcReports.id }).from(dmarcReports).where(lt(dmarcReports.receivedAt, cutoff)))).run();
+  await rawRun(db, 'DELETE FROM dmarc_records WHERE report_id IN (SELECT id FROM dmarc_reports WHERE received_at < ?)', [cutoff]);
   const dmarc = changes(await db.delete(dmarcReports).where(lt(dmarcReports.receivedAt, cutoff)).run());
   return dmarc + changes(await db.delete(tlsReports).where(lt(tlsReports.receivedAt, cutoff)).run());
 }
