@@ -16,7 +16,7 @@ import { openStore } from '../../src/store/open.ts';
 import { changes, isUniqueViolation, type Store } from '../../src/store/store.ts';
 import { numberPlaceholders } from '../../src/store/placeholders.ts';
 import { pgCluster, postgresMissing } from '../support/postgres.ts';
-import { PgBlobs } from '../../src/store/pg-blobs.ts';
+import { PgBlobs } from '../../src/store/blobs/pg-blobs.ts';
 import { Readable } from 'node:stream';
 import { randomBytes } from 'node:crypto';
 import { buffer as collect } from 'node:stream/consumers';
