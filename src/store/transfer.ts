@@ -241,7 +241,7 @@ export async function importInstallation(opts: { store: Store; dataDir: string; 
   }
   const blobs = blobSide(store, dataDir);
   const tables = new Map(transferTables().map((t) => [getTableName(t), t]));
-  await store.transaction(async (tx) => {
+  await store.transaction(async (tx: Db) => {
     for (const [name, table] of tables) {
       const file = join(staging, 'tables', `${name}.jsonl`);
       if (!existsSync(file)) continue;
