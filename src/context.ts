@@ -4,10 +4,10 @@ import type { Config } from './config.ts';
 import type { Db } from './db/client.ts';
 import { exitOnFatal, type Logger } from './log.ts';
 import { createResolver, type Resolver } from './dns.ts';
-import { Blobs, type BlobStore } from './storage/blobs.ts';
-import { DbBlobs } from './store/pg-blobs.ts';
+import { Blobs, type BlobStore } from './store/blobs/blobs.ts';
+import { DbBlobs } from './store/blobs/pg-blobs.ts';
 import { openStore } from './store/open.ts';
-import { loadUrlSigningSecret } from './storage/signed-url.ts';
+import { loadUrlSigningSecret } from './store/signed-url.ts';
 import type { Store } from './store/store.ts';
 
 export interface Clock {

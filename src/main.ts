@@ -11,7 +11,7 @@ import { sweepEvents } from './domain/events/events.ts';
 import { sweepAudit } from './domain/audit/audit.ts';
 import { sweepReports } from './domain/domains/dmarc-reports.ts';
 import { closeEventWatchers } from './domain/events/event-feed.ts';
-import { sweepOrphanBlobs } from './storage/orphans.ts';
+import { sweepOrphanBlobs } from './store/blobs/orphans.ts';
 import { errorFields } from './log.ts';
 import { createJobRunner } from './jobs/runner.ts';
 import { JOB_HANDLERS } from './jobs/handlers/index.ts';

@@ -4,7 +4,7 @@ import type { Command } from 'commander';
 import { CliError, configOf, globals, print } from '../shared.ts';
 
 // Loaded when backup or restore runs, so that other commands (serve) do not evaluate it.
-const loadBackup = () => import('../../src/storage/backup.ts');
+const loadBackup = () => import('../../src/store/backup.ts');
 
 /** Backups are of the embedded engine: a PostgreSQL installation has its own tools, and export. */
 function embeddedOnly(cmd: Command): void {

@@ -6,10 +6,13 @@ import { drizzle, type BetterSQLite3Database } from 'drizzle-orm/better-sqlite3'
 import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 
-/** The storage port's handle (src/store/): every query on it is async, on either engine. */
-export type { Db } from '../store/store.ts';
+/**
+ * The storage port's handle (src/store/) as code outside src/store holds it: opaque, to hand to
+ * the repositories (src/store/repo/), with no query builder of its own (SQL only in src/store).
+ */
+export type Db = import('../store/store.ts').Tx;
 /** The handle a transaction callback receives; domain functions that need one take it first. */
-export type Tx = import('../store/store.ts').Db;
+export type Tx = import('../store/store.ts').Tx;
 
 /**
  * A synchronous drizzle handle on the SQLite file itself, for what reads or writes the file

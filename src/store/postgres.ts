@@ -10,7 +10,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { errorFields, type Logger } from '../log.ts';
 import { toPostgres } from './placeholders.ts';
-import { PLAN_EACH_TIME, handleFor, openFrame, withoutNul, runHooks, runWork, type Db, type TxFrame, type Method, type Store, StoreBase } from './store.ts';
+import { PLAN_EACH_TIME, handleFor, openFrame, withoutNul, runHooks, runWork, type Db, type Tx, type TxFrame, type Method, type Store, StoreBase } from './store.ts';
 
 const asNumber = (text: string) => Number(text);
 const TYPES = {
@@ -78,28 +78,28 @@ async function execOn(on: pg.Pool | pg.PoolClient, source: string, params: unkno
 
 export class PostgresStore extends StoreBase implements Store {
   readonly dialect = 'postgres' as const;
-  readonly db: Db;
+  readonly db: Tx;
   /**
    * One handle for every transaction: its statements run on the connection of the transaction
    * the call chain is in, so queries prepared once per handle (src/store/prepared.ts) serve all.
    */
-  private readonly txDb: Db;
+  private readonly txDb: Tx;
 
   constructor(readonly pool: pg.Pool) {
     super();
     // Inside a transaction's call chain the store's handle is the transaction's (Store.transaction);
     // work the transaction started and left running finds it closed, and uses the pool.
     const open = () => openFrame<pg.PoolClient>(this)?.client;
-    this.db = handleFor({ dialect: 'postgres', exec: (source, params, method) => execOn(open() ?? pool, source, params, method) });
+    this.db = handleFor({ dialect: 'postgres', exec: (source, params, method) => execOn(open() ?? pool, source, params, method) }) as Tx;
     const current = (): pg.PoolClient => {
       const client = open();
       if (!client) throw new Error('a transaction handle used outside its transaction');
       return client;
     };
-    this.txDb = handleFor({ dialect: 'postgres', exec: (source, params, method) => execOn(current(), source, params, method) });
+    this.txDb = handleFor({ dialect: 'postgres', exec: (source, params, method) => execOn(current(), source, params, method) }) as Tx;
   }
 
-  async transaction<T>(work: (tx: Db) => Promise<T>): Promise<T> {
+  async transaction<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
     if (openFrame(this)) return work(this.txDb);
     // PostgreSQL ends one of two transactions that wait on each other's row locks (a send
     // locking its inbox, then the account's usage row; an inbound message the other way round)
@@ -116,7 +116,7 @@ export class PostgresStore extends StoreBase implements Store {
     }
   }
 
-  private async transactionOnce<T>(work: (tx: Db) => Promise<T>): Promise<T> {
+  private async transactionOnce<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
     let broken: Error | undefined;
     const frame: TxFrame<pg.PoolClient> = { owner: this, db: this.txDb, client, hooks: [], open: true };
@@ -141,7 +141,7 @@ export class PostgresStore extends StoreBase implements Store {
     }
   }
 
-  grouped<T>(work: (tx: Db) => Promise<T>): Promise<T> {
+  grouped<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
     return this.transaction(work);
   }
 

@@ -16,7 +16,7 @@ import { Worker } from 'node:worker_threads';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { SqliteStore } from './sqlite.ts';
-import { handleFor, openFrame, rawRun, withoutNul, type Db, type Method, type Store } from './store.ts';
+import { handleFor, openFrame, rawRun, withoutNul, type Method, type Store, type Tx } from './store.ts';
 
 /** A search ran past its deadline (the domain answers 503 SEARCH_TIMEOUT). */
 export class SearchTimeoutError extends Error {
@@ -38,7 +38,7 @@ export interface SearchReader {
    * SearchTimeoutError. Calls `freed` once its slot is free again: when it settles, or, on
    * SQLite past the deadline, when the abandoned statement has ended.
    */
-  run<T>(deadline: number, work: (db: Db) => Promise<T>, freed: () => void): Promise<T>;
+  run<T>(deadline: number, work: (db: Tx) => Promise<T>, freed: () => void): Promise<T>;
 }
 
 /** A FIFO of callers waiting for one of `size` slots, each until its deadline. */
@@ -210,7 +210,7 @@ class SqliteReader implements SearchReader {
     this.slots = new Slots(size);
   }
 
-  async run<T>(deadline: number, work: (db: Db) => Promise<T>, freed: () => void): Promise<T> {
+  async run<T>(deadline: number, work: (db: Tx) => Promise<T>, freed: () => void): Promise<T> {
     await this.slots.take(deadline).catch((err: unknown) => {
       freed();
       throw err;
@@ -242,7 +242,7 @@ class SqliteReader implements SearchReader {
       },
     });
     try {
-      return await Promise.race([work(db), stopped]);
+      return await Promise.race([work(db as Tx), stopped]);
     } finally {
       clearTimeout(timer);
       if (expired) {

@@ -1,4 +1,4 @@
-// The queries backup and restore (src/storage/backup.ts) run on an embedded database's file
+// The queries backup and restore (src/store/backup.ts) run on an embedded database's file
 // itself, not through the store: a snapshot staged for a backup or unpacked for a restore is
 // opened read-only on its own, and whether a server holds the live file open is probed with a
 // connection of our own. SQLite only: backup and restore refuse a PostgreSQL database.

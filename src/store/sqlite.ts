@@ -5,7 +5,7 @@
 import type Database from 'better-sqlite3';
 import { promises as fs } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
-import { handleFor, openFrame, withoutNul, runHooks, runWork, type Db, type TxFrame, type Executor, type Method, type Store, StoreBase } from './store.ts';
+import { handleFor, openFrame, withoutNul, runHooks, runWork, type Tx, type TxFrame, type Executor, type Method, type Store, StoreBase } from './store.ts';
 
 /** Distinct SQL texts kept compiled; `IN (?, ?, …)` lists of varying length make new texts. */
 const STATEMENT_CACHE_SIZE = 500;
@@ -17,7 +17,7 @@ const SECURE_FTS = ['messages_fts', 'attachments_fts'];
 const MAX_BATCH = 256;
 
 interface Pending {
-  work: (tx: Db) => Promise<unknown>;
+  work: (tx: Tx) => Promise<unknown>;
   resolve: (value: unknown) => void;
   reject: (err: unknown) => void;
 }
@@ -43,12 +43,12 @@ class Gate {
 
 export class SqliteStore extends StoreBase implements Store {
   readonly dialect = 'sqlite' as const;
-  readonly db: Db;
+  readonly db: Tx;
   private readonly gate = new Gate();
   private readonly statements = new Map<string, Database.Statement>();
   /** The transaction holding the gate, if any. */
   private active: TxFrame | null = null;
-  private readonly txDb: Db;
+  private readonly txDb: Tx;
 
   /**
    * Set once the WAL could not be fsynced: every later write is refused with it. After a failed
@@ -88,8 +88,8 @@ export class SqliteStore extends StoreBase implements Store {
         }
       },
     };
-    this.db = handleFor(outside);
-    this.txDb = handleFor(inTransaction);
+    this.db = handleFor(outside) as Tx;
+    this.txDb = handleFor(inTransaction) as Tx;
     this.secureFullText();
   }
 
@@ -106,7 +106,7 @@ export class SqliteStore extends StoreBase implements Store {
     }
   }
 
-  async transaction<T>(work: (tx: Db) => Promise<T>): Promise<T> {
+  async transaction<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
     const joined = openFrame(this);
     if (joined && joined === this.active) return work(joined.db);
     if (this.broken) throw this.broken;
@@ -131,7 +131,7 @@ export class SqliteStore extends StoreBase implements Store {
     }
   }
 
-  grouped<T>(work: (tx: Db) => Promise<T>): Promise<T> {
+  grouped<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
     const joined = openFrame(this);
     if (joined && joined === this.active) return work(joined.db);
     if (this.broken) return Promise.reject(this.broken);

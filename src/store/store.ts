@@ -11,8 +11,18 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { drizzle, type SqliteRemoteDatabase } from 'drizzle-orm/sqlite-proxy';
 
-/** A database handle: the store's own, or the one a transaction callback receives. */
-export type Db = SqliteRemoteDatabase;
+/**
+ * A database handle as src/store sees it: drizzle's, by its public members (a class type with
+ * private ones could not be given a Tx below).
+ */
+export type Db = Pick<SqliteRemoteDatabase, keyof SqliteRemoteDatabase>;
+
+/**
+ * The same handle as everything outside src/store sees it (the domain holds transactions, not
+ * SQL): every drizzle member is `never`, so calling one is a compile error, while a Tx is still
+ * a Db to the repository function it is handed to. A type only: no wrapper at run time.
+ */
+export type Tx = { readonly [K in keyof Db]: never };
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -29,7 +39,7 @@ export interface Executor {
 export interface Store {
   readonly dialect: Dialect;
   /** The handle for work outside a transaction (each statement commits by itself). */
-  readonly db: Db;
+  readonly db: Tx;
   /**
    * Runs `work` in one transaction on one connection and commits when it resolves (rolls back
    * when it throws). Every statement made in the work's call chain runs in the transaction,
@@ -38,14 +48,14 @@ export interface Store {
    * transaction, it joins that one: a function that needs atomicity can ask for it without
    * knowing whether its caller already holds a transaction.
    */
-  transaction<T>(work: (tx: Db) => Promise<T>): Promise<T>;
+  transaction<T>(work: (tx: Tx) => Promise<T>): Promise<T>;
   /**
    * Like transaction(), for the writes of many concurrent callers (inbound mail on 50 SMTP
    * sessions): SQLite runs a moment's callers in one transaction, one savepoint each, and
    * fsyncs once; PostgreSQL runs each in its own transaction (the server groups the commits).
    * Resolves once the work is durable; a callback that throws rolls back only its own rows.
    */
-  grouped<T>(work: (tx: Db) => Promise<T>): Promise<T>;
+  grouped<T>(work: (tx: Tx) => Promise<T>): Promise<T>;
   /** Raw SQL for what the query builder cannot say; `?` placeholders; rows as arrays. */
   rows<R extends unknown[]>(db: Db, source: string, params?: unknown[]): Promise<R[]>;
   /** Raw SQL without rows; answers the number of rows changed. */
@@ -132,7 +142,7 @@ export function changes(result: unknown): number {
 export interface TxFrame<C = unknown> {
   /** The store whose transaction it is. */
   readonly owner: object;
-  readonly db: Db;
+  readonly db: Tx;
   /** The PostgreSQL connection it holds. */
   readonly client?: C;
   /** Run after the commit (afterCommit). */
@@ -161,7 +171,7 @@ export function afterCommit(fn: () => void): void {
 }
 
 /** For the adapters: runs one transaction's `work` in `frame`; the frame closes when it ends. */
-export async function runWork<T>(frame: TxFrame, work: (tx: Db) => Promise<T>): Promise<T> {
+export async function runWork<T>(frame: TxFrame, work: (tx: Tx) => Promise<T>): Promise<T> {
   try {
     return await currentTransaction.run(frame, () => work(frame.db));
   } finally {

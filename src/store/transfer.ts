@@ -19,8 +19,8 @@ import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { getTableConfig, type SQLiteColumn, type SQLiteTable } from 'drizzle-orm/sqlite-core';
 import * as schema from '../db/schema.ts';
-import { Blobs } from '../storage/blobs.ts';
-import { PgBlobs } from './pg-blobs.ts';
+import { Blobs } from './blobs/blobs.ts';
+import { PgBlobs } from './blobs/pg-blobs.ts';
 import { listSecrets, SECRET_PATH, writeSecret } from './secrets.ts';
 import type { Db, Store } from './store.ts';
 
@@ -241,7 +241,7 @@ export async function importInstallation(opts: { store: Store; dataDir: string; 
   }
   const blobs = blobSide(store, dataDir);
   const tables = new Map(transferTables().map((t) => [getTableName(t), t]));
-  await store.transaction(async (tx) => {
+  await store.transaction(async (tx: Db) => {
     for (const [name, table] of tables) {
       const file = join(staging, 'tables', `${name}.jsonl`);
       if (!existsSync(file)) continue;

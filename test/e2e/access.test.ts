@@ -18,6 +18,7 @@ import { startTestDns, type TestDns } from '../support/dns.ts';
 import { expectError, startTestServer, type ApiResponse, type TestServer } from '../support/server.ts';
 import { until } from '../support/wait.ts';
 import { deliverMail } from '../support/mail.ts';
+import { sqlDb } from '../support/db.ts';
 
 let t: TestServer;
 let receiver: Receiver;
@@ -300,7 +301,7 @@ describe('keys', () => {
     const again = await t.api('POST', '/webhooks', { url: `${receiver.url}/idempotent` }, { headers: hookHeaders });
     assert.match(hook.body.secret, /^whsec_/);
     assert.deepEqual(again.body, { ...hook.body, secret: null });
-    const kept = await t.server.ctx.db.select().from(idempotencyKeys).all();
+    const kept = await sqlDb(t.server.ctx).select().from(idempotencyKeys).all();
     assert.ok(kept.length >= 2);
     for (const row of kept) assert.ok(!row.responseBody?.includes(hook.body.secret) && !row.responseBody?.includes(created.body.key));
   });

@@ -17,6 +17,7 @@ import { AppError } from '../../src/domain/errors.ts';
 import { until } from '../support/wait.ts';
 import { storedBlobs } from '../support/blobs.ts';
 import { expectError, readResponse, startTestServer, type ApiResponse, type TestServer } from '../support/server.ts';
+import { sqlDb } from '../support/db.ts';
 
 const MAX = 100_000;
 let t: TestServer;
@@ -47,7 +48,7 @@ async function storedFiles(): Promise<string[]> {
   return [...(await storedBlobs(t.server.ctx, 'attachments')).map((b) => b.key), ...walk(join(t.dataDir, 'attachments')).filter((f) => f.endsWith('.tmp'))];
 }
 
-const rowCount = async (): Promise<number> => (await t.server.ctx.db.select({ n: count() }).from(attachments).where(eq(attachments.accountId, t.accountId)).get())!.n;
+const rowCount = async (): Promise<number> => (await sqlDb(t.server.ctx).select({ n: count() }).from(attachments).where(eq(attachments.accountId, t.accountId)).get())!.n;
 
 describe('upload', () => {
   test('201 with the Attachment; downloads byte-identical with safe headers', async () => {
@@ -339,7 +340,7 @@ describe('attachments on a message', () => {
       assert.equal(dl.status, 200);
       assert.deepEqual(Buffer.from(await dl.arrayBuffer()), bytes);
     }
-    const event = (await t.server.ctx.db.select().from(events).where(eq(events.messageId, id)).get())!;
+    const event = (await sqlDb(t.server.ctx).select().from(events).where(eq(events.messageId, id)).get())!;
     assert.equal(JSON.parse(event.data).attachments[0].url, undefined);
   });
 });

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { BackupError, restoreBackup } from '../../src/storage/backup.ts';
+import { BackupError, restoreBackup } from '../../src/store/backup.ts';
 import { runCli } from '../support/cli.ts';
 import { until } from '../support/wait.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';

@@ -6,6 +6,7 @@ import { eq } from 'drizzle-orm';
 import { startTestServer, expectError, type TestServer } from '../support/server.ts';
 import { createApiKey } from '../../src/domain/accounts/apikeys.ts';
 import { apiKeys, inboxes } from '../../src/db/schema.ts';
+import { sqlDb } from '../support/db.ts';
 
 let s: TestServer;
 before(async () => {
@@ -13,7 +14,7 @@ before(async () => {
 });
 after(() => s.close());
 
-const inboxCount = async (): Promise<number> => (await s.server.ctx.db.select().from(inboxes).all()).length;
+const inboxCount = async (): Promise<number> => (await sqlDb(s.server.ctx).select().from(inboxes).all()).length;
 
 describe('health and routing', () => {
   test('GET /health needs no key and answers ok', async () => {
@@ -52,7 +53,7 @@ describe('authentication', () => {
     assert.equal(res.status, 200);
     res = await s.api('GET', '/inboxes', undefined, { key: k.key });
     assert.equal(res.status, 200);
-    const row = (await s.server.ctx.db.select().from(apiKeys).where(eq(apiKeys.id, k.id)).get())!;
+    const row = (await sqlDb(s.server.ctx).select().from(apiKeys).where(eq(apiKeys.id, k.id)).get())!;
     assert.ok(row.lastUsedAt && Date.now() - Date.parse(row.lastUsedAt) < 60_000);
     assert.notEqual(row.keyHash, k.key, 'keys are stored hashed');
     assert.equal(row.keyHash.length, 64);

@@ -18,6 +18,7 @@ import { deliverMail } from '../support/mail.ts';
 import { connectPostgres } from '../../src/store/postgres.ts';
 import { expectError, knownDatabaseUrl, startTestServer } from '../support/server.ts';
 import { until } from '../support/wait.ts';
+import { sqlDb } from '../support/db.ts';
 
 const OPTIONS = { outbound: { mode: 'dry-run' } };
 
@@ -100,7 +101,7 @@ test('DELETE /messages/{id} removes the events that copied it; repeating its sen
     const headers = { 'Idempotency-Key': 'send-once' };
     const sent = await t.api('POST', `/inboxes/${inbox.id}/messages`, request, { headers });
     assert.equal(sent.status, 202, sent.text);
-    const eventsOf = async (): Promise<number> => (await t.server.ctx.db.select({ n: count() }).from(events).where(eq(events.messageId, sent.body.id)).get())!.n;
+    const eventsOf = async (): Promise<number> => (await sqlDb(t.server.ctx).select({ n: count() }).from(events).where(eq(events.messageId, sent.body.id)).get())!.n;
     // dry-run: message.sent is recorded when the job runs.
     await until('the send recorded an event about the message', async () => ((await eventsOf()) > 0 ? true : undefined));
 
@@ -122,7 +123,7 @@ test('events and webhook delivery logs older than their retention are swept; new
   try {
     const inbox = (await t.api('POST', '/inboxes', { address: 'old' })).body;
     await deliverMail(t.server.smtpPort, { from: 'a@example.org', to: inbox.address, subject: 'old', text: 'old' });
-    const db = t.server.ctx.db;
+    const db = sqlDb(t.server.ctx);
     await db.insert(webhookAttempts).values({ id: 'dlv_old', accountId: t.accountId, webhookId: 'whk_x', eventId: 'evt_x', eventType: 'message.received', status: 'success', attempt: 1, createdAt: new Date().toISOString() }).run();
     offset = 3 * 86_400_000;
     await deliverMail(t.server.smtpPort, { from: 'a@example.org', to: inbox.address, subject: 'new', text: 'new' });

@@ -15,6 +15,7 @@ import { startTestDns, type TestDns, type TestRecord } from '../support/dns.ts';
 import { rawRows } from '../../src/store/store.ts';
 import { expectError, startTestServer, type TestServer } from '../support/server.ts';
 import { SmtpClient } from '../support/smtp-client.ts';
+import { sqlDb } from '../support/db.ts';
 
 const HOST = 'mx.test.localhost';
 /** The policy host is a CNAME to HOST, which has no address in the test zone: nothing to compare. */
@@ -70,7 +71,7 @@ async function verify(id: string, t: TestServer = s) {
 }
 
 const verifiedEvents = async (t: TestServer, domainId: string) =>
-  (await t.server.ctx.db
+  (await sqlDb(t.server.ctx)
     .select()
     .from(events)
     .where(eq(events.type, 'domain.verified'))
@@ -145,7 +146,7 @@ describe('adding a domain', () => {
     for (const r of d.sendingDnsRecords) assert.equal('priority' in r, false);
 
     // The private key is stored (PEM), matches the published key, and is in no response.
-    const row = (await s.server.ctx.db.select().from(domains).where(eq(domains.id, d.id)).get())!;
+    const row = (await sqlDb(s.server.ctx).select().from(domains).where(eq(domains.id, d.id)).get())!;
     assert.match(row.dkimPrivateKey, /^-----BEGIN PRIVATE KEY-----/);
     const derived = createPublicKey(createPrivateKey(row.dkimPrivateKey)).export({ type: 'spki', format: 'der' }).toString('base64');
     assert.equal(derived, m[1]);
@@ -167,7 +168,7 @@ describe('adding a domain', () => {
     expectError(unknown, 400, 'VALIDATION_ERROR');
     assert.match(unknown.body.error.message, /`dkim`/);
     expectError(await s.api('POST', '/domains', '{"domain":'), 400, 'INVALID_JSON');
-    assert.equal(await s.server.ctx.db.select().from(domains).where(eq(domains.domain, 'ok.example.com')).get(), undefined);
+    assert.equal(await sqlDb(s.server.ctx).select().from(domains).where(eq(domains.domain, 'ok.example.com')).get(), undefined);
   });
 
   test('internationalized names are stored in their A-label (punycode) form', async () => {

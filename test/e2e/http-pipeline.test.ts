@@ -12,6 +12,7 @@ import { findInboxRow } from '../../src/domain/inboxes/inboxes.ts';
 import { listMessages, messageViews } from '../../src/domain/mail/messages.ts';
 import { expectError, startTestServer, type TestServer } from '../support/server.ts';
 import { smtpTransport } from '../support/mail.ts';
+import { sqlDb } from '../support/db.ts';
 
 let t: TestServer;
 
@@ -23,7 +24,7 @@ after(async () => {
   await t?.close();
 });
 
-const countInboxes = async (): Promise<number> => (await t.server.ctx.db.select().from(inboxes).where(eq(inboxes.accountId, t.accountId)).all()).length;
+const countInboxes = async (): Promise<number> => (await sqlDb(t.server.ctx).select().from(inboxes).where(eq(inboxes.accountId, t.accountId)).all()).length;
 
 test('HEAD runs the GET route of a path, never a POST or DELETE route', async () => {
   const before = await countInboxes();
@@ -38,7 +39,7 @@ test('HEAD runs the GET route of a path, never a POST or DELETE route', async ()
   const reader = (await createApiKey(t.server.ctx, t.accountId, { name: 'reader', readOnly: true })).key;
   const res = await fetch(`${t.url}/account/api-keys/${victim.id}`, { method: 'HEAD', headers: { authorization: `Bearer ${reader}` } });
   assert.equal(res.status, 404, 'answered like GET, for which the path has no route');
-  const row = (await t.server.ctx.db.select().from(apiKeys).where(eq(apiKeys.id, victim.id)).get())!;
+  const row = (await sqlDb(t.server.ctx).select().from(apiKeys).where(eq(apiKeys.id, victim.id)).get())!;
   assert.equal(row.revokedAt, null);
   assert.equal((await t.api('GET', '/inboxes', undefined, { key: victim.key })).status, 200, 'the key still works');
 
@@ -85,10 +86,10 @@ test('plain-statement reads return what drizzle reads: key lookup, inbox by id, 
   // The two reads compared below must see one state: the send's job is over first.
   await until('the send is final', async () => ((await t.api('GET', `/messages/${sent.body.id}`)).body.status === 'sent' ? true : undefined));
 
-  assert.deepEqual(await findInboxRow(ctx, t.accountId, inbox.id), await ctx.db.select().from(inboxes).where(eq(inboxes.id, inbox.id)).get());
+  assert.deepEqual(await findInboxRow(ctx, t.accountId, inbox.id), await sqlDb(ctx).select().from(inboxes).where(eq(inboxes.id, inbox.id)).get());
   expectError(await t.api('GET', `/inboxes/${inbox.id}`, undefined, { key: (await t.newAccount('other')).key }), 404, 'INBOX_NOT_FOUND');
 
-  const drizzleRows = await ctx.db.select().from(messages).where(eq(messages.inboxId, inbox.id)).orderBy(desc(messages.createdAt), desc(messages.id)).all();
+  const drizzleRows = await sqlDb(ctx).select().from(messages).where(eq(messages.inboxId, inbox.id)).orderBy(desc(messages.createdAt), desc(messages.id)).all();
   assert.deepEqual(
     drizzleRows.map((r) => r.direction).sort(),
     ['inbound', 'outbound'],

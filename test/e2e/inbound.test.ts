@@ -19,6 +19,7 @@ import { expectError, startTestServer, type TestServer } from '../support/server
 import { SmtpClient } from '../support/smtp-client.ts';
 import { smtpTransport } from '../support/mail.ts';
 import { peerSkip, toolMissing } from '../support/peers.ts';
+import { sqlDb } from '../support/db.ts';
 
 const MAX_BYTES = 300_000;
 const FIXTURES = join(import.meta.dirname, '..', 'fixtures', 'mime');
@@ -101,7 +102,7 @@ describe('receiving over SMTP', () => {
   test('the message.received event carries the message, fromName, hasAttachments and receivedAt', async () => {
     const info = await transport.sendMail({ from: 'Eve <eve@example.org>', to: 'alice@agents.test', subject: 'event check', text: 'x' });
     const [id] = storedIds(info.response);
-    const rows = await t.server.ctx.db.select().from(events).where(eq(events.type, 'message.received')).all();
+    const rows = await sqlDb(t.server.ctx).select().from(events).where(eq(events.type, 'message.received')).all();
     const ev = rows.map((r) => JSON.parse(r.data)).find((d) => d.id === id);
     assert.ok(ev, 'event recorded');
     assert.equal(ev.inboxId, inboxId);
@@ -118,7 +119,7 @@ describe('receiving over SMTP', () => {
     const body = `unique body ${randomBytes(8).toString('hex')}`;
     const info = await transport.sendMail({ from: 'eve@example.org', to: 'alice@agents.test', subject: 'event bodies', text: body, html: `<p>${body}</p>` });
     const [id] = storedIds(info.response);
-    const row = (await t.server.ctx.db.select().from(events).where(eq(events.messageId, id)).get())!;
+    const row = (await sqlDb(t.server.ctx).select().from(events).where(eq(events.messageId, id)).get())!;
     assert.ok(!row.data.includes(body), 'the body is written once, in the message row');
     const listed = (await t.api('GET', '/events?types=message.received&limit=1000')).body.data.find((e: { data: { id: string } }) => e.data.id === id);
     assert.equal(listed.data.bodyText, body);

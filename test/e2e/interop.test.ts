@@ -25,6 +25,7 @@ import { SmtpClient } from '../support/smtp-client.ts';
 import { expectError, startTestServer, type TestServer } from '../support/server.ts';
 import { until } from '../support/wait.ts';
 import { peerSkip } from '../support/peers.ts';
+import { sqlDb } from '../support/db.ts';
 
 const PARTNERS: Array<{ name: string; missing: () => string | false; start: (o: MtaOptions) => Promise<Mta> }> = [
   { name: 'Postfix', missing: postfixMissing, start: startPostfix },
@@ -107,7 +108,7 @@ for (const partner of PARTNERS) {
     /** mailroom_smtp_sessions_total: the SMTP connections mailroom's listener accepted. */
     const smtpSessions = async () => Number(/^mailroom_smtp_sessions_total (\d+)$/m.exec(await (await fetch(metricsUrl)).text())?.[1] ?? 0);
     const receivedEvents = async () =>
-      (await t.server.ctx.db
+      (await sqlDb(t.server.ctx)
         .select({ data: events.data })
         .from(events)
         .where(eq(events.type, 'message.received'))

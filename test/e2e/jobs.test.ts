@@ -13,8 +13,9 @@ import { jobs } from '../../src/db/schema.ts';
 import { claimDue, enqueueJob, fail, finishJob, getJob, ok, recoverJobs, retry, sweepJobs, type JobOutcome } from '../../src/jobs/table.ts';
 import { createJobRunner, type JobHandler } from '../../src/jobs/runner.ts';
 import { silentLogger } from '../../src/log.ts';
-import { rawRows, rawRun } from '../../src/store/store.ts';
+import { rawRows, rawRun, type Db } from '../../src/store/store.ts';
 import { testDatabaseUrl, TEST_ENGINE } from '../support/server.ts';
+import { sqlDb } from '../support/db.ts';
 
 /** A context on the suite's engine (MAILROOM_TEST_ENGINE), with a database of its own. */
 async function context(extra: Record<string, unknown> = {}): Promise<AppContext> {
@@ -65,7 +66,7 @@ test('a due job changed by another writer before the claim commits is left alone
     // read the due jobs and chosen this one (its accept callback), before the claim commits.
     let change: Promise<unknown> | undefined;
     const claim = claimDue(ctx, 10, () => [60_000], () => {
-      change ??= ctx.db.update(jobs).set({ status: 'failed', finishedAt: new Date().toISOString() }).where(eq(jobs.id, id)).run();
+      change ??= sqlDb(ctx).update(jobs).set({ status: 'failed', finishedAt: new Date().toISOString() }).where(eq(jobs.id, id)).run();
       return true;
     });
     assert.deepEqual(await claim, []);
@@ -84,7 +85,7 @@ test("a handler's claimed hook is committed with the claim, before the attempt r
   const handler: JobHandler = {
     kind: 'test',
     schedule: () => [60_000],
-    claimed: async (tx, _c, job) => {
+    claimed: async (tx: Db, _c, job) => {
       await tx.update(jobs).set({ lastError: `claimed at attempt ${job.attempts}` }).where(eq(jobs.id, job.id)).run();
     },
     run: async (_c, job) => (seen.push((await getJob(ctx, job.id))!.lastError), ok()),
@@ -156,7 +157,7 @@ test('an outcome commit runs in the same transaction as the finish', async () =>
     kind: 'test',
     schedule: () => [10],
     run: async (_c, job) =>
-      ok(async (tx) => {
+      ok(async (tx: Db) => {
         await tx.update(jobs).set({ lastError: `committed by ${job.id}` }).where(eq(jobs.id, job.id)).run();
       }),
   };
@@ -185,7 +186,7 @@ test('outcomes that end together are all saved, except one whose commit throws, 
       // Every attempt ends at the same moment: their outcomes are committed together.
       await gate;
       const { n } = JSON.parse(job.payload) as { n: number };
-      return ok(async (tx) => {
+      return ok(async (tx: Db) => {
         await tx.update(jobs).set({ lastError: `committed ${n}` }).where(eq(jobs.id, job.id)).run();
         if (n === 2) throw new Error('this outcome cannot be written');
       });
@@ -371,8 +372,8 @@ test('finished jobs are swept after the retention period, unfinished ones never'
   try {
     const old = await enqueue(ctx, {});
     const pending = await enqueue(ctx, {});
-    await ctx.db.update(jobs).set({ status: 'done', finishedAt: new Date(Date.now() - 2 * 3_600_000).toISOString() }).where(eq(jobs.id, old)).run();
-    await ctx.db.update(jobs).set({ createdAt: new Date(Date.now() - 10 * 3_600_000).toISOString() }).where(eq(jobs.id, pending)).run();
+    await sqlDb(ctx).update(jobs).set({ status: 'done', finishedAt: new Date(Date.now() - 2 * 3_600_000).toISOString() }).where(eq(jobs.id, old)).run();
+    await sqlDb(ctx).update(jobs).set({ createdAt: new Date(Date.now() - 10 * 3_600_000).toISOString() }).where(eq(jobs.id, pending)).run();
     assert.equal(await sweepJobs(ctx), 1);
     assert.equal(await getJob(ctx, old), undefined);
     assert.ok(await getJob(ctx, pending));

@@ -4,7 +4,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { sweepOrphanBlobs } from '../../src/storage/orphans.ts';
+import { sweepOrphanBlobs } from '../../src/store/blobs/orphans.ts';
 import { rawRows, rawRun } from '../../src/store/store.ts';
 import { storedBlobs } from '../support/blobs.ts';
 import { startTestServer, TEST_ENGINE, type TestServer } from '../support/server.ts';

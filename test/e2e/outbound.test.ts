@@ -26,6 +26,7 @@ import { expectError, startTestServer, type TestServer } from '../support/server
 import { loseBlob } from '../support/blobs.ts';
 import { until } from '../support/wait.ts';
 import { skipOrFail } from '../support/peers.ts';
+import { sqlDb } from '../support/db.ts';
 
 let t: TestServer;
 let dns: TestDns;
@@ -60,7 +61,7 @@ async function waitForStatus(server: TestServer, id: string, statuses: string[],
 const send = (body: Record<string, unknown>, inboxId = inbox.id, server = t) => server.api('POST', `/inboxes/${inboxId}/messages`, body);
 
 async function eventsOf(server: TestServer, type: string, messageId: string) {
-  return (await server.server.ctx.db
+  return (await sqlDb(server.server.ctx)
     .select()
     .from(events)
     .where(eq(events.type, type))
@@ -322,7 +323,7 @@ describe('status from the remote answers', () => {
     assert.match(m.recipients[0].response, /^451 4\.7\.1/);
     // Two retries scheduled: three attempts in all.
     assert.equal(mx.attempts('never@busy.test'), 3);
-    const job = (await t.server.ctx.db.select().from(jobs).where(and(eq(jobs.kind, 'send'), eq(jobs.partition, 'busy.test'))).get())!;
+    const job = (await sqlDb(t.server.ctx).select().from(jobs).where(and(eq(jobs.kind, 'send'), eq(jobs.partition, 'busy.test'))).get())!;
     assert.equal(job.status, 'failed');
     assert.equal(job.attempts, 3);
     // `failed` has no event type of its own: it is reported as message.bounced, status failed.
@@ -365,7 +366,7 @@ describe('status from the remote answers', () => {
     assert.equal(m.status, 'failed');
     assert.match(m.recipients[0].response, /null MX/);
     assert.equal(mx.attempts('x@nullmx.test'), 0);
-    const job = (await t.server.ctx.db.select().from(jobs).where(eq(jobs.partition, 'nullmx.test')).get())!;
+    const job = (await sqlDb(t.server.ctx).select().from(jobs).where(eq(jobs.partition, 'nullmx.test')).get())!;
     assert.equal(job.attempts, 1);
   });
 
@@ -390,7 +391,7 @@ describe('status from the remote answers', () => {
     const res = await send({ to: ['x@outage.test'], subject: 'dns outage', bodyText: 'hi' });
     // Wait for the first attempt to be recorded, then let DNS recover.
     await until('the first attempt recorded', async () => {
-      const job = await t.server.ctx.db.select().from(jobs).where(eq(jobs.partition, 'outage.test')).get();
+      const job = await sqlDb(t.server.ctx).select().from(jobs).where(eq(jobs.partition, 'outage.test')).get();
       return job?.lastError ? job : undefined;
     });
     dns.clear('outage.test');
@@ -402,10 +403,10 @@ describe('status from the remote answers', () => {
     dns.servfail('lost.test');
     const res = await send({ to: ['x@lost.test'], subject: 'lost source', bodyText: 'hi' });
     await until('the first attempt recorded', async () => {
-      const job = await t.server.ctx.db.select().from(jobs).where(eq(jobs.partition, 'lost.test')).get();
+      const job = await sqlDb(t.server.ctx).select().from(jobs).where(eq(jobs.partition, 'lost.test')).get();
       return job?.lastError ? job : undefined;
     });
-    const row = (await t.server.ctx.db.select().from(messages).where(eq(messages.id, res.body.id)).get())!;
+    const row = (await sqlDb(t.server.ctx).select().from(messages).where(eq(messages.id, res.body.id)).get())!;
     assert.equal(await loseBlob(t.server.ctx, row.rawPath!), 1);
     const m = await waitForStatus(t, res.body.id, ['failed', 'sent', 'bounced']);
     assert.equal(m.status, 'failed');
@@ -667,13 +668,13 @@ describe('send API validation', () => {
     // Another node (or an earlier read) still holds the row from before the first count.
     await assert.rejects(() => countSend(ctx.db, ctx, stale), { code: 'DAILY_SEND_LIMIT_EXCEEDED' });
     assert.equal((await t.api('GET', `/inboxes/${lim.id}`)).body.sendsToday, 1);
-    await ctx.db.update(inboxTable).set({ sendsDay: '2000-01-01', sendsToday: 1 }).where(sqlEq(inboxTable.id, lim.id)).run();
+    await sqlDb(ctx).update(inboxTable).set({ sendsDay: '2000-01-01', sendsToday: 1 }).where(sqlEq(inboxTable.id, lim.id)).run();
     await countSend(ctx.db, ctx, await findInboxRow(ctx, t.accountId, lim.id));
     const after = (await t.api('GET', `/inboxes/${lim.id}`)).body;
     assert.equal(after.sendsToday, 1);
     assert.equal(after.totalSent, 2);
     await setDailyLimit(ctx, lim.id, 0);
-    await ctx.db.update(inboxTable).set({ sendsDay: '2000-01-01' }).where(sqlEq(inboxTable.id, lim.id)).run();
+    await sqlDb(ctx).update(inboxTable).set({ sendsDay: '2000-01-01' }).where(sqlEq(inboxTable.id, lim.id)).run();
     await assert.rejects(async () => countSend(ctx.db, ctx, await findInboxRow(ctx, t.accountId, lim.id)), { code: 'DAILY_SEND_LIMIT_EXCEEDED' });
   });
 

@@ -15,6 +15,7 @@ import { startTestMx, type TestMx } from '../support/mx.ts';
 import { SmtpClient } from '../support/smtp-client.ts';
 import { expectError, startTestServer, type TestServer } from '../support/server.ts';
 import { until } from '../support/wait.ts';
+import { sqlDb } from '../support/db.ts';
 
 let t: TestServer;
 let dns: TestDns;
@@ -84,7 +85,7 @@ async function deliver(mailFrom: string, rcpt: string, raw: string) {
 const inboxCounts = async () => (await t.api('GET', `/inboxes/${inbox.id}`)).body as { bounceCount: number; complaintCount: number };
 const received = async () => (await t.api('GET', `/inboxes/${inbox.id}/messages?status=received`)).body.total as number;
 const eventsOf = async (type: string, id: string) =>
-  (await t.server.ctx.db
+  (await sqlDb(t.server.ctx)
     .select()
     .from(events)
     .where(eq(events.type, type))

@@ -11,6 +11,7 @@ import { listJobs } from '../../src/jobs/table.ts';
 import { SmtpClient, type SmtpReply } from '../support/smtp-client.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { until } from '../support/wait.ts';
+import { sqlDb } from '../support/db.ts';
 
 let t: TestServer;
 let spooling: TestServer;
@@ -38,7 +39,7 @@ after(async () => {
 const orClosed = (client: SmtpClient, p: Promise<SmtpReply>) => Promise.race([p, client.closed.then(() => ({ code: 0, text: 'closed' }))]);
 
 async function stored(s: TestServer, inbox: string, messageIdHeader: string): Promise<number> {
-  return (await s.server.ctx.db
+  return (await sqlDb(s.server.ctx)
     .select({ n: count() })
     .from(messages)
     .where(and(eq(messages.inboxId, inbox), eq(messages.messageIdHeader, messageIdHeader)))
@@ -46,7 +47,7 @@ async function stored(s: TestServer, inbox: string, messageIdHeader: string): Pr
 }
 
 async function receivedEvents(s: TestServer, subject: string): Promise<number> {
-  const rows = await s.server.ctx.db.select({ data: events.data }).from(events).where(eq(events.type, 'message.received')).all();
+  const rows = await sqlDb(s.server.ctx).select({ data: events.data }).from(events).where(eq(events.type, 'message.received')).all();
   return rows.filter((r) => String(r.data).includes(subject)).length;
 }
 
@@ -100,7 +101,7 @@ describe('SMTP sessions as real MTAs run them', () => {
       assert.equal(second.code, 250, second.text);
       await client.quit();
       const msgid = `<redelivered-${name.length}@example.org>`;
-      await until('both processed', async () => ((await s.server.ctx.db.select({ n: count() }).from(messages).where(eq(messages.inboxId, inbox)).get())!.n > 0 ? true : undefined));
+      await until('both processed', async () => ((await sqlDb(s.server.ctx).select({ n: count() }).from(messages).where(eq(messages.inboxId, inbox)).get())!.n > 0 ? true : undefined));
       // Spooled mail is processed after its 250: both copies' inbound jobs have run.
       await until('spool drained', async () => ((await listJobs(s.server.ctx, ['queued', 'running'])).some((j) => j.kind === INBOUND_JOB) ? undefined : true));
       assert.equal(await stored(s, inbox, msgid), 1);
@@ -136,12 +137,12 @@ describe('SMTP sessions as real MTAs run them', () => {
 
 /** message.received events for one Message-ID (the event data carries the body too, so no substring match). */
 async function receivedFor(s: TestServer, messageIdHeader: string): Promise<number> {
-  const rows = await s.server.ctx.db.select({ data: events.data }).from(events).where(eq(events.type, 'message.received')).all();
+  const rows = await sqlDb(s.server.ctx).select({ data: events.data }).from(events).where(eq(events.type, 'message.received')).all();
   return rows.filter((r) => JSON.parse(String(r.data)).messageIdHeader === messageIdHeader).length;
 }
 
 async function inboxCount(s: TestServer, inbox: string): Promise<number> {
-  return (await s.server.ctx.db.select({ n: count() }).from(messages).where(eq(messages.inboxId, inbox)).get())!.n;
+  return (await sqlDb(s.server.ctx).select({ n: count() }).from(messages).where(eq(messages.inboxId, inbox)).get())!.n;
 }
 
 const storedId = (r: SmtpReply) => /stored as (msg_\S+)/.exec(r.text)?.[1];

@@ -17,6 +17,7 @@ import type { Service } from '../../src/context.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { SmtpClient } from '../support/smtp-client.ts';
 import { until } from '../support/wait.ts';
+import { sqlDb } from '../support/db.ts';
 
 const SPOOL_ALL = { smtp: { inline_processing: 0, max_message_bytes: 4 * SPOOL_MAX_MESSAGE_BYTES } };
 
@@ -38,7 +39,7 @@ async function deliver(port: number, to: string, raw: Buffer): Promise<{ code: n
 }
 
 const jobRunner = (t: TestServer) => t.server.services.find((s) => s.name === 'jobs') as Service;
-const spooledCount = async (t: TestServer): Promise<number> => (await t.server.ctx.db.select().from(spooledMessages).all()).length;
+const spooledCount = async (t: TestServer): Promise<number> => (await sqlDb(t.server.ctx).select().from(spooledMessages).all()).length;
 
 async function messagesOf(t: TestServer, inboxId: string, key?: string): Promise<any[]> {
   const res = await t.api('GET', `/inboxes/${inboxId}/messages?limit=100`, undefined, key ? { key } : undefined);
@@ -75,7 +76,7 @@ describe('spooled inbound mail', () => {
     const text = await raw.text();
     assert.match(text, /^Return-Path: <sender@example\.net>\r\nReceived: from client\.example\.net/);
 
-    await until('the job to finish', async () => (await t.server.ctx.db.select().from(jobs).where(eq(jobs.id, jobId)).get())?.status === 'done' || undefined);
+    await until('the job to finish', async () => (await sqlDb(t.server.ctx).select().from(jobs).where(eq(jobs.id, jobId)).get())?.status === 'done' || undefined);
     assert.equal(await spooledCount(t), 0, 'spooled bytes are deleted with the commit that stores the message');
   });
 
@@ -115,7 +116,7 @@ describe('spooled inbound mail', () => {
       jobId = /queued as (job_\S+)/.exec(reply.text)![1];
       // As if every attempt had failed (a full disk) a month ago.
       const longAgo = new Date(Date.now() - 30 * 86_400_000).toISOString();
-      await t.server.ctx.db.update(jobs).set({ status: 'failed', attempts: 7, lastError: 'ENOSPC', finishedAt: longAgo }).where(eq(jobs.id, jobId)).run();
+      await sqlDb(t.server.ctx).update(jobs).set({ status: 'failed', attempts: 7, lastError: 'ENOSPC', finishedAt: longAgo }).where(eq(jobs.id, jobId)).run();
       await sweepJobs(t.server.ctx);
       assert.equal((await getJob(t.server.ctx, jobId))?.status, 'failed', 'the sweep keeps a job whose mail is still spooled');
       assert.equal(await spooledCount(t), 1);
@@ -211,7 +212,7 @@ describe('mail that waits in the spool', () => {
     await jobRunner(first).stop(1000);
     const waiting = /queued as (job_\S+)/.exec((await deliver(first.server.smtpPort, 'box@agents.test', message('waiting one'))).text)![1];
     // Not due for an hour: it stays in the spool across the restart.
-    await first.server.ctx.db.update(jobs).set({ runAt: Date.now() + 3_600_000 }).where(eq(jobs.id, waiting)).run();
+    await sqlDb(first.server.ctx).update(jobs).set({ runAt: Date.now() + 3_600_000 }).where(eq(jobs.id, waiting)).run();
     await first.close();
     first = undefined;
 
@@ -222,7 +223,7 @@ describe('mail that waits in the spool', () => {
     assert.equal(reply.code, 250);
     assert.match(reply.text, /queued as job_/, `spooled behind the waiting message: ${reply.text}`);
 
-    await s.server.ctx.db.update(jobs).set({ runAt: Date.now() }).where(eq(jobs.id, waiting)).run();
+    await sqlDb(s.server.ctx).update(jobs).set({ runAt: Date.now() }).where(eq(jobs.id, waiting)).run();
     s.server.ctx.notify('jobs');
     const subjects = await until('both messages to be processed', async () => {
       const list = (await messagesOf(s, inboxId, key)).map((m) => m.subject).sort();

@@ -13,10 +13,10 @@ import { getTableConfig as getPgTableConfig } from 'drizzle-orm/pg-core';
 import * as schema from '../../src/db/schema.ts';
 import { derivedTables } from '../../src/db/schema-pg.ts';
 import { openStore } from '../../src/store/open.ts';
-import { changes, isUniqueViolation, type Store } from '../../src/store/store.ts';
+import { changes, isUniqueViolation, type Db, type Store } from '../../src/store/store.ts';
 import { numberPlaceholders } from '../../src/store/placeholders.ts';
 import { pgCluster, postgresMissing } from '../support/postgres.ts';
-import { PgBlobs } from '../../src/store/pg-blobs.ts';
+import { PgBlobs } from '../../src/store/blobs/pg-blobs.ts';
 import { Readable } from 'node:stream';
 import { randomBytes } from 'node:crypto';
 import { buffer as collect } from 'node:stream/consumers';
@@ -56,11 +56,13 @@ for (const [engine, databaseUrl] of engines) {
   describe(`store on ${engine}`, { skip: engine === 'postgres' && peerSkip(postgresMissing()) }, () => {
     let store: Store;
     let dir: string;
+    // This file tests the port itself, as src/store sees it: with drizzle's handle.
+    const db = (): Db => store.db;
 
     before(async () => {
       dir = mkdtempSync(join(tmpdir(), 'mailroom-store-'));
       store = await openStore({ dataDir: dir, databaseUrl: await databaseUrl() });
-      await store.db.insert(schema.accounts).values({ id: 'acc_1', name: 'one', createdAt: NOW });
+      await db().insert(schema.accounts).values({ id: 'acc_1', name: 'one', createdAt: NOW });
     });
     after(async () => {
       await store.close();
@@ -68,28 +70,28 @@ for (const [engine, databaseUrl] of engines) {
     });
 
     test('the query builder maps rows, booleans, big numbers and bytes alike', async () => {
-      await store.db.insert(schema.apiKeys).values({ id: 'key_1', accountId: 'acc_1', keyPrefix: 'mr_abc', keyHash: 'h', readOnly: true, createdAt: NOW });
-      const key = await store.db.select().from(schema.apiKeys).where(eq(schema.apiKeys.id, 'key_1')).get();
+      await db().insert(schema.apiKeys).values({ id: 'key_1', accountId: 'acc_1', keyPrefix: 'mr_abc', keyHash: 'h', readOnly: true, createdAt: NOW });
+      const key = await db().select().from(schema.apiKeys).where(eq(schema.apiKeys.id, 'key_1')).get();
       assert.equal(key?.readOnly, true);
       assert.equal(key?.name, null);
       const big = 2 ** 52 + 7;
-      await store.db.insert(schema.jobs).values({ id: 'job_1', kind: 'k', payload: '{}', maxAttempts: 3, runAt: big, createdAt: NOW, updatedAt: NOW });
+      await db().insert(schema.jobs).values({ id: 'job_1', kind: 'k', payload: '{}', maxAttempts: 3, runAt: big, createdAt: NOW, updatedAt: NOW });
       const bytes = Buffer.from([0, 1, 2, 255, 13, 10]);
-      await store.db.insert(schema.spooledMessages).values({ jobId: 'job_1', raw: bytes, createdAt: NOW });
-      const job = await store.db.select({ runAt: schema.jobs.runAt, status: schema.jobs.status }).from(schema.jobs).get();
+      await db().insert(schema.spooledMessages).values({ jobId: 'job_1', raw: bytes, createdAt: NOW });
+      const job = await db().select({ runAt: schema.jobs.runAt, status: schema.jobs.status }).from(schema.jobs).get();
       assert.deepEqual(job, { runAt: big, status: 'queued' });
-      const spooled = await store.db.select().from(schema.spooledMessages).all();
+      const spooled = await db().select().from(schema.spooledMessages).all();
       assert.ok(Buffer.isBuffer(spooled[0]?.raw) && bytes.equals(spooled[0].raw));
       const [count] = await store.rows<[number]>(store.db, 'SELECT count(*) FROM jobs WHERE run_at > ?', [1]);
       assert.deepEqual(count, [1]);
-      assert.equal(await store.db.select().from(schema.apiKeys).where(eq(schema.apiKeys.id, 'nope')).get(), undefined);
+      assert.equal(await db().select().from(schema.apiKeys).where(eq(schema.apiKeys.id, 'nope')).get(), undefined);
     });
 
     test('a transaction commits everything or nothing; an inner one joins it', async () => {
       await assert.rejects(
-        store.transaction(async (tx) => {
+        store.transaction(async (tx: Db) => {
           await tx.insert(schema.inboxes).values({ id: 'inb_x', accountId: 'acc_1', address: 'x@example.org', dailySendLimit: 5, createdAt: NOW });
-          await store.transaction(async (inner) => {
+          await store.transaction(async (inner: Db) => {
             assert.equal(inner, tx);
             await inner.insert(schema.inboxes).values({ id: 'inb_y', accountId: 'acc_1', address: 'y@example.org', dailySendLimit: 5, createdAt: NOW });
           });
@@ -97,23 +99,23 @@ for (const [engine, databaseUrl] of engines) {
         }),
         /boom/,
       );
-      assert.equal((await store.db.select().from(schema.inboxes).all()).length, 0);
-      const id = await store.transaction(async (tx) => {
+      assert.equal((await db().select().from(schema.inboxes).all()).length, 0);
+      const id = await store.transaction(async (tx: Db) => {
         await tx.insert(schema.inboxes).values({ id: 'inb_1', accountId: 'acc_1', address: 'one@example.org', dailySendLimit: 3, createdAt: NOW });
         return 'inb_1';
       });
-      assert.equal((await store.db.select().from(schema.inboxes).where(eq(schema.inboxes.id, id)).all()).length, 1);
+      assert.equal((await db().select().from(schema.inboxes).where(eq(schema.inboxes.id, id)).all()).length, 1);
     });
 
     test('a unique violation inside a transaction rolls it back', async () => {
       await assert.rejects(
-        store.transaction(async (tx) => {
+        store.transaction(async (tx: Db) => {
           await tx.insert(schema.accounts).values({ id: 'acc_2', name: 'two', createdAt: NOW });
           await tx.insert(schema.inboxes).values({ id: 'inb_dup', accountId: 'acc_1', address: 'one@example.org', dailySendLimit: 3, createdAt: NOW });
         }),
         (err) => isUniqueViolation(err),
       );
-      assert.equal((await store.db.select().from(schema.accounts).where(eq(schema.accounts.id, 'acc_2')).all()).length, 0);
+      assert.equal((await db().select().from(schema.accounts).where(eq(schema.accounts.id, 'acc_2')).all()).length, 0);
     });
 
     test('a transaction reports success only if it committed, even when its work caught a failed statement', async () => {
@@ -121,19 +123,19 @@ for (const [engine, databaseUrl] of engines) {
       // COMMIT with a rollback. Either is fine, as long as success means committed.
       let resolved = true;
       await store
-        .transaction(async (tx) => {
+        .transaction(async (tx: Db) => {
           await tx.insert(schema.accounts).values({ id: 'acc_caught', name: 'caught', createdAt: NOW });
           await tx.insert(schema.accounts).values({ id: 'acc_caught', name: 'again', createdAt: NOW }).catch(() => undefined);
         })
         .catch(() => (resolved = false));
-      const committed = (await store.db.select().from(schema.accounts).where(eq(schema.accounts.id, 'acc_caught')).all()).length === 1;
+      const committed = (await db().select().from(schema.accounts).where(eq(schema.accounts.id, 'acc_caught')).all()).length === 1;
       assert.equal(committed, resolved, resolved ? 'the transaction resolved but its insert is not there' : 'the transaction rejected but its insert is there');
-      await store.db.delete(schema.accounts).where(eq(schema.accounts.id, 'acc_caught')).run();
+      await db().delete(schema.accounts).where(eq(schema.accounts.id, 'acc_caught')).run();
     });
 
     test('a guarded counter stays exact under 20 concurrent writers', async () => {
       const take = () =>
-        store.transaction(async (tx) => {
+        store.transaction(async (tx: Db) => {
           const r = await tx
             .update(schema.inboxes)
             .set({ sendsToday: sql`${schema.inboxes.sendsToday} + 1` })
@@ -143,7 +145,7 @@ for (const [engine, databaseUrl] of engines) {
         });
       const outcomes = await Promise.all(Array.from({ length: 20 }, take));
       assert.equal(outcomes.filter(Boolean).length, 3);
-      const inbox = await store.db.select({ n: schema.inboxes.sendsToday }).from(schema.inboxes).where(eq(schema.inboxes.id, 'inb_1')).get();
+      const inbox = await db().select({ n: schema.inboxes.sendsToday }).from(schema.inboxes).where(eq(schema.inboxes.id, 'inb_1')).get();
       assert.equal(inbox?.n, 3);
     });
 
@@ -152,31 +154,31 @@ for (const [engine, databaseUrl] of engines) {
       const held = new Promise<void>((r) => (release = r));
       let inside!: () => void;
       const entered = new Promise<void>((r) => (inside = r));
-      const tx = store.transaction(async (t) => {
+      const tx = store.transaction(async (t: Db) => {
         await t.insert(schema.accounts).values({ id: 'acc_3', name: 'three', createdAt: NOW });
         inside();
         await held;
         throw new Error('rolled back');
       });
       await entered; // the transaction has written: the statement below comes while it is open
-      const outside = store.db.insert(schema.accounts).values({ id: 'acc_4', name: 'four', createdAt: NOW }).run();
+      const outside = db().insert(schema.accounts).values({ id: 'acc_4', name: 'four', createdAt: NOW }).run();
       release();
       await assert.rejects(tx, /rolled back/);
       await outside;
-      const ids = (await store.db.select({ id: schema.accounts.id }).from(schema.accounts).all()).map((r) => r.id).sort();
+      const ids = (await db().select({ id: schema.accounts.id }).from(schema.accounts).all()).map((r) => r.id).sort();
       assert.deepEqual(ids, ['acc_1', 'acc_4']);
     });
 
     test('message counts per inbox and status follow inserts, status changes and deletes', async () => {
-      await store.db.insert(schema.threads).values({ id: 'thr_1', accountId: 'acc_1', inboxId: 'inb_1', lastMessageAt: NOW, createdAt: NOW });
+      await db().insert(schema.threads).values({ id: 'thr_1', accountId: 'acc_1', inboxId: 'inb_1', lastMessageAt: NOW, createdAt: NOW });
       const message = (id: string, status: string) => ({
         id, accountId: 'acc_1', inboxId: 'inb_1', threadId: 'thr_1', direction: 'inbound', fromAddress: 'a@example.net',
         status, messageIdHeader: `<${id}@example.net>`, createdAt: NOW, updatedAt: NOW,
       });
-      await store.db.insert(schema.messages).values([message('msg_1', 'received'), message('msg_2', 'received'), message('msg_3', 'received')]);
-      await store.db.update(schema.messages).set({ status: 'bounced' }).where(eq(schema.messages.id, 'msg_2'));
-      await store.db.update(schema.messages).set({ subject: 'no status change' }).where(eq(schema.messages.id, 'msg_1'));
-      await store.db.delete(schema.messages).where(eq(schema.messages.id, 'msg_3'));
+      await db().insert(schema.messages).values([message('msg_1', 'received'), message('msg_2', 'received'), message('msg_3', 'received')]);
+      await db().update(schema.messages).set({ status: 'bounced' }).where(eq(schema.messages.id, 'msg_2'));
+      await db().update(schema.messages).set({ subject: 'no status change' }).where(eq(schema.messages.id, 'msg_1'));
+      await db().delete(schema.messages).where(eq(schema.messages.id, 'msg_3'));
       const counts = await store.rows<[string, number]>(store.db, 'SELECT status, n FROM inbox_message_counts WHERE inbox_id = ? ORDER BY status', ['inb_1']);
       assert.deepEqual(counts, [['bounced', 1], ['received', 1]]);
     });
@@ -188,17 +190,17 @@ for (const [engine, databaseUrl] of engines) {
       await assert.rejects(
         store.transaction(async () => {
           // A helper reading through the store's own handle sees the transaction's rows.
-          await store.db.insert(schema.accounts).values({ id: 'acc_5', name: 'five', createdAt: NOW });
-          const seen = await store.db.select({ id: schema.accounts.id }).from(schema.accounts).where(eq(schema.accounts.id, 'acc_5')).get();
+          await db().insert(schema.accounts).values({ id: 'acc_5', name: 'five', createdAt: NOW });
+          const seen = await db().select({ id: schema.accounts.id }).from(schema.accounts).where(eq(schema.accounts.id, 'acc_5')).get();
           assert.equal(seen?.id, 'acc_5');
-          leftover = late.then(() => store.db.insert(schema.accounts).values({ id: 'acc_6', name: 'six', createdAt: NOW }).run());
+          leftover = late.then(() => db().insert(schema.accounts).values({ id: 'acc_6', name: 'six', createdAt: NOW }).run());
           throw new Error('rolled back');
         }),
         /rolled back/,
       );
       release();
       await leftover;
-      const ids = (await store.db.select({ id: schema.accounts.id }).from(schema.accounts).all()).map((r) => r.id);
+      const ids = (await db().select({ id: schema.accounts.id }).from(schema.accounts).all()).map((r) => r.id);
       assert.ok(!ids.includes('acc_5'), 'the insert through the store handle rolled back with the transaction');
       assert.ok(ids.includes('acc_6'), 'a statement made after the transaction ended committed on its own');
     });
@@ -241,7 +243,7 @@ describe('blobs in PostgreSQL', { skip: peerSkip(postgresMissing()) }, () => {
 
   test('blobs commit and roll back with the transaction that writes them', async () => {
     await assert.rejects(
-      store.transaction(async (tx) => {
+      store.transaction(async (tx: Db) => {
         await blobs.write(tx, 'raw/rolled-back', randomBytes(CHUNK * 2));
         throw new Error('no');
       }),

@@ -21,6 +21,7 @@ import { startPolicyServer, type TestPolicyServer } from '../support/mta-sts-ser
 import { startTestCa, type TestCa } from '../support/test-ca.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { until } from '../support/wait.ts';
+import { sqlDb } from '../support/db.ts';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => void;
 
@@ -264,7 +265,7 @@ describe('TLS-RPT reports (RFC 8460)', () => {
 
     for (const to of ['a@rpt-ok.test', 'b@rpt-ok.test', 'c@rpt-bad.test', 'd@rpt-none.test']) assert.equal((await outcome(await send(to))).status, 'sent');
     const day = clock.now().toISOString().slice(0, 10);
-    const counted = await t.server.ctx.db.select().from(tlsResults).all();
+    const counted = await sqlDb(t.server.ctx).select().from(tlsResults).all();
     assert.deepEqual([...new Set(counted.map((r) => r.policyDomain))].sort(), ['rpt-bad.test', 'rpt-ok.test']);
 
     // The day ends; the report job (queued by the first counted delivery) becomes due.
@@ -304,7 +305,7 @@ describe('TLS-RPT reports (RFC 8460)', () => {
     assert.equal(failure['failed-session-count'], 1);
 
     // Reported counts are gone; nothing for rpt-none.test was ever sent.
-    await until('the counts deleted', async () => ((await t.server.ctx.db.select().from(tlsResults).all()).length === 0 ? true : undefined));
+    await until('the counts deleted', async () => ((await sqlDb(t.server.ctx).select().from(tlsResults).all()).length === 0 ? true : undefined));
     assert.equal(mx.messages.filter((m) => m.rcptTo.includes('tlsrpt@reports.test')).length, 1);
   });
 });

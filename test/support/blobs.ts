@@ -3,7 +3,7 @@
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import type { AppContext } from '../../src/context.ts';
-import { DbBlobs } from '../../src/store/pg-blobs.ts';
+import { DbBlobs } from '../../src/store/blobs/pg-blobs.ts';
 import { rawRows } from '../../src/store/store.ts';
 
 /** Keys and sizes of the blobs under `kind` (raw sources, attachment bytes). */

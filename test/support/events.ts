@@ -8,6 +8,7 @@ import { recordEvent, type EventRecord, type EventType } from '../../src/domain/
 import { createInbox } from '../../src/domain/inboxes/inboxes.ts';
 import { newId } from '../../src/ids.ts';
 import { rawRows } from '../../src/store/store.ts';
+import { sqlDb } from './db.ts';
 
 const fixtureInbox = new Map<string, string>();
 const exists = async (ctx: AppContext, table: string, id: string) => (await rawRows(ctx.db, `SELECT 1 FROM ${table} WHERE id = ?`, [id])).length > 0;
@@ -25,8 +26,8 @@ async function ensureMessage(ctx: AppContext, accountId: string, data: { id: str
   }
   const now = new Date().toISOString();
   const threadId = newId('thr');
-  await ctx.db.insert(threads).values({ id: threadId, accountId, inboxId, subject: '', lastMessageAt: now, createdAt: now }).run();
-  await ctx.db
+  await sqlDb(ctx).insert(threads).values({ id: threadId, accountId, inboxId, subject: '', lastMessageAt: now, createdAt: now }).run();
+  await sqlDb(ctx)
     .insert(messages)
     .values({ id: data.id, accountId, inboxId, threadId, direction: 'inbound', fromAddress: 'fixture@example.org', status: 'received', messageIdHeader: `<${data.id}@fixture>`, createdAt: now, updatedAt: now })
     .run();

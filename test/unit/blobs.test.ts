@@ -13,7 +13,7 @@ test('a blob write renames the file into place, then fsyncs its directory', { sk
   const dir = mkdtempSync(join(tmpdir(), 'mailroom-blobs-'));
   try {
     const trace = join(dir, 'trace');
-    const script = `import { Blobs } from ${JSON.stringify(new URL('../../src/storage/blobs.ts', import.meta.url).href)};
+    const script = `import { Blobs } from ${JSON.stringify(new URL('../../src/store/blobs/blobs.ts', import.meta.url).href)};
 const b = new Blobs(${JSON.stringify(join(dir, 'data'))});
 await b.write('raw/2026-11/one.eml', 'hello');
 await b.writeStream('attachments/2026-11/two', (await import('node:stream')).Readable.from([Buffer.from('x')]));`;

@@ -7,7 +7,7 @@ import fs, { mkdtempSync, readdirSync, rmSync, writeFileSync, mkdirSync, statSyn
 import { syncBuiltinESMExports } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { urlSigningSecret } from '../../src/storage/signed-url.ts';
+import { urlSigningSecret } from '../../src/store/signed-url.ts';
 import { listSecrets } from '../../src/store/secrets.ts';
 import type { AppContext } from '../../src/context.ts';
 import type { Store } from '../../src/store/store.ts';

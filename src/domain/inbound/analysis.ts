@@ -17,7 +17,7 @@ import { authenticateMessage, cachedLookup, type AuthenticationResults } from '.
 import { parseMessage, unparsedMessage } from './inbound-parse.ts';
 import { screenParsed, type ScreenFor, type Screening } from '../screening/screen.ts';
 import { isStaged, parseStaged, readStaged, type StagedMessage } from './inbound-large.ts';
-import { removeStaged } from '../../storage/staging.ts';
+import { removeStaged } from '../../store/blobs/staging.ts';
 
 export interface Analysis {
   parsed: ParsedMail;

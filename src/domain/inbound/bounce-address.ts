@@ -13,7 +13,7 @@
 // comes there would be a way into the inbox around its allow list.
 import { timingSafeEqual } from 'node:crypto';
 import type { AppContext } from '../../context.ts';
-import { base32Mac, derivedKey } from '../../storage/signed-url.ts';
+import { base32Mac, derivedKey } from '../../store/signed-url.ts';
 import { splitAddress } from '../addresses.ts';
 import { AppError } from '../errors.ts';
 import type { MessageRow, RecipientOutcome } from '../mail/messages.ts';

@@ -1,5 +1,5 @@
 // Large inbound messages in bounded memory. Past LARGE_MESSAGE_BYTES, SMTP DATA goes to a
-// staged file (src/storage/staging.ts) as it arrives, behind the trace fields the stored source
+// staged file (src/store/blobs/staging.ts) as it arrives, behind the trace fields the stored source
 // starts with; the message is then parsed from that file with mailparser's streaming parser,
 // attachment bytes past ATTACHMENT_MEMORY_BYTES going to staged files of their own. The staged
 // source becomes the stored raw file by a rename and each staged attachment its
@@ -9,8 +9,8 @@ import type { Readable } from 'node:stream';
 import type { Attachment, ParsedMail } from 'mailparser';
 import type { AppContext } from '../../context.ts';
 import { newId } from '../../ids.ts';
-import { Blobs } from '../../storage/blobs.ts';
-import { StagedWriter, removeStaged, type StagedFile } from '../../storage/staging.ts';
+import { Blobs } from '../../store/blobs/blobs.ts';
+import { StagedWriter, removeStaged, type StagedFile } from '../../store/blobs/staging.ts';
 import type { InboundInput } from './inbound.ts';
 import { loadMailparser, traceHeaders, unparsedMessage } from './inbound-parse.ts';
 

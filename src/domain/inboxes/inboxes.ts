@@ -30,7 +30,7 @@ import { assertInboxRoom } from '../accounts/quotas.ts';
 import { AppError } from '../errors.ts';
 import type { Page, PageResult } from '../pagination.ts';
 import { isoNow, utcDay } from '../time.ts';
-import { releaseBlobs } from '../../storage/blob-refs.ts';
+import { releaseBlobs } from '../../store/blobs/blob-refs.ts';
 import { isUniqueViolation } from '../../store/store.ts';
 import { CLI_ACTOR, recordAudit, type Actor } from '../audit/audit.ts';
 import { screeningModeOf, type ScreeningMode } from '../screening/hold.ts';

@@ -14,12 +14,12 @@ import {
   listAttachmentsOfMessages,
   type AttachmentRow,
 } from '../../store/repo/attachments.ts';
-import { Blobs } from '../../storage/blobs.ts';
-import { downloadUrl, urlSigningSecret, verifyDownload } from '../../storage/signed-url.ts';
+import { Blobs } from '../../store/blobs/blobs.ts';
+import { downloadUrl, urlSigningSecret, verifyDownload } from '../../store/signed-url.ts';
 import { assertUploadRoom, storageFull, storageRoom } from '../accounts/quotas.ts';
 import { AppError } from '../errors.ts';
 import { isoNow } from '../time.ts';
-import { releaseBlobs } from '../../storage/blob-refs.ts';
+import { releaseBlobs } from '../../store/blobs/blob-refs.ts';
 
 export interface AttachmentMeta {
   id: string;

@@ -25,7 +25,7 @@ import type { Page, PageResult } from '../pagination.ts';
 import { hasFilters, listScope, matchFilters, type InboxSelection, type MessageFilters } from './filters.ts';
 import { checkMarks, labelsOfMessages, markMessage, markThread, type Marks } from './labels.ts';
 import { afterMessageRemoved, findThreadRow, threadViews, type Thread } from './threads.ts';
-import { releaseBlobs } from '../../storage/blob-refs.ts';
+import { releaseBlobs } from '../../store/blobs/blob-refs.ts';
 import { replyHtml, replyText } from './reply-text.ts';
 import { runSearch } from './search.ts';
 import { cutBodies } from './body-cut.ts';

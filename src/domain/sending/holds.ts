@@ -22,13 +22,12 @@
 // answered mail's headers) run before the send's transaction; those that read the inbox's mail
 // (first contact, thread budget) run inside it, beside the suppression list.
 import type { AppContext } from '../../context.ts';
-import type { Tx } from '../../db/client.ts';
 import { enqueueJob } from '../../jobs/table.ts';
 import { countSendsOfThreadSince, findLatestInboundOfThread, findNewestJobPayloadOfMessage, hasExchangedWith, listInboundByMessageId, updateMessageHold } from '../../store/repo/holds.ts';
 import { findInboxById } from '../../store/repo/inboxes.ts';
 import { retireQueuedJobsOfMessage } from '../../store/repo/jobs.ts';
 import { findMessageById } from '../../store/repo/messages.ts';
-import type { Db } from '../../store/store.ts';
+import type { Db, Tx } from '../../db/client.ts';
 import { splitAddress } from '../addresses.ts';
 import { recordAudit, SYSTEM_ACTOR, type Actor } from '../audit/audit.ts';
 import { AppError } from '../errors.ts';

@@ -11,7 +11,7 @@ import { enqueueJob } from '../../jobs/table.ts';
 import { signMessage } from '../../outbound/dkim.ts';
 import { buildMime, textFromHtml, type MailAddress } from '../../outbound/mime.ts';
 import { keepSource } from '../../outbound/source-cache.ts';
-import { Blobs } from '../../storage/blobs.ts';
+import { Blobs } from '../../store/blobs/blobs.ts';
 import { normalizeRecipient, splitAddress } from '../addresses.ts';
 import { attachmentMeta, attachmentMetaFor, getAttachmentRows, type AttachmentRow } from '../mail/attachments.ts';
 import { assertStorageRoom } from '../accounts/quotas.ts';
@@ -26,7 +26,7 @@ import { findThreadIdOfParents } from '../../store/repo/messages.ts';
 import { allSuppressed, suppressedAmong, suppressIn, SUPPRESSED_RESPONSE } from './suppressions.ts';
 import { insertMessageRow, messageView, type Message, type MessageRow, type RecipientOutcome } from '../mail/messages.ts';
 import { findThreadRow, messageIdsIn, threadForMessage } from '../mail/threads.ts';
-import { releaseBlobs } from '../../storage/blob-refs.ts';
+import { releaseBlobs } from '../../store/blobs/blob-refs.ts';
 import {
   findLastMessageOfThread,
   findMessageAccountId,
@@ -85,7 +85,7 @@ export interface SendOrigin {
   references: string[];
   /**
    * Forward: the original's attachments. Each becomes an attachment row of the new message
-   * naming the same stored bytes (src/storage/blob-refs.ts removes a file with its last row),
+   * naming the same stored bytes (src/store/blobs/blob-refs.ts removes a file with its last row),
    * so deleting the original later leaves the forward's attachments readable.
    */
   carried: AttachmentRow[];

@@ -10,7 +10,6 @@
 // Addresses are stored lowercase and compared that way (PRODUCT.md: addresses compare
 // case-insensitively).
 import type { AppContext } from '../../context.ts';
-import type { Tx } from '../../db/client.ts';
 import {
   countSuppressionsOfAccount,
   deleteSuppression,
@@ -20,7 +19,7 @@ import {
   listSuppressionsOfAccount,
   type SuppressionRow,
 } from '../../store/repo/suppressions.ts';
-import type { Db } from '../../store/store.ts';
+import type { Db, Tx } from '../../db/client.ts';
 import { normalizeRecipient } from '../addresses.ts';
 import { AppError } from '../errors.ts';
 import type { Page, PageResult } from '../pagination.ts';

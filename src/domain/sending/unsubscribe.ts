@@ -8,7 +8,7 @@
 // audit entry `suppression.added`. The token stays valid as long as the message is stored.
 import { timingSafeEqual } from 'node:crypto';
 import type { AppContext } from '../../context.ts';
-import { base32Mac, derivedKey } from '../../storage/signed-url.ts';
+import { base32Mac, derivedKey } from '../../store/signed-url.ts';
 import { insertSuppression } from '../../store/repo/suppressions.ts';
 import { recordAudit, SYSTEM_ACTOR } from '../audit/audit.ts';
 import { AppError } from '../errors.ts';

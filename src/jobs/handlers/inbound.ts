@@ -14,7 +14,7 @@ export const inboundHandler: JobHandler = {
       const commit = await processSpooled(ctx, job.id, JSON.parse(job.payload) as SpooledEnvelope);
       spoolJobEnded(ctx);
       // Should this commit fail, the files just written are left without a row; the hourly
-      // sweep of orphaned files (src/storage/orphans.ts) removes them.
+      // sweep of orphaned files (src/store/blobs/orphans.ts) removes them.
       return ok(commit ?? undefined);
     } catch (err) {
       // The bytes stay spooled and a later attempt starts over (prepareInbound removed its files).

@@ -1,6 +1,6 @@
 // Storage of attachments: reads and writes `attachments` and reads `message_attachments` (the
 // uploads a sent message carries), for src/domain/mail/attachments.ts and the deletion of a
-// message (src/domain/mail/messages.ts). The bytes are blobs (src/storage/), not rows here.
+// message (src/domain/mail/messages.ts). The bytes are blobs (src/store/blobs/), not rows here.
 import { and, eq, inArray } from 'drizzle-orm';
 import { preparedQuery, preparedRows } from '../prepared.ts';
 import { attachments, messageAttachments } from '../../db/schema.ts';

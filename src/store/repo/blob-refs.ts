@@ -1,5 +1,5 @@
 // Whether a row names a stored file: reads `messages` (raw sources) and `attachments` for
-// src/storage/blob-refs.ts, which removes a file once no row names it.
+// src/store/blobs/blob-refs.ts, which removes a file once no row names it.
 import { preparedQuery, preparedRows } from '../prepared.ts';
 import type { Db } from '../store.ts';
 

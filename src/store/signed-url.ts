@@ -6,8 +6,8 @@ import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AppContext } from '../context.ts';
-import { ensureSecret, writeFileExclusive } from '../store/secrets.ts';
-import type { Store } from '../store/store.ts';
+import { ensureSecret, writeFileExclusive } from './secrets.ts';
+import type { Store } from './store.ts';
 
 const SECRET_FILE = 'url-signing.key';
 

@@ -1,10 +1,10 @@
 // Which rows name a stored file. A file may be shared: one raw message by every inbox one
 // delivery reached, one attachment by every message that carried the same bytes
 // (Blobs.contentKey). It is removed when the last row naming it goes.
-import type { AppContext } from '../context.ts';
-import type { Db } from '../db/client.ts';
-import { errorFields } from '../log.ts';
-import { isBlobNamed } from '../store/repo/blob-refs.ts';
+import type { AppContext } from '../../context.ts';
+import type { Db } from '../../db/client.ts';
+import { errorFields } from '../../log.ts';
+import { isBlobNamed } from '../repo/blob-refs.ts';
 
 /** True when a message or attachment row names `rel`. */
 export function blobReferenced(db: Db, rel: string): Promise<boolean> {
@@ -34,7 +34,7 @@ export function removeUnreferenced(ctx: AppContext, rels: Iterable<string | null
 /**
  * After rows were deleted (or never committed): removes the files among `rels` that no row
  * names now. Never throws: it runs after a commit that has already happened, and a file it
- * could not remove is left to the hourly orphan sweep (src/storage/orphans.ts).
+ * could not remove is left to the hourly orphan sweep (src/store/blobs/orphans.ts).
  */
 export async function releaseBlobs(ctx: AppContext, rels: Iterable<string | null | undefined>): Promise<void> {
   try {

@@ -4,8 +4,8 @@
 // takes that long, so a file still waiting for its commit is never touched.
 import { promises as fs } from 'node:fs';
 import { join, relative } from 'node:path';
-import type { AppContext } from '../context.ts';
-import { DbBlobs } from '../store/pg-blobs.ts';
+import type { AppContext } from '../../context.ts';
+import { DbBlobs } from './pg-blobs.ts';
 import { removeUnreferenced } from './blob-refs.ts';
 import { Blobs } from './blobs.ts';
 

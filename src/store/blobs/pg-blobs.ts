@@ -4,8 +4,8 @@
 // a 25 MB download holds about one chunk in memory, not the file.
 import { createReadStream, promises as fs } from 'node:fs';
 import { Readable } from 'node:stream';
-import type { BlobStore } from '../storage/blobs.ts';
-import type { Db, Store } from './store.ts';
+import type { BlobStore } from './blobs.ts';
+import type { Db, Store } from '../store.ts';
 
 export const CHUNK_BYTES = 256 * 1024;
 
@@ -103,10 +103,10 @@ export class PgBlobs {
 }
 
 /**
- * The BlobStore of a PostgreSQL installation (src/storage/blobs.ts): every blob a transaction
+ * The BlobStore of a PostgreSQL installation (src/store/blobs/blobs.ts): every blob a transaction
  * of its own, committed (durable) when the write resolves, like an fsynced file. A removal and
  * the re-creation at commit of a shared (content-addressed) blob take the blob's advisory lock,
- * so one never undoes the other (the row check of src/storage/blob-refs.ts takes it too).
+ * so one never undoes the other (the row check of src/store/blobs/blob-refs.ts takes it too).
  */
 export class DbBlobs implements BlobStore {
   private readonly pg: PgBlobs;
@@ -134,7 +134,7 @@ export class DbBlobs implements BlobStore {
   async adopt(rel: string, staged: string): Promise<void> {
     await this.store.transaction((tx) => this.pg.writeStream(tx, rel, createReadStream(staged)));
     // The bytes are stored: a staged file that cannot be removed is the orphan sweep's
-    // (src/storage/orphans.ts), never a reason to refuse the message.
+    // (src/store/blobs/orphans.ts), never a reason to refuse the message.
     await fs.rm(staged, { force: true }).catch(() => undefined);
   }
 

@@ -21,11 +21,11 @@ import { dirname, join, resolve, sep } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import type { Db } from '../store/store.ts';
+import type { Db } from '../store.ts';
 
 /**
  * Where raw messages and attachment bytes live: files under data_dir (Blobs) with the embedded
- * database, rows of blob_chunks (DbBlobs, src/store/pg-blobs.ts) with PostgreSQL, so that no
+ * database, rows of blob_chunks (DbBlobs, src/store/blobs/pg-blobs.ts) with PostgreSQL, so that no
  * node needs another's disk. Keys are relative paths (Blobs.key, Blobs.contentKey). Every write
  * is durable when it resolves.
  */
@@ -34,7 +34,7 @@ export interface BlobStore {
   write(rel: string, data: Buffer | string | Buffer[]): Promise<void>;
   /** Streams into place; if the source errors (a size limit, a dropped client) nothing is left behind. */
   writeStream(rel: string, source: Readable): Promise<void>;
-  /** Moves a finished staged file (src/storage/staging.ts) into place; the staged file is gone after. */
+  /** Moves a finished staged file (src/store/blobs/staging.ts) into place; the staged file is gone after. */
   adopt(rel: string, staged: string): Promise<void>;
   /** Gives a content-addressed key its bytes from a staged file, unless it has them; the staged file stays. */
   link(rel: string, staged: string): Promise<void>;
@@ -43,7 +43,7 @@ export interface BlobStore {
    * if the deletion of the last other row sharing them removed them since they were written.
    */
   ensure(tx: Db, rel: string, content: Buffer | { staged: string }): Promise<void>;
-  /** In the transaction that found no row naming `rel` (src/storage/blob-refs.ts): removes it; answers 1, or 0 when it was not there. */
+  /** In the transaction that found no row naming `rel` (src/store/blobs/blob-refs.ts): removes it; answers 1, or 0 when it was not there. */
   remove(tx: Db, rel: string): Promise<number>;
   /** The bytes; rejects with code ENOENT when there is no such blob. */
   read(rel: string): Promise<Buffer>;
@@ -185,7 +185,7 @@ export class Blobs implements BlobStore {
   }
 
   /**
-   * Moves a finished staged file (src/storage/staging.ts, fsynced) into place under `rel` by a
+   * Moves a finished staged file (src/store/blobs/staging.ts, fsynced) into place under `rel` by a
    * rename: the bytes are not written again.
    */
   async adopt(rel: string, staged: string): Promise<void> {

@@ -8,7 +8,7 @@ import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 // resident memory and ~0.15 s of start time for the server, which never uses it).
 let tarModule: Promise<typeof import('tar')> | undefined;
 const loadTar = () => (tarModule ??= import('tar'));
-import { databaseFileInUse, integrityOf, openReadOnly, referencedFiles, snapshotDatabase, tableCounts } from '../store/sqlite-snapshot.ts';
+import { databaseFileInUse, integrityOf, openReadOnly, referencedFiles, snapshotDatabase, tableCounts } from './sqlite-snapshot.ts';
 
 /** The database file inside data_dir (see createContext in src/context.ts). */
 const DB_FILE = 'mailroom.db';

@@ -6,7 +6,7 @@
 import { createHash, randomBytes, type Hash } from 'node:crypto';
 import { createWriteStream, mkdirSync, promises as fs, type WriteStream } from 'node:fs';
 import { join } from 'node:path';
-import { errorFields, type Logger } from '../log.ts';
+import { errorFields, type Logger } from '../../log.ts';
 
 /** A finished staged file: its absolute path, and the size and SHA-256 of what followed its prefix. */
 export interface StagedFile {
@@ -86,7 +86,7 @@ export class StagedWriter {
   /**
    * Stops writing and removes the file. Never throws: it runs after the message was stored (or
    * refused), and an error here must not change that answer (a stored message told 451 would be
-   * sent again). A file it cannot remove is logged and left to the orphan sweep (src/storage/orphans.ts).
+   * sent again). A file it cannot remove is logged and left to the orphan sweep (src/store/blobs/orphans.ts).
    */
   async discard(log?: Logger): Promise<void> {
     try {
