@@ -88,10 +88,7 @@ export function benchConfig(dataDir: string, dnsServer: string, overrides: Toml 
  * "started" log line and bootstrap key. `reuseDir` restarts on an existing data dir (pass the
  * key printed by the first start).
  */
-export async function startMailroom(
-  name: string,
-  opts: { dns: string; config?: Toml; reuseDir?: string; nodeArgs?: string[]; key?: string },
-): Promise<Mailroom> {
+export async function startMailroom(name: string, opts: { dns: string; config?: Toml; reuseDir?: string; nodeArgs?: string[]; key?: string }): Promise<Mailroom> {
   const bundle = await bundleMailroom();
   const dir = opts.reuseDir ?? freshDir(name);
   const dataDir = join(dir, 'data');
@@ -110,13 +107,17 @@ export async function startMailroom(
   closeSync(out);
   closeSync(err);
   const readNew = (file: string, from: number) => readFileSync(file, 'utf8').slice(from);
-  const started = await waitFor(`mailroom (${name}) to start`, () => {
-    if (child.exitCode !== null) throw new Error(`mailroom exited with ${child.exitCode}: ${readNew(errFile, errStart).slice(-1000)}`);
-    const lines = readNew(logFile, logStart).split('\n');
-    const s = lines.find((l) => l.includes('"msg":"started"'));
-    const smtp = lines.find((l) => l.includes('"msg":"smtp listening"'));
-    return s ? { http: JSON.parse(s).http as string, smtpPort: smtp ? (JSON.parse(smtp).port as number) : 0 } : undefined;
-  }, 60_000);
+  const started = await waitFor(
+    `mailroom (${name}) to start`,
+    () => {
+      if (child.exitCode !== null) throw new Error(`mailroom exited with ${child.exitCode}: ${readNew(errFile, errStart).slice(-1000)}`);
+      const lines = readNew(logFile, logStart).split('\n');
+      const s = lines.find((l) => l.includes('"msg":"started"'));
+      const smtp = lines.find((l) => l.includes('"msg":"smtp listening"'));
+      return s ? { http: JSON.parse(s).http as string, smtpPort: smtp ? (JSON.parse(smtp).port as number) : 0 } : undefined;
+    },
+    60_000,
+  );
   let key = opts.key;
   if (!key) {
     key = await waitFor('bootstrap key', () => /mr_live_[A-Za-z0-9]+/.exec(readNew(errFile, errStart))?.[0], 10_000);

@@ -60,7 +60,9 @@ export async function postfixMaildir(count: number, sessions: number, warmup = 5
       delivered: got,
       cpuMsPerMsg: cpu0 !== undefined && cpu1 !== undefined ? round((cpu1 - cpu0) / count, 3) : undefined,
     };
-    log(`Postfix ${run.version} → Maildir: ${run.acceptPerSecond} msg/s answered 250, ${got} of ${count} in the Maildir after ${run.deliveredSeconds} s (${run.deliveredPerSecond} msg/s), ${run.cpuMsPerMsg} ms CPU/msg`);
+    log(
+      `Postfix ${run.version} → Maildir: ${run.acceptPerSecond} msg/s answered 250, ${got} of ${count} in the Maildir after ${run.deliveredSeconds} s (${run.deliveredPerSecond} msg/s), ${run.cpuMsPerMsg} ms CPU/msg`,
+    );
     return run;
   } finally {
     await mta.stop();

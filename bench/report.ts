@@ -78,7 +78,9 @@ export function renderTargets(run: RunResults): string[] {
   for (const { s, r } of rows) {
     const first = r.baselines?.[0];
     const when = s.measuredAt ? `${s.measuredAt.slice(0, 16).replace('T', ' ')}, ${s.machine?.cpuModel ?? '?'}, ${s.loadBefore?.[0] ?? '?'}` : 'not recorded';
-    out.push(`| ${s.id} | ${r.metric} | ${fmt(r.mailroom)} ${r.unit} | ${first ? `${ratio(r.mailroom, first.value)} ${first.name}` : ''} | ${r.target} | ${r.met === undefined ? '' : r.met ? 'yes' : 'no'} | ${when} |`);
+    out.push(
+      `| ${s.id} | ${r.metric} | ${fmt(r.mailroom)} ${r.unit} | ${first ? `${ratio(r.mailroom, first.value)} ${first.name}` : ''} | ${r.target} | ${r.met === undefined ? '' : r.met ? 'yes' : 'no'} | ${when} |`,
+    );
   }
   return out;
 }

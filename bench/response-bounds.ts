@@ -41,27 +41,26 @@ const t = await startTestServer({ smtp: { max_message_bytes: 32 * 1024 * 1024, m
 const transport = smtpTransport(t.server.smtpPort);
 try {
   if (only !== 'thread') {
-  const big = (await t.api('POST', '/inboxes', { address: 'big' })).body;
-  const body = 'The quick brown fox jumps over the lazy dog.\n'.repeat(Math.ceil(BIG / 45)).slice(0, BIG);
-  for (let i = 0; i < MAILS; i++) await transport.sendMail({ from: 'x@example.org', to: big.address, subject: `big ${i}`, text: body });
-  global.gc?.();
-  for (let i = 0; i < 3; i++) await timed(`GET /inboxes/{id}/messages, ${MAILS} × 14 MB`, () => t.api('GET', `/inboxes/${big.id}/messages?limit=${MAILS}`));
-
+    const big = (await t.api('POST', '/inboxes', { address: 'big' })).body;
+    const body = 'The quick brown fox jumps over the lazy dog.\n'.repeat(Math.ceil(BIG / 45)).slice(0, BIG);
+    for (let i = 0; i < MAILS; i++) await transport.sendMail({ from: 'x@example.org', to: big.address, subject: `big ${i}`, text: body });
+    global.gc?.();
+    for (let i = 0; i < 3; i++) await timed(`GET /inboxes/{id}/messages, ${MAILS} × 14 MB`, () => t.api('GET', `/inboxes/${big.id}/messages?limit=${MAILS}`));
   }
   if (only !== 'lists') {
-  const inbox = (await t.api('POST', '/inboxes', { address: 'long' })).body;
-  const first = await transport.sendMail({ from: 'x@example.org', to: inbox.address, subject: 'long', text: 'start', messageId: '<m0@example.org>' });
-  const msgId = /stored as (\S+)/.exec(first.response)![1];
-  const threadId = (await t.api('GET', `/messages/${msgId}`)).body.threadId;
-  for (let i = 1; i < THREAD; i++) {
-    await transport.sendMail({ from: 'x@example.org', to: inbox.address, subject: 'Re: long', text: `reply ${i} `.repeat(600), inReplyTo: '<m0@example.org>', references: '<m0@example.org>' });
-  }
-  await timed(`GET /threads/{id}, ${THREAD} messages`, () => t.api('GET', `/threads/${threadId}`));
-  const labels = Array.from({ length: LABELS }, (_, i) => `label-${i}`);
-  for (let i = 0; i < 2; i++) {
-  await timed(`PATCH /threads/{id} +${LABELS} labels, ${THREAD} messages`, () => t.api('PATCH', `/threads/${threadId}`, { addLabels: labels, unread: false }));
-  await timed(`PATCH /threads/{id} −${LABELS} labels`, () => t.api('PATCH', `/threads/${threadId}`, { removeLabels: labels, unread: true }));
-  }
+    const inbox = (await t.api('POST', '/inboxes', { address: 'long' })).body;
+    const first = await transport.sendMail({ from: 'x@example.org', to: inbox.address, subject: 'long', text: 'start', messageId: '<m0@example.org>' });
+    const msgId = /stored as (\S+)/.exec(first.response)![1];
+    const threadId = (await t.api('GET', `/messages/${msgId}`)).body.threadId;
+    for (let i = 1; i < THREAD; i++) {
+      await transport.sendMail({ from: 'x@example.org', to: inbox.address, subject: 'Re: long', text: `reply ${i} `.repeat(600), inReplyTo: '<m0@example.org>', references: '<m0@example.org>' });
+    }
+    await timed(`GET /threads/{id}, ${THREAD} messages`, () => t.api('GET', `/threads/${threadId}`));
+    const labels = Array.from({ length: LABELS }, (_, i) => `label-${i}`);
+    for (let i = 0; i < 2; i++) {
+      await timed(`PATCH /threads/{id} +${LABELS} labels, ${THREAD} messages`, () => t.api('PATCH', `/threads/${threadId}`, { addLabels: labels, unread: false }));
+      await timed(`PATCH /threads/{id} −${LABELS} labels`, () => t.api('PATCH', `/threads/${threadId}`, { removeLabels: labels, unread: true }));
+    }
   }
 } finally {
   transport.close();

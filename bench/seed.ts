@@ -23,9 +23,7 @@ export function seedMessages(dataDir: string, accountId: string, inboxId: string
   // Bench data: no fsync while loading (the server reopens it with synchronous=FULL).
   db.pragma('synchronous = OFF');
   db.pragma('cache_size = -262144');
-  const insertThread = db.prepare(
-    'INSERT INTO threads (id, account_id, inbox_id, subject, message_count, last_message_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
-  );
+  const insertThread = db.prepare('INSERT INTO threads (id, account_id, inbox_id, subject, message_count, last_message_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)');
   const insertMessage = db.prepare(
     `INSERT INTO messages (id, account_id, inbox_id, thread_id, direction, from_address, from_name, to_addresses, subject,
        body_text, status, message_id_header, raw_path, size, created_at, updated_at)
@@ -38,7 +36,7 @@ export function seedMessages(dataDir: string, accountId: string, inboxId: string
   const step = Math.max(1, Math.floor((365 * 86_400_000) / count));
   let middleId = '';
   let threadId = '';
-  for (let done = 0; done < count; ) {
+  for (let done = 0; done < count;) {
     const n = Math.min(BATCH, count - done);
     db.transaction(() => {
       for (let i = done; i < done + n; i++) {
@@ -51,7 +49,21 @@ export function seedMessages(dataDir: string, accountId: string, inboxId: string
         const id = newId('msg', ms);
         if (i === Math.floor(count / 2)) middleId = id;
         const body = opts.shortBodies ? `Message ${i}. The quick brown fox jumps over the lazy dog.` : seedBody(i);
-        insertMessage.run(id, accountId, inboxId, threadId, `sender${i % 97}@example.org`, `Sender ${i % 97}`, to, `Thread ${Math.floor(i / THREAD_SIZE)}`, body, `<${id}@example.org>`, body.length + 400, at, at);
+        insertMessage.run(
+          id,
+          accountId,
+          inboxId,
+          threadId,
+          `sender${i % 97}@example.org`,
+          `Sender ${i % 97}`,
+          to,
+          `Thread ${Math.floor(i / THREAD_SIZE)}`,
+          body,
+          `<${id}@example.org>`,
+          body.length + 400,
+          at,
+          at,
+        );
       }
     })();
     done += n;

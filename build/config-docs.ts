@@ -58,7 +58,11 @@ export function typeOf(key: string, field: Field): string {
     if (err.includes('a PostgreSQL URL')) return '`""` or a `postgres://` URL';
     if (err.includes('expected an absolute http:// or https:// URL')) return 'absolute `http://` or `https://` URL (no query, fragment or credentials)';
     const values = /expected one of (.*), got/.exec(err);
-    if (values) return `one of ${values[1].split(', ').map((v) => `\`${v}\``).join(', ')}`;
+    if (values)
+      return `one of ${values[1]
+        .split(', ')
+        .map((v) => `\`${v}\``)
+        .join(', ')}`;
   }
   throw new Error(`build/config-docs.ts cannot tell the type of config key ${key}: add its kind`);
 }

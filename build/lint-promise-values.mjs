@@ -31,11 +31,18 @@ const ts = createRequire(join(lintDir, 'package.json'))(tsPath);
 const args = process.argv.slice(2);
 const p = args.indexOf('--project');
 const project = p >= 0 ? resolve(args.splice(p, 2)[1] ?? '') : join(root, 'tsconfig.json');
-const targets = (args.length ? args.map((a) => resolve(a))
-  : p >= 0 ? [dirname(project)] : ['src', 'cli', 'test'].map((d) => join(root, d)));
-const config = ts.getParsedCommandLineOfConfigFile(project, {}, {
-  ...ts.sys, onUnRecoverableConfigFileDiagnostic: (d) => { console.error(ts.flattenDiagnosticMessageText(d.messageText, '\n')); process.exit(2); },
-});
+const targets = args.length ? args.map((a) => resolve(a)) : p >= 0 ? [dirname(project)] : ['src', 'cli', 'test'].map((d) => join(root, d));
+const config = ts.getParsedCommandLineOfConfigFile(
+  project,
+  {},
+  {
+    ...ts.sys,
+    onUnRecoverableConfigFileDiagnostic: (d) => {
+      console.error(ts.flattenDiagnosticMessageText(d.messageText, '\n'));
+      process.exit(2);
+    },
+  },
+);
 const program = ts.createProgram({ rootNames: config.fileNames, options: config.options, projectReferences: config.projectReferences });
 const checker = program.getTypeChecker();
 const K = ts.SyntaxKind;
@@ -49,15 +56,47 @@ const thenable1 = (t) => {
 const someThenable = (t) => !!t && parts(t).some(thenable1);
 const allThenable = (t) => !!t && parts(t).every(thenable1);
 const generic = (t) => parts(t).some((u) => u.flags & ts.TypeFlags.TypeParameter);
-const show = (t) => { const s = checker.typeToString(t); return s.length > 60 ? s.slice(0, 57) + '...' : s; };
+const show = (t) => {
+  const s = checker.typeToString(t);
+  return s.length > 60 ? s.slice(0, 57) + '...' : s;
+};
 const LOGICAL = [K.QuestionQuestionToken, K.BarBarToken, K.AmpersandAmpersandToken];
-const COMPARISON = [K.EqualsEqualsEqualsToken, K.ExclamationEqualsEqualsToken, K.EqualsEqualsToken, K.ExclamationEqualsToken,
-  K.LessThanToken, K.GreaterThanToken, K.LessThanEqualsToken, K.GreaterThanEqualsToken];
-const ARITHMETIC = [K.PlusToken, K.MinusToken, K.AsteriskToken, K.SlashToken, K.PercentToken, K.AsteriskAsteriskToken, K.AmpersandToken,
-  K.BarToken, K.CaretToken, K.LessThanLessThanToken, K.GreaterThanGreaterThanToken, K.GreaterThanGreaterThanGreaterThanToken,
-  K.PlusEqualsToken, K.MinusEqualsToken, K.AsteriskEqualsToken, K.AsteriskAsteriskEqualsToken, K.SlashEqualsToken, K.PercentEqualsToken,
-  K.LessThanLessThanEqualsToken, K.GreaterThanGreaterThanEqualsToken, K.GreaterThanGreaterThanGreaterThanEqualsToken,
-  K.AmpersandEqualsToken, K.BarEqualsToken, K.CaretEqualsToken];
+const COMPARISON = [
+  K.EqualsEqualsEqualsToken,
+  K.ExclamationEqualsEqualsToken,
+  K.EqualsEqualsToken,
+  K.ExclamationEqualsToken,
+  K.LessThanToken,
+  K.GreaterThanToken,
+  K.LessThanEqualsToken,
+  K.GreaterThanEqualsToken,
+];
+const ARITHMETIC = [
+  K.PlusToken,
+  K.MinusToken,
+  K.AsteriskToken,
+  K.SlashToken,
+  K.PercentToken,
+  K.AsteriskAsteriskToken,
+  K.AmpersandToken,
+  K.BarToken,
+  K.CaretToken,
+  K.LessThanLessThanToken,
+  K.GreaterThanGreaterThanToken,
+  K.GreaterThanGreaterThanGreaterThanToken,
+  K.PlusEqualsToken,
+  K.MinusEqualsToken,
+  K.AsteriskEqualsToken,
+  K.AsteriskAsteriskEqualsToken,
+  K.SlashEqualsToken,
+  K.PercentEqualsToken,
+  K.LessThanLessThanEqualsToken,
+  K.GreaterThanGreaterThanEqualsToken,
+  K.GreaterThanGreaterThanGreaterThanEqualsToken,
+  K.AmpersandEqualsToken,
+  K.BarEqualsToken,
+  K.CaretEqualsToken,
+];
 const ASSIGNMENT = [K.EqualsToken, K.BarBarEqualsToken, K.AmpersandAmpersandEqualsToken, K.QuestionQuestionEqualsToken];
 
 // The expressions whose value actually reaches a slot: look through (), as, !, ?:, ??, ||, &&.
@@ -71,8 +110,14 @@ function leaves(e, out = []) {
 // The outermost expression whose value is e's value (the inverse of leaves()).
 function outer(e) {
   const q = e.parent;
-  const through = ts.isParenthesizedExpression(q) || ts.isAsExpression(q) || ts.isSatisfiesExpression(q) || ts.isNonNullExpression(q) || ts.isTypeAssertionExpression(q)
-    || (ts.isConditionalExpression(q) && q.condition !== e) || (ts.isBinaryExpression(q) && LOGICAL.includes(q.operatorToken.kind));
+  const through =
+    ts.isParenthesizedExpression(q) ||
+    ts.isAsExpression(q) ||
+    ts.isSatisfiesExpression(q) ||
+    ts.isNonNullExpression(q) ||
+    ts.isTypeAssertionExpression(q) ||
+    (ts.isConditionalExpression(q) && q.condition !== e) ||
+    (ts.isBinaryExpression(q) && LOGICAL.includes(q.operatorToken.kind));
   return through ? outer(q) : e;
 }
 // Verdict for a value placed at the contextual type ct: undefined = fine, otherwise what was expected.

@@ -16,7 +16,9 @@ export const PAGE_FILE = join(import.meta.dirname, '..', 'docs', 'performance.md
 
 /** The results as they appear on the page: latest.md's #### headings are ### there. */
 export function renderResults(run: RunResults): string {
-  return renderMarkdown(run).replace(/^#### /gm, '### ').trimEnd();
+  return renderMarkdown(run)
+    .replace(/^#### /gm, '### ')
+    .trimEnd();
 }
 
 /** `page` with the text between the markers rendered anew from `run`. */

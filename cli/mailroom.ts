@@ -22,7 +22,23 @@ import { registerWebhooks } from './commands/webhooks.ts';
 import { VERSION } from '../src/version.ts';
 import { reportFailure } from './shared.ts';
 
-const COMMANDS = [registerInit, registerServe, registerAccounts, registerKeys, registerInboxes, registerQueue, registerDomains, registerWebhooks, registerBackup, registerDoctor, registerMcp, registerMigrate, registerTransfer, registerAudit, registerSuppressions];
+const COMMANDS = [
+  registerInit,
+  registerServe,
+  registerAccounts,
+  registerKeys,
+  registerInboxes,
+  registerQueue,
+  registerDomains,
+  registerWebhooks,
+  registerBackup,
+  registerDoctor,
+  registerMcp,
+  registerMigrate,
+  registerTransfer,
+  registerAudit,
+  registerSuppressions,
+];
 
 /** The program with every command, or with `serve` alone (see runCli). */
 export function buildProgram(commands = COMMANDS): Command {

@@ -53,7 +53,11 @@ export function print(cmd: Command, value: unknown, rows?: Array<Record<string, 
   const cols = Object.keys(rows[0]);
   const cell = (v: unknown) => (v === null || v === undefined ? '-' : String(v));
   const widths = cols.map((c) => Math.max(c.length, ...rows.map((r) => cell(r[c]).length)));
-  const line = (vals: string[]) => vals.map((v, i) => v.padEnd(widths[i])).join('  ').trimEnd();
+  const line = (vals: string[]) =>
+    vals
+      .map((v, i) => v.padEnd(widths[i]))
+      .join('  ')
+      .trimEnd();
   process.stdout.write([line(cols), ...rows.map((r) => line(cols.map((c) => cell(r[c]))))].join('\n') + '\n');
 }
 

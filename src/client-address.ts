@@ -10,7 +10,12 @@ export function clientKey(address: string | undefined): string {
   const left = head ? head.split(':') : [];
   const right = tail ? tail.split(':') : [];
   const groups = [...left, ...Array(Math.max(0, 8 - left.length - right.length)).fill('0'), ...right];
-  return groups.slice(0, 4).map((g) => g.toLowerCase().replace(/^0+(?=.)/, '')).join(':') + '::/64';
+  return (
+    groups
+      .slice(0, 4)
+      .map((g) => g.toLowerCase().replace(/^0+(?=.)/, ''))
+      .join(':') + '::/64'
+  );
 }
 
 /** Open connections per client key; a key leaves the map with its last connection. */

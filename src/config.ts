@@ -61,8 +61,7 @@ const int = (def: number, description: string, min = 0): Field<number> => ({
   default: def,
   example: String(def),
   description,
-  parse: (v, k) =>
-    typeof v === 'number' && Number.isInteger(v) && v >= min ? v : fail(k, `expected an integer ≥ ${min}, got ${JSON.stringify(v)}`),
+  parse: (v, k) => (typeof v === 'number' && Number.isInteger(v) && v >= min ? v : fail(k, `expected an integer ≥ ${min}, got ${JSON.stringify(v)}`)),
 });
 
 const bool = (def: boolean, description: string): Field<boolean> => ({
@@ -76,8 +75,7 @@ const oneOf = <T extends string>(values: readonly T[], def: T, description: stri
   default: def,
   example: JSON.stringify(def),
   description,
-  parse: (v, k) =>
-    values.includes(v as T) ? (v as T) : fail(k, `expected one of ${values.map((x) => JSON.stringify(x)).join(', ')}, got ${JSON.stringify(v)}`),
+  parse: (v, k) => (values.includes(v as T) ? (v as T) : fail(k, `expected one of ${values.map((x) => JSON.stringify(x)).join(', ')}, got ${JSON.stringify(v)}`)),
 });
 
 const duration = (def: string, description: string, min?: string): Field<number> => ({
@@ -108,8 +106,7 @@ const strings = (def: string[], description: string): Field<string[]> => ({
   default: def,
   example: JSON.stringify(def),
   description,
-  parse: (v, k) =>
-    Array.isArray(v) && v.every((x) => typeof x === 'string') ? (v as string[]) : fail(k, 'expected an array of strings'),
+  parse: (v, k) => (Array.isArray(v) && v.every((x) => typeof x === 'string') ? (v as string[]) : fail(k, 'expected an array of strings')),
 });
 
 /** "192.0.2.53", "192.0.2.53:5353", "2001:db8::53" or "[2001:db8::53]:5353": what setServers() takes. */
@@ -215,11 +212,28 @@ export const CONFIG_SCHEMA = {
   hostname: hostname('localhost', 'Public name of this host: EHLO name, MX target in DNS records, Message-ID host.'),
   shared_domain: hostname('mailroom.localhost', 'Domain of inboxes that do not use a custom domain.'),
   database: {
-    url: databaseUrl('Where the state lives: "" for the embedded SQLite file under data_dir; a "postgres://user:pass@host:5432/db" URL names the PostgreSQL database that several nodes share (docs/several-nodes.md). The environment variable MAILROOM_DATABASE_URL overrides it.'),
-    connect_timeout: duration('10s', 'PostgreSQL: opening a connection (TCP, TLS, login) may take this long; then the statement that needed it fails (a start-up exits with the error) instead of waiting for ever on an unreachable server.', '100ms'),
-    statement_timeout: duration('60s', 'PostgreSQL: the server cancels a statement running longer than this (statement_timeout, SQLSTATE 57014), so a stuck query cannot hold a pooled connection; the request or job that ran it fails. `mailroom migrate` runs without it.', '100ms'),
-    idle_in_transaction_timeout: duration('60s', 'PostgreSQL: the server ends a session that stays idle inside a transaction this long (idle_in_transaction_session_timeout), so a transaction left open cannot hold its locks for ever.', '100ms'),
-    keepalive: duration('30s', 'PostgreSQL: TCP keepalive probes start after a connection is idle this long, so a server or network gone silently (a failover, a dropped NAT entry) is noticed and its connections replaced; "0s" leaves the system default.'),
+    url: databaseUrl(
+      'Where the state lives: "" for the embedded SQLite file under data_dir; a "postgres://user:pass@host:5432/db" URL names the PostgreSQL database that several nodes share (docs/several-nodes.md). The environment variable MAILROOM_DATABASE_URL overrides it.',
+    ),
+    connect_timeout: duration(
+      '10s',
+      'PostgreSQL: opening a connection (TCP, TLS, login) may take this long; then the statement that needed it fails (a start-up exits with the error) instead of waiting for ever on an unreachable server.',
+      '100ms',
+    ),
+    statement_timeout: duration(
+      '60s',
+      'PostgreSQL: the server cancels a statement running longer than this (statement_timeout, SQLSTATE 57014), so a stuck query cannot hold a pooled connection; the request or job that ran it fails. `mailroom migrate` runs without it.',
+      '100ms',
+    ),
+    idle_in_transaction_timeout: duration(
+      '60s',
+      'PostgreSQL: the server ends a session that stays idle inside a transaction this long (idle_in_transaction_session_timeout), so a transaction left open cannot hold its locks for ever.',
+      '100ms',
+    ),
+    keepalive: duration(
+      '30s',
+      'PostgreSQL: TCP keepalive probes start after a connection is idle this long, so a server or network gone silently (a failover, a dropped NAT entry) is noticed and its connections replaced; "0s" leaves the system default.',
+    ),
   },
   http: {
     listen: listen('127.0.0.1:3000', 'Address the HTTP API listens on.'),
@@ -227,9 +241,16 @@ export const CONFIG_SCHEMA = {
     max_body_bytes: int(1_048_576, 'Largest JSON request body accepted; larger bodies get 413.', 1),
     shutdown_grace: duration('10s', 'How long shutdown waits for in-flight HTTP requests and SMTP sessions.'),
     headers_timeout: duration('10s', 'A client must send its request headers within this time; else 408 and the connection is closed.'),
-    request_timeout: duration('30s', 'A client must send its whole request (headers and body, uploads included) within this time; else 408 and the connection is closed (slow-body clients cannot hold connections). Raise it for large uploads over slow links.'),
+    request_timeout: duration(
+      '30s',
+      'A client must send its whole request (headers and body, uploads included) within this time; else 408 and the connection is closed (slow-body clients cannot hold connections). Raise it for large uploads over slow links.',
+    ),
     max_connections: int(1000, 'Most simultaneous HTTP connections; further ones are closed at once.', 1),
-    max_connections_per_ip: int(100, 'Most simultaneous HTTP connections from one client address (IPv6: its /64); further ones from it are closed at once, so one client cannot take every connection while other addresses are still served.', 1),
+    max_connections_per_ip: int(
+      100,
+      'Most simultaneous HTTP connections from one client address (IPv6: its /64); further ones from it are closed at once, so one client cannot take every connection while other addresses are still served.',
+      1,
+    ),
   },
   smtp: {
     listen: listen('127.0.0.1:2525', 'Address the inbound (MX) SMTP listener binds; operators set "0.0.0.0:25".'),
@@ -242,22 +263,50 @@ export const CONFIG_SCHEMA = {
     idle_timeout: duration('5m', 'An SMTP client silent for this long is disconnected.'),
     max_session_time: duration('30m', 'An SMTP session is closed with 421 after this long, however busy (a sender keeping a connection open forever with NOOPs).'),
     max_junk_commands: int(100, 'NOOP, RSET, VRFY and HELP commands allowed between two MAIL commands (Postfix: smtpd_junk_command_limit); the next one gets 421.', 1),
-    inline_processing: int(8, 'Messages processed (parsed, checked, stored for the API) before their 250 at once; messages arriving while that many are in progress, or while mail waits in the spool, are spooled: committed raw, answered 250 and processed moments later. 0 spools every message.', 0),
-    memory_budget: int(268_435_456, 'Memory SMTP transactions may hold at once (default 256 MiB), on the MX port and SMTP submission together, counted as twelve times the bytes each message in progress holds (measured: parsing holds copies); a message (inbound or submitted) holds at most its first 256 KiB, the rest goes to disk as it arrives. A transaction that would go over it while others are in progress gets 452 4.3.1 and the sender retries later.', 1_048_576),
-    analysis_workers: int(-1, 'Worker threads that parse received messages and check their SPF, DKIM and DMARC, so that this CPU work runs beside the SMTP sessions, the API and the commits instead of among them. -1: one per CPU core beyond the first (at most 4); 0: on the main thread.', -1),
+    inline_processing: int(
+      8,
+      'Messages processed (parsed, checked, stored for the API) before their 250 at once; messages arriving while that many are in progress, or while mail waits in the spool, are spooled: committed raw, answered 250 and processed moments later. 0 spools every message.',
+      0,
+    ),
+    memory_budget: int(
+      268_435_456,
+      'Memory SMTP transactions may hold at once (default 256 MiB), on the MX port and SMTP submission together, counted as twelve times the bytes each message in progress holds (measured: parsing holds copies); a message (inbound or submitted) holds at most its first 256 KiB, the rest goes to disk as it arrives. A transaction that would go over it while others are in progress gets 452 4.3.1 and the sender retries later.',
+      1_048_576,
+    ),
+    analysis_workers: int(
+      -1,
+      'Worker threads that parse received messages and check their SPF, DKIM and DMARC, so that this CPU work runs beside the SMTP sessions, the API and the commits instead of among them. -1: one per CPU core beyond the first (at most 4); 0: on the main thread.',
+      -1,
+    ),
     spool_limit: int(20_000, 'Most spooled messages waiting to be processed; beyond it new mail gets 451 4.3.1 and the sender retries later.', 1),
-    analysis_timeout: duration('60s', 'Time the analysis of one received message (parsing, SPF, DKIM, DMARC on a worker thread) may take, waiting for a thread included; past it the message is stored unanalysed: its raw source and subject kept, no parsed body, authentication `permerror`, and its thread (which may be stuck in it) takes no new message and is stopped once the others it holds end. A message on two threads that died is stored the same way. Never analysed again on the main thread.', '1s'),
+    analysis_timeout: duration(
+      '60s',
+      'Time the analysis of one received message (parsing, SPF, DKIM, DMARC on a worker thread) may take, waiting for a thread included; past it the message is stored unanalysed: its raw source and subject kept, no parsed body, authentication `permerror`, and its thread (which may be stuck in it) takes no new message and is stopped once the others it holds end. A message on two threads that died is stored the same way. Never analysed again on the main thread.',
+      '1s',
+    ),
   },
   submission: {
-    listen: listen('', 'Address of the SMTP submission listener (mail clients and agents send through it: STARTTLS with smtp.tls_cert and smtp.tls_key, AUTH with an inbox address and an API key of its account); operators set "0.0.0.0:587"; "" turns it off.', true),
+    listen: listen(
+      '',
+      'Address of the SMTP submission listener (mail clients and agents send through it: STARTTLS with smtp.tls_cert and smtp.tls_key, AUTH with an inbox address and an API key of its account); operators set "0.0.0.0:587"; "" turns it off.',
+      true,
+    ),
   },
   imap: {
-    listen: listen('', 'Address of the IMAP listener (mail clients read an inbox\'s mail: STARTTLS with smtp.tls_cert and smtp.tls_key, LOGIN with an inbox address and an API key of its account with `read`); operators set "0.0.0.0:143"; "" turns it off.', true),
+    listen: listen(
+      '',
+      'Address of the IMAP listener (mail clients read an inbox\'s mail: STARTTLS with smtp.tls_cert and smtp.tls_key, LOGIN with an inbox address and an API key of its account with `read`); operators set "0.0.0.0:143"; "" turns it off.',
+      true,
+    ),
     tls_listen: listen('', 'Address of the IMAP listener with implicit TLS (RFC 8314, smtp.tls_cert and smtp.tls_key); operators set "0.0.0.0:993"; "" turns it off.', true),
     max_connections: int(500, 'Most simultaneous IMAP connections, both listeners together; further ones get `* BYE` at once.', 1),
     max_connections_per_ip: int(20, 'Most simultaneous IMAP connections from one client address (IPv6: its /64); further ones get `* BYE` at once.', 1),
     connections_per_account: int(20, 'Most logged-in IMAP sessions of one account on a node (a phone and a desktop hold two or three per inbox); the next LOGIN gets `NO [LIMIT]`.', 1),
-    max_literal_bytes: int(26_214_400, 'Largest literal a client may send (APPEND of a message, a long search string); a larger one gets `NO [TOOBIG]` before it is sent (a non-synchronizing one closes the connection).', 1024),
+    max_literal_bytes: int(
+      26_214_400,
+      'Largest literal a client may send (APPEND of a message, a long search string); a larger one gets `NO [TOOBIG]` before it is sent (a non-synchronizing one closes the connection).',
+      1024,
+    ),
     max_line_bytes: int(65_536, 'Longest command line, literals apart; a longer one gets `* BYE` and the connection is closed.', 1024),
     idle_timeout: duration('30m', 'An IMAP client silent this long (IDLE included: clients re-issue it every 29 minutes, RFC 9051 §6.3.13) is logged out with `* BYE`.', '1s'),
   },
@@ -269,39 +318,98 @@ export const CONFIG_SCHEMA = {
     retry_schedule: durations(['1m', '5m', '30m', '2h', '6h', '12h'], 'Delays between delivery attempts after a temporary failure; then the message fails.'),
     concurrency_per_domain: int(16, 'Most deliveries in flight to one recipient domain (SMTP connections per MX host); Postfix allows 20.', 1),
     timeout: duration('60s', 'Connection and reply timeout for one SMTP delivery attempt.'),
-    mta_sts: bool(true, 'Honour the MTA-STS policies (RFC 8461) of recipient domains: under `enforce`, mail goes only to the MX hosts the policy names, over TLS with a certificate valid for the MX name, else the attempt is deferred; `testing` policies are only reported (TLS-RPT). false turns it off.'),
+    mta_sts: bool(
+      true,
+      'Honour the MTA-STS policies (RFC 8461) of recipient domains: under `enforce`, mail goes only to the MX hosts the policy names, over TLS with a certificate valid for the MX name, else the attempt is deferred; `testing` policies are only reported (TLS-RPT). false turns it off.',
+    ),
     mta_sts_port: int(443, 'Port of the HTTPS server MTA-STS policies are fetched from (tests point it elsewhere).', 1),
-    mta_sts_timeout: duration('10s', 'Time one MTA-STS policy fetch may take (DNS of the mta-sts host, TLS, the whole body); past it the fetch fails, the domain is treated as having no policy (unless a cached one is still valid) and TLS-RPT reports sts-policy-fetch-error.', '100ms'),
-    mta_sts_max_bytes: int(65_536, 'Largest MTA-STS policy file read; a larger one is abandoned there, the domain is treated as having no policy (unless a cached one is still valid) and TLS-RPT reports sts-policy-invalid.', 256),
-    tls_reports: bool(true, 'Send TLS-RPT aggregate reports (RFC 8460): once a day, to each recipient domain that publishes a `_smtp._tls` record, the sessions of the previous UTC day that succeeded and failed its MTA-STS or DANE policy (mail through our own sender, or an https POST checked like a webhook target). Only domains publishing that record have their sessions counted. false counts and sends nothing.'),
-    dane: bool(true, 'Authenticate MX hosts with DANE (RFC 7672) when `dns.dnssec` is true: an MX host with usable DNSSEC-signed TLSA records gets TLS required and its certificate checked against them (DANE-EE, DANE-TA), before and instead of MTA-STS; a mismatch defers the attempt. false turns it off.'),
-    tls_ca_file: str('', 'PEM file of certificate authorities trusted beside the system roots when checking MTA-STS policy servers and MX certificates (a private PKI; tests); "" uses the system roots only.'),
+    mta_sts_timeout: duration(
+      '10s',
+      'Time one MTA-STS policy fetch may take (DNS of the mta-sts host, TLS, the whole body); past it the fetch fails, the domain is treated as having no policy (unless a cached one is still valid) and TLS-RPT reports sts-policy-fetch-error.',
+      '100ms',
+    ),
+    mta_sts_max_bytes: int(
+      65_536,
+      'Largest MTA-STS policy file read; a larger one is abandoned there, the domain is treated as having no policy (unless a cached one is still valid) and TLS-RPT reports sts-policy-invalid.',
+      256,
+    ),
+    tls_reports: bool(
+      true,
+      'Send TLS-RPT aggregate reports (RFC 8460): once a day, to each recipient domain that publishes a `_smtp._tls` record, the sessions of the previous UTC day that succeeded and failed its MTA-STS or DANE policy (mail through our own sender, or an https POST checked like a webhook target). Only domains publishing that record have their sessions counted. false counts and sends nothing.',
+    ),
+    dane: bool(
+      true,
+      'Authenticate MX hosts with DANE (RFC 7672) when `dns.dnssec` is true: an MX host with usable DNSSEC-signed TLSA records gets TLS required and its certificate checked against them (DANE-EE, DANE-TA), before and instead of MTA-STS; a mismatch defers the attempt. false turns it off.',
+    ),
+    tls_ca_file: str(
+      '',
+      'PEM file of certificate authorities trusted beside the system roots when checking MTA-STS policy servers and MX certificates (a private PKI; tests); "" uses the system roots only.',
+    ),
   },
   dns: {
     servers: resolvers([], 'Resolvers ("ip" or "ip:port") for MX lookups, domain checks and SPF/DKIM/DMARC; [] uses the system resolvers.'),
     timeout: duration('5s', 'Time limit of one DNS query.'),
-    dnssec: bool(false, 'The resolvers in `dns.servers` validate DNSSEC (unbound, a local validating resolver) and their authenticated-data flag is trusted: it enables DANE for outbound mail (`outbound.dane`). Leave false with a resolver that does not validate, or one reached over an untrusted network.'),
+    dnssec: bool(
+      false,
+      'The resolvers in `dns.servers` validate DNSSEC (unbound, a local validating resolver) and their authenticated-data flag is trusted: it enables DANE for outbound mail (`outbound.dane`). Leave false with a resolver that does not validate, or one reached over an untrusted network.',
+    ),
   },
   limits: {
     daily_send_limit: int(100, 'Default dailySendLimit of new inboxes.', 0),
     requests_per_minute: int(600, 'API requests allowed per account per minute, whatever the number of its keys (unauthenticated requests: per client address).', 1),
     idempotency_window: duration('24h', 'How long an Idempotency-Key is remembered.'),
     max_attachment_bytes: int(26_214_400, 'Largest attachment upload; larger uploads get 413.', 1),
-    list_body_bytes: int(65_536, 'Longest body (each of bodyText, bodyHtml, extractedText, extractedHtml) in list answers (messages, threads, events, MCP lists and searches) and event stream frames; a longer one is cut there and the Message says `bodyTruncated: true`. GET /messages/{id} has it whole.', 1024),
-    search_matches: int(250, 'Matches of a search (`q`) ranked by relevance and counted: the newest this many; older ones follow them newest first, and past it `total` is this number with `totalIsLowerBound: true`.', 1),
+    list_body_bytes: int(
+      65_536,
+      'Longest body (each of bodyText, bodyHtml, extractedText, extractedHtml) in list answers (messages, threads, events, MCP lists and searches) and event stream frames; a longer one is cut there and the Message says `bodyTruncated: true`. GET /messages/{id} has it whole.',
+      1024,
+    ),
+    search_matches: int(
+      250,
+      'Matches of a search (`q`) ranked by relevance and counted: the newest this many; older ones follow them newest first, and past it `total` is this number with `totalIsLowerBound: true`.',
+      1,
+    ),
     inboxes_per_account: int(1000, 'Most inboxes one account may have; POST /inboxes past it gets 403 INBOX_LIMIT_REACHED.', 1),
-    storage_bytes_per_account: int(10_737_418_240, 'Bytes one account may store (default 10 GiB): the sources of its messages, received and sent, and its attachments, uploads included. Once it is reached, inbound mail to its inboxes gets 452 4.2.2 (mailbox full: the sender retries later) at RCPT, and sends and uploads get 403 QUOTA_EXCEEDED, until messages are deleted.', 1_048_576),
+    storage_bytes_per_account: int(
+      10_737_418_240,
+      'Bytes one account may store (default 10 GiB): the sources of its messages, received and sent, and its attachments, uploads included. Once it is reached, inbound mail to its inboxes gets 452 4.2.2 (mailbox full: the sender retries later) at RCPT, and sends and uploads get 403 QUOTA_EXCEEDED, until messages are deleted.',
+      1_048_576,
+    ),
     uploads_per_account: int(1000, 'Most uploaded attachments (POST /attachments) of one account that no sent message carries yet; the next upload gets 403 QUOTA_EXCEEDED.', 1),
     drafts_per_account: int(1000, 'Most drafts one account may keep; the next POST /inboxes/{id}/drafts gets 403 QUOTA_EXCEEDED.', 1),
     search_terms: int(32, 'Most terms in a search (`q`), a repeated term counted once and each word of a phrase counted; a word prefix needs 2 characters. Past either: 400 INVALID_QUERY.', 1),
-    search_timeout: duration('5s', 'Time budget of one search (`q` on message and thread lists and MCP searches), waiting for a free search slot included; past it the search stops and answers 503 SEARCH_TIMEOUT with Retry-After.', '1ms'),
-    searches_per_account: int(2, 'Searches (`q`) one account runs at once (one abandoned past `search_timeout` counts until its statement has ended); the next answers 429 RATE_LIMITED with Retry-After until one ends. Keep it below `concurrent_searches`, so that other accounts find slots free.', 1),
-    concurrent_searches: int(4, 'Searches the process runs at once, all accounts together: on SQLite the worker threads that run them off the event loop, on PostgreSQL the pool connections they may hold. More wait for a slot, within their `search_timeout`.', 1),
+    search_timeout: duration(
+      '5s',
+      'Time budget of one search (`q` on message and thread lists and MCP searches), waiting for a free search slot included; past it the search stops and answers 503 SEARCH_TIMEOUT with Retry-After.',
+      '1ms',
+    ),
+    searches_per_account: int(
+      2,
+      'Searches (`q`) one account runs at once (one abandoned past `search_timeout` counts until its statement has ended); the next answers 429 RATE_LIMITED with Retry-After until one ends. Keep it below `concurrent_searches`, so that other accounts find slots free.',
+      1,
+    ),
+    concurrent_searches: int(
+      4,
+      'Searches the process runs at once, all accounts together: on SQLite the worker threads that run them off the event loop, on PostgreSQL the pool connections they may hold. More wait for a slot, within their `search_timeout`.',
+      1,
+    ),
     labels_per_message: int(50, 'Most labels one message carries; a PATCH of a message or thread that would give one more gets 400 VALIDATION_ERROR naming `addLabels` and changes nothing.', 1),
-    streams_per_account: int(20, 'Event streams (GET /events/stream), long-polls (`wait`) and MCP wait_for_message calls one account may hold open at once on a node; the next gets 429 TOO_MANY_STREAMS (MCP: a tool error with that code) until one ends.', 1),
-    stream_buffer_bytes: int(1_048_576, 'Unsent bytes an event stream may hold for its client. A frame that would take it past this waits for the client to read; one that is still waiting after `stream_stall_timeout` ends the stream with `event: dropped` (resume with Last-Event-ID).', 65_536),
+    streams_per_account: int(
+      20,
+      'Event streams (GET /events/stream), long-polls (`wait`) and MCP wait_for_message calls one account may hold open at once on a node; the next gets 429 TOO_MANY_STREAMS (MCP: a tool error with that code) until one ends.',
+      1,
+    ),
+    stream_buffer_bytes: int(
+      1_048_576,
+      'Unsent bytes an event stream may hold for its client. A frame that would take it past this waits for the client to read; one that is still waiting after `stream_stall_timeout` ends the stream with `event: dropped` (resume with Last-Event-ID).',
+      65_536,
+    ),
     stream_stall_timeout: duration('30s', 'An event stream whose client has not read what was sent for this long is cut (`event: dropped`, then the socket is closed); resume with Last-Event-ID.'),
-    account_daily_send_limit: int(1000, 'Sends per account per UTC day, all its inboxes together (each send counts once, whatever its recipients); the next send gets 429 DAILY_SEND_LIMIT_EXCEEDED (SMTP submission 451 4.7.1). `mailroom accounts set-limits --daily` overrides it for one account.', 0),
+    account_daily_send_limit: int(
+      1000,
+      'Sends per account per UTC day, all its inboxes together (each send counts once, whatever its recipients); the next send gets 429 DAILY_SEND_LIMIT_EXCEEDED (SMTP submission 451 4.7.1). `mailroom accounts set-limits --daily` overrides it for one account.',
+      0,
+    ),
   },
   webhooks: {
     retry_schedule: durations(['5s', '30s', '5m', '30m', '2h'], 'Delays between webhook delivery attempts; after the last the delivery is failed.'),
@@ -313,22 +421,37 @@ export const CONFIG_SCHEMA = {
     text_max_bytes: int(26_214_400, 'Largest attachment GET /attachments/{id}/text extracts text from; larger ones get 422 ATTACHMENT_TEXT_FAILED.', 1),
     text_max_chars: int(1_000_000, 'Longest text GET /attachments/{id}/text returns; longer text is cut there and marked `truncated`.', 1),
     text_timeout: duration('15s', 'Time one text extraction (PDF, DOCX, HTML) may take in its worker process; then the process is killed and the answer is 422 ATTACHMENT_TEXT_FAILED.', '100ms'),
-    text_max_memory: int(268_435_456, 'Memory (bytes of data address space, RLIMIT_DATA) of one text extraction process, whatever the libraries allocate (a zip bomb inflated, a Flate stream decoded); past it the process dies and the answer is 422 ATTACHMENT_TEXT_FAILED (the file expands too much).', 134_217_728),
+    text_max_memory: int(
+      268_435_456,
+      'Memory (bytes of data address space, RLIMIT_DATA) of one text extraction process, whatever the libraries allocate (a zip bomb inflated, a Flate stream decoded); past it the process dies and the answer is 422 ATTACHMENT_TEXT_FAILED (the file expands too much).',
+      134_217_728,
+    ),
     text_workers: int(2, 'Text extractions (PDF, DOCX, HTML) running at once, each in its own process; more wait in a queue served round robin across accounts.', 1),
     text_queue_per_account: int(4, 'Text extractions of one account waiting for a free worker; the next gets 503 TEXT_EXTRACTION_BUSY with Retry-After.', 1),
-    text_queue_wait: duration('30s', 'Time a text extraction may wait for a free worker; then the answer is 503 TEXT_EXTRACTION_BUSY with Retry-After (not remembered as the file\'s result).', '100ms'),
+    text_queue_wait: duration('30s', "Time a text extraction may wait for a free worker; then the answer is 503 TEXT_EXTRACTION_BUSY with Retry-After (not remembered as the file's result).", '100ms'),
   },
   jobs: {
     concurrency: int(32, 'Most jobs (sends, webhook deliveries) running at once; above outbound.concurrency_per_domain, so one busy domain leaves room for the rest.', 1),
-    lease: duration('30s', 'A running job holds its lease while its process lives (renewed every third of it); a job whose process is gone (killed, its machine lost) is run again, by any node, this long after its last renewal.'),
+    lease: duration(
+      '30s',
+      'A running job holds its lease while its process lives (renewed every third of it); a job whose process is gone (killed, its machine lost) is run again, by any node, this long after its last renewal.',
+    ),
     retention: duration('7d', 'Finished jobs are kept this long for inspection, then swept.'),
-    attempt_timeout: duration('10m', 'One job attempt (a delivery to one domain\'s MX hosts, a webhook POST) may run this long, however busy its connection; then it is aborted (its SMTP connection closed) and counted as a temporary failure, retried on its schedule. A tarpitting MX cannot hold a slot for ever. Keep it above outbound.timeout.', '1s'),
+    attempt_timeout: duration(
+      '10m',
+      "One job attempt (a delivery to one domain's MX hosts, a webhook POST) may run this long, however busy its connection; then it is aborted (its SMTP connection closed) and counted as a temporary failure, retried on its schedule. A tarpitting MX cannot hold a slot for ever. Keep it above outbound.timeout.",
+      '1s',
+    ),
   },
   retention: {
     events: duration('30d', 'Events (GET /events, webhook payloads) are kept this long, then deleted; at least 7d, the time GET /events promises. Events about a message go with the message.', '7d'),
     delivery_logs: duration('30d', 'Webhook delivery logs (webhooks deliveries, the dashboard) are kept this long, then deleted.', '1d'),
     audit: duration('365d', 'Audit log entries (GET /audit, mailroom audit) are kept this long, then deleted in the hourly sweep.', '1d'),
-    reports: duration('400d', 'DMARC aggregate and TLS-RPT reports received for custom domains (GET /domains/{id}/dmarc, /tls-reports) are kept this long after they arrived, then deleted in the hourly sweep.', '1d'),
+    reports: duration(
+      '400d',
+      'DMARC aggregate and TLS-RPT reports received for custom domains (GET /domains/{id}/dmarc, /tls-reports) are kept this long after they arrived, then deleted in the hourly sweep.',
+      '1d',
+    ),
   },
   metrics: {
     listen: listen('', 'Address of the Prometheus endpoint GET /metrics (no key; keep it private, e.g. "127.0.0.1:9464"); "" turns it off.', true),
@@ -337,19 +460,46 @@ export const CONFIG_SCHEMA = {
     recheck_interval: duration('1h', 'Unverified domains are re-checked in DNS this often in the background.'),
   },
   inbound: {
-    mta_sts_mode: oneOf(['testing', 'enforce'] as const, 'testing', 'Mode of the MTA-STS policy served at https://mta-sts.<domain>/.well-known/mta-sts.txt for verified custom domains: "testing" asks senders to report TLS failures without refusing, "enforce" to deliver only over valid TLS to the MX it names.'),
+    mta_sts_mode: oneOf(
+      ['testing', 'enforce'] as const,
+      'testing',
+      'Mode of the MTA-STS policy served at https://mta-sts.<domain>/.well-known/mta-sts.txt for verified custom domains: "testing" asks senders to report TLS failures without refusing, "enforce" to deliver only over valid TLS to the MX it names.',
+    ),
     report_max_bytes: int(10_485_760, 'Largest DMARC or TLS-RPT report taken, after decompression (gzip, zip); past it the report mail is refused with 550 5.7.1 and nothing is stored.', 1024),
-    report_max_records: int(10_000, 'Most rows one DMARC aggregate report (record elements) or TLS-RPT report (policies and failure details) may hold; past it the report is refused with 550 5.7.1 and nothing is stored.', 1),
+    report_max_records: int(
+      10_000,
+      'Most rows one DMARC aggregate report (record elements) or TLS-RPT report (policies and failure details) may hold; past it the report is refused with 550 5.7.1 and nothing is stored.',
+      1,
+    ),
   },
   screening: {
-    mode: oneOf(['off', 'monitor', 'hold'] as const, 'monitor', 'Screening of inbound mail for inboxes that set none (PATCH /inboxes/{id} `screening`): "off" (not screened), "monitor" (every inbound Message carries `screening`), "hold" (a `review` message is `held` until a key with the `review` scope releases it). See docs/agents.md.'),
-    classifier_url: str('', 'Optional HTTP endpoint (a local LLM or guard model) also asked about each screened message: POST JSON {from, subject, text, screening}, answer {verdict: "clear"|"review", reason?}. Its verdict can only raise a `clear`; "" asks none.'),
-    classifier_timeout: duration('5s', 'The classifier must answer within this time; past it (or on any failure) the message keeps the built-in verdict with a `classifier` reason saying so, and is stored as usual.', '100ms'),
-    classifier_max_bytes: int(32_768, 'Most bytes of a message\'s visible text sent to the classifier; the rest is cut.', 1024),
+    mode: oneOf(
+      ['off', 'monitor', 'hold'] as const,
+      'monitor',
+      'Screening of inbound mail for inboxes that set none (PATCH /inboxes/{id} `screening`): "off" (not screened), "monitor" (every inbound Message carries `screening`), "hold" (a `review` message is `held` until a key with the `review` scope releases it). See docs/agents.md.',
+    ),
+    classifier_url: str(
+      '',
+      'Optional HTTP endpoint (a local LLM or guard model) also asked about each screened message: POST JSON {from, subject, text, screening}, answer {verdict: "clear"|"review", reason?}. Its verdict can only raise a `clear`; "" asks none.',
+    ),
+    classifier_timeout: duration(
+      '5s',
+      'The classifier must answer within this time; past it (or on any failure) the message keeps the built-in verdict with a `classifier` reason saying so, and is stored as usual.',
+      '100ms',
+    ),
+    classifier_max_bytes: int(32_768, "Most bytes of a message's visible text sent to the classifier; the rest is cut.", 1024),
   },
   policy: {
-    thread_hourly_sends: int(5, 'Sends one inbox may make in one thread within an hour (held, canceled and scheduled ones not counted); the next is held for a person with reason `thread_budget` (POST /messages/{id}/release or /cancel), so two agents answering each other stop there.', 1),
-    hold_expiry: duration('72h', 'A send held for a person (reasons first_contact, always, secret_detected, auto_reply_loop, thread_budget) that nobody releases within this time is canceled (status `canceled`, event message.canceled, audit entry by the system).', '1m'),
+    thread_hourly_sends: int(
+      5,
+      'Sends one inbox may make in one thread within an hour (held, canceled and scheduled ones not counted); the next is held for a person with reason `thread_budget` (POST /messages/{id}/release or /cancel), so two agents answering each other stop there.',
+      1,
+    ),
+    hold_expiry: duration(
+      '72h',
+      'A send held for a person (reasons first_contact, always, secret_detected, auto_reply_loop, thread_budget) that nobody releases within this time is canceled (status `canceled`, event message.canceled, audit entry by the system).',
+      '1m',
+    ),
   },
 } as const;
 
@@ -397,8 +547,14 @@ export const BUDGETS: Record<string, { what: string; past: string }> = {
   'smtp.max_message_bytes': { what: 'Message size', past: '`552 5.3.4`' },
   'smtp.max_recipients': { what: 'Recipients per message', past: '`452`' },
   'smtp.spool_limit': { what: 'Mail waiting in the spool', past: '`451 4.3.1` (the sender retries)' },
-  'smtp.memory_budget': { what: 'Memory held by SMTP transactions (twelve times what each message in progress holds: at most its first 256 KiB, the rest is on disk)', past: '`452 4.3.1` at MAIL (when SIZE= is announced) or after DATA; one transaction alone always passes' },
-  'smtp.analysis_timeout': { what: 'Parsing and SPF/DKIM/DMARC of one received message on a worker', past: 'stored unanalysed (raw kept, authentication `permerror`), never retried on the main thread' },
+  'smtp.memory_budget': {
+    what: 'Memory held by SMTP transactions (twelve times what each message in progress holds: at most its first 256 KiB, the rest is on disk)',
+    past: '`452 4.3.1` at MAIL (when SIZE= is announced) or after DATA; one transaction alone always passes',
+  },
+  'smtp.analysis_timeout': {
+    what: 'Parsing and SPF/DKIM/DMARC of one received message on a worker',
+    past: 'stored unanalysed (raw kept, authentication `permerror`), never retried on the main thread',
+  },
   'attachments.text_max_bytes': { what: 'Attachment whose text is extracted', past: '`422 ATTACHMENT_TEXT_FAILED`' },
   'attachments.text_max_chars': { what: 'Extracted text returned', past: 'cut there, `truncated: true`' },
   'attachments.text_timeout': { what: 'Time of one text extraction', past: 'its process is killed; `422 ATTACHMENT_TEXT_FAILED`' },

@@ -220,10 +220,8 @@ export function createSecureLookup(servers: string[], timeoutMs: number) {
     return { authenticated: res.ad, bogus: false, records: res.answers.filter((a) => a.type === type).map((a) => parse(a, res.msg)) };
   };
   return {
-    mx: (name: string) =>
-      secure(name, TYPE_MX, 'MX', (a, msg) => ({ priority: a.rdata.readUInt16BE(0), exchange: readName(msg, a.rdataOffset + 2).name })),
-    tlsa: (name: string) =>
-      secure(name, TYPE_TLSA, 'TLSA', (a) => ({ usage: a.rdata[0], selector: a.rdata[1], matchingType: a.rdata[2], data: Buffer.from(a.rdata.subarray(3)) })),
+    mx: (name: string) => secure(name, TYPE_MX, 'MX', (a, msg) => ({ priority: a.rdata.readUInt16BE(0), exchange: readName(msg, a.rdataOffset + 2).name })),
+    tlsa: (name: string) => secure(name, TYPE_TLSA, 'TLSA', (a) => ({ usage: a.rdata[0], selector: a.rdata[1], matchingType: a.rdata[2], data: Buffer.from(a.rdata.subarray(3)) })),
   };
 }
 

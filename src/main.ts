@@ -94,14 +94,30 @@ function housekeeping(ctx: AppContext): Service {
  * that they are the first to stop accepting at shutdown (like HTTP), instead of taking new sessions while the job
  * runner drains; the runner stops before the outbound pools its deliveries use.
  */
-export const SERVICE_FACTORIES: Array<(ctx: AppContext) => Service> = [housekeeping, createMetricsService, createOutboundService, (ctx) => createJobRunner(ctx, JOB_HANDLERS), createDomainRecheck, createSmtpService, createSubmissionService, createImapService, eventWatchers];
+export const SERVICE_FACTORIES: Array<(ctx: AppContext) => Service> = [
+  housekeeping,
+  createMetricsService,
+  createOutboundService,
+  (ctx) => createJobRunner(ctx, JOB_HANDLERS),
+  createDomainRecheck,
+  createSmtpService,
+  createSubmissionService,
+  createImapService,
+  eventWatchers,
+];
 
 /**
  * Open event streams and long-polls (src/domain/events/event-feed.ts). Stopped first: the streams end
  * and the long-polls answer, so HTTP can close without waiting out its grace period for them.
  */
 function eventWatchers(ctx: AppContext): Service {
-  return { name: 'events', async start() {}, async stop() { closeEventWatchers(ctx); } };
+  return {
+    name: 'events',
+    async start() {},
+    async stop() {
+      closeEventWatchers(ctx);
+    },
+  };
 }
 
 function listenHttp(server: Server, host: string, port: number): Promise<AddressInfo> {

@@ -133,9 +133,7 @@ export function metricsOf(ctx: AppContext): Metrics {
   if (!m) {
     m = {
       httpRequests: new Counter('mailroom_http_requests_total', 'HTTP requests answered, by method, route pattern and status code.'),
-      httpDuration: new Histogram('mailroom_http_request_duration_seconds', 'Time to answer an HTTP request, by method and route pattern.', [
-        0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
-      ]),
+      httpDuration: new Histogram('mailroom_http_request_duration_seconds', 'Time to answer an HTTP request, by method and route pattern.', [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]),
       smtpSessions: new Counter('mailroom_smtp_sessions_total', 'Inbound SMTP connections accepted by the listener.'),
       smtpMessages: new Counter('mailroom_smtp_messages_total', 'Inbound messages by result: accepted (stored) or rejected (refused with an SMTP error).'),
       smtpRecipients: new Counter('mailroom_smtp_recipients_total', 'RCPT TO commands by result: accepted or rejected (unknown inbox, relay, suspended, limits).'),
@@ -332,9 +330,7 @@ async function scrape(ctx: AppContext, state: ScrapeState): Promise<string> {
     ...gauge(
       'mailroom_jobs_oldest_age_seconds',
       'Age of the oldest queued or running job, by kind and status.',
-      snapshot.live
-        .filter((r) => r.oldest)
-        .map((r) => ({ labels: { kind: r.kind, status: r.status }, value: Math.max(0, Math.round((nowMs - Date.parse(r.oldest!)) / 1000)) })),
+      snapshot.live.filter((r) => r.oldest).map((r) => ({ labels: { kind: r.kind, status: r.status }, value: Math.max(0, Math.round((nowMs - Date.parse(r.oldest!)) / 1000)) })),
     ),
   );
   const [events, attempts] = state.logs;
@@ -346,17 +342,20 @@ async function scrape(ctx: AppContext, state: ScrapeState): Promise<string> {
       events.counts,
     ),
   );
+  lines.push(...counterLines('mailroom_webhook_attempts_total', 'Webhook delivery attempts by outcome: success, pending (failed, retry scheduled), failed (final).', 'status', attempts.counts));
   lines.push(
-    ...counterLines(
-      'mailroom_webhook_attempts_total',
-      'Webhook delivery attempts by outcome: success, pending (failed, retry scheduled), failed (final).',
-      'status',
-      attempts.counts,
+    ...gauge(
+      'mailroom_inboxes',
+      'Inboxes by status.',
+      snapshot.inboxes.map((r) => ({ labels: { status: r.status }, value: Number(r.n) })),
     ),
   );
-  lines.push(...gauge('mailroom_inboxes', 'Inboxes by status.', snapshot.inboxes.map((r) => ({ labels: { status: r.status }, value: Number(r.n) }))));
   lines.push(
-    ...gauge('mailroom_domains', 'Custom domains by sending status.', snapshot.domains.map((r) => ({ labels: { sending_status: r.status }, value: Number(r.n) }))),
+    ...gauge(
+      'mailroom_domains',
+      'Custom domains by sending status.',
+      snapshot.domains.map((r) => ({ labels: { sending_status: r.status }, value: Number(r.n) })),
+    ),
   );
   return lines.join('\n') + '\n';
 }

@@ -38,7 +38,6 @@ export const AFTER_START_MS = 1000;
 
 const hostPort = (host: string, port: number) => (host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`);
 
-
 export const LIVE_SENDING_WARNING =
   'sending is live (outbound.mode = "email") and no domain is verified: mail sent through the API leaves this machine for real ' +
   '(and from a home connection may wait on a blocked port 25); to try mailroom without sending anything, set outbound.mode = "dry-run" in the config';
@@ -74,18 +73,12 @@ export async function describeStartup(
 /** "0.0.0.0:143 (STARTTLS), 0.0.0.0:993 (TLS)": the IMAP listeners that are on. */
 function imapLine(c: Config, port: number, tlsPort: number): string {
   const starttls = c.smtp.tls_cert && c.smtp.tls_key ? 'STARTTLS' : 'no TLS: loopback logins only';
-  return [
-    ...(c.imap.listen ? [`${hostPort(c.imap.listen.host, port)} (${starttls})`] : []),
-    ...(c.imap.tls_listen ? [`${hostPort(c.imap.tls_listen.host, tlsPort)} (TLS)`] : []),
-  ].join(', ');
+  return [...(c.imap.listen ? [`${hostPort(c.imap.listen.host, port)} (${starttls})`] : []), ...(c.imap.tls_listen ? [`${hostPort(c.imap.tls_listen.host, tlsPort)} (TLS)`] : [])].join(', ');
 }
 
 /** The block for a terminal: aligned lines, then one "warning:" line per warning. */
 export function renderStartup(info: StartupInfo): string {
-  const outbound =
-    info.outbound === 'dry-run'
-      ? 'dry-run (nothing leaves this machine)'
-      : `email (live: mail leaves this machine${info.relay ? ` through ${info.relay}` : ', direct to MX'})`;
+  const outbound = info.outbound === 'dry-run' ? 'dry-run (nothing leaves this machine)' : `email (live: mail leaves this machine${info.relay ? ` through ${info.relay}` : ', direct to MX'})`;
   const rows: Array<[string, string]> = [
     ['config', info.config],
     ['data dir', info.dataDir],
@@ -99,12 +92,7 @@ export function renderStartup(info: StartupInfo): string {
     ['outbound', outbound],
   ];
   const width = Math.max(...rows.map(([k]) => k.length));
-  return [
-    `mailroom ${info.version} started`,
-    ...rows.map(([k, v]) => `  ${k.padEnd(width)}  ${v}`),
-    ...info.warnings.map((w) => `warning: ${w}`),
-    '',
-  ].join('\n');
+  return [`mailroom ${info.version} started`, ...rows.map(([k, v]) => `  ${k.padEnd(width)}  ${v}`), ...info.warnings.map((w) => `warning: ${w}`), ''].join('\n');
 }
 
 /** A listener that could not bind: one line naming the address, the reason and the key to change. */

@@ -58,9 +58,7 @@ export function openRowStore(messageCount = 1000): RowStore {
              in_reply_to TEXT, "references" TEXT NOT NULL DEFAULT '[]', recipients TEXT NOT NULL DEFAULT '[]', authentication TEXT,
              raw_path TEXT, size INTEGER NOT NULL DEFAULT 0, unread INTEGER NOT NULL DEFAULT 1, created_at TEXT NOT NULL, updated_at TEXT NOT NULL);
            CREATE INDEX messages_inbox_created ON messages (inbox_id, created_at);`);
-  const insertInbox = db.prepare(
-    `INSERT INTO inboxes (id, account_id, address, display_name, status, daily_send_limit, created_at) VALUES (?, 'acc_bench', ?, ?, 'active', 100, ?)`,
-  );
+  const insertInbox = db.prepare(`INSERT INTO inboxes (id, account_id, address, display_name, status, daily_send_limit, created_at) VALUES (?, 'acc_bench', ?, ?, 'active', 100, ?)`);
   const getInbox = db.prepare(`SELECT ${INBOX_FIELDS} FROM inboxes WHERE id = ?`);
   const newInbox = (displayName: string | null) => {
     const id = 'inb_' + randomBytes(13).toString('hex');

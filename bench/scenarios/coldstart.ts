@@ -94,10 +94,14 @@ async function idleMemory(binary: string, config: string): Promise<{ at3s?: numb
   child.stderr!.on('data', (d: Buffer) => (err += d));
   try {
     const started = Date.now();
-    const http = await waitFor('build/mailroom to start', () => {
-      const line = out.split('\n').find((l) => l.includes('"msg":"started"'));
-      return line ? (JSON.parse(line).http as string) : undefined;
-    }, 20_000);
+    const http = await waitFor(
+      'build/mailroom to start',
+      () => {
+        const line = out.split('\n').find((l) => l.includes('"msg":"started"'));
+        return line ? (JSON.parse(line).http as string) : undefined;
+      },
+      20_000,
+    );
     const key = await waitFor('bootstrap key', () => /mr_live_[A-Za-z0-9]+/.exec(err)?.[0], 5_000);
     const res = await fetch(`${http}/inboxes`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: '{}' });
     if (res.status !== 201) throw new Error(`POST /inboxes: ${res.status}`);
@@ -120,7 +124,8 @@ export async function coldStart(env: { dns: TestDns }): Promise<ScenarioResult> 
     const res = await runBounded('npm', ['run', '-s', 'build'], 300_000);
     if (res.code !== 0) buildNote = ` (npm run build failed, measured the existing binary: ${res.stderr.trim().split('\n').pop()})`;
   }
-  if (!existsSync(BINARY)) throw new SkipError(pkg.scripts?.build ? `npm run build did not produce build/mailroom${buildNote}` : 'no build/mailroom and no `npm run build` script (single executable not landed)');
+  if (!existsSync(BINARY))
+    throw new SkipError(pkg.scripts?.build ? `npm run build did not produce build/mailroom${buildNote}` : 'no build/mailroom and no `npm run build` script (single executable not landed)');
   const dir = freshDir('coldstart');
   // A copy, as every deployment runs one (install, scp, an image's COPY): the file the build
   // has just written sits in the page cache in large folios, and mapping those counted about
@@ -162,10 +167,36 @@ export async function coldStart(env: { dns: TestDns }): Promise<ScenarioResult> 
     status: 'ok',
     setup: `build/mailroom (a copy of it) serve, spawn until GET /health has answered 200 (asked once its "started" log line is out: HTTP and SMTP listening, migrations applied), median of ${RUNS}; after one untimed start that fills the addon cache. Baseline: the same pinned Node binary starting a bare node:http server until it has answered one GET, its starts interleaved with mailroom's. Idle RSS: one more start with one inbox created over HTTP, read from /proc${buildNote}`,
     rows: [
-      { metric: 'start until /health answers, existing data dir (median)', unit: 'ms', mailroom: x.p50, baselines: [{ name: 'bare node:http start', value: b.p50 }], ...judge('coldStartMs', x.p50), note: `max ${x.max} ms` },
-      { metric: 'first start until /health answers, empty data dir (median)', unit: 'ms', mailroom: e.p50, baselines: [{ name: 'bare node:http start', value: b.p50 }], ...judge('coldStartMs', e.p50), note: `max ${e.max} ms; includes creating the database (the shared DKIM key is made a second after start)` },
-      { metric: 'idle RSS of build/mailroom, 3 s after start, one inbox', unit: 'MB', mailroom: idle.at3s ?? null, ...judge('idleRssMb', idle.at3s), note: `${idle.anon3s} MB of it anonymous (the rest is pages of the executable file)` },
-      { metric: 'idle RSS of build/mailroom, 20 s after start', unit: 'MB', mailroom: idle.at20s ?? null, ...judge('idleRssMb', idle.at20s), note: `${idle.anon20s} MB anonymous; after V8's idle-time collections` },
+      {
+        metric: 'start until /health answers, existing data dir (median)',
+        unit: 'ms',
+        mailroom: x.p50,
+        baselines: [{ name: 'bare node:http start', value: b.p50 }],
+        ...judge('coldStartMs', x.p50),
+        note: `max ${x.max} ms`,
+      },
+      {
+        metric: 'first start until /health answers, empty data dir (median)',
+        unit: 'ms',
+        mailroom: e.p50,
+        baselines: [{ name: 'bare node:http start', value: b.p50 }],
+        ...judge('coldStartMs', e.p50),
+        note: `max ${e.max} ms; includes creating the database (the shared DKIM key is made a second after start)`,
+      },
+      {
+        metric: 'idle RSS of build/mailroom, 3 s after start, one inbox',
+        unit: 'MB',
+        mailroom: idle.at3s ?? null,
+        ...judge('idleRssMb', idle.at3s),
+        note: `${idle.anon3s} MB of it anonymous (the rest is pages of the executable file)`,
+      },
+      {
+        metric: 'idle RSS of build/mailroom, 20 s after start',
+        unit: 'MB',
+        mailroom: idle.at20s ?? null,
+        ...judge('idleRssMb', idle.at20s),
+        note: `${idle.anon20s} MB anonymous; after V8's idle-time collections`,
+      },
     ],
     details: { empty, existing, bare, idle },
   };

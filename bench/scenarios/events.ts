@@ -256,10 +256,13 @@ export async function eventLatency(env: { dns: TestDns }): Promise<ScenarioResul
   const alone = await runPhase(env, false);
   const both = await runPhase(env, true);
   const expected = SECONDS * MESSAGES_PER_SECOND * INBOXES;
-  const all = (p: Phase, hooks: boolean) => p.received.sse === expected && p.received.sseDistinct === expected && (!hooks || (p.received.webhook >= expected && p.received.webhookDistinct === expected));
+  const all = (p: Phase, hooks: boolean) =>
+    p.received.sse === expected && p.received.sseDistinct === expected && (!hooks || (p.received.webhook >= expected && p.received.webhookDistinct === expected));
   const rate = (p: Phase) => ({ unit: 'events/s', mailroom: p.producedPerSecond, ...judge('eventRate', p.producedPerSecond) });
   const sending = (p: Phase) => `SMTP sends in flight at most ${p.maxInFlight}, ${p.failed} failed, sending took ${round(p.sendSeconds, 1)} s`;
-  log(`events: SSE alone ${alone.producedPerSecond}/s p50 ${alone.sse.p50} p99 ${alone.sse.p99} ms; with webhooks ${both.producedPerSecond}/s SSE p50 ${both.sse.p50} p99 ${both.sse.p99}, webhook p50 ${both.webhook!.p50} p99 ${both.webhook!.p99} ms`);
+  log(
+    `events: SSE alone ${alone.producedPerSecond}/s p50 ${alone.sse.p50} p99 ${alone.sse.p99} ms; with webhooks ${both.producedPerSecond}/s SSE p50 ${both.sse.p50} p99 ${both.sse.p99}, webhook p50 ${both.webhook!.p50} p99 ${both.webhook!.p99} ms`,
+  );
   return {
     id: 'events',
     title: '(j) Event latency at 500 events/s: event → SSE and event → webhook',
@@ -269,7 +272,13 @@ export async function eventLatency(env: { dns: TestDns }): Promise<ScenarioResul
       ...idle.flatMap(idleRows),
       { metric: 'SSE alone: events produced per second', ...rate(alone) },
       { metric: 'SSE alone: event → SSE client, p50', unit: 'ms', mailroom: alone.sse.p50 },
-      { metric: 'SSE alone: event → SSE client, p99', unit: 'ms', mailroom: alone.sse.p99, note: `max ${alone.sse.max} ms; ${alone.received.sseDistinct} of ${expected} events, ${alone.received.sse - alone.received.sseDistinct} twice`, ...judge('everyEventOnce', all(alone, false) ? 1 : 0, 1) },
+      {
+        metric: 'SSE alone: event → SSE client, p99',
+        unit: 'ms',
+        mailroom: alone.sse.p99,
+        note: `max ${alone.sse.max} ms; ${alone.received.sseDistinct} of ${expected} events, ${alone.received.sse - alone.received.sseDistinct} twice`,
+        ...judge('everyEventOnce', all(alone, false) ? 1 : 0, 1),
+      },
       { metric: 'with webhooks: events produced per second', ...rate(both) },
       { metric: 'with webhooks: event → SSE client, p50', unit: 'ms', mailroom: both.sse.p50 },
       { metric: 'with webhooks: event → SSE client, p99', unit: 'ms', mailroom: both.sse.p99, note: `max ${both.sse.max} ms` },

@@ -203,15 +203,27 @@ async function flowOn(env: { dns: TestDns }, postfix: PostfixRun | undefined, cl
     note,
   });
   const visibleTarget = cluster ? judge('postgresVsSqlite', e2eRate, sqliteRate, b.visible >= COUNT) : judge('endToEndVsPostfix', e2eRate, postfix?.deliveredPerSecond, b.visible >= COUNT);
-  const pfNote = postfix ? `; Postfix ${postfix.version}: ${postfix.delivered} in the Maildir after ${postfix.deliveredSeconds} s (${postfix.cpuMsPerMsg} ms CPU/msg, all its processes)` : '; Postfix → Maildir not measured';
+  const pfNote = postfix
+    ? `; Postfix ${postfix.version}: ${postfix.delivered} in the Maildir after ${postfix.deliveredSeconds} s (${postfix.cpuMsPerMsg} ms CPU/msg, all its processes)`
+    : '; Postfix → Maildir not measured';
   return {
     id: cluster ? 'flow-pg' : 'flow',
     title: `(o) Inbound flow on ${cluster ? 'PostgreSQL (private durable cluster, fsync on)' : 'embedded SQLite'}: accepted → visible and webhooked, and 250 → visible latency under a steady offer`,
     status: 'ok',
     setup: `${postfix ? `Postfix → Maildir first (bench/postfix.ts: Postfix ${postfix.version}, fsynced queue, virtual delivery into a Maildir), the same burst; then a ` : ''}fresh server, one inbox, one message.received webhook to a receiver on loopback; burst: smtp-source -d, ${SESSIONS} sessions, ${COUNT} messages of ${MESSAGE_BYTES} bytes body (after 500 warm-up); steady: ${SESSIONS} connections sending ${RATE} msg/s in total for ${SECONDS} s, latency from the 250 at the client to the message.received frame on GET /events/stream`,
     rows: [
-      endToEnd('last visible in the API', e2eRate, visibleTarget, `${b.visible} of ${COUNT} visible after ${b.visibleSeconds} s; 250s took ${b.acceptSeconds} s; ${b.cpuMsPerMsg} ms of server CPU per message in all${cluster && sqliteRate ? `; ${(e2eRate / sqliteRate).toFixed(2)}× SQLite's ${sqliteRate} msg/s in this run` : ''}${pfNote}`),
-      endToEnd('last message webhooked (distinct ids)', hookRate, judge('webhookedVsVisible', hookRate, e2eRate, b.webhooks >= COUNT), `${b.webhooks} of ${COUNT} distinct messages webhooked after ${b.webhookSeconds} s; ${(hookRate / e2eRate).toFixed(2)}× visible`),
+      endToEnd(
+        'last visible in the API',
+        e2eRate,
+        visibleTarget,
+        `${b.visible} of ${COUNT} visible after ${b.visibleSeconds} s; 250s took ${b.acceptSeconds} s; ${b.cpuMsPerMsg} ms of server CPU per message in all${cluster && sqliteRate ? `; ${(e2eRate / sqliteRate).toFixed(2)}× SQLite's ${sqliteRate} msg/s in this run` : ''}${pfNote}`,
+      ),
+      endToEnd(
+        'last message webhooked (distinct ids)',
+        hookRate,
+        judge('webhookedVsVisible', hookRate, e2eRate, b.webhooks >= COUNT),
+        `${b.webhooks} of ${COUNT} distinct messages webhooked after ${b.webhookSeconds} s; ${(hookRate / e2eRate).toFixed(2)}× visible`,
+      ),
       {
         metric: `250 → visible (stream), p50, at ${RATE} msg/s offered`,
         unit: 'ms',

@@ -89,7 +89,9 @@ async function measureEndpoint(targets: Target[], e: Endpoint): Promise<Measured
       non2xx: runs.reduce((n, l) => n + l.non2xx, 0),
       errors: runs.reduce((n, l) => n + l.errors, 0),
     };
-    log(`${t.name} ${e.name}: ${load.reqPerSec} req/s, ${load.cpuUsPerRequest} µs CPU/request, p99 ${load.p99} ms (rounds: ${runs.map((l) => l.reqPerSec).join(', ')} req/s)${load.non2xx ? `, ${load.non2xx} non-2xx` : ''}${load.errors ? `, ${load.errors} errors` : ''}`);
+    log(
+      `${t.name} ${e.name}: ${load.reqPerSec} req/s, ${load.cpuUsPerRequest} µs CPU/request, p99 ${load.p99} ms (rounds: ${runs.map((l) => l.reqPerSec).join(', ')} req/s)${load.non2xx ? `, ${load.non2xx} non-2xx` : ''}${load.errors ? `, ${load.errors} errors` : ''}`,
+    );
     return load;
   });
 }

@@ -101,7 +101,13 @@ export async function largeMessages(env: { dns: TestDns }): Promise<ScenarioResu
   await sleep(500);
   const before = bytesUnder(fan.dataDir);
   const transport = nodemailer.createTransport({ host: '127.0.0.1', port: fan.smtpPort, secure: false, ignoreTLS: true });
-  const info = await transport.sendMail({ from: 'bulk@source.bench', to: addresses, subject: 'fan-out', text: 'to everyone', attachments: [{ filename: 'one.bin', content: randomBytes(1024 * 1024) }] });
+  const info = await transport.sendMail({
+    from: 'bulk@source.bench',
+    to: addresses,
+    subject: 'fan-out',
+    text: 'to everyone',
+    attachments: [{ filename: 'one.bin', content: randomBytes(1024 * 1024) }],
+  });
   transport.close();
   // Files are fsynced before the 250 and the rows committed: what is on disk now stays.
   const added = bytesUnder(fan.dataDir) - before;
@@ -116,7 +122,14 @@ export async function largeMessages(env: { dns: TestDns }): Promise<ScenarioResu
       status: 'ok',
       setup: `${LARGE} messages of ${round(mb, 1)} MB (one base64 attachment) over ${LARGE} connections at once, each retried 200 ms after a 4xx as an MTA would; peak RSS (VmHWM) of the server process; baseline: a bare smtp-server that reads and discards`,
       rows: [
-        { metric: 'peak RSS', unit: 'MB', mailroom: peak.peakMb, baselines: [{ name: 'smtp-server discarding', value: basePeak.peakMb }], ...judge('largePeakMb', peak.peakMb), note: `idle ${idle.rssMb} MB (baseline idle ${baseIdle.rssMb} MB)` },
+        {
+          metric: 'peak RSS',
+          unit: 'MB',
+          mailroom: peak.peakMb,
+          baselines: [{ name: 'smtp-server discarding', value: basePeak.peakMb }],
+          ...judge('largePeakMb', peak.peakMb),
+          note: `idle ${idle.rssMb} MB (baseline idle ${baseIdle.rssMb} MB)`,
+        },
         { metric: 'transactions deferred by smtp.memory_budget (452, retried)', unit: '', mailroom: run.deferred, note: `${run.failed} failed, ${stored} of ${LARGE} stored` },
         { metric: 'time until all ten were answered 250', unit: 's', mailroom: run.seconds, baselines: [{ name: 'smtp-server discarding', value: baseRun.seconds }] },
       ],
@@ -125,9 +138,16 @@ export async function largeMessages(env: { dns: TestDns }): Promise<ScenarioResu
       id: 'fanout',
       title: '(i) One message to 50 inboxes, on disk',
       status: 'ok',
-      setup: 'one message with a 1 MB attachment to 50 inboxes in one SMTP transaction; bytes added under data_dir (raw and attachment files, database and WAL), per recipient; baseline: the size of the message itself',
+      setup:
+        'one message with a 1 MB attachment to 50 inboxes in one SMTP transaction; bytes added under data_dir (raw and attachment files, database and WAL), per recipient; baseline: the size of the message itself',
       rows: [
-        { metric: 'disk bytes per recipient', unit: 'KB', mailroom: round(added / 50 / 1024), baselines: [{ name: 'the message', value: round(messageBytes / 1024) }], note: `${round(added / 1024 / 1024, 2)} MB in all` },
+        {
+          metric: 'disk bytes per recipient',
+          unit: 'KB',
+          mailroom: round(added / 50 / 1024),
+          baselines: [{ name: 'the message', value: round(messageBytes / 1024) }],
+          note: `${round(added / 1024 / 1024, 2)} MB in all`,
+        },
       ],
     },
   ];

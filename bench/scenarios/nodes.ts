@@ -13,22 +13,7 @@ import type { TestDns } from '../../test/support/dns.ts';
 import { postgresMissing, startCluster, type PgCluster } from '../../test/support/postgres.ts';
 import { createInbox, startMailroom, type Mailroom } from '../mailroom.ts';
 import type { LoadOptions, LoadResult } from '../smtp-load.ts';
-import {
-  ROOT,
-  SkipError,
-  autocannon,
-  cpuMsOf,
-  load,
-  log,
-  machineBusyMs,
-  round,
-  runBounded,
-  sleep,
-  treeCpuMsOf,
-  type HttpLoad,
-  type Row,
-  type ScenarioResult,
-} from '../support.ts';
+import { ROOT, SkipError, autocannon, cpuMsOf, load, log, machineBusyMs, round, runBounded, sleep, treeCpuMsOf, type HttpLoad, type Row, type ScenarioResult } from '../support.ts';
 import { CONNECTIONS } from './http.ts';
 import { MESSAGE_BYTES, SESSIONS } from './smtp.ts';
 
@@ -122,7 +107,9 @@ async function smtpPhase(setup: Setup, inbox: { id: string; address: string }): 
     `${processed} messages became visible in the API meanwhile (spooled ones processed)`,
     r.deferred ? `${r.deferred} deferred (4xx)` : '',
     r.failed ? `${r.failed} failed` : '',
-  ].filter(Boolean).join('; ');
+  ]
+    .filter(Boolean)
+    .join('; ');
   log(`${setup.label} SMTP: ${r.perSecond} msg/s, 250 after end of DATA p50 ${r.latency.p50} ms p99 ${r.latency.p99} ms; ${note}`);
   return { perSecond: r.perSecond, p50: r.latency.p50, p99: r.latency.p99, operations: r.accepted, bad: r.failed, note, cpu, detail: { ...r, processed } };
 }
@@ -134,14 +121,22 @@ async function smtpPhase(setup: Setup, inbox: { id: string; address: string }): 
  */
 async function httpPhase(setup: Setup, path: string): Promise<Phase> {
   const targets = [0, 1].map((i) => setup.nodes[i % setup.nodes.length]!);
-  const both = (seconds: number) =>
-    Promise.all(targets.map((n) => autocannon(n.url + path, { connections: CONNECTIONS / 2, seconds, headers: { authorization: `Bearer ${n.key}` } })));
+  const both = (seconds: number) => Promise.all(targets.map((n) => autocannon(n.url + path, { connections: CONNECTIONS / 2, seconds, headers: { authorization: `Bearer ${n.key}` } })));
   await both(WARMUP_SECONDS);
   const { result: loads, cpu } = await withCpu(setup, () => both(SECONDS));
   const sum = (f: (l: HttpLoad) => number) => loads.reduce((s, l) => s + f(l), 0);
   const bad = sum((l) => l.non2xx + l.errors);
   const note = bad ? `${bad} non-2xx or errors` : undefined;
-  const phase = { perSecond: sum((l) => l.reqPerSec), p50: Math.max(...loads.map((l) => l.p50)), p99: Math.max(...loads.map((l) => l.p99)), operations: sum((l) => l.requests), bad, note, cpu, detail: loads };
+  const phase = {
+    perSecond: sum((l) => l.reqPerSec),
+    p50: Math.max(...loads.map((l) => l.p50)),
+    p99: Math.max(...loads.map((l) => l.p99)),
+    operations: sum((l) => l.requests),
+    bad,
+    note,
+    cpu,
+    detail: loads,
+  };
   log(`${setup.label} ${path.replace(/[a-z]{3}_[A-Za-z0-9]+/g, '{id}')}: ${phase.perSecond} req/s, p99 ${phase.p99} ms${note ? `, ${note}` : ''}`);
   return phase;
 }
@@ -214,7 +209,9 @@ const cpuPerOp = (p: Phase) => perOp(p.cpu.nodesMs + p.cpu.databaseMs, p.operati
 function cpuNote(p: Phase): string {
   const { nodesMs, databaseMs, loadMs, machineMs, wallMs } = p.cpu;
   const pct = (ms: number, of: number) => `${Math.round((100 * ms) / of)}%`;
-  const split = databaseMs ? `nodes ${perOp(nodesMs, p.operations)} ms (${pct(nodesMs, nodesMs + databaseMs)}), database ${perOp(databaseMs, p.operations)} ms (${pct(databaseMs, nodesMs + databaseMs)}); ` : '';
+  const split = databaseMs
+    ? `nodes ${perOp(nodesMs, p.operations)} ms (${pct(nodesMs, nodesMs + databaseMs)}), database ${perOp(databaseMs, p.operations)} ms (${pct(databaseMs, nodesMs + databaseMs)}); `
+    : '';
   const other = machineMs - nodesMs - databaseMs - loadMs;
   return `${split}machine ${round(machineMs / wallMs, 2)} of ${cpus().length} cores busy: nodes ${pct(nodesMs, machineMs)}, database ${pct(databaseMs, machineMs)}, load generators ${pct(loadMs, machineMs)}, other work ${pct(other, machineMs)}`;
 }
@@ -237,10 +234,22 @@ type PhaseName = 'smtp' | 'list' | 'get';
 
 function phaseRows(results: SetupResult[], phase: PhaseName, what: string, rate: string, p50Too: boolean): Row[] {
   return [
-    ...threeRows(`${what} throughput`, rate, results, (r) => r[phase].perSecond, (r) => r[phase].note),
+    ...threeRows(
+      `${what} throughput`,
+      rate,
+      results,
+      (r) => r[phase].perSecond,
+      (r) => r[phase].note,
+    ),
     ...(p50Too ? threeRows(`${what} p50 latency`, 'ms', results, (r) => r[phase].p50) : []),
     ...threeRows(`${what} p99 latency`, 'ms', results, (r) => r[phase].p99, p50Too ? undefined : (r) => `p50 ${r[phase].p50} ms`),
-    ...threeRows(`${what} CPU per ${phase === 'smtp' ? 'message' : 'request'} (nodes + database)`, 'ms', results, (r) => cpuPerOp(r[phase]), (r) => cpuNote(r[phase])),
+    ...threeRows(
+      `${what} CPU per ${phase === 'smtp' ? 'message' : 'request'} (nodes + database)`,
+      'ms',
+      results,
+      (r) => cpuPerOp(r[phase]),
+      (r) => cpuNote(r[phase]),
+    ),
   ];
 }
 

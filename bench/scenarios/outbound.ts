@@ -136,17 +136,24 @@ async function measure(env: { dns: TestDns }, cluster?: PgCluster): Promise<Scen
     const accepted = performance.now();
     acceptRate = round(COUNT / ((accepted - t0) / 1000));
     if (posted.non2xx || posted.errors) throw new Error(`sends refused: ${posted.non2xx} non-2xx, ${posted.errors} errors`);
-    await waitFor('all sends to be sent', async () => {
-      failed = await countOf('failed');
-      const queued = (await countOf('queued')) + (await countOf('sending'));
-      return queued === 0 || undefined;
-    }, 180_000, 50);
+    await waitFor(
+      'all sends to be sent',
+      async () => {
+        failed = await countOf('failed');
+        const queued = (await countOf('queued')) + (await countOf('sending'));
+        return queued === 0 || undefined;
+      },
+      180_000,
+      50,
+    );
     const wall = performance.now() - t0;
     const cpu1 = cpuNow();
     cpu = { server: cpu1.server - cpu0.server, database: cpu1.database - cpu0.database, machine: cpu1.machine - cpu0.machine, wall };
     const sent = (await countOf('sent')) - 50;
     rate = round(sent / (wall / 1000));
-    log(`outbound ${rate} msg/s end to end (${sent} sent, ${failed} failed); API accepted ${acceptRate}/s; CPU per send: server ${round(cpu.server / COUNT, 2)} ms, database ${round(cpu.database / COUNT, 2)} ms; machine ${round(cpu.machine / wall, 2)} cores busy`);
+    log(
+      `outbound ${rate} msg/s end to end (${sent} sent, ${failed} failed); API accepted ${acceptRate}/s; CPU per send: server ${round(cpu.server / COUNT, 2)} ms, database ${round(cpu.database / COUNT, 2)} ms; machine ${round(cpu.machine / wall, 2)} cores busy`,
+    );
   } finally {
     await m.stop();
     if (sink) await stopChild(sink);

@@ -83,7 +83,10 @@ export async function pgClients(): Promise<ScenarioResult> {
   const cluster = await startCluster({ durable: true });
   try {
     const measured: Record<string, { reads: Awaited<ReturnType<typeof drive>>; writes: Awaited<ReturnType<typeof drive>> }> = {};
-    for (const [name, make] of [['postgres', porsager], ['pg', nodePostgres]] as const) {
+    for (const [name, make] of [
+      ['postgres', porsager],
+      ['pg', nodePostgres],
+    ] as const) {
       const url = await cluster.createDatabase(`bench_${name}`);
       const client = make(url);
       const setup = postgres(url, { max: 1 });

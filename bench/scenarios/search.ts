@@ -29,11 +29,25 @@ const word = (r: number) => `w${Math.floor(r * r * VOCABULARY)}z`;
 
 function lcg(seed: number): () => number {
   let s = seed >>> 0;
-  return () => ((s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 4294967296);
+  return () => (s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 4294967296;
 }
 
 type ThreadValues = [id: string, accountId: string, inboxId: string, subject: string, lastMessageAt: string, createdAt: string];
-type MessageValues = [id: string, accountId: string, inboxId: string, threadId: string, from: string, fromName: string, to: string, subject: string, body: string, messageIdHeader: string, size: number, createdAt: string, updatedAt: string];
+type MessageValues = [
+  id: string,
+  accountId: string,
+  inboxId: string,
+  threadId: string,
+  from: string,
+  fromName: string,
+  to: string,
+  subject: string,
+  body: string,
+  messageIdHeader: string,
+  size: number,
+  createdAt: string,
+  updatedAt: string,
+];
 type AttachmentValues = [id: string, accountId: string, messageId: string, filename: string, sha256: string, storagePath: string, createdAt: string];
 
 /** The corpus, the same on both engines: `count` received messages, oldest first, each its own thread, an attachment on one in ten. */
@@ -73,7 +87,7 @@ function seedSqlite(dataDir: string, accountId: string, inboxId: string, count: 
   const insertAttachment = db.prepare(`${INSERT_ATTACHMENT} VALUES (?, ?, ?, ?, 'application/pdf', 1000, ?, ?, ?)`);
   const to = JSON.stringify([(db.prepare('SELECT address FROM inboxes WHERE id = ?').get(inboxId) as { address: string }).address]);
   const rows = corpus(accountId, inboxId, to, count);
-  for (let done = 0; done < count; ) {
+  for (let done = 0; done < count;) {
     const n = Math.min(BATCH, count - done);
     db.transaction(() => {
       for (let i = 0; i < n; i++) {
@@ -99,19 +113,25 @@ export async function seedPostgres(url: string, accountId: string, inboxId: stri
     const [{ address }] = (await client.query('SELECT address FROM inboxes WHERE id = $1', [inboxId])).rows;
     const rows = corpus(accountId, inboxId, JSON.stringify([address]), count);
     const columns = <T extends unknown[]>(list: T[]) => list[0].map((_, c) => list.map((r) => r[c]));
-    for (let done = 0; done < count; ) {
+    for (let done = 0; done < count;) {
       const n = Math.min(5_000, count - done);
       const batch = Array.from({ length: n }, () => rows.next().value!);
       const attachments = batch.flatMap((b) => (b.attachment ? [b.attachment] : []));
       await client.query('BEGIN');
-      await client.query(`${INSERT_THREAD} SELECT a, b, c, d, 1, e, f FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) AS u(a, b, c, d, e, f)`, columns(batch.map((b) => b.thread)));
+      await client.query(
+        `${INSERT_THREAD} SELECT a, b, c, d, 1, e, f FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) AS u(a, b, c, d, e, f)`,
+        columns(batch.map((b) => b.thread)),
+      );
       await client.query(
         `${INSERT_MESSAGE} SELECT a, b, c, d, 'inbound', e, f, g, h, i, 'received', j, NULL, k, l, m
            FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::int[], $12::text[], $13::text[]) AS u(a, b, c, d, e, f, g, h, i, j, k, l, m)`,
         columns(batch.map((b) => b.message)),
       );
       if (attachments.length) {
-        await client.query(`${INSERT_ATTACHMENT} SELECT a, b, c, d, 'application/pdf', 1000, e, f, g FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[]) AS u(a, b, c, d, e, f, g)`, columns(attachments));
+        await client.query(
+          `${INSERT_ATTACHMENT} SELECT a, b, c, d, 'application/pdf', 1000, e, f, g FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[]) AS u(a, b, c, d, e, f, g)`,
+          columns(attachments),
+        );
       }
       await client.query('COMMIT');
       done += n;

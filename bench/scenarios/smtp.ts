@@ -135,7 +135,9 @@ export async function smtpIngest(env: { dns: TestDns }): Promise<ScenarioResult[
   } finally {
     await m.stop();
   }
-  log(`mailroom ${mailroom.msgPerSec} msg/s accepted, all ${stored} visible after ${round(processedSeconds, 2)} s, ${mailroom.cpuMsPerMsg} ms CPU/msg accepting, ${endToEndCpuMs} ms CPU/msg accepted and processed`);
+  log(
+    `mailroom ${mailroom.msgPerSec} msg/s accepted, all ${stored} visible after ${round(processedSeconds, 2)} s, ${mailroom.cpuMsPerMsg} ms CPU/msg accepting, ${endToEndCpuMs} ms CPU/msg accepted and processed`,
+  );
 
   // ---- smtp-sink (Postfix's discard server, C) ----
   const sinkPort = await freePort();

@@ -37,12 +37,23 @@ export async function storeOverhead(): Promise<ScenarioResult> {
   const port: Db = store.db;
   const now = new Date().toISOString();
   db.insert(s.accounts).values({ id: 'acc', name: 'bench', createdAt: now }).run();
-  for (let i = 0; i < INBOXES; i++) db.insert(s.inboxes).values({ id: `inb${i}`, accountId: 'acc', address: `a${i}@bench.test`, dailySendLimit: 5, createdAt: now }).run();
+  for (let i = 0; i < INBOXES; i++)
+    db.insert(s.inboxes)
+      .values({ id: `inb${i}`, accountId: 'acc', address: `a${i}@bench.test`, dailySendLimit: 5, createdAt: now })
+      .run();
   const id = (i: number) => `inb${i % INBOXES}`;
   const RAW = 'SELECT id, address, status FROM inboxes WHERE id = ?';
 
-  const syncPrepared = db.select().from(s.inboxes).where(eq(s.inboxes.id, sql.placeholder('id'))).prepare();
-  const asyncPrepared = port.select().from(s.inboxes).where(eq(s.inboxes.id, sql.placeholder('id'))).prepare();
+  const syncPrepared = db
+    .select()
+    .from(s.inboxes)
+    .where(eq(s.inboxes.id, sql.placeholder('id')))
+    .prepare();
+  const asyncPrepared = port
+    .select()
+    .from(s.inboxes)
+    .where(eq(s.inboxes.id, sql.placeholder('id')))
+    .prepare();
   const syncRaw = db.$client.prepare(RAW).raw(true);
   const bump = sql`${s.inboxes.totalSent} + 1`;
 
@@ -54,14 +65,63 @@ export async function storeOverhead(): Promise<ScenarioResult> {
     baselines: [{ name: 'synchronous handle (today)', value: sync }],
     note: `${n} ops, one after another`,
   });
-  rows.push(row('prepared point read', timed(READS, (i) => syncPrepared.get({ id: id(i) })), await timedAsync(READS, (i) => asyncPrepared.get({ id: id(i) })), READS));
-  rows.push(row('raw statement point read (rows as arrays)', timed(READS, (i) => syncRaw.get(id(i))), await timedAsync(READS, (i) => store.rows(store.db, RAW, [id(i)])), READS));
-  rows.push(row('query built per call', timed(READS / 10, (i) => db.select().from(s.inboxes).where(eq(s.inboxes.id, id(i))).get()), await timedAsync(READS / 10, (i) => port.select().from(s.inboxes).where(eq(s.inboxes.id, id(i))).get()), READS / 10));
+  rows.push(
+    row(
+      'prepared point read',
+      timed(READS, (i) => syncPrepared.get({ id: id(i) })),
+      await timedAsync(READS, (i) => asyncPrepared.get({ id: id(i) })),
+      READS,
+    ),
+  );
+  rows.push(
+    row(
+      'raw statement point read (rows as arrays)',
+      timed(READS, (i) => syncRaw.get(id(i))),
+      await timedAsync(READS, (i) => store.rows(store.db, RAW, [id(i)])),
+      READS,
+    ),
+  );
+  rows.push(
+    row(
+      'query built per call',
+      timed(READS / 10, (i) =>
+        db
+          .select()
+          .from(s.inboxes)
+          .where(eq(s.inboxes.id, id(i)))
+          .get(),
+      ),
+      await timedAsync(READS / 10, (i) =>
+        port
+          .select()
+          .from(s.inboxes)
+          .where(eq(s.inboxes.id, id(i)))
+          .get(),
+      ),
+      READS / 10,
+    ),
+  );
   rows.push(
     row(
       'one-row update in its own transaction',
-      timed(WRITES, (i) => db.transaction((tx) => tx.update(s.inboxes).set({ totalSent: bump }).where(eq(s.inboxes.id, id(i))).run())),
-      await timedAsync(WRITES, (i) => store.transaction((tx: Db) => tx.update(s.inboxes).set({ totalSent: bump }).where(eq(s.inboxes.id, id(i))).run())),
+      timed(WRITES, (i) =>
+        db.transaction((tx) =>
+          tx
+            .update(s.inboxes)
+            .set({ totalSent: bump })
+            .where(eq(s.inboxes.id, id(i)))
+            .run(),
+        ),
+      ),
+      await timedAsync(WRITES, (i) =>
+        store.transaction((tx: Db) =>
+          tx
+            .update(s.inboxes)
+            .set({ totalSent: bump })
+            .where(eq(s.inboxes.id, id(i)))
+            .run(),
+        ),
+      ),
       WRITES,
     ),
   );

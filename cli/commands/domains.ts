@@ -30,8 +30,7 @@ const ROLE_NOTE: Record<RecordRole, string> = {
   tls_rpt: 'TLS-RPT (receiving, recommended: senders report TLS failures here)',
 };
 
-const roleOf = (plan: DomainRecords['plan'], r: DnsRecord): RecordRole =>
-  (Object.entries(plan) as Array<[RecordRole, DnsRecord | undefined]>).find(([, v]) => v === r)![0];
+const roleOf = (plan: DomainRecords['plan'], r: DnsRecord): RecordRole => (Object.entries(plan) as Array<[RecordRole, DnsRecord | undefined]>).find(([, v]) => v === r)![0];
 
 /** Zone lines, each after a comment naming the record and (when checked) its state in DNS. */
 export function renderZone(records: DomainRecords, checks?: RecordCheck[]): string {
@@ -82,10 +81,7 @@ export function registerDomains(program: Command): void {
       await withContext(c, async (ctx) => {
         const d = await addDomain(ctx, await resolveAccount(ctx, opts.account), name);
         if (globals(c).json) return print(c, d);
-        process.stdout.write(
-          `${statusLine(d)}\n; Publish these records in the zone of ${d.domain}, then run: mailroom domains verify ${d.id}\n` +
-            renderZone((await dnsRecordsFor(ctx, d.domain))!),
-        );
+        process.stdout.write(`${statusLine(d)}\n; Publish these records in the zone of ${d.domain}, then run: mailroom domains verify ${d.id}\n` + renderZone((await dnsRecordsFor(ctx, d.domain))!));
       });
     });
 
@@ -130,13 +126,17 @@ export function registerDomains(program: Command): void {
         const d = await verifyDomain(ctx, null, (await findDomainByIdOrName(ctx, which)).id);
         if (globals(c).json) return print(c, d);
         process.stdout.write(`${statusLine(d)}\n`);
-        print(c, d, d.dnsCheck.map((k) => ({ record: k.role, type: k.type, name: k.name, state: k.state, detail: k.detail })));
+        print(
+          c,
+          d,
+          d.dnsCheck.map((k) => ({ record: k.role, type: k.type, name: k.name, state: k.state, detail: k.detail })),
+        );
       });
     });
 
   cmd
     .command('remove <domain>')
-    .description("delete a domain (id or name); its inboxes move to the shared domain and keep their messages")
+    .description('delete a domain (id or name); its inboxes move to the shared domain and keep their messages')
     .option('--json', 'print JSON')
     .action(async (which: string, _opts: unknown, c: Command) => {
       await withContext(c, async (ctx) => {

@@ -4,7 +4,16 @@ import { AppError } from '../../src/domain/errors.ts';
 import { listAllInboxes, MAX_DAILY_SEND_LIMIT, setDailyLimit, suspendInbox, unsuspendInbox, type Inbox } from '../../src/domain/inboxes/inboxes.ts';
 import { print, withContext } from '../shared.ts';
 
-const row = (i: Inbox) => ({ id: i.id, address: i.address, status: i.status, sendsToday: i.sendsToday, dailySendLimit: i.dailySendLimit, totalSent: i.totalSent, bounces: i.bounceCount, complaints: i.complaintCount });
+const row = (i: Inbox) => ({
+  id: i.id,
+  address: i.address,
+  status: i.status,
+  sendsToday: i.sendsToday,
+  dailySendLimit: i.dailySendLimit,
+  totalSent: i.totalSent,
+  bounces: i.bounceCount,
+  complaints: i.complaintCount,
+});
 
 export function registerInboxes(program: Command): void {
   const inboxes = program.command('inboxes').description('inspect inboxes and apply support actions');

@@ -135,7 +135,7 @@ export function registerInit(program: Command): void {
     .command('init')
     .description('write a commented mailroom.toml (--config FILE to name another), create the data directory and the first API key, print the DNS records and the next commands')
     .option('--hostname <name>', 'host name of this server: EHLO name and MX target (asked when not given)')
-    .option('--domain <domain>', 'mail domain of the inboxes, the config\'s shared_domain (asked when not given)')
+    .option('--domain <domain>', "mail domain of the inboxes, the config's shared_domain (asked when not given)")
     .option('--mode <mode>', `outbound mode, "dry-run" or "email" (asked when not given; default "${INIT_DEFAULT_MODE}")`)
     .option('--data-dir <dir>', 'data directory (default ./data), written as an absolute path')
     .option('--http-listen <host:port>', 'HTTP API address (default 127.0.0.1:3000)')
@@ -198,7 +198,16 @@ export function registerInit(program: Command): void {
       }
       const next = nextCommands(config, configArg, made.key.key);
       if (globals(cmd).json) {
-        return print(cmd, { config: file, dataDir: resolve(config.data_dir), hostname: config.hostname, domain: config.shared_domain, outbound: config.outbound.mode, key: made.key, records: made.records, next });
+        return print(cmd, {
+          config: file,
+          dataDir: resolve(config.data_dir),
+          hostname: config.hostname,
+          domain: config.shared_domain,
+          outbound: config.outbound.mode,
+          key: made.key,
+          records: made.records,
+          next,
+        });
       }
       const mode = config.outbound.mode === 'dry-run' ? 'dry-run: nothing leaves this machine' : 'email: sending is live';
       process.stdout.write(

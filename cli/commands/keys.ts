@@ -28,7 +28,10 @@ export function registerKeys(program: Command): void {
       let scopes: Scope[] | undefined;
       if (opts.scopes !== undefined) {
         if (opts.readOnly) throw new CliError('--read-only and --scopes: give one of them');
-        const list = opts.scopes.split(',').map((x) => x.trim()).filter(Boolean);
+        const list = opts.scopes
+          .split(',')
+          .map((x) => x.trim())
+          .filter(Boolean);
         const unknown = list.filter((x) => !(SCOPES as readonly string[]).includes(x));
         if (!list.length || unknown.length) throw new CliError(`--scopes: expected a comma-separated list of ${SCOPES.join(', ')}, got ${opts.scopes}`);
         scopes = list as Scope[];
@@ -56,7 +59,21 @@ export function registerKeys(program: Command): void {
     .option('--json', 'print JSON')
     .action(async (opts: { account?: string }, cmd: Command) => {
       const rows = (await withContext(cmd, (ctx) => listAllApiKeys(ctx))).filter((k) => !opts.account || k.accountId === opts.account);
-      print(cmd, { data: rows }, rows.map((k) => ({ id: k.id, prefix: k.keyPrefix, name: k.name, account: k.accountId, readOnly: k.readOnly, scopes: k.scopes.join(','), inboxes: k.inboxIds.length || 'all', lastUsedAt: k.lastUsedAt, expiresAt: k.expiresAt })));
+      print(
+        cmd,
+        { data: rows },
+        rows.map((k) => ({
+          id: k.id,
+          prefix: k.keyPrefix,
+          name: k.name,
+          account: k.accountId,
+          readOnly: k.readOnly,
+          scopes: k.scopes.join(','),
+          inboxes: k.inboxIds.length || 'all',
+          lastUsedAt: k.lastUsedAt,
+          expiresAt: k.expiresAt,
+        })),
+      );
     });
   keys
     .command('revoke <id>')

@@ -18,7 +18,11 @@ export function registerSuppressions(program: Command): void {
     .action(async (opts: { account?: string; address?: string; limit?: string; offset?: string }, cmd: Command) => {
       const query = new URLSearchParams(Object.entries({ limit: opts.limit, offset: opts.offset }).filter((e): e is [string, string] => e[1] !== undefined));
       const page = await withContext(cmd, async (ctx) => listSuppressions(ctx, await resolveAccount(ctx, opts.account), { ...parsePage(query), address: opts.address }));
-      print(cmd, page, page.data.map((s) => ({ address: s.address, reason: s.reason, createdAt: s.createdAt, messageId: s.messageId })));
+      print(
+        cmd,
+        page,
+        page.data.map((s) => ({ address: s.address, reason: s.reason, createdAt: s.createdAt, messageId: s.messageId })),
+      );
     });
   cmds
     .command('add <address>')

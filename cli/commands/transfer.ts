@@ -19,7 +19,11 @@ function passphrase(opts: { passphraseFile?: string }): string {
   throw new CliError('a passphrase seals the secret parts (DKIM keys, webhook secrets, signing keys): give --passphrase-file FILE or set MAILROOM_EXPORT_PASSPHRASE');
 }
 
-async function withStore<T>(cmd: Command, file: string, fn: (t: typeof import('../../src/store/transfer.ts'), store: import('../../src/store/store.ts').Store, dataDir: string, staging: string) => Promise<T>): Promise<T> {
+async function withStore<T>(
+  cmd: Command,
+  file: string,
+  fn: (t: typeof import('../../src/store/transfer.ts'), store: import('../../src/store/store.ts').Store, dataDir: string, staging: string) => Promise<T>,
+): Promise<T> {
   const config = configOf(cmd);
   const [transfer, { openStore }] = await Promise.all([import('../../src/store/transfer.ts'), import('../../src/store/open.ts')]);
   const staging = mkdtempSync(join(dirname(resolve(file)), '.mailroom-transfer-'));

@@ -29,9 +29,7 @@ export function registerWebhooks(program: Command): void {
     .option('--json', 'print JSON')
     .action(async (opts: { failed?: boolean; webhook?: string; limit: string }, cmd: Command) => {
       if (!/^\d+$/.test(opts.limit) || Number(opts.limit) < 1 || Number(opts.limit) > 200) throw new CliError(`--limit must be a whole number from 1 to 200, got ${opts.limit}`);
-      const rows = await withContext(cmd, async (ctx) =>
-        await listDeliveryLogs(ctx, null, { status: opts.failed ? 'failed' : undefined, webhookId: opts.webhook, limit: Number(opts.limit) }),
-      );
+      const rows = await withContext(cmd, async (ctx) => await listDeliveryLogs(ctx, null, { status: opts.failed ? 'failed' : undefined, webhookId: opts.webhook, limit: Number(opts.limit) }));
       print(cmd, { data: rows }, rows.map(row));
     });
   webhooks
@@ -42,7 +40,9 @@ export function registerWebhooks(program: Command): void {
       const queued = await withContext(cmd, (ctx) => replayDelivery(ctx, id));
       // Allowed (a receiver may have lost it), but the receiver will get the event twice.
       if (queued.alreadyDelivered) {
-        process.stderr.write(`warning: event ${queued.eventId} was already delivered successfully to webhook ${queued.webhookId}; the receiver gets it again (same webhook-id header, so it can drop the duplicate)\n`);
+        process.stderr.write(
+          `warning: event ${queued.eventId} was already delivered successfully to webhook ${queued.webhookId}; the receiver gets it again (same webhook-id header, so it can drop the duplicate)\n`,
+        );
       }
       print(cmd, queued, [{ ...queued }]);
     });

@@ -8,19 +8,7 @@
 // carry over. A column type this file does not know stops the derivation with its name.
 import { getTableColumns, is, SQL } from 'drizzle-orm';
 import { getTableConfig, type SQLiteColumn, type SQLiteTable } from 'drizzle-orm/sqlite-core';
-import {
-  bigint,
-  customType,
-  index,
-  integer,
-  pgTable,
-  primaryKey,
-  text,
-  uniqueIndex,
-  type AnyPgColumn,
-  type PgColumnBuilderBase,
-  type PgTableWithColumns,
-} from 'drizzle-orm/pg-core';
+import { bigint, customType, index, integer, pgTable, primaryKey, text, uniqueIndex, type AnyPgColumn, type PgColumnBuilderBase, type PgTableWithColumns } from 'drizzle-orm/pg-core';
 import * as sqlite from './schema.ts';
 
 const bytea = customType<{ data: Buffer }>({ dataType: () => 'bytea' });

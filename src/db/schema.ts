@@ -68,7 +68,9 @@ export const domains = sqliteTable(
   },
   (t) => [
     index('domains_domain').on(t.domain),
-    uniqueIndex('domains_domain_verified').on(t.domain).where(sql`${t.sendingStatus} = 'verified'`),
+    uniqueIndex('domains_domain_verified')
+      .on(t.domain)
+      .where(sql`${t.sendingStatus} = 'verified'`),
     uniqueIndex('domains_account_domain').on(t.accountId, t.domain),
     index('domains_account').on(t.accountId, t.createdAt),
   ],
@@ -196,8 +198,12 @@ export const messages = sqliteTable(
     index('messages_account_created').on(t.accountId, t.createdAt),
     // `unread=true`, the question an agent asks most: partial, so only unread mail is indexed and
     // marking a message read takes it out. Queries must say `unread = 1` literally to use them.
-    index('messages_inbox_unread').on(t.inboxId, t.createdAt).where(sql`unread = 1`),
-    index('messages_account_unread').on(t.accountId, t.createdAt).where(sql`unread = 1`),
+    index('messages_inbox_unread')
+      .on(t.inboxId, t.createdAt)
+      .where(sql`unread = 1`),
+    index('messages_account_unread')
+      .on(t.accountId, t.createdAt)
+      .where(sql`unread = 1`),
   ],
 );
 
@@ -278,7 +284,9 @@ export const attachments = sqliteTable(
     index('attachments_account').on(t.accountId),
     index('attachments_storage_path').on(t.storagePath),
     // The account's uploads (no message of their own), for the uploads quota (src/domain/accounts/quotas.ts).
-    index('attachments_uploads').on(t.accountId).where(sql`message_id IS NULL`),
+    index('attachments_uploads')
+      .on(t.accountId)
+      .where(sql`message_id IS NULL`),
   ],
 );
 
@@ -504,10 +512,7 @@ export const listEntries = sqliteTable(
     requireAuth: integer('require_auth', { mode: 'boolean' }).notNull().default(true),
     createdAt: text('created_at').notNull(),
   },
-  (t) => [
-    uniqueIndex('list_entries_unique').on(t.accountId, sql`coalesce(${t.inboxId}, '')`, t.direction, t.kind, t.entry),
-    index('list_entries_account').on(t.accountId, t.direction, t.createdAt),
-  ],
+  (t) => [uniqueIndex('list_entries_unique').on(t.accountId, sql`coalesce(${t.inboxId}, '')`, t.direction, t.kind, t.entry), index('list_entries_account').on(t.accountId, t.direction, t.createdAt)],
 );
 
 /**
@@ -552,11 +557,7 @@ export const suppressions = sqliteTable(
     messageId: text('message_id').references(() => messages.id, { onDelete: 'set null' }),
     createdAt: text('created_at').notNull(),
   },
-  (t) => [
-    primaryKey({ columns: [t.accountId, t.address] }),
-    index('suppressions_account_created').on(t.accountId, t.createdAt),
-    index('suppressions_message').on(t.messageId),
-  ],
+  (t) => [primaryKey({ columns: [t.accountId, t.address] }), index('suppressions_account_created').on(t.accountId, t.createdAt), index('suppressions_message').on(t.messageId)],
 );
 
 /**

@@ -44,7 +44,9 @@ export function normalizeRecipient(field: string, raw: string): string {
 
 /** Words that read badly in someone's address; the rest of the BIP-39 list is kept. */
 const UNWELCOME = new Set(
-  'abuse blood bomb bullet cage chaos crime cruel cry damage danger destroy dirt disease divorce dumb enemy evil exile fatal fever funeral garbage ghost grief gun hazard horror hungry hurt ill illegal injury insane jail lawsuit liar lonely mad monster naked nasty negative nuclear pain panic penalty pig pistol poison prison punch rifle riot rude sad scam scare sex shoot sick sin slave snake spy steal stupid suicide tank terror toilet toxic tragic trap trash trigger ugly victim violence virus vomit war warfare weapon wreck wrong zombie'.split(' '),
+  'abuse blood bomb bullet cage chaos crime cruel cry damage danger destroy dirt disease divorce dumb enemy evil exile fatal fever funeral garbage ghost grief gun hazard horror hungry hurt ill illegal injury insane jail lawsuit liar lonely mad monster naked nasty negative nuclear pain panic penalty pig pistol poison prison punch rifle riot rude sad scam scare sex shoot sick sin slave snake spy steal stupid suicide tank terror toilet toxic tragic trap trash trigger ugly victim violence virus vomit war warfare weapon wreck wrong zombie'.split(
+    ' ',
+  ),
 );
 const WORDS = wordlist.filter((w) => !UNWELCOME.has(w));
 

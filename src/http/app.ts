@@ -29,7 +29,25 @@ import { registerAuditRoutes } from './routes/audit.ts';
 import { registerSuppressionRoutes } from './routes/suppressions.ts';
 
 /** Each resource module adds its routes here; fixed paths must come before `/:id` ones. */
-const ROUTE_MODULES: Array<(r: Routes, ctx: AppContext) => void> = [registerHealthRoutes, registerOpenApiRoutes, registerInboxRoutes, registerApiKeyRoutes, registerDomainRoutes, registerMessageRoutes, registerSendingRoutes, registerThreadRoutes, registerAttachmentRoutes, registerDashboardRoutes, registerWebhookRoutes, registerEventRoutes, registerDraftRoutes, registerListRoutes, registerAuditRoutes, registerMcpRoutes, registerSuppressionRoutes];
+const ROUTE_MODULES: Array<(r: Routes, ctx: AppContext) => void> = [
+  registerHealthRoutes,
+  registerOpenApiRoutes,
+  registerInboxRoutes,
+  registerApiKeyRoutes,
+  registerDomainRoutes,
+  registerMessageRoutes,
+  registerSendingRoutes,
+  registerThreadRoutes,
+  registerAttachmentRoutes,
+  registerDashboardRoutes,
+  registerWebhookRoutes,
+  registerEventRoutes,
+  registerDraftRoutes,
+  registerListRoutes,
+  registerAuditRoutes,
+  registerMcpRoutes,
+  registerSuppressionRoutes,
+];
 
 /** The metrics label of requests no route answered (one series, whatever the path). */
 const UNMATCHED = 'unmatched';

@@ -41,7 +41,10 @@ const int = (description?: string): Schema => ({ type: 'integer', ...(descriptio
 const time = (description?: string): Schema => str(description, { format: 'date-time' });
 const obj = (properties: Record<string, Schema>, required: string[] = Object.keys(properties)): Schema => ({ type: 'object', properties, required });
 const list = (item: string, paged = false): Schema =>
-  obj(paged ? { data: { type: 'array', items: ref(item) }, total: int(), limit: int(), offset: int() } : { data: { type: 'array', items: ref(item) }, total: int() }, paged ? ['data', 'total', 'limit', 'offset'] : ['data']);
+  obj(
+    paged ? { data: { type: 'array', items: ref(item) }, total: int(), limit: int(), offset: int() } : { data: { type: 'array', items: ref(item) }, total: int() },
+    paged ? ['data', 'total', 'limit', 'offset'] : ['data'],
+  );
 
 const EVENT_NAMES = Object.keys(EVENT_TYPES);
 const DNS_RECORD = obj({ type: str(undefined, { enum: ['TXT', 'MX', 'CNAME'] }), name: str(), value: str(), priority: int('MX only') }, ['type', 'name', 'value']);
@@ -95,7 +98,11 @@ const SCHEMAS: Record<string, Schema> = {
     }),
   }),
   JsonRpcError: obj(
-    { jsonrpc: str(undefined, { const: '2.0' }), id: { type: ['string', 'integer', 'null'] }, error: obj({ code: int('JSON-RPC error code, e.g. -32700 parse error.'), message: str(), data: {} }, ['code', 'message']) },
+    {
+      jsonrpc: str(undefined, { const: '2.0' }),
+      id: { type: ['string', 'integer', 'null'] },
+      error: obj({ code: int('JSON-RPC error code, e.g. -32700 parse error.'), message: str(), data: {} }, ['code', 'message']),
+    },
     ['jsonrpc', 'id', 'error'],
   ),
   Health: obj({ status: str(undefined, { const: 'ok' }) }),
@@ -112,15 +119,23 @@ const SCHEMAS: Record<string, Schema> = {
     complaintCount: int(),
     createdAt: time(),
     sendPolicy: obj({
-      approval: str('Holds sends for a person (docs/agents.md, "Outbound holds"): `first_contact` a send to an address the inbox never exchanged mail with, `always` every send.', { enum: ['none', 'first_contact', 'always'] }),
+      approval: str('Holds sends for a person (docs/agents.md, "Outbound holds"): `first_contact` a send to an address the inbox never exchanged mail with, `always` every send.', {
+        enum: ['none', 'first_contact', 'always'],
+      }),
       hourlySendLimit: nullable(int('Sends per UTC clock hour (one per send, whatever its recipients); past it 429 HOURLY_SEND_LIMIT_EXCEEDED. null: no hourly limit.')),
     }),
-    screening: str('Screening of inbound mail in this inbox (docs/agents.md): `off`, `monitor` (every inbound Message carries `screening`) or `hold` (a `review` message is `held` until released); the inbox\'s own setting (PATCH) or else `[screening] mode`.', { enum: ['off', 'monitor', 'hold'] }),
+    screening: str(
+      "Screening of inbound mail in this inbox (docs/agents.md): `off`, `monitor` (every inbound Message carries `screening`) or `hold` (a `review` message is `held` until released); the inbox's own setting (PATCH) or else `[screening] mode`.",
+      { enum: ['off', 'monitor', 'hold'] },
+    ),
   }),
   Screening: obj(
     {
-      verdict: str('`review`: a person should look before an agent acts on it (the content may try to instruct the agent, hide text, mislead with links, impersonate this account, or carry code). `clear`: nothing found; not a promise of safety.', { enum: ['clear', 'review'] }),
-      score: int('0-100: the sum of the reasons\' weights; 50 or more is `review`.'),
+      verdict: str(
+        '`review`: a person should look before an agent acts on it (the content may try to instruct the agent, hide text, mislead with links, impersonate this account, or carry code). `clear`: nothing found; not a promise of safety.',
+        { enum: ['clear', 'review'] },
+      ),
+      score: int("0-100: the sum of the reasons' weights; 50 or more is `review`."),
       reasons: {
         type: 'array',
         items: obj({
@@ -136,7 +151,13 @@ const SCHEMAS: Record<string, Schema> = {
     { ...ATTACHMENT_META, url: str('A fresh presigned download URL, valid `attachments.url_ttl` and needing no key. In API answers only; webhook and event payloads (kept for days) carry none.') },
     Object.keys(ATTACHMENT_META),
   ),
-  Recipient: obj({ address: str(), status: str('held (the send is held for a person), queued, scheduled, sending, sent, delivered, bounced, failed, canceled, or suppressed (on the suppression list when the send was made or, for a scheduled send, at its time: never attempted).'), response: nullable(str("The remote server's last reply, or what happened instead.")) }),
+  Recipient: obj({
+    address: str(),
+    status: str(
+      'held (the send is held for a person), queued, scheduled, sending, sent, delivered, bounced, failed, canceled, or suppressed (on the suppression list when the send was made or, for a scheduled send, at its time: never attempted).',
+    ),
+    response: nullable(str("The remote server's last reply, or what happened instead.")),
+  }),
   Message: obj(
     {
       id: str(),
@@ -183,14 +204,35 @@ const SCHEMAS: Record<string, Schema> = {
         additionalProperties: false,
       },
       authentication: { description: 'Inbound only: SPF, DKIM and DMARC results, or null.' },
-      screening: { description: 'Inbound only: the screener\'s verdict (docs/agents.md), or null when the inbox does not screen (`off`) or the message could not be analysed. When it names `hidden_text`, extractedText and extractedHtml leave the hidden part out.', oneOf: [ref('Screening'), { type: 'null' }] },
+      screening: {
+        description:
+          "Inbound only: the screener's verdict (docs/agents.md), or null when the inbox does not screen (`off`) or the message could not be analysed. When it names `hidden_text`, extractedText and extractedHtml leave the hidden part out.",
+        oneOf: [ref('Screening'), { type: 'null' }],
+      },
       unread: { type: 'boolean', description: 'Inbound messages arrive unread, outbound ones are read.' },
       labels: { ...LABELS, description: 'Sorted.' },
       size: int('Bytes of the RFC 5322 source.'),
       createdAt: time(),
       updatedAt: time(),
     },
-    ['id', 'inboxId', 'threadId', 'direction', 'fromAddress', 'toAddresses', 'ccAddresses', 'subject', 'bodyText', 'bodyHtml', 'status', 'attachments', 'messageIdHeader', 'unread', 'labels', 'createdAt'],
+    [
+      'id',
+      'inboxId',
+      'threadId',
+      'direction',
+      'fromAddress',
+      'toAddresses',
+      'ccAddresses',
+      'subject',
+      'bodyText',
+      'bodyHtml',
+      'status',
+      'attachments',
+      'messageIdHeader',
+      'unread',
+      'labels',
+      'createdAt',
+    ],
   ),
   SendCheck: obj({
     allowed: { type: 'boolean', description: 'The send would be accepted.' },
@@ -229,7 +271,11 @@ const SCHEMAS: Record<string, Schema> = {
     kind: str(undefined, { enum: [...LIST_KINDS] }),
     entry: str('An address or a domain (matching its subdomains too), lowercase.'),
     inboxId: nullable(str('null: every inbox of the account.')),
-    requireAuth: { type: 'boolean', description: 'Receive allow entries (default true): the entry matches only a message whose header From it names and whose From domain is authenticated (DMARC pass, or SPF or DKIM pass aligned with it). False on every other entry.' },
+    requireAuth: {
+      type: 'boolean',
+      description:
+        'Receive allow entries (default true): the entry matches only a message whose header From it names and whose From domain is authenticated (DMARC pass, or SPF or DKIM pass aligned with it). False on every other entry.',
+    },
     createdAt: time(),
   }),
   ListEntryPage: list('ListEntry', true),
@@ -274,7 +320,17 @@ const SCHEMAS: Record<string, Schema> = {
     detail: str(),
   }),
   VerifiedDomain: obj({ ...DOMAIN_PROPS, dnsCheck: { type: 'array', items: ref('RecordCheck'), description: 'What DNS answered for each record.' } }),
-  ApiKey: obj({ id: str(), keyPrefix: str(), name: nullable(str()), readOnly: { type: 'boolean' }, scopes: KEY_SCOPES, inboxIds: KEY_INBOXES, lastUsedAt: nullable(time()), expiresAt: nullable(time()), createdAt: time() }),
+  ApiKey: obj({
+    id: str(),
+    keyPrefix: str(),
+    name: nullable(str()),
+    readOnly: { type: 'boolean' },
+    scopes: KEY_SCOPES,
+    inboxIds: KEY_INBOXES,
+    lastUsedAt: nullable(time()),
+    expiresAt: nullable(time()),
+    createdAt: time(),
+  }),
   ApiKeyList: obj({ data: { type: 'array', items: ref('ApiKey') } }),
   CreatedApiKey: obj({
     id: str(),
@@ -412,7 +468,7 @@ export const OPERATIONS: Record<string, Operation> = {
   'PATCH /inboxes/:id': {
     operationId: 'updateInbox',
     example: { displayName: 'Support agent', sendPolicy: { approval: 'none', hourlySendLimit: 20 } },
-    summary: 'Change an inbox\'s display name and send policy',
+    summary: "Change an inbox's display name and send policy",
     tag: 'Inboxes',
     body: UpdateInboxBody,
     status: 200,
@@ -430,7 +486,17 @@ export const OPERATIONS: Record<string, Operation> = {
     status: 202,
     description: `The message, status \`queued\`; with \`sendAt\` (ISO 8601, future, at most ${MAX_SCHEDULE_DAYS} days ahead) status \`scheduled\` until then, counted against the daily limit of the day it is sent. A send the outbound policy holds for a person is \`held\` with \`hold.reasons\` (docs/agents.md, "Outbound holds"): not sent, not counted, until released.`,
     response: 'Message',
-    errors: ['INBOX_NOT_FOUND', 'INBOX_SUSPENDED', 'INVALID_ADDRESS', 'THREAD_NOT_FOUND', 'DAILY_SEND_LIMIT_EXCEEDED', 'HOURLY_SEND_LIMIT_EXCEEDED', 'RECIPIENT_BLOCKED', 'QUOTA_EXCEEDED', 'RECIPIENTS_SUPPRESSED'],
+    errors: [
+      'INBOX_NOT_FOUND',
+      'INBOX_SUSPENDED',
+      'INVALID_ADDRESS',
+      'THREAD_NOT_FOUND',
+      'DAILY_SEND_LIMIT_EXCEEDED',
+      'HOURLY_SEND_LIMIT_EXCEEDED',
+      'RECIPIENT_BLOCKED',
+      'QUOTA_EXCEEDED',
+      'RECIPIENTS_SUPPRESSED',
+    ],
   },
   'POST /inboxes/:inboxId/messages/check': {
     operationId: 'checkMessage',
@@ -469,7 +535,7 @@ export const OPERATIONS: Record<string, Operation> = {
   },
   'GET /messages': {
     operationId: 'listAccountMessages',
-    summary: "List the messages of every inbox of the account, most recent first",
+    summary: 'List the messages of every inbox of the account, most recent first',
     tag: 'Messages',
     query: [...PAGE, ...FILTERS],
     status: 200,
@@ -526,7 +592,8 @@ export const OPERATIONS: Record<string, Operation> = {
     summary: 'Cancel a scheduled message before its send time, or a held send',
     tag: 'Messages',
     status: 200,
-    description: 'The message, status `canceled` (each recipient too); it is never sent, and `message.canceled` is recorded (and in the audit log). Only a `scheduled` message or a `held` send can be canceled.',
+    description:
+      'The message, status `canceled` (each recipient too); it is never sent, and `message.canceled` is recorded (and in the audit log). Only a `scheduled` message or a `held` send can be canceled.',
     response: 'Message',
     errors: ['MESSAGE_NOT_FOUND', 'NOT_CANCELABLE'],
   },
@@ -536,7 +603,7 @@ export const OPERATIONS: Record<string, Operation> = {
     tag: 'Messages',
     status: 200,
     description:
-      'Inbound mail held by screening: the message, now `received`; `message.received` follows, as on arrival. A held send: the message, now `queued`; the send proceeds as any send, counted against the budgets now (429 leaves it held) and checked against the suppression list again (422 RECIPIENTS_SUPPRESSED leaves it held). Either way `message.released` is in the audit log. Only a `held` message can be released (409 NOT_HELD); an agent\'s key without the `review` scope cannot (403 INSUFFICIENT_SCOPE).',
+      "Inbound mail held by screening: the message, now `received`; `message.received` follows, as on arrival. A held send: the message, now `queued`; the send proceeds as any send, counted against the budgets now (429 leaves it held) and checked against the suppression list again (422 RECIPIENTS_SUPPRESSED leaves it held). Either way `message.released` is in the audit log. Only a `held` message can be released (409 NOT_HELD); an agent's key without the `review` scope cannot (403 INSUFFICIENT_SCOPE).",
     response: 'Message',
     errors: ['MESSAGE_NOT_FOUND', 'NOT_HELD', 'INSUFFICIENT_SCOPE', 'INBOX_SUSPENDED', 'DAILY_SEND_LIMIT_EXCEEDED', 'HOURLY_SEND_LIMIT_EXCEEDED', 'RECIPIENTS_SUPPRESSED'],
   },
@@ -582,16 +649,29 @@ export const OPERATIONS: Record<string, Operation> = {
     headers: [
       {
         name: 'If-Match',
-        description: 'The ETag of the draft as it was read (GET, POST and PATCH answer it): the send goes ahead only if the draft has not changed since, else 412 PRECONDITION_FAILED and nothing is sent. Without it the send still commits only the version it read.',
+        description:
+          'The ETag of the draft as it was read (GET, POST and PATCH answer it): the send goes ahead only if the draft has not changed since, else 412 PRECONDITION_FAILED and nothing is sent. Without it the send still commits only the version it read.',
         schema: str(undefined, { maxLength: 200 }),
       },
     ],
     status: 202,
     description:
-      'The message, `queued`, or `scheduled` when `sendAt` (this body\'s, else the draft\'s) is set. A draft lacking `to`, `subject` or a body is 400 VALIDATION_ERROR naming the field, and stays. ' +
+      "The message, `queued`, or `scheduled` when `sendAt` (this body's, else the draft's) is set. A draft lacking `to`, `subject` or a body is 400 VALIDATION_ERROR naming the field, and stays. " +
       'With `inReplyTo` it is a reply: In-Reply-To and References set, same thread. Every rule of a send applies.',
     response: 'Message',
-    errors: ['DRAFT_NOT_FOUND', 'PRECONDITION_FAILED', 'MESSAGE_NOT_FOUND', 'THREAD_NOT_FOUND', 'INBOX_SUSPENDED', 'INVALID_ADDRESS', 'DAILY_SEND_LIMIT_EXCEEDED', 'HOURLY_SEND_LIMIT_EXCEEDED', 'RECIPIENT_BLOCKED', 'QUOTA_EXCEEDED', 'RECIPIENTS_SUPPRESSED'],
+    errors: [
+      'DRAFT_NOT_FOUND',
+      'PRECONDITION_FAILED',
+      'MESSAGE_NOT_FOUND',
+      'THREAD_NOT_FOUND',
+      'INBOX_SUSPENDED',
+      'INVALID_ADDRESS',
+      'DAILY_SEND_LIMIT_EXCEEDED',
+      'HOURLY_SEND_LIMIT_EXCEEDED',
+      'RECIPIENT_BLOCKED',
+      'QUOTA_EXCEEDED',
+      'RECIPIENTS_SUPPRESSED',
+    ],
   },
   'GET /lists': {
     operationId: 'listListEntries',
@@ -661,16 +741,26 @@ export const OPERATIONS: Record<string, Operation> = {
     response: 'Suppression',
     errors: ['INVALID_ADDRESS'],
   },
-  'DELETE /suppressions/:address': { operationId: 'deleteSuppression', summary: 'Lift the suppression of an address', tag: 'Suppressions', status: 204, description: 'Removed.', errors: ['SUPPRESSION_NOT_FOUND'] },
+  'DELETE /suppressions/:address': {
+    operationId: 'deleteSuppression',
+    summary: 'Lift the suppression of an address',
+    tag: 'Suppressions',
+    status: 204,
+    description: 'Removed.',
+    errors: ['SUPPRESSION_NOT_FOUND'],
+  },
   'POST /unsubscribe/:token': {
     operationId: 'unsubscribeOneClick',
     summary: 'One-click unsubscribe (RFC 8058; no API key: the token in the List-Unsubscribe URL is the credential)',
     tag: 'Suppressions',
     status: 200,
     description:
-      'The recipient the token names (a message sent with `listUnsubscribe: true`) is on the sending account\'s suppression list with reason `unsubscribe` (an audit entry `suppression.added` records it). ' +
+      "The recipient the token names (a message sent with `listUnsubscribe: true`) is on the sending account's suppression list with reason `unsubscribe` (an audit entry `suppression.added` records it). " +
       'Again: 200, the entry unchanged. The body mail clients send (List-Unsubscribe=One-Click) is not needed.',
-    response: { mediaType: 'application/json', schema: { type: 'object', required: ['address', 'suppressed'], properties: { address: str('The suppressed address.'), suppressed: { type: 'boolean', const: true } } } },
+    response: {
+      mediaType: 'application/json',
+      schema: { type: 'object', required: ['address', 'suppressed'], properties: { address: str('The suppressed address.'), suppressed: { type: 'boolean', const: true } } },
+    },
     errors: ['NOT_FOUND'],
   },
   'DELETE /messages/:id': { operationId: 'deleteMessage', summary: 'Delete a message (does not unsend it)', tag: 'Messages', status: 204, description: 'Deleted.', errors: ['MESSAGE_NOT_FOUND'] },
@@ -755,8 +845,8 @@ export const OPERATIONS: Record<string, Operation> = {
     query: [{ name: 'days', description: 'Reports whose range begins in the last this many UTC days, today included (default 30, 1 to 366).', schema: { type: 'integer', minimum: 1, maximum: 366 } }],
     status: 200,
     description:
-      'Receivers mail their reports to the rua of the domain\'s _dmarc record, dmarc-reports@<domain> (a verified domain only). Counts are messages: `dmarcPass` passed DMARC (DKIM or SPF aligned and passing), `dkimAligned` and `spfAligned` per identifier, `quarantined` and `rejected` by the receiver\'s disposition. ' +
-      '`byDay` per UTC day of the report\'s range, `sources` per sending IP (at most 100, most messages first), `reports` the reports themselves (at most 100, newest first).',
+      "Receivers mail their reports to the rua of the domain's _dmarc record, dmarc-reports@<domain> (a verified domain only). Counts are messages: `dmarcPass` passed DMARC (DKIM or SPF aligned and passing), `dkimAligned` and `spfAligned` per identifier, `quarantined` and `rejected` by the receiver's disposition. " +
+      "`byDay` per UTC day of the report's range, `sources` per sending IP (at most 100, most messages first), `reports` the reports themselves (at most 100, newest first).",
     response: { mediaType: 'application/json', schema: { type: 'object', required: ['domain', 'days', 'since', 'totals', 'byDay', 'sources', 'reports'] } },
     errors: ['DOMAIN_NOT_FOUND'],
   },
@@ -777,7 +867,7 @@ export const OPERATIONS: Record<string, Operation> = {
     query: [{ name: 'days', description: 'Reports whose range begins in the last this many UTC days, today included (default 30, 1 to 366).', schema: { type: 'integer', minimum: 1, maximum: 366 } }],
     status: 200,
     description:
-      'Senders mail their reports to the rua of the domain\'s _smtp._tls record, tls-reports@<domain> (a verified domain only). `data`: at most 100 reports, each with its successful and failed session counts and per policy (sts, tlsa, no-policy-found) the failure details (result type, count, sending MTA, receiving MX).',
+      "Senders mail their reports to the rua of the domain's _smtp._tls record, tls-reports@<domain> (a verified domain only). `data`: at most 100 reports, each with its successful and failed session counts and per policy (sts, tlsa, no-policy-found) the failure details (result type, count, sending MTA, receiving MX).",
     response: { mediaType: 'application/json', schema: { type: 'object', required: ['domain', 'days', 'since', 'data'] } },
     errors: ['DOMAIN_NOT_FOUND'],
   },
@@ -825,7 +915,15 @@ export const OPERATIONS: Record<string, Operation> = {
   },
   'POST /account/api-keys': {
     operationId: 'createApiKey',
-    example: { name: 'triage agent' }, summary: 'Create an API key', tag: 'API keys', body: CreateApiKeyBody, status: 201, description: 'The key, in full only here.', response: 'CreatedApiKey', errors: ['INBOX_NOT_FOUND'] },
+    example: { name: 'triage agent' },
+    summary: 'Create an API key',
+    tag: 'API keys',
+    body: CreateApiKeyBody,
+    status: 201,
+    description: 'The key, in full only here.',
+    response: 'CreatedApiKey',
+    errors: ['INBOX_NOT_FOUND'],
+  },
   'GET /account/api-keys': { operationId: 'listApiKeys', summary: 'List active API keys (values never returned)', tag: 'API keys', status: 200, description: 'The keys.', response: 'ApiKeyList' },
   'DELETE /account/api-keys/:id': {
     operationId: 'revokeApiKey',
@@ -878,7 +976,15 @@ export const OPERATIONS: Record<string, Operation> = {
     response: 'WebhookActivity',
     errors: ['WEBHOOK_NOT_FOUND'],
   },
-  'GET /webhooks/:id': { operationId: 'getWebhook', summary: 'Get a webhook (no secret)', tag: 'Webhooks', status: 200, description: 'The webhook.', response: 'Webhook', errors: ['WEBHOOK_NOT_FOUND'] },
+  'GET /webhooks/:id': {
+    operationId: 'getWebhook',
+    summary: 'Get a webhook (no secret)',
+    tag: 'Webhooks',
+    status: 200,
+    description: 'The webhook.',
+    response: 'Webhook',
+    errors: ['WEBHOOK_NOT_FOUND'],
+  },
   'PUT /webhooks/:id': {
     operationId: 'updateWebhook',
     example: { isActive: false },
@@ -999,7 +1105,8 @@ function operationOf(route: RegisteredRoute, op: Operation): Schema {
       name: 'Idempotency-Key',
       in: 'header',
       required: false,
-      description: 'Repeating a POST with the same key and body within the idempotency window returns the stored response (Idempotent-Replayed: true). Secrets shown once (a new API key, a webhook secret) are never stored: the replay answers them as null.',
+      description:
+        'Repeating a POST with the same key and body within the idempotency window returns the stored response (Idempotent-Replayed: true). Secrets shown once (a new API key, a webhook secret) are never stored: the replay answers them as null.',
       schema: str(undefined, { minLength: 1, maxLength: 255 }),
     });
   }

@@ -136,7 +136,9 @@ function inboxResourceOf(path: string): { param: string; kind: InboxResource } |
   if (path === '/account/api-keys/:id') return { param: 'id', kind: 'key' };
   const m = /^\/(inboxes|messages|threads|drafts|webhooks|lists|attachments)\/:id(?:\/|$)/.exec(path);
   if (path === '/attachments/:id/download') return undefined; // public: the signature is the permission
-  return m ? { param: 'id', kind: ({ inboxes: 'inbox', messages: 'message', threads: 'thread', drafts: 'draft', webhooks: 'webhook', lists: 'list', attachments: 'attachment' } as const)[m[1] as 'inboxes'] } : undefined;
+  return m
+    ? { param: 'id', kind: ({ inboxes: 'inbox', messages: 'message', threads: 'thread', drafts: 'draft', webhooks: 'webhook', lists: 'list', attachments: 'attachment' } as const)[m[1] as 'inboxes'] }
+    : undefined;
 }
 
 export const callerOf = (req: Request): CallerInfo => (req as unknown as { mr: CallerInfo }).mr;
@@ -338,7 +340,8 @@ export class Routes {
         if (!caller.principal) throw new AppError('UNAUTHORIZED', caller.authError ?? 'missing API key: send Authorization: Bearer <key> or x-api-key');
         if (!opts.protocol) requireScope(caller.principal, access.scope, access.write);
         if (caller.principal.inboxIds) await checkInboxes(ctx, caller.principal, req, search, access);
-        if (access.resource && !caller.principal.scopes.has('review')) await requireNotHeldFrom(ctx, caller.principal, access.resource.kind, (req.params as Record<string, string>)[access.resource.param]!);
+        if (access.resource && !caller.principal.scopes.has('review'))
+          await requireNotHeldFrom(ctx, caller.principal, access.resource.kind, (req.params as Record<string, string>)[access.resource.param]!);
       }
       let bodyPromise: Promise<unknown> | undefined;
       let buffered: Buffer | undefined;

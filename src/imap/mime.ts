@@ -243,7 +243,11 @@ export function sectionOf(root: MimeNode, section: string, headerFields: string[
   }
   if (what === 'TEXT') return node.body;
   if (what === 'HEADER') return node.header;
-  return headerLines(node.header, headerFields.map((h) => h.toLowerCase()), what === 'HEADER.FIELDS.NOT');
+  return headerLines(
+    node.header,
+    headerFields.map((h) => h.toLowerCase()),
+    what === 'HEADER.FIELDS.NOT',
+  );
 }
 
 /** The header's fields named (or, `not`, not named) in `names`, followed by the empty line. */
@@ -254,7 +258,10 @@ function headerLines(header: Buffer, names: string[], not: boolean): Buffer {
   for (const line of text.split(/(?<=\n)/)) {
     if (line === '\r\n' || line === '\n') break;
     if (!/^[ \t]/.test(line)) {
-      const name = line.slice(0, Math.max(0, line.indexOf(':'))).trim().toLowerCase();
+      const name = line
+        .slice(0, Math.max(0, line.indexOf(':')))
+        .trim()
+        .toLowerCase();
       keep = names.includes(name) !== not;
     }
     if (keep) out.push(line.endsWith('\n') ? line : line + '\r\n');

@@ -225,7 +225,17 @@ export async function searchFolder(
     if (!rows.length) continue;
     const flags = await flagsOf(ctx, rows);
     const matches = new Map<string, Set<string>>();
-    for (const q of texts) matches.set(q, await idsMatching(ctx, who.accountId, who.inboxId, q, rows.map((r) => r.id)));
+    for (const q of texts)
+      matches.set(
+        q,
+        await idsMatching(
+          ctx,
+          who.accountId,
+          who.inboxId,
+          q,
+          rows.map((r) => r.id),
+        ),
+      );
     for (const row of rows) {
       const m: Judged = {
         row,

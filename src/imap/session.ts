@@ -205,7 +205,11 @@ export class ImapSession {
     try {
       cmd = parseCommand(text);
     } catch (err) {
-      this.write([`${tagOf(text)} BAD ${String((err as Error).message).replace(/[\r\n]/g, ' ').slice(0, 200)}\r\n`]);
+      this.write([
+        `${tagOf(text)} BAD ${String((err as Error).message)
+          .replace(/[\r\n]/g, ' ')
+          .slice(0, 200)}\r\n`,
+      ]);
       return;
     }
     try {
@@ -461,7 +465,13 @@ export class ImapSession {
     }
     const res = patterns.map((p) => {
       const full = utf8(reference + p);
-      return new RegExp(`^${full.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/%/g, '[^/]*')}$`, full.toUpperCase().startsWith('INBOX') ? 'i' : '');
+      return new RegExp(
+        `^${full
+          .replace(/[.+?^${}()|[\]\\]/g, '\\$&')
+          .replace(/\*/g, '.*')
+          .replace(/%/g, '[^/]*')}$`,
+        full.toUpperCase().startsWith('INBOX') ? 'i' : '',
+      );
     });
     for (const f of await listFolders(this.ctx, this.user!)) {
       if (!res.some((re) => re.test(f.name))) continue;
@@ -639,8 +649,18 @@ export class ImapSession {
     let uidValidity = 0;
     for (let i = 0; i < wanted.length; i += BATCH) {
       const rows = await messagesByUid(this.ctx, this.user!, box.name, wanted.slice(i, i + BATCH));
-      await copyToFolder(this.ctx, this.user!, target, rows.map((r) => r.id));
-      const copies = await uidsIn(this.ctx, this.user!, target, rows.map((r) => r.id));
+      await copyToFolder(
+        this.ctx,
+        this.user!,
+        target,
+        rows.map((r) => r.id),
+      );
+      const copies = await uidsIn(
+        this.ctx,
+        this.user!,
+        target,
+        rows.map((r) => r.id),
+      );
       uidValidity = copies.uidValidity;
       for (const r of rows) if (copies.uids.has(r.id)) pairs.push([r.uid, copies.uids.get(r.id)!]);
     }
@@ -660,7 +680,13 @@ export class ImapSession {
     const wanted = resolve(box, setText, uid, this.saved);
     for (let i = 0; i < wanted.length; i += BATCH) {
       const rows = await messagesByUid(this.ctx, this.user!, box.name, wanted.slice(i, i + BATCH));
-      await moveToFolder(this.ctx, this.user!, box.name, target, rows.map((r) => r.id));
+      await moveToFolder(
+        this.ctx,
+        this.user!,
+        box.name,
+        target,
+        rows.map((r) => r.id),
+      );
     }
     await this.refresh(true);
     return `${uid ? 'UID ' : ''}MOVE completed`;

@@ -24,7 +24,9 @@ const SECTION_ATOMS = ['BODY', 'BODY.PEEK', 'BINARY', 'BINARY.PEEK', 'BINARY.SIZ
 export function parseCommand(text: string): ImapCommand {
   const parsed = imapHandler.parser(text, { literalPlus: true, allowSection: SECTION_ATOMS }) as { tag: string; command: string; attributes?: ImapNode[] };
   // It reads "UID FETCH" and "AUTHENTICATE PLAIN" as one command name: the second word is an argument here.
-  const [command, sub] = String(parsed.command ?? '').toUpperCase().split(' ');
+  const [command, sub] = String(parsed.command ?? '')
+    .toUpperCase()
+    .split(' ');
   const attributes = parsed.attributes ?? [];
   return { tag: parsed.tag, command, attributes: sub ? [{ type: 'ATOM', value: sub }, ...attributes] : attributes };
 }

@@ -273,9 +273,12 @@ export function createJobRunner(ctx: AppContext, handlers: JobHandler[]): JobRun
       }
       // A job runs as long as it needs: its lease moves forward while this process lives, and
       // lapses (another node, or this one after a restart, takes the job) only when it is gone.
-      leaseTimer = setInterval(() => {
-        renewLeases(ctx, [...running]).catch((err: unknown) => ctx.log.error('renewing job leases failed', errorFields(err)));
-      }, Math.max(1000, Math.floor(ctx.config.jobs.lease / 3)));
+      leaseTimer = setInterval(
+        () => {
+          renewLeases(ctx, [...running]).catch((err: unknown) => ctx.log.error('renewing job leases failed', errorFields(err)));
+        },
+        Math.max(1000, Math.floor(ctx.config.jobs.lease / 3)),
+      );
       leaseTimer.unref();
       ctx.onSignal('jobs', wake);
       const committedElsewhere = ctx.store.externalCommits();

@@ -38,10 +38,7 @@ export type JobStatus = 'queued' | 'running' | 'done' | 'failed';
  * What a handler reports. `commit`, when given, runs in the same transaction that records the
  * outcome, so a state change and the job's end are saved together.
  */
-export type JobOutcome =
-  | { kind: 'ok'; commit?: Commit }
-  | { kind: 'retry'; reason: string; delayMs?: number; commit?: Commit }
-  | { kind: 'fail'; reason: string; commit?: Commit };
+export type JobOutcome = { kind: 'ok'; commit?: Commit } | { kind: 'retry'; reason: string; delayMs?: number; commit?: Commit } | { kind: 'fail'; reason: string; commit?: Commit };
 /** Writes that commit together with a job's outcome (`tx` is the outcome's transaction). */
 export type Commit = (tx: Tx) => Promise<unknown>;
 
@@ -159,7 +156,12 @@ export async function claimDue(
 /** On a shared database: the chosen jobs no other transaction holds, within every partition's limit across nodes. */
 async function acrossNodes(ctx: AppContext, tx: Tx, chosen: JobCandidate[], nowMs: number, partitionLimit?: (kind: string) => number | undefined): Promise<JobCandidate[]> {
   await ctx.store.lock(tx, 'jobs:claim');
-  const free = new Set(await lockFreeJobs(tx, chosen.map((j) => j.id)));
+  const free = new Set(
+    await lockFreeJobs(
+      tx,
+      chosen.map((j) => j.id),
+    ),
+  );
   const limited = chosen.filter((j) => free.has(j.id) && j.partition && partitionLimit?.(j.kind) !== undefined);
   if (!limited.length) return chosen.filter((j) => free.has(j.id));
   const key = (kind: string, partition: string) => `${kind}\u0000${partition}`;

@@ -43,7 +43,11 @@ export async function startBridge(opts: { url: URL; key: string; stdin?: Readabl
     const progress =
       token === undefined
         ? {}
-        : { resetTimeoutOnProgress: true, onprogress: (p: { progress: number; total?: number; message?: string }) => void extra.sendNotification({ method: 'notifications/progress', params: { ...p, progressToken: token } }).catch(() => undefined) };
+        : {
+            resetTimeoutOnProgress: true,
+            onprogress: (p: { progress: number; total?: number; message?: string }) =>
+              void extra.sendNotification({ method: 'notifications/progress', params: { ...p, progressToken: token } }).catch(() => undefined),
+          };
     return remote.callTool(params, undefined, { signal: extra.signal, timeout: CALL_TIMEOUT_MS, ...progress });
   });
   const stdin = opts.stdin ?? process.stdin;

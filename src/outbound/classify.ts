@@ -41,7 +41,13 @@ export const REPLY_RULES: readonly Rule[] = [
   { on: 'reply', code: /^5/, pattern: /try (again )?later|temporar(il)?y|too many (connections|messages|recipients)|rate limit|throttl/i, action: 'retry', category: 'rate-limited' },
   // RFC 3463 X.2.2 "mailbox full" is meant to be transient even when sent with a 5 (§3.3).
   { on: 'reply', code: /^5/, pattern: /\b5\.2\.2\b|mailbox (is )?full|over ?quota|quota exceeded/i, action: 'retry', category: 'mailbox-full' },
-  { on: 'reply', code: /^5/, pattern: /\b5\.1\.[0-36]\b|unknown user|user unknown|no such (user|mailbox|recipient)|does not exist|recipient rejected|address rejected/i, action: 'bounce', category: 'unknown-user' },
+  {
+    on: 'reply',
+    code: /^5/,
+    pattern: /\b5\.1\.[0-36]\b|unknown user|user unknown|no such (user|mailbox|recipient)|does not exist|recipient rejected|address rejected/i,
+    action: 'bounce',
+    category: 'unknown-user',
+  },
   { on: 'reply', code: /^5/, pattern: /\b5\.1\.10\b|null mx/i, action: 'bounce', category: 'null-mx' },
   { on: 'reply', code: /^5/, pattern: /\b5\.2\.1\b|disabled|inactive|suspended/i, action: 'bounce', category: 'mailbox-disabled' },
   { on: 'reply', code: /^5/, pattern: /\b5\.7\.\d+\b|spam|blocked|blacklist|blocklist|policy|dmarc|spf|dkim/i, action: 'bounce', category: 'policy' },

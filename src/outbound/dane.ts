@@ -45,7 +45,12 @@ export async function daneFor(ctx: AppContext, domain: string, hosts: MxHost[]):
 
 function matches(record: TlsaRecord, cert: X509Certificate): boolean {
   const selected = record.selector === 0 ? cert.raw : cert.publicKey.export({ type: 'spki', format: 'der' });
-  const digest = record.matchingType === 0 ? selected : createHash(record.matchingType === 1 ? 'sha256' : 'sha512').update(selected).digest();
+  const digest =
+    record.matchingType === 0
+      ? selected
+      : createHash(record.matchingType === 1 ? 'sha256' : 'sha512')
+          .update(selected)
+          .digest();
   return digest.equals(record.data);
 }
 

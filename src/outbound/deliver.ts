@@ -171,8 +171,7 @@ export async function deliverAttempt(ctx: AppContext, target: Target | 'relay', 
  * The STARTTLS step failed (an error during the upgrade, a handshake that never finished, or,
  * for a `verify` target, a certificate the check refused).
  */
-export const isTlsFailure = (res: { errorCode?: string; error: string }) =>
-  res.errorCode === 'ETLS' || /TLS handshake|certificate|altnames/i.test(res.error);
+export const isTlsFailure = (res: { errorCode?: string; error: string }) => res.errorCode === 'ETLS' || /TLS handshake|certificate|altnames/i.test(res.error);
 
 async function attemptOnce(ctx: AppContext, target: Target | 'relay', envelope: Envelope, raw: Buffer, signal?: AbortSignal): Promise<AttemptResult> {
   const host = target === 'relay' ? 'relay' : `${target.name} [${target.address}]:${target.port}`;
@@ -270,11 +269,14 @@ async function attemptDane(ctx: AppContext, target: Target, records: TlsaRecord[
       });
     });
     const socket = (conn as unknown as { _socket?: TLSSocket })._socket;
-    const problem = !conn.secure || !socket?.getPeerCertificate ? 'STARTTLS required by DANE did not happen' : checkDane(records, peerChain(socket.getPeerCertificate(true)), target.name, ctx.clock.now());
+    const problem =
+      !conn.secure || !socket?.getPeerCertificate ? 'STARTTLS required by DANE did not happen' : checkDane(records, peerChain(socket.getPeerCertificate(true)), target.name, ctx.clock.now());
     if (problem) return { kind: 'unreachable', host, error: `DANE: ${problem}`, errorCode: 'EDANE' };
     const info = await new Promise<{ response?: string }>((resolve, reject) => {
       conn.once('error', reject);
-      conn.send({ from: envelope.from, to: envelope.to, dsn: envelope.envid ? { envid: envelope.envid, ret: 'HDRS' } : undefined } as Parameters<SMTPConnection['send']>[0], raw, (err, info) => (err ? reject(err) : resolve(info)));
+      conn.send({ from: envelope.from, to: envelope.to, dsn: envelope.envid ? { envid: envelope.envid, ret: 'HDRS' } : undefined } as Parameters<SMTPConnection['send']>[0], raw, (err, info) =>
+        err ? reject(err) : resolve(info),
+      );
     });
     return fromInfo(host, envelope, info);
   } catch (err) {

@@ -33,8 +33,7 @@ export type StsFailure = 'sts-policy-fetch-error' | 'sts-policy-invalid' | 'sts-
 
 export type StsLookup =
   /** No policy (no TXT record, mode none, or a failed first fetch: `failure` says which). */
-  | { kind: 'none'; failure?: { type: StsFailure; detail: string } }
-  | { kind: 'policy'; policy: StsPolicy };
+  { kind: 'none'; failure?: { type: StsFailure; detail: string } } | { kind: 'policy'; policy: StsPolicy };
 
 /** RFC 8461 §3.2: max_age is at most 31557600 seconds (a year). */
 const MAX_AGE_LIMIT = 31_557_600;
@@ -114,7 +113,11 @@ const lookupVia =
     ctx.dns.a(hostname).then(
       (addrs) => {
         if (!addrs.length) return cb(Object.assign(new Error(`no address for ${hostname}`), { code: 'ENOTFOUND' }), '', 4);
-        if ((options as { all?: boolean }).all) return (cb as unknown as (e: null, a: Array<{ address: string; family: number }>) => void)(null, addrs.map((address) => ({ address, family: 4 })));
+        if ((options as { all?: boolean }).all)
+          return (cb as unknown as (e: null, a: Array<{ address: string; family: number }>) => void)(
+            null,
+            addrs.map((address) => ({ address, family: 4 })),
+          );
         cb(null, addrs[0], 4);
       },
       (err) => cb(err as NodeJS.ErrnoException, '', 4),
@@ -162,7 +165,12 @@ function fetchPolicyText(ctx: AppContext, domain: string): Promise<string> {
     req.on('error', (err: NodeJS.ErrnoException) => {
       // A TLS certificate the roots do not vouch for, or not for this name.
       const webpki = /CERT|SELF_SIGNED|UNABLE_TO|ALTNAME|certificate/i.test(`${err.code ?? ''} ${err.message}`);
-      reject(failure(webpki ? 'sts-webpki-invalid' : 'sts-policy-fetch-error', `${host}: ${err.name === 'TimeoutError' || err.name === 'AbortError' ? `no policy within outbound.mta_sts_timeout` : err.message}`));
+      reject(
+        failure(
+          webpki ? 'sts-webpki-invalid' : 'sts-policy-fetch-error',
+          `${host}: ${err.name === 'TimeoutError' || err.name === 'AbortError' ? `no policy within outbound.mta_sts_timeout` : err.message}`,
+        ),
+      );
     });
     req.end();
   });

@@ -19,15 +19,7 @@ import { trustedCas, type StsFailure, type StsPolicy } from './mta-sts.ts';
 
 /** RFC 8460 §4.3 result types this sender reports. */
 export type TlsFailureType =
-  | StsFailure
-  | 'starttls-not-supported'
-  | 'certificate-host-mismatch'
-  | 'certificate-expired'
-  | 'certificate-not-trusted'
-  | 'validation-failure'
-  | 'tlsa-invalid'
-  | 'dnssec-invalid'
-  | 'dane-required';
+  StsFailure | 'starttls-not-supported' | 'certificate-host-mismatch' | 'certificate-expired' | 'certificate-not-trusted' | 'validation-failure' | 'tlsa-invalid' | 'dnssec-invalid' | 'dane-required';
 
 /** The RFC 8460 type of a failed STARTTLS or certificate check, from the error nodemailer gave. */
 export function tlsFailureType(error: string): TlsFailureType {
@@ -275,7 +267,14 @@ async function mailReport(ctx: AppContext, to: string, raw: Buffer): Promise<str
 /** POSTs the gzipped report (RFC 8460 §5.4) to an https rua, with the webhooks' address checks. */
 async function postReport(ctx: AppContext, uri: string, gz: Buffer): Promise<string | undefined> {
   const target = await resolveTarget(ctx, parseWebhookUrl(uri, ctx.config.webhooks.allow_insecure_targets));
-  const res = await postTo(target, gz, { 'Content-Type': 'application/tlsrpt+gzip', 'User-Agent': 'mailroom' }, ctx.config.outbound.timeout, AbortSignal.timeout(ctx.config.outbound.timeout), trustedCas(ctx));
+  const res = await postTo(
+    target,
+    gz,
+    { 'Content-Type': 'application/tlsrpt+gzip', 'User-Agent': 'mailroom' },
+    ctx.config.outbound.timeout,
+    AbortSignal.timeout(ctx.config.outbound.timeout),
+    trustedCas(ctx),
+  );
   return res.status !== undefined && res.status >= 200 && res.status < 300 ? undefined : (res.error ?? `HTTP ${res.status}`);
 }
 

@@ -45,7 +45,9 @@ export function receiveData(ctx: AppContext, stream: SMTPServerDataStream, targe
   const done = (err: SmtpReplyError | null, message?: string) => {
     if (answered) return;
     answered = true;
-    void Promise.resolve(discarding).catch(() => undefined).then(() => callback(err, message));
+    void Promise.resolve(discarding)
+      .catch(() => undefined)
+      .then(() => callback(err, message));
   };
   const chunks: Buffer[] = [];
   let size = 0;

@@ -36,24 +36,29 @@ export function createSmtpService(ctx: AppContext): SmtpService {
   const onData = (stream: SMTPServerDataStream, session: SMTPServerSession, callback: (err?: Error | null, message?: string) => void) => {
     const mailFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : '';
     const envelope = { mailFrom, remoteAddress: session.remoteAddress, heloName: session.hostNameAppearsAs, secure: session.secure };
-    receiveData(ctx, stream, {
-      session: session.id,
-      envelope,
-      rejected: () => countSmtpMessage(ctx, 'rejected'),
-      async take(raw, size) {
-        const rcpts = session.envelope.rcptTo as Recipient[];
-        const recipients = rcpts.flatMap((r) => (r.inbox ? [r.inbox] : []));
-        const bounces = rcpts.flatMap((r) => (r.bounce ? [r.bounce] : []));
-        const services = rcpts.flatMap((r) => (r.service ? [r.service] : []));
-        // A staged message's file is the stored raw file once renamed.
-        const { messageIds, spooledAs } = await receiveInbound(ctx, { ...envelope, raw, recipients, bounces, services }).catch((err: unknown) => {
-          throw refuseMessage(ctx, err, session.id, 'smtp message');
-        });
-        countSmtpMessage(ctx, 'accepted');
-        ctx.log.info('smtp message accepted', { session: session.id, remote: session.remoteAddress, size, messageIds, spooledAs });
-        return spooledAs ? `2.0.0 OK: queued as ${spooledAs}` : `2.0.0 OK: stored as ${messageIds?.join(' ') || 'report'}`;
+    receiveData(
+      ctx,
+      stream,
+      {
+        session: session.id,
+        envelope,
+        rejected: () => countSmtpMessage(ctx, 'rejected'),
+        async take(raw, size) {
+          const rcpts = session.envelope.rcptTo as Recipient[];
+          const recipients = rcpts.flatMap((r) => (r.inbox ? [r.inbox] : []));
+          const bounces = rcpts.flatMap((r) => (r.bounce ? [r.bounce] : []));
+          const services = rcpts.flatMap((r) => (r.service ? [r.service] : []));
+          // A staged message's file is the stored raw file once renamed.
+          const { messageIds, spooledAs } = await receiveInbound(ctx, { ...envelope, raw, recipients, bounces, services }).catch((err: unknown) => {
+            throw refuseMessage(ctx, err, session.id, 'smtp message');
+          });
+          countSmtpMessage(ctx, 'accepted');
+          ctx.log.info('smtp message accepted', { session: session.id, remote: session.remoteAddress, size, messageIds, spooledAs });
+          return spooledAs ? `2.0.0 OK: queued as ${spooledAs}` : `2.0.0 OK: stored as ${messageIds?.join(' ') || 'report'}`;
+        },
       },
-    }, callback);
+      callback,
+    );
   };
 
   const service: SmtpService = {

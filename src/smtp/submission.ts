@@ -93,7 +93,10 @@ export function createSubmissionService(ctx: AppContext): SubmissionService {
       if (!who || checking) return;
       checking = true;
       void stillValid(who)
-        .then((valid) => valid || endRevoked(conn, who), () => undefined)
+        .then(
+          (valid) => valid || endRevoked(conn, who),
+          () => undefined,
+        )
         .finally(() => (checking = false));
     }, KEY_RECHECK_MS);
     timer.unref();
@@ -142,28 +145,33 @@ export function createSubmissionService(ctx: AppContext): SubmissionService {
   const onData = (stream: SMTPServerDataStream, session: SubmissionSession, callback: (err?: Error | null, message?: string) => void) => {
     // The same DATA path as the MX listener's (data-stream.ts): a large message goes to a staged
     // file as it arrives, with no trace fields (the message is rebuilt before it is sent).
-    receiveData(ctx, stream, {
-      session: session.id,
-      envelope: { mailFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : '' },
-      rejected: () => countSubmission(ctx, 'rejected'),
-      async take(raw, size) {
-        const submit = async () => {
-          // The key may have been revoked while the message came in: nothing is queued with it.
-          if (!(await stillValid(session.user!))) return null;
-          return submitMessage(ctx, session.user!, { raw, recipients: session.envelope.rcptTo.map((r) => r.address) });
-        };
-        const message = await submit().catch((err: unknown) => {
-          throw refuseMessage(ctx, err, session.id, 'submission');
-        });
-        if (!message) throw smtpReply(421, '4.7.0', KEY_REVOKED);
-        countSubmission(ctx, 'accepted');
-        ctx.log.info('submission accepted', { session: session.id, inboxId: message.inboxId, messageId: message.id, size });
-        // The Message and its jobs are committed: only now is the message the server's.
-        // A send the outbound policy held (src/domain/sending/holds.ts) says so: the client must not send it again.
-        const held = message.status === 'held' ? `, held for a person (${message.hold?.reasons.map((r) => r.code).join(', ')}): not sent until released` : '';
-        return `2.0.0 OK: queued as ${message.id}${held}`;
+    receiveData(
+      ctx,
+      stream,
+      {
+        session: session.id,
+        envelope: { mailFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : '' },
+        rejected: () => countSubmission(ctx, 'rejected'),
+        async take(raw, size) {
+          const submit = async () => {
+            // The key may have been revoked while the message came in: nothing is queued with it.
+            if (!(await stillValid(session.user!))) return null;
+            return submitMessage(ctx, session.user!, { raw, recipients: session.envelope.rcptTo.map((r) => r.address) });
+          };
+          const message = await submit().catch((err: unknown) => {
+            throw refuseMessage(ctx, err, session.id, 'submission');
+          });
+          if (!message) throw smtpReply(421, '4.7.0', KEY_REVOKED);
+          countSubmission(ctx, 'accepted');
+          ctx.log.info('submission accepted', { session: session.id, inboxId: message.inboxId, messageId: message.id, size });
+          // The Message and its jobs are committed: only now is the message the server's.
+          // A send the outbound policy held (src/domain/sending/holds.ts) says so: the client must not send it again.
+          const held = message.status === 'held' ? `, held for a person (${message.hold?.reasons.map((r) => r.code).join(', ')}): not sent until released` : '';
+          return `2.0.0 OK: queued as ${message.id}${held}`;
+        },
       },
-    }, callback);
+      callback,
+    );
   };
 
   const service: SubmissionService = {

@@ -95,9 +95,6 @@ async function removeStaleStaging(root: string): Promise<void> {
   }
 }
 
-
-
-
 /**
  * Writes a backup of `dataDir` to `file` while the server may be running. Order matters: files
  * are staged before and after the database snapshot, so every blob the snapshot refers to was

@@ -212,7 +212,10 @@ export class PostgresStore extends StoreBase implements Store {
     });
     client.on('error', retry);
     client.on('end', retry);
-    client.connect().then(() => client.query(`LISTEN ${CHANNEL}`)).catch(retry);
+    client
+      .connect()
+      .then(() => client.query(`LISTEN ${CHANNEL}`))
+      .catch(retry);
   }
 
   async checkpoint(): Promise<void> {}

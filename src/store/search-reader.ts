@@ -58,10 +58,13 @@ class Slots {
           clearTimeout(entry.timer);
           resolve();
         },
-        timer: setTimeout(() => {
-          this.waiting.splice(this.waiting.indexOf(entry), 1);
-          reject(new SearchTimeoutError());
-        }, Math.max(0, deadline - Date.now())),
+        timer: setTimeout(
+          () => {
+            this.waiting.splice(this.waiting.indexOf(entry), 1);
+            reject(new SearchTimeoutError());
+          },
+          Math.max(0, deadline - Date.now()),
+        ),
       };
       this.waiting.push(entry);
     });
@@ -230,10 +233,13 @@ class SqliteReader implements SearchReader {
     let stop!: (err: Error) => void;
     const stopped = new Promise<never>((_, reject) => (stop = reject));
     stopped.catch(() => undefined);
-    const timer = setTimeout(() => {
-      expired = true;
-      stop(new SearchTimeoutError());
-    }, Math.max(0, deadline - Date.now()));
+    const timer = setTimeout(
+      () => {
+        expired = true;
+        stop(new SearchTimeoutError());
+      },
+      Math.max(0, deadline - Date.now()),
+    );
     const db = handleFor({
       dialect: 'sqlite',
       exec: async (source, params, method) => {

@@ -57,7 +57,9 @@ export async function listSecrets(store: Store, dataDir: string): Promise<Map<st
   if (key !== undefined) out.set('url-signing.key', key);
   let names: string[] = [];
   try {
-    names = readdirSync(join(dataDir, 'dkim')).filter((n) => !n.endsWith('.tmp')).sort();
+    names = readdirSync(join(dataDir, 'dkim'))
+      .filter((n) => !n.endsWith('.tmp'))
+      .sort();
   } catch (err) {
     // No DKIM key made yet; anything else (EACCES, ENOTDIR, EIO) would export without the keys.
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;

@@ -22,7 +22,15 @@ export async function snapshotDatabase(dbFile: string, dest: string): Promise<vo
 /** Rows per table of a snapshot (the backup's manifest). */
 export function tableCounts(db: Database.Database): Record<string, number> {
   const names = db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name`).pluck().all() as string[];
-  return Object.fromEntries(names.map((n) => [n, db.prepare(`SELECT count(*) FROM "${n.replaceAll('"', '""')}"`).pluck().get() as number]));
+  return Object.fromEntries(
+    names.map((n) => [
+      n,
+      db
+        .prepare(`SELECT count(*) FROM "${n.replaceAll('"', '""')}"`)
+        .pluck()
+        .get() as number,
+    ]),
+  );
 }
 
 /** File paths the database refers to (raw sources, attachment bytes). */

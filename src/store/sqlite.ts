@@ -288,7 +288,11 @@ export class SqliteStore extends StoreBase implements Store {
       (err: unknown) => {
         // Not retried on a new descriptor: fatal (see `broken`). The batch is refused first.
         const cause = err instanceof Error ? err : new Error(String(err));
-        const fatal = this.broken ? undefined : (this.broken = Object.assign(new Error(`the write-ahead log could not be fsynced (${cause.message}); writes are refused until a restart`, { cause }), { code: (cause as NodeJS.ErrnoException).code }));
+        const fatal = this.broken
+          ? undefined
+          : (this.broken = Object.assign(new Error(`the write-ahead log could not be fsynced (${cause.message}); writes are refused until a restart`, { cause }), {
+              code: (cause as NodeJS.ErrnoException).code,
+            }));
         settle(cause);
         if (fatal) this.fatal(fatal);
       },

@@ -33,7 +33,6 @@ export class TransferError extends Error {}
 /** Columns whose values are secrets: sealed in secrets.enc, empty in the JSONL. */
 const SECRET_COLUMNS: Record<string, string[]> = { domains: ['dkim_private_key'], webhooks: ['secret'] };
 
-
 /** Tables the database maintains itself (triggers rebuild them as rows arrive). */
 const DERIVED = new Set(['inbox_message_counts', 'account_usage']);
 
@@ -131,7 +130,9 @@ const PAGE = 1000;
 async function* rowsOf(store: Store, table: SQLiteTable): AsyncGenerator<Record<string, unknown>> {
   const columns = getTableConfig(table).columns;
   const names = columns.map((c) => `"${c.name}"`).join(', ');
-  const order = primaryKeyColumns(table).map((c) => `"${c}"`).join(', ');
+  const order = primaryKeyColumns(table)
+    .map((c) => `"${c}"`)
+    .join(', ');
   for (let offset = 0; ; offset += PAGE) {
     const page = await store.rows(store.db, `SELECT ${names} FROM "${getTableName(table)}" ORDER BY ${order} LIMIT ? OFFSET ?`, [PAGE, offset]);
     for (const values of page) yield Object.fromEntries(columns.map((c, i) => [c.name, values[i]]));
@@ -259,7 +260,8 @@ export async function importInstallation(opts: { store: Store; dataDir: string; 
         const raw = JSON.parse(line) as Record<string, unknown>;
         const values = Object.fromEntries(Object.entries(raw).map(([k, v]) => [k, decodeValue(v)]));
         for (const [t, c] of BLOB_COLUMNS) {
-          if (t === name && values[c] != null && !BLOB_KEY.test(String(values[c]))) throw new TransferError(`refusing ${name}.${c} ${JSON.stringify(values[c])}: not a blob key mailroom writes; nothing was imported`);
+          if (t === name && values[c] != null && !BLOB_KEY.test(String(values[c])))
+            throw new TransferError(`refusing ${name}.${c} ${JSON.stringify(values[c])}: not a blob key mailroom writes; nothing was imported`);
         }
         Object.assign(values, secrets[JSON.stringify(pk.map((c) => values[c]))] ?? {});
         batch.push(Object.fromEntries(Object.entries(values).map(([column, v]) => [keyOf.get(column) ?? column, booleans.has(column) ? Boolean(v) : v])));
@@ -280,5 +282,9 @@ export async function importInstallation(opts: { store: Store; dataDir: string; 
 
 /** SQL names of a table's boolean-mode columns (stored 0/1, given to the builder as booleans). */
 function booleanColumns(table: SQLiteTable): Set<string> {
-  return new Set(getTableConfig(table).columns.filter((c) => c.columnType === 'SQLiteBoolean').map((c) => c.name));
+  return new Set(
+    getTableConfig(table)
+      .columns.filter((c) => c.columnType === 'SQLiteBoolean')
+      .map((c) => c.name),
+  );
 }

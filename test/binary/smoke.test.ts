@@ -158,8 +158,7 @@ timeout = "5s"
   });
 
   it('answers --help for every command and subcommand', async () => {
-    const commandsOf = (help: string) =>
-      [...(help.split(/^Commands:$/m)[1] ?? '').matchAll(/^  ([a-z][a-z-]*)/gm)].map((m) => m[1]).filter((c) => c !== 'help');
+    const commandsOf = (help: string) => [...(help.split(/^Commands:$/m)[1] ?? '').matchAll(/^  ([a-z][a-z-]*)/gm)].map((m) => m[1]).filter((c) => c !== 'help');
     const top = commandsOf((await ok('--help')).stdout);
     assert.ok(top.length >= 4);
     // Concurrently: each run is a cold start of the whole binary.
@@ -236,11 +235,15 @@ timeout = "5s"
       text: 'The report is attached.',
       attachments: [{ filename: 'report.bin', content: attachmentBytes, contentType: 'application/octet-stream' }],
     });
-    received = await until('the message to be listed', async () => {
-      const list = await api('GET', `/inboxes/${inbox.id}/messages`);
-      assert.equal(list.status, 200);
-      return list.body.data[0];
-    }, 10_000 * SLOWDOWN);
+    received = await until(
+      'the message to be listed',
+      async () => {
+        const list = await api('GET', `/inboxes/${inbox.id}/messages`);
+        assert.equal(list.status, 200);
+        return list.body.data[0];
+      },
+      10_000 * SLOWDOWN,
+    );
     assert.equal(received.direction, 'inbound');
     assert.equal(received.status, 'received');
     assert.equal(received.subject, 'Smoke report');
@@ -279,10 +282,14 @@ timeout = "5s"
       text: 'The minutes are attached.',
       attachments: [{ filename: 'minutes.html', content: '<html><body><h1>Minutes</h1><p>Budget <b>approved</b>.</p></body></html>', contentType: 'text/html' }],
     });
-    const message = await until('the HTML attachment message to be listed', async () => {
-      const list = await api('GET', `/inboxes/${inbox.id}/messages`);
-      return list.body.data.find((m: any) => m.subject === 'Smoke HTML attachment');
-    }, 10_000 * SLOWDOWN);
+    const message = await until(
+      'the HTML attachment message to be listed',
+      async () => {
+        const list = await api('GET', `/inboxes/${inbox.id}/messages`);
+        return list.body.data.find((m: any) => m.subject === 'Smoke HTML attachment');
+      },
+      10_000 * SLOWDOWN,
+    );
     const text = await api('GET', `/attachments/${message.attachments[0].id}/text`);
     assert.equal(text.status, 200, JSON.stringify(text.body));
     assert.match(text.body.text, /MINUTES/);
@@ -296,10 +303,14 @@ timeout = "5s"
       text: 'Thanks, got it.\n\nOn Mon, Jan 8, 2024 at 10:15 AM Bob Smith <bob@example.com> wrote:\n\n> The report is attached.\n',
       html: '<div>Thanks, got it.</div><div class="gmail_quote"><blockquote class="gmail_quote">The report is attached.</blockquote></div>',
     });
-    const reply = await until('the reply to be listed', async () => {
-      const list = await api('GET', `/inboxes/${inbox.id}/messages`);
-      return list.body.data.find((m: { subject: string }) => m.subject === 'Re: Smoke report');
-    }, 10_000 * SLOWDOWN);
+    const reply = await until(
+      'the reply to be listed',
+      async () => {
+        const list = await api('GET', `/inboxes/${inbox.id}/messages`);
+        return list.body.data.find((m: { subject: string }) => m.subject === 'Re: Smoke report');
+      },
+      10_000 * SLOWDOWN,
+    );
     assert.equal(reply.extractedText, 'Thanks, got it.');
     assert.equal(reply.extractedHtml, '<div>Thanks, got it.</div>');
   });
@@ -389,10 +400,14 @@ timeout = "5s"
     assert.ok(mail.attachments[0].content.equals(pdf), 'the MX got different attachment bytes');
     assert.ok(dns.queries.includes('MX remote.test'), `MX looked up through dns.servers: ${dns.queries.join(', ')}`);
 
-    const final = await until('status sent', async () => {
-      const m = await api('GET', `/messages/${sent.body.id}`);
-      return m.body.status === 'sent' ? m.body : undefined;
-    }, 10_000 * SLOWDOWN);
+    const final = await until(
+      'status sent',
+      async () => {
+        const m = await api('GET', `/messages/${sent.body.id}`);
+        return m.body.status === 'sent' ? m.body : undefined;
+      },
+      10_000 * SLOWDOWN,
+    );
     assert.equal(final.recipients[0].status, 'sent');
 
     // An HTML-only send gets its text alternative from html-to-text (also in the "mail" chunk).
@@ -439,7 +454,10 @@ timeout = "5s"
     writeFileSync(join(dir, 'restored.toml'), 'data_dir = "./restored"\n');
     await ok('--config', 'restored.toml', 'restore', 'smoke-backup.tar.gz');
     const restoredKeys = JSON.parse((await ok('--config', 'restored.toml', 'keys', 'list', '--json')).stdout);
-    assert.ok(restoredKeys.data.some((k: { name: string | null }) => k.name === 'smoke'), 'the restored data dir has the keys');
+    assert.ok(
+      restoredKeys.data.some((k: { name: string | null }) => k.name === 'smoke'),
+      'the restored data dir has the keys',
+    );
 
     // The checks fail on a loopback test host; what matters is a report, not a crash.
     const doctor = await cli('doctor', '--json');

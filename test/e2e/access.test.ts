@@ -37,7 +37,13 @@ before(async () => {
   own.inbox = (await t.api('POST', '/inboxes', { address: 'owner' })).body.id;
   intruderInbox = (await t.api('POST', '/inboxes', { address: 'intruder' }, { key: intruder.key })).body.id;
   own.webhook = (await t.api('POST', '/webhooks', { url: `${receiver.url}/hook` })).body.id;
-  own.message = await deliverMail(t.server.smtpPort, { from: 'x@example.org', to: 'owner@agents.test', subject: 'private', text: 'for the owner only', attachments: [{ filename: 'secret.txt', content: 'top secret' }] });
+  own.message = await deliverMail(t.server.smtpPort, {
+    from: 'x@example.org',
+    to: 'owner@agents.test',
+    subject: 'private',
+    text: 'for the owner only',
+    attachments: [{ filename: 'secret.txt', content: 'top secret' }],
+  });
   const msg = (await t.api('GET', `/messages/${own.message}`)).body;
   own.thread = msg.threadId;
   own.attachment = msg.attachments[0].id;
@@ -150,7 +156,17 @@ describe('cross-account', () => {
     }
     assert.ok(checked >= 15, `only ${checked} routes checked`);
     // The owner still reaches every one of them (the 404 was about ownership, not the id).
-    for (const path of [`/inboxes/${own.inbox}`, `/messages/${own.message}`, `/threads/${own.thread}`, `/attachments/${own.attachment}`, `/attachments/${own.attachment}/text`, `/attachments/${own.upload}`, `/domains/${own.domain}`, `/webhooks/${own.webhook}`, `/drafts/${own.draft}`]) {
+    for (const path of [
+      `/inboxes/${own.inbox}`,
+      `/messages/${own.message}`,
+      `/threads/${own.thread}`,
+      `/attachments/${own.attachment}`,
+      `/attachments/${own.attachment}/text`,
+      `/attachments/${own.upload}`,
+      `/domains/${own.domain}`,
+      `/webhooks/${own.webhook}`,
+      `/drafts/${own.draft}`,
+    ]) {
       assert.equal((await t.api('GET', path)).status, 200, path);
     }
   });
@@ -168,7 +184,9 @@ describe('cross-account', () => {
     await refusedUnchanged('draft replying to their message', 404, 'MESSAGE_NOT_FOUND', () => call('POST', `/inboxes/${intruderInbox}/drafts`, intruder.key, { inReplyTo: own.message }));
     await refusedUnchanged('draft in their thread', 404, 'THREAD_NOT_FOUND', () => call('POST', `/inboxes/${intruderInbox}/drafts`, intruder.key, { threadId: own.thread }));
     await refusedUnchanged('draft with their attachment', 400, 'VALIDATION_ERROR', () => call('POST', `/inboxes/${intruderInbox}/drafts`, intruder.key, { attachmentIds: [own.upload] }));
-    await refusedUnchanged('list entry for their inbox', 404, 'INBOX_NOT_FOUND', () => call('POST', '/lists', intruder.key, { direction: 'send', kind: 'block', entry: 'x.example', inboxId: own.inbox }));
+    await refusedUnchanged('list entry for their inbox', 404, 'INBOX_NOT_FOUND', () =>
+      call('POST', '/lists', intruder.key, { direction: 'send', kind: 'block', entry: 'x.example', inboxId: own.inbox }),
+    );
     await refusedUnchanged('list filtered by their inbox', 404, 'INBOX_NOT_FOUND', () => call('GET', `/lists?inboxId=${own.inbox}`, intruder.key));
     await refusedUnchanged('logs of their webhook', 404, 'WEBHOOK_NOT_FOUND', () => call('GET', `/webhooks/logs?webhookId=${own.webhook}`, intruder.key));
     await refusedUnchanged('activity of their webhook', 404, 'WEBHOOK_NOT_FOUND', () => call('GET', `/webhooks/activity?webhookId=${own.webhook}`, intruder.key));
@@ -193,7 +211,7 @@ describe('cross-account', () => {
     assert.equal(await dbDigest(t.server.ctx), before);
   });
 
-  test("an Idempotency-Key another account used replays nothing of theirs", async () => {
+  test('an Idempotency-Key another account used replays nothing of theirs', async () => {
     const key = 'shared-idempotency-key-1';
     const mine = await t.api('POST', '/inboxes', { displayName: 'idem' }, { headers: { 'idempotency-key': key } });
     assert.equal(mine.status, 201);
@@ -211,10 +229,23 @@ describe('cross-account', () => {
 
   test("lists never show another account's resources", async () => {
     const mine = new Set(Object.values(own));
-    for (const path of ['/inboxes?limit=100', '/account/api-keys', '/domains', '/webhooks', '/webhooks/logs', `/inboxes/${intruderInbox}/messages`, `/inboxes/${intruderInbox}/threads`, `/inboxes/${intruderInbox}/drafts`, '/lists']) {
+    for (const path of [
+      '/inboxes?limit=100',
+      '/account/api-keys',
+      '/domains',
+      '/webhooks',
+      '/webhooks/logs',
+      `/inboxes/${intruderInbox}/messages`,
+      `/inboxes/${intruderInbox}/threads`,
+      `/inboxes/${intruderInbox}/drafts`,
+      '/lists',
+    ]) {
       const res = await call('GET', path, intruder.key);
       assert.equal(res.status, 200, path);
-      const leaked = JSON.stringify(res.body).match(/\b[a-z]{3}_[0-9a-z]{26}\b/g)?.filter((id) => mine.has(id)) ?? [];
+      const leaked =
+        JSON.stringify(res.body)
+          .match(/\b[a-z]{3}_[0-9a-z]{26}\b/g)
+          ?.filter((id) => mine.has(id)) ?? [];
       assert.deepEqual(leaked, [], `${path} shows the owner's ${leaked.join(', ')}`);
     }
     const activity = (await call('GET', '/webhooks/activity', intruder.key)).body;
@@ -490,7 +521,10 @@ describe('webhook targets (SSRF)', () => {
       'https://',
     ];
     for (const url of spellings) {
-      for (const [method, path] of [['POST', '/webhooks'], ['PUT', `/webhooks/${created.body.id}`]]) {
+      for (const [method, path] of [
+        ['POST', '/webhooks'],
+        ['PUT', `/webhooks/${created.body.id}`],
+      ]) {
         const before = await dbDigest(strict.server.ctx);
         const res = await strict.api(method, path, { url });
         assert.equal(res.status, 400, `${method} ${url}: ${res.status} ${res.text.slice(0, 200)}`);
@@ -499,7 +533,10 @@ describe('webhook targets (SSRF)', () => {
       }
     }
     const list = (await strict.api('GET', '/webhooks')).body.data;
-    assert.deepEqual(list.map((w: any) => w.url), ['https://public.test/hook']);
+    assert.deepEqual(
+      list.map((w: any) => w.url),
+      ['https://public.test/hook'],
+    );
   });
 
   // The WHATWG URL parser silently drops CR, LF and tab, so this is saved as

@@ -96,7 +96,10 @@ test('two inboxes answering each other through real SMTP stop within the thread 
       async () => (await one.api('GET', `/inboxes/${alice.id}/messages?status=held`)).body.data[0],
       60_000,
     );
-    assert.deepEqual(held.hold.reasons.map((r: any) => r.code), ['thread_budget']);
+    assert.deepEqual(
+      held.hold.reasons.map((r: any) => r.code),
+      ['thread_budget'],
+    );
     assert.equal(held.threadId, first.body.threadId);
     // Everything before it reached the other side: five messages each way.
     const aliceSent = await until('alice sent five', async () => {

@@ -24,7 +24,10 @@ before(async () => {
   dns.set('_dmarc.spoofed.example', [{ type: 'TXT', value: 'v=DMARC1; p=reject' }]);
   dns.blackhole('silent.example');
   dns.blackhole('_dmarc.silent.example');
-  for (const [name, workers] of [['workers', 2], ['main', 0]] as const) {
+  for (const [name, workers] of [
+    ['workers', 2],
+    ['main', 0],
+  ] as const) {
     const t = await startTestServer({ smtp: { analysis_workers: workers }, dns: { servers: [dns.server], timeout: '1s' } });
     const inboxId = (await t.api('POST', '/inboxes', { address: 'alice' })).body.id;
     const signed = nodemailer.createTransport({
@@ -117,7 +120,8 @@ describe('analysis on worker threads', () => {
   });
 
   test('malformed MIME is kept the same way on both', async () => {
-    const raw = 'From: x@example.org\r\nMessage-ID: <broken-1@example.org>\r\nSubject: broken\r\nContent-Type: multipart/mixed; boundary="b"\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\nfirst part, never closed\r\n';
+    const raw =
+      'From: x@example.org\r\nMessage-ID: <broken-1@example.org>\r\nSubject: broken\r\nContent-Type: multipart/mixed; boundary="b"\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\nfirst part, never closed\r\n';
     const [w, m] = await deliverToBoth({ envelope: { from: 'x@example.org', to: 'alice@agents.test' }, raw });
     assert.deepEqual(analysed(w.m), analysed(m.m));
     assert.equal(w.m.subject, 'broken');

@@ -102,9 +102,15 @@ describe('upload', () => {
     const rowsBefore = await rowCount();
     expectError(await upload(form(Buffer.alloc(MAX + 1, 2), 'big.bin')), 413, 'PAYLOAD_TOO_LARGE');
     expectError(await upload(form(Buffer.alloc(MAX * 3, 2), 'bigger.bin')), 413, 'PAYLOAD_TOO_LARGE');
-    assert.deepEqual((await storedFiles()).filter((f) => !filesBefore.has(f)), []);
+    assert.deepEqual(
+      (await storedFiles()).filter((f) => !filesBefore.has(f)),
+      [],
+    );
     assert.equal(await rowCount(), rowsBefore);
-    assert.deepEqual((await storedFiles()).filter((f) => f.endsWith('.tmp')), []);
+    assert.deepEqual(
+      (await storedFiles()).filter((f) => f.endsWith('.tmp')),
+      [],
+    );
   });
 
   test('wrong content type is 415; a missing `file` part is 400', async () => {
@@ -232,7 +238,10 @@ describe('signed download', () => {
 test('getAttachmentRows (used by sending) names an unknown id in a 400', async () => {
   const a = (await upload(form('x', 'x.txt'))).body;
   const other = await t.newAccount('rows');
-  assert.deepEqual((await getAttachmentRows(t.server.ctx, t.accountId, [a.id])).map((r) => r.id), [a.id]);
+  assert.deepEqual(
+    (await getAttachmentRows(t.server.ctx, t.accountId, [a.id])).map((r) => r.id),
+    [a.id],
+  );
   await assert.rejects(
     () => getAttachmentRows(t.server.ctx, other.accountId, [a.id]),
     (err: unknown) => err instanceof AppError && err.code === 'VALIDATION_ERROR' && err.message.includes(a.id),

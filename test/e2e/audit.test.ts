@@ -72,14 +72,23 @@ describe('audit log', () => {
     const ids = all.map((e) => e.id);
     assert.deepEqual(ids, [...ids].sort().reverse(), 'newest first');
     const first = await audit('?limit=2');
-    assert.deepEqual(first.map((e) => e.id), ids.slice(0, 2));
-    assert.deepEqual((await audit(`?limit=3&after=${ids[1]}`)).map((e) => e.id), ids.slice(2, 5));
+    assert.deepEqual(
+      first.map((e) => e.id),
+      ids.slice(0, 2),
+    );
+    assert.deepEqual(
+      (await audit(`?limit=3&after=${ids[1]}`)).map((e) => e.id),
+      ids.slice(2, 5),
+    );
     expectError(await t.api('GET', '/audit?after=nope', undefined, { key: reviewer }), 400, 'VALIDATION_ERROR');
     expectError(await t.api('GET', '/audit?limit=0', undefined, { key: reviewer }), 400, 'VALIDATION_ERROR');
     expectError(await t.api('GET', '/audit?action=DROP%20TABLE', undefined, { key: reviewer }), 400, 'VALIDATION_ERROR');
     const other = await t.newAccount('other');
     // Its own key's making only (by mailroom: test harness), none of this account's.
-    assert.deepEqual((await audit('', other.key)).map((e) => [e.action, e.target, e.actor.type]), [['key.created', other.keyId, 'system']]);
+    assert.deepEqual(
+      (await audit('', other.key)).map((e) => [e.action, e.target, e.actor.type]),
+      [['key.created', other.keyId, 'system']],
+    );
     assert.ok(!(await audit()).some((e) => e.target === other.keyId));
   });
 
@@ -98,7 +107,10 @@ describe('audit log', () => {
     assert.deepEqual([suspended!.action, suspended!.target, suspended!.actor, suspended!.detail], ['inbox.suspended', inbox.id, { type: 'cli' }, { address: inbox.address }]);
     assert.deepEqual([created!.action, created!.target, created!.actor], ['key.created', key.id, { type: 'cli' }]);
     const printed = JSON.parse(await cli('audit', '--account', t.accountId, '--action', 'inbox.suspended', '--json'));
-    assert.deepEqual(printed.data.map((e: { target: string }) => e.target), [inbox.id]);
+    assert.deepEqual(
+      printed.data.map((e: { target: string }) => e.target),
+      [inbox.id],
+    );
     assert.match(await cli('audit', '--account', t.accountId), /inbox\.suspended\s+inb_/);
     const bad = await runCli(['--config', config, 'audit', '--action', 'nope']);
     assert.equal(bad.code, 1);

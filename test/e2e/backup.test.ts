@@ -56,7 +56,14 @@ before(async () => {
       attachments: [{ filename: 'q.pdf', content: attachmentBytes, contentType: 'application/pdf' }],
     });
     assert.match(first.response, /^250/);
-    await transport.sendMail({ from: 'bob@example.org', to: 'alice@agents.test', subject: 'Re: Quarterly report', text: 'And again.', inReplyTo: '<first@example.org>', references: '<first@example.org>' });
+    await transport.sendMail({
+      from: 'bob@example.org',
+      to: 'alice@agents.test',
+      subject: 'Re: Quarterly report',
+      text: 'And again.',
+      inReplyTo: '<first@example.org>',
+      references: '<first@example.org>',
+    });
   } finally {
     transport.close();
   }
@@ -126,11 +133,13 @@ async function snapshot(base: string): Promise<Record<string, unknown>> {
   return out;
 }
 
-
 test('on PostgreSQL, backup and restore refuse and name the tools that do it', async () => {
   const env = { MAILROOM_DATABASE_URL: 'postgres://mailroom@127.0.0.1:9/none' };
   const config = configFile('pg', join(work, 'pg-data'));
-  for (const args of [['backup', join(work, 'pg.tar.gz')], ['restore', join(work, 'pg.tar.gz')]]) {
+  for (const args of [
+    ['backup', join(work, 'pg.tar.gz')],
+    ['restore', join(work, 'pg.tar.gz')],
+  ]) {
     const r = await runCli(['--config', config, ...args], { env });
     assert.equal(r.code, 1, r.stderr);
     assert.match(r.stderr, /^mailroom: backup and restore work on the embedded SQLite database; on PostgreSQL use pg_dump \/ pg_restore .*mailroom export/);
@@ -220,5 +229,9 @@ test('backup while the server writes, restore into an empty directory, every rea
   const forced = await restoreBackup(archive, restoredDir, { force: true });
   assert.equal(forced.manifest.tables.inboxes, summary.tables.inboxes);
   assert.ok(existsSync(join(restoredDir, 'mailroom.db')));
-  assert.deepEqual(readdirSync(work).filter((n) => n.startsWith('.mailroom-staging-')), [], 'restore left its staging or the previous contents behind');
+  assert.deepEqual(
+    readdirSync(work).filter((n) => n.startsWith('.mailroom-staging-')),
+    [],
+    'restore left its staging or the previous contents behind',
+  );
 });

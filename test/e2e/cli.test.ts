@@ -91,7 +91,10 @@ test('accounts create and list; keys for another account', async () => {
   const account = JSON.parse(acc.stdout);
   assert.match(account.id, /^acc_/);
   const list = JSON.parse((await runCli(['accounts', 'list', '--json', '--config', config])).stdout);
-  assert.deepEqual(list.data.map((a: any) => a.name), ['acme']);
+  assert.deepEqual(
+    list.data.map((a: any) => a.name),
+    ['acme'],
+  );
   const key = await runCli(['keys', 'create', '--account', account.id, '--json', '--config', config]);
   assert.equal(key.code, 0);
   const bad = await runCli(['keys', 'create', '--account', 'acc_nope', '--config', config]);

@@ -132,7 +132,21 @@ describe('inboxes', () => {
     assert.match(inbox.address, /^[a-z]+-[a-z]+-[a-z]+-\d{1,3}@agents\.test$/);
     assert.deepEqual(
       { ...inbox, id: 0, address: 0, createdAt: 0 },
-      { id: 0, address: 0, createdAt: 0, displayName: 'Support agent', domainId: null, status: 'active', dailySendLimit: 100, sendsToday: 0, totalSent: 0, bounceCount: 0, complaintCount: 0, sendPolicy: { approval: 'none', hourlySendLimit: null }, screening: 'monitor' },
+      {
+        id: 0,
+        address: 0,
+        createdAt: 0,
+        displayName: 'Support agent',
+        domainId: null,
+        status: 'active',
+        dailySendLimit: 100,
+        sendsToday: 0,
+        totalSent: 0,
+        bounceCount: 0,
+        complaintCount: 0,
+        sendPolicy: { approval: 'none', hourlySendLimit: null },
+        screening: 'monitor',
+      },
     );
     assert.ok(!Number.isNaN(Date.parse(inbox.createdAt)));
   });
@@ -179,9 +193,15 @@ describe('inboxes', () => {
     assert.equal(page1.body.total, 5);
     assert.equal(page1.body.limit, 2);
     assert.equal(page1.body.offset, 0);
-    assert.deepEqual(page1.body.data.map((i: any) => i.id), [made[4], made[3]]);
+    assert.deepEqual(
+      page1.body.data.map((i: any) => i.id),
+      [made[4], made[3]],
+    );
     const page3 = await s.api('GET', '/inboxes?limit=2&offset=4', undefined, { key: acc.key });
-    assert.deepEqual(page3.body.data.map((i: any) => i.id), [made[0]]);
+    assert.deepEqual(
+      page3.body.data.map((i: any) => i.id),
+      [made[0]],
+    );
     const all = await s.api('GET', '/inboxes', undefined, { key: acc.key });
     assert.equal(all.body.limit, 20);
     assert.equal(all.body.data.length, 5);

@@ -61,10 +61,14 @@ describe('outbound DANE', { skip }, () => {
   async function sendAndWait(server: TestServer, subject: string, inbox = inboxId): Promise<{ status: string; response: string }> {
     const res = await server.api('POST', `/inboxes/${inbox}/messages`, { to: ['alice@remote.test'], subject, bodyText: 'hello' });
     assert.equal(res.status, 202, res.text);
-    return until(`an outcome of ${subject}`, async () => {
-      const r = (await server.api('GET', `/messages/${res.body.id}`)).body.recipients[0];
-      return ['sent', 'deferred', 'bounced', 'failed'].includes(r.status) ? r : undefined;
-    }, 30_000);
+    return until(
+      `an outcome of ${subject}`,
+      async () => {
+        const r = (await server.api('GET', `/messages/${res.body.id}`)).body.recipients[0];
+        return ['sent', 'deferred', 'bounced', 'failed'].includes(r.status) ? r : undefined;
+      },
+      30_000,
+    );
   }
 
   const deliveredWith = (subject: string) => postfix.delivered('alice').find((m) => m.includes(`Subject: ${subject}`));
@@ -125,7 +129,7 @@ describe('outbound DANE', { skip }, () => {
     assert.equal(deliveredWith('dane bogus'), undefined);
   });
 
-  test('DANE takes precedence over MTA-STS; the day\'s TLS report names the tlsa policy', async () => {
+  test("DANE takes precedence over MTA-STS; the day's TLS report names the tlsa policy", async () => {
     // An enforce policy naming another MX host: alone it would defer. The matching TLSA decides.
     policies.serve('remote.test', 'version: STSv1\r\nmode: enforce\r\nmx: elsewhere.remote.test\r\nmax_age: 86400\r\n');
     policies.certify('collector.remote.test');

@@ -290,7 +290,10 @@ describe('dashboard as a mail client, in headless Chromium', { skip }, () => {
     await search('from:');
     await page.locator('#notice', { hasText: 'INVALID_QUERY' }).waitFor();
     // The browser logs the 400 as a console error: expected here.
-    assert.ok(tab.problems.every((p) => /status of 400/.test(p)), tab.problems.join('\n'));
+    assert.ok(
+      tab.problems.every((p) => /status of 400/.test(p)),
+      tab.problems.join('\n'),
+    );
     tab.problems.length = 0;
     await search('');
     await page.locator('.view-mail[data-loaded=true] h2', { hasText: 'All inboxes' }).waitFor();
@@ -335,7 +338,10 @@ describe('dashboard as a mail client, in headless Chromium', { skip }, () => {
     await page.click('#compose button.send');
     await page.locator('#thread h1', { hasText: 'Maintenance window' }).waitFor();
     const composed = (await threadBySubject('Maintenance window')).messages;
-    assert.deepEqual(composed.map((m) => [m.direction, m.toAddresses]), [['outbound', ['dave@example.com', 'erin@example.com']]]);
+    assert.deepEqual(
+      composed.map((m) => [m.direction, m.toAddresses]),
+      [['outbound', ['dave@example.com', 'erin@example.com']]],
+    );
 
     await show(tab, '#mail/all');
     await page.locator('.thread-row', { hasText: 'Quarterly report' }).click();
@@ -632,7 +638,10 @@ describe('dashboard as a mail client, in headless Chromium', { skip }, () => {
 
     await send({ subject: 'Live second', text: 'arrived while the page was open' });
     await page.getByRole('link', { name: /Live second.*arrived while the page was open/ }).waitFor();
-    await page.getByRole('navigation', { name: 'Inboxes' }).getByRole('link', { name: /Live desk\s*1/ }).waitFor();
+    await page
+      .getByRole('navigation', { name: 'Inboxes' })
+      .getByRole('link', { name: /Live desk\s*1/ })
+      .waitFor();
 
     // A reply to the open conversation shows in it.
     await send({ subject: 'Re: Live first', text: 'a reply to the open one', inReplyTo: '<live-1@example.org>', references: '<live-1@example.org>' });
@@ -654,15 +663,19 @@ describe('dashboard as a mail client, in headless Chromium', { skip }, () => {
     // as a stream the network drops after that event.
     let release!: (id: string) => void;
     const released = new Promise<string>((resolve) => (release = resolve));
-    await page.route('**/events/stream', async (route) => {
-      const id = await released;
-      await route.fulfill({ status: 200, headers: { 'Content-Type': 'text/event-stream' }, body: `: ok\n\nid: ${id}\nevent: domain.verified\ndata: {}\n\n` });
-    }, { times: 1 });
+    await page.route(
+      '**/events/stream',
+      async (route) => {
+        const id = await released;
+        await route.fulfill({ status: 200, headers: { 'Content-Type': 'text/event-stream' }, body: `: ok\n\nid: ${id}\nevent: domain.verified\ndata: {}\n\n` });
+      },
+      { times: 1 },
+    );
     await signIn(tab);
     await show(tab, `#mail/${inbox.id}`);
     await page.getByText('No mail yet.').waitFor();
     let latest: string | undefined;
-    for (let batch: Array<{ id: string }>; (batch = (await t.api('GET', `/events?limit=100${latest ? `&after=${latest}` : ''}`)).body.data).length; ) latest = batch.at(-1)!.id;
+    for (let batch: Array<{ id: string }>; (batch = (await t.api('GET', `/events?limit=100${latest ? `&after=${latest}` : ''}`)).body.data).length;) latest = batch.at(-1)!.id;
     assert.ok(latest);
     const transport = smtpTransport(t.server.smtpPort);
     try {
@@ -721,7 +734,10 @@ describe('dashboard as a mail client, in headless Chromium', { skip }, () => {
     await first.getByRole('button', { name: 'Mark unread' }).click();
     await first.getByRole('button', { name: 'Mark read' }).waitFor();
     assert.equal(await unread('first of two'), true);
-    await page.getByRole('navigation', { name: 'Inboxes' }).getByRole('link', { name: /Marks desk\s*2/ }).waitFor();
+    await page
+      .getByRole('navigation', { name: 'Inboxes' })
+      .getByRole('link', { name: /Marks desk\s*2/ })
+      .waitFor();
     // u: the last message of the open conversation.
     await page.keyboard.press('u');
     await page.getByRole('article').filter({ hasText: 'second of two' }).getByRole('button', { name: 'Mark read' }).waitFor();
@@ -760,7 +776,14 @@ describe('dashboard as a mail client, in headless Chromium', { skip }, () => {
     const transport = smtpTransport(t.server.smtpPort);
     try {
       await transport.sendMail({ from: 'gus@example.org', to: inbox.address, subject: 'Archive me', text: 'first of the pair', messageId: '<arch-1@example.org>' });
-      await transport.sendMail({ from: 'gus@example.org', to: inbox.address, subject: 'Re: Archive me', text: 'second of the pair', inReplyTo: '<arch-1@example.org>', references: '<arch-1@example.org>' });
+      await transport.sendMail({
+        from: 'gus@example.org',
+        to: inbox.address,
+        subject: 'Re: Archive me',
+        text: 'second of the pair',
+        inReplyTo: '<arch-1@example.org>',
+        references: '<arch-1@example.org>',
+      });
       await transport.sendMail({ from: 'gus@example.org', to: inbox.address, subject: 'Keep me', text: 'stays in the inbox' });
     } finally {
       transport.close();
@@ -868,7 +891,10 @@ describe('dashboard as a mail client, in headless Chromium', { skip }, () => {
     await page.getByRole('article').getByRole('link', { name: 'contract.txt (14 B)' }).waitFor();
     const composed = (await threadBySubject('Signed contract')).messages[0] as unknown as { bccAddresses: string[]; attachments: Array<{ filename: string }> };
     assert.deepEqual(composed.bccAddresses, ['audit@example.com']);
-    assert.deepEqual(composed.attachments.map((a) => a.filename), ['contract.txt']);
+    assert.deepEqual(
+      composed.attachments.map((a) => a.filename),
+      ['contract.txt'],
+    );
 
     // A reply with a Bcc and an attachment.
     await show(tab, `#mail/${inbox.id}`);
@@ -884,7 +910,10 @@ describe('dashboard as a mail client, in headless Chromium', { skip }, () => {
     const reply = (await threadBySubject('Contract review')).messages[1] as unknown as { subject: string; bccAddresses: string[]; attachments: Array<{ filename: string }> };
     assert.equal(reply.subject, 'Re: Contract review');
     assert.deepEqual(reply.bccAddresses, ['legal@example.com']);
-    assert.deepEqual(reply.attachments.map((a) => a.filename), ['notes.txt']);
+    assert.deepEqual(
+      reply.attachments.map((a) => a.filename),
+      ['notes.txt'],
+    );
 
     // A reply kept as a draft, then given an HTML part by an agent.
     await page.getByRole('article').filter({ hasText: 'Please review the contract' }).getByRole('button', { name: 'Reply', exact: true }).click();
@@ -896,7 +925,10 @@ describe('dashboard as a mail client, in headless Chromium', { skip }, () => {
     await page.getByRole('status').filter({ hasText: 'Saved the reply as a draft' }).waitFor();
     const drafts = (await t.api('GET', `/inboxes/${inbox.id}/drafts`)).body.data as Array<{ id: string; inReplyTo: string; subject: string; bcc: string[]; attachmentIds: string[]; bodyText: string }>;
     assert.equal(drafts.length, 1);
-    assert.deepEqual([drafts[0].inReplyTo, drafts[0].subject, drafts[0].bcc, drafts[0].attachmentIds.length, drafts[0].bodyText], [original.id, 'Re: Contract review', ['legal@example.com'], 1, 'One more thing, later.']);
+    assert.deepEqual(
+      [drafts[0].inReplyTo, drafts[0].subject, drafts[0].bcc, drafts[0].attachmentIds.length, drafts[0].bodyText],
+      [original.id, 'Re: Contract review', ['legal@example.com'], 1, 'One more thing, later.'],
+    );
     const patched = await t.api('PATCH', `/drafts/${drafts[0].id}`, { bodyHtml: '<p>One more thing, <b id="drafthtml">in HTML</b>.</p><script>document.title = "ran"</script>' });
     assert.equal(patched.status, 200, patched.text);
 
@@ -922,7 +954,7 @@ describe('dashboard as a mail client, in headless Chromium', { skip }, () => {
     await card.getByRole('heading', { name: 'HTML part' }).waitFor();
     assert.equal(await page.frameLocator('.draft iframe.html-body').first().locator('b#drafthtml').textContent(), 'in HTML');
     assert.equal(await card.locator('iframe').getAttribute('sandbox'), '');
-    assert.equal(await page.title(), 'mailroom dashboard', 'the draft\'s script did not run');
+    assert.equal(await page.title(), 'mailroom dashboard', "the draft's script did not run");
     const link = card.getByRole('link', { name: 'draft.txt (16 B)' });
     assert.equal(await link.getAttribute('download'), 'draft.txt');
     const download = await fetch((await link.getAttribute('href'))!);
@@ -1004,7 +1036,10 @@ describe('dashboard as a mail client, in headless Chromium', { skip }, () => {
     await page.locator('#notice', { hasText: 'Deleted the held message' }).waitFor();
     assert.equal((await t.api('GET', `/messages/${deleted}`)).status, 404);
     const audit = (await t.api('GET', '/audit?action=message.released')).body.data;
-    assert.ok(audit.some((e: { target: string }) => e.target === held), 'the release is in the audit log');
+    assert.ok(
+      audit.some((e: { target: string }) => e.target === held),
+      'the release is in the audit log',
+    );
     await finish(tab);
   });
 
@@ -1081,7 +1116,11 @@ describe('dashboard as a mail client, in headless Chromium', { skip }, () => {
     await page.locator('#notice', { hasText: 'settings@agents.test: screening hold, approval first contact' }).waitFor();
     const saved = (await t.api('GET', `/inboxes/${inbox.id}`)).body;
     assert.deepEqual([saved.screening, saved.sendPolicy], ['hold', { approval: 'first_contact', hourlySendLimit: 20 }]);
-    await page.getByRole('row').filter({ hasText: 'settings@agents.test' }).filter({ hasText: /hold\s*first contact/ }).waitFor();
+    await page
+      .getByRole('row')
+      .filter({ hasText: 'settings@agents.test' })
+      .filter({ hasText: /hold\s*first contact/ })
+      .waitFor();
     // The form still shows the inbox just saved, as it now is.
     assert.equal(await page.getByLabel(/Sends an hour at most/).inputValue(), '20');
     await page.getByLabel(/Sends an hour at most/).fill('');
@@ -1177,13 +1216,20 @@ describe('dashboard as a mail client, in headless Chromium', { skip }, () => {
     await row.getByRole('button', { name: 'Click again to remove' }).click();
     await page.locator('#notice', { hasText: 'gone@example.com may be sent to again' }).waitFor();
     await page.getByText('1 suppressed').waitFor();
-    assert.deepEqual((await t.api('GET', '/suppressions')).body.data.map((s: { address: string }) => s.address), ['kept@example.com']);
+    assert.deepEqual(
+      (await t.api('GET', '/suppressions')).body.data.map((s: { address: string }) => s.address),
+      ['kept@example.com'],
+    );
 
     await page.getByRole('link', { name: 'Audit log' }).click();
     await page.locator('.view-audit[data-loaded=true]').waitFor();
     const api = (await t.api('GET', '/audit?limit=100')).body.data as Array<{ id: string; action: string; target: string }>;
     const shown = await page.locator('tr.audit-row').evaluateAll((rows) => rows.map((r) => (r as HTMLElement).dataset.id));
-    assert.deepEqual(shown, api.map((e) => e.id), 'every entry, newest first, as the API lists them');
+    assert.deepEqual(
+      shown,
+      api.map((e) => e.id),
+      'every entry, newest first, as the API lists them',
+    );
     const newest = page.getByRole('row').nth(1);
     assert.match((await newest.textContent()) ?? '', /suppression\.removed.*gone@example\.com/);
     assert.match((await newest.textContent()) ?? '', /key key_/);
@@ -1222,7 +1268,10 @@ describe('dashboard as a mail client, in headless Chromium', { skip }, () => {
     await page.locator('#thread article.message').first().getByRole('button', { name: 'Reply', exact: true }).waitFor();
     assert.equal(await page.locator('#thread').getByRole('button', { name: 'Delete' }).count(), 0);
     // The refused lists are logged by the browser (403): expected.
-    assert.ok(tab.problems.every((p) => /status of 403/.test(p)), tab.problems.join('\n'));
+    assert.ok(
+      tab.problems.every((p) => /status of 403/.test(p)),
+      tab.problems.join('\n'),
+    );
     tab.problems.length = 0;
     await finish(tab);
   });
@@ -1240,7 +1289,13 @@ describe('dashboard as a mail client, in headless Chromium', { skip }, () => {
     assert.equal(await page.getByRole('button', { name: 'Compose' }).count(), 0);
     await page.locator('.thread-row').first().getByRole('link').click();
     await page.locator('#thread article.message').first().waitFor();
-    assert.equal(await page.locator('#thread').getByRole('button', { name: /^(Reply|Reply all|Forward|Delete|Archive|Mark (un)?read)$/ }).count(), 0);
+    assert.equal(
+      await page
+        .locator('#thread')
+        .getByRole('button', { name: /^(Reply|Reply all|Forward|Delete|Archive|Mark (un)?read)$/ })
+        .count(),
+      0,
+    );
     await show(tab, '#held');
     const held = page.getByRole('article').filter({ hasText: 'For the reviewer' });
     await held.getByRole('button', { name: 'Release' }).waitFor();
@@ -1273,7 +1328,10 @@ describe('dashboard as a mail client, in headless Chromium', { skip }, () => {
       ['203.0.113.10', 8, 'pass', 'pass'],
       ['198.51.100.99', 2, 'fail', 'fail'],
     ]
-      .map(([ip, count, dkim, spf]) => `<record><row><source_ip>${ip}</source_ip><count>${count}</count><policy_evaluated><disposition>none</disposition><dkim>${dkim}</dkim><spf>${spf}</spf></policy_evaluated></row><identifiers><header_from>reports.example</header_from></identifiers><auth_results><dkim><domain>reports.example</domain><result>${dkim}</result></dkim><spf><domain>reports.example</domain><result>${spf}</result></spf></auth_results></record>`)
+      .map(
+        ([ip, count, dkim, spf]) =>
+          `<record><row><source_ip>${ip}</source_ip><count>${count}</count><policy_evaluated><disposition>none</disposition><dkim>${dkim}</dkim><spf>${spf}</spf></policy_evaluated></row><identifiers><header_from>reports.example</header_from></identifiers><auth_results><dkim><domain>reports.example</domain><result>${dkim}</result></dkim><spf><domain>reports.example</domain><result>${spf}</result></spf></auth_results></record>`,
+      )
       .join('')}</feedback>`;
     const tls = JSON.stringify({
       'organization-name': 'Company-X',
@@ -1290,8 +1348,20 @@ describe('dashboard as a mail client, in headless Chromium', { skip }, () => {
     });
     const transport = smtpTransport(t.server.smtpPort);
     try {
-      await transport.sendMail({ from: 'noreply-dmarc-support@google.com', to: 'dmarc-reports@reports.example', subject: 'Report domain: reports.example', text: 'DMARC report', attachments: [{ filename: 'google.com!reports.example.xml.gz', contentType: 'application/gzip', content: gzipSync(xml) }] });
-      await transport.sendMail({ from: 'tlsrpt-noreply@company-x.example', to: 'tls-reports@reports.example', subject: 'Report Domain: reports.example', text: 'TLS report', attachments: [{ filename: 'r.json.gz', contentType: 'application/tlsrpt+gzip', content: gzipSync(tls) }] });
+      await transport.sendMail({
+        from: 'noreply-dmarc-support@google.com',
+        to: 'dmarc-reports@reports.example',
+        subject: 'Report domain: reports.example',
+        text: 'DMARC report',
+        attachments: [{ filename: 'google.com!reports.example.xml.gz', contentType: 'application/gzip', content: gzipSync(xml) }],
+      });
+      await transport.sendMail({
+        from: 'tlsrpt-noreply@company-x.example',
+        to: 'tls-reports@reports.example',
+        subject: 'Report Domain: reports.example',
+        text: 'TLS report',
+        attachments: [{ filename: 'r.json.gz', contentType: 'application/tlsrpt+gzip', content: gzipSync(tls) }],
+      });
     } finally {
       transport.close();
     }

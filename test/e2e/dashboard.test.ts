@@ -81,10 +81,7 @@ describe('dashboard page', () => {
   test('the page, script, stylesheet and icon are built from src/http/dashboard/client (the script from TypeScript); the script defines no global; the executable carries them', async () => {
     const files = await bundleDashboard();
     const served = async (path: string) => (await fetch(t.url + path)).text();
-    assert.deepEqual(
-      { html: await served('/dashboard'), js: await served('/dashboard/app.js'), css: await served('/dashboard/app.css'), icon: await served('/dashboard/favicon.svg') },
-      files,
-    );
+    assert.deepEqual({ html: await served('/dashboard'), js: await served('/dashboard/app.js'), css: await served('/dashboard/app.css'), icon: await served('/dashboard/favicon.svg') }, files);
     assert.match(files.css, /\.thread-pane/);
     // Run with only what it touches before the page has loaded: it adds nothing to the page's globals.
     const listening: string[] = [];
@@ -94,7 +91,14 @@ describe('dashboard page', () => {
     assert.deepEqual(Object.keys(context), ['document']);
     // build/build.ts: the executable's bundle.ts hands out the files made at build time, without esbuild or a file read.
     const entry = "import { dashboardFiles } from './src/http/dashboard/bundle.ts'; module.exports = dashboardFiles();";
-    const built = await build({ stdin: { contents: entry, resolveDir: join(import.meta.dirname, '..', '..'), loader: 'ts' }, bundle: true, platform: 'node', format: 'cjs', write: false, plugins: [bundledDashboard(files)] });
+    const built = await build({
+      stdin: { contents: entry, resolveDir: join(import.meta.dirname, '..', '..'), loader: 'ts' },
+      bundle: true,
+      platform: 'node',
+      format: 'cjs',
+      write: false,
+      plugins: [bundledDashboard(files)],
+    });
     const code = built.outputFiles[0].text;
     assert.doesNotMatch(code, /esbuild|readFileSync/);
     const mod = { exports: undefined as unknown };

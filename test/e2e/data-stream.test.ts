@@ -50,7 +50,9 @@ after(async () => {
 });
 
 const api = async (method: string, path: string, body?: unknown) =>
-  readResponse(await fetch(inst.httpUrl + path, { method, headers: { authorization: `Bearer ${inst.key}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) }));
+  readResponse(
+    await fetch(inst.httpUrl + path, { method, headers: { authorization: `Bearer ${inst.key}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) }),
+  );
 const download = async (url: string) => Buffer.from(await (await fetch(url, { headers: { authorization: `Bearer ${inst.key}` } })).arrayBuffer());
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 const status = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${server.child.pid}/status`, 'utf8'))![1]) * 1024;
@@ -58,7 +60,9 @@ const status = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+) kB`).ex
 const resetPeak = () => writeFileSync(`/proc/${server.child.pid}/clear_refs`, '5');
 const staged = () => {
   try {
-    return readdirSync(join(inst.dataDir, 'tmp'), { withFileTypes: true }).filter((e) => e.isFile()).map((e) => e.name);
+    return readdirSync(join(inst.dataDir, 'tmp'), { withFileTypes: true })
+      .filter((e) => e.isFile())
+      .map((e) => e.name);
   } catch {
     return []; // nothing staged yet
   }
@@ -131,7 +135,10 @@ describe('eight concurrent 25 MB messages', () => {
     assert.equal(new Set(ids).size, COUNT, run.responses.join('\n'));
     for (const [i, id] of ids.entries()) {
       const m = (await api('GET', `/messages/${id}`)).body;
-      assert.deepEqual(m.attachments.map((a: { filename: string; size: number }) => [a.filename, a.size]), [[`big-${i}.bin`, sent[i].attachment.length]]);
+      assert.deepEqual(
+        m.attachments.map((a: { filename: string; size: number }) => [a.filename, a.size]),
+        [[`big-${i}.bin`, sent[i].attachment.length]],
+      );
       const att = (await api('GET', `/attachments/${m.attachments[0].id}`)).body;
       assert.equal(sha(await download(att.url)), sha(sent[i].attachment), `attachment ${i}`);
     }
@@ -209,10 +216,14 @@ describe('durable before the 250, stored once, however pipelined', () => {
     // Killed at once: every message answered 250 must already be on disk.
     await stopChild(server, 'SIGKILL');
     server = await startChild(inst);
-    const listed = await until('the four messages', async () => {
-      const data = (await api('GET', `/inboxes/${inbox.id}/messages?limit=100`)).body.data as Array<{ id: string; subject: string }>;
-      return data.length >= sent.length ? data : undefined;
-    }, 30_000);
+    const listed = await until(
+      'the four messages',
+      async () => {
+        const data = (await api('GET', `/inboxes/${inbox.id}/messages?limit=100`)).body.data as Array<{ id: string; subject: string }>;
+        return data.length >= sent.length ? data : undefined;
+      },
+      30_000,
+    );
     assert.equal(listed.length, sent.length, answers.join('\n'));
     for (const [i, raw] of sent.entries()) {
       const copies = listed.filter((m) => m.subject === `big ${100 + i}`);

@@ -124,7 +124,10 @@ test('events and webhook delivery logs older than their retention are swept; new
     const inbox = (await t.api('POST', '/inboxes', { address: 'old' })).body;
     await deliverMail(t.server.smtpPort, { from: 'a@example.org', to: inbox.address, subject: 'old', text: 'old' });
     const db = sqlDb(t.server.ctx);
-    await db.insert(webhookAttempts).values({ id: 'dlv_old', accountId: t.accountId, webhookId: 'whk_x', eventId: 'evt_x', eventType: 'message.received', status: 'success', attempt: 1, createdAt: new Date().toISOString() }).run();
+    await db
+      .insert(webhookAttempts)
+      .values({ id: 'dlv_old', accountId: t.accountId, webhookId: 'whk_x', eventId: 'evt_x', eventType: 'message.received', status: 'success', attempt: 1, createdAt: new Date().toISOString() })
+      .run();
     offset = 3 * 86_400_000;
     await deliverMail(t.server.smtpPort, { from: 'a@example.org', to: inbox.address, subject: 'new', text: 'new' });
     const eventCount = async (): Promise<number> => (await db.select({ n: count() }).from(events).get())!.n;
@@ -141,6 +144,9 @@ test('events and webhook delivery logs older than their retention are swept; new
 });
 
 test('retention.events below the 7 days GET /events promises is refused at start', () => {
-  assert.throws(() => configFrom({ retention: { events: '6d' } }), (err: Error) => err instanceof ConfigError && /retention\.events.*at least 7d/.test(err.message));
+  assert.throws(
+    () => configFrom({ retention: { events: '6d' } }),
+    (err: Error) => err instanceof ConfigError && /retention\.events.*at least 7d/.test(err.message),
+  );
   assert.equal(configFrom({ retention: { events: '7d' } }).retention.events, 7 * 86_400_000);
 });

@@ -150,7 +150,9 @@ describe('a message sent with default settings', () => {
    */
   async function spamassassin(): Promise<Array<{ score: number; rule: string }> & { report: string }> {
     const delivered = Buffer.concat([
-      Buffer.from(`Return-Path: <${captured.mailFrom}>\r\nReceived: from ${t.config.hostname} (${t.config.hostname} [127.0.0.1])\r\n\tby mx.example.org with ESMTPS; ${new Date().toUTCString().replace('GMT', '+0000')}\r\n`),
+      Buffer.from(
+        `Return-Path: <${captured.mailFrom}>\r\nReceived: from ${t.config.hostname} (${t.config.hostname} [127.0.0.1])\r\n\tby mx.example.org with ESMTPS; ${new Date().toUTCString().replace('GMT', '+0000')}\r\n`,
+      ),
       captured.raw,
     ]);
     const cf = ['dns_available yes', `dns_server ${dns.server}`, 'skip_rbl_checks 1', 'use_razor2 0', 'use_pyzor 0', 'use_dcc 0'];

@@ -270,7 +270,10 @@ describe('report and MTA-STS records', () => {
     const check = (role: string) => one(r, 'domain', name, role);
     assert.equal(check('mta_sts').status, 'fail');
     assert.match(check('mta_sts').detail, /^id=20240101000000, but the policy served now has id=[0-9a-f]{20}: senders keep a stale policy$/);
-    assert.match(check('mta_sts').fix!, new RegExp(`^replace what is published at _mta-sts\\.sts\\.doctor-test\\.net \\(TXT\\) with: _mta-sts\\.sts\\.doctor-test\\.net\\. 3600 IN TXT "v=STSv1; id=[0-9a-f]{20}"$`));
+    assert.match(
+      check('mta_sts').fix!,
+      new RegExp(`^replace what is published at _mta-sts\\.sts\\.doctor-test\\.net \\(TXT\\) with: _mta-sts\\.sts\\.doctor-test\\.net\\. 3600 IN TXT "v=STSv1; id=[0-9a-f]{20}"$`),
+    );
     assert.equal(check('mta_sts_host').status, 'fail');
     assert.equal(check('mta_sts_host').detail, `resolves to 192.0.2.80, not to ${HOST} (127.0.0.1)`);
     assert.equal(check('mta_sts_host').fix, `replace what is published at mta-sts.${name} (CNAME) with: mta-sts.${name}. 3600 IN CNAME ${HOST}.`);
@@ -372,11 +375,7 @@ describe('mailroom doctor (CLI)', () => {
     );
     const common = ['--config', configFile, 'doctor', '--address', '127.0.0.1', '--probe-domain', PROBE, '--timeout', '2'];
     // Independent child processes: run side by side.
-    const [json, human, bad] = await Promise.all([
-      runCli([...common, '--json']),
-      runCli(common),
-      runCli(['--config', configFile, 'doctor', '--address', 'not-an-ip']),
-    ]);
+    const [json, human, bad] = await Promise.all([runCli([...common, '--json']), runCli(common), runCli(['--config', configFile, 'doctor', '--address', 'not-an-ip'])]);
     assert.equal(json.code, 1, json.stderr);
     const report = JSON.parse(json.stdout) as DoctorReport;
     assert.equal(report.hostname, HOST);

@@ -271,8 +271,22 @@ const tlsReport = (reportId: string) =>
         summary: { 'total-successful-session-count': 5326, 'total-failure-session-count': 303 },
         'failure-details': [
           { 'result-type': 'certificate-expired', 'sending-mta-ip': '2001:db8:abcd:0012::1', 'receiving-mx-hostname': 'mx.test.localhost', 'failed-session-count': 100 },
-          { 'result-type': 'starttls-not-supported', 'sending-mta-ip': '2001:db8:abcd:0013::1', 'receiving-mx-hostname': 'mx.test.localhost', 'receiving-ip': '203.0.113.56', 'failed-session-count': 200, 'additional-information': 'https://reports.company-x.example/report_info?id=5065427c-23d3#StarttlsNotSupported' },
-          { 'result-type': 'validation-failure', 'sending-mta-ip': '198.51.100.62', 'receiving-ip': '198.51.100.201', 'receiving-mx-hostname': 'mx.test.localhost', 'failed-session-count': 3, 'failure-reason-code': 'X509_V_ERR_PROXY_PATH_LENGTH_EXCEEDED' },
+          {
+            'result-type': 'starttls-not-supported',
+            'sending-mta-ip': '2001:db8:abcd:0013::1',
+            'receiving-mx-hostname': 'mx.test.localhost',
+            'receiving-ip': '203.0.113.56',
+            'failed-session-count': 200,
+            'additional-information': 'https://reports.company-x.example/report_info?id=5065427c-23d3#StarttlsNotSupported',
+          },
+          {
+            'result-type': 'validation-failure',
+            'sending-mta-ip': '198.51.100.62',
+            'receiving-ip': '198.51.100.201',
+            'receiving-mx-hostname': 'mx.test.localhost',
+            'failed-session-count': 3,
+            'failure-reason-code': 'X509_V_ERR_PROXY_PATH_LENGTH_EXCEEDED',
+          },
         ],
       },
     ],
@@ -288,11 +302,16 @@ describe('TLS-RPT reports', () => {
   test('a gzip JSON report (application/tlsrpt+gzip) is parsed, stored once and listed', async () => {
     const before = await countRows('messages');
     const send = () =>
-      deliver(`tls-reports@${DOMAIN}`, `Report Domain: ${DOMAIN} Submitter: company-x.example Report-ID: <5065427c-23d3@company-x.example>`, {
-        filename: `company-x.example!${DOMAIN}!${begin}!${begin + DAY - 1}!001.json.gz`,
-        contentType: 'application/tlsrpt+gzip',
-        content: gzipSync(tlsReport('5065427c-23d3-47ca-b6e0-946ea0e8c4be')),
-      }, 'tlsrpt-noreply@company-x.example');
+      deliver(
+        `tls-reports@${DOMAIN}`,
+        `Report Domain: ${DOMAIN} Submitter: company-x.example Report-ID: <5065427c-23d3@company-x.example>`,
+        {
+          filename: `company-x.example!${DOMAIN}!${begin}!${begin + DAY - 1}!001.json.gz`,
+          contentType: 'application/tlsrpt+gzip',
+          content: gzipSync(tlsReport('5065427c-23d3-47ca-b6e0-946ea0e8c4be')),
+        },
+        'tlsrpt-noreply@company-x.example',
+      );
     const r = await send();
     assert.ok(r.ok, r.response);
     assert.ok((await send()).ok);
@@ -302,11 +321,14 @@ describe('TLS-RPT reports', () => {
     assert.equal(res.body.data.length, 1);
     const [rep] = res.body.data;
     assert.deepEqual([rep.orgName, rep.reportId, rep.successCount, rep.failureCount], ['Company-X', '5065427c-23d3-47ca-b6e0-946ea0e8c4be', 5326, 303]);
-    assert.deepEqual(rep.policies[0].failures.map((f: any) => [f.resultType, f.count, f.receivingMx]), [
-      ['certificate-expired', 100, 'mx.test.localhost'],
-      ['starttls-not-supported', 200, 'mx.test.localhost'],
-      ['validation-failure', 3, 'mx.test.localhost'],
-    ]);
+    assert.deepEqual(
+      rep.policies[0].failures.map((f: any) => [f.resultType, f.count, f.receivingMx]),
+      [
+        ['certificate-expired', 100, 'mx.test.localhost'],
+        ['starttls-not-supported', 200, 'mx.test.localhost'],
+        ['validation-failure', 3, 'mx.test.localhost'],
+      ],
+    );
     assert.equal(rep.policies[0].type, 'sts');
   });
 
@@ -344,7 +366,10 @@ describe('MTA-STS for custom domains', () => {
     assert.equal(r.body, `version: STSv1\r\nmode: testing\r\nmx: ${t.config.hostname}\r\nmax_age: 604800\r\n`);
     const sts = domain.dnsRecords.find((x) => x.name === `_mta-sts.${DOMAIN}`);
     assert.match(sts!.value, /^v=STSv1; id=[0-9a-f]{20}$/);
-    assert.deepEqual(domain.dnsRecords.find((x) => x.name === `mta-sts.${DOMAIN}`), { type: 'CNAME', name: `mta-sts.${DOMAIN}`, value: t.config.hostname });
+    assert.deepEqual(
+      domain.dnsRecords.find((x) => x.name === `mta-sts.${DOMAIN}`),
+      { type: 'CNAME', name: `mta-sts.${DOMAIN}`, value: t.config.hostname },
+    );
     for (const host of ['mta-sts.unverified.example', DOMAIN, 'mta-sts.', '127.0.0.1']) {
       const other = await getWithHost('/.well-known/mta-sts.txt', host);
       assert.equal(other.status, 404, host);

@@ -71,12 +71,7 @@ async function verify(id: string, t: TestServer = s) {
 }
 
 const verifiedEvents = async (t: TestServer, domainId: string) =>
-  (await sqlDb(t.server.ctx)
-    .select()
-    .from(events)
-    .where(eq(events.type, 'domain.verified'))
-    .all())
-    .filter((e) => JSON.parse(e.data).id === domainId);
+  (await sqlDb(t.server.ctx).select().from(events).where(eq(events.type, 'domain.verified')).all()).filter((e) => JSON.parse(e.data).id === domainId);
 
 /** Polls until `fn` returns a value (waiting for background work, not timing it). */
 async function until<T>(fn: () => Promise<T | undefined | false>, what: string, timeoutMs = 10_000): Promise<T> {
@@ -157,7 +152,21 @@ describe('adding a domain', () => {
   });
 
   test('invalid names are 400 VALIDATION_ERROR naming the field', async () => {
-    const bad: unknown[] = ['', 'localhost', 'not a domain', '-bad.example.com', 'bad-.example.com', 'a..b.com', '1.2.3.4', 'x_y.example.com', `${'a'.repeat(64)}.com`, `${'abcdefghi.'.repeat(24)}com`, 'user@example.com', 5, null];
+    const bad: unknown[] = [
+      '',
+      'localhost',
+      'not a domain',
+      '-bad.example.com',
+      'bad-.example.com',
+      'a..b.com',
+      '1.2.3.4',
+      'x_y.example.com',
+      `${'a'.repeat(64)}.com`,
+      `${'abcdefghi.'.repeat(24)}com`,
+      'user@example.com',
+      5,
+      null,
+    ];
     for (const domain of bad) {
       const res = await s.api('POST', '/domains', { domain });
       expectError(res, 400, 'VALIDATION_ERROR');
@@ -317,7 +326,9 @@ describe('verification against DNS', () => {
 
   test('the DKIM key published split into several strings and with spaces inside p= is recognised', async () => {
     const d = await add('split.example.com');
-    const value = dkimOf(d).value.replace(/p=(.{40})/, 'p=$1 ').replace('; ', ';  ');
+    const value = dkimOf(d)
+      .value.replace(/p=(.{40})/, 'p=$1 ')
+      .replace('; ', ';  ');
     publish([ownershipOf(d), { ...dkimOf(d), value }]);
     assert.equal((await verify(d.id)).sendingStatus, 'verified');
   });
@@ -586,10 +597,7 @@ describe('CLI', () => {
 
   function configFile(): string {
     const file = join(s.dataDir, 'cli.toml');
-    writeFileSync(
-      file,
-      `data_dir = ${JSON.stringify(s.dataDir)}\nhostname = "${HOST}"\nshared_domain = "${SHARED}"\n[dns]\nservers = ["${dns.server}"]\ntimeout = "300ms"\n`,
-    );
+    writeFileSync(file, `data_dir = ${JSON.stringify(s.dataDir)}\nhostname = "${HOST}"\nshared_domain = "${SHARED}"\n[dns]\nservers = ["${dns.server}"]\ntimeout = "300ms"\n`);
     return file;
   }
 
@@ -600,7 +608,16 @@ describe('CLI', () => {
     const records = parseZone(added.stdout);
     assert.deepEqual(
       records.map((r) => `${r.type} ${r.name}`),
-      ['TXT _mailroom.cli.example.com', `TXT ${records[1].name}`, 'TXT cli.example.com', 'TXT _dmarc.cli.example.com', 'MX cli.example.com', 'TXT _mta-sts.cli.example.com', 'CNAME mta-sts.cli.example.com', 'TXT _smtp._tls.cli.example.com'],
+      [
+        'TXT _mailroom.cli.example.com',
+        `TXT ${records[1].name}`,
+        'TXT cli.example.com',
+        'TXT _dmarc.cli.example.com',
+        'MX cli.example.com',
+        'TXT _mta-sts.cli.example.com',
+        'CNAME mta-sts.cli.example.com',
+        'TXT _smtp._tls.cli.example.com',
+      ],
     );
     const dkimLine = added.stdout.split('\n').find((l) => l.includes('._domainkey.'))!;
     assert.match(dkimLine, /^mr\d{6}\._domainkey\.cli\.example\.com\. 3600 IN TXT "v=DKIM1; k=rsa; p=[^"]{200,}" "[^"]+"$/);
@@ -628,10 +645,7 @@ describe('CLI', () => {
     assert.equal((await verifiedEvents(s, apiDomain.id)).length, 1);
 
     // Independent runs go in parallel: each CLI run costs a process start.
-    const [shown, listed] = await Promise.all([
-      runCli(['--config', config, 'domains', 'show', 'cli.example.com', '--json']),
-      runCli(['--config', config, 'domains', 'list', '--json']),
-    ]);
+    const [shown, listed] = await Promise.all([runCli(['--config', config, 'domains', 'show', 'cli.example.com', '--json']), runCli(['--config', config, 'domains', 'list', '--json'])]);
     assert.equal(shown.code, 0, shown.stderr);
     const json = JSON.parse(shown.stdout);
     assert.deepEqual(
@@ -663,10 +677,7 @@ describe('CLI', () => {
       ['domains', 'remove', 'nope.example.com'],
       ['domains', 'add', SHARED],
     ];
-    const [shown, ...failed] = await Promise.all([
-      runCli(['--config', config, 'domains', 'show', 'shared', '--no-check']),
-      ...errorRuns.map((args) => runCli(['--config', config, ...args])),
-    ]);
+    const [shown, ...failed] = await Promise.all([runCli(['--config', config, 'domains', 'show', 'shared', '--no-check']), ...errorRuns.map((args) => runCli(['--config', config, ...args]))]);
     assert.equal(shown.code, 0, shown.stderr);
     const records = parseZone(shown.stdout);
     assert.deepEqual(

@@ -71,13 +71,22 @@ describe('draft CRUD', () => {
 
     const list = (await t.api('GET', `/inboxes/${box.id}/drafts`)).body;
     assert.deepEqual([list.total, list.limit, list.offset], [2, 20, 0]);
-    assert.deepEqual(list.data.map((d: any) => d.id), [full.id, empty.id]);
-    assert.deepEqual((await t.api('GET', `/inboxes/${box.id}/drafts?limit=1&offset=1`)).body.data.map((d: any) => d.id), [empty.id]);
+    assert.deepEqual(
+      list.data.map((d: any) => d.id),
+      [full.id, empty.id],
+    );
+    assert.deepEqual(
+      (await t.api('GET', `/inboxes/${box.id}/drafts?limit=1&offset=1`)).body.data.map((d: any) => d.id),
+      [empty.id],
+    );
 
     // PATCH: absent fields stay, null clears, [] empties a list.
     const patched = await t.api('PATCH', `/drafts/${full.id}`, { subject: 'Quote v2', bodyText: null, bodyHtml: '<p>v2</p>', cc: [] });
     assert.equal(patched.status, 200, patched.text);
-    assert.deepEqual([patched.body.to, patched.body.cc, patched.body.bcc, patched.body.subject, patched.body.bodyText, patched.body.bodyHtml], [['Ann <ann@remote.test>'], [], ['bcc@remote.test'], 'Quote v2', null, '<p>v2</p>']);
+    assert.deepEqual(
+      [patched.body.to, patched.body.cc, patched.body.bcc, patched.body.subject, patched.body.bodyText, patched.body.bodyHtml],
+      [['Ann <ann@remote.test>'], [], ['bcc@remote.test'], 'Quote v2', null, '<p>v2</p>'],
+    );
     assert.ok(patched.body.updatedAt >= full.updatedAt);
     assert.equal(patched.body.createdAt, full.createdAt);
     assert.deepEqual((await t.api('GET', `/drafts/${full.id}`)).body, patched.body);
@@ -113,7 +122,10 @@ describe('draft CRUD', () => {
       [{ unknown: 1 }, 400, 'VALIDATION_ERROR', /unknown/],
     ];
     for (const [body, status, code, message] of cases) {
-      for (const [method, path] of [['POST', `/inboxes/${box.id}/drafts`], ['PATCH', `/drafts/${existing.id}`]]) {
+      for (const [method, path] of [
+        ['POST', `/inboxes/${box.id}/drafts`],
+        ['PATCH', `/drafts/${existing.id}`],
+      ]) {
         const res = await t.api(method, path, body);
         expectError(res, status, code);
         assert.match(res.body.error.message, message, `${method} ${JSON.stringify(body).slice(0, 80)}`);
@@ -151,7 +163,10 @@ describe('sending a draft', () => {
     const mail = await captured(sent.body.messageIdHeader);
     assert.equal(mail.subject, 'Offer');
     assert.equal(mail.text?.trim(), 'Our offer is attached in spirit.');
-    assert.deepEqual([mail.to].flat().flatMap((a) => a!.value.map((v) => [v.name, v.address])), [['Ann', 'ann@remote.test']]);
+    assert.deepEqual(
+      [mail.to].flat().flatMap((a) => a!.value.map((v) => [v.name, v.address])),
+      [['Ann', 'ann@remote.test']],
+    );
     await settleJobs(t.server.ctx);
     assert.equal((await t.api('GET', `/messages/${sent.body.id}`)).body.status, 'sent');
   });
@@ -204,12 +219,21 @@ describe('sending a draft', () => {
     assert.equal(mail.subject, 'Re: Invoice 7');
     assert.equal(mail.inReplyTo, '<inv-7@remote.test>');
     assert.deepEqual([mail.references].flat(), ['<root-7@remote.test>', '<inv-7@remote.test>']);
-    assert.deepEqual([mail.to].flat().flatMap((a) => a!.value.map((v) => v.address)), ['carol-replies@remote.test']);
+    assert.deepEqual(
+      [mail.to].flat().flatMap((a) => a!.value.map((v) => v.address)),
+      ['carol-replies@remote.test'],
+    );
     const thread = (await t.api('GET', `/threads/${original.threadId}`)).body;
-    assert.deepEqual(thread.messages.map((m: any) => m.id), [originalId, sent.body.id]);
+    assert.deepEqual(
+      thread.messages.map((m: any) => m.id),
+      [originalId, sent.body.id],
+    );
 
     // The original deleted before the send: the reply draft cannot be sent (404), and stays.
-    const orphan = await draft({ inReplyTo: (await t.api('GET', `/messages/${await deliverMail(t.server.smtpPort, { from: 'y@remote.test', to: box.address, subject: 'gone', text: 'x' })}`)).body.id, bodyText: 'x' });
+    const orphan = await draft({
+      inReplyTo: (await t.api('GET', `/messages/${await deliverMail(t.server.smtpPort, { from: 'y@remote.test', to: box.address, subject: 'gone', text: 'x' })}`)).body.id,
+      bodyText: 'x',
+    });
     assert.equal((await t.api('DELETE', `/messages/${orphan.inReplyTo}`)).status, 204);
     expectError(await t.api('POST', `/drafts/${orphan.id}/send`), 404, 'MESSAGE_NOT_FOUND');
     assert.equal((await t.api('GET', `/drafts/${orphan.id}`)).status, 200);
@@ -219,7 +243,13 @@ describe('sending a draft', () => {
 
   test('attachments a draft names stay valid while it exists, even when the message they arrived with is deleted', async () => {
     const uploaded = await upload('notes.txt', 'uploaded notes');
-    const arrivedIn = await deliverMail(t.server.smtpPort, { from: 'dan@remote.test', to: box.address, subject: 'files', text: 'see attached', attachments: [{ filename: 'report.txt', content: 'inbound report' }] });
+    const arrivedIn = await deliverMail(t.server.smtpPort, {
+      from: 'dan@remote.test',
+      to: box.address,
+      subject: 'files',
+      text: 'see attached',
+      attachments: [{ filename: 'report.txt', content: 'inbound report' }],
+    });
     const arrived = (await t.api('GET', `/messages/${arrivedIn}`)).body.attachments[0].id;
     const d = await draft({ to: ['dan@remote.test'], subject: 'Both files', bodyText: 'here', attachmentIds: [arrived, uploaded, arrived] });
     assert.deepEqual(d.attachmentIds, [arrived, uploaded]);
@@ -232,9 +262,18 @@ describe('sending a draft', () => {
 
     const sent = await t.api('POST', `/drafts/${d.id}/send`);
     assert.equal(sent.status, 202, sent.text);
-    assert.deepEqual(sent.body.attachments.map((a: any) => a.id), [arrived, uploaded]);
+    assert.deepEqual(
+      sent.body.attachments.map((a: any) => a.id),
+      [arrived, uploaded],
+    );
     const mail = await captured(sent.body.messageIdHeader);
-    assert.deepEqual(mail.attachments.map((a) => [a.filename, a.content.toString()]), [['report.txt', 'inbound report'], ['notes.txt', 'uploaded notes']]);
+    assert.deepEqual(
+      mail.attachments.map((a) => [a.filename, a.content.toString()]),
+      [
+        ['report.txt', 'inbound report'],
+        ['notes.txt', 'uploaded notes'],
+      ],
+    );
     // An attachment no draft names still goes with its message.
     const plain = await deliverMail(t.server.smtpPort, { from: 'dan@remote.test', to: box.address, subject: 'one more', text: 'x', attachments: [{ filename: 'gone.txt', content: 'bye' }] });
     const goneId = (await t.api('GET', `/messages/${plain}`)).body.attachments[0].id;

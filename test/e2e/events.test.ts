@@ -50,21 +50,45 @@ describe('GET /events', () => {
     assert.deepEqual(Object.keys(all.body), ['data']);
     assert.deepEqual(all.body.data, [e1, e2, e3, e4].map(envelope));
 
-    assert.deepEqual((await t.api('GET', `/events?after=${e1.id}`)).body.data.map((e: any) => e.id), [e2.id, e3.id, e4.id]);
+    assert.deepEqual(
+      (await t.api('GET', `/events?after=${e1.id}`)).body.data.map((e: any) => e.id),
+      [e2.id, e3.id, e4.id],
+    );
     assert.deepEqual((await t.api('GET', `/events?after=${e4.id}`)).body.data, []);
-    assert.deepEqual((await t.api('GET', '/events?limit=2')).body.data.map((e: any) => e.id), [e1.id, e2.id]);
-    assert.deepEqual((await t.api('GET', `/events?limit=2&after=${e2.id}`)).body.data.map((e: any) => e.id), [e3.id, e4.id]);
-    assert.deepEqual((await t.api('GET', '/events?types=message.sent,domain.verified')).body.data.map((e: any) => e.id), [e2.id, e3.id]);
+    assert.deepEqual(
+      (await t.api('GET', '/events?limit=2')).body.data.map((e: any) => e.id),
+      [e1.id, e2.id],
+    );
+    assert.deepEqual(
+      (await t.api('GET', `/events?limit=2&after=${e2.id}`)).body.data.map((e: any) => e.id),
+      [e3.id, e4.id],
+    );
+    assert.deepEqual(
+      (await t.api('GET', '/events?types=message.sent,domain.verified')).body.data.map((e: any) => e.id),
+      [e2.id, e3.id],
+    );
     assert.deepEqual((await t.api('GET', '/events?types=message.complained')).body.data, []);
-    assert.deepEqual((await t.api('GET', `/events?inboxId=${inboxA.id}`)).body.data.map((e: any) => e.id), [e1.id, e4.id]);
-    assert.deepEqual((await t.api('GET', `/events?inboxId=${inboxA.id}&types=message.bounced`)).body.data.map((e: any) => e.id), [e4.id]);
-    assert.deepEqual((await t.api('GET', `/events?inboxId=${inboxA.id}&after=${e1.id}`)).body.data.map((e: any) => e.id), [e4.id]);
+    assert.deepEqual(
+      (await t.api('GET', `/events?inboxId=${inboxA.id}`)).body.data.map((e: any) => e.id),
+      [e1.id, e4.id],
+    );
+    assert.deepEqual(
+      (await t.api('GET', `/events?inboxId=${inboxA.id}&types=message.bounced`)).body.data.map((e: any) => e.id),
+      [e4.id],
+    );
+    assert.deepEqual(
+      (await t.api('GET', `/events?inboxId=${inboxA.id}&after=${e1.id}`)).body.data.map((e: any) => e.id),
+      [e4.id],
+    );
     // An event id that no longer exists (swept, or its message deleted) is still a cursor.
     assert.deepEqual((await t.api('GET', `/events?after=evt_00000000000000000000000000`)).body.data.length, 4);
 
     // The other account: only its own event; our inbox is not found for it.
     const theirsList = (await t.api('GET', '/events', undefined, { key: other.key })).body.data;
-    assert.deepEqual(theirsList.map((e: any) => e.data.id), ['msg_theirs1']);
+    assert.deepEqual(
+      theirsList.map((e: any) => e.data.id),
+      ['msg_theirs1'],
+    );
     expectError(await t.api('GET', `/events?inboxId=${inboxA.id}`, undefined, { key: other.key }), 404, 'INBOX_NOT_FOUND');
     expectError(await t.api('GET', `/events?inboxId=${theirs.id}`), 404, 'INBOX_NOT_FOUND');
   });
@@ -74,7 +98,10 @@ describe('GET /events', () => {
     for (let i = 0; i < 105; i++) await emit(t, 'domain.verified', { id: `dom_${i}` }, fresh.accountId);
     const page = (await t.api('GET', '/events', undefined, { key: fresh.key })).body.data;
     assert.equal(page.length, 100);
-    assert.deepEqual(page.map((e: any) => e.data.id), Array.from({ length: 100 }, (_v, i) => `dom_${i}`));
+    assert.deepEqual(
+      page.map((e: any) => e.data.id),
+      Array.from({ length: 100 }, (_v, i) => `dom_${i}`),
+    );
     assert.equal((await t.api('GET', '/events?limit=1000', undefined, { key: fresh.key })).body.data.length, 105);
 
     for (const [query, field] of [
@@ -144,27 +171,50 @@ describe('GET /events/stream', () => {
     const e3 = await emit(t, 'domain.verified', { id: 'dom_st3' });
     const frames = await s.waitFrames(3);
     // Only what came after the stream opened; never the other account's event.
-    assert.deepEqual(frames, [e1, e2, e3].map((e) => ({ id: e.id, event: e.type, data: envelope(e) })));
+    assert.deepEqual(
+      frames,
+      [e1, e2, e3].map((e) => ({ id: e.id, event: e.type, data: envelope(e) })),
+    );
     assert.ok(!frames.some((f) => f.id === before.id));
-    assert.deepEqual((await onlyReceived.waitFrames(1)).map((f) => f.id), [e1.id]);
-    assert.deepEqual((await theirs.waitFrames(1)).map((f) => f.data.data.id), ['msg_other_acct']);
+    assert.deepEqual(
+      (await onlyReceived.waitFrames(1)).map((f) => f.id),
+      [e1.id],
+    );
+    assert.deepEqual(
+      (await theirs.waitFrames(1)).map((f) => f.data.data.id),
+      ['msg_other_acct'],
+    );
 
     // Disconnect, miss three events, reconnect with Last-Event-ID: exactly those three, then live.
     s.close();
-    const missed = [await emit(t, 'message.bounced', { id: 'msg_m1', inboxId: inbox.id }), await emit(t, 'domain.verified', { id: 'dom_m2' }), await emit(t, 'message.complained', { id: 'msg_m3', inboxId: inbox.id })];
+    const missed = [
+      await emit(t, 'message.bounced', { id: 'msg_m1', inboxId: inbox.id }),
+      await emit(t, 'domain.verified', { id: 'dom_m2' }),
+      await emit(t, 'message.complained', { id: 'msg_m3', inboxId: inbox.id }),
+    ];
     const resumed = await openStream(t, `?after=${e1.id}`, { headers: { 'Last-Event-ID': e3.id } });
-    assert.deepEqual((await resumed.waitFrames(3)).map((f) => f.id), missed.map((e) => e.id), 'Last-Event-ID wins over after');
+    assert.deepEqual(
+      (await resumed.waitFrames(3)).map((f) => f.id),
+      missed.map((e) => e.id),
+      'Last-Event-ID wins over after',
+    );
     const live = await emit(t, 'message.sent', { id: 'msg_live', inboxId: inbox.id });
-    assert.deepEqual((await resumed.waitFrames(4)).map((f) => f.id), [...missed, live].map((e) => e.id));
+    assert.deepEqual(
+      (await resumed.waitFrames(4)).map((f) => f.id),
+      [...missed, live].map((e) => e.id),
+    );
     // `after` alone resumes the same way.
     const fromAfter = await openStream(t, `?after=${e2.id}&types=message.bounced,message.complained,domain.verified`);
-    assert.deepEqual((await fromAfter.waitFrames(4)).map((f) => f.id), [e3, ...missed].map((e) => e.id));
+    assert.deepEqual(
+      (await fromAfter.waitFrames(4)).map((f) => f.id),
+      [e3, ...missed].map((e) => e.id),
+    );
     await new Promise((r) => setTimeout(r, 300));
     assert.equal(fromAfter.frames.length, 4, 'nothing repeated, the filtered-out message.sent not sent');
     for (const x of [resumed, fromAfter, onlyReceived, theirs]) x.close();
   });
 
-  test('error paths: 401, 400 for bad filters and a bad Last-Event-ID, 404 for another account\'s inbox', async () => {
+  test("error paths: 401, 400 for bad filters and a bad Last-Event-ID, 404 for another account's inbox", async () => {
     const other = await t.newAccount('other2');
     const theirs = (await t.api('POST', '/inboxes', { address: 'st-theirs' }, { key: other.key })).body;
     expectError(await streamError(t, '', {}, null), 401, 'UNAUTHORIZED');
@@ -251,7 +301,10 @@ describe('GET /events/stream: timeouts and restarts', () => {
       const s = await openStream(t);
       await new Promise((r) => setTimeout(r, 2500));
       const e = await emit(t, 'domain.verified', { id: 'dom_late' });
-      assert.deepEqual((await s.waitFrames(1)).map((f) => f.id), [e.id]);
+      assert.deepEqual(
+        (await s.waitFrames(1)).map((f) => f.id),
+        [e.id],
+      );
       s.close();
     } finally {
       await t.close();
@@ -274,9 +327,15 @@ describe('GET /events/stream: timeouts and restarts', () => {
       const e2 = await emit(t, 'domain.verified', { id: 'dom_r2' }, accountId);
       const e3 = await emit(t, 'domain.verified', { id: 'dom_r3' }, accountId);
       const again = await openStream(t, '', { key, headers: { 'Last-Event-ID': f1.id! } });
-      assert.deepEqual((await again.waitFrames(2)).map((f) => f.id), [e2.id, e3.id]);
+      assert.deepEqual(
+        (await again.waitFrames(2)).map((f) => f.id),
+        [e2.id, e3.id],
+      );
       const e4 = await emit(t, 'domain.verified', { id: 'dom_r4' }, accountId);
-      assert.deepEqual((await again.waitFrames(3)).map((f) => f.id), [e2.id, e3.id, e4.id]);
+      assert.deepEqual(
+        (await again.waitFrames(3)).map((f) => f.id),
+        [e2.id, e3.id, e4.id],
+      );
       again.close();
     } finally {
       await t.close();
@@ -309,13 +368,19 @@ describe('GET /inboxes/{id}/messages?after=&wait= (long-poll)', () => {
     const m2 = await deliverMail(t.server.smtpPort, { from: 'a@example.org', to: inbox.address, subject: 'two', text: '2' });
     const woke = await waiting;
     assert.equal(woke.status, 200, woke.text);
-    assert.deepEqual(woke.body.data.map((m: any) => m.id), [m2]);
+    assert.deepEqual(
+      woke.body.data.map((m: any) => m.id),
+      [m2],
+    );
     assert.equal(woke.body.total, 1);
     assert.ok(Date.now() - started < 20_000, 'answered before the wait ran out');
 
     // Already newer: at once, newest first.
     const m3 = await deliverMail(t.server.smtpPort, { from: 'a@example.org', to: inbox.address, subject: 'three', text: '3' });
-    assert.deepEqual((await list(inbox.id, `after=${m1}&wait=30`)).body.data.map((m: any) => m.id), [m3, m2]);
+    assert.deepEqual(
+      (await list(inbox.id, `after=${m1}&wait=30`)).body.data.map((m: any) => m.id),
+      [m3, m2],
+    );
     // Without after, wait only matters for an empty list: this one is not.
     assert.equal((await list(inbox.id, 'wait=30')).body.data.length, 3);
 
@@ -336,7 +401,7 @@ describe('GET /inboxes/{id}/messages?after=&wait= (long-poll)', () => {
     assert.deepEqual(new Set((await list(inbox.id, `after=${m1}`)).body.data.map((m: any) => m.id)), new Set([sent.body.id, m3, m2]));
   });
 
-  test('errors: wait above 60, negative or not a number, a bad after: 400 VALIDATION_ERROR; another account\'s inbox: 404 at once', async () => {
+  test("errors: wait above 60, negative or not a number, a bad after: 400 VALIDATION_ERROR; another account's inbox: 404 at once", async () => {
     const inbox = (await t.api('POST', '/inboxes', { address: 'lp-err' })).body;
     for (const q of ['wait=61', 'wait=-1', 'wait=abc', 'wait=1.5', 'after=nope', 'after=evt_00000000000000000000000000']) {
       const res = await list(inbox.id, q);

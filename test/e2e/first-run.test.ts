@@ -115,11 +115,18 @@ const tmp = () => mkdtempSync(join(tmpdir(), 'mailroom-first-'));
 /** A config on free ports with outbound.mode set (writeTestConfig fixes dry-run). */
 function configWithMode(dir: string, mode: 'email' | 'dry-run', extra = ''): string {
   const file = join(dir, 'mailroom.toml');
-  writeFileSync(file, `data_dir = ${JSON.stringify(join(dir, 'data'))}\nshared_domain = "agents.test"\n[http]\nlisten = "127.0.0.1:0"\n[smtp]\nlisten = "127.0.0.1:0"\n[outbound]\nmode = "${mode}"\n${extra}`);
+  writeFileSync(
+    file,
+    `data_dir = ${JSON.stringify(join(dir, 'data'))}\nshared_domain = "agents.test"\n[http]\nlisten = "127.0.0.1:0"\n[smtp]\nlisten = "127.0.0.1:0"\n[outbound]\nmode = "${mode}"\n${extra}`,
+  );
   return file;
 }
 
-const logLines = (stdout: string) => stdout.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
+const logLines = (stdout: string) =>
+  stdout
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l));
 
 describe('the start-up block', () => {
   test('not on a terminal: one JSON "started" line with version, config, data dir, database, URLs, SMTP address, outbound mode', async () => {
@@ -225,7 +232,10 @@ describe('a busy port', () => {
       const [table] = key.split('.');
       const listen = { http: '127.0.0.1:0', smtp: '127.0.0.1:0', metrics: '127.0.0.1:0', submission: '', [table]: `127.0.0.1:${port}` };
       const config = join(dir, 'mailroom.toml');
-      writeFileSync(config, `data_dir = ${JSON.stringify(join(dir, 'data'))}\n[http]\nlisten = "${listen.http}"\n[smtp]\nlisten = "${listen.smtp}"\n[metrics]\nlisten = "${listen.metrics}"\n[submission]\nlisten = "${listen.submission}"\n[outbound]\nmode = "dry-run"\n`);
+      writeFileSync(
+        config,
+        `data_dir = ${JSON.stringify(join(dir, 'data'))}\n[http]\nlisten = "${listen.http}"\n[smtp]\nlisten = "${listen.smtp}"\n[metrics]\nlisten = "${listen.metrics}"\n[submission]\nlisten = "${listen.submission}"\n[outbound]\nmode = "dry-run"\n`,
+      );
       const res = await runCli(['serve', '--config', config]);
       assert.equal(res.code, 1);
       assert.equal(

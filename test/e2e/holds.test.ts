@@ -88,7 +88,10 @@ async function expectHeld(id: string, reasons: string[], recipients: string[]) {
   const [entry, ...more] = await auditOf('message.held', id);
   assert.equal(more.length, 0);
   assert.deepEqual(entry!.actor, { type: 'system' });
-  assert.deepEqual(entry!.detail.reasons.map((r: any) => r.code), reasons);
+  assert.deepEqual(
+    entry!.detail.reasons.map((r: any) => r.code),
+    reasons,
+  );
   for (const address of recipients) assert.equal(rig.mx.attempts(address), 0);
   return m;
 }
@@ -187,7 +190,10 @@ describe('the rules', () => {
     assert.deepEqual(codes(sixth), ['thread_budget']);
     assert.match(sixth.hold.reasons[0].detail, /already sent 5 messages in thread thr_\w+ within the last hour; \[policy\] thread_hourly_sends is 5/);
     const [entry] = await auditOf('message.held', sixth.id);
-    assert.deepEqual(entry!.detail.reasons.map((r: any) => r.code), ['thread_budget']);
+    assert.deepEqual(
+      entry!.detail.reasons.map((r: any) => r.code),
+      ['thread_budget'],
+    );
     // Held sends do not count: the next one is held for the same reason, not for more.
     assert.match((await send(plain, { to: ['budget@remote.test'], threadId: first.threadId })).body.hold.reasons[0].detail, /already sent 5 messages/);
     // Another thread is not concerned.
@@ -208,10 +214,12 @@ describe('POST /inboxes/{id}/messages/check', () => {
   const heldEvents = async (): Promise<number> => Number((await rawRows<[number]>(t.server.ctx.db, "SELECT count(*) FROM events WHERE type = 'message.held'"))[0]?.[0]);
   const check = (inbox: { id: string }, body: Record<string, unknown>, key = agent.key) => t.api('POST', `/inboxes/${inbox.id}/messages/check`, { subject: 's', bodyText: 'hello', ...body }, { key });
 
-  test('each recipient\'s decision (send, hold, suppressed, blocked), allowed, held and the reasons; nothing stored, sent, recorded or audited', async () => {
+  test("each recipient's decision (send, hold, suppressed, blocked), allowed, held and the reasons; nothing stored, sent, recorded or audited", async () => {
     assert.equal((await t.api('POST', '/suppressions', { address: 'check-sup@remote.test' })).status, 201);
     await deliverMail(t.server.smtpPort, { from: 'check-known@remote.test', to: careful.address, subject: 'known', text: 'hi' });
-    await until('check-known arrived', async () => ((await t.api('GET', `/inboxes/${careful.id}/messages?direction=inbound`)).body.data as any[]).find((m) => m.fromAddress === 'check-known@remote.test'));
+    await until('check-known arrived', async () =>
+      ((await t.api('GET', `/inboxes/${careful.id}/messages?direction=inbound`)).body.data as any[]).find((m) => m.fromAddress === 'check-known@remote.test'),
+    );
     const [stored, held] = [await messageCount(), await heldEvents()];
 
     const res = await check(careful, { to: ['check-known@remote.test', 'Check-New@remote.test'], cc: ['check-sup@remote.test'] });
@@ -234,7 +242,12 @@ describe('POST /inboxes/{id}/messages/check', () => {
     assert.deepEqual([secret.allowed, secret.held, secret.reasons[0].code, secret.recipients.map((r: any) => r.decision)], [true, true, 'secret_detected', ['hold', 'hold']]);
     assert.deepEqual((await check(plain, { to: ['a@remote.test'] })).body, { allowed: true, held: false, reasons: [], recipients: [{ address: 'a@remote.test', decision: 'send' }] });
     // Everyone suppressed: not allowed (the send would be 422).
-    assert.deepEqual((await check(plain, { to: ['check-sup@remote.test'] })).body, { allowed: false, held: false, reasons: [], recipients: [{ address: 'check-sup@remote.test', decision: 'suppressed' }] });
+    assert.deepEqual((await check(plain, { to: ['check-sup@remote.test'] })).body, {
+      allowed: false,
+      held: false,
+      reasons: [],
+      recipients: [{ address: 'check-sup@remote.test', decision: 'suppressed' }],
+    });
     // A send list blocks one: not allowed (the send would be 403 RECIPIENT_BLOCKED).
     const entry = (await t.api('POST', '/lists', { direction: 'send', kind: 'block', entry: 'blocked.test', inboxId: plain.id })).body;
     const blocked = (await check(plain, { to: ['x@blocked.test', 'a@remote.test'] })).body;
@@ -246,7 +259,7 @@ describe('POST /inboxes/{id}/messages/check', () => {
     assert.equal(rig.mx.attempts('Check-New@remote.test'), 0);
   });
 
-  test('errors: 404 INBOX_NOT_FOUND (another account\'s too), 400 on a bad address or body, 403 INSUFFICIENT_SCOPE without `send`', async () => {
+  test("errors: 404 INBOX_NOT_FOUND (another account's too), 400 on a bad address or body, 403 INSUFFICIENT_SCOPE without `send`", async () => {
     expectError(await check({ id: 'inb_nope' }, { to: ['a@remote.test'] }), 404, 'INBOX_NOT_FOUND');
     const other = await t.newAccount('check-other');
     expectError(await check(plain, { to: ['a@remote.test'] }, other.key), 404, 'INBOX_NOT_FOUND');
@@ -298,7 +311,7 @@ describe('release, cancel, expiry', () => {
     assert.equal((await send(careful, { to: ['release@remote.test'] })).body.status, 'queued');
   });
 
-  test('release of what is not held or not there: 409 NOT_HELD for a sent or an inbound message, 404 for another account\'s or none', async () => {
+  test("release of what is not held or not there: 409 NOT_HELD for a sent or an inbound message, 404 for another account's or none", async () => {
     const sent = (await send(plain, { to: ['x1@remote.test'] })).body;
     expectError(await t.api('POST', `/messages/${sent.id}/release`, {}, { key: reviewer.key }), 409, 'NOT_HELD');
     const inbound = ((await t.api('GET', `/inboxes/${careful.id}/messages?direction=inbound`)).body.data as any[])[0];
@@ -317,7 +330,7 @@ describe('release, cancel, expiry', () => {
     assert.equal((await message(held.id)).status, 'held');
   });
 
-  test('cancel: a held send becomes canceled (the agent\'s own key may), message.canceled, audited with the key; release then: 409 NOT_HELD', async () => {
+  test("cancel: a held send becomes canceled (the agent's own key may), message.canceled, audited with the key; release then: 409 NOT_HELD", async () => {
     const held = (await send(strict, { to: ['cancel@remote.test'] })).body;
     const res = await t.api('POST', `/messages/${held.id}/cancel`, {}, { key: agent.key });
     assert.equal(res.status, 200, res.text);
@@ -370,7 +383,9 @@ describe('release, cancel, expiry', () => {
     offset += 120_000;
     wakeJobs();
     // Its first release job ran at the send time and left it held.
-    await until('the release job ran', async () => ((await rawRows<[string]>(t.server.ctx.db, "SELECT status FROM jobs WHERE kind = 'release' AND payload LIKE ?", [`%${res.body.id}%`]))[0]?.[0] === 'done' ? true : undefined));
+    await until('the release job ran', async () =>
+      (await rawRows<[string]>(t.server.ctx.db, "SELECT status FROM jobs WHERE kind = 'release' AND payload LIKE ?", [`%${res.body.id}%`]))[0]?.[0] === 'done' ? true : undefined,
+    );
     assert.equal((await message(res.body.id)).status, 'held');
     assert.equal((await t.api('POST', `/messages/${res.body.id}/release`, {}, { key: reviewer.key })).body.status, 'scheduled');
     wakeJobs();

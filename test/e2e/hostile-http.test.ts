@@ -108,7 +108,18 @@ const HEADER_ATTACKS = ['evil\r\nBcc: victim@example.com', 'a\nb', 'a\rb', 'nul\
 /** The body of a send, and of a check of one. */
 const SEND_BODY = {
   valid: { to: ['bob@example.org'], subject: 'hi', bodyText: 'x' },
-  fields: { to: 'headers', cc: 'headers', bcc: 'headers', subject: 'header', bodyText: 'string', bodyHtml: 'string', threadId: 'id', attachmentIds: 'strings', sendAt: 'string', listUnsubscribe: 'bool' },
+  fields: {
+    to: 'headers',
+    cc: 'headers',
+    bcc: 'headers',
+    subject: 'header',
+    bodyText: 'string',
+    bodyHtml: 'string',
+    threadId: 'id',
+    attachmentIds: 'strings',
+    sendAt: 'string',
+    listUnsubscribe: 'bool',
+  },
   required: ['to', 'subject'],
 } satisfies RouteSpec['json'];
 
@@ -183,7 +194,11 @@ const SPEC: Record<string, RouteSpec> = {
   'GET /lists': { path: '/lists', query: { ...PAGE, direction: ['inbound', 'RECEIVE', "send' OR 1=1"], kind: ['deny', 'Block'], inboxId: ['x'.repeat(5000)] } },
   'POST /lists': {
     path: '/lists',
-    json: { valid: { direction: 'send', kind: 'block', entry: 'x.example' }, fields: { direction: 'string', kind: 'string', entry: 'header', inboxId: 'id' }, required: ['direction', 'kind', 'entry'] },
+    json: {
+      valid: { direction: 'send', kind: 'block', entry: 'x.example' },
+      fields: { direction: 'string', kind: 'string', entry: 'header', inboxId: 'id' },
+      required: ['direction', 'kind', 'entry'],
+    },
   },
   'DELETE /lists/:id': { path: '/lists/:list', notFound: 'LIST_ENTRY_NOT_FOUND' },
   'GET /suppressions': { path: '/suppressions', query: PAGE },
@@ -210,7 +225,12 @@ const SPEC: Record<string, RouteSpec> = {
   'GET /attachments/:id': { path: '/attachments/:attachment', notFound: 'ATTACHMENT_NOT_FOUND' },
   'GET /attachments/:id/text': { path: '/attachments/:attachment/text', notFound: 'ATTACHMENT_NOT_FOUND' },
   // Public: without a valid signature every id is refused alike, so ids cannot be probed.
-  'GET /attachments/:id/download': { path: '/attachments/:attachment/download', notFound: 'INVALID_SIGNATURE', idStatus: 403, query: { expires: ['abc', '-1', '1e99', ''], signature: ['', 'zz', '0'.repeat(64), 'A'.repeat(5000)] } },
+  'GET /attachments/:id/download': {
+    path: '/attachments/:attachment/download',
+    notFound: 'INVALID_SIGNATURE',
+    idStatus: 403,
+    query: { expires: ['abc', '-1', '1e99', ''], signature: ['', 'zz', '0'.repeat(64), 'A'.repeat(5000)] },
+  },
   'POST /webhooks': {
     path: '/webhooks',
     json: {
@@ -382,7 +402,9 @@ describe('hostile HTTP', () => {
       part('Content-Disposition: form-data; name="file"', 'no filename') + `--${b}--\r\n`, // a field, not a file
       `--${b}\r\nContent-Disposition: form-data; name="file"; filename="a.txt"\r\n\r\ntruncated, no closing boundary`,
       // Past busboy's limits: 500 fields before the file, 5,000 part headers, a 200 KB header line, NUL in the name.
-      Array.from({ length: 500 }, (_v, i) => part(`Content-Disposition: form-data; name="f${i}"`, 'v')).join('') + part('Content-Disposition: form-data; name="file"; filename="a.txt"', 'data') + `--${b}--\r\n`,
+      Array.from({ length: 500 }, (_v, i) => part(`Content-Disposition: form-data; name="f${i}"`, 'v')).join('') +
+        part('Content-Disposition: form-data; name="file"; filename="a.txt"', 'data') +
+        `--${b}--\r\n`,
       `--${b}\r\n` + Array.from({ length: 5000 }, (_v, i) => `X-H${i}: v`).join('\r\n') + `\r\nContent-Disposition: form-data; name="file"; filename="a.txt"\r\n\r\ndata\r\n--${b}--\r\n`,
       part(`Content-Disposition: form-data; name="file"; filename="${'a'.repeat(200_000)}.txt"`, 'x') + `--${b}--\r\n`,
       part('Content-Disposition: form-data; name="file"; filename="a\u0000.txt"', 'x') + `--${b}--\r\n`,
@@ -411,7 +433,15 @@ describe('hostile HTTP', () => {
     await refused('no key', 401, 'UNAUTHORIZED', 'POST', '/mcp', { ...json('{"jsonrpc":"2.0","id":1,"method":"tools/list"}'), key: null });
     for (const method of ['GET', 'DELETE']) await refused(`${method} /mcp`, 405, 'METHOD_NOT_ALLOWED', method, '/mcp');
     // Valid JSON the protocol does not take: JSON-RPC errors, 4xx, no internals, nothing changed.
-    for (const raw of ['{}', '[1]', '{"jsonrpc":"1.0","id":1,"method":"tools/list"}', '{"jsonrpc":"2.0","id":{},"method":"tools/call"}', JSON.stringify(Array.from({ length: 1000 }, (_v, i) => ({ jsonrpc: '2.0', id: i, method: 'ping' }))), '{"a":'.repeat(100_000) + '1' + '}'.repeat(100_000), '['.repeat(100_000) + ']'.repeat(100_000)]) {
+    for (const raw of [
+      '{}',
+      '[1]',
+      '{"jsonrpc":"1.0","id":1,"method":"tools/list"}',
+      '{"jsonrpc":"2.0","id":{},"method":"tools/call"}',
+      JSON.stringify(Array.from({ length: 1000 }, (_v, i) => ({ jsonrpc: '2.0', id: i, method: 'ping' }))),
+      '{"a":'.repeat(100_000) + '1' + '}'.repeat(100_000),
+      '['.repeat(100_000) + ']'.repeat(100_000),
+    ]) {
       const before = await dbDigest();
       const res = await send('POST', '/mcp', json(raw));
       assert.ok(res.status >= 400 && res.status < 500, `${raw.slice(0, 60)} → ${res.status} ${res.text.slice(0, 200)}`);

@@ -16,10 +16,7 @@ const logLines: Array<Record<string, unknown>> = [];
 
 before(async () => {
   // Timeouts far longer than any test here: only max_connections closes a connection early.
-  t = await startTestServer(
-    { http: { headers_timeout: '30s', request_timeout: '60s', max_connections: 4 } },
-    { log: createLogger((line) => void logLines.push(JSON.parse(line))) },
-  );
+  t = await startTestServer({ http: { headers_timeout: '30s', request_timeout: '60s', max_connections: 4 } }, { log: createLogger((line) => void logLines.push(JSON.parse(line))) });
 });
 after(async () => {
   await t?.close();
@@ -92,7 +89,10 @@ describe('HTTP limits', () => {
     await extra.closed;
     assert.equal(extra.received(), '', 'closed without an answer');
     // Nothing else closes a connection on this server within 30 s: the held ones are all open.
-    assert.ok(held.every((c) => !c.socket.destroyed && c.received() === ''), 'the held connections are open and unanswered');
+    assert.ok(
+      held.every((c) => !c.socket.destroyed && c.received() === ''),
+      'the held connections are open and unanswered',
+    );
     held[0].socket.write(`GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
     await held[0].closed;
     assert.match(held[0].received(), /^HTTP\/1\.1 200 /);

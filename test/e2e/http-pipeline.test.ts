@@ -90,10 +90,7 @@ test('plain-statement reads return what drizzle reads: key lookup, inbox by id, 
   expectError(await t.api('GET', `/inboxes/${inbox.id}`, undefined, { key: (await t.newAccount('other')).key }), 404, 'INBOX_NOT_FOUND');
 
   const drizzleRows = await sqlDb(ctx).select().from(messages).where(eq(messages.inboxId, inbox.id)).orderBy(desc(messages.createdAt), desc(messages.id)).all();
-  assert.deepEqual(
-    drizzleRows.map((r) => r.direction).sort(),
-    ['inbound', 'outbound'],
-  );
+  assert.deepEqual(drizzleRows.map((r) => r.direction).sort(), ['inbound', 'outbound']);
   const page = await listMessages(ctx, t.accountId, inbox.id, { limit: 20, offset: 0 });
   assert.deepEqual(page.data, await messageViews(ctx, drizzleRows, 'cut'));
   assert.equal(page.total, 2);

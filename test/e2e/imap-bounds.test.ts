@@ -228,7 +228,6 @@ describe('IMAP connection limits', () => {
       await small.close();
     }
   });
-
 });
 
 describe('IMAP over TLS', { skip: NO_OPENSSL }, () => {
@@ -240,7 +239,9 @@ describe('IMAP over TLS', { skip: NO_OPENSSL }, () => {
     dir = mkdtempSync(join(tmpdir(), 'mailroom-imap-tls-'));
     const cert = join(dir, 'cert.pem');
     const key = join(dir, 'key.pem');
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=localhost'], { stdio: 'ignore' });
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=localhost'], {
+      stdio: 'ignore',
+    });
     t = await startTestServer({ smtp: { tls_cert: cert, tls_key: key }, imap: { listen: '127.0.0.1:0', tls_listen: '127.0.0.1:0' } });
     address = (await t.api('POST', '/inboxes', { address: 'tls' })).body.address;
     await deliverMail(t.server.smtpPort, { from: 'ann@example.org', to: address, subject: 'over tls', text: 'x' });
@@ -302,7 +303,15 @@ describe('IMAP: a folder of 10,000 messages', () => {
     const threadId = newId('thr', Date.now());
     // One statement seeds the rows (every message shares one stored source).
     await ctx.store.transaction(async (tx) => {
-      await ctx.store.run(tx, 'INSERT INTO threads (id, account_id, inbox_id, subject, message_count, last_message_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)', [threadId, t.accountId, inbox.id, 'bulk', COUNT, now, now]);
+      await ctx.store.run(tx, 'INSERT INTO threads (id, account_id, inbox_id, subject, message_count, last_message_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)', [
+        threadId,
+        t.accountId,
+        inbox.id,
+        'bulk',
+        COUNT,
+        now,
+        now,
+      ]);
       await ctx.store.run(
         tx,
         `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${COUNT})
@@ -341,7 +350,7 @@ describe('IMAP: a folder of 10,000 messages', () => {
     const grew = peak - base;
     // Bounded: a few batches of rows and sources, not the 160 MiB folder.
     assert.ok(grew < 48 * 1024 * 1024, `memory grew by ${Math.round(grew / 1048576)} MiB during the FETCH`);
-    console.log(`# live memory grew by ${(grew / 1048576).toFixed(1)} MiB while ${Math.round((c.received) / 1048576)} MiB were fetched`);
+    console.log(`# live memory grew by ${(grew / 1048576).toFixed(1)} MiB while ${Math.round(c.received / 1048576)} MiB were fetched`);
     c.close();
   });
 });

@@ -41,7 +41,10 @@ describe('IMAP on two nodes', { skip }, () => {
         return out;
       };
       assert.deepEqual(await uids(onA), await uids(onB));
-      assert.deepEqual((await uids(onB)).map((u) => u[1]), ['first', 'second']);
+      assert.deepEqual(
+        (await uids(onB)).map((u) => u[1]),
+        ['first', 'second'],
+      );
 
       const told = new Promise<number>((resolve) => onB.on('exists', (d: { count: number }) => resolve(d.count)));
       void onB.idle();

@@ -52,7 +52,10 @@ test('IMAP4rev2: ENABLE, ESEARCH and SEARCHRES, STATUS SIZE, LIST-STATUS, BINARY
     assert.match(listed, /^\* LIST \(\\HasNoChildren\) "\/" "INBOX"\r\n\* STATUS "INBOX" \(MESSAGES 3\)\r$/m);
     assert.match(listed, /^\* LIST \(\\HasNoChildren \\Sent\) "\/" "Sent"\r\n\* STATUS "Sent" \(MESSAGES 0\)\r$/m);
     const special = await c.command('i', 'LIST (SPECIAL-USE) "" "*"');
-    assert.deepEqual([...special.matchAll(/^\* LIST .* "(\w+)"\r$/gm)].map((m) => m[1]), ['Sent', 'Drafts', 'Trash']);
+    assert.deepEqual(
+      [...special.matchAll(/^\* LIST .* "(\w+)"\r$/gm)].map((m) => m[1]),
+      ['Sent', 'Drafts', 'Trash'],
+    );
 
     const binary = await c.command('j', 'FETCH 3 (BINARY.SIZE[2] BINARY.PEEK[2])');
     assert.match(binary, new RegExp(`BINARY\\.SIZE\\[2\\] ${BLOB.length} BINARY\\[2\\] ~\\{${BLOB.length}\\}\\r\\n`));

@@ -58,21 +58,33 @@ describe('IMAP with imapflow', () => {
     const c = await imapClient(t, inbox.address, t.key);
     try {
       const folders = await c.list();
-      assert.deepEqual(folders.map((f) => f.path), ['INBOX', 'Sent', 'Drafts', 'Trash']);
+      assert.deepEqual(
+        folders.map((f) => f.path),
+        ['INBOX', 'Sent', 'Drafts', 'Trash'],
+      );
       assert.equal(folders.find((f) => f.path === 'Trash')?.specialUse, '\\Trash');
       assert.equal(folders.find((f) => f.path === 'Sent')?.specialUse, '\\Sent');
       const box = await c.mailboxOpen('INBOX');
       assert.equal(box.exists, 3);
       const messages = [];
       for await (const m of c.fetch('1:*', { uid: true, envelope: true, bodyStructure: true, source: true, flags: true, size: true, internalDate: true })) messages.push(m);
-      assert.deepEqual(messages.map((m) => m.envelope?.subject), ['hello 1', 'hello 2', 'hello 3']);
-      assert.deepEqual(messages.map((m) => m.uid), [1, 2, 3]);
+      assert.deepEqual(
+        messages.map((m) => m.envelope?.subject),
+        ['hello 1', 'hello 2', 'hello 3'],
+      );
+      assert.deepEqual(
+        messages.map((m) => m.uid),
+        [1, 2, 3],
+      );
       for (const [i, m] of messages.entries()) {
         const raw = await t.api('GET', `/messages/${ids[i]}/raw`);
         assert.equal(m.source?.toString('utf8'), raw.text, 'BODY[] is the stored source');
         assert.equal(m.size, Buffer.byteLength(raw.text));
         assert.deepEqual(m.envelope?.from, [{ name: 'Ann Example', address: 'ann@example.org' }]);
-        assert.deepEqual(m.envelope?.to?.map((a) => a.address), [inbox.address]);
+        assert.deepEqual(
+          m.envelope?.to?.map((a) => a.address),
+          [inbox.address],
+        );
         assert.deepEqual([...(m.flags ?? [])], [], 'inbound mail arrives unread');
       }
       const third = messages[2];
@@ -226,7 +238,10 @@ describe('IMAP with imapflow', () => {
       const draft = ['From: ' + inbox.address, 'To: bob@example.net', 'Subject: draft from a phone', 'Message-ID: <draft1@example.net>', '', 'half written', ''].join('\r\n');
       await c.append('Drafts', draft, ['\\Draft']);
       const drafts = (await t.api('GET', `/inboxes/${inbox.id}/drafts`)).body.data;
-      assert.deepEqual(drafts.map((d: { subject: string; to: string[]; bodyText: string }) => [d.subject, d.to, d.bodyText]), [['draft from a phone', ['bob@example.net'], 'half written']]);
+      assert.deepEqual(
+        drafts.map((d: { subject: string; to: string[]; bodyText: string }) => [d.subject, d.to, d.bodyText]),
+        [['draft from a phone', ['bob@example.net'], 'half written']],
+      );
       const sent = (await t.api('POST', `/inboxes/${inbox.id}/messages`, { to: ['bob@example.net'], subject: 'sent by the API', bodyText: 'x' })).body;
       assert.match(sent.messageIdHeader, /^<.+>$/, JSON.stringify(sent));
       const copy = ['From: ' + inbox.address, 'To: bob@example.net', 'Subject: sent by the API', `Message-ID: ${sent.messageIdHeader}`, '', 'x', ''].join('\r\n');
@@ -307,7 +322,7 @@ describe('IMAP with imapflow', () => {
     return (await createApiKey(server.server.ctx, row[0], { name: 'imap' })).key;
   }
 
-  test('refusals: a wrong key, another account\'s key, a key without read, an unknown inbox', async () => {
+  test("refusals: a wrong key, another account's key, a key without read, an unknown inbox", async () => {
     const other = await t.newAccount('other');
     const accountId = (await t.server.ctx.store.rows<[string]>(t.server.ctx.db, 'SELECT account_id FROM inboxes WHERE id = ?', [inbox.id]))[0][0];
     const sendOnly = await createApiKey(t.server.ctx, accountId, { name: 'send only', scopes: ['send'] });

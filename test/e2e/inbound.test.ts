@@ -185,7 +185,13 @@ describe('receiving over SMTP', () => {
     assert.equal(replyMsg.threadId, firstMsg.threadId);
     assert.equal(replyMsg.inReplyTo, first.messageId);
     // References alone (no In-Reply-To) are enough.
-    const third = await transport.sendMail({ from: 'dave@example.net', to: 'alice@agents.test', subject: 'Re: Re: Project kickoff', text: 'third', references: `<unknown@else.example> ${reply.messageId}` });
+    const third = await transport.sendMail({
+      from: 'dave@example.net',
+      to: 'alice@agents.test',
+      subject: 'Re: Re: Project kickoff',
+      text: 'third',
+      references: `<unknown@else.example> ${reply.messageId}`,
+    });
     assert.equal((await t.api('GET', `/messages/${storedIds(third.response)[0]}`)).body.threadId, firstMsg.threadId);
     // A reply to a Message-ID nobody stored starts its own thread.
     const orphan = await transport.sendMail({ from: 'bob@example.org', to: 'alice@agents.test', subject: 'Re: something else', text: 'x', inReplyTo: '<never-seen@example.org>' });
@@ -198,7 +204,10 @@ describe('receiving over SMTP', () => {
     assert.equal(thread.body.inboxId, inboxId);
     assert.equal(thread.body.subject, 'Project kickoff');
     assert.equal(thread.body.messageCount, 3);
-    assert.deepEqual(thread.body.messages.map((m: any) => m.bodyText), ['first', 'second', 'third']);
+    assert.deepEqual(
+      thread.body.messages.map((m: any) => m.bodyText),
+      ['first', 'second', 'third'],
+    );
 
     const list = await t.api('GET', `/inboxes/${inboxId}/threads?limit=2`);
     assert.equal(list.status, 200);
@@ -206,7 +215,10 @@ describe('receiving over SMTP', () => {
     assert.equal(list.body.offset, 0);
     assert.ok(list.body.total >= 2);
     // Most recent activity first: the orphan arrived last.
-    assert.deepEqual(list.body.data.map((th: any) => th.id), [orphanMsg.threadId, firstMsg.threadId]);
+    assert.deepEqual(
+      list.body.data.map((th: any) => th.id),
+      [orphanMsg.threadId, firstMsg.threadId],
+    );
     expectError(await t.api('GET', `/inboxes/${inboxId}/threads?limit=101`), 400, 'VALIDATION_ERROR');
     expectError(await t.api('GET', '/threads/thr_nope'), 404, 'THREAD_NOT_FOUND');
     expectError(await t.api('GET', '/inboxes/inb_nope/threads'), 404, 'INBOX_NOT_FOUND');
@@ -344,7 +356,9 @@ describe('sender authentication lookups', () => {
 });
 
 describe('malformed MIME corpus', () => {
-  const files = readdirSync(FIXTURES).filter((f) => f.endsWith('.eml')).sort();
+  const files = readdirSync(FIXTURES)
+    .filter((f) => f.endsWith('.eml'))
+    .sort();
 
   test('every sample is stored as received (250 + readable) or refused with 5xx, and the listener survives', async () => {
     assert.ok(files.length >= 10);
@@ -364,7 +378,10 @@ describe('malformed MIME corpus', () => {
         // sent, plus the CRLF that ends DATA's last line when the sample did not end with one.
         const sent = raw.subarray(-2).toString() === '\r\n' ? raw : Buffer.concat([raw, Buffer.from('\r\n')]);
         const source = Buffer.from(await src.arrayBuffer());
-        assert.match(source.subarray(0, 300).toString('latin1'), /^Return-Path: <bob@example\.org>\r\nReceived: from tester\.example \(\[127\.0\.0\.1\]\)\r\n\tby mx\.test\.localhost \(mailroom\) with ESMTP id msg_\w+;\r\n\t\w{3}, \d{2} \w{3} \d{4} [\d:]{8} \+0000\r\n/);
+        assert.match(
+          source.subarray(0, 300).toString('latin1'),
+          /^Return-Path: <bob@example\.org>\r\nReceived: from tester\.example \(\[127\.0\.0\.1\]\)\r\n\tby mx\.test\.localhost \(mailroom\) with ESMTP id msg_\w+;\r\n\t\w{3}, \d{2} \w{3} \d{4} [\d:]{8} \+0000\r\n/,
+        );
         assert.ok(source.subarray(source.length - sent.length).equals(sent), `${f}: raw source kept`);
         assert.equal(got.body.size, source.length);
         for (const a of got.body.attachments) {
@@ -422,7 +439,11 @@ describe('connection limits, STARTTLS', () => {
     const cert = join(dir, 'cert.pem');
     const key = join(dir, 'key.pem');
     const makeCert = (cn: string) => {
-      execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key + '.new', '-out', cert + '.new', '-days', '1', '-subj', `/CN=${cn}`], { stdio: 'ignore' });
+      execFileSync(
+        'openssl',
+        ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key + '.new', '-out', cert + '.new', '-days', '1', '-subj', `/CN=${cn}`],
+        { stdio: 'ignore' },
+      );
       writeFileSync(key, readFileSync(key + '.new'));
       writeFileSync(cert, readFileSync(cert + '.new'));
     };
@@ -466,7 +487,20 @@ describe('swaks', () => {
       const bytes = Buffer.concat([Buffer.from('%PDF-1.7\n'), randomBytes(20_000)]);
       writeFileSync(file, bytes);
       // Asynchronously: the server under test runs in this process.
-      const r = await run('swaks', ['--to', 'alice@agents.test', '--from', 'bob@example.org', '--server', `127.0.0.1:${t.server.smtpPort}`, '--attach', `@${file}`, '--attach-type', 'application/pdf', '--attach-name', 'file.pdf']);
+      const r = await run('swaks', [
+        '--to',
+        'alice@agents.test',
+        '--from',
+        'bob@example.org',
+        '--server',
+        `127.0.0.1:${t.server.smtpPort}`,
+        '--attach',
+        `@${file}`,
+        '--attach-type',
+        'application/pdf',
+        '--attach-name',
+        'file.pdf',
+      ]);
       assert.equal(r.code, 0, r.stdout + r.stderr);
       const id = /stored as (msg_\w+)/.exec(r.stdout)![1];
       const m = (await t.api('GET', `/messages/${id}`)).body;
@@ -481,5 +515,8 @@ describe('swaks', () => {
 
 test('no stray temporary files are left in the data directory', () => {
   const walk = (d: string): string[] => (existsSync(d) ? readdirSync(d, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(join(d, e.name)) : [e.name])) : []);
-  assert.deepEqual(walk(t.dataDir).filter((n) => n.endsWith('.tmp')), []);
+  assert.deepEqual(
+    walk(t.dataDir).filter((n) => n.endsWith('.tmp')),
+    [],
+  );
 });

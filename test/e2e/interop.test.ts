@@ -108,12 +108,7 @@ for (const partner of PARTNERS) {
     /** mailroom_smtp_sessions_total: the SMTP connections mailroom's listener accepted. */
     const smtpSessions = async () => Number(/^mailroom_smtp_sessions_total (\d+)$/m.exec(await (await fetch(metricsUrl)).text())?.[1] ?? 0);
     const receivedEvents = async () =>
-      (await sqlDb(t.server.ctx)
-        .select({ data: events.data })
-        .from(events)
-        .where(eq(events.type, 'message.received'))
-        .all())
-        .filter((e) => JSON.parse(e.data).inboxId === inbox.id).length;
+      (await sqlDb(t.server.ctx).select({ data: events.data }).from(events).where(eq(events.type, 'message.received')).all()).filter((e) => JSON.parse(e.data).inboxId === inbox.id).length;
 
     test(`${MESSAGES} messages queued at ${partner.name}, handed over on reused connections: each stored once, no deferral`, async () => {
       const sessionsBefore = await smtpSessions();
@@ -156,7 +151,11 @@ for (const partner of PARTNERS) {
       console.log(`# ${partner.name}: ${MESSAGES} messages over ${sessions} SMTP sessions (messages per session: ${perSession.join(' ')})`);
       assert.equal(relayed.length, sessions, 'every session went through the relay');
       assert.ok(sessions >= 1 && sessions < MESSAGES / 2, `${sessions} sessions for ${MESSAGES} messages`);
-      assert.equal(perSession.reduce((a, b) => a + b, 0), MESSAGES, 'each message handed over once');
+      assert.equal(
+        perSession.reduce((a, b) => a + b, 0),
+        MESSAGES,
+        'each message handed over once',
+      );
       assert.ok(Math.max(...perSession) > 1, 'a session carried several messages');
       if (partner.name === 'Exim') {
         // Exim sends its last message's "." and QUIT in one go (no reply of mailroom's between
@@ -165,12 +164,21 @@ for (const partner of PARTNERS) {
         const wire = () => relay.sessions.slice(relayedBefore).map((l) => l.join(''));
         const shape = new RegExp(`\r\n\\.\r\nQUIT\r\n${CLIENT_FIN}${SERVER}250 [^\u0000]*(${SERVER})?221 `);
         // mailroom's 221 may still be on its way after Exim's last delivery is logged.
-        const pipelined = await until('a session with ".", QUIT, FIN, 250 and 221', () => {
-          const found = wire().filter((w) => shape.test(w));
-          return found.length ? found : undefined;
-        }, 10_000).catch(() => []);
+        const pipelined = await until(
+          'a session with ".", QUIT, FIN, 250 and 221',
+          () => {
+            const found = wire().filter((w) => shape.test(w));
+            return found.length ? found : undefined;
+          },
+          10_000,
+        ).catch(() => []);
         console.log(`# Exim: ${pipelined.length} of ${wire().length} sessions ended with ".", QUIT and a FIN before the replies`);
-        assert.ok(pipelined.length >= 1, `no session with ".", QUIT, FIN, then 250 and 221:\n${wire().map((w) => JSON.stringify(w.slice(-300))).join('\n')}`);
+        assert.ok(
+          pipelined.length >= 1,
+          `no session with ".", QUIT, FIN, then 250 and 221:\n${wire()
+            .map((w) => JSON.stringify(w.slice(-300)))
+            .join('\n')}`,
+        );
       }
     });
 
@@ -179,7 +187,10 @@ for (const partner of PARTNERS) {
       const first = list[0];
       // The bytes the MTA sent (mailroom's own trace fields, added on receipt, removed): what it
       // would send again from its queue file after a lost 250.
-      const raw = (await (await fetch(`${t.url}/messages/${first.id}/raw`, { headers: { authorization: `Bearer ${t.key}` } })).text()).replace(/^Return-Path: [^\n]*\n(Received: [^\n]*\n(?:\t[^\n]*\n)*)/, '');
+      const raw = (await (await fetch(`${t.url}/messages/${first.id}/raw`, { headers: { authorization: `Bearer ${t.key}` } })).text()).replace(
+        /^Return-Path: [^\n]*\n(Received: [^\n]*\n(?:\t[^\n]*\n)*)/,
+        '',
+      );
       const { client } = await SmtpClient.open(t.server.smtpPort);
       await client.cmd(`EHLO ${partner.name.toLowerCase()}.remote.test`);
       const reply = await client.send(first.fromAddress, [inbox.address], Buffer.from(raw, 'utf8'));
@@ -192,10 +203,14 @@ for (const partner of PARTNERS) {
     test(`a send reaches ${partner.name} over STARTTLS, DKIM-signed`, async () => {
       const res = await t.api('POST', `/inboxes/${inbox.id}/messages`, { to: ['alice@remote.test'], subject: 'to a real MTA', bodyText: 'hello alice' });
       assert.equal(res.status, 202, res.text);
-      const m = await until('sent', async () => {
-        const r = (await t.api('GET', `/messages/${res.body.id}`)).body;
-        return r.status === 'sent' ? r : undefined;
-      }, 20_000);
+      const m = await until(
+        'sent',
+        async () => {
+          const r = (await t.api('GET', `/messages/${res.body.id}`)).body;
+          return r.status === 'sent' ? r : undefined;
+        },
+        20_000,
+      );
       assert.match(m.recipients[0].response, /^250 /);
       partner.name === 'Exim' && mta.flush();
       const files = await until('delivered to alice', () => (mta.delivered('alice').length ? mta.delivered('alice') : undefined), 20_000);
@@ -212,11 +227,15 @@ for (const partner of PARTNERS) {
       // The MTA writes its DSN to the envelope sender: the bounce address on agents.test, which
       // it routes back to mailroom.
       mta.flush();
-      const m = await until('bounced', async () => {
-        partner.name === 'Exim' && mta.flush();
-        const r = (await t.api('GET', `/messages/${res.body.id}`)).body;
-        return r.status === 'bounced' ? r : undefined;
-      }, 30_000);
+      const m = await until(
+        'bounced',
+        async () => {
+          partner.name === 'Exim' && mta.flush();
+          const r = (await t.api('GET', `/messages/${res.body.id}`)).body;
+          return r.status === 'bounced' ? r : undefined;
+        },
+        30_000,
+      );
       assert.equal(m.recipients[0].status, 'bounced');
       assert.match(m.recipients[0].response, /User unknown/, m.recipients[0].response);
       assert.equal((await t.api('GET', `/inboxes/${inbox.id}`)).body.bounceCount, 1);
@@ -230,16 +249,24 @@ for (const partner of PARTNERS) {
     test(`a 450 greylist from ${partner.name} is retried to success`, async () => {
       const res = await t.api('POST', `/inboxes/${inbox.id}/messages`, { to: ['grey@remote.test'], subject: 'greylisted', bodyText: 'hi' });
       assert.equal(res.status, 202, res.text);
-      const deferred = await until('deferred once', async () => {
-        const r = (await t.api('GET', `/messages/${res.body.id}`)).body;
-        return /^4\d\d /.test(r.recipients[0].response ?? '') ? r : undefined;
-      }, 20_000);
+      const deferred = await until(
+        'deferred once',
+        async () => {
+          const r = (await t.api('GET', `/messages/${res.body.id}`)).body;
+          return /^4\d\d /.test(r.recipients[0].response ?? '') ? r : undefined;
+        },
+        20_000,
+      );
       assert.match(deferred.recipients[0].response, /greylisted/);
       mta.stopGreylisting();
-      const m = await until('sent after the retry', async () => {
-        const r = (await t.api('GET', `/messages/${res.body.id}`)).body;
-        return r.status === 'sent' ? r : undefined;
-      }, 30_000);
+      const m = await until(
+        'sent after the retry',
+        async () => {
+          const r = (await t.api('GET', `/messages/${res.body.id}`)).body;
+          return r.status === 'sent' ? r : undefined;
+        },
+        30_000,
+      );
       assert.match(m.recipients[0].response, /^250 /);
     });
   });
@@ -260,7 +287,10 @@ function out(cmd: string, args: string[]): string | undefined {
 }
 
 describe('README "Tested with": the versions named are the ones the suite ran against', () => {
-  const section = readFileSync(join(import.meta.dirname, '..', '..', 'README.md'), 'utf8').split('## Tested with')[1]?.split('\n## ')[0] ?? '';
+  const section =
+    readFileSync(join(import.meta.dirname, '..', '..', 'README.md'), 'utf8')
+      .split('## Tested with')[1]
+      ?.split('\n## ')[0] ?? '';
   for (const { peer, version } of VERSIONS) {
     const installed = version();
     test(`${peer}: the table's major.minor is the installed version`, { skip: installed === undefined && `${peer} is not installed` }, () => {

@@ -65,10 +65,15 @@ test('a due job changed by another writer before the claim commits is left alone
     // or another process may change the job in between. The change is made once the claim has
     // read the due jobs and chosen this one (its accept callback), before the claim commits.
     let change: Promise<unknown> | undefined;
-    const claim = claimDue(ctx, 10, () => [60_000], () => {
-      change ??= sqlDb(ctx).update(jobs).set({ status: 'failed', finishedAt: new Date().toISOString() }).where(eq(jobs.id, id)).run();
-      return true;
-    });
+    const claim = claimDue(
+      ctx,
+      10,
+      () => [60_000],
+      () => {
+        change ??= sqlDb(ctx).update(jobs).set({ status: 'failed', finishedAt: new Date().toISOString() }).where(eq(jobs.id, id)).run();
+        return true;
+      },
+    );
     assert.deepEqual(await claim, []);
     assert.ok(change !== undefined, 'the claim chose the job before the change');
     await change;
@@ -86,7 +91,11 @@ test("a handler's claimed hook is committed with the claim, before the attempt r
     kind: 'test',
     schedule: () => [60_000],
     claimed: async (tx: Db, _c, job) => {
-      await tx.update(jobs).set({ lastError: `claimed at attempt ${job.attempts}` }).where(eq(jobs.id, job.id)).run();
+      await tx
+        .update(jobs)
+        .set({ lastError: `claimed at attempt ${job.attempts}` })
+        .where(eq(jobs.id, job.id))
+        .run();
     },
     run: async (_c, job) => (seen.push((await getJob(ctx, job.id))!.lastError), ok()),
   };
@@ -135,7 +144,10 @@ test('the runner wakes at once on new work, retries on the schedule, and fails a
     assert.equal(r.attempts, 3);
     assert.equal(r.lastError, 'try later');
     const times = seen.filter((s) => JSON.parse(s.payload).mode === 'retry');
-    assert.deepEqual(times.map((s) => s.attempt), [1, 2, 3]);
+    assert.deepEqual(
+      times.map((s) => s.attempt),
+      [1, 2, 3],
+    );
     assert.ok(times[1].at - times[0].at >= 50, 'retries wait for the schedule');
     assert.ok(times[2].at - times[1].at >= 50, 'retries wait for the schedule');
     const f = (await getJob(ctx, failId))!;
@@ -158,7 +170,11 @@ test('an outcome commit runs in the same transaction as the finish', async () =>
     schedule: () => [10],
     run: async (_c, job) =>
       ok(async (tx: Db) => {
-        await tx.update(jobs).set({ lastError: `committed by ${job.id}` }).where(eq(jobs.id, job.id)).run();
+        await tx
+          .update(jobs)
+          .set({ lastError: `committed by ${job.id}` })
+          .where(eq(jobs.id, job.id))
+          .run();
       }),
   };
   const runner = createJobRunner(ctx, [handler]);
@@ -187,7 +203,11 @@ test('outcomes that end together are all saved, except one whose commit throws, 
       await gate;
       const { n } = JSON.parse(job.payload) as { n: number };
       return ok(async (tx: Db) => {
-        await tx.update(jobs).set({ lastError: `committed ${n}` }).where(eq(jobs.id, job.id)).run();
+        await tx
+          .update(jobs)
+          .set({ lastError: `committed ${n}` })
+          .where(eq(jobs.id, job.id))
+          .run();
         if (n === 2) throw new Error('this outcome cannot be written');
       });
     },
@@ -242,40 +262,53 @@ test('a running job whose lease lapsed is claimed again by the runner, with due 
   }
 });
 
-test("a finish takes its job's row before its outcome's writes, so it cannot deadlock with a transaction holding that row", { skip: TEST_ENGINE !== 'postgres' && 'row locks: the PostgreSQL pass' }, async () => {
-  // Another node's claim can hold the row of a job this node runs (it read the job as due and
-  // locked it just after this node took it) while it writes rows the finish writes too (a
-  // message's status, the inbox counts): here, another job's row stands for those.
-  const ctx = await context();
-  try {
-    const x = await enqueue(ctx, {});
-    const y = await enqueue(ctx, {});
-    const [job] = await claimDue(ctx, 1, () => [60_000], (j) => j.id === x);
-    let locked!: () => void;
-    const holding = new Promise<void>((r) => (locked = r));
-    let release!: () => void;
-    const released = new Promise<void>((r) => (release = r));
-    const claim = ctx.store.transaction(async (tx) => {
-      await rawRows(tx, 'SELECT id FROM jobs WHERE id = ? FOR UPDATE', [x]);
-      locked();
-      await released;
-      await rawRun(tx, 'UPDATE jobs SET last_error = ? WHERE id = ?', ['claim', y]);
-    });
-    await holding;
-    const finished = finishJob(ctx, job!, ok((tx) => rawRun(tx, 'UPDATE jobs SET last_error = ? WHERE id = ?', ['finish', y])));
-    // The finish is blocked on a row lock: on x's row, or (were it to write the outcome before
-    // its own row) on x's row after taking y's. Either way it has gone as far as it can.
-    const waiting = "SELECT count(*)::int FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'";
-    await until(async () => (await rawRows<[number]>(ctx.db, waiting))[0]![0] > 0);
-    release();
-    // Writing the outcome first, the two waited for each other: PostgreSQL ended one as a deadlock.
-    await Promise.all([claim, finished]);
-    assert.equal((await getJob(ctx, x))!.status, 'done');
-    assert.equal((await getJob(ctx, y))!.lastError, 'finish');
-  } finally {
-    await closeContext(ctx);
-  }
-});
+test(
+  "a finish takes its job's row before its outcome's writes, so it cannot deadlock with a transaction holding that row",
+  { skip: TEST_ENGINE !== 'postgres' && 'row locks: the PostgreSQL pass' },
+  async () => {
+    // Another node's claim can hold the row of a job this node runs (it read the job as due and
+    // locked it just after this node took it) while it writes rows the finish writes too (a
+    // message's status, the inbox counts): here, another job's row stands for those.
+    const ctx = await context();
+    try {
+      const x = await enqueue(ctx, {});
+      const y = await enqueue(ctx, {});
+      const [job] = await claimDue(
+        ctx,
+        1,
+        () => [60_000],
+        (j) => j.id === x,
+      );
+      let locked!: () => void;
+      const holding = new Promise<void>((r) => (locked = r));
+      let release!: () => void;
+      const released = new Promise<void>((r) => (release = r));
+      const claim = ctx.store.transaction(async (tx) => {
+        await rawRows(tx, 'SELECT id FROM jobs WHERE id = ? FOR UPDATE', [x]);
+        locked();
+        await released;
+        await rawRun(tx, 'UPDATE jobs SET last_error = ? WHERE id = ?', ['claim', y]);
+      });
+      await holding;
+      const finished = finishJob(
+        ctx,
+        job!,
+        ok((tx) => rawRun(tx, 'UPDATE jobs SET last_error = ? WHERE id = ?', ['finish', y])),
+      );
+      // The finish is blocked on a row lock: on x's row, or (were it to write the outcome before
+      // its own row) on x's row after taking y's. Either way it has gone as far as it can.
+      const waiting = "SELECT count(*)::int FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'";
+      await until(async () => (await rawRows<[number]>(ctx.db, waiting))[0]![0] > 0);
+      release();
+      // Writing the outcome first, the two waited for each other: PostgreSQL ended one as a deadlock.
+      await Promise.all([claim, finished]);
+      assert.equal((await getJob(ctx, x))!.status, 'done');
+      assert.equal((await getJob(ctx, y))!.lastError, 'finish');
+    } finally {
+      await closeContext(ctx);
+    }
+  },
+);
 
 test('a job left running by a dead process is recovered at start and runs again', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'mailroom-jobs-'));
@@ -372,8 +405,16 @@ test('finished jobs are swept after the retention period, unfinished ones never'
   try {
     const old = await enqueue(ctx, {});
     const pending = await enqueue(ctx, {});
-    await sqlDb(ctx).update(jobs).set({ status: 'done', finishedAt: new Date(Date.now() - 2 * 3_600_000).toISOString() }).where(eq(jobs.id, old)).run();
-    await sqlDb(ctx).update(jobs).set({ createdAt: new Date(Date.now() - 10 * 3_600_000).toISOString() }).where(eq(jobs.id, pending)).run();
+    await sqlDb(ctx)
+      .update(jobs)
+      .set({ status: 'done', finishedAt: new Date(Date.now() - 2 * 3_600_000).toISOString() })
+      .where(eq(jobs.id, old))
+      .run();
+    await sqlDb(ctx)
+      .update(jobs)
+      .set({ createdAt: new Date(Date.now() - 10 * 3_600_000).toISOString() })
+      .where(eq(jobs.id, pending))
+      .run();
     assert.equal(await sweepJobs(ctx), 1);
     assert.equal(await getJob(ctx, old), undefined);
     assert.ok(await getJob(ctx, pending));

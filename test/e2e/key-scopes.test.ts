@@ -122,7 +122,10 @@ describe('keys made before scopes', () => {
   test('the migration gives read-only keys only read, and the others all four', async () => {
     const file = TEST_ENGINE === 'postgres' ? 'migrations/pg/0009_key_scopes.sql' : 'migrations/0014_key_scopes.sql';
     const statements = readFileSync(new URL(`../../${file}`, import.meta.url), 'utf8').split('--> statement-breakpoint');
-    const dataMigration = statements.at(-1)!.replace(/^--.*$/gm, '').trim();
+    const dataMigration = statements
+      .at(-1)!
+      .replace(/^--.*$/gm, '')
+      .trim();
     const ro = await t.api('POST', '/account/api-keys', { scopes: ['read'] });
     const rw = await t.api('POST', '/account/api-keys', { scopes: ['read', 'send'] });
     // As the columns' defaults left them: every key with all four scopes, read_only as it was.
@@ -263,7 +266,10 @@ describe('a key limited to some inboxes', () => {
     // The account's other webhooks (of every inbox, of the other inbox) look missing to it.
     const everyInbox = (await t.api('POST', '/webhooks', hook)).body.id;
     const otherInbox = (await t.api('POST', '/webhooks', { ...hook, inboxIds: [b.inbox] })).body.id;
-    assert.deepEqual((await t.api('GET', '/webhooks', undefined, { key })).body.data.map((w: { id: string }) => w.id), [made.body.id]);
+    assert.deepEqual(
+      (await t.api('GET', '/webhooks', undefined, { key })).body.data.map((w: { id: string }) => w.id),
+      [made.body.id],
+    );
     for (const path of ['/webhooks/logs', '/webhooks/activity']) {
       expectError(await t.api('GET', path, undefined, { key }), 403, 'INSUFFICIENT_SCOPE');
       expectError(await t.api('GET', `${path}?webhookId=${everyInbox}`, undefined, { key }), 404, 'WEBHOOK_NOT_FOUND');
@@ -281,7 +287,13 @@ describe('a key limited to some inboxes', () => {
 
   test("a key limited to one inbox finds another inbox's attachments missing, and cannot send them", async () => {
     const mail = async (box: Record<string, string>) => {
-      const id = await deliverMail(t.server.smtpPort, { from: 'someone@example.org', to: box.address, subject: 'with a file', text: 'see file', attachments: [{ filename: 'note.txt', content: `for ${box.address}` }] });
+      const id = await deliverMail(t.server.smtpPort, {
+        from: 'someone@example.org',
+        to: box.address,
+        subject: 'with a file',
+        text: 'see file',
+        attachments: [{ filename: 'note.txt', content: `for ${box.address}` }],
+      });
       return (await t.api('GET', `/messages/${id}`)).body.attachments[0].id as string;
     };
     const own = await mail(a);
@@ -366,7 +378,10 @@ describe('MCP', () => {
     const create = await client.callTool({ name: 'create_inbox', arguments: {} });
     assert.equal((create.structuredContent as { error: { code: string } }).error.code, 'INSUFFICIENT_SCOPE');
     const inboxes = await client.callTool({ name: 'list_inboxes', arguments: {} });
-    assert.deepEqual((inboxes.structuredContent as { data: Array<{ id: string }> }).data.map((i) => i.id), [a.inbox]);
+    assert.deepEqual(
+      (inboxes.structuredContent as { data: Array<{ id: string }> }).data.map((i) => i.id),
+      [a.inbox],
+    );
     const list = await client.callTool({ name: 'list_messages', arguments: {} });
     const data = (list.structuredContent as { data: Array<{ inboxId: string }> }).data;
     assert.ok(data.length > 0 && data.every((m) => m.inboxId === a.inbox));

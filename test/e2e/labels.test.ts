@@ -103,7 +103,10 @@ describe('read state and labels', () => {
     await patch(`/messages/${first.id}`, { addLabels: ['only-first'] });
     thread = (await t.api('GET', `/threads/${first.threadId}`)).body;
     assert.deepEqual(thread.labels, ['only-first']);
-    assert.deepEqual(thread.messages.map((m: any) => m.labels), [['only-first'], []]);
+    assert.deepEqual(
+      thread.messages.map((m: any) => m.labels),
+      [['only-first'], []],
+    );
 
     const res = await patch(`/threads/${first.threadId}`, { unread: false, addLabels: ['support'] });
     assert.equal(res.status, 200, res.text);
@@ -113,16 +116,22 @@ describe('read state and labels', () => {
     assert.deepEqual(res.body.labels, ['only-first', 'support']);
     assert.equal('messages' in res.body, false);
     thread = (await t.api('GET', `/threads/${first.threadId}`)).body;
-    assert.deepEqual(thread.messages.map((m: any) => [m.unread, m.labels]), [
-      [false, ['only-first', 'support']],
-      [false, ['support']],
-    ]);
+    assert.deepEqual(
+      thread.messages.map((m: any) => [m.unread, m.labels]),
+      [
+        [false, ['only-first', 'support']],
+        [false, ['support']],
+      ],
+    );
     const back = await patch(`/threads/${first.threadId}`, { unread: true, removeLabels: ['only-first'] });
     assert.equal(back.body.unreadCount, 2);
     assert.deepEqual(back.body.labels, ['support']);
     // The listing shows the same.
     const listed = (await t.api('GET', `/inboxes/${a.id}/threads?label=support`)).body.data;
-    assert.deepEqual(listed.map((x: any) => [x.id, x.unreadCount, x.labels]), [[first.threadId, 2, ['support']]]);
+    assert.deepEqual(
+      listed.map((x: any) => [x.id, x.unreadCount, x.labels]),
+      [[first.threadId, 2, ['support']]],
+    );
     // Deleting a message takes its labels with it.
     await patch(`/messages/${second.id}`, { addLabels: ['second-only'] });
     assert.equal((await t.api('DELETE', `/messages/${second.id}`)).status, 204);
@@ -162,7 +171,13 @@ describe('read state and labels', () => {
     expectError(full, 400, 'VALIDATION_ERROR');
     assert.match(full.body.error.message, new RegExp(`\`addLabels\`.*message ${second.id}.*51`));
     now = (await t.api('GET', `/threads/${first.threadId}`)).body;
-    assert.deepEqual(now.messages.map((x: any) => [x.labels.length, x.unread]), [[1, true], [50, true]]);
+    assert.deepEqual(
+      now.messages.map((x: any) => [x.labels.length, x.unread]),
+      [
+        [1, true],
+        [50, true],
+      ],
+    );
   });
 
   test('unknown ids, another account, read-only keys', async () => {

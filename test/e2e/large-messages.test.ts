@@ -71,17 +71,17 @@ describe('a message larger than LARGE_MESSAGE_BYTES', () => {
   let raw: Buffer;
   before(async () => {
     raw = await compose({
-    from: 'bob@example.org',
-    to: 'big@agents.test, big2@agents.test',
-    subject: 'large one',
-    messageId: '<large-1@example.org>',
-    text: 'see the files',
-    html: '<p>see the <b>files</b></p>',
-    attachments: [
-      { filename: 'big.bin', content: big, contentType: 'application/octet-stream' },
-      { filename: 'small.bin', content: small, contentType: 'application/octet-stream' },
-      { filename: 'big-again.bin', content: big, contentType: 'application/octet-stream' },
-    ],
+      from: 'bob@example.org',
+      to: 'big@agents.test, big2@agents.test',
+      subject: 'large one',
+      messageId: '<large-1@example.org>',
+      text: 'see the files',
+      html: '<p>see the <b>files</b></p>',
+      attachments: [
+        { filename: 'big.bin', content: big, contentType: 'application/octet-stream' },
+        { filename: 'small.bin', content: small, contentType: 'application/octet-stream' },
+        { filename: 'big-again.bin', content: big, contentType: 'application/octet-stream' },
+      ],
     });
   });
 
@@ -97,18 +97,23 @@ describe('a message larger than LARGE_MESSAGE_BYTES', () => {
       assert.equal(m.bodyText, 'see the files');
       assert.match(m.bodyHtml, /<b>files<\/b>/);
       assert.equal(m.size > raw.length, true);
-      assert.deepEqual(m.attachments.map((a: { filename: string; size: number }) => [a.filename, a.size]), [
-        ['big.bin', big.length],
-        ['small.bin', small.length],
-        ['big-again.bin', big.length],
-      ]);
+      assert.deepEqual(
+        m.attachments.map((a: { filename: string; size: number }) => [a.filename, a.size]),
+        [
+          ['big.bin', big.length],
+          ['small.bin', small.length],
+          ['big-again.bin', big.length],
+        ],
+      );
       for (const [i, expected] of [big, small, big].entries()) {
         const att = (await t.api('GET', `/attachments/${m.attachments[i].id}`)).body;
         assert.equal(sha(Buffer.from(await (await fetch(att.url)).arrayBuffer())), sha(expected), m.attachments[i].filename);
       }
       // The stored source: Return-Path and Received naming the first copy, then the bytes sent.
       const stored = Buffer.from(await (await fetch(`${t.url}/messages/${id}/raw`, { headers: { authorization: `Bearer ${t.key}` } })).arrayBuffer());
-      const trace = new RegExp(`^Return-Path: <bob@example\\.org>\\r\\nReceived: from \\S+ \\(\\[127\\.0\\.0\\.1\\]\\)\\r\\n\\tby mx\\.test\\.localhost \\(mailroom\\) with ESMTP id ${ids[0]};\\r\\n\\t[^\\r]+\\r\\n`).exec(stored.subarray(0, 400).toString('latin1'));
+      const trace = new RegExp(
+        `^Return-Path: <bob@example\\.org>\\r\\nReceived: from \\S+ \\(\\[127\\.0\\.0\\.1\\]\\)\\r\\n\\tby mx\\.test\\.localhost \\(mailroom\\) with ESMTP id ${ids[0]};\\r\\n\\t[^\\r]+\\r\\n`,
+      ).exec(stored.subarray(0, 400).toString('latin1'));
       assert.ok(trace, stored.subarray(0, 400).toString('latin1'));
       assert.equal(sha(stored.subarray(trace[0].length)), sha(raw));
       assert.equal(m.size, stored.length);
@@ -136,14 +141,27 @@ describe('a message larger than LARGE_MESSAGE_BYTES', () => {
     const [id] = storedIds(await send(message, ['big@agents.test']));
     const m = (await t.api('GET', `/messages/${id}`)).body;
     assert.equal(m.bodyText, 'read from disk');
-    assert.deepEqual(m.attachments.map((a: { size: number }) => a.size), [big.length]);
+    assert.deepEqual(
+      m.attachments.map((a: { size: number }) => a.size),
+      [big.length],
+    );
     assert.deepEqual(m.authentication, { spf: 'pass', dkim: 'none', dmarc: 'none' });
     assert.deepEqual({ worker: await analysed('worker'), main: await analysed('main') }, { worker: before.worker + 1, main: before.main });
     assert.deepEqual(filesUnder('tmp'), []);
   });
 
   test('a DKIM signature over the whole large body is verified (read from disk)', async () => {
-    const signed = await compose({ from: 'bob@example.org', to: 'big@agents.test', subject: 'signed large', text: 'x'.repeat(76) + '\r\n' + randomBytes(2 * 1024 * 1024).toString('base64').replace(/.{76}/g, '$&\r\n') });
+    const signed = await compose({
+      from: 'bob@example.org',
+      to: 'big@agents.test',
+      subject: 'signed large',
+      text:
+        'x'.repeat(76) +
+        '\r\n' +
+        randomBytes(2 * 1024 * 1024)
+          .toString('base64')
+          .replace(/.{76}/g, '$&\r\n'),
+    });
     const [id] = storedIds(await send(signed, ['big@agents.test'], { dkim: true }));
     const m = (await t.api('GET', `/messages/${id}`)).body;
     assert.deepEqual(m.authentication, { spf: 'pass', dkim: 'pass', dmarc: 'none' });

@@ -71,11 +71,23 @@ describe('the /lists API', () => {
 
     const all = (await t.api('GET', '/lists')).body;
     assert.equal(all.total, 3);
-    assert.deepEqual(all.data.map((e: any) => e.id), [domain.id, forInbox.id, created.body.id]);
+    assert.deepEqual(
+      all.data.map((e: any) => e.id),
+      [domain.id, forInbox.id, created.body.id],
+    );
     assert.deepEqual([all.limit, all.offset], [20, 0]);
-    assert.deepEqual((await t.api('GET', '/lists?direction=send')).body.data.map((e: any) => e.id), [domain.id]);
-    assert.deepEqual((await t.api('GET', '/lists?kind=block')).body.data.map((e: any) => e.id), [forInbox.id, created.body.id]);
-    assert.deepEqual((await t.api('GET', `/lists?inboxId=${box.id}`)).body.data.map((e: any) => e.id), [forInbox.id]);
+    assert.deepEqual(
+      (await t.api('GET', '/lists?direction=send')).body.data.map((e: any) => e.id),
+      [domain.id],
+    );
+    assert.deepEqual(
+      (await t.api('GET', '/lists?kind=block')).body.data.map((e: any) => e.id),
+      [forInbox.id, created.body.id],
+    );
+    assert.deepEqual(
+      (await t.api('GET', `/lists?inboxId=${box.id}`)).body.data.map((e: any) => e.id),
+      [forInbox.id],
+    );
     const page = (await t.api('GET', '/lists?limit=1&offset=1')).body;
     assert.deepEqual([page.total, page.data.length, page.data[0].id], [3, 1, forInbox.id]);
 
@@ -108,7 +120,7 @@ describe('the /lists API', () => {
     assert.equal(await dbDigest(t.server.ctx), before);
   });
 
-  test("another account: its inbox is 404 in a body and a filter, its entries are 404 and never listed; read-only keys get 403", async () => {
+  test('another account: its inbox is 404 in a body and a filter, its entries are 404 and never listed; read-only keys get 403', async () => {
     const other = await t.newAccount('other');
     const theirInbox = (await t.api('POST', '/inboxes', { address: 'their-lists' }, { key: other.key })).body;
     const theirs = await t.api('POST', '/lists', { direction: 'send', kind: 'block', entry: 'x.example' }, { key: other.key });

@@ -22,10 +22,35 @@ import { expectError, readResponse, startTestServer, type TestServer } from '../
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
-const READ_TOOLS = ['list_inboxes', 'get_inbox', 'list_threads', 'search_threads', 'get_thread', 'list_messages', 'search_messages', 'get_message', 'get_attachment', 'wait_for_message', 'list_drafts', 'get_draft'];
+const READ_TOOLS = [
+  'list_inboxes',
+  'get_inbox',
+  'list_threads',
+  'search_threads',
+  'get_thread',
+  'list_messages',
+  'search_messages',
+  'get_message',
+  'get_attachment',
+  'wait_for_message',
+  'list_drafts',
+  'get_draft',
+];
 /** Changes nothing, but answers what a send would meet: needs the `send` scope (outbound holds). */
 const CHECK_TOOLS = ['check_message'];
-const WRITE_TOOLS = ['create_inbox', 'delete_inbox', 'update_thread', 'send_message', 'reply_to_message', 'forward_message', 'update_message', 'create_draft', 'update_draft', 'send_draft', 'delete_draft'];
+const WRITE_TOOLS = [
+  'create_inbox',
+  'delete_inbox',
+  'update_thread',
+  'send_message',
+  'reply_to_message',
+  'forward_message',
+  'update_message',
+  'create_draft',
+  'update_draft',
+  'send_draft',
+  'delete_draft',
+];
 
 let t: TestServer;
 let smtp: Transporter;
@@ -214,7 +239,10 @@ describe('MCP over Streamable HTTP', () => {
     assert.equal(updated.subject, 'Approved words');
     assert.deepEqual(updated.to, ['carol@example.org']);
     const listed = await call(client, 'list_drafts', { inboxId: inbox.id });
-    assert.deepEqual(listed.data.map((d: { id: string }) => d.id), [draft.id]);
+    assert.deepEqual(
+      listed.data.map((d: { id: string }) => d.id),
+      [draft.id],
+    );
     const sent = await call(client, 'send_draft', { draftId: draft.id });
     assert.match(sent.id, /^msg_/);
     assert.equal(sent.subject, 'Approved words');
@@ -266,10 +294,16 @@ describe('MCP over Streamable HTTP', () => {
       const inbox = await call(await httpClient(), 'create_inbox', { address: 'progress' });
       for (const client of [await httpClient(), (await stdioClient()).client]) {
         const beats: number[] = [];
-        const res = (await client.callTool({ name: 'wait_for_message', arguments: { inboxId: inbox.id, timeout: 1.5 } }, undefined, { onprogress: (p) => beats.push(p.progress), timeout: 30_000 })) as CallToolResult;
+        const res = (await client.callTool({ name: 'wait_for_message', arguments: { inboxId: inbox.id, timeout: 1.5 } }, undefined, {
+          onprogress: (p) => beats.push(p.progress),
+          timeout: 30_000,
+        })) as CallToolResult;
         assert.deepEqual(res.structuredContent, { message: null, timedOut: true, timeout: 1.5 });
         assert.ok(beats.length >= 3, `only ${beats.length} progress notifications`);
-        assert.deepEqual(beats, beats.map((_v, i) => i + 1));
+        assert.deepEqual(
+          beats,
+          beats.map((_v, i) => i + 1),
+        );
       }
     } finally {
       PROGRESS_SETTINGS.everyMs = 10_000;

@@ -42,7 +42,7 @@ test('totals follow delivery, sending, status changes and deletion', async () =>
   const ids: string[] = [];
   for (let i = 0; i < 3; i++) {
     const info = await transport.sendMail({ from: 'bob@example.org', to: 'counted@agents.test', subject: `m${i}`, text: 'hi' });
-    ids.push(/stored as (msg_\w+)/.exec(info.response ?? "")![1]);
+    ids.push(/stored as (msg_\w+)/.exec(info.response ?? '')![1]);
   }
   await transport.sendMail({ from: 'bob@example.org', to: 'other@agents.test', subject: 'o', text: 'hi' });
   assert.equal(await total(inbox.id), 3);

@@ -44,12 +44,18 @@ describe('listing and reading', () => {
     assert.equal(all.body.total, 5);
     assert.equal(all.body.limit, 20);
     assert.equal(all.body.offset, 0);
-    assert.deepEqual(all.body.data.map((m: any) => m.id), [...ids].reverse());
+    assert.deepEqual(
+      all.body.data.map((m: any) => m.id),
+      [...ids].reverse(),
+    );
     const page = await t.api('GET', `/inboxes/${inboxId}/messages?limit=2&offset=1`);
     assert.equal(page.body.total, 5);
     assert.equal(page.body.limit, 2);
     assert.equal(page.body.offset, 1);
-    assert.deepEqual(page.body.data.map((m: any) => m.subject), ['message 4', 'message 3']);
+    assert.deepEqual(
+      page.body.data.map((m: any) => m.subject),
+      ['message 4', 'message 3'],
+    );
     expectError(await t.api('GET', `/inboxes/${inboxId}/messages?limit=101`), 400, 'VALIDATION_ERROR');
     expectError(await t.api('GET', `/inboxes/${inboxId}/messages?offset=-1`), 400, 'VALIDATION_ERROR');
   });
@@ -128,7 +134,10 @@ describe('deleting', () => {
     const thread = await t.api('GET', `/threads/${threadId}`);
     assert.equal(thread.status, 200);
     assert.equal(thread.body.messageCount, 1);
-    assert.deepEqual(thread.body.messages.map((m: any) => m.id), [second.id]);
+    assert.deepEqual(
+      thread.body.messages.map((m: any) => m.id),
+      [second.id],
+    );
 
     assert.equal((await t.api('DELETE', `/messages/${second.id}`)).status, 204);
     expectError(await t.api('GET', `/threads/${threadId}`), 404, 'THREAD_NOT_FOUND');

@@ -50,7 +50,6 @@ async function scrape(): Promise<Map<string, number>> {
   return out;
 }
 
-
 describe('metrics listener', () => {
   test('is off by default, and /metrics is never served on the API port', async () => {
     const plain = await startTestServer();
@@ -65,7 +64,10 @@ describe('metrics listener', () => {
   });
 
   test('a bad metrics.listen stops start-up naming the key', () => {
-    assert.throws(() => configFrom({ metrics: { listen: 'everywhere' } }), (e: unknown) => e instanceof ConfigError && /`metrics\.listen`/.test(e.message));
+    assert.throws(
+      () => configFrom({ metrics: { listen: 'everywhere' } }),
+      (e: unknown) => e instanceof ConfigError && /`metrics\.listen`/.test(e.message),
+    );
     assert.equal(configFrom({}).metrics.listen, null);
   });
 

@@ -97,7 +97,11 @@ async function sendLoad(node: Node, key: string, inboxId: string, random: () => 
         const scheduled = random() < 0.2;
         const body = { to: ['someone@remote.example'], subject, bodyText: `failover ${subject}`, ...(scheduled && { sendAt: new Date(Date.now() + 1000 + random() * 2000).toISOString() }) };
         try {
-          const res = await fetch(`${node.inst.httpUrl}/inboxes/${inboxId}/messages`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+          const res = await fetch(`${node.inst.httpUrl}/inboxes/${inboxId}/messages`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+            body: JSON.stringify(body),
+          });
           const answer = await readResponse(res);
           if (answer.status === 202) {
             fate.accepted.set(answer.body.id, subject);
@@ -194,7 +198,9 @@ describe('two nodes on one PostgreSQL: one SIGKILLed under mixed load, 10 rounds
     // Keys live in the database: node A's harness key works on both.
     const key = a.inst.key;
     const api = async (node: Node, method: string, path: string, body?: unknown) =>
-      readResponse(await fetch(node.inst.httpUrl + path, { method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) }));
+      readResponse(
+        await fetch(node.inst.httpUrl + path, { method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) }),
+      );
     const inbox = (await api(a, 'POST', '/inboxes', { address: INBOX })).body;
     assert.ok(inbox?.id, 'inbox created');
     assert.equal((await api(a, 'POST', '/webhooks', { url: `${rx.url}/hook`, events: ['message.received'] })).status, 201);
@@ -206,10 +212,7 @@ describe('two nodes on one PostgreSQL: one SIGKILLed under mixed load, 10 rounds
     const sends: SendFate = { accepted: new Map(), scheduled: 0, inDoubt: 0, refusals: [] };
     const to = `${INBOX}@agents.test`;
     const load = Promise.all(
-      nodes.flatMap((node) => [
-        smtpLoad(node.inst.smtpPort, 2, node.name, random, stop, smtp, { to, gapMs: () => random() * 60 }),
-        sendLoad(node, key, inbox.id, random, stop, sends),
-      ]),
+      nodes.flatMap((node) => [smtpLoad(node.inst.smtpPort, 2, node.name, random, stop, smtp, { to, gapMs: () => random() * 60 }), sendLoad(node, key, inbox.id, random, stop, sends)]),
     );
 
     const sendsInFlight: InFlight = new Map();
@@ -261,8 +264,16 @@ describe('two nodes on one PostgreSQL: one SIGKILLed under mixed load, 10 rounds
     const abandoned = jobs.filter((j) => j.status === 'running' && Number(j.lease_until) < now - LEASE_MS);
     const overdue = jobs.filter((j) => j.status === 'queued' && Number(j.run_at) < now - LEASE_MS);
     const failedJobs = jobs.filter((j) => j.status === 'failed');
-    flag(abandoned.length, `jobs still running a lease after theirs lapsed (never taken over)`, abandoned.map((j) => `${j.kind} ${j.id}`));
-    flag(overdue.length, 'jobs still queued past their run time', overdue.map((j) => `${j.kind} ${j.id}`));
+    flag(
+      abandoned.length,
+      `jobs still running a lease after theirs lapsed (never taken over)`,
+      abandoned.map((j) => `${j.kind} ${j.id}`),
+    );
+    flag(
+      overdue.length,
+      'jobs still queued past their run time',
+      overdue.map((j) => `${j.kind} ${j.id}`),
+    );
     flag(failedJobs.filter((j) => j.kind === 'inbound').length, 'spooled messages whose processing failed');
     flag(await unfinished(), `jobs or spooled messages unfinished ${SETTLE_MS / 1000} s after the load stopped`);
 
@@ -287,18 +298,34 @@ describe('two nodes on one PostgreSQL: one SIGKILLed under mixed load, 10 rounds
     const lost = [...sends.accepted.keys()].filter((id) => !outbound.has(id));
     flag(lost.length, 'sends answered 202 are missing', lost);
     const notFinal = [...outbound.values()].filter((m) => !FINAL.has(m.status));
-    flag(notFinal.length, 'sends never reached a final status', notFinal.map((m) => `${m.subject}=${m.status}`));
+    flag(
+      notFinal.length,
+      'sends never reached a final status',
+      notFinal.map((m) => `${m.subject}=${m.status}`),
+    );
     const wrongSubject = [...sends.accepted].filter(([id, subject]) => outbound.has(id) && outbound.get(id).subject !== subject);
-    flag(wrongSubject.length, 'sends stored with another subject than they were sent with', wrongSubject.map(([id]) => id));
+    flag(
+      wrongSubject.length,
+      'sends stored with another subject than they were sent with',
+      wrongSubject.map(([id]) => id),
+    );
 
     // The MX: a send is delivered once, plus at most one repeat per kill while its job was
     // running (the window between the remote 250 and the commit of the job's end); a sent
     // message reached it at least once.
     const delivered = (m: { messageIdHeader: string }) => mx.deliveries.get(`<${bare(m.messageIdHeader)}>`) ?? mx.deliveries.get(bare(m.messageIdHeader)) ?? 0;
     const overDelivered = [...outbound.values()].filter((m) => delivered(m) > 1 + (sendsInFlight.get(m.id) ?? 0));
-    flag(overDelivered.length, 'sends delivered more often than 1 + the kills during their delivery', overDelivered.map((m) => `${m.subject}×${delivered(m)}`));
+    flag(
+      overDelivered.length,
+      'sends delivered more often than 1 + the kills during their delivery',
+      overDelivered.map((m) => `${m.subject}×${delivered(m)}`),
+    );
     const sentNowhere = [...outbound.values()].filter((m) => m.status === 'sent' && delivered(m) === 0);
-    flag(sentNowhere.length, 'sends are "sent" but never reached the MX', sentNowhere.map((m) => m.subject));
+    flag(
+      sentNowhere.length,
+      'sends are "sent" but never reached the MX',
+      sentNowhere.map((m) => m.subject),
+    );
     const mxDuplicates = [...outbound.values()].reduce((n, m) => n + Math.max(0, delivered(m) - 1), 0);
 
     // Webhooks: one message.received event per stored message; each reached the receiver at
@@ -307,13 +334,25 @@ describe('two nodes on one PostgreSQL: one SIGKILLed under mixed load, 10 rounds
     const eventsPerMessage = new Map<string, number>();
     for (const e of events) eventsPerMessage.set(e.data.id, (eventsPerMessage.get(e.data.id) ?? 0) + 1);
     const withoutEvent = inbound.filter((m) => eventsPerMessage.get(m.id) !== 1);
-    flag(withoutEvent.length, 'stored messages have no message.received event or several', withoutEvent.map((m) => m.id));
+    flag(
+      withoutEvent.length,
+      'stored messages have no message.received event or several',
+      withoutEvent.map((m) => m.id),
+    );
     const receipts = new Map<string, number>();
     for (const req of rx.received) receipts.set(String(req.headers['webhook-id']), (receipts.get(String(req.headers['webhook-id'])) ?? 0) + 1);
     const undelivered = events.filter((e) => !receipts.has(e.id));
-    flag(undelivered.length, 'events never reached the webhook receiver', undelivered.map((e) => e.id));
+    flag(
+      undelivered.length,
+      'events never reached the webhook receiver',
+      undelivered.map((e) => e.id),
+    );
     const overPosted = events.filter((e) => (receipts.get(e.id) ?? 0) > 1 + (eventsInFlight.get(e.id) ?? 0));
-    flag(overPosted.length, 'events delivered more often than 1 + the kills during their delivery', overPosted.map((e) => `${e.id}×${receipts.get(e.id)}`));
+    flag(
+      overPosted.length,
+      'events delivered more often than 1 + the kills during their delivery',
+      overPosted.map((e) => `${e.id}×${receipts.get(e.id)}`),
+    );
     const hookDuplicates = events.reduce((n, e) => n + Math.max(0, (receipts.get(e.id) ?? 0) - 1), 0);
 
     const status = (s: string) => [...outbound.values()].filter((m) => m.status === s).length;
@@ -340,7 +379,11 @@ describe('two nodes on one PostgreSQL: one SIGKILLed under mixed load, 10 rounds
       failed_jobs: failedJobs.length,
       settle_seconds: settleSeconds,
     };
-    t.diagnostic(Object.entries(figures).map(([k, v]) => `${k}=${v}`).join(' '));
+    t.diagnostic(
+      Object.entries(figures)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(' '),
+    );
     assert.deepEqual(violations, [], `seed ${seed}: rerun with FAILOVER_SEED=${seed}`);
     // The load reached both nodes and the kills cut work in progress, or the run proved little.
     assert.ok(smtp.accepted.size > 100 && sends.accepted.size > 100, `too little load to mean anything (seed ${seed})`);

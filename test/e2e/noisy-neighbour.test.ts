@@ -13,6 +13,12 @@ test(`tenant A's attacks leave tenant B's reads, mail and the server's memory wi
   const report = JSON.stringify({ figures, attacker: Object.fromEntries(seen) });
   assert.deepEqual(noisyViolations(figures), [], report);
   // The attacks reached the server and were bounded there (not all refused at the door).
-  assert.ok([...seen.keys()].some((k) => k.startsWith('search-500-terms 400')), report);
-  assert.ok([...seen.keys()].some((k) => k.startsWith('large-mail 250')), report);
+  assert.ok(
+    [...seen.keys()].some((k) => k.startsWith('search-500-terms 400')),
+    report,
+  );
+  assert.ok(
+    [...seen.keys()].some((k) => k.startsWith('large-mail 250')),
+    report,
+  );
 });

@@ -67,8 +67,7 @@ after(async () => {
   await t?.close();
 });
 
-const operations = (d: any): string[] =>
-  Object.entries(d.paths as Record<string, Record<string, unknown>>).flatMap(([p, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${p}`));
+const operations = (d: any): string[] => Object.entries(d.paths as Record<string, Record<string, unknown>>).flatMap(([p, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${p}`));
 const toOpenApi = (r: { method: string; path: string }) => `${r.method} ${r.path.replace(/:(\w+)/g, '{$1}')}`;
 
 /** Checks an answer against a component schema: required fields present, no undocumented ones. */
@@ -101,7 +100,10 @@ describe('the document', () => {
     const reg = registeredRoutes();
     for (const r of reg.filter(isDocumented)) assert.ok(documented.has(toOpenApi(r)), `${toOpenApi(r)} is missing`);
     assert.equal(documented.size, reg.filter(isDocumented).length);
-    assert.ok(reg.some((r) => r.path.startsWith('/dashboard')), 'the dashboard routes exist');
+    assert.ok(
+      reg.some((r) => r.path.startsWith('/dashboard')),
+      'the dashboard routes exist',
+    );
     assert.ok(![...documented].some((o) => o.includes('/dashboard')));
   });
 
@@ -135,7 +137,14 @@ describe('the document', () => {
   });
 
   test('the main request bodies carry an example the enforced schema accepts', () => {
-    for (const [method, path] of [['post', '/inboxes'], ['post', '/inboxes/{inboxId}/messages'], ['post', '/domains'], ['post', '/webhooks'], ['put', '/webhooks/{id}'], ['post', '/account/api-keys']]) {
+    for (const [method, path] of [
+      ['post', '/inboxes'],
+      ['post', '/inboxes/{inboxId}/messages'],
+      ['post', '/domains'],
+      ['post', '/webhooks'],
+      ['put', '/webhooks/{id}'],
+      ['post', '/account/api-keys'],
+    ]) {
       assert.ok(doc.paths[path][method].requestBody.content['application/json'].example, `${method} ${path} has no example`);
     }
     for (const [route, op] of Object.entries(OPERATIONS)) {
@@ -161,7 +170,7 @@ const registeredRoutes = (): RegisteredRoute[] => createHttpApp(t.server.ctx).lo
 
 /** A value the JSON Schema accepts (enough for the required fields of the request bodies). */
 function sampleOf(schema: any): unknown {
-  const type = Array.isArray(schema.type) ? schema.type[0] : schema.type ?? schema.anyOf?.[0]?.type;
+  const type = Array.isArray(schema.type) ? schema.type[0] : (schema.type ?? schema.anyOf?.[0]?.type);
   if (schema.enum) return schema.enum[0];
   if (type === 'array') return Array.from({ length: Math.max(1, schema.minItems ?? 1) }, () => sampleOf(schema.items ?? { type: 'string' }));
   if (type === 'boolean') return true;

@@ -61,13 +61,7 @@ async function waitForStatus(server: TestServer, id: string, statuses: string[],
 const send = (body: Record<string, unknown>, inboxId = inbox.id, server = t) => server.api('POST', `/inboxes/${inboxId}/messages`, body);
 
 async function eventsOf(server: TestServer, type: string, messageId: string) {
-  return (await sqlDb(server.server.ctx)
-    .select()
-    .from(events)
-    .where(eq(events.type, type))
-    .all())
-    .map((e) => JSON.parse(e.data))
-    .filter((d) => d.id === messageId);
+  return (await sqlDb(server.server.ctx).select().from(events).where(eq(events.type, type)).all()).map((e) => JSON.parse(e.data)).filter((d) => d.id === messageId);
 }
 
 before(async () => {
@@ -117,7 +111,10 @@ describe('delivery to a remote MX', () => {
     assert.deepEqual(m.toAddresses, ['alice@remote.test']);
     assert.deepEqual(m.ccAddresses, ['carol@remote.test']);
     assert.match(m.messageIdHeader, new RegExp(`^<${m.id}@${t.config.shared_domain.replace('.', '\\.')}>$`));
-    assert.deepEqual(m.attachments.map((a: { id: string }) => a.id), [att.id]);
+    assert.deepEqual(
+      m.attachments.map((a: { id: string }) => a.id),
+      [att.id],
+    );
     assert.deepEqual(
       m.recipients.map((r: { address: string; status: string }) => [r.address, r.status]),
       [
@@ -135,7 +132,13 @@ describe('delivery to a remote MX', () => {
     const transactions = (await mx.waitFor(before + 3)).slice(before);
     // One SMTP transaction per recipient, bcc included, each with its own bounce address as
     // MAIL FROM (VERP, on the inbox's domain), the same bytes and the message id as ENVID.
-    assert.deepEqual(transactions.map((c) => c.rcptTo).flat().sort(), ['alice@remote.test', 'carol@remote.test', 'hidden@remote.test']);
+    assert.deepEqual(
+      transactions
+        .map((c) => c.rcptTo)
+        .flat()
+        .sort(),
+      ['alice@remote.test', 'carol@remote.test', 'hidden@remote.test'],
+    );
     const senders = transactions.map((c) => c.mailFrom);
     for (const [i, c] of transactions.entries()) {
       assert.equal(c.rcptTo.length, 1);
@@ -250,11 +253,23 @@ describe('delivery to a remote MX', () => {
       return m.recipients.some((r: { status: string }) => r.status === 'sent') ? m : undefined;
     });
     assert.equal(half.status, 'sending');
-    assert.deepEqual(half.recipients.map((r: { address: string; status: string }) => [r.address, r.status]), [['a@first.test', 'sent'], ['b@second.test', 'sending']]);
+    assert.deepEqual(
+      half.recipients.map((r: { address: string; status: string }) => [r.address, r.status]),
+      [
+        ['a@first.test', 'sent'],
+        ['b@second.test', 'sending'],
+      ],
+    );
     mx.release('b@second.test');
     const done = await waitForStatus(t, res.body.id, ['sent', 'failed', 'bounced']);
     assert.equal(done.status, 'sent');
-    assert.deepEqual(done.recipients.map((r: { address: string; status: string }) => [r.address, r.status]), [['a@first.test', 'sent'], ['b@second.test', 'sent']]);
+    assert.deepEqual(
+      done.recipients.map((r: { address: string; status: string }) => [r.address, r.status]),
+      [
+        ['a@first.test', 'sent'],
+        ['b@second.test', 'sent'],
+      ],
+    );
     assert.equal((await eventsOf(t, 'message.sent', res.body.id)).length, 1);
   });
 
@@ -323,7 +338,11 @@ describe('status from the remote answers', () => {
     assert.match(m.recipients[0].response, /^451 4\.7\.1/);
     // Two retries scheduled: three attempts in all.
     assert.equal(mx.attempts('never@busy.test'), 3);
-    const job = (await sqlDb(t.server.ctx).select().from(jobs).where(and(eq(jobs.kind, 'send'), eq(jobs.partition, 'busy.test'))).get())!;
+    const job = (await sqlDb(t.server.ctx)
+      .select()
+      .from(jobs)
+      .where(and(eq(jobs.kind, 'send'), eq(jobs.partition, 'busy.test')))
+      .get())!;
     assert.equal(job.status, 'failed');
     assert.equal(job.attempts, 3);
     // `failed` has no event type of its own: it is reported as message.bounced, status failed.
@@ -370,7 +389,7 @@ describe('status from the remote answers', () => {
     assert.equal(job.attempts, 1);
   });
 
-  test('no MX: the domain\'s A record is the implicit MX (RFC 5321 §5.1)', async () => {
+  test("no MX: the domain's A record is the implicit MX (RFC 5321 §5.1)", async () => {
     dns.set('amx.test', [{ type: 'A', address: '127.0.0.1' }]);
     const res = await send({ to: ['direct@amx.test'], subject: 'implicit mx', bodyText: 'hi' });
     const m = await waitForStatus(t, res.body.id, ['sent', 'failed', 'bounced']);
@@ -443,7 +462,7 @@ describe('transport', () => {
     }
   });
 
-  test('outbound.relay: everything goes to the smarthost, whatever the recipient domain\'s DNS says', async () => {
+  test("outbound.relay: everything goes to the smarthost, whatever the recipient domain's DNS says", async () => {
     const relayed = await startTestServer({
       outbound: { mode: 'email', relay: `smtp://127.0.0.1:${mx.port}`, relay_verify_tls: false, retry_schedule: ['200ms'] },
       dns: { servers: [dns.server], timeout: '1s' },
@@ -463,7 +482,7 @@ describe('transport', () => {
       await relayed.close();
     }
   });
-  test('outbound.relay: the smarthost\'s certificate is checked by default', async () => {
+  test("outbound.relay: the smarthost's certificate is checked by default", async () => {
     const strict = await startTestServer({
       outbound: { mode: 'email', relay: `smtp://127.0.0.1:${mx.port}`, retry_schedule: ['100ms'] },
       dns: { servers: [dns.server], timeout: '1s' },

@@ -46,7 +46,11 @@ async function smtpSend(to: string, bodyBytes: number): Promise<{ rcpt: number; 
     await client.cmd('MAIL FROM:<someone@sender.test>');
     const rcpt = await client.cmd(`RCPT TO:<${to}>`);
     if (rcpt.code !== 250) return { rcpt: rcpt.code, rcptText: rcpt.text };
-    const body = `From: someone@sender.test\r\nTo: ${to}\r\nSubject: big\r\n\r\n${(randomBytes(bodyBytes).toString('base64').match(/.{1,76}/g) ?? []).join('\r\n')}\r\n`;
+    const body = `From: someone@sender.test\r\nTo: ${to}\r\nSubject: big\r\n\r\n${(
+      randomBytes(bodyBytes)
+        .toString('base64')
+        .match(/.{1,76}/g) ?? []
+    ).join('\r\n')}\r\n`;
     const data = await client.data(Buffer.from(body));
     return { rcpt: rcpt.code, rcptText: rcpt.text, data: data.code };
   } finally {
@@ -58,11 +62,10 @@ async function smtpSend(to: string, bodyBytes: number): Promise<{ rcpt: number; 
 async function usage(accountId: string): Promise<{ kept: number; summed: number }> {
   const db = t.server.ctx.db;
   const [kept] = await rawRows<[number]>(db, 'SELECT bytes FROM account_usage WHERE account_id = ?', [accountId]);
-  const [summed] = await rawRows<[number]>(
-    db,
-    'SELECT (SELECT coalesce(sum(size), 0) FROM messages WHERE account_id = ?) + (SELECT coalesce(sum(size), 0) FROM attachments WHERE account_id = ?)',
-    [accountId, accountId],
-  );
+  const [summed] = await rawRows<[number]>(db, 'SELECT (SELECT coalesce(sum(size), 0) FROM messages WHERE account_id = ?) + (SELECT coalesce(sum(size), 0) FROM attachments WHERE account_id = ?)', [
+    accountId,
+    accountId,
+  ]);
   return { kept: Number(kept?.[0] ?? 0), summed: Number(summed[0]) };
 }
 

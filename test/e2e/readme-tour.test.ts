@@ -83,10 +83,14 @@ class Shell {
     const marker = `__tour_done_${++this.done}__`;
     const from = this.out.length;
     this.bash.stdin.write(`{ ${command}\n} < <(printf %b ${JSON.stringify(input)}) 2>&1\nprintf '\\n${marker} %s\\n' "$?"\n`);
-    const end = await until(`${command.slice(0, 60)}…`, () => {
-      const m = new RegExp(`\\n${marker} (\\d+)\\n`).exec(this.out.slice(from));
-      return m ? m : undefined;
-    }, 60_000);
+    const end = await until(
+      `${command.slice(0, 60)}…`,
+      () => {
+        const m = new RegExp(`\\n${marker} (\\d+)\\n`).exec(this.out.slice(from));
+        return m ? m : undefined;
+      },
+      60_000,
+    );
     return { code: Number(end[1]), output: this.out.slice(from, from + end.index) };
   }
 
@@ -124,11 +128,7 @@ describe("README's 5-minute tour, as written", { skip }, () => {
   });
 
   /** The README's command with the npm scripts spelled out and this test's ports. */
-  const local = (command: string) =>
-    command
-      .replaceAll('npm run -s mailroom --', MAILROOM)
-      .replaceAll('localhost:3000', `localhost:${httpPort}`)
-      .replaceAll('127.0.0.1:2525', `127.0.0.1:${smtpPort}`);
+  const local = (command: string) => command.replaceAll('npm run -s mailroom --', MAILROOM).replaceAll('localhost:3000', `localhost:${httpPort}`).replaceAll('127.0.0.1:2525', `127.0.0.1:${smtpPort}`);
 
   test('the npm scripts the tour uses run the CLI, and `npm start` is `serve`', () => {
     const { scripts } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
@@ -154,7 +154,10 @@ describe("README's 5-minute tour, as written", { skip }, () => {
     assert.equal((await shell.run(`KEY=${key}`)).code, 0);
 
     // 2. npm start, with this test's ports written into the mailroom.toml init wrote.
-    assert.deepEqual(start!.map((c) => c.text), ['npm start']);
+    assert.deepEqual(
+      start!.map((c) => c.text),
+      ['npm start'],
+    );
     const toml = join(dir, 'mailroom.toml');
     writeFileSync(
       toml,

@@ -106,7 +106,12 @@ describe('POST /messages/{id}/reply', () => {
     assert.equal(mail.text?.trim(), 'Tuesday works.');
 
     // Alice answers the reply; answering that does not give "Re: Re:".
-    const answer = await receive({ subject: 'Re: Plans', messageId: '<orig-2@remote.test>', inReplyTo: reply.messageIdHeader, references: ['<root@remote.test>', '<orig-1@remote.test>', reply.messageIdHeader] });
+    const answer = await receive({
+      subject: 'Re: Plans',
+      messageId: '<orig-2@remote.test>',
+      inReplyTo: reply.messageIdHeader,
+      references: ['<root@remote.test>', '<orig-1@remote.test>', reply.messageIdHeader],
+    });
     assert.equal(answer.threadId, original.threadId);
     const again = await t.api('POST', `/messages/${answer.id}/reply`, { bodyHtml: '<p>See you <b>then</b>.</p>' });
     assert.equal(again.status, 202, again.text);
@@ -189,9 +194,15 @@ describe('POST /messages/{id}/reply', () => {
     const original = await receive({ subject: 'Minutes?' });
     const res = await t.api('POST', `/messages/${original.id}/reply`, { bodyText: 'Attached.', attachmentIds: [up.id] });
     assert.equal(res.status, 202, res.text);
-    assert.deepEqual(res.body.attachments.map((a: any) => a.filename), ['minutes.txt']);
+    assert.deepEqual(
+      res.body.attachments.map((a: any) => a.filename),
+      ['minutes.txt'],
+    );
     const { mail } = await captured(res.body.messageIdHeader);
-    assert.deepEqual(mail.attachments.map((a) => [a.filename, a.content.toString()]), [['minutes.txt', 'minutes']]);
+    assert.deepEqual(
+      mail.attachments.map((a) => [a.filename, a.content.toString()]),
+      [['minutes.txt', 'minutes']],
+    );
   });
 
   test('errors: no body 400, unknown field 400, unknown attachment 400, unknown id 404', async () => {
@@ -228,9 +239,18 @@ describe('POST /messages/{id}/forward', () => {
     assert.equal(fwd.inReplyTo, null);
     assert.deepEqual(fwd.toAddresses, ['frank@remote.test']);
     assert.deepEqual(fwd.ccAddresses, ['grace@remote.test']);
-    assert.deepEqual(fwd.attachments.map((a: any) => [a.filename, a.size]), original.attachments.map((a: any) => [a.filename, a.size]));
-    assert.ok(fwd.attachments.every((a: any) => !original.attachments.some((o: any) => o.id === a.id)), 'the forward has attachment rows of its own');
-    assert.match(fwd.bodyText, /^FYI, please pay this\.\n\n---------- Forwarded message ---------\nFrom: Alice Remote <alice@remote.test>\nDate: .+\nSubject: Invoice 42\nTo: agent@agents\.test\nCc: carol@remote\.test\n\nPlease find the invoice attached\./);
+    assert.deepEqual(
+      fwd.attachments.map((a: any) => [a.filename, a.size]),
+      original.attachments.map((a: any) => [a.filename, a.size]),
+    );
+    assert.ok(
+      fwd.attachments.every((a: any) => !original.attachments.some((o: any) => o.id === a.id)),
+      'the forward has attachment rows of its own',
+    );
+    assert.match(
+      fwd.bodyText,
+      /^FYI, please pay this\.\n\n---------- Forwarded message ---------\nFrom: Alice Remote <alice@remote.test>\nDate: .+\nSubject: Invoice 42\nTo: agent@agents\.test\nCc: carol@remote\.test\n\nPlease find the invoice attached\./,
+    );
 
     const { rcptTo, mail } = await captured(fwd.messageIdHeader, 2);
     assert.deepEqual(rcptTo, ['frank@remote.test', 'grace@remote.test']);
@@ -239,7 +259,13 @@ describe('POST /messages/{id}/forward', () => {
     assert.equal(mail.references, undefined);
     assert.match(String(mail.text), /FYI, please pay this\.[\s\S]*Forwarded message[\s\S]*Please find the invoice attached\./);
     assert.match(String(mail.html), /FYI, please pay this\.[\s\S]*Forwarded message[\s\S]*From: Alice Remote &#60;alice@remote\.test&#62;[\s\S]*Please find the <i>invoice<\/i> attached\./);
-    assert.deepEqual(mail.attachments.map((a) => [a.filename, a.content.toString()]), [['invoice.pdf', '%PDF-1.4 invoice'], ['notes.txt', 'line items']]);
+    assert.deepEqual(
+      mail.attachments.map((a) => [a.filename, a.content.toString()]),
+      [
+        ['invoice.pdf', '%PDF-1.4 invoice'],
+        ['notes.txt', 'line items'],
+      ],
+    );
 
     // The original can go; the forward keeps its attachments.
     assert.equal((await t.api('DELETE', `/messages/${original.id}`)).status, 204);

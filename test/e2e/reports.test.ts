@@ -84,13 +84,7 @@ async function deliver(mailFrom: string, rcpt: string, raw: string) {
 
 const inboxCounts = async () => (await t.api('GET', `/inboxes/${inbox.id}`)).body as { bounceCount: number; complaintCount: number };
 const received = async () => (await t.api('GET', `/inboxes/${inbox.id}/messages?status=received`)).body.total as number;
-const eventsOf = async (type: string, id: string) =>
-  (await sqlDb(t.server.ctx)
-    .select()
-    .from(events)
-    .where(eq(events.type, type))
-    .all())
-    .filter((e) => JSON.parse(e.data).id === id).length;
+const eventsOf = async (type: string, id: string) => (await sqlDb(t.server.ctx).select().from(events).where(eq(events.type, type)).all()).filter((e) => JSON.parse(e.data).id === id).length;
 
 describe('bounces at the bounce address: status bounced, the remote diagnostic kept', () => {
   const cases: Array<[string, string, RegExp]> = [

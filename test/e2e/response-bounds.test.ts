@@ -153,7 +153,10 @@ describe('GET /threads/{id}: a page of messages', () => {
     assert.equal(all.body.limit, 100);
     assert.equal(all.body.offset, 0);
     assert.equal(all.body.messageCount, 2);
-    assert.deepEqual(all.body.messages.map((m: any) => m.id), [big.id, reply.id]);
+    assert.deepEqual(
+      all.body.messages.map((m: any) => m.id),
+      [big.id, reply.id],
+    );
     assertCut(all.body.messages[0], big);
     const first = await t.api('GET', `/threads/${threadId}?limit=1`);
     assert.deepEqual([first.body.messages.map((m: any) => m.id), first.body.limit, first.body.offset, first.body.messageCount], [[big.id], 1, 0, 2]);
@@ -194,10 +197,16 @@ describe('GET /threads/{id}: a page of messages', () => {
     assert.equal(page.messages.length, 100);
     assert.equal(page.messages[0].id, first.id, 'oldest first');
     const rest = (await t.api('GET', `/threads/${threadId}?offset=100`)).body;
-    assert.deepEqual(rest.messages.map((m: any) => m.bodyText), ['m100', 'm101']);
+    assert.deepEqual(
+      rest.messages.map((m: any) => m.bodyText),
+      ['m100', 'm101'],
+    );
     const viaMcp = await tool('get_thread', { threadId });
     assert.equal(viaMcp.messages.length, 100);
-    assert.deepEqual((await tool('get_thread', { threadId, limit: 2, offset: 100 })).messages.map((m: any) => m.bodyText), ['m100', 'm101']);
+    assert.deepEqual(
+      (await tool('get_thread', { threadId, limit: 2, offset: 100 })).messages.map((m: any) => m.bodyText),
+      ['m100', 'm101'],
+    );
 
     // PATCH of the thread: every message, though it is applied a part of the thread at a time.
     const labels = Array.from({ length: t.config.limits.labels_per_message }, (_, i) => `tag-${i}`);

@@ -107,7 +107,8 @@ describe('scheduling in one process', () => {
         assert.match(res.body.error.message, why, `${path} ${sendAt}`);
       }
     }
-    for (const sendAt of [42, true, {}, ['x']]) expectError(await t.api('POST', `/inboxes/${box.id}/messages`, { to: ['b@remote.test'], subject: 's', bodyText: 'b', sendAt }), 400, 'VALIDATION_ERROR');
+    for (const sendAt of [42, true, {}, ['x']])
+      expectError(await t.api('POST', `/inboxes/${box.id}/messages`, { to: ['b@remote.test'], subject: 's', bodyText: 'b', sendAt }), 400, 'VALIDATION_ERROR');
     assert.equal(await dbDigest(t.server.ctx), before);
   });
 
@@ -117,10 +118,19 @@ describe('scheduling in one process', () => {
     assert.equal(res.status, 202, res.text);
     const m = res.body;
     assert.deepEqual([m.status, m.sendAt], ['scheduled', sendAt]);
-    assert.deepEqual(m.recipients.map((r: any) => [r.address, r.status]), [['ann@remote.test', 'scheduled'], ['cc@remote.test', 'scheduled']]);
+    assert.deepEqual(
+      m.recipients.map((r: any) => [r.address, r.status]),
+      [
+        ['ann@remote.test', 'scheduled'],
+        ['cc@remote.test', 'scheduled'],
+      ],
+    );
     assert.equal((await t.api('GET', `/inboxes/${box.id}`)).body.sendsToday, 0, 'scheduling counts nothing');
     expectError(await t.api('GET', `/messages/${m.id}/raw`), 404, 'MESSAGE_NOT_FOUND');
-    assert.deepEqual((await t.api('GET', `/inboxes/${box.id}/messages?status=scheduled`)).body.data.map((x: any) => x.id), [m.id]);
+    assert.deepEqual(
+      (await t.api('GET', `/inboxes/${box.id}/messages?status=scheduled`)).body.data.map((x: any) => x.id),
+      [m.id],
+    );
     assert.equal((await t.api('GET', `/messages?status=scheduled`)).body.total, 1);
     // The job in the one job table, due at sendAt.
     const [[runAt, jobStatus]] = await rawRows<[number, string]>(t.server.ctx.db, `SELECT run_at, status FROM jobs WHERE kind = 'release'`);
@@ -133,10 +143,16 @@ describe('scheduling in one process', () => {
 
     advance(t, 10 * MINUTE + 1000);
     const sent = await reaches(t, m.id, 'sent');
-    assert.deepEqual(sent.recipients.map((r: any) => r.status), ['sent', 'sent']);
+    assert.deepEqual(
+      sent.recipients.map((r: any) => r.status),
+      ['sent', 'sent'],
+    );
     const mail = await rig.captured(m.messageIdHeader);
     assert.ok(mail.date!.getTime() >= Date.parse(sendAt) - 1000, `Date ${mail.date?.toISOString()} is before ${sendAt}`);
-    assert.deepEqual([mail.to].flat().flatMap((a) => a!.value.map((v) => [v.name, v.address])), [['Ann', 'ann@remote.test']]);
+    assert.deepEqual(
+      [mail.to].flat().flatMap((a) => a!.value.map((v) => [v.name, v.address])),
+      [['Ann', 'ann@remote.test']],
+    );
     assert.equal(mail.text?.trim(), 'on time');
     assert.ok(mail.headers.get('dkim-signature'), 'signed at the send time');
     assert.equal((await t.api('GET', `/inboxes/${box.id}`)).body.sendsToday, 1);
@@ -160,12 +176,18 @@ describe('scheduling in one process', () => {
     const canceled = await t.api('POST', `/messages/${m.id}/cancel`);
     assert.equal(canceled.status, 200, canceled.text);
     assert.equal(canceled.body.status, 'canceled');
-    assert.deepEqual(canceled.body.recipients.map((r: any) => r.status), ['canceled']);
+    assert.deepEqual(
+      canceled.body.recipients.map((r: any) => r.status),
+      ['canceled'],
+    );
     const again = await t.api('POST', `/messages/${m.id}/cancel`);
     expectError(again, 409, 'NOT_CANCELABLE');
     assert.match(again.body.error.message, /is canceled/);
     const events = (await t.api('GET', '/events?types=message.canceled')).body.data;
-    assert.deepEqual(events.map((e: any) => [e.type, e.data.id, e.data.status]), [['message.canceled', m.id, 'canceled']]);
+    assert.deepEqual(
+      events.map((e: any) => [e.type, e.data.id, e.data.status]),
+      [['message.canceled', m.id, 'canceled']],
+    );
     const [[jobStatus, jobError]] = await rawRows<[string, string]>(t.server.ctx.db, `SELECT status, last_error FROM jobs WHERE kind = 'release' AND json_extract(payload, '$.messageId') = ?`, [m.id]);
     assert.equal(jobStatus, 'done');
     assert.match(jobError, /canceled/);
@@ -201,7 +223,10 @@ describe('scheduling in one process', () => {
     assert.match(failed.recipients[0].response, /daily send limit of 1 on \d{4}-\d{2}-\d{2} \(UTC\)/);
     assert.equal(copies(second.messageIdHeader), 0);
     const events = (await t.api('GET', `/events?types=message.bounced&inboxId=${limited.id}`)).body.data;
-    assert.deepEqual(events.map((e: any) => [e.data.id, e.data.status]), [[second.id, 'failed']]);
+    assert.deepEqual(
+      events.map((e: any) => [e.data.id, e.data.status]),
+      [[second.id, 'failed']],
+    );
     // A send now is refused at once, as always.
     expectError(await t.api('POST', `/inboxes/${limited.id}/messages`, { to: ['e@remote.test'], subject: 'three', bodyText: 'x' }), 429, 'DAILY_SEND_LIMIT_EXCEEDED');
   });
@@ -227,7 +252,13 @@ describe('scheduling in one process', () => {
       const m = await statusOf(t, both.id);
       return ['sent', 'failed'].includes(m.recipients[0].status) && m.recipients[1].status === 'failed' ? m : undefined;
     });
-    assert.deepEqual(mixed.recipients.map((r: any) => [r.address, r.status]), [['ok@remote.test', 'sent'], ['no@remote.test', 'failed']]);
+    assert.deepEqual(
+      mixed.recipients.map((r: any) => [r.address, r.status]),
+      [
+        ['ok@remote.test', 'sent'],
+        ['no@remote.test', 'failed'],
+      ],
+    );
     assert.match(mixed.recipients[1].response, /send allow\/block lists/);
     assert.equal(mixed.status, 'failed', 'the worst outcome names the message');
     const none = await reaches(t, only.id, 'failed');
@@ -268,7 +299,10 @@ describe('scheduling in one process', () => {
     assert.equal(r.inReplyTo, '<plan-1@remote.test>');
     const f = await rig.captured(forward.messageIdHeader);
     assert.equal(f.subject, 'Fwd: Plan');
-    assert.deepEqual(f.attachments.map((a) => [a.filename, a.content.toString()]), [['plan.txt', 'the plan']]);
+    assert.deepEqual(
+      f.attachments.map((a) => [a.filename, a.content.toString()]),
+      [['plan.txt', 'the plan']],
+    );
     await reaches(t, forward.id, 'sent');
   });
 });
@@ -320,7 +354,9 @@ describe('restarts and crashes', () => {
       `[outbound]\nmode = "email"\nmx_port = ${rig.mx.port}\nretry_schedule = ["1s"]\n[dns]\nservers = [${JSON.stringify(rig.dns.server)}]\ntimeout = "1s"\n[limits]\nrequests_per_minute = 100000`,
     );
     const api = async (method: string, path: string, body?: unknown) =>
-      readResponse(await fetch(inst.httpUrl + path, { method, headers: { authorization: `Bearer ${inst.key}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) }));
+      readResponse(
+        await fetch(inst.httpUrl + path, { method, headers: { authorization: `Bearer ${inst.key}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) }),
+      );
     let server = await startChild(inst);
     try {
       const box = (await api('POST', '/inboxes', { address: 'killed' })).body;

@@ -123,18 +123,30 @@ describe('screening', () => {
       const list = (await t.api('GET', `/events?inboxId=${inbox.id}`)).body.data as Array<{ type: string; data: { id: string } }>;
       return list.some((e) => e.type === 'message.held') ? list : undefined;
     });
-    assert.deepEqual(events.filter((e) => e.data.id === id).map((e) => e.type), ['message.held']);
+    assert.deepEqual(
+      events.filter((e) => e.data.id === id).map((e) => e.type),
+      ['message.held'],
+    );
     // The agent's event feed does not carry the hold; asking for it by name needs review.
-    assert.deepEqual((await t.api('GET', `/events?inboxId=${inbox.id}`, undefined, { key: agent })).body.data.filter((e: any) => e.data.id === id), []);
+    assert.deepEqual(
+      (await t.api('GET', `/events?inboxId=${inbox.id}`, undefined, { key: agent })).body.data.filter((e: any) => e.data.id === id),
+      [],
+    );
     expectError(await t.api('GET', '/events?types=message.held', undefined, { key: agent }), 403, 'INSUFFICIENT_SCOPE');
     // Missing to the agent, in lists and by id; the person sees it with status=held.
     expectError(await t.api('GET', `/messages/${id}`, undefined, { key: agent }), 404, 'MESSAGE_NOT_FOUND');
     assert.deepEqual((await t.api('GET', `/inboxes/${inbox.id}/messages`, undefined, { key: agent })).body.data, []);
     assert.equal((await t.api('GET', `/inboxes/${inbox.id}/messages`, undefined, { key: agent })).body.total, 0);
-    assert.deepEqual((await t.api('GET', '/messages?q=invoices', undefined, { key: agent })).body.data.map((m: any) => m.id).filter((x: string) => x === id), []);
+    assert.deepEqual(
+      (await t.api('GET', '/messages?q=invoices', undefined, { key: agent })).body.data.map((m: any) => m.id).filter((x: string) => x === id),
+      [],
+    );
     expectError(await t.api('GET', `/inboxes/${inbox.id}/messages?status=held`, undefined, { key: agent }), 403, 'INSUFFICIENT_SCOPE');
     const held = (await t.api('GET', `/inboxes/${inbox.id}/messages?status=held`, undefined, { key: reviewer })).body;
-    assert.deepEqual(held.data.map((m: any) => [m.id, m.status, m.screening.verdict]), [[id, 'held', 'review']]);
+    assert.deepEqual(
+      held.data.map((m: any) => [m.id, m.status, m.screening.verdict]),
+      [[id, 'held', 'review']],
+    );
     const got0 = (await t.api('GET', `/messages/${id}`, undefined, { key: reviewer })).body;
     assert.equal(got0.status, 'held');
     // Nor through any other route naming it or its attachment: source, reply, forward, marks, attachment and its text.
@@ -156,7 +168,10 @@ describe('screening', () => {
     assert.ok(heldList.isError);
     assert.match(JSON.stringify(heldList.content), /INSUFFICIENT_SCOPE/);
     const reviewerMcp = await mcp(reviewer);
-    assert.deepEqual((await tool(reviewerMcp, 'list_messages', { inboxId: inbox.id, status: 'held' })).data.map((m: any) => m.id), [id]);
+    assert.deepEqual(
+      (await tool(reviewerMcp, 'list_messages', { inboxId: inbox.id, status: 'held' })).data.map((m: any) => m.id),
+      [id],
+    );
     const missing = await agentMcp.callTool({ name: 'get_message', arguments: { messageId: id } });
     assert.ok(missing.isError);
     assert.match(JSON.stringify(missing.content), /MESSAGE_NOT_FOUND/);
@@ -197,7 +212,7 @@ describe('screening', () => {
     expectError(await t.api('POST', `/messages/${id}/release`, undefined, { key: reviewer }), 409, 'NOT_HELD');
   });
 
-  test('release: 409 NOT_HELD for a message never held (inbound or outbound), 404 for another account\'s', async () => {
+  test("release: 409 NOT_HELD for a message never held (inbound or outbound), 404 for another account's", async () => {
     const clear = await send(inbox.address, { subject: 'Lunch', text: 'Friday at noon?' });
     assert.equal((await t.api('GET', `/messages/${clear}`, undefined, { key: agent })).body.status, 'received');
     expectError(await t.api('POST', `/messages/${clear}/release`, undefined, { key: reviewer }), 409, 'NOT_HELD');

@@ -57,7 +57,10 @@ describe('the terms of q', () => {
   test('a repeated term counts once', async () => {
     const res = await search('/messages', Array(90).fill('quarterly').join(' '));
     assert.equal(res.status, 200);
-    assert.deepEqual(res.body.data.map((m: any) => m.id), [msg.id]);
+    assert.deepEqual(
+      res.body.data.map((m: any) => m.id),
+      [msg.id],
+    );
     assert.equal((await search('/threads', `${Array(40).fill('report').join(' ')} ${Array(40).fill('-Annual').join(' ')} ${Array(40).fill('-annual').join(' ')}`)).status, 200);
   });
 
@@ -73,7 +76,12 @@ describe('the terms of q', () => {
     await refused(words(33).join(' OR '), 'at most 32 terms');
     await refused(`${words(16).join(' OR ')} ${words(30).slice(16).join(' ')} w0x OR "w99x w98x"`, 'at most 32 terms');
     await refused(`from:aa OR ${words(31).join(' OR ')} is:read`, 'at most 32 terms');
-    await refused(`label:a1 OR ${words(32).map((w) => `label:${w}`).join(' OR ')}`, 'at most 32 terms');
+    await refused(
+      `label:a1 OR ${words(32)
+        .map((w) => `label:${w}`)
+        .join(' OR ')}`,
+      'at most 32 terms',
+    );
     for (const path of PATHS()) assert.equal((await search(path, words(32).join(' OR '))).status, 200);
     const ids = async (q: string) => (await search('/messages', q)).body.data.map((m: any) => m.id);
     assert.deepEqual(await ids(`${Array(20).fill('w1x OR quarterly').join(' ')} ${Array(20).fill('quarterly OR w1x').join(' ')} ${words(29).join(' OR ')} OR annual`), [msg.id]);
@@ -83,7 +91,10 @@ describe('the terms of q', () => {
     await refused('quarterly OR', 'a search term after `OR`');
     const withOr = await search('/messages', 'zzmissing OR annual');
     assert.equal(withOr.status, 200);
-    assert.deepEqual(withOr.body.data.map((m: any) => m.id), [msg.id]);
+    assert.deepEqual(
+      withOr.body.data.map((m: any) => m.id),
+      [msg.id],
+    );
     await refused('older_than:7d', /found `older_than:`/);
     await refused('Subject:quarterly newer:2024', /found `newer:`/);
     const ids = async (q: string) => (await search('/messages', q)).body.data.map((m: any) => m.id);

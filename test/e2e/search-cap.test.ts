@@ -71,7 +71,10 @@ describe('search past the cap', () => {
     }
     // A page starting past the window: the older matches alone.
     const res = await t.api('GET', `${list('alpha')}&limit=2&offset=6`);
-    assert.deepEqual(res.body.data.map((m: { id: string }) => m.id), [alpha[5], alpha[4]]);
+    assert.deepEqual(
+      res.body.data.map((m: { id: string }) => m.id),
+      [alpha[5], alpha[4]],
+    );
     assert.equal(res.body.offset, 6);
   });
 
@@ -102,7 +105,10 @@ describe('search past the cap', () => {
 
   test('under the cap: every match ranked, total exact', async () => {
     const res = await t.api('GET', list('delta'));
-    assert.deepEqual(res.body.data.map((m: { id: string }) => m.id), [delta[1], delta[0]]);
+    assert.deepEqual(
+      res.body.data.map((m: { id: string }) => m.id),
+      [delta[1], delta[0]],
+    );
     assert.deepEqual([res.body.total, res.body.totalIsLowerBound], [2, false]);
     const exact = await t.api('GET', list('"alpha alpha alpha"'));
     assert.deepEqual([exact.body.data.map((m: { id: string }) => m.id), exact.body.total, exact.body.totalIsLowerBound], [[alpha[0]], 1, false]);

@@ -35,17 +35,99 @@ const some = <T>(list: readonly T[], max: number): T[] => [...new Set(Array.from
 
 // Letters whose accents Unicode decomposes (é = e + ◌́), so folding is unambiguous.
 const WORDS = [
-  'invoice', 'Rechnung', 'facture', 'factura', 'fattura', 'fatura', 'report', 'Bericht', 'informe', 'rapport', 'résumé', 'café', 'naïve', 'Übersicht',
-  'mañana', 'crème', 'société', 'niño', 'façade', 'jalapeño', 'Zürich', 'São', 'Paulo', 'contract', 'Vertrag', 'contrat', 'contrato', 'meeting',
-  'Besprechung', 'réunion', 'reunión', 'riunione', 'quarterly', 'budget', 'Übergabe', 'déjà', 'vu', 'año', 'pingüino', 'über', 'Köln', 'Málaga',
-  'shipment', 'Lieferung', 'livraison', 'envío', 'consegna', 'entrega', 'urgent', 'dringend', 'approval', 'Genehmigung', 'approbation', 'aprobación',
+  'invoice',
+  'Rechnung',
+  'facture',
+  'factura',
+  'fattura',
+  'fatura',
+  'report',
+  'Bericht',
+  'informe',
+  'rapport',
+  'résumé',
+  'café',
+  'naïve',
+  'Übersicht',
+  'mañana',
+  'crème',
+  'société',
+  'niño',
+  'façade',
+  'jalapeño',
+  'Zürich',
+  'São',
+  'Paulo',
+  'contract',
+  'Vertrag',
+  'contrat',
+  'contrato',
+  'meeting',
+  'Besprechung',
+  'réunion',
+  'reunión',
+  'riunione',
+  'quarterly',
+  'budget',
+  'Übergabe',
+  'déjà',
+  'vu',
+  'año',
+  'pingüino',
+  'über',
+  'Köln',
+  'Málaga',
+  'shipment',
+  'Lieferung',
+  'livraison',
+  'envío',
+  'consegna',
+  'entrega',
+  'urgent',
+  'dringend',
+  'approval',
+  'Genehmigung',
+  'approbation',
+  'aprobación',
 ];
-const NAMES = ['Anna Müller', 'José García', 'François Dupont', 'Zoë Brontë', 'Chloé Martin', 'Jürgen Weiß', 'Inès Lefèvre', 'Ana Conceição', 'Giulia Rossi', 'Émile Zola', 'Noël Coward', 'Bob Smith', 'Renée Fleming', 'Añil Ruiz'];
+const NAMES = [
+  'Anna Müller',
+  'José García',
+  'François Dupont',
+  'Zoë Brontë',
+  'Chloé Martin',
+  'Jürgen Weiß',
+  'Inès Lefèvre',
+  'Ana Conceição',
+  'Giulia Rossi',
+  'Émile Zola',
+  'Noël Coward',
+  'Bob Smith',
+  'Renée Fleming',
+  'Añil Ruiz',
+];
 const DOMAINS = ['example.com', 'beispiel.de', 'exemple.fr', 'ejemplo.es', 'esempio.it'];
-const FILES = ['Rechnung_2024-03.pdf', 'Quarterly Report Q3.xlsx', 'résumé-final.docx', 'contrat signé.pdf', 'photo_café.jpg', 'Übersicht.csv', 'notes.txt', 'invoice-8841.pdf', 'Lieferschein 17.pdf', 'presupuesto_año.xlsx'];
+const FILES = [
+  'Rechnung_2024-03.pdf',
+  'Quarterly Report Q3.xlsx',
+  'résumé-final.docx',
+  'contrat signé.pdf',
+  'photo_café.jpg',
+  'Übersicht.csv',
+  'notes.txt',
+  'invoice-8841.pdf',
+  'Lieferschein 17.pdf',
+  'presupuesto_año.xlsx',
+];
 const LABELS = ['urgent', 'finance', 'hr', 'todo', 'clients:acme', 'waiting'];
 
-const addressOf = (name: string) => `${name.normalize('NFD').replace(/\p{M}/gu, '').toLowerCase().replace(/[^a-z]+/g, '.').replace(/^\.|\.$/g, '')}@${pick(DOMAINS)}`;
+const addressOf = (name: string) =>
+  `${name
+    .normalize('NFD')
+    .replace(/\p{M}/gu, '')
+    .toLowerCase()
+    .replace(/[^a-z]+/g, '.')
+    .replace(/^\.|\.$/g, '')}@${pick(DOMAINS)}`;
 const sentence = (min: number, max: number) => Array.from({ length: min + Math.floor(random() * (max - min + 1)) }, () => pick(WORDS)).join(' ');
 
 interface Doc {
@@ -66,7 +148,12 @@ interface Doc {
 
 // --- the oracle ---------------------------------------------------------------------------
 
-const tokens = (text: string) => text.normalize('NFD').replace(/\p{M}/gu, '').toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
+const tokens = (text: string) =>
+  text
+    .normalize('NFD')
+    .replace(/\p{M}/gu, '')
+    .toLowerCase()
+    .match(/[\p{L}\p{N}]+/gu) ?? [];
 
 /** The token sequence `want` occurs in `have` (the last token as a prefix when `prefix`). */
 function occurs(have: string[], want: string[], prefix: boolean): boolean {
@@ -112,7 +199,10 @@ function oracle(q: string): Pred {
     let p: Pred;
     switch (op) {
       case undefined:
-        p = ((a: Pred, b: Pred) => (d: Doc) => a(d) || b(d))(inField('any', value, !quoted), inFile(value, !quoted));
+        p = (
+          (a: Pred, b: Pred) => (d: Doc) =>
+            a(d) || b(d)
+        )(inField('any', value, !quoted), inFile(value, !quoted));
         break;
       case 'label':
         p = (d) => d.labels.includes(value);
@@ -170,9 +260,11 @@ async function composeRaw(d: Omit<Doc, 'id' | 'inbox' | 'day'>, to: string, date
 
 async function inParallel<T>(items: T[], width: number, fn: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: width }, async () => {
-    while (next < items.length) await fn(items[next++]);
-  }));
+  await Promise.all(
+    Array.from({ length: width }, async () => {
+      while (next < items.length) await fn(items[next++]);
+    }),
+  );
 }
 
 before(async () => {
@@ -214,19 +306,37 @@ before(async () => {
     fd.append('file', new Blob([`bytes of ${f}`]), f);
     uploads.set(f, (await (await fetch(`${t.url}/attachments`, { method: 'POST', headers: { authorization: `Bearer ${t.key}` }, body: fd })).json()).id);
   }
-  await inParallel(Array.from({ length: OUTBOUND }, (_, i) => i), 4, async () => {
-    const inbox = pick(inboxes);
-    const to = some(NAMES, 2).map(addressOf);
-    const toList = to.length ? to : [addressOf(pick(NAMES))];
-    const cc = some(NAMES, 1).map(addressOf);
-    const files = random() < 0.3 ? some(FILES, 2) : [];
-    const subject = sentence(1, 4);
-    const body = sentence(3, 20);
-    const res = await t.api('POST', `/inboxes/${inbox.id}/messages`, { to: toList, cc, subject, bodyText: body, attachmentIds: files.map((f) => uploads.get(f)!) });
-    assert.equal(res.status, 202, res.text);
-    const m = res.body;
-    docs.push({ id: m.id, inbox: inbox.id, direction: 'outbound', fromAddress: m.fromAddress, fromName: m.fromName ?? '', to: m.toAddresses, cc: m.ccAddresses, subject, body, files, labels: [], unread: false, day: m.createdAt.slice(0, 10) });
-  });
+  await inParallel(
+    Array.from({ length: OUTBOUND }, (_, i) => i),
+    4,
+    async () => {
+      const inbox = pick(inboxes);
+      const to = some(NAMES, 2).map(addressOf);
+      const toList = to.length ? to : [addressOf(pick(NAMES))];
+      const cc = some(NAMES, 1).map(addressOf);
+      const files = random() < 0.3 ? some(FILES, 2) : [];
+      const subject = sentence(1, 4);
+      const body = sentence(3, 20);
+      const res = await t.api('POST', `/inboxes/${inbox.id}/messages`, { to: toList, cc, subject, bodyText: body, attachmentIds: files.map((f) => uploads.get(f)!) });
+      assert.equal(res.status, 202, res.text);
+      const m = res.body;
+      docs.push({
+        id: m.id,
+        inbox: inbox.id,
+        direction: 'outbound',
+        fromAddress: m.fromAddress,
+        fromName: m.fromName ?? '',
+        to: m.toAddresses,
+        cc: m.ccAddresses,
+        subject,
+        body,
+        files,
+        labels: [],
+        unread: false,
+        day: m.createdAt.slice(0, 10),
+      });
+    },
+  );
   // Read state and labels through the same domain call as PATCH /messages/{id}.
   for (const d of docs) {
     if (d.direction === 'inbound' && (!d.unread || d.labels.length)) await updateMessage(t.server.ctx, t.accountId, d.id, { unread: d.unread, addLabels: d.labels });
@@ -264,24 +374,90 @@ const expectTotal = (got: { total: number; totalIsLowerBound: boolean }, n: numb
 
 const QUERIES = [
   // words: all must match, prefixes, accents and case folded
-  'invoice', 'rechnung', 'RECHN', 'resume', 'résumé', 'cafe', 'zurich', 'sao paulo', 'über', 'uber', 'mañana manana', 'quarterly report', 'fact',
-  'niño', 'pinguino', 'deja vu', 'Köln Málaga',
+  'invoice',
+  'rechnung',
+  'RECHN',
+  'resume',
+  'résumé',
+  'cafe',
+  'zurich',
+  'sao paulo',
+  'über',
+  'uber',
+  'mañana manana',
+  'quarterly report',
+  'fact',
+  'niño',
+  'pinguino',
+  'deja vu',
+  'Köln Málaga',
   // phrases
-  '"sao paulo"', '"deja vu"', '"report informe"', '"quarterly"', '"bericht"',
+  '"sao paulo"',
+  '"deja vu"',
+  '"report informe"',
+  '"quarterly"',
+  '"bericht"',
   // operators
-  'from:anna', 'from:"Anna Müller"', 'from:muller', 'from:jose.garcia', 'from:beispiel', 'to:corpus-a', 'to:zoe', 'cc:ines', 'cc:exemple.fr', 'subject:meeting',
-  'subject:"contract vertrag"', 'label:urgent', 'label:clients:acme', 'is:unread', 'is:read', 'has:attachment', 'in:inbound', 'in:outbound',
-  'before:2024-01-01', 'after:2024-06-30', 'after:2023-03-01 before:2023-04-01',
-  'filename:rechnung', 'filename:resume', 'filename:"quarterly report"', 'filename:pdf', 'filename:uber', 'filename:17', 'filename:presupuesto',
+  'from:anna',
+  'from:"Anna Müller"',
+  'from:muller',
+  'from:jose.garcia',
+  'from:beispiel',
+  'to:corpus-a',
+  'to:zoe',
+  'cc:ines',
+  'cc:exemple.fr',
+  'subject:meeting',
+  'subject:"contract vertrag"',
+  'label:urgent',
+  'label:clients:acme',
+  'is:unread',
+  'is:read',
+  'has:attachment',
+  'in:inbound',
+  'in:outbound',
+  'before:2024-01-01',
+  'after:2024-06-30',
+  'after:2023-03-01 before:2023-04-01',
+  'filename:rechnung',
+  'filename:resume',
+  'filename:"quarterly report"',
+  'filename:pdf',
+  'filename:uber',
+  'filename:17',
+  'filename:presupuesto',
   // words also in filenames
-  'lieferschein', 'presupuesto invoice', 'signe',
+  'lieferschein',
+  'presupuesto invoice',
+  'signe',
   // negation and combinations
-  '-invoice', 'invoice -rechnung', '-from:anna in:inbound', 'has:attachment -filename:pdf', '-label:urgent label:finance', 'is:unread -has:attachment before:2023-07-01',
-  'from:anna subject:report', 'to:corpus-b cc:giulia', 'in:outbound filename:contrat', 'budget -"quarterly" is:read', 'cafe -filename:cafe',
+  '-invoice',
+  'invoice -rechnung',
+  '-from:anna in:inbound',
+  'has:attachment -filename:pdf',
+  '-label:urgent label:finance',
+  'is:unread -has:attachment before:2023-07-01',
+  'from:anna subject:report',
+  'to:corpus-b cc:giulia',
+  'in:outbound filename:contrat',
+  'budget -"quarterly" is:read',
+  'cafe -filename:cafe',
   // OR: words, prefixes, phrases, fields, filenames, conditions, mixed with the other terms
-  'zurich OR koln', 'rechn OR factu', '"sao paulo" OR "deja vu"', 'from:anna OR from:jose', 'cc:ines OR to:zoe', 'subject:meeting OR from:bob',
-  'lieferschein OR presupuesto', 'invoice OR from:muller', 'budget zurich OR koln', 'zurich OR koln -invoice is:unread', 'from:anna OR cc:giulia has:attachment',
-  'label:urgent OR label:finance', 'label:hr OR is:unread in:outbound', 'before:2023-03-01 OR after:2024-10-01 contract', 'invoice OR report OR meeting OR approval',
+  'zurich OR koln',
+  'rechn OR factu',
+  '"sao paulo" OR "deja vu"',
+  'from:anna OR from:jose',
+  'cc:ines OR to:zoe',
+  'subject:meeting OR from:bob',
+  'lieferschein OR presupuesto',
+  'invoice OR from:muller',
+  'budget zurich OR koln',
+  'zurich OR koln -invoice is:unread',
+  'from:anna OR cc:giulia has:attachment',
+  'label:urgent OR label:finance',
+  'label:hr OR is:unread in:outbound',
+  'before:2023-03-01 OR after:2024-10-01 contract',
+  'invoice OR report OR meeting OR approval',
 ];
 
 describe('search corpus', () => {
@@ -293,7 +469,10 @@ describe('search corpus', () => {
   test('every query form, account-wide: exactly the messages the oracle finds', async () => {
     let nonEmpty = 0;
     for (const q of QUERIES) {
-      const want = docs.filter(oracle(q)).map((d) => d.id).sort();
+      const want = docs
+        .filter(oracle(q))
+        .map((d) => d.id)
+        .sort();
       const got = await search('/messages', q);
       expectTotal(got, want.length, q);
       assert.deepEqual([...got.ids].sort(), want, `${q}: ids`);
@@ -306,7 +485,11 @@ describe('search corpus', () => {
   test('per inbox and on thread lists', async () => {
     const inbox = inboxes[1];
     for (const q of ['invoice', 'from:anna', 'filename:pdf', 'is:unread -has:attachment', 'report -label:urgent']) {
-      const want = docs.filter((d) => d.inbox === inbox.id).filter(oracle(q)).map((d) => d.id).sort();
+      const want = docs
+        .filter((d) => d.inbox === inbox.id)
+        .filter(oracle(q))
+        .map((d) => d.id)
+        .sort();
       const got = await search(`/inboxes/${inbox.id}/messages`, q);
       assert.deepEqual([...got.ids].sort(), want, `${q}: ids`);
       expectTotal(got, want.length, q);
@@ -324,7 +507,11 @@ describe('search corpus', () => {
       const m = matchMessages({ accountId: t.accountId }, f, dialectOf(t.server.ctx.db));
       const all = await rawRows<[string]>(t.server.ctx.db, `SELECT m.id FROM ${m.from} WHERE ${m.where} ORDER BY ${m.order}`, m.params);
       if (all.length > t.config.limits.search_matches) continue;
-      assert.deepEqual((await search('/messages', q)).ids, all.map(([id]) => id), q);
+      assert.deepEqual(
+        (await search('/messages', q)).ids,
+        all.map(([id]) => id),
+        q,
+      );
       ranked++;
     }
     assert.ok(ranked >= 15, `${ranked} ranked queries under the cap`);

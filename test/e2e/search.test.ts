@@ -24,7 +24,13 @@ before(async () => {
   transport = smtpTransport(t.server.smtpPort);
   x = (await t.api('POST', '/inboxes', { address: 'search-x' })).body;
   y = (await t.api('POST', '/inboxes', { address: 'search-y' })).body;
-  m.invoice = await receive({ from: 'Alice Accounts <alice@billing.example>', to: x.address, subject: 'Invoice 2024-17 for March', text: 'Please pay the invoice by Friday.', attachments: [{ filename: 'inv.pdf', content: 'x' }] });
+  m.invoice = await receive({
+    from: 'Alice Accounts <alice@billing.example>',
+    to: x.address,
+    subject: 'Invoice 2024-17 for March',
+    text: 'Please pay the invoice by Friday.',
+    attachments: [{ filename: 'inv.pdf', content: 'x' }],
+  });
   m.resume = await receive({ from: 'bob@jobs.example', to: x.address, cc: 'carol@jobs.example', subject: 'Résumé attached', text: 'My résumé for the position of quarterly reviewer.' });
   m.quarterly = await receive({ from: 'carol@jobs.example', to: x.address, subject: 'quarterly report', text: 'The quarterly report is ready. Quarterly numbers look good, quarterly again.' });
   m.other = await receive({ from: 'alice@billing.example', to: y.address, subject: 'Invoice for y', text: 'Another invoice, pay soon.' });

@@ -91,9 +91,15 @@ describe('realtime, MCP and submission on two nodes of one PostgreSQL', { skip }
     await onB.ended;
     const missed = [await mail(a, inbox.address, 'missed 1'), await mail(b, inbox.address, 'missed 2'), await mail(a, inbox.address, 'missed 3')];
     const onA = await stream(a, query, { 'Last-Event-ID': frame.id! });
-    assert.deepEqual((await onA.waitFrames(3)).map((f) => f.data.data.id), missed);
+    assert.deepEqual(
+      (await onA.waitFrames(3)).map((f) => f.data.data.id),
+      missed,
+    );
     const live = await mail(b, inbox.address, 'live again');
-    assert.deepEqual((await onA.waitFrames(4)).map((f) => f.data.data.id), [...missed, live]);
+    assert.deepEqual(
+      (await onA.waitFrames(4)).map((f) => f.data.data.id),
+      [...missed, live],
+    );
     await new Promise((r) => setTimeout(r, 300));
     assert.equal(onA.frames.length, 4, 'nothing repeated');
     assert.equal(new Set(onA.frames.map((f) => f.id)).size, 4);
@@ -166,7 +172,10 @@ describe('realtime, MCP and submission on two nodes of one PostgreSQL', { skip }
       assert.equal(s.frames.length, 0, 'not readable while the older transaction is open');
       // It ends without recording an event of its own: nothing else wakes the stream.
       await older.query('COMMIT');
-      assert.deepEqual((await s.waitFrames(1)).map((f) => f.data.data.id), [id]);
+      assert.deepEqual(
+        (await s.waitFrames(1)).map((f) => f.data.data.id),
+        [id],
+      );
     } finally {
       await older.end();
     }

@@ -70,7 +70,7 @@ describe('two nodes on one PostgreSQL', { skip }, () => {
     assert.equal((await fetch(signedByB.replace(b.url, a.url))).status, 200);
   });
 
-  test("a long-poll on node B answers as soon as mail arrives through node A (LISTEN/NOTIFY, not a poll)", async () => {
+  test('a long-poll on node B answers as soon as mail arrives through node A (LISTEN/NOTIFY, not a poll)', async () => {
     const inbox = (await a.api('POST', '/inboxes', { address: 'waiting' })).body;
     const started = Date.now();
     const waiting = b.api('GET', `/inboxes/${inbox.id}/messages?wait=20`, undefined, { key: a.key });
@@ -78,7 +78,10 @@ describe('two nodes on one PostgreSQL', { skip }, () => {
     await deliverMail(a.server.smtpPort, { from: 'sender@example.org', to: inbox.address, subject: 'wake B', text: 'now' });
     const res = await waiting;
     assert.equal(res.status, 200);
-    assert.deepEqual(res.body.data.map((m: { subject: string }) => m.subject), ['wake B']);
+    assert.deepEqual(
+      res.body.data.map((m: { subject: string }) => m.subject),
+      ['wake B'],
+    );
     assert.ok(Date.now() - started < 10_000, 'answered long before the wait ran out');
   });
 

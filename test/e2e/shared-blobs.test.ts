@@ -42,7 +42,7 @@ describe('shared files', () => {
   let ids: string[] = [];
 
   test(`one message with a 600 KB attachment to ${INBOXES} inboxes adds its bytes about once, not ${INBOXES} times`, async () => {
-    const before = (await blobBytes());
+    const before = await blobBytes();
     const transport = smtpTransport(t.server.smtpPort);
     try {
       const info = await transport.sendMail({ from: 'bulk@example.org', to: addresses, subject: 'fan-out', text: 'to everyone', attachments: [{ filename: 'big.bin', content: attachment }] });
@@ -59,9 +59,9 @@ describe('shared files', () => {
   });
 
   test('deleting all but one copy keeps the shared files; deleting the last removes them', async () => {
-    const withFiles = (await blobBytes());
+    const withFiles = await blobBytes();
     for (const id of ids.slice(0, -1)) assert.equal((await t.api('DELETE', `/messages/${id}`)).status, 204);
-    assert.equal((await blobBytes()), withFiles, 'nothing removed while one copy names the files');
+    assert.equal(await blobBytes(), withFiles, 'nothing removed while one copy names the files');
     assert.deepEqual(await download(ids[INBOXES - 1]), attachment);
     const raw = await fetch(`${t.url}/messages/${ids[INBOXES - 1]}/raw`, { headers: { authorization: `Bearer ${t.key}` } });
     assert.equal(raw.status, 200);
@@ -75,10 +75,14 @@ describe('shared files', () => {
     let first: string;
     let second: string;
     try {
-      const before = (await blobBytes());
-      first = /stored as (\S+)/.exec((await transport.sendMail({ from: 'a@example.org', to: addresses[0], subject: 'one', text: 'one', attachments: [{ filename: 'same.bin', content: bytes }] })).response)![1];
-      const afterFirst = (await blobBytes());
-      second = /stored as (\S+)/.exec((await transport.sendMail({ from: 'b@example.org', to: addresses[1], subject: 'two', text: 'two', attachments: [{ filename: 'other-name.bin', content: bytes }] })).response)![1];
+      const before = await blobBytes();
+      first = /stored as (\S+)/.exec(
+        (await transport.sendMail({ from: 'a@example.org', to: addresses[0], subject: 'one', text: 'one', attachments: [{ filename: 'same.bin', content: bytes }] })).response,
+      )![1];
+      const afterFirst = await blobBytes();
+      second = /stored as (\S+)/.exec(
+        (await transport.sendMail({ from: 'b@example.org', to: addresses[1], subject: 'two', text: 'two', attachments: [{ filename: 'other-name.bin', content: bytes }] })).response,
+      )![1];
       const secondAdded = (await blobBytes()) - afterFirst;
       assert.ok(afterFirst - before > bytes.length * 2, 'the first delivery stores raw and attachment');
       assert.ok(secondAdded < bytes.length * 1.5, `the second added ${secondAdded} bytes: its raw message only`);

@@ -125,9 +125,18 @@ test('SIGTERM under load: in-flight work completes or is refused cleanly; after 
     await Promise.all(workers);
   }
   assert.match(child.log(), /"msg":"stopped"/);
-  assert.ok(statuses.every((s) => s === 201), `HTTP answered ${[...new Set(statuses)].join(', ')} during shutdown`);
-  assert.ok(refusals.every((r) => /ECONNREFUSED|ECONNRESET|UND_ERR_SOCKET|other side closed|fetch failed/.test(r)), refusals.join(', '));
-  const errors = child.log().split('\n').filter((l) => l.includes('"level":"error"'));
+  assert.ok(
+    statuses.every((s) => s === 201),
+    `HTTP answered ${[...new Set(statuses)].join(', ')} during shutdown`,
+  );
+  assert.ok(
+    refusals.every((r) => /ECONNREFUSED|ECONNRESET|UND_ERR_SOCKET|other side closed|fetch failed/.test(r)),
+    refusals.join(', '),
+  );
+  const errors = child
+    .log()
+    .split('\n')
+    .filter((l) => l.includes('"level":"error"'));
   assert.deepEqual(errors, []);
 
   // Restart: nothing stays running, every 201 and every 250 is there, each send delivered exactly once.

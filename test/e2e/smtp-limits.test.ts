@@ -19,7 +19,9 @@ after(async () => {
 });
 
 const limited = (reason: string) => {
-  const line = metricsOf(t.server.ctx).smtpLimited.render().find((l) => l.includes(`reason="${reason}"`));
+  const line = metricsOf(t.server.ctx)
+    .smtpLimited.render()
+    .find((l) => l.includes(`reason="${reason}"`));
   return line ? Number(line.split(' ').pop()) : 0;
 };
 
@@ -117,7 +119,9 @@ describe('SMTP memory budget', () => {
     const inbox = (await m.api('GET', '/inboxes')).body.data[0];
     assert.equal((await m.api('GET', `/inboxes/${inbox.id}/messages?limit=1`)).body.total, 2);
     await Promise.all([a.quit(), b.quit()]);
-    const limitedLine = metricsOf(m.server.ctx).smtpLimited.render().find((l) => l.includes('reason="memory_budget"'));
+    const limitedLine = metricsOf(m.server.ctx)
+      .smtpLimited.render()
+      .find((l) => l.includes('reason="memory_budget"'));
     assert.equal(Number(limitedLine?.split(' ').pop()), 2);
   });
 

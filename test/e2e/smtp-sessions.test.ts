@@ -341,9 +341,7 @@ describe('SMTP edge cases', () => {
       const tag = name.replace(/\W+/g, '-').toLowerCase();
       const smuggled = `<smuggled${tag}@example.org>`;
       const outer = `<carrier${tag}@example.org>`;
-      const tail =
-        `MAIL FROM:<evil@example.org>\r\nRCPT TO:<other@agents.test>\r\nDATA\r\n` +
-        `From: evil@example.org\r\nSubject: smuggled ${name}\r\nMessage-ID: ${smuggled}\r\n\r\nsmuggled body`;
+      const tail = `MAIL FROM:<evil@example.org>\r\nRCPT TO:<other@agents.test>\r\nDATA\r\n` + `From: evil@example.org\r\nSubject: smuggled ${name}\r\nMessage-ID: ${smuggled}\r\n\r\nsmuggled body`;
       const body = `From: sender@example.org\r\nSubject: carrier ${name}\r\nMessage-ID: ${outer}\r\n\r\nfirst line${dot}${tail}`;
       const client = await session(t);
       assert.equal((await client.cmd('MAIL FROM:<sender@example.org>')).code, 250);

@@ -180,7 +180,10 @@ describe('a full spool and a restart', () => {
     assert.deepEqual(await messagesOf(first, inboxId), []);
     // `mailroom queue` shows what waits, named by its envelope sender.
     const waiting = (await listJobs(first.server.ctx, ['queued'])).map(queueEntry).filter((e) => e.kind === 'inbound');
-    assert.deepEqual(waiting.map((e) => e.subject), ['mail from <sender@example.net>', 'mail from <sender@example.net>']);
+    assert.deepEqual(
+      waiting.map((e) => e.subject),
+      ['mail from <sender@example.net>', 'mail from <sender@example.net>'],
+    );
     await first.close();
     first = undefined;
 
@@ -212,7 +215,11 @@ describe('mail that waits in the spool', () => {
     await jobRunner(first).stop(1000);
     const waiting = /queued as (job_\S+)/.exec((await deliver(first.server.smtpPort, 'box@agents.test', message('waiting one'))).text)![1];
     // Not due for an hour: it stays in the spool across the restart.
-    await sqlDb(first.server.ctx).update(jobs).set({ runAt: Date.now() + 3_600_000 }).where(eq(jobs.id, waiting)).run();
+    await sqlDb(first.server.ctx)
+      .update(jobs)
+      .set({ runAt: Date.now() + 3_600_000 })
+      .where(eq(jobs.id, waiting))
+      .run();
     await first.close();
     first = undefined;
 

@@ -25,7 +25,10 @@ import { peerSkip } from '../support/peers.ts';
 const NOW = '2026-11-25T00:00:00.000Z';
 
 test('placeholders are numbered outside quoted text and comments only', () => {
-  assert.equal(numberPlaceholders(`SELECT '?', "a?" FROM t WHERE x = ? AND y = 'it''s ?' AND z = ? -- why?\nLIMIT ?`), `SELECT '?', "a?" FROM t WHERE x = $1 AND y = 'it''s ?' AND z = $2 -- why?\nLIMIT $3`);
+  assert.equal(
+    numberPlaceholders(`SELECT '?', "a?" FROM t WHERE x = ? AND y = 'it''s ?' AND z = ? -- why?\nLIMIT ?`),
+    `SELECT '?', "a?" FROM t WHERE x = $1 AND y = 'it''s ?' AND z = $2 -- why?\nLIMIT $3`,
+  );
 });
 
 test('every table has a PostgreSQL form with the same columns, keys and indexes', () => {
@@ -125,7 +128,10 @@ for (const [engine, databaseUrl] of engines) {
       await store
         .transaction(async (tx: Db) => {
           await tx.insert(schema.accounts).values({ id: 'acc_caught', name: 'caught', createdAt: NOW });
-          await tx.insert(schema.accounts).values({ id: 'acc_caught', name: 'again', createdAt: NOW }).catch(() => undefined);
+          await tx
+            .insert(schema.accounts)
+            .values({ id: 'acc_caught', name: 'again', createdAt: NOW })
+            .catch(() => undefined);
         })
         .catch(() => (resolved = false));
       const committed = (await db().select().from(schema.accounts).where(eq(schema.accounts.id, 'acc_caught')).all()).length === 1;
@@ -172,15 +178,28 @@ for (const [engine, databaseUrl] of engines) {
     test('message counts per inbox and status follow inserts, status changes and deletes', async () => {
       await db().insert(schema.threads).values({ id: 'thr_1', accountId: 'acc_1', inboxId: 'inb_1', lastMessageAt: NOW, createdAt: NOW });
       const message = (id: string, status: string) => ({
-        id, accountId: 'acc_1', inboxId: 'inb_1', threadId: 'thr_1', direction: 'inbound', fromAddress: 'a@example.net',
-        status, messageIdHeader: `<${id}@example.net>`, createdAt: NOW, updatedAt: NOW,
+        id,
+        accountId: 'acc_1',
+        inboxId: 'inb_1',
+        threadId: 'thr_1',
+        direction: 'inbound',
+        fromAddress: 'a@example.net',
+        status,
+        messageIdHeader: `<${id}@example.net>`,
+        createdAt: NOW,
+        updatedAt: NOW,
       });
-      await db().insert(schema.messages).values([message('msg_1', 'received'), message('msg_2', 'received'), message('msg_3', 'received')]);
+      await db()
+        .insert(schema.messages)
+        .values([message('msg_1', 'received'), message('msg_2', 'received'), message('msg_3', 'received')]);
       await db().update(schema.messages).set({ status: 'bounced' }).where(eq(schema.messages.id, 'msg_2'));
       await db().update(schema.messages).set({ subject: 'no status change' }).where(eq(schema.messages.id, 'msg_1'));
       await db().delete(schema.messages).where(eq(schema.messages.id, 'msg_3'));
       const counts = await store.rows<[string, number]>(store.db, 'SELECT status, n FROM inbox_message_counts WHERE inbox_id = ? ORDER BY status', ['inb_1']);
-      assert.deepEqual(counts, [['bounced', 1], ['received', 1]]);
+      assert.deepEqual(counts, [
+        ['bounced', 1],
+        ['received', 1],
+      ]);
     });
 
     test('inside a transaction the store handle joins it; work left running after it ends does not', async () => {
@@ -250,8 +269,15 @@ describe('blobs in PostgreSQL', { skip: peerSkip(postgresMissing()) }, () => {
       /no/,
     );
     assert.equal(await blobs.exists(store.db, 'raw/rolled-back'), false);
-    const failing = new Readable({ read() { this.destroy(new Error('client went away')); } });
-    await assert.rejects(store.transaction((tx) => blobs.writeStream(tx, 'raw/cut', failing)), /client went away/);
+    const failing = new Readable({
+      read() {
+        this.destroy(new Error('client went away'));
+      },
+    });
+    await assert.rejects(
+      store.transaction((tx) => blobs.writeStream(tx, 'raw/cut', failing)),
+      /client went away/,
+    );
     assert.equal(await blobs.exists(store.db, 'raw/cut'), false);
   });
 

@@ -171,7 +171,10 @@ describe('wake-ups', () => {
       // one of the idle waiters at work (the busy account has no stream, no webhook).
       // (Open streams re-reading their keys every few seconds is not a wake-up; the hourly sweep
       // deleting old events is not a read.)
-      const idleReads = countStatements(t.server.ctx, (source, params) => !source.includes('api_keys') && (params.includes(idle.accountId) || params.includes(idleInbox.id) || /^\s*select\b[\s\S]*\bfrom "?events"?\b/i.test(source)));
+      const idleReads = countStatements(
+        t.server.ctx,
+        (source, params) => !source.includes('api_keys') && (params.includes(idle.accountId) || params.includes(idleInbox.id) || /^\s*select\b[\s\S]*\bfrom "?events"?\b/i.test(source)),
+      );
       // Each waiter reads once as it starts: wait until they all sit still.
       let last = -1;
       await until('the idle waiters to settle', async () => {
@@ -222,7 +225,10 @@ describe('wake-ups', () => {
       await deliverMail(t.server.smtpPort, { from: 'a@example.org', to: inbox.address, subject: 'needle', text: 'the needle' });
       const answer = await poll.done;
       assert.equal(answer.status, 200);
-      assert.deepEqual(answer.body.data.map((m: any) => m.subject), ['needle']);
+      assert.deepEqual(
+        answer.body.data.map((m: any) => m.subject),
+        ['needle'],
+      );
     } finally {
       searches.stop();
       FEED_SETTINGS.pollMs = 600_000;
@@ -266,20 +272,23 @@ describe('revoked keys', () => {
       assert.ok(waited, 'wait_for_message ended');
       assert.equal(toolError(waited), 'UNAUTHORIZED');
       await emitEvent(t.server.ctx, t.accountId, 'domain.verified', { id: 'dom_after' });
-      assert.deepEqual(stream.frames.map((f) => f.data.data.id), ['dom_before']);
+      assert.deepEqual(
+        stream.frames.map((f) => f.data.data.id),
+        ['dom_before'],
+      );
       expectError(await t.api('GET', '/events/stream', undefined, { key: made.key }), 401, 'UNAUTHORIZED');
     } finally {
       await mcp.close();
     }
   }
 
-  test("a key revoked through the API: its stream, long-poll and wait_for_message end within seconds", async () => {
+  test('a key revoked through the API: its stream, long-poll and wait_for_message end within seconds', async () => {
     await revokedEndsAll(async (id) => {
       assert.equal((await t.api('DELETE', `/account/api-keys/${id}`)).status, 204);
     });
   });
 
-  test("a key revoked by the CLI (another process): its stream, long-poll and wait_for_message end within seconds", async () => {
+  test('a key revoked by the CLI (another process): its stream, long-poll and wait_for_message end within seconds', async () => {
     const config = join(t.config.data_dir, 'cli.toml');
     writeFileSync(config, `data_dir = ${JSON.stringify(t.config.data_dir)}\nshared_domain = "agents.test"\n`);
     await revokedEndsAll(async (id) => {
@@ -290,7 +299,7 @@ describe('revoked keys', () => {
 });
 
 describe('memory', { skip: TEST_ENGINE === 'postgres' && 'the server runs as a child process on SQLite (the bound is in the stream, not the engine)' }, () => {
-  test('twenty streams that never read and a 14 MB mail: the server\'s RSS stays bounded', async () => {
+  test("twenty streams that never read and a 14 MB mail: the server's RSS stays bounded", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'mailroom-streams-rss-'));
     const inst = await prepareInstance(dir, '[limits]\nrequests_per_minute = 100000\n');
     const server = await startChild(inst);
@@ -298,7 +307,13 @@ describe('memory', { skip: TEST_ENGINE === 'postgres' && 'the server runs as a c
     const requests: ClientRequest[] = [];
     try {
       const api = async (method: string, path: string, body?: unknown) =>
-        readResponse(await fetch(inst.httpUrl + path, { method, headers: { authorization: `Bearer ${inst.key}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) }));
+        readResponse(
+          await fetch(inst.httpUrl + path, {
+            method,
+            headers: { authorization: `Bearer ${inst.key}`, 'content-type': 'application/json' },
+            body: body === undefined ? undefined : JSON.stringify(body),
+          }),
+        );
       const inbox = (await api('POST', '/inboxes', {})).body;
       // Twenty real clients that open the stream and then read nothing.
       for (let i = 0; i < 20; i++) {
@@ -321,13 +336,17 @@ describe('memory', { skip: TEST_ENGINE === 'postgres' && 'the server runs as a c
         // Every stream has read the event and written what it could (the log says nothing per
         // frame: wait until the server's memory stops changing).
         let last = 0;
-        await until('the server to settle', async () => {
-          const now = rss();
-          const settled = Math.abs(now - last) < 1 << 20;
-          last = now;
-          await new Promise((r) => setTimeout(r, 500));
-          return settled ? true : undefined;
-        }, 30_000);
+        await until(
+          'the server to settle',
+          async () => {
+            const now = rss();
+            const settled = Math.abs(now - last) < 1 << 20;
+            last = now;
+            await new Promise((r) => setTimeout(r, 500));
+            return settled ? true : undefined;
+          },
+          30_000,
+        );
       } finally {
         clearInterval(sampler);
       }

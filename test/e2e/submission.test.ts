@@ -55,7 +55,11 @@ before(async () => {
   const key = join(dir, 'key.pem');
   if (HAVE_OPENSSL) {
     const san = ['DNS:localhost', 'IP:127.0.0.1', ...(EXTERNAL ? [`IP:${EXTERNAL}`] : [])].join(',');
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=localhost', '-addext', `subjectAltName=${san}`], { stdio: 'ignore' });
+    execFileSync(
+      'openssl',
+      ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=localhost', '-addext', `subjectAltName=${san}`],
+      { stdio: 'ignore' },
+    );
   }
   dns = await startTestDns();
   mx = await startTestMx();
@@ -129,71 +133,81 @@ async function loggedIn(key = t.key) {
 }
 
 describe('sending through submission', () => {
-  test('nodemailer with STARTTLS from a non-loopback address: cc, bcc, an attachment and the Message-ID arrive DKIM-signed', { skip: NO_OPENSSL || (!EXTERNAL && 'needs a non-loopback address') }, async () => {
-    const transport = nodemailer.createTransport({
-      host: EXTERNAL,
-      port: t.server.submissionPort,
-      secure: false,
-      requireTLS: true,
-      tls: { ca: readFileSync(cert) },
-      auth: { user: inbox.address, pass: t.key },
-    });
-    const before = mx.messages.length;
-    const info = await transport.sendMail({
-      from: { name: 'Agent Smith', address: inbox.address },
-      to: 'Alice Remote <alice@remote.test>',
-      cc: 'carol@remote.test',
-      bcc: 'hidden@remote.test',
-      subject: 'Through port 587 ✓',
-      text: 'Hello Alice,\nsent by a mail client.',
-      html: '<p>Hello Alice, sent by a <b>mail client</b>.</p>',
-      messageId: '<client-chosen.1@agents.test>',
-      inReplyTo: '<earlier@remote.test>',
-      attachments: [{ filename: 'notes.txt', content: 'attached notes\n', contentType: 'text/plain' }],
-    });
-    transport.close();
-    assert.match(info.response, /^250 2\.0\.0 OK: queued as msg_/);
-    const id = queuedId(info.response);
+  test(
+    'nodemailer with STARTTLS from a non-loopback address: cc, bcc, an attachment and the Message-ID arrive DKIM-signed',
+    { skip: NO_OPENSSL || (!EXTERNAL && 'needs a non-loopback address') },
+    async () => {
+      const transport = nodemailer.createTransport({
+        host: EXTERNAL,
+        port: t.server.submissionPort,
+        secure: false,
+        requireTLS: true,
+        tls: { ca: readFileSync(cert) },
+        auth: { user: inbox.address, pass: t.key },
+      });
+      const before = mx.messages.length;
+      const info = await transport.sendMail({
+        from: { name: 'Agent Smith', address: inbox.address },
+        to: 'Alice Remote <alice@remote.test>',
+        cc: 'carol@remote.test',
+        bcc: 'hidden@remote.test',
+        subject: 'Through port 587 ✓',
+        text: 'Hello Alice,\nsent by a mail client.',
+        html: '<p>Hello Alice, sent by a <b>mail client</b>.</p>',
+        messageId: '<client-chosen.1@agents.test>',
+        inReplyTo: '<earlier@remote.test>',
+        attachments: [{ filename: 'notes.txt', content: 'attached notes\n', contentType: 'text/plain' }],
+      });
+      transport.close();
+      assert.match(info.response, /^250 2\.0\.0 OK: queued as msg_/);
+      const id = queuedId(info.response);
 
-    const m = await waitForStatus(id, ['sent']);
-    assert.equal(m.direction, 'outbound');
-    assert.equal(m.inboxId, inbox.id);
-    assert.equal(m.fromAddress, inbox.address);
-    assert.equal(m.subject, 'Through port 587 ✓');
-    assert.equal(m.messageIdHeader, '<client-chosen.1@agents.test>');
-    assert.deepEqual(m.toAddresses, ['alice@remote.test']);
-    assert.deepEqual(m.ccAddresses, ['carol@remote.test']);
-    assert.deepEqual(m.bccAddresses, ['hidden@remote.test']);
-    assert.equal(m.bodyText, 'Hello Alice,\nsent by a mail client.');
-    assert.match(m.bodyHtml, /<b>mail client<\/b>/);
-    assert.deepEqual(m.attachments.map((a: { filename: string; contentType: string; size: number }) => [a.filename, a.contentType, a.size]), [['notes.txt', 'text/plain', 15]]);
-    assert.deepEqual(m.recipients.map((r: { address: string; status: string }) => [r.address, r.status]).sort(), [
-      ['alice@remote.test', 'sent'],
-      ['carol@remote.test', 'sent'],
-      ['hidden@remote.test', 'sent'],
-    ]);
+      const m = await waitForStatus(id, ['sent']);
+      assert.equal(m.direction, 'outbound');
+      assert.equal(m.inboxId, inbox.id);
+      assert.equal(m.fromAddress, inbox.address);
+      assert.equal(m.subject, 'Through port 587 ✓');
+      assert.equal(m.messageIdHeader, '<client-chosen.1@agents.test>');
+      assert.deepEqual(m.toAddresses, ['alice@remote.test']);
+      assert.deepEqual(m.ccAddresses, ['carol@remote.test']);
+      assert.deepEqual(m.bccAddresses, ['hidden@remote.test']);
+      assert.equal(m.bodyText, 'Hello Alice,\nsent by a mail client.');
+      assert.match(m.bodyHtml, /<b>mail client<\/b>/);
+      assert.deepEqual(
+        m.attachments.map((a: { filename: string; contentType: string; size: number }) => [a.filename, a.contentType, a.size]),
+        [['notes.txt', 'text/plain', 15]],
+      );
+      assert.deepEqual(m.recipients.map((r: { address: string; status: string }) => [r.address, r.status]).sort(), [
+        ['alice@remote.test', 'sent'],
+        ['carol@remote.test', 'sent'],
+        ['hidden@remote.test', 'sent'],
+      ]);
 
-    const captured = (await mx.waitFor(before + 3)).slice(before);
-    assert.deepEqual(captured.flatMap((c) => c.rcptTo).sort(), ['alice@remote.test', 'carol@remote.test', 'hidden@remote.test']);
-    const raw = captured[0].raw;
-    assert.doesNotMatch(raw.toString(), /hidden@remote\.test|^bcc:/im);
-    await assertDkimPass(raw);
-    const parsed = await simpleParser(raw);
-    assert.equal(parsed.messageId, '<client-chosen.1@agents.test>');
-    assert.equal(parsed.inReplyTo, '<earlier@remote.test>');
-    assert.deepEqual(addressesOf(parsed.from), [inbox.address]);
-    assert.deepEqual(addressesOf(parsed.to), ['alice@remote.test']);
-    assert.equal(parsed.attachments[0].content.toString(), 'attached notes\n');
+      const captured = (await mx.waitFor(before + 3)).slice(before);
+      assert.deepEqual(captured.flatMap((c) => c.rcptTo).sort(), ['alice@remote.test', 'carol@remote.test', 'hidden@remote.test']);
+      const raw = captured[0].raw;
+      assert.doesNotMatch(raw.toString(), /hidden@remote\.test|^bcc:/im);
+      await assertDkimPass(raw);
+      const parsed = await simpleParser(raw);
+      assert.equal(parsed.messageId, '<client-chosen.1@agents.test>');
+      assert.equal(parsed.inReplyTo, '<earlier@remote.test>');
+      assert.deepEqual(addressesOf(parsed.from), [inbox.address]);
+      assert.deepEqual(addressesOf(parsed.to), ['alice@remote.test']);
+      assert.equal(parsed.attachments[0].content.toString(), 'attached notes\n');
 
-    // The attachment downloads through the API like any other.
-    const att = await t.api('GET', `/attachments/${m.attachments[0].id}`);
-    assert.equal(att.status, 200, att.text);
-    assert.equal(await (await fetch(att.body.url)).text(), 'attached notes\n');
-    // The inbox counted the send, and the event of the send was recorded.
-    assert.equal((await t.api('GET', `/inboxes/${inbox.id}`)).body.sendsToday >= 1, true);
-    const events = await t.api('GET', `/events?types=message.sent`);
-    assert.ok(events.body.data.some((e: { data: { id: string } }) => e.data.id === id), events.text);
-  });
+      // The attachment downloads through the API like any other.
+      const att = await t.api('GET', `/attachments/${m.attachments[0].id}`);
+      assert.equal(att.status, 200, att.text);
+      assert.equal(await (await fetch(att.body.url)).text(), 'attached notes\n');
+      // The inbox counted the send, and the event of the send was recorded.
+      assert.equal((await t.api('GET', `/inboxes/${inbox.id}`)).body.sendsToday >= 1, true);
+      const events = await t.api('GET', `/events?types=message.sent`);
+      assert.ok(
+        events.body.data.some((e: { data: { id: string } }) => e.data.id === id),
+        events.text,
+      );
+    },
+  );
 
   test('nodemailer on loopback logs in without TLS; a message without a Message-ID gets one on the inbox domain', async () => {
     const transport = nodemailer.createTransport({ host: '127.0.0.1', port: t.server.submissionPort, secure: false, ignoreTLS: true, auth: { user: inbox.address.toUpperCase(), pass: t.key } });
@@ -215,7 +229,25 @@ describe('sending through submission', () => {
     const out = await new Promise<string>((resolve, reject) =>
       execFile(
         'swaks',
-        ['--server', `${EXTERNAL}:${t.server.submissionPort}`, '--tls', '--auth', 'LOGIN', '--auth-user', inbox.address, '--auth-password', t.key, '--from', inbox.address, '--to', 'swaks@remote.test', '--header', 'Subject: from swaks', '--body', 'swaks body'],
+        [
+          '--server',
+          `${EXTERNAL}:${t.server.submissionPort}`,
+          '--tls',
+          '--auth',
+          'LOGIN',
+          '--auth-user',
+          inbox.address,
+          '--auth-password',
+          t.key,
+          '--from',
+          inbox.address,
+          '--to',
+          'swaks@remote.test',
+          '--header',
+          'Subject: from swaks',
+          '--body',
+          'swaks body',
+        ],
         (err, stdout) => (err ? reject(new Error(`${err.message}\n${stdout}`)) : resolve(stdout)),
       ),
     );

@@ -74,7 +74,10 @@ describe('the /suppressions API', () => {
 
     const all = (await t.api('GET', '/suppressions')).body;
     assert.deepEqual([all.total, all.limit, all.offset], [2, 20, 0]);
-    assert.deepEqual(all.data.map((e: any) => e.address), ['second@example.org', 'first@example.org']);
+    assert.deepEqual(
+      all.data.map((e: any) => e.address),
+      ['second@example.org', 'first@example.org'],
+    );
     const page = (await t.api('GET', '/suppressions?limit=1&offset=1')).body;
     assert.deepEqual([page.total, page.data.map((e: any) => e.address)], [2, ['first@example.org']]);
     const one = (await t.api('GET', '/suppressions?address=First%40EXAMPLE.org')).body;
@@ -192,7 +195,10 @@ describe('every sending path honours the list', () => {
     await refusedEverywhere(await t.api('POST', `/inboxes/${inbox.id}/messages`, { to: ['BLOCKED@remote.test'], subject: 's', bodyText: 'x' }), blocked);
     await refusedEverywhere(await t.api('POST', `/messages/${original}/reply`, { bodyText: 'answer' }), blocked);
     await refusedEverywhere(await t.api('POST', `/messages/${original}/forward`, { to: [blocked], bodyText: 'fyi' }), blocked);
-    await refusedEverywhere(await t.api('POST', `/inboxes/${inbox.id}/messages`, { to: [blocked], subject: 's', bodyText: 'x', sendAt: new Date(clock.now().getTime() + 3_600_000).toISOString() }), blocked);
+    await refusedEverywhere(
+      await t.api('POST', `/inboxes/${inbox.id}/messages`, { to: [blocked], subject: 's', bodyText: 'x', sendAt: new Date(clock.now().getTime() + 3_600_000).toISOString() }),
+      blocked,
+    );
     const draft = (await t.api('POST', `/inboxes/${inbox.id}/drafts`, { to: [blocked], subject: 'draft', bodyText: 'x' })).body;
     await refusedEverywhere(await t.api('POST', `/drafts/${draft.id}/send`, {}), blocked);
     // The refused draft is kept as it was.
@@ -275,7 +281,10 @@ test('mailroom suppressions add|list|remove', async () => {
   assert.equal((await entryOf('cli@example.org')).reason, 'manual');
   const list = await runCli(['suppressions', 'list', '--account', t.accountId, '--address', 'cli@example.org', '--json', '--config', config]);
   assert.equal(list.code, 0, list.stderr);
-  assert.deepEqual(JSON.parse(list.stdout).data.map((e: any) => e.address), ['cli@example.org']);
+  assert.deepEqual(
+    JSON.parse(list.stdout).data.map((e: any) => e.address),
+    ['cli@example.org'],
+  );
   const remove = await runCli(['suppressions', 'remove', 'cli@example.org', '--account', t.accountId, '--config', config]);
   assert.equal(remove.code, 0, remove.stderr);
   assert.equal(await entryOf('cli@example.org'), undefined);

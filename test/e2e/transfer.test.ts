@@ -197,7 +197,10 @@ test('an archive naming a blob path outside the blob directories is refused and 
   const work = mkdtempSync(join(dir, 'crafted-'));
   await tar.extract({ file: archive, cwd: work });
   const jsonl = join(work, 'tables', 'messages.jsonl');
-  const rows = readFileSync(jsonl, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+  const rows = readFileSync(jsonl, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
   rows[0]!.raw_path = '../../../../tmp/mailroom-evil.eml';
   writeFileSync(jsonl, rows.map((r) => JSON.stringify(r)).join('\n') + '\n');
   const crafted = join(dir, 'crafted.tar.gz');

@@ -57,11 +57,15 @@ async function send(to: string): Promise<string> {
 
 /** The recipient once its first attempt ended (sent, or deferred with its reason). */
 async function outcome(id: string): Promise<{ status: string; response: string }> {
-  return until(`an outcome for ${id}`, async () => {
-    const m = (await t.api('GET', `/messages/${id}`)).body;
-    const r = m.recipients[0];
-    return ['sent', 'deferred', 'bounced', 'failed'].includes(r.status) ? r : undefined;
-  }, 20_000);
+  return until(
+    `an outcome for ${id}`,
+    async () => {
+      const m = (await t.api('GET', `/messages/${id}`)).body;
+      const r = m.recipients[0];
+      return ['sent', 'deferred', 'bounced', 'failed'].includes(r.status) ? r : undefined;
+    },
+    20_000,
+  );
 }
 
 before(async () => {

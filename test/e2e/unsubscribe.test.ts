@@ -126,7 +126,13 @@ describe('one-click unsubscribe', () => {
     assert.equal(sent.status, 202, sent.text);
     assert.match((await headersOf(sent.body.messageIdHeader)).mailto, /^unsubscribe\+/);
 
-    const scheduled = await t.api('POST', `/inboxes/${inbox.id}/messages`, { to: ['later@remote.test'], subject: 'later', bodyText: 'x', listUnsubscribe: true, sendAt: new Date(clock.now().getTime() + 60_000).toISOString() });
+    const scheduled = await t.api('POST', `/inboxes/${inbox.id}/messages`, {
+      to: ['later@remote.test'],
+      subject: 'later',
+      bodyText: 'x',
+      listUnsubscribe: true,
+      sendAt: new Date(clock.now().getTime() + 60_000).toISOString(),
+    });
     assert.equal(scheduled.status, 202, scheduled.text);
     offset += 120_000;
     (t.server.services.find((s) => s.name === 'jobs') as unknown as JobRunner).wake();

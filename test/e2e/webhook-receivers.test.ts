@@ -40,10 +40,17 @@ async function startReceiver(command: string, args: (code: string) => string[], 
   child.stdout!.on('data', (d) => (out += d));
   child.stderr!.on('data', (d) => (out += d));
   // Listening once it answers anything to a bare GET.
-  await until(`the receiver on port ${port}`, async () => {
-    if (child.exitCode !== null) throw new Error(`the receiver exited: ${out}`);
-    return fetch(`http://127.0.0.1:${port}/`).then(() => true, () => undefined);
-  }, 15_000);
+  await until(
+    `the receiver on port ${port}`,
+    async () => {
+      if (child.exitCode !== null) throw new Error(`the receiver exited: ${out}`);
+      return fetch(`http://127.0.0.1:${port}/`).then(
+        () => true,
+        () => undefined,
+      );
+    },
+    15_000,
+  );
   return { port, child, out: () => out };
 }
 
@@ -64,8 +71,22 @@ describe('the webhook receivers of docs/api.md', () => {
   });
 
   const cases = [
-    { name: 'Node, with the standardwebhooks package', lang: 'js', marker: "from 'standardwebhooks'", command: process.execPath, args: (code: string) => ['--input-type=module', '--eval', code], skip: false },
-    { name: 'Python, with the standard library', lang: 'python', marker: 'HTTPServer', command: 'python3', args: (code: string) => ['-c', code], skip: peerSkip(toolMissing('python3', ['--version'], 'python3')) },
+    {
+      name: 'Node, with the standardwebhooks package',
+      lang: 'js',
+      marker: "from 'standardwebhooks'",
+      command: process.execPath,
+      args: (code: string) => ['--input-type=module', '--eval', code],
+      skip: false,
+    },
+    {
+      name: 'Python, with the standard library',
+      lang: 'python',
+      marker: 'HTTPServer',
+      command: 'python3',
+      args: (code: string) => ['-c', code],
+      skip: peerSkip(toolMissing('python3', ['--version'], 'python3')),
+    },
   ];
 
   for (const c of cases) {
@@ -82,7 +103,8 @@ describe('the webhook receivers of docs/api.md', () => {
 
       const body = JSON.stringify({ id: 'evt_forged', type: 'message.received', data: { id: 'msg_forged' } });
       const now = Math.floor(Date.now() / 1000);
-      const post = (headers: Record<string, string>) => fetch(`http://127.0.0.1:${port}/hook`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body }).then((res) => res.status);
+      const post = (headers: Record<string, string>) =>
+        fetch(`http://127.0.0.1:${port}/hook`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body }).then((res) => res.status);
       assert.equal(await post({ 'webhook-id': 'evt_forged', 'webhook-timestamp': String(now), 'webhook-signature': sign('whsec_wrong', 'evt_forged', now, body) }), 401);
       const stale = now - 600;
       assert.equal(await post({ 'webhook-id': 'evt_forged', 'webhook-timestamp': String(stale), 'webhook-signature': sign(hook.body.secret, 'evt_forged', stale, body) }), 401);

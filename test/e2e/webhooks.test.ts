@@ -33,8 +33,7 @@ function emit(t: TestServer, type: EventType, data?: unknown, accountId = t.acco
 }
 
 /** Waits until `fn` returns a truthy value (the shared poller, which waits for non-undefined). */
-const until = <T>(fn: () => Promise<T | undefined | false> | T | undefined | false, what: string, timeoutMs = 8000): Promise<T> =>
-  untilDefined(what, async () => (await fn()) || undefined, timeoutMs);
+const until = <T>(fn: () => Promise<T | undefined | false> | T | undefined | false, what: string, timeoutMs = 8000): Promise<T> => untilDefined(what, async () => (await fn()) || undefined, timeoutMs);
 
 const verify = (secret: string, r: Received) => {
   const expected = createHmac('sha256', secret).update(r.raw).digest();
@@ -75,7 +74,16 @@ test('CRUD: secret only on create and rotation, PUT changes only given fields, c
     // Fixed words win over /webhooks/:id.
     const catalog = await t.api('GET', '/webhooks/catalog');
     assert.equal(catalog.status, 200);
-    assert.deepEqual(catalog.body.data.map((e: any) => e.name).sort(), ['domain.verified', 'message.bounced', 'message.canceled', 'message.complained', 'message.delivered', 'message.held', 'message.received', 'message.sent']);
+    assert.deepEqual(catalog.body.data.map((e: any) => e.name).sort(), [
+      'domain.verified',
+      'message.bounced',
+      'message.canceled',
+      'message.complained',
+      'message.delivered',
+      'message.held',
+      'message.received',
+      'message.sent',
+    ]);
     assert.ok(catalog.body.data.every((e: any) => typeof e.description === 'string' && e.description.length > 10));
     assert.deepEqual((await t.api('GET', '/webhooks/logs')).body, { data: [] });
     assert.equal((await t.api('GET', '/webhooks/activity')).body.hours, 6);
@@ -164,7 +172,21 @@ test('delivery: signed POST of the envelope, logged with both variants, counted 
       const l = await logsOf(t);
       return l.length === 1 && l;
     }, 'log entry');
-    assert.deepEqual(Object.keys(entry).sort(), ['attempt', 'attempts', 'createdAt', 'durationMs', 'error', 'event', 'eventId', 'eventType', 'httpStatus', 'id', 'responseStatus', 'status', 'webhookId']);
+    assert.deepEqual(Object.keys(entry).sort(), [
+      'attempt',
+      'attempts',
+      'createdAt',
+      'durationMs',
+      'error',
+      'event',
+      'eventId',
+      'eventType',
+      'httpStatus',
+      'id',
+      'responseStatus',
+      'status',
+      'webhookId',
+    ]);
     assert.match(entry.id, /^dlv_/);
     assert.equal(entry.id, r.headers['x-service-delivery-id']);
     assert.deepEqual(
@@ -180,7 +202,10 @@ test('delivery: signed POST of the envelope, logged with both variants, counted 
     assert.equal(act.failureCount, 0);
     assert.equal(act.buckets.length, 6);
     const hourOf = (iso: string) => new Date(Math.floor(Date.parse(iso) / 3_600_000) * 3_600_000).toISOString();
-    assert.deepEqual(act.buckets.find((b: any) => b.timestamp === hourOf(entry.createdAt)), { timestamp: hourOf(entry.createdAt), success: 1, failure: 0 });
+    assert.deepEqual(
+      act.buckets.find((b: any) => b.timestamp === hourOf(entry.createdAt)),
+      { timestamp: hourOf(entry.createdAt), success: 1, failure: 0 },
+    );
     assert.ok(act.buckets.every((b: any, i: number) => i === 0 || Date.parse(b.timestamp) - Date.parse(act.buckets[i - 1].timestamp) === 3_600_000));
     assert.equal((await t.api('GET', '/webhooks/activity?hours=24')).body.buckets.length, 24);
 
@@ -190,7 +215,10 @@ test('delivery: signed POST of the envelope, logged with both variants, counted 
     await emit(t, 'message.bounced', { id: 'msg_2' });
     await until(async () => (await logsOf(t)).length === 4, 'four deliveries logged');
     assert.equal(rx.received.length, 4, 'the first hook got both, the bounced-only hook got one');
-    assert.deepEqual(rx.received.filter((x) => x.path === '/bounced').map((x) => x.json.type), ['message.bounced']);
+    assert.deepEqual(
+      rx.received.filter((x) => x.path === '/bounced').map((x) => x.json.type),
+      ['message.bounced'],
+    );
     assert.ok(rx.received.filter((x) => x.path === '/bounced').every((x) => verify(onlyBounced.secret, x)));
   } finally {
     await t.close();
@@ -209,17 +237,30 @@ test('retries: six attempts spaced by the schedule, then failed; timeouts, redir
       const l = await logsOf(t, `?webhookId=${w.id}`);
       return l.length === 6 && l;
     }, 'six log entries');
-    assert.deepEqual(logs.map((e) => e.attempt), [6, 5, 4, 3, 2, 1], 'most recent first');
+    assert.deepEqual(
+      logs.map((e) => e.attempt),
+      [6, 5, 4, 3, 2, 1],
+      'most recent first',
+    );
     // Each attempt a retry followed is `failed` once that retry is logged; none stays pending.
-    assert.deepEqual(logs.map((e) => e.status), ['failed', 'failed', 'failed', 'failed', 'failed', 'failed']);
+    assert.deepEqual(
+      logs.map((e) => e.status),
+      ['failed', 'failed', 'failed', 'failed', 'failed', 'failed'],
+    );
     assert.ok(logs.every((e) => e.httpStatus === 500 && e.eventId === ev.id && e.error === 'HTTP 500'));
     // Spacing: each attempt starts at least its delay after the previous one started (the
     // log's createdAt is the moment the attempt was claimed, which also fixes the next run time).
     const at = logs.map((e) => Date.parse(e.createdAt)).reverse();
     const delays = [100, 200, 300, 400, 500];
     for (let i = 1; i < at.length; i++) assert.ok(at[i] - at[i - 1] >= delays[i - 1], `gap ${i}: ${at[i] - at[i - 1]} ms < ${delays[i - 1]} ms`);
-    assert.deepEqual(rx.received.map((r) => r.headers['x-service-attempt']), ['1', '2', '3', '4', '5', '6']);
-    assert.ok(rx.received.every((r) => r.raw.equals(rx.received[0].raw)), 'every attempt sends the same bytes');
+    assert.deepEqual(
+      rx.received.map((r) => r.headers['x-service-attempt']),
+      ['1', '2', '3', '4', '5', '6'],
+    );
+    assert.ok(
+      rx.received.every((r) => r.raw.equals(rx.received[0].raw)),
+      'every attempt sends the same bytes',
+    );
     const job = await until(async () => (await listJobs(t.server.ctx, ['failed'])).find((j) => j.kind === 'webhook'), 'job failed');
     assert.equal(job.attempts, 6);
     // No seventh attempt.
@@ -235,9 +276,15 @@ test('retries: six attempts spaced by the schedule, then failed; timeouts, redir
     assert.equal((await logsOf(t, '?event=message.received')).length, 0);
     assert.equal((await logsOf(t, '?hours=1')).length, 6);
     const page1 = await logsOf(t, '?limit=4');
-    assert.deepEqual(page1.map((e) => e.attempt), [6, 5, 4, 3]);
+    assert.deepEqual(
+      page1.map((e) => e.attempt),
+      [6, 5, 4, 3],
+    );
     const page2 = await logsOf(t, `?limit=4&before=${page1.at(-1).id}`);
-    assert.deepEqual(page2.map((e) => e.attempt), [2, 1]);
+    assert.deepEqual(
+      page2.map((e) => e.attempt),
+      [2, 1],
+    );
 
     // Slow answers, hangs and redirects: each a failed attempt, then success.
     assert.equal((await t.api('DELETE', `/webhooks/${w.id}`)).status, 204);
@@ -281,7 +328,10 @@ test('pausing: nothing is queued while inactive, a queued retry is dropped and l
     await emit(t, 'message.received', { id: 'msg_resumed' });
     await rx.waitFor(3);
     const toA = rx.received.filter((r) => r.path === '/a');
-    assert.deepEqual(toA.map((r) => r.json.data.id), ['msg_resumed']);
+    assert.deepEqual(
+      toA.map((r) => r.json.data.id),
+      ['msg_resumed'],
+    );
 
     // A retry queued before a pause is dropped, logged as failed (replayable later).
     await t.api('PUT', `/webhooks/${b.id}`, { isActive: false });
@@ -315,11 +365,17 @@ test('deletion: queued retries are dropped, later events are not delivered, logs
       const l = await logsOf(t, `?webhookId=${w.id}`);
       return l.length === 2 && l;
     }, 'retry after delete logged');
-    assert.deepEqual(logs.map((e) => [e.attempt, e.status, e.httpStatus, e.error]), [
-      [2, 'failed', null, 'webhook deleted: delivery dropped'],
-      [1, 'failed', 503, 'HTTP 503'],
-    ]);
-    assert.deepEqual(rx.received.map((r) => r.json.data.id), ['msg_1']);
+    assert.deepEqual(
+      logs.map((e) => [e.attempt, e.status, e.httpStatus, e.error]),
+      [
+        [2, 'failed', null, 'webhook deleted: delivery dropped'],
+        [1, 'failed', 503, 'HTTP 503'],
+      ],
+    );
+    assert.deepEqual(
+      rx.received.map((r) => r.json.data.id),
+      ['msg_1'],
+    );
     assert.equal((await listJobs(t.server.ctx, ['queued', 'running'])).length, 0, 'nothing queued for the event after deletion');
     assert.equal((await t.api('GET', `/webhooks/activity?webhookId=${w.id}`)).body.successCount, 0);
   } finally {
@@ -418,11 +474,17 @@ test('target safety: unsafe URLs are refused at save and re-checked at every del
       const l = await logsOf(t, `?webhookId=${ok.body.id}`);
       return l.length === 2 && l;
     }, 'two refused attempts');
-    assert.deepEqual(logs.map((e) => [e.attempt, e.status, e.httpStatus]), [
-      [2, 'failed', null],
-      [1, 'failed', null],
-    ]);
-    assert.ok(logs.every((e) => /target refused: public\.test resolves to 127\.0\.0\.1/.test(e.error)), logs[0].error);
+    assert.deepEqual(
+      logs.map((e) => [e.attempt, e.status, e.httpStatus]),
+      [
+        [2, 'failed', null],
+        [1, 'failed', null],
+      ],
+    );
+    assert.ok(
+      logs.every((e) => /target refused: public\.test resolves to 127\.0\.0\.1/.test(e.error)),
+      logs[0].error,
+    );
   } finally {
     await t.close();
     await dns.close();
@@ -480,7 +542,10 @@ test('cross-account: a webhook receives only its own account events', async () =
     assert.equal(paths['/theirs'].data.id, 'msg_theirs');
     assert.equal(paths['/theirs'].webhookId, theirs.id);
     await until(async () => (await logsOf(t)).length === 1, 'own log');
-    assert.deepEqual((await logsOf(t)).map((e) => e.webhookId), [mine.id]);
+    assert.deepEqual(
+      (await logsOf(t)).map((e) => e.webhookId),
+      [mine.id],
+    );
     expectError(await t.api('GET', `/webhooks/${theirs.id}`), 404, 'WEBHOOK_NOT_FOUND');
   } finally {
     await t.close();
@@ -488,7 +553,7 @@ test('cross-account: a webhook receives only its own account events', async () =
   }
 });
 
-test('inboxIds: a scoped webhook gets only those inboxes\' events; empty means every inbox; ids are checked', async () => {
+test("inboxIds: a scoped webhook gets only those inboxes' events; empty means every inbox; ids are checked", async () => {
   const rx = await startReceiver(200);
   const t = await startTestServer({ webhooks: FAST });
   try {
@@ -510,7 +575,11 @@ test('inboxIds: a scoped webhook gets only those inboxes\' events; empty means e
     await rx.waitFor(4); // all: two messages and the domain; scoped: one message
     // Every delivery job has run: a fifth delivery would have been made by now.
     await until(async () => (await listJobs(t.server.ctx, ['queued', 'running'])).length === 0, 'every delivery job has run');
-    const got = (path: string) => rx.received.filter((r) => r.path === path).map((r) => `${r.json.type} ${r.json.data.inboxId ?? '-'}`).sort();
+    const got = (path: string) =>
+      rx.received
+        .filter((r) => r.path === path)
+        .map((r) => `${r.json.type} ${r.json.data.inboxId ?? '-'}`)
+        .sort();
     assert.deepEqual(got('/scoped'), [`message.received ${a.id}`]);
     assert.deepEqual(got('/all'), ['domain.verified -', `message.received ${a.id}`, `message.received ${b.id}`].sort());
 
@@ -550,10 +619,13 @@ test('CLI: webhooks deliveries --failed lists failures; replay sends one again a
 
     const listed = await runCli(['webhooks', 'deliveries', '--failed', '--json', '--config', config]);
     assert.equal(listed.code, 0, listed.stderr);
-    assert.deepEqual(JSON.parse(listed.stdout).data.map((e: any) => [e.id, e.status, e.attempt]), [
-      [failed.id, 'failed', 2],
-      [first.id, 'failed', 1],
-    ]);
+    assert.deepEqual(
+      JSON.parse(listed.stdout).data.map((e: any) => [e.id, e.status, e.attempt]),
+      [
+        [failed.id, 'failed', 2],
+        [first.id, 'failed', 1],
+      ],
+    );
     await assert.rejects(() => replayDelivery(t.server.ctx, 'dlv_nope'), /not found/);
 
     rx.fallback = 200;
@@ -574,8 +646,14 @@ test('CLI: webhooks deliveries --failed lists failures; replay sends one again a
 
     // Replaying the same failed entry twice more: each replay is a new, distinct attempt number.
     const again = [await replayDelivery(t.server.ctx, failed.id), await replayDelivery(t.server.ctx, failed.id)];
-    assert.deepEqual(again.map((r) => r.attempt), [4, 5]);
-    assert.ok(again.every((r) => r.alreadyDelivered), 'attempt 3 succeeded: the event was already delivered');
+    assert.deepEqual(
+      again.map((r) => r.attempt),
+      [4, 5],
+    );
+    assert.ok(
+      again.every((r) => r.alreadyDelivered),
+      'attempt 3 succeeded: the event was already delivered',
+    );
     await rx.waitFor(5);
     const numbers = await until(async () => {
       const l = (await logsOf(t, `?webhookId=${w.id}`)).map((e) => e.attempt);
@@ -616,10 +694,13 @@ test('replay: an attempt whose retry is still scheduled (pending) cannot be repl
       const l = await logsOf(t, `?webhookId=${w.id}`);
       return l.length === 2 && l;
     }, 'two attempts');
-    assert.deepEqual(logs.map((e) => [e.attempt, e.status]), [
-      [2, 'pending'],
-      [1, 'failed'],
-    ]);
+    assert.deepEqual(
+      logs.map((e) => [e.attempt, e.status]),
+      [
+        [2, 'pending'],
+        [1, 'failed'],
+      ],
+    );
     rx.fallback = 200;
     // Numbered after the job's last possible attempt (3), so the two never share a number.
     assert.equal((await replayDelivery(t.server.ctx, logs[1].id)).attempt, 4);
@@ -644,7 +725,14 @@ test('end to end: mail over SMTP becomes a signed message.received POST, also wh
   try {
     const inbox = (await t.api('POST', '/inboxes', { address: 'agent' })).body;
     const w = (await t.api('POST', '/webhooks', { url: `${rx.url}/inbound`, events: ['message.received'] })).body;
-    const info = await transport.sendMail({ from: 'Bob Sender <bob@example.org>', to: inbox.address, subject: 'Order 42', text: 'Where is it?', html: '<p>Where is it?</p>', attachments: [{ filename: 'a.txt', content: 'x' }] });
+    const info = await transport.sendMail({
+      from: 'Bob Sender <bob@example.org>',
+      to: inbox.address,
+      subject: 'Order 42',
+      text: 'Where is it?',
+      html: '<p>Where is it?</p>',
+      attachments: [{ filename: 'a.txt', content: 'x' }],
+    });
     const [r] = await rx.waitFor(1);
     assert.ok(verify(w.secret, r));
     assert.equal(r.json.type, 'message.received');
@@ -714,7 +802,9 @@ test('the connection goes to the resolved address while Host and TLS SNI keep th
   // An HTTPS receiver with a self-signed certificate: the sender must refuse it (no
   // verification bypass), after sending the name in SNI.
   const dir = mkdtempSync(join(tmpdir(), 'mailroom-wh-tls-'));
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'), '-days', '1', '-subj', '/CN=receiver.test'], { stdio: 'ignore' });
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'), '-days', '1', '-subj', '/CN=receiver.test'], {
+    stdio: 'ignore',
+  });
   const secure = createSecureContext({ key: readFileSync(join(dir, 'key.pem')), cert: readFileSync(join(dir, 'cert.pem')) });
   const sni: string[] = [];
   const tlsServer = createHttpsServer({ SNICallback: (name, cb) => (sni.push(name), cb(null, secure)) }, (_req, res) => res.writeHead(200).end());
@@ -732,10 +822,13 @@ test('the connection goes to the resolved address while Host and TLS SNI keep th
       const l = await logsOf(t, `?webhookId=${tls.id}`);
       return l.length === 2 && l;
     }, 'two TLS failures');
-    assert.deepEqual(logs.map((e) => [e.attempt, e.status, e.httpStatus]), [
-      [2, 'failed', null],
-      [1, 'failed', null],
-    ]);
+    assert.deepEqual(
+      logs.map((e) => [e.attempt, e.status, e.httpStatus]),
+      [
+        [2, 'failed', null],
+        [1, 'failed', null],
+      ],
+    );
     assert.match(logs[0].error, /self[- ]signed certificate/);
     assert.ok(sni.length >= 1 && sni.every((n) => n === 'receiver.test'), `SNI: ${sni.join(',')}`);
   } finally {
@@ -796,12 +889,21 @@ test('Standard Webhooks: every attempt carries webhook-id/-timestamp/-signature 
       assert.throws(() => verifier.verify(r.raw.toString('utf8'), { ...headers, 'webhook-id': 'evt_other' }));
       assert.throws(() => verifier.verify(r.raw.toString('utf8'), { ...headers, 'webhook-timestamp': String(Number(headers['webhook-timestamp']) - 1) }));
     }
-    assert.deepEqual(got.map((r) => r.headers['x-service-attempt']), ['1', '2', '3']);
+    assert.deepEqual(
+      got.map((r) => r.headers['x-service-attempt']),
+      ['1', '2', '3'],
+    );
     // Another webhook's secret does not verify.
     const other = (await t.api('POST', '/webhooks', { url: `${rx.url}/other`, isActive: false })).body;
     const wrong = new StandardWebhook(Buffer.from(other.secret, 'utf8').toString('base64'));
     const r0 = got[0];
-    assert.throws(() => wrong.verify(r0.raw.toString('utf8'), { 'webhook-id': String(r0.headers['webhook-id']), 'webhook-timestamp': String(r0.headers['webhook-timestamp']), 'webhook-signature': String(r0.headers['webhook-signature']) }));
+    assert.throws(() =>
+      wrong.verify(r0.raw.toString('utf8'), {
+        'webhook-id': String(r0.headers['webhook-id']),
+        'webhook-timestamp': String(r0.headers['webhook-timestamp']),
+        'webhook-signature': String(r0.headers['webhook-signature']),
+      }),
+    );
   } finally {
     await t.close();
     await rx.close();

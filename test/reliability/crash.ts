@@ -102,8 +102,25 @@ function messageBody(id: string, to: string, random: () => number): string {
   const lines = [`From: load@example.org`, `To: ${to}`, `Subject: ${id}`, `Message-ID: <${id}>`];
   if (random() < 0.3) {
     // Some messages carry an attachment, so blob files are written as well as rows.
-    const b64 = Buffer.alloc(Math.floor(random() * 40_000) + 100, id).toString('base64').replace(/.{76}/g, '$&\r\n');
-    lines.push('MIME-Version: 1.0', 'Content-Type: multipart/mixed; boundary="b"', '', '--b', 'Content-Type: text/plain', '', `body of ${id}`, '--b', 'Content-Type: application/octet-stream', 'Content-Disposition: attachment; filename="a.bin"', 'Content-Transfer-Encoding: base64', '', b64, '--b--');
+    const b64 = Buffer.alloc(Math.floor(random() * 40_000) + 100, id)
+      .toString('base64')
+      .replace(/.{76}/g, '$&\r\n');
+    lines.push(
+      'MIME-Version: 1.0',
+      'Content-Type: multipart/mixed; boundary="b"',
+      '',
+      '--b',
+      'Content-Type: text/plain',
+      '',
+      `body of ${id}`,
+      '--b',
+      'Content-Type: application/octet-stream',
+      'Content-Disposition: attachment; filename="a.bin"',
+      'Content-Transfer-Encoding: base64',
+      '',
+      b64,
+      '--b--',
+    );
   } else {
     lines.push('', `body of ${id}`);
   }
@@ -217,24 +234,33 @@ export async function crashSmtpIngest(rounds: number, seed: number): Promise<Sce
   const violations: string[] = [];
   try {
     let inbox = '';
-    const kills = await crashRounds(inst, rounds, random, async (r) => {
-      if (r === 0) inbox = (await (await api(inst, 'POST', '/inboxes', { address: 'crash' })).json()).id;
-      let stopped = false;
-      const load = smtpLoad(inst.smtpPort, 8, `r${r}`, random, () => stopped, fate);
-      return async () => {
-        stopped = true;
-        await load;
-      };
-    }, SMTP_LOAD);
+    const kills = await crashRounds(
+      inst,
+      rounds,
+      random,
+      async (r) => {
+        if (r === 0) inbox = (await (await api(inst, 'POST', '/inboxes', { address: 'crash' })).json()).id;
+        let stopped = false;
+        const load = smtpLoad(inst.smtpPort, 8, `r${r}`, random, () => stopped, fate);
+        return async () => {
+          stopped = true;
+          await load;
+        };
+      },
+      SMTP_LOAD,
+    );
     const server = await startChild(inst);
     // Mail spooled before the last kill is processed by this start's job runner.
     const spooledLeft = () => readDb(inst, (db) => db.prepare('SELECT count(*) FROM spooled_messages').pluck().get() as number);
     const spooledAtRestart = spooledLeft();
     const drainStarted = Date.now();
-    for (const until = Date.now() + 120_000; spooledLeft() > 0 && Date.now() < until; ) await new Promise((r) => setTimeout(r, 200));
+    for (const until = Date.now() + 120_000; spooledLeft() > 0 && Date.now() < until;) await new Promise((r) => setTimeout(r, 200));
     const drainSeconds = Math.round((Date.now() - drainStarted) / 100) / 10;
     if (spooledLeft() > 0) violations.push(`${spooledLeft()} spooled messages still unprocessed 120 s after the restart`);
-    const stored = readDb(inst, (db) => db.prepare(`SELECT message_id_header AS id, count(*) AS n FROM messages WHERE inbox_id = ? GROUP BY message_id_header`).all(inbox) as Array<{ id: string; n: number }>);
+    const stored = readDb(
+      inst,
+      (db) => db.prepare(`SELECT message_id_header AS id, count(*) AS n FROM messages WHERE inbox_id = ? GROUP BY message_id_header`).all(inbox) as Array<{ id: string; n: number }>,
+    );
     const integrity = readDb(inst, (db) => db.pragma('quick_check', { simple: true }));
     const referenced = new Set(
       readDb(inst, (db) => [
@@ -369,11 +395,11 @@ export async function crashOutbound(rounds: number, seed: number): Promise<Scena
     mx.delayMs = 0;
     const server = await startChild(inst);
     // the sends are final
-    const settled = await waitFor(
-      () => readDb(inst, (db) => (db.prepare(`SELECT count(*) FROM jobs WHERE kind = 'send' AND status IN ('queued', 'running')`).pluck().get() as number) === 0),
-      120_000,
+    const settled = await waitFor(() => readDb(inst, (db) => (db.prepare(`SELECT count(*) FROM jobs WHERE kind = 'send' AND status IN ('queued', 'running')`).pluck().get() as number) === 0), 120_000);
+    const rows = readDb(
+      inst,
+      (db) => db.prepare(`SELECT id, status, message_id_header AS mid FROM messages WHERE inbox_id = ? AND direction = 'outbound'`).all(inbox) as Array<{ id: string; status: string; mid: string }>,
     );
-    const rows = readDb(inst, (db) => db.prepare(`SELECT id, status, message_id_header AS mid FROM messages WHERE inbox_id = ? AND direction = 'outbound'`).all(inbox) as Array<{ id: string; status: string; mid: string }>);
     const integrity = readDb(inst, (db) => db.pragma('quick_check', { simple: true }));
     await stopChild(server, 'SIGTERM');
     const byId = new Map(rows.map((m) => [m.id, m]));
@@ -385,7 +411,13 @@ export async function crashOutbound(rounds: number, seed: number): Promise<Scena
     const statusCount = (s: string) => rows.filter((m) => m.status === s).length;
     if (!settled) violations.push('send jobs did not settle within 120 s of the last restart');
     if (lost.length) violations.push(`${lost.length} sends answered 202 are missing: ${lost.slice(0, 5).join(', ')}`);
-    if (notFinal.length) violations.push(`${notFinal.length} sends never reached a final status: ${notFinal.slice(0, 5).map((m) => `${m.id}=${m.status}`).join(', ')}`);
+    if (notFinal.length)
+      violations.push(
+        `${notFinal.length} sends never reached a final status: ${notFinal
+          .slice(0, 5)
+          .map((m) => `${m.id}=${m.status}`)
+          .join(', ')}`,
+      );
     if (maxPerMessage > 1 + kills) violations.push(`a message was delivered ${maxPerMessage} times in ${kills} crashes`);
     // At most one duplicate per delivery in flight at a crash, and at most PER_DOMAIN are in flight.
     if (duplicates > kills * PER_DOMAIN) violations.push(`${duplicates} duplicate deliveries in ${kills} crashes: more than the ${PER_DOMAIN} deliveries that can be in flight at each`);
@@ -429,31 +461,44 @@ export async function crashWebhooks(rounds: number, seed: number): Promise<Scena
   const receiver = await startReceiver(200);
   const inst = await prepareInstance(
     dir,
-    ['[webhooks]', 'allow_insecure_targets = true', 'retry_schedule = ["300ms", "600ms", "1s", "2s", "3s", "5s", "5s", "5s", "5s", "5s"]', 'timeout = "3s"', '[limits]', 'requests_per_minute = 100000'].join('\n'),
+    [
+      '[webhooks]',
+      'allow_insecure_targets = true',
+      'retry_schedule = ["300ms", "600ms", "1s", "2s", "3s", "5s", "5s", "5s", "5s", "5s"]',
+      'timeout = "3s"',
+      '[limits]',
+      'requests_per_minute = 100000',
+    ].join('\n'),
   );
   const fate = { accepted: new Set<string>(), inDoubt: new Set<string>(), refused: 0 };
   let downRounds = 0;
   const violations: string[] = [];
   try {
-    const kills = await crashRounds(inst, rounds, random, async (r) => {
-      if (r === 0) {
-        await api(inst, 'POST', '/inboxes', { address: 'crash' });
-        await api(inst, 'POST', '/webhooks', { url: `${receiver.url}/hook`, events: ['message.received'] });
-      }
-      receiver.fallback = { status: 200, delayMs: Math.floor(random() * 800) };
-      const down = random() < 0.25;
-      if (down) {
-        downRounds++;
-        await receiver.down();
-      }
-      let stopped = false;
-      const load = smtpLoad(inst.smtpPort, 4, `w${r}`, random, () => stopped, fate);
-      return async () => {
-        stopped = true;
-        await load;
-        if (down) await receiver.up();
-      };
-    }, SMTP_LOAD);
+    const kills = await crashRounds(
+      inst,
+      rounds,
+      random,
+      async (r) => {
+        if (r === 0) {
+          await api(inst, 'POST', '/inboxes', { address: 'crash' });
+          await api(inst, 'POST', '/webhooks', { url: `${receiver.url}/hook`, events: ['message.received'] });
+        }
+        receiver.fallback = { status: 200, delayMs: Math.floor(random() * 800) };
+        const down = random() < 0.25;
+        if (down) {
+          downRounds++;
+          await receiver.down();
+        }
+        let stopped = false;
+        const load = smtpLoad(inst.smtpPort, 4, `w${r}`, random, () => stopped, fate);
+        return async () => {
+          stopped = true;
+          await load;
+          if (down) await receiver.up();
+        };
+      },
+      SMTP_LOAD,
+    );
     receiver.fallback = 200;
     const server = await startChild(inst);
     // the deliveries are done

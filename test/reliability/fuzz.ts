@@ -130,7 +130,10 @@ export async function fuzzSmtp(inputs: number, seed: number): Promise<ScenarioRe
     probing = false;
     await probe;
     const rssEnd = rssMb(pid);
-    const errors = server.log().split('\n').filter((l) => l.includes('"level":"error"'));
+    const errors = server
+      .log()
+      .split('\n')
+      .filter((l) => l.includes('"level":"error"'));
     for (const line of new Set(errors.map((l) => (JSON.parse(l) as { msg: string; error?: string }).error ?? JSON.parse(l).msg))) violations.push(`server logged an error: ${line}`);
     const exit = await stopChild(server, 'SIGTERM');
     if (exit.code !== 0) violations.push(`SIGTERM after the run: exit ${exit.code ?? exit.signal}`);

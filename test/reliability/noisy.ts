@@ -68,11 +68,15 @@ function upload(base: string, key: string, filename: string, contentType: string
     Buffer.from(`\r\n--${boundary}--\r\n`),
   ]);
   return new Promise((resolve, reject) => {
-    const req = request(new URL('/attachments', base), { method: 'POST', localAddress: ATTACKER, agent: false, headers: { authorization: `Bearer ${key}`, 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': body.length } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }));
-    });
+    const req = request(
+      new URL('/attachments', base),
+      { method: 'POST', localAddress: ATTACKER, agent: false, headers: { authorization: `Bearer ${key}`, 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': body.length } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }));
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -365,7 +369,8 @@ export const P99_FLOOR_MS = 10;
 /** What the issue requires of a run (issue 27, noisy-neighbour suite); an empty list when all hold. */
 export function noisyViolations(figures: NoisyFigures): string[] {
   const violations: string[] = [];
-  if (figures.attackP99 > Math.max(2 * figures.baselineP99, P99_FLOOR_MS)) violations.push(`B's GET /inboxes/{id} p99 ${figures.attackP99} ms under attack against ${figures.baselineP99} ms without (${figures.p99Ratio}×)`);
+  if (figures.attackP99 > Math.max(2 * figures.baselineP99, P99_FLOOR_MS))
+    violations.push(`B's GET /inboxes/{id} p99 ${figures.attackP99} ms under attack against ${figures.baselineP99} ms without (${figures.p99Ratio}×)`);
   if (figures.ingestRatio > 2) violations.push(`B's SMTP ingest ${figures.attackIngest} msg/s under attack against ${figures.baselineIngest} without (${figures.ingestRatio}× slower)`);
   if (figures.peakRssMb >= 512) violations.push(`peak RSS ${figures.peakRssMb} MB (bound: 512 MB)`);
   if (figures.lost) violations.push(`${figures.lost} of B's messages answered 250 are not stored`);

@@ -33,7 +33,10 @@ const SCENARIOS: Array<[string, () => Promise<ScenarioResult>]> = [
   ['webhooks', () => crashWebhooks(rounds, seed + 2)],
   ['smtp-fuzz', () => fuzzSmtp(Number(values.fuzz), seed + 3)],
   ['noisy-neighbour', () => noisyNeighbour(Number(values['noisy-seconds']))],
-  ['noisy-neighbour-postgres', async () => (postgresMissing() ? skipped('noisy-neighbour-postgres', postgresMissing() as string) : noisyNeighbour(Number(values['noisy-seconds']), await (await pgCluster()).createDatabase()))],
+  [
+    'noisy-neighbour-postgres',
+    async () => (postgresMissing() ? skipped('noisy-neighbour-postgres', postgresMissing() as string) : noisyNeighbour(Number(values['noisy-seconds']), await (await pgCluster()).createDatabase())),
+  ],
 ];
 
 function skipped(name: string, why: string): ScenarioResult {

@@ -34,7 +34,11 @@ async function databaseEnv(args: string[]): Promise<Record<string, string>> {
 export async function runCli(args: string[], opts: { cwd?: string; timeoutMs?: number; input?: string; env?: Record<string, string> } = {}): Promise<CliResult> {
   const database = await databaseEnv(args);
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', ENTRY, ...args], { cwd: opts.cwd ?? ROOT, env: { ...process.env, ...database, ...opts.env }, stdio: [opts.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', ENTRY, ...args], {
+      cwd: opts.cwd ?? ROOT,
+      env: { ...process.env, ...database, ...opts.env },
+      stdio: [opts.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+    });
     if (opts.input !== undefined) child.stdin!.end(opts.input);
     let stdout = '';
     let stderr = '';

@@ -11,8 +11,7 @@ import { join } from 'node:path';
 import { freePort } from './child-server.ts';
 import { toolMissing } from './peers.ts';
 
-export const dnssecMissing = (): string | false =>
-  toolMissing('unbound', ['-V'], 'unbound') || toolMissing('ldns-signzone', ['-v'], 'ldnsutils') || toolMissing('ldns-keygen', ['-v'], 'ldnsutils');
+export const dnssecMissing = (): string | false => toolMissing('unbound', ['-V'], 'unbound') || toolMissing('ldns-signzone', ['-v'], 'ldnsutils') || toolMissing('ldns-keygen', ['-v'], 'ldnsutils');
 
 export interface SignedZone {
   /** "127.0.0.1:port" of the validating resolver, for `dns.servers`. */

@@ -31,9 +31,16 @@ export function pdfWithText(pages: string[]): Buffer {
   const n = pages.length;
   // 1 catalog, 2 pages, 3 font, then per page: page object, content stream.
   const kids = pages.map((_, i) => `${4 + i * 2} 0 R`).join(' ');
-  const objects: string[] = ['<< /Type /Catalog /Pages 2 0 R >>', `<< /Type /Pages /Kids [${kids}] /Count ${n} >>`, '<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>'];
+  const objects: string[] = [
+    '<< /Type /Catalog /Pages 2 0 R >>',
+    `<< /Type /Pages /Kids [${kids}] /Count ${n} >>`,
+    '<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>',
+  ];
   pages.forEach((text, i) => {
-    const lines = text.split('\n').map((l, j) => `BT /F1 12 Tf 72 ${720 - j * 16} Td ${pdfString(l)} Tj ET`).join('\n');
+    const lines = text
+      .split('\n')
+      .map((l, j) => `BT /F1 12 Tf 72 ${720 - j * 16} Td ${pdfString(l)} Tj ET`)
+      .join('\n');
     objects.push(`<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> /Contents ${5 + i * 2} 0 R >>`);
     objects.push(`<< /Length ${Buffer.byteLength(lines, 'latin1')} >>\nstream\n${lines}\nendstream`);
   });

@@ -29,7 +29,18 @@ async function ensureMessage(ctx: AppContext, accountId: string, data: { id: str
   await sqlDb(ctx).insert(threads).values({ id: threadId, accountId, inboxId, subject: '', lastMessageAt: now, createdAt: now }).run();
   await sqlDb(ctx)
     .insert(messages)
-    .values({ id: data.id, accountId, inboxId, threadId, direction: 'inbound', fromAddress: 'fixture@example.org', status: 'received', messageIdHeader: `<${data.id}@fixture>`, createdAt: now, updatedAt: now })
+    .values({
+      id: data.id,
+      accountId,
+      inboxId,
+      threadId,
+      direction: 'inbound',
+      fromAddress: 'fixture@example.org',
+      status: 'received',
+      messageIdHeader: `<${data.id}@fixture>`,
+      createdAt: now,
+      updatedAt: now,
+    })
     .run();
 }
 

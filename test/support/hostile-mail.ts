@@ -44,28 +44,67 @@ export function seedMessages(): Array<[string, Buffer]> {
     ['header folded over 3000 lines', foldedHeader(3000)],
     ['boundary never used', Buffer.from(`Subject: b${CRLF}MIME-Version: 1.0${CRLF}Content-Type: multipart/mixed; boundary="nope"${CRLF}${CRLF}--other${CRLF}${CRLF}text${CRLF}--other--${CRLF}`)],
     ['empty boundary', Buffer.from(`Subject: b${CRLF}Content-Type: multipart/mixed; boundary=""${CRLF}${CRLF}--${CRLF}${CRLF}x${CRLF}----${CRLF}`)],
-    ['boundary of 5000 characters', Buffer.from(`Subject: b${CRLF}Content-Type: multipart/mixed; boundary="${'b'.repeat(5000)}"${CRLF}${CRLF}--${'b'.repeat(5000)}${CRLF}${CRLF}x${CRLF}--${'b'.repeat(5000)}--${CRLF}`)],
+    [
+      'boundary of 5000 characters',
+      Buffer.from(`Subject: b${CRLF}Content-Type: multipart/mixed; boundary="${'b'.repeat(5000)}"${CRLF}${CRLF}--${'b'.repeat(5000)}${CRLF}${CRLF}x${CRLF}--${'b'.repeat(5000)}--${CRLF}`),
+    ],
     ['boundary that is a prefix of the body', Buffer.from(`Subject: b${CRLF}Content-Type: multipart/mixed; boundary="a"${CRLF}${CRLF}--a${CRLF}${CRLF}--ab --a-- --a${CRLF}--a--${CRLF}`)],
     ['8-bit and UTF-8 headers', Buffer.from(`Subject: caf\u00e9 \u2603 \u{1F4A9}${CRLF}From: J\u00fcrgen <j@example.org>${CRLF}X-Latin1: `.concat(CRLF).concat(CRLF).concat('body') + CRLF, 'utf8')],
     ['latin-1 bytes in headers', Buffer.concat([Buffer.from(`Subject: `), Buffer.from([0xe9, 0xff, 0xfe, 0x80, 0x81]), Buffer.from(`${CRLF}${CRLF}body${CRLF}`)])],
     ['NUL bytes in headers and body', Buffer.from(`Subject: a\0b${CRLF}From: \0@\0${CRLF}Content-Type: text/plain; charset="\0"${CRLF}${CRLF}x\0y\0z${CRLF}`)],
     ['bare LF only', Buffer.from(`Subject: bare lf\nFrom: a@b\n\nline\nline\n`)],
     ['bare CR only', Buffer.from(`Subject: bare cr\rFrom: a@b\r\rline\r`)],
-    ['base64 with garbage', Buffer.from(`Subject: b64${CRLF}Content-Type: application/octet-stream${CRLF}Content-Transfer-Encoding: base64${CRLF}Content-Disposition: attachment; filename="x.bin"${CRLF}${CRLF}!!!!====@@@@${'A'.repeat(10_000)}====${CRLF}`)],
+    [
+      'base64 with garbage',
+      Buffer.from(
+        `Subject: b64${CRLF}Content-Type: application/octet-stream${CRLF}Content-Transfer-Encoding: base64${CRLF}Content-Disposition: attachment; filename="x.bin"${CRLF}${CRLF}!!!!====@@@@${'A'.repeat(10_000)}====${CRLF}`,
+      ),
+    ],
     ['quoted-printable soft breaks forever', Buffer.from(`Subject: qp${CRLF}Content-Transfer-Encoding: quoted-printable${CRLF}${CRLF}${'=\r\n'.repeat(100_000)}end${CRLF}`)],
     ['encoded-word bomb', Buffer.from(`Subject: ${'=?utf-8?B?' + Buffer.from('\u00e9'.repeat(30)).toString('base64') + '?= '.repeat(1)}`.repeat(2000) + `${CRLF}${CRLF}x${CRLF}`)],
-    ['unknown charset and transfer encoding', Buffer.from(`Subject: cs${CRLF}Content-Type: text/plain; charset=x-does-not-exist${CRLF}Content-Transfer-Encoding: x-uuencode-9${CRLF}${CRLF}hello${CRLF}`)],
+    [
+      'unknown charset and transfer encoding',
+      Buffer.from(`Subject: cs${CRLF}Content-Type: text/plain; charset=x-does-not-exist${CRLF}Content-Transfer-Encoding: x-uuencode-9${CRLF}${CRLF}hello${CRLF}`),
+    ],
     ['content-type parameter explosion', Buffer.from(`Subject: params${CRLF}Content-Type: text/plain; ${Array.from({ length: 5000 }, (_v, i) => `p${i}*${i}="v"`).join('; ')}${CRLF}${CRLF}x${CRLF}`)],
-    ['RFC 2231 filename continuations', Buffer.from(`Subject: 2231${CRLF}Content-Type: multipart/mixed; boundary="z"${CRLF}${CRLF}--z${CRLF}Content-Disposition: attachment; ${Array.from({ length: 5000 }, (_v, i) => `filename*${i}*=utf-8''%2e%2e%2f`).join('; ')}${CRLF}${CRLF}x${CRLF}--z--${CRLF}`)],
+    [
+      'RFC 2231 filename continuations',
+      Buffer.from(
+        `Subject: 2231${CRLF}Content-Type: multipart/mixed; boundary="z"${CRLF}${CRLF}--z${CRLF}Content-Disposition: attachment; ${Array.from({ length: 5000 }, (_v, i) => `filename*${i}*=utf-8''%2e%2e%2f`).join('; ')}${CRLF}${CRLF}x${CRLF}--z--${CRLF}`,
+      ),
+    ],
     ['header without a colon, then a body', Buffer.from(`this is not a header${CRLF}neither is this${CRLF}${CRLF}body${CRLF}`)],
     ['a lone dot line inside (dot-stuffing)', Buffer.from(`Subject: dots${CRLF}${CRLF}.${CRLF}..${CRLF}...${CRLF}`)],
     ['empty message', Buffer.from('')],
   ];
-  for (const f of readdirSync(FIXTURES).filter((n) => n.endsWith('.eml')).sort()) out.push([`fixture ${f}`, readFileSync(join(FIXTURES, f))]);
+  for (const f of readdirSync(FIXTURES)
+    .filter((n) => n.endsWith('.eml'))
+    .sort())
+    out.push([`fixture ${f}`, readFileSync(join(FIXTURES, f))]);
   return out;
 }
 
-const TOKENS = ['\r\n', '\n', '\r', '\0', '--', '--b', '"', ';', ':', '=?', '?=', '=\r\n', 'Content-Type: multipart/mixed; boundary="b"\r\n', '\r\n\r\n', '\xff', '\x80', 'Content-Transfer-Encoding: base64\r\n', '\t', ' '];
+const TOKENS = [
+  '\r\n',
+  '\n',
+  '\r',
+  '\0',
+  '--',
+  '--b',
+  '"',
+  ';',
+  ':',
+  '=?',
+  '?=',
+  '=\r\n',
+  'Content-Type: multipart/mixed; boundary="b"\r\n',
+  '\r\n\r\n',
+  '\xff',
+  '\x80',
+  'Content-Transfer-Encoding: base64\r\n',
+  '\t',
+  ' ',
+];
 
 /** A randomised variant: 1–6 mutations (byte flips, token inserts, cuts, duplications, splices). */
 export function mutate(input: Buffer, random: () => number): Buffer {
@@ -130,7 +169,9 @@ export function rawSession(port: number, chunks: Array<string | Buffer | { pause
 export const replyCodes = (text: string) => [...text.matchAll(/^(\d{3}) /gm)].map((m) => Number(m[1]));
 
 /** Session-level attacks; each names what a sane listener must do. */
-export function sessionAttacks(rcpt: string): Array<{ name: string; chunks: Array<string | Buffer | { pauseMs: number }>; check: (r: { text: string; closedByServer: boolean }) => string | undefined }> {
+export function sessionAttacks(
+  rcpt: string,
+): Array<{ name: string; chunks: Array<string | Buffer | { pauseMs: number }>; check: (r: { text: string; closedByServer: boolean }) => string | undefined }> {
   const msg = `Subject: pipelined${CRLF}${CRLF}body${CRLF}.${CRLF}`;
   return [
     {

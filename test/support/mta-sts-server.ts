@@ -35,7 +35,9 @@ export async function startPolicyServer(ca: TestCa): Promise<TestPolicyServer> {
       SNICallback: (name, cb) => cb(null, contexts.get(name.toLowerCase()) ?? createSecureContext(fallback)),
     },
     (req, res) => {
-      const host = String(req.headers.host ?? '').replace(/:\d+$/, '').toLowerCase();
+      const host = String(req.headers.host ?? '')
+        .replace(/:\d+$/, '')
+        .toLowerCase();
       if (req.method === 'POST') {
         const chunks: Buffer[] = [];
         req.on('data', (c: Buffer) => chunks.push(c));

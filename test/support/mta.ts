@@ -11,7 +11,6 @@ import { freePort } from './child-server.ts';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-
 /** A self-signed certificate for STARTTLS (openssl), in `dir`. */
 export function selfSignedCert(dir: string, name: string): { cert: string; key: string } {
   const cert = join(dir, 'tls.crt');
@@ -196,7 +195,8 @@ export function eximMissing(): string | false {
     const dl = join(EXIM_ROOT, 'debs');
     mkdirSync(dl, { recursive: true });
     const got = spawnSync('sh', ['-c', `cd ${dl} && apt-get download exim4-daemon-light exim4-base exim4-config && for f in *.deb; do dpkg -x "$f" ${EXIM_ROOT}; done`], { encoding: 'utf8' });
-    if (got.status !== 0 || !existsSync(EXIM())) return `Exim's packages (exim4-daemon-light, exim4-base, exim4-config) could not be fetched and unpacked (${got.stderr.trim().split('\n').pop()}); .ci/run does it`;
+    if (got.status !== 0 || !existsSync(EXIM()))
+      return `Exim's packages (exim4-daemon-light, exim4-base, exim4-config) could not be fetched and unpacked (${got.stderr.trim().split('\n').pop()}); .ci/run does it`;
   }
   const v = spawnSync(EXIM(), ['-bV', '-C', '/dev/null'], { encoding: 'utf8' });
   if (!/Exim version/.test(v.stdout)) return `exim4 does not run here: ${(v.stderr || v.stdout).trim().split('\n')[0]} (.ci/run installs libidn12 and creates the Debian-exim user)`;
@@ -333,7 +333,9 @@ begin rewrite
 const TRUSTED_CONFIGS = '/etc/exim4/trusted_configs';
 function trustConfig(conf: string, add: boolean): void {
   mkdirSync('/etc/exim4', { recursive: true });
-  const listed = (readIf(TRUSTED_CONFIGS).split('\n').filter((l) => l && l !== conf && existsSync(l)));
+  const listed = readIf(TRUSTED_CONFIGS)
+    .split('\n')
+    .filter((l) => l && l !== conf && existsSync(l));
   writeFileSync(TRUSTED_CONFIGS, [...listed, ...(add ? [conf] : [])].join('\n') + '\n', { mode: 0o644 });
 }
 

@@ -19,7 +19,6 @@ process.on('unhandledRejection', (err) => {
   throw err;
 });
 
-
 export interface TestServer {
   server: RunningServer;
   url: string;

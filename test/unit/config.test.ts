@@ -60,7 +60,10 @@ test('durations and listen addresses', () => {
 });
 
 function expectConfigError(input: Record<string, unknown>, pattern: RegExp) {
-  assert.throws(() => configFrom(input), (err: unknown) => err instanceof ConfigError && pattern.test(err.message));
+  assert.throws(
+    () => configFrom(input),
+    (err: unknown) => err instanceof ConfigError && pattern.test(err.message),
+  );
 }
 
 test('bad config stops start-up with a message naming the key', () => {

@@ -8,7 +8,12 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-const pages = ['README.md', ...readdirSync(join(root, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+const pages = [
+  'README.md',
+  ...readdirSync(join(root, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => `docs/${f}`),
+];
 
 /** The text outside fenced code blocks, line by line (a `# comment` in a shell block is no heading). */
 function proseLines(markdown: string): string[] {
@@ -63,7 +68,7 @@ function links(markdown: string): Array<{ target: string; line: number }> {
 }
 
 test('GitHub heading ids', () => {
-  assert.equal(slug('Custom domains\' records'), 'custom-domains-records');
+  assert.equal(slug("Custom domains' records"), 'custom-domains-records');
   assert.equal(slug('`[http]`'), 'http');
   assert.equal(slug('(e) Scale: list and get with 10³ and 10⁶ stored messages'), 'e-scale-list-and-get-with-10³-and-10⁶-stored-messages');
   assert.equal(slug('Dashboard, metrics and request ids'), 'dashboard-metrics-and-request-ids');

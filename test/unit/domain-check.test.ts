@@ -2,17 +2,7 @@
 // for the sending and receiving statuses, and the zone-file presentation.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import {
-  checkDkim,
-  checkDmarc,
-  checkMx,
-  checkOwnership,
-  checkSpf,
-  quoteTxt,
-  receivingStatusFrom,
-  sendingStatusFrom,
-  zoneLine,
-} from '../../src/domain/domains/domain-check.ts';
+import { checkDkim, checkDmarc, checkMx, checkOwnership, checkSpf, quoteTxt, receivingStatusFrom, sendingStatusFrom, zoneLine } from '../../src/domain/domains/domain-check.ts';
 
 const KEY = 'MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAtest';
 
@@ -71,7 +61,13 @@ test('SPF and DMARC are advisory: found, missing, differs, and duplicates as wro
 test('MX: hostname compared case-insensitively without the trailing dot; null MX is elsewhere', () => {
   assert.equal(checkMx('mx.example.net', []).state, 'missing');
   assert.equal(checkMx('mx.example.net', [{ exchange: 'MX.Example.NET.', priority: 5 }]).state, 'found');
-  assert.equal(checkMx('mx.example.net.', [{ exchange: 'other.example', priority: 1 }, { exchange: 'mx.example.net', priority: 10 }]).state, 'found');
+  assert.equal(
+    checkMx('mx.example.net.', [
+      { exchange: 'other.example', priority: 1 },
+      { exchange: 'mx.example.net', priority: 10 },
+    ]).state,
+    'found',
+  );
   assert.equal(checkMx('mx.example.net', [{ exchange: 'other.example', priority: 1 }]).state, 'wrong');
   assert.equal(checkMx('mx.example.net', [{ exchange: '', priority: 0 }]).state, 'wrong');
 });

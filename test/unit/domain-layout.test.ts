@@ -22,9 +22,15 @@ function domainImports(): Array<[string, string, string]> {
 test('no domain file imports drizzle-orm or the store-side Db type', () => {
   const imports = domainImports();
   assert.ok(imports.length > 100, 'the scan sees the domain files');
-  assert.deepEqual(imports.filter(([, spec]) => spec.startsWith('drizzle-orm')), []);
+  assert.deepEqual(
+    imports.filter(([, spec]) => spec.startsWith('drizzle-orm')),
+    [],
+  );
   // src/store/store.ts's Db is drizzle's handle; the domain's (src/db/client.ts) is opaque.
-  assert.deepEqual(imports.filter(([, spec, names]) => spec.endsWith('/store/store.ts') && /\bDb\b|SqliteRemoteDatabase/.test(names)), []);
+  assert.deepEqual(
+    imports.filter(([, spec, names]) => spec.endsWith('/store/store.ts') && /\bDb\b|SqliteRemoteDatabase/.test(names)),
+    [],
+  );
 });
 
 // Compile-time: `npx tsc --noEmit` fails if the handle the domain holds ever has a query builder

@@ -30,7 +30,10 @@ test('writers of one moment commit together; a failing one rolls back alone', as
     assert.equal((results[7] as PromiseRejectedResult).reason.message, 'writer 7 fails');
     for (const [i, r] of results.entries()) if (i !== 7) assert.deepEqual(r, { status: 'fulfilled', value: i * 10 });
     const rows = (sqlite.prepare('SELECT n FROM t ORDER BY n').all() as Array<{ n: number }>).map((r) => r.n);
-    assert.deepEqual(rows, [...Array(20).keys()].filter((i) => i !== 7));
+    assert.deepEqual(
+      rows,
+      [...Array(20).keys()].filter((i) => i !== 7),
+    );
     assert.equal(sqlite.pragma('synchronous', { simple: true }), 2, 'synchronous is FULL again');
 
     // A lone writer that throws leaves nothing behind either.

@@ -32,7 +32,9 @@ function readFixture(file: string): Record<string, string> {
   return out;
 }
 
-const fixtures = readdirSync(DIR).filter((f) => f.endsWith('.txt')).sort();
+const fixtures = readdirSync(DIR)
+  .filter((f) => f.endsWith('.txt'))
+  .sort();
 
 describe('reply fixtures', () => {
   test('at least 40 fixtures, each with an expectation', () => {

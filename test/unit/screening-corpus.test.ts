@@ -85,7 +85,8 @@ test('recall of review is at least 0.9 on injection, hidden-text, deceptive-link
     if (s.reasons.some((r) => r.code === e.label || (e.label === 'impersonation' && r.code === 'lookalike_domain') || (e.label === 'deceptive_link' && r.code === 'lookalike_domain'))) row.ownReason++;
     by.set(e.label, row);
   }
-  for (const [label, r] of by) console.log(`${label}: ${r.review}/${r.n} review (recall ${(r.review / r.n).toFixed(3)}), own reason on ${r.ownReason}${r.missed.length ? `; missed: ${r.missed.join(' | ')}` : ''}`);
+  for (const [label, r] of by)
+    console.log(`${label}: ${r.review}/${r.n} review (recall ${(r.review / r.n).toFixed(3)}), own reason on ${r.ownReason}${r.missed.length ? `; missed: ${r.missed.join(' | ')}` : ''}`);
   for (const label of ['prompt_injection', 'hidden_text', 'deceptive_link', 'impersonation']) {
     const r = by.get(label)!;
     assert.ok(r.review / r.n >= 0.9, `${label}: recall ${r.review}/${r.n}; missed ${r.missed.join(' | ')}`);

@@ -62,7 +62,29 @@ test('TLSA matching: DANE-EE ignores names, DANE-TA checks them, other keys do n
   const dir = mkdtempSync(join(tmpdir(), 'mailroom-tlsa-'));
   try {
     const make = (cn: string) => {
-      execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-days', '2', '-subj', `/CN=${cn}`, '-addext', `subjectAltName=DNS:${cn}`, '-keyout', join(dir, `${cn}.key`), '-out', join(dir, `${cn}.pem`)], { stdio: 'ignore' });
+      execFileSync(
+        'openssl',
+        [
+          'req',
+          '-x509',
+          '-newkey',
+          'ec',
+          '-pkeyopt',
+          'ec_paramgen_curve:P-256',
+          '-nodes',
+          '-days',
+          '2',
+          '-subj',
+          `/CN=${cn}`,
+          '-addext',
+          `subjectAltName=DNS:${cn}`,
+          '-keyout',
+          join(dir, `${cn}.key`),
+          '-out',
+          join(dir, `${cn}.pem`),
+        ],
+        { stdio: 'ignore' },
+      );
       return new X509Certificate(readFileSync(join(dir, `${cn}.pem`)));
     };
     const mx = make('mx.example.com');

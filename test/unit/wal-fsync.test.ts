@@ -36,14 +36,21 @@ test('a WAL fsync error refuses its batch, calls the fatal path once, and refuse
     sqlite.exec('CREATE TABLE t (n INTEGER PRIMARY KEY)');
     const write = (n: number) => store.grouped((tx) => rawRun(tx, 'INSERT INTO t (n) VALUES (?)', [n]));
     const first = await Promise.allSettled([write(1), write(2)]);
-    assert.deepEqual(first.map((r) => r.status), ['rejected', 'rejected'], 'no writer of the batch is told its rows are stored');
+    assert.deepEqual(
+      first.map((r) => r.status),
+      ['rejected', 'rejected'],
+      'no writer of the batch is told its rows are stored',
+    );
     assert.equal(fatal.length, 1);
     assert.match(fatal[0].message, /write-ahead log could not be fsynced \(EIO/);
 
     // The disk "recovers": an fsync through a fresh descriptor would succeed now. Still refused.
     failing = false;
     await assert.rejects(write(3), /write-ahead log could not be fsynced/);
-    await assert.rejects(store.transaction((tx) => rawRun(tx, 'INSERT INTO t (n) VALUES (4)')), /write-ahead log could not be fsynced/);
+    await assert.rejects(
+      store.transaction((tx) => rawRun(tx, 'INSERT INTO t (n) VALUES (4)')),
+      /write-ahead log could not be fsynced/,
+    );
     assert.equal(fatal.length, 1, 'the fatal path runs once');
   } finally {
     mock.restoreAll();
@@ -60,7 +67,10 @@ test('the fatal path the server gives the store logs the reason and exits with c
   }) as typeof process.exit);
   try {
     assert.throws(() => exitOnFatal(log, 'the database cannot be made durable: stopping', new Error('EIO')), /exit 1/);
-    assert.deepEqual(exit.mock.calls.map((c) => c.arguments[0]), [1]);
+    assert.deepEqual(
+      exit.mock.calls.map((c) => c.arguments[0]),
+      [1],
+    );
     assert.equal(lines[0][1], 'the database cannot be made durable: stopping');
     assert.equal((lines[0][2] as { error: string }).error, 'EIO');
   } finally {

@@ -98,8 +98,7 @@ const MISSING = {
 } as const;
 
 /** Whether the key may see a webhook or key of these inboxes (empty: every inbox, so only a key of every inbox). */
-export const reachesInboxes = (principal: Principal, inboxIds: string[]): boolean =>
-  principal.inboxIds === null || (inboxIds.length > 0 && inboxIds.every((id) => principal.inboxIds!.has(id)));
+export const reachesInboxes = (principal: Principal, inboxIds: string[]): boolean => principal.inboxIds === null || (inboxIds.length > 0 && inboxIds.every((id) => principal.inboxIds!.has(id)));
 
 /**
  * For a key limited to some inboxes: 404, exactly as if it did not exist, when resource `id` lies
@@ -160,7 +159,13 @@ export async function inboxFilterFor(ctx: AppContext, principal: Principal, inbo
 /** GET /inboxes for a key limited to some inboxes: those of them that exist, newest first. */
 export async function listInboxesOfKey(ctx: AppContext, principal: Principal, page: Page): Promise<PageResult<Inbox>> {
   const rows = [];
-  for (const id of principal.inboxIds ?? []) rows.push(...(await findInboxRow(ctx, principal.accountId, id).then((r) => [r], () => [])));
+  for (const id of principal.inboxIds ?? [])
+    rows.push(
+      ...(await findInboxRow(ctx, principal.accountId, id).then(
+        (r) => [r],
+        () => [],
+      )),
+    );
   rows.sort((a, b) => (a.createdAt === b.createdAt ? b.id.localeCompare(a.id) : b.createdAt.localeCompare(a.createdAt)));
   return { data: rows.slice(page.offset, page.offset + page.limit).map((r) => inboxView(ctx, r)), total: rows.length, ...page };
 }

@@ -52,7 +52,8 @@ export async function parseDmarcXml(ctx: AppContext, xml: string): Promise<Parse
   if (!Object.keys(meta).length || !Object.keys(published).length) return undefined;
   const range = obj(meta.date_range);
   const rows = list(feedback.record);
-  if (rows.length > ctx.config.inbound.report_max_records) throw refusedReport(`the DMARC report has ${rows.length} records; at most ${ctx.config.inbound.report_max_records} are taken (inbound.report_max_records)`);
+  if (rows.length > ctx.config.inbound.report_max_records)
+    throw refusedReport(`the DMARC report has ${rows.length} records; at most ${ctx.config.inbound.report_max_records} are taken (inbound.report_max_records)`);
   const records = rows.map((r) => {
     const row = obj(obj(r).row);
     const evaluated = obj(row.policy_evaluated);
@@ -60,10 +61,12 @@ export async function parseDmarcXml(ctx: AppContext, xml: string): Promise<Parse
     return {
       sourceIp: text(row.source_ip).slice(0, 64),
       count: Number.isSafeInteger(count) && count >= 0 ? count : 0,
-      disposition: (['none', 'quarantine', 'reject'].includes(text(evaluated.disposition).toLowerCase()) ? text(evaluated.disposition).toLowerCase() : 'none'),
+      disposition: ['none', 'quarantine', 'reject'].includes(text(evaluated.disposition).toLowerCase()) ? text(evaluated.disposition).toLowerCase() : 'none',
       dkim: result(evaluated.dkim),
       spf: result(evaluated.spf),
-      headerFrom: text(obj(obj(r).identifiers).header_from).toLowerCase().slice(0, 253),
+      headerFrom: text(obj(obj(r).identifiers).header_from)
+        .toLowerCase()
+        .slice(0, 253),
     };
   });
   return {
@@ -95,7 +98,20 @@ export async function ingestDmarcReport(ctx: AppContext, target: { domainId: str
     const id = newId('rpt');
     const records: DmarcRecordRow[] = report.records.map((r, seq) => ({ reportId: id, seq, ...r }));
     const stored = await ctx.store.transaction((tx) =>
-      insertDmarcReport(tx, { id, domainId: target.domainId, orgName: report.orgName, reportId: report.reportId, beginAt: report.begin.toISOString(), endAt: report.end.toISOString(), policy: report.policy, receivedAt: isoNow(ctx.clock) }, records),
+      insertDmarcReport(
+        tx,
+        {
+          id,
+          domainId: target.domainId,
+          orgName: report.orgName,
+          reportId: report.reportId,
+          beginAt: report.begin.toISOString(),
+          endAt: report.end.toISOString(),
+          policy: report.policy,
+          receivedAt: isoNow(ctx.clock),
+        },
+        records,
+      ),
     );
     ctx.log.info('dmarc report received', { domain: target.domain, org: report.orgName, reportId: report.reportId, records: records.length, stored });
     return { stored };
@@ -124,7 +140,17 @@ export async function dmarcSummary(ctx: AppContext, accountId: string, domainId:
   const since = windowStart(ctx, days);
   const byDay = await dmarcTotalsByDay(ctx.db, domainId, since);
   const zero: DmarcTotals = { messages: 0, dmarcPass: 0, dkimAligned: 0, spfAligned: 0, quarantined: 0, rejected: 0 };
-  const totals = byDay.reduce((t, d) => ({ messages: t.messages + d.messages, dmarcPass: t.dmarcPass + d.dmarcPass, dkimAligned: t.dkimAligned + d.dkimAligned, spfAligned: t.spfAligned + d.spfAligned, quarantined: t.quarantined + d.quarantined, rejected: t.rejected + d.rejected }), zero);
+  const totals = byDay.reduce(
+    (t, d) => ({
+      messages: t.messages + d.messages,
+      dmarcPass: t.dmarcPass + d.dmarcPass,
+      dkimAligned: t.dkimAligned + d.dkimAligned,
+      spfAligned: t.spfAligned + d.spfAligned,
+      quarantined: t.quarantined + d.quarantined,
+      rejected: t.rejected + d.rejected,
+    }),
+    zero,
+  );
   return {
     domain: domain.domain,
     days,
@@ -132,7 +158,14 @@ export async function dmarcSummary(ctx: AppContext, accountId: string, domainId:
     totals,
     byDay,
     sources: await dmarcTotalsBySource(ctx.db, domainId, since, LIST_LIMIT),
-    reports: (await listDmarcReports(ctx.db, domainId, since, LIST_LIMIT)).map((r) => ({ orgName: r.orgName, reportId: r.reportId, begin: r.beginAt, end: r.endAt, policy: r.policy, receivedAt: r.receivedAt })),
+    reports: (await listDmarcReports(ctx.db, domainId, since, LIST_LIMIT)).map((r) => ({
+      orgName: r.orgName,
+      reportId: r.reportId,
+      begin: r.beginAt,
+      end: r.endAt,
+      policy: r.policy,
+      receivedAt: r.receivedAt,
+    })),
   };
 }
 

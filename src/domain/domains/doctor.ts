@@ -57,7 +57,7 @@ export interface DoctorReport {
 /** RFC 6761/2606 names that can never be reached from the internet. */
 const RESERVED = /(^|\.)(localhost|test|invalid|local|example|internal|lan|home\.arpa)$/;
 
-const explain = (err: unknown) => (err instanceof DnsUnavailableError ? `DNS did not answer (${err.code})` : (err as Error)?.message ?? String(err));
+const explain = (err: unknown) => (err instanceof DnsUnavailableError ? `DNS did not answer (${err.code})` : ((err as Error)?.message ?? String(err)));
 
 /** The first reply of an SMTP server (RFC 5321 §4.2: "220" greeting, possibly multi-line). */
 export function smtpGreeting(host: string, port: number, timeoutMs: number): Promise<{ ok: true; greeting: string } | { ok: false; error: string; code?: string }> {
@@ -129,7 +129,7 @@ async function checkHostname(ctx: AppContext, opts: DoctorOptions, out: DoctorCh
   }
   const mine = opts.address ? [opts.address] : localAddresses();
   if (!resolved.length) {
-    const target = opts.address ?? mine.find((a) => !nonPublicReason(a)) ?? '<this server\'s public IP>';
+    const target = opts.address ?? mine.find((a) => !nonPublicReason(a)) ?? "<this server's public IP>";
     out.push({ ...base, status: 'fail', detail: 'no A or AAAA record', fix: `publish ${host}. 3600 IN ${isIP(target) === 6 ? 'AAAA' : 'A'} ${target}` });
     return { resolved, own: [] };
   }
@@ -193,7 +193,12 @@ async function reverseLookup(ctx: AppContext, ip: string): Promise<string[]> {
   const name =
     addr.kind() === 'ipv4'
       ? `${addr.toString().split('.').reverse().join('.')}.in-addr.arpa`
-      : `${(addr as ipaddr.IPv6).parts.map((p) => p.toString(16).padStart(4, '0')).join('').split('').reverse().join('.')}.ip6.arpa`;
+      : `${(addr as ipaddr.IPv6).parts
+          .map((p) => p.toString(16).padStart(4, '0'))
+          .join('')
+          .split('')
+          .reverse()
+          .join('.')}.ip6.arpa`;
   try {
     return (await ctx.dns.raw(name, 'PTR')) as string[];
   } catch (err) {
@@ -278,7 +283,11 @@ async function checkOutbound(ctx: AppContext, opts: Required<Pick<DoctorOptions,
         s.once('error', (e) => (clearTimeout(t), resolve(e.message)));
         s.connect({ host, port });
       });
-      out.push(r ? { id: 'smtp-outbound', title, status: 'fail', detail: r, fix: 'check outbound.relay and that this host may connect to it' } : { id: 'smtp-outbound', title, status: 'ok', detail: 'port open (implicit TLS)' });
+      out.push(
+        r
+          ? { id: 'smtp-outbound', title, status: 'fail', detail: r, fix: 'check outbound.relay and that this host may connect to it' }
+          : { id: 'smtp-outbound', title, status: 'ok', detail: 'port open (implicit TLS)' },
+      );
       return;
     }
     const r = await smtpGreeting(host, port, opts.timeoutMs);
@@ -388,7 +397,16 @@ function checkTls(ctx: AppContext, warnDays: number, out: DoctorCheck[]): void {
  * required.
  */
 const REQUIRED: Record<RecordRole, boolean> = { ownership: true, dkim: true, spf: false, mx: true, dmarc: false, mta_sts: false, mta_sts_host: false, tls_rpt: false };
-const ROLE_TITLE: Record<RecordRole, string> = { ownership: 'ownership TXT', dkim: 'DKIM key', spf: 'SPF', dmarc: 'DMARC', mx: 'MX', mta_sts: 'MTA-STS TXT', mta_sts_host: 'MTA-STS policy host', tls_rpt: 'TLS-RPT' };
+const ROLE_TITLE: Record<RecordRole, string> = {
+  ownership: 'ownership TXT',
+  dkim: 'DKIM key',
+  spf: 'SPF',
+  dmarc: 'DMARC',
+  mx: 'MX',
+  mta_sts: 'MTA-STS TXT',
+  mta_sts_host: 'MTA-STS policy host',
+  tls_rpt: 'TLS-RPT',
+};
 
 function recordCheck(domain: string, record: DnsRecord, c: RecordCheck): DoctorCheck {
   const base = { id: 'domain', title: `${domain}: ${ROLE_TITLE[c.role]} record`, domain, role: c.role, detail: c.detail };
@@ -483,7 +501,7 @@ async function checkFcrdns(ctx: AppContext, facts: HostFacts, out: DoctorCheck[]
   const host = normalizeHost(ctx.config.hostname);
   const title = `forward-confirmed reverse DNS of the sending address matches the HELO name ${host} (bulk-sender rules)`;
   if (ctx.config.outbound.relay) {
-    out.push({ id: 'fcrdns', title, status: 'skip', detail: 'mail leaves through outbound.relay: its address and name are the relay\'s' });
+    out.push({ id: 'fcrdns', title, status: 'skip', detail: "mail leaves through outbound.relay: its address and name are the relay's" });
     return;
   }
   if (!facts.own.length) {

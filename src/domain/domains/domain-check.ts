@@ -42,7 +42,11 @@ export const RECORD_TTL = 3600;
  * The MTA-STS policy id: changes whenever the policy served changes (its mode or MX host), so
  * senders fetch it again (RFC 8461 §3.1: 1 to 32 letters and digits).
  */
-export const mtaStsId = (mode: string, hostname: string): string => createHash('sha256').update(`${mode}\n${normalizeHost(hostname)}`).digest('hex').slice(0, 20);
+export const mtaStsId = (mode: string, hostname: string): string =>
+  createHash('sha256')
+    .update(`${mode}\n${normalizeHost(hostname)}`)
+    .digest('hex')
+    .slice(0, 20);
 
 /** The report addresses (src/domain/inbound/service-address.ts), as the records name them. */
 export const DMARC_RUA_LOCAL = 'dmarc-reports';
@@ -72,8 +76,7 @@ export function planRecords(p: { domain: string; hostname: string; selector: str
   } as RecordPlan;
 }
 
-export const sendingRecords = (plan: RecordPlan): DnsRecord[] =>
-  [plan.ownership, plan.dkim, plan.spf, plan.dmarc].filter((r): r is DnsRecord => !!r);
+export const sendingRecords = (plan: RecordPlan): DnsRecord[] => [plan.ownership, plan.dkim, plan.spf, plan.dmarc].filter((r): r is DnsRecord => !!r);
 export const receivingRecords = (plan: RecordPlan): DnsRecord[] => [plan.mx, plan.mta_sts, plan.mta_sts_host, plan.tls_rpt].filter((r): r is DnsRecord => !!r);
 
 // ---------------------------------------------------------------------------------------------
@@ -151,7 +154,7 @@ export function checkDkim(publicKey: string, txts: string[]): { state: RecordSta
   if (k !== undefined && k.toLowerCase() !== 'rsa') return { state: 'wrong', detail: `k=${k}, expected rsa` };
   const p = tags.get('p')?.replace(/\s+/g, '');
   if (!p) return { state: 'wrong', detail: 'no public key (p=) in the record' };
-  if (p !== publicKey) return { state: 'wrong', detail: 'the published public key is not this domain\'s key' };
+  if (p !== publicKey) return { state: 'wrong', detail: "the published public key is not this domain's key" };
   return { state: 'found', detail: 'public key matches' };
 }
 
@@ -191,9 +194,13 @@ export function checkDmarc(txts: string[], rua?: string): { state: RecordState; 
 
 /** True when the record's rua= list names mailto:`address` (any case, size limits ignored). */
 const ruaNames = (record: string, address: string): boolean =>
-  (parseTagList(record).get('rua') ?? '')
-    .split(',')
-    .some((u) => u.trim().toLowerCase().replace(/!\d+[kmgt]?$/, '') === `mailto:${address.toLowerCase()}`);
+  (parseTagList(record).get('rua') ?? '').split(',').some(
+    (u) =>
+      u
+        .trim()
+        .toLowerCase()
+        .replace(/!\d+[kmgt]?$/, '') === `mailto:${address.toLowerCase()}`,
+  );
 
 /** MTA-STS TXT (RFC 8461 §3.1): one v=STSv1 record whose id is the policy's. */
 export function checkMtaSts(expected: string, txts: string[]): { state: RecordState; detail: string } {
@@ -238,20 +245,54 @@ function judge<T>(answer: Answer<T>, fn: (values: T[]) => { state: RecordState; 
 /** Per-record states, in the order the records are listed (sending, then receiving). */
 export function checkRecords(plan: RecordPlan, hostname: string, publicKey: string, obs: Observation): RecordCheck[] {
   const out: RecordCheck[] = [];
-  const add = (role: RecordRole, r: DnsRecord, res: { state: RecordState; detail: string }) =>
-    out.push({ role, type: r.type, name: r.name, ...res });
+  const add = (role: RecordRole, r: DnsRecord, res: { state: RecordState; detail: string }) => out.push({ role, type: r.type, name: r.name, ...res });
   if (plan.ownership && obs.ownership) {
     const expected = plan.ownership.value;
-    add('ownership', plan.ownership, judge(obs.ownership, (v) => checkOwnership(expected, v)));
+    add(
+      'ownership',
+      plan.ownership,
+      judge(obs.ownership, (v) => checkOwnership(expected, v)),
+    );
   }
-  add('dkim', plan.dkim, judge(obs.dkim, (v) => checkDkim(publicKey, v)));
-  add('spf', plan.spf, judge(obs.spf, (v) => checkSpf(hostname, v)));
+  add(
+    'dkim',
+    plan.dkim,
+    judge(obs.dkim, (v) => checkDkim(publicKey, v)),
+  );
+  add(
+    'spf',
+    plan.spf,
+    judge(obs.spf, (v) => checkSpf(hostname, v)),
+  );
   const rua = (r: DnsRecord | undefined) => (r ? /mailto:([^;,\s]+)/.exec(r.value)?.[1] : undefined);
-  add('dmarc', plan.dmarc, judge(obs.dmarc, (v) => checkDmarc(v, rua(plan.dmarc))));
-  add('mx', plan.mx, judge(obs.mx, (v) => checkMx(hostname, v)));
-  if (plan.mta_sts && obs.mtaSts) add('mta_sts', plan.mta_sts, judge(obs.mtaSts, (v) => checkMtaSts(plan.mta_sts!.value, v)));
-  if (plan.mta_sts_host && obs.mtaStsHost) add('mta_sts_host', plan.mta_sts_host, judge(obs.mtaStsHost, ([v]) => checkMtaStsHost(hostname, v)));
-  if (plan.tls_rpt && obs.tlsRpt) add('tls_rpt', plan.tls_rpt, judge(obs.tlsRpt, (v) => checkTlsRpt(rua(plan.tls_rpt)!, v)));
+  add(
+    'dmarc',
+    plan.dmarc,
+    judge(obs.dmarc, (v) => checkDmarc(v, rua(plan.dmarc))),
+  );
+  add(
+    'mx',
+    plan.mx,
+    judge(obs.mx, (v) => checkMx(hostname, v)),
+  );
+  if (plan.mta_sts && obs.mtaSts)
+    add(
+      'mta_sts',
+      plan.mta_sts,
+      judge(obs.mtaSts, (v) => checkMtaSts(plan.mta_sts!.value, v)),
+    );
+  if (plan.mta_sts_host && obs.mtaStsHost)
+    add(
+      'mta_sts_host',
+      plan.mta_sts_host,
+      judge(obs.mtaStsHost, ([v]) => checkMtaStsHost(hostname, v)),
+    );
+  if (plan.tls_rpt && obs.tlsRpt)
+    add(
+      'tls_rpt',
+      plan.tls_rpt,
+      judge(obs.tlsRpt, (v) => checkTlsRpt(rua(plan.tls_rpt)!, v)),
+    );
   return out;
 }
 

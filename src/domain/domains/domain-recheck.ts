@@ -36,9 +36,12 @@ export function createDomainRecheck(ctx: AppContext): Service {
       // itself, and the first file written wins). The first pass runs now (one indexed read when
       // nothing is due): deferred, it re-checked domains created in the meantime, a write nobody
       // asked for a second after start.
-      first = setTimeout(() => {
-        keyReady = ensureSharedDkimKey(ctx).catch((err) => ctx.log.error('shared DKIM key generation failed', errorFields(err)));
-      }, Math.min(AFTER_START_MS, every));
+      first = setTimeout(
+        () => {
+          keyReady = ensureSharedDkimKey(ctx).catch((err) => ctx.log.error('shared DKIM key generation failed', errorFields(err)));
+        },
+        Math.min(AFTER_START_MS, every),
+      );
       tick();
       timer = setInterval(tick, every);
       timer.unref();

@@ -67,7 +67,9 @@ export function parseTlsReport(ctx: AppContext, json: string): ParsedTlsReport |
       return {
         type: str(policy['policy-type'], 32) || 'no-policy-found',
         domain: str(policy['policy-domain']).toLowerCase(),
-        mxHosts: arr(policy['mx-host']).map((h) => str(h)).filter(Boolean),
+        mxHosts: arr(policy['mx-host'])
+          .map((h) => str(h))
+          .filter(Boolean),
         success: count(summary['total-successful-session-count']),
         failure: count(summary['total-failure-session-count']),
         failures: arr(obj(p)['failure-details']).map((f) => {

@@ -31,7 +31,8 @@ export const EVENT_TYPES = {
   'message.complained': 'A recipient marked the message as spam (an ARF feedback report named it).',
   'message.canceled': 'A scheduled message was canceled before its send time, or a held send was canceled or expired (POST /messages/{id}/cancel, [policy] hold_expiry); it is never sent.',
   'domain.verified': 'A custom domain passed DNS verification for sending.',
-  'message.held': 'A message was held for a person: inbound mail the screener said `review` about in an inbox screening in `hold` mode (nothing else is announced until POST /messages/{id}/release), or a send the outbound policy held (hold.reasons says why; release sends it, /cancel or [policy] hold_expiry cancels it). Delivered only to webhooks that name it.',
+  'message.held':
+    'A message was held for a person: inbound mail the screener said `review` about in an inbox screening in `hold` mode (nothing else is announced until POST /messages/{id}/release), or a send the outbound policy held (hold.reasons says why; release sends it, /cancel or [policy] hold_expiry cancels it). Delivered only to webhooks that name it.',
 } as const;
 
 export type EventType = keyof typeof EVENT_TYPES;
@@ -94,10 +95,16 @@ export function parseEventQuery(q: URLSearchParams, lastEventId?: string): Event
   let types: EventType[] | undefined;
   const rawTypes = q.get('types');
   if (rawTypes !== null) {
-    const list = rawTypes.split(',').map((t) => t.trim()).filter(Boolean);
+    const list = rawTypes
+      .split(',')
+      .map((t) => t.trim())
+      .filter(Boolean);
     const unknown = list.filter((t) => !(t in EVENT_TYPES));
     if (!list.length || unknown.length) {
-      throw new AppError('VALIDATION_ERROR', `query parameter \`types\` must be a comma-separated list of ${Object.keys(EVENT_TYPES).join(', ')}${unknown.length ? ` (unknown: ${unknown.slice(0, 3).join(', ').slice(0, 200)})` : ''}`);
+      throw new AppError(
+        'VALIDATION_ERROR',
+        `query parameter \`types\` must be a comma-separated list of ${Object.keys(EVENT_TYPES).join(', ')}${unknown.length ? ` (unknown: ${unknown.slice(0, 3).join(', ').slice(0, 200)})` : ''}`,
+      );
     }
     types = [...new Set(list)] as EventType[];
   }

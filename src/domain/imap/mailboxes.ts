@@ -92,7 +92,13 @@ export function folderScope(name: string): FolderScope | undefined {
 export async function listFolders(ctx: AppContext, who: ImapUser): Promise<Array<{ name: string; use: string }>> {
   const labels = new Set([...(await listLabelsOfInbox(ctx.db, who.inboxId)), ...(await listMailboxNames(ctx.db, who.inboxId))]);
   for (const f of SYSTEM_FOLDERS) labels.delete(f.name);
-  return [...SYSTEM_FOLDERS, ...[...labels].filter((l) => folderScope(l)?.kind === 'label').sort().map((name) => ({ name, use: '' }))];
+  return [
+    ...SYSTEM_FOLDERS,
+    ...[...labels]
+      .filter((l) => folderScope(l)?.kind === 'label')
+      .sort()
+      .map((name) => ({ name, use: '' })),
+  ];
 }
 
 /** A new label folder (CREATE); it lists while empty. */
@@ -140,7 +146,10 @@ export function messagesByUid(ctx: AppContext, who: ImapUser, name: string, uids
 
 /** The IMAP flags of each message: \Seen, \Flagged and the labels as keywords. */
 export async function flagsOf(ctx: AppContext, rows: ImapMessageRow[]): Promise<Map<string, string[]>> {
-  const labels = await labelsOfMessages(ctx, rows.map((r) => r.id));
+  const labels = await labelsOfMessages(
+    ctx,
+    rows.map((r) => r.id),
+  );
   return new Map(
     rows.map((r) => {
       const flags = (labels.get(r.id) ?? []).map((l) => (l === FLAGGED_LABEL ? '\\Flagged' : l));

@@ -28,7 +28,6 @@ export interface AnalysisTask {
   screen?: ScreenFor;
 }
 
-
 /** What this thread sends: a task's outcome, a lookup to answer, or a log line. */
 export type WorkerMessage =
   | { task: number; parsed: unknown; authentication: AuthenticationResults | null; screening: Screening | null; files?: string[] }

@@ -257,10 +257,13 @@ function dispatch(task: Task): void {
   if (!pw) {
     waiting.push(task);
     if (!restartTimer) {
-      restartTimer = setTimeout(() => {
-        restartTimer = undefined;
-        for (const t of waiting.splice(0)) dispatch(t);
-      }, Math.max(0, restartAt - Date.now()));
+      restartTimer = setTimeout(
+        () => {
+          restartTimer = undefined;
+          for (const t of waiting.splice(0)) dispatch(t);
+        },
+        Math.max(0, restartAt - Date.now()),
+      );
       restartTimer.unref();
     }
     return;
@@ -303,7 +306,14 @@ export function analyseMessage(ctx: AppContext, message: Buffer | StagedMessage,
       screen,
       losses: 0,
       staged,
-      message: { task: id, server: serverOf(ctx), raw, staged: staged && { path: staged.path, traceLength: staged.traceLength, dataDir: ctx.config.data_dir }, auth: sender ? { ...sender, hostname: ctx.config.hostname, dnsTimeout: ctx.config.dns.timeout } : undefined, screen },
+      message: {
+        task: id,
+        server: serverOf(ctx),
+        raw,
+        staged: staged && { path: staged.path, traceLength: staged.traceLength, dataDir: ctx.config.data_dir },
+        auth: sender ? { ...sender, hostname: ctx.config.hostname, dnsTimeout: ctx.config.dns.timeout } : undefined,
+        screen,
+      },
       deadline: setTimeout(() => {
         // Its thread may be stuck in it: it takes no new message, and is stopped once the others
         // it holds end (each within its own deadline), so their analysis is not thrown away.

@@ -47,7 +47,9 @@ function authenticatedFromDomain(res: {
 }): string | undefined {
   const from = res.dkim?.headerFrom ?? [];
   if (from.length !== 1) return undefined;
-  const domain = String(from[0]).slice(String(from[0]).lastIndexOf('@') + 1).toLowerCase();
+  const domain = String(from[0])
+    .slice(String(from[0]).lastIndexOf('@') + 1)
+    .toLowerCase();
   if (!domain) return undefined;
   if (res.dmarc && res.dmarc.status?.result === 'pass') return domain;
   if ((res.dkim?.results ?? []).some((r) => r.status?.result === 'pass' && r.status.aligned)) return domain;

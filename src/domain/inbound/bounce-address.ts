@@ -33,8 +33,7 @@ export interface BounceTarget {
 }
 
 /** A key of its own, derived from the installation's signing secret (never the URL key itself). */
-const token = (ctx: AppContext, messageId: string, recipient: string): string =>
-  base32Mac(derivedKey(ctx, 'mailroom bounce addresses v1'), `${messageId}\n${recipient.toLowerCase()}`, TOKEN_CHARS);
+const token = (ctx: AppContext, messageId: string, recipient: string): string => base32Mac(derivedKey(ctx, 'mailroom bounce addresses v1'), `${messageId}\n${recipient.toLowerCase()}`, TOKEN_CHARS);
 
 /** The envelope sender for `recipient` of an outbound message sent from `fromAddress`. */
 export function bounceAddress(ctx: AppContext, row: Pick<MessageRow, 'id' | 'fromAddress'>, recipient: string): string {

@@ -31,7 +31,10 @@ export const headerText = (s: string): string => s.replace(/[\x00-\x1f\x7f-\x9f\
 /** What is kept of a message mailparser fails on: the raw bytes, and the subject if the header block shows one. */
 export function unparsedMessage(raw: Buffer): ParsedMail {
   const head = raw.subarray(0, 65_536).toString('latin1');
-  const subject = /^subject:[ \t]*(.*(?:\r?\n[ \t].*)*)/im.exec(head)?.[1]?.replace(/\r?\n[ \t]+/g, ' ').trim();
+  const subject = /^subject:[ \t]*(.*(?:\r?\n[ \t].*)*)/im
+    .exec(head)?.[1]
+    ?.replace(/\r?\n[ \t]+/g, ' ')
+    .trim();
   return { attachments: [], headers: new Map(), headerLines: [], html: false, subject, text: undefined } as unknown as ParsedMail;
 }
 

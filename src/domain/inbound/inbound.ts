@@ -289,7 +289,12 @@ async function prepareStore(
   const since = new Date(receivedAt.getTime() - REDELIVERY_WINDOW_MS).toISOString();
   const store = async (tx: Tx): Promise<string[]> => {
     // An inbox deleted since RCPT gets nothing (its rows would be orphans).
-    const alive = new Set(await listLiveInboxIds(tx, plan.map((p) => p.inbox.id)));
+    const alive = new Set(
+      await listLiveInboxIds(
+        tx,
+        plan.map((p) => p.inbox.id),
+      ),
+    );
     // The deletion of another message sharing these bytes may have removed them since.
     for (const [path, content] of [...shared].sort(([a], [b]) => (a < b ? -1 : 1))) {
       await ctx.blobs.ensure(tx, path, content);
@@ -355,7 +360,10 @@ async function prepareStore(
         createdAt,
       }));
       if (attRows.length) await insertAttachments(tx, attRows);
-      const view = messageView(row, attRows.map((a) => ({ id: a.id, filename: a.filename, contentType: a.contentType, size: a.size })));
+      const view = messageView(
+        row,
+        attRows.map((a) => ({ id: a.id, filename: a.filename, contentType: a.contentType, size: a.size })),
+      );
       const event = { ...view, fromName, hasAttachments: attRows.length > 0, receivedAt: createdAt };
       if (held) await recordHold(tx, ctx, row, event, own!);
       else await recordEvent(tx, ctx, p.inbox.accountId, 'message.received', event);

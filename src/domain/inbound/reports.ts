@@ -35,7 +35,11 @@ function fieldsOf(text: string): Array<[string, string]> {
   return out;
 }
 
-const addressOf = (v: string) => v.replace(/^[^;]*;\s*/, '').replace(/^<|>$/g, '').trim();
+const addressOf = (v: string) =>
+  v
+    .replace(/^[^;]*;\s*/, '')
+    .replace(/^<|>$/g, '')
+    .trim();
 
 /** Per-recipient blocks of a delivery-status body (RFC 3464 §2.3). */
 function recipientsOf(fields: Array<[string, string]>): ReportRecipient[] {
@@ -106,7 +110,8 @@ function firstFailureLine(text: string, recipient: string): string | undefined {
 }
 
 /** Subjects that bounce notices use (Postfix, Exim, qmail, Sendmail, Exchange, Gmail, Yahoo). */
-const BOUNCE_SUBJECT = /undeliver|undelivered|returned mail|delivery status notification|delivery failure|failure notice|mail delivery failed|delivery has failed|could not be delivered|non[- ]?delivery|nondeliverable/i;
+const BOUNCE_SUBJECT =
+  /undeliver|undelivered|returned mail|delivery status notification|delivery failure|failure notice|mail delivery failed|delivery has failed|could not be delivered|non[- ]?delivery|nondeliverable/i;
 
 /** An auto-reply (RFC 3834) is not a bounce: it goes to the inbox like any reply. */
 const isAutoReply = (parsed: ParsedMail) => /^auto-replied/i.test(String(parsed.headers.get('auto-submitted') ?? ''));

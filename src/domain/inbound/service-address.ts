@@ -16,9 +16,7 @@ import { servesDomain } from './inbound.ts';
 export const DMARC_REPORT_LOCAL = 'dmarc-reports';
 export const TLS_REPORT_LOCAL = 'tls-reports';
 
-export type ServiceTarget =
-  | ({ kind: 'unsubscribe' } & UnsubscribeTarget)
-  | { kind: 'dmarc' | 'tls-rpt'; domainId: string; accountId: string; domain: string };
+export type ServiceTarget = ({ kind: 'unsubscribe' } & UnsubscribeTarget) | { kind: 'dmarc' | 'tls-rpt'; domainId: string; accountId: string; domain: string };
 
 /** True for local parts no inbox may take (they belong to the handlers above). */
 export function isServiceLocalPart(local: string): boolean {

@@ -6,14 +6,7 @@ import { Transform, type Readable } from 'node:stream';
 import type { AppContext } from '../../context.ts';
 import type { Db } from '../../db/client.ts';
 import { newId } from '../../ids.ts';
-import {
-  findAttachmentById,
-  insertAttachment,
-  listAttachmentsOfAccount,
-  listAttachmentsOfMessage,
-  listAttachmentsOfMessages,
-  type AttachmentRow,
-} from '../../store/repo/attachments.ts';
+import { findAttachmentById, insertAttachment, listAttachmentsOfAccount, listAttachmentsOfMessage, listAttachmentsOfMessages, type AttachmentRow } from '../../store/repo/attachments.ts';
 import { Blobs } from '../../store/blobs/blobs.ts';
 import { downloadUrl, urlSigningSecret, verifyDownload } from '../../store/signed-url.ts';
 import { assertUploadRoom, storageFull, storageRoom } from '../accounts/quotas.ts';
@@ -61,7 +54,8 @@ export function cleanContentType(raw: unknown): string {
 }
 
 /** Types a browser would run or render as a document; served as octet-stream instead. */
-const ACTIVE_TYPE = /^(?:text\/(?:html|xml|xsl|javascript|ecmascript|css|vtt)|application\/(?:xhtml\+xml|xml|javascript|ecmascript|x-javascript|rss\+xml|atom\+xml|x-shockwave-flash|pdf\+html)|image\/svg\+xml|multipart\/.*|message\/.*)$/;
+const ACTIVE_TYPE =
+  /^(?:text\/(?:html|xml|xsl|javascript|ecmascript|css|vtt)|application\/(?:xhtml\+xml|xml|javascript|ecmascript|x-javascript|rss\+xml|atom\+xml|x-shockwave-flash|pdf\+html)|image\/svg\+xml|multipart\/.*|message\/.*)$/;
 
 /** The Content-Type a download is served with: the stored type unless it is an active one. */
 export function downloadContentType(contentType: string): string {
@@ -169,11 +163,7 @@ export async function assertUploadFits(ctx: AppContext, accountId: string, atLea
   if (room === 0 || atLeast > room) throw storageFull(ctx);
 }
 
-export async function storeUpload(
-  ctx: AppContext,
-  accountId: string,
-  input: { filename: string | undefined; contentType: string | undefined; source: Readable },
-): Promise<Attachment> {
+export async function storeUpload(ctx: AppContext, accountId: string, input: { filename: string | undefined; contentType: string | undefined; source: Readable }): Promise<Attachment> {
   // Quotas (src/domain/accounts/quotas.ts): uploads not sent yet, and the account's stored bytes,
   // which this upload may fill but not pass. The file is drained so the client hears the 403.
   let room: number;

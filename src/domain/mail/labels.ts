@@ -113,7 +113,7 @@ export async function markThread(ctx: AppContext, threadId: string, marks: Marks
   const perMessage = Math.max(new Set(marks.addLabels ?? []).size, marks.removeLabels?.length ?? 0);
   if (!perMessage) return;
   const batch = Math.max(1, Math.floor(LABEL_ROWS_PER_TRANSACTION / perMessage));
-  for (let after = ''; ; ) {
+  for (let after = ''; ;) {
     const ids = await listMessageIdsOfThread(ctx.db, threadId, after, batch);
     if (ids.length) await ctx.store.transaction((tx) => applyLabels(tx, 'messages', JSON.stringify(ids), marks));
     if (ids.length < batch) return;

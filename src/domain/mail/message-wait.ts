@@ -24,12 +24,7 @@ export async function idsMatching(ctx: AppContext, accountId: string, inboxId: s
  * that does not parse: INVALID_QUERY, both before any waiting. It holds one of the account's
  * stream slots throughout (TOO_MANY_STREAMS past them; UNAUTHORIZED once the key is revoked).
  */
-export async function waitForNextMessage(
-  ctx: AppContext,
-  who: StreamOwner,
-  inboxId: string,
-  opts: { q?: string; timeoutSeconds: number; gone?: Promise<unknown> },
-): Promise<Message | null> {
+export async function waitForNextMessage(ctx: AppContext, who: StreamOwner, inboxId: string, opts: { q?: string; timeoutSeconds: number; gone?: Promise<unknown> }): Promise<Message | null> {
   if (opts.q !== undefined) parseSearch(opts.q, ctx.config.limits.search_terms);
   // One stream slot for the whole call, however many waits it takes.
   const slot = openStreamSlot(ctx, who);
@@ -55,7 +50,16 @@ async function waitOnSlot(ctx: AppContext, who: StreamOwner, inboxId: string, op
     // Newest first: when more arrived than one page holds, the oldest are on the last page.
     if (page.total > page.data.length) page = await listMessages(ctx, accountId, inboxId, { ...later, offset: page.total - BATCH });
     const arrived = [...page.data].reverse();
-    const matching = opts.q === undefined ? undefined : await idsMatching(ctx, accountId, inboxId, opts.q, arrived.map((m) => m.id));
+    const matching =
+      opts.q === undefined
+        ? undefined
+        : await idsMatching(
+            ctx,
+            accountId,
+            inboxId,
+            opts.q,
+            arrived.map((m) => m.id),
+          );
     const next = arrived.find((m) => !matching || matching.has(m.id));
     if (next) return next;
     cursor = arrived[arrived.length - 1].id;

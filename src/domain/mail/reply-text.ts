@@ -35,13 +35,16 @@ const ATTRIBUTION: RegExp[] = [
 ];
 
 /** "-----Original Message-----" and its translations (Outlook, Lotus, webmails). */
-const ORIGINAL_MESSAGE = /^\s*-{2,}\s*(?:original message|urspr\u00fcngliche nachricht|message d'origine|mensaje original|messaggio originale|mensagem original|oorspronkelijk bericht|originalmeddelande|oprindelig meddelelse|wiadomo\u015b\u0107 oryginalna)\s*-{2,}\s*$/i;
-const FORWARDED = /^\s*-{2,}\s*(?:forwarded message|weitergeleitete nachricht|message transf\u00e9r\u00e9|mensaje reenviado|messaggio inoltrato|mensagem encaminhada|doorgestuurd bericht)\s*-{2,}\s*$/i;
+const ORIGINAL_MESSAGE =
+  /^\s*-{2,}\s*(?:original message|urspr\u00fcngliche nachricht|message d'origine|mensaje original|messaggio originale|mensagem original|oorspronkelijk bericht|originalmeddelande|oprindelig meddelelse|wiadomo\u015b\u0107 oryginalna)\s*-{2,}\s*$/i;
+const FORWARDED =
+  /^\s*-{2,}\s*(?:forwarded message|weitergeleitete nachricht|message transf\u00e9r\u00e9|mensaje reenviado|messaggio inoltrato|mensagem encaminhada|doorgestuurd bericht)\s*-{2,}\s*$/i;
 
 /** The first line of Outlook's header block of the quoted message ("From: …", bold in HTML). */
 const HEADER_FROM = /^\s*\*?(?:from|von|de|da|van|fr\u00e5n|fra|od|l\u00e4hett\u00e4j\u00e4)\s?:\*?\s*\S/i;
 /** Another header line within the next few lines confirms the block. */
-const HEADER_OTHER = /^\s*\*?(?:sent|date|to|cc|subject|gesendet|datum|an|betreff|envoy\u00e9|\u00e0|objet|enviado(?: el)?|enviada em|fecha|para|asunto|inviato|data|a|oggetto|verzonden|aan|onderwerp|assunto|skickat|till|\u00e4mne|sendt|til|emne)\s?:\*?(?:\s|$)/i;
+const HEADER_OTHER =
+  /^\s*\*?(?:sent|date|to|cc|subject|gesendet|datum|an|betreff|envoy\u00e9|\u00e0|objet|enviado(?: el)?|enviada em|fecha|para|asunto|inviato|data|a|oggetto|verzonden|aan|onderwerp|assunto|skickat|till|\u00e4mne|sendt|til|emne)\s?:\*?(?:\s|$)/i;
 /** The rule Outlook draws above that block in plain text. */
 const RULE = /^\s*(?:_{10,}|-{10,})\s*$/;
 
@@ -155,7 +158,9 @@ export function replyText(text: string): string {
     if (start >= 0) lines = lines.slice(0, start);
     if (lines.length <= PLANER_MAX_LINES) lines = cutQuotation(lines);
     lines = lines.slice(0, trailingQuotation(lines));
-    const out = trimEnd(dropSignature(lines)).join('\n').replace(/^\s*\n/, '');
+    const out = trimEnd(dropSignature(lines))
+      .join('\n')
+      .replace(/^\s*\n/, '');
     return out.trim() ? out : text;
   } catch {
     return text;
@@ -185,7 +190,14 @@ function isQuoteStart(name: string, attribs: Record<string, string>): boolean {
 function isSignature(attribs: Record<string, string>): boolean {
   const cls = classes(attribs);
   const id = (attribs.id ?? '').toLowerCase();
-  return cls.includes(' gmail_signature ') || cls.includes(' gmail_signature_prefix ') || cls.includes(' moz-signature ') || id === 'signature' || id === 'applemailsignature' || id === 'ms-outlook-mobile-signature';
+  return (
+    cls.includes(' gmail_signature ') ||
+    cls.includes(' gmail_signature_prefix ') ||
+    cls.includes(' moz-signature ') ||
+    id === 'signature' ||
+    id === 'applemailsignature' ||
+    id === 'ms-outlook-mobile-signature'
+  );
 }
 
 const MAX_DEPTH = 500;
@@ -270,7 +282,13 @@ function scanHtml(html: string): { cut: number; openAtCut: string[]; drop: Array
 }
 
 const decodeBasic = (s: string) =>
-  s.replace(/&nbsp;/g, ' ').replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&amp;/g, '&');
+  s
+    .replace(/&nbsp;/g, ' ')
+    .replace(/&lt;/g, '<')
+    .replace(/&gt;/g, '>')
+    .replace(/&quot;/g, '"')
+    .replace(/&#39;/g, "'")
+    .replace(/&amp;/g, '&');
 
 /** True when the HTML shows no text: only tags, whitespace, &nbsp;, scripts and styles. */
 function isBlankHtml(html: string): boolean {
@@ -302,7 +320,11 @@ export function replyHtml(html: string): string {
     }
     out += html.slice(at, end);
     // Close what was open where the history started, innermost first.
-    if (cut >= 0) out += openAtCut.reverse().map((name) => `</${name}>`).join('');
+    if (cut >= 0)
+      out += openAtCut
+        .reverse()
+        .map((name) => `</${name}>`)
+        .join('');
     return isBlankHtml(out) ? html : trimTrailingBreaks(out);
   } catch {
     return html;

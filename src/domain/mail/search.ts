@@ -44,8 +44,7 @@ const OPERATORS = ['from', 'to', 'cc', 'subject', 'label', 'is', 'has', 'in', 'b
 /** Shortest word prefix: a one-letter prefix expands to a good part of the index. */
 const MIN_PREFIX = 2;
 
-const invalid = (pos: number, expected: string, found: string) =>
-  new AppError('INVALID_QUERY', `\`q\` at position ${pos + 1}: expected ${expected}, found ${found}`);
+const invalid = (pos: number, expected: string, found: string) => new AppError('INVALID_QUERY', `\`q\` at position ${pos + 1}: expected ${expected}, found ${found}`);
 
 /** True when the text has something the FTS tokenizer keeps (letters or digits). */
 const hasToken = (text: string) => /[\p{L}\p{N}]/u.test(text);
@@ -221,10 +220,7 @@ function checkWords(t: Term): number {
 }
 
 /** What one term asks for, checked; null for punctuation alone (skipped, as Gmail does). */
-type Item =
-  | { kind: 'text'; term: TextTerm; negated: boolean }
-  | { kind: 'filename'; value: string; quoted: boolean; negated: boolean }
-  | { kind: 'condition'; condition: SearchCondition };
+type Item = { kind: 'text'; term: TextTerm; negated: boolean } | { kind: 'filename'; value: string; quoted: boolean; negated: boolean } | { kind: 'condition'; condition: SearchCondition };
 
 function readTerm(t: Term): Item | null {
   const found = JSON.stringify(t.value);
@@ -303,7 +299,11 @@ function addAlternatives(out: SearchQuery, clause: Term[]) {
   const conditions = items.flatMap((item) => (item.kind === 'condition' ? [item.condition] : []));
   if (texts.length && conditions.length) {
     const t = clause[items.findIndex((item) => item.kind !== items[0].kind)];
-    throw invalid(t.pos, 'on either side of `OR` (or in `{…}`) text (words, "phrases", from: to: cc: subject:) or conditions (label: is: has: in: before: after:), not both', JSON.stringify(`${t.op ? `${t.op}:` : ''}${t.value}`));
+    throw invalid(
+      t.pos,
+      'on either side of `OR` (or in `{…}`) text (words, "phrases", from: to: cc: subject:) or conditions (label: is: has: in: before: after:), not both',
+      JSON.stringify(`${t.op ? `${t.op}:` : ''}${t.value}`),
+    );
   }
   if (conditions.length) {
     out.conditions.push({ on: 'any', of: conditions, negated: false });

@@ -52,7 +52,16 @@ async function docxText(bytes, max) {
 /** HTML arrives as UTF-8 (its charset was worked out by the server). */
 async function htmlText(bytes, max) {
   const { convert } = await import('html-to-text');
-  return cut(convert(bytes.toString('utf8'), { wordwrap: false, selectors: [{ selector: 'img', format: 'skip' }, { selector: 'a', options: { ignoreHref: true } }] }).trim(), max);
+  return cut(
+    convert(bytes.toString('utf8'), {
+      wordwrap: false,
+      selectors: [
+        { selector: 'img', format: 'skip' },
+        { selector: 'a', options: { ignoreHref: true } },
+      ],
+    }).trim(),
+    max,
+  );
 }
 
 const EXTRACTORS = { pdf: pdfText, docx: docxText, html: htmlText };

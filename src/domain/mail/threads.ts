@@ -50,7 +50,10 @@ export const threadView = (row: ThreadRow, marks: { labels: string[]; unreadCoun
 
 /** Views of thread rows with their labels and unread counts (two queries for the page). */
 export async function threadViews(ctx: AppContext, rows: ThreadRow[]): Promise<Thread[]> {
-  const marks = await marksOfThreads(ctx, rows.map((r) => r.id));
+  const marks = await marksOfThreads(
+    ctx,
+    rows.map((r) => r.id),
+  );
   return rows.map((r) => threadView(r, marks.get(r.id)));
 }
 
@@ -70,10 +73,7 @@ export function messageIdsIn(...values: Array<string | string[] | null | undefin
  * Run inside the transaction that inserts the message (the statements run on `db`'s one
  * connection, so in that transaction).
  */
-export async function threadForMessage(
-  db: Db,
-  input: { accountId: string; inboxId: string; parents: string[]; subject: string; at: string; threadId?: string },
-): Promise<string> {
+export async function threadForMessage(db: Db, input: { accountId: string; inboxId: string; parents: string[]; subject: string; at: string; threadId?: string }): Promise<string> {
   let threadId = input.threadId;
   if (!threadId && input.parents.length) {
     threadId = await findThreadIdOfParents(db, input.accountId, input.inboxId, input.parents.slice(-100));

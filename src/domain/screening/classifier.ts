@@ -20,7 +20,12 @@ export interface ClassifierRequest {
 
 function cutBytes(s: string, max: number): string {
   const b = Buffer.from(s, 'utf8');
-  return b.length <= max ? s : b.subarray(0, max).toString('utf8').replace(/\uFFFD$/, '');
+  return b.length <= max
+    ? s
+    : b
+        .subarray(0, max)
+        .toString('utf8')
+        .replace(/\uFFFD$/, '');
 }
 
 export async function askClassifier(ctx: AppContext, parsed: ParsedMail, screening: Screening): Promise<Screening> {

@@ -24,14 +24,30 @@ export interface HtmlReading {
 
 type Rgb = [number, number, number];
 const NAMED: Record<string, Rgb> = {
-  white: [255, 255, 255], black: [0, 0, 0], red: [255, 0, 0], green: [0, 128, 0], blue: [0, 0, 255], yellow: [255, 255, 0],
-  gray: [128, 128, 128], grey: [128, 128, 128], silver: [192, 192, 192], whitesmoke: [245, 245, 245], snow: [255, 250, 250],
-  ivory: [255, 255, 240], ghostwhite: [248, 248, 255], floralwhite: [255, 250, 240], navy: [0, 0, 128], orange: [255, 165, 0],
+  white: [255, 255, 255],
+  black: [0, 0, 0],
+  red: [255, 0, 0],
+  green: [0, 128, 0],
+  blue: [0, 0, 255],
+  yellow: [255, 255, 0],
+  gray: [128, 128, 128],
+  grey: [128, 128, 128],
+  silver: [192, 192, 192],
+  whitesmoke: [245, 245, 245],
+  snow: [255, 250, 250],
+  ivory: [255, 255, 240],
+  ghostwhite: [248, 248, 255],
+  floralwhite: [255, 250, 240],
+  navy: [0, 0, 128],
+  orange: [255, 165, 0],
 };
 
 function colour(value: string | undefined): Rgb | 'transparent' | undefined {
   if (!value) return undefined;
-  const v = value.trim().toLowerCase().replace(/\s*!important$/, '');
+  const v = value
+    .trim()
+    .toLowerCase()
+    .replace(/\s*!important$/, '');
   if (v === 'transparent') return 'transparent';
   if (NAMED[v]) return NAMED[v];
   let m = /^#([0-9a-f]{3})$/.exec(v);
@@ -70,7 +86,13 @@ function declarations(style: string): Map<string, string> {
   for (const part of style.split(';')) {
     const i = part.indexOf(':');
     if (i === -1) continue;
-    out.set(part.slice(0, i).trim().toLowerCase(), part.slice(i + 1).trim().toLowerCase());
+    out.set(
+      part.slice(0, i).trim().toLowerCase(),
+      part
+        .slice(i + 1)
+        .trim()
+        .toLowerCase(),
+    );
   }
   return out;
 }
@@ -157,7 +179,14 @@ export function readHtml(html: string): HtmlReading {
         if (NO_TEXT.has(name)) noText++;
         // Most elements carry nothing that can hide them: they take their parent's state as it is.
         if (!attribs.style && !attribs.class && !attribs.id && !attribs.bgcolor && !('hidden' in attribs) && name !== 'font' && !sheet.some((r) => r.tag === name)) {
-          stack.push({ name, hidden: parent.hidden, colour: parent.colour, background: parent.background, text: [], link: name === 'a' && attribs.href ? { href: attribs.href, text: [] } : undefined });
+          stack.push({
+            name,
+            hidden: parent.hidden,
+            colour: parent.colour,
+            background: parent.background,
+            text: [],
+            link: name === 'a' && attribs.href ? { href: attribs.href, text: [] } : undefined,
+          });
           return;
         }
         // Rules first, then the inline style (which wins).
@@ -259,5 +288,15 @@ export function readHtml(html: string): HtmlReading {
     parts.push(html.slice(at));
     visibleHtml = parts.join('');
   }
-  return { visibleHtml, hidden, comments, links, visibleText: visible.join(' ').replace(/[ \t]+/g, ' ').replace(/\s*\n\s*/g, '\n').trim() };
+  return {
+    visibleHtml,
+    hidden,
+    comments,
+    links,
+    visibleText: visible
+      .join(' ')
+      .replace(/[ \t]+/g, ' ')
+      .replace(/\s*\n\s*/g, '\n')
+      .trim(),
+  };
 }

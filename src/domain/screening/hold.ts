@@ -20,8 +20,7 @@ export const SCREENING_MODES = ['off', 'monitor', 'hold'] as const;
 export type ScreeningMode = (typeof SCREENING_MODES)[number];
 
 /** The inbox's own setting, else `[screening] mode`. */
-export const screeningModeOf = (ctx: AppContext, inbox: Pick<InboxRow, 'screening'>): ScreeningMode =>
-  (inbox.screening as ScreeningMode | null) ?? ctx.config.screening.mode;
+export const screeningModeOf = (ctx: AppContext, inbox: Pick<InboxRow, 'screening'>): ScreeningMode => (inbox.screening as ScreeningMode | null) ?? ctx.config.screening.mode;
 
 /** Whether a message screened `screening` is held in an inbox screening in `mode`. */
 export const isHeld = (mode: ScreeningMode, screening: Screening | null): boolean => mode === 'hold' && screening?.verdict === 'review';

@@ -80,7 +80,12 @@ export function skeleton(s: string): string {
 
 /** Text as the rules read it: NFKC, lowercase, invisible characters removed, whitespace collapsed. */
 const normalise = (s: string) =>
-  s.normalize('NFKC').replace(INVISIBLE_CHARS, '').toLowerCase().replace(/[^\S\n]+/g, ' ').replace(/\s*\n\s*/g, '\n');
+  s
+    .normalize('NFKC')
+    .replace(INVISIBLE_CHARS, '')
+    .toLowerCase()
+    .replace(/[^\S\n]+/g, ' ')
+    .replace(/\s*\n\s*/g, '\n');
 
 const rot13 = (s: string) => s.replace(/[a-z]/gi, (c) => String.fromCharCode(((c.toLowerCase().charCodeAt(0) - 97 + 13) % 26) + (c <= 'Z' ? 65 : 97)));
 
@@ -312,11 +317,16 @@ function senderFindings(from: ScreenInput['from'], ctx: ScreenContext): Finding[
   // A local delivery (auth null) was written by this appliance: proven by construction.
   const proven = auth === null || (auth.fromDomain !== undefined && (auth.fromDomain === domain || domain.endsWith(`.${auth.fromDomain}`) || auth.fromDomain.endsWith(`.${domain}`)));
   if (claimsOwn && !proven) {
-    out.push({ code: 'impersonation', weight: IMPERSONATION_WEIGHT.from, detail: cut(`From ${address} claims ${domain}, a domain of this account, without an authenticated sender (DMARC ${auth?.dmarc ?? 'none'})`) });
+    out.push({
+      code: 'impersonation',
+      weight: IMPERSONATION_WEIGHT.from,
+      detail: cut(`From ${address} claims ${domain}, a domain of this account, without an authenticated sender (DMARC ${auth?.dmarc ?? 'none'})`),
+    });
   } else if (!claimsOwn && name) {
     const lower = skeleton(name);
     const named = ctx.ownAddresses.find((a) => lower.includes(a)) ?? own.find((d) => new RegExp(`(?:^|[^a-z0-9.-])${d.replace(/[.]/g, '\\.')}(?:$|[^a-z0-9-])`).test(lower));
-    if (named) out.push({ code: 'impersonation', weight: IMPERSONATION_WEIGHT.displayName, detail: cut(`display name “${name}” names ${named} but the mail is from ${address || 'an unknown address'}`) });
+    if (named)
+      out.push({ code: 'impersonation', weight: IMPERSONATION_WEIGHT.displayName, detail: cut(`display name “${name}” names ${named} but the mail is from ${address || 'an unknown address'}`) });
   }
   if (domain && !claimsOwn) {
     const copied = imitated(domain, ownReg);
@@ -333,7 +343,10 @@ const TEXT_EXT = new Set(['txt', 'md', 'markdown', 'csv', 'html', 'htm', 'json',
 
 /** Score and verdict of a list of findings (the classifier's, added later, follows the same sum). */
 export function verdictOf(findings: Array<{ weight: number }>): { verdict: Screening['verdict']; score: number } {
-  const score = Math.min(100, findings.reduce((s, f) => s + f.weight, 0));
+  const score = Math.min(
+    100,
+    findings.reduce((s, f) => s + f.weight, 0),
+  );
   return { verdict: score >= REVIEW_SCORE ? 'review' : 'clear', score };
 }
 
@@ -374,7 +387,11 @@ export function screenMessage(mail: ScreenInput, ctx: ScreenContext): Screening 
     const hiddenChars = html.hidden.reduce((n, h) => n + h.length, 0);
     if (hiddenChars > 0) {
       const strong = hiddenChars >= HIDDEN_TEXT_REVIEW_CHARS;
-      findings.push({ code: 'hidden_text', weight: strong ? HIDDEN_WEIGHT.strong : HIDDEN_WEIGHT.weak, detail: cut(`${hiddenChars} characters a mail client does not show: “${html.hidden.join(' … ')}”`) });
+      findings.push({
+        code: 'hidden_text',
+        weight: strong ? HIDDEN_WEIGHT.strong : HIDDEN_WEIGHT.weak,
+        detail: cut(`${hiddenChars} characters a mail client does not show: “${html.hidden.join(' … ')}”`),
+      });
     }
   }
   // The text part (when the HTML was read, the text part is usually the same words; it is read

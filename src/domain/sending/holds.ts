@@ -162,7 +162,11 @@ function headerValue(headers: string, name: string): string | undefined {
   const unfolded = headers.replace(/\r?\n[ \t]+/g, ' ');
   for (const line of unfolded.split(/\r?\n/)) {
     const colon = line.indexOf(':');
-    if (colon > 0 && line.slice(0, colon).trim().toLowerCase() === name) return line.slice(colon + 1).trim().split(/[;\s]/)[0];
+    if (colon > 0 && line.slice(0, colon).trim().toLowerCase() === name)
+      return line
+        .slice(colon + 1)
+        .trim()
+        .split(/[;\s]/)[0];
   }
   return undefined;
 }
@@ -184,7 +188,8 @@ export async function holdReasons(db: Db, ctx: AppContext, send: HoldCandidate, 
     const limit = ctx.config.policy.thread_hourly_sends;
     const since = new Date(ctx.clock.now().getTime() - 3_600_000).toISOString();
     const sends = await countSendsOfThreadSince(db, send.threadId, since);
-    if (sends >= limit) reasons.push({ code: 'thread_budget', detail: `this inbox already sent ${sends} messages in thread ${send.threadId} within the last hour; [policy] thread_hourly_sends is ${limit}` });
+    if (sends >= limit)
+      reasons.push({ code: 'thread_budget', detail: `this inbox already sent ${sends} messages in thread ${send.threadId} within the last hour; [policy] thread_hourly_sends is ${limit}` });
   }
   return { reasons: reasons.sort(byCode), firstContacts };
 }
@@ -200,13 +205,25 @@ export const holdJson = (reasons: HoldReason[]): string => JSON.stringify({ reas
  */
 export async function recordHold(tx: Tx, ctx: AppContext, row: MessageRow, reasons: HoldReason[]): Promise<void> {
   const now = ctx.clock.now();
-  await enqueueJob(tx, now, { kind: HOLD_EXPIRY_JOB, payload: { messageId: row.id }, maxAttempts: ctx.config.outbound.retry_schedule.length + 1, runAt: now.getTime() + ctx.config.policy.hold_expiry });
+  await enqueueJob(tx, now, {
+    kind: HOLD_EXPIRY_JOB,
+    payload: { messageId: row.id },
+    maxAttempts: ctx.config.outbound.retry_schedule.length + 1,
+    runAt: now.getTime() + ctx.config.policy.hold_expiry,
+  });
   await recordEvent(tx, ctx, row.accountId, 'message.held', messageView(row, await attachmentMetaFor(ctx, row.id)));
   await recordAudit(ctx, tx, row.accountId, SYSTEM_ACTOR, 'message.held', row.id, { inboxId: row.inboxId, reasons });
 }
 
 /** A scheduled message due now turns `held` (releaseIn): its recipients waiting become `held`. */
-export async function holdScheduledIn(tx: Tx, ctx: AppContext, row: MessageRow, list: RecipientOutcome[], reasons: HoldReason[], write: (list: RecipientOutcome[], status: string) => Promise<unknown>): Promise<void> {
+export async function holdScheduledIn(
+  tx: Tx,
+  ctx: AppContext,
+  row: MessageRow,
+  list: RecipientOutcome[],
+  reasons: HoldReason[],
+  write: (list: RecipientOutcome[], status: string) => Promise<unknown>,
+): Promise<void> {
   const held = list.map((r) => (r.status === 'scheduled' ? { ...r, status: 'held', response: null } : r));
   await write(held, 'held');
   const hold = holdJson(reasons);
@@ -229,7 +246,11 @@ export async function releaseHeldSend(ctx: AppContext, accountId: string, id: st
     const inbox = await findInboxById(tx, row.inboxId);
     if (!inbox || inbox.status !== 'active') throw new AppError('INBOX_SUSPENDED', `inbox ${inbox?.address ?? row.inboxId} is suspended and cannot send`);
     let list = JSON.parse(row.recipients) as RecipientOutcome[];
-    const suppressed = await suppressedAmong(tx, accountId, list.filter((r) => r.status === 'held').map((r) => r.address));
+    const suppressed = await suppressedAmong(
+      tx,
+      accountId,
+      list.filter((r) => r.status === 'held').map((r) => r.address),
+    );
     list = list.map((r) => (r.status === 'held' && suppressed.has(r.address.toLowerCase()) ? { ...r, status: 'suppressed', response: SUPPRESSED_RESPONSE } : r));
     const pending = list.filter((r) => r.status === 'held').map((r) => r.address);
     if (!pending.length) throw allSuppressed(list.map((r) => r.address));

@@ -129,7 +129,12 @@ export async function replyRecipients(ctx: AppContext, original: MessageRow, inb
   const seen = new Set<string>();
   to = distinct(to, seen);
   seen.add(own);
-  const cc = replyAll ? distinct(others.map(validAddress).filter((a): a is string => !!a), seen) : [];
+  const cc = replyAll
+    ? distinct(
+        others.map(validAddress).filter((a): a is string => !!a),
+        seen,
+      )
+    : [];
   return { to, cc };
 }
 
@@ -148,7 +153,17 @@ export async function replyToMessage(ctx: AppContext, accountId: string, id: str
     ctx,
     accountId,
     inbox.id,
-    { to, cc, bcc: input.bcc, subject: replySubject(original.subject), bodyText: input.bodyText, bodyHtml: input.bodyHtml, attachmentIds: input.attachmentIds, sendAt: input.sendAt, listUnsubscribe: input.listUnsubscribe },
+    {
+      to,
+      cc,
+      bcc: input.bcc,
+      subject: replySubject(original.subject),
+      bodyText: input.bodyText,
+      bodyHtml: input.bodyHtml,
+      attachmentIds: input.attachmentIds,
+      sendAt: input.sendAt,
+      listUnsubscribe: input.listUnsubscribe,
+    },
     replyOrigin(original),
   );
 }
@@ -192,10 +207,7 @@ export async function forwardMessage(ctx: AppContext, accountId: string, id: str
   if (input.bodyHtml || original.bodyHtml) {
     const note = input.bodyHtml ? htmlBody(input.bodyHtml) : noteText ? `<div>${escapeHtml(noteText).replace(/\n/g, '<br>')}</div>` : '';
     const quoted = original.bodyHtml ? htmlBody(original.bodyHtml) : `<div>${escapeHtml(originalText).replace(/\n/g, '<br>')}</div>`;
-    bodyHtml =
-      `${note}${note ? '<br><br>' : ''}<div class="mailroom_forward">${SEPARATOR}<br>` +
-      headers.map(([k, v]) => `${k}: ${escapeHtml(v)}<br>`).join('') +
-      `<br>${quoted}</div>`;
+    bodyHtml = `${note}${note ? '<br><br>' : ''}<div class="mailroom_forward">${SEPARATOR}<br>` + headers.map(([k, v]) => `${k}: ${escapeHtml(v)}<br>`).join('') + `<br>${quoted}</div>`;
   }
   return queueSend(
     ctx,

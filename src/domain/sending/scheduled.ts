@@ -75,7 +75,11 @@ export async function releaseIn(tx: Tx, ctx: AppContext, messageId: string, sour
   for (const r of list) if (r.status === 'scheduled' && (await refusedRecipient(ctx, row.accountId, row.inboxId, [r.address])) !== undefined) refused.add(r.address);
   list = list.map((r) => (refused.has(r.address) ? { ...r, status: 'failed', response: 'not sent: refused by the send allow/block lists at the send time' } : r));
   // So may the suppression list: checked at the send time, not only when it was scheduled.
-  const suppressed = await suppressedAmong(tx, row.accountId, list.filter((r) => r.status === 'scheduled').map((r) => r.address));
+  const suppressed = await suppressedAmong(
+    tx,
+    row.accountId,
+    list.filter((r) => r.status === 'scheduled').map((r) => r.address),
+  );
   list = list.map((r) => (r.status === 'scheduled' && suppressed.has(r.address.toLowerCase()) ? { ...r, status: 'suppressed', response: SUPPRESSED_RESPONSE } : r));
   const pending = list.filter((r) => r.status === 'scheduled').map((r) => r.address);
   if (!pending.length) {
@@ -85,7 +89,14 @@ export async function releaseIn(tx: Tx, ctx: AppContext, messageId: string, sour
   // Holds for a person (src/domain/sending/holds.ts) on what holds at the send time: held, not
   // counted, not queued. A send a person released (held when it was scheduled) is not judged again.
   const released = row.hold !== null && (JSON.parse(row.hold) as Hold).released === true;
-  const { reasons } = released ? { reasons: [] } : await holdReasons(tx, ctx, { inbox, recipients: pending, subject: row.subject, bodyText: row.bodyText, bodyHtml: row.bodyHtml, files: [], inReplyTo: row.inReplyTo, threadId: row.threadId }, found);
+  const { reasons } = released
+    ? { reasons: [] }
+    : await holdReasons(
+        tx,
+        ctx,
+        { inbox, recipients: pending, subject: row.subject, bodyText: row.bodyText, bodyHtml: row.bodyHtml, files: [], inReplyTo: row.inReplyTo, threadId: row.threadId },
+        found,
+      );
   if (reasons.length) {
     await holdScheduledIn(tx, ctx, fresh, list, reasons, (held, status) => writeMessageState(tx, ctx, fresh, held, status));
     return withSource(false);
@@ -96,7 +107,9 @@ export async function releaseIn(tx: Tx, ctx: AppContext, messageId: string, sour
     if (!(err instanceof AppError)) throw err;
     // The inbox's daily limit keeps its long-standing wording; the hourly and account budgets say theirs.
     const inboxDaily = err.code === 'DAILY_SEND_LIMIT_EXCEEDED' && err.message.startsWith('inbox ');
-    const reason = inboxDaily ? `not sent: inbox ${inbox.address} had reached its daily send limit of ${inbox.dailySendLimit} on ${utcDay(ctx.clock)} (UTC) at the send time` : `not sent at the send time: ${err.message}`;
+    const reason = inboxDaily
+      ? `not sent: inbox ${inbox.address} had reached its daily send limit of ${inbox.dailySendLimit} on ${utcDay(ctx.clock)} (UTC) at the send time`
+      : `not sent at the send time: ${err.message}`;
     await writeMessageState(tx, ctx, fresh, settle(list, 'failed', reason), 'failed');
     return withSource(false);
   }

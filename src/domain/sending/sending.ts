@@ -27,14 +27,7 @@ import { allSuppressed, suppressedAmong, suppressIn, SUPPRESSED_RESPONSE } from 
 import { insertMessageRow, messageView, type Message, type MessageRow, type RecipientOutcome } from '../mail/messages.ts';
 import { findThreadRow, messageIdsIn, threadForMessage } from '../mail/threads.ts';
 import { releaseBlobs } from '../../store/blobs/blob-refs.ts';
-import {
-  findLastMessageOfThread,
-  findMessageAccountId,
-  linkAttachments,
-  listStoredAttachmentIds,
-  updateMessageState,
-  updateMessageStateIf,
-} from '../../store/repo/outbound.ts';
+import { findLastMessageOfThread, findMessageAccountId, linkAttachments, listStoredAttachmentIds, updateMessageState, updateMessageStateIf } from '../../store/repo/outbound.ts';
 import { insertAttachments } from '../../store/repo/attachments.ts';
 import { incrementInboxBounces, incrementInboxComplaints } from '../../store/repo/inboxes.ts';
 import { findMessageById } from '../../store/repo/messages.ts';
@@ -302,7 +295,19 @@ export async function queueOutbound(ctx: AppContext, draft: OutboundDraft): Prom
     threadId: thread,
   };
   const found = await contentReasons(ctx, candidate);
-  if (!sendAt) Object.assign(row, await renderSource(ctx, { address: inbox.address, displayName: draft.fromName }, row, { to: draft.to, cc: draft.cc, listUnsubscribe: draft.listUnsubscribe }, [...draft.own, ...draft.linked], now, draft.cids));
+  if (!sendAt)
+    Object.assign(
+      row,
+      await renderSource(
+        ctx,
+        { address: inbox.address, displayName: draft.fromName },
+        row,
+        { to: draft.to, cc: draft.cc, listUnsubscribe: draft.listUnsubscribe },
+        [...draft.own, ...draft.linked],
+        now,
+        draft.cids,
+      ),
+    );
 
   try {
     // Shared with the other sends committing at this moment (Store.grouped, src/store/sqlite.ts): one WAL
@@ -335,7 +340,12 @@ export async function queueOutbound(ctx: AppContext, draft: OutboundDraft): Prom
       await insertMessageRow(tx, row);
       for (const [path, content] of [...(draft.shared ?? [])].sort(([a], [b]) => (a < b ? -1 : 1))) await ctx.blobs.ensure(tx, path, content);
       if (draft.own.length) await insertAttachments(tx, draft.own);
-      if (draft.linked.length) await linkAttachments(tx, id, draft.linked.map((a) => a.id));
+      if (draft.linked.length)
+        await linkAttachments(
+          tx,
+          id,
+          draft.linked.map((a) => a.id),
+        );
       // A held scheduled send keeps its release job: at its time, still held, the job does nothing (releaseHeldSend queues another).
       if (sendAt) await scheduleRelease(tx, ctx, now, { messageId: id, to: draft.to, cc: draft.cc, ...(draft.listUnsubscribe ? { listUnsubscribe: true } : {}) }, sendAt);
       if (reasons.length) await recordHold(tx, ctx, row, reasons);
@@ -410,7 +420,6 @@ async function assertOriginStored(tx: Tx, accountId: string, origin: SendOrigin)
   const still = await listStoredAttachmentIds(tx, ids);
   if (still.length !== ids.length) throw new AppError('MESSAGE_NOT_FOUND', `message ${origin.messageId} not found`);
 }
-
 
 /**
  * Groups recipients into jobs: one for recipients that are inboxes here (or claim to be, on the
@@ -516,9 +525,7 @@ export async function markSending(tx: Tx, ctx: AppContext, messageId: string, ad
   if (!row) return undefined;
   const pending = pendingRecipients(row, addresses);
   if (!pending.length) return row;
-  const list = (JSON.parse(row.recipients) as RecipientOutcome[]).map((r) =>
-    pending.some((a) => sameAddress(a, r.address)) ? { ...r, status: 'sending' } : r,
-  );
+  const list = (JSON.parse(row.recipients) as RecipientOutcome[]).map((r) => (pending.some((a) => sameAddress(a, r.address)) ? { ...r, status: 'sending' } : r));
   const status = STICKY.has(row.status) ? row.status : aggregateStatus(list);
   await writeMessageState(tx, ctx, row, list, status);
   return { ...row, recipients: JSON.stringify(list), status };

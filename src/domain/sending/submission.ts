@@ -139,7 +139,6 @@ export async function submitMessage(ctx: AppContext, who: Submitter, input: { ra
 }
 
 async function queueSubmitted(ctx: AppContext, inbox: InboxRow, parsed: ParsedMail, submitted: string[]): Promise<Message> {
-
   const recipients = [...new Map(submitted.map((r) => [r.toLowerCase(), r])).values()];
   const to = mailboxesOf(parsed.to);
   const cc = mailboxesOf(parsed.cc);

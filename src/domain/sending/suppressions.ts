@@ -106,4 +106,7 @@ export const SUPPRESSED_RESPONSE = 'not attempted: the address is on the suppres
 
 /** 422 RECIPIENTS_SUPPRESSED: no recipient of a send is left once the suppressed ones are taken out. */
 export const allSuppressed = (addresses: string[]) =>
-  new AppError('RECIPIENTS_SUPPRESSED', `every recipient is on the suppression list of this account: ${addresses.map((a) => a.toLowerCase()).join(', ')}; nothing was sent (GET /suppressions, DELETE /suppressions/{address})`);
+  new AppError(
+    'RECIPIENTS_SUPPRESSED',
+    `every recipient is on the suppression list of this account: ${addresses.map((a) => a.toLowerCase()).join(', ')}; nothing was sent (GET /suppressions, DELETE /suppressions/{address})`,
+  );

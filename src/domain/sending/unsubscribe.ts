@@ -23,8 +23,7 @@ const MAC_CHARS = 16;
 const TOKEN = /^([0-9a-z]{10,40})\.([0-9a-v]{16})$/;
 
 /** Keyed with a key of its own, derived from the installation's signing secret (as bounce addresses are). */
-const mac = (ctx: AppContext, messageId: string, recipient: string): string =>
-  base32Mac(derivedKey(ctx, 'mailroom unsubscribe v1'), `${messageId}\n${recipient.toLowerCase()}`, MAC_CHARS);
+const mac = (ctx: AppContext, messageId: string, recipient: string): string => base32Mac(derivedKey(ctx, 'mailroom unsubscribe v1'), `${messageId}\n${recipient.toLowerCase()}`, MAC_CHARS);
 
 /** `<message id without msg_>.<mac>`: only [0-9a-z.], safe in a URL path and a local part (55 of 64 octets). */
 export const unsubscribeToken = (ctx: AppContext, messageId: string, recipient: string): string => `${messageId.replace(/^msg_/, '')}.${mac(ctx, messageId, recipient)}`;
@@ -42,7 +41,10 @@ export function listUnsubscribeHeaders(ctx: AppContext, messageId: string, recip
 /** 400 unless a send asking for the headers has exactly one recipient. */
 export function assertOneRecipient(recipients: string[]): void {
   if (recipients.length !== 1) {
-    throw new AppError('VALIDATION_ERROR', '`listUnsubscribe`: a message with a one-click unsubscribe has exactly one recipient (to, no cc or bcc): the link names who unsubscribes; send one message per recipient');
+    throw new AppError(
+      'VALIDATION_ERROR',
+      '`listUnsubscribe`: a message with a one-click unsubscribe has exactly one recipient (to, no cc or bcc): the link names who unsubscribes; send one message per recipient',
+    );
   }
 }
 
@@ -53,7 +55,11 @@ export interface UnsubscribeTarget {
 }
 
 /** What a token names, or undefined when it is malformed, forged, or its message is gone. */
-export async function readUnsubscribeToken(ctx: AppContext, token: string, find: (id: string) => Promise<MessageRow | undefined> = (id) => findOutboundRow(ctx, id)): Promise<UnsubscribeTarget | undefined> {
+export async function readUnsubscribeToken(
+  ctx: AppContext,
+  token: string,
+  find: (id: string) => Promise<MessageRow | undefined> = (id) => findOutboundRow(ctx, id),
+): Promise<UnsubscribeTarget | undefined> {
   const m = TOKEN.exec(token.toLowerCase());
   if (!m) return undefined;
   const row = await find(`msg_${m[1]}`);

@@ -106,7 +106,11 @@ export function parseWebhookUrl(raw: string, allowInsecure: boolean): URL {
   return url;
 }
 
-const hostOf = (url: URL) => url.hostname.replace(/^\[(.*)\]$/, '$1').replace(/\.$/, '').toLowerCase();
+const hostOf = (url: URL) =>
+  url.hostname
+    .replace(/^\[(.*)\]$/, '$1')
+    .replace(/\.$/, '')
+    .toLowerCase();
 
 async function lookupAll(ctx: AppContext, host: string): Promise<ResolvedTarget['addresses']> {
   const [a, aaaa] = await Promise.all([ctx.dns.a(host), ctx.dns.aaaa(host)]);

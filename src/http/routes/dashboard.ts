@@ -50,9 +50,21 @@ export function registerDashboardRoutes(r: Routes, ctx: AppContext): void {
   r.get(ROOT_REDIRECT, () => ({ status: 302, headers: { Location: DASHBOARD_PREFIX, 'Cache-Control': 'no-cache', 'Content-Length': '0' } }), { public: true });
   r.get('/dashboard', page, { public: true });
   r.get('/dashboard/', page, { public: true });
-  r.get('/dashboard/app.js', asset((f) => f.js, 'text/javascript; charset=utf-8'), { public: true });
-  r.get('/dashboard/app.css', asset((f) => f.css, 'text/css; charset=utf-8'), { public: true });
-  r.get('/dashboard/favicon.svg', asset((f) => f.icon, 'image/svg+xml'), { public: true });
+  r.get(
+    '/dashboard/app.js',
+    asset((f) => f.js, 'text/javascript; charset=utf-8'),
+    { public: true },
+  );
+  r.get(
+    '/dashboard/app.css',
+    asset((f) => f.css, 'text/css; charset=utf-8'),
+    { public: true },
+  );
+  r.get(
+    '/dashboard/favicon.svg',
+    asset((f) => f.icon, 'image/svg+xml'),
+    { public: true },
+  );
   r.post('/dashboard/api/deliveries/:id/replay', async (req) => ({
     status: 202,
     body: await replayAccountDelivery(ctx, req.principal.accountId, req.params.id),

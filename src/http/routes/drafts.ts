@@ -31,9 +31,7 @@ export const SendDraftBody = z.strictObject({ sendAt: SendAt, listUnsubscribe: L
 const withTag = (status: number, draft: Draft) => ({ status, body: draft, headers: { etag: draftTag(draft.updatedAt) } });
 
 export function registerDraftRoutes(r: Routes, ctx: AppContext): void {
-  r.post('/inboxes/:inboxId/drafts', async (req) =>
-    withTag(201, await createDraft(ctx, req.principal.accountId, req.params.inboxId, parseInput(DraftBody, await req.json()))),
-  );
+  r.post('/inboxes/:inboxId/drafts', async (req) => withTag(201, await createDraft(ctx, req.principal.accountId, req.params.inboxId, parseInput(DraftBody, await req.json()))));
   r.get('/inboxes/:inboxId/drafts', async (req) => ({ status: 200, body: await listDrafts(ctx, req.principal.accountId, req.params.inboxId, parsePage(req.query)) }));
   r.get('/drafts/:id', async (req) => withTag(200, await getDraft(ctx, req.principal.accountId, req.params.id)));
   r.patch('/drafts/:id', async (req) => withTag(200, await updateDraft(ctx, req.principal.accountId, req.params.id, parseInput(DraftBody, await req.json()))));

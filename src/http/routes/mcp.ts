@@ -46,7 +46,14 @@ const loadMcp = () => (mcpModule ??= import('../../mcp/http.ts'));
 const notAllowed = (req: ApiRequest): Reply => ({
   status: 405,
   headers: { Allow: 'POST' },
-  body: { error: { code: 'METHOD_NOT_ALLOWED', message: `${req.method} ${MCP_PATH}: this server is stateless (no sessions, no server-initiated stream); POST each message`, status: 405, requestId: req.requestId } },
+  body: {
+    error: {
+      code: 'METHOD_NOT_ALLOWED',
+      message: `${req.method} ${MCP_PATH}: this server is stateless (no sessions, no server-initiated stream); POST each message`,
+      status: 405,
+      requestId: req.requestId,
+    },
+  },
 });
 
 export function registerMcpRoutes(r: Routes, ctx: AppContext): void {

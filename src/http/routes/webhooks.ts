@@ -3,17 +3,7 @@
 import { z } from 'zod';
 import type { AppContext } from '../../context.ts';
 import { EVENT_TYPES, type EventType } from '../../domain/events/events.ts';
-import {
-  createWebhook,
-  deleteWebhook,
-  eventCatalog,
-  getWebhook,
-  listDeliveryLogs,
-  listWebhooks,
-  parseLogQuery,
-  updateWebhook,
-  webhookActivity,
-} from '../../domain/webhooks/webhooks.ts';
+import { createWebhook, deleteWebhook, eventCatalog, getWebhook, listDeliveryLogs, listWebhooks, parseLogQuery, updateWebhook, webhookActivity } from '../../domain/webhooks/webhooks.ts';
 import type { Routes } from '../routes.ts';
 import { headerSafe, parseInput } from '../validate.ts';
 import { reachesInboxes } from '../../domain/accounts/apikeys.ts';
@@ -24,7 +14,11 @@ const EventName = z.enum(Object.keys(EVENT_TYPES) as [EventType, ...EventType[]]
 const Events = z.array(EventName).max(50).nullable().optional();
 const Url = z.string().min(1, 'is required');
 const Description = headerSafe(500).nullable().optional();
-const InboxIds = z.array(z.string().regex(/^inb_[0-9a-z]{26}$/, 'must be an inbox id (inb_…)')).max(100).nullable().optional();
+const InboxIds = z
+  .array(z.string().regex(/^inb_[0-9a-z]{26}$/, 'must be an inbox id (inb_…)'))
+  .max(100)
+  .nullable()
+  .optional();
 
 export const CreateWebhookBody = z.strictObject({
   url: Url,
@@ -44,10 +38,14 @@ export const UpdateWebhookBody = z.strictObject({
 });
 
 export function registerWebhookRoutes(r: Routes, ctx: AppContext): void {
-  r.post('/webhooks', async (req) => {
-    const body = parseInput(CreateWebhookBody, await req.json());
-    return { status: 201, body: await createWebhook(ctx, req.principal.accountId, body) };
-  }, { secretFields: ['secret'] });
+  r.post(
+    '/webhooks',
+    async (req) => {
+      const body = parseInput(CreateWebhookBody, await req.json());
+      return { status: 201, body: await createWebhook(ctx, req.principal.accountId, body) };
+    },
+    { secretFields: ['secret'] },
+  );
   r.get('/webhooks', async (req) => {
     // A key limited to some inboxes sees only the webhooks of its inboxes.
     const data = (await listWebhooks(ctx, req.principal.accountId)).filter((w) => reachesInboxes(req.principal, w.inboxIds));

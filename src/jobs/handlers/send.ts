@@ -148,7 +148,17 @@ async function deliverRemotely(ctx: AppContext, row: MessageRow, domain: string,
  * `enforce` a host it does not name, or one that fails the check, is skipped, and the reason
  * ends in the recipients' response; under `testing` both are only reported (TLS-RPT).
  */
-async function viaMx(ctx: AppContext, row: MessageRow, domain: string, hosts: MxHost[], addresses: string[], raw: Buffer, signal: AbortSignal, tls: TlsSessions, dane?: Map<string, DaneStatus>): Promise<Result[]> {
+async function viaMx(
+  ctx: AppContext,
+  row: MessageRow,
+  domain: string,
+  hosts: MxHost[],
+  addresses: string[],
+  raw: Buffer,
+  signal: AbortSignal,
+  tls: TlsSessions,
+  dane?: Map<string, DaneStatus>,
+): Promise<Result[]> {
   const policy = tls.policy;
   const enforce = policy?.mode === 'enforce';
   let last = '';

@@ -59,12 +59,26 @@ export function listActiveApiKeys(db: Db): Promise<ApiKeyRow[]> {
 export async function updateApiKeyRevoked(db: Db, id: string, accountId: string | null, revokedAt: string): Promise<boolean> {
   const conds = [eq(apiKeys.id, id), isNull(apiKeys.revokedAt)];
   if (accountId) conds.push(eq(apiKeys.accountId, accountId));
-  return changes(await db.update(apiKeys).set({ revokedAt }).where(and(...conds)).run()) > 0;
+  return (
+    changes(
+      await db
+        .update(apiKeys)
+        .set({ revokedAt })
+        .where(and(...conds))
+        .run(),
+    ) > 0
+  );
 }
 
 /** The account of key `id` if it is active. */
 export async function findActiveApiKeyAccountId(db: Db, id: string): Promise<string | undefined> {
-  return (await db.select({ accountId: apiKeys.accountId }).from(apiKeys).where(and(eq(apiKeys.id, id), isNull(apiKeys.revokedAt))).get())?.accountId;
+  return (
+    await db
+      .select({ accountId: apiKeys.accountId })
+      .from(apiKeys)
+      .where(and(eq(apiKeys.id, id), isNull(apiKeys.revokedAt)))
+      .get()
+  )?.accountId;
 }
 
 export async function updateApiKeyLastUsed(db: Db, id: string, lastUsedAt: string): Promise<void> {
@@ -73,15 +87,7 @@ export async function updateApiKeyLastUsed(db: Db, id: string, lastUsedAt: strin
 
 // Runs on every API request: a plain statement prepared once (src/store/prepared.ts), reading only
 // the columns authentication needs.
-export type ApiKeyCandidate = [
-  id: string,
-  accountId: string,
-  keyHash: string,
-  scopes: string,
-  inboxIds: string | null,
-  lastUsedAt: string | null,
-  expiresAt: string | null,
-];
+export type ApiKeyCandidate = [id: string, accountId: string, keyHash: string, scopes: string, inboxIds: string | null, lastUsedAt: string | null, expiresAt: string | null];
 const activeKeysByPrefix = (db: Db) =>
   preparedRows<[string], ApiKeyCandidate>(db, 'SELECT id, account_id, key_hash, scopes, inbox_ids, last_used_at, expires_at FROM api_keys WHERE key_prefix = ? AND revoked_at IS NULL');
 
@@ -97,7 +103,15 @@ export function listActiveApiKeysByPrefix(db: Db, prefix: string): Promise<ApiKe
  */
 export async function findInboxIdOf(db: Db, kind: 'message' | 'thread' | 'draft' | 'list', accountId: string, id: string): Promise<string | undefined> {
   const t = kind === 'message' ? messages : kind === 'thread' ? threads : kind === 'draft' ? drafts : listEntries;
-  return (await db.select({ inboxId: t.inboxId }).from(t).where(and(eq(t.id, id), eq(t.accountId, accountId))).get())?.inboxId ?? undefined;
+  return (
+    (
+      await db
+        .select({ inboxId: t.inboxId })
+        .from(t)
+        .where(and(eq(t.id, id), eq(t.accountId, accountId)))
+        .get()
+    )?.inboxId ?? undefined
+  );
 }
 
 /**
@@ -126,9 +140,21 @@ export async function isHeldInbound(db: Db, kind: 'message' | 'attachment', acco
 /** The `inbox_ids` JSON of the account's webhook or active key `id` (null: every inbox); undefined when there is none. */
 export async function findInboxIdsOf(db: Db, kind: 'webhook' | 'key', accountId: string, id: string): Promise<string | null | undefined> {
   if (kind === 'key') {
-    return (await db.select({ inboxIds: apiKeys.inboxIds }).from(apiKeys).where(and(eq(apiKeys.id, id), eq(apiKeys.accountId, accountId), isNull(apiKeys.revokedAt))).get())?.inboxIds;
+    return (
+      await db
+        .select({ inboxIds: apiKeys.inboxIds })
+        .from(apiKeys)
+        .where(and(eq(apiKeys.id, id), eq(apiKeys.accountId, accountId), isNull(apiKeys.revokedAt)))
+        .get()
+    )?.inboxIds;
   }
-  return (await db.select({ inboxIds: webhooks.inboxIds }).from(webhooks).where(and(eq(webhooks.id, id), eq(webhooks.accountId, accountId))).get())?.inboxIds;
+  return (
+    await db
+      .select({ inboxIds: webhooks.inboxIds })
+      .from(webhooks)
+      .where(and(eq(webhooks.id, id), eq(webhooks.accountId, accountId)))
+      .get()
+  )?.inboxIds;
 }
 
 // ---- usage -----------------------------------------------------------------------------------

@@ -34,7 +34,20 @@ export function listAttachmentsOfAccount(db: Db, accountId: string, ids: string[
 // so every list length shares it. Rows: kind (0 own, 1 linked), the message, the position, then
 // the attachment's columns in ATTACHMENT_COLUMNS order.
 const ATTACHMENT_COLUMNS = 'a.id, a.account_id, a.message_id, a.filename, a.content_type, a.size, a.sha256, a.storage_path, a.created_at';
-type AttachmentOfMessage = [kind: number, messageId: string, position: number, id: string, accountId: string, ownMessageId: string | null, filename: string, contentType: string, size: number, sha256: string, storagePath: string, createdAt: string];
+type AttachmentOfMessage = [
+  kind: number,
+  messageId: string,
+  position: number,
+  id: string,
+  accountId: string,
+  ownMessageId: string | null,
+  filename: string,
+  contentType: string,
+  size: number,
+  sha256: string,
+  storagePath: string,
+  createdAt: string,
+];
 const attachmentsOfIds = (db: Db) =>
   preparedRows<[string, string], AttachmentOfMessage>(
     db,
@@ -49,10 +62,7 @@ const attachmentsOfIds = (db: Db) =>
  * The attachments of the messages `messageIds`: `own`, those that arrived with them (by id), and
  * `linked`, the uploads they were sent with (in the order they were given).
  */
-export async function listAttachmentsOfMessages(
-  db: Db,
-  messageIds: string[],
-): Promise<{ own: AttachmentRow[]; linked: Array<{ messageId: string; row: AttachmentRow }> }> {
+export async function listAttachmentsOfMessages(db: Db, messageIds: string[]): Promise<{ own: AttachmentRow[]; linked: Array<{ messageId: string; row: AttachmentRow }> }> {
   const ids = JSON.stringify(messageIds);
   const own: AttachmentRow[] = [];
   const linked: Array<{ messageId: string; row: AttachmentRow }> = [];

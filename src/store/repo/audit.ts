@@ -14,7 +14,12 @@ export function listAuditEntries(db: Db, accountId: string, opts: { action?: str
   const conds = [eq(auditLog.accountId, accountId)];
   if (opts.action) conds.push(eq(auditLog.action, opts.action));
   if (opts.before) conds.push(lt(auditLog.id, opts.before));
-  return db.select().from(auditLog).where(and(...conds)).orderBy(desc(auditLog.id)).limit(opts.limit);
+  return db
+    .select()
+    .from(auditLog)
+    .where(and(...conds))
+    .orderBy(desc(auditLog.id))
+    .limit(opts.limit);
 }
 
 /** Deletes the entries written before `cutoff`; answers how many. */

@@ -26,7 +26,12 @@ export function findDomainById(db: Db, id: string): Promise<DomainRow | undefine
 
 /** The domain named `name` (stored lowercase, without the trailing dot): its verified claim first. */
 export function findDomainByName(db: Db, name: string): Promise<DomainRow | undefined> {
-  return db.select().from(domains).where(byName(name)).orderBy(...verifiedFirst).get();
+  return db
+    .select()
+    .from(domains)
+    .where(byName(name))
+    .orderBy(...verifiedFirst)
+    .get();
 }
 
 /** The claim of `name` verified for sending, by whichever account, other than `exceptId`. */
@@ -40,22 +45,45 @@ export function findVerifiedClaim(db: Db, name: string, exceptId = ''): Promise<
 
 /** The id of the account's own claim of `name`, if it has one. */
 export async function findDomainIdOfAccount(db: Db, accountId: string, name: string): Promise<string | undefined> {
-  return (await db.select({ id: domains.id }).from(domains).where(and(byName(name), eq(domains.accountId, accountId))).get())?.id;
+  return (
+    await db
+      .select({ id: domains.id })
+      .from(domains)
+      .where(and(byName(name), eq(domains.accountId, accountId)))
+      .get()
+  )?.id;
 }
 
 /** The ownership token of the domain named `name` (its verified claim first). */
 export async function findDomainVerificationToken(db: Db, name: string): Promise<string | undefined> {
-  return (await db.select({ t: domains.verificationToken }).from(domains).where(byName(name)).orderBy(...verifiedFirst).get())?.t;
+  return (
+    await db
+      .select({ t: domains.verificationToken })
+      .from(domains)
+      .where(byName(name))
+      .orderBy(...verifiedFirst)
+      .get()
+  )?.t;
 }
 
 /** The DKIM selector and public key of the domain named `name` (what its DNS record publishes; its verified claim first). */
 export function findDomainPublicKey(db: Db, name: string): Promise<{ selector: string; publicKey: string } | undefined> {
-  return db.select({ selector: domains.dkimSelector, publicKey: domains.dkimPublicKey }).from(domains).where(byName(name)).orderBy(...verifiedFirst).get();
+  return db
+    .select({ selector: domains.dkimSelector, publicKey: domains.dkimPublicKey })
+    .from(domains)
+    .where(byName(name))
+    .orderBy(...verifiedFirst)
+    .get();
 }
 
 /** The DKIM selector and private key of the domain named `name` (what its mail is signed with; its verified claim first). */
 export function findDomainSigningKey(db: Db, name: string): Promise<{ selector: string; privateKey: string } | undefined> {
-  return db.select({ selector: domains.dkimSelector, privateKey: domains.dkimPrivateKey }).from(domains).where(byName(name)).orderBy(...verifiedFirst).get();
+  return db
+    .select({ selector: domains.dkimSelector, privateKey: domains.dkimPrivateKey })
+    .from(domains)
+    .where(byName(name))
+    .orderBy(...verifiedFirst)
+    .get();
 }
 
 /** The account's domains, newest first. */
@@ -81,12 +109,7 @@ export async function listDomainIdsDueForCheck(db: Db, cutoff: string): Promise<
   const due = await db
     .select({ id: domains.id })
     .from(domains)
-    .where(
-      and(
-        or(ne(domains.sendingStatus, 'verified'), ne(domains.receivingStatus, 'verified')),
-        or(isNull(domains.lastCheckedAt), lte(domains.lastCheckedAt, cutoff)),
-      ),
-    )
+    .where(and(or(ne(domains.sendingStatus, 'verified'), ne(domains.receivingStatus, 'verified')), or(isNull(domains.lastCheckedAt), lte(domains.lastCheckedAt, cutoff))))
     // Never-checked ones first, on either engine (they order NULLs differently).
     .orderBy(sql`${domains.lastCheckedAt} IS NOT NULL`, domains.lastCheckedAt);
   return due.map((d) => d.id);

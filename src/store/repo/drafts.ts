@@ -14,16 +14,18 @@ export function findDraftById(db: Db, id: string): Promise<DraftRow | undefined>
 
 /** True while draft `id` of account `accountId` exists, whatever its version. */
 export async function draftExists(db: Db, accountId: string, id: string): Promise<boolean> {
-  return (await db.select({ id: drafts.id }).from(drafts).where(and(eq(drafts.id, id), eq(drafts.accountId, accountId))).get()) !== undefined;
+  return (
+    (await db
+      .select({ id: drafts.id })
+      .from(drafts)
+      .where(and(eq(drafts.id, id), eq(drafts.accountId, accountId)))
+      .get()) !== undefined
+  );
 }
 
 /** The attachments a draft carries, in their order. */
 export async function listDraftAttachmentIds(db: Db, draftId: string): Promise<string[]> {
-  const rows = await db
-    .select({ id: draftAttachments.attachmentId })
-    .from(draftAttachments)
-    .where(eq(draftAttachments.draftId, draftId))
-    .orderBy(asc(draftAttachments.position));
+  const rows = await db.select({ id: draftAttachments.attachmentId }).from(draftAttachments).where(eq(draftAttachments.draftId, draftId)).orderBy(asc(draftAttachments.position));
   return rows.map((r) => r.id);
 }
 
@@ -48,7 +50,11 @@ export async function updateDraftRow(db: Db, row: DraftRow): Promise<void> {
 /** The draft's attachment links become `attachmentIds`, in that order. */
 export async function replaceDraftAttachments(db: Db, draftId: string, attachmentIds: string[]): Promise<void> {
   await db.delete(draftAttachments).where(eq(draftAttachments.draftId, draftId)).run();
-  if (attachmentIds.length) await db.insert(draftAttachments).values(attachmentIds.map((attachmentId, position) => ({ draftId, attachmentId, position }))).run();
+  if (attachmentIds.length)
+    await db
+      .insert(draftAttachments)
+      .values(attachmentIds.map((attachmentId, position) => ({ draftId, attachmentId, position })))
+      .run();
 }
 
 /**

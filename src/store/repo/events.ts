@@ -126,7 +126,14 @@ export async function findLatestEventId(db: Db): Promise<string | undefined> {
     const [row] = await rawRows<[string]>(db, 'SELECT id FROM events WHERE tx < pg_snapshot_xmin(pg_current_snapshot()) ORDER BY tx DESC, seq DESC LIMIT 1');
     return row?.[0];
   }
-  return (await db.select({ id: sql<string | null>`max(${events.id})` }).from(events).get())?.id ?? undefined;
+  return (
+    (
+      await db
+        .select({ id: sql<string | null>`max(${events.id})` })
+        .from(events)
+        .get()
+    )?.id ?? undefined
+  );
 }
 
 /** Deletes the events created before `cutoff`; answers how many. */

@@ -78,7 +78,6 @@ export async function updateMessageHold(db: Db, id: string, hold: string): Promi
   await db.update(messages).set({ hold }).where(eq(messages.id, id)).run();
 }
 
-
 /** The payload (JSON) of the newest job of `kind` for message `messageId`, whatever its status. */
 export async function findNewestJobPayloadOfMessage(db: Db, kind: string, messageId: string): Promise<string | undefined> {
   const row = await db

@@ -4,10 +4,7 @@
 import { rawRows, rawRun, type Db } from '../store.ts';
 
 /** Which messages of an inbox a folder shows: by direction (INBOX, Sent) or by label. */
-export type FolderScope =
-  | { kind: 'direction'; direction: 'inbound' | 'outbound'; excluded: readonly string[] }
-  | { kind: 'label'; label: string }
-  | { kind: 'empty' };
+export type FolderScope = { kind: 'direction'; direction: 'inbound' | 'outbound'; excluded: readonly string[] } | { kind: 'label'; label: string } | { kind: 'empty' };
 
 /**
  * The (id, created_at) of every message of the folder, as SQL with its parameters. Held mail (and,
@@ -129,10 +126,10 @@ export async function sumSizes(db: Db, inboxId: string, name: string): Promise<n
 /** The UID of each of these messages in a folder (COPYUID, APPENDUID). */
 export async function uidsOfMessages(db: Db, inboxId: string, name: string, messageIds: readonly string[]): Promise<Map<string, number>> {
   if (!messageIds.length) return new Map();
-  const rows = await rawRows<[string, number]>(
-    db,
-    `SELECT message_id, uid FROM imap_uids WHERE inbox_id = ? AND mailbox = ? AND message_id IN (${messageIds.map(() => '?').join(', ')})`,
-    [inboxId, name, ...messageIds],
-  );
+  const rows = await rawRows<[string, number]>(db, `SELECT message_id, uid FROM imap_uids WHERE inbox_id = ? AND mailbox = ? AND message_id IN (${messageIds.map(() => '?').join(', ')})`, [
+    inboxId,
+    name,
+    ...messageIds,
+  ]);
   return new Map(rows.map((r) => [r[0], Number(r[1])]));
 }

@@ -41,10 +41,14 @@ export async function findStoredDelivery(db: Db, delivery: Delivery): Promise<st
   return (await preparedQuery(db, storedBefore).all({ ...key })).find((r) => r.createdAt > since)?.id;
 }
 
-const domainByName = (db: Db) => db.select({ id: domains.id }).from(domains).where(eq(domains.domain, sql.placeholder('domain'))).prepare();
+const domainByName = (db: Db) =>
+  db
+    .select({ id: domains.id })
+    .from(domains)
+    .where(eq(domains.domain, sql.placeholder('domain')))
+    .prepare();
 
 /** True when `domain` is in the domains table (any account, any status). */
 export async function domainExists(db: Db, domain: string): Promise<boolean> {
   return (await preparedQuery(db, domainByName).get({ domain })) !== undefined;
 }
-

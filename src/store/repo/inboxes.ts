@@ -91,13 +91,7 @@ export async function findInboxIdByAddress(db: Db, address: string): Promise<str
 
 /** A page of the account's inboxes, newest first. */
 export function listInboxesOfAccount(db: Db, accountId: string, page: Window): Promise<InboxRow[]> {
-  return db
-    .select()
-    .from(inboxes)
-    .where(eq(inboxes.accountId, accountId))
-    .orderBy(desc(inboxes.createdAt), desc(inboxes.id))
-    .limit(page.limit)
-    .offset(page.offset);
+  return db.select().from(inboxes).where(eq(inboxes.accountId, accountId)).orderBy(desc(inboxes.createdAt), desc(inboxes.id)).limit(page.limit).offset(page.offset);
 }
 
 export async function countInboxesOfAccount(db: Db, accountId: string): Promise<number> {
@@ -128,7 +122,10 @@ export async function listInboxMessageFiles(db: Db, inboxId: string): Promise<{ 
 
 /** Deletes inbox `id` of `accountId` (cascades remove its threads, messages and their attachments). */
 export async function deleteInboxOfAccount(db: Db, accountId: string, id: string): Promise<void> {
-  await db.delete(inboxes).where(and(eq(inboxes.id, id), eq(inboxes.accountId, accountId))).run();
+  await db
+    .delete(inboxes)
+    .where(and(eq(inboxes.id, id), eq(inboxes.accountId, accountId)))
+    .run();
 }
 
 /** Sets `values` on inbox `id`; answers the row as it now is, or undefined when there is none. */
@@ -191,7 +188,11 @@ export function findAddressPolicy(db: Db, address: string): Promise<AddressPolic
 
 /** Sets `values` on the policy of `address` (lower-cased by the caller), creating it. */
 export async function upsertAddressPolicy(db: Db, address: string, values: Partial<Omit<AddressPolicyRow, 'address'>> & { updatedAt: string }): Promise<void> {
-  await db.insert(addressPolicies).values({ address, ...values }).onConflictDoUpdate({ target: addressPolicies.address, set: values }).run();
+  await db
+    .insert(addressPolicies)
+    .values({ address, ...values })
+    .onConflictDoUpdate({ target: addressPolicies.address, set: values })
+    .run();
 }
 
 // ---- allow and block list entries ------------------------------------------------------------
@@ -236,7 +237,14 @@ export function findSameListEntry(db: Db, accountId: string, key: ListEntryKey):
 
 /** Deletes entry `id` of `accountId`; answers false when there was none. */
 export async function deleteListEntryOfAccount(db: Db, accountId: string, id: string): Promise<boolean> {
-  return changes(await db.delete(listEntries).where(and(eq(listEntries.id, id), eq(listEntries.accountId, accountId))).run()) > 0;
+  return (
+    changes(
+      await db
+        .delete(listEntries)
+        .where(and(eq(listEntries.id, id), eq(listEntries.accountId, accountId)))
+        .run(),
+    ) > 0
+  );
 }
 
 function listEntryWhere(accountId: string, filter: ListEntryFilter): SQL | undefined {
@@ -250,13 +258,7 @@ function listEntryWhere(accountId: string, filter: ListEntryFilter): SQL | undef
 
 /** A page of the account's entries matching the filter, newest first. */
 export function listListEntriesOfAccount(db: Db, accountId: string, query: ListEntryFilter & Window): Promise<ListEntryRow[]> {
-  return db
-    .select()
-    .from(listEntries)
-    .where(listEntryWhere(accountId, query))
-    .orderBy(desc(listEntries.createdAt), desc(listEntries.id))
-    .limit(query.limit)
-    .offset(query.offset);
+  return db.select().from(listEntries).where(listEntryWhere(accountId, query)).orderBy(desc(listEntries.createdAt), desc(listEntries.id)).limit(query.limit).offset(query.offset);
 }
 
 export async function countListEntriesOfAccount(db: Db, accountId: string, filter: ListEntryFilter): Promise<number> {
@@ -286,8 +288,18 @@ export function listApplicableListEntries(db: Db, accountId: string, direction: 
 
 // Inboxes by id, the id list passed as one JSON array: prepared once (src/store/prepared.ts).
 // Run for every stored message inside the group commit, and for every spooled one.
-const inboxesByIds = (db: Db) => db.select().from(inboxes).where(sql`${inboxes.id} IN (SELECT value FROM json_each(${sql.placeholder('ids')}))`).prepare();
-const liveInboxIds = (db: Db) => db.select({ id: inboxes.id }).from(inboxes).where(sql`${inboxes.id} IN (SELECT value FROM json_each(${sql.placeholder('ids')}))`).prepare();
+const inboxesByIds = (db: Db) =>
+  db
+    .select()
+    .from(inboxes)
+    .where(sql`${inboxes.id} IN (SELECT value FROM json_each(${sql.placeholder('ids')}))`)
+    .prepare();
+const liveInboxIds = (db: Db) =>
+  db
+    .select({ id: inboxes.id })
+    .from(inboxes)
+    .where(sql`${inboxes.id} IN (SELECT value FROM json_each(${sql.placeholder('ids')}))`)
+    .prepare();
 
 /** The inboxes of `ids` that still exist. */
 export function listInboxesByIds(db: Db, ids: string[]): Promise<InboxRow[]> {
@@ -302,9 +314,17 @@ export async function listLiveInboxIds(db: Db, ids: string[]): Promise<string[]>
 const incr = (col: Column) => sql`${col} + 1`;
 
 export async function incrementInboxBounces(db: Db, inboxId: string): Promise<void> {
-  await db.update(inboxes).set({ bounceCount: incr(inboxes.bounceCount) }).where(eq(inboxes.id, inboxId)).run();
+  await db
+    .update(inboxes)
+    .set({ bounceCount: incr(inboxes.bounceCount) })
+    .where(eq(inboxes.id, inboxId))
+    .run();
 }
 
 export async function incrementInboxComplaints(db: Db, inboxId: string): Promise<void> {
-  await db.update(inboxes).set({ complaintCount: incr(inboxes.complaintCount) }).where(eq(inboxes.id, inboxId)).run();
+  await db
+    .update(inboxes)
+    .set({ complaintCount: incr(inboxes.complaintCount) })
+    .where(eq(inboxes.id, inboxId))
+    .run();
 }

@@ -33,7 +33,15 @@ export async function insertJob(db: Db, job: NewJob): Promise<void> {
 
 /** Inserts a job unless one with its id exists (a daily job every node and restart enqueues); answers whether it did. */
 export async function insertJobOnce(db: Db, job: NewJob): Promise<boolean> {
-  return changes(await db.insert(jobs).values({ ...job, updatedAt: job.createdAt }).onConflictDoNothing().run()) > 0;
+  return (
+    changes(
+      await db
+        .insert(jobs)
+        .values({ ...job, updatedAt: job.createdAt })
+        .onConflictDoNothing()
+        .run(),
+    ) > 0
+  );
 }
 
 // One per spooled message, send and webhook delivery: prepared once (src/store/prepared.ts;

@@ -90,7 +90,6 @@ export async function listMatchingMessageIds(db: Db, scope: ListScope, f: MatchF
   return rows.map(([id]) => id);
 }
 
-
 /**
  * The messages of `scope` that pass `f`. With a label the match is driven by message_labels'
  * (inbox_id | account_id, label, created_at) index; without one by messages' own indexes —
@@ -234,7 +233,14 @@ function armsOf(scope: ListScope, f: MatchFilters, dialect: Dialect): ArmSql[] {
     // list; they add nothing to bm25 (no hits), so the rank is the same.
     const match = [`(${q.match})`, ...p.exclude.map((t) => `(${fts5(t)})`)].join(' NOT ');
     const arms = [
-      arm('f.rowid, m.id, m.created_at, 0, f.rank', 'messages_fts f CROSS JOIN messages m ON m.rowid = f.rowid', 'f.rowid', ['f.messages_fts MATCH ?', column('m')], [match, value], restOf(f, dialect, true, false)),
+      arm(
+        'f.rowid, m.id, m.created_at, 0, f.rank',
+        'messages_fts f CROSS JOIN messages m ON m.rowid = f.rowid',
+        'f.rowid',
+        ['f.messages_fts MATCH ?', column('m')],
+        [match, value],
+        restOf(f, dialect, true, false),
+      ),
     ];
     if (q.words.length) {
       const anyWord = q.words.map((w) => w.file).join(' OR ');
@@ -389,7 +395,13 @@ const ftsString = (text: string, prefix: boolean) => `"${text.replaceAll('"', '"
 
 /** Words of a text as the FTS tokenizer sees them: letter and digit runs, lowercased, accents removed. */
 function filenameWords(text: string): string[] {
-  return text.normalize('NFD').replace(/\p{M}+/gu, '').toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
+  return (
+    text
+      .normalize('NFD')
+      .replace(/\p{M}+/gu, '')
+      .toLowerCase()
+      .match(/[\p{L}\p{N}]+/gu) ?? []
+  );
 }
 
 /**
@@ -498,7 +510,10 @@ const tsAny = (queries: string[]) => (queries.length === 1 ? queries[0] : querie
 function tsCondition(c: TextClause): { sql: string; params: string[] } {
   const parts: string[] = [];
   const params: string[] = [];
-  for (const [column, terms] of [['m.fts', alternatives(c).filter((t) => t.op !== 'cc')], ['m.fts_cc', alternatives(c).filter((t) => t.op === 'cc')]] as const) {
+  for (const [column, terms] of [
+    ['m.fts', alternatives(c).filter((t) => t.op !== 'cc')],
+    ['m.fts_cc', alternatives(c).filter((t) => t.op === 'cc')],
+  ] as const) {
     if (!terms.length) continue;
     parts.push(`${column} @@ to_tsquery('mailroom', ?)`);
     params.push(tsAny(terms.map((t) => tsquery(t.value, t.quoted, t.op ? TS_WEIGHTS[t.op] : '')!)));

@@ -36,12 +36,16 @@ export async function insertMessage(db: Db, row: MessageRow): Promise<void> {
 }
 
 // The read behind GET /messages/{id}: prepared once (src/store/prepared.ts).
-const messageById = (db: Db) => db.select().from(messages).where(eq(messages.id, sql.placeholder('id'))).prepare();
+const messageById = (db: Db) =>
+  db
+    .select()
+    .from(messages)
+    .where(eq(messages.id, sql.placeholder('id')))
+    .prepare();
 
 export function findMessageById(db: Db, id: string): Promise<MessageRow | undefined> {
   return preparedQuery(db, messageById).get({ id });
 }
-
 
 export async function deleteMessageById(db: Db, id: string): Promise<void> {
   await db.delete(messages).where(eq(messages.id, id)).run();
@@ -117,7 +121,10 @@ const viewRow = (r: ViewTuple): MessageViewRow => ({
   hold: r[24],
 });
 const pageOfInbox = (db: Db) =>
-  preparedRows<[number, number, string, number, number], ViewTuple>(db, `SELECT ${VIEW_COLUMNS} FROM messages WHERE inbox_id = ? AND status <> 'held' ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`);
+  preparedRows<[number, number, string, number, number], ViewTuple>(
+    db,
+    `SELECT ${VIEW_COLUMNS} FROM messages WHERE inbox_id = ? AND status <> 'held' ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`,
+  );
 const pageOfInboxStatus = (db: Db) =>
   preparedRows<[number, number, string, string, number, number], ViewTuple>(
     db,
@@ -125,16 +132,12 @@ const pageOfInboxStatus = (db: Db) =>
   );
 // Kept by triggers (schema.ts inboxMessageCounts): constant time however large the inbox.
 const totalOfInbox = (db: Db) => preparedRows<[string], [number]>(db, `SELECT coalesce(sum(n), 0) FROM inbox_message_counts WHERE inbox_id = ? AND status <> 'held'`);
-const totalOfInboxStatus = (db: Db) =>
-  preparedRows<[string, string], [number]>(db, 'SELECT coalesce(sum(n), 0) FROM inbox_message_counts WHERE inbox_id = ? AND status = ?');
+const totalOfInboxStatus = (db: Db) => preparedRows<[string, string], [number]>(db, 'SELECT coalesce(sum(n), 0) FROM inbox_message_counts WHERE inbox_id = ? AND status = ?');
 // Account-wide totals from the same counters: the account's inboxes' rows.
 const totalOfAccount = (db: Db) =>
   preparedRows<[string], [number]>(db, `SELECT coalesce(sum(n), 0) FROM inbox_message_counts WHERE inbox_id IN (SELECT id FROM inboxes WHERE account_id = ?) AND status <> 'held'`);
 const totalOfAccountStatus = (db: Db) =>
-  preparedRows<[string, string], [number]>(
-    db,
-    'SELECT coalesce(sum(n), 0) FROM inbox_message_counts WHERE inbox_id IN (SELECT id FROM inboxes WHERE account_id = ?) AND status = ?',
-  );
+  preparedRows<[string, string], [number]>(db, 'SELECT coalesce(sum(n), 0) FROM inbox_message_counts WHERE inbox_id IN (SELECT id FROM inboxes WHERE account_id = ?) AND status = ?');
 const M_VIEW_COLUMNS = viewColumns('m.');
 
 // The inbox's account and total in one statement: a plain page of an inbox (the API's most
@@ -166,7 +169,9 @@ export async function listOwnInboxPage(
 ): Promise<RowPage<MessageViewRow> | undefined> {
   const found = await (status ? preparedQuery(db, totalOfOwnInboxStatus).get(status, inboxId, accountId) : preparedQuery(db, totalOfOwnInbox).get(inboxId, accountId));
   if (!found) return undefined;
-  const rows = await (status ? preparedQuery(db, pageOfInboxStatus).all(...bodyChars(bodyBytes), inboxId, status, limit, offset) : preparedQuery(db, pageOfInbox).all(...bodyChars(bodyBytes), inboxId, limit, offset));
+  const rows = await (status
+    ? preparedQuery(db, pageOfInboxStatus).all(...bodyChars(bodyBytes), inboxId, status, limit, offset)
+    : preparedQuery(db, pageOfInbox).all(...bodyChars(bodyBytes), inboxId, limit, offset));
   return { rows: rows.map(viewRow), total: Number(found[0]) };
 }
 
@@ -178,20 +183,14 @@ export async function listOwnInboxPage(
  * older ones follow them, newest first: ./message-search.ts); otherwise it is counted over the
  * same index range as the page.
  */
-export async function listMessagePage(
-  db: Db,
-  scope: ListScope,
-  f: MatchFilters,
-  limit: number,
-  offset: number,
-  searchCap: number,
-  bodyBytes: number,
-): Promise<RowPage<MessageViewRow>> {
+export async function listMessagePage(db: Db, scope: ListScope, f: MatchFilters, limit: number, offset: number, searchCap: number, bodyBytes: number): Promise<RowPage<MessageViewRow>> {
   const { status } = f;
   const counted = f.search === undefined && f.label === undefined && f.unread === undefined && f.direction === undefined;
   if ('inboxId' in scope && counted) {
     const { inboxId } = scope;
-    const rows = await (status ? preparedQuery(db, pageOfInboxStatus).all(...bodyChars(bodyBytes), inboxId, status, limit, offset) : preparedQuery(db, pageOfInbox).all(...bodyChars(bodyBytes), inboxId, limit, offset));
+    const rows = await (status
+      ? preparedQuery(db, pageOfInboxStatus).all(...bodyChars(bodyBytes), inboxId, status, limit, offset)
+      : preparedQuery(db, pageOfInbox).all(...bodyChars(bodyBytes), inboxId, limit, offset));
     const [total] = (await (status ? preparedQuery(db, totalOfInboxStatus).get(inboxId, status) : preparedQuery(db, totalOfInbox).get(inboxId)))!;
     return { rows: rows.map(viewRow), total };
   }
@@ -200,12 +199,7 @@ export async function listMessagePage(
     return { rows: (await listViewsInOrder(db, page.ids, bodyBytes)).map(viewRow), total: page.total, totalIsLowerBound: page.more };
   }
   const m = matchMessages(scope, f, dialectOf(db));
-  const rows = await rawRows<ViewTuple>(db, `SELECT ${M_VIEW_COLUMNS} FROM ${m.from} WHERE ${m.where} ORDER BY ${m.order} LIMIT ? OFFSET ?`, [
-    ...bodyChars(bodyBytes),
-    ...m.params,
-    limit,
-    offset,
-  ]);
+  const rows = await rawRows<ViewTuple>(db, `SELECT ${M_VIEW_COLUMNS} FROM ${m.from} WHERE ${m.where} ORDER BY ${m.order} LIMIT ? OFFSET ?`, [...bodyChars(bodyBytes), ...m.params, limit, offset]);
   if (f.search !== undefined) {
     const { total, more } = await countMatchesUpTo(db, scope, f, searchCap);
     return { rows: rows.map(viewRow), total, totalIsLowerBound: more };
@@ -244,22 +238,13 @@ const AFTER = {
   },
   postgres: {
     position: 'SELECT tx::text, seq FROM messages WHERE id = ? AND inbox_id = ?',
-    where:
-      `inbox_id = ? AND (?::text IS NULL OR (tx, seq) > (?::xid8, ?::bigint)) AND (?::text IS NULL OR id > ?) AND ((?::text IS NULL AND status <> 'held') OR status = ?) AND tx < pg_snapshot_xmin(pg_current_snapshot())`,
+    where: `inbox_id = ? AND (?::text IS NULL OR (tx, seq) > (?::xid8, ?::bigint)) AND (?::text IS NULL OR id > ?) AND ((?::text IS NULL AND status <> 'held') OR status = ?) AND tx < pg_snapshot_xmin(pg_current_snapshot())`,
     cursor: (p: [unknown, unknown] | undefined) => (p ? [p[0], p[0], p[1]] : [null, null, null]),
   },
 };
 
 /** A page of the messages of an inbox stored after message `after` (with `status`, when not null), newest first. */
-export async function listMessagePageAfter(
-  db: Db,
-  inboxId: string,
-  after: string,
-  status: string | null,
-  limit: number,
-  offset: number,
-  bodyBytes: number,
-): Promise<RowPage<MessageViewRow>> {
+export async function listMessagePageAfter(db: Db, inboxId: string, after: string, status: string | null, limit: number, offset: number, bodyBytes: number): Promise<RowPage<MessageViewRow>> {
   const stmt = AFTER[dialectOf(db)];
   const [position] = await rawRows<[unknown, unknown]>(db, stmt.position, [after, inboxId]);
   const params = [inboxId, ...stmt.cursor(position), position ? null : after, position ? null : after, status, status];
@@ -306,7 +291,10 @@ const parentThread = (db: Db) =>
 const countOnThread = (db: Db) =>
   db
     .update(threads)
-    .set({ messageCount: sql`${threads.messageCount} + 1`, lastMessageAt: sql`CASE WHEN ${threads.lastMessageAt} > ${sql.placeholder('at')} THEN ${threads.lastMessageAt} ELSE ${sql.placeholder('at')} END` })
+    .set({
+      messageCount: sql`${threads.messageCount} + 1`,
+      lastMessageAt: sql`CASE WHEN ${threads.lastMessageAt} > ${sql.placeholder('at')} THEN ${threads.lastMessageAt} ELSE ${sql.placeholder('at')} END`,
+    })
     .where(eq(threads.id, sql.placeholder('id')))
     .prepare();
 const insertThreadQuery = (db: Db) =>
@@ -388,11 +376,7 @@ export async function listThreadPage(db: Db, scope: ListScope, f: MatchFilters |
     // while the scope holds any, from the counters (src/domain/screening/hold.ts).
     where += ` AND EXISTS (SELECT 1 FROM messages hm WHERE hm.thread_id = t.id AND hm.status <> 'held')`;
   }
-  const rows = await rawRows<ThreadTuple>(db, `SELECT ${THREAD_COLUMNS} FROM threads t WHERE ${where} ORDER BY t.last_message_at DESC, t.id DESC LIMIT ? OFFSET ?`, [
-    ...params,
-    limit,
-    offset,
-  ]);
+  const rows = await rawRows<ThreadTuple>(db, `SELECT ${THREAD_COLUMNS} FROM threads t WHERE ${where} ORDER BY t.last_message_at DESC, t.id DESC LIMIT ? OFFSET ?`, [...params, limit, offset]);
   const [[total]] = await rawRows<[number]>(db, `SELECT count(*) FROM threads t WHERE ${where}`, params);
   return { rows: rows.map(threadRow), total };
 }
@@ -401,20 +385,11 @@ export async function listThreadPage(db: Db, scope: ListScope, f: MatchFilters |
 
 // Pages read labels on every list: prepared once, ids passed as one JSON array.
 const labelsOfIds = (db: Db) =>
-  preparedRows<[string], [string, string]>(
-    db,
-    'SELECT message_id, label FROM message_labels WHERE message_id IN (SELECT value FROM json_each(?)) ORDER BY message_id, label',
-  );
+  preparedRows<[string], [string, string]>(db, 'SELECT message_id, label FROM message_labels WHERE message_id IN (SELECT value FROM json_each(?)) ORDER BY message_id, label');
 const threadLabelsOfIds = (db: Db) =>
-  preparedRows<[string], [string, string]>(
-    db,
-    'SELECT DISTINCT thread_id, label FROM message_labels WHERE thread_id IN (SELECT value FROM json_each(?)) ORDER BY thread_id, label',
-  );
+  preparedRows<[string], [string, string]>(db, 'SELECT DISTINCT thread_id, label FROM message_labels WHERE thread_id IN (SELECT value FROM json_each(?)) ORDER BY thread_id, label');
 const unreadOfThreads = (db: Db) =>
-  preparedRows<[string], [string, number]>(
-    db,
-    'SELECT thread_id, count(*) FROM messages WHERE thread_id IN (SELECT value FROM json_each(?)) AND unread = 1 GROUP BY thread_id',
-  );
+  preparedRows<[string], [string, number]>(db, 'SELECT thread_id, count(*) FROM messages WHERE thread_id IN (SELECT value FROM json_each(?)) AND unread = 1 GROUP BY thread_id');
 
 /** (message id, label) of every label of the messages `ids`, by message then label. */
 export function listLabelsOfMessages(db: Db, ids: string[]): Promise<Array<[messageId: string, label: string]>> {
@@ -488,7 +463,9 @@ export async function listMessageIdsOfThread(db: Db, threadId: string, after: st
  * src/domain/events/events.ts), and readers put them back from here, one statement per page.
  */
 export async function listMessageBodies(db: Db, ids: string[]): Promise<Map<string, { bodyText: string | null; bodyHtml: string | null }>> {
-  const rows = await preparedRows<[string], [string, string | null, string | null]>(db, 'SELECT id, body_text, body_html FROM messages WHERE id IN (SELECT value FROM json_each(?))').all(JSON.stringify(ids));
+  const rows = await preparedRows<[string], [string, string | null, string | null]>(db, 'SELECT id, body_text, body_html FROM messages WHERE id IN (SELECT value FROM json_each(?))').all(
+    JSON.stringify(ids),
+  );
   return new Map(rows.map(([id, bodyText, bodyHtml]) => [id, { bodyText, bodyHtml }]));
 }
 
@@ -497,6 +474,10 @@ export async function listMessageBodies(db: Db, ids: string[]): Promise<Map<stri
  * was not `from` (released by another request meanwhile), so only one release wins.
  */
 export async function updateMessageStatusIf(db: Db, id: string, from: string, to: string, at: string): Promise<boolean> {
-  const done = await db.update(messages).set({ status: to, updatedAt: at }).where(and(eq(messages.id, id), eq(messages.status, from))).returning({ id: messages.id });
+  const done = await db
+    .update(messages)
+    .set({ status: to, updatedAt: at })
+    .where(and(eq(messages.id, id), eq(messages.status, from)))
+    .returning({ id: messages.id });
   return done.length > 0;
 }

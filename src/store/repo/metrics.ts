@@ -10,7 +10,10 @@ import { dialectOf, rawRows, type Db } from '../store.ts';
 /** Jobs by kind and status, every status (done and failed until swept). */
 export function countJobsByKindAndStatus(db: Db): Promise<Array<{ kind: string; status: string; n: number }>> {
   // Index-only (jobs_kind_due), whatever the number of finished jobs kept.
-  return db.select({ kind: jobs.kind, status: jobs.status, n: sql<number>`count(*)` }).from(jobs).groupBy(jobs.kind, jobs.status);
+  return db
+    .select({ kind: jobs.kind, status: jobs.status, n: sql<number>`count(*)` })
+    .from(jobs)
+    .groupBy(jobs.kind, jobs.status);
 }
 
 /** Queued and running jobs by kind and status: the oldest's creation time, and how many are due at `nowMs`. */
@@ -29,11 +32,17 @@ export function summarizeLiveJobs(db: Db, nowMs: number): Promise<Array<{ kind: 
 }
 
 export function countInboxesByStatus(db: Db): Promise<Array<{ status: string; n: number }>> {
-  return db.select({ status: inboxes.status, n: sql<number>`count(*)` }).from(inboxes).groupBy(inboxes.status);
+  return db
+    .select({ status: inboxes.status, n: sql<number>`count(*)` })
+    .from(inboxes)
+    .groupBy(inboxes.status);
 }
 
 export function countDomainsBySendingStatus(db: Db): Promise<Array<{ status: string; n: number }>> {
-  return db.select({ status: domains.sendingStatus, n: sql<number>`count(*)` }).from(domains).groupBy(domains.sendingStatus);
+  return db
+    .select({ status: domains.sendingStatus, n: sql<number>`count(*)` })
+    .from(domains)
+    .groupBy(domains.sendingStatus);
 }
 
 // ---- the log counters ------------------------------------------------------------------------

@@ -13,7 +13,11 @@ export type TlsReportRow = typeof tlsReports.$inferSelect;
 export async function insertDmarcReport(db: Db, report: DmarcReportRow, records: DmarcRecordRow[]): Promise<boolean> {
   if (changes(await db.insert(dmarcReports).values(report).onConflictDoNothing().run()) === 0) return false;
   // Chunks keep each statement under SQLite's bound-parameter limit.
-  for (let i = 0; i < records.length; i += 500) await db.insert(dmarcRecords).values(records.slice(i, i + 500)).run();
+  for (let i = 0; i < records.length; i += 500)
+    await db
+      .insert(dmarcRecords)
+      .values(records.slice(i, i + 500))
+      .run();
   return true;
 }
 

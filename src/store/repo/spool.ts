@@ -9,9 +9,21 @@ import type { Db } from '../store.ts';
 
 // Once per spooled message each: prepared once (src/store/prepared.ts).
 const insertSpooled = (db: Db) =>
-  db.insert(spooledMessages).values({ jobId: sql.placeholder('jobId'), raw: sql.placeholder('raw'), createdAt: sql.placeholder('createdAt') }).prepare();
-const spooledRaw = (db: Db) => db.select({ raw: spooledMessages.raw }).from(spooledMessages).where(eq(spooledMessages.jobId, sql.placeholder('jobId'))).prepare();
-const deleteSpooled = (db: Db) => db.delete(spooledMessages).where(eq(spooledMessages.jobId, sql.placeholder('jobId'))).prepare();
+  db
+    .insert(spooledMessages)
+    .values({ jobId: sql.placeholder('jobId'), raw: sql.placeholder('raw'), createdAt: sql.placeholder('createdAt') })
+    .prepare();
+const spooledRaw = (db: Db) =>
+  db
+    .select({ raw: spooledMessages.raw })
+    .from(spooledMessages)
+    .where(eq(spooledMessages.jobId, sql.placeholder('jobId')))
+    .prepare();
+const deleteSpooled = (db: Db) =>
+  db
+    .delete(spooledMessages)
+    .where(eq(spooledMessages.jobId, sql.placeholder('jobId')))
+    .prepare();
 /** Keeps the bytes of the message job `jobId` processes. */
 export async function insertSpooledMessage(db: Db, jobId: string, raw: Buffer, createdAt: string): Promise<void> {
   await preparedQuery(db, insertSpooled).run({ jobId, raw, createdAt });
@@ -30,4 +42,3 @@ export async function deleteSpooledMessage(db: Db, jobId: string): Promise<void>
 export async function spooledMessageExists(db: Db, jobId: string): Promise<boolean> {
   return (await db.select({ id: spooledMessages.jobId }).from(spooledMessages).where(eq(spooledMessages.jobId, jobId)).get()) !== undefined;
 }
-

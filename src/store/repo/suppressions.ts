@@ -32,21 +32,21 @@ export async function listSuppressedAmong(db: Db, accountId: string, addresses: 
 }
 
 export async function deleteSuppression(db: Db, accountId: string, address: string): Promise<boolean> {
-  return changes(await db.delete(suppressions).where(and(eq(suppressions.accountId, accountId), eq(suppressions.address, address))).run()) > 0;
+  return (
+    changes(
+      await db
+        .delete(suppressions)
+        .where(and(eq(suppressions.accountId, accountId), eq(suppressions.address, address)))
+        .run(),
+    ) > 0
+  );
 }
 
-const where = (accountId: string, address: string | undefined): SQL | undefined =>
-  and(eq(suppressions.accountId, accountId), ...(address === undefined ? [] : [eq(suppressions.address, address)]));
+const where = (accountId: string, address: string | undefined): SQL | undefined => and(eq(suppressions.accountId, accountId), ...(address === undefined ? [] : [eq(suppressions.address, address)]));
 
 /** A page of the account's entries, newest first (optionally the one of `address`). */
 export function listSuppressionsOfAccount(db: Db, accountId: string, query: Window & { address?: string }): Promise<SuppressionRow[]> {
-  return db
-    .select()
-    .from(suppressions)
-    .where(where(accountId, query.address))
-    .orderBy(desc(suppressions.createdAt), asc(suppressions.address))
-    .limit(query.limit)
-    .offset(query.offset);
+  return db.select().from(suppressions).where(where(accountId, query.address)).orderBy(desc(suppressions.createdAt), asc(suppressions.address)).limit(query.limit).offset(query.offset);
 }
 
 export async function countSuppressionsOfAccount(db: Db, accountId: string, address?: string): Promise<number> {

@@ -21,7 +21,11 @@ export function findWebhookById(db: Db, id: string): Promise<WebhookRow | undefi
 export function findWebhookOfAccount(db: Db, accountId: string, id: string, includeDeleted: boolean): Promise<WebhookRow | undefined> {
   const conds = [eq(webhooks.id, id), eq(webhooks.accountId, accountId)];
   if (!includeDeleted) conds.push(isNull(webhooks.deletedAt));
-  return db.select().from(webhooks).where(and(...conds)).get();
+  return db
+    .select()
+    .from(webhooks)
+    .where(and(...conds))
+    .get();
 }
 
 /** The account's webhooks that are not deleted, newest first. */
@@ -93,7 +97,12 @@ export function listAttempts(db: Db, filter: AttemptFilter): Promise<AttemptRow[
   if (filter.eventType) conds.push(eq(webhookAttempts.eventType, filter.eventType));
   if (filter.beforeId) conds.push(lt(webhookAttempts.id, filter.beforeId));
   if (filter.since) conds.push(gte(webhookAttempts.createdAt, filter.since));
-  return db.select().from(webhookAttempts).where(and(...conds)).orderBy(desc(webhookAttempts.id)).limit(filter.limit);
+  return db
+    .select()
+    .from(webhookAttempts)
+    .where(and(...conds))
+    .orderBy(desc(webhookAttempts.id))
+    .limit(filter.limit);
 }
 
 /** Attempts of one UTC hour: `hour` is the ISO time's first 13 characters (2024-05-01T13). */

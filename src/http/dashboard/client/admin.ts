@@ -144,7 +144,15 @@ export async function viewWebhooks(view: HTMLElement, filter: { status: string }
     ),
     createForm(
       'New webhook',
-      [url, el('label', { textContent: 'Events (none ticked: every event)' }), el('div', null, boxes.map((b) => el('label', { className: 'check', title: b.title }, [b, b.value])))],
+      [
+        url,
+        el('label', { textContent: 'Events (none ticked: every event)' }),
+        el(
+          'div',
+          null,
+          boxes.map((b) => el('label', { className: 'check', title: b.title }, [b, b.value])),
+        ),
+      ],
       'Create webhook',
       async () => {
         const picked = boxes.filter((b) => b.checked).map((b) => b.value);
@@ -252,12 +260,26 @@ async function domainReports(box: HTMLElement, id: string): Promise<void> {
   put(box, [
     el('h3', { textContent: `DMARC reports, last ${dmarc.days} days` }),
     t.messages
-      ? el('div', { className: 'stats' }, [stat(t.messages, 'messages reported'), stat(t.dmarcPass, 'passed DMARC'), stat(t.dkimAligned, 'DKIM aligned'), stat(t.spfAligned, 'SPF aligned'), stat(t.quarantined + t.rejected, 'quarantined or rejected')])
+      ? el('div', { className: 'stats' }, [
+          stat(t.messages, 'messages reported'),
+          stat(t.dmarcPass, 'passed DMARC'),
+          stat(t.dkimAligned, 'DKIM aligned'),
+          stat(t.spfAligned, 'SPF aligned'),
+          stat(t.quarantined + t.rejected, 'quarantined or rejected'),
+        ])
       : null,
     table(
       ['Sending IP', '#Messages', '#DMARC pass', '#DKIM aligned', '#SPF aligned', '#Quarantined', '#Rejected'],
       dmarc.sources.map((s) =>
-        el('tr', { className: 'dmarc-source' }, [td(s.sourceIp, 'mono'), td(s.messages, 'num'), td(pct(s.dmarcPass, s.messages), 'num'), td(pct(s.dkimAligned, s.messages), 'num'), td(pct(s.spfAligned, s.messages), 'num'), td(s.quarantined, 'num'), td(s.rejected, 'num')]),
+        el('tr', { className: 'dmarc-source' }, [
+          td(s.sourceIp, 'mono'),
+          td(s.messages, 'num'),
+          td(pct(s.dmarcPass, s.messages), 'num'),
+          td(pct(s.dkimAligned, s.messages), 'num'),
+          td(pct(s.spfAligned, s.messages), 'num'),
+          td(s.quarantined, 'num'),
+          td(s.rejected, 'num'),
+        ]),
       ),
       `No DMARC reports received (receivers mail them to dmarc-reports@${dmarc.domain}).`,
     ),
@@ -309,7 +331,11 @@ export async function viewKeys(view: HTMLElement): Promise<void> {
         el('tr', { className: 'key-row', dataset: { id: k.id } }, [
           td(k.name || ''),
           td(`${k.keyPrefix}\u2026`, 'mono'),
-          el('td', { className: 'scopes' }, k.scopes.map((sc) => badge(sc, sc === 'review' || sc === 'manage' ? 'warn' : '', SCOPE_MEANS[sc]))),
+          el(
+            'td',
+            { className: 'scopes' },
+            k.scopes.map((sc) => badge(sc, sc === 'review' || sc === 'manage' ? 'warn' : '', SCOPE_MEANS[sc])),
+          ),
           td(k.inboxIds.length ? k.inboxIds.map(address).join(', ') : 'every inbox', 'mono'),
           td(when(k.lastUsedAt) || 'never'),
           td(when(k.expiresAt) || 'never'),
@@ -317,12 +343,18 @@ export async function viewKeys(view: HTMLElement): Promise<void> {
           el('td', null, [
             mine.startsWith(k.keyPrefix)
               ? el('span', { className: 'muted', textContent: 'this key' })
-              : writeButton('Revoke', 'small danger revoke', async (b) => {
-                  if (!armed(b, 'Click again to revoke')) return;
-                  await api('DELETE', `/account/api-keys/${enc(k.id)}`);
-                  notify(`Revoked the key ${k.name || k.keyPrefix}: it works no more.`);
-                  await route(true);
-                }, `Revoke ${k.name || k.keyPrefix}`, 'manage'),
+              : writeButton(
+                  'Revoke',
+                  'small danger revoke',
+                  async (b) => {
+                    if (!armed(b, 'Click again to revoke')) return;
+                    await api('DELETE', `/account/api-keys/${enc(k.id)}`);
+                    notify(`Revoked the key ${k.name || k.keyPrefix}: it works no more.`);
+                    await route(true);
+                  },
+                  `Revoke ${k.name || k.keyPrefix}`,
+                  'manage',
+                ),
           ]),
         ]),
       ),
@@ -333,15 +365,27 @@ export async function viewKeys(view: HTMLElement): Promise<void> {
       [
         name,
         el('label', { textContent: 'Scopes' }),
-        el('div', null, scopeBoxes.map((b) => el('label', { className: 'check', title: b.title }, [b, b.value]))),
+        el(
+          'div',
+          null,
+          scopeBoxes.map((b) => el('label', { className: 'check', title: b.title }, [b, b.value])),
+        ),
         el('label', { textContent: 'Inboxes (none ticked: every inbox this key reaches)' }),
-        el('div', null, inboxBoxes.map((b) => el('label', { className: 'check' }, [b, b.title]))),
+        el(
+          'div',
+          null,
+          inboxBoxes.map((b) => el('label', { className: 'check' }, [b, b.title])),
+        ),
       ],
       'Create key',
       async () => {
         const scopes = scopeBoxes.filter((b) => b.checked).map((b) => b.value);
         const inboxIds = inboxBoxes.filter((b) => b.checked).map((b) => b.value);
-        const created = await api<CreatedApiKey>('POST', '/account/api-keys', { ...(name.input.value.trim() ? { name: name.input.value.trim() } : {}), scopes, ...(inboxIds.length ? { inboxIds } : {}) });
+        const created = await api<CreatedApiKey>('POST', '/account/api-keys', {
+          ...(name.input.value.trim() ? { name: name.input.value.trim() } : {}),
+          scopes,
+          ...(inboxIds.length ? { inboxIds } : {}),
+        });
         notify(`Created key ${created.name || created.prefix}.`);
         return shownOnce(`New API key${created.name ? ` ${created.name}` : ''}`, created.key, created.message);
       },

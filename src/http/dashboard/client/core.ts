@@ -73,9 +73,31 @@ export function size(bytes: number): string {
 }
 
 export const TONE: Record<string, string> = {
-  active: 'ok', verified: 'ok', success: 'ok', sent: 'ok', delivered: 'ok', received: 'ok', pass: 'ok',
-  held: 'warn', pending: 'warn', pending_dkim: 'warn', queued: 'warn', sending: 'warn', scheduled: 'warn', neutral: 'warn', softfail: 'warn', temperror: 'warn',
-  failed: 'bad', bounced: 'bad', complained: 'bad', suspended: 'bad', inactive: 'bad', fail: 'bad', permerror: 'bad', canceled: 'bad', suppressed: 'bad',
+  active: 'ok',
+  verified: 'ok',
+  success: 'ok',
+  sent: 'ok',
+  delivered: 'ok',
+  received: 'ok',
+  pass: 'ok',
+  held: 'warn',
+  pending: 'warn',
+  pending_dkim: 'warn',
+  queued: 'warn',
+  sending: 'warn',
+  scheduled: 'warn',
+  neutral: 'warn',
+  softfail: 'warn',
+  temperror: 'warn',
+  failed: 'bad',
+  bounced: 'bad',
+  complained: 'bad',
+  suspended: 'bad',
+  inactive: 'bad',
+  fail: 'bad',
+  permerror: 'bad',
+  canceled: 'bad',
+  suppressed: 'bad',
 };
 export function badge(text: string, tone?: string, title?: string): HTMLSpanElement {
   return el('span', { className: `badge ${tone === undefined ? (TONE[text] ?? '') : tone}`, textContent: text, title: title ?? '' });
@@ -169,7 +191,10 @@ export const may = (scope: string): boolean => !state.readOnly && state.scopes.i
 export function writeButton(text: string, className: string, onclick: (b: HTMLButtonElement) => unknown, title?: string, scope = 'send'): HTMLButtonElement | null {
   if (!may(scope)) return null;
   const b = el('button', { type: 'button', className, textContent: text, title: title ?? '' });
-  b.addEventListener('click', busy(b, () => onclick(b)));
+  b.addEventListener(
+    'click',
+    busy(b, () => onclick(b)),
+  );
   return b;
 }
 
@@ -185,7 +210,13 @@ export function table(headers: string[], rows: HTMLTableRowElement[], empty: str
   if (!rows.length) return el('p', { className: 'empty', textContent: empty });
   return el('div', { className: 'scroll' }, [
     el('table', null, [
-      el('thead', null, [el('tr', null, headers.map((h) => el('th', { className: h.startsWith('#') ? 'num' : '', textContent: h.replace(/^#/, '') })))]),
+      el('thead', null, [
+        el(
+          'tr',
+          null,
+          headers.map((h) => el('th', { className: h.startsWith('#') ? 'num' : '', textContent: h.replace(/^#/, '') })),
+        ),
+      ]),
       el('tbody', null, rows),
     ]),
   ]);
@@ -211,7 +242,11 @@ export function addresses(text: string): string[] {
 
 /** A value shown once (a new key, a webhook secret) until dismissed. */
 export function shownOnce(title: string, value: string, note: string): HTMLDivElement {
-  const box = el('div', { className: 'card once' }, [el('b', { textContent: title }), el('code', { className: 'mono once-value', textContent: value }), el('p', { className: 'muted', textContent: note })]);
+  const box = el('div', { className: 'card once' }, [
+    el('b', { textContent: title }),
+    el('code', { className: 'mono once-value', textContent: value }),
+    el('p', { className: 'muted', textContent: note }),
+  ]);
   box.append(el('button', { type: 'button', className: 'small quiet', textContent: 'I have stored it', onclick: () => box.remove() }));
   return box;
 }
@@ -242,7 +277,10 @@ export function attachmentPicker(): Picker {
         uploaded.splice(uploaded.indexOf(a), 1);
         item.remove();
       };
-      item.replaceChildren(`${a.filename} (${size(a.size)}) `, el('button', { type: 'button', className: 'link', textContent: 'Remove', attrs: { 'aria-label': `Remove ${a.filename}` }, onclick: remove }));
+      item.replaceChildren(
+        `${a.filename} (${size(a.size)}) `,
+        el('button', { type: 'button', className: 'link', textContent: 'Remove', attrs: { 'aria-label': `Remove ${a.filename}` }, onclick: remove }),
+      );
     } catch (err) {
       item.remove();
       failed(err);

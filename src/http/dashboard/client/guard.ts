@@ -131,7 +131,9 @@ export const viewHeld = (view: HTMLElement) =>
 /** What is left of a card once acted on: a line saying so, with a link to the conversation when it goes on. */
 function acted(card: HTMLElement, said: string, open?: Message): void {
   countWaiting().catch(failed);
-  card.replaceWith(el('p', { className: 'muted gone' }, [said, open ? ' ' : '', open ? el('a', { href: `#mail/${enc(open.inboxId)}/${enc(open.threadId)}`, textContent: 'Open the conversation' }) : '']));
+  card.replaceWith(
+    el('p', { className: 'muted gone' }, [said, open ? ' ' : '', open ? el('a', { href: `#mail/${enc(open.inboxId)}/${enc(open.threadId)}`, textContent: 'Open the conversation' }) : '']),
+  );
 }
 
 const subjectOf = (m: Message) => `\u201c${m.subject || '(no subject)'}\u201d`;
@@ -139,17 +141,29 @@ const subjectOf = (m: Message) => `\u201c${m.subject || '(no subject)'}\u201d`;
 function heldCard(m: Message): HTMLElement {
   const card = el('article', { className: 'card held', dataset: { id: m.id } });
   const reasons = m.screening?.reasons ?? [];
-  const release = writeButton('Release', 'release', async () => {
-    const out = await api<Message>('POST', `/messages/${enc(m.id)}/release`);
-    notify(`Released ${subjectOf(out)} to ${inboxOf(out.inboxId)?.address ?? 'its inbox'}.`);
-    acted(card, `Released ${subjectOf(out)}.`, out);
-  }, undefined, 'review');
-  const remove = writeButton('Delete', 'danger delete', async (b) => {
-    if (!armed(b, 'Click again to delete')) return;
-    await api('DELETE', `/messages/${enc(m.id)}`);
-    notify('Deleted the held message.');
-    acted(card, `Deleted ${subjectOf(m)}.`);
-  }, undefined, 'manage');
+  const release = writeButton(
+    'Release',
+    'release',
+    async () => {
+      const out = await api<Message>('POST', `/messages/${enc(m.id)}/release`);
+      notify(`Released ${subjectOf(out)} to ${inboxOf(out.inboxId)?.address ?? 'its inbox'}.`);
+      acted(card, `Released ${subjectOf(out)}.`, out);
+    },
+    undefined,
+    'review',
+  );
+  const remove = writeButton(
+    'Delete',
+    'danger delete',
+    async (b) => {
+      if (!armed(b, 'Click again to delete')) return;
+      await api('DELETE', `/messages/${enc(m.id)}`);
+      notify('Deleted the held message.');
+      acted(card, `Deleted ${subjectOf(m)}.`);
+    },
+    undefined,
+    'manage',
+  );
   put(card, [
     el('h2', { textContent: m.subject || '(no subject)' }),
     meta([
@@ -193,11 +207,17 @@ export const viewApprovals = (view: HTMLElement) =>
 
 function approvalCard(m: Message): HTMLElement {
   const card = el('article', { className: 'card approval', dataset: { id: m.id } });
-  const approve = writeButton('Approve', 'approve', async () => {
-    const out = await api<Message>('POST', `/messages/${enc(m.id)}/release`);
-    notify(`Approved ${subjectOf(out)}: ${out.status}.`);
-    acted(card, `Approved ${subjectOf(out)} (${out.status}).`, out);
-  }, undefined, 'review');
+  const approve = writeButton(
+    'Approve',
+    'approve',
+    async () => {
+      const out = await api<Message>('POST', `/messages/${enc(m.id)}/release`);
+      notify(`Approved ${subjectOf(out)}: ${out.status}.`);
+      acted(card, `Approved ${subjectOf(out)} (${out.status}).`, out);
+    },
+    undefined,
+    'review',
+  );
   const cancel = writeButton('Cancel', 'danger cancel', async (b) => {
     if (!armed(b, 'Click again to cancel the send')) return;
     await api('POST', `/messages/${enc(m.id)}/cancel`);
@@ -262,12 +282,18 @@ export async function viewSuppressions(view: HTMLElement, filter: { address: str
           td(when(s.createdAt), 'when'),
           td(s.messageId ?? '', 'mono'),
           el('td', null, [
-            writeButton('Remove', 'small danger remove', async (b) => {
-              if (!armed(b, 'Click again to remove')) return;
-              await api('DELETE', `/suppressions/${enc(s.address)}`);
-              notify(`${s.address} may be sent to again.`);
-              await route(true);
-            }, `Lift the suppression of ${s.address}`, 'review'),
+            writeButton(
+              'Remove',
+              'small danger remove',
+              async (b) => {
+                if (!armed(b, 'Click again to remove')) return;
+                await api('DELETE', `/suppressions/${enc(s.address)}`);
+                notify(`${s.address} may be sent to again.`);
+                await route(true);
+              },
+              `Lift the suppression of ${s.address}`,
+              'review',
+            ),
           ]),
         ]),
       ),
@@ -281,7 +307,19 @@ export async function viewSuppressions(view: HTMLElement, filter: { address: str
 // ---- Audit log ----------------------------------------------------------------------------
 
 /** The actions PRODUCT.md names ("Audit"), for the filter. */
-const ACTIONS = ['message.held', 'message.released', 'message.canceled', 'suppression.added', 'suppression.removed', 'key.created', 'key.revoked', 'list.added', 'list.removed', 'inbox.updated', 'inbox.suspended'];
+const ACTIONS = [
+  'message.held',
+  'message.released',
+  'message.canceled',
+  'suppression.added',
+  'suppression.removed',
+  'key.created',
+  'key.revoked',
+  'list.added',
+  'list.removed',
+  'inbox.updated',
+  'inbox.suspended',
+];
 const AUDIT_PAGE = 100;
 
 export async function viewAudit(view: HTMLElement, filter: { action: string }): Promise<void> {
@@ -327,5 +365,13 @@ export async function viewAudit(view: HTMLElement, filter: { action: string }): 
       if (next.length < AUDIT_PAGE) older.remove();
     }),
   );
-  put(view, [el('div', { className: 'toolbar' }, [el('span', { className: 'muted', textContent: 'Newest first. Who did what: a key (its id), the CLI, mailroom itself.' }), el('span', { className: 'spacer' }), pick]), shown, older]);
+  put(view, [
+    el('div', { className: 'toolbar' }, [
+      el('span', { className: 'muted', textContent: 'Newest first. Who did what: a key (its id), the CLI, mailroom itself.' }),
+      el('span', { className: 'spacer' }),
+      pick,
+    ]),
+    shown,
+    older,
+  ]);
 }

@@ -88,7 +88,10 @@ function labelChips(labels: string[], remove?: (label: string) => Promise<void>)
       const chip = el('span', { className: 'label-chip' }, [l]);
       if (remove && may('send')) {
         const b = el('button', { type: 'button', className: 'link remove-label', textContent: '\u00d7', title: `Remove label ${l}`, attrs: { 'aria-label': `Remove label ${l}` } });
-        b.addEventListener('click', busy(b, () => remove(l)));
+        b.addEventListener(
+          'click',
+          busy(b, () => remove(l)),
+        );
         chip.append(b);
       }
       return chip;
@@ -106,7 +109,10 @@ function labelForm(slot: HTMLElement, add: (label: string) => Promise<void>): vo
   const ok = el('button', { type: 'submit', className: 'small', textContent: 'Add label' });
   const form = el('form', { className: 'label-form' }, [input, ok, el('button', { type: 'button', className: 'small quiet', textContent: 'Cancel', onclick: () => slot.replaceChildren() })]);
   // Labels are lower case ([a-z0-9][a-z0-9_:.-]*): "Urgent" is the label urgent.
-  form.addEventListener('submit', busy(ok, () => add(input.value.trim().toLowerCase())));
+  form.addEventListener(
+    'submit',
+    busy(ok, () => add(input.value.trim().toLowerCase())),
+  );
   slot.replaceChildren(form);
   input.focus();
 }
@@ -174,20 +180,32 @@ export async function viewMail(view: HTMLElement, mailbox: string, threadId: str
     state.query = search.value.trim();
     void route(true);
   });
-  const heading = state.query
-    ? `Results for \u201c${state.query}\u201d`
-    : mailbox === 'all'
-      ? 'All inboxes'
-      : mailbox === ARCHIVE_BOX
-        ? 'Archive'
-        : inboxLabel(inboxOf(mailbox)) || mailbox;
+  const heading = state.query ? `Results for \u201c${state.query}\u201d` : mailbox === 'all' ? 'All inboxes' : mailbox === ARCHIVE_BOX ? 'Archive' : inboxLabel(inboxOf(mailbox)) || mailbox;
   const mail = el('div', { className: 'mail', id: 'mail' }, [
     el('nav', { className: 'mailboxes', id: 'mailboxes', attrs: { 'aria-label': 'Inboxes' } }),
     el('div', { className: 'list-pane' }, [
       el('div', { className: 'toolbar' }, [form]),
       el('div', { className: 'toolbar' }, [el('h2', { textContent: heading }), el('span', { className: 'spacer' }), el('span', { className: 'hint', id: 'threads-count' })]),
       el('div', { id: 'threads-body' }),
-      el('p', { className: 'hint' }, ['Keys: ', kbd('j'), ' ', kbd('k'), ' move, ', kbd('r'), ' reply, ', kbd('e'), ' archive, ', kbd('l'), ' label, ', kbd('/'), ' search, ', kbd('c'), ' compose, ', kbd('?'), ' help']),
+      el('p', { className: 'hint' }, [
+        'Keys: ',
+        kbd('j'),
+        ' ',
+        kbd('k'),
+        ' move, ',
+        kbd('r'),
+        ' reply, ',
+        kbd('e'),
+        ' archive, ',
+        kbd('l'),
+        ' label, ',
+        kbd('/'),
+        ' search, ',
+        kbd('c'),
+        ' compose, ',
+        kbd('?'),
+        ' help',
+      ]),
     ]),
     el('section', { className: 'thread-pane', id: 'thread' }),
   ]);
@@ -222,7 +240,10 @@ export async function loadList(root: ParentNode = document): Promise<void> {
     // A query the API cannot read: say why under the search box, which stays for a better one.
     if (!(err instanceof ApiError && err.code === 'INVALID_QUERY')) throw err;
     refused = err;
-    pages = [{ data: [], total: 0 }, { data: [], total: 0 }];
+    pages = [
+      { data: [], total: 0 },
+      { data: [], total: 0 },
+    ];
     failed(err);
   }
   const newest: Record<string, Message> = {};
@@ -289,7 +310,12 @@ export async function openThread(threadId: string): Promise<void> {
     ]),
     put(el('div', { className: 'actions thread-actions' }), [
       writeButton(archived ? 'Move to inbox' : 'Archive', 'small quiet archive', () => archiveThread(t), archived ? 'Back to the inbox (e)' : 'Archive the conversation (e)'),
-      writeButton('Label conversation', 'small quiet label-thread', () => labelForm(labelSlot, (l) => relabel(threadPath, { addLabels: [l] }, `Labelled the conversation ${l}.`)), 'Add a label to every message of the conversation (l)'),
+      writeButton(
+        'Label conversation',
+        'small quiet label-thread',
+        () => labelForm(labelSlot, (l) => relabel(threadPath, { addLabels: [l] }, `Labelled the conversation ${l}.`)),
+        'Add a label to every message of the conversation (l)',
+      ),
     ]),
     labelSlot,
   );
@@ -406,7 +432,9 @@ export function attachmentList(attachments: Attachment[]): HTMLUListElement | nu
     'ul',
     { className: 'attachments' },
     attachments.map((a) =>
-      el('li', null, [el('a', { href: a.url, download: a.filename || '', rel: 'noopener noreferrer', className: 'attachment', title: a.contentType ?? '' }, [`${a.filename || a.id} (${size(a.size)})`])]),
+      el('li', null, [
+        el('a', { href: a.url, download: a.filename || '', rel: 'noopener noreferrer', className: 'attachment', title: a.contentType ?? '' }, [`${a.filename || a.id} (${size(a.size)})`]),
+      ]),
     ),
   );
 }
@@ -421,10 +449,16 @@ export function messageCard(m: Message): HTMLElement {
     `To: ${(m.toAddresses || []).join(', ')}` +
     ((m.ccAddresses || []).length ? ` \u00b7 Cc: ${m.ccAddresses.join(', ')}` : '') +
     ((m.bccAddresses || []).length ? ` \u00b7 Bcc: ${m.bccAddresses!.join(', ')}` : '');
-  const badges = inbound ? [screeningBadge(m), ...authBadges(m.authentication as Record<string, string> | null)] : [badge(m.status), m.delivery === 'dry-run' ? badge('dry-run', 'warn', 'outbound.mode = "dry-run": nothing left the machine') : null];
+  const badges = inbound
+    ? [screeningBadge(m), ...authBadges(m.authentication as Record<string, string> | null)]
+    : [badge(m.status), m.delivery === 'dry-run' ? badge('dry-run', 'warn', 'outbound.mode = "dry-run": nothing left the machine') : null];
   const recipients =
     !inbound && (m.recipients || []).length
-      ? table(['Recipient', 'Status', 'Last answer'], m.recipients!.map((r) => el('tr', null, [td(r.address, 'mono addr'), el('td', null, [badge(r.status)]), td(r.response || '', 'mono')])), '')
+      ? table(
+          ['Recipient', 'Status', 'Last answer'],
+          m.recipients!.map((r) => el('tr', null, [td(r.address, 'mono addr'), el('td', null, [badge(r.status)]), td(r.response || '', 'mono')])),
+          '',
+        )
       : null;
   const composer = el('div', { className: 'composer-slot' });
   const labelSlot = el('div', { className: 'label-slot' });
@@ -457,7 +491,12 @@ export function messageCard(m: Message): HTMLElement {
       writeButton('Reply all', 'small quiet reply-all', () => openComposer(composer, 'reply-all', m)),
       writeButton('Forward', 'small quiet forward', () => openComposer(composer, 'forward', m)),
       writeButton(m.unread ? 'Mark read' : 'Mark unread', 'small quiet mark', (b) => toggleUnread(m, b), 'Mark read or unread (u)'),
-      writeButton('Label message', 'small quiet label-message', () => labelForm(labelSlot, (l) => relabel(messagePath, { addLabels: [l] }, `Labelled the message ${l}.`)), 'Add a label to this message'),
+      writeButton(
+        'Label message',
+        'small quiet label-message',
+        () => labelForm(labelSlot, (l) => relabel(messagePath, { addLabels: [l] }, `Labelled the message ${l}.`)),
+        'Add a label to this message',
+      ),
       writeButton('Delete', 'small danger delete', (b) => deleteMessage(m, card, b), 'Delete this message (#, twice)', 'manage'),
     ]),
     labelSlot,

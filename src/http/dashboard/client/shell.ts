@@ -189,11 +189,13 @@ document.addEventListener('DOMContentLoaded', () => {
     const input = $('key') as HTMLInputElement;
     const key = input.value.trim();
     if (!key) return;
-    signIn(key).then((ok) => {
-      if (!ok) return;
-      input.value = '';
-      return route(true);
-    }).catch(failed);
+    signIn(key)
+      .then((ok) => {
+        if (!ok) return;
+        input.value = '';
+        return route(true);
+      })
+      .catch(failed);
   });
   $('signout').addEventListener('click', () => signOut());
   $('help-toggle').addEventListener('click', () => toggleHelp());
@@ -205,5 +207,7 @@ document.addEventListener('DOMContentLoaded', () => {
     showSignin();
     return;
   }
-  signIn(key).then((ok) => (ok ? route(true) : undefined)).catch(failed);
+  signIn(key)
+    .then((ok) => (ok ? route(true) : undefined))
+    .catch(failed);
 });
