@@ -12,7 +12,11 @@ test(`tenant A's attacks leave tenant B's reads, mail and the server's memory wi
   let { figures, seen } = await runNoisy({ seconds: 6, databaseUrl });
   // Memory and exactly-once hold in every run, the first included.
   const timing = (v: string) => v.startsWith("B's GET") || v.startsWith("B's SMTP ingest");
-  assert.deepEqual(noisyViolations(figures).filter((v) => !timing(v)), [], JSON.stringify(figures));
+  assert.deepEqual(
+    noisyViolations(figures).filter((v) => !timing(v)),
+    [],
+    JSON.stringify(figures),
+  );
   // The latency and ingest bounds compare two phases of one run; on a 2-core machine another
   // suite running beside this one can land in one phase only. A run that misses them is run once
   // more (a fresh server), and the second decides: a real regression misses both.
