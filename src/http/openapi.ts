@@ -307,7 +307,11 @@ const SCHEMAS: Record<string, Schema> = {
     limit: int('The page size asked for (default 100).'),
     offset: int('Messages skipped.'),
   }),
-  AttachmentText: obj({ text: str(), truncated: { type: 'boolean', description: 'True when the text was cut at `attachments.text_max_chars` characters.' } }),
+  AttachmentText: obj({
+    text: str(),
+    truncated: { type: 'boolean', description: 'True when the text was cut at `attachments.text_max_chars` characters.' },
+    screening: { ...ref('Screening'), description: "The screener's verdict on the text (its first 64 KiB): prompt injection and encoded blocks in a file are flagged as in a message body." },
+  }),
   Attachment: obj({ ...ATTACHMENT_META, url: str('Presigned download URL (no API key needed) until expiresAt.', { format: 'uri' }), expiresAt: time(), createdAt: time() }),
   DnsRecord: DNS_RECORD,
   Domain: obj(DOMAIN_PROPS),

@@ -4,6 +4,7 @@
 // threadId, messageId, attachmentId. Adding a tool is one entry in TOOLS.
 import { z } from 'zod';
 import type { AppContext } from '../context.ts';
+import type { Screening } from '../domain/screening/screen.ts';
 import { attachmentText } from '../domain/mail/attachment-text.ts';
 import { getAttachment } from '../domain/mail/attachments.ts';
 import { createDraft, deleteDraft, getDraft, listDrafts, sendDraft, updateDraft } from '../domain/sending/drafts.ts';
@@ -108,13 +109,14 @@ function runListMessages({ ctx, accountId, scopes }: ToolCall, { inboxId, limit,
 /** The text of get_attachment, capped: a tool answer lands in a model's context. */
 const MAX_TEXT_CHARS = 200_000;
 
-async function textOf(call: ToolCall, attachmentId: string): Promise<{ text: string | null; textTruncated?: true }> {
+async function textOf(call: ToolCall, attachmentId: string): Promise<{ text: string | null; textTruncated?: true; textScreening?: Screening }> {
   try {
-    // The same text as GET /attachments/{id}/text, within the same limits (attachments.text_*).
+    // The same text as GET /attachments/{id}/text, within the same limits (attachments.text_*),
+    // with the screener's verdict on it (textScreening).
     // call.signal: a caller that leaves drops its extraction (or stops it).
-    const { text, truncated } = await attachmentText(call.ctx, call.accountId, attachmentId, call.signal);
-    if (text.length > MAX_TEXT_CHARS) return { text: text.slice(0, MAX_TEXT_CHARS), textTruncated: true };
-    return truncated ? { text, textTruncated: true } : { text };
+    const { text, truncated, screening: textScreening } = await attachmentText(call.ctx, call.accountId, attachmentId, call.signal);
+    if (text.length > MAX_TEXT_CHARS) return { text: text.slice(0, MAX_TEXT_CHARS), textTruncated: true, textScreening };
+    return truncated ? { text, textTruncated: true, textScreening } : { text, textScreening };
   } catch (err) {
     // The caller left (its extraction was dropped or stopped): nobody reads this answer.
     if (call.signal.aborted) return { text: null };

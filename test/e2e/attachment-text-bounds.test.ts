@@ -21,6 +21,9 @@ import { docxBomb, pdfFlateBomb, pdfHugePageCount, pdfWithText } from '../suppor
 import { expectError, readResponse, startTestServer, type ApiResponse, type TestServer } from '../support/server.ts';
 import { until } from '../support/wait.ts';
 
+/** The screening of a text with nothing to flag (GET /attachments/{id}/text carries one). */
+const CLEAR = { verdict: 'clear', score: 0, reasons: [] };
+
 /** A deadline for the queue's states, not a speed claim: extraction processes start slowly on a loaded CI pass. */
 const LOADED = 60_000;
 
@@ -86,7 +89,7 @@ describe('text extraction under a memory bound (child server)', () => {
     // An ordinary file under the same bound still gives its text.
     const ok = await textOf(inst.httpUrl, inst.key, await upload(inst.httpUrl, inst.key, pdfWithText(['Still reading']), 'ok.pdf', 'application/pdf'));
     assert.equal(ok.status, 200, ok.text);
-    assert.deepEqual(ok.body, { text: 'Still reading', truncated: false });
+    assert.deepEqual(ok.body, { text: 'Still reading', truncated: false, screening: CLEAR });
     assert.ok(peakRss(pid) < SERVER_RSS_BOUND);
   });
 });
@@ -146,7 +149,7 @@ describe('the extraction queue: bounded, fair per account, abandoned requests dr
     a1.leave();
     const answered = await b1.answer;
     assert.equal(answered.status, 200, answered.text);
-    assert.deepEqual(answered.body, { text: 'Tenant B, one page', truncated: false });
+    assert.deepEqual(answered.body, { text: 'Tenant B, one page', truncated: false, screening: CLEAR });
     assert.equal(a2.answered() || a3.answered(), false, "B was answered while A's files were still queued");
     assert.equal(load().stopped, base.stopped + 1);
     await until('A1 process gone', () => (alive(a1Pid) ? undefined : true), LOADED);
@@ -212,7 +215,7 @@ describe('the extraction queue: bounded, fair per account, abandoned requests dr
     await idle();
     const res = await textOf(t.url, t.key, onePage);
     assert.equal(res.status, 200, res.text);
-    assert.deepEqual(res.body, { text: 'Waited its turn', truncated: false });
+    assert.deepEqual(res.body, { text: 'Waited its turn', truncated: false, screening: CLEAR });
 
     // The file's own failure (it expands too much) is cached: the repeat starts nothing.
     const bomb = await upload(t.url, t.key, docxBomb(400), 'bomb.docx', DOCX);

@@ -10,11 +10,14 @@ import { fileURLToPath } from 'node:url';
 import type { AppContext } from '../../context.ts';
 import { findAttachmentRow, type AttachmentRow } from './attachments.ts';
 import { AppError, isAppError } from '../errors.ts';
+import { screenAttachmentText, type Screening } from '../screening/screen.ts';
 
 export interface AttachmentText {
   text: string;
   /** True when the text was cut at attachments.text_max_chars. */
   truncated: boolean;
+  /** The screener's verdict on the text (src/domain/screening/): what an agent is handed of a file is screened as a message body is. */
+  screening: Screening;
 }
 
 type Kind = 'text' | 'html' | 'pdf' | 'docx';
@@ -97,7 +100,7 @@ const V8_CODE_RANGE = 512 * 1_048_576;
  * kills that process, never the server (the reserved code range, V8_CODE_RANGE, is added: it
  * holds no data). Every way it can end becomes a result or an AppError.
  */
-function runExtraction(ctx: AppContext, kind: Exclude<Kind, 'text'>, input: Buffer, signal: AbortSignal): Promise<AttachmentText> {
+function runExtraction(ctx: AppContext, kind: Exclude<Kind, 'text'>, input: Buffer, signal: AbortSignal): Promise<Omit<AttachmentText, 'screening'>> {
   const { text_max_chars: maxChars, text_timeout: timeoutMs, text_max_memory: maxMemory } = ctx.config.attachments;
   const expands = () => failed(`the file expands too much: it needed more than attachments.text_max_memory (${maxMemory} bytes) of memory`);
   return new Promise((resolve, reject) => {
@@ -347,8 +350,11 @@ function recall(key: string): Outcome | undefined {
 async function extract(ctx: AppContext, row: AttachmentRow, kind: Exclude<Kind, 'text'>, signal: AbortSignal): Promise<AttachmentText> {
   const bytes = await readFile(ctx, row);
   const input = kind === 'html' ? Buffer.from(decodeText(bytes), 'utf8') : bytes;
-  return runExtraction(ctx, kind, input, signal);
+  return screened(await runExtraction(ctx, kind, input, signal));
 }
+
+/** The text with its screening (computed once per file: the outcome is cached with it). */
+const screened = (t: Omit<AttachmentText, 'screening'>): AttachmentText => ({ ...t, screening: screenAttachmentText(t.text) });
 
 async function readFile(ctx: AppContext, row: AttachmentRow): Promise<Buffer> {
   try {
@@ -384,7 +390,7 @@ export async function attachmentText(ctx: AppContext, accountId: string, attachm
   if (kind === 'text') {
     // Decoded here: no library, no expansion, no worker.
     const text = decodeText(await readFile(ctx, row));
-    const ok = text.length > maxChars ? { text: text.slice(0, maxChars), truncated: true } : { text, truncated: false };
+    const ok = screened(text.length > maxChars ? { text: text.slice(0, maxChars), truncated: true } : { text, truncated: false });
     remember(key, { ok });
     return ok;
   }

@@ -363,6 +363,18 @@ export function screenParsed(parsed: ScreenInput, authentication: ScreenContext[
   return screenMessage(parsed, { ...screen, authentication });
 }
 
+/**
+ * Characters of an attachment's extracted text screened when it is handed out (GET
+ * /attachments/{id}/text, MCP get_attachment): on the main thread, once per file (the text cache
+ * keeps the verdict), so bounded to what a few milliseconds read.
+ */
+export const ATTACHMENT_SCREEN_CHARS = 65_536;
+
+/** The screening of an attachment's text: the content rules (prompt injection, encoded blocks); the sender's are the message's. */
+export function screenAttachmentText(text: string): Screening {
+  return screenMessage({ text: text.slice(0, ATTACHMENT_SCREEN_CHARS) }, { ownDomains: [], ownAddresses: [], authentication: null });
+}
+
 /** Screens one parsed message. */
 export function screenMessage(mail: ScreenInput, ctx: ScreenContext): Screening {
   const findings: Finding[] = [];
