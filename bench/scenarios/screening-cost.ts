@@ -34,7 +34,7 @@ export function message(n: number, to: string): Buffer {
   const from = SENDERS[n % SENDERS.length]!;
   const topic = TOPICS[n % TOPICS.length]!;
   const domain = from.split('@')[1]!;
-  const paragraphs = Array.from({ length: 9 }, (_v, i) => `${PARAGRAPH.join(' ')} (item ${i + 1} of ${topic}, ref ${n}-${i})`);
+  const paragraphs = Array.from({ length: 13 }, (_v, i) => `${PARAGRAPH.join(' ')} (item ${i + 1} of ${topic}, ref ${n}-${i})`);
   const links = [`https://${domain}/account?ref=${n}`, `https://${domain}/${topic.replace(/\W+/g, '-')}`, 'https://www.example.org/privacy'];
   const text = [`Hello,`, '', ...paragraphs.flatMap((p, i) => [p, i < links.length ? `More: ${links[i]}` : '', '']), 'Best regards,', `The ${domain} team`, '', `Unsubscribe: https://${domain}/unsubscribe?u=${n}`].join('\r\n');
   const html = [
