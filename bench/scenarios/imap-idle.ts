@@ -5,7 +5,7 @@
 // been told of the one before; latency = the client's `exists` event − the 250 at the sender,
 // same process, same clock (and, as an upper bound, from the MAIL FROM that began the transaction).
 // On embedded SQLite and, when Debian's postgresql is installed, on a
-// private durable PostgreSQL cluster (there the event reaches the IDLE session via NOTIFY):
+// private durable PostgreSQL cluster (one node: the commit wakes the session; NOTIFY is for others):
 // ids `imap-idle` and `imap-idle-pg`. BENCH_IDLE_ENGINES=sqlite for one.
 import { ImapFlow } from 'imapflow';
 import type { TestDns } from '../../test/support/dns.ts';

@@ -214,7 +214,7 @@ export async function screeningCost(env: { dns: TestDns }): Promise<ScenarioResu
       ...(micro
         ? [
             {
-              metric: 'screenMessage CPU per corpus message (bench/screening.ts)',
+              metric: 'screenMessage per corpus message, one thread (bench/screening.ts)',
               unit: 'ms',
               mailroom: micro.screenMs,
               baselines: [{ name: 'parseMessage of the same message', value: micro.parseMs }],
