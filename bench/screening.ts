@@ -13,7 +13,10 @@ const ROUNDS = 5;
 const ctx = { ownDomains: ['acme-robotics.com', 'mailroom.localhost'], ownAddresses: ['support@acme-robotics.com'], authentication: { dmarc: 'pass', fromDomain: 'example.net' } };
 
 const entries = ['attacks.jsonl', 'benign.jsonl', 'heldout.jsonl'].flatMap((f) =>
-  readFileSync(new URL(`../test/fixtures/screening/${f}`, import.meta.url), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)),
+  readFileSync(new URL(`../test/fixtures/screening/${f}`, import.meta.url), 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l)),
 );
 const build = (m: { from: string; subject: string; text?: string; html?: string; attachments?: Array<{ filename: string; text?: string }> }) =>
   new MailComposer({
@@ -23,7 +26,9 @@ const build = (m: { from: string; subject: string; text?: string; html?: string;
     text: m.text,
     html: m.html,
     attachments: (m.attachments ?? []).map((a) => ({ filename: a.filename, content: a.text ?? 'x' })),
-  }).compile().build();
+  })
+    .compile()
+    .build();
 
 const paragraph = '<p>Our spring collection is here: <a href="https://shop.example.com/p/1">new jackets</a>, boots and tents for every trail. Free shipping over $50.</p>';
 const raws: Buffer[] = await Promise.all(entries.map(build));

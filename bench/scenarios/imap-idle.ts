@@ -62,7 +62,9 @@ async function idleOn(env: { dns: TestDns }, cluster?: PgCluster): Promise<Scena
     await client.cmd('EHLO source.bench');
     log(`imap-idle (${engine}): ${COUNT} messages one at a time, client in IDLE`);
     for (let i = 1; i <= COUNT; i++) {
-      const body = Buffer.from(`From: ann@source.bench\r\nTo: ${inbox.address}\r\nSubject: idle ${i}\r\nMessage-ID: <idle-${i}-${process.pid}@source.bench>\r\n\r\nMessage ${i} for the IDLE client.\r\n`);
+      const body = Buffer.from(
+        `From: ann@source.bench\r\nTo: ${inbox.address}\r\nSubject: idle ${i}\r\nMessage-ID: <idle-${i}-${process.pid}@source.bench>\r\n\r\nMessage ${i} for the IDLE client.\r\n`,
+      );
       const startedAt = performance.now();
       const reply = await client.send('ann@source.bench', [inbox.address], body);
       const acceptedAt = performance.now();

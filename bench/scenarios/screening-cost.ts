@@ -36,7 +36,15 @@ export function message(n: number, to: string): Buffer {
   const domain = from.split('@')[1]!;
   const paragraphs = Array.from({ length: 13 }, (_v, i) => `${PARAGRAPH.join(' ')} (item ${i + 1} of ${topic}, ref ${n}-${i})`);
   const links = [`https://${domain}/account?ref=${n}`, `https://${domain}/${topic.replace(/\W+/g, '-')}`, 'https://www.example.org/privacy'];
-  const text = [`Hello,`, '', ...paragraphs.flatMap((p, i) => [p, i < links.length ? `More: ${links[i]}` : '', '']), 'Best regards,', `The ${domain} team`, '', `Unsubscribe: https://${domain}/unsubscribe?u=${n}`].join('\r\n');
+  const text = [
+    `Hello,`,
+    '',
+    ...paragraphs.flatMap((p, i) => [p, i < links.length ? `More: ${links[i]}` : '', '']),
+    'Best regards,',
+    `The ${domain} team`,
+    '',
+    `Unsubscribe: https://${domain}/unsubscribe?u=${n}`,
+  ].join('\r\n');
   const html = [
     '<!doctype html><html><head><meta charset="utf-8"><style>body{font-family:Arial,sans-serif;color:#222}p{margin:0 0 12px}.footer{color:#888;font-size:12px}</style></head><body>',
     '<table width="100%" cellpadding="0" cellspacing="0"><tr><td style="padding:16px">',
