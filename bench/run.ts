@@ -20,6 +20,8 @@ import { search } from './scenarios/search.ts';
 import { inboundFlow } from './scenarios/flow.ts';
 import { nodes } from './scenarios/nodes.ts';
 import { replyTextHostile } from './scenarios/reply-text.ts';
+import { screeningCost } from './scenarios/screening-cost.ts';
+import { imapIdle } from './scenarios/imap-idle.ts';
 import type { TestDns } from '../test/support/dns.ts';
 
 interface Scenario {
@@ -44,10 +46,12 @@ const SCENARIOS: Scenario[] = [
   { id: 'flow', title: '(o) Inbound flow: accepted → visible and webhooked, and 250 → visible latency under a steady offer', run: inboundFlow },
   { id: 'nodes', title: '(n) Several nodes: SMTP ingest and HTTP reads on SQLite, PostgreSQL with one node, PostgreSQL with two nodes', run: nodes },
   { id: 'reply-text', title: '(p) Reply extraction on hostile input', run: replyTextHostile },
+  { id: 'screening-cost', title: '(q) Screening cost on the inbound rate: the same burst with screening off and monitor', run: screeningCost },
+  { id: 'imap-idle', title: '(r) IMAP IDLE latency: 250 → EXISTS', run: imapIdle },
 ];
 
 /** Results a scenario reports under other ids, kept with it from an earlier run. */
-const ALSO_REPORTS: Record<string, string[]> = { smtp: ['memory'], large: ['fanout'], flow: ['flow-pg'] };
+const ALSO_REPORTS: Record<string, string[]> = { smtp: ['memory'], large: ['fanout'], flow: ['flow-pg'], 'imap-idle': ['imap-idle-pg'] };
 
 async function main(): Promise<void> {
   const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));
@@ -65,8 +69,13 @@ async function main(): Promise<void> {
     scenarios: [],
   };
   // A partial run (some scenarios) keeps the other scenarios' last results.
-  const previous: ScenarioResult[] = wanted.length && existsSync(join(RESULTS, 'latest.json')) ? (JSON.parse(readFileSync(join(RESULTS, 'latest.json'), 'utf8')) as RunResults).scenarios : [];
-  if (wanted.length && previous.length) run.notes.push(`Partial run (${wanted.join(', ')}); other scenarios are from an earlier run.`);
+  const earlier = wanted.length && existsSync(join(RESULTS, 'latest.json')) ? (JSON.parse(readFileSync(join(RESULTS, 'latest.json'), 'utf8')) as RunResults) : undefined;
+  const previous: ScenarioResult[] = earlier?.scenarios ?? [];
+  if (wanted.length && previous.length) {
+    // The earlier run's notes still describe the scenarios kept from it (short settings, load).
+    run.notes.push(...(earlier?.notes ?? []).filter((n) => !n.startsWith('Partial run')));
+    run.notes.push(`Partial run (${wanted.join(', ')}); other scenarios are from an earlier run.`);
+  }
   const dns = await startTestDns();
   const results = new Map<string, ScenarioResult[]>();
   const write = () => {

@@ -2,7 +2,8 @@
 // same analysis worker. Each message of the screening corpus (test/fixtures/screening/) is built
 // as MIME (nodemailer's composer), parsed as the worker parses it (parseMessage), then screened
 // (screenMessage); plus a 60 KB newsletter and a 1 MB HTML message for the large end.
-// CPU time on this thread, no I/O. Run: node --import tsx bench/screening.ts
+// CPU time on this thread, no I/O. Run: node --import tsx bench/screening.ts; with --json it
+// prints one line {parseMs, screenMs, messages} (the corpus means) for `npm run bench -- screening-cost`.
 import { readFileSync } from 'node:fs';
 import MailComposer from 'nodemailer/lib/mail-composer/index.js';
 import { parseMessage } from '../src/domain/inbound/inbound-parse.ts';
@@ -34,7 +35,9 @@ const raws: Buffer[] = await Promise.all(entries.map(build));
 const newsletter = await build({ from: 'news@shop.example.com', subject: 'Spring', html: `<div style="display:none">Spring sale inside</div>${paragraph.repeat(400)}` });
 const large = await build({ from: 'news@shop.example.com', subject: 'Large', html: paragraph.repeat(7000) });
 
-async function measure(label: string, list: Buffer[]): Promise<void> {
+const json = process.argv.includes('--json');
+
+async function measure(label: string, list: Buffer[]): Promise<{ parseMs: number; screenMs: number }> {
   const parsed = await Promise.all(list.map((r) => parseMessage(r)));
   const parseMs: number[] = [];
   const screenMs: number[] = [];
@@ -53,10 +56,18 @@ async function measure(label: string, list: Buffer[]): Promise<void> {
     const mean = s.reduce((a, b) => a + b, 0) / s.length;
     return `mean ${mean.toFixed(3)} ms, p50 ${s[Math.floor(s.length / 2)].toFixed(3)}, p99 ${s[Math.floor(s.length * 0.99)].toFixed(3)}`;
   };
-  const ratio = screenMs.reduce((a, b) => a + b, 0) / parseMs.reduce((a, b) => a + b, 0);
+  const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+  const ratio = sum(screenMs) / sum(parseMs);
+  const means = { parseMs: Number((sum(parseMs) / parseMs.length).toFixed(3)), screenMs: Number((sum(screenMs) / screenMs.length).toFixed(3)) };
+  if (json) return means;
   console.log(`${label} (${list.length} messages × ${ROUNDS}): parse ${stats(parseMs)}; screen ${stats(screenMs)}; screening adds ${(ratio * 100).toFixed(0)}% to parsing`);
+  return means;
 }
 
-await measure('corpus', raws);
+const corpus = await measure('corpus', raws);
+if (json) {
+  console.log(JSON.stringify({ ...corpus, messages: raws.length }));
+  process.exit(0);
+}
 await measure(`newsletter ${(newsletter.length / 1024).toFixed(0)} KB`, [newsletter]);
 await measure(`large HTML ${(large.length / 1024 / 1024).toFixed(1)} MB`, [large]);
