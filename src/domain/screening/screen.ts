@@ -68,7 +68,7 @@ interface Finding extends ScreeningReason {
 
 const cut = (s: string) => {
   const t = s.replace(/\s+/g, ' ').trim();
-  return t.length > DETAIL_CHARS ? `${t.slice(0, DETAIL_CHARS - 1)}…` : t;
+  return t.length > DETAIL_CHARS ? `${t.slice(0, DETAIL_CHARS - 1)}\u2026` : t;
 };
 
 /** Letters that look like Latin ones, folded to them (a UTS #39 skeleton, the part that matters here). */
@@ -102,7 +102,7 @@ function quoted(text: string, from: number, to: number): boolean {
   const before = text.slice(Math.max(0, from - 2), from);
   const rest = text.slice(to, to + 200);
   const line = rest.slice(0, rest.includes('\n') ? rest.indexOf('\n') : rest.length);
-  return /["“„«'‘]/.test(before) && /["”“»'’]/.test(line);
+  return /["\u201c\u201e\u00ab'\u2018]/.test(before) && /["\u201d\u201c\u00bb'\u2019]/.test(line);
 }
 
 function findInjections(sources: Source[]): Finding[] {
@@ -132,7 +132,7 @@ function findInjections(sources: Source[]): Finding[] {
         if (!obfuscated && quoted(v.text, m.index, m.index + m[0].length)) weight = Math.round(weight / 2);
         if (obfuscated) weight += 20;
         const how = [src.where, v.how, hadInvisible && !v.how ? 'zero-width characters' : undefined].filter(Boolean).join(', ');
-        add(rule.id, weight, cut(`${how ? `${how}: ` : ''}“${m[0]}”`));
+        add(rule.id, weight, cut(`${how ? `${how}: ` : ''}\u201c${m[0]}\u201d`));
       }
     }
   }
@@ -326,7 +326,7 @@ function senderFindings(from: ScreenInput['from'], ctx: ScreenContext): Finding[
     const lower = skeleton(name);
     const named = ctx.ownAddresses.find((a) => lower.includes(a)) ?? own.find((d) => new RegExp(`(?:^|[^a-z0-9.-])${d.replace(/[.]/g, '\\.')}(?:$|[^a-z0-9-])`).test(lower));
     if (named)
-      out.push({ code: 'impersonation', weight: IMPERSONATION_WEIGHT.displayName, detail: cut(`display name “${name}” names ${named} but the mail is from ${address || 'an unknown address'}`) });
+      out.push({ code: 'impersonation', weight: IMPERSONATION_WEIGHT.displayName, detail: cut(`display name \u201c${name}\u201d names ${named} but the mail is from ${address || 'an unknown address'}`) });
   }
   if (domain && !claimsOwn) {
     const copied = imitated(domain, ownReg);
@@ -402,7 +402,7 @@ export function screenMessage(mail: ScreenInput, ctx: ScreenContext): Screening 
       findings.push({
         code: 'hidden_text',
         weight: strong ? HIDDEN_WEIGHT.strong : HIDDEN_WEIGHT.weak,
-        detail: cut(`${hiddenChars} characters a mail client does not show: “${html.hidden.join(' … ')}”`),
+        detail: cut(`${hiddenChars} characters a mail client does not show: \u201c${html.hidden.join(' \u2026 ')}\u201d`),
       });
     }
   }
