@@ -326,7 +326,11 @@ function senderFindings(from: ScreenInput['from'], ctx: ScreenContext): Finding[
     const lower = skeleton(name);
     const named = ctx.ownAddresses.find((a) => lower.includes(a)) ?? own.find((d) => new RegExp(`(?:^|[^a-z0-9.-])${d.replace(/[.]/g, '\\.')}(?:$|[^a-z0-9-])`).test(lower));
     if (named)
-      out.push({ code: 'impersonation', weight: IMPERSONATION_WEIGHT.displayName, detail: cut(`display name \u201c${name}\u201d names ${named} but the mail is from ${address || 'an unknown address'}`) });
+      out.push({
+        code: 'impersonation',
+        weight: IMPERSONATION_WEIGHT.displayName,
+        detail: cut(`display name \u201c${name}\u201d names ${named} but the mail is from ${address || 'an unknown address'}`),
+      });
   }
   if (domain && !claimsOwn) {
     const copied = imitated(domain, ownReg);
