@@ -5,7 +5,7 @@
 // a person releases it: releaseHeldInbound, behind POST /messages/{id}/release (scope `review`).
 // Every hold and release is an audit entry written in the transaction that makes it.
 import type { AppContext } from '../../context.ts';
-import type { Db, Tx } from '../../db/client.ts';
+import type { Tx } from '../../db/client.ts';
 import { updateMessageStatusIf } from '../../store/repo/messages.ts';
 import { recordAudit, SYSTEM_ACTOR, type Actor } from '../audit/audit.ts';
 import { AppError } from '../errors.ts';
@@ -45,9 +45,9 @@ export async function releaseHeldInbound(ctx: AppContext, accountId: string, id:
   // Attachments never change: read before the transaction, outside its connection.
   const atts = (await attachmentMetaForMany(ctx, [id])).get(id) ?? [];
   await ctx.store.transaction(async (tx) => {
-    const row = await findMessageRow(ctx, accountId, id, tx as Db);
+    const row = await findMessageRow(ctx, accountId, id, tx);
     const now = ctx.clock.now().toISOString();
-    if (row.direction !== 'inbound' || !(await updateMessageStatusIf(tx as Db, id, 'held', 'received', now))) {
+    if (row.direction !== 'inbound' || !(await updateMessageStatusIf(tx, id, 'held', 'received', now))) {
       throw new AppError('NOT_HELD', `message ${id} is not held`);
     }
     const view = messageView({ ...row, status: 'received', updatedAt: now }, atts);

@@ -348,13 +348,10 @@ const THREAD_COLUMNS = 't.id, t.account_id, t.inbox_id, t.subject, t.message_cou
 const threadRow = (r: ThreadTuple): ThreadRow => ({ id: r[0], accountId: r[1], inboxId: r[2], subject: r[3], messageCount: r[4], lastMessageAt: r[5], createdAt: r[6] });
 
 async function hasHeld(db: Db, scope: ListScope): Promise<boolean> {
-  // The scope's condition on the inboxes table, whose own column is `id`, not `inbox_id`.
   const [match, value] = scopeCondition(scope);
-  const [[n]] = await rawRows<[number]>(
-    db,
-    `SELECT coalesce(sum(n), 0) FROM inbox_message_counts WHERE inbox_id IN (SELECT i.id FROM inboxes i WHERE ${match('i').replace('i.inbox_id', 'i.id')}) AND status = 'held'`,
-    [value],
-  );
+  // The counters have no account column: an account's are those of its inboxes.
+  const where = 'accountId' in scope ? 'c.inbox_id IN (SELECT id FROM inboxes WHERE account_id = ?)' : match('c');
+  const [[n]] = await rawRows<[number]>(db, `SELECT coalesce(sum(n), 0) FROM inbox_message_counts c WHERE ${where} AND c.status = 'held'`, [value]);
   return Number(n) > 0;
 }
 
