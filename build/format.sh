@@ -5,13 +5,7 @@
 # build/lint/ with the promise linter's tools, in the same cache directory, so a new release
 # cannot change the verdict.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-dir=${MAILROOM_LINT_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/mailroom-lint}
-if [ ! -x "$dir/node_modules/.bin/prettier" ] || ! cmp -s "$root/build/lint/package-lock.json" "$dir/package-lock.json"; then
-  mkdir -p "$dir"
-  cp "$root/build/lint/package.json" "$root/build/lint/package-lock.json" "$dir/"
-  (cd "$dir" && npm ci --silent --no-audit --no-fund)
-fi
+source "$(dirname "$0")/lint-tools.sh"
 cd "$root"
 mode=--check
 if [ "${1:-}" = --write ]; then mode=--write; fi

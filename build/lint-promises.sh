@@ -7,13 +7,7 @@
 # file in build/lint/ (exact versions, so a new eslint release cannot change the verdict), and
 # installed again whenever that lock file changes.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-dir=${MAILROOM_LINT_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/mailroom-lint}
-if [ ! -x "$dir/node_modules/.bin/eslint" ] || ! cmp -s "$root/build/lint/package-lock.json" "$dir/package-lock.json"; then
-  mkdir -p "$dir"
-  cp "$root/build/lint/package.json" "$root/build/lint/package-lock.json" "$dir/"
-  (cd "$dir" && npm ci --silent --no-audit --no-fund)
-fi
+source "$(dirname "$0")/lint-tools.sh"
 cat > "$dir/eslint.config.js" <<CONFIG
 import tseslint from 'typescript-eslint';
 export default tseslint.config({
