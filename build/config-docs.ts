@@ -132,6 +132,7 @@ const FIXED_BUDGETS: Array<{ what: string; value: string; past: string }> = [
   { what: 'Messages in one `GET /threads/{id}` / MCP `get_thread`', value: '`limit` ≤ 100', past: 'the next page with `offset`; `limit` > 100 is `400 VALIDATION_ERROR`' },
   { what: 'A revoked key: its SSE streams, long-polls, `wait_for_message` calls and SMTP submission sessions', value: '5 s', past: 'ended' },
   { what: 'Long-poll `wait` / `wait_for_message` timeout', value: '60 s', past: '`400 VALIDATION_ERROR`' },
+  { what: "An attachment's extracted text screened when it is handed out (`GET /attachments/{id}/text`, MCP `get_attachment`)", value: '64 KiB, once per file', past: 'the rest is not screened' },
 ];
 
 const BUDGETS_START = '<!-- budgets: generated from src/config.ts by `npm run docs:config`; edit BUDGETS there -->';

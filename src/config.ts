@@ -566,6 +566,8 @@ export const BUDGETS: Record<string, { what: string; past: string }> = {
   'jobs.attempt_timeout': { what: 'One attempt of a job (a tarpitting MX, a slow webhook target)', past: 'aborted, counted as a temporary failure and retried on schedule' },
   'outbound.timeout': { what: 'Connection and reply of one SMTP delivery attempt', past: 'the attempt is deferred and retried' },
   'outbound.concurrency_per_domain': { what: 'Deliveries in flight to one recipient domain', past: 'the rest wait' },
+  'outbound.mta_sts_timeout': { what: "Fetch of a recipient domain's MTA-STS policy", past: 'no policy this time (sts-policy-fetch-error in the TLS report); a cached one still applies' },
+  'outbound.mta_sts_max_bytes': { what: "A recipient domain's MTA-STS policy file", past: 'refused as no policy (sts-policy-invalid in the TLS report); a cached one still applies' },
   'webhooks.timeout': { what: 'One webhook delivery', past: 'failed attempt, retried on schedule' },
   'database.connect_timeout': { what: 'Connecting to PostgreSQL', past: 'the connection attempt fails (start-up stops; a request gets `503`)' },
   'database.statement_timeout': { what: 'One PostgreSQL statement', past: 'cancelled by the server; the request answers `503 SERVICE_UNAVAILABLE`' },
