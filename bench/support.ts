@@ -126,6 +126,27 @@ export function cpuMsOf(pid: number, opts: { reapedChildren?: boolean } = {}): n
   return (fields.reduce((sum, f) => sum + Number(rest[f]), 0) * 1000) / CLOCK_TICKS;
 }
 
+/** CPU ms of each thread of `pid` by thread name (/proc/<pid>/task/<tid>/comm; threads of one name summed). */
+export function threadCpuMs(pid: number): Map<string, number> {
+  const out = new Map<string, number>();
+  let tids: string[] = [];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return out;
+  }
+  for (const tid of tids) {
+    try {
+      const name = readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
+      const rest = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ').pop()!.split(' ');
+      out.set(name, (out.get(name) ?? 0) + ((Number(rest[11]) + Number(rest[12])) * 1000) / CLOCK_TICKS);
+    } catch {
+      // The thread ended meanwhile.
+    }
+  }
+  return out;
+}
+
 /** The fields of /proc/<pid>/stat after the parenthesised command name (state first, then ppid). */
 function statFields(pid: number): string[] | undefined {
   try {

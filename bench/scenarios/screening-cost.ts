@@ -13,7 +13,7 @@ import type { TestDns } from '../../test/support/dns.ts';
 import { SmtpClient } from '../../test/support/smtp-client.ts';
 import { createInbox, startMailroom, type Mailroom } from '../mailroom.ts';
 import { judge } from '../targets.ts';
-import { ROOT, cpuMsOf, load, log, round, runBounded, sleep, type ScenarioResult } from '../support.ts';
+import { ROOT, cpuMsOf, load, log, round, runBounded, sleep, threadCpuMs, type ScenarioResult } from '../support.ts';
 
 const COUNT = Number(process.env.BENCH_SCREEN_COUNT ?? 3_000);
 const ROUNDS = Number(process.env.BENCH_SCREEN_ROUNDS ?? 5);
@@ -125,10 +125,12 @@ async function oneRun(env: { dns: TestDns }, mode: 'off' | 'monitor', index: num
     const before = await total();
     let t0 = 0;
     let cpu0: number | undefined;
+    let threads0 = new Map<string, number>();
     const l = load();
     const sent = await send(m, inbox.address, 0, COUNT, SESSIONS, () => {
       t0 = performance.now();
       cpu0 = cpuMsOf(m.pid);
+      threads0 = threadCpuMs(m.pid);
     });
     const acceptSeconds = (performance.now() - t0) / 1000;
     const deadline = performance.now() + DRAIN_LIMIT_MS;
@@ -136,6 +138,13 @@ async function oneRun(env: { dns: TestDns }, mode: 'off' | 'monitor', index: num
     while ((visible = (await total()) - before) < COUNT - sent.refused && performance.now() < deadline) await sleep(25);
     const visibleSeconds = (performance.now() - t0) / 1000;
     const cpu1 = cpuMsOf(m.pid);
+    // Where the CPU went, by thread name (main thread, analysis workers, libuv pool, GC helpers).
+    const threads = [...threadCpuMs(m.pid)]
+      .map(([name, ms]) => [name, (ms - (threads0.get(name) ?? 0)) / COUNT] as const)
+      .filter(([, ms]) => ms >= 0.01)
+      .sort((a, b) => b[1] - a[1])
+      .map(([name, ms]) => `${name} ${ms.toFixed(2)}`)
+      .join(', ');
     const check = await m.api('GET', `/inboxes/${inbox.id}/messages?limit=1`);
     const last = check.body?.data?.[0]?.id as string | undefined;
     const screened = last ? (await m.api('GET', `/messages/${last}`)).body?.screening : undefined;
@@ -150,7 +159,7 @@ async function oneRun(env: { dns: TestDns }, mode: 'off' | 'monitor', index: num
       cpuMsPerMsg: cpu0 !== undefined && cpu1 !== undefined ? round((cpu1 - cpu0) / COUNT, 3) : null,
       load: l,
     };
-    log(`screening-cost ${index} ${mode}: ${run.visible} visible after ${run.visibleSeconds} s (${run.rate} msg/s; 250s in ${run.acceptSeconds} s), ${run.cpuMsPerMsg} ms CPU/msg, load ${l[0]}`);
+    log(`screening-cost ${index} ${mode}: ${run.visible} visible after ${run.visibleSeconds} s (${run.rate} msg/s; 250s in ${run.acceptSeconds} s), ${run.cpuMsPerMsg} ms CPU/msg (${threads}), load ${l[0]}`);
     return run;
   } finally {
     await m.stop();

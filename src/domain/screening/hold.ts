@@ -14,7 +14,7 @@ import type { InboxRow } from '../inboxes/inboxes.ts';
 import { findMessageRow, getMessage, messageView, type Message, type MessageRow } from '../mail/messages.ts';
 import { attachmentMetaForMany } from '../mail/attachments.ts';
 import type { ScreenFor, Screening } from './screen.ts';
-import { listDomainsOfAccount } from '../../store/repo/domains.ts';
+import { listDomainNamesOfAccount } from '../../store/repo/domains.ts';
 
 export const SCREENING_MODES = ['off', 'monitor', 'hold'] as const;
 export type ScreeningMode = (typeof SCREENING_MODES)[number];
@@ -67,7 +67,7 @@ export async function screenTargets(ctx: AppContext, recipients: InboxRow[]): Pr
   if (!screened.length) return undefined;
   const domains = new Set(screened.map((r) => r.address.slice(r.address.lastIndexOf('@') + 1).toLowerCase()));
   for (const accountId of new Set(screened.map((r) => r.accountId))) {
-    for (const d of await listDomainsOfAccount(ctx.db, accountId)) domains.add(d.domain.toLowerCase());
+    for (const d of await listDomainNamesOfAccount(ctx.db, accountId)) domains.add(d.toLowerCase());
   }
   return { ownDomains: [...domains], ownAddresses: screened.map((r) => r.address.toLowerCase()) };
 }

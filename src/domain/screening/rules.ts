@@ -472,14 +472,25 @@ export const DOMAIN_SWAPS: Array<[RegExp, string]> = [
 /** Zero-width and invisible formatting characters used to split words past a filter. */
 export const INVISIBLE_CHARS = /[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u2064\u206a-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0]|\udb40[\udc00-\udc7f]/g;
 
-/** A base64 run long enough to hold a sentence. */
-export const BASE64_BLOCK = /(?:[A-Za-z0-9+/]{4}){6,}(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?/g;
+/**
+ * A base64 run long enough to hold a sentence. It starts only where a run of base64 letters
+ * starts (the lookbehind): without it every letter of every word was the start of an attempt, a
+ * tenth of the screener's time on ordinary mail.
+ */
+export const BASE64_BLOCK = /(?<![A-Za-z0-9+/])(?:[A-Za-z0-9+/]{4}){6,}(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?/g;
 /** Most base64 blocks decoded per message (bounded cost). */
 export const MAX_DECODED_BLOCKS = 20;
 /** Most characters of a message's text the screener reads (bounded cost; the rest is not screened). */
 export const MAX_SCREENED_CHARS = 512 * 1024;
 /** Characters of each text read again through rot13. */
 export const ROT13_CHARS = 16 * 1024;
+/**
+ * The rot13 forms of words an English injection cannot do without ("the", "you", "your", "all",
+ * "ignore", "instructions", "previous", "system", "prompt", "assistant", "forward"...). Only the
+ * English rules run on the rot13 reading, and rot13 of English prose holds some of these, so a
+ * text without any is not decoded (ordinary mail: the rot13 pass was half the screener's time).
+ */
+export const ROT13_HINT = /\b(?:gur|lbh|lbhe|naq|nyy|nal|vtaber|qvfertneq|sbetrg|bireevqr|olcnff|vafgehpgvbaf?|cerivbhf|cevbe|flfgrz|cebzcg|ehyrf|nffvfgnag|ntrag|nv|yyz|sbejneq|fraq|erirny|cergraq)\b/;
 /** Most links compared per message. */
 export const MAX_LINKS = 500;
 /** Longest `detail` of a reason: the offending text, cut. */

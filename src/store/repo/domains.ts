@@ -5,6 +5,7 @@
 import { and, count, desc, eq, isNull, lte, ne, or, sql } from 'drizzle-orm';
 import { domains } from '../../db/schema.ts';
 import type { Db } from '../store.ts';
+import { preparedQuery, preparedRows } from '../prepared.ts';
 
 export type DomainRow = typeof domains.$inferSelect;
 
@@ -89,6 +90,15 @@ export function findDomainSigningKey(db: Db, name: string): Promise<{ selector: 
 /** The account's domains, newest first. */
 export function listDomainsOfAccount(db: Db, accountId: string): Promise<DomainRow[]> {
   return db.select().from(domains).where(eq(domains.accountId, accountId)).orderBy(desc(domains.createdAt), desc(domains.id));
+}
+
+// On every screened inbound message (src/domain/screening/hold.ts screenTargets): a plain
+// statement prepared once (src/store/prepared.ts); drizzle's builder cost more than the read.
+const domainNamesOf = (db: Db) => preparedRows<[string], [string]>(db, 'SELECT domain FROM domains WHERE account_id = ?');
+
+/** The names of an account's domains. */
+export async function listDomainNamesOfAccount(db: Db, accountId: string): Promise<string[]> {
+  return (await preparedQuery(db, domainNamesOf).all(accountId)).map(([d]) => d);
 }
 
 export async function countDomainsOfAccount(db: Db, accountId: string): Promise<number> {
