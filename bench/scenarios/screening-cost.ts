@@ -111,6 +111,8 @@ interface Run {
   visible: number;
   refused: number;
   cpuMsPerMsg: number | null;
+  /** CPU ms per message by thread name (main thread, analysis workers, V8's and libuv's helpers). */
+  threads: Record<string, number>;
   load: number[];
 }
 
@@ -139,12 +141,12 @@ async function oneRun(env: { dns: TestDns }, mode: 'off' | 'monitor', index: num
     const visibleSeconds = (performance.now() - t0) / 1000;
     const cpu1 = cpuMsOf(m.pid);
     // Where the CPU went, by thread name (main thread, analysis workers, libuv pool, GC helpers).
-    const threads = [...threadCpuMs(m.pid)]
-      .map(([name, ms]) => [name, (ms - (threads0.get(name) ?? 0)) / COUNT] as const)
-      .filter(([, ms]) => ms >= 0.01)
-      .sort((a, b) => b[1] - a[1])
-      .map(([name, ms]) => `${name} ${ms.toFixed(2)}`)
-      .join(', ');
+    const threads = Object.fromEntries(
+      [...threadCpuMs(m.pid)]
+        .map(([name, ms]) => [name, round((ms - (threads0.get(name) ?? 0)) / COUNT, 3)] as const)
+        .filter(([, ms]) => ms >= 0.01)
+        .sort((a, b) => b[1] - a[1]),
+    );
     const check = await m.api('GET', `/inboxes/${inbox.id}/messages?limit=1`);
     const last = check.body?.data?.[0]?.id as string | undefined;
     const screened = last ? (await m.api('GET', `/messages/${last}`)).body?.screening : undefined;
@@ -157,9 +159,16 @@ async function oneRun(env: { dns: TestDns }, mode: 'off' | 'monitor', index: num
       visible,
       refused: sent.refused,
       cpuMsPerMsg: cpu0 !== undefined && cpu1 !== undefined ? round((cpu1 - cpu0) / COUNT, 3) : null,
+      threads,
       load: l,
     };
-    log(`screening-cost ${index} ${mode}: ${run.visible} visible after ${run.visibleSeconds} s (${run.rate} msg/s; 250s in ${run.acceptSeconds} s), ${run.cpuMsPerMsg} ms CPU/msg (${threads}), load ${l[0]}`);
+    log(
+      `screening-cost ${index} ${mode}: ${run.visible} visible after ${run.visibleSeconds} s (${run.rate} msg/s; 250s in ${run.acceptSeconds} s), ${run.cpuMsPerMsg} ms CPU/msg (${Object.entries(
+        threads,
+      )
+        .map(([n, ms]) => `${n} ${ms.toFixed(2)}`)
+        .join(', ')}), load ${l[0]}`,
+    );
     return run;
   } finally {
     await m.stop();
@@ -199,6 +208,14 @@ export async function screeningCost(env: { dns: TestDns }): Promise<ScenarioResu
   const all = runs.every((r) => r.visible >= COUNT && r.refused === 0);
   const micro = await microBench();
   const list = (mode: Run['mode'], f: (r: Run) => string) => of(mode).map(f).join(', ');
+  const threadsOf = (mode: Run['mode']) => {
+    const names = [...new Set(of(mode).flatMap((r) => Object.keys(r.threads)))];
+    return names
+      .map((n) => [n, median(of(mode).map((r) => r.threads[n] ?? 0))] as const)
+      .sort((a, b) => b[1] - a[1])
+      .map(([n, ms]) => `${n} ${ms.toFixed(2)}`)
+      .join(', ');
+  };
   return {
     id: 'screening-cost',
     title: '(q) Screening cost on the inbound rate: the same burst with [screening] mode "off" and "monitor"',
@@ -218,15 +235,14 @@ export async function screeningCost(env: { dns: TestDns }): Promise<ScenarioResu
         unit: 'msg/s',
         mailroom: round(1000 / cpuMonitor),
         baselines: [{ name: 'screening "off" (median)', value: round(1000 / cpuOff) }],
-        ...judge('screeningVsOff', 1000 / cpuMonitor, 1000 / cpuOff, all),
-        note: `1000 ÷ the server's CPU ms per message: the rate once the CPU is the limit, which the load of a shared machine disturbs least; ${(cpuOff / cpuMonitor).toFixed(2)}× "off"`,
+        note: `1000 ÷ the server's CPU ms per message: the rate once the server's own CPU is the limit (not this burst's case: the server used about one of two cores), which the load of a shared machine disturbs least; ${(cpuOff / cpuMonitor).toFixed(2)}× "off". Reported, not judged: issue 28's criterion is the inbound rate (the row above)`,
       },
       {
         metric: 'server CPU per message, screening "monitor" (median)',
         unit: 'ms',
         mailroom: cpuMonitor,
         baselines: [{ name: 'screening "off" (median)', value: cpuOff }],
-        note: `monitor runs ${list('monitor', (r) => `${r.cpuMsPerMsg}`)} ms; off runs ${list('off', (r) => `${r.cpuMsPerMsg}`)} ms; all threads of the server, first message sent → last visible`,
+        note: `monitor runs ${list('monitor', (r) => `${r.cpuMsPerMsg}`)} ms; off runs ${list('off', (r) => `${r.cpuMsPerMsg}`)} ms; all threads of the server, first message sent → last visible; by thread (median ms per message) monitor ${threadsOf('monitor')}, off ${threadsOf('off')}`,
       },
       ...(micro
         ? [

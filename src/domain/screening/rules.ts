@@ -490,7 +490,8 @@ export const ROT13_CHARS = 16 * 1024;
  * English rules run on the rot13 reading, and rot13 of English prose holds some of these, so a
  * text without any is not decoded (ordinary mail: the rot13 pass was half the screener's time).
  */
-export const ROT13_HINT = /\b(?:gur|lbh|lbhe|naq|nyy|nal|vtaber|qvfertneq|sbetrg|bireevqr|olcnff|vafgehpgvbaf?|cerivbhf|cevbe|flfgrz|cebzcg|ehyrf|nffvfgnag|ntrag|nv|yyz|sbejneq|fraq|erirny|cergraq)\b/;
+export const ROT13_HINT =
+  /\b(?:gur|lbh|lbhe|naq|nyy|nal|vtaber|qvfertneq|sbetrg|bireevqr|olcnff|vafgehpgvbaf?|cerivbhf|cevbe|flfgrz|cebzcg|ehyrf|nffvfgnag|ntrag|nv|yyz|sbejneq|fraq|erirny|cergraq)\b/;
 /** Most links compared per message. */
 export const MAX_LINKS = 500;
 /** Longest `detail` of a reason: the offending text, cut. */
