@@ -149,7 +149,8 @@ function union(rules: typeof INJECTION_RULES): RegExp[] {
   const alternatives = rules.flatMap((r) => alternativesOf(r.pattern.source));
   const atWord = alternatives.filter((a) => a.startsWith('\\b')).map((a) => `(?:${a.slice(2)})`);
   const others = alternatives.filter((a) => !a.startsWith('\\b')).map((a) => `(?:${a})`);
-  const flags = [...new Set(rules.flatMap((r) => [...r.pattern.flags]))].join('');
+  // Every rule's flags but the stateful ones (`test` with g or y would move lastIndex); `m` on all only widens the union.
+  const flags = [...new Set(rules.flatMap((r) => [...r.pattern.flags]))].filter((f) => f !== 'g' && f !== 'y').join('');
   return [atWord.length ? new RegExp(`\\b(?:${atWord.join('|')})`, flags) : undefined, others.length ? new RegExp(others.join('|'), flags) : undefined].filter((p) => p !== undefined);
 }
 const ANY_RULE = union(INJECTION_RULES);
