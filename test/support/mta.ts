@@ -193,7 +193,11 @@ const EXIM = () => join(EXIM_ROOT, 'usr/sbin/exim4');
 export function eximMissing(): string | false {
   if (!existsSync(EXIM())) {
     const dl = join(EXIM_ROOT, 'debs');
-    mkdirSync(dl, { recursive: true });
+    try {
+      mkdirSync(dl, { recursive: true });
+    } catch (err) {
+      return `Exim's packages cannot be unpacked into ${EXIM_ROOT} (${(err as Error).message}); .ci/run does it`;
+    }
     const got = spawnSync('sh', ['-c', `cd ${dl} && apt-get download exim4-daemon-light exim4-base exim4-config && for f in *.deb; do dpkg -x "$f" ${EXIM_ROOT}; done`], { encoding: 'utf8' });
     if (got.status !== 0 || !existsSync(EXIM()))
       return `Exim's packages (exim4-daemon-light, exim4-base, exim4-config) could not be fetched and unpacked (${got.stderr.trim().split('\n').pop()}); .ci/run does it`;
