@@ -21,7 +21,7 @@ import { readMigrations } from '../src/db/migrate.ts';
 import { bundleDashboard, bundledDashboard } from '../src/http/dashboard/bundle.ts';
 import { readPgMigrations } from '../src/store/migrate.ts';
 import { sha256Of } from '../src/addon-cache.ts';
-import { ANALYSIS_WORKER_ASSET, chunkAssets as chunkAssetNames, MAIN_ASSETS, SEARCH_WORKER_ASSET, TEXT_WORKER_ASSET } from '../src/sea-chunks.ts';
+import { ANALYSIS_WORKER_ASSET, ASSET_INDEX_MAGIC, chunkAssets as chunkAssetNames, MAIN_ASSETS, SEARCH_WORKER_ASSET, TEXT_WORKER_ASSET } from '../src/sea-chunks.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const require = createRequire(import.meta.url);
@@ -397,6 +397,31 @@ script.runInThisContext()(module.exports, (id) => (id === 'node:sea' ? sea : req
   }
 }
 
+/**
+ * Appends where each asset lies in the executable (src/sea-chunks.ts, assetBytes: the scripts
+ * and code caches are read from the file, not through the mapping that would keep their pages
+ * in the process's RSS). Found by content: node:sea's blob stores each asset's bytes as they
+ * are. Bytes after the last ELF segment are not loaded; the index is the file's last bytes.
+ */
+function appendAssetIndex(file: string, blobFile: string, assets: Record<string, string>): void {
+  const image = readFileSync(file);
+  const blob = readFileSync(blobFile);
+  const blobAt = image.indexOf(blob);
+  if (blobAt === -1) throw new Error(`the SEA blob is not in ${file} after injection`);
+  const index: Record<string, [number, number]> = {};
+  for (const [name, path] of Object.entries(assets)) {
+    const bytes = readFileSync(path);
+    // Too short to be found once and for all (the addon's hash), or read whole anyway.
+    if (bytes.length < 4096) continue;
+    const at = blob.indexOf(bytes);
+    if (at === -1) throw new Error(`asset ${name} not found in the SEA blob`);
+    if (blob.indexOf(bytes, at + 1) !== -1) throw new Error(`asset ${name} found twice in the SEA blob`);
+    index[name] = [blobAt + at, bytes.length];
+  }
+  const json = Buffer.from(JSON.stringify(index), 'latin1');
+  writeFileSync(file, Buffer.concat([json, Buffer.from(String(json.length).padStart(10, '0') + ASSET_INDEX_MAGIC, 'latin1')]), { flag: 'a' });
+}
+
 function step(label: string, started: number): void {
   process.stdout.write(`build: ${label} (${Date.now() - started} ms)\n`);
 }
@@ -568,6 +593,7 @@ async function main(): Promise<void> {
   } finally {
     console.warn = warn;
   }
+  appendAssetIndex(tmp, blob, assets);
   renameSync(tmp, TARGET);
   step(`node ${mb(before)} stripped and injected`, t0);
 

@@ -11,7 +11,7 @@ import { runCli } from '../cli/mailroom.ts';
 import { addonCacheDirs, loadCachedAddon } from './addon-cache.ts';
 import { setNativeBinding } from './db/client.ts';
 import { useExecutableAsTextWorker } from './domain/mail/attachment-text.ts';
-import { ANALYSIS_WORKER_ASSET, SEARCH_WORKER_ASSET } from './sea-chunks.ts';
+import { ANALYSIS_WORKER_ASSET, assetBytes, assetText, SEARCH_WORKER_ASSET } from './sea-chunks.ts';
 import { setSearchWorkerSource } from './store/search-reader.ts';
 import { setAnalysisWorkerSource } from './domain/inbound/analysis.ts';
 import { setEmbeddedMigrations } from './db/migrate.ts';
@@ -25,15 +25,15 @@ const PG_MIGRATIONS_ASSET = 'migrations-pg.json';
 
 function boot(): boolean {
   try {
-    const embedded = { sha256: getAsset(ADDON_SHA256_ASSET, 'utf8'), bytes: () => new Uint8Array(getAsset(ADDON_ASSET)) };
+    const embedded = { sha256: getAsset(ADDON_SHA256_ASSET, 'utf8'), bytes: () => new Uint8Array(assetBytes(ADDON_ASSET)) };
     const addon = loadCachedAddon('better_sqlite3', embedded, addonCacheDirs());
     setNativeBinding(addon.exports);
-    setEmbeddedMigrations(JSON.parse(getAsset(MIGRATIONS_ASSET, 'utf8')) as MigrationMeta[]);
-    setEmbeddedPgMigrations(JSON.parse(getAsset(PG_MIGRATIONS_ASSET, 'utf8')) as MigrationMeta[]);
+    setEmbeddedMigrations(JSON.parse(assetText(MIGRATIONS_ASSET)) as MigrationMeta[]);
+    setEmbeddedPgMigrations(JSON.parse(assetText(PG_MIGRATIONS_ASSET)) as MigrationMeta[]);
     // Text extraction processes are this executable again (src/sea-loader.ts).
     useExecutableAsTextWorker();
-    setAnalysisWorkerSource(() => getAsset(ANALYSIS_WORKER_ASSET, 'utf8'));
-    setSearchWorkerSource(() => getAsset(SEARCH_WORKER_ASSET, 'utf8'), addon.path);
+    setAnalysisWorkerSource(() => assetText(ANALYSIS_WORKER_ASSET));
+    setSearchWorkerSource(() => assetText(SEARCH_WORKER_ASSET), addon.path);
     return true;
   } catch (err) {
     process.stderr.write(`mailroom: ${(err as Error).message}\n`);
