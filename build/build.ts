@@ -174,7 +174,10 @@ const BUNDLE_URL = 'file:///mailroom-sea-bundle.cjs';
  * mailparser needs html-to-text itself, so the outbound text alternative shares its chunk.
  */
 const LAZY_CHUNKS: Record<string, string[]> = {
-  mail: ['mailparser', 'mailauth', 'html-to-text'],
+  // tldts: the public suffix list, which mailauth pins and the screener asks (0.9 MB of heap once
+  // its rules are built, which the main script built at every start for the analysis workers'
+  // screening); here, one copy serves both.
+  mail: ['mailparser', 'mailauth', 'html-to-text', 'tldts'],
   // Composing, signing and delivering a message (dkim-signer brings libmime and iconv-lite's
   // tables, 0.6 MB): the first send, not every start.
   send: ['nodemailer', 'nodemailer/lib/mail-composer/index.js', 'dkim-signer'],
