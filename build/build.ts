@@ -277,6 +277,43 @@ ${shape.esModule ? "Object.defineProperty(exports, '__esModule', { value: true }
 }
 
 /**
+ * Node's modules that the main script must not load before they are used, though modules import
+ * them at their top (smtp-server, nodemailer, the IMAP server, MTA-STS, webhooks): loading tls
+ * starts loading Node's root certificates (with https, which loads tls). An idle server without
+ * STARTTLS makes no TLS connection (src/smtp/listener.ts): 2.6 MB of its RSS.
+ */
+const LAZY_BUILTINS = ['tls', 'https'];
+
+/** The own property names of each of LAZY_BUILTINS, read from the pinned Node. */
+function builtinKeys(): Record<string, string[]> {
+  const script = `process.stdout.write(JSON.stringify(Object.fromEntries(${JSON.stringify(LAZY_BUILTINS)}.map((m) => [m, Object.getOwnPropertyNames(require(m))]))))`;
+  return JSON.parse(execFileSync(NODE, ['-e', script], { encoding: 'utf8' })) as Record<string, string[]>;
+}
+
+/**
+ * In the main script, each of LAZY_BUILTINS becomes a module of getters (and setters) that
+ * requires the real one at the first access to any of its properties, as lazyChunkStubs does
+ * for the chunks' packages.
+ */
+function lazyBuiltins(keys: Record<string, string[]>): Plugin {
+  const filter = new RegExp(`^(node:)?(${LAZY_BUILTINS.join('|')})$`);
+  return {
+    name: 'lazy-builtins',
+    setup(b) {
+      // The stub's own require of the real module stays a require.
+      b.onResolve({ filter }, (args) => (args.namespace === 'lazy-builtin' ? { path: args.path, external: true } : { path: args.path.replace(/^node:/, ''), namespace: 'lazy-builtin' }));
+      b.onLoad({ filter: /.*/, namespace: 'lazy-builtin' }, (args) => ({
+        contents: `let real;
+const load = () => (real ??= require(${JSON.stringify(`node:${args.path}`)}));
+for (const key of ${JSON.stringify(keys[args.path])}) Object.defineProperty(exports, key, { enumerable: true, get: () => load()[key], set: (value) => { load()[key] = value; } });`,
+        resolveDir: ROOT,
+        loader: 'js',
+      }));
+    },
+  };
+}
+
+/**
  * keepNames makes esbuild call its `__name` helper, a defineProperty of `name`, for every
  * function and class whose name a renaming could lose: 3,700 calls while `serve` starts (each
  * zod type and commander command defines several), 1.2 MB of allocation and 1.5 ms of CPU,
@@ -485,7 +522,7 @@ async function main(): Promise<void> {
     entryPoints: [join(ROOT, 'src', 'sea.ts')],
     write: false,
     outfile: main,
-    plugins: [zodEnglishOnly(), lazyChunkStubs(shapes), bundledDashboard(dashboard)],
+    plugins: [zodEnglishOnly(), lazyChunkStubs(shapes), bundledDashboard(dashboard), lazyBuiltins(builtinKeys())],
   });
   writeWrapped(main, result.outputFiles[0].text);
   // What the main script holds and who imports what, for finding what start-up need not load.
