@@ -4,10 +4,12 @@
 // and its code cache are garbage too. V8's memory reducer, which would give that back when the
 // process turns idle, is armed by a full collection, and start-up makes none: an idle server
 // kept it for good (its RSS 3 s and 20 s after start the same). One full, memory-reducing
-// collection once the start-up passes have run releases it: RSS of the idle executable -9 MB
-// (docs/performance.md, "Idle memory").
+// collection once the start-up passes have run releases it (RSS of the idle executable -9 MB),
+// with the bytecode of the functions that ran only to start (-1 MB); see docs/performance.md,
+// "Idle memory".
 import type { AppContext, Service } from './context.ts';
 import { AFTER_START_MS } from './startup.ts';
+import { resumeOptimizingTiers } from './startup-tiers.ts';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 
@@ -43,9 +45,22 @@ export function createStartupCollection(_ctx: AppContext): Service {
     async start() {
       timer = setTimeout(() => {
         timer = undefined;
-        // "last-resort": collects until nothing more is freed, shrinks the young generation
-        // back to its first page and returns the freed pages to the system.
-        fullCollection()({ type: 'major', execution: 'sync', flavor: 'last-resort' });
+        // Start-up is over: V8 may optimize what gets hot from now on (src/startup-tiers.ts).
+        resumeOptimizingTiers();
+        const collect = fullCollection();
+        // V8 drops the bytecode of a function that has not run for a few full collections
+        // (--bytecode-old-age); this one drops it from every function not running now, which
+        // after start-up are mostly the ones that ran only to start (module bodies, migrations,
+        // the listeners' set-up). Those that run again are compiled again from the source, as
+        // after any flush. Unset after, like --expose-gc, for V8's flag hash.
+        setFlagsFromString('--stress-flush-code');
+        try {
+          // "last-resort": collects until nothing more is freed, shrinks the young generation
+          // back to its first page and returns the freed pages to the system.
+          collect({ type: 'major', execution: 'sync', flavor: 'last-resort' });
+        } finally {
+          setFlagsFromString('--no-stress-flush-code');
+        }
       }, COLLECT_AFTER_START_MS);
       timer.unref();
     },

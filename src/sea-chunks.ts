@@ -151,7 +151,7 @@ export function assetText(name: string): string {
  * no arm64 Node runs has no caches. Source and cache are read from the file (assetBytes); the
  * file names are the ones the main script gets inside a single executable.
  */
-export function runScriptAsset(assets: { source: string; cache: string }, require: NodeRequire): Record<string, unknown> {
+export function runScriptAsset(assets: { source: string; cache: string }, require: NodeRequire, beforeRun?: () => void): Record<string, unknown> {
   const script = new Script(assetText(assets.source), {
     filename: `mailroom:${assets.source}`,
     cachedData: hasAsset(assets.cache) ? assetBytes(assets.cache) : undefined,
@@ -160,6 +160,7 @@ export function runScriptAsset(assets: { source: string; cache: string }, requir
   // still works, but slower, so it says so (the binary's tests require an empty stderr).
   if (script.cachedDataRejected && !process.env.NODE_OPTIONS) process.stderr.write(`mailroom: warning: V8 refused the code cache of ${assets.source}\n`);
   const module = { exports: {} as Record<string, unknown> };
+  beforeRun?.();
   (script.runInThisContext() as ModuleWrapper)(module.exports, require, module, process.execPath, dirname(process.execPath));
   return module.exports;
 }
@@ -171,10 +172,18 @@ export function runPlainScriptAsset(asset: string, require: NodeRequire): void {
   (script.runInThisContext() as ModuleWrapper)(module.exports, require, module, process.execPath, dirname(process.execPath));
 }
 
+let beforeCompile: () => void = () => {};
+
+/** Runs `hook` before a chunk is compiled (src/sea.ts: V8's optimizing compilers on, src/startup-tiers.ts). */
+export function beforeChunkCompile(hook: () => void): void {
+  beforeCompile = hook;
+}
+
 /** The exports of `specifier` from the chunk `chunk`. */
 export function loadChunk(chunk: string, specifier: string): unknown {
   let exports = loaded.get(chunk);
   if (!exports) {
+    beforeCompile();
     // Bundled chunks require nothing but Node's built-in modules.
     exports = runScriptAsset(chunkAssets(chunk), createRequire(process.execPath));
     loaded.set(chunk, exports);
