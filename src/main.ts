@@ -22,6 +22,7 @@ import { createImapService } from './imap/server.ts';
 import { createOutboundService } from './outbound/deliver.ts';
 import { createDomainRecheck } from './domain/domains/domain-recheck.ts';
 import { AFTER_START_MS, describeStartup, listenFailure, type StartupInfo } from './startup.ts';
+import { createStartupCollection } from './memory.ts';
 
 /** A long-running part of the process (SMTP listener, job runner, timers). */
 
@@ -104,6 +105,7 @@ export const SERVICE_FACTORIES: Array<(ctx: AppContext) => Service> = [
   createSubmissionService,
   createImapService,
   eventWatchers,
+  createStartupCollection,
 ];
 
 /**

@@ -28,12 +28,24 @@ export function answerAfterHalfClose(socket: Socket): void {
 }
 
 /**
+ * smtp-server builds a TLS context in its constructor, with a certificate of its own when given
+ * none, and with it loads Node's tls module and its store of root certificates: 2.6 MB of an
+ * idle server's RSS (docs/performance.md, "Idle memory"). Without tls_cert and tls_key both
+ * listeners disable STARTTLS, so that context would never serve: this server builds none.
+ */
+class SMTPServerWithoutTls extends SMTPServer {
+  override updateSecureContext(): void {
+    this.secureContext = new Map();
+  }
+}
+
+/**
  * An smtp-server with what both listeners use (the smtp.* limits, STARTTLS with `tls` when
  * given, the per-address connection limit and the rest of session-limits.ts), plus `options`.
  */
 export function createSmtpServer(ctx: AppContext, tls: TlsCertificate | undefined, options: SMTPServerOptions): SMTPServer {
   const cfg = ctx.config.smtp;
-  const server: SMTPServer = new SMTPServer({
+  const server: SMTPServer = new (tls ? SMTPServer : SMTPServerWithoutTls)({
     name: ctx.config.hostname,
     allowHalfOpen: true,
     size: cfg.max_message_bytes,

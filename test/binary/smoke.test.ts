@@ -318,6 +318,20 @@ timeout = "5s"
     assert.equal(reply.extractedHtml, '<div>Thanks, got it.</div>');
   });
 
+  it('screens the links of inbound mail on the analysis workers (the public suffix list, tldts, from the "mail" chunk)', async () => {
+    await deliver({ subject: 'Smoke link', html: '<p>Please sign in at <a href="https://login.evil-example.net/paypal">paypal.com</a></p>' });
+    const message = await until(
+      'the message with a link to be listed',
+      async () => {
+        const list = await api('GET', `/inboxes/${inbox.id}/messages`);
+        return list.body.data.find((m: { subject: string }) => m.subject === 'Smoke link');
+      },
+      10_000 * SLOWDOWN,
+    );
+    const reason = message.screening?.reasons.find((r: { code: string }) => r.code === 'deceptive_link');
+    assert.match(reason?.detail ?? '', /link text shows paypal\.com but leads to login\.evil-example\.net/, JSON.stringify(message.screening));
+  });
+
   it('extracts the text of PDF and DOCX files in a process of its own (the executable run as the text worker), bounded', async () => {
     const DOCX = 'application/vnd.openxmlformats-officedocument.wordprocessingml.document';
     const files: Array<[Buffer, string, string, string]> = [
