@@ -4,13 +4,31 @@
 # its own in a private cluster the harness starts, test/support/postgres.ts). Without Debian's
 # `postgresql` package installed, the second pass is left out and says so first; under CI=true
 # (.ci/run) that fails the run instead, as any missing peer does (test/support/peers.ts).
-# Each pass ends with `# skipped: N` and the reasons (build/test-reporter.mjs), then node's summary.
+# Each run of the test runner ends with `# skipped: N` and the reasons (build/test-reporter.mjs),
+# then node's summary; the last lines are the summary of the PostgreSQL pass.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 npx tsc --noEmit || exit 1
-all=$(find test/unit test/e2e -name '*.test.ts' | sort)
-e2e=$(find test/e2e -name '*.test.ts' | sort)
-reporter=(--test-reporter=./build/test-reporter.mjs --test-reporter-destination=stdout)
+# Test files run this many at a time. A file mostly waits (on sockets, child processes, peers,
+# timers), so two at a time left half of a 2-core machine idle; more than this and files with
+# CPU-heavy tests (25 MB messages, Chromium) start to crowd each other.
+jobs=${MAILROOM_TEST_CONCURRENCY:-6}
+# The longest files start first, so a pass does not end with one of them running alone.
+slow=(dashboard-client data-stream node-failover search-corpus interop failure-paths cli first-run hostile-http mcp streams-bounds)
+# A file whose every test needs PostgreSQL says so on a line of its own; the SQLite pass leaves it out.
+pg_only=$(grep -l '^// PostgreSQL pass only:' test/e2e/*.test.ts)
+files() {
+  local found s
+  found=$(find "$@" -name '*.test.ts' | sort)
+  for s in "${slow[@]}"; do grep -xF "test/e2e/$s.test.ts" <<<"$found"; done
+  grep -vxF "$(printf 'test/e2e/%s.test.ts\n' "${slow[@]}")" <<<"$found"
+}
+# The noisy-neighbour file compares tenant B's latency and ingest in a quiet and a loud phase: a
+# file running beside it lands in one phase only, so it runs alone, between the two passes' others.
+alone=test/e2e/noisy-neighbour.test.ts
+all=$(files test/unit test/e2e | grep -vxF "$pg_only" | grep -vxF "$alone")
+e2e=$(files test/e2e | grep -vxF "$alone")
+run=(node --import tsx --test --test-global-setup=test/support/global-setup.ts --test-reporter=./build/test-reporter.mjs --test-reporter-destination=stdout)
 have_pg=0
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && have_pg=1
 pg=0
@@ -23,11 +41,15 @@ if [ "$have_pg" != 1 ]; then
   fi
 fi
 echo "# pass 1 of 2: embedded SQLite"
-node --import tsx --test --test-concurrency=2 "${reporter[@]}" $all
+"${run[@]}" --test-concurrency="$jobs" $all
 sqlite=$?
+echo "# pass 1 of 2: embedded SQLite, $alone alone"
+"${run[@]}" $alone || sqlite=1
 if [ "$have_pg" = 1 ]; then
-  echo "# pass 2 of 2: PostgreSQL"
-  MAILROOM_TEST_ENGINE=postgres node --import tsx --test --test-concurrency=2 "${reporter[@]}" $e2e
+  echo "# pass 2 of 2: PostgreSQL, $alone alone"
+  MAILROOM_TEST_ENGINE=postgres "${run[@]}" $alone
   pg=$?
+  echo "# pass 2 of 2: PostgreSQL"
+  MAILROOM_TEST_ENGINE=postgres "${run[@]}" --test-concurrency="$jobs" $e2e || pg=1
 fi
 [ "$sqlite" = 0 ] && [ "$pg" = 0 ]

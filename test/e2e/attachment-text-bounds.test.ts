@@ -131,8 +131,8 @@ describe('the extraction queue: bounded, fair per account, abandoned requests dr
     const base = load();
 
     const a1 = ask(slow[0]);
-    await until('A1 running', () => (load().running === 1 ? true : undefined), LOADED);
-    const [a1Pid] = load().pids;
+    // Counted as running a moment before its process has a pid: both are waited for.
+    const a1Pid = await until('A1 running', () => (load().running === 1 ? load().pids[0] : undefined), LOADED);
     const a2 = ask(slow[1]);
     const a3 = ask(slow[2]);
     await until('A2 and A3 waiting', () => (load().waiting === 2 ? true : undefined), LOADED);
@@ -155,9 +155,8 @@ describe('the extraction queue: bounded, fair per account, abandoned requests dr
     await until('A1 process gone', () => (alive(a1Pid) ? undefined : true), LOADED);
 
     // A3 leaves while waiting: dropped, never started. A2 (running now) leaves: stopped.
-    await until('A2 running, A3 waiting', () => (load().running === 1 && load().waiting === 1 ? true : undefined), LOADED);
+    const a2Pid = await until('A2 running, A3 waiting', () => (load().running === 1 && load().waiting === 1 ? load().pids[0] : undefined), LOADED);
     const started = load().started;
-    const [a2Pid] = load().pids;
     a3.leave();
     await until('A3 dropped', () => (load().dropped === base.dropped + 1 && load().waiting === 0 ? true : undefined), LOADED);
     a2.leave();
@@ -175,8 +174,7 @@ describe('the extraction queue: bounded, fair per account, abandoned requests dr
     await client.connect(new StreamableHTTPClientTransport(new URL(`${t.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${t.key}` } } }));
     const call = client.callTool({ name: 'get_attachment', arguments: { attachmentId: id } });
     call.catch(() => undefined);
-    await until('the extraction running', () => (load().running === 1 ? true : undefined), LOADED);
-    const [pid] = load().pids;
+    const pid = await until('the extraction running', () => (load().running === 1 ? load().pids[0] : undefined), LOADED);
     await client.close();
     await until('the extraction stopped', () => (load().stopped === base.stopped + 1 ? true : undefined), LOADED);
     await idle();
@@ -188,8 +186,7 @@ describe('the extraction queue: bounded, fair per account, abandoned requests dr
     const id = await slowPdf(20);
     let base = load();
     const first = ask(id);
-    await until('the extraction running', () => (load().running === 1 ? true : undefined), LOADED);
-    process.kill(load().pids[0], 'SIGKILL');
+    process.kill(await until('the extraction running', () => (load().running === 1 ? load().pids[0] : undefined), LOADED), 'SIGKILL');
     const killed = await first.answer;
     expectError(killed, 503, 'TEXT_EXTRACTION_BUSY');
     assert.match(killed.body.error.message, /killed \(SIGKILL\)/);

@@ -12,7 +12,7 @@ import { TTL_MS } from '../../src/domain/accounts/auth-cache.ts';
 import { rawRun } from '../../src/store/store.ts';
 import { runCli } from '../support/cli.ts';
 import { pgCluster, postgresMissing } from '../support/postgres.ts';
-import { expectError, startTestServer, TEST_ENGINE, type TestServer } from '../support/server.ts';
+import { expectError, onEngine, startTestServer, TEST_ENGINE, type TestServer } from '../support/server.ts';
 import { until } from '../support/wait.ts';
 import { peerSkip } from '../support/peers.ts';
 
@@ -77,9 +77,10 @@ describe('one server', () => {
   });
 });
 
-const skip = peerSkip(postgresMissing()) || (TEST_ENGINE !== 'postgres' && 'runs in the PostgreSQL pass (MAILROOM_TEST_ENGINE=postgres)');
+// Nodes share a database only on PostgreSQL: declared in the PostgreSQL pass alone (onEngine).
+const skip = peerSkip(postgresMissing());
 
-describe('two nodes on one PostgreSQL', { skip }, () => {
+onEngine('postgres').describe('two nodes on one PostgreSQL', { skip }, () => {
   let a: TestServer;
   let b: TestServer;
   let work: string;

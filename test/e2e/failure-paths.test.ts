@@ -4,7 +4,7 @@
 import { mock, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startReceiver } from '../support/receiver.ts';
-import { startTestServer, testDatabaseUrl, TEST_ENGINE } from '../support/server.ts';
+import { onEngine, startTestServer, testDatabaseUrl, TEST_ENGINE } from '../support/server.ts';
 import { existsSync, mkdtempSync, promises as fsp, readFileSync, rmSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
@@ -221,61 +221,53 @@ test('database.connect_timeout: a PostgreSQL server that accepts and never answe
   }
 });
 
-test(
-  'PostgreSQL: statement and idle-in-transaction timeouts reach the server, a long statement fails clearly, a lost connection is logged',
-  { skip: TEST_ENGINE !== 'postgres' && 'PostgreSQL only' },
-  async () => {
-    const log = keptLog();
-    const dataDir = mkdtempSync(join(tmpdir(), 'mailroom-pg-limits-'));
-    const url = await testDatabaseUrl(dataDir);
-    const t = await startTestServer({ database: { url, statement_timeout: '1500ms', idle_in_transaction_timeout: '7s', keepalive: '15s' } }, { log, dataDir });
-    try {
-      const db = t.server.ctx.db;
-      assert.deepEqual(await rawRows(db, 'SHOW statement_timeout'), [['1500ms']]);
-      assert.deepEqual(await rawRows(db, 'SHOW idle_in_transaction_session_timeout'), [['7s']]);
-      await assert.rejects(rawRows(db, 'SELECT pg_sleep(10)'), (err: any) => (err.code ?? err.cause?.code) === '57014' && /statement timeout/.test(err.message ?? err.cause?.message));
-      // Two pooled connections, then the server ends every other session (a restart, a failover).
-      await Promise.all([rawRows(db, 'SELECT pg_sleep(0.2)'), rawRows(db, 'SELECT pg_sleep(0.2)')]);
-      await rawRows(db, 'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()');
-      await until('the lost connection to be logged', () => log.lines.find((l) => l.level === 'warn' && l.msg === 'database connection lost'));
-      assert.deepEqual(await rawRows(db, 'SELECT 1'), [[1]], 'the pool opens a new connection');
-    } finally {
-      await t.close();
-      rmSync(dataDir, { recursive: true, force: true });
-    }
-  },
-);
+onEngine('postgres').test('PostgreSQL: statement and idle-in-transaction timeouts reach the server, a long statement fails clearly, a lost connection is logged', async () => {
+  const log = keptLog();
+  const dataDir = mkdtempSync(join(tmpdir(), 'mailroom-pg-limits-'));
+  const url = await testDatabaseUrl(dataDir);
+  const t = await startTestServer({ database: { url, statement_timeout: '1500ms', idle_in_transaction_timeout: '7s', keepalive: '15s' } }, { log, dataDir });
+  try {
+    const db = t.server.ctx.db;
+    assert.deepEqual(await rawRows(db, 'SHOW statement_timeout'), [['1500ms']]);
+    assert.deepEqual(await rawRows(db, 'SHOW idle_in_transaction_session_timeout'), [['7s']]);
+    await assert.rejects(rawRows(db, 'SELECT pg_sleep(10)'), (err: any) => (err.code ?? err.cause?.code) === '57014' && /statement timeout/.test(err.message ?? err.cause?.message));
+    // Two pooled connections, then the server ends every other session (a restart, a failover).
+    await Promise.all([rawRows(db, 'SELECT pg_sleep(0.2)'), rawRows(db, 'SELECT pg_sleep(0.2)')]);
+    await rawRows(db, 'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()');
+    await until('the lost connection to be logged', () => log.lines.find((l) => l.level === 'warn' && l.msg === 'database connection lost'));
+    assert.deepEqual(await rawRows(db, 'SELECT 1'), [[1]], 'the pool opens a new connection');
+  } finally {
+    await t.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});
 
-test(
-  'PostgreSQL: a request whose statement runs past database.statement_timeout answers 503 SERVICE_UNAVAILABLE with Retry-After, not 500',
-  { skip: TEST_ENGINE !== 'postgres' && 'PostgreSQL only' },
-  async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), 'mailroom-pg-503-'));
-    const url = await testDatabaseUrl(dataDir);
-    const t = await startTestServer({ database: { url, statement_timeout: '1s' } }, { dataDir });
-    const { default: pg } = await import('pg');
-    const side = new pg.Client({ connectionString: url });
-    await side.connect();
-    try {
-      const inbox = (await t.api('POST', '/inboxes', { address: 'locked' })).body;
-      // Another session holds the table: the server's read waits on the lock until its statement is cancelled.
-      await side.query('BEGIN');
-      await side.query('LOCK TABLE inboxes IN ACCESS EXCLUSIVE MODE');
-      const res = await t.api('GET', `/inboxes/${inbox.id}`);
-      assert.equal(res.status, 503, res.text);
-      assert.equal(res.body.error.code, 'SERVICE_UNAVAILABLE');
-      assert.equal(res.headers.get('retry-after'), '5');
-      await side.query('ROLLBACK');
-      assert.equal((await t.api('GET', `/inboxes/${inbox.id}`)).status, 200);
-    } finally {
-      await side.end();
-      await t.close();
-      rmSync(dataDir, { recursive: true, force: true });
-    }
-  },
-);
+onEngine('postgres').test('PostgreSQL: a request whose statement runs past database.statement_timeout answers 503 SERVICE_UNAVAILABLE with Retry-After, not 500', async () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'mailroom-pg-503-'));
+  const url = await testDatabaseUrl(dataDir);
+  const t = await startTestServer({ database: { url, statement_timeout: '1s' } }, { dataDir });
+  const { default: pg } = await import('pg');
+  const side = new pg.Client({ connectionString: url });
+  await side.connect();
+  try {
+    const inbox = (await t.api('POST', '/inboxes', { address: 'locked' })).body;
+    // Another session holds the table: the server's read waits on the lock until its statement is cancelled.
+    await side.query('BEGIN');
+    await side.query('LOCK TABLE inboxes IN ACCESS EXCLUSIVE MODE');
+    const res = await t.api('GET', `/inboxes/${inbox.id}`);
+    assert.equal(res.status, 503, res.text);
+    assert.equal(res.body.error.code, 'SERVICE_UNAVAILABLE');
+    assert.equal(res.headers.get('retry-after'), '5');
+    await side.query('ROLLBACK');
+    assert.equal((await t.api('GET', `/inboxes/${inbox.id}`)).status, 200);
+  } finally {
+    await side.end();
+    await t.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});
 
-test('PostgreSQL: a transaction ended by a deadlock is run again, and both transactions commit', { skip: TEST_ENGINE !== 'postgres' && 'PostgreSQL only' }, async () => {
+onEngine('postgres').test('PostgreSQL: a transaction ended by a deadlock is run again, and both transactions commit', async () => {
   const t = await startTestServer();
   try {
     const { store, db } = t.server.ctx;
@@ -330,32 +322,29 @@ test('a stored message is answered 250 even when removing its staged file fails 
   }
 });
 
-test(
-  'after DELETE /messages/{id} its body is in neither mailroom.db nor mailroom.db-wal (FTS index included), while the server runs',
-  { skip: TEST_ENGINE !== 'sqlite' && "the embedded engine's files" },
-  async () => {
-    const t = await startTestServer();
-    try {
-      const inbox = (await t.api('POST', '/inboxes', { address: 'shredded' })).body;
-      // One search token each (the FTS index keeps terms, prefix-compressed: the tail is looked for too).
-      const doomed = `zq${randomBytes(16).toString('hex')}`;
-      const kept = `zk${randomBytes(16).toString('hex')}`;
-      const id = await sendRaw(t.server.smtpPort, inbox.address, `From: a@example.org\r\nTo: ${inbox.address}\r\nSubject: doomed\r\nMessage-ID: <doomed@x>\r\n\r\nthe secret is ${doomed} indeed\r\n`);
-      await sendRaw(t.server.smtpPort, inbox.address, `From: a@example.org\r\nTo: ${inbox.address}\r\nSubject: kept\r\nMessage-ID: <kept@x>\r\n\r\nthe other is ${kept} indeed\r\n`);
-      const files = ['mailroom.db', 'mailroom.db-wal'].map((f) => join(t.dataDir, f));
-      const holding = (token: string) => files.filter((f) => existsSync(f) && [token, token.slice(-20)].some((n) => readFileSync(f).includes(Buffer.from(n))));
-      assert.notDeepEqual(holding(doomed), [], 'the scan sees the body before the deletion');
-      assert.equal((await t.api('GET', `/messages?q=${doomed}`)).status, 200);
+// The embedded engine's files.
+onEngine('sqlite').test('after DELETE /messages/{id} its body is in neither mailroom.db nor mailroom.db-wal (FTS index included), while the server runs', async () => {
+  const t = await startTestServer();
+  try {
+    const inbox = (await t.api('POST', '/inboxes', { address: 'shredded' })).body;
+    // One search token each (the FTS index keeps terms, prefix-compressed: the tail is looked for too).
+    const doomed = `zq${randomBytes(16).toString('hex')}`;
+    const kept = `zk${randomBytes(16).toString('hex')}`;
+    const id = await sendRaw(t.server.smtpPort, inbox.address, `From: a@example.org\r\nTo: ${inbox.address}\r\nSubject: doomed\r\nMessage-ID: <doomed@x>\r\n\r\nthe secret is ${doomed} indeed\r\n`);
+    await sendRaw(t.server.smtpPort, inbox.address, `From: a@example.org\r\nTo: ${inbox.address}\r\nSubject: kept\r\nMessage-ID: <kept@x>\r\n\r\nthe other is ${kept} indeed\r\n`);
+    const files = ['mailroom.db', 'mailroom.db-wal'].map((f) => join(t.dataDir, f));
+    const holding = (token: string) => files.filter((f) => existsSync(f) && [token, token.slice(-20)].some((n) => readFileSync(f).includes(Buffer.from(n))));
+    assert.notDeepEqual(holding(doomed), [], 'the scan sees the body before the deletion');
+    assert.equal((await t.api('GET', `/messages?q=${doomed}`)).status, 200);
 
-      assert.equal((await t.api('DELETE', `/messages/${id}`)).status, 204);
-      assert.deepEqual(holding(doomed), [], 'no byte of the deleted body in the database or its log');
-      assert.notDeepEqual(holding(kept), [], 'the other message is still there (the scan can see)');
-      assert.equal((await t.api('GET', `/messages?q=${kept}`)).body.data.length, 1, 'search still finds the other message');
-    } finally {
-      await t.close();
-    }
-  },
-);
+    assert.equal((await t.api('DELETE', `/messages/${id}`)).status, 204);
+    assert.deepEqual(holding(doomed), [], 'no byte of the deleted body in the database or its log');
+    assert.notDeepEqual(holding(kept), [], 'the other message is still there (the scan can see)');
+    assert.equal((await t.api('GET', `/messages?q=${kept}`)).body.data.length, 1, 'search still finds the other message');
+  } finally {
+    await t.close();
+  }
+});
 
 test('jobs.attempt_timeout: a handler that honours its signal returns its own outcome; one that ignores it is abandoned as a retry', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'mailroom-deadline-'));

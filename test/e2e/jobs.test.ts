@@ -14,7 +14,7 @@ import { claimDue, enqueueJob, fail, finishJob, getJob, ok, recoverJobs, retry, 
 import { createJobRunner, type JobHandler } from '../../src/jobs/runner.ts';
 import { silentLogger } from '../../src/log.ts';
 import { rawRows, rawRun, type Db } from '../../src/store/store.ts';
-import { testDatabaseUrl, TEST_ENGINE } from '../support/server.ts';
+import { onEngine, testDatabaseUrl, TEST_ENGINE } from '../support/server.ts';
 import { sqlDb } from '../support/db.ts';
 
 /** A context on the suite's engine (MAILROOM_TEST_ENGINE), with a database of its own. */
@@ -262,53 +262,50 @@ test('a running job whose lease lapsed is claimed again by the runner, with due 
   }
 });
 
-test(
-  "a finish takes its job's row before its outcome's writes, so it cannot deadlock with a transaction holding that row",
-  { skip: TEST_ENGINE !== 'postgres' && 'row locks: the PostgreSQL pass' },
-  async () => {
-    // Another node's claim can hold the row of a job this node runs (it read the job as due and
-    // locked it just after this node took it) while it writes rows the finish writes too (a
-    // message's status, the inbox counts): here, another job's row stands for those.
-    const ctx = await context();
-    try {
-      const x = await enqueue(ctx, {});
-      const y = await enqueue(ctx, {});
-      const [job] = await claimDue(
-        ctx,
-        1,
-        () => [60_000],
-        (j) => j.id === x,
-      );
-      let locked!: () => void;
-      const holding = new Promise<void>((r) => (locked = r));
-      let release!: () => void;
-      const released = new Promise<void>((r) => (release = r));
-      const claim = ctx.store.transaction(async (tx) => {
-        await rawRows(tx, 'SELECT id FROM jobs WHERE id = ? FOR UPDATE', [x]);
-        locked();
-        await released;
-        await rawRun(tx, 'UPDATE jobs SET last_error = ? WHERE id = ?', ['claim', y]);
-      });
-      await holding;
-      const finished = finishJob(
-        ctx,
-        job!,
-        ok((tx) => rawRun(tx, 'UPDATE jobs SET last_error = ? WHERE id = ?', ['finish', y])),
-      );
-      // The finish is blocked on a row lock: on x's row, or (were it to write the outcome before
-      // its own row) on x's row after taking y's. Either way it has gone as far as it can.
-      const waiting = "SELECT count(*)::int FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'";
-      await until(async () => (await rawRows<[number]>(ctx.db, waiting))[0]![0] > 0);
-      release();
-      // Writing the outcome first, the two waited for each other: PostgreSQL ended one as a deadlock.
-      await Promise.all([claim, finished]);
-      assert.equal((await getJob(ctx, x))!.status, 'done');
-      assert.equal((await getJob(ctx, y))!.lastError, 'finish');
-    } finally {
-      await closeContext(ctx);
-    }
-  },
-);
+// Row locks: PostgreSQL's.
+onEngine('postgres').test("a finish takes its job's row before its outcome's writes, so it cannot deadlock with a transaction holding that row", async () => {
+  // Another node's claim can hold the row of a job this node runs (it read the job as due and
+  // locked it just after this node took it) while it writes rows the finish writes too (a
+  // message's status, the inbox counts): here, another job's row stands for those.
+  const ctx = await context();
+  try {
+    const x = await enqueue(ctx, {});
+    const y = await enqueue(ctx, {});
+    const [job] = await claimDue(
+      ctx,
+      1,
+      () => [60_000],
+      (j) => j.id === x,
+    );
+    let locked!: () => void;
+    const holding = new Promise<void>((r) => (locked = r));
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    const claim = ctx.store.transaction(async (tx) => {
+      await rawRows(tx, 'SELECT id FROM jobs WHERE id = ? FOR UPDATE', [x]);
+      locked();
+      await released;
+      await rawRun(tx, 'UPDATE jobs SET last_error = ? WHERE id = ?', ['claim', y]);
+    });
+    await holding;
+    const finished = finishJob(
+      ctx,
+      job!,
+      ok((tx) => rawRun(tx, 'UPDATE jobs SET last_error = ? WHERE id = ?', ['finish', y])),
+    );
+    // The finish is blocked on a row lock: on x's row, or (were it to write the outcome before
+    // its own row) on x's row after taking y's. Either way it has gone as far as it can.
+    const waiting = "SELECT count(*)::int FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'";
+    await until(async () => (await rawRows<[number]>(ctx.db, waiting))[0]![0] > 0);
+    release();
+    // Writing the outcome first, the two waited for each other: PostgreSQL ended one as a deadlock.
+    await Promise.all([claim, finished]);
+    assert.equal((await getJob(ctx, x))!.status, 'done');
+    assert.equal((await getJob(ctx, y))!.lastError, 'finish');
+  } finally {
+    await closeContext(ctx);
+  }
+});
 
 test('a job left running by a dead process is recovered at start and runs again', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'mailroom-jobs-'));

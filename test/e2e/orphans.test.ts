@@ -1,13 +1,13 @@
 // Files a crash leaves without a row (written before a commit that never happened) are removed
 // by housekeeping once an hour old; files a row names, and recent ones, are never touched.
-import { after, before, test } from 'node:test';
+import { after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { sweepOrphanBlobs } from '../../src/store/blobs/orphans.ts';
 import { rawRows, rawRun } from '../../src/store/store.ts';
 import { storedBlobs } from '../support/blobs.ts';
-import { startTestServer, TEST_ENGINE, type TestServer } from '../support/server.ts';
+import { onEngine, startTestServer, type TestServer } from '../support/server.ts';
 import { deliverMail } from '../support/mail.ts';
 
 let t: TestServer;
@@ -21,7 +21,8 @@ after(async () => {
   await t?.close();
 });
 
-test('old unreferenced blobs and .tmp leftovers go; referenced and recent files stay', { skip: TEST_ENGINE === 'postgres' && 'blobs are rows on PostgreSQL (next test)' }, async () => {
+// Blobs are files with the embedded engine, rows on PostgreSQL (the next test): one test per engine.
+onEngine('sqlite').test('old unreferenced blobs and .tmp leftovers go; referenced and recent files stay', async () => {
   const id = await deliverMail(t.server.smtpPort, { from: 'a@example.org', to: 'keep@agents.test', subject: 'kept', text: 'x', attachments: [{ filename: 'k.txt', content: 'kept bytes' }] });
   const db = t.server.ctx.db;
   const rawPath = (await rawRows<[string]>(db, 'SELECT raw_path FROM messages WHERE id = ?', [id]))[0]?.[0];
@@ -50,30 +51,26 @@ test('old unreferenced blobs and .tmp leftovers go; referenced and recent files 
   assert.equal(raw.status, 200);
 });
 
-test(
-  'on PostgreSQL: blob rows no row names go once an hour old; referenced and recent ones stay',
-  { skip: TEST_ENGINE !== 'postgres' && 'blobs are files with the embedded engine (previous test)' },
-  async () => {
-    const id = await deliverMail(t.server.smtpPort, { from: 'a@example.org', to: 'keep@agents.test', subject: 'kept', text: 'x', attachments: [{ filename: 'k.txt', content: 'kept bytes' }] });
-    const db = t.server.ctx.db;
-    const rawPath = (await rawRows<[string]>(db, 'SELECT raw_path FROM messages WHERE id = ?', [id]))[0]![0];
-    const attPath = (await rawRows<[string]>(db, 'SELECT storage_path FROM attachments WHERE message_id = ?', [id]))[0]![0];
-    const old = Date.now() - 2 * 3_600_000;
-    const put = async (key: string, createdAt: number) => {
-      await rawRun(db, 'INSERT INTO blob_chunks (key, seq, data, created_at) VALUES (?, 0, ?, ?)', [key, Buffer.from('orphan'), createdAt]);
-      return key;
-    };
-    const orphans = [await put('raw/2026-01/msg_01orphan000000000000000000.eml', old), await put('attachments/2026-01/att_01orphan000000000000000000', old), await put(`raw/1999-01/${id}.eml`, old)];
-    const recent = await put('raw/2026-01/msg_01recent000000000000000000.eml', Date.now());
-    await rawRun(db, 'UPDATE blob_chunks SET created_at = ? WHERE key IN (?, ?)', [old, rawPath, attPath]);
+onEngine('postgres').test('on PostgreSQL: blob rows no row names go once an hour old; referenced and recent ones stay', async () => {
+  const id = await deliverMail(t.server.smtpPort, { from: 'a@example.org', to: 'keep@agents.test', subject: 'kept', text: 'x', attachments: [{ filename: 'k.txt', content: 'kept bytes' }] });
+  const db = t.server.ctx.db;
+  const rawPath = (await rawRows<[string]>(db, 'SELECT raw_path FROM messages WHERE id = ?', [id]))[0]![0];
+  const attPath = (await rawRows<[string]>(db, 'SELECT storage_path FROM attachments WHERE message_id = ?', [id]))[0]![0];
+  const old = Date.now() - 2 * 3_600_000;
+  const put = async (key: string, createdAt: number) => {
+    await rawRun(db, 'INSERT INTO blob_chunks (key, seq, data, created_at) VALUES (?, 0, ?, ?)', [key, Buffer.from('orphan'), createdAt]);
+    return key;
+  };
+  const orphans = [await put('raw/2026-01/msg_01orphan000000000000000000.eml', old), await put('attachments/2026-01/att_01orphan000000000000000000', old), await put(`raw/1999-01/${id}.eml`, old)];
+  const recent = await put('raw/2026-01/msg_01recent000000000000000000.eml', Date.now());
+  await rawRun(db, 'UPDATE blob_chunks SET created_at = ? WHERE key IN (?, ?)', [old, rawPath, attPath]);
 
-    const { removed } = await sweepOrphanBlobs(t.server.ctx);
-    assert.equal(removed, orphans.length);
-    const left = new Set([...(await storedBlobs(t.server.ctx, 'raw')), ...(await storedBlobs(t.server.ctx, 'attachments'))].map((b) => b.key));
-    for (const k of orphans) assert.ok(!left.has(k), `${k} kept`);
-    assert.ok(left.has(recent), 'a recent blob (its commit may be in flight) was removed');
-    assert.ok(left.has(rawPath) && left.has(attPath), 'a referenced blob was removed');
-    const raw = await fetch(`${t.url}/messages/${id}/raw`, { headers: { authorization: `Bearer ${t.key}` } });
-    assert.equal(raw.status, 200);
-  },
-);
+  const { removed } = await sweepOrphanBlobs(t.server.ctx);
+  assert.equal(removed, orphans.length);
+  const left = new Set([...(await storedBlobs(t.server.ctx, 'raw')), ...(await storedBlobs(t.server.ctx, 'attachments'))].map((b) => b.key));
+  for (const k of orphans) assert.ok(!left.has(k), `${k} kept`);
+  assert.ok(left.has(recent), 'a recent blob (its commit may be in flight) was removed');
+  assert.ok(left.has(rawPath) && left.has(attPath), 'a referenced blob was removed');
+  const raw = await fetch(`${t.url}/messages/${id}/raw`, { headers: { authorization: `Bearer ${t.key}` } });
+  assert.equal(raw.status, 200);
+});

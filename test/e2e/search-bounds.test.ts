@@ -10,7 +10,7 @@ import type { Transporter } from 'nodemailer';
 import { smtpTransport } from '../support/mail.ts';
 import { until } from '../support/wait.ts';
 import pg from 'pg';
-import { expectError, readResponse, startTestServer, TEST_ENGINE, type TestServer } from '../support/server.ts';
+import { expectError, onEngine, readResponse, startTestServer, TEST_ENGINE, type TestServer } from '../support/server.ts';
 
 let t: TestServer;
 let transport: Transporter;
@@ -214,7 +214,7 @@ describe('the time budget', () => {
   });
 });
 
-describe('the time budget on PostgreSQL', { skip: TEST_ENGINE !== 'postgres' && 'PostgreSQL only (MAILROOM_TEST_ENGINE=postgres)' }, () => {
+onEngine('postgres').describe('the time budget on PostgreSQL', () => {
   test('statement_timeout cancels a search that waits (here on a lock): 503 SEARCH_TIMEOUT, the connection goes back to the pool', async () => {
     const s = await startTestServer({ limits: { search_timeout: '300ms' } });
     const locker = new pg.Client({ connectionString: s.config.database.url });

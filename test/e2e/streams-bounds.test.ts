@@ -24,9 +24,10 @@ import type { SqliteStore } from '../../src/store/sqlite.ts';
 import { startChild, stopChild, prepareInstance } from '../support/child-server.ts';
 import { runCli } from '../support/cli.ts';
 import { emitEvent } from '../support/events.ts';
+import { peerSkip } from '../support/peers.ts';
 import { pgCluster, postgresMissing } from '../support/postgres.ts';
 import { deliverMail } from '../support/mail.ts';
-import { expectError, readResponse, startTestServer, TEST_ENGINE, type TestServer } from '../support/server.ts';
+import { expectError, onEngine, readResponse, startTestServer, type TestServer } from '../support/server.ts';
 import { openStream, type Stream } from '../support/sse.ts';
 import { until } from '../support/wait.ts';
 
@@ -298,7 +299,8 @@ describe('revoked keys', () => {
   });
 });
 
-describe('memory', { skip: TEST_ENGINE === 'postgres' && 'the server runs as a child process on SQLite (the bound is in the stream, not the engine)' }, () => {
+// The server runs as a child process on SQLite: the bound is in the stream, not the engine.
+onEngine('sqlite').describe('memory', () => {
   test("twenty streams that never read and a 14 MB mail: the server's RSS stays bounded", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'mailroom-streams-rss-'));
     const inst = await prepareInstance(dir, '[limits]\nrequests_per_minute = 100000\n');
@@ -364,7 +366,7 @@ describe('memory', { skip: TEST_ENGINE === 'postgres' && 'the server runs as a c
   });
 });
 
-describe('revoked keys across nodes', { skip: postgresMissing() || (TEST_ENGINE !== 'postgres' && 'runs in the PostgreSQL pass (MAILROOM_TEST_ENGINE=postgres)') }, () => {
+onEngine('postgres').describe('revoked keys across nodes', { skip: peerSkip(postgresMissing()) }, () => {
   let a: TestServer;
   let b: TestServer;
   before(async () => {

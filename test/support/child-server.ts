@@ -3,7 +3,6 @@
 // data directory and ports while their clients keep the same addresses.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../../src/config.ts';
@@ -11,21 +10,12 @@ import { closeContext, createContext } from '../../src/context.ts';
 import { createAccount } from '../../src/domain/accounts/accounts.ts';
 import { createApiKey } from '../../src/domain/accounts/apikeys.ts';
 import { silentLogger } from '../../src/log.ts';
+import { freePort } from './ports.ts';
+
+export { freePort };
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const ENTRY = join(ROOT, 'cli/mailroom.ts');
-
-/** A port free right now on 127.0.0.1 (bound and released). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 export interface Instance {
   dir: string;

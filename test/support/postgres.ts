@@ -2,13 +2,15 @@
 // `initdb` into a temporary directory and `pg_ctl start` on a free loopback port. PostgreSQL
 // refuses to run as root, so under root the cluster belongs to the `postgres` system user the
 // package creates (`runuser`); otherwise to the current user. One cluster per process; each
-// caller gets its own database in it, so suites never see each other's rows.
+// caller gets its own database in it, so suites never see each other's rows. Under `npm test`
+// the runner's global setup runs initdb once (global-setup.ts) and each cluster starts from a
+// copy of that data directory.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { freePort } from './child-server.ts';
+import { freePort } from './ports.ts';
 
 const PG_ROOT = '/usr/lib/postgresql';
 
@@ -46,14 +48,11 @@ export function pgCluster(): Promise<PgCluster> {
 
 let databases = 0;
 
-/**
- * Starts a cluster. `durable: false` turns fsync off (tests: the server is never killed, only
- * the nodes are); benchmarks pass `durable: true` to measure what an operator would run.
- */
-export async function startCluster(opts: { durable: boolean }): Promise<PgCluster> {
+/** A new temporary directory the cluster's user owns, and a runner of the server's programs as that user. */
+function clusterHome(prefix: string): { dir: string; run: (cmd: string, args: string[]) => void } {
   const bin = binDir();
   if (!bin) throw new Error('postgresql is not installed');
-  const dir = mkdtempSync(join(tmpdir(), 'mailroom-pg-'));
+  const dir = mkdtempSync(join(tmpdir(), prefix));
   const asRoot = process.getuid?.() === 0;
   const owner = asRoot ? pgUser() : null;
   if (owner) chownSync(dir, owner.uid, owner.gid);
@@ -62,9 +61,37 @@ export async function startCluster(opts: { durable: boolean }): Promise<PgCluste
     const r = spawnSync(asRoot ? 'runuser' : join(bin, cmd), argv, { encoding: 'utf8' });
     if (r.status !== 0) throw new Error(`${cmd} failed (${r.status}): ${r.stderr || r.stdout}`);
   };
-  const data = join(dir, 'data');
-  // Locale C: text sorts by bytes, as in SQLite, so ids and cursors order the same on both.
+  return { dir, run };
+}
+
+// Locale C: text sorts by bytes, as in SQLite, so ids and cursors order the same on both.
+const initdb = (run: (cmd: string, args: string[]) => void, data: string) =>
   run('initdb', ['-D', data, '-U', 'mailroom', '--auth=trust', '--locale=C', '-E', 'UTF8', '--no-sync', '--no-instructions']);
+
+/** A data directory made by initdb that clusters copy instead of running it again (global-setup.ts). */
+export const TEMPLATE_ENV = 'MAILROOM_TEST_PG_TEMPLATE';
+
+/** Runs initdb into a directory of its own and answers the data directory, for TEMPLATE_ENV. */
+export function initTemplate(): string {
+  const { dir, run } = clusterHome('mailroom-pg-template-');
+  const data = join(dir, 'data');
+  initdb(run, data);
+  return data;
+}
+
+/**
+ * Starts a cluster. `durable: false` turns fsync off (tests: the server is never killed, only
+ * the nodes are); benchmarks pass `durable: true` to measure what an operator would run.
+ */
+export async function startCluster(opts: { durable: boolean }): Promise<PgCluster> {
+  const { dir, run } = clusterHome('mailroom-pg-');
+  const data = join(dir, 'data');
+  const template = process.env[TEMPLATE_ENV];
+  if (template) {
+    // cp -a keeps the owner and the modes (the server refuses a data directory others can read).
+    const r = spawnSync('cp', ['-a', template, data], { encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`copying ${template} failed (${r.status}): ${r.stderr}`);
+  } else initdb(run, data);
   const port = await freePort();
   const settings = [
     `-p ${port}`,
