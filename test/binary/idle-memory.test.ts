@@ -51,10 +51,7 @@ describe(`idle memory of the single executable (${relative(ROOT, BINARY)})`, { s
     dir = mkdtempSync(join(tmpdir(), 'mailroom-idle-'));
     copyFileSync(BINARY, join(dir, 'mailroom'));
     chmodSync(join(dir, 'mailroom'), 0o755);
-    writeFileSync(
-      join(dir, 'mailroom.toml'),
-      `data_dir = "./data"\n[http]\nlisten = "127.0.0.1:0"\n[smtp]\nlisten = "127.0.0.1:0"\n[outbound]\nmode = "dry-run"\n[dns]\nservers = ["127.0.0.1:9"]\n`,
-    );
+    writeFileSync(join(dir, 'mailroom.toml'), `data_dir = "./data"\n[http]\nlisten = "127.0.0.1:0"\n[smtp]\nlisten = "127.0.0.1:0"\n[outbound]\nmode = "dry-run"\n[dns]\nservers = ["127.0.0.1:9"]\n`);
     serve = await serveBinary(dir);
     const pid = serve.child.pid!;
     let peak = 0;
@@ -115,9 +112,17 @@ describe(`idle memory of the single executable (${relative(ROOT, BINARY)})`, { s
     try {
       copyFileSync(BINARY, join(other, 'mailroom'));
       chmodSync(join(other, 'mailroom'), 0o755);
-      writeFileSync(join(other, 'mailroom.toml'), `data_dir = "./data"\nshared_domain = "agents.test"\n[http]\nlisten = "127.0.0.1:0"\n[smtp]\nlisten = "127.0.0.1:0"\n[outbound]\nmode = "dry-run"\n[dns]\nservers = ["127.0.0.1:9"]\n`);
+      writeFileSync(
+        join(other, 'mailroom.toml'),
+        `data_dir = "./data"\nshared_domain = "agents.test"\n[http]\nlisten = "127.0.0.1:0"\n[smtp]\nlisten = "127.0.0.1:0"\n[outbound]\nmode = "dry-run"\n[dns]\nservers = ["127.0.0.1:9"]\n`,
+      );
       early = await serveBinary(other);
-      const started = JSON.parse(early.stdout().split('\n').find((l) => l.includes('"msg":"started"'))!) as { smtp: string };
+      const started = JSON.parse(
+        early
+          .stdout()
+          .split('\n')
+          .find((l) => l.includes('"msg":"started"'))!,
+      ) as { smtp: string };
       const key = await until('the bootstrap key', () => /mr_live_[A-Za-z0-9]+/.exec(early!.stderr())?.[0]);
       const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
       const inbox = (await (await fetch(`${early.url}/inboxes`, { method: 'POST', headers, body: '{}' })).json()) as { id: string; address: string };
