@@ -10,9 +10,10 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 npx tsc --noEmit || exit 1
 # Test files run this many at a time. A file mostly waits (on sockets, child processes, peers,
-# timers), so two at a time left half of a 2-core machine idle; more than this and files with
-# CPU-heavy tests (25 MB messages, Chromium) start to crowd each other.
-jobs=${MAILROOM_TEST_CONCURRENCY:-6}
+# timers), so two at a time leave half of a 2-core machine idle, but the suite's deadline tests
+# (smtp.analysis_timeout, the housekeeping sweep, Exim's queue of 200) failed at 6 on a loaded
+# 2-core machine while they pass at 2: 2 until those tests are made independent of the load.
+jobs=${MAILROOM_TEST_CONCURRENCY:-2}
 # The longest files start first, so a pass does not end with one of them running alone.
 slow=(dashboard-client data-stream node-failover search-corpus interop failure-paths cli first-run hostile-http mcp streams-bounds)
 # A file whose every test needs PostgreSQL says so on a line of its own; the SQLite pass leaves it out.
