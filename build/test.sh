@@ -13,6 +13,9 @@ npx tsc --noEmit || exit 1
 # timers), so two at a time left half of a 2-core machine idle; more than this and files with
 # CPU-heavy tests (25 MB messages, Chromium) start to crowd each other.
 jobs=${MAILROOM_TEST_CONCURRENCY:-6}
+# Each file gets a smaller share of the CPU the more run at once: the harness's hang guards (its
+# waits, CLI runs, child servers' starts) stretch by half their number (test/support/wait.ts).
+export MAILROOM_TEST_DEADLINE_SCALE=${MAILROOM_TEST_DEADLINE_SCALE:-$(((jobs + 1) / 2))}
 # The longest files start first, so a pass does not end with one of them running alone.
 slow=(dashboard-client data-stream node-failover search-corpus interop failure-paths cli first-run hostile-http mcp streams-bounds)
 # A file whose every test needs PostgreSQL says so on a line of its own; the SQLite pass leaves it out.
