@@ -14,6 +14,9 @@ npx tsc --noEmit || exit 1
 # (smtp.analysis_timeout, the housekeeping sweep, Exim's queue of 200) failed at 6 on a loaded
 # 2-core machine while they pass at 2: 2 until those tests are made independent of the load.
 jobs=${MAILROOM_TEST_CONCURRENCY:-2}
+# Each file gets a smaller share of the CPU the more run at once: the harness's hang guards (its
+# waits, CLI runs, child servers' starts) stretch by half their number (test/support/wait.ts).
+export MAILROOM_TEST_DEADLINE_SCALE=${MAILROOM_TEST_DEADLINE_SCALE:-$(((jobs + 1) / 2))}
 # The longest files start first, so a pass does not end with one of them running alone.
 slow=(dashboard-client data-stream node-failover search-corpus interop failure-paths cli first-run hostile-http mcp streams-bounds)
 # A file whose every test needs PostgreSQL says so on a line of its own; the SQLite pass leaves it out.
@@ -29,6 +32,12 @@ files() {
 alone=test/e2e/noisy-neighbour.test.ts
 all=$(files test/unit test/e2e | grep -vxF "$pg_only" | grep -vxF "$alone")
 e2e=$(files test/e2e | grep -vxF "$alone")
+# Every pass appends its failed tests to one file, and each prints all of them before its summary
+# (build/test-reporter.mjs): the run's end names every failure of the run, not only the last pass's.
+if [ -z "${MAILROOM_TEST_FAILURES:-}" ]; then
+  export MAILROOM_TEST_FAILURES=$(mktemp)
+  trap 'rm -f "$MAILROOM_TEST_FAILURES"' EXIT
+fi
 run=(node --import tsx --test --test-global-setup=test/support/global-setup.ts --test-reporter=./build/test-reporter.mjs --test-reporter-destination=stdout)
 have_pg=0
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && have_pg=1
@@ -42,15 +51,15 @@ if [ "$have_pg" != 1 ]; then
   fi
 fi
 echo "# pass 1 of 2: embedded SQLite"
-"${run[@]}" --test-concurrency="$jobs" $all
+MAILROOM_TEST_PASS=sqlite "${run[@]}" --test-concurrency="$jobs" $all
 sqlite=$?
 echo "# pass 1 of 2: embedded SQLite, $alone alone"
-"${run[@]}" $alone || sqlite=1
+MAILROOM_TEST_PASS=sqlite "${run[@]}" $alone || sqlite=1
 if [ "$have_pg" = 1 ]; then
   echo "# pass 2 of 2: PostgreSQL, $alone alone"
-  MAILROOM_TEST_ENGINE=postgres "${run[@]}" $alone
+  MAILROOM_TEST_PASS=postgres MAILROOM_TEST_ENGINE=postgres "${run[@]}" $alone
   pg=$?
   echo "# pass 2 of 2: PostgreSQL"
-  MAILROOM_TEST_ENGINE=postgres "${run[@]}" --test-concurrency="$jobs" $e2e || pg=1
+  MAILROOM_TEST_PASS=postgres MAILROOM_TEST_ENGINE=postgres "${run[@]}" --test-concurrency="$jobs" $e2e || pg=1
 fi
 [ "$sqlite" = 0 ] && [ "$pg" = 0 ]

@@ -133,7 +133,9 @@ describe('the extraction queue: bounded, fair per account, abandoned requests dr
     const a1 = ask(slow[0]);
     // Counted as running a moment before its process has a pid: both are waited for.
     const a1Pid = await until('A1 running', () => (load().running === 1 ? load().pids[0] : undefined), LOADED);
+    // A2 queued before A3 is asked: sent together, either could reach the server first.
     const a2 = ask(slow[1]);
+    await until('A2 waiting', () => (load().waiting === 1 ? true : undefined), LOADED);
     const a3 = ask(slow[2]);
     await until('A2 and A3 waiting', () => (load().waiting === 2 ? true : undefined), LOADED);
 

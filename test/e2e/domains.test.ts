@@ -16,6 +16,7 @@ import { rawRows } from '../../src/store/store.ts';
 import { expectError, startTestServer, type TestServer } from '../support/server.ts';
 import { SmtpClient } from '../support/smtp-client.ts';
 import { sqlDb } from '../support/db.ts';
+import { until as untilDefined } from '../support/wait.ts';
 
 const HOST = 'mx.test.localhost';
 /** The policy host is a CNAME to HOST, which has no address in the test zone: nothing to compare. */
@@ -74,15 +75,7 @@ const verifiedEvents = async (t: TestServer, domainId: string) =>
   (await sqlDb(t.server.ctx).select().from(events).where(eq(events.type, 'domain.verified')).all()).filter((e) => JSON.parse(e.data).id === domainId);
 
 /** Polls until `fn` returns a value (waiting for background work, not timing it). */
-async function until<T>(fn: () => Promise<T | undefined | false>, what: string, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+const until = <T>(fn: () => Promise<T | undefined | false>, what: string, timeoutMs?: number): Promise<T> => untilDefined(what, async () => (await fn()) || undefined, timeoutMs);
 
 const DOMAIN_FIELDS = [
   'createdAt',

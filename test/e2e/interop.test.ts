@@ -23,7 +23,7 @@ import { EXIM_ROOT, eximMissing, postfixMissing, startExim, startPostfix, type M
 import { startTestDns, type TestDns } from '../support/dns.ts';
 import { SmtpClient } from '../support/smtp-client.ts';
 import { expectError, startTestServer, type TestServer } from '../support/server.ts';
-import { until } from '../support/wait.ts';
+import { guard, until } from '../support/wait.ts';
 import { peerSkip } from '../support/peers.ts';
 import { sqlDb } from '../support/db.ts';
 
@@ -62,7 +62,7 @@ async function startRelay(target: number): Promise<{ port: number; sessions: str
 for (const partner of PARTNERS) {
   const skip = peerSkip(partner.missing());
   // A peer that stops answering fails the suite in minutes instead of holding CI.
-  describe(`${partner.name} as a peer`, { skip, timeout: 240_000 }, () => {
+  describe(`${partner.name} as a peer`, { skip, timeout: guard(240_000) }, () => {
     let t: TestServer;
     let dns: TestDns;
     let mta: Mta;

@@ -27,16 +27,21 @@ import { onEngine, readResponse, type ApiResponse } from '../support/server.ts';
 import { startSlowMx, type SlowMx } from '../support/slow-mx.ts';
 import { rng, smtpLoad, type SmtpFate } from '../reliability/crash.ts';
 import { peerSkip } from '../support/peers.ts';
+import { guard } from '../support/wait.ts';
 
 // PostgreSQL pass only: nodes share a database only there (build/test.sh leaves this file out of
 // the SQLite pass; run on SQLite, it declares nothing: onEngine).
 const skip = peerSkip(postgresMissing());
 
 const ROUNDS = 10;
-/** jobs.lease: short, so a dead node's jobs move to the survivor within a round. */
-const LEASE_MS = 2000;
+/**
+ * jobs.lease: short, so a dead node's jobs move to the survivor within a round. Stretched with
+ * the harness's guards (wait.ts) when test files share the CPU: a live node starved of it for
+ * longer than its lease loses running jobs to the other node, a repeat no kill caused.
+ */
+const LEASE_MS = guard(2000);
 /** How long the system gets to finish its work once the load stops. */
-const SETTLE_MS = 30_000;
+const SETTLE_MS = guard(30_000);
 const FINAL = new Set(['sent', 'failed', 'bounced']);
 const INBOX = 'failover';
 
@@ -191,7 +196,7 @@ onEngine('postgres').describe('two nodes on one PostgreSQL: one SIGKILLed under 
     rmSync(dir, { recursive: true, force: true });
   });
 
-  test('nothing acknowledged is lost or doubled, every job is taken over, repeats only for work in flight at a kill', { timeout: 180_000 }, async (t) => {
+  test('nothing acknowledged is lost or doubled, every job is taken over, repeats only for work in flight at a kill', { timeout: guard(180_000) }, async (t) => {
     const started = Date.now();
     const random = rng(seed);
     t.diagnostic(`seed ${seed} (FAILOVER_SEED=${seed} replays it)`);

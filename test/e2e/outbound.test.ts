@@ -24,7 +24,7 @@ import { startTestMx, type TestMx } from '../support/mx.ts';
 import { runCli } from '../support/cli.ts';
 import { expectError, startTestServer, type TestServer } from '../support/server.ts';
 import { loseBlob } from '../support/blobs.ts';
-import { until } from '../support/wait.ts';
+import { guard, until } from '../support/wait.ts';
 import { skipOrFail } from '../support/peers.ts';
 import { sqlDb } from '../support/db.ts';
 
@@ -48,7 +48,7 @@ function remoteDomain(name: string): void {
 }
 
 async function waitForStatus(server: TestServer, id: string, statuses: string[], opts: { key?: string; timeoutMs?: number } = {}) {
-  const deadline = Date.now() + (opts.timeoutMs ?? 15_000);
+  const deadline = Date.now() + guard(opts.timeoutMs ?? 15_000);
   for (;;) {
     const res = await server.api('GET', `/messages/${id}`, undefined, { key: opts.key });
     assert.equal(res.status, 200, res.text);

@@ -7,7 +7,7 @@
 // must be stored exactly once. Used by `npm run test:reliability` (long) and by
 // test/e2e/noisy-neighbour.test.ts (short, both engines).
 import { readFileSync, mkdtempSync, rmSync } from 'node:fs';
-import { request, type IncomingMessage } from 'node:http';
+import { request, type ClientRequest, type IncomingMessage } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -32,8 +32,8 @@ interface Reply {
   body: string;
 }
 
-/** One HTTP request from `localAddress`, the body read whole (callers only read small answers). */
-function call(base: string, key: string, method: string, path: string, body?: unknown, localAddress = '127.0.0.1', timeoutMs = 60_000): Promise<Reply> {
+/** One HTTP request from `localAddress`, the body read whole (callers only read small answers); `open` holds it while it runs. */
+function call(base: string, key: string, method: string, path: string, body?: unknown, localAddress = '127.0.0.1', timeoutMs = 60_000, open?: Set<ClientRequest>): Promise<Reply> {
   return new Promise((resolve, reject) => {
     const url = new URL(path, base);
     const data = body === undefined ? undefined : Buffer.isBuffer(body) ? body : Buffer.from(JSON.stringify(body));
@@ -55,6 +55,8 @@ function call(base: string, key: string, method: string, path: string, body?: un
     );
     req.on('timeout', () => req.destroy(new Error(`${method} ${path}: no answer in ${timeoutMs} ms`)));
     req.on('error', reject);
+    open?.add(req);
+    req.on('close', () => open?.delete(req));
     req.end(data);
   });
 }
@@ -170,9 +172,10 @@ async function measureB(inst: Instance, b: Tenant, seconds: number, tag: string)
 }
 
 /** Everything tenant A throws at the box until `stop` is set; answers the status codes it saw. */
-function attack(inst: Instance, a: Tenant, stop: { now: boolean }, seen: Map<string, number>): { done: Promise<void>; sockets: Socket[]; ready: Promise<unknown> } {
+function attack(inst: Instance, a: Tenant, stop: { now: boolean }, seen: Map<string, number>): { done: Promise<void>; sockets: Socket[]; requests: Set<ClientRequest>; ready: Promise<unknown> } {
   const note = (what: string, status: number | string) => seen.set(`${what} ${status}`, (seen.get(`${what} ${status}`) ?? 0) + 1);
   const sockets: Socket[] = [];
+  const requests = new Set<ClientRequest>();
   const skip = new Set((process.env.NOISY_SKIP ?? '').split(',').filter(Boolean));
   const loop = async (what: string, fn: () => Promise<number | string>) => {
     if (skip.has(what)) return;
@@ -184,12 +187,13 @@ function attack(inst: Instance, a: Tenant, stop: { now: boolean }, seen: Map<str
         // the attacks measured are the costly requests, not a flood of cheap refusals.
         if (typeof status === 'number' && status >= 400) await sleep(50);
       } catch (err) {
+        if (stop.now) return; // cut off at the end of the attack
         note(what, (err as Error).message.slice(0, 60));
         await sleep(50);
       }
     }
   };
-  const get = (path: string) => call(inst.httpUrl, a.key, 'GET', path, undefined, ATTACKER).then((r) => r.status);
+  const get = (path: string) => call(inst.httpUrl, a.key, 'GET', path, undefined, ATTACKER, undefined, requests).then((r) => r.status);
   const hostile = Array.from({ length: 500 }, (_v, i) => String.fromCharCode(97 + (i % 26))).join(' ');
   const heavy = Array.from({ length: 32 }, (_v, i) => `w${i}`).join(' ');
 
@@ -258,7 +262,7 @@ function attack(inst: Instance, a: Tenant, stop: { now: boolean }, seen: Map<str
       await Promise.all([0, 1, 2, 3].map(() => loop('text-bomb', () => get(`/attachments/${id}/text`))));
     })(),
   );
-  return { done: Promise.all([...jobs, ready]).then(() => undefined), sockets, ready };
+  return { done: Promise.all([...jobs, ready]).then(() => undefined), sockets, requests, ready };
 }
 
 export interface NoisyOptions {
@@ -304,8 +308,13 @@ export async function runNoisy(opts: NoisyOptions): Promise<{ figures: NoisyFigu
     await sleep(1000); // the sustained part is under way before B measures
     const loud = await measureB(inst, b, opts.seconds, 'loud');
     stop.now = true;
+    // The attack's requests still running are cut off too: a long-poll (wait=30) or a text
+    // extraction held the end of every run for up to half a minute, the machine idle.
     for (const s of attacker.sockets) s.destroy();
-    await Promise.race([attacker.done, sleep(65_000)]);
+    for (const r of attacker.requests) r.destroy();
+    let cap: NodeJS.Timeout | undefined;
+    await Promise.race([attacker.done, new Promise((r) => (cap = setTimeout(r, 65_000)))]);
+    clearTimeout(cap); // else it held the process (the test file) open for the rest of the 65 s
     const rss = memoryOf(server.child.pid!);
     // Every message B was answered 250 for is stored once.
     const want = new Set([...quiet.accepted, ...loud.accepted]);

@@ -11,6 +11,7 @@ import { createAccount } from '../../src/domain/accounts/accounts.ts';
 import { createApiKey } from '../../src/domain/accounts/apikeys.ts';
 import { silentLogger } from '../../src/log.ts';
 import { freePort } from './ports.ts';
+import { guard } from './wait.ts';
 
 export { freePort };
 
@@ -72,8 +73,8 @@ export function startChild(inst: Instance, timeoutMs = 30_000): Promise<ChildSer
     const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => child.on('exit', (code, signal) => r({ code, signal })));
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`serve did not start within ${timeoutMs} ms: ${err.slice(-2000)}`));
-    }, timeoutMs);
+      reject(new Error(`serve did not start within ${guard(timeoutMs)} ms: ${err.slice(-2000)}`));
+    }, guard(timeoutMs));
     child.stderr!.on('data', (d) => (err += d));
     child.stdout!.on('data', (d) => {
       out += d;

@@ -2,6 +2,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { knownDatabaseUrl } from './server.ts';
+import { guard } from './wait.ts';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -44,7 +45,7 @@ export async function runCli(args: string[], opts: { cwd?: string; timeoutMs?: n
     let stderr = '';
     child.stdout!.on('data', (d) => (stdout += d));
     child.stderr!.on('data', (d) => (stderr += d));
-    const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs ?? 30_000);
+    const timer = setTimeout(() => child.kill('SIGKILL'), guard(opts.timeoutMs ?? 30_000));
     child.on('error', reject);
     child.on('close', (code) => {
       clearTimeout(timer);
@@ -63,7 +64,7 @@ export function startServe(args: string[]): Promise<{ child: ChildProcess; url: 
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
       reject(new Error(`serve did not start: ${stderr}`));
-    }, 30_000);
+    }, guard(30_000));
     child.stderr.on('data', (d) => (stderr += d));
     child.stdout.on('data', (d) => {
       stdout += d;

@@ -3,6 +3,7 @@
 import { createHash } from 'node:crypto';
 import type { AppContext } from '../../src/context.ts';
 import { rawRows } from '../../src/store/store.ts';
+import { guard } from './wait.ts';
 
 /** The tables and the order their rows are read in, on either engine. */
 async function tablesOf(ctx: AppContext): Promise<Array<{ name: string; order: string }>> {
@@ -49,7 +50,7 @@ async function columnIndex(ctx: AppContext, table: string, column: string): Prom
 
 /** Waits until no job is queued or running. */
 export async function settleJobs(ctx: AppContext, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = Date.now() + guard(timeoutMs);
   while ((await rawRows<[number]>(ctx.db, `SELECT count(*) FROM jobs WHERE status IN ('queued', 'running')`))[0][0] > 0) {
     if (Date.now() > deadline) throw new Error('background jobs did not settle');
     await new Promise((r) => setTimeout(r, 25));

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from './child-server.ts';
 import { toolMissing } from './peers.ts';
+import { guard } from './wait.ts';
 
 export const dnssecMissing = (): string | false => toolMissing('unbound', ['-V'], 'unbound') || toolMissing('ldns-signzone', ['-v'], 'ldnsutils') || toolMissing('ldns-keygen', ['-v'], 'ldnsutils');
 
@@ -87,7 +88,7 @@ export async function startSignedZone(origin: string, records: string[]): Promis
     // Up once it answers for the zone.
     const resolver = new dnsPromises.Resolver({ timeout: 500, tries: 1 });
     resolver.setServers([`127.0.0.1:${port}`]);
-    const deadline = Date.now() + 20_000;
+    const deadline = Date.now() + guard(20_000);
     for (;;) {
       try {
         await resolver.resolveSoa(origin);

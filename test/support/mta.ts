@@ -10,6 +10,7 @@ import { createServer, type AddressInfo, type Server } from 'node:net';
 import { freePort } from './child-server.ts';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { guard } from './wait.ts';
 
 /** A self-signed certificate for STARTTLS (openssl), in `dir`. */
 export function selfSignedCert(dir: string, name: string): { cert: string; key: string } {
@@ -361,7 +362,7 @@ function filesUnder(dir: string): string[] {
 
 async function waitForPort(port: number, log: () => string): Promise<void> {
   const { connect } = await import('node:net');
-  const deadline = Date.now() + 15_000;
+  const deadline = Date.now() + guard(15_000);
   for (;;) {
     const ok = await new Promise<boolean>((resolve) => {
       const s = connect(port, '127.0.0.1');

@@ -5,6 +5,7 @@ import { createServer as createNetServer, type Socket } from 'node:net';
 import { createSecureContext } from 'node:tls';
 import { SMTPServer, type SMTPServerSession } from 'smtp-server';
 import getTLSOptions from 'smtp-server/lib/tls-options.js';
+import { guard } from './wait.ts';
 
 /** 'hold' keeps the RCPT reply back until release() (to observe a message while it is being sent). */
 export type Behaviour = '250' | '451' | '550' | 'drop' | 'hold';
@@ -129,7 +130,7 @@ export async function startTestMx(): Promise<TestMx> {
       scripts.set(address.toLowerCase(), Array.isArray(answers) ? answers : [answers]);
     },
     async waitFor(n, timeoutMs = 10_000) {
-      const deadline = Date.now() + timeoutMs;
+      const deadline = Date.now() + guard(timeoutMs);
       while (messages.length < n) {
         if (Date.now() > deadline) throw new Error(`expected ${n} captured messages, have ${messages.length}`);
         await new Promise<void>((resolve) => {
@@ -155,7 +156,7 @@ export async function startTestMx(): Promise<TestMx> {
       holding.delete(addr);
     },
     async held(address, timeoutMs = 10_000) {
-      const deadline = Date.now() + timeoutMs;
+      const deadline = Date.now() + guard(timeoutMs);
       while (!holding.has(address.toLowerCase())) {
         if (Date.now() > deadline) throw new Error(`no RCPT TO ${address} held`);
         await new Promise((r) => setTimeout(r, 20));

@@ -4,6 +4,7 @@
 // same port to play a receiver that is unreachable (connection refused) for a while.
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import { guard } from './wait.ts';
 
 export type Behaviour = number | { status: number; delayMs?: number; headers?: Record<string, string> } | 'hang';
 
@@ -98,7 +99,7 @@ export async function startReceiver(fallback: Behaviour = 200): Promise<Receiver
     fallback,
     script: (...b) => void queue.push(...b),
     async waitFor(n, timeoutMs = 5000) {
-      const deadline = Date.now() + timeoutMs;
+      const deadline = Date.now() + guard(timeoutMs);
       while (received.length < n) {
         const left = deadline - Date.now();
         if (left <= 0) throw new Error(`receiver: expected ${n} requests, got ${received.length}`);
