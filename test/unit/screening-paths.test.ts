@@ -1,11 +1,12 @@
 // The screener's fast paths (src/domain/screening/screen.ts) decide exactly what the slow ones
-// did: the two union patterns match a text exactly when some injection rule does, and base64 runs
-// are found by a loop before BASE64_BLOCK reads them. bench/screening.ts measures what they save.
+// did: the two union patterns match a text exactly when some injection rule does, base64 runs are
+// found by a skipping loop before BASE64_BLOCK reads them, and whitespace is collapsed by a loop
+// as two replacements did. bench/screening.ts measures what they save.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { alternativesOf, anyRuleMatches, screenMessage, type ScreenContext } from '../../src/domain/screening/screen.ts';
-import { INJECTION_RULES } from '../../src/domain/screening/rules.ts';
+import { alternativesOf, anyRuleMatches, base64Runs, normalise, screenMessage, type ScreenContext } from '../../src/domain/screening/screen.ts';
+import { INJECTION_RULES, INVISIBLE_CHARS } from '../../src/domain/screening/rules.ts';
 
 const ctx: ScreenContext = { ownDomains: ['acme-robotics.com'], ownAddresses: ['support@acme-robotics.com'], authentication: { dmarc: 'pass', fromDomain: 'example.net' } };
 const from = { value: [{ address: 'alice@example.net', name: 'Alice' }] };
@@ -48,4 +49,55 @@ test('a base64 block inside a long line of other base64-like text is still decod
     r.reasons.some((x) => x.code === 'prompt_injection' && /base64/.test(x.detail)),
     JSON.stringify(r),
   );
+});
+
+/** Every corpus text (subject, text, HTML source). */
+const corpusTexts = (): string[] =>
+  ['attacks.jsonl', 'benign.jsonl', 'heldout.jsonl']
+    .flatMap((f) =>
+      readFileSync(new URL(`../fixtures/screening/${f}`, import.meta.url), 'utf8')
+        .split('\n')
+        .filter(Boolean),
+    )
+    .flatMap((l) => {
+      const e = JSON.parse(l) as { subject: string; text?: string; html?: string };
+      return [e.subject, e.text ?? '', e.html ?? ''];
+    });
+
+/** Random strings over `alphabet`, short and long, some mostly of `runOf`. */
+function* randomStrings(alphabet: string[], runOf: string, count: number): Generator<string> {
+  let seed = 42;
+  const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+  for (let k = 0; k < count; k++) {
+    const length = Math.floor(next() * (k % 10 === 0 ? 400 : 60));
+    const bias = next();
+    let s = '';
+    for (let j = 0; j < length; j++) s += next() < bias ? runOf[j % runOf.length] : alphabet[Math.floor(next() * alphabet.length)];
+    yield s;
+  }
+}
+
+test('base64Runs finds exactly the maximal runs of 24 or more base64 characters', () => {
+  const runs = (t: string) => t.match(/[A-Za-z0-9+/=]{24,}/g) ?? [];
+  let found = 0;
+  for (const t of [...corpusTexts(), ...randomStrings(['a', 'Z', '0', '+', '/', '=', ' ', '\n', '-', '\u00e9', '\ud83d\ude00'], 'aB9', 50_000)]) {
+    const got = base64Runs(t);
+    assert.deepEqual(got, runs(t), JSON.stringify(t.slice(0, 200)));
+    found += got.length;
+  }
+  assert.ok(found > 1000, `${found} runs seen`);
+});
+
+test('normalise collapses whitespace exactly as the two replacements did, after NFKC, invisible characters and lowercase', () => {
+  const reference = (t: string) =>
+    t
+      .normalize('NFKC')
+      .replace(INVISIBLE_CHARS, '')
+      .toLowerCase()
+      .replace(/[^\S\n]+/g, ' ')
+      .replace(/ ?\n\s*/g, '\n');
+  const spaces = [' ', ' ', '\n', '\r', '\t', '\v', '\f', '\u00a0', '\u1680', '\u2003', '\u2028', '\u2029', '\u202f', '\u205f', '\u3000', '\ufeff', '\u200b'];
+  for (const t of [...corpusTexts(), ...randomStrings([...spaces, 'a', 'B', '\u0130', '\u00c9', '\uff21', 'x'], ' \n', 50_000)]) {
+    assert.equal(normalise(t), reference(t), JSON.stringify(t.slice(0, 200)));
+  }
 });

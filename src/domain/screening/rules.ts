@@ -97,7 +97,8 @@ export const INJECTION_RULES: InjectionRule[] = [
     latin: true,
     weight: 40,
     pattern: new RegExp(
-      String.raw`(?:\b(?:dear|attention|attn|note (?:to|for)|message (?:to|for)|instructions? (?:to|for)|hey|hi|hello|to)\s+(?:the\s+|any\s+|all\s+)?${AI}s?\b\s*[:,\-\u2014!]|\bif you are an?\s+(?:ai|assistant|agent|llm|language model|automated)\b|\b(?:ai|llm|automated)\s+(?:agents?|assistants?|systems?)\s+(?:reading|processing|summari[sz]ing|handling)\s+this\b)`,
+      // Alternatives at the top level, each starting with \b: the union of the rules tries them only where a word starts.
+      String.raw`\b(?:dear|attention|attn|note (?:to|for)|message (?:to|for)|instructions? (?:to|for)|hey|hi|hello|to)\s+(?:the\s+|any\s+|all\s+)?${AI}s?\b\s*[:,\-\u2014!]|\bif you are an?\s+(?:ai|assistant|agent|llm|language model|automated)\b|\b(?:ai|llm|automated)\s+(?:agents?|assistants?|systems?)\s+(?:reading|processing|summari[sz]ing|handling)\s+this\b`,
     ),
   },
   {
