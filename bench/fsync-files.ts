@@ -1,7 +1,7 @@
 // How many fsynced 10 KB files this disk takes per second, written the way inbound mail was
 // before the spool (writeFile with flush, then rename), 50 at a time, with nothing else running:
 // the ceiling of a file-per-message-before-the-250 design (docs/performance.md).
-// Usage: node --import tsx bench/fsync-files.ts [files]   (writes under bench/work/fsync-files)
+// Usage: node bench/fsync-files.ts [files]   (writes under bench/work/fsync-files)
 import { mkdirSync, rmSync, promises as fs } from 'node:fs';
 import { join } from 'node:path';
 import { WORK, round } from './support.ts';

@@ -1,6 +1,6 @@
 // The server under test: `mailroom serve` from an esbuild bundle of cli/mailroom.ts (the same
-// code the single executable carries, without tsx's loader thread inflating memory), as a
-// child process on loopback ports with a bench config, a fresh data dir and its bootstrap key.
+// code the single executable carries), as a child process on loopback ports with a bench
+// config, a fresh data dir and its bootstrap key.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, existsSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -1,6 +1,6 @@
 // Summarises a V8 .cpuprofile (from `BENCH_PROFILE=1 npm run bench`, which runs the server with
 // --cpu-prof): self time by function and by package, so docs/performance.md can say what limits a
-// scenario from a measurement. Usage: node --import tsx bench/profile.ts FILE.cpuprofile [N]
+// scenario from a measurement. Usage: node bench/profile.ts FILE.cpuprofile [N]
 import { readFileSync } from 'node:fs';
 
 interface Node {

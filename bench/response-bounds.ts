@@ -1,7 +1,7 @@
 // Issue 27, "Lists carry whole bodies" and "labels on a large thread": the cost of one list page
 // of 20 mails of 14 MB (GET /inboxes/{id}/messages), of GET /threads/{id} and of PATCH
 // /threads/{id} with 50 labels on a 2,001-message thread, with the server in this process
-// (RSS is the process's). Run: node --import tsx bench/response-bounds.ts [lists|thread]
+// (RSS is the process's). Run: node bench/response-bounds.ts [lists|thread]
 // (both when none is named; PostgreSQL: MAILROOM_TEST_ENGINE=postgres). Figures: docs/performance.md "Response bounds".
 import { smtpTransport } from '../test/support/mail.ts';
 import { startTestServer } from '../test/support/server.ts';

@@ -2,7 +2,7 @@
 // same analysis worker. Each message of the screening corpus (test/fixtures/screening/) is built
 // as MIME (nodemailer's composer), parsed as the worker parses it (parseMessage), then screened
 // (screenMessage); plus a 60 KB newsletter and a 1 MB HTML message for the large end.
-// CPU time on this thread, no I/O. Run: node --import tsx bench/screening.ts; with --json it
+// CPU time on this thread, no I/O. Run: node bench/screening.ts; with --json it
 // prints one line {parseMs, screenMs, messages} (the corpus means) for `npm run bench -- screening-cost`.
 import { readFileSync } from 'node:fs';
 import MailComposer from 'nodemailer/lib/mail-composer/index.js';

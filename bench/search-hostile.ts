@@ -4,7 +4,7 @@
 // pseudo-random words each over SMTP, so two-letter prefixes expand to thousands of words of the
 // shared index; then each hostile query runs once while node:perf_hooks' event loop delay
 // histogram records the longest stall. Run with the code to compare checked out:
-//   node --import tsx bench/search-hostile.ts
+//   node bench/search-hostile.ts
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { smtpTransport } from '../test/support/mail.ts';
 import { startTestServer } from '../test/support/server.ts';

@@ -4,7 +4,7 @@
 // greeting each new connection, so connections are opened once, before the clock starts), spread
 // round-robin over one or more nodes' ports, so two nodes take the same load one node would.
 // Run as its own process so the load does not share the benchmark's event loop:
-//   node --import tsx bench/smtp-load.ts '{"ports":[2525],"to":"x@agents.bench","sessions":50,"bytes":10240,"seconds":12,"warmupSeconds":2}'
+//   node bench/smtp-load.ts '{"ports":[2525],"to":"x@agents.bench","sessions":50,"bytes":10240,"seconds":12,"warmupSeconds":2}'
 // With "count" instead of "seconds" it sends that many messages (seeding) and stops.
 // Prints one JSON line (LoadResult) on stdout. Import only its types: importing it runs it.
 import { SmtpClient } from '../test/support/smtp-client.ts';

@@ -252,7 +252,7 @@ export function runBounded(
 
 /** Starts a bench/baselines/*.ts server as a child process; resolves once it prints its port. */
 export async function startBaseline(file: string, args: string[] = []): Promise<{ child: ChildProcess; port: number; extra: string[] }> {
-  const child = track(spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bench', 'baselines', file), ...args], { stdio: ['ignore', 'pipe', 'inherit'], cwd: ROOT }));
+  const child = track(spawn(process.execPath, [join(ROOT, 'bench', 'baselines', file), ...args], { stdio: ['ignore', 'pipe', 'inherit'], cwd: ROOT }));
   let out = '';
   child.stdout!.on('data', (d) => (out += d));
   const line = await waitFor(

@@ -38,7 +38,7 @@ if [ -z "${MAILROOM_TEST_FAILURES:-}" ]; then
   export MAILROOM_TEST_FAILURES=$(mktemp)
   trap 'rm -f "$MAILROOM_TEST_FAILURES"' EXIT
 fi
-run=(node --import tsx --test --test-global-setup=test/support/global-setup.ts --test-reporter=./build/test-reporter.mjs --test-reporter-destination=stdout)
+run=(node --test --test-global-setup=test/support/global-setup.ts --test-reporter=./build/test-reporter.mjs --test-reporter-destination=stdout)
 have_pg=0
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && have_pg=1
 pg=0

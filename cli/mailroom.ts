@@ -75,7 +75,7 @@ export async function runCli(argv: string[]): Promise<void> {
 }
 
 /**
- * True when this file is the program being run (`tsx cli/mailroom.ts`). The single executable
+ * True when this file is the program being run (`node cli/mailroom.ts`). The single executable
  * imports it from src/sea.ts, which calls runCli itself; there import.meta.url is a constant
  * no argv[1] can name (see build/build.ts), so the CLI runs exactly once.
  */

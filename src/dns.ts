@@ -9,12 +9,14 @@ import { createSocket } from 'node:dgram';
 import { connect, isIP } from 'node:net';
 
 export class DnsUnavailableError extends Error {
-  constructor(
-    readonly name_: string,
-    readonly rrtype: string,
-    readonly code: string,
-  ) {
+  readonly name_: string;
+  readonly rrtype: string;
+  readonly code: string;
+  constructor(name_: string, rrtype: string, code: string) {
     super(`DNS lookup of ${rrtype} ${name_} failed: ${code}`);
+    this.name_ = name_;
+    this.rrtype = rrtype;
+    this.code = code;
     this.name = 'DnsUnavailableError';
   }
 }

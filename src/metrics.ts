@@ -32,10 +32,12 @@ const num = (n: number) => (Number.isFinite(n) ? String(n) : n > 0 ? '+Inf' : n 
 
 export class Counter {
   private readonly values = new Map<string, { labels: Labels; value: number }>();
-  constructor(
-    readonly name: string,
-    readonly help: string,
-  ) {}
+  readonly name: string;
+  readonly help: string;
+  constructor(name: string, help: string) {
+    this.name = name;
+    this.help = help;
+  }
 
   inc(labels: Labels = {}, by = 1): void {
     this.series(labels).value += by;
@@ -69,11 +71,14 @@ interface HistogramSeries {
 
 export class Histogram {
   private readonly all = new Map<string, HistogramSeries>();
-  constructor(
-    readonly name: string,
-    readonly help: string,
-    readonly buckets: number[],
-  ) {}
+  readonly name: string;
+  readonly help: string;
+  readonly buckets: number[];
+  constructor(name: string, help: string, buckets: number[]) {
+    this.name = name;
+    this.help = help;
+    this.buckets = buckets;
+  }
 
   observe(labels: Labels, value: number): void {
     this.add(this.series(labels), value);

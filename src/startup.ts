@@ -97,11 +97,10 @@ export function renderStartup(info: StartupInfo): string {
 
 /** A listener that could not bind: one line naming the address, the reason and the key to change. */
 export class ListenError extends Error {
-  constructor(
-    readonly key: string,
-    readonly address: ListenAddress,
-    readonly code: string,
-  ) {
+  readonly key: string;
+  readonly address: ListenAddress;
+  readonly code: string;
+  constructor(key: string, address: ListenAddress, code: string) {
     const where = hostPort(address.host, address.port);
     const reason =
       code === 'EADDRINUSE'
@@ -112,6 +111,9 @@ export class ListenError extends Error {
             ? 'no network interface of this machine has that address'
             : code;
     super(`cannot listen on ${where} for ${key}: ${reason}; set \`${key}\` in the config to another address`);
+    this.key = key;
+    this.address = address;
+    this.code = code;
   }
 }
 

@@ -84,7 +84,7 @@ async function withCpu<T>(setup: Setup, work: () => Promise<T>): Promise<{ resul
 /** One run of bench/smtp-load.ts in its own process. */
 async function smtpLoad(opts: LoadOptions): Promise<LoadResult> {
   const limitMs = ((opts.seconds ?? 0) + 90) * 1000;
-  const res = await runBounded(process.execPath, ['--import', 'tsx', join(ROOT, 'bench', 'smtp-load.ts'), JSON.stringify(opts)], limitMs);
+  const res = await runBounded(process.execPath, [join(ROOT, 'bench', 'smtp-load.ts'), JSON.stringify(opts)], limitMs);
   if (res.code !== 0) throw new Error(`smtp-load failed (${res.timedOut ? 'timed out' : res.code}): ${res.stderr.slice(-800)}`);
   return JSON.parse(res.stdout) as LoadResult;
 }

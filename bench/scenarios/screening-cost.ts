@@ -187,7 +187,7 @@ const median = (xs: number[]): number => {
 
 /** bench/screening.ts --json: mean CPU ms of parseMessage and screenMessage per corpus message. */
 async function microBench(): Promise<{ parseMs: number; screenMs: number; messages: number } | undefined> {
-  const res = await runBounded(process.execPath, ['--import', 'tsx', `${ROOT}bench/screening.ts`, '--json'], 180_000);
+  const res = await runBounded(process.execPath, [`${ROOT}bench/screening.ts`, '--json'], 180_000);
   const line = res.stdout.split('\n').find((l) => l.startsWith('{'));
   if (res.code !== 0 || !line) {
     log(`bench/screening.ts failed (${res.code}): ${res.stderr.slice(-300)}`);

@@ -12,7 +12,10 @@ export interface RateDecision {
 export class RateLimiter {
   private windowStart = 0;
   private counts = new Map<string, number>();
-  constructor(private readonly perMinute: number) {}
+  private readonly perMinute: number;
+  constructor(perMinute: number) {
+    this.perMinute = perMinute;
+  }
 
   hit(identity: string, nowMs: number): RateDecision {
     const window = Math.floor(nowMs / 60_000) * 60_000;

@@ -277,10 +277,13 @@ export class Routes {
   /** Every route registered, in order (the OpenAPI document and metrics read it). */
   readonly registered: RegisteredRoute[] = [];
 
-  constructor(
-    private readonly app: App,
-    private readonly ctx: AppContext,
-  ) {}
+  private readonly app: App;
+  private readonly ctx: AppContext;
+
+  constructor(app: App, ctx: AppContext) {
+    this.app = app;
+    this.ctx = ctx;
+  }
 
   get(path: string, handler: Handler, opts?: RouteOptions) {
     this.add('get', path, handler, opts);

@@ -77,12 +77,12 @@ interface Selected {
 const SELECTED_COMMANDS = new Set(['FETCH', 'STORE', 'SEARCH', 'COPY', 'MOVE', 'EXPUNGE', 'CLOSE', 'UNSELECT', 'UID']);
 
 class Refusal extends Error {
-  constructor(
-    readonly kind: 'NO' | 'BAD',
-    message: string,
-    readonly code?: string,
-  ) {
+  readonly kind: 'NO' | 'BAD';
+  readonly code?: string;
+  constructor(kind: 'NO' | 'BAD', message: string, code?: string) {
     super(message);
+    this.kind = kind;
+    this.code = code;
   }
 }
 const no = (message: string, code?: string) => new Refusal('NO', message, code);
@@ -102,12 +102,10 @@ export class ImapSession {
   private rev2 = false;
   /** The last SEARCH ... RETURN (SAVE) result, named `$` (SEARCHRES, RFC 5182). */
   private saved: number[] = [];
+  private readonly host: SessionHost;
 
-  constructor(
-    private readonly host: SessionHost,
-    socket: Socket,
-    info: { secure: boolean; remoteAddress: string | undefined },
-  ) {
+  constructor(host: SessionHost, socket: Socket, info: { secure: boolean; remoteAddress: string | undefined }) {
+    this.host = host;
     this.socket = socket;
     this.secure = info.secure;
     this.remote = info.remoteAddress ?? '';

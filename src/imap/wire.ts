@@ -60,11 +60,14 @@ export class CommandReader {
   private readonly onData = (chunk: Buffer) => this.feed(chunk);
   private readonly onEnd = () => this.finish();
 
-  constructor(
-    private readonly limits: Limits,
-    /** Says something to the client while a command comes in (`+` continuation, NO [TOOBIG]). */
-    private readonly say: (line: string) => void,
-  ) {}
+  private readonly limits: Limits;
+  /** Says something to the client while a command comes in (`+` continuation, NO [TOOBIG]). */
+  private readonly say: (line: string) => void;
+
+  constructor(limits: Limits, say: (line: string) => void) {
+    this.limits = limits;
+    this.say = say;
+  }
 
   /** Reads from `source` from now on (a new socket after STARTTLS); what was buffered is dropped (RFC 9051 §6.2.1). */
   attach(source: Duplex): void {

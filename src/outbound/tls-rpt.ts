@@ -68,10 +68,12 @@ export class TlsSessions {
   policy: StsPolicy | undefined;
   private wanted = false;
   private readonly results = new Map<string, TlsResultRow>();
-  constructor(
-    readonly ctx: AppContext,
-    readonly domain: string,
-  ) {}
+  readonly ctx: AppContext;
+  readonly domain: string;
+  constructor(ctx: AppContext, domain: string) {
+    this.ctx = ctx;
+    this.domain = domain;
+  }
 
   /** Looks up whether the domain wants reports (before the sessions are counted). */
   async start(): Promise<void> {

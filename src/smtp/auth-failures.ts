@@ -18,7 +18,10 @@ const MAX_TRACKED = 10_000;
 
 export class AuthFailures {
   private readonly recent = new Map<string, { count: number; last: number }>();
-  constructor(private readonly clock: Clock) {}
+  private readonly clock: Clock;
+  constructor(clock: Clock) {
+    this.clock = clock;
+  }
 
   private current(key: string): { count: number; last: number } | undefined {
     const entry = this.recent.get(key);

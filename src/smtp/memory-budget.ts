@@ -16,7 +16,10 @@ export const BYTES_HELD_PER_BYTE = 12;
 
 export class MemoryBudget {
   private held = 0;
-  constructor(private readonly limit: number) {}
+  private readonly limit: number;
+  constructor(limit: number) {
+    this.limit = limit;
+  }
 
   /** Whether a transaction announcing `size` bytes (MAIL FROM SIZE=) could be held now. */
   fits(size: number): boolean {

@@ -12,12 +12,14 @@ export interface TlsFiles {
 export class TlsCertificate {
   private stamp = '';
   current: TlsFiles;
+  private readonly certPath: string;
+  private readonly keyPath: string;
+  private readonly log: Logger;
 
-  constructor(
-    private readonly certPath: string,
-    private readonly keyPath: string,
-    private readonly log: Logger,
-  ) {
+  constructor(certPath: string, keyPath: string, log: Logger) {
+    this.certPath = certPath;
+    this.keyPath = keyPath;
+    this.log = log;
     this.current = this.read();
     this.stamp = this.fingerprint();
   }

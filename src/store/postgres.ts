@@ -84,9 +84,11 @@ export class PostgresStore extends StoreBase implements Store {
    * the call chain is in, so queries prepared once per handle (src/store/prepared.ts) serve all.
    */
   private readonly txDb: Tx;
+  readonly pool: pg.Pool;
 
-  constructor(readonly pool: pg.Pool) {
+  constructor(pool: pg.Pool) {
     super();
+    this.pool = pool;
     // Inside a transaction's call chain the store's handle is the transaction's (Store.transaction);
     // work the transaction started and left running finds it closed, and uses the pool.
     const open = () => openFrame<pg.PoolClient>(this)?.client;

@@ -45,7 +45,10 @@ export interface SearchReader {
 class Slots {
   private used = 0;
   private readonly waiting: Array<{ grant: () => void; timer: NodeJS.Timeout }> = [];
-  constructor(private readonly size: number) {}
+  private readonly size: number;
+  constructor(size: number) {
+    this.size = size;
+  }
 
   take(deadline: number): Promise<void> {
     if (this.used < this.size) {
@@ -205,11 +208,10 @@ class SqliteReader implements SearchReader {
   private readonly idle: SearchWorker[] = [];
   private readonly all = new Set<SearchWorker>();
   private readonly slots: Slots;
+  private readonly file: string;
 
-  constructor(
-    private readonly file: string,
-    size: number,
-  ) {
+  constructor(file: string, size: number) {
+    this.file = file;
     this.slots = new Slots(size);
   }
 

@@ -62,11 +62,13 @@ export class SqliteStore extends StoreBase implements Store {
    * @param fatal called once when the WAL cannot be fsynced; the process (src/context.ts) logs
    *   and exits non-zero there, as PostgreSQL panics. Writes are refused from that moment on.
    */
-  constructor(
-    readonly client: Database.Database,
-    private readonly fatal: (err: Error) => void = () => undefined,
-  ) {
+  readonly client: Database.Database;
+  private readonly fatal: (err: Error) => void;
+
+  constructor(client: Database.Database, fatal: (err: Error) => void = () => undefined) {
     super();
+    this.client = client;
+    this.fatal = fatal;
     const inTransaction: Executor = {
       dialect: 'sqlite',
       exec: async (source, params, method) => {

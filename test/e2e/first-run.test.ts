@@ -183,7 +183,7 @@ describe('the start-up block', () => {
     const config = configWithMode(dir, 'email');
     const entry = join(ROOT, 'cli', 'mailroom.ts');
     // script(1) runs serve on a pseudo-terminal, so its stdout is a TTY.
-    const cmd = `${JSON.stringify(process.execPath)} --import tsx ${JSON.stringify(entry)} serve --config ${JSON.stringify(config)}`;
+    const cmd = `${JSON.stringify(process.execPath)} ${JSON.stringify(entry)} serve --config ${JSON.stringify(config)}`;
     const child = spawn('script', ['-qfec', cmd, '/dev/null'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     let out = '';
     const exited = new Promise<void>((r) => child.on('close', () => r()));

@@ -76,7 +76,7 @@ async function httpClient(key: string = t.key): Promise<Client> {
 
 /** The real CLI as a child process: `mailroom mcp --url … --key …`, spoken to over its stdin/stdout. */
 async function stdioClient(key: string = t.key): Promise<{ client: Client; stderr: () => string }> {
-  const transport = new StdioClientTransport({ command: process.execPath, args: ['--import', 'tsx', join(ROOT, 'cli/mailroom.ts'), 'mcp', '--url', t.url, '--key', key], cwd: ROOT, stderr: 'pipe' });
+  const transport = new StdioClientTransport({ command: process.execPath, args: [join(ROOT, 'cli/mailroom.ts'), 'mcp', '--url', t.url, '--key', key], cwd: ROOT, stderr: 'pipe' });
   let stderr = '';
   transport.stderr?.on('data', (d) => (stderr += d));
   const client = new Client({ name: 'mcp-stdio-test', version: '1.0.0' });

@@ -21,7 +21,7 @@ import { peerSkip } from '../support/peers.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 /** `npm run -s mailroom --` and `npm start` as package.json spells them, runnable from any directory. */
-const MAILROOM = `${process.execPath} --import ${import.meta.resolve('tsx')} ${join(ROOT, 'cli/mailroom.ts')}`;
+const MAILROOM = `${process.execPath} ${join(ROOT, 'cli/mailroom.ts')}`;
 const missing = ['curl', 'jq', 'swaks'].filter((tool) => spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0);
 const skip = peerSkip(missing.length ? `${missing.join(', ')} not installed (apt-get install curl jq swaks)` : false);
 
@@ -132,8 +132,8 @@ describe("README's 5-minute tour, as written", { skip }, () => {
 
   test('the npm scripts the tour uses run the CLI, and `npm start` is `serve`', () => {
     const { scripts } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
-    assert.equal(scripts.mailroom, 'tsx cli/mailroom.ts');
-    assert.equal(scripts.start, 'tsx cli/mailroom.ts serve');
+    assert.equal(scripts.mailroom, 'node cli/mailroom.ts');
+    assert.equal(scripts.start, 'node cli/mailroom.ts serve');
   });
 
   test('every command runs and prints what the README shows; the mail is in the API and the dashboard, the reply sent in dry-run', async () => {

@@ -41,7 +41,9 @@ export class LoadSession {
   private buf = '';
   private waiting: Array<{ resolve: (code: number) => void; reject: (e: Error) => void }> = [];
   private dead = false;
-  private constructor(private readonly socket: Socket) {
+  private readonly socket: Socket;
+  private constructor(socket: Socket) {
+    this.socket = socket;
     socket.setEncoding('latin1');
     socket.on('data', (d: string) => {
       this.buf += d;

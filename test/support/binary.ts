@@ -63,7 +63,7 @@ export function ensureBinary(): string | null {
   }
   const reason = !st ? 'missing' : st.mtimeMs < newestSource() ? 'older than the sources' : null;
   if (!reason) return null;
-  const res = spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, 'build', 'build.ts'), ...buildArgs], { cwd: ROOT, encoding: 'utf8' });
+  const res = spawnSync(process.execPath, [join(ROOT, 'build', 'build.ts'), ...buildArgs], { cwd: ROOT, encoding: 'utf8' });
   if (res.status !== 0) throw new Error(`npm run build failed:\n${res.stdout}\n${res.stderr}`);
   return reason;
 }

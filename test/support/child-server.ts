@@ -1,4 +1,4 @@
-// The real server as a child process (`node --import tsx cli/mailroom.ts serve --config …`) on
+// The real server as a child process (`node cli/mailroom.ts serve --config …`) on
 // fixed loopback ports, so suites can SIGTERM or SIGKILL it and start it again on the same
 // data directory and ports while their clients keep the same addresses.
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -66,7 +66,7 @@ export interface ChildServer {
 /** Starts `mailroom serve` and resolves once it logged "started" (listeners bound, jobs recovered). */
 export function startChild(inst: Instance, timeoutMs = 30_000): Promise<ChildServer> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', ENTRY, 'serve', '--config', inst.configFile], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [ENTRY, 'serve', '--config', inst.configFile], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
     let started = false;

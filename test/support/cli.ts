@@ -35,7 +35,7 @@ async function databaseEnv(args: string[]): Promise<Record<string, string>> {
 export async function runCli(args: string[], opts: { cwd?: string; timeoutMs?: number; input?: string; env?: Record<string, string> } = {}): Promise<CliResult> {
   const database = await databaseEnv(args);
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', ENTRY, ...args], {
+    const child = spawn(process.execPath, [ENTRY, ...args], {
       cwd: opts.cwd ?? ROOT,
       env: { ...process.env, ...database, ...opts.env },
       stdio: [opts.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
@@ -57,7 +57,7 @@ export async function runCli(args: string[], opts: { cwd?: string; timeoutMs?: n
 /** Starts `mailroom serve` and resolves once its "started" log line names the HTTP address. */
 export function startServe(args: string[]): Promise<{ child: ChildProcess; url: string; stdout: () => string; stderr: () => string; exited: Promise<number | null> }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', ENTRY, 'serve', ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [ENTRY, 'serve', ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     const exited = new Promise<number | null>((r) => child.on('close', (code) => r(code)));

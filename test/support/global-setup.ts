@@ -4,7 +4,6 @@
 // stay one per file because event visibility follows the oldest transaction running anywhere
 // in a cluster (store/repo/events.ts), so one file's long transaction would hold back another's
 // events. Without PostgreSQL installed nothing is made: the files that need it say so (peers.ts).
-// Node loads this module without tsx (type stripping only): it imports nothing from src/.
 import { rmSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { initTemplate, postgresMissing, TEMPLATE_ENV } from './postgres.ts';

@@ -26,11 +26,13 @@ export class RawImap {
   /** Bytes received in all (a FETCH's responses are counted, not kept, past `keep`). */
   received = 0;
 
-  private constructor(
-    readonly socket: Socket,
-    /** Keep at most this many characters of unread input (a big FETCH is read and dropped). */
-    private readonly keep: number,
-  ) {
+  readonly socket: Socket;
+  /** Keep at most this many characters of unread input (a big FETCH is read and dropped). */
+  private readonly keep: number;
+
+  private constructor(socket: Socket, keep: number) {
+    this.socket = socket;
+    this.keep = keep;
     socket.setEncoding('latin1');
     socket.on('data', (chunk: string) => {
       this.received += chunk.length;

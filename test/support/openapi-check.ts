@@ -6,7 +6,7 @@
 // origins (webhook receivers, DNS stubs), non-JSON answers (downloads, raw sources, SSE, the
 // dashboard) and paths the document does not list are passed through untouched.
 // MAILROOM_TEST_OPENAPI=0 turns the check off; MAILROOM_OPENAPI_COVERAGE=<file> appends the
-// operations each test process validated to <file>, and `node --import tsx
+// operations each test process validated to <file>, and `node
 // test/support/openapi-check.ts <file>` lists the documented operations no run exercised.
 import { appendFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -137,7 +137,7 @@ export function checkAnswersOf(baseUrl: string): void {
   if (coverage) process.on('exit', () => appendFileSync(coverage, [...validated].map((v) => `${v}\n`).join('')));
 }
 
-// `node --import tsx test/support/openapi-check.ts <coverage file>`: the documented operations
+// `node test/support/openapi-check.ts <coverage file>`: the documented operations
 // no test answer exercised (every status counts), after a run with MAILROOM_OPENAPI_COVERAGE.
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const file = process.argv[2];

@@ -1,5 +1,5 @@
 // Free loopback ports. Its own module, without imports from src/: test/support/postgres.ts uses
-// it from the test runner's global setup, which node loads without tsx (type stripping only).
+// it from the test runner's global setup, which loads no more of the project than it needs.
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 

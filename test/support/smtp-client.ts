@@ -13,7 +13,10 @@ export class SmtpClient {
   private replies: SmtpReply[] = [];
   closed: Promise<void>;
 
-  private constructor(readonly socket: Socket) {
+  readonly socket: Socket;
+
+  private constructor(socket: Socket) {
+    this.socket = socket;
     socket.setEncoding('latin1');
     socket.on('data', (d: string) => {
       this.buf += d;

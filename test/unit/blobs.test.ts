@@ -17,7 +17,7 @@ test('a blob write renames the file into place, then fsyncs its directory', { sk
 const b = new Blobs(${JSON.stringify(join(dir, 'data'))});
 await b.write('raw/2026-11/one.eml', 'hello');
 await b.writeStream('attachments/2026-11/two', (await import('node:stream')).Readable.from([Buffer.from('x')]));`;
-    const run = spawnSync('strace', ['-f', '-e', 'trace=openat,rename,renameat,renameat2,fsync', '-o', trace, process.execPath, '--import', 'tsx', '--input-type=module', '-e', script], {
+    const run = spawnSync('strace', ['-f', '-e', 'trace=openat,rename,renameat,renameat2,fsync', '-o', trace, process.execPath, '--input-type=module', '-e', script], {
       encoding: 'utf8',
     });
     assert.equal(run.status, 0, run.stderr);

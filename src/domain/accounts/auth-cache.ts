@@ -44,7 +44,11 @@ export class AuthCache {
   /** Bumped on every emptying; a fill started under another generation is not stored. */
   generation = 0;
 
-  constructor(private readonly committedElsewhere: () => boolean) {}
+  private readonly committedElsewhere: () => boolean;
+
+  constructor(committedElsewhere: () => boolean) {
+    this.committedElsewhere = committedElsewhere;
+  }
 
   /** True while this turn of the event loop has looked at commits made elsewhere already. */
   private looked = false;

@@ -47,8 +47,8 @@ export function setAnalysisWorkerSource(code: () => string): void {
 
 /**
  * How to start the worker: the single executable's asset; else `analysis-worker.mjs` beside the
- * running bundle (bench/ builds one); else, from source under tsx, the TypeScript file itself
- * with tsx registered inside the worker (a worker does not inherit the main thread's loader).
+ * running bundle (bench/ builds one); else, from source, the TypeScript file itself (Node strips
+ * its types, in a worker as in the main thread).
  */
 function startWorker(): Worker {
   // The young generation bounded (V8 gave a worker 96 MB): parsing a large message from its file
@@ -60,11 +60,7 @@ function startWorker(): Worker {
   if (existsSync(fileURLToPath(bundled))) return new Worker(bundled, options);
   const source = new URL('./analysis-worker.ts', import.meta.url);
   if (!existsSync(fileURLToPath(source))) throw new Error('the analysis worker script is missing');
-  // tsx resolved here: a bare specifier in the worker's eval'd code resolves from the current
-  // directory, which is not this checkout when `mailroom` runs from elsewhere (every worker then
-  // failed to start, and every message was stored unanalysed).
-  const tsx = import.meta.resolve('tsx/esm/api');
-  return new Worker(`import(${JSON.stringify(tsx)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(source.href)}); })`, { ...options, eval: true });
+  return new Worker(source, options);
 }
 
 /** One message being analysed. */

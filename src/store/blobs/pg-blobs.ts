@@ -17,10 +17,12 @@ export class BlobNotFoundError extends Error {
 }
 
 export class PgBlobs {
-  constructor(
-    private readonly store: Store,
-    private readonly chunkBytes = CHUNK_BYTES,
-  ) {}
+  private readonly store: Store;
+  private readonly chunkBytes: number;
+  constructor(store: Store, chunkBytes = CHUNK_BYTES) {
+    this.store = store;
+    this.chunkBytes = chunkBytes;
+  }
 
   /**
    * Stores `data` under `key` through `db` (a transaction handle to commit it with rows).
@@ -110,8 +112,10 @@ export class PgBlobs {
  */
 export class DbBlobs implements BlobStore {
   private readonly pg: PgBlobs;
+  private readonly store: Store;
 
-  constructor(private readonly store: Store) {
+  constructor(store: Store) {
+    this.store = store;
     this.pg = new PgBlobs(store);
   }
 

@@ -22,11 +22,12 @@ export class StagedWriter {
   private readonly hash: Hash = createHash('sha256');
   private size = 0;
   private failure: Error | undefined;
+  readonly path: string;
+  private readonly out: WriteStream;
 
-  private constructor(
-    readonly path: string,
-    private readonly out: WriteStream,
-  ) {
+  private constructor(path: string, out: WriteStream) {
+    this.path = path;
+    this.out = out;
     out.on('error', (err) => (this.failure ??= err));
   }
 
