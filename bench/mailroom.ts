@@ -74,8 +74,9 @@ export function benchConfig(dataDir: string, dnsServer: string, overrides: Toml 
       http: { listen: '127.0.0.1:0', public_url: 'http://127.0.0.1:3000' },
       smtp: { listen: '127.0.0.1:0', max_connections: 1000, max_connections_per_ip: 1000 },
       // The API rate limit would cap every HTTP scenario; the bench measures the server, not it.
-      // The same for the inbox quota: (b) creates thousands of inboxes with POST /inboxes.
-      limits: { requests_per_minute: 100_000_000, daily_send_limit: 10_000_000, inboxes_per_account: 10_000_000 },
+      // The same for the inbox quota: (b) creates thousands of inboxes with POST /inboxes; and
+      // for the daily send limits, per inbox and per account: (c) sends thousands.
+      limits: { requests_per_minute: 100_000_000, daily_send_limit: 10_000_000, account_daily_send_limit: 10_000_000, inboxes_per_account: 10_000_000 },
       dns: { servers: [dnsServer], timeout: '2s' },
       webhooks: { allow_insecure_targets: true },
     },
