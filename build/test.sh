@@ -18,7 +18,7 @@ jobs=${MAILROOM_TEST_CONCURRENCY:-2}
 # waits, CLI runs, child servers' starts) stretch by half their number (test/support/wait.ts).
 export MAILROOM_TEST_DEADLINE_SCALE=${MAILROOM_TEST_DEADLINE_SCALE:-$(((jobs + 1) / 2))}
 # The longest files start first, so a pass does not end with one of them running alone.
-slow=(dashboard-client data-stream node-failover search-corpus interop failure-paths cli first-run hostile-http mcp streams-bounds)
+slow=(dashboard-client cli data-stream node-failover first-run failure-paths interop streams-bounds search-corpus init hostile-http mcp)
 # A file whose every test needs PostgreSQL says so on a line of its own; the SQLite pass leaves it out.
 pg_only=$(grep -l '^// PostgreSQL pass only:' test/e2e/*.test.ts)
 files() {
