@@ -11,6 +11,15 @@ import { INJECTION_RULES, INVISIBLE_CHARS } from '../../src/domain/screening/rul
 const ctx: ScreenContext = { ownDomains: ['acme-robotics.com'], ownAddresses: ['support@acme-robotics.com'], authentication: { dmarc: 'pass', fromDomain: 'example.net' } };
 const from = { value: [{ address: 'alice@example.net', name: 'Alice' }] };
 
+/** The screening corpus's messages (test/fixtures/screening/). */
+const corpus = (): Array<{ subject: string; text?: string; html?: string }> =>
+  ['attacks.jsonl', 'benign.jsonl', 'heldout.jsonl'].flatMap((f) =>
+    readFileSync(new URL(`../fixtures/screening/${f}`, import.meta.url), 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l)),
+  );
+
 test('alternativesOf splits at top-level bars only, past escapes, groups and classes', () => {
   assert.deepEqual(alternativesOf(String.raw`\ba|b(c|d)|[|x]e|\|f`), [String.raw`\ba`, 'b(c|d)', '[|x]e', String.raw`\|f`]);
   assert.deepEqual(alternativesOf('abc'), ['abc']);
@@ -18,17 +27,10 @@ test('alternativesOf splits at top-level bars only, past escapes, groups and cla
 });
 
 test('the union patterns match a text exactly when some rule does (every corpus text, every line of it)', () => {
-  const texts = ['attacks.jsonl', 'benign.jsonl', 'heldout.jsonl']
-    .flatMap((f) =>
-      readFileSync(new URL(`../fixtures/screening/${f}`, import.meta.url), 'utf8')
-        .split('\n')
-        .filter(Boolean),
-    )
-    .flatMap((l) => {
-      const e = JSON.parse(l) as { subject: string; text?: string; html?: string };
-      const whole = [e.subject, e.text ?? '', e.html ?? ''].join('\n').normalize('NFKC').toLowerCase();
-      return [whole, ...whole.split('\n')];
-    });
+  const texts = corpus().flatMap((e) => {
+    const whole = [e.subject, e.text ?? '', e.html ?? ''].join('\n').normalize('NFKC').toLowerCase();
+    return [whole, ...whole.split('\n')];
+  });
   let matched = 0;
   for (const t of texts) {
     const some = INJECTION_RULES.some((r) => r.pattern.test(t));
@@ -52,17 +54,7 @@ test('a base64 block inside a long line of other base64-like text is still decod
 });
 
 /** Every corpus text (subject, text, HTML source). */
-const corpusTexts = (): string[] =>
-  ['attacks.jsonl', 'benign.jsonl', 'heldout.jsonl']
-    .flatMap((f) =>
-      readFileSync(new URL(`../fixtures/screening/${f}`, import.meta.url), 'utf8')
-        .split('\n')
-        .filter(Boolean),
-    )
-    .flatMap((l) => {
-      const e = JSON.parse(l) as { subject: string; text?: string; html?: string };
-      return [e.subject, e.text ?? '', e.html ?? ''];
-    });
+const corpusTexts = (): string[] => corpus().flatMap((e) => [e.subject, e.text ?? '', e.html ?? '']);
 
 /** Random strings over `alphabet`, short and long, some mostly of `runOf`. */
 function* randomStrings(alphabet: string[], runOf: string, count: number): Generator<string> {
@@ -80,7 +72,14 @@ function* randomStrings(alphabet: string[], runOf: string, count: number): Gener
 test('base64Runs finds exactly the maximal runs of 24 or more base64 characters', () => {
   const runs = (t: string) => t.match(/[A-Za-z0-9+/=]{24,}/g) ?? [];
   let found = 0;
-  for (const t of [...corpusTexts(), ...randomStrings(['a', 'Z', '0', '+', '/', '=', ' ', '\n', '-', '\u00e9', '\ud83d\ude00'], 'aB9', 50_000)]) {
+  // Runs around the shortest length, one after another with short gaps: where a loop that skips ahead could step over one.
+  const edges: string[] = [];
+  for (let a = 0; a <= 28; a++)
+    for (let gap = 1; gap <= 3; gap++)
+      for (let b = 20; b <= 28; b++)
+        for (const tail of ['', '.', '. x'])
+          edges.push(`${'a'.repeat(a)}${' '.repeat(gap)}${'B'.repeat(b)}${tail}`, `${'-'.repeat(gap)}${'a'.repeat(a)}-${'9'.repeat(b)}${' '.repeat(gap)}${'Z'.repeat(24)}${tail}`);
+  for (const t of [...edges, ...corpusTexts(), ...randomStrings(['a', 'Z', '0', '+', '/', '=', ' ', '\n', '-', '\u00e9', '\ud83d\ude00'], 'aB9', 50_000)]) {
     const got = base64Runs(t);
     assert.deepEqual(got, runs(t), JSON.stringify(t.slice(0, 200)));
     found += got.length;
