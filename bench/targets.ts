@@ -44,6 +44,8 @@ export const TARGETS = {
   idleRssMb: atMost(64, ' MB'),
   /** (h) */
   largePeakMb: below(400, ' MB'),
+  /** (g): the single executable's peak with eight 25 MB messages at once (issue 31). */
+  largeBinaryPeakMb: below(200, ' MB'),
   /** (j): events produced per second at 500 offered (95%), and event → SSE/webhook p99. */
   eventRate: atLeast(475, ' events/s'),
   eventP99Ms: below(100, ' ms'),

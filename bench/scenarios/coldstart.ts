@@ -5,10 +5,12 @@
 // binary itself (scenario (f) measures the esbuild bundle under `node`).
 import { spawn } from 'node:child_process';
 import { get } from 'node:http';
+import { randomBytes } from 'node:crypto';
 import { chmodSync, copyFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'smol-toml';
 import type { TestDns } from '../../test/support/dns.ts';
+import { SmtpClient } from '../../test/support/smtp-client.ts';
 import { benchConfig } from '../mailroom.ts';
 import { ROOT, SkipError, freshDir, log, memoryOf, round, runBounded, sleep, stopChild, summarize, track, waitFor, type ScenarioResult } from '../support.ts';
 import { judge } from '../targets.ts';
@@ -82,11 +84,44 @@ function anonMb(pid: number): number | undefined {
   }
 }
 
+/** Messages sent at once for the peak (issue 31: eight 25 MB messages in under 200 MB). */
+const LARGE_AT_ONCE = 8;
+
+/** A message of about 25.8 MB (under smtp.max_message_bytes, 25 MiB): one 18 MiB attachment, base64 in 76-character lines. */
+function largeMessage(to: string, i: number): Buffer {
+  const base64 = randomBytes(18 * 1024 * 1024)
+    .toString('base64')
+    .replace(/.{76}/g, '$&\r\n');
+  const head = [
+    `From: <sender${i}@bench.example>`,
+    `To: <${to}>`,
+    `Subject: large ${i}`,
+    'MIME-Version: 1.0',
+    'Content-Type: multipart/mixed; boundary="b"',
+    '',
+    '--b',
+    'Content-Type: text/plain',
+    '',
+    'see the attachment',
+    '--b',
+    `Content-Type: application/octet-stream; name="f${i}.bin"`,
+    'Content-Transfer-Encoding: base64',
+    '',
+    '',
+  ].join('\r\n');
+  return Buffer.from(`${head}${base64}\r\n--b--\r\n`);
+}
+
 /**
  * RSS of `build/mailroom serve` idle with one inbox (as scenario (f) does for the bundle): 3 s
- * after start, and 20 s after, once V8's memory reducer has run its idle collections.
+ * after start, and 20 s after, once V8's memory reducer has run its idle collections. Then its
+ * peak (VmHWM) once LARGE_AT_ONCE messages of ~25 MB, sent at once over as many sessions, are
+ * all visible through the API.
  */
-async function idleMemory(binary: string, config: string): Promise<{ at3s?: number; anon3s?: number; at20s?: number; anon20s?: number }> {
+async function binaryMemory(
+  binary: string,
+  config: string,
+): Promise<{ at3s?: number; anon3s?: number; at20s?: number; anon20s?: number; largePeak?: number; largeBytes: number; largeSeconds: number }> {
   const child = track(spawn(binary, ['serve', '--config', config], { stdio: ['ignore', 'pipe', 'pipe'] }));
   let out = '';
   let err = '';
@@ -103,13 +138,37 @@ async function idleMemory(binary: string, config: string): Promise<{ at3s?: numb
       20_000,
     );
     const key = await waitFor('bootstrap key', () => /mr_live_[A-Za-z0-9]+/.exec(err)?.[0], 5_000);
-    const res = await fetch(`${http}/inboxes`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: '{}' });
+    const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+    const res = await fetch(`${http}/inboxes`, { method: 'POST', headers, body: '{}' });
     if (res.status !== 201) throw new Error(`POST /inboxes: ${res.status}`);
+    const inbox = (await res.json()) as { id: string; address: string };
     await sleep(3000 - (Date.now() - started));
     const at3s = memoryOf(child.pid!)?.rssMb;
     const anon3s = anonMb(child.pid!);
     await sleep(20_000 - (Date.now() - started));
-    return { at3s, anon3s, at20s: memoryOf(child.pid!)?.rssMb, anon20s: anonMb(child.pid!) };
+    const at20s = memoryOf(child.pid!)?.rssMb;
+    const anon20s = anonMb(child.pid!);
+    const smtpPort = Number(/:(\d+)$/.exec(JSON.parse(out.split('\n').find((l) => l.includes('"msg":"started"'))!).smtp as string)![1]);
+    const messages = Array.from({ length: LARGE_AT_ONCE }, (_v, i) => largeMessage(inbox.address, i));
+    const t0 = performance.now();
+    const replies = await Promise.all(
+      messages.map(async (m, i) => {
+        const { client } = await SmtpClient.open(smtpPort);
+        await client.cmd('EHLO bench.example');
+        const reply = await client.send(`sender${i}@bench.example`, [inbox.address], m);
+        await client.quit();
+        return reply.code;
+      }),
+    );
+    if (replies.some((c) => c !== 250)) throw new Error(`large messages answered ${replies.join(', ')}`);
+    await waitFor(
+      'the large messages to be visible',
+      async () => ((await (await fetch(`${http}/inboxes/${inbox.id}/messages?limit=1`, { headers })).json()) as { total: number }).total >= LARGE_AT_ONCE || undefined,
+      120_000,
+      100,
+    );
+    const largeSeconds = round((performance.now() - t0) / 1000, 2);
+    return { at3s, anon3s, at20s, anon20s, largePeak: memoryOf(child.pid!)?.peakMb, largeBytes: messages[0].length, largeSeconds };
   } finally {
     await stopChild(child);
   }
@@ -159,13 +218,13 @@ export async function coldStart(env: { dns: TestDns }): Promise<ScenarioResult> 
   }
   const [e, x, b] = [summarize(empty), summarize(existing), summarize(bare)];
   log(`cold start: empty data dir p50 ${e.p50} ms, existing ${x.p50} ms, bare node ${b.p50} ms`);
-  const idle = await idleMemory(binary, configFor('idle'));
-  log(`binary idle RSS: ${idle.at3s} MB at 3 s, ${idle.at20s} MB at 20 s`);
+  const idle = await binaryMemory(binary, configFor('idle'));
+  log(`binary idle RSS: ${idle.at3s} MB at 3 s, ${idle.at20s} MB at 20 s; peak with ${LARGE_AT_ONCE} large messages at once ${idle.largePeak} MB`);
   return {
     id: 'coldstart',
     title: '(g) Cold start of the single executable',
     status: 'ok',
-    setup: `build/mailroom (a copy of it) serve, spawn until GET /health has answered 200 (asked once its "started" log line is out: HTTP and SMTP listening, migrations applied), median of ${RUNS}; after one untimed start that fills the addon cache. Baseline: the same pinned Node binary starting a bare node:http server until it has answered one GET, its starts interleaved with mailroom's. Idle RSS: one more start with one inbox created over HTTP, read from /proc${buildNote}`,
+    setup: `build/mailroom (a copy of it) serve, spawn until GET /health has answered 200 (asked once its "started" log line is out: HTTP and SMTP listening, migrations applied), median of ${RUNS}; after one untimed start that fills the addon cache. Baseline: the same pinned Node binary starting a bare node:http server until it has answered one GET, its starts interleaved with mailroom's. Idle RSS: one more start with one inbox created over HTTP, read from /proc; then that server's peak RSS with ${LARGE_AT_ONCE} messages of ~25 MB at once${buildNote}`,
     rows: [
       {
         metric: 'start until /health answers, existing data dir (median)',
@@ -196,6 +255,13 @@ export async function coldStart(env: { dns: TestDns }): Promise<ScenarioResult> 
         mailroom: idle.at20s ?? null,
         ...judge('idleRssMb', idle.at20s),
         note: `${idle.anon20s} MB anonymous; after V8's idle-time collections`,
+      },
+      {
+        metric: `peak RSS of build/mailroom, ${LARGE_AT_ONCE} messages of ${round(idle.largeBytes / 1e6, 1)} MB sent at once`,
+        unit: 'MB',
+        mailroom: idle.largePeak ?? null,
+        ...judge('largeBinaryPeakMb', idle.largePeak),
+        note: `VmHWM since start, read once all ${LARGE_AT_ONCE} are visible through the API (${idle.largeSeconds} s after the first was sent); one 18 MiB attachment each, base64; each over its own SMTP session`,
       },
     ],
     details: { empty, existing, bare, idle },
