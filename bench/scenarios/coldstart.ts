@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { stringify } from 'smol-toml';
 import type { TestDns } from '../../test/support/dns.ts';
 import { SmtpClient } from '../../test/support/smtp-client.ts';
+import MailComposer from 'nodemailer/lib/mail-composer/index.js';
 import { benchConfig } from '../mailroom.ts';
 import { ROOT, SkipError, freshDir, log, memoryOf, round, runBounded, sleep, stopChild, summarize, track, waitFor, type ScenarioResult } from '../support.ts';
 import { judge } from '../targets.ts';
@@ -87,30 +88,11 @@ function anonMb(pid: number): number | undefined {
 /** Messages sent at once for the peak (issue 31: eight 25 MB messages in under 200 MB). */
 const LARGE_AT_ONCE = 8;
 
-/** A message of about 25.8 MB (under smtp.max_message_bytes, 25 MiB): one 18 MiB attachment, base64 in 76-character lines. */
-function largeMessage(to: string, i: number): Buffer {
-  const base64 = randomBytes(18 * 1024 * 1024)
-    .toString('base64')
-    .replace(/.{76}/g, '$&\r\n');
-  const head = [
-    `From: <sender${i}@bench.example>`,
-    `To: <${to}>`,
-    `Subject: large ${i}`,
-    'MIME-Version: 1.0',
-    'Content-Type: multipart/mixed; boundary="b"',
-    '',
-    '--b',
-    'Content-Type: text/plain',
-    '',
-    'see the attachment',
-    '--b',
-    `Content-Type: application/octet-stream; name="f${i}.bin"`,
-    'Content-Transfer-Encoding: base64',
-    '',
-    '',
-  ].join('\r\n');
-  return Buffer.from(`${head}${base64}\r\n--b--\r\n`);
-}
+/** A message of about 25.8 MB (under smtp.max_message_bytes, 25 MiB): one 18 MiB attachment, base64. */
+const largeMessage = (to: string, i: number): Promise<Buffer> =>
+  new MailComposer({ from: `sender${i}@bench.example`, to, subject: `large ${i}`, text: 'see the attachment', attachments: [{ filename: `f${i}.bin`, content: randomBytes(18 * 1024 * 1024) }] })
+    .compile()
+    .build();
 
 /**
  * RSS of `build/mailroom serve` idle with one inbox (as scenario (f) does for the bundle): 3 s
@@ -129,11 +111,11 @@ async function binaryMemory(
   child.stderr!.on('data', (d: Buffer) => (err += d));
   try {
     const started = Date.now();
-    const http = await waitFor(
+    const { http, smtp } = await waitFor(
       'build/mailroom to start',
       () => {
         const line = out.split('\n').find((l) => l.includes('"msg":"started"'));
-        return line ? (JSON.parse(line).http as string) : undefined;
+        return line ? (JSON.parse(line) as { http: string; smtp: string }) : undefined;
       },
       20_000,
     );
@@ -148,8 +130,8 @@ async function binaryMemory(
     await sleep(20_000 - (Date.now() - started));
     const at20s = memoryOf(child.pid!)?.rssMb;
     const anon20s = anonMb(child.pid!);
-    const smtpPort = Number(/:(\d+)$/.exec(JSON.parse(out.split('\n').find((l) => l.includes('"msg":"started"'))!).smtp as string)![1]);
-    const messages = Array.from({ length: LARGE_AT_ONCE }, (_v, i) => largeMessage(inbox.address, i));
+    const smtpPort = Number(/:(\d+)$/.exec(smtp)![1]);
+    const messages = await Promise.all(Array.from({ length: LARGE_AT_ONCE }, (_v, i) => largeMessage(inbox.address, i)));
     const t0 = performance.now();
     const replies = await Promise.all(
       messages.map(async (m, i) => {
