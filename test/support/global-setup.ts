@@ -1,5 +1,5 @@
 // The test runner's global setup (build/test.sh: --test-global-setup): initdb once for the
-// whole pass. Each test file still starts a PostgreSQL cluster of its own (postgres.ts), from a
+// whole pass, with a migrated database test servers' databases are copied from. Each test file still starts a PostgreSQL cluster of its own (postgres.ts), from a
 // copy of this data directory: one initdb per file was most of a cluster's start. Clusters
 // stay one per file because event visibility follows the oldest transaction running anywhere
 // in a cluster (store/repo/events.ts), so one file's long transaction would hold back another's
@@ -10,9 +10,9 @@ import { initTemplate, postgresMissing, TEMPLATE_ENV } from './postgres.ts';
 
 let template: string | undefined;
 
-export function globalSetup(): void {
+export async function globalSetup(): Promise<void> {
   if (postgresMissing()) return;
-  template = initTemplate();
+  template = await initTemplate();
   process.env[TEMPLATE_ENV] = template;
 }
 

@@ -91,7 +91,7 @@ export const knownDatabaseUrl = (dataDir: string): Promise<string> | undefined =
 export function testDatabaseUrl(dataDir: string): Promise<string> {
   dataDir = resolve(dataDir);
   let url = databases.get(dataDir);
-  if (!url) databases.set(dataDir, (url = pgCluster().then((c) => c.createDatabase())));
+  if (!url) databases.set(dataDir, (url = pgCluster().then((c) => c.createMigratedDatabase())));
   return url;
 }
 
