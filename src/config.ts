@@ -239,7 +239,7 @@ export const CONFIG_SCHEMA = {
     listen: listen('127.0.0.1:3000', 'Address the HTTP API listens on.'),
     public_url: baseUrl('http://localhost:3000', 'Base URL clients reach the API at; attachment download URLs start with it.'),
     max_body_bytes: int(1_048_576, 'Largest JSON request body accepted; larger bodies get 413.', 1),
-    shutdown_grace: duration('10s', 'How long shutdown waits for in-flight HTTP requests and SMTP sessions.'),
+    shutdown_grace: duration('10s', 'How long shutdown waits for in-flight HTTP requests and SMTP messages being received; an SMTP session between messages is told 421 at once.'),
     headers_timeout: duration('10s', 'A client must send its request headers within this time; else 408 and the connection is closed.'),
     request_timeout: duration(
       '30s',

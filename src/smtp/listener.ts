@@ -7,7 +7,7 @@ import type { ListenAddress } from '../config.ts';
 import type { AppContext } from '../context.ts';
 import { countSmtpSession } from '../metrics.ts';
 import { smtpReply } from './replies.ts';
-import { limitSessions } from './session-limits.ts';
+import { limitSessions, type Connection } from './session-limits.ts';
 import type { TlsCertificate } from './tls.ts';
 
 /**
@@ -65,6 +65,7 @@ export function createSmtpServer(ctx: AppContext, tls: TlsCertificate | undefine
       cb();
     },
     ...options,
+    ...(options.onData && { onData: receiving(options.onData) }),
   });
   const limits = limitSessions(ctx, server);
   return server;
@@ -84,7 +85,33 @@ export async function listenSmtp(server: SMTPServer, address: ListenAddress): Pr
   return (server.server.address() as AddressInfo).port;
 }
 
-/** smtp-server stops accepting, lets sessions finish, and cuts them after its closeTimeout. */
+/** Sessions from their DATA command until the reply to it is decided (receiving.onData). */
+const inTransaction = new WeakSet<object>();
+
+/** `onData` that marks its session as in a transaction until it answers. */
+function receiving(onData: NonNullable<SMTPServerOptions['onData']>): NonNullable<SMTPServerOptions['onData']> {
+  return (stream, session, callback) => {
+    inTransaction.add(session);
+    onData(stream, session, (err, message) => {
+      inTransaction.delete(session);
+      callback(err, message);
+    });
+  };
+}
+
+/**
+ * Stops accepting; a session between transactions is told 421 and closed at once, as Postfix's
+ * smtpd does when it is stopped, so an idle client does not hold the shutdown for the whole
+ * grace period; a message being received or stored gets until smtp-server's closeTimeout
+ * (http.shutdown_grace) to be answered, after which it is cut with a 421 too.
+ */
 export function closeSmtp(server: SMTPServer | undefined): Promise<void> {
-  return server ? new Promise<void>((resolve) => server.close(() => resolve())) : Promise.resolve();
+  if (!server) return Promise.resolve();
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  for (const conn of (server as unknown as { connections: Set<Connection> }).connections) {
+    if (inTransaction.has(conn.session)) continue;
+    conn.send(421, '4.3.2 service shutting down, try again later');
+    conn.close();
+  }
+  return closed;
 }
