@@ -204,7 +204,9 @@ export function eximMissing(): string | false {
       return `Exim's packages (exim4-daemon-light, exim4-base, exim4-config) could not be fetched and unpacked (${got.stderr.trim().split('\n').pop()}); .ci/run does it`;
   }
   const v = spawnSync(EXIM(), ['-bV', '-C', '/dev/null'], { encoding: 'utf8' });
-  if (!/Exim version/.test(v.stdout)) return `exim4 does not run here: ${(v.stderr || v.stdout).trim().split('\n')[0]} (.ci/run installs libidn12 and creates the Debian-exim user)`;
+  // A file that cannot be run at all (v.error: EACCES, ENOEXEC) has no output to quote.
+  if (!/Exim version/.test(v.stdout ?? ''))
+    return `exim4 does not run here: ${v.error?.message ?? (v.stderr || v.stdout).trim().split('\n')[0]} (.ci/run installs libidn12 and creates the Debian-exim user)`;
   return false;
 }
 
