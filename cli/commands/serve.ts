@@ -24,7 +24,27 @@ export function registerServe(program: Command): void {
         // A busy port is an operator's everyday mistake: one line naming the key, no stack.
         throw err instanceof ListenError ? new CliError(err.message) : err;
       });
-      if ((await listAccounts(server.ctx)).length === 0) {
+      // The signal handlers go in before anything else is awaited: "started" is logged already,
+      // and a SIGTERM sent on seeing it found none (the default action killed the process, no
+      // clean stop) while the accounts were still being read. A stop waits for the bootstrap.
+      let stopping = false;
+      let bootstrapped: Promise<unknown> = Promise.resolve();
+      const stop = (signal: string) => {
+        if (stopping) return;
+        stopping = true;
+        log.info('signal', { signal });
+        bootstrapped
+          .catch(() => undefined)
+          .then(() => server.close())
+          .then(
+            () => process.exit(0),
+            () => process.exit(1),
+          );
+      };
+      process.on('SIGTERM', () => stop('SIGTERM'));
+      process.on('SIGINT', () => stop('SIGINT'));
+      bootstrapped = (async () => {
+        if ((await listAccounts(server.ctx)).length > 0) return;
         const account = await createAccount(server.ctx, 'default');
         const key = await createApiKey(server.ctx, account.id, { name: 'bootstrap' });
         log.info('bootstrap', { account: account.id, keyId: key.id, note: 'first start: API key printed on stderr' });
@@ -32,18 +52,7 @@ export function registerServe(program: Command): void {
           `\nFirst start: created account ${account.id} and this API key (shown only once):\n\n    ${key.key}\n\n` +
             `Make more with: ${suggestCommand('keys create [--name LABEL] [--read-only]', given)}\n\n`,
         );
-      }
-      let stopping = false;
-      const stop = (signal: string) => {
-        if (stopping) return;
-        stopping = true;
-        log.info('signal', { signal });
-        server.close().then(
-          () => process.exit(0),
-          () => process.exit(1),
-        );
-      };
-      process.on('SIGTERM', () => stop('SIGTERM'));
-      process.on('SIGINT', () => stop('SIGINT'));
+      })();
+      await bootstrapped;
     });
 }
