@@ -7,7 +7,7 @@ import type { ListenAddress } from '../config.ts';
 import type { AppContext } from '../context.ts';
 import { countSmtpSession } from '../metrics.ts';
 import { smtpReply } from './replies.ts';
-import { limitSessions, type Connection } from './session-limits.ts';
+import { connectionsOf, limitSessions } from './session-limits.ts';
 import type { TlsCertificate } from './tls.ts';
 
 /**
@@ -108,7 +108,7 @@ function receiving(onData: NonNullable<SMTPServerOptions['onData']>): NonNullabl
 export function closeSmtp(server: SMTPServer | undefined): Promise<void> {
   if (!server) return Promise.resolve();
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-  for (const conn of (server as unknown as { connections: Set<Connection> }).connections) {
+  for (const conn of connectionsOf(server)) {
     if (inTransaction.has(conn.session)) continue;
     conn.send(421, '4.3.2 service shutting down, try again later');
     conn.close();

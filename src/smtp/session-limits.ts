@@ -22,18 +22,21 @@ export interface Connection {
   [handler: `handler_${string}`]: (command: Buffer, callback: () => void) => void;
 }
 
+/** The connections smtp-server has open (its own set, in the order they came). */
+export const connectionsOf = (server: SMTPServer): Set<Connection> => (server as unknown as { connections: Set<Connection> }).connections;
+
 /**
  * Calls `fn` with each connection smtp-server creates, right after it is created (before its
  * greeting): `connect` is its entry point per accepted socket, and the connection's command
  * handlers, which it looks up by name, can be wrapped there.
  */
 export function eachConnection(server: SMTPServer, fn: (conn: Connection, socket: Socket) => void): void {
-  const internals = server as unknown as { connect(socket: Socket, options: unknown): void; connections: Set<Connection> };
+  const internals = server as unknown as { connect(socket: Socket, options: unknown): void };
   const connect = internals.connect.bind(server);
   internals.connect = (socket, options) => {
     connect(socket, options);
     let conn: Connection | undefined;
-    for (const c of internals.connections) conn = c; // the one just added (a Set keeps insertion order)
+    for (const c of connectionsOf(server)) conn = c; // the one just added (a Set keeps insertion order)
     if (conn) fn(conn, socket);
   };
 }
