@@ -35,6 +35,12 @@ const skip = peerSkip(postgresMissing());
 
 const ROUNDS = 10;
 /**
+ * What each round waits to see accepted since the last kill (SMTP 250s and API 202s each) before
+ * it kills, within a bound: on a CPU shared with other test files the load moves slowly, and a
+ * kill on an idle system proves little. Ten rounds carry more than 100 of each.
+ */
+const MOVED_PER_ROUND = 12;
+/**
  * jobs.lease: short, so a dead node's jobs move to the survivor within a round. Stretched with
  * the harness's guards (wait.ts) when test files share the CPU: a live node starved of it for
  * longer than its lease loses running jobs to the other node, a repeat no kill caused.
@@ -226,11 +232,15 @@ onEngine('postgres').describe('two nodes on one PostgreSQL: one SIGKILLed under 
     const eventsInFlight: InFlight = new Map();
     let mxInflightAtKills = 0;
     const restartMs: number[] = [];
+    let moved = { smtp: 0, sends: 0 };
     try {
       for (let r = 0; r < ROUNDS; r++) {
         mx.delayMs = Math.floor(random() * 300);
         rx.fallback = { status: 200, delayMs: Math.floor(random() * 150) };
         await sleep(400 + random() * 600);
+        const movedBy = Date.now() + guard(20_000);
+        while ((smtp.accepted.size - moved.smtp < MOVED_PER_ROUND || sends.accepted.size - moved.sends < MOVED_PER_ROUND) && Date.now() < movedBy) await sleep(50);
+        moved = { smtp: smtp.accepted.size, sends: sends.accepted.size };
         const victim = nodes[r % 2]!;
         // Jobs running at the kill: those running just before it, and those the victim claimed
         // meanwhile (its rows stay `running` until their lease lapses, long after the second look).
