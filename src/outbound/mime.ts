@@ -40,7 +40,7 @@ export async function textFromHtml(html: string): Promise<string> {
 
 const addr = (a: MailAddress) => (a.name ? { name: a.name, address: a.address } : a.address);
 
-export async function buildMime(input: ComposeInput): Promise<Buffer> {
+async function compose(input: ComposeInput) {
   const { default: MailComposer } = await (mailComposer ??= import('nodemailer/lib/mail-composer/index.js'));
   const composer = new MailComposer({
     from: addr(input.from),
@@ -62,5 +62,15 @@ export async function buildMime(input: ComposeInput): Promise<Buffer> {
     // is signed and sent (bodies from JSON usually have bare LF).
     newline: 'windows',
   });
-  return composer.compile().build();
+  return composer.compile();
+}
+
+/** The source of `input`, whole. */
+export async function buildMime(input: ComposeInput): Promise<Buffer> {
+  return (await compose(input)).build();
+}
+
+/** The source of `input` as a stream: attachments are read and encoded as it is consumed. */
+export async function mimeStream(input: ComposeInput): Promise<Readable> {
+  return (await compose(input)).createReadStream();
 }

@@ -2,7 +2,8 @@
 // submission listeners, against the real server in a child process whose RSS is read from /proc:
 // eight 25 MB messages at once are each stored exactly once, byte for byte, with the server's
 // peak RSS within a budget (a bound, not a speed claim); the same eight over submission are all
-// queued (none deferred by smtp.memory_budget, as when each was held whole); past a few hundred
+// queued (none deferred by smtp.memory_budget, as when each was held whole) and their outbound
+// sources composed and signed within the same budget; past a few hundred
 // KB a message is on disk, and one cut mid-DATA leaves no row and no staged file on either port;
 // too large is 552 5.3.4 on both.
 import { after, before, describe, test } from 'node:test';
@@ -125,7 +126,7 @@ describe('eight concurrent 25 MB messages', () => {
     assert.ok(run.grew < RSS_BUDGET, `peak RSS ${Math.round(run.peak / MB)} MB, ${Math.round(run.grew / MB)} MB above idle`);
   });
 
-  test('over submission: all eight queued (none deferred by the memory budget), their attachments byte-identical', async () => {
+  test('over submission: all eight queued (none deferred by the memory budget), their attachments byte-identical, the server within its memory budget', async () => {
     const inbox = (await api('POST', '/inboxes', { address: 'big-sub' })).body;
     const auth = { user: inbox.address, pass: inst.key };
     const sent = Array.from({ length: COUNT }, (_, i) => bigMessage(inbox.address, 'someone@remote.test', i));
@@ -143,6 +144,8 @@ describe('eight concurrent 25 MB messages', () => {
       assert.equal(sha(await download(att.url)), sha(sent[i].attachment), `attachment ${i}`);
     }
     assert.deepEqual(staged(), []);
+    // Their sources are composed and signed on disk too (STREAMED_SOURCE_BYTES; held whole: +850 MB).
+    assert.ok(run.grew < RSS_BUDGET, `peak RSS ${Math.round(run.peak / MB)} MB, ${Math.round(run.grew / MB)} MB above idle`);
   });
 });
 

@@ -8,7 +8,8 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile, execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { simpleParser, type AddressObject } from 'mailparser';
@@ -222,6 +223,31 @@ describe('sending through submission', () => {
     const [captured] = (await mx.waitFor(before + 1)).slice(before);
     assert.equal((await simpleParser(captured.raw)).messageId, m.messageIdHeader);
     await assertDkimPass(captured.raw);
+  });
+
+  test('a 3 MB attachment: the source is composed past memory (STREAMED_SOURCE_BYTES), DKIM-signed over the whole body, the attachment byte-identical at the MX, no staged file left', async () => {
+    const file = randomBytes(3 * 1024 * 1024 + 17);
+    const transport = nodemailer.createTransport({ host: '127.0.0.1', port: t.server.submissionPort, secure: false, ignoreTLS: true, auth: { user: inbox.address, pass: t.key } });
+    const before = mx.messages.length;
+    const info = await transport.sendMail({
+      from: inbox.address,
+      to: 'bob@remote.test',
+      subject: 'large',
+      text: 'see the file',
+      attachments: [{ filename: 'large.bin', content: file }],
+    });
+    transport.close();
+    const m = await waitForStatus(queuedId(info.response), ['sent']);
+    const [captured] = (await mx.waitFor(before + 1)).slice(before);
+    await assertDkimPass(captured.raw);
+    const parsed = await simpleParser(captured.raw);
+    assert.equal(parsed.attachments[0].filename, 'large.bin');
+    assert.ok(parsed.attachments[0].content.equals(file));
+    // What went out is the stored source, signature included.
+    const stored = await t.api('GET', `/messages/${m.id}/raw`);
+    assert.equal(stored.status, 200);
+    assert.ok(stored.text === captured.raw.toString('utf8'), 'the MX got the stored source');
+    assert.deepEqual(readdirSync(join(t.dataDir, 'tmp')), []);
   });
 
   test('swaks --auth --tls sends a message that arrives DKIM-signed and shows as sent', { skip: NO_SWAKS || NO_OPENSSL || (!EXTERNAL && 'needs a non-loopback address') }, async () => {
