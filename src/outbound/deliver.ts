@@ -13,6 +13,7 @@ import { checkDane, peerChain } from './dane.ts';
 import type { AppContext } from '../context.ts';
 import type { Service } from '../context.ts';
 import { trustedCas } from './mta-sts.ts';
+import type { Source } from './source-cache.ts';
 
 export interface Envelope {
   /** MAIL FROM: where bounces go. */
@@ -149,6 +150,9 @@ interface SmtpError extends Error {
   rejectedErrors?: Array<SmtpError & { recipient?: string }>;
 }
 
+/** The bytes of one attempt: a large source is read anew for each (src/outbound/source-cache.ts). */
+const bytesOf = (raw: Source) => (typeof raw === 'function' ? raw() : raw);
+
 const oneLine = (s: string | undefined) => (s ?? '').replace(/\s+/g, ' ').trim().slice(0, 500);
 
 /**
@@ -157,7 +161,7 @@ const oneLine = (s: string | undefined) => (s ?? '').replace(/\s+/g, ' ').trim()
  * handshake fails, the same host is tried once more without it (as Postfix does at TLS
  * security level "may"), rather than never delivering to a host with a broken TLS setup.
  */
-export async function deliverAttempt(ctx: AppContext, target: Target | 'relay', envelope: Envelope, raw: Buffer, signal?: AbortSignal): Promise<AttemptResult> {
+export async function deliverAttempt(ctx: AppContext, target: Target | 'relay', envelope: Envelope, raw: Source, signal?: AbortSignal): Promise<AttemptResult> {
   if (target !== 'relay' && target.dane) return attemptDane(ctx, target, target.dane, envelope, raw, signal);
   const res = await attemptOnce(ctx, target, envelope, raw, signal);
   if (res.kind === 'unreachable' && target !== 'relay' && !target.plaintext && !target.verify && isTlsFailure(res) && !signal?.aborted) {
@@ -173,7 +177,7 @@ export async function deliverAttempt(ctx: AppContext, target: Target | 'relay', 
  */
 export const isTlsFailure = (res: { errorCode?: string; error: string }) => res.errorCode === 'ETLS' || /TLS handshake|certificate|altnames/i.test(res.error);
 
-async function attemptOnce(ctx: AppContext, target: Target | 'relay', envelope: Envelope, raw: Buffer, signal?: AbortSignal): Promise<AttemptResult> {
+async function attemptOnce(ctx: AppContext, target: Target | 'relay', envelope: Envelope, raw: Source, signal?: AbortSignal): Promise<AttemptResult> {
   const host = target === 'relay' ? 'relay' : `${target.name} [${target.address}]:${target.port}`;
   let pool: Pool;
   try {
@@ -186,7 +190,7 @@ async function attemptOnce(ctx: AppContext, target: Target | 'relay', envelope: 
   try {
     const info = await pool.transport.sendMail({
       envelope: { from: envelope.from, to: envelope.to },
-      raw,
+      raw: bytesOf(raw),
       dsn: envelope.envid ? { id: envelope.envid, return: 'headers' } : undefined,
       // The job's deadline (jobs.attempt_timeout): the pool closes the connection carrying this
       // message, however slowly the server trickles its replies, and the send fails EABORT.
@@ -243,7 +247,7 @@ function fromError(host: string, envelope: Envelope, err: SmtpError): AttemptRes
  * which nodemailer's pool gives no place for. STARTTLS is required; a certificate that matches
  * no record ends the connection before anything is sent.
  */
-async function attemptDane(ctx: AppContext, target: Target, records: TlsaRecord[], envelope: Envelope, raw: Buffer, signal?: AbortSignal): Promise<AttemptResult> {
+async function attemptDane(ctx: AppContext, target: Target, records: TlsaRecord[], envelope: Envelope, raw: Source, signal?: AbortSignal): Promise<AttemptResult> {
   const host = `${target.name} [${target.address}]:${target.port}`;
   const o = ctx.config.outbound;
   const conn = new SMTPConnection({
@@ -274,8 +278,10 @@ async function attemptDane(ctx: AppContext, target: Target, records: TlsaRecord[
     if (problem) return { kind: 'unreachable', host, error: `DANE: ${problem}`, errorCode: 'EDANE' };
     const info = await new Promise<{ response?: string }>((resolve, reject) => {
       conn.once('error', reject);
-      conn.send({ from: envelope.from, to: envelope.to, dsn: envelope.envid ? { envid: envelope.envid, ret: 'HDRS' } : undefined } as Parameters<SMTPConnection['send']>[0], raw, (err, info) =>
-        err ? reject(err) : resolve(info),
+      conn.send(
+        { from: envelope.from, to: envelope.to, dsn: envelope.envid ? { envid: envelope.envid, ret: 'HDRS' } : undefined } as Parameters<SMTPConnection['send']>[0],
+        bytesOf(raw),
+        (err, info) => (err ? reject(err) : resolve(info)),
       );
     });
     return fromInfo(host, envelope, info);

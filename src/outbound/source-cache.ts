@@ -3,6 +3,7 @@
 // earlier, four file system calls per send (bench/ scenario (c)). Only a cache: the stored file
 // stays the source of truth, and a job that finds nothing here (another node, a retry, a
 // restart, an evicted entry) reads the file as before.
+import { Readable } from 'node:stream';
 import type { AppContext } from '../context.ts';
 
 /** Most bytes kept; beyond, the oldest entries go (a burst of sends waiting for slow MX hosts). */
@@ -72,4 +73,22 @@ export async function readSource(ctx: AppContext, path: string): Promise<Buffer>
   if (!e) return ctx.blobs.read(path);
   drop(c, path);
   return e.raw;
+}
+
+/** What a delivery attempt sends: the source in memory, or a new read of the stored one for each attempt. */
+export type Source = Buffer | (() => Readable);
+
+/** Larger sources are streamed from storage to the remote server at each attempt, never held whole. */
+export const STREAMED_DELIVERY_BYTES = 1024 * 1024;
+
+/** The source of a message of `size` bytes for its delivery attempts (readSource, or a stream past STREAMED_DELIVERY_BYTES). */
+export async function sourceForDelivery(ctx: AppContext, path: string, size: number): Promise<Source> {
+  if (size <= STREAMED_DELIVERY_BYTES) return readSource(ctx, path);
+  // Opened only when the attempt reads it: an attempt that fails before DATA leaves no file open.
+  return () =>
+    Readable.from(
+      (async function* () {
+        yield* ctx.blobs.stream(path);
+      })(),
+    );
 }

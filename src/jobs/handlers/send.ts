@@ -19,7 +19,7 @@ import { resolveMx, type MxHost } from '../../outbound/mx.ts';
 import { mxMatches, stsPolicyFor } from '../../outbound/mta-sts.ts';
 import { daneFor, tlsaName, tlsaText, type DaneStatus } from '../../outbound/dane.ts';
 import { TlsSessions, tlsFailureType } from '../../outbound/tls-rpt.ts';
-import { readSource } from '../../outbound/source-cache.ts';
+import { readSource, sourceForDelivery, type Source } from '../../outbound/source-cache.ts';
 import { replyFor } from '../../smtp/replies.ts';
 // Bounce and complaint reports are the other half of outbound delivery: registers their handler.
 import '../../domain/inbound/reports.ts';
@@ -91,7 +91,7 @@ function fromReplies(res: Extract<AttemptResult, { kind: 'replies' }>, addresses
  * recipient it was sent for. ENVID lets a DSN name the message too (RFC 3461). Unreachable
  * only when the first transaction found no server; a later failure leaves the rest deferred.
  */
-async function attemptEach(ctx: AppContext, target: Target | 'relay', row: MessageRow, addresses: string[], raw: Buffer, signal: AbortSignal): Promise<AttemptResult> {
+async function attemptEach(ctx: AppContext, target: Target | 'relay', row: MessageRow, addresses: string[], raw: Source, signal: AbortSignal): Promise<AttemptResult> {
   const replies = new Map<string, RecipientReply>();
   let host = '';
   for (const address of addresses) {
@@ -113,7 +113,7 @@ const stopped = (signal: AbortSignal, addresses: string[], last: string): Result
   all(addresses, 'deferred', `${(signal.reason as Error)?.message ?? 'attempt aborted'}; connection closed${last ? ` (${last})` : ''}`);
 
 async function deliverRemotely(ctx: AppContext, row: MessageRow, domain: string, addresses: string[], signal: AbortSignal, tls: TlsSessions): Promise<Result[]> {
-  const raw = await readSource(ctx, row.rawPath!);
+  const raw = await sourceForDelivery(ctx, row.rawPath!, row.size);
   if (ctx.config.outbound.relay) {
     const res = await attemptEach(ctx, 'relay', row, addresses, raw, signal);
     if (res.kind === 'replies') return fromReplies(res, addresses);
@@ -154,7 +154,7 @@ async function viaMx(
   domain: string,
   hosts: MxHost[],
   addresses: string[],
-  raw: Buffer,
+  raw: Source,
   signal: AbortSignal,
   tls: TlsSessions,
   dane?: Map<string, DaneStatus>,
@@ -201,7 +201,7 @@ async function viaMx(
  * Delivery to one MX host with TLSA records (RFC 7672): TLS required, the certificate checked
  * against them; a bogus TLSA answer or a mismatch skips the host (its reason is returned).
  */
-async function viaDane(ctx: AppContext, row: MessageRow, host: MxHost, tlsa: DaneStatus, addresses: string[], raw: Buffer, signal: AbortSignal, tls: TlsSessions): Promise<Result[] | string> {
+async function viaDane(ctx: AppContext, row: MessageRow, host: MxHost, tlsa: DaneStatus, addresses: string[], raw: Source, signal: AbortSignal, tls: TlsSessions): Promise<Result[] | string> {
   const name = tlsaName(ctx, host.name);
   if (tlsa.kind === 'bogus') {
     tls.failure('dnssec-invalid', host.name, '', tlsa.detail, { mx: host.name, strings: [] });
