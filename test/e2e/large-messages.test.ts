@@ -17,6 +17,7 @@ import { startTestDns, type TestDns } from '../support/dns.ts';
 import { storedBlobs } from '../support/blobs.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { SmtpClient } from '../support/smtp-client.ts';
+import { until } from '../support/wait.ts';
 
 let t: TestServer;
 let dns: TestDns;
@@ -191,6 +192,30 @@ describe('a message larger than LARGE_MESSAGE_BYTES', () => {
     client.socket.resetAndDestroy();
     const deadline = Date.now() + 5000;
     while (filesUnder('tmp').length && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    assert.deepEqual(filesUnder('tmp'), []);
+  });
+
+  test('sent through the API from one inbox to another of this server: delivered from a staged copy of its source, byte-identical, nothing left staged', async () => {
+    const inboxes = (await t.api('GET', '/inboxes?limit=100')).body.data as Array<{ id: string; address: string }>;
+    const [from, to] = ['big@agents.test', 'big2@agents.test'].map((a) => inboxes.find((i) => i.address === a)!);
+    const file = randomBytes(2 * 1024 * 1024 + 5);
+    const form = new FormData();
+    form.append('file', new Blob([file], { type: 'application/octet-stream' }), 'local.bin');
+    const upload = await fetch(`${t.url}/attachments`, { method: 'POST', headers: { authorization: `Bearer ${t.key}` }, body: form });
+    assert.equal(upload.status, 201);
+    const attachmentId = ((await upload.json()) as { id: string }).id;
+    const sent = await t.api('POST', `/inboxes/${from.id}/messages`, { to: [to.address], subject: 'large local', bodyText: 'here', attachmentIds: [attachmentId] });
+    assert.equal(sent.status, 202, sent.text);
+    const copy = await until('the inbound copy', async () => {
+      const list = (await t.api('GET', `/inboxes/${to.id}/messages?limit=100`)).body.data as Array<{ id: string; subject: string; direction: string }>;
+      return list.find((m) => m.subject === 'large local' && m.direction === 'inbound');
+    });
+    const m = (await t.api('GET', `/messages/${copy.id}`)).body;
+    const att = (await t.api('GET', `/attachments/${m.attachments[0].id}`)).body;
+    assert.equal(sha(Buffer.from(await (await fetch(att.url)).arrayBuffer())), sha(file));
+    const source = async (id: string) => Buffer.from(await (await fetch(`${t.url}/messages/${id}/raw`, { headers: { authorization: `Bearer ${t.key}` } })).arrayBuffer());
+    // Local delivery adds no trace fields: the inbox's source is the sent one, byte for byte.
+    assert.equal(sha(await source(copy.id)), sha(await source(sent.body.id)));
     assert.deepEqual(filesUnder('tmp'), []);
   });
 

@@ -12,6 +12,7 @@ import { newId } from '../../ids.ts';
 import { Blobs } from '../../store/blobs/blobs.ts';
 import { StagedWriter, removeStaged, type StagedFile } from '../../store/blobs/staging.ts';
 import type { InboundInput } from './inbound.ts';
+import { headerSection } from './authentication.ts';
 import { loadMailparser, traceHeaders, unparsedMessage } from './inbound-parse.ts';
 
 /**
@@ -69,6 +70,31 @@ export function stageInbound(ctx: AppContext, envelope: Pick<InboundInput, 'mail
     },
     discard: () => writer.discard(ctx.log),
   };
+}
+
+/**
+ * A stored source copied to a staged file, to be received like a large message that arrived
+ * over SMTP (a local delivery of a large outbound message): never held whole. Its header
+ * section is read from its first LARGE_MESSAGE_BYTES. The caller removes the file once the
+ * delivery is stored or refused (removeStaged; a stored one was moved into place already).
+ */
+export async function stageStored(ctx: AppContext, rawPath: string, mailFrom: string): Promise<StagedMessage> {
+  const stage = stageInbound(ctx, { mailFrom });
+  const first: Buffer[] = [];
+  let firstBytes = 0;
+  try {
+    for await (const chunk of ctx.blobs.stream(rawPath)) {
+      if (firstBytes < LARGE_MESSAGE_BYTES) {
+        first.push(chunk as Buffer);
+        firstBytes += chunk.length;
+      }
+      await stage.write(chunk as Buffer);
+    }
+    return await stage.finish(Buffer.from(headerSection(Buffer.concat(first).subarray(0, LARGE_MESSAGE_BYTES))));
+  } catch (err) {
+    await stage.discard();
+    throw err;
+  }
 }
 
 /** The message of a staged file, without its trace fields. */

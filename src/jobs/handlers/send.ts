@@ -20,6 +20,7 @@ import { mxMatches, stsPolicyFor } from '../../outbound/mta-sts.ts';
 import { daneFor, tlsaName, tlsaText, type DaneStatus } from '../../outbound/dane.ts';
 import { TlsSessions, tlsFailureType } from '../../outbound/tls-rpt.ts';
 import { readSource, sourceForDelivery, type Source } from '../../outbound/source-cache.ts';
+import { LARGE_MESSAGE_BYTES, stageStored, type StagedMessage } from '../../domain/inbound/inbound-large.ts';
 import { replyFor } from '../../smtp/replies.ts';
 // Bounce and complaint reports are the other half of outbound delivery: registers their handler.
 import '../../domain/inbound/reports.ts';
@@ -53,21 +54,30 @@ async function deliverLocally(ctx: AppContext, row: MessageRow, addresses: strin
     }
   }
   if (!inboxes.length) return { results };
+  // A large source is received as large SMTP DATA is, from a staged copy (never held whole);
+  // stored, that copy has become the inbox's source file, and what is left of it goes.
+  let staged: StagedMessage | undefined;
+  const leftovers = (more: string[] = []) => removeStaged(staged ? [staged.path, ...more] : more);
   try {
-    const raw = await readSource(ctx, row.rawPath!);
+    if (row.size > LARGE_MESSAGE_BYTES) staged = await stageStored(ctx, row.rawPath!, row.fromAddress);
+    const raw = staged ?? (await readSource(ctx, row.rawPath!));
     const prepared = await prepareInbound(ctx, { raw, mailFrom: row.fromAddress, recipients: inboxes, skipAuthentication: true });
     results.push(...all(targets, 'delivered', '250 2.0.0 delivered to a local inbox'));
-    if (!prepared) return { results };
+    if (!prepared) {
+      await leftovers();
+      return { results };
+    }
     return {
       results,
       commit: async (tx) => {
         await prepared.store(tx);
         // Files no stored row names (a redelivery recognised) go once this has committed; after
         // a failed commit the hourly orphan sweep removes them.
-        afterCommit(() => void releaseBlobs(ctx, prepared.files).then(() => removeStaged(prepared.staged)));
+        afterCommit(() => void releaseBlobs(ctx, prepared.files).then(() => leftovers(prepared.staged)));
       },
     };
   } catch (err) {
+    await leftovers();
     ctx.log.error('local delivery failed', { messageId: row.id, ...errorFields(err) });
     const reply = replyFor(err);
     results.push(...all(targets, reply.responseCode >= 500 ? 'bounced' : 'deferred', `${reply.responseCode} ${reply.message}`));
