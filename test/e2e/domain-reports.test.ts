@@ -13,6 +13,7 @@ import { gzipSync } from 'node:zlib';
 import JSZip from 'jszip';
 import type { Clock } from '../../src/context.ts';
 import { sweepReports } from '../../src/domain/domains/dmarc-reports.ts';
+import { MAX_EXPANSION, MAX_REPORT_PARTS } from '../../src/domain/domains/report-files.ts';
 import { rawRows } from '../../src/store/store.ts';
 import { startTestDns, type TestDns, type TestRecord } from '../support/dns.ts';
 import { smtpTransport } from '../support/mail.ts';
@@ -244,6 +245,41 @@ describe('DMARC aggregate reports', () => {
     refused(await deliver(dmarcTo, 'hello', { filename: 'note.txt', contentType: 'text/plain', content: Buffer.from('just a note') }), /no DMARC aggregate report/);
     refused(await deliver(dmarcTo, 'xxe', { filename: 'x.xml', contentType: 'text/xml', content: Buffer.from('<?xml version="1.0"?><!DOCTYPE feedback [<!ENTITY a "b">]><feedback/>') }), /DOCTYPE/);
     assert.equal(await countRows('dmarc_reports'), reports);
+  });
+
+  test(`what one mail can make the server parse is bounded: ${MAX_REPORT_PARTS} parts, report_max_bytes for the whole mail, ${MAX_EXPANSION}× expansion`, async () => {
+    const reports = await countRows('dmarc_reports');
+    const send = async (attachments: Array<{ filename: string; contentType: string; content: Buffer }>): Promise<Sent> => {
+      const transport = smtpTransport(t.server.smtpPort);
+      try {
+        return { ok: true, response: (await transport.sendMail({ from: 'reports@example.org', to: dmarcTo, subject: 'parts', text: '', attachments })).response };
+      } catch (err) {
+        const e = err as { responseCode?: number; response?: string };
+        return { ok: false, code: e.responseCode, response: e.response ?? String(err) };
+      } finally {
+        transport.close();
+      }
+    };
+    const refused = (r: Sent, why: RegExp) => {
+      assert.equal(r.code, 550, r.response);
+      assert.match(r.response, why);
+    };
+    // XML that is no report, 3,000 bytes each: three pass report_max_bytes (8192) together.
+    const notReport = Buffer.from(`<?xml version="1.0"?><note>${'x'.repeat(3000)}</note>`);
+    refused(await send([1, 2, 3].map((i) => ({ filename: `n${i}.xml`, contentType: 'text/xml', content: notReport }))), /report_max_bytes/);
+    // A gzip expanding more than MAX_EXPANSION times, though under report_max_bytes.
+    const plain = `<feedback>${' '.repeat(7500)}</feedback>`;
+    const dense = gzipSync(plain);
+    assert.ok(dense.length * MAX_EXPANSION < plain.length && plain.length < 8192);
+    refused(await send([{ filename: 'dense.xml.gz', contentType: 'application/gzip', content: dense }]), new RegExp(`more than ${MAX_EXPANSION} times`));
+    // A report after MAX_REPORT_PARTS other parts is not looked at.
+    const tiny = { filename: 'a.txt', contentType: 'application/octet-stream', content: Buffer.from('not a report') };
+    const report = { filename: 'r.xml', contentType: 'text/xml', content: Buffer.from(googleXml('late', [{ ip: '192.0.2.9', count: 1, dkim: 'pass', spf: 'pass' }])) };
+    refused(await send([...Array.from({ length: MAX_REPORT_PARTS }, () => tiny), report]), /no DMARC aggregate report/);
+    assert.equal(await countRows('dmarc_reports'), reports);
+    // The control: the same report as the first part is taken.
+    assert.ok((await send([report])).ok);
+    assert.equal(await countRows('dmarc_reports'), reports + 1);
   });
 
   test('an unverified domain has no report address (550 5.1.1 at RCPT); another account sees no report (404)', async () => {

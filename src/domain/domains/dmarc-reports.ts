@@ -12,7 +12,7 @@ import { deleteReportsReceivedBefore, dmarcTotalsByDay, dmarcTotalsBySource, ins
 import { intParam } from '../pagination.ts';
 import { isoNow } from '../time.ts';
 import { findDomainRow } from './domains.ts';
-import { refusedReport, reportParts, unpackReport } from './report-files.ts';
+import { refusedReport, reportFiles } from './report-files.ts';
 
 export interface ParsedDmarcReport {
   orgName: string;
@@ -86,9 +86,7 @@ export async function parseDmarcXml(ctx: AppContext, xml: string): Promise<Parse
  * domain than this one or a subdomain of it (whose mail the domain's policy covers).
  */
 export async function ingestDmarcReport(ctx: AppContext, target: { domainId: string; domain: string }, parsed: ParsedMail): Promise<{ stored: boolean }> {
-  for (const part of reportParts(parsed)) {
-    const xml = await unpackReport(ctx, part, /\.xml$/i);
-    if (!xml) continue;
+  for await (const xml of reportFiles(ctx, parsed, /\.xml$/i)) {
     const report = await parseDmarcXml(ctx, xml.toString('utf8'));
     if (!report) continue;
     if (!report.domain) throw refusedReport('the DMARC report names no domain (policy_published/domain)');

@@ -12,7 +12,7 @@ import { intParam } from '../pagination.ts';
 import { isoNow } from '../time.ts';
 import { windowStart } from './dmarc-reports.ts';
 import { findDomainRow } from './domains.ts';
-import { refusedReport, reportParts, unpackReport } from './report-files.ts';
+import { refusedReport, reportFiles } from './report-files.ts';
 
 export interface TlsPolicyResult {
   /** sts | tlsa | no-policy-found */
@@ -85,9 +85,7 @@ export function parseTlsReport(ctx: AppContext, json: string): ParsedTlsReport |
 
 /** Takes the report a mail at tls-reports@<domain> carries and stores it (a copy sent again is stored once). */
 export async function ingestTlsReport(ctx: AppContext, target: { domainId: string; domain: string }, parsed: ParsedMail): Promise<{ stored: boolean }> {
-  for (const part of reportParts(parsed)) {
-    const json = await unpackReport(ctx, part, /\.json$/i);
-    if (!json) continue;
+  for await (const json of reportFiles(ctx, parsed, /\.json$/i)) {
     const report = parseTlsReport(ctx, json.toString('utf8'));
     if (!report) continue;
     const other = report.policies.find((p) => p.domain && p.domain !== target.domain);
