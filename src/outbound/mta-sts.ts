@@ -61,6 +61,15 @@ export function parseStsTxt(records: string[]): string | undefined {
   return id;
 }
 
+/** `v` without the spaces and tabs (RFC 8461's WSP) at its ends. */
+function trimBlanks(v: string): string {
+  let start = 0;
+  let end = v.length;
+  while (start < end && (v[start] === ' ' || v[start] === '\t')) start++;
+  while (end > start && (v[end - 1] === ' ' || v[end - 1] === '\t')) end--;
+  return v.slice(start, end);
+}
+
 /** Parses a policy file; throws with the reason when it is not a valid STSv1 policy. */
 export function parseStsPolicy(text: string): Omit<StsPolicy, 'id' | 'expires' | 'text'> {
   let version: string | undefined;
@@ -69,9 +78,12 @@ export function parseStsPolicy(text: string): Omit<StsPolicy, 'id' | 'expires' |
   const mx: string[] = [];
   for (const line of text.split(/\r?\n/)) {
     if (!line.trim()) continue;
-    const m = /^([A-Za-z0-9_]+):[ \t]*(.*?)[ \t]*$/.exec(line);
+    // The key by a regex, the blanks around the value by a scan: a regex ending in `[ \t]*$`
+    // is quadratic in a run of blanks followed by more text (a 64 KB policy took 1.9 s).
+    const m = /^([A-Za-z0-9_]+):/.exec(line);
     if (!m) throw new Error(`malformed line: ${line.slice(0, 80)}`);
-    const [, key, value] = m;
+    const key = m[1];
+    const value = trimBlanks(line.slice(m[0].length));
     if (key === 'version') version = value;
     else if (key === 'mode') mode = value;
     else if (key === 'max_age') maxAge = /^\d{1,10}$/.test(value) ? Number(value) : NaN;

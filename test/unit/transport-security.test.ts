@@ -37,6 +37,11 @@ test('policy files: fields, CRLF or LF, and what makes one invalid', () => {
   assert.throws(() => parseStsPolicy('version: STSv1\nmode: enforce\nmx: a.test\nmax_age: -1\n'), /max_age/);
   assert.throws(() => parseStsPolicy('version: STSv1\nmode: enforce\nmax_age: 60\n'), /mx/);
   assert.throws(() => parseStsPolicy('<html>not a policy</html>'), /malformed/);
+  // Blanks around a value are not part of it; a long run of them inside one is parsed in one
+  // pass (a 64 KB run took 1.9 s when a regex trimmed it) and leaves an mx that matches nothing.
+  assert.deepEqual(parseStsPolicy('version:STSv1 \t\nmode: \tenforce\t\nmx:   mail.example.com.  \nmax_age:60  \n'), { mode: 'enforce', mx: ['mail.example.com'], maxAge: 60 });
+  const blanks = parseStsPolicy(`version: STSv1\nmode: enforce\nmx: a${' '.repeat(65_536)}b\nmax_age: 60\n`);
+  assert.equal(mxMatches(blanks, 'a.example'), false);
 });
 
 test('MX patterns: exact names, and a wildcard for exactly one leftmost label', () => {

@@ -188,8 +188,18 @@ function forwardedHeaders(row: MessageRow): Array<[string, string]> {
 
 const SEPARATOR = '---------- Forwarded message ---------';
 
-/** What is inside <body>, or the whole fragment when it has no body element. */
-const htmlBody = (html: string) => /<body[^>]*>([\s\S]*)<\/body>/i.exec(html)?.[1] ?? html;
+/**
+ * What is inside <body>, or the whole fragment when it has no body element. Found by scanning
+ * (a regex `<body[^>]*>([\s\S]*)<\/body>` backtracks on HTML repeating `<body>` without an
+ * end: 1 MB took 55 s).
+ */
+function htmlBody(html: string): string {
+  const lower = html.toLowerCase();
+  const open = lower.indexOf('<body');
+  const start = open === -1 ? -1 : lower.indexOf('>', open);
+  const end = lower.lastIndexOf('</body>');
+  return start !== -1 && end > start ? html.slice(start + 1, end) : html;
+}
 
 /**
  * Forwards message `id` from the inbox holding it: `Fwd:` subject, the note above the
