@@ -6,12 +6,25 @@ import { convert } from 'html-to-text';
 import { readHtml } from './hidden.ts';
 import type { Screening } from './screen.ts';
 
+/**
+ * Characters of the HTML read for the visible part. It is worked out on the main thread at every
+ * message view (GET /messages/{id}, list pages, MCP), so it is bounded as reply extraction is
+ * (src/domain/mail/reply-text.ts): past this, the visible part is that of the first
+ * VISIBLE_MAX_CHARS characters only, and the rest is not shown, since what it hides is not read
+ * (showing it whole would show the hidden text). bodyHtml keeps the whole message.
+ */
+export const VISIBLE_MAX_CHARS = 128 * 1024;
+
 export const hasHiddenText = (s: Screening | null | undefined): boolean => !!s?.reasons.some((r) => r.code === 'hidden_text');
 
-/** The HTML without its hidden elements, and the text: from that HTML when there is one (the text part a client derived from it held the hidden words too). */
+/**
+ * The HTML without its hidden elements, and the text: from that HTML when there is one (the text
+ * part a client derived from it held the hidden words too). Of the first VISIBLE_MAX_CHARS
+ * characters of the HTML only.
+ */
 export function visibleBodies(text: string | null, html: string | null): { text: string | null; html: string | null } {
   if (html === null) return { text, html };
-  const visibleHtml = readHtml(html).visibleHtml;
+  const visibleHtml = readHtml(html.slice(0, VISIBLE_MAX_CHARS)).visibleHtml;
   return { html: visibleHtml, text: convert(visibleHtml, { wordwrap: false, selectors: [{ selector: 'img', format: 'skip' }] }) };
 }
 
