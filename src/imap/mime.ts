@@ -173,11 +173,42 @@ export function envelopeOf(node: MimeNode): ImapValue[] {
 }
 
 const paramList = (params: Array<[string, string]>): ImapValue => (params.length ? params.flat() : null);
-const lines = (buf: Buffer): number => {
+const feeds = (buf: Buffer): number => {
   let n = 0;
   for (let i = buf.indexOf(10); i !== -1; i = buf.indexOf(10, i + 1)) n++;
-  return buf.length && buf[buf.length - 1] !== 10 ? n + 1 : n;
+  return n;
 };
+/** Lines of a part's body: its line feeds, and a last line without one. */
+const lines = (node: MimeNode): number => {
+  const last = node.body.length && node.body[node.body.length - 1] !== 10 ? 1 : 0;
+  return feedsOfBody(node) + last;
+};
+
+/**
+ * Line feeds of a part's body, each part's counted once: a message/rfc822 body is the message
+ * inside, a multipart's body its parts (views of it, in order) and what lies between them.
+ * Counting each level's body anew was depth × size (31 nested messages over 8 MB of line feeds: 6 s).
+ */
+const feedsMemo = new WeakMap<MimeNode, number>();
+function feedsOfBody(node: MimeNode): number {
+  let n = feedsMemo.get(node);
+  if (n !== undefined) return n;
+  if (node.inner) n = feeds(node.inner.header) + feedsOfBody(node.inner);
+  else if (node.type === 'multipart') {
+    n = 0;
+    let at = 0;
+    for (const child of node.children) {
+      // The stand-in part of a multipart without parts is no view of the body.
+      if (!child.whole.length) continue;
+      const start = child.whole.byteOffset - node.body.byteOffset;
+      n += feeds(node.body.subarray(at, start)) + feeds(child.header) + feedsOfBody(child);
+      at = start + child.whole.length;
+    }
+    n += feeds(node.body.subarray(at));
+  } else n = feeds(node.body);
+  feedsMemo.set(node, n);
+  return n;
+}
 
 function disposition(node: MimeNode): ImapValue {
   const d = field(node, 'content-disposition');
@@ -203,8 +234,8 @@ export function bodyStructureOf(node: MimeNode, extended: boolean): ImapValue[] 
     (field(node, 'content-transfer-encoding') ?? '7bit').toLowerCase(),
     node.body.length,
   ];
-  if (node.inner) basic.push(envelopeOf(node.inner), bodyStructureOf(node.inner, extended), lines(node.body));
-  else if (node.type === 'text') basic.push(lines(node.body));
+  if (node.inner) basic.push(envelopeOf(node.inner), bodyStructureOf(node.inner, extended), lines(node));
+  else if (node.type === 'text') basic.push(lines(node));
   if (extended) basic.push(nstring(field(node, 'content-md5')), disposition(node), nstring(field(node, 'content-language')), nstring(field(node, 'content-location')));
   return basic;
 }
@@ -243,15 +274,11 @@ export function sectionOf(root: MimeNode, section: string, headerFields: string[
   }
   if (what === 'TEXT') return node.body;
   if (what === 'HEADER') return node.header;
-  return headerLines(
-    node.header,
-    headerFields.map((h) => h.toLowerCase()),
-    what === 'HEADER.FIELDS.NOT',
-  );
+  return headerLines(node.header, new Set(headerFields.map((h) => h.toLowerCase())), what === 'HEADER.FIELDS.NOT');
 }
 
 /** The header's fields named (or, `not`, not named) in `names`, followed by the empty line. */
-function headerLines(header: Buffer, names: string[], not: boolean): Buffer {
+function headerLines(header: Buffer, names: ReadonlySet<string>, not: boolean): Buffer {
   const text = header.toString('latin1');
   const out: string[] = [];
   let keep = false;
@@ -262,7 +289,7 @@ function headerLines(header: Buffer, names: string[], not: boolean): Buffer {
         .slice(0, Math.max(0, line.indexOf(':')))
         .trim()
         .toLowerCase();
-      keep = names.includes(name) !== not;
+      keep = names.has(name) !== not;
     }
     if (keep) out.push(line.endsWith('\n') ? line : line + '\r\n');
   }

@@ -34,6 +34,8 @@ const bad = (what: string): never => {
   throw new AppError('VALIDATION_ERROR', what);
 };
 
+const setOrBad = (named: number[] | string): number[] => (typeof named === 'string' ? bad(named) : named);
+
 const MONTHS = ['JAN', 'FEB', 'MAR', 'APR', 'MAY', 'JUN', 'JUL', 'AUG', 'SEP', 'OCT', 'NOV', 'DEC'];
 
 /** "1-Feb-2026" → "2026-02-01". */
@@ -188,7 +190,7 @@ function test(c: Criterion, m: Judged, uids: readonly number[], sets: Sets, save
     }
     case 'set': {
       let named = sets.get(c);
-      if (!named) sets.set(c, (named = new Set(c.set === '$' ? saved : (resolveSet(c.set, uids, c.uid) ?? bad(`not a sequence set: ${c.set}`)))));
+      if (!named) sets.set(c, (named = new Set(c.set === '$' ? saved : setOrBad(resolveSet(c.set, uids, c.uid)))));
       return named.has(m.row.uid);
     }
     case 'text':

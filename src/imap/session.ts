@@ -38,6 +38,7 @@ import { isLoopback } from '../smtp/submission.ts';
 import { clientKey } from '../client-address.ts';
 import { fetchItems, fetchValues, needsSource } from './fetch.ts';
 import type { ImapValue } from './mime.ts';
+import { mailboxMatcher } from './mailbox-pattern.ts';
 import { compactSet, resolveSet } from './sequence.ts';
 import { atom, CommandReader, encode, parseCommand, tagOf, utf8, WireError, type ImapCommand, type ImapNode } from './wire.ts';
 import { searchFolder } from './search.ts';
@@ -461,18 +462,12 @@ export class ImapSession {
       this.untagged(`${command} (\\Noselect) "/" ""`);
       return `${command} completed`;
     }
-    const res = patterns.map((p) => {
+    const matchers = patterns.map((p) => {
       const full = utf8(reference + p);
-      return new RegExp(
-        `^${full
-          .replace(/[.+?^${}()|[\]\\]/g, '\\$&')
-          .replace(/\*/g, '.*')
-          .replace(/%/g, '[^/]*')}$`,
-        full.toUpperCase().startsWith('INBOX') ? 'i' : '',
-      );
+      return mailboxMatcher(full, full.toUpperCase().startsWith('INBOX'));
     });
     for (const f of await listFolders(this.ctx, this.user!)) {
-      if (!res.some((re) => re.test(f.name))) continue;
+      if (!matchers.some((matches) => matches(f.name))) continue;
       if (selection.includes('SPECIAL-USE') && !f.use) continue;
       const attrs = ['\\HasNoChildren', ...(f.use && command === 'LIST' ? [f.use] : []), ...(selection.includes('SUBSCRIBED') ? ['\\Subscribed'] : [])];
       this.write([`* ${command} (${attrs.join(' ')}) "/" `, ...encode(f.name), '\r\n']);
@@ -537,11 +532,14 @@ export class ImapSession {
     if (this.selected !== box) return;
     const now = new Set(snap.uids);
     if (expunges) {
-      for (let i = box.uids.length - 1; i >= 0; i--) {
-        if (now.has(box.uids[i])) continue;
-        box.deleted.delete(box.uids[i]);
-        box.uids.splice(i, 1);
-        this.untagged(`${i + 1} EXPUNGE`);
+      // Each EXPUNGE counts after the ones before it; told from the last message back, every
+      // number is the message's place in the view as it was (one pass, no splice per message).
+      const gone: number[] = [];
+      for (let i = 0; i < box.uids.length; i++) if (!now.has(box.uids[i])) gone.push(i);
+      if (gone.length) {
+        for (const i of gone) box.deleted.delete(box.uids[i]);
+        box.uids = box.uids.filter((u) => now.has(u));
+        for (let k = gone.length - 1; k >= 0; k--) this.untagged(`${gone[k] + 1} EXPUNGE`);
       }
     }
     const last = box.uids.length ? box.uids[box.uids.length - 1] : 0;
@@ -628,7 +626,8 @@ export class ImapSession {
   private async expunge(box: Selected, only: number[] | undefined, silent = false): Promise<void> {
     if (box.readOnly) throw no('the folder is open read-only', 'READ-ONLY');
     this.requireScope('manage');
-    const targets = box.uids.filter((u) => box.deleted.has(u) && (!only || only.includes(u)));
+    const named = only && new Set(only);
+    const targets = box.uids.filter((u) => box.deleted.has(u) && (!named || named.has(u)));
     for (let i = 0; i < targets.length; i += BATCH) {
       for (const row of await messagesByUid(this.ctx, this.user!, box.name, targets.slice(i, i + BATCH))) {
         await expungeMessage(this.ctx, this.user!, box.name, row.id);
@@ -764,7 +763,7 @@ function resolve(box: Selected, setText: string, uid: boolean, saved: readonly n
     return box.uids.filter((u) => named.has(u));
   }
   const uids = resolveSet(setText, box.uids, uid);
-  if (!uids) throw badArgs(`not a sequence set: ${setText}`);
+  if (typeof uids === 'string') throw badArgs(uids);
   return uids;
 }
 

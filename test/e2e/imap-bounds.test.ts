@@ -102,6 +102,24 @@ describe('IMAP bounds', () => {
     await c.ended();
   });
 
+  test('LIST wildcards and sequence sets of any shape: exact answers, hostile ones at once', async () => {
+    const { c } = await login();
+    await c.command('c1', 'CREATE pattern-a');
+    await c.command('c2', 'CREATE pattern-b');
+    assert.equal(await c.command('a', 'LIST "" "pattern-%"'), '* LIST (\\HasNoChildren) "/" "pattern-a"\r\n* LIST (\\HasNoChildren) "/" "pattern-b"\r\na OK LIST completed\r\n');
+    assert.equal(await c.command('b', 'LIST "" "inbox%"'), '* LIST (\\HasNoChildren) "/" "INBOX"\r\nb OK LIST completed\r\n');
+    // 200 wildcards backtracked for minutes as a regular expression.
+    assert.equal(await c.command('d', `LIST "" "${'*'.repeat(200)}b"`), '* LIST (\\HasNoChildren) "/" "pattern-b"\r\nd OK LIST completed\r\n');
+    assert.equal(await c.command('e', `LSUB "" "${'*%'.repeat(150)}x"`), 'e OK LSUB completed\r\n');
+    await c.command('s', 'SELECT INBOX');
+    assert.equal(await c.command('f', 'FETCH 1:*,*:1,1,1 (UID)'), '* 1 FETCH (UID 1)\r\nf OK FETCH completed\r\n');
+    assert.equal(await c.command('g', 'UID FETCH 9:2,1 (UID)'), '* 1 FETCH (UID 1)\r\ng OK UID FETCH completed\r\n');
+    assert.equal(await c.command('h', 'UID SEARCH UID 2:*'), '* SEARCH 1\r\nh OK UID SEARCH completed\r\n');
+    await c.command('c3', 'DELETE pattern-a');
+    await c.command('c4', 'DELETE pattern-b');
+    c.close();
+  });
+
   test('malformed commands each get a tagged BAD or NO, and the session still answers', async () => {
     const c = await RawImap.open(imapPort(t));
     await c.command('l', `LOGIN ${address} ${t.key}`);
@@ -154,7 +172,7 @@ describe('IMAP bounds', () => {
     c.close();
   });
 
-  test('deeply nested SEARCH criteria within the default line length: an answer, not a crash', async () => {
+  test('deeply nested SEARCH criteria and a sequence set of 20,000 ranges within the default line length: BAD, not a crash', async () => {
     const wide = await startTestServer({ imap: { listen: '127.0.0.1:0' } });
     try {
       const who = (await wide.api('POST', '/inboxes', { address: 'nested' })).body.address;
@@ -170,6 +188,8 @@ describe('IMAP bounds', () => {
         assert.match(answer, new RegExp(`^${tag} BAD`), answer);
         assert.doesNotMatch(answer, /SERVERBUG/);
       }
+      // A sequence set of 20,000 ranges (folder size times ranges was the work): refused.
+      assert.equal(taggedLine(await c.command('q', `FETCH ${'1,'.repeat(19_999)}1 FLAGS`), 'q'), 'q BAD sequence set of 20000 ranges is over the 10000 range limit');
       assert.match(taggedLine(await c.command('z', 'NOOP'), 'z'), /^z OK/);
       c.close();
     } finally {

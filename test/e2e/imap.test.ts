@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ImapFlow } from 'imapflow';
 import { createApiKey } from '../../src/domain/accounts/apikeys.ts';
-import { imapClient } from '../support/imap.ts';
+import { imapClient, imapPort, RawImap } from '../support/imap.ts';
 import { deliverMail } from '../support/mail.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
@@ -189,6 +189,24 @@ describe('IMAP with imapflow', () => {
       assert.deepEqual(uids, [1, 3]);
     } finally {
       await c.logout();
+    }
+  });
+
+  test('EXPUNGE of several messages: each EXPUNGE numbered after the ones before it; UID EXPUNGE only those named', async () => {
+    const other = (await t.api('POST', '/inboxes', { address: 'expunger' })).body;
+    for (let i = 1; i <= 6; i++) await deliverMail(t.server.smtpPort, { from: 'ann@example.org', to: other.address, subject: `x ${i}`, text: 'x' });
+    const c = await RawImap.open(imapPort(t));
+    try {
+      await c.command('l', `LOGIN ${other.address} ${t.key}`);
+      await c.command('s', 'SELECT INBOX');
+      await c.command('d', 'STORE 1,2,4,6 +FLAGS.SILENT (\\Deleted)');
+      // UID EXPUNGE of 2 and 4 (5 is not \Deleted): messages 2 then 4 go, from the last back.
+      assert.equal(await c.command('u', 'UID EXPUNGE 2,4:5'), '* 4 EXPUNGE\r\n* 2 EXPUNGE\r\nu OK UID EXPUNGE completed\r\n');
+      // Left: UIDs 1 3 5 6, of which 1 and 6 are \Deleted.
+      assert.equal(await c.command('e', 'EXPUNGE'), '* 4 EXPUNGE\r\n* 1 EXPUNGE\r\ne OK EXPUNGE completed\r\n');
+      assert.equal(await c.command('f', 'FETCH 1:* (UID)'), '* 1 FETCH (UID 3)\r\n* 2 FETCH (UID 5)\r\nf OK FETCH completed\r\n');
+    } finally {
+      c.close();
     }
   });
 
