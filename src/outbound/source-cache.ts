@@ -78,12 +78,16 @@ export async function readSource(ctx: AppContext, path: string): Promise<Buffer>
 /** What a delivery attempt sends: the source in memory, or a new read of the stored one for each attempt. */
 export type Source = Buffer | (() => Readable);
 
-/** Larger sources are streamed from storage to the remote server at each attempt, never held whole. */
-export const STREAMED_DELIVERY_BYTES = 1024 * 1024;
+/**
+ * Past this, an outbound source is never held whole: it is composed and signed into a staged
+ * file (renderSource, its attachments and bodies counted), and streamed from storage to the
+ * remote server at each attempt (sourceForDelivery).
+ */
+export const STREAMED_SOURCE_BYTES = 1024 * 1024;
 
-/** The source of a message of `size` bytes for its delivery attempts (readSource, or a stream past STREAMED_DELIVERY_BYTES). */
+/** The source of a message of `size` bytes for its delivery attempts (readSource, or a stream past STREAMED_SOURCE_BYTES). */
 export async function sourceForDelivery(ctx: AppContext, path: string, size: number): Promise<Source> {
-  if (size <= STREAMED_DELIVERY_BYTES) return readSource(ctx, path);
+  if (size <= STREAMED_SOURCE_BYTES) return readSource(ctx, path);
   // Opened only when the attempt reads it: an attempt that fails before DATA leaves no file open.
   return () =>
     Readable.from(

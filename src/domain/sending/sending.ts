@@ -12,7 +12,7 @@ import { createReadStream } from 'node:fs';
 import { Readable } from 'node:stream';
 import { dkimSignature, signMessage, SignedParts } from '../../outbound/dkim.ts';
 import { buildMime, mimeStream, textFromHtml, type ComposeInput, type MailAddress } from '../../outbound/mime.ts';
-import { keepSource } from '../../outbound/source-cache.ts';
+import { keepSource, STREAMED_SOURCE_BYTES } from '../../outbound/source-cache.ts';
 import { Blobs } from '../../store/blobs/blobs.ts';
 import { StagedWriter } from '../../store/blobs/staging.ts';
 import { normalizeRecipient, splitAddress } from '../addresses.ts';
@@ -364,13 +364,6 @@ export async function queueOutbound(ctx: AppContext, draft: OutboundDraft): Prom
 }
 
 /**
- * A source larger than this (attachments and bodies together) is composed to a staged file
- * rather than in memory: held whole, composing and signing a 25 MB message took about five
- * copies of it (eight at once over submission: 850 MB above idle).
- */
-const STREAMED_SOURCE_BYTES = 1024 * 1024;
-
-/**
  * Builds the RFC 5322 source of outbound message `row` (Date: `now`), DKIM-signs it and writes
  * it (fsynced): its path and size, for the row. Recipients carry their display names.
  */
@@ -409,7 +402,8 @@ export async function renderSource(
     return { rawPath, size: raw.length };
   }
   // Composed into a staged file while the body hash of its signature is taken, then stored
-  // after the DKIM-Signature: memory holds a few chunks at a time, never the message.
+  // after the DKIM-Signature: memory holds a few chunks at a time, never the message (held
+  // whole, composing and signing took about five copies of it).
   const parts = new SignedParts();
   const staged = StagedWriter.create(ctx.config.data_dir, 'source');
   try {
