@@ -199,6 +199,12 @@ function fromIndex(from: readonly string[]): { addresses: Set<string>; domains: 
   return index;
 }
 
+/** Whether a block entry among `entries` matches one of the `from` addresses (entryMatches, one lookup per entry). */
+export function blocksAny(entries: ReadonlyArray<{ kind: string; entry: string }>, from: readonly string[]): boolean {
+  const index = fromIndex(from);
+  return entries.some((e) => e.kind === 'block' && (e.entry.includes('@') ? index.addresses.has(e.entry) : index.domains.has(e.entry)));
+}
+
 /**
  * Whether the receive lists of `inboxId` (and its account) let a received message in, by its
  * header From and its authentication (the envelope sender passed them at RCPT already).
@@ -206,8 +212,7 @@ function fromIndex(from: readonly string[]): { addresses: Set<string>; domains: 
 export async function receiveListsAdmit(ctx: AppContext, accountId: string, inboxId: string, sender: MessageSender): Promise<boolean> {
   const entries = await listApplicableListEntries(ctx.db, accountId, 'receive', inboxId);
   if (!entries.length) return true;
-  const from = fromIndex(sender.from);
-  if (entries.some((e) => e.kind === 'block' && (e.entry.includes('@') ? from.addresses.has(e.entry) : from.domains.has(e.entry)))) return false;
+  if (blocksAny(entries, sender.from)) return false;
   const allow = entries.filter((e) => e.kind === 'allow');
   return !allow.length || allow.some((e) => allowEntryAdmits(e, sender));
 }

@@ -193,7 +193,7 @@ const SEPARATOR = '---------- Forwarded message ---------';
  * (a regex `<body[^>]*>([\s\S]*)<\/body>` backtracks on HTML repeating `<body>` without an
  * end: 1 MB took 55 s).
  */
-function htmlBody(html: string): string {
+export function htmlBody(html: string): string {
   const lower = html.toLowerCase();
   const open = lower.indexOf('<body');
   const start = open === -1 ? -1 : lower.indexOf('>', open);
