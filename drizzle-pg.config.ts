@@ -1,8 +1,8 @@
 import { defineConfig } from 'drizzle-kit';
 
-// PostgreSQL migrations, from the PostgreSQL form of the one schema (src/db/schema-pg.ts).
+// PostgreSQL migrations, from the PostgreSQL form of the one schema (src/store/schema-pg.ts).
 export default defineConfig({
   dialect: 'postgresql',
-  schema: './src/db/schema-pg.ts',
+  schema: './src/store/schema-pg.ts',
   out: './migrations/pg',
 });

@@ -8,7 +8,7 @@ import { build, type BuildOptions, type Plugin } from 'esbuild';
 import { stringify } from 'smol-toml';
 import { ROOT, WORK, freshDir, stopChild, track, waitFor } from './support.ts';
 
-// bench/work/mailroom.mjs: src/db/migrate.ts finds migrations/ at '../../migrations' relative
+// bench/work/mailroom.mjs: src/store/migrate-sqlite.ts finds migrations/ at '../../migrations' relative
 // to the module, which from bench/work/ is the repository's migrations/ folder.
 const BUNDLE = join(WORK, 'mailroom.mjs');
 let bundled = false;

@@ -17,7 +17,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { readMigrations } from '../src/db/migrate.ts';
+import { readMigrations } from '../src/store/migrate-sqlite.ts';
 import { bundleDashboard, bundledDashboard } from '../src/http/dashboard/bundle.ts';
 import { readPgMigrations } from '../src/store/migrate.ts';
 import { sha256Of } from '../src/addon-cache.ts';

@@ -1,7 +1,7 @@
 // AppContext: what every domain function needs, built once in main.ts (or a CLI command).
 // Time and DNS are injected here so tests control them without monkey-patching.
 import type { Config } from './config.ts';
-import type { Db } from './db/client.ts';
+import type { Db } from './store/client.ts';
 import { exitOnFatal, type Logger } from './log.ts';
 import { createResolver, type Resolver } from './dns.ts';
 import { Blobs, type BlobStore } from './store/blobs/blobs.ts';

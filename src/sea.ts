@@ -8,12 +8,12 @@ import type { MigrationMeta } from 'drizzle-orm/migrator';
 import { markBuiltBinary } from '../cli/invocation.ts';
 import { commandOf, runCli } from '../cli/mailroom.ts';
 import { addonCacheDirs, loadCachedAddon } from './addon-cache.ts';
-import { setNativeBinding } from './db/client.ts';
+import { setNativeBinding } from './store/client.ts';
 import { useExecutableAsTextWorker } from './domain/mail/attachment-text.ts';
 import { ANALYSIS_WORKER_ASSET, assetBytes, assetText, beforeChunkCompile, SEARCH_WORKER_ASSET } from './sea-chunks.ts';
 import { setSearchWorkerSource } from './store/search-reader.ts';
 import { setAnalysisWorkerSource } from './domain/inbound/analysis.ts';
-import { setEmbeddedMigrations } from './db/migrate.ts';
+import { setEmbeddedMigrations } from './store/migrate-sqlite.ts';
 import { setEmbeddedPgMigrations } from './store/migrate.ts';
 import { resumeOptimizingTiers } from './startup-tiers.ts';
 

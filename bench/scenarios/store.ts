@@ -4,9 +4,9 @@
 // built per call) and a one-row update in its own transaction (synchronous=FULL, as served).
 import { join } from 'node:path';
 import { eq, sql } from 'drizzle-orm';
-import { openDatabase } from '../../src/db/client.ts';
-import { migrateDatabase } from '../../src/db/migrate.ts';
-import * as s from '../../src/db/schema.ts';
+import { openDatabase } from '../../src/store/client.ts';
+import { migrateDatabase } from '../../src/store/migrate-sqlite.ts';
+import * as s from '../../src/store/schema.ts';
 import { SqliteStore } from '../../src/store/sqlite.ts';
 import type { Db } from '../../src/store/store.ts';
 import { freshDir, round, type Row, type ScenarioResult } from '../support.ts';

@@ -7,7 +7,7 @@
 import type { AppContext } from '../context.ts';
 import { errorFields } from '../log.ts';
 import type { Service } from '../context.ts';
-import type { Tx } from '../db/client.ts';
+import type { Tx } from '../store/client.ts';
 import { claimDue, finishJobs, nextDueAt, recoverJobs, renewLeases, sweepJobs, type JobCandidate, type JobOutcome, type JobRow, type JobStatus } from './table.ts';
 
 export interface JobHandler {

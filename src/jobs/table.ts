@@ -9,7 +9,7 @@
 // This module holds the rules (which due jobs a claim takes, what an outcome makes of a job);
 // the statements that read and write the table are src/store/repo/jobs.ts.
 import type { AppContext } from '../context.ts';
-import type { Db, Tx } from '../db/client.ts';
+import type { Db, Tx } from '../store/client.ts';
 import { newId } from '../ids.ts';
 import {
   claimJob,

@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
 import type { AppContext } from '../context.ts';
-import type { Db } from '../db/client.ts';
+import type { Db } from '../store/client.ts';
 import { parseWebhookUrl, resolveTarget } from '../domain/webhooks/webhook-targets.ts';
 import { post as postTo } from '../jobs/handlers/webhook.ts';
 import { scheduleTlsReport } from '../jobs/handlers/tls-report.ts';

@@ -1,5 +1,5 @@
 // Schema migrations for each engine: migrations/ (SQLite) and migrations/pg/ (PostgreSQL), both
-// written by drizzle-kit from the one schema (src/db/schema.ts, src/db/schema-pg.ts) plus the
+// written by drizzle-kit from the one schema (src/store/schema.ts, src/store/schema-pg.ts) plus the
 // hand-written parts (counters, full-text search). On PostgreSQL several nodes may start at
 // once: an advisory lock lets one migrate while the others wait, then find nothing to do.
 import { readMigrationFiles, type MigrationMeta } from 'drizzle-orm/migrator';
@@ -7,8 +7,8 @@ import { fileURLToPath } from 'node:url';
 import { drizzle as drizzleSqlite } from 'drizzle-orm/better-sqlite3';
 import { join } from 'node:path';
 import type pg from 'pg';
-import { openConnection, type FileDb } from '../db/client.ts';
-import { migrateDatabase, readMigrations } from '../db/migrate.ts';
+import { openConnection, type FileDb } from './client.ts';
+import { migrateDatabase, readMigrations } from './migrate-sqlite.ts';
 
 export const PG_MIGRATIONS_FOLDER = fileURLToPath(new URL('../../migrations/pg', import.meta.url));
 

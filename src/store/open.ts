@@ -2,8 +2,8 @@
 // embedded SQLite file under the data directory. Either way the schema is brought up to date.
 import { drizzle } from 'drizzle-orm/better-sqlite3';
 import { join } from 'node:path';
-import { openConnection, type FileDb } from '../db/client.ts';
-import { migrateDatabase } from '../db/migrate.ts';
+import { openConnection, type FileDb } from './client.ts';
+import { migrateDatabase } from './migrate-sqlite.ts';
 import { migratePostgres } from './migrate.ts';
 import { SqliteStore } from './sqlite.ts';
 import type { Store } from './store.ts';

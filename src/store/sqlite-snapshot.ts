@@ -4,7 +4,7 @@
 // connection of our own. SQLite only: backup and restore refuse a PostgreSQL database.
 import Database from 'better-sqlite3';
 import { existsSync } from 'node:fs';
-import { nativeBinding, openDatabase } from '../db/client.ts';
+import { nativeBinding, openDatabase } from './client.ts';
 
 /**
  * SQLite online backup of `dbFile` into `dest`: a consistent copy of the committed state, taken

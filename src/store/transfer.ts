@@ -18,7 +18,7 @@ import { getTableColumns, getTableName } from 'drizzle-orm';
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { getTableConfig, type SQLiteColumn, type SQLiteTable } from 'drizzle-orm/sqlite-core';
-import * as schema from '../db/schema.ts';
+import * as schema from './schema.ts';
 import { Blobs } from './blobs/blobs.ts';
 import { PgBlobs } from './blobs/pg-blobs.ts';
 import { listSecrets, SECRET_PATH, writeSecret } from './secrets.ts';

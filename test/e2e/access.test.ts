@@ -6,7 +6,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { idempotencyKeys } from '../../src/db/schema.ts';
+import { idempotencyKeys } from '../../src/store/schema.ts';
 import { createApiKey } from '../../src/domain/accounts/apikeys.ts';
 import { createHttpApp } from '../../src/http/app.ts';
 import { rawRows, rawRun } from '../../src/store/store.ts';

@@ -10,7 +10,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { count, eq } from 'drizzle-orm';
 import type { Clock } from '../../src/context.ts';
-import { attachments, events } from '../../src/db/schema.ts';
+import { attachments, events } from '../../src/store/schema.ts';
 import { deliverMail } from '../support/mail.ts';
 import { getAttachmentRows } from '../../src/domain/mail/attachments.ts';
 import { AppError } from '../../src/domain/errors.ts';

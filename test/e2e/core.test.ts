@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { eq } from 'drizzle-orm';
 import { startTestServer, expectError, type TestServer } from '../support/server.ts';
 import { createApiKey } from '../../src/domain/accounts/apikeys.ts';
-import { apiKeys, inboxes } from '../../src/db/schema.ts';
+import { apiKeys, inboxes } from '../../src/store/schema.ts';
 import { sqlDb } from '../support/db.ts';
 
 let s: TestServer;

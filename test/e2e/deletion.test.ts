@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { count, eq } from 'drizzle-orm';
 import { ConfigError, configFrom } from '../../src/config.ts';
-import { events, webhookAttempts } from '../../src/db/schema.ts';
+import { events, webhookAttempts } from '../../src/store/schema.ts';
 import { sweepEvents } from '../../src/domain/events/events.ts';
 import { deliverMail } from '../support/mail.ts';
 import { connectPostgres } from '../../src/store/postgres.ts';

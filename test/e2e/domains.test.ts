@@ -8,7 +8,7 @@ import { createPrivateKey, createPublicKey, sign, verify as verifySignature } fr
 import { statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { eq } from 'drizzle-orm';
-import { domains, events } from '../../src/db/schema.ts';
+import { domains, events } from '../../src/store/schema.ts';
 import { dkimTxtValue, publishedKeyFor, signingKeyFor } from '../../src/domain/domains/dkim-keys.ts';
 import { runCli } from '../support/cli.ts';
 import { startTestDns, type TestDns, type TestRecord } from '../support/dns.ts';

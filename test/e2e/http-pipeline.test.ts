@@ -6,7 +6,7 @@ import { until } from '../support/wait.ts';
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { desc, eq } from 'drizzle-orm';
-import { apiKeys, inboxes, messages } from '../../src/db/schema.ts';
+import { apiKeys, inboxes, messages } from '../../src/store/schema.ts';
 import { createApiKey } from '../../src/domain/accounts/apikeys.ts';
 import { findInboxRow } from '../../src/domain/inboxes/inboxes.ts';
 import { listMessages, messageViews } from '../../src/domain/mail/messages.ts';

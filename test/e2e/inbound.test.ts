@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { connect as tlsConnect } from 'node:tls';
 import nodemailer, { type SendMailOptions, type Transporter } from 'nodemailer';
 import { eq } from 'drizzle-orm';
-import { events } from '../../src/db/schema.ts';
+import { events } from '../../src/store/schema.ts';
 import { suspendInbox } from '../../src/domain/inboxes/inboxes.ts';
 import { startTestDns, type TestDns } from '../support/dns.ts';
 import { expectError, startTestServer, type TestServer } from '../support/server.ts';

@@ -16,7 +16,7 @@ import { readFileSync } from 'node:fs';
 import { createServer, connect, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { eq } from 'drizzle-orm';
-import { events } from '../../src/db/schema.ts';
+import { events } from '../../src/store/schema.ts';
 import { dkimTxtValue, publishedKeyFor } from '../../src/domain/domains/dkim-keys.ts';
 import { smtpTransport } from '../support/mail.ts';
 import { EXIM_ROOT, eximMissing, postfixMissing, startExim, startPostfix, type Mta, type MtaOptions } from '../support/mta.ts';

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { eq } from 'drizzle-orm';
 import { configFrom } from '../../src/config.ts';
 import { closeContext, createContext, type AppContext } from '../../src/context.ts';
-import { jobs } from '../../src/db/schema.ts';
+import { jobs } from '../../src/store/schema.ts';
 import { claimDue, enqueueJob, fail, finishJob, getJob, ok, recoverJobs, retry, sweepJobs, type JobOutcome } from '../../src/jobs/table.ts';
 import { createJobRunner, type JobHandler } from '../../src/jobs/runner.ts';
 import { silentLogger } from '../../src/log.ts';

@@ -8,7 +8,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connectPostgres } from '../../src/store/postgres.ts';
-import { readMigrations } from '../../src/db/migrate.ts';
+import { readMigrations } from '../../src/store/migrate-sqlite.ts';
 import { readPgMigrations } from '../../src/store/migrate.ts';
 import { runCli } from '../support/cli.ts';
 import { pgCluster, postgresMissing } from '../support/postgres.ts';

@@ -9,7 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { eq } from 'drizzle-orm';
-import { events } from '../../src/db/schema.ts';
+import { events } from '../../src/store/schema.ts';
 import { startTestDns, type TestDns } from '../support/dns.ts';
 import { startTestMx, type TestMx } from '../support/mx.ts';
 import { SmtpClient } from '../support/smtp-client.ts';

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { connect } from 'node:net';
 import { join } from 'node:path';
-import { openDatabase } from '../../src/db/client.ts';
+import { openDatabase } from '../../src/store/client.ts';
 import { prepareInstance, startChild, stopChild, type ChildServer, type Instance } from '../support/child-server.ts';
 import { startTestDns, type TestDns } from '../support/dns.ts';
 import { startSlowMx, type SlowMx } from '../support/slow-mx.ts';

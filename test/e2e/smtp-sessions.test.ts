@@ -5,7 +5,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { and, count, eq } from 'drizzle-orm';
-import { events, messages } from '../../src/db/schema.ts';
+import { events, messages } from '../../src/store/schema.ts';
 import { INBOUND_JOB } from '../../src/domain/inbound/spool.ts';
 import { listJobs } from '../../src/jobs/table.ts';
 import { SmtpClient, type SmtpReply } from '../support/smtp-client.ts';

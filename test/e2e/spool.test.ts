@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { eq } from 'drizzle-orm';
-import { jobs, spooledMessages } from '../../src/db/schema.ts';
+import { jobs, spooledMessages } from '../../src/store/schema.ts';
 import { queueEntry } from '../../cli/commands/queue.ts';
 import { SPOOL_MAX_MESSAGE_BYTES } from '../../src/domain/inbound/spool.ts';
 import { getJob, listJobs, sweepJobs } from '../../src/jobs/table.ts';

@@ -10,8 +10,8 @@ import { join } from 'node:path';
 import { and, eq, sql } from 'drizzle-orm';
 import { getTableConfig } from 'drizzle-orm/sqlite-core';
 import { getTableConfig as getPgTableConfig } from 'drizzle-orm/pg-core';
-import * as schema from '../../src/db/schema.ts';
-import { derivedTables } from '../../src/db/schema-pg.ts';
+import * as schema from '../../src/store/schema.ts';
+import { derivedTables } from '../../src/store/schema-pg.ts';
 import { openStore } from '../../src/store/open.ts';
 import { changes, isUniqueViolation, type Db, type Store } from '../../src/store/store.ts';
 import { numberPlaceholders } from '../../src/store/placeholders.ts';
@@ -37,7 +37,7 @@ test('every table has a PostgreSQL form with the same columns, keys and indexes'
   for (const table of tables) {
     const lite = getTableConfig(table as typeof schema.accounts);
     const pg = derivedTables().get(table as typeof schema.accounts);
-    assert.ok(pg, `${lite.name} has no PostgreSQL form in src/db/schema-pg.ts`);
+    assert.ok(pg, `${lite.name} has no PostgreSQL form in src/store/schema-pg.ts`);
     const pgc = getPgTableConfig(pg);
     assert.deepEqual(
       pgc.columns.map((c) => [c.name, c.notNull, c.primary]),

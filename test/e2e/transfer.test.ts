@@ -16,7 +16,7 @@ import { smtpTransport } from '../support/mail.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { until } from '../support/wait.ts';
 import { pgCluster, postgresMissing } from '../support/postgres.ts';
-import { openDatabase } from '../../src/db/client.ts';
+import { openDatabase } from '../../src/store/client.ts';
 import { peerSkip } from '../support/peers.ts';
 
 const PASSPHRASE = 'correct horse battery staple';

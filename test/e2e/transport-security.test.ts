@@ -13,7 +13,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import { simpleParser } from 'mailparser';
 import type { Clock } from '../../src/context.ts';
-import { tlsResults } from '../../src/db/schema.ts';
+import { tlsResults } from '../../src/store/schema.ts';
 import type { TlsReport } from '../../src/outbound/tls-rpt.ts';
 import { startTestDns, type TestDns } from '../support/dns.ts';
 import { startTestMx, type TestMx } from '../support/mx.ts';

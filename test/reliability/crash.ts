@@ -7,7 +7,7 @@ import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { configFrom } from '../../src/config.ts';
-import { openDatabase } from '../../src/db/client.ts';
+import { openDatabase } from '../../src/store/client.ts';
 import { prepareInstance, startChild, stopChild, type ChildServer, type Instance } from '../support/child-server.ts';
 import { startTestDns } from '../support/dns.ts';
 import { startReceiver } from '../support/receiver.ts';

@@ -3,7 +3,7 @@
 // the event goes with the message), so a stand-in message row is stored first when the payload's
 // id is not a stored message yet; its inbox is `data.inboxId`, else a fixture inbox of the account.
 import type { AppContext } from '../../src/context.ts';
-import { messages, threads } from '../../src/db/schema.ts';
+import { messages, threads } from '../../src/store/schema.ts';
 import { recordEvent, type EventRecord, type EventType } from '../../src/domain/events/events.ts';
 import { createInbox } from '../../src/domain/inboxes/inboxes.ts';
 import { newId } from '../../src/ids.ts';

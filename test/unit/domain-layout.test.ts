@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import type { Tx } from '../../src/db/client.ts';
+import type { Tx } from '../../src/store/client.ts';
 
 const DOMAIN = new URL('../../src/domain/', import.meta.url).pathname;
 
@@ -26,7 +26,7 @@ test('no domain file imports drizzle-orm or the store-side Db type', () => {
     imports.filter(([, spec]) => spec.startsWith('drizzle-orm')),
     [],
   );
-  // src/store/store.ts's Db is drizzle's handle; the domain's (src/db/client.ts) is opaque.
+  // src/store/store.ts's Db is drizzle's handle; the domain's (src/store/client.ts) is opaque.
   assert.deepEqual(
     imports.filter(([, spec, names]) => spec.endsWith('/store/store.ts') && /\bDb\b|SqliteRemoteDatabase/.test(names)),
     [],

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openConnection } from '../../src/db/client.ts';
+import { openConnection } from '../../src/store/client.ts';
 import { SqliteStore } from '../../src/store/sqlite.ts';
 import { rawRun, type Db } from '../../src/store/store.ts';
 

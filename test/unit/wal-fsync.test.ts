@@ -8,7 +8,7 @@ import { mkdtempSync, promises as fsp, rmSync } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openConnection } from '../../src/db/client.ts';
+import { openConnection } from '../../src/store/client.ts';
 import { SqliteStore } from '../../src/store/sqlite.ts';
 import { rawRun } from '../../src/store/store.ts';
 import { exitOnFatal } from '../../src/log.ts';

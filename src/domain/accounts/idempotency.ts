@@ -3,7 +3,7 @@
 // different request is a conflict. Rows are written before the work starts, with one
 // INSERT … ON CONFLICT, so two concurrent requests with one key cannot both run, on one node
 // or several.
-import type { Tx } from '../../db/client.ts';
+import type { Tx } from '../../store/client.ts';
 import type { AppContext } from '../../context.ts';
 import {
   claimIdempotencyKey,

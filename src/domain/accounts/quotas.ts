@@ -3,7 +3,7 @@
 // (account_usage, migration 0013), the rest are counts bounded by their own quota. A check runs
 // before the write, so requests racing past it can go over by what they add; the next is refused.
 import type { AppContext } from '../../context.ts';
-import type { Db } from '../../db/client.ts';
+import type { Db } from '../../store/client.ts';
 import { findAccountById, findAccountUsageBytes } from '../../store/repo/accounts.ts';
 import { countUnsentUploadsOfAccount } from '../../store/repo/attachments.ts';
 import { countDraftsOfAccount } from '../../store/repo/drafts.ts';

@@ -5,7 +5,7 @@
 import type { AppContext } from '../../context.ts';
 import { newId } from '../../ids.ts';
 import { deleteAuditEntriesCreatedBefore, insertAuditEntry, listAuditEntries, type AuditRow } from '../../store/repo/audit.ts';
-import type { Db } from '../../db/client.ts';
+import type { Db } from '../../store/client.ts';
 import { AppError } from '../errors.ts';
 import { intParam } from '../pagination.ts';
 

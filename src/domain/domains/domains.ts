@@ -3,7 +3,7 @@
 // inboxes to the shared domain and keeps their messages.
 import { domainToASCII } from 'node:url';
 import type { AppContext } from '../../context.ts';
-import type { Tx } from '../../db/client.ts';
+import type { Tx } from '../../store/client.ts';
 import { newId, randomToken } from '../../ids.ts';
 import {
   countDomainsOfAccount,

@@ -4,7 +4,7 @@
 // A message.* event carries a copy of the message, so it names the message and is deleted with
 // it (a foreign-key cascade); every event goes after `retention.events` (sweepEvents).
 import type { AppContext } from '../../context.ts';
-import type { Tx } from '../../db/client.ts';
+import type { Tx } from '../../store/client.ts';
 import { newId } from '../../ids.ts';
 import {
   deleteEventsCreatedBefore,

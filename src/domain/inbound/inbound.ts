@@ -4,7 +4,7 @@
 import type { AddressObject, ParsedMail } from 'mailparser';
 import { createHash } from 'node:crypto';
 import type { AppContext } from '../../context.ts';
-import type { Tx } from '../../db/client.ts';
+import type { Tx } from '../../store/client.ts';
 import { newId } from '../../ids.ts';
 import { Blobs } from '../../store/blobs/blobs.ts';
 import { splitAddress } from '../addresses.ts';

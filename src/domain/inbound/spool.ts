@@ -5,7 +5,7 @@
 // answered 250, and processed by the job runner moments later. Either way the 250 means the
 // message is on disk.
 import type { AppContext } from '../../context.ts';
-import type { Tx } from '../../db/client.ts';
+import type { Tx } from '../../store/client.ts';
 import { enqueueJob, getJob } from '../../jobs/table.ts';
 import { AppError, isAppError } from '../errors.ts';
 import { acceptInbound, isEmptyMessage, prepareInbound, type InboundInput } from './inbound.ts';

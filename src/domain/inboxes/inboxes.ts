@@ -2,7 +2,7 @@
 // verified for sending. Counters for sending live on the row; `sendsToday` counts the current
 // UTC day only. Deleting an inbox removes everything under it, files included.
 import type { AppContext } from '../../context.ts';
-import type { Db } from '../../db/client.ts';
+import type { Db } from '../../store/client.ts';
 import { forgetIdempotentResponses } from '../accounts/idempotency.ts';
 import { newId } from '../../ids.ts';
 import { findAccountById } from '../../store/repo/accounts.ts';

@@ -4,7 +4,7 @@
 import { createHash } from 'node:crypto';
 import { Transform, type Readable } from 'node:stream';
 import type { AppContext } from '../../context.ts';
-import type { Db } from '../../db/client.ts';
+import type { Db } from '../../store/client.ts';
 import { newId } from '../../ids.ts';
 import { findAttachmentById, insertAttachment, listAttachmentsOfAccount, listAttachmentsOfMessage, listAttachmentsOfMessages, type AttachmentRow } from '../../store/repo/attachments.ts';
 import { Blobs } from '../../store/blobs/blobs.ts';

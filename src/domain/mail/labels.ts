@@ -1,8 +1,8 @@
 // Read state and labels of messages: the label rule and its bound, reading the labels (and
 // unread counts) a page of messages or threads shows, and applying a PATCH's marks to a message
 // (in the caller's transaction) or to a thread (a part at a time). Labels live in message_labels
-// (src/db/schema.ts says why), read and written by src/store/repo/messages.ts.
-import type { Db } from '../../db/client.ts';
+// (src/store/schema.ts says why), read and written by src/store/repo/messages.ts.
+import type { Db } from '../../store/client.ts';
 import type { AppContext } from '../../context.ts';
 import { AppError } from '../errors.ts';
 import {

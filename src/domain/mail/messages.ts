@@ -1,7 +1,7 @@
 // Messages: the API shape of a stored message (inbound or outbound). Listing, reading and
 // deleting messages live here too; receiving is in inbound.ts, sending in sending.ts.
 import type { AppContext } from '../../context.ts';
-import type { Db } from '../../db/client.ts';
+import type { Db } from '../../store/client.ts';
 import { forgetIdempotentResponses } from '../accounts/idempotency.ts';
 import { listStoragePathsOfMessage } from '../../store/repo/attachments.ts';
 import {

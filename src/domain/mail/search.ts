@@ -26,7 +26,7 @@
 // counts towards `search_terms`. A negated side, filename:, a mix, and an `OR` missing a side
 // are refused.
 import type { AppContext } from '../../context.ts';
-import type { Db } from '../../db/client.ts';
+import type { Db } from '../../store/client.ts';
 import { AppError } from '../errors.ts';
 import { SearchTimeoutError, searchReaderOf } from '../../store/search-reader.ts';
 import type { SearchCondition, SearchQuery, TextTerm } from '../../store/repo/message-search.ts';

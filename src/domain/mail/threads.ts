@@ -2,7 +2,7 @@
 // Message-ID of the same inbox joins that message's thread; any other message starts one.
 // The thread row keeps its message count and last activity so listings need no aggregation.
 import type { AppContext } from '../../context.ts';
-import type { Db, Tx } from '../../db/client.ts';
+import type { Db, Tx } from '../../store/client.ts';
 import { newId } from '../../ids.ts';
 import {
   countMessagesOfThread,

@@ -5,7 +5,7 @@
 // a person releases it: releaseHeldInbound, behind POST /messages/{id}/release (scope `review`).
 // Every hold and release is an audit entry written in the transaction that makes it.
 import type { AppContext } from '../../context.ts';
-import type { Tx } from '../../db/client.ts';
+import type { Tx } from '../../store/client.ts';
 import { updateMessageStatusIf } from '../../store/repo/messages.ts';
 import { recordAudit, SYSTEM_ACTOR, type Actor } from '../audit/audit.ts';
 import { AppError } from '../errors.ts';

@@ -4,7 +4,7 @@
 // goes through queueSend (src/domain/sending/sending.ts) and deletes the draft in the same transaction
 // that stores the message: a draft is sent once, and a refused send leaves it as it was.
 import type { AppContext } from '../../context.ts';
-import type { Tx } from '../../db/client.ts';
+import type { Tx } from '../../store/client.ts';
 import { newId } from '../../ids.ts';
 import { getAttachmentRows } from '../mail/attachments.ts';
 import { assertDraftRoom } from '../accounts/quotas.ts';

@@ -27,7 +27,7 @@ import { countSendsOfThreadSince, findLatestInboundOfThread, findNewestJobPayloa
 import { findInboxById } from '../../store/repo/inboxes.ts';
 import { retireQueuedJobsOfMessage } from '../../store/repo/jobs.ts';
 import { findMessageById } from '../../store/repo/messages.ts';
-import type { Db, Tx } from '../../db/client.ts';
+import type { Db, Tx } from '../../store/client.ts';
 import { splitAddress } from '../addresses.ts';
 import { recordAudit, SYSTEM_ACTOR, type Actor } from '../audit/audit.ts';
 import { AppError } from '../errors.ts';

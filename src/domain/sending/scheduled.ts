@@ -15,7 +15,7 @@
 // the release commits only while the message is still `scheduled`, so a rerun after a crash (or
 // a cancel that won the race) never queues it twice.
 import type { AppContext } from '../../context.ts';
-import type { Tx } from '../../db/client.ts';
+import type { Tx } from '../../store/client.ts';
 import { messageAttachmentRows } from '../mail/attachments.ts';
 import { AppError } from '../errors.ts';
 import { countSend } from '../inboxes/inboxes.ts';

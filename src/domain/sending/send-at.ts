@@ -2,7 +2,7 @@
 // and scheduled send"), checked, and the release job queued in the send's transaction. What a
 // release does at its time is src/domain/sending/scheduled.ts.
 import type { AppContext } from '../../context.ts';
-import type { Tx } from '../../db/client.ts';
+import type { Tx } from '../../store/client.ts';
 import { enqueueJob } from '../../jobs/table.ts';
 import type { MailAddress } from '../../outbound/mime.ts';
 import { AppError } from '../errors.ts';

@@ -5,7 +5,7 @@
 //
 //   queued → sending → sent | delivered | bounced | failed   (complained comes from ARF reports)
 import type { AppContext } from '../../context.ts';
-import type { Tx } from '../../db/client.ts';
+import type { Tx } from '../../store/client.ts';
 import { newId } from '../../ids.ts';
 import { enqueueJob } from '../../jobs/table.ts';
 import { createReadStream } from 'node:fs';

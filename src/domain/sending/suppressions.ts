@@ -19,7 +19,7 @@ import {
   listSuppressionsOfAccount,
   type SuppressionRow,
 } from '../../store/repo/suppressions.ts';
-import type { Db, Tx } from '../../db/client.ts';
+import type { Db, Tx } from '../../store/client.ts';
 import { normalizeRecipient } from '../addresses.ts';
 import { AppError } from '../errors.ts';
 import type { Page, PageResult } from '../pagination.ts';

@@ -2,7 +2,7 @@
 // webhook of the same account that subscribes to its type (and, when scoped, to its inbox), written in the transaction that
 // records the event — so a delivery exists exactly when its event was committed.
 import type { AppContext } from '../../context.ts';
-import type { Tx } from '../../db/client.ts';
+import type { Tx } from '../../store/client.ts';
 import { enqueueJob } from '../../jobs/table.ts';
 import { afterCommit } from '../../store/store.ts';
 import { AppError } from '../errors.ts';

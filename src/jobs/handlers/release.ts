@@ -9,7 +9,7 @@ import type { RecipientOutcome } from '../../domain/mail/messages.ts';
 import { errorFields } from '../../log.ts';
 import type { JobHandler } from '../runner.ts';
 import { fail, ok, retry } from '../table.ts';
-import type { Tx } from '../../db/client.ts';
+import type { Tx } from '../../store/client.ts';
 import { afterCommit } from '../../store/store.ts';
 
 export const releaseHandler: JobHandler = {

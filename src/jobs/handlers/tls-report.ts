@@ -2,7 +2,7 @@
 // (src/outbound/tls-rpt.ts) and the counts they cover are deleted with the job's outcome. The
 // first delivery of the day to a domain that asks for reports queues it; each day's job has a
 // fixed id, so every later delivery, node and restart finds it there and makes no other.
-import type { Db } from '../../db/client.ts';
+import type { Db } from '../../store/client.ts';
 import { sendTlsReports } from '../../outbound/tls-rpt.ts';
 import { deleteTlsResultsUpTo } from '../../store/repo/transport.ts';
 import type { JobHandler } from '../runner.ts';

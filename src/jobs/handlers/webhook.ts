@@ -7,7 +7,7 @@ import http from 'node:http';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
 import type { AppContext } from '../../context.ts';
-import type { Tx } from '../../db/client.ts';
+import type { Tx } from '../../store/client.ts';
 import { DnsUnavailableError } from '../../dns.ts';
 import { WEBHOOK_JOB, type WebhookJobPayload } from '../../domain/webhooks/webhook-fanout.ts';
 import { parseWebhookUrl, resolveTarget, UnsafeTargetError, type ResolvedTarget } from '../../domain/webhooks/webhook-targets.ts';

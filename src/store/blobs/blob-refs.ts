@@ -2,7 +2,7 @@
 // delivery reached, one attachment by every message that carried the same bytes
 // (Blobs.contentKey). It is removed when the last row naming it goes.
 import type { AppContext } from '../../context.ts';
-import type { Db } from '../../db/client.ts';
+import type { Db } from '../client.ts';
 import { errorFields } from '../../log.ts';
 import { isBlobNamed } from '../repo/blob-refs.ts';
 

@@ -3,7 +3,7 @@
 // who may revoke what) stay in the domain; this module only reads and writes rows.
 import { and, asc, desc, eq, isNull } from 'drizzle-orm';
 import { preparedQuery, preparedRows } from '../prepared.ts';
-import { accounts, apiKeys, drafts, listEntries, messages, threads, webhooks } from '../../db/schema.ts';
+import { accounts, apiKeys, drafts, listEntries, messages, threads, webhooks } from '../schema.ts';
 import { changes, rawRows, type Db } from '../store.ts';
 
 export type AccountRow = typeof accounts.$inferSelect;

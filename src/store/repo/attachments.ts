@@ -3,7 +3,7 @@
 // message (src/domain/mail/messages.ts). The bytes are blobs (src/store/blobs/), not rows here.
 import { and, eq, inArray } from 'drizzle-orm';
 import { preparedQuery, preparedRows } from '../prepared.ts';
-import { attachments, messageAttachments } from '../../db/schema.ts';
+import { attachments, messageAttachments } from '../schema.ts';
 import { rawRows, type Db } from '../store.ts';
 
 export type AttachmentRow = typeof attachments.$inferSelect;

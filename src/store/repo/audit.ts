@@ -1,6 +1,6 @@
 // Storage of the audit log: reads and writes the `audit_log` table for src/domain/audit/audit.ts.
 import { and, desc, eq, lt } from 'drizzle-orm';
-import { auditLog } from '../../db/schema.ts';
+import { auditLog } from '../schema.ts';
 import { changes, type Db } from '../store.ts';
 
 export type AuditRow = typeof auditLog.$inferSelect;

@@ -3,7 +3,7 @@
 // keys mail is signed with). Moving a deleted domain's inboxes is written by the inbox
 // repository (inboxes.ts); the rules (names, DNS checks, statuses) stay in the domain.
 import { and, count, desc, eq, isNull, lte, ne, or, sql } from 'drizzle-orm';
-import { domains } from '../../db/schema.ts';
+import { domains } from '../schema.ts';
 import type { Db } from '../store.ts';
 import { preparedQuery, preparedRows } from '../prepared.ts';
 

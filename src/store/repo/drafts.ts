@@ -3,7 +3,7 @@
 // sent, is decided there; every function takes the handle (the store's or a transaction's) it
 // runs on.
 import { and, asc, count, desc, eq } from 'drizzle-orm';
-import { draftAttachments, drafts } from '../../db/schema.ts';
+import { draftAttachments, drafts } from '../schema.ts';
 import { changes, rawRows, type Db } from '../store.ts';
 
 export type DraftRow = typeof drafts.$inferSelect;

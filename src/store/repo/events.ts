@@ -3,7 +3,7 @@
 // exist and what they carry is decided in the domain; this module stores and reads them.
 import { and, asc, eq, gt, inArray, lt, sql, type SQL } from 'drizzle-orm';
 import { preparedQuery, preparedRows } from '../prepared.ts';
-import { events, webhookAttempts } from '../../db/schema.ts';
+import { events, webhookAttempts } from '../schema.ts';
 import { changes, dialectOf, rawRows, type Db } from '../store.ts';
 
 export type EventRow = typeof events.$inferSelect;

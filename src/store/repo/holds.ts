@@ -2,7 +2,7 @@
 // inbox ever exchanged mail with an address, how many sends a thread had lately, the message a
 // reply answers; and the write of a message's hold.
 import { and, count, desc, eq, gt, notInArray, or, sql } from 'drizzle-orm';
-import { jobs, messages } from '../../db/schema.ts';
+import { jobs, messages } from '../schema.ts';
 import type { Db } from '../store.ts';
 
 /** Outbound statuses that never reached anybody: they are no exchange and no send of a thread. */

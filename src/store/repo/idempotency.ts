@@ -1,7 +1,7 @@
 // Storage of idempotency records: reads and writes the `idempotency_keys` table for
 // src/domain/accounts/idempotency.ts, which decides what a repeated request gets back.
 import { and, eq, inArray, lt } from 'drizzle-orm';
-import { idempotencyKeys } from '../../db/schema.ts';
+import { idempotencyKeys } from '../schema.ts';
 import { changes, type Db } from '../store.ts';
 
 export type IdempotencyRow = typeof idempotencyKeys.$inferSelect;

@@ -4,7 +4,7 @@
 // stored copy (attachments). The message rows and threads are written by src/domain/mail.
 import { and, eq, sql } from 'drizzle-orm';
 import { preparedQuery } from '../prepared.ts';
-import { domains, messages } from '../../db/schema.ts';
+import { domains, messages } from '../schema.ts';
 import type { Db } from '../store.ts';
 
 // Equality terms only, so the (account_id, message_id_header) index drives it: with the time

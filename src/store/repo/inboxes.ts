@@ -5,7 +5,7 @@
 // matching entries) stay in the domain.
 import { and, count, desc, eq, inArray, isNull, or, sql, type Column, type SQL } from 'drizzle-orm';
 import { preparedQuery, preparedRows } from '../prepared.ts';
-import { accounts, addressPolicies, attachments, inboxes, listEntries, messages } from '../../db/schema.ts';
+import { accounts, addressPolicies, attachments, inboxes, listEntries, messages } from '../schema.ts';
 import { changes, type Db } from '../store.ts';
 
 export type InboxRow = typeof inboxes.$inferSelect;

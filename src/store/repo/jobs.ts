@@ -6,7 +6,7 @@
 // and what an outcome makes of it, is decided in src/jobs/table.ts.
 import { and, asc, eq, inArray, lte, or, sql, type Placeholder, type SQL } from 'drizzle-orm';
 import { preparedQuery } from '../prepared.ts';
-import { jobs } from '../../db/schema.ts';
+import { jobs } from '../schema.ts';
 import { changes, rawRows, rawRun, type Db } from '../store.ts';
 
 export type JobRow = typeof jobs.$inferSelect;

@@ -4,7 +4,7 @@
 // labels.ts. Which messages pass a list's filters is worded in ./message-search.ts.
 import { count, desc, eq, and, getTableColumns, sql } from 'drizzle-orm';
 import { preparedQuery, preparedRows } from '../prepared.ts';
-import { messages, threads } from '../../db/schema.ts';
+import { messages, threads } from '../schema.ts';
 import { dialectOf, rawRows, rawRun, type Db } from '../store.ts';
 import { countMatchesUpTo, isRanked, listRankedSearchPage, matchMessages, scopeCondition, type ListScope, type MatchFilters } from './message-search.ts';
 

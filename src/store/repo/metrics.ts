@@ -2,7 +2,7 @@
 // `inboxes`, `domains`, counted by status) and the catch-up of the counters kept from the
 // append-only logs (`events`, `webhook_attempts`). Read only; nothing here writes.
 import { inArray, sql } from 'drizzle-orm';
-import { domains, inboxes, jobs } from '../../db/schema.ts';
+import { domains, inboxes, jobs } from '../schema.ts';
 import { dialectOf, rawRows, type Db } from '../store.ts';
 
 // ---- the gauges ------------------------------------------------------------------------------

@@ -6,7 +6,7 @@
 // attachment rows, inbox counters) are written by their own repositories.
 import { and, desc, eq, inArray, sql } from 'drizzle-orm';
 import { preparedQuery } from '../prepared.ts';
-import { attachments, messageAttachments, messages } from '../../db/schema.ts';
+import { attachments, messageAttachments, messages } from '../schema.ts';
 import { changes, type Db } from '../store.ts';
 
 type MessageRow = typeof messages.$inferSelect;

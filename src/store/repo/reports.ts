@@ -2,7 +2,7 @@
 // (dmarc_reports, dmarc_records) and TLS-RPT reports (tls_reports), for
 // src/domain/domains/dmarc-reports.ts and tls-reports.ts. The rules stay there.
 import { and, asc, count, desc, eq, gte, inArray, lt, sql } from 'drizzle-orm';
-import { dmarcRecords, dmarcReports, messages, tlsReports } from '../../db/schema.ts';
+import { dmarcRecords, dmarcReports, messages, tlsReports } from '../schema.ts';
 import { changes, rawRun, type Db } from '../store.ts';
 
 export type DmarcReportRow = typeof dmarcReports.$inferSelect;

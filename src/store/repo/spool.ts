@@ -4,7 +4,7 @@
 // job table (src/store/repo/jobs.ts).
 import { eq, sql } from 'drizzle-orm';
 import { preparedQuery } from '../prepared.ts';
-import { spooledMessages } from '../../db/schema.ts';
+import { spooledMessages } from '../schema.ts';
 import type { Db } from '../store.ts';
 
 // Once per spooled message each: prepared once (src/store/prepared.ts).

@@ -1,7 +1,7 @@
 // Storage of the suppression list: reads and writes the `suppressions` table for
 // src/domain/sending/suppressions.ts. Addresses arrive lowercase; the rules stay in the domain.
 import { and, asc, count, desc, eq, inArray, type SQL } from 'drizzle-orm';
-import { suppressions } from '../../db/schema.ts';
+import { suppressions } from '../schema.ts';
 import { changes, type Db } from '../store.ts';
 import type { Window } from './inboxes.ts';
 

@@ -1,7 +1,7 @@
 // Storage of outbound transport security: cached MTA-STS policies and TLS-RPT session counts
 // (src/outbound/mta-sts.ts, src/outbound/tls-rpt.ts hold the rules).
 import { asc, eq, lte, sql } from 'drizzle-orm';
-import { mtaStsPolicies, tlsResults } from '../../db/schema.ts';
+import { mtaStsPolicies, tlsResults } from '../schema.ts';
 import type { Db } from '../store.ts';
 
 export type MtaStsPolicyRow = typeof mtaStsPolicies.$inferSelect;

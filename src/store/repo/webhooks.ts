@@ -5,7 +5,7 @@
 // table events here too: a delivery needs only its row.
 import { and, desc, eq, gte, isNull, lt, sql, type SQL } from 'drizzle-orm';
 import { preparedQuery } from '../prepared.ts';
-import { webhookAttempts, webhooks } from '../../db/schema.ts';
+import { webhookAttempts, webhooks } from '../schema.ts';
 import { changes, type Db } from '../store.ts';
 
 export type WebhookRow = typeof webhooks.$inferSelect;

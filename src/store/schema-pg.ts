@@ -1,4 +1,4 @@
-// The PostgreSQL form of src/db/schema.ts, derived from it table by table so there is one
+// The PostgreSQL form of src/store/schema.ts, derived from it table by table so there is one
 // schema to edit. drizzle's table builders are per dialect; this file is what drizzle-kit reads
 // to write migrations/pg/ (drizzle-pg.config.ts). Type mapping:
 //   text → text; integer → bigint (counts, sizes and millisecond times; read back as numbers);

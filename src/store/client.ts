@@ -10,9 +10,9 @@ import { dirname } from 'node:path';
  * The storage port's handle (src/store/) as code outside src/store holds it: opaque, to hand to
  * the repositories (src/store/repo/), with no query builder of its own (SQL only in src/store).
  */
-export type Db = import('../store/store.ts').Tx;
+export type Db = import('./store.ts').Tx;
 /** The handle a transaction callback receives; domain functions that need one take it first. */
-export type Tx = import('../store/store.ts').Tx;
+export type Tx = import('./store.ts').Tx;
 
 /**
  * A synchronous drizzle handle on the SQLite file itself, for what reads or writes the file
