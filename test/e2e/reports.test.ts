@@ -204,3 +204,50 @@ describe('forged and stray reports change nothing', () => {
     expectError(await t.api('POST', '/inboxes', { address: 'bounces+mine' }), 400, 'INVALID_ADDRESS');
   });
 });
+
+// A report is read up to 64 K characters of each part and 1 M in all (src/domain/inbound/reports.ts):
+// the fields and the explanation are at the starts of their parts, and a returned message can
+// be 25 MB of text. mailparser joins the explanation and the delivery-status fields into one
+// text: the fields are read from where they start in it, so a long explanation does not hide them.
+describe('reports past the read bounds', () => {
+  const explained = (raw: string, lines: number) =>
+    raw.replace('                   The mail system\r\n', `${'This line only pads the explanation of the notice.\r\n'.repeat(lines)}                   The mail system\r\n`);
+
+  test('900 KB of explanation before the delivery-status fields: the fields are still read, and the recipient bounces', async () => {
+    const rcpt = 'far@remote.test';
+    const sent = await sendAndCapture([rcpt]);
+    const to = sent.bounceTo[rcpt];
+    const raw = explained(fixture('postfix-dsn.eml', { to, rcpt, msgid: sent.messageIdHeader, envid: sent.id }), 18_000);
+    assert.ok(raw.length > 900_000);
+    const reply = await deliver('', to, raw);
+    assert.equal(reply.code, 250, reply.text);
+    const m = await message(sent.id);
+    assert.equal(m.status, 'bounced');
+    assert.match(m.recipients[0].response, /^smtp; 550 5\.1\.1 <far@remote\.test>: Recipient address rejected/);
+  });
+
+  const unread: Array<[string, (raw: string) => string]> = [
+    [
+      'a recipient block past the first 64 K characters of the fields',
+      (raw) => raw.replace('Reporting-MTA: dns; mx.remote.test\r\n', `Reporting-MTA: dns; mx.remote.test\r\n${`X-Padding: ${'p'.repeat(990)}\r\n`.repeat(70)}`),
+    ],
+    ['fields past the first 1 M characters of the text', (raw) => explained(raw, 21_000)],
+  ];
+  for (const [what, pad] of unread) {
+    test(`${what} is not read: the report is taken and changes nothing`, async () => {
+      const rcpt = `deep-${unread.findIndex(([w]) => w === what)}@remote.test`;
+      const sent = await sendAndCapture([rcpt]);
+      const to = sent.bounceTo[rcpt];
+      const counts = await inboxCounts();
+      const storedBefore = await received();
+      const reply = await deliver('', to, pad(fixture('postfix-dsn.eml', { to, rcpt, msgid: sent.messageIdHeader, envid: sent.id })));
+      assert.equal(reply.code, 250, reply.text);
+      const m = await message(sent.id);
+      assert.equal(m.status, 'sent');
+      assert.equal(m.recipients[0].status, 'sent');
+      assert.deepEqual(await inboxCounts(), counts);
+      assert.equal(await eventsOf('message.bounced', sent.id), 0);
+      assert.equal(await received(), storedBefore, 'a report is not stored as mail');
+    });
+  }
+});
