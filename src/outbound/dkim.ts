@@ -2,7 +2,7 @@
 // domain's key (a custom domain's, or the shared domain's). mailauth hashes the body as it
 // streams by, dkim-signer canonicalises the signed header fields; the RSA signature itself is
 // computed in libuv's thread pool, off the event loop. Private keys are parsed once: parsing PEM costs more than the signature itself.
-import { createHash, createPrivateKey, sign, type KeyObject } from 'node:crypto';
+import { createPrivateKey, sign, type KeyObject } from 'node:crypto';
 import { promisify } from 'node:util';
 import { domainToASCII } from 'node:url';
 import dkimSigner from 'dkim-signer';
@@ -21,14 +21,14 @@ const SIGNED_HEADERS = 'From:Sender:Reply-To:Subject:Date:Message-ID:To:Cc:MIME-
 /** crypto.sign with a callback runs in the thread pool (bench/: 0.46 ms of the loop per RSA-2048 signature). */
 const signAsync = promisify(sign);
 
+/** By PEM text: a lookup hashes the string natively, no digest object per signature. */
 const parsedKeys = new Map<string, KeyObject>();
 
 function keyObject(pem: string): KeyObject {
-  const id = createHash('sha256').update(pem).digest('hex');
-  let key = parsedKeys.get(id);
+  let key = parsedKeys.get(pem);
   if (!key) {
     key = createPrivateKey(pem);
-    parsedKeys.set(id, key);
+    parsedKeys.set(pem, key);
   }
   return key;
 }

@@ -70,6 +70,9 @@ function sharedKeyPath(ctx: AppContext): string {
   return `dkim/${normalizeName(ctx.config.shared_domain).replace(/[^a-z0-9.-]/g, '_')}.json`;
 }
 
+/** The last shared key file read, parsed: every send signed with the shared key asks for it. */
+let parsedShared: { text: string; key: SharedKeyFile } | undefined;
+
 /** The shared domain's key, generated (off the event loop) and stored the first time. */
 async function sharedKey(ctx: AppContext): Promise<SharedKeyFile> {
   const text = await ensureSecret(ctx.store, ctx.config.data_dir, sharedKeyPath(ctx), async () => {
@@ -78,7 +81,8 @@ async function sharedKey(ctx: AppContext): Promise<SharedKeyFile> {
     const record: SharedKeyFile = { domain: normalizeName(ctx.config.shared_domain), selector: newSelector(now), ...pair, createdAt: now.toISOString() };
     return JSON.stringify(record, null, 2) + '\n';
   });
-  return JSON.parse(text) as SharedKeyFile;
+  if (parsedShared?.text !== text) parsedShared = { text, key: JSON.parse(text) as SharedKeyFile };
+  return parsedShared.key;
 }
 
 /** The shared domain's key, made the first time (the server does it at start). */

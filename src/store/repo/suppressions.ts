@@ -1,6 +1,7 @@
 // Storage of the suppression list: reads and writes the `suppressions` table for
 // src/domain/sending/suppressions.ts. Addresses arrive lowercase; the rules stay in the domain.
-import { and, asc, count, desc, eq, inArray, type SQL } from 'drizzle-orm';
+import { and, asc, count, desc, eq, type SQL } from 'drizzle-orm';
+import { preparedQuery, preparedRows } from '../prepared.ts';
 import { suppressions } from '../schema.ts';
 import { changes, type Db } from '../store.ts';
 import type { Window } from './inboxes.ts';
@@ -23,13 +24,13 @@ export function findSuppression(db: Db, accountId: string, address: string): Pro
 /** Which of `addresses` (lowercase) the account suppresses. */
 export async function listSuppressedAmong(db: Db, accountId: string, addresses: string[]): Promise<string[]> {
   if (!addresses.length) return [];
-  const rows = await db
-    .select({ address: suppressions.address })
-    .from(suppressions)
-    .where(and(eq(suppressions.accountId, accountId), inArray(suppressions.address, addresses)))
-    .all();
-  return rows.map((r) => r.address);
+  return (await preparedQuery(db, suppressedOf).all(accountId, JSON.stringify(addresses))).map(([address]) => address);
 }
+
+// Every send reads it in its transaction: a plain statement prepared once (src/store/prepared.ts),
+// the addresses passed as one JSON array (an IN list of its own length made a new statement).
+const suppressedOf = (db: Db) =>
+  preparedRows<[accountId: string, addresses: string], [address: string]>(db, 'SELECT address FROM suppressions WHERE account_id = ? AND address IN (SELECT value FROM json_each(?))');
 
 export async function deleteSuppression(db: Db, accountId: string, address: string): Promise<boolean> {
   return (
