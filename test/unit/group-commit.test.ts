@@ -3,10 +3,10 @@
 // is left at synchronous=FULL for everyone else.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openConnection } from '../../src/store/client.ts';
+import { openConnection, WAL_AUTOCHECKPOINT_PAGES } from '../../src/store/client.ts';
 import { SqliteStore } from '../../src/store/sqlite.ts';
 import { rawRun, type Db } from '../../src/store/store.ts';
 
@@ -47,6 +47,32 @@ test('writers of one moment commit together; a failing one rolls back alone', as
     assert.equal((sqlite.prepare('SELECT count(*) AS c FROM t WHERE n = 100').get() as { c: number }).c, 0);
   } finally {
     await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('the write-ahead log takes WAL_AUTOCHECKPOINT_PAGES before a commit checkpoints it, then starts over', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'mailroom-wal-'));
+  const file = join(dir, 'x.db');
+  const sqlite = openConnection(file);
+  try {
+    // Not the fsyncs under test: 15,000 of them would take seconds.
+    sqlite.pragma('synchronous = OFF');
+    sqlite.exec('CREATE TABLE t (n INTEGER PRIMARY KEY, b BLOB)');
+    const insert = sqlite.prepare('INSERT INTO t (b) VALUES (zeroblob(3000))');
+    const walPages = () => Math.floor(statSync(`${file}-wal`).size / (4096 + 24));
+    // One page and a commit frame each: past SQLite's default of 1,000 the log still grows.
+    for (let i = 0; i < 3000; i++) insert.run();
+    assert.ok(walPages() > 3000, `the log holds every page so far (${walPages()})`);
+    for (let i = 0; i < WAL_AUTOCHECKPOINT_PAGES; i++) insert.run();
+    const most = walPages();
+    assert.ok(most >= WAL_AUTOCHECKPOINT_PAGES && most < WAL_AUTOCHECKPOINT_PAGES + 200, `checkpointed once past the threshold (${most})`);
+    // After the checkpoint the log is written again from its start, not appended to.
+    for (let i = 0; i < 2000; i++) insert.run();
+    assert.equal(walPages(), most);
+    assert.equal(sqlite.prepare('SELECT count(*) FROM t').pluck().get(), 15_000);
+  } finally {
+    sqlite.close();
     rmSync(dir, { recursive: true, force: true });
   }
 });
