@@ -112,6 +112,56 @@ describe('listing and reading', () => {
   });
 });
 
+describe('a plain page of an inbox', () => {
+  // A plain page reads what changes with the ids, and the rest of each message from memory once
+  // read (src/store/repo/messages.ts); a filtered page reads whole rows, GET /messages/{id} one.
+  // All of them must show the same messages, read again, and after they change.
+  const unsigned = (page: any) => ({ ...page, data: page.data.map((m: any) => ({ ...m, attachments: m.attachments.map(({ url, ...a }: any) => a) })) });
+
+  test('answers what a filtered page and GET /messages/{id} do, before and after changes', async () => {
+    const inboxId = (await t.api('POST', '/inboxes', { address: 'pages' })).body.id;
+    const plain = (await deliver({ to: 'pages@agents.test', subject: 'plain' })).id;
+    const attached = (await deliver({ to: 'pages@agents.test', subject: 'attached', attachments: [{ filename: 'a.txt', content: 'attached bytes' }] })).id;
+    // Two bytes a character: more bytes than characters, under the list's cut.
+    const labelled = (await deliver({ to: 'pages@agents.test', subject: 'labelled', text: 'é'.repeat(3000) })).id;
+    assert.equal((await t.api('PATCH', `/messages/${labelled}`, { addLabels: ['todo', 'billing'] })).status, 200);
+    const same = async () => {
+      const page = unsigned((await t.api('GET', `/inboxes/${inboxId}/messages`)).body);
+      assert.deepEqual(unsigned((await t.api('GET', `/inboxes/${inboxId}/messages?status=received`)).body), page);
+      assert.deepEqual(unsigned((await t.api('GET', `/inboxes/${inboxId}/messages?direction=inbound`)).body), page);
+      for (const m of page.data) assert.deepEqual(unsigned({ data: [(await t.api('GET', `/messages/${m.id}`)).body] }).data[0], m);
+      return page;
+    };
+
+    const first = await same();
+    assert.equal(first.total, 3);
+    assert.deepEqual(
+      first.data.map((m: any) => [m.id, m.labels, m.attachments.map((a: any) => a.filename), m.unread]),
+      [
+        [labelled, ['billing', 'todo'], [], true],
+        [attached, [], ['a.txt'], true],
+        [plain, [], [], true],
+      ],
+    );
+    assert.equal(first.data[0].bodyText, 'é'.repeat(3000));
+    // Read again, from memory this time: the same answer.
+    assert.deepEqual(await same(), first);
+
+    assert.equal((await t.api('PATCH', `/messages/${plain}`, { unread: false, addLabels: ['done'] })).status, 200);
+    assert.equal((await t.api('PATCH', `/messages/${labelled}`, { removeLabels: ['todo'] })).status, 200);
+    assert.equal((await t.api('DELETE', `/messages/${attached}`)).status, 204);
+    const changed = await same();
+    assert.equal(changed.total, 2);
+    assert.deepEqual(
+      changed.data.map((m: any) => [m.id, m.labels, m.unread]),
+      [
+        [labelled, ['billing'], true],
+        [plain, ['done'], false],
+      ],
+    );
+  });
+});
+
 describe('deleting', () => {
   test('a message of a longer thread leaves the thread; the only message takes the thread with it; files go too', async () => {
     const inboxId = (await t.api('POST', '/inboxes', { address: 'deleter' })).body.id;

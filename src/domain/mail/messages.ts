@@ -138,9 +138,16 @@ export function messageView(row: MessageViewRow, attachments: AttachmentMeta[], 
  * too works on bounded input; 'whole' (one message) keeps them whole.
  */
 export async function messageViews(ctx: AppContext, rows: MessageViewRow[], bodies: 'cut' | 'whole'): Promise<Message[]> {
-  const ids = rows.map((r) => r.id);
-  const metas = await attachmentMetaForMany(ctx, ids);
-  const labels = await labelsOfMessages(ctx, ids);
+  // Rows read with a page of an inbox say whether they have labels and attachments: those that
+  // have none are left out of these reads, and a page without any needs neither.
+  const metas = await attachmentMetaForMany(
+    ctx,
+    rows.filter((r) => r.hasAttachments !== false).map((r) => r.id),
+  );
+  const labels = await labelsOfMessages(
+    ctx,
+    rows.filter((r) => r.hasLabels !== false).map((r) => r.id),
+  );
   // An agent reads an attachment straight from the message, without asking for a URL first.
   const withUrls = (list: AttachmentMeta[]) => list.map((a) => ({ ...a, url: presignAttachment(ctx, a.id).url }));
   return rows.map((r) => {

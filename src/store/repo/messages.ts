@@ -10,7 +10,11 @@ import { countMatchesUpTo, isRanked, listRankedSearchPage, matchMessages, scopeC
 
 export type MessageRow = typeof messages.$inferSelect;
 /** The columns a Message is made of (what list pages read). */
-export type MessageViewRow = Omit<MessageRow, 'accountId' | 'references' | 'rawPath' | 'contentHash'>;
+export type MessageViewRow = Omit<MessageRow, 'accountId' | 'references' | 'rawPath' | 'contentHash'> & {
+  /** Read with a page of an inbox: whether the message has labels, and attachments; unknown when absent. */
+  hasLabels?: boolean;
+  hasAttachments?: boolean;
+};
 export type ThreadRow = typeof threads.$inferSelect;
 
 /** The rows of one page of a list, and how many rows the whole list has. */
@@ -49,12 +53,14 @@ export function findMessageById(db: Db, id: string): Promise<MessageRow | undefi
 
 export async function deleteMessageById(db: Db, id: string): Promise<void> {
   await db.delete(messages).where(eq(messages.id, id)).run();
+  forgetFixedParts(id);
 }
 
 // A list page is 20-100 rows of 21 columns: read with plain statements in raw mode (rows as
 // arrays, src/store/prepared.ts), each turned into a MessageViewRow once. drizzle mapped every
 // value through its column decoders into one object and messageView copied it into another.
-type ViewTuple = [
+/** The first columns of a list's every row, in this order (ViewTuple, and FixedTuple below). */
+type HeadTuple = [
   id: string,
   inboxId: string,
   threadId: string,
@@ -68,6 +74,9 @@ type ViewTuple = [
   bodyText: string | null,
   bodyHtml: string | null,
   delivery: string | null,
+];
+type ViewTuple = [
+  ...HeadTuple,
   status: string,
   messageIdHeader: string,
   inReplyTo: string | null,
@@ -81,17 +90,22 @@ type ViewTuple = [
   screening: string | null,
   hold: string | null,
 ];
-// A list reads each body only to its first `bodyBytes` + 1 characters (the first two `?` of
+// A list reads each body only to its first `bodyBytes` + 1 characters (the first four `?` of
 // every statement below, bodyChars): the database cuts a 14 MB body, not this process. Every
 // character is at least one byte of UTF-8, so a body read cut is still longer than `bodyBytes`
 // bytes and cutBodies (src/domain/mail/body-cut.ts) cuts it to that and flags it; a body read
-// whole is judged exactly.
-const viewColumns = (t: string) =>
+// whole is judged exactly. A body of no more bytes than that has no more characters either and
+// is read as it is: substr() counts characters, and counting those of every body of a page was
+// a tenth of its cost (bench/).
+const cutBody = (column: string) => `CASE WHEN octet_length(${column}) > CAST(? AS integer) THEN substr(${column}, 1, CAST(? AS integer)) ELSE ${column} END`;
+type BodyChars = [number, number, number, number];
+const bodyChars = (bodyBytes: number): BodyChars => [bodyBytes + 1, bodyBytes + 1, bodyBytes + 1, bodyBytes + 1];
+const headColumns = (t: string) =>
   `${t}id, ${t}inbox_id, ${t}thread_id, ${t}direction, ${t}from_address, ${t}from_name, ${t}to_addresses, ${t}cc_addresses, ${t}bcc_addresses, ${t}subject,
-  substr(${t}body_text, 1, CAST(? AS integer)), substr(${t}body_html, 1, CAST(? AS integer)), ${t}delivery, ${t}status, ${t}message_id_header,
-  ${t}in_reply_to, ${t}recipients, ${t}authentication, ${t}size, ${t}created_at, ${t}updated_at, ${t}unread, ${t}send_at, ${t}screening, ${t}hold`;
+  ${cutBody(`${t}body_text`)}, ${cutBody(`${t}body_html`)}, ${t}delivery`;
+const viewColumns = (t: string) =>
+  `${headColumns(t)}, ${t}status, ${t}message_id_header, ${t}in_reply_to, ${t}recipients, ${t}authentication, ${t}size, ${t}created_at, ${t}updated_at, ${t}unread, ${t}send_at, ${t}screening, ${t}hold`;
 const VIEW_COLUMNS = viewColumns('');
-const bodyChars = (bodyBytes: number): [number, number] => [bodyBytes + 1, bodyBytes + 1];
 // In VIEW_COLUMNS order.
 const viewRow = (r: ViewTuple): MessageViewRow => ({
   id: r[0],
@@ -120,16 +134,122 @@ const viewRow = (r: ViewTuple): MessageViewRow => ({
   screening: r[23],
   hold: r[24],
 });
+
+// ---- the fixed part of a listed message ------------------------------------------------------
+
+// Most of a list page is what no statement changes once a message is stored: its addresses,
+// subject, bodies, headers, authentication results and screening verdict. Only status,
+// recipients, hold, size and updated_at (outbound.ts, holds.ts, updateMessageStatusIf below) and
+// unread (the marks below) change; labels and attachments are rows of their own. So the page of
+// an inbox reads those and the ids, and takes the rest of each message from memory, read from
+// the table the first time it is listed: turning two bodies and 20 more columns of every row
+// into JS values was half of a page's cost (bench/). A statement that came to change any other
+// column would have to forget its message here (forgetFixedParts).
+type FixedTuple = [...HeadTuple, messageIdHeader: string, inReplyTo: string | null, authentication: string | null, createdAt: string, sendAt: string | null, screening: string | null];
+type ChangingTuple = [id: string, status: string, recipients: string, size: number, updatedAt: string, unread: number, hold: string | null, hasLabels: number, hasAttachments: number, total?: number];
+const FIXED_COLUMNS = `${headColumns('')}, message_id_header, in_reply_to, authentication, created_at, send_at, screening`;
+// With whether each message has labels and attachments (an index probe each): a page none of
+// whose messages has any needs neither read (src/domain/mail/messages.ts messageViews).
+const CHANGING_COLUMNS = `id, status, recipients, size, updated_at, unread, hold,
+  CASE WHEN EXISTS (SELECT 1 FROM message_labels l WHERE l.message_id = messages.id) THEN 1 ELSE 0 END,
+  CASE WHEN EXISTS (SELECT 1 FROM attachments a WHERE a.message_id = messages.id) OR EXISTS (SELECT 1 FROM message_attachments ma WHERE ma.message_id = messages.id) THEN 1 ELSE 0 END`;
+const joinedRow = (f: FixedTuple, c: ChangingTuple): MessageViewRow => ({
+  id: f[0],
+  inboxId: f[1],
+  threadId: f[2],
+  direction: f[3],
+  fromAddress: f[4],
+  fromName: f[5],
+  toAddresses: f[6],
+  ccAddresses: f[7],
+  bccAddresses: f[8],
+  subject: f[9],
+  bodyText: f[10],
+  bodyHtml: f[11],
+  delivery: f[12],
+  status: c[1],
+  messageIdHeader: f[13],
+  inReplyTo: f[14],
+  recipients: c[2],
+  authentication: f[15],
+  size: c[3],
+  createdAt: f[16],
+  updatedAt: c[4],
+  unread: c[5] === 1,
+  sendAt: f[17],
+  screening: f[18],
+  hold: c[6],
+  hasLabels: c[7] === 1,
+  hasAttachments: c[8] === 1,
+});
+
+/**
+ * The fixed parts kept, per body cut, by message id (ids are never reused, so one map serves every
+ * store of the process); bounded by the characters they hold, the first kept first out (a hit
+ * costs one lookup, not an LRU's move). A message deleted here is dropped (deleteMessageById);
+ * others (a deleted inbox's, one deleted by another node) age out.
+ */
+const FIXED_CHARS_MAX = 8 * 1024 * 1024;
+interface FixedParts {
+  byId: Map<string, { f: FixedTuple; chars: number }>;
+  chars: number;
+}
+const fixedParts = new Map<number, FixedParts>();
+
+const fixedPartsOf = (bodyBytes: number): FixedParts => fixedParts.get(bodyBytes) ?? fixedParts.set(bodyBytes, { byId: new Map(), chars: 0 }).get(bodyBytes)!;
+
+function keepFixedPart(parts: FixedParts, f: FixedTuple): void {
+  let chars = 0;
+  for (const v of f) if (typeof v === 'string') chars += v.length;
+  parts.byId.set(f[0], { f, chars });
+  parts.chars += chars;
+  for (const [id, old] of parts.byId) {
+    if (parts.chars <= FIXED_CHARS_MAX) break;
+    parts.byId.delete(id);
+    parts.chars -= old.chars;
+  }
+}
+
+function forgetFixedParts(id: string): void {
+  for (const parts of fixedParts.values()) {
+    const old = parts.byId.get(id);
+    if (!old) continue;
+    parts.byId.delete(id);
+    parts.chars -= old.chars;
+  }
+}
+
+// LIMIT and OFFSET are cast: with the bound values bare, SQLite read the same page by the same
+// plan markedly slower (docs/performance.md, "HTTP reads"). bigint: an offset may be any safe
+// integer (src/domain/pagination.ts).
+const PAGE = 'LIMIT CAST(? AS bigint) OFFSET CAST(? AS bigint)';
+const fixedOfIds = (db: Db) => preparedRows<[...BodyChars, string], FixedTuple>(db, `SELECT ${FIXED_COLUMNS} FROM messages WHERE id IN (SELECT value FROM json_each(?))`);
 const pageOfInbox = (db: Db) =>
-  preparedRows<[number, number, string, number, number], ViewTuple>(
-    db,
-    `SELECT ${VIEW_COLUMNS} FROM messages WHERE inbox_id = ? AND status <> 'held' ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`,
-  );
+  preparedRows<[string, number, number], ChangingTuple>(db, `SELECT ${CHANGING_COLUMNS} FROM messages WHERE inbox_id = ? AND status <> 'held' ORDER BY created_at DESC, id DESC ${PAGE}`);
 const pageOfInboxStatus = (db: Db) =>
-  preparedRows<[number, number, string, string, number, number], ViewTuple>(
-    db,
-    `SELECT ${VIEW_COLUMNS} FROM messages WHERE inbox_id = ? AND status = ? ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`,
-  );
+  preparedRows<[string, string, number, number], ChangingTuple>(db, `SELECT ${CHANGING_COLUMNS} FROM messages WHERE inbox_id = ? AND status = ? ORDER BY created_at DESC, id DESC ${PAGE}`);
+
+/** A page of an inbox (with `status`, when not null), newest first: the changing columns. */
+function readInboxPage(db: Db, inboxId: string, status: string | null, limit: number, offset: number): Promise<ChangingTuple[]> {
+  return status ? preparedQuery(db, pageOfInboxStatus).all(inboxId, status, limit, offset) : preparedQuery(db, pageOfInbox).all(inboxId, limit, offset);
+}
+
+/** The rows of `page` with their fixed parts (as above), in its order. */
+async function withFixedParts(db: Db, page: ChangingTuple[], bodyBytes: number): Promise<MessageViewRow[]> {
+  const parts = fixedPartsOf(bodyBytes);
+  const missing = page.filter((c) => !parts.byId.has(c[0])).map((c) => c[0]);
+  // Kept once the page is made: a page larger than the bound must not lose its own rows to it.
+  const read = missing.length ? new Map((await preparedQuery(db, fixedOfIds).all(...bodyChars(bodyBytes), JSON.stringify(missing))).map((f) => [f[0], f])) : undefined;
+  const rows: MessageViewRow[] = [];
+  for (const c of page) {
+    const f = parts.byId.get(c[0])?.f ?? read?.get(c[0]);
+    // Deleted between the two reads: left out, as if the page had been read just after.
+    if (f) rows.push(joinedRow(f, c));
+  }
+  for (const f of read?.values() ?? []) keepFixedPart(parts, f);
+  return rows;
+}
+
 // Kept by triggers (schema.ts inboxMessageCounts): constant time however large the inbox.
 const totalOfInbox = (db: Db) => preparedRows<[string], [number]>(db, `SELECT coalesce(sum(n), 0) FROM inbox_message_counts WHERE inbox_id = ? AND status <> 'held'`);
 const totalOfInboxStatus = (db: Db) => preparedRows<[string, string], [number]>(db, 'SELECT coalesce(sum(n), 0) FROM inbox_message_counts WHERE inbox_id = ? AND status = ?');
@@ -140,8 +260,8 @@ const totalOfAccountStatus = (db: Db) =>
   preparedRows<[string, string], [number]>(db, 'SELECT coalesce(sum(n), 0) FROM inbox_message_counts WHERE inbox_id IN (SELECT id FROM inboxes WHERE account_id = ?) AND status = ?');
 const M_VIEW_COLUMNS = viewColumns('m.');
 
-// The inbox's account and total in one statement: a plain page of an inbox (the API's most
-// common list) runs this and the page, not a read of the inbox, the page and a count.
+// The inbox's account and total in one statement: what an empty page of an inbox reads to tell a
+// missing inbox from an empty page.
 const totalOfOwnInbox = (db: Db) =>
   preparedRows<[string, string], [number]>(
     db,
@@ -151,6 +271,20 @@ const totalOfOwnInboxStatus = (db: Db) =>
   preparedRows<[string, string, string], [number]>(
     db,
     'SELECT (SELECT coalesce(sum(n), 0) FROM inbox_message_counts c WHERE c.inbox_id = i.id AND c.status = ?) FROM inboxes i WHERE i.id = ? AND i.account_id = ?',
+  );
+// A plain page of an inbox (the API's most common list) in one statement: its rows, only if the
+// inbox is the account's, each with the total (computed once: the subqueries name no row).
+const ownPageOfInbox = (db: Db) =>
+  preparedRows<[string, string, string, string, number, number], ChangingTuple>(
+    db,
+    `SELECT ${CHANGING_COLUMNS}, (SELECT coalesce(sum(n), 0) FROM inbox_message_counts c WHERE c.inbox_id = ? AND c.status <> 'held') FROM messages
+     WHERE inbox_id = ? AND status <> 'held' AND EXISTS (SELECT 1 FROM inboxes i WHERE i.id = ? AND i.account_id = ?) ORDER BY created_at DESC, id DESC ${PAGE}`,
+  );
+const ownPageOfInboxStatus = (db: Db) =>
+  preparedRows<[string, string, string, string, string, string, number, number], ChangingTuple>(
+    db,
+    `SELECT ${CHANGING_COLUMNS}, (SELECT coalesce(sum(n), 0) FROM inbox_message_counts c WHERE c.inbox_id = ? AND c.status = ?) FROM messages
+     WHERE inbox_id = ? AND status = ? AND EXISTS (SELECT 1 FROM inboxes i WHERE i.id = ? AND i.account_id = ?) ORDER BY created_at DESC, id DESC ${PAGE}`,
   );
 
 /**
@@ -167,12 +301,13 @@ export async function listOwnInboxPage(
   offset: number,
   bodyBytes: number,
 ): Promise<RowPage<MessageViewRow> | undefined> {
+  const page = await (status
+    ? preparedQuery(db, ownPageOfInboxStatus).all(inboxId, status, inboxId, status, inboxId, accountId, limit, offset)
+    : preparedQuery(db, ownPageOfInbox).all(inboxId, inboxId, inboxId, accountId, limit, offset));
+  if (page.length) return { rows: await withFixedParts(db, page, bodyBytes), total: Number(page[0][9]) };
+  // No rows: no such inbox of the account, or none at this offset.
   const found = await (status ? preparedQuery(db, totalOfOwnInboxStatus).get(status, inboxId, accountId) : preparedQuery(db, totalOfOwnInbox).get(inboxId, accountId));
-  if (!found) return undefined;
-  const rows = await (status
-    ? preparedQuery(db, pageOfInboxStatus).all(...bodyChars(bodyBytes), inboxId, status, limit, offset)
-    : preparedQuery(db, pageOfInbox).all(...bodyChars(bodyBytes), inboxId, limit, offset));
-  return { rows: rows.map(viewRow), total: Number(found[0]) };
+  return found && { rows: [], total: Number(found[0]) };
 }
 
 /**
@@ -188,11 +323,9 @@ export async function listMessagePage(db: Db, scope: ListScope, f: MatchFilters,
   const counted = f.search === undefined && f.label === undefined && f.unread === undefined && f.direction === undefined;
   if ('inboxId' in scope && counted) {
     const { inboxId } = scope;
-    const rows = await (status
-      ? preparedQuery(db, pageOfInboxStatus).all(...bodyChars(bodyBytes), inboxId, status, limit, offset)
-      : preparedQuery(db, pageOfInbox).all(...bodyChars(bodyBytes), inboxId, limit, offset));
+    const rows = await withFixedParts(db, await readInboxPage(db, inboxId, status ?? null, limit, offset), bodyBytes);
     const [total] = (await (status ? preparedQuery(db, totalOfInboxStatus).get(inboxId, status) : preparedQuery(db, totalOfInbox).get(inboxId)))!;
-    return { rows: rows.map(viewRow), total };
+    return { rows, total };
   }
   if (f.search !== undefined && isRanked(f)) {
     const page = await listRankedSearchPage(db, scope, f, limit, offset, searchCap);
@@ -259,7 +392,7 @@ export async function listMessagePageAfter(db: Db, inboxId: string, after: strin
 }
 
 const pageOfThread = (db: Db) =>
-  preparedRows<[number, number, string, number, number], ViewTuple>(db, `SELECT ${VIEW_COLUMNS} FROM messages WHERE thread_id = ? AND status <> 'held' ORDER BY created_at, id LIMIT ? OFFSET ?`);
+  preparedRows<[...BodyChars, string, number, number], ViewTuple>(db, `SELECT ${VIEW_COLUMNS} FROM messages WHERE thread_id = ? AND status <> 'held' ORDER BY created_at, id LIMIT ? OFFSET ?`);
 
 /** A page of the messages of thread `threadId`, oldest first (bodies as in every list here). */
 export async function listMessagesOfThread(db: Db, threadId: string, limit: number, offset: number, bodyBytes: number): Promise<MessageViewRow[]> {
