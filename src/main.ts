@@ -20,6 +20,7 @@ import { createSmtpService } from './smtp/inbound.ts';
 import { createSubmissionService } from './smtp/submission.ts';
 import { createImapService } from './imap/server.ts';
 import { createOutboundService } from './outbound/deliver.ts';
+import { createWebhookConnections } from './jobs/handlers/webhook.ts';
 import { createDomainRecheck } from './domain/domains/domain-recheck.ts';
 import { AFTER_START_MS, describeStartup, listenFailure, type StartupInfo } from './startup.ts';
 import { createStartupCollection } from './memory.ts';
@@ -93,12 +94,13 @@ function housekeeping(ctx: AppContext): Service {
 /**
  * Started in this order, stopped in reverse. The SMTP listeners (MX, then submission) are last so
  * that they are the first to stop accepting at shutdown (like HTTP), instead of taking new sessions while the job
- * runner drains; the runner stops before the outbound pools its deliveries use.
+ * runner drains; the runner stops before the outbound pools and webhook connections its deliveries use.
  */
 export const SERVICE_FACTORIES: Array<(ctx: AppContext) => Service> = [
   housekeeping,
   createMetricsService,
   createOutboundService,
+  createWebhookConnections,
   (ctx) => createJobRunner(ctx, JOB_HANDLERS),
   createDomainRecheck,
   createSmtpService,

@@ -30,6 +30,15 @@ export interface Receiver {
   down(): Promise<void>;
   up(): Promise<void>;
   close(): Promise<void>;
+  /** Connections accepted so far, and those open now. */
+  readonly connections: number;
+  readonly open: number;
+  /**
+   * The next `n` requests that arrive on a connection which served one before are cut off
+   * (the socket destroyed, no answer, not recorded): a receiver closing an idle kept-alive
+   * connection just as a request goes out on it.
+   */
+  cutReused(n: number): void;
 }
 
 export async function startReceiver(fallback: Behaviour = 200): Promise<Receiver> {
@@ -40,8 +49,17 @@ export async function startReceiver(fallback: Behaviour = 200): Promise<Receiver
   const waiters: Array<() => void> = [];
   let server: Server;
   let port = 0;
+  let connections = 0;
+  let cut = 0;
+  const served = new WeakSet<Socket>();
 
   const handler = (req: import('node:http').IncomingMessage, res: ServerResponse) => {
+    if (cut > 0 && served.has(req.socket)) {
+      cut--;
+      req.socket.destroy();
+      return;
+    }
+    served.add(req.socket);
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
@@ -74,6 +92,7 @@ export async function startReceiver(fallback: Behaviour = 200): Promise<Receiver
     new Promise<void>((resolve, reject) => {
       server = createServer(handler);
       server.on('connection', (s) => {
+        connections++;
         sockets.add(s);
         s.on('close', () => sockets.delete(s));
       });
@@ -116,6 +135,13 @@ export async function startReceiver(fallback: Behaviour = 200): Promise<Receiver
     down: stop,
     up: listen,
     close: stop,
+    get connections() {
+      return connections;
+    },
+    get open() {
+      return sockets.size;
+    },
+    cutReused: (n) => void (cut += n),
   };
   return receiver;
 }

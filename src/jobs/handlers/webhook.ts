@@ -6,7 +6,7 @@ import { createHmac } from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
-import type { AppContext } from '../../context.ts';
+import type { AppContext, Service } from '../../context.ts';
 import type { Tx } from '../../store/client.ts';
 import { DnsUnavailableError } from '../../dns.ts';
 import { WEBHOOK_JOB, type WebhookJobPayload } from '../../domain/webhooks/webhook-fanout.ts';
@@ -40,6 +40,9 @@ interface PostResult {
   durationMs: number;
 }
 
+/** What a write to, or a read from, a socket the other side has closed fails with. */
+const STALE = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED']);
+
 /** A `lookup` that answers with the already-checked address, whatever the name. */
 function pinnedLookup(target: { address: string; family: 4 | 6 }): LookupFunction {
   return ((_host: string, opts: { all?: boolean }, cb: (...args: unknown[]) => void) => {
@@ -48,14 +51,81 @@ function pinnedLookup(target: { address: string; family: 4 | 6 }): LookupFunctio
   }) as unknown as LookupFunction;
 }
 
-/** One POST. Redirects are not followed (node:http never does): a 3xx is a failure. */
-export function post(target: ResolvedTarget, body: Buffer, headers: Record<string, string>, timeoutMs: number, signal: AbortSignal, ca?: string[]): Promise<PostResult> {
-  const { url } = target;
+/**
+ * Connections kept open between the deliveries of a server to the same receiver: a new TCP
+ * connection per POST (and for https a new TLS handshake) cost both sides more than the POST
+ * itself. One keep-alive agent per receiver and checked address, so that a reused socket always
+ * leads to the address this delivery's own check answered (a name that now resolves elsewhere
+ * gets a new agent, and a new connection). Idle sockets close after IDLE_SOCKET_MS, or sooner
+ * when the receiver's Keep-Alive header says so (Node's agent reads it), and do not hold the
+ * process open.
+ */
+const MAX_AGENTS = 64;
+const IDLE_SOCKETS_PER_AGENT = 4;
+const IDLE_SOCKET_MS = 4_000;
+
+const agentsOf = new WeakMap<AppContext, Map<string, http.Agent>>();
+
+/** The agent for `target`, made on first use; the least recently used of MAX_AGENTS is closed. */
+export function webhookAgent(ctx: AppContext, target: ResolvedTarget): http.Agent {
+  let agents = agentsOf.get(ctx);
+  if (!agents) agentsOf.set(ctx, (agents = new Map()));
+  const key = `${target.url.protocol}//${target.host}:${target.url.port}@${target.addresses[0]?.address ?? ''}`;
+  let agent = agents.get(key);
+  if (agent) agents.delete(key);
+  else {
+    const options = { keepAlive: true, maxFreeSockets: IDLE_SOCKETS_PER_AGENT, timeout: IDLE_SOCKET_MS };
+    agent = target.url.protocol === 'https:' ? new https.Agent(options) : new http.Agent(options);
+  }
+  agents.set(key, agent);
+  if (agents.size > MAX_AGENTS) {
+    const [oldest, old] = agents.entries().next().value!;
+    agents.delete(oldest);
+    old.destroy();
+  }
+  return agent;
+}
+
+/** Closes the server's kept-alive webhook connections (at shutdown, after the job runner stopped). */
+export function createWebhookConnections(ctx: AppContext): Service {
+  return {
+    name: 'webhook connections',
+    async start() {},
+    async stop() {
+      for (const agent of agentsOf.get(ctx)?.values() ?? []) agent.destroy();
+      agentsOf.delete(ctx);
+    },
+  };
+}
+
+/**
+ * One POST. Redirects are not followed (node:http never does): a 3xx is a failure. With an
+ * `agent`, a kept-alive connection is reused; one the receiver closed meanwhile (it may close an
+ * idle connection just as the request goes out) is retried once on a new connection.
+ */
+export async function post(target: ResolvedTarget, body: Buffer, headers: Record<string, string>, timeoutMs: number, signal: AbortSignal, ca?: string[], agent?: http.Agent): Promise<PostResult> {
   const started = performance.now();
+  const { staleSocket, ...first } = await postOnce(target, body, headers, timeoutMs, signal, started, ca, agent);
+  if (!staleSocket || signal.aborted) return first;
+  const { staleSocket: _, ...second } = await postOnce(target, body, headers, timeoutMs, signal, started, ca, agent);
+  return second;
+}
+
+function postOnce(
+  target: ResolvedTarget,
+  body: Buffer,
+  headers: Record<string, string>,
+  timeoutMs: number,
+  signal: AbortSignal,
+  started: number,
+  ca: string[] | undefined,
+  agent: http.Agent | undefined,
+): Promise<PostResult & { staleSocket?: boolean }> {
+  const { url } = target;
   const elapsed = () => Math.round(performance.now() - started);
   return new Promise((resolve) => {
     let settled = false;
-    const settle = (r: Omit<PostResult, 'durationMs'>) => {
+    const settle = (r: Omit<PostResult, 'durationMs'> & { staleSocket?: boolean }) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
@@ -69,7 +139,7 @@ export function post(target: ResolvedTarget, body: Buffer, headers: Record<strin
       port: url.port || undefined,
       path: `${url.pathname}${url.search}`,
       headers: { ...headers, 'Content-Length': String(body.length) },
-      agent: false,
+      agent: agent ?? false,
       // Certificate authorities beside the system's (TLS reports: outbound.tls_ca_file).
       ca,
       lookup: target.addresses.length ? pinnedLookup(target.addresses[0]) : undefined,
@@ -89,7 +159,8 @@ export function post(target: ResolvedTarget, body: Buffer, headers: Record<strin
       res.on('close', () => clearTimeout(cut));
       res.on('error', () => {});
     });
-    req.on('error', (err) => settle({ error: err.message }));
+    // A reused socket that fails before any answer was closed by the receiver while idle.
+    req.on('error', (err: NodeJS.ErrnoException) => settle({ error: err.message, staleSocket: req.reusedSocket && STALE.has(err.code ?? '') }));
     req.end(body);
   });
 }
@@ -181,7 +252,7 @@ export const webhookHandler: JobHandler = {
     let result: PostResult;
     try {
       const target = await resolveTarget(ctx, parseWebhookUrl(hook.url, ctx.config.webhooks.allow_insecure_targets));
-      result = await post(target, body, headers, ctx.config.webhooks.timeout, signal);
+      result = await post(target, body, headers, ctx.config.webhooks.timeout, signal, undefined, webhookAgent(ctx, target));
     } catch (err) {
       // Unsafe address, DNS outage, or a URL saved under looser settings: a failed attempt,
       // logged like any other and retried on the schedule (DNS may come back, or change).
