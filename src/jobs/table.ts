@@ -20,6 +20,8 @@ import {
   insertJob,
   insertJobOnce,
   listClaimCandidates,
+  listDueOfPartition,
+  nextQueuedPartition,
   listDueJobs,
   listJobsByStatus,
   listLeaseExpiredJobs,
@@ -123,10 +125,14 @@ export async function claimDue(
     ? (await listClaimCandidates(ctx.db, readAt, kinds, window)).sort((a, b) => a.runAt - b.runAt)
     : [...(await listLeaseExpiredJobs(ctx.db, readAt, window)), ...(await listDueJobs(ctx.db, readAt, window))].sort((a, b) => a.runAt - b.runAt);
   const chosen: JobCandidate[] = [];
+  /** Partitions (kind and partition) with a job refused in this pass: at their limit. */
+  const refused = new Set<string>();
   for (const job of seen) {
     if (chosen.length >= limit) break;
     if (accept(job)) chosen.push(job);
+    else refused.add(partitionOf(job));
   }
+  if (kinds && chosen.length < limit && refused.size) await walkPartitions(ctx, readAt, limit, window, seen, chosen, refused, accept);
   if (!chosen.length) return [];
   return ctx.store.grouped(async (tx) => {
     const now = ctx.clock.now();
@@ -151,6 +157,69 @@ export async function claimDue(
     }
     return taken;
   });
+}
+
+const partitionOf = (job: JobCandidate) => `${job.kind}\u0000${job.partition}`;
+
+/** Partitions a claim pass looks at one by one, at most, when a backlog fills its read. */
+const WALK_PARTITIONS = 16;
+
+/** Per server and kind: the partition the last walk stopped at (the next one starts after it). */
+const walkCursors = new WeakMap<AppContext, Map<string, string | null>>();
+
+/**
+ * A kind's due jobs are read in run_at order, `window` of them: a backlog of one partition at its
+ * limit (a slow domain's sends, a slow receiver's webhooks) that fills the read would leave every
+ * other partition's jobs waiting behind it until it drains. When the read of a kind came back
+ * full and refused a partition, the kind's partitions are walked in their order from where the
+ * last walk stopped (round robin), stepping past the refused ones with one index seek each, and
+ * each other partition's earliest due jobs are offered until the free slots are taken or
+ * WALK_PARTITIONS were looked at: at most twice that many statements, whatever the backlog.
+ */
+async function walkPartitions(
+  ctx: AppContext,
+  readAt: number,
+  limit: number,
+  window: number,
+  seen: JobCandidate[],
+  chosen: JobCandidate[],
+  refused: Set<string>,
+  accept: (job: JobCandidate) => boolean,
+): Promise<void> {
+  const read = new Map<string, number>();
+  for (const job of seen) read.set(job.kind, (read.get(job.kind) ?? 0) + 1);
+  const taken = new Set(chosen.map((j) => j.id));
+  let cursors = walkCursors.get(ctx);
+  if (!cursors) walkCursors.set(ctx, (cursors = new Map()));
+  for (const [kind, n] of read) {
+    if (chosen.length >= limit) return;
+    if (n < window || ![...refused].some((k) => k.startsWith(`${kind}\u0000`))) continue;
+    const start = cursors.get(kind) ?? null;
+    let at = start;
+    let wrapped = start === null;
+    for (let looked = 0; looked < WALK_PARTITIONS && chosen.length < limit;) {
+      const partition = await nextQueuedPartition(ctx.db, kind, at);
+      if (partition === undefined || (wrapped && start !== null && partition > start)) {
+        if (wrapped) break;
+        wrapped = true;
+        at = null;
+        continue;
+      }
+      looked++;
+      at = partition;
+      if (refused.has(`${kind}\u0000${partition}`)) continue;
+      for (const job of await listDueOfPartition(ctx.db, kind, partition, readAt, limit - chosen.length)) {
+        if (taken.has(job.id)) continue;
+        if (!accept(job)) {
+          refused.add(partitionOf(job));
+          break;
+        }
+        chosen.push(job);
+        taken.add(job.id);
+      }
+    }
+    cursors.set(kind, at);
+  }
 }
 
 /** On a shared database: the chosen jobs no other transaction holds, within every partition's limit across nodes. */

@@ -422,7 +422,9 @@ export const jobs = sqliteTable(
   },
   // jobs_kind_due: the claim reads each kind's due jobs in run_at order (src/store/repo/jobs.ts), so
   // a backlog of one kind (a burst of spooled mail) never hides another's (webhooks, sends).
-  (t) => [index('jobs_due').on(t.status, t.runAt), index('jobs_kind_due').on(t.kind, t.status, t.runAt)],
+  // jobs_kind_partition_due: and when one partition's backlog (a slow domain or receiver at its
+  // limit) fills that read, the claim walks the kind's partitions one by one (claimDue).
+  (t) => [index('jobs_due').on(t.status, t.runAt), index('jobs_kind_due').on(t.kind, t.status, t.runAt), index('jobs_kind_partition_due').on(t.kind, t.status, t.partition, t.runAt)],
 );
 
 /**

@@ -205,6 +205,9 @@ export class SqliteStore extends StoreBase implements Store {
     const handle = this.walHandle;
     this.walHandle = undefined;
     await handle?.then((fh) => fh.close()).catch(() => undefined);
+    // Work still under way (a job attempt left running past the shutdown grace) is refused
+    // with this error from here on, instead of reaching the closed connection.
+    this.broken ??= new Error('the database is closed');
     this.client.close();
   }
 

@@ -9,19 +9,15 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import type Database from 'better-sqlite3';
 import { openStore } from '../../src/store/open.ts';
 import { listEventsOfAccount, type EventFilter } from '../../src/store/repo/events.ts';
 import type { Db } from '../../src/store/store.ts';
+import { plansOf } from '../support/query-plan.ts';
 
 test("every read of an account's event feed seeks in (account_id, id): no scan of the account's events, no sort", async () => {
   const dir = mkdtempSync(join(tmpdir(), 'mailroom-events-plan-'));
   const store = await openStore({ dataDir: dir });
   try {
-    const client = (store as unknown as { client: Database.Database }).client;
-    const seen: string[] = [];
-    const prepare = client.prepare.bind(client);
-    client.prepare = ((source: string) => (seen.push(source), prepare(source))) as typeof client.prepare;
     const filters: EventFilter[] = [
       { limit: 100 },
       { after: 'evt_01', limit: 100 },
@@ -30,12 +26,8 @@ test("every read of an account's event feed seeks in (account_id, id): no scan o
       { after: 'evt_01', inboxId: 'inb_1', limit: 100 },
     ];
     for (const filter of filters) {
-      seen.length = 0;
-      await listEventsOfAccount(store.db as unknown as Db, 'acc_1', filter);
-      const source = seen.find((s) => /from "events"/i.test(s));
-      assert.ok(source, `the feed's statement for ${JSON.stringify(filter)} was seen`);
-      const params = [...source.matchAll(/\?/g)].map(() => 'x');
-      const plan = (prepare(`EXPLAIN QUERY PLAN ${source}`).all(...params) as Array<{ detail: string }>).map((r) => r.detail);
+      const [plan] = await plansOf(store, 'events', () => listEventsOfAccount(store.db as unknown as Db, 'acc_1', filter));
+      assert.ok(plan, `the feed's statement for ${JSON.stringify(filter)} was seen`);
       const main = plan.find((d) => /^(SEARCH|SCAN) events\b/.test(d));
       assert.match(
         main ?? '',

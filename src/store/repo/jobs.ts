@@ -118,6 +118,29 @@ export async function listClaimCandidates(db: Db, now: number, kinds: string[], 
   return rows.map(([id, kind, partition, attempts, runAt]) => ({ id, kind, partition, attempts, runAt }));
 }
 
+/**
+ * The first partition after `after` (every partition, the empty one included, when null) with
+ * a queued job of `kind`: one seek in jobs_kind_partition_due, however many jobs a partition
+ * holds, so a claim can step past a partition whose backlog it cannot take (claimDue).
+ */
+export async function nextQueuedPartition(db: Db, kind: string, after: string | null): Promise<string | undefined> {
+  const [row] = await rawRows<[string]>(db, `SELECT partition FROM jobs WHERE kind = ? AND status = 'queued' AND partition ${after === null ? '>=' : '>'} ? ORDER BY partition LIMIT 1`, [
+    kind,
+    after ?? '',
+  ]);
+  return row?.[0];
+}
+
+/** Up to `limit` queued jobs of one partition of `kind` due at `now`, earliest first. */
+export async function listDueOfPartition(db: Db, kind: string, partition: string, now: number, limit: number): Promise<JobCandidate[]> {
+  const rows = await rawRows<[string, string, string, number, number]>(
+    db,
+    `SELECT ${CANDIDATE_COLUMNS} FROM jobs WHERE kind = ? AND status = 'queued' AND partition = ? AND run_at <= ? ORDER BY run_at LIMIT ?`,
+    [kind, partition, now, limit],
+  );
+  return rows.map(([id, k, p, attempts, runAt]) => ({ id, kind: k, partition: p, attempts, runAt }));
+}
+
 /** Claims one job if it is still as it was read (another process, the CLI, may have changed it). */
 const claimOne = (db: Db) =>
   db

@@ -1,0 +1,1 @@
+CREATE INDEX `jobs_kind_partition_due` ON `jobs` (`kind`,`status`,`partition`,`run_at`);
