@@ -14,7 +14,8 @@ import { SPOOL_MAX_MESSAGE_BYTES } from '../../src/domain/inbound/spool.ts';
 import { getJob, listJobs, sweepJobs } from '../../src/jobs/table.ts';
 import { runCli } from '../support/cli.ts';
 import type { Service } from '../../src/context.ts';
-import { startTestServer, type TestServer } from '../support/server.ts';
+import { onEngine, startTestServer, type TestServer } from '../support/server.ts';
+import type { Db } from '../../src/store/store.ts';
 import { SmtpClient } from '../support/smtp-client.ts';
 import { until } from '../support/wait.ts';
 import { sqlDb } from '../support/db.ts';
@@ -56,6 +57,19 @@ describe('spooled inbound mail', () => {
     inboxId = (await t.api('POST', '/inboxes', { address: 'box' })).body.id;
   });
   after(() => t?.close());
+
+  // A spooled row lives for moments: compressing it on insert and again on read was CPU spent
+  // for nothing (migrations/pg/0020), as for blob_chunks (0002).
+  onEngine('postgres').test("PostgreSQL stores a spooled message's bytes, and blob chunks, out of line uncompressed", async () => {
+    const storage = await t.server.ctx.store.rows<[string, string, string]>(
+      t.server.ctx.db as unknown as Db,
+      "SELECT c.relname, a.attname, a.attstorage FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid WHERE (c.relname, a.attname) IN (('spooled_messages', 'raw'), ('blob_chunks', 'data')) ORDER BY c.relname",
+    );
+    assert.deepEqual(storage, [
+      ['blob_chunks', 'data', 'e'],
+      ['spooled_messages', 'raw', 'e'],
+    ]);
+  });
 
   test('the 250 names the job; the message is then stored like one processed before its reply', async () => {
     const reply = await deliver(t.server.smtpPort, 'box@agents.test', message('spooled one'));
