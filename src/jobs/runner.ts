@@ -8,7 +8,7 @@ import type { AppContext } from '../context.ts';
 import { errorFields } from '../log.ts';
 import type { Service } from '../context.ts';
 import type { Tx } from '../store/client.ts';
-import { claimDue, finishJobs, nextDueAt, recoverJobs, renewLeases, sweepJobs, type JobCandidate, type JobOutcome, type JobRow, type JobStatus } from './table.ts';
+import { claimDue, finishJobs, partitionKey, nextDueAt, recoverJobs, renewLeases, sweepJobs, type JobCandidate, type JobOutcome, type JobRow, type JobStatus } from './table.ts';
 
 export interface JobHandler {
   kind: string;
@@ -79,7 +79,6 @@ export function createJobRunner(ctx: AppContext, handlers: JobHandler[]): JobRun
   let wokenWhileClaiming = false;
 
   const scheduleOf = (kind: string) => byKind.get(kind)?.schedule(ctx) ?? [];
-  const partitionKey = (job: JobCandidate) => `${job.kind}\u0000${job.partition}`;
 
   const accept = (job: JobCandidate) => {
     const h = byKind.get(job.kind);

@@ -130,7 +130,7 @@ export async function claimDue(
   for (const job of seen) {
     if (chosen.length >= limit) break;
     if (accept(job)) chosen.push(job);
-    else refused.add(partitionOf(job));
+    else refused.add(partitionKey(job));
   }
   if (kinds && chosen.length < limit && refused.size) await walkPartitions(ctx, readAt, limit, window, seen, chosen, refused, accept);
   if (!chosen.length) return [];
@@ -159,7 +159,8 @@ export async function claimDue(
   });
 }
 
-const partitionOf = (job: JobCandidate) => `${job.kind}\u0000${job.partition}`;
+/** A job's partition as one key (its kind and partition): what partition limits count by. */
+export const partitionKey = (job: Pick<JobCandidate, 'kind' | 'partition'>) => `${job.kind}\u0000${job.partition}`;
 
 /** Partitions a claim pass looks at one by one, at most, when a backlog fills its read. */
 const WALK_PARTITIONS = 16;
@@ -193,7 +194,7 @@ async function walkPartitions(
   if (!cursors) walkCursors.set(ctx, (cursors = new Map()));
   for (const [kind, n] of read) {
     if (chosen.length >= limit) return;
-    if (n < window || ![...refused].some((k) => k.startsWith(`${kind}\u0000`))) continue;
+    if (n < window || ![...refused].some((k) => k.startsWith(partitionKey({ kind, partition: '' })))) continue;
     const start = cursors.get(kind) ?? null;
     let at = start;
     let wrapped = start === null;
@@ -207,11 +208,11 @@ async function walkPartitions(
       }
       looked++;
       at = partition;
-      if (refused.has(`${kind}\u0000${partition}`)) continue;
+      if (refused.has(partitionKey({ kind, partition }))) continue;
       for (const job of await listDueOfPartition(ctx.db, kind, partition, readAt, limit - chosen.length)) {
         if (taken.has(job.id)) continue;
         if (!accept(job)) {
-          refused.add(partitionOf(job));
+          refused.add(partitionKey(job));
           break;
         }
         chosen.push(job);
@@ -233,15 +234,14 @@ async function acrossNodes(ctx: AppContext, tx: Tx, chosen: JobCandidate[], nowM
   );
   const limited = chosen.filter((j) => free.has(j.id) && j.partition && partitionLimit?.(j.kind) !== undefined);
   if (!limited.length) return chosen.filter((j) => free.has(j.id));
-  const key = (kind: string, partition: string) => `${kind}\u0000${partition}`;
   const running = new Map<string, number>();
   const rows = await countRunningByPartition(tx, nowMs, [...new Set(limited.map((j) => j.partition))]);
-  for (const [kind, partition, n] of rows) running.set(key(kind, partition), n);
+  for (const [kind, partition, n] of rows) running.set(partitionKey({ kind, partition }), n);
   return chosen.filter((j) => {
     if (!free.has(j.id)) return false;
     const limit = j.partition ? partitionLimit?.(j.kind) : undefined;
     if (limit === undefined) return true;
-    const k = key(j.kind, j.partition);
+    const k = partitionKey(j);
     const n = running.get(k) ?? 0;
     if (n >= limit) return false;
     running.set(k, n + 1);
