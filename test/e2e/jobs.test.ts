@@ -419,3 +419,31 @@ test('finished jobs are swept after the retention period, unfinished ones never'
     await closeContext(ctx);
   }
 });
+
+test('a claim walks at most 16 partitions past a full one; the next claim goes on from where it stopped', async () => {
+  const ctx = await context();
+  try {
+    const now = Date.now();
+    const add = (partition: string, runAt: number) => ctx.store.transaction((tx) => enqueueJob(tx, new Date(), { kind: 'walk', payload: {}, partition, maxAttempts: 3, runAt }));
+    // A full partition's backlog fills the read (twice the 5 free slots, at least 16 jobs)...
+    for (let i = 0; i < 40; i++) await add('full', now - 10_000);
+    // ...20 partitions sort before the due ones, with nothing due yet...
+    for (let i = 0; i < 20; i++) await add(`a${String(i).padStart(2, '0')}`, now + 3_600_000);
+    const due = [await add('z0', now - 1_000), await add('z1', now - 1_000)];
+    const claim = () =>
+      claimDue(
+        ctx,
+        5,
+        () => [60_000],
+        (job) => job.partition !== 'full',
+        undefined,
+        ['walk'],
+      );
+    // ...so the first claim looks at 16 of them and takes nothing,
+    assert.deepEqual(await claim(), []);
+    // and the next one goes on after the 16th: the rest, the full one, then the due ones.
+    assert.deepEqual((await claim()).map((j) => j.id).sort(), due.sort());
+  } finally {
+    await closeContext(ctx);
+  }
+});

@@ -8,6 +8,7 @@ import { emitEvent } from '../support/events.ts';
 import { startReceiver } from '../support/receiver.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { until } from '../support/wait.ts';
+import { webhookAgent } from '../../src/jobs/handlers/webhook.ts';
 
 const FAST = { allow_insecure_targets: true, retry_schedule: ['10s'], timeout: '2s' };
 
@@ -48,5 +49,24 @@ test('deliveries one after another reuse one connection; one cut off on a reused
     await until('the kept-alive connection closed at shutdown', () => (receiver.open === 0 ? true : undefined));
   } finally {
     await receiver.close();
+  }
+});
+
+test('a server keeps agents for its 64 most recently used receivers: the least recently used one is closed and made anew', async () => {
+  const t = await startTestServer({ webhooks: FAST });
+  try {
+    const target = (i: number) => ({ url: new URL(`http://r${i}.example:8080/hook`), host: `r${i}.example`, addresses: [{ address: `192.0.2.${i}`, family: 4 as const }] });
+    const first = webhookAgent(t.server.ctx, target(0));
+    const second = webhookAgent(t.server.ctx, target(1));
+    for (let i = 2; i < 64; i++) webhookAgent(t.server.ctx, target(i));
+    // Used again, the first is now the most recent: the 65th receiver pushes out the second.
+    assert.equal(webhookAgent(t.server.ctx, target(0)), first);
+    webhookAgent(t.server.ctx, target(64));
+    assert.equal(webhookAgent(t.server.ctx, target(0)), first);
+    assert.notEqual(webhookAgent(t.server.ctx, target(1)), second);
+    // The same name at another checked address is another agent: a reused socket never leads elsewhere.
+    assert.notEqual(webhookAgent(t.server.ctx, { ...target(0), addresses: [{ address: '192.0.2.200', family: 4 }] }), first);
+  } finally {
+    await t.close();
   }
 });
