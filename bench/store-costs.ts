@@ -1,0 +1,98 @@
+// The storage costs measured when their fixes were made (2026-11-29), reproduced side by side:
+// the old and the new form of each, on this machine. `node bench/store-costs.ts` (PostgreSQL
+// parts need Debian's postgresql; they start a private cluster as test/support does).
+//   1. SQLite search index: one stored copy of a 20 MB text body, triggers indexing the whole
+//      body (migration 0008) against the first 262,144 characters (0023).
+//   2. SQLite event feed: "events of the account after id X", 13,000 events, with only
+//      (account_id, created_at) against with (account_id, id) (0024).
+//   3. PostgreSQL mailroom_words() on 10 KB bodies: translate() (pg/0004) against
+//      regexp_replace (pg/0019), server CPU from /proc.
+//   4. PostgreSQL 10 KB bytea rows: pglz-compressed against stored uncompressed (pg/0020).
+import Database from 'better-sqlite3';
+import pg from 'pg';
+import { readdirSync, readFileSync } from 'node:fs';
+import { postgresMissing, startCluster } from '../test/support/postgres.ts';
+
+const ms = (t0: number) => (performance.now() - t0).toFixed(1);
+const COLS = '`subject`, `body_text`';
+
+function ftsInsert(cut: boolean): string {
+  const db = new Database(':memory:');
+  const body = (v: string) => (cut ? `substr(${v}, 1, 262144)` : v);
+  db.exec(`CREATE TABLE messages (subject TEXT, body_text TEXT);
+    CREATE VIEW content AS SELECT rowid AS r, subject, ${body('body_text')} AS body_text FROM messages;
+    CREATE VIRTUAL TABLE messages_fts USING fts5(${COLS}, content='content', content_rowid='r', tokenize='unicode61 remove_diacritics 2', prefix='2 3');
+    CREATE TRIGGER i AFTER INSERT ON messages BEGIN INSERT INTO messages_fts(rowid, ${COLS}) VALUES (NEW.rowid, NEW.subject, ${body('NEW.body_text')}); END;`);
+  const text = Array.from({ length: 4_000_000 }, (_, i) => `w${((i * 7919) % 50_000).toString(36)}`).join(' ');
+  const t0 = performance.now();
+  db.prepare('INSERT INTO messages VALUES (?, ?)').run('hello', text);
+  return ms(t0);
+}
+
+function eventsRead(index: string): string {
+  const db = new Database(':memory:');
+  db.exec(`CREATE TABLE events (id TEXT PRIMARY KEY, account_id TEXT, type TEXT, data TEXT, created_at TEXT); CREATE INDEX events_account_created ON events (account_id, created_at); ${index}`);
+  const insert = db.prepare('INSERT INTO events VALUES (?, ?, ?, ?, ?)');
+  for (let i = 0; i < 13_000; i++) insert.run(`evt_${String(i).padStart(8, '0')}`, 'acc_1', 'message.received', '{"id":"msg"}', new Date(1e12 + i).toISOString());
+  const read = db.prepare("SELECT id, type, created_at, data FROM events WHERE account_id = ? AND id > ? AND type IN ('message.received') ORDER BY id LIMIT 100");
+  for (let i = 0; i < 50; i++) read.all('acc_1', 'evt_00011700');
+  const t0 = performance.now();
+  for (let i = 0; i < 200; i++) read.all('acc_1', 'evt_00011700');
+  return (Number(ms(t0)) / 200).toFixed(3);
+}
+
+console.log(`1. search index, one copy of a 20 MB body: whole ${ftsInsert(false)} ms, first 262,144 characters ${ftsInsert(true)} ms`);
+console.log(`2. event feed read at 13,000 events: (account_id, created_at) ${eventsRead('')} ms, (account_id, id) ${eventsRead('CREATE INDEX events_account_id ON events (account_id, id);')} ms`);
+
+const missing = postgresMissing();
+if (missing) {
+  console.log(`3-4 skipped: ${missing}`);
+} else {
+  const serverCpu = () => {
+    let t = 0;
+    for (const p of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+      try {
+        if (!readFileSync(`/proc/${p}/cmdline`, 'utf8').includes('postgres')) continue;
+        const f = readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1].split(' ');
+        t += (Number(f[11]) + Number(f[12])) * 10;
+      } catch {}
+    }
+    return t;
+  };
+  const cluster = await startCluster({ durable: true });
+  const client = new pg.Client({ connectionString: cluster.url() });
+  try {
+    await client.connect();
+    const words = Array.from({ length: 3000 }, (_, i) => `w${((i * 7919) % 5000).toString(36)}`);
+    const punct = '@._-/:+~=#%&?!*|\\<>[](){},;"\'`^$';
+    const body = () => {
+      let s = '';
+      while (s.length < 10_240) s += words[(Math.random() * words.length) | 0] + (Math.random() < 0.1 ? punct[(Math.random() * punct.length) | 0] : ' ');
+      return s;
+    };
+    const bodies = Array.from({ length: 1000 }, body);
+    const perRow = async (sql: string, rows: unknown[]) => {
+      const c0 = serverCpu();
+      for (const r of rows) await client.query(sql, [r]);
+      return ((serverCpu() - c0) / rows.length).toFixed(3);
+    };
+    const set = punct.replaceAll("'", "''");
+    const was = await perRow(`SELECT length(translate($1::text, '${set}', repeat(' ', 32)))`, bodies);
+    const now = await perRow(`SELECT length(regexp_replace($1::text, '[@._/:+~=#%&?!*|\\\\<>\\[\\](){},;"''\`^$-]', ' ', 'g'))`, bodies);
+    console.log(`3. mailroom_words on a 10 KB body, server CPU: translate() ${was} ms, regexp_replace ${now} ms`);
+    const raw = bodies.map((b) => Buffer.from(b));
+    for (const storage of ['MAIN', 'EXTERNAL']) {
+      await client.query('DROP TABLE IF EXISTS t; CREATE TABLE t (id serial PRIMARY KEY, raw bytea NOT NULL)');
+      await client.query(`ALTER TABLE t ALTER COLUMN raw SET STORAGE ${storage}`);
+      const insert = await perRow('INSERT INTO t (raw) VALUES ($1)', raw);
+      const read = await perRow(
+        'SELECT raw FROM t WHERE id = $1',
+        raw.map((_, i) => i + 1),
+      );
+      console.log(`4. 10 KB bytea, ${storage === 'MAIN' ? 'pglz-compressed' : 'uncompressed'}: insert ${insert} ms, read ${read} ms of server CPU`);
+    }
+  } finally {
+    await client.end();
+    cluster.stop();
+  }
+}
