@@ -241,7 +241,9 @@ async function prepareStore(
   }));
 
   // Files first (fsynced), before the commit. One raw file for every copy of this delivery;
-  // attachment bytes by their hash.
+  // attachment bytes by their hash. Where blobs are rows (PostgreSQL, BlobStore.writeIn) they
+  // are written in the message's own transaction instead (`store`), which saves a transaction
+  // and its commit per message.
   // A staged message's trace fields already name the first copy's id.
   const messageIds = unique.map((_, i) => (i === 0 && isStaged(raw) ? raw.id : newId('msg')));
   const rawPath = Blobs.key('raw', messageIds[0], '.eml');
@@ -251,7 +253,9 @@ async function prepareStore(
     attachments: atts.map((a) => ({ ...a, id: newId('att'), storagePath: Blobs.contentKey('attachments', a.sha256) })),
   }));
   const shared = new Map(atts.map((a) => [Blobs.contentKey('attachments', a.sha256), a.content]));
-  const files = [rawPath, ...shared.keys()];
+  const writeIn = ctx.blobs.writeIn?.bind(ctx.blobs);
+  // In a transaction the raw source is written only with a row naming it: never left over.
+  const files = writeIn ? [...shared.keys()] : [rawPath, ...shared.keys()];
 
   const receivedAt = isStaged(raw) ? raw.receivedAt : (input.receivedAt ?? ctx.clock.now());
   // Trace fields and the message as received, written one after the other (a 25 MB message is
@@ -259,16 +263,19 @@ async function prepareStore(
   // becomes the raw blob (a rename on disk; streamed into its row on PostgreSQL).
   const trace = isStaged(raw) ? Buffer.alloc(0) : traceHeaders(ctx, input, plan[0].id, receivedAt);
   const storedSize = isStaged(raw) ? raw.traceLength + raw.size : trace.length + raw.length;
-  // allSettled, not all: on a failure every write has finished before the cleanup runs, so
-  // no file can appear after it.
-  const writes = await Promise.allSettled([
-    isStaged(raw) ? ctx.blobs.adopt(rawPath, raw.path) : ctx.blobs.write(rawPath, trace.length ? [trace, raw] : raw),
-    ...[...shared].map(([path, content]) => (Buffer.isBuffer(content) ? ctx.blobs.write(path, content) : ctx.blobs.link(path, content.staged))),
-  ]);
-  const failed = writes.find((r) => r.status === 'rejected');
-  if (failed) {
-    await releaseBlobs(ctx, files);
-    throw failed.reason;
+  const rawData = isStaged(raw) ? { staged: raw.path } : trace.length ? [trace, raw] : raw;
+  if (!writeIn) {
+    // allSettled, not all: on a failure every write has finished before the cleanup runs, so
+    // no file can appear after it.
+    const writes = await Promise.allSettled([
+      isStaged(raw) ? ctx.blobs.adopt(rawPath, raw.path) : ctx.blobs.write(rawPath, rawData as Buffer | Buffer[]),
+      ...[...shared].map(([path, content]) => (Buffer.isBuffer(content) ? ctx.blobs.write(path, content) : ctx.blobs.link(path, content.staged))),
+    ]);
+    const failed = writes.find((r) => r.status === 'rejected');
+    if (failed) {
+      await releaseBlobs(ctx, files);
+      throw failed.reason;
+    }
   }
   let screening = screened;
   if (screening && ctx.config.screening.classifier_url) screening = await askClassifier(ctx, parsed, screening);
@@ -295,10 +302,12 @@ async function prepareStore(
         plan.map((p) => p.inbox.id),
       ),
     );
-    // The deletion of another message sharing these bytes may have removed them since.
+    // The deletion of another message sharing these bytes may have removed them since (or,
+    // written in this transaction, they are not there yet).
     for (const [path, content] of [...shared].sort(([a], [b]) => (a < b ? -1 : 1))) {
       await ctx.blobs.ensure(tx, path, content);
     }
+    let rawWritten = !writeIn;
     const ids: string[] = [];
     for (const p of admitted) {
       if (!alive.has(p.inbox.id)) continue;
@@ -347,6 +356,10 @@ async function prepareStore(
         updatedAt: now,
         screening: own ? JSON.stringify(own) : null,
       };
+      if (!rawWritten) {
+        await writeIn!(tx, rawPath, rawData);
+        rawWritten = true;
+      }
       await insertMessageRow(tx, row);
       const attRows: AttachmentRow[] = p.attachments.map((a) => ({
         id: a.id,

@@ -37,8 +37,11 @@ export function removeUnreferenced(ctx: AppContext, rels: Iterable<string | null
  * could not remove is left to the hourly orphan sweep (src/store/blobs/orphans.ts).
  */
 export async function releaseBlobs(ctx: AppContext, rels: Iterable<string | null | undefined>): Promise<void> {
+  const list = [...rels].filter(Boolean);
+  // Nothing to look at: no transaction either.
+  if (!list.length) return;
   try {
-    await removeUnreferenced(ctx, rels);
+    await removeUnreferenced(ctx, list);
   } catch (err) {
     ctx.log.warn('stored files not removed; the orphan sweep will', errorFields(err));
   }

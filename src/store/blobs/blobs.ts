@@ -36,6 +36,12 @@ export interface BlobStore {
   writeStream(rel: string, source: Readable): Promise<void>;
   /** Moves a finished staged file (src/store/blobs/staging.ts) into place; the staged file is gone after. */
   adopt(rel: string, staged: string): Promise<void>;
+  /**
+   * Only where blobs are rows (PostgreSQL): writes through `tx`, so the bytes commit with the
+   * rows that name them instead of in a transaction (and a commit) of their own. A staged file
+   * is read, not moved: its owner removes it. Files cannot join a transaction: Blobs has none.
+   */
+  writeIn?(tx: Db, rel: string, data: Buffer | Buffer[] | { staged: string }): Promise<void>;
   /** Gives a content-addressed key its bytes from a staged file, unless it has them; the staged file stays. */
   link(rel: string, staged: string): Promise<void>;
   /**

@@ -142,6 +142,11 @@ export class DbBlobs implements BlobStore {
     await fs.rm(staged, { force: true }).catch(() => undefined);
   }
 
+  async writeIn(tx: Db, rel: string, data: Buffer | Buffer[] | { staged: string }): Promise<void> {
+    if (Buffer.isBuffer(data) || Array.isArray(data)) await this.pg.write(tx, rel, data);
+    else await this.pg.writeStream(tx, rel, createReadStream(data.staged));
+  }
+
   async link(rel: string, staged: string): Promise<void> {
     await this.store.transaction(async (tx) => {
       if (!(await this.pg.exists(tx, rel))) await this.pg.writeStream(tx, rel, createReadStream(staged));
