@@ -176,16 +176,32 @@ export class PostgresStore extends StoreBase implements Store {
     }
   }
 
+  /** A NOTIFY statement is on its way: signals announced meanwhile wait for the next. */
+  private sending: Promise<void> | undefined;
+
+  /**
+   * Tells the other nodes, soon: the signals of one turn of the event loop go in one statement,
+   * and while it runs, those announced meanwhile gather for the next. A burst of commits (each
+   * announcing 'jobs' and 'events') costs a NOTIFY statement per round trip, not one per commit
+   * and signal.
+   */
   announce(signal: string): void {
     if (this.closed) return;
-    if (!this.announcing.size) setImmediate(() => void this.sendAnnouncements());
+    if (!this.announcing.size && !this.sending) setImmediate(() => void this.sendAnnouncements());
     this.announcing.add(signal);
   }
 
-  private sendAnnouncements(): Promise<unknown> {
+  private async sendAnnouncements(): Promise<void> {
     const signals = [...this.announcing];
     this.announcing.clear();
-    return Promise.all(signals.map((s) => this.pool.query('SELECT pg_notify($1, $2)', [CHANNEL, `${this.origin}:${s}`]).catch(() => undefined)));
+    const calls = signals.map((_, i) => `pg_notify($1, $${i + 2})`).join(', ');
+    this.sending = this.pool.query(`SELECT ${calls}`, [CHANNEL, ...signals.map((s) => `${this.origin}:${s}`)]).then(
+      () => undefined,
+      () => undefined,
+    );
+    await this.sending;
+    this.sending = undefined;
+    if (this.announcing.size && !this.closed) await this.sendAnnouncements();
   }
 
   listen(fn: (signal: string) => void): void {
@@ -232,7 +248,7 @@ export class PostgresStore extends StoreBase implements Store {
 
   async close(): Promise<void> {
     // What a CLI command just queued is announced before it exits.
-    if (this.announcing.size) await this.sendAnnouncements();
+    while (this.sending || this.announcing.size) await (this.sending ?? this.sendAnnouncements());
     this.closed = true;
     await this.listener?.end().catch(() => undefined);
     await this.pool.end();

@@ -21,6 +21,7 @@ import { Readable } from 'node:stream';
 import { randomBytes } from 'node:crypto';
 import { buffer as collect } from 'node:stream/consumers';
 import { peerSkip } from '../support/peers.ts';
+import { until } from '../support/wait.ts';
 
 const NOW = '2026-11-25T00:00:00.000Z';
 
@@ -290,5 +291,51 @@ describe('blobs in PostgreSQL', { skip: peerSkip(postgresMissing()) }, () => {
     await blobs.remove(store.db, ['attachments/sha256/ab/abc', 'raw/2026-11/msg_a.eml']);
     assert.equal(await blobs.exists(store.db, 'attachments/sha256/ab/abc'), false);
     assert.equal(await blobs.exists(store.db, 'raw/2026-11/msg_a.eml'), false);
+  });
+});
+
+describe('announcements between nodes (PostgreSQL NOTIFY)', { skip: peerSkip(postgresMissing()) }, () => {
+  test('signals announced together go in one NOTIFY statement, and another node hears each of them', async () => {
+    const url = await (await pgCluster()).createDatabase();
+    const a = await openStore({ dataDir: '/nonexistent', databaseUrl: url });
+    const b = await openStore({ dataDir: '/nonexistent', databaseUrl: url });
+    try {
+      const heard: string[] = [];
+      b.listen((signal) => heard.push(signal));
+      // b's LISTEN connection is up once a signal from a reaches it.
+      await until('the listener', async () => {
+        a.announce('ping');
+        await new Promise((r) => setTimeout(r, 50));
+        return heard.includes('ping') ? true : undefined;
+      });
+      heard.length = 0;
+      // A late 'ping' of the loop above is not what the test counts.
+      const signals = () => heard.filter((s) => s !== 'ping');
+      const pool = (a as unknown as { pool: { query: (...args: unknown[]) => Promise<unknown> } }).pool;
+      const sent: string[] = [];
+      const query = pool.query.bind(pool);
+      pool.query = (...args: unknown[]) => {
+        if (typeof args[0] === 'string' && args[0].includes('pg_notify')) sent.push(args[0]);
+        return query(...args);
+      };
+      for (let i = 0; i < 100; i++) {
+        a.announce('jobs');
+        a.announce('events');
+      }
+      await until('both signals heard', () => (signals().length >= 2 ? true : undefined));
+      assert.deepEqual(sent, ['SELECT pg_notify($1, $2), pg_notify($1, $3)']);
+      assert.deepEqual(signals().sort(), ['events', 'jobs']);
+      // Announced while a statement is on its way: gathered into the next one, none lost.
+      a.announce('jobs');
+      await new Promise((r) => setImmediate(r));
+      a.announce('events');
+      a.announce('keys');
+      await until('the later signals heard', () => (signals().length >= 5 ? true : undefined));
+      assert.equal(sent.length, 3);
+      assert.deepEqual(signals().slice(2).sort(), ['events', 'jobs', 'keys']);
+    } finally {
+      await a.close();
+      await b.close();
+    }
   });
 });
