@@ -7,10 +7,11 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { eq } from 'drizzle-orm';
+import { eq, inArray } from 'drizzle-orm';
 import { jobs, spooledMessages } from '../../src/store/schema.ts';
 import { queueEntry } from '../../cli/commands/queue.ts';
-import { SPOOL_MAX_MESSAGE_BYTES } from '../../src/domain/inbound/spool.ts';
+import { SPOOL_MAX_MESSAGE_BYTES, receiveInbound } from '../../src/domain/inbound/spool.ts';
+import { findInboxByAddress } from '../../src/domain/inboxes/inboxes.ts';
 import { getJob, listJobs, sweepJobs } from '../../src/jobs/table.ts';
 import { runCli } from '../support/cli.ts';
 import type { Service } from '../../src/context.ts';
@@ -152,6 +153,58 @@ describe('spooled inbound mail', () => {
     const stored = await until('the retried message', async () => (await messagesOf(t, inboxId)).find((m) => m.subject === 'retried one'));
     assert.equal(stored.bodyText, 'spooled body');
     assert.equal((await getJob(t.server.ctx, jobId))?.status, 'done');
+  });
+
+  test('messages spooled at the same moment share one batch: one job each, each stored once with its own bytes', async () => {
+    const ctx = t.server.ctx;
+    const inbox = (await findInboxByAddress(ctx, 'box@agents.test'))!;
+    const input = (i: number) => ({ raw: message(`batched ${i}`, `body ${i}\r\n`), mailFrom: 'sender@example.net', recipients: [inbox], remoteAddress: '192.0.2.9' });
+    await receiveInbound(ctx, input(99));
+    // Started in one turn of the event loop, as by SMTP sessions ending DATA together.
+    const received = await Promise.all(Array.from({ length: 12 }, (_, i) => receiveInbound(ctx, input(i))));
+    const jobIds = received.map((r) => r.spooledAs!);
+    assert.equal(new Set(jobIds).size, 12, 'a job of its own for each message');
+    const rows = await sqlDb(ctx).select().from(jobs).where(inArray(jobs.id, jobIds)).all();
+    await until('batched 99', async () => (await messagesOf(t, inboxId)).find((m) => m.subject === 'batched 99'));
+    for (const [i, jobId] of jobIds.entries()) {
+      assert.equal(JSON.parse(rows.find((r) => r.id === jobId)!.payload).recipients[0], inbox.id);
+      const stored = await until(`batched ${i}`, async () => (await messagesOf(t, inboxId)).find((m) => m.subject === `batched ${i}`));
+      assert.equal(stored.bodyText, `body ${i}`, 'each job carries its own message');
+    }
+    await until('the batch processed', async () => ((await spooledCount(t)) === 0 ? true : undefined));
+    const subjects = (await messagesOf(t, inboxId)).map((m) => m.subject).filter((s) => s.startsWith('batched '));
+    assert.equal(subjects.length, 13, 'each stored exactly once');
+  });
+
+  test('a batch whose transaction fails refuses each of its messages (451) and leaves no job and no bytes', async () => {
+    const ctx = t.server.ctx;
+    const inbox = (await findInboxByAddress(ctx, 'box@agents.test'))!;
+    const db = ctx.db as unknown as Db;
+    const postgres = ctx.store.dialect === 'postgres';
+    // As a full disk would: every insert of spooled bytes fails.
+    if (postgres) {
+      await ctx.store.run(db, "CREATE FUNCTION refuse_spool() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'disk full'; END $$");
+      await ctx.store.run(db, 'CREATE TRIGGER refuse_spool BEFORE INSERT ON spooled_messages FOR EACH ROW EXECUTE FUNCTION refuse_spool()');
+    } else await ctx.store.run(db, "CREATE TRIGGER refuse_spool BEFORE INSERT ON spooled_messages BEGIN SELECT RAISE(ABORT, 'disk full'); END");
+    const jobsBefore = (await sqlDb(ctx).select().from(jobs).all()).length;
+    try {
+      const input = (i: number) => ({ raw: message(`refused ${i}`), mailFrom: 'sender@example.net', recipients: [inbox], remoteAddress: '192.0.2.9' });
+      const results = await Promise.allSettled(Array.from({ length: 5 }, (_, i) => receiveInbound(ctx, input(i))));
+      for (const r of results) {
+        assert.equal(r.status, 'rejected');
+        const reason = (r as PromiseRejectedResult).reason as Error;
+        assert.match(`${reason} ${reason.cause}`, /disk full/);
+      }
+      const reply = await deliver(t.server.smtpPort, 'box@agents.test', message('refused over smtp'));
+      assert.equal(reply.code, 451, reply.text);
+      assert.equal((await sqlDb(ctx).select().from(jobs).all()).length, jobsBefore, 'no job without its bytes');
+      assert.equal(await spooledCount(t), 0);
+    } finally {
+      await ctx.store.run(db, postgres ? 'DROP TRIGGER refuse_spool ON spooled_messages' : 'DROP TRIGGER refuse_spool');
+      if (postgres) await ctx.store.run(db, 'DROP FUNCTION refuse_spool()');
+    }
+    assert.equal((await deliver(t.server.smtpPort, 'box@agents.test', message('accepted after'))).code, 250);
+    await until('the next message', async () => (await messagesOf(t, inboxId)).find((m) => m.subject === 'accepted after'));
   });
 
   test('mail for an inbox deleted before processing is dropped with its spooled bytes', async () => {

@@ -6,7 +6,7 @@
 // message is on disk.
 import type { AppContext } from '../../context.ts';
 import type { Tx } from '../../store/client.ts';
-import { enqueueJob, getJob } from '../../jobs/table.ts';
+import { enqueueJobs, getJob } from '../../jobs/table.ts';
 import { AppError, isAppError } from '../errors.ts';
 import { acceptInbound, isEmptyMessage, prepareInbound, type InboundInput } from './inbound.ts';
 import type { InboxRow } from '../inboxes/inboxes.ts';
@@ -16,7 +16,7 @@ import type { ServiceTarget } from './service-address.ts';
 import './service-mail.ts';
 import { LARGE_MESSAGE_BYTES, isStaged } from './inbound-large.ts';
 import { countUnfinishedJobsOfKind, requeueJob } from '../../store/repo/jobs.ts';
-import { deleteSpooledMessage, findSpooledRaw, insertSpooledMessage, spooledMessageExists } from '../../store/repo/spool.ts';
+import { deleteSpooledMessage, findSpooledRaw, insertSpooledMessages, spooledMessageExists } from '../../store/repo/spool.ts';
 import { listInboxesByIds } from '../../store/repo/inboxes.ts';
 
 export const INBOUND_JOB = 'inbound';
@@ -54,12 +54,15 @@ interface SpoolState {
   countedAt: number;
   /** Date.now() of each message this process spooled and has not seen end, oldest first. */
   waiting: number[];
+  /** Messages waiting for the next spool batch (spoolInBatch), and whether a batch is under way. */
+  batch: Spooling[];
+  batching: boolean;
 }
 
 const states = new WeakMap<AppContext, SpoolState>();
 const stateOf = (ctx: AppContext): SpoolState => {
   let s = states.get(ctx);
-  if (!s) states.set(ctx, (s = { inline: 0, spooledAt: -Infinity, wakeScheduled: false, depth: 0, countedAt: -Infinity, waiting: [] }));
+  if (!s) states.set(ctx, (s = { inline: 0, spooledAt: -Infinity, wakeScheduled: false, depth: 0, countedAt: -Infinity, waiting: [], batch: [], batching: false }));
   return s;
 };
 
@@ -162,11 +165,7 @@ async function spoolInbound(ctx: AppContext, input: InboundInput & { raw: Buffer
     ...(input.bounces?.length ? { bounces: input.bounces } : {}),
     ...(input.services?.length ? { services: input.services } : {}),
   };
-  const jobId = await ctx.store.grouped(async (tx) => {
-    const id = await enqueueJob(tx, now, { kind: INBOUND_JOB, payload: envelope, partition: INBOUND_JOB, maxAttempts: INBOUND_RETRY_SCHEDULE.length + 1 });
-    await insertSpooledMessage(tx, id, input.raw, now.toISOString());
-    return id;
-  });
+  const jobId = await spoolInBatch(ctx, envelope, input.raw);
   const s = stateOf(ctx);
   s.depth++;
   s.waiting.push(Date.now());
@@ -180,6 +179,63 @@ async function spoolInbound(ctx: AppContext, input: InboundInput & { raw: Buffer
     }, 20).unref();
   }
   return jobId;
+}
+
+/** Most messages in one spool batch, and most bytes (one message alone may be larger: up to SPOOL_MAX_MESSAGE_BYTES). */
+const SPOOL_BATCH_ROWS = 64;
+const SPOOL_BATCH_BYTES = 2 * 1024 * 1024;
+
+interface Spooling {
+  envelope: SpooledEnvelope;
+  raw: Buffer;
+  resolve(jobId: string): void;
+  reject(err: unknown): void;
+}
+
+/**
+ * Spools one message with the others of the moment: the messages waiting when a batch starts go
+ * into one transaction, one statement for their jobs and one for their bytes, and those arriving
+ * while it commits form the next batch. Alone, a spooled message cost a transaction of its own,
+ * which on PostgreSQL is four round trips (BEGIN, the job, the bytes, COMMIT) before its 250; on
+ * SQLite the batches already shared a commit (Store.grouped), and now also their statements. A
+ * failed batch fails each of its messages (451: the senders retry).
+ */
+function spoolInBatch(ctx: AppContext, envelope: SpooledEnvelope, raw: Buffer): Promise<string> {
+  const s = stateOf(ctx);
+  return new Promise((resolve, reject) => {
+    s.batch.push({ envelope, raw, resolve, reject });
+    if (!s.batching) {
+      s.batching = true;
+      setImmediate(() => void flushSpool(ctx));
+    }
+  });
+}
+
+async function flushSpool(ctx: AppContext): Promise<void> {
+  const s = stateOf(ctx);
+  let n = 0;
+  for (let bytes = 0; n < s.batch.length && n < SPOOL_BATCH_ROWS; n++) {
+    bytes += s.batch[n].raw.length;
+    if (n > 0 && bytes > SPOOL_BATCH_BYTES) break;
+  }
+  const batch = s.batch.splice(0, n);
+  const now = ctx.clock.now();
+  try {
+    const ids = await ctx.store.grouped(async (tx) => {
+      const jobs = batch.map((m) => ({ kind: INBOUND_JOB, payload: m.envelope, partition: INBOUND_JOB, maxAttempts: INBOUND_RETRY_SCHEDULE.length + 1 }));
+      const jobIds = await enqueueJobs(tx, now, jobs);
+      await insertSpooledMessages(
+        tx,
+        batch.map((m, i) => ({ jobId: jobIds[i], raw: m.raw, createdAt: now.toISOString() })),
+      );
+      return jobIds;
+    });
+    batch.forEach((m, i) => m.resolve(ids[i]));
+  } catch (err) {
+    for (const m of batch) m.reject(err);
+  }
+  if (s.batch.length) setImmediate(() => void flushSpool(ctx));
+  else s.batching = false;
 }
 
 /** Retries of a spooled message whose processing failed (a full disk, a failed write). */

@@ -31,6 +31,20 @@ export async function insertJob(db: Db, job: NewJob): Promise<void> {
   await preparedQuery(db, insertJobQuery).run({ ...job });
 }
 
+/**
+ * Inserts several jobs in one statement (the spool's batch: src/domain/inbound/spool.ts); one
+ * statement text per batch size, each prepared once. On a transaction's handle they commit with it.
+ */
+export async function insertJobs(db: Db, rows: NewJob[]): Promise<void> {
+  if (rows.length === 1) return insertJob(db, rows[0]);
+  const values = rows.map(() => '(?, ?, ?, ?, ?, ?, ?, ?)').join(', ');
+  await rawRun(
+    db,
+    `INSERT INTO jobs (id, kind, payload, "partition", max_attempts, run_at, created_at, updated_at) VALUES ${values}`,
+    rows.flatMap((j) => [j.id, j.kind, j.payload, j.partition, j.maxAttempts, j.runAt, j.createdAt, j.createdAt]),
+  );
+}
+
 /** Inserts a job unless one with its id exists (a daily job every node and restart enqueues); answers whether it did. */
 export async function insertJobOnce(db: Db, job: NewJob): Promise<boolean> {
   return (

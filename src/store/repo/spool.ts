@@ -5,7 +5,7 @@
 import { eq, sql } from 'drizzle-orm';
 import { preparedQuery } from '../prepared.ts';
 import { spooledMessages } from '../schema.ts';
-import type { Db } from '../store.ts';
+import { rawRun, type Db } from '../store.ts';
 
 // Once per spooled message each: prepared once (src/store/prepared.ts).
 const insertSpooled = (db: Db) =>
@@ -27,6 +27,16 @@ const deleteSpooled = (db: Db) =>
 /** Keeps the bytes of the message job `jobId` processes. */
 export async function insertSpooledMessage(db: Db, jobId: string, raw: Buffer, createdAt: string): Promise<void> {
   await preparedQuery(db, insertSpooled).run({ jobId, raw, createdAt });
+}
+
+/** Keeps the bytes of several messages, one row per job, in one statement (the spool's batch). */
+export async function insertSpooledMessages(db: Db, rows: Array<{ jobId: string; raw: Buffer; createdAt: string }>): Promise<void> {
+  if (rows.length === 1) return insertSpooledMessage(db, rows[0].jobId, rows[0].raw, rows[0].createdAt);
+  await rawRun(
+    db,
+    `INSERT INTO spooled_messages (job_id, raw, created_at) VALUES ${rows.map(() => '(?, ?, ?)').join(', ')}`,
+    rows.flatMap((r) => [r.jobId, r.raw, r.createdAt]),
+  );
 }
 
 /** The spooled bytes of job `jobId`, while they are kept. */
