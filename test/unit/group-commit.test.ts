@@ -51,6 +51,53 @@ test('writers of one moment commit together; a failing one rolls back alone', as
   }
 });
 
+test('writers that all succeed share the commit without savepoints: FTS5 writes their index entries as one segment', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'mailroom-gc-'));
+  const sqlite = openConnection(join(dir, 'x.db'));
+  const store = new SqliteStore(sqlite);
+  try {
+    // FTS5 flushes what it holds in memory at every SAVEPOINT and RELEASE: a segment per writer.
+    sqlite.exec('CREATE VIRTUAL TABLE f USING fts5(body)');
+    let runs = 0;
+    const write = (i: number) =>
+      store.grouped(async (tx) => {
+        runs++;
+        await rawRun(tx, 'INSERT INTO f (body) VALUES (?)', [`word${i} shared text`]);
+        return i;
+      });
+    assert.deepEqual(await Promise.all(Array.from({ length: 20 }, (_, i) => write(i))), [...Array(20).keys()]);
+    assert.equal(runs, 20, 'each writer ran once');
+    // %_data holds the averages (id 1), the structure (id 10) and the segments' leaves.
+    const leaves = (sqlite.prepare('SELECT count(*) AS c FROM f_data WHERE id > 10').get() as { c: number }).c;
+    assert.equal(leaves, 1, 'one segment of one leaf for the whole batch');
+    assert.equal((sqlite.prepare("SELECT count(*) AS c FROM f WHERE f MATCH 'shared'").get() as { c: number }).c, 20);
+
+    // One writer throws: the batch is rolled back and run again with a savepoint each, so the
+    // others commit (each having run twice) and the failing one loses only its own rows.
+    runs = 0;
+    const results = await Promise.allSettled(
+      Array.from({ length: 5 }, (_, i) =>
+        store.grouped(async (tx) => {
+          runs++;
+          await rawRun(tx, 'INSERT INTO f (body) VALUES (?)', [`again${i}`]);
+          if (i === 2) throw new Error('writer 2 fails');
+          return i;
+        }),
+      ),
+    );
+    assert.deepEqual(
+      results.map((r) => r.status),
+      ['fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled'],
+    );
+    assert.equal(runs, 8, 'the writers up to the failing one ran again, and the rest once with savepoints');
+    const found = (sqlite.prepare("SELECT body FROM f WHERE body LIKE 'again%' ORDER BY body").all() as Array<{ body: string }>).map((r) => r.body);
+    assert.deepEqual(found, ['again0', 'again1', 'again3', 'again4']);
+  } finally {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test('the write-ahead log takes WAL_AUTOCHECKPOINT_PAGES before a commit checkpoints it, then starts over', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'mailroom-wal-'));
   const file = join(dir, 'x.db');
