@@ -184,6 +184,8 @@ const LAZY_CHUNKS: Record<string, string[]> = {
     'nodemailer/lib/smtp-pool/index.js',
     'nodemailer/lib/mime-node/index.js',
     'nodemailer/lib/mail-composer/index.js',
+    'nodemailer/lib/qp/index.js',
+    'nodemailer/lib/base64/index.js',
     'dkim-signer',
   ],
   // A reply's new content (src/domain/mail/reply-text.ts): the first view of a reply.
