@@ -180,7 +180,14 @@ const LAZY_CHUNKS: Record<string, string[]> = {
   mail: ['mailparser', 'mailauth', 'html-to-text', 'tldts'],
   // Composing, signing and delivering a message (dkim-signer brings libmime and iconv-lite's
   // tables, 0.6 MB): the first send, not every start.
-  send: ['nodemailer', 'nodemailer/lib/mail-composer/index.js', 'dkim-signer'],
+  send: [
+    'nodemailer/lib/smtp-pool/index.js',
+    'nodemailer/lib/mime-node/index.js',
+    'nodemailer/lib/mail-composer/index.js',
+    'nodemailer/lib/qp/index.js',
+    'nodemailer/lib/base64/index.js',
+    'dkim-signer',
+  ],
   // A reply's new content (src/domain/mail/reply-text.ts): the first view of a reply.
   reply: ['htmlparser2', 'planer'],
   // Only with a PostgreSQL URL (src/store/postgres.ts is itself imported on demand).

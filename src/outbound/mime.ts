@@ -6,8 +6,10 @@ import type { Readable } from 'node:stream';
 // html-to-text is loaded by the first HTML-only send, not at start-up (bench/: ~8-11 MB of
 // resident memory for a module most appliances rarely need).
 let htmlToText: Promise<typeof import('html-to-text')> | undefined;
-// The composer by the first send too (in the single executable it travels in a chunk: see build/build.ts).
-let mailComposer: Promise<typeof import('nodemailer/lib/mail-composer/index.js')> | undefined;
+// The composer and nodemailer's encoders by the first send too (in the single executable they
+// travel in a chunk: see build/build.ts).
+let nodemailerParts: Promise<[typeof import('nodemailer/lib/mail-composer/index.js'), typeof import('nodemailer/lib/qp/index.js'), typeof import('nodemailer/lib/base64/index.js')]> | undefined;
+const loadParts = () => (nodemailerParts ??= Promise.all([import('nodemailer/lib/mail-composer/index.js'), import('nodemailer/lib/qp/index.js'), import('nodemailer/lib/base64/index.js')]));
 
 export interface MailAddress {
   name?: string | null;
@@ -40,8 +42,9 @@ export async function textFromHtml(html: string): Promise<string> {
 
 const addr = (a: MailAddress) => (a.name ? { name: a.name, address: a.address } : a.address);
 
-async function compose(input: ComposeInput) {
-  const { default: MailComposer } = await (mailComposer ??= import('nodemailer/lib/mail-composer/index.js'));
+/** The MIME tree of `input` (nodemailer's MailComposer). */
+export async function composeMime(input: ComposeInput) {
+  const [{ default: MailComposer }] = await loadParts();
   const composer = new MailComposer({
     from: addr(input.from),
     to: input.to.map(addr),
@@ -67,10 +70,60 @@ async function compose(input: ComposeInput) {
 
 /** The source of `input`, whole. */
 export async function buildMime(input: ComposeInput): Promise<Buffer> {
-  return (await compose(input)).build();
+  const tree = await composeMime(input);
+  return (await sourceInMemory(tree)) ?? tree.build();
 }
 
 /** The source of `input` as a stream: attachments are read and encoded as it is consumed. */
 export async function mimeStream(input: ComposeInput): Promise<Readable> {
-  return (await compose(input)).createReadStream();
+  return (await composeMime(input)).createReadStream();
+}
+
+type MimeTree = Awaited<ReturnType<typeof composeMime>>;
+
+/**
+ * The source of a message tree whose parts are all text held in memory (no attachment), as
+ * `tree.build()` writes it: each part's header block and transfer encoding are nodemailer's,
+ * its body is encoded by nodemailer's quoted-printable or base64 encoder, the parts stand
+ * between their boundaries in order, then the line endings are made CRLF and the source ends
+ * with one, as the `windows` newline option does. Undefined for any other tree (an attachment
+ * is a stream), which build() writes. build() streams even text: a stream per part, one per
+ * encoder, two pipelines and a wait for the next turn of the event loop between steps, four to
+ * five times the CPU of this for a message of a few KB (test/unit/mime-source.test.ts holds
+ * both to the same bytes).
+ */
+export async function sourceInMemory(tree: MimeTree): Promise<Buffer | undefined> {
+  const [, qp, base64] = await loadParts();
+  const out: Buffer[] = [];
+  const write = (node: MimeTree): boolean => {
+    // Sets contentType, multipart and boundary too.
+    const headers = node.buildHeaders();
+    const { content } = node;
+    if (content !== undefined && (typeof content !== 'string' || !/^text\//i.test(node.contentType ?? ''))) return false;
+    out.push(Buffer.from(`${headers}\r\n\r\n`));
+    if (content) {
+      const encoding = node.getTransferEncoding();
+      out.push(
+        encoding === 'quoted-printable'
+          ? Buffer.from(qp.wrap(qp.encode(content), 76), 'latin1')
+          : encoding === 'base64'
+            ? Buffer.from(base64.wrap(base64.encode(content), 76), 'latin1')
+            : Buffer.from(content),
+      );
+    }
+    if (!node.multipart) return true;
+    let first = true;
+    for (const child of node.childNodes) {
+      out.push(Buffer.from(`${first ? '' : '\r\n'}--${node.boundary}\r\n`));
+      first = false;
+      if (!write(child)) return false;
+    }
+    out.push(Buffer.from(`\r\n--${node.boundary}--\r\n`));
+    return true;
+  };
+  if (!write(tree)) return undefined;
+  // Byte for byte through latin1: a lone LF becomes CRLF (a lone CR stays), and a last CRLF is added.
+  let text = Buffer.concat(out).toString('latin1');
+  if (!text.endsWith('\n')) text += text.endsWith('\r') ? '\n' : '\r\n';
+  return Buffer.from(text.replace(/(?<!\r)\n/g, '\r\n'), 'latin1');
 }

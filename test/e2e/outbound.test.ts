@@ -224,6 +224,20 @@ describe('delivery to a remote MX', () => {
     assert.equal(out.stdout!.toString().trim(), 'pass', out.stderr!.toString());
   });
 
+  test('text and HTML without attachments (composed in memory): the bytes sent are the stored ones, DKIM-valid', async () => {
+    const before = mx.messages.length;
+    const res = await send({ to: ['inmemory@remote.test'], subject: 'Grüße', bodyText: 'Line one.\nLine two, ending in blanks.  \n.leading dot', bodyHtml: '<p>Grüße</p>' });
+    await waitForStatus(t, res.body.id, ['sent']);
+    const [captured] = (await mx.waitFor(before + 1)).slice(before);
+    const stored = await fetch(`${t.url}/messages/${res.body.id}/raw`, { headers: { authorization: `Bearer ${t.key}` } });
+    assert.ok(Buffer.from(await stored.arrayBuffer()).equals(captured.raw), 'the stored source went out byte for byte');
+    const verdict = await dkimVerify(captured.raw, { resolver: createResolver([dns.server], 1000).raw as never });
+    assert.equal(verdict.results[0]?.status.result, 'pass', JSON.stringify(verdict.results));
+    const parsed = await simpleParser(captured.raw);
+    assert.equal(parsed.text, 'Line one.\nLine two, ending in blanks.  \n.leading dot');
+    assert.equal(parsed.subject, 'Grüße');
+  });
+
   test('status is `sending` while a worker holds the message, then `sent`', async () => {
     remoteDomain('slow.test');
     mx.script('slow@slow.test', 'hold');
