@@ -100,10 +100,11 @@ export function setJobTaker(ctx: AppContext, taker: JobTaker | undefined): void 
  * takes jobs at their enqueue (setJobTaker) and has room, claims it in that same transaction:
  * the row is written running its first attempt under a lease, due again a schedule step later,
  * as a claim would leave it, and the runner starts it once the commit is durable. A claim of
- * its own would cost a read, an update and a commit more, and the job would wait for them: the
- * first attempt of a webhook delivery waited up to tens of milliseconds per claim while the
- * inbound spool's transactions filled the commits (bench (o)). A crash before the attempt ends
- * leaves a leased job, retried like any other. Jobs due later are queued as usual.
+ * its own would cost a read, an update and a commit more, and the job would wait for that
+ * commit behind the other writers of the moment: while the inbound spool's transactions filled
+ * the commits, webhook deliveries fell behind the mail they announced (bench (o)). A crash
+ * before the attempt ends leaves a leased job, retried like any other. Jobs due later are
+ * queued as usual.
  */
 export async function enqueueJobHere(ctx: AppContext, input: EnqueueInput): Promise<string> {
   const now = ctx.clock.now();
