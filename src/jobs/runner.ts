@@ -4,11 +4,27 @@
 // One claim is in flight at a time; a claim commits with the other writers of the moment
 // (group commit) and its jobs start once it is on disk. On SQLite the outcomes of jobs that end
 // while others' outcomes commit are committed together next (one transaction, one fsync).
+// On SQLite a job may also be claimed by the transaction that enqueues it (enqueueJobHere): it
+// is handed to the runner once that commit is durable and starts when its partition has room.
 import type { AppContext } from '../context.ts';
 import { errorFields } from '../log.ts';
 import type { Service } from '../context.ts';
 import type { Tx } from '../store/client.ts';
-import { claimDue, finishJobs, partitionKey, nextDueAt, recoverJobs, renewLeases, sweepJobs, type JobCandidate, type JobOutcome, type JobRow, type JobStatus } from './table.ts';
+import {
+  claimDue,
+  finishJobs,
+  partitionKey,
+  nextDueAt,
+  recoverJobs,
+  renewLeases,
+  setJobTaker,
+  sweepJobs,
+  unclaimJobsOf,
+  type JobCandidate,
+  type JobOutcome,
+  type JobRow,
+  type JobStatus,
+} from './table.ts';
 
 export interface JobHandler {
   kind: string;
@@ -77,6 +93,14 @@ export function createJobRunner(ctx: AppContext, handlers: JobHandler[]): JobRun
   /** The claim being committed; wakes meanwhile are folded into one pass after it. */
   let claiming: Promise<void> | undefined;
   let wokenWhileClaiming = false;
+  /** Overall slots the claim being committed holds for the jobs it chose. */
+  let claimingSlots = 0;
+  /**
+   * Jobs claimed by the transactions that enqueued them (enqueueJobHere), waiting for a slot of
+   * their partition or an overall one; they start before anything a claim would read. At most
+   * jobs.concurrency wait: past it a job is given back to the queue (unclaimJobsOf).
+   */
+  const taken: JobRow[] = [];
 
   const scheduleOf = (kind: string) => byKind.get(kind)?.schedule(ctx) ?? [];
 
@@ -92,6 +116,41 @@ export function createJobRunner(ctx: AppContext, handlers: JobHandler[]): JobRun
     else perPartition.set(key, n);
   };
   const onClaimed = async (tx: Tx, job: JobRow) => byKind.get(job.kind)?.claimed?.(tx, ctx, job);
+  const hold = (key: string) => perPartition.set(key, (perPartition.get(key) ?? 0) + 1);
+
+  /** Starts the taken jobs that have a slot now, oldest first. */
+  function startTaken(): void {
+    for (let i = 0; i < taken.length && inflight.size + claimingSlots < ctx.config.jobs.concurrency;) {
+      const job = taken[i];
+      if (!accept(job)) {
+        i++;
+        continue;
+      }
+      taken.splice(i, 1);
+      hold(partitionKey(job));
+      start(job);
+    }
+  }
+
+  /** A job its enqueuing transaction claimed for this runner (committed, on disk). */
+  function take(job: JobRow): void {
+    if (stopped || taken.length >= ctx.config.jobs.concurrency) return void giveBack([job]);
+    running.add(job.id);
+    taken.push(job);
+    startTaken();
+  }
+
+  /** Jobs claimed here that will not start here: queued again for the next claim (or the next start). */
+  function giveBack(jobs: JobRow[]): Promise<void> {
+    for (const job of jobs) running.delete(job.id);
+    return unclaimJobsOf(
+      ctx,
+      jobs.map((j) => j.id),
+    ).then(
+      () => wake(),
+      (err: unknown) => ctx.log.error('queueing claimed jobs again failed', errorFields(err)),
+    );
+  }
 
   /** Runs one attempt and records its outcome; resolves with the saved status (never rejects). */
   async function execute(job: JobRow): Promise<JobStatus | undefined> {
@@ -124,6 +183,7 @@ export function createJobRunner(ctx: AppContext, handlers: JobHandler[]): JobRun
       // free while the outcome commits, so the next claim can share that commit. The job's row
       // stays `running` until then, so it cannot be claimed again meanwhile.
       release(partitionKey(job));
+      startTaken();
       wake();
     }
     const saved = await saveOutcome(job, outcome);
@@ -195,11 +255,13 @@ export function createJobRunner(ctx: AppContext, handlers: JobHandler[]): JobRun
         scheduleOf,
         (job) => {
           seenAt = ctx.clock.now().getTime();
-          if (!accept(job)) return false;
+          // Jobs taken at their enqueue may have started since `free` was counted.
+          if (inflight.size + claimingSlots >= ctx.config.jobs.concurrency || !accept(job)) return false;
           // Counted now so the rest of this batch respects the partition limit too.
           const key = partitionKey(job);
-          perPartition.set(key, (perPartition.get(key) ?? 0) + 1);
+          hold(key);
           reserved.set(job.id, key);
+          claimingSlots++;
           return true;
         },
         onClaimed,
@@ -219,7 +281,9 @@ export function createJobRunner(ctx: AppContext, handlers: JobHandler[]): JobRun
       ctx.log.error('claiming jobs failed', errorFields(err));
     } finally {
       for (const key of reserved.values()) release(key);
+      claimingSlots = 0;
     }
+    startTaken();
     await armTimer(seenAt);
   }
 
@@ -233,6 +297,7 @@ export function createJobRunner(ctx: AppContext, handlers: JobHandler[]): JobRun
       // the job rows, where this job was `running` until its outcome committed: look again now.
       const wasFull = inflight.size >= ctx.config.jobs.concurrency;
       inflight.delete(p);
+      startTaken();
       if (wasFull || status !== 'done' || ctx.store.dialect === 'postgres') wake();
     });
     inflight.add(p);
@@ -280,6 +345,16 @@ export function createJobRunner(ctx: AppContext, handlers: JobHandler[]): JobRun
       );
       leaseTimer.unref();
       ctx.onSignal('jobs', wake);
+      // One node owns the embedded database's jobs, so a job claimed as it is enqueued is within
+      // every limit this runner counts. On a shared database partition limits are counted across
+      // nodes from the job rows at each claim (claimDue): jobs are claimed there only.
+      if (ctx.store.dialect === 'sqlite') {
+        setJobTaker(ctx, {
+          wants: (kind) => byKind.has(kind) && !stopped && taken.length < ctx.config.jobs.concurrency,
+          schedule: scheduleOf,
+          take,
+        });
+      }
       const committedElsewhere = ctx.store.externalCommits();
       externalTimer = setInterval(() => {
         try {
@@ -297,6 +372,10 @@ export function createJobRunner(ctx: AppContext, handlers: JobHandler[]): JobRun
     },
     async stop(graceMs) {
       stopped = true;
+      setJobTaker(ctx, undefined);
+      // Not started: queued again with their attempt uncounted, for the next start.
+      const unstarted = taken.splice(0);
+      if (unstarted.length) await giveBack(unstarted);
       clearTimeout(timer);
       clearInterval(sweepTimer);
       clearInterval(externalTimer);

@@ -11,12 +11,14 @@
 import type { AppContext } from '../context.ts';
 import type { Db, Tx } from '../store/client.ts';
 import { newId } from '../ids.ts';
+import { afterCommit } from '../store/store.ts';
 import {
   claimJob,
   countRunningByPartition,
   deleteFinishedJobs,
   findJobById,
   findNextWakeTimes,
+  insertClaimedJob,
   insertJob,
   insertJobs,
   insertJobOnce,
@@ -29,6 +31,7 @@ import {
   lockFreeJobs,
   renewJobLeases,
   requeueRunningJobs,
+  unclaimJobs,
   updateJobOutcome,
   type JobCandidate,
   type JobRow,
@@ -77,6 +80,50 @@ export async function enqueueJobs(db: Db, now: Date, inputs: EnqueueInput[]): Pr
   const rows = inputs.map((input) => jobRow(newId('job', now.getTime()), now, input));
   await insertJobs(db, rows);
   return rows.map((r) => r.id);
+}
+
+/**
+ * What a runner of this process offers enqueuers: to start, right after their transaction
+ * commits, jobs that transaction already claimed for it (enqueueJobHere).
+ */
+export interface JobTaker {
+  /** Whether a job of `kind` enqueued now would be taken: the runner handles the kind and has room. */
+  wants(kind: string): boolean;
+  /** The kind's retry delays (a claim sets the next run time from them). */
+  schedule(kind: string): number[];
+  /** Called once the enqueuing transaction committed: the runner starts the job or gives it back. */
+  take(job: JobRow): void;
+}
+
+const takers = new WeakMap<AppContext, JobTaker>();
+
+/** Registers (or, with undefined, removes) the runner that takes jobs at their enqueue. */
+export function setJobTaker(ctx: AppContext, taker: JobTaker | undefined): void {
+  if (taker) takers.set(ctx, taker);
+  else takers.delete(ctx);
+}
+
+/**
+ * Adds a job inside the caller's transaction like enqueueJob, and when this process's runner
+ * takes jobs at their enqueue (setJobTaker) and has room, claims it in that same transaction:
+ * the row is written running its first attempt under a lease, due again a schedule step later,
+ * as a claim would leave it, and the runner starts it once the commit is durable. A claim of
+ * its own would cost a read, an update and a commit more, and the job would wait for that
+ * commit behind the other writers of the moment: while the inbound spool's transactions filled
+ * the commits, webhook deliveries fell behind the mail they announced (bench (o)). A crash
+ * before the attempt ends leaves a leased job, retried like any other. Jobs due later are
+ * queued as usual.
+ */
+export async function enqueueJobHere(ctx: AppContext, input: EnqueueInput): Promise<string> {
+  const now = ctx.clock.now();
+  const taker = takers.get(ctx);
+  if (!taker?.wants(input.kind) || (input.runAt !== undefined && input.runAt > now.getTime())) return enqueueJob(ctx.db, now, input);
+  const id = newId('job', now.getTime());
+  const schedule = taker.schedule(input.kind);
+  const claimed = { ...jobRow(id, now, input), leaseUntil: now.getTime() + ctx.config.jobs.lease, runAt: now.getTime() + retryDelay(schedule, 1), updatedAt: now.toISOString() };
+  await insertClaimedJob(ctx.db, claimed);
+  afterCommit(() => taker.take({ ...claimed, status: 'running', attempts: 1, lastError: null, finishedAt: null }));
+  return id;
 }
 
 const jobRow = (id: string, now: Date, input: EnqueueInput) => ({
@@ -135,13 +182,14 @@ export async function claimDue(
   const chosen: JobCandidate[] = [];
   /** Partitions (kind and partition) with a job refused in this pass: at their limit. */
   const refused = new Set<string>();
-  for (const job of seen) {
+  for (const job of kinds ? takeTurns(ctx, seen) : seen) {
     if (chosen.length >= limit) break;
     if (accept(job)) chosen.push(job);
     else refused.add(partitionKey(job));
   }
   if (kinds && chosen.length < limit && refused.size) await walkPartitions(ctx, readAt, limit, window, seen, chosen, refused, accept);
   if (!chosen.length) return [];
+  turnCursors.set(ctx, chosen[chosen.length - 1].kind);
   return ctx.store.grouped(async (tx) => {
     const now = ctx.clock.now();
     const nowMs = now.getTime();
@@ -149,8 +197,7 @@ export async function claimDue(
     const claimable = ctx.store.dialect === 'postgres' ? await acrossNodes(ctx, tx, chosen, nowMs, partitionLimit) : chosen;
     for (const job of claimable) {
       const schedule = scheduleOf(job.kind);
-      const attempts = job.attempts + 1;
-      const nextDelay = schedule.length ? schedule[Math.min(attempts - 1, schedule.length - 1)] : 60_000;
+      const nextDelay = retryDelay(schedule, job.attempts + 1);
       const row = await claimJob(tx, {
         id: job.id,
         attempts: job.attempts,
@@ -166,6 +213,37 @@ export async function claimDue(
     return taken;
   });
 }
+
+/** Per server: the kind of the job its last claim took last (the next claim offers the kind after it first). */
+const turnCursors = new WeakMap<AppContext, string>();
+
+/**
+ * The due jobs (earliest first within each kind) in the order a claim offers them its free
+ * slots: one job of each kind in turn, starting with the kind after the one the last claim
+ * took last. In plain run_at order the oldest backlog took every slot that freed: while
+ * thousands of spooled messages were processed with the runner's whole concurrency, webhook
+ * deliveries queued seconds later waited for the spool to drain (bench (o)). Taking turns,
+ * every kind with due jobs gets one of the next slots, within its partitions' limits.
+ */
+function takeTurns(ctx: AppContext, seen: JobCandidate[]): JobCandidate[] {
+  const byKind = new Map<string, JobCandidate[]>();
+  for (const job of seen) {
+    const list = byKind.get(job.kind);
+    if (list) list.push(job);
+    else byKind.set(job.kind, [job]);
+  }
+  if (byKind.size < 2) return seen;
+  const order = [...byKind.keys()].sort();
+  const last = turnCursors.get(ctx);
+  const first = Math.max(0, last === undefined ? 0 : order.findIndex((k) => k > last));
+  const lists = [...order.slice(first), ...order.slice(0, first)].map((k) => byKind.get(k)!);
+  const out: JobCandidate[] = [];
+  for (let i = 0; out.length < seen.length; i++) for (const list of lists) if (i < list.length) out.push(list[i]);
+  return out;
+}
+
+/** The delay after attempt `attempts` (1 for the first) before the next: the schedule's step, its last one beyond it. */
+const retryDelay = (schedule: number[], attempts: number) => (schedule.length ? schedule[Math.min(attempts - 1, schedule.length - 1)] : 60_000);
 
 /** A job's partition as one key (its kind and partition): what partition limits count by. */
 export const partitionKey = (job: Pick<JobCandidate, 'kind' | 'partition'>) => `${job.kind}\u0000${job.partition}`;
@@ -255,6 +333,11 @@ async function acrossNodes(ctx: AppContext, tx: Tx, chosen: JobCandidate[], nowM
     running.set(k, n + 1);
     return true;
   });
+}
+
+/** Queues again jobs this process claimed and never started (a runner stopping, or out of room). */
+export function unclaimJobsOf(ctx: AppContext, ids: string[]): Promise<number> {
+  return unclaimJobs(ctx.db, ids, ctx.clock.now());
 }
 
 /** Moves the lease of jobs this process is still running forward (the runner, every third of a lease). */

@@ -11,6 +11,8 @@ import { startReceiver, type Receiver } from '../support/receiver.ts';
 import { emitEvent } from '../support/events.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { until } from '../support/wait.ts';
+import { recordEvent } from '../../src/domain/events/events.ts';
+import { listJobs } from '../../src/jobs/table.ts';
 
 let dns: TestDns;
 let mx: TestMx;
@@ -84,4 +86,40 @@ test("a webhook's backlog behind a receiver that never answers does not hold bac
   const [got] = await fine.waitFor(1, 10_000);
   assert.equal(got.json.data.domain, 'other.test');
   assert.equal(stuck.received.length, 4, 'the stuck receiver still holds its first four');
+});
+
+test('deliveries of events committed together: four POSTs at a time to the receiver, the rest wait; each arrives once, as its first attempt', async () => {
+  const s = await startTestServer({ webhooks: { allow_insecure_targets: true, retry_schedule: ['30s'], timeout: '60s' }, jobs: { concurrency: 6 } });
+  const rx = await startReceiver('hang');
+  try {
+    const hook = await s.api('POST', '/webhooks', { url: `${rx.url}/together`, events: ['domain.verified'] });
+    assert.equal(hook.status, 201, hook.text);
+    const ctx = s.server.ctx;
+    // More than jobs.concurrency beyond the receiver's four: on SQLite some wait claimed in the
+    // runner, the rest are queued again unclaimed (src/jobs/runner.ts, `taken`).
+    const events = await ctx.store.transaction(async (tx) => {
+      const out: string[] = [];
+      for (let i = 0; i < 20; i++) out.push((await recordEvent(tx, ctx, s.accountId, 'domain.verified', { domain: `t${i}.test` })).id);
+      return out;
+    });
+    ctx.notify('jobs');
+    await rx.waitFor(4);
+    await until('the deliveries beyond the first ten queued', async () => ((await listJobs(ctx, ['queued'])).length >= 10 ? true : undefined));
+    assert.equal(rx.received.length, 4, 'four POSTs at a time to one receiver');
+    rx.fallback = 200;
+    rx.answerHung(200);
+    await rx.waitFor(20, 10_000);
+    const logged = await until('twenty deliveries logged', async () => {
+      const l = (await s.api('GET', `/webhooks/logs?webhookId=${hook.body.id}&limit=100`)).body.data as Array<{ eventId: string; attempt: number; status: string }>;
+      return l.length >= 20 ? l : undefined;
+    });
+    assert.equal(rx.received.length, 20, 'each event once');
+    assert.deepEqual(new Set(rx.received.map((r) => r.headers['webhook-id'])), new Set(events));
+    assert.ok(rx.received.every((r) => r.headers['x-service-attempt'] === '1'));
+    assert.ok(logged.every((e) => e.attempt === 1 && e.status === 'success'));
+  } finally {
+    rx.answerHung(200);
+    await s.close();
+    await rx.close();
+  }
 });

@@ -10,7 +10,7 @@ import { eq } from 'drizzle-orm';
 import { configFrom } from '../../src/config.ts';
 import { closeContext, createContext, type AppContext } from '../../src/context.ts';
 import { jobs } from '../../src/store/schema.ts';
-import { claimDue, enqueueJob, fail, finishJob, getJob, ok, recoverJobs, retry, sweepJobs, type JobOutcome } from '../../src/jobs/table.ts';
+import { claimDue, enqueueJob, enqueueJobHere, fail, finishJob, getJob, ok, recoverJobs, retry, sweepJobs, type JobOutcome, type JobRow } from '../../src/jobs/table.ts';
 import { createJobRunner, type JobHandler } from '../../src/jobs/runner.ts';
 import { silentLogger } from '../../src/log.ts';
 import { rawRows, rawRun, type Db } from '../../src/store/store.ts';
@@ -396,6 +396,104 @@ test('a backlog of one kind held to one slot does not hide another kind queued a
     await closeContext(ctx);
   }
 });
+
+test('a backlog of one kind that holds every slot leaves the next free one to another kind due after it', async () => {
+  const ctx = await context({ jobs: { concurrency: 2 } });
+  const order: string[] = [];
+  const releases = new Map<string, () => void>();
+  const slow: JobHandler = {
+    kind: 'backlog',
+    schedule: () => [60_000],
+    run: (_c, job) =>
+      new Promise((resolve) => {
+        order.push(job.id);
+        releases.set(job.id, () => resolve(ok()));
+      }),
+  };
+  const quick: JobHandler = { kind: 'quick', schedule: () => [60_000], run: async (_c, job) => (order.push(job.id), ok()) };
+  const runner = createJobRunner(ctx, [slow, quick]);
+  try {
+    const backlog: string[] = [];
+    for (let i = 0; i < 10; i++) backlog.push(await enqueue(ctx, { i }, { kind: 'backlog' }));
+    await runner.start();
+    await until(() => order.length === 2);
+    const late = await enqueue(ctx, {}, { kind: 'quick' });
+    // One slot frees: in plain run_at order the backlog's next job would take it.
+    releases.get(order[0])!();
+    await until(async () => (await getJob(ctx, late))!.status === 'done');
+    assert.deepEqual(order.slice(0, 3), [backlog[0], backlog[1], late]);
+  } finally {
+    for (const release of releases.values()) release();
+    await runner.stop(1000);
+    await closeContext(ctx);
+  }
+});
+
+// The embedded database has one node: a job can be claimed by the transaction that enqueues it.
+onEngine('sqlite').test(
+  'a job enqueued here is claimed in its transaction and started after the commit; past jobs.concurrency waiting, the rest are queued again unclaimed; a stop gives back what has not started',
+  async () => {
+    const ctx = await context({ jobs: { concurrency: 3 } });
+    const started: JobRow[] = [];
+    const releases: Array<() => void> = [];
+    const handler: JobHandler = {
+      kind: 'test',
+      schedule: () => [60_000],
+      partitionLimit: () => 1,
+      run: (_c, job) =>
+        new Promise((resolve) => {
+          started.push(job);
+          releases.push(() => resolve(ok()));
+        }),
+    };
+    const runner = createJobRunner(ctx, [handler]);
+    await runner.start();
+    let stopped = false;
+    try {
+      const rows = async () => (await rawRows<[string, string, number]>(ctx.db, 'SELECT id, status, attempts FROM jobs ORDER BY id')).map(([id, status, attempts]) => ({ id, status, attempts }));
+      // Eight jobs of one partition in one transaction: the first runs, three wait here (the
+      // runner's concurrency), four go back to the queue with their attempt uncounted.
+      const ids = await ctx.store.transaction(async () => {
+        const out: string[] = [];
+        for (let i = 0; i < 8; i++) out.push(await enqueueJobHere(ctx, { kind: 'test', payload: { i }, partition: 'p', maxAttempts: 2 }));
+        assert.deepEqual(
+          (await rows()).map((r) => [r.status, r.attempts]),
+          Array(8).fill(['running', 1]),
+          'claimed as they are written',
+        );
+        return out;
+      });
+      await until(async () => started.length === 1 && (await rows()).filter((r) => r.status === 'queued').length === 4);
+      assert.equal(started[0].id, ids[0]);
+      assert.equal(started[0].attempts, 1);
+      const queued = (await rows()).filter((r) => r.status === 'queued');
+      assert.deepEqual(
+        queued.map((r) => [r.id, r.attempts]),
+        ids.slice(4).map((id) => [id, 0]),
+      );
+      // The partition allows one at a time: the next starts as the running one ends.
+      releases.shift()!();
+      await until(() => started.length === 2);
+      assert.equal(started[1].id, ids[1]);
+      await runner.stop(100);
+      stopped = true;
+      const after = await rows();
+      assert.deepEqual(
+        after.filter((r) => ids.slice(2, 4).includes(r.id)).map((r) => [r.status, r.attempts]),
+        [
+          ['queued', 0],
+          ['queued', 0],
+        ],
+        'the two still waiting are queued again, their attempt uncounted',
+      );
+      assert.equal(after.find((r) => r.id === ids[1])!.status, 'running', 'the one under way keeps its lease');
+    } finally {
+      for (const release of releases) release();
+      if (!stopped) await runner.stop(1000);
+      await closeContext(ctx);
+    }
+  },
+);
 
 test('finished jobs are swept after the retention period, unfinished ones never', async () => {
   const ctx = await context({ jobs: { retention: '1h' } });

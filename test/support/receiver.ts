@@ -39,6 +39,8 @@ export interface Receiver {
    * connection just as a request goes out on it.
    */
   cutReused(n: number): void;
+  /** Answers, with `status`, every request left hanging ('hang') so far. */
+  answerHung(status: number): void;
 }
 
 export async function startReceiver(fallback: Behaviour = 200): Promise<Receiver> {
@@ -142,6 +144,10 @@ export async function startReceiver(fallback: Behaviour = 200): Promise<Receiver
       return sockets.size;
     },
     cutReused: (n) => void (cut += n),
+    answerHung(status) {
+      for (const res of pending) if (!res.destroyed) res.writeHead(status, { 'content-type': 'text/plain' }).end('ok');
+      pending.clear();
+    },
   };
   return receiver;
 }

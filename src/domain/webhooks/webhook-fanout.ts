@@ -3,7 +3,7 @@
 // records the event — so a delivery exists exactly when its event was committed.
 import type { AppContext } from '../../context.ts';
 import type { Tx } from '../../store/client.ts';
-import { enqueueJob } from '../../jobs/table.ts';
+import { enqueueJobHere } from '../../jobs/table.ts';
 import { afterCommit } from '../../store/store.ts';
 import { AppError } from '../errors.ts';
 import { EVENT_FANOUT, type EventRecord } from '../events/events.ts';
@@ -24,7 +24,7 @@ export interface WebhookJobPayload {
 /** Enqueues one delivery inside the caller's transaction; the caller wakes the runner after commit. */
 export function queueDelivery(ctx: AppContext, payload: WebhookJobPayload, maxAttempts = ctx.config.webhooks.retry_schedule.length + 1): Promise<string> {
   // One partition per webhook, so one slow receiver cannot take every worker.
-  return enqueueJob(ctx.db, ctx.clock.now(), { kind: WEBHOOK_JOB, payload, partition: payload.webhookId, maxAttempts });
+  return enqueueJobHere(ctx, { kind: WEBHOOK_JOB, payload, partition: payload.webhookId, maxAttempts });
 }
 
 /**

@@ -28,7 +28,27 @@ export interface NewJob {
 
 /** Inserts a job; on a transaction's handle it commits with that transaction. */
 export async function insertJob(db: Db, job: NewJob): Promise<void> {
-  await preparedQuery(db, insertJobQuery).run({ ...job });
+  await preparedQuery(db, insertJobQuery).run({ ...job, status: 'queued', attempts: 0, leaseUntil: null, updatedAt: job.createdAt });
+}
+
+/**
+ * Inserts a job already claimed: running its first attempt under a lease until `leaseUntil`,
+ * due again at `runAt` should that attempt not finish (what claimJob makes of a queued job).
+ */
+export async function insertClaimedJob(db: Db, job: NewJob & { leaseUntil: number; updatedAt: string }): Promise<void> {
+  await preparedQuery(db, insertJobQuery).run({ ...job, status: 'running', attempts: 1 });
+}
+
+/**
+ * Claimed jobs given back unstarted (`running` as claimed, attempts as the claim left them):
+ * queued again, due at `now`, the claim's attempt not counted.
+ */
+export function unclaimJobs(db: Db, ids: string[], now: Date): Promise<number> {
+  return rawRun(
+    db,
+    "UPDATE jobs SET status = 'queued', attempts = attempts - 1, lease_until = NULL, run_at = ?, updated_at = ? WHERE status = 'running' AND attempts > 0 AND id IN (SELECT value FROM json_each(?))",
+    [now.getTime(), now.toISOString(), JSON.stringify(ids)],
+  );
 }
 
 /**
@@ -70,8 +90,11 @@ const insertJobQuery = (db: Db) =>
       partition: sql.placeholder('partition'),
       maxAttempts: sql.placeholder('maxAttempts'),
       runAt: sql.placeholder('runAt'),
+      status: sql.placeholder('status'),
+      attempts: sql.placeholder('attempts'),
+      leaseUntil: sql.placeholder('leaseUntil'),
       createdAt: sql.placeholder('createdAt'),
-      updatedAt: sql.placeholder('createdAt'),
+      updatedAt: sql.placeholder('updatedAt'),
     })
     .prepare();
 

@@ -13,8 +13,16 @@ export type AttemptRow = typeof webhookAttempts.$inferSelect;
 
 // ---- webhooks ---------------------------------------------------------------------------------
 
+// Read by every delivery attempt: prepared once (src/store/prepared.ts).
+const webhookById = (db: Db) =>
+  db
+    .select()
+    .from(webhooks)
+    .where(eq(webhooks.id, sql.placeholder('id')))
+    .prepare();
+
 export function findWebhookById(db: Db, id: string): Promise<WebhookRow | undefined> {
-  return db.select().from(webhooks).where(eq(webhooks.id, id)).get();
+  return preparedQuery(db, webhookById).get({ id });
 }
 
 /** Webhook `id` of the account; a deleted one only with `includeDeleted`. */
@@ -70,8 +78,28 @@ export function findAttemptById(db: Db, id: string): Promise<AttemptRow | undefi
   return db.select().from(webhookAttempts).where(eq(webhookAttempts.id, id)).get();
 }
 
+// Written by every delivery attempt: prepared once.
+const insertAttemptQuery = (db: Db) =>
+  db
+    .insert(webhookAttempts)
+    .values({
+      id: sql.placeholder('id'),
+      accountId: sql.placeholder('accountId'),
+      webhookId: sql.placeholder('webhookId'),
+      eventId: sql.placeholder('eventId'),
+      eventType: sql.placeholder('eventType'),
+      jobId: sql.placeholder('jobId'),
+      status: sql.placeholder('status'),
+      httpStatus: sql.placeholder('httpStatus'),
+      durationMs: sql.placeholder('durationMs'),
+      attempt: sql.placeholder('attempt'),
+      error: sql.placeholder('error'),
+      createdAt: sql.placeholder('createdAt'),
+    })
+    .prepare();
+
 export async function insertAttempt(db: Db, row: AttemptRow): Promise<void> {
-  await db.insert(webhookAttempts).values(row).run();
+  await preparedQuery(db, insertAttemptQuery).run({ ...row });
 }
 
 /** Which log entries to read; an absent field does not filter. */
