@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { eq, inArray } from 'drizzle-orm';
 import { jobs, spooledMessages } from '../../src/store/schema.ts';
 import { queueEntry } from '../../cli/commands/queue.ts';
-import { SPOOL_MAX_MESSAGE_BYTES, receiveInbound } from '../../src/domain/inbound/spool.ts';
+import { SPOOL_BATCH_ROWS, SPOOL_MAX_MESSAGE_BYTES, receiveInbound } from '../../src/domain/inbound/spool.ts';
 import { findInboxByAddress } from '../../src/domain/inboxes/inboxes.ts';
 import { getJob, listJobs, sweepJobs } from '../../src/jobs/table.ts';
 import { runCli } from '../support/cli.ts';
@@ -155,15 +155,15 @@ describe('spooled inbound mail', () => {
     assert.equal((await getJob(t.server.ctx, jobId))?.status, 'done');
   });
 
-  test('messages spooled at the same moment share one batch: one job each, each stored once with its own bytes', async () => {
+  test(`messages spooled at the same moment share batches of at most ${SPOOL_BATCH_ROWS}: one job each, each stored once with its own bytes`, async () => {
     const ctx = t.server.ctx;
     const inbox = (await findInboxByAddress(ctx, 'box@agents.test'))!;
     const input = (i: number) => ({ raw: message(`batched ${i}`, `body ${i}\r\n`), mailFrom: 'sender@example.net', recipients: [inbox], remoteAddress: '192.0.2.9' });
     await receiveInbound(ctx, input(99));
     // Started in one turn of the event loop, as by SMTP sessions ending DATA together.
-    const received = await Promise.all(Array.from({ length: 12 }, (_, i) => receiveInbound(ctx, input(i))));
+    const received = await Promise.all(Array.from({ length: SPOOL_BATCH_ROWS + 6 }, (_, i) => receiveInbound(ctx, input(i))));
     const jobIds = received.map((r) => r.spooledAs!);
-    assert.equal(new Set(jobIds).size, 12, 'a job of its own for each message');
+    assert.equal(new Set(jobIds).size, SPOOL_BATCH_ROWS + 6, 'a job of its own for each message, past one batch too');
     const rows = await sqlDb(ctx).select().from(jobs).where(inArray(jobs.id, jobIds)).all();
     await until('batched 99', async () => (await messagesOf(t, inboxId)).find((m) => m.subject === 'batched 99'));
     for (const [i, jobId] of jobIds.entries()) {
@@ -173,7 +173,7 @@ describe('spooled inbound mail', () => {
     }
     await until('the batch processed', async () => ((await spooledCount(t)) === 0 ? true : undefined));
     const subjects = (await messagesOf(t, inboxId)).map((m) => m.subject).filter((s) => s.startsWith('batched '));
-    assert.equal(subjects.length, 13, 'each stored exactly once');
+    assert.equal(subjects.length, SPOOL_BATCH_ROWS + 7, 'each stored exactly once');
   });
 
   test('a batch whose transaction fails refuses each of its messages (451) and leaves no job and no bytes', async () => {

@@ -182,7 +182,7 @@ async function spoolInbound(ctx: AppContext, input: InboundInput & { raw: Buffer
 }
 
 /** Most messages in one spool batch, and most bytes (one message alone may be larger: up to SPOOL_MAX_MESSAGE_BYTES). */
-const SPOOL_BATCH_ROWS = 64;
+export const SPOOL_BATCH_ROWS = 64;
 const SPOOL_BATCH_BYTES = 2 * 1024 * 1024;
 
 interface Spooling {
