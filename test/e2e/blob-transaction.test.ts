@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { storedBlobs } from '../support/blobs.ts';
-import { onEngine, startTestServer } from '../support/server.ts';
+import { onEngine, startTestServer, type TestServer } from '../support/server.ts';
 import { prepareInbound } from '../../src/domain/inbound/inbound.ts';
 import { findInboxByAddress } from '../../src/domain/inboxes/inboxes.ts';
 
@@ -33,13 +33,18 @@ const message = (id: string) =>
     ].join('\r\n'),
   );
 
+/** An inbox `box` on `t`, and the input of message `id` received for it over SMTP. */
+async function delivery(t: TestServer, id: string) {
+  await t.api('POST', '/inboxes', { address: 'box' });
+  const ctx = t.server.ctx;
+  const inbox = (await findInboxByAddress(ctx, 'box@agents.test'))!;
+  return { ctx, input: { raw: message(id), mailFrom: 'ann@example.org', recipients: [inbox], remoteAddress: '192.0.2.7', heloName: 'mx.example.org' } };
+}
+
 onEngine('postgres').test('PostgreSQL: the raw source and the attachment commit with the message rows, and a rollback leaves neither', async () => {
   const t = await startTestServer();
   try {
-    await t.api('POST', '/inboxes', { address: 'box' });
-    const ctx = t.server.ctx;
-    const inbox = (await findInboxByAddress(ctx, 'box@agents.test'))!;
-    const input = { raw: message('m1'), mailFrom: 'ann@example.org', recipients: [inbox], remoteAddress: '192.0.2.7', heloName: 'mx.example.org' };
+    const { ctx, input } = await delivery(t, 'm1');
 
     const rolledBack = (await prepareInbound(ctx, input))!;
     assert.deepEqual(await storedBlobs(ctx, 'raw'), [], 'nothing is written before the transaction');
@@ -82,10 +87,7 @@ onEngine('postgres').test('PostgreSQL: the raw source and the attachment commit 
 test('the stored source of a message received over SMTP is the trace fields and the message, on either engine', async () => {
   const t = await startTestServer();
   try {
-    await t.api('POST', '/inboxes', { address: 'box' });
-    const ctx = t.server.ctx;
-    const inbox = (await findInboxByAddress(ctx, 'box@agents.test'))!;
-    const input = { raw: message('m2'), mailFrom: 'ann@example.org', recipients: [inbox], remoteAddress: '192.0.2.7', heloName: 'mx.example.org' };
+    const { ctx, input } = await delivery(t, 'm2');
     const prepared = (await prepareInbound(ctx, input))!;
     const [id] = await ctx.store.transaction((tx) => prepared.store(tx));
     const raw = await (await fetch(`${t.url}/messages/${id}/raw`, { headers: { authorization: `Bearer ${t.key}` } })).text();
