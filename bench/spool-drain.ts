@@ -3,7 +3,8 @@
 // runner stopped takes BENCH_DRAIN_MESSAGES (default 1,500) messages of text and HTML over SMTP
 // into its spool; then the runner starts and the script times until every message is visible,
 // with the CPU each thread of the process spent meanwhile (from /proc). BENCH_DRAIN_STATEMENTS=1
-// also times every SQLite statement and COMMIT/RELEASE of the adapter and prints the costliest.
+// also times every SQLite statement and COMMIT/RELEASE of the adapter and prints the costliest;
+// on PostgreSQL it has the cluster log every statement and prints the statements per message.
 // Run with the code to compare checked out, taking turns:
 //   node --import=./test/support/fast-start.ts bench/spool-drain.ts
 import { readFileSync, readdirSync } from 'node:fs';
@@ -11,6 +12,10 @@ import { smtpTransport } from '../test/support/mail.ts';
 import { startTestServer } from '../test/support/server.ts';
 import { SqliteStore } from '../src/store/sqlite.ts';
 import type { Service } from '../src/context.ts';
+import { pgCluster } from '../test/support/postgres.ts';
+import { TEST_ENGINE } from '../test/support/server.ts';
+import pg from 'pg';
+import { join } from 'node:path';
 
 const MESSAGES = Number(process.env.BENCH_DRAIN_MESSAGES ?? 1500);
 
@@ -24,6 +29,20 @@ function threadCpu(): Map<string, number> {
     out.set(`${tid}:${name}`, (Number(fields[11]) + Number(fields[12])) * 10);
   }
   return out;
+}
+
+/** Sets the cluster's log_statement; answers the size of its log then. */
+async function logStatements(url: string, level: 'all' | 'none'): Promise<number> {
+  const admin = new pg.Client({ connectionString: url });
+  await admin.connect();
+  try {
+    await admin.query(`ALTER SYSTEM SET log_statement = '${level}'`);
+    await admin.query('SELECT pg_reload_conf()');
+  } finally {
+    await admin.end();
+  }
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  return readFileSync(join((await pgCluster()).dir, 'server.log')).length;
 }
 
 /** Times every statement the SQLite adapter runs, and its COMMITs and RELEASEs, by text. */
@@ -81,6 +100,9 @@ await Promise.all(
 );
 for (const tr of transports) tr.close();
 stats?.clear();
+// PostgreSQL: every statement into the cluster's log from here on, counted after the drain.
+const cluster = stats && TEST_ENGINE === 'postgres' ? await pgCluster() : undefined;
+const logStart = cluster ? await logStatements(cluster.url(), 'all') : 0;
 const before = threadCpu();
 const t0 = performance.now();
 await runner.start();
@@ -91,6 +113,12 @@ for (;;) {
 }
 const seconds = (performance.now() - t0) / 1000;
 const after = threadCpu();
+if (cluster) {
+  await logStatements(cluster.url(), 'none');
+  const logged = readFileSync(join(cluster.dir, 'server.log')).subarray(logStart).toString();
+  const statements = logged.match(/LOG: {2}(?:execute [^:]*|statement): /g)?.length ?? 0;
+  process.stdout.write(`PostgreSQL: ${(statements / MESSAGES).toFixed(2)} statements a message\n`);
+}
 let total = 0;
 const byThread: string[] = [];
 for (const [thread, ms] of after) {
