@@ -428,14 +428,14 @@ export const jobs = sqliteTable(
 );
 
 /**
- * Raw bytes of inbound messages accepted under load and not processed yet (src/domain/inbound/spool.ts):
- * one row per `inbound` job, written in the transaction that creates the job and deleted in
- * the one that stores the message, so the bytes live exactly as long as the work is pending.
+ * Raw bytes of inbound messages accepted under load (src/domain/inbound/spool.ts), trace fields
+ * first: one row per `inbound` job, written in the transaction that creates the job. The
+ * transaction that stores the message keeps the row as the message's stored source
+ * (`messages.raw_path` = `raw/spooled/<job id>`, src/store/blobs/spooled.ts), or deletes it when no
+ * row was stored. So the row outlives its job: no foreign key to it (migration 0026).
  */
 export const spooledMessages = sqliteTable('spooled_messages', {
-  jobId: text('job_id')
-    .primaryKey()
-    .references(() => jobs.id, { onDelete: 'cascade' }),
+  jobId: text('job_id').primaryKey(),
   raw: blob('raw', { mode: 'buffer' }).notNull(),
   createdAt: text('created_at').notNull(),
 });

@@ -251,7 +251,7 @@ export class SqliteStore extends StoreBase implements Store {
     let outcomes: Outcome[];
     await this.gate.enter();
     try {
-      if (deferSync) this.client.pragma('synchronous = NORMAL');
+      if (deferSync) this.statement('PRAGMA synchronous = NORMAL').run();
       // Without savepoints first: at every SAVEPOINT and RELEASE, FTS5 writes the index entries
       // pending in memory out as a segment of their own, so a savepoint per writer made a
       // segment per stored message, and the merges of those small segments ran in the COMMIT
@@ -266,7 +266,7 @@ export class SqliteStore extends StoreBase implements Store {
       for (const p of batch) p.reject(err);
       return;
     } finally {
-      if (deferSync) this.client.pragma('synchronous = FULL');
+      if (deferSync) this.statement('PRAGMA synchronous = FULL').run();
       this.active = null;
       this.gate.leave();
     }

@@ -21,6 +21,7 @@ import { getTableConfig, type SQLiteColumn, type SQLiteTable } from 'drizzle-orm
 import * as schema from './schema.ts';
 import { Blobs } from './blobs/blobs.ts';
 import { PgBlobs } from './blobs/pg-blobs.ts';
+import { spooledSourceJob } from './blobs/spooled.ts';
 import { listSecrets, SECRET_PATH, writeSecret } from './secrets.ts';
 import type { Db, Store } from './store.ts';
 
@@ -179,6 +180,8 @@ export async function exportInstallation(opts: { store: Store; dataDir: string; 
   }
   const blobs = blobSide(store, dataDir);
   for (const k of [...blobKeys].sort()) {
+    // A spooled row kept as a message's source travels with the spooled_messages table.
+    if (spooledSourceJob(k)) continue;
     let data: Buffer;
     try {
       data = await blobs.read(k);

@@ -1,6 +1,6 @@
 // Files a crash leaves without a row (written before a commit that never happened) are removed
 // by housekeeping once an hour old; files a row names, and recent ones, are never touched.
-import { after, before } from 'node:test';
+import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -9,7 +9,8 @@ import { rawRows, rawRun } from '../../src/store/store.ts';
 import { storedBlobs } from '../support/blobs.ts';
 import { onEngine, startTestServer, type TestServer } from '../support/server.ts';
 import type { Service } from '../../src/context.ts';
-import { deliverMail } from '../support/mail.ts';
+import { deliverMail, smtpTransport } from '../support/mail.ts';
+import { until } from '../support/wait.ts';
 
 let t: TestServer;
 
@@ -77,4 +78,52 @@ onEngine('postgres').test('on PostgreSQL: blob rows no row names go once an hour
   assert.ok(left.has(rawPath) && left.has(attPath), 'a referenced blob was removed');
   const raw = await fetch(`${t.url}/messages/${id}/raw`, { headers: { authorization: `Bearer ${t.key}` } });
   assert.equal(raw.status, 200);
+});
+
+test('spooled rows kept as sources go once no message names them and their job is done or gone; pending and recent ones stay', async () => {
+  const s = await startTestServer({ smtp: { inline_processing: 0 } });
+  try {
+    await (s.server.services.find((x) => x.name === 'housekeeping') as Service).stop(1000);
+    await s.api('POST', '/inboxes', { address: 'keep' });
+    const db = s.server.ctx.db;
+    /** Spools one message; answers its job. */
+    const spool = async (subject: string) => {
+      const transport = smtpTransport(s.server.smtpPort);
+      try {
+        const info = await transport.sendMail({ from: 'a@example.org', to: 'keep@agents.test', subject, text: 'x' });
+        return /queued as (job_\S+)/.exec(info.response)![1];
+      } finally {
+        transport.close();
+      }
+    };
+    const stored = (job: string) => until(`the message of ${job}`, async () => (await rawRows<[string]>(db, 'SELECT id FROM messages WHERE raw_path = ?', [`raw/spooled/${job}`]))[0]?.[0]);
+    const kept = await spool('kept');
+    await stored(kept);
+    // A message whose release failed: its row names another source now, the spooled one is left.
+    const left = await spool('released');
+    await rawRun(db, 'UPDATE messages SET raw_path = ? WHERE id = ?', ['raw/2026-01/elsewhere.eml', await stored(left)]);
+    // Mail answered 250 whose processing failed: its bytes wait for `mailroom queue --retry`.
+    const jobs = s.server.services.find((x) => x.name === 'jobs') as Service;
+    await jobs.stop(1000);
+    const failed = await spool('failed');
+    await rawRun(db, "UPDATE jobs SET status = 'failed' WHERE id = ?", [failed]);
+    const old = new Date(Date.now() - 2 * 3_600_000).toISOString();
+    await rawRun(db, 'UPDATE spooled_messages SET created_at = ?', [old]);
+    await rawRun(db, 'INSERT INTO spooled_messages (job_id, raw, created_at) VALUES (?, ?, ?), (?, ?, ?)', [
+      'job_01nojob0000000000000000000',
+      Buffer.from('orphan'),
+      old,
+      'job_01recent000000000000000000',
+      Buffer.from('recent'),
+      new Date().toISOString(),
+    ]);
+
+    const { removed } = await sweepOrphanBlobs(s.server.ctx);
+    assert.equal(removed, 2);
+    const rows = (await rawRows<[string]>(db, 'SELECT job_id FROM spooled_messages')).map(([id]) => id).sort();
+    assert.deepEqual(rows, [failed, kept, 'job_01recent000000000000000000'].sort());
+    await jobs.start();
+  } finally {
+    await s.close();
+  }
 });

@@ -1,16 +1,16 @@
 // The inbound spool under load (src/domain/inbound/spool.ts), forced with smtp.inline_processing = 0 so
 // every message is spooled: the 250 names the job, the message then appears with the same
-// fields as one processed before its reply, the spooled bytes go once it is stored, a full
+// fields as one processed before its reply, its spooled bytes become its stored source, a full
 // spool answers 451 4.3.1, spooled mail survives a restart, and large mail is never spooled.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { eq, inArray } from 'drizzle-orm';
 import { jobs, spooledMessages } from '../../src/store/schema.ts';
 import { queueEntry } from '../../cli/commands/queue.ts';
-import { SPOOL_BATCH_ROWS, SPOOL_MAX_MESSAGE_BYTES, receiveInbound } from '../../src/domain/inbound/spool.ts';
+import { SPOOL_BATCH_ROWS, SPOOL_MAX_MESSAGE_BYTES, processSpooled, receiveInbound } from '../../src/domain/inbound/spool.ts';
 import { findInboxByAddress } from '../../src/domain/inboxes/inboxes.ts';
 import { getJob, listJobs, sweepJobs } from '../../src/jobs/table.ts';
 import { runCli } from '../support/cli.ts';
@@ -41,7 +41,14 @@ async function deliver(port: number, to: string, raw: Buffer): Promise<{ code: n
 }
 
 const jobRunner = (t: TestServer) => t.server.services.find((s) => s.name === 'jobs') as Service;
-const spooledCount = async (t: TestServer): Promise<number> => (await sqlDb(t.server.ctx).select().from(spooledMessages).all()).length;
+/** Spooled bytes waiting to be processed: rows no stored message keeps as its source. */
+const spooledCount = async (t: TestServer): Promise<number> => {
+  const [[n]] = await t.server.ctx.store.rows<[number]>(
+    t.server.ctx.db as unknown as Db,
+    "SELECT count(*) FROM spooled_messages s WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.raw_path = 'raw/spooled/' || s.job_id)",
+  );
+  return Number(n);
+};
 
 async function messagesOf(t: TestServer, inboxId: string, key?: string): Promise<any[]> {
   const res = await t.api('GET', `/inboxes/${inboxId}/messages?limit=100`, undefined, key ? { key } : undefined);
@@ -90,9 +97,53 @@ describe('spooled inbound mail', () => {
     assert.equal(raw.status, 200);
     const text = await raw.text();
     assert.match(text, /^Return-Path: <sender@example\.net>\r\nReceived: from client\.example\.net/);
+    // The spooled bytes are the stored source, written once before the 250: the trace fields
+    // (naming the stored message) then the message exactly as sent. No file is written for it.
+    const spooled = await sqlDb(t.server.ctx).select().from(spooledMessages).where(eq(spooledMessages.jobId, jobId)).get();
+    assert.equal(spooled?.raw.toString(), text);
+    assert.ok(text.endsWith(message('spooled one').toString()));
+    assert.match(text, new RegExp(`\\(mailroom\\) with ESMTP id ${stored.id};`));
+    const [[rawPath]] = await t.server.ctx.store.rows<[string]>(t.server.ctx.db as unknown as Db, 'SELECT raw_path FROM messages WHERE id = ?', [stored.id]);
+    assert.equal(rawPath, `raw/spooled/${jobId}`);
+    assert.deepEqual(existsSync(join(t.dataDir, 'raw')) ? readdirSync(join(t.dataDir, 'raw'), { recursive: true }) : [], [], 'no raw file on disk');
 
     await until('the job to finish', async () => (await sqlDb(t.server.ctx).select().from(jobs).where(eq(jobs.id, jobId)).get())?.status === 'done' || undefined);
-    assert.equal(await spooledCount(t), 0, 'spooled bytes are deleted with the commit that stores the message');
+    assert.equal(await spooledCount(t), 0, 'no spooled bytes wait once the message is stored');
+    // The finished job goes with the sweep; the source it leaves stays with its message.
+    await sqlDb(t.server.ctx)
+      .update(jobs)
+      .set({ finishedAt: new Date(Date.now() - 30 * 86_400_000).toISOString() })
+      .where(eq(jobs.id, jobId))
+      .run();
+    await sweepJobs(t.server.ctx);
+    assert.equal(await getJob(t.server.ctx, jobId), undefined);
+    assert.equal((await fetch(`${t.url}/messages/${stored.id}/raw`, { headers: { authorization: `Bearer ${t.key}` } })).status, 200);
+  });
+
+  test('a spooled message processed again (its lease ran out meanwhile) is stored once, and its source stays', async () => {
+    const reply = await deliver(t.server.smtpPort, 'box@agents.test', message('processed twice'));
+    const jobId = /queued as (job_\S+)/.exec(reply.text)![1];
+    const stored = await until('the message', async () => (await messagesOf(t, inboxId)).find((m) => m.subject === 'processed twice'));
+    const job = await sqlDb(t.server.ctx).select().from(jobs).where(eq(jobs.id, jobId)).get();
+    const commit = await processSpooled(t.server.ctx, jobId, JSON.parse(job!.payload));
+    assert.ok(commit, 'the bytes are still there: it runs');
+    await t.server.ctx.store.transaction(commit);
+    assert.deepEqual(
+      (await messagesOf(t, inboxId)).filter((m) => m.subject === 'processed twice').map((m) => m.id),
+      [stored.id],
+    );
+    assert.ok(await sqlDb(t.server.ctx).select().from(spooledMessages).where(eq(spooledMessages.jobId, jobId)).get(), 'the source its message names is kept');
+    assert.equal((await fetch(`${t.url}/messages/${stored.id}/raw`, { headers: { authorization: `Bearer ${t.key}` } })).status, 200);
+  });
+
+  test('a spooled source goes with the last message that names it', async () => {
+    const reply = await deliver(t.server.smtpPort, 'box@agents.test', message('deleted one'));
+    const jobId = /queued as (job_\S+)/.exec(reply.text)![1];
+    const stored = await until('the message', async () => (await messagesOf(t, inboxId)).find((m) => m.subject === 'deleted one'));
+    const row = () => sqlDb(t.server.ctx).select().from(spooledMessages).where(eq(spooledMessages.jobId, jobId)).get();
+    assert.ok(await row(), 'kept as the source');
+    assert.equal((await t.api('DELETE', `/messages/${stored.id}`)).status, 204);
+    await until('the source to go', async () => ((await row()) === undefined ? true : undefined));
   });
 
   test('a reply to a spooled message joins its thread', async () => {

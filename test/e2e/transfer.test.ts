@@ -37,7 +37,11 @@ const sqliteRows = (dataDir: string, query: string) => {
   }
 };
 
+/** Too large to be spooled (SPOOL_MAX_MESSAGE_BYTES): its message is stored before its reply, its source a file. */
+const INVENTORY = Buffer.from(Array.from({ length: 300_000 }, (_, i) => i % 251));
+
 const QUERIES: Record<string, string> = {
+  spooled: 'SELECT job_id, raw FROM spooled_messages ORDER BY job_id',
   accounts: 'SELECT id, name FROM accounts ORDER BY id',
   keys: 'SELECT id, key_hash, read_only FROM api_keys ORDER BY id',
   messages: 'SELECT id, inbox_id, thread_id, subject, raw_path, unread FROM messages ORDER BY id',
@@ -51,7 +55,8 @@ const QUERIES: Record<string, string> = {
 before(async () => {
   dir = mkdtempSync(join(tmpdir(), 'mailroom-transfer-'));
   // The source is an embedded installation whatever engine the suite runs on: SQLite to PostgreSQL is the move tested.
-  t = await startTestServer({ database: { url: '' } }, { dataDir: join(dir, 'source') });
+  // Every message small enough is spooled, and its spooled row is its stored source (src/store/blobs/spooled.ts).
+  t = await startTestServer({ database: { url: '' }, smtp: { inline_processing: 0 } }, { dataDir: join(dir, 'source') });
   const inbox = await t.api('POST', '/inboxes', { address: 'transfer' });
   inboxId = inbox.body.id;
   assert.equal((await t.api('POST', '/domains', { domain: 'moving.example' })).status, 201);
@@ -64,10 +69,12 @@ before(async () => {
     to: inbox.body.address,
     subject: 'Moving day',
     text: 'Everything must arrive.',
-    attachments: [{ filename: 'inventory.bin', content: Buffer.from(Array.from({ length: 70_000 }, (_, i) => i % 251)) }],
+    attachments: [{ filename: 'inventory.bin', content: INVENTORY }],
   });
+  // Small: spooled, and kept as its own source.
+  await transport.sendMail({ from: 'sender@example.net', to: inbox.body.address, subject: 'Spooled', text: 'Kept where it was spooled.' });
   transport.close();
-  await until('the message is stored', async () => ((await t.api('GET', `/inboxes/${inboxId}/messages`)).body.data.length === 1 ? true : undefined));
+  await until('the messages are stored', async () => ((await t.api('GET', `/inboxes/${inboxId}/messages`)).body.data.length === 2 ? true : undefined));
   await t.close();
   for (const [name, q] of Object.entries(QUERIES)) snapshot[name] = sqliteRows(t.dataDir, q);
   config = join(dir, 'source.toml');
@@ -104,9 +111,10 @@ test('export writes one private archive whose secrets are sealed', async () => {
   assert.equal(r.code, 0, r.stderr);
   const summary = JSON.parse(r.stdout);
   assert.equal(summary.source, 'sqlite');
-  assert.equal(summary.tables.messages, 1);
+  assert.equal(summary.tables.messages, 2);
   assert.equal(summary.tables.accounts, 1);
-  assert.equal(summary.blobs, 2); // the raw message and the attachment
+  assert.equal(summary.tables.spooled_messages, 1);
+  assert.equal(summary.blobs, 2); // the large message's raw file and the attachment; the spooled source is a row
   assert.deepEqual(summary.missing, []);
   assert.equal(statSync(archive).mode & 0o777, 0o600);
   // Neither the DKIM key nor the webhook secret is readable in the archive.
@@ -182,11 +190,15 @@ test('into a fresh SQLite data dir: a server on it takes the old key and serves 
   try {
     const list = await moved.api('GET', `/inboxes/${inboxId}/messages`, undefined, { key: t.key });
     assert.equal(list.status, 200);
-    assert.equal(list.body.data[0].subject, 'Moving day');
-    const att = list.body.data[0].attachments[0];
+    const moving = list.body.data.find((m: { subject: string }) => m.subject === 'Moving day');
+    const att = moving.attachments[0];
     const got = await fetch(att.url.replace(/^http:\/\/[^/]+/, moved.url));
     assert.equal(got.status, 200);
-    assert.ok(Buffer.from(await got.arrayBuffer()).equals(Buffer.from(Array.from({ length: 70_000 }, (_, i) => i % 251))));
+    assert.ok(Buffer.from(await got.arrayBuffer()).equals(INVENTORY));
+    const spooled = list.body.data.find((m: { subject: string }) => m.subject === 'Spooled');
+    const raw = await fetch(`${moved.url}/messages/${spooled.id}/raw`, { headers: { authorization: `Bearer ${t.key}` } });
+    assert.equal(raw.status, 200);
+    assert.ok(Buffer.from(await raw.arrayBuffer()).equals((snapshot.spooled as Buffer[][])[0]![1]!), 'the spooled source came with its table');
   } finally {
     await moved.close();
   }

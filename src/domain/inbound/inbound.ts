@@ -107,6 +107,12 @@ export interface InboundInput {
   bounces?: BounceTarget[];
   /** Recipients that were service addresses of ours (unsubscribe, DMARC and TLS reports: service-address.ts). */
   services?: ServiceTarget[];
+  /**
+   * The stored source is already on disk, `trace` then `raw` (a spooled message's row: the blob
+   * key `key`, src/store/blobs/spooled.ts): nothing is written, and the first copy is `firstId`,
+   * the id its trace fields name.
+   */
+  source?: { key: string; firstId: string; trace: Buffer };
 }
 
 function addressesOf(field: AddressObject | AddressObject[] | undefined): string[] {
@@ -149,6 +155,8 @@ export function isEmptyMessage(raw: Buffer): boolean {
 export interface PreparedInbound {
   files: string[];
   store(tx: Tx): Promise<string[]>;
+  /** After `store`: whether a row it inserted names the stored source (a kept `source` that none names is its caller's to delete). */
+  sourceNamed(): boolean;
   /** Staged attachment files to remove once `store` has committed or failed. */
   staged: string[];
 }
@@ -244,9 +252,10 @@ async function prepareStore(
   // attachment bytes by their hash. Where blobs are rows (PostgreSQL, BlobStore.writeIn) they
   // are written in the message's own transaction instead (`store`), which saves a transaction
   // and its commit per message.
-  // A staged message's trace fields already name the first copy's id.
-  const messageIds = unique.map((_, i) => (i === 0 && isStaged(raw) ? raw.id : newId('msg')));
-  const rawPath = Blobs.key('raw', messageIds[0], '.eml');
+  // A staged message's trace fields already name the first copy's id, as a kept source's do.
+  const source = input.source;
+  const messageIds = unique.map((_, i) => (i === 0 && source ? source.firstId : i === 0 && isStaged(raw) ? raw.id : newId('msg')));
+  const rawPath = source?.key ?? Blobs.key('raw', messageIds[0], '.eml');
   const plan = unique.map((inbox, i) => ({
     inbox,
     id: messageIds[i],
@@ -254,21 +263,22 @@ async function prepareStore(
   }));
   const shared = new Map(atts.map((a) => [Blobs.contentKey('attachments', a.sha256), a.content]));
   const writeIn = ctx.blobs.writeIn?.bind(ctx.blobs);
-  // In a transaction the raw source is written only with a row naming it: never left over.
-  const files = writeIn ? [...shared.keys()] : [rawPath, ...shared.keys()];
+  // In a transaction the raw source is written only with a row naming it: never left over. A
+  // kept source is its owner's (the spool's) to remove, never a file of this delivery.
+  const files = writeIn || source ? [...shared.keys()] : [rawPath, ...shared.keys()];
 
   const receivedAt = isStaged(raw) ? raw.receivedAt : (input.receivedAt ?? ctx.clock.now());
   // Trace fields and the message as received, written one after the other (a 25 MB message is
   // not copied to prepend two lines); a staged message has them in its file already, which
   // becomes the raw blob (a rename on disk; streamed into its row on PostgreSQL).
-  const trace = isStaged(raw) ? Buffer.alloc(0) : traceHeaders(ctx, input, plan[0].id, receivedAt);
+  const trace = source ? source.trace : isStaged(raw) ? Buffer.alloc(0) : traceHeaders(ctx, input, plan[0].id, receivedAt);
   const storedSize = isStaged(raw) ? raw.traceLength + raw.size : trace.length + raw.length;
   const rawData = isStaged(raw) ? { staged: raw.path } : trace.length ? [trace, raw] : raw;
   if (!writeIn) {
     // allSettled, not all: on a failure every write has finished before the cleanup runs, so
     // no file can appear after it.
     const writes = await Promise.allSettled([
-      isStaged(raw) ? ctx.blobs.adopt(rawPath, raw.path) : ctx.blobs.write(rawPath, rawData as Buffer | Buffer[]),
+      source ? undefined : isStaged(raw) ? ctx.blobs.adopt(rawPath, raw.path) : ctx.blobs.write(rawPath, rawData as Buffer | Buffer[]),
       ...[...shared].map(([path, content]) => (Buffer.isBuffer(content) ? ctx.blobs.write(path, content) : ctx.blobs.link(path, content.staged))),
     ]);
     const failed = writes.find((r) => r.status === 'rejected');
@@ -294,7 +304,9 @@ async function prepareStore(
   const subject = headerText(parsed.subject ?? '').slice(0, 998);
   const contentHash = isStaged(raw) ? raw.sha256 : createHash('sha256').update(raw).digest('hex');
   const since = new Date(receivedAt.getTime() - REDELIVERY_WINDOW_MS).toISOString();
+  let sourceNamed = false;
   const store = async (tx: Tx): Promise<string[]> => {
+    sourceNamed = false;
     // An inbox deleted since RCPT gets nothing (its rows would be orphans).
     const alive = new Set(
       await listLiveInboxIds(
@@ -307,7 +319,7 @@ async function prepareStore(
     for (const [path, content] of [...shared].sort(([a], [b]) => (a < b ? -1 : 1))) {
       await ctx.blobs.ensure(tx, path, content);
     }
-    let rawWritten = !writeIn;
+    let rawWritten = !writeIn || source !== undefined;
     const ids: string[] = [];
     for (const p of admitted) {
       if (!alive.has(p.inbox.id)) continue;
@@ -361,6 +373,7 @@ async function prepareStore(
         rawWritten = true;
       }
       await insertMessageRow(tx, row);
+      sourceNamed = true;
       const attRows: AttachmentRow[] = p.attachments.map((a) => ({
         id: a.id,
         accountId: p.inbox.accountId,
@@ -384,5 +397,5 @@ async function prepareStore(
     }
     return ids;
   };
-  return { files, store };
+  return { files, store, sourceNamed: () => sourceNamed };
 }

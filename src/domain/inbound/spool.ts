@@ -18,6 +18,10 @@ import { LARGE_MESSAGE_BYTES, isStaged } from './inbound-large.ts';
 import { countUnfinishedJobsOfKind, requeueJob } from '../../store/repo/jobs.ts';
 import { deleteSpooledMessage, findSpooledRaw, insertSpooledMessages, spooledMessageExists } from '../../store/repo/spool.ts';
 import { listInboxesByIds } from '../../store/repo/inboxes.ts';
+import { isBlobNamed } from '../../store/repo/blob-refs.ts';
+import { spooledSourceKey } from '../../store/blobs/spooled.ts';
+import { newId } from '../../ids.ts';
+import { traceHeaders } from './inbound-parse.ts';
 
 export const INBOUND_JOB = 'inbound';
 
@@ -40,6 +44,13 @@ export interface SpooledEnvelope {
   bounces?: BounceTarget[];
   /** Service addresses among the recipients (checked at RCPT). */
   services?: ServiceTarget[];
+  /**
+   * The id of the message's first copy, which its trace fields name, and their length: the
+   * spooled bytes are the trace fields then the message, kept as its stored source. Absent in
+   * jobs spooled before that (their bytes are the message alone, written again when stored).
+   */
+  firstMessageId?: string;
+  traceLength?: number;
 }
 
 interface SpoolState {
@@ -155,6 +166,9 @@ async function spoolInbound(ctx: AppContext, input: InboundInput & { raw: Buffer
     throw new SpoolFullError(ctx.config.smtp.spool_limit);
   }
   const now = ctx.clock.now();
+  // Written once: the trace fields and the message, as the stored source will be (processSpooled).
+  const messageId = newId('msg');
+  const trace = traceHeaders(ctx, input, messageId, now);
   const envelope: SpooledEnvelope = {
     mailFrom: input.mailFrom,
     recipients: [...new Set(input.recipients.map((r) => r.id))],
@@ -164,8 +178,10 @@ async function spoolInbound(ctx: AppContext, input: InboundInput & { raw: Buffer
     receivedAt: now.toISOString(),
     ...(input.bounces?.length ? { bounces: input.bounces } : {}),
     ...(input.services?.length ? { services: input.services } : {}),
+    firstMessageId: messageId,
+    traceLength: trace.length,
   };
-  const jobId = await spoolInBatch(ctx, envelope, input.raw);
+  const jobId = await spoolInBatch(ctx, envelope, trace.length ? Buffer.concat([trace, input.raw]) : input.raw);
   const s = stateOf(ctx);
   s.depth++;
   s.waiting.push(Date.now());
@@ -244,15 +260,23 @@ export const INBOUND_RETRY_SCHEDULE = [5_000, 30_000, 120_000, 600_000, 1_800_00
 /**
  * Processes one spooled message: the same steps as a message processed before its reply, with
  * the 250's time as its received time. Returns what to commit with the job's end: the rows (if
- * any recipient inbox still exists) and the removal of the spooled bytes. Null when the bytes
- * are gone (the job already completed under an earlier lease).
+ * any recipient inbox still exists), whose stored source is the spooled row itself, or else the
+ * removal of that row. Null when the bytes are gone (the job already completed under an earlier
+ * lease, and its message was deleted since).
  */
 export async function processSpooled(ctx: AppContext, jobId: string, envelope: SpooledEnvelope): Promise<((tx: Tx) => Promise<void>) | null> {
-  const raw = await findSpooledRaw(ctx.db, jobId);
-  if (!raw) return null;
+  const spooled = await findSpooledRaw(ctx.db, jobId);
+  if (!spooled) return null;
+  const traceLength = envelope.traceLength ?? 0;
+  const raw = spooled.subarray(traceLength);
+  const key = spooledSourceKey(jobId);
+  const source = envelope.firstMessageId ? { key, firstId: envelope.firstMessageId, trace: spooled.subarray(0, traceLength) } : undefined;
   const recipients: InboxRow[] = await listInboxesByIds(ctx.db, envelope.recipients);
-  // Runs inside the job's finishing transaction.
-  const drop = (tx: Tx) => deleteSpooledMessage(tx, jobId);
+  // Runs inside the job's finishing transaction. A row may name the bytes already (the job
+  // completed under an earlier lease, and this run found its message stored): they stay.
+  const drop = async (tx: Tx) => {
+    if (!source || !(await isBlobNamed(tx, key))) await deleteSpooledMessage(tx, jobId);
+  };
   // Every recipient inbox was deleted after the 250: like deleting the stored message.
   if (recipients.length === 0 && !envelope.bounces?.length && !envelope.services?.length) return drop;
   const prepared = await prepareInbound(ctx, {
@@ -265,6 +289,7 @@ export async function processSpooled(ctx: AppContext, jobId: string, envelope: S
     receivedAt: new Date(envelope.receivedAt),
     bounces: envelope.bounces,
     services: envelope.services,
+    source,
   }).catch((err: unknown) => {
     // Refused by a rule that needs the message (no report at a bounce address, not on an allow
     // list): after its 250 it is dropped, as the 550 at DATA would have dropped it.
@@ -277,7 +302,7 @@ export async function processSpooled(ctx: AppContext, jobId: string, envelope: S
   if (!prepared) return drop;
   return async (tx) => {
     await prepared.store(tx);
-    await drop(tx);
+    if (!source || !prepared.sourceNamed()) await drop(tx);
   };
 }
 

@@ -1,27 +1,13 @@
 // Files on disk under data_dir: raw messages and attachment bytes. Writes go to a temporary
 // name, are fsynced, then renamed into place (and the directory fsynced), so a file that exists
 // is complete and a file written before a 250 survives power loss.
-import {
-  closeSync,
-  createReadStream,
-  createWriteStream,
-  existsSync,
-  fsyncSync,
-  linkSync,
-  mkdirSync,
-  openSync,
-  promises as fs,
-  renameSync,
-  unlinkSync,
-  writeSync,
-  type ReadStream,
-  type WriteStream,
-} from 'node:fs';
+import { closeSync, createReadStream, createWriteStream, existsSync, fsyncSync, linkSync, mkdirSync, openSync, promises as fs, renameSync, unlinkSync, writeSync, type WriteStream } from 'node:fs';
 import { dirname, join, resolve, sep } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Db } from '../store.ts';
+import { readSpooledSource, removeSpooledSource, spooledSourceJob, streamSpooledSource } from './spooled.ts';
 
 /**
  * Where raw messages and attachment bytes live: files under data_dir (Blobs) with the embedded
@@ -61,8 +47,16 @@ export class Blobs implements BlobStore {
   readonly root: string;
   /** Directories known to exist: one mkdir per month directory, not one per message. */
   private readonly made = new Set<string>();
-  constructor(dataDir: string) {
+  /** The database whose spooled rows hold some messages' sources (src/store/blobs/spooled.ts); none for a bare directory (an export's). */
+  private readonly db: Db | undefined;
+  constructor(dataDir: string, db?: Db) {
     this.root = resolve(dataDir);
+    this.db = db;
+  }
+
+  private spooledDb(jobId: string): Db {
+    if (!this.db) throw new Error(`the source of spooled job ${jobId} is in the database, which this blob store has not`);
+    return this.db;
   }
 
   /** Per directory: the fsync not yet started (joined by renames made before it starts) and the one running. */
@@ -236,10 +230,14 @@ export class Blobs implements BlobStore {
   }
 
   read(rel: string): Promise<Buffer> {
+    const job = spooledSourceJob(rel);
+    if (job) return readSpooledSource(this.spooledDb(job), job);
     return fs.readFile(this.path(rel));
   }
 
-  stream(rel: string): ReadStream {
+  stream(rel: string): Readable {
+    const job = spooledSourceJob(rel);
+    if (job) return streamSpooledSource(this.spooledDb(job), job);
     return createReadStream(this.path(rel));
   }
 
@@ -249,7 +247,9 @@ export class Blobs implements BlobStore {
     else this.linkSync(rel, content.staged);
   }
 
-  async remove(_tx: Db, rel: string): Promise<number> {
+  async remove(tx: Db, rel: string): Promise<number> {
+    const job = spooledSourceJob(rel);
+    if (job) return removeSpooledSource(tx, job);
     try {
       unlinkSync(this.path(rel));
       return 1;

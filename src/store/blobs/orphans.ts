@@ -1,15 +1,20 @@
 // Files a crash left behind. Raw sources and attachment bytes are written (fsynced) before the
 // row naming them is committed, so a process killed in between leaves files no row refers to
 // (the crash suite counts them). They are removed once older than an hour: no write in flight
-// takes that long, so a file still waiting for its commit is never touched.
+// takes that long, so a file still waiting for its commit is never touched. Spooled rows kept as
+// sources (src/store/blobs/spooled.ts) whose message is gone are removed the same way.
 import { promises as fs } from 'node:fs';
 import { join, relative } from 'node:path';
 import type { AppContext } from '../../context.ts';
 import { DbBlobs } from './pg-blobs.ts';
 import { removeUnreferenced } from './blob-refs.ts';
 import { Blobs } from './blobs.ts';
+import { spooledSourceKey } from './spooled.ts';
+import { listUnnamedSpooled } from '../repo/spool.ts';
 
 export const ORPHAN_AGE_MS = 3_600_000;
+/** Spooled rows looked at per statement. */
+const SPOOLED_PAGE = 500;
 
 async function* files(dir: string): AsyncGenerator<string> {
   let entries;
@@ -45,6 +50,13 @@ export async function sweepOrphanBlobs(ctx: AppContext): Promise<{ removed: numb
         removed += await removeUnreferenced(ctx, [relative(root, abs)]);
       }
     }
+  }
+  // Spooled rows kept as sources whose message was deleted but whose release failed (either engine).
+  for (let after = ''; ;) {
+    const page = await listUnnamedSpooled(ctx.db, new Date(cutoff).toISOString(), after, SPOOLED_PAGE);
+    if (page.ids.length) removed += await removeUnreferenced(ctx, page.ids.map(spooledSourceKey));
+    if (page.last === undefined) break;
+    after = page.last;
   }
   // Uploads spooled for an Idempotency-Key hash (src/http/routes.ts) by a process that died.
   for await (const abs of files(join(ctx.config.data_dir, 'tmp'))) {

@@ -6,6 +6,7 @@ import { createReadStream, promises as fs } from 'node:fs';
 import { Readable } from 'node:stream';
 import type { BlobStore } from './blobs.ts';
 import type { Db, Store } from '../store.ts';
+import { readSpooledSource, removeSpooledSource, spooledSourceJob, streamSpooledSource } from './spooled.ts';
 
 export const CHUNK_BYTES = 256 * 1024;
 
@@ -162,14 +163,20 @@ export class DbBlobs implements BlobStore {
 
   async remove(tx: Db, rel: string): Promise<number> {
     await this.store.lock(tx, `blob:${rel}`);
+    const job = spooledSourceJob(rel);
+    if (job) return removeSpooledSource(tx, job);
     return (await this.store.run(tx, 'DELETE FROM blob_chunks WHERE key = ?', [rel])) > 0 ? 1 : 0;
   }
 
   read(rel: string): Promise<Buffer> {
+    const job = spooledSourceJob(rel);
+    if (job) return readSpooledSource(this.store.db, job);
     return this.pg.read(this.store.db, rel);
   }
 
   stream(rel: string): Readable {
+    const job = spooledSourceJob(rel);
+    if (job) return streamSpooledSource(this.store.db, job);
     return this.pg.stream(rel);
   }
 

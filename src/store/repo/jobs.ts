@@ -271,13 +271,14 @@ export async function requeueRunningJobs(db: Db, now: Date): Promise<number> {
   return changes(r);
 }
 
-/** Deletes the jobs that finished (done or failed) by `cutoff`, except those holding spooled mail; answers how many. */
+/** Deletes the jobs that finished (done or failed) by `cutoff`, except failed ones holding spooled mail; answers how many. */
 export async function deleteFinishedJobs(db: Db, cutoff: string): Promise<number> {
   const r = await db
     .delete(jobs)
     // A failed job whose message bytes are still spooled (src/domain/inbound/spool.ts) is kept: those
-    // bytes are mail answered 250, waiting for `mailroom queue --retry`.
-    .where(and(inArray(jobs.status, ['done', 'failed']), lte(jobs.finishedAt, cutoff), sql`NOT EXISTS (SELECT 1 FROM spooled_messages WHERE job_id = ${jobs.id})`))
+    // bytes are mail answered 250, waiting for `mailroom queue --retry`. A done job's spooled row,
+    // if it is still there, is its message's stored source, which does not need the job.
+    .where(and(inArray(jobs.status, ['done', 'failed']), lte(jobs.finishedAt, cutoff), sql`(${jobs.status} = 'done' OR NOT EXISTS (SELECT 1 FROM spooled_messages WHERE job_id = ${jobs.id}))`))
     .run();
   return changes(r);
 }

@@ -1,11 +1,12 @@
-// The inbound spool's rows, for src/domain/inbound/spool.ts: the bytes of mail answered 250 and
-// not processed yet (table spooled_messages, one row per `inbound` job, keyed by the job's id),
+// The inbound spool's rows, for src/domain/inbound/spool.ts: the bytes of mail answered 250, kept
+// as the stored source once processed (table spooled_messages, one row per `inbound` job, keyed by
+// the job's id; src/store/blobs/spooled.ts),
 // and the recipient inboxes a spooled envelope names (table inboxes). The job itself is in the
 // job table (src/store/repo/jobs.ts).
 import { eq, sql } from 'drizzle-orm';
 import { preparedQuery } from '../prepared.ts';
 import { spooledMessages } from '../schema.ts';
-import { rawRun, type Db } from '../store.ts';
+import { rawRows, rawRun, type Db } from '../store.ts';
 
 // Once per spooled message each: prepared once (src/store/prepared.ts).
 const insertSpooled = (db: Db) =>
@@ -17,11 +18,6 @@ const spooledRaw = (db: Db) =>
   db
     .select({ raw: spooledMessages.raw })
     .from(spooledMessages)
-    .where(eq(spooledMessages.jobId, sql.placeholder('jobId')))
-    .prepare();
-const deleteSpooled = (db: Db) =>
-  db
-    .delete(spooledMessages)
     .where(eq(spooledMessages.jobId, sql.placeholder('jobId')))
     .prepare();
 /** Keeps the bytes of the message job `jobId` processes. */
@@ -44,11 +40,31 @@ export async function findSpooledRaw(db: Db, jobId: string): Promise<Buffer | un
   return (await preparedQuery(db, spooledRaw).get({ jobId }))?.raw;
 }
 
-export async function deleteSpooledMessage(db: Db, jobId: string): Promise<void> {
-  await preparedQuery(db, deleteSpooled).run({ jobId });
+/** Deletes the spooled row of job `jobId`; answers 1, or 0 when it was not there. */
+export function deleteSpooledMessage(db: Db, jobId: string): Promise<number> {
+  return rawRun(db, 'DELETE FROM spooled_messages WHERE job_id = ?', [jobId]);
 }
 
 /** True while job `jobId` has spooled bytes. */
 export async function spooledMessageExists(db: Db, jobId: string): Promise<boolean> {
   return (await db.select({ id: spooledMessages.jobId }).from(spooledMessages).where(eq(spooledMessages.jobId, jobId)).get()) !== undefined;
+}
+
+/**
+ * Up to `limit` spooled rows, by job id after `after`, spooled before `before` (ISO), whose job is
+ * gone or done and that no message names as its source (src/store/blobs/spooled.ts): what a
+ * failed release left behind. A page at a time, so a large table is never read in one statement.
+ */
+export async function listUnnamedSpooled(db: Db, before: string, after: string, limit: number): Promise<{ ids: string[]; last: string | undefined }> {
+  const rows = await rawRows<[string, number]>(
+    db,
+    `SELECT s.job_id,
+            CASE WHEN s.created_at < ?
+                  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = s.job_id AND j.status <> 'done')
+                  AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.raw_path = 'raw/spooled/' || s.job_id)
+                 THEN 1 ELSE 0 END
+       FROM spooled_messages s WHERE s.job_id > ? ORDER BY s.job_id LIMIT ?`,
+    [before, after, limit],
+  );
+  return { ids: rows.filter(([, unnamed]) => Number(unnamed) === 1).map(([id]) => id), last: rows.length === limit ? rows[rows.length - 1][0] : undefined };
 }
