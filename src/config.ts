@@ -414,6 +414,7 @@ export const CONFIG_SCHEMA = {
   webhooks: {
     retry_schedule: durations(['5s', '30s', '5m', '30m', '2h'], 'Delays between webhook delivery attempts; after the last the delivery is failed.'),
     timeout: duration('10s', 'A delivery succeeds only on a 2xx answer within this time.'),
+    concurrency_per_webhook: int(8, 'Most deliveries in flight to one webhook; its further events wait their turn, in order of their due time. Within jobs.concurrency, which all jobs share.', 1),
     allow_insecure_targets: bool(false, 'Allow http:// and loopback/private webhook targets (development and tests only).'),
   },
   attachments: {
@@ -569,6 +570,7 @@ export const BUDGETS: Record<string, { what: string; past: string }> = {
   'outbound.mta_sts_timeout': { what: "Fetch of a recipient domain's MTA-STS policy", past: 'no policy this time (sts-policy-fetch-error in the TLS report); a cached one still applies' },
   'outbound.mta_sts_max_bytes': { what: "A recipient domain's MTA-STS policy file", past: 'refused as no policy (sts-policy-invalid in the TLS report); a cached one still applies' },
   'webhooks.timeout': { what: 'One webhook delivery', past: 'failed attempt, retried on schedule' },
+  'webhooks.concurrency_per_webhook': { what: 'Deliveries in flight to one webhook', past: 'the rest wait' },
   'database.connect_timeout': { what: 'Connecting to PostgreSQL', past: 'the connection attempt fails (start-up stops; a request gets `503`)' },
   'database.statement_timeout': { what: 'One PostgreSQL statement', past: 'cancelled by the server; the request answers `503 SERVICE_UNAVAILABLE`' },
   'database.idle_in_transaction_timeout': { what: 'A PostgreSQL transaction left idle', past: 'the server ends its session' },

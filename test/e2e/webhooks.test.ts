@@ -909,3 +909,31 @@ test('Standard Webhooks: every attempt carries webhook-id/-timestamp/-signature 
     await rx.close();
   }
 });
+
+test('webhooks.concurrency_per_webhook bounds the deliveries in flight to one webhook; another webhook is not held back', async () => {
+  const t = await startTestServer({ webhooks: { ...FAST, timeout: '5s', concurrency_per_webhook: 2 } });
+  const slow = await startReceiver('hang');
+  const quick = await startReceiver(200);
+  try {
+    assert.equal((await t.api('POST', '/webhooks', { url: `${slow.url}/slow`, events: ['domain.verified'] })).status, 201);
+    assert.equal((await t.api('POST', '/webhooks', { url: `${quick.url}/quick`, events: ['domain.verified'] })).status, 201);
+    for (let i = 0; i < 5; i++) await emit(t, 'domain.verified', { id: `dom_${i}` });
+    await slow.waitFor(2);
+    await quick.waitFor(5);
+    // Two hang unanswered: nothing more goes to that receiver meanwhile.
+    await new Promise((r) => setTimeout(r, 400));
+    assert.equal(slow.received.length, 2);
+    slow.answerHung(200);
+    await slow.waitFor(4);
+    await new Promise((r) => setTimeout(r, 200));
+    assert.equal(slow.received.length, 4);
+    slow.fallback = 200;
+    slow.answerHung(200);
+    await slow.waitFor(5);
+    assert.deepEqual(slow.received.map((r) => r.json.data.id).sort(), ['dom_0', 'dom_1', 'dom_2', 'dom_3', 'dom_4']);
+  } finally {
+    await t.close();
+    await slow.close();
+    await quick.close();
+  }
+});

@@ -206,7 +206,8 @@ function logAttempt(
 export const webhookHandler: JobHandler = {
   kind: WEBHOOK_JOB,
   schedule: (ctx) => ctx.config.webhooks.retry_schedule,
-  partitionLimit: () => 4,
+  // A webhook is a partition (webhook-fanout.ts): one receiver gets at most this many at once.
+  partitionLimit: (ctx) => ctx.config.webhooks.concurrency_per_webhook,
   async run(ctx: AppContext, job, signal): Promise<JobOutcome> {
     const payload = JSON.parse(job.payload) as WebhookJobPayload;
     const hook = await findWebhookById(ctx.db, payload.webhookId);
