@@ -406,7 +406,7 @@ export async function recoverJobs(ctx: AppContext): Promise<number> {
   return requeueRunningJobs(ctx.db, ctx.clock.now());
 }
 
-/** Deletes finished jobs older than `jobs.retention` (not those holding spooled mail). */
+/** Deletes finished jobs older than `jobs.retention` (not failed ones holding spooled mail, for `mailroom queue --retry`). */
 export async function sweepJobs(ctx: AppContext): Promise<number> {
   const cutoff = new Date(ctx.clock.now().getTime() - ctx.config.jobs.retention).toISOString();
   return deleteFinishedJobs(ctx.db, cutoff);

@@ -5,6 +5,7 @@
 import Database from 'better-sqlite3';
 import { existsSync } from 'node:fs';
 import { nativeBinding, openDatabase } from './client.ts';
+import { SPOOLED_SOURCE_PREFIX } from './repo/spool.ts';
 
 /**
  * SQLite online backup of `dbFile` into `dest`: a consistent copy of the committed state, taken
@@ -44,7 +45,10 @@ export function referencedFiles(db: Database.Database): string[] {
     const has = db.prepare(`SELECT 1 FROM pragma_table_info(?) WHERE name = ?`).get(table, col);
     if (has) out.push(...(db.prepare(`SELECT ${col} FROM ${table} WHERE ${col} IS NOT NULL`).pluck().all() as string[]));
   }
-  return out;
+  // A spooled message's source is its spooled_messages row (src/store/blobs/spooled.ts), inside the
+  // database itself: a file only if that row is gone (then it is reported missing).
+  const spooled = new Set(out.some((p) => p.startsWith(SPOOLED_SOURCE_PREFIX)) ? (db.prepare(`SELECT '${SPOOLED_SOURCE_PREFIX}' || job_id FROM spooled_messages`).pluck().all() as string[]) : []);
+  return out.filter((p) => !spooled.has(p));
 }
 
 export function openReadOnly(file: string): Database.Database {

@@ -156,6 +156,7 @@ export async function exportInstallation(opts: { store: Store; dataDir: string; 
   const manifest: TransferManifest = { format: TRANSFER_FORMAT, createdAt: new Date().toISOString(), source: store.dialect, tables: {}, blobs: 0, missing: [], salt: salt.toString('hex') };
   const sealed: Sealed = { columns: {}, files: {} };
   const blobKeys = new Set<string>();
+  const exportedSpooled = new Set<string>();
   for (const table of transferTables()) {
     const name = getTableName(table);
     const secret = SECRET_COLUMNS[name] ?? [];
@@ -170,6 +171,7 @@ export async function exportInstallation(opts: { store: Store; dataDir: string; 
           row[column] = '';
         }
         for (const [t, c] of BLOB_COLUMNS) if (t === name && typeof row[c] === 'string') blobKeys.add(row[c] as string);
+        if (name === 'spooled_messages') exportedSpooled.add(row.job_id as string);
         await out.write(JSON.stringify(Object.fromEntries(Object.entries(row).map(([k, v]) => [k, encodeValue(v)]))) + '\n');
         n++;
       }
@@ -181,7 +183,11 @@ export async function exportInstallation(opts: { store: Store; dataDir: string; 
   const blobs = blobSide(store, dataDir);
   for (const k of [...blobKeys].sort()) {
     // A spooled row kept as a message's source travels with the spooled_messages table.
-    if (spooledSourceJob(k)) continue;
+    const job = spooledSourceJob(k);
+    if (job !== undefined) {
+      if (!exportedSpooled.has(job)) manifest.missing.push(k);
+      continue;
+    }
     let data: Buffer;
     try {
       data = await blobs.read(k);

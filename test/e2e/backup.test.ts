@@ -56,7 +56,10 @@ before(async () => {
       attachments: [{ filename: 'q.pdf', content: attachmentBytes, contentType: 'application/pdf' }],
     });
     assert.match(first.response, /^250/);
-    await transport.sendMail({
+    // The reply is spooled, as under load: its stored source is its spooled row, inside the
+    // database (src/store/blobs/spooled.ts), which the backup carries in its snapshot.
+    t.server.ctx.config.smtp.inline_processing = 0;
+    const reply = await transport.sendMail({
       from: 'bob@example.org',
       to: 'alice@agents.test',
       subject: 'Re: Quarterly report',
@@ -64,7 +67,13 @@ before(async () => {
       inReplyTo: '<first@example.org>',
       references: '<first@example.org>',
     });
+    assert.match(reply.response, /queued as job_/);
+    await until(
+      'the spooled reply is stored',
+      async () => (await t.api('GET', `/inboxes/${alice.body.id}/messages`)).body.data.some((m: { subject: string }) => m.subject === 'Re: Quarterly report') || undefined,
+    );
   } finally {
+    t.server.ctx.config.smtp.inline_processing = 8;
     transport.close();
   }
   // An outbound message (dry-run) with the uploaded attachment, finished before the backup.

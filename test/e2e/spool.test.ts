@@ -134,6 +134,18 @@ describe('spooled inbound mail', () => {
     );
     assert.ok(await sqlDb(t.server.ctx).select().from(spooledMessages).where(eq(spooledMessages.jobId, jobId)).get(), 'the source its message names is kept');
     assert.equal((await fetch(`${t.url}/messages/${stored.id}/raw`, { headers: { authorization: `Bearer ${t.key}` } })).status, 200);
+
+    // Run again, and the message deleted (its source with it) before that run commits: the
+    // deleted message does not come back, nor a row naming a source that is gone.
+    const late = await processSpooled(t.server.ctx, jobId, JSON.parse(job!.payload));
+    assert.ok(late);
+    assert.equal((await t.api('DELETE', `/messages/${stored.id}`)).status, 204);
+    await until('the source to go', async () => ((await sqlDb(t.server.ctx).select().from(spooledMessages).where(eq(spooledMessages.jobId, jobId)).get()) === undefined ? true : undefined));
+    await t.server.ctx.store.transaction(late);
+    assert.deepEqual(
+      (await messagesOf(t, inboxId)).filter((m) => m.subject === 'processed twice'),
+      [],
+    );
   });
 
   test('a spooled source goes with the last message that names it', async () => {

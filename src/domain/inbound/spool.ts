@@ -16,7 +16,7 @@ import type { ServiceTarget } from './service-address.ts';
 import './service-mail.ts';
 import { LARGE_MESSAGE_BYTES, isStaged } from './inbound-large.ts';
 import { countUnfinishedJobsOfKind, requeueJob } from '../../store/repo/jobs.ts';
-import { deleteSpooledMessage, findSpooledRaw, insertSpooledMessages, spooledMessageExists } from '../../store/repo/spool.ts';
+import { deleteSpooledMessage, findSpooledRaw, insertSpooledMessages, spooledMessageExists, spooledSourceUnclaimed } from '../../store/repo/spool.ts';
 import { listInboxesByIds } from '../../store/repo/inboxes.ts';
 import { isBlobNamed } from '../../store/repo/blob-refs.ts';
 import { spooledSourceKey } from '../../store/blobs/spooled.ts';
@@ -272,10 +272,13 @@ export async function processSpooled(ctx: AppContext, jobId: string, envelope: S
   const key = spooledSourceKey(jobId);
   const source = envelope.firstMessageId ? { key, firstId: envelope.firstMessageId, trace: spooled.subarray(0, traceLength) } : undefined;
   const recipients: InboxRow[] = await listInboxesByIds(ctx.db, envelope.recipients);
-  // Runs inside the job's finishing transaction. A row may name the bytes already (the job
-  // completed under an earlier lease, and this run found its message stored): they stay.
+  // Runs inside the job's finishing transaction. A kept source is removed as any blob is
+  // (removeUnreferenced): under its lock, and only while no message names it (the job ran
+  // twice, its lease having run out, and the other run stored its message).
   const drop = async (tx: Tx) => {
-    if (!source || !(await isBlobNamed(tx, key))) await deleteSpooledMessage(tx, jobId);
+    if (!source) return void (await deleteSpooledMessage(tx, jobId));
+    await ctx.store.lock(tx, `blob:${key}`);
+    if (!(await isBlobNamed(tx, key))) await deleteSpooledMessage(tx, jobId);
   };
   // Every recipient inbox was deleted after the 250: like deleting the stored message.
   if (recipients.length === 0 && !envelope.bounces?.length && !envelope.services?.length) return drop;
@@ -301,6 +304,13 @@ export async function processSpooled(ctx: AppContext, jobId: string, envelope: S
   });
   if (!prepared) return drop;
   return async (tx) => {
+    if (source) {
+      // Under the source's lock, as its removal takes it: a run whose message the job's other
+      // run stored already, or whose row went since it was read, stores nothing (a row naming
+      // a removed source, or a deleted message back again, otherwise).
+      await ctx.store.lock(tx, `blob:${key}`);
+      if (!(await spooledSourceUnclaimed(tx, jobId))) return;
+    }
     await prepared.store(tx);
     if (!source || !prepared.sourceNamed()) await drop(tx);
   };

@@ -1,6 +1,7 @@
 // Processing of spooled inbound mail (src/domain/inbound/spool.ts): one job = one message answered 250
 // while the server was busy. The message rows, threads and events are committed in the same
-// transaction that ends the job and deletes the spooled bytes: processed exactly once.
+// transaction that ends the job, which keeps the spooled bytes as the message's source (or
+// deletes them when nothing is stored): processed exactly once.
 import { INBOUND_JOB, INBOUND_RETRY_SCHEDULE, processSpooled, spoolJobEnded, spoolProcessingLimit, type SpooledEnvelope } from '../../domain/inbound/spool.ts';
 import type { JobHandler } from '../runner.ts';
 import { ok, retry } from '../table.ts';

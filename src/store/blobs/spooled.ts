@@ -7,9 +7,7 @@
 // exports) finds it as it finds any other.
 import { Readable } from 'node:stream';
 import type { Db } from '../store.ts';
-import { deleteSpooledMessage, findSpooledRaw } from '../repo/spool.ts';
-
-const PREFIX = 'raw/spooled/';
+import { SPOOLED_SOURCE_PREFIX as PREFIX, deleteSpooledMessage, findSpooledRaw } from '../repo/spool.ts';
 
 /** The blob key of the source kept in job `jobId`'s spooled row. */
 export const spooledSourceKey = (jobId: string): string => `${PREFIX}${jobId}`;

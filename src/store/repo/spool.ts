@@ -50,21 +50,39 @@ export async function spooledMessageExists(db: Db, jobId: string): Promise<boole
   return (await db.select({ id: spooledMessages.jobId }).from(spooledMessages).where(eq(spooledMessages.jobId, jobId)).get()) !== undefined;
 }
 
+/** Blob keys of spooled rows kept as messages' sources: this prefix and the job id (src/store/blobs/spooled.ts). */
+export const SPOOLED_SOURCE_PREFIX = 'raw/spooled/';
+
 /**
  * Up to `limit` spooled rows, by job id after `after`, spooled before `before` (ISO), whose job is
  * gone or done and that no message names as its source (src/store/blobs/spooled.ts): what a
  * failed release left behind. A page at a time, so a large table is never read in one statement.
  */
 export async function listUnnamedSpooled(db: Db, before: string, after: string, limit: number): Promise<{ ids: string[]; last: string | undefined }> {
+  // The age last: most rows are named, and created_at lies past the bytes in the row (SQLite
+  // would read a row's overflow pages to reach it).
   const rows = await rawRows<[string, number]>(
     db,
     `SELECT s.job_id,
-            CASE WHEN s.created_at < ?
+            CASE WHEN NOT EXISTS (SELECT 1 FROM messages m WHERE m.raw_path = ? || s.job_id)
                   AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = s.job_id AND j.status <> 'done')
-                  AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.raw_path = 'raw/spooled/' || s.job_id)
+                  AND s.created_at < ?
                  THEN 1 ELSE 0 END
        FROM spooled_messages s WHERE s.job_id > ? ORDER BY s.job_id LIMIT ?`,
-    [before, after, limit],
+    [SPOOLED_SOURCE_PREFIX, before, after, limit],
   );
   return { ids: rows.filter(([, unnamed]) => Number(unnamed) === 1).map(([id]) => id), last: rows.length === limit ? rows[rows.length - 1][0] : undefined };
+}
+
+/**
+ * In the transaction storing job `jobId`'s message: true while its spooled row is there and no
+ * message names it yet (false: the job ran twice, its lease having run out, and the other run
+ * stored it; or the row went since it was read).
+ */
+export async function spooledSourceUnclaimed(tx: Db, jobId: string): Promise<boolean> {
+  const rows = await rawRows<[number]>(tx, 'SELECT 1 FROM spooled_messages s WHERE s.job_id = ? AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.raw_path = ?)', [
+    jobId,
+    SPOOLED_SOURCE_PREFIX + jobId,
+  ]);
+  return rows.length > 0;
 }
