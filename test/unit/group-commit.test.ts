@@ -10,11 +10,21 @@ import { openConnection, WAL_AUTOCHECKPOINT_PAGES } from '../../src/store/client
 import { SqliteStore } from '../../src/store/sqlite.ts';
 import { rawRun, type Db } from '../../src/store/store.ts';
 
-test('writers of one moment commit together; a failing one rolls back alone', async () => {
+/** A store on a fresh database file, closed and removed after `fn`. */
+async function withStore(fn: (store: SqliteStore, sqlite: ReturnType<typeof openConnection>) => Promise<void>): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'mailroom-gc-'));
   const sqlite = openConnection(join(dir, 'x.db'));
   const store = new SqliteStore(sqlite);
   try {
+    await fn(store, sqlite);
+  } finally {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+test('writers of one moment commit together; a failing one rolls back alone', () =>
+  withStore(async (store, sqlite) => {
     sqlite.exec('CREATE TABLE t (n INTEGER PRIMARY KEY)');
     const insert = (tx: Db, n: number) => rawRun(tx, 'INSERT INTO t (n) VALUES (?)', [n]);
     const results = await Promise.allSettled(
@@ -45,17 +55,10 @@ test('writers of one moment commit together; a failing one rolls back alone', as
       /alone/,
     );
     assert.equal((sqlite.prepare('SELECT count(*) AS c FROM t WHERE n = 100').get() as { c: number }).c, 0);
-  } finally {
-    await store.close();
-    rmSync(dir, { recursive: true, force: true });
-  }
-});
+  }));
 
-test('writers that all succeed share the commit without savepoints: FTS5 writes their index entries as one segment', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'mailroom-gc-'));
-  const sqlite = openConnection(join(dir, 'x.db'));
-  const store = new SqliteStore(sqlite);
-  try {
+test('writers that all succeed share the commit without savepoints: FTS5 writes their index entries as one segment', () =>
+  withStore(async (store, sqlite) => {
     // FTS5 flushes what it holds in memory at every SAVEPOINT and RELEASE: a segment per writer.
     sqlite.exec('CREATE VIRTUAL TABLE f USING fts5(body)');
     let runs = 0;
@@ -92,11 +95,7 @@ test('writers that all succeed share the commit without savepoints: FTS5 writes 
     assert.equal(runs, 8, 'the writers up to the failing one ran again, and the rest once with savepoints');
     const found = (sqlite.prepare("SELECT body FROM f WHERE body LIKE 'again%' ORDER BY body").all() as Array<{ body: string }>).map((r) => r.body);
     assert.deepEqual(found, ['again0', 'again1', 'again3', 'again4']);
-  } finally {
-    await store.close();
-    rmSync(dir, { recursive: true, force: true });
-  }
-});
+  }));
 
 test('the write-ahead log takes WAL_AUTOCHECKPOINT_PAGES before a commit checkpoints it, then starts over', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'mailroom-wal-'));
