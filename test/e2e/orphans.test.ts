@@ -4,7 +4,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { sweepOrphanBlobs } from '../../src/store/blobs/orphans.ts';
+import { SPOOLED_PAGE, sweepOrphanBlobs } from '../../src/store/blobs/orphans.ts';
 import { rawRows, rawRun } from '../../src/store/store.ts';
 import { storedBlobs } from '../support/blobs.ts';
 import { onEngine, startTestServer, type TestServer } from '../support/server.ts';
@@ -118,8 +118,19 @@ test('spooled rows kept as sources go once no message names them and their job i
       new Date().toISOString(),
     ]);
 
+    // More orphans than one statement reads (SPOOLED_PAGE): the sweep pages through them all.
+    const many = Array.from({ length: 2 * SPOOLED_PAGE + 1 }, (_, i) => `job_01many${String(i).padStart(20, '0')}`);
+    for (let i = 0; i < many.length; i += 200) {
+      const page = many.slice(i, i + 200);
+      await rawRun(
+        db,
+        `INSERT INTO spooled_messages (job_id, raw, created_at) VALUES ${page.map(() => '(?, ?, ?)').join(', ')}`,
+        page.flatMap((id) => [id, Buffer.from('orphan'), old]),
+      );
+    }
+
     const { removed } = await sweepOrphanBlobs(s.server.ctx);
-    assert.equal(removed, 2);
+    assert.equal(removed, 2 + many.length);
     const rows = (await rawRows<[string]>(db, 'SELECT job_id FROM spooled_messages')).map(([id]) => id).sort();
     assert.deepEqual(rows, [failed, kept, 'job_01recent000000000000000000'].sort());
     await jobs.start();

@@ -7,7 +7,8 @@ import { randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Db } from '../store.ts';
-import { readSpooledSource, removeSpooledSource, spooledSourceJob, streamSpooledSource } from './spooled.ts';
+import { readSpooledSource, spooledSourceJob, streamSpooledSource } from './spooled.ts';
+import { deleteSpooledMessage } from '../repo/spool.ts';
 
 /**
  * Where raw messages and attachment bytes live: files under data_dir (Blobs) with the embedded
@@ -249,7 +250,7 @@ export class Blobs implements BlobStore {
 
   async remove(tx: Db, rel: string): Promise<number> {
     const job = spooledSourceJob(rel);
-    if (job) return removeSpooledSource(tx, job);
+    if (job) return deleteSpooledMessage(tx, job);
     try {
       unlinkSync(this.path(rel));
       return 1;

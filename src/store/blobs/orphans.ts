@@ -13,8 +13,8 @@ import { spooledSourceKey } from './spooled.ts';
 import { listUnnamedSpooled } from '../repo/spool.ts';
 
 export const ORPHAN_AGE_MS = 3_600_000;
-/** Spooled rows looked at per statement. */
-const SPOOLED_PAGE = 500;
+/** Spooled rows looked at per statement: a table of every spooled message is never read in one. */
+export const SPOOLED_PAGE = 500;
 
 async function* files(dir: string): AsyncGenerator<string> {
   let entries;

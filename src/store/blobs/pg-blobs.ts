@@ -6,7 +6,8 @@ import { createReadStream, promises as fs } from 'node:fs';
 import { Readable } from 'node:stream';
 import type { BlobStore } from './blobs.ts';
 import type { Db, Store } from '../store.ts';
-import { readSpooledSource, removeSpooledSource, spooledSourceJob, streamSpooledSource } from './spooled.ts';
+import { readSpooledSource, spooledSourceJob, streamSpooledSource } from './spooled.ts';
+import { deleteSpooledMessage } from '../repo/spool.ts';
 
 export const CHUNK_BYTES = 256 * 1024;
 
@@ -164,7 +165,7 @@ export class DbBlobs implements BlobStore {
   async remove(tx: Db, rel: string): Promise<number> {
     await this.store.lock(tx, `blob:${rel}`);
     const job = spooledSourceJob(rel);
-    if (job) return removeSpooledSource(tx, job);
+    if (job) return deleteSpooledMessage(tx, job);
     return (await this.store.run(tx, 'DELETE FROM blob_chunks WHERE key = ?', [rel])) > 0 ? 1 : 0;
   }
 

@@ -7,7 +7,7 @@
 // exports) finds it as it finds any other.
 import { Readable } from 'node:stream';
 import type { Db } from '../store.ts';
-import { SPOOLED_SOURCE_PREFIX as PREFIX, deleteSpooledMessage, findSpooledRaw } from '../repo/spool.ts';
+import { SPOOLED_SOURCE_PREFIX as PREFIX, findSpooledRaw } from '../repo/spool.ts';
 
 /** The blob key of the source kept in job `jobId`'s spooled row. */
 export const spooledSourceKey = (jobId: string): string => `${PREFIX}${jobId}`;
@@ -29,9 +29,4 @@ export function streamSpooledSource(db: Db, jobId: string): Readable {
       yield await readSpooledSource(db, jobId);
     })(),
   );
-}
-
-/** Deletes a spooled source in `tx`; answers 1, or 0 when it was not there. */
-export async function removeSpooledSource(tx: Db, jobId: string): Promise<number> {
-  return deleteSpooledMessage(tx, jobId);
 }
