@@ -60,7 +60,7 @@ export async function createContext(config: Config, log: Logger, opts: { clock?:
     log,
     clock: opts.clock ?? systemClock,
     dns: createResolver(config.dns.servers, config.dns.timeout),
-    blobs: store.dialect === 'postgres' ? new DbBlobs(store) : new Blobs(config.data_dir, store.db),
+    blobs: store.dialect === 'postgres' ? new DbBlobs(store) : new Blobs(config.data_dir, store),
     notify(signal) {
       for (const fn of listeners.get(signal) ?? []) fn();
       store.announce(signal);

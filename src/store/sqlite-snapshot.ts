@@ -6,6 +6,7 @@ import Database from 'better-sqlite3';
 import { existsSync } from 'node:fs';
 import { nativeBinding, openDatabase } from './client.ts';
 import { SPOOLED_SOURCE_PREFIX } from './repo/spool.ts';
+import { isRowBlob } from './blobs/blobs.ts';
 
 /**
  * SQLite online backup of `dbFile` into `dest`: a consistent copy of the committed state, taken
@@ -48,7 +49,9 @@ export function referencedFiles(db: Database.Database): string[] {
   // A spooled message's source is its spooled_messages row (src/store/blobs/spooled.ts), inside the
   // database itself: a file only if that row is gone (then it is reported missing).
   const spooled = new Set(out.some((p) => p.startsWith(SPOOLED_SOURCE_PREFIX)) ? (db.prepare(`SELECT '${SPOOLED_SOURCE_PREFIX}' || job_id FROM spooled_messages`).pluck().all() as string[]) : []);
-  return out.filter((p) => !spooled.has(p));
+  // So is a row blob's (src/store/blobs/blobs.ts ROW_BLOB_PREFIX): its blob_chunks rows.
+  const rows = new Set(out.some(isRowBlob) ? (db.prepare('SELECT key FROM blob_chunks WHERE seq = 0').pluck().all() as string[]) : []);
+  return out.filter((p) => !spooled.has(p) && !rows.has(p));
 }
 
 export function openReadOnly(file: string): Database.Database {

@@ -19,7 +19,7 @@ import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { getTableConfig, type SQLiteColumn, type SQLiteTable } from 'drizzle-orm/sqlite-core';
 import * as schema from './schema.ts';
-import { Blobs } from './blobs/blobs.ts';
+import { Blobs, isRowBlob } from './blobs/blobs.ts';
 import { PgBlobs } from './blobs/pg-blobs.ts';
 import { spooledSourceJob } from './blobs/spooled.ts';
 import { listSecrets, SECRET_PATH, writeSecret } from './secrets.ts';
@@ -122,8 +122,9 @@ function blobSide(store: Store, dataDir: string): BlobSide {
     const pg = new PgBlobs(store);
     return { read: (key) => pg.read(store.db, key), write: (tx, key, data) => pg.write(tx, key, data) };
   }
-  const disk = new Blobs(dataDir);
-  return { read: (key) => disk.read(key), write: (_tx, key, data) => disk.write(key, data) };
+  // Row blobs (Blobs.rowKey) are in the database on SQLite too, written with the imported rows.
+  const disk = new Blobs(dataDir, store);
+  return { read: (key) => disk.read(key), write: (tx, key, data) => (isRowBlob(key) ? disk.writeRowsIn(tx, key, data) : disk.write(key, data)) };
 }
 
 const PAGE = 1000;

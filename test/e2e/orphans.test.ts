@@ -138,3 +138,29 @@ test('spooled rows kept as sources go once no message names them and their job i
     await s.close();
   }
 });
+
+test("sources kept as rows (small outbound mail, either engine) go once an hour old when no message names them; a sent message's and recent ones stay", async () => {
+  const db = t.server.ctx.db;
+  const inbox = (await t.api('POST', '/inboxes', { address: 'rows' })).body as { id: string };
+  const res = await t.api('POST', `/inboxes/${inbox.id}/messages`, { to: ['someone@example.org'], subject: 'named', bodyText: 'kept' });
+  assert.equal(res.status, 202, res.text);
+  const rawPath = (await rawRows<[string]>(db, 'SELECT raw_path FROM messages WHERE id = ?', [res.body.id]))[0]![0];
+  assert.equal(rawPath, `raw/rows/${res.body.id}.eml`);
+  const old = Date.now() - 2 * 3_600_000;
+  const put = async (key: string, createdAt: number) => {
+    await rawRun(db, 'INSERT INTO blob_chunks (key, seq, data, created_at) VALUES (?, 0, ?, ?)', [key, Buffer.from('orphan'), createdAt]);
+    return key;
+  };
+  const orphan = await put('raw/rows/msg_01orphan000000000000000000.eml', old);
+  const recent = await put('raw/rows/msg_01recent000000000000000000.eml', Date.now());
+  await rawRun(db, 'UPDATE blob_chunks SET created_at = ? WHERE key = ?', [old, rawPath]);
+
+  const { removed } = await sweepOrphanBlobs(t.server.ctx);
+  assert.ok(removed >= 1, `removed ${removed}`);
+  const left = new Set((await storedBlobs(t.server.ctx, 'raw')).map((b) => b.key));
+  assert.ok(!left.has(orphan), 'the orphaned source was kept');
+  assert.ok(left.has(recent), 'a recent source (its commit may be in flight) was removed');
+  assert.ok(left.has(rawPath), "a sent message's source was removed");
+  const raw = await fetch(`${t.url}/messages/${res.body.id}/raw`, { headers: { authorization: `Bearer ${t.key}` } });
+  assert.equal(raw.status, 200);
+});

@@ -23,7 +23,8 @@ import { startTestDns, type TestDns } from '../support/dns.ts';
 import { startTestMx, type TestMx } from '../support/mx.ts';
 import { runCli } from '../support/cli.ts';
 import { expectError, startTestServer, type TestServer } from '../support/server.ts';
-import { loseBlob } from '../support/blobs.ts';
+import { loseBlob, storedBlobs } from '../support/blobs.ts';
+import { rawRows } from '../../src/store/store.ts';
 import { guard, until } from '../support/wait.ts';
 import { skipOrFail } from '../support/peers.ts';
 import { sqlDb } from '../support/db.ts';
@@ -236,6 +237,31 @@ describe('delivery to a remote MX', () => {
     const parsed = await simpleParser(captured.raw);
     assert.equal(parsed.text, 'Line one.\nLine two, ending in blanks.  \n.leading dot');
     assert.equal(parsed.subject, 'Grüße');
+  });
+
+  test('a source composed in memory is kept in the database, committed with its message: no file, and it goes with the message', async () => {
+    const ctx = t.server.ctx;
+    const res = await send({ to: ['rows@remote.test'], subject: 'kept as rows', bodyText: 'in the database' });
+    assert.equal(res.status, 202, res.text);
+    await waitForStatus(t, res.body.id, ['sent']);
+    const row = (await sqlDb(ctx).select().from(messages).where(eq(messages.id, res.body.id)).get())!;
+    assert.equal(row.rawPath, `raw/rows/${res.body.id}.eml`);
+    const [[stored]] = await rawRows<[number]>(ctx.db, 'SELECT sum(length(data)) FROM blob_chunks WHERE key = ?', [row.rawPath]);
+    assert.equal(Number(stored), row.size);
+    assert.ok(!(await storedBlobs(ctx, 'raw')).some((b) => b.key !== row.rawPath && b.key.includes(res.body.id)), 'the source was written as a file as well');
+    const raw = await fetch(`${t.url}/messages/${res.body.id}/raw`, { headers: { authorization: `Bearer ${t.key}` } });
+    assert.equal(raw.status, 200);
+    assert.equal(Buffer.from(await raw.arrayBuffer()).length, row.size);
+    assert.equal((await t.api('DELETE', `/messages/${res.body.id}`)).status, 204);
+    assert.deepEqual(await rawRows(ctx.db, 'SELECT seq FROM blob_chunks WHERE key = ?', [row.rawPath]), []);
+  });
+
+  test('a send refused inside its transaction (every recipient suppressed meanwhile) leaves no source behind', async () => {
+    assert.equal((await t.api('POST', '/suppressions', { address: 'gone@remote.test' })).status, 201);
+    const count = async () => Number((await rawRows<[number]>(t.server.ctx.db, "SELECT count(*) FROM blob_chunks WHERE key LIKE 'raw/%'"))[0][0]);
+    const before = await count();
+    await expectError(await send({ to: ['gone@remote.test'], subject: 'refused', bodyText: 'never stored' }), 422, 'RECIPIENTS_SUPPRESSED');
+    assert.equal(await count(), before);
   });
 
   test('status is `sending` while a worker holds the message, then `sent`', async () => {

@@ -156,7 +156,12 @@ describe('scheduling in one process', () => {
     assert.equal(mail.text?.trim(), 'on time');
     assert.ok(mail.headers.get('dkim-signature'), 'signed at the send time');
     assert.equal((await t.api('GET', `/inboxes/${box.id}`)).body.sendsToday, 1);
-    assert.equal((await t.api('GET', `/messages/${m.id}/raw`)).status, 200);
+    // Built at the release and kept in the database, committed with the release (Blobs.rowKey).
+    const raw = await t.api('GET', `/messages/${m.id}/raw`);
+    assert.equal(raw.status, 200);
+    const [[rawPath, size]] = await rawRows<[string, number]>(t.server.ctx.db, 'SELECT raw_path, size FROM messages WHERE id = ?', [m.id]);
+    assert.equal(rawPath, `raw/rows/${m.id}.eml`);
+    assert.equal(Number((await rawRows<[number]>(t.server.ctx.db, 'SELECT sum(length(data)) FROM blob_chunks WHERE key = ?', [rawPath]))[0][0]), Number(size));
     await settled(t);
     assert.equal(copies(m.messageIdHeader), 2, 'one delivery per recipient, no more');
   });

@@ -42,6 +42,8 @@ const INVENTORY = Buffer.from(Array.from({ length: 300_000 }, (_, i) => i % 251)
 
 const QUERIES: Record<string, string> = {
   spooled: 'SELECT job_id, raw FROM spooled_messages ORDER BY job_id',
+  // A small outbound source is kept in the database on either engine (Blobs.rowKey).
+  rowBlobs: "SELECT key, seq, data FROM blob_chunks WHERE key LIKE 'raw/rows/%' ORDER BY key, seq",
   accounts: 'SELECT id, name FROM accounts ORDER BY id',
   keys: 'SELECT id, key_hash, read_only FROM api_keys ORDER BY id',
   messages: 'SELECT id, inbox_id, thread_id, subject, raw_path, unread FROM messages ORDER BY id',
@@ -75,8 +77,13 @@ before(async () => {
   await transport.sendMail({ from: 'sender@example.net', to: inbox.body.address, subject: 'Spooled', text: 'Kept where it was spooled.' });
   transport.close();
   await until('the messages are stored', async () => ((await t.api('GET', `/inboxes/${inboxId}/messages`)).body.data.length === 2 ? true : undefined));
+  // Sent (dry-run): its source is kept as rows of blob_chunks, and travels as a blob.
+  const sent = await t.api('POST', `/inboxes/${inboxId}/messages`, { to: ['carol@example.net'], subject: 'Sent before moving', bodyText: 'Kept in the database.' });
+  assert.equal(sent.status, 202, sent.text);
+  await until('the send is final', async () => ((await t.api('GET', `/messages/${sent.body.id}`)).body.status === 'sent' ? true : undefined));
   await t.close();
   for (const [name, q] of Object.entries(QUERIES)) snapshot[name] = sqliteRows(t.dataDir, q);
+  assert.equal((snapshot.rowBlobs as unknown[]).length, 1);
   config = join(dir, 'source.toml');
   writeFileSync(config, `data_dir = ${JSON.stringify(t.dataDir)}\n`);
   passFile = join(dir, 'pass');
@@ -111,10 +118,10 @@ test('export writes one private archive whose secrets are sealed', async () => {
   assert.equal(r.code, 0, r.stderr);
   const summary = JSON.parse(r.stdout);
   assert.equal(summary.source, 'sqlite');
-  assert.equal(summary.tables.messages, 2);
+  assert.equal(summary.tables.messages, 3);
   assert.equal(summary.tables.accounts, 1);
   assert.equal(summary.tables.spooled_messages, 1);
-  assert.equal(summary.blobs, 2); // the large message's raw file and the attachment; the spooled source is a row
+  assert.equal(summary.blobs, 3); // the large message's raw file, the attachment and the sent source (rows); the spooled source is a row of its table
   assert.deepEqual(summary.missing, []);
   assert.equal(statSync(archive).mode & 0o777, 0o600);
   // Neither the DKIM key nor the webhook secret is readable in the archive.
@@ -152,7 +159,7 @@ describe('into PostgreSQL', { skip: peerSkip(postgresMissing()) }, () => {
   test('import keeps every id, key hash, secret and byte; the counters are rebuilt', async () => {
     const r = await runCli(['--config', config, 'import', archive, '--passphrase-file', passFile], { env: { MAILROOM_DATABASE_URL: url } });
     assert.equal(r.code, 0, r.stderr);
-    assert.match(r.stdout, /^imported .* \(exported from sqlite at .*\): \d+ rows, 2 blobs\n$/);
+    assert.match(r.stdout, /^imported .* \(exported from sqlite at .*\): \d+ rows, 3 blobs\n$/);
     const pool = connectPostgres(url, { max: 1 });
     try {
       for (const [name, q] of Object.entries(QUERIES)) {
@@ -199,6 +206,10 @@ test('into a fresh SQLite data dir: a server on it takes the old key and serves 
     const raw = await fetch(`${moved.url}/messages/${spooled.id}/raw`, { headers: { authorization: `Bearer ${t.key}` } });
     assert.equal(raw.status, 200);
     assert.ok(Buffer.from(await raw.arrayBuffer()).equals((snapshot.spooled as Buffer[][])[0]![1]!), 'the spooled source came with its table');
+    const sent = list.body.data.find((m: { subject: string }) => m.subject === 'Sent before moving');
+    const source = await fetch(`${moved.url}/messages/${sent.id}/raw`, { headers: { authorization: `Bearer ${t.key}` } });
+    assert.equal(source.status, 200);
+    assert.ok(Buffer.from(await source.arrayBuffer()).equals((snapshot.rowBlobs as Buffer[][])[0]![2]!), 'the sent source came as rows');
   } finally {
     await moved.close();
   }

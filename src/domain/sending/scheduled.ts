@@ -21,7 +21,7 @@ import { AppError } from '../errors.ts';
 import { countSend } from '../inboxes/inboxes.ts';
 import { refusedRecipient } from '../inboxes/lists.ts';
 import { findMessageRow, getMessage, type Message, type RecipientOutcome } from '../mail/messages.ts';
-import { enqueueDeliveries, findOutboundRow, planDelivery, renderSource, writeMessageState } from './sending.ts';
+import { enqueueDeliveries, findOutboundRow, planDelivery, renderSource, writeMessageState, writeSourceIn, type RenderedSource } from './sending.ts';
 import { utcDay } from '../time.ts';
 import { suppressedAmong, SUPPRESSED_RESPONSE } from './suppressions.ts';
 import { type ReleasePayload } from './send-at.ts';
@@ -35,7 +35,7 @@ import { setMessageSource } from '../../store/repo/outbound.ts';
  * Builds and stores the source of a scheduled message for its release (Date: now). Undefined
  * when there is nothing to release: the message was deleted or canceled meanwhile.
  */
-export async function renderRelease(ctx: AppContext, payload: ReleasePayload): Promise<{ source: { rawPath: string; size: number }; found: HoldReason[] } | undefined> {
+export async function renderRelease(ctx: AppContext, payload: ReleasePayload): Promise<{ source: RenderedSource; found: HoldReason[] } | undefined> {
   const row = await findOutboundRow(ctx, payload.messageId);
   if (!row || row.status !== 'scheduled') return undefined;
   const inbox = await findInboxById(ctx.db, row.inboxId);
@@ -54,7 +54,7 @@ const settle = (list: RecipientOutcome[], status: string, response: string | nul
  * delivery jobs (counted against today's limit), or `failed` when it cannot be sent now. Does
  * nothing when it is no longer `scheduled`. Returns whether delivery jobs were queued.
  */
-export async function releaseIn(tx: Tx, ctx: AppContext, messageId: string, source: { rawPath: string; size: number }, found: HoldReason[] = []): Promise<boolean> {
+export async function releaseIn(tx: Tx, ctx: AppContext, messageId: string, source: RenderedSource, found: HoldReason[] = []): Promise<boolean> {
   const row = await findMessageById(tx, messageId);
   if (!row || row.status !== 'scheduled') return false;
   const inbox = await findInboxById(tx, row.inboxId);
@@ -63,8 +63,12 @@ export async function releaseIn(tx: Tx, ctx: AppContext, messageId: string, sour
   // whatever locks the inbox's row (the send count, the status counters): every transaction
   // takes an inbox before the usage row, so two of them never wait on each other (PostgreSQL
   // found sends and releases deadlocked the other way round).
-  const withSource = async <T>(result: T): Promise<T> => (await setMessageSource(tx, row.id, source), result);
-  const fresh = { ...row, ...source };
+  const withSource = async <T>(result: T): Promise<T> => {
+    await setMessageSource(tx, row.id, { rawPath: source.rawPath, size: source.size });
+    await writeSourceIn(tx, ctx, source);
+    return result;
+  };
+  const fresh = { ...row, rawPath: source.rawPath, size: source.size };
   let list = JSON.parse(row.recipients) as RecipientOutcome[];
   if (inbox.status !== 'active') {
     await writeMessageState(tx, ctx, fresh, settle(list, 'failed', `not sent: inbox ${inbox.address} was suspended at the send time`), 'failed');

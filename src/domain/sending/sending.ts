@@ -298,10 +298,9 @@ export async function queueOutbound(ctx: AppContext, draft: OutboundDraft): Prom
     threadId: thread,
   };
   const found = await contentReasons(ctx, candidate);
-  if (!sendAt)
-    Object.assign(
-      row,
-      await renderSource(
+  const source = sendAt
+    ? undefined
+    : await renderSource(
         ctx,
         { address: inbox.address, displayName: draft.fromName },
         row,
@@ -309,8 +308,11 @@ export async function queueOutbound(ctx: AppContext, draft: OutboundDraft): Prom
         [...draft.own, ...draft.linked],
         now,
         draft.cids,
-      ),
-    );
+      );
+  if (source) {
+    row.rawPath = source.rawPath;
+    row.size = source.size;
+  }
 
   try {
     // Shared with the other sends committing at this moment (Store.grouped, src/store/sqlite.ts): one WAL
@@ -341,6 +343,7 @@ export async function queueOutbound(ctx: AppContext, draft: OutboundDraft): Prom
       } else if (!sendAt) await countSend(tx, ctx, fresh);
       row.threadId = await threadForMessage(tx, { accountId: inbox.accountId, inboxId: inbox.id, parents: draft.parents, subject: draft.subject, at: iso, threadId: draft.threadId });
       await insertMessageRow(tx, row);
+      if (source) await writeSourceIn(tx, ctx, source);
       for (const [path, content] of [...(draft.shared ?? [])].sort(([a], [b]) => (a < b ? -1 : 1))) await ctx.blobs.ensure(tx, path, content);
       if (draft.own.length) await insertAttachments(tx, draft.own);
       if (draft.linked.length)
@@ -355,7 +358,8 @@ export async function queueOutbound(ctx: AppContext, draft: OutboundDraft): Prom
       else if (!sendAt) await enqueueDeliveries(tx, ctx, now, id, await planDelivery(ctx, attempted));
     });
   } catch (err) {
-    await releaseBlobs(ctx, [row.rawPath]);
+    // A source kept as rows went with the transaction; a file is left behind.
+    if (source && !source.bytes) await releaseBlobs(ctx, [source.rawPath]);
     throw err;
   }
   // A scheduled release too: the runner re-arms its timer for the new earliest due time.
@@ -363,9 +367,23 @@ export async function queueOutbound(ctx: AppContext, draft: OutboundDraft): Prom
   return messageView(row, [...draft.own, ...draft.linked].map(attachmentMeta));
 }
 
+/** A signed outbound source: its blob key and size, for the message row. */
+export interface RenderedSource {
+  rawPath: string;
+  size: number;
+  /**
+   * A source built in memory: its bytes, to be written with the rows that name it (writeSourceIn)
+   * under a row blob key (Blobs.rowKey). Absent for a large source: its file is written already.
+   */
+  bytes?: Buffer;
+}
+
 /**
- * Builds the RFC 5322 source of outbound message `row` (Date: `now`), DKIM-signs it and writes
- * it (fsynced): its path and size, for the row. Recipients carry their display names.
+ * Builds the RFC 5322 source of outbound message `row` (Date: `now`) and DKIM-signs it.
+ * Recipients carry their display names. A source built in memory is kept in the database, written
+ * in the transaction that commits its message (writeSourceIn): as a file, its create, fsync,
+ * rename and directory fsync cost more than everything else a send does (docs/performance.md).
+ * A large one is streamed into a file (fsynced) here.
  */
 export async function renderSource(
   ctx: AppContext,
@@ -376,7 +394,7 @@ export async function renderSource(
   now: Date,
   /** Content-IDs of attachments the HTML shows inline (cid: URLs), by attachment id. */
   cids?: Map<string, string>,
-): Promise<{ rawPath: string; size: number }> {
+): Promise<RenderedSource> {
   const domain = splitAddress(inbox.address)!.domain;
   const input: ComposeInput = {
     from: { name: inbox.displayName, address: inbox.address },
@@ -393,14 +411,14 @@ export async function renderSource(
     // One recipient (assertOneRecipient): the link names who unsubscribes.
     headers: headers.listUnsubscribe ? listUnsubscribeHeaders(ctx, row.id, headers.to[0]?.address ?? headers.cc[0].address, domain) : undefined,
   };
-  const rawPath = Blobs.key('raw', row.id, '.eml');
   const bytes = files.reduce((n, a) => n + a.size, (row.bodyText?.length ?? 0) + (row.bodyHtml?.length ?? 0));
   if (bytes <= STREAMED_SOURCE_BYTES) {
     const raw = await signMessage(ctx, await buildMime(input), domain);
-    await ctx.blobs.write(rawPath, raw);
+    const rawPath = Blobs.rowKey(row.id, '.eml');
     keepSource(ctx, rawPath, raw);
-    return { rawPath, size: raw.length };
+    return { rawPath, size: raw.length, bytes: raw };
   }
+  const rawPath = Blobs.key('raw', row.id, '.eml');
   // Composed into a staged file while the body hash of its signature is taken, then stored
   // after the DKIM-Signature: memory holds a few chunks at a time, never the message (held
   // whole, composing and signing took about five copies of it).
@@ -419,6 +437,11 @@ export async function renderSource(
   } finally {
     await staged.discard(ctx.log);
   }
+}
+
+/** In the transaction committing the message that names `source`: writes it, when it is kept in the database. */
+export async function writeSourceIn(tx: Tx, ctx: AppContext, source: RenderedSource): Promise<void> {
+  if (source.bytes) await ctx.blobs.writeRowsIn(tx, source.rawPath, source.bytes);
 }
 
 async function* prefixed(head: Buffer, path: string): AsyncGenerator<Buffer> {

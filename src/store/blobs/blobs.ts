@@ -6,9 +6,20 @@ import { dirname, join, resolve, sep } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import type { Db } from '../store.ts';
+import type { Db, Store } from '../store.ts';
 import { readSpooledSource, spooledSourceJob, streamSpooledSource } from './spooled.ts';
 import { deleteSpooledMessage } from '../repo/spool.ts';
+import { PgBlobs } from './pg-blobs.ts';
+
+/**
+ * Keys of blobs kept in the database on either engine (Blobs.rowKey): rows of blob_chunks, written
+ * in the transaction that commits the rows naming them. Small outbound sources are kept so: a
+ * file costs a create, an fsync, a rename and a directory fsync per message, which was most of
+ * what a send cost (docs/performance.md).
+ */
+export const ROW_BLOB_PREFIX = 'raw/rows/';
+
+export const isRowBlob = (rel: string): boolean => rel.startsWith(ROW_BLOB_PREFIX);
 
 /**
  * Where raw messages and attachment bytes live: files under data_dir (Blobs) with the embedded
@@ -29,6 +40,8 @@ export interface BlobStore {
    * is read, not moved: its owner removes it. Files cannot join a transaction: Blobs has none.
    */
   writeIn?(tx: Db, rel: string, data: Buffer | Buffer[] | { staged: string }): Promise<void>;
+  /** Writes a blob kept in the database (a Blobs.rowKey key) through `tx`: it commits with the rows that name it. */
+  writeRowsIn(tx: Db, rel: string, data: Buffer): Promise<void>;
   /** Gives a content-addressed key its bytes from a staged file, unless it has them; the staged file stays. */
   link(rel: string, staged: string): Promise<void>;
   /**
@@ -42,22 +55,29 @@ export interface BlobStore {
   read(rel: string): Promise<Buffer>;
   /** The bytes as a stream, read as they are sent. */
   stream(rel: string): Readable;
+  /** Blobs kept as rows, written before `beforeMs` (epoch), that no row names: the orphan sweep's candidates. */
+  unreferenced(beforeMs: number): Promise<string[]>;
 }
 
 export class Blobs implements BlobStore {
   readonly root: string;
   /** Directories known to exist: one mkdir per month directory, not one per message. */
   private readonly made = new Set<string>();
-  /** The database whose spooled rows hold some messages' sources (src/store/blobs/spooled.ts); none for a bare directory (an export's). */
-  private readonly db: Db | undefined;
-  constructor(dataDir: string, db?: Db) {
+  /**
+   * The database whose rows hold some blobs: spooled messages' sources (src/store/blobs/spooled.ts)
+   * and row blobs (ROW_BLOB_PREFIX). None for a bare directory (the unit tests').
+   */
+  private readonly store: Store | undefined;
+  private readonly rows: PgBlobs | undefined;
+  constructor(dataDir: string, store?: Store) {
     this.root = resolve(dataDir);
-    this.db = db;
+    this.store = store;
+    this.rows = store && new PgBlobs(store);
   }
 
-  private spooledDb(jobId: string): Db {
-    if (!this.db) throw new Error(`the source of spooled job ${jobId} is in the database, which this blob store has not`);
-    return this.db;
+  private database(rel: string): { db: Db; rows: PgBlobs } {
+    if (!this.store || !this.rows) throw new Error(`blob ${rel} is in the database, which this blob store has not`);
+    return { db: this.store.db, rows: this.rows };
   }
 
   /** Per directory: the fsync not yet started (joined by renames made before it starts) and the one running. */
@@ -101,8 +121,9 @@ export class Blobs implements BlobStore {
     this.made.add(dir);
   }
 
-  /** Absolute path of a stored relative path; refuses anything that escapes data_dir. */
+  /** Absolute path of a stored relative path; refuses anything that escapes data_dir, and row blobs (never files). */
   path(rel: string): string {
+    if (isRowBlob(rel)) throw new Error(`blob ${rel} is kept in the database, not in a file`);
     const abs = resolve(this.root, rel);
     if (!abs.startsWith(this.root + sep)) throw new Error(`blob path escapes data_dir: ${rel}`);
     return abs;
@@ -232,14 +253,28 @@ export class Blobs implements BlobStore {
 
   read(rel: string): Promise<Buffer> {
     const job = spooledSourceJob(rel);
-    if (job) return readSpooledSource(this.spooledDb(job), job);
+    if (job) return readSpooledSource(this.database(rel).db, job);
+    if (isRowBlob(rel)) {
+      const { db, rows } = this.database(rel);
+      return rows.read(db, rel);
+    }
     return fs.readFile(this.path(rel));
   }
 
   stream(rel: string): Readable {
     const job = spooledSourceJob(rel);
-    if (job) return streamSpooledSource(this.spooledDb(job), job);
+    if (job) return streamSpooledSource(this.database(rel).db, job);
+    if (isRowBlob(rel)) return this.database(rel).rows.stream(rel);
     return createReadStream(this.path(rel));
+  }
+
+  writeRowsIn(tx: Db, rel: string, data: Buffer): Promise<void> {
+    if (!isRowBlob(rel)) throw new Error(`blob ${rel} is a file: it cannot join a transaction`);
+    return this.database(rel).rows.write(tx, rel, data);
+  }
+
+  async unreferenced(beforeMs: number): Promise<string[]> {
+    return this.rows ? this.rows.unreferenced(beforeMs) : [];
   }
 
   async ensure(_tx: Db, rel: string, content: Buffer | { staged: string }): Promise<void> {
@@ -251,6 +286,7 @@ export class Blobs implements BlobStore {
   async remove(tx: Db, rel: string): Promise<number> {
     const job = spooledSourceJob(rel);
     if (job) return deleteSpooledMessage(tx, job);
+    if (isRowBlob(rel)) return this.database(rel).rows.removeKey(tx, rel);
     try {
       unlinkSync(this.path(rel));
       return 1;
@@ -288,6 +324,11 @@ export class Blobs implements BlobStore {
    */
   static contentKey(kind: 'attachments', sha256: string): string {
     return join(kind, 'sha256', sha256.slice(0, 2), sha256);
+  }
+
+  /** The key of a blob kept in the database on either engine (ROW_BLOB_PREFIX): raw/rows/<id><ext>. */
+  static rowKey(id: string, ext = ''): string {
+    return `${ROW_BLOB_PREFIX}${id}${ext}`;
   }
 
   /** A fresh relative path for a new blob: <kind>/<yyyy-mm>/<id><ext>. */

@@ -6,7 +6,6 @@
 import { promises as fs } from 'node:fs';
 import { join, relative } from 'node:path';
 import type { AppContext } from '../../context.ts';
-import { DbBlobs } from './pg-blobs.ts';
 import { removeUnreferenced } from './blob-refs.ts';
 import { Blobs } from './blobs.ts';
 import { spooledSourceKey } from './spooled.ts';
@@ -34,8 +33,8 @@ async function* files(dir: string): AsyncGenerator<string> {
 export async function sweepOrphanBlobs(ctx: AppContext): Promise<{ removed: number }> {
   const cutoff = ctx.clock.now().getTime() - ORPHAN_AGE_MS;
   let removed = 0;
-  // PostgreSQL: blobs are rows, and their age is on them.
-  if (ctx.blobs instanceof DbBlobs) removed += await removeUnreferenced(ctx, await ctx.blobs.unreferenced(cutoff));
+  // Blobs that are rows (every blob on PostgreSQL, small outbound sources on both engines): their age is on them.
+  removed += await removeUnreferenced(ctx, await ctx.blobs.unreferenced(cutoff));
   const root = ctx.blobs instanceof Blobs ? ctx.blobs.root : undefined;
   for (const kind of root ? ['raw', 'attachments'] : []) {
     if (!root) break;

@@ -1,7 +1,8 @@
 // Blobs in PostgreSQL: raw messages and attachment bytes as rows of blob_chunks (256 KiB each),
 // written in the caller's transaction, so a message and its bytes commit together on whichever
 // node took it, and read back or streamed by any node. Streaming fetches one chunk at a time:
-// a 25 MB download holds about one chunk in memory, not the file.
+// a 25 MB download holds about one chunk in memory, not the file. PgBlobs serves the embedded
+// engine's blob_chunks too, where small outbound sources are kept (src/store/blobs/blobs.ts ROW_BLOB_PREFIX).
 import { createReadStream, promises as fs } from 'node:fs';
 import { Readable } from 'node:stream';
 import type { BlobStore } from './blobs.ts';
@@ -93,6 +94,23 @@ export class PgBlobs {
     return (await this.store.rows(db, 'SELECT 1 FROM blob_chunks WHERE key = ? AND seq = 0', [key])).length > 0;
   }
 
+  /** Removes blob `key` through `db`; answers 1, or 0 when it was not there. */
+  async removeKey(db: Db, key: string): Promise<number> {
+    return (await this.store.run(db, 'DELETE FROM blob_chunks WHERE key = ?', [key])) > 0 ? 1 : 0;
+  }
+
+  /** Blobs written before `beforeMs` (epoch) that no row names: the orphan sweep's candidates. */
+  async unreferenced(beforeMs: number): Promise<string[]> {
+    const rows = await this.store.rows<[string]>(
+      this.store.db,
+      `SELECT b.key FROM blob_chunks b WHERE b.seq = 0 AND b.created_at < ?
+         AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.raw_path = b.key)
+         AND NOT EXISTS (SELECT 1 FROM attachments a WHERE a.storage_path = b.key)`,
+      [beforeMs],
+    );
+    return rows.map(([key]) => key);
+  }
+
   /** Removes the blobs; through a transaction handle, they go with the rows that named them. */
   async remove(db: Db, keys: Iterable<string>): Promise<void> {
     const list = [...new Set(keys)];
@@ -162,11 +180,15 @@ export class DbBlobs implements BlobStore {
     else await this.pg.writeStream(tx, rel, createReadStream(content.staged));
   }
 
+  writeRowsIn(tx: Db, rel: string, data: Buffer): Promise<void> {
+    return this.pg.write(tx, rel, data);
+  }
+
   async remove(tx: Db, rel: string): Promise<number> {
     await this.store.lock(tx, `blob:${rel}`);
     const job = spooledSourceJob(rel);
     if (job) return deleteSpooledMessage(tx, job);
-    return (await this.store.run(tx, 'DELETE FROM blob_chunks WHERE key = ?', [rel])) > 0 ? 1 : 0;
+    return this.pg.removeKey(tx, rel);
   }
 
   read(rel: string): Promise<Buffer> {
@@ -182,14 +204,7 @@ export class DbBlobs implements BlobStore {
   }
 
   /** Blobs written before `beforeMs` (epoch) that no row names: the orphan sweep's candidates. */
-  async unreferenced(beforeMs: number): Promise<string[]> {
-    const rows = await this.store.rows<[string]>(
-      this.store.db,
-      `SELECT b.key FROM blob_chunks b WHERE b.seq = 0 AND b.created_at < ?
-         AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.raw_path = b.key)
-         AND NOT EXISTS (SELECT 1 FROM attachments a WHERE a.storage_path = b.key)`,
-      [beforeMs],
-    );
-    return rows.map(([key]) => key);
+  unreferenced(beforeMs: number): Promise<string[]> {
+    return this.pg.unreferenced(beforeMs);
   }
 }
