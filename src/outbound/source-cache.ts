@@ -1,8 +1,8 @@
 // The signed source of a message just queued, kept in memory for its first delivery attempt:
-// the send job would otherwise read back the file written (and fsynced) a few milliseconds
-// earlier, four file system calls per send (bench/ scenario (c)). Only a cache: the stored file
-// stays the source of truth, and a job that finds nothing here (another node, a retry, a
-// restart, an evicted entry) reads the file as before.
+// the send job would otherwise read back the source stored a few milliseconds earlier (its rows,
+// or its file: four file system calls per send; bench/ scenario (c)). Only a cache: the stored
+// source stays the truth, and a job that finds nothing here (another node, a retry, a restart,
+// an evicted entry) reads it from the blob store.
 import { Readable } from 'node:stream';
 import type { AppContext } from '../context.ts';
 

@@ -4,7 +4,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { SPOOLED_PAGE, sweepOrphanBlobs } from '../../src/store/blobs/orphans.ts';
+import { SWEEP_PAGE, sweepOrphanBlobs } from '../../src/store/blobs/orphans.ts';
 import { rawRows, rawRun } from '../../src/store/store.ts';
 import { storedBlobs } from '../support/blobs.ts';
 import { onEngine, startTestServer, type TestServer } from '../support/server.ts';
@@ -118,8 +118,8 @@ test('spooled rows kept as sources go once no message names them and their job i
       new Date().toISOString(),
     ]);
 
-    // More orphans than one statement reads (SPOOLED_PAGE): the sweep pages through them all.
-    const many = Array.from({ length: 2 * SPOOLED_PAGE + 1 }, (_, i) => `job_01many${String(i).padStart(20, '0')}`);
+    // More orphans than one statement reads (SWEEP_PAGE): the sweep pages through them all.
+    const many = Array.from({ length: 2 * SWEEP_PAGE + 1 }, (_, i) => `job_01many${String(i).padStart(20, '0')}`);
     for (let i = 0; i < many.length; i += 200) {
       const page = many.slice(i, i + 200);
       await rawRun(
@@ -139,7 +139,7 @@ test('spooled rows kept as sources go once no message names them and their job i
   }
 });
 
-test("sources kept as rows (small outbound mail, either engine) go once an hour old when no message names them; a sent message's and recent ones stay", async () => {
+test("sources kept as rows (small outbound mail, either engine) go once an hour old when no message names them, page after page; a sent message's and recent ones stay", async () => {
   const db = t.server.ctx.db;
   const inbox = (await t.api('POST', '/inboxes', { address: 'rows' })).body as { id: string };
   const res = await t.api('POST', `/inboxes/${inbox.id}/messages`, { to: ['someone@example.org'], subject: 'named', bodyText: 'kept' });
@@ -154,11 +154,23 @@ test("sources kept as rows (small outbound mail, either engine) go once an hour 
   const orphan = await put('raw/rows/msg_01orphan000000000000000000.eml', old);
   const recent = await put('raw/rows/msg_01recent000000000000000000.eml', Date.now());
   await rawRun(db, 'UPDATE blob_chunks SET created_at = ? WHERE key = ?', [old, rawPath]);
+  // More orphans than one statement reads (SWEEP_PAGE), before and after the named one in key order.
+  const many = Array.from({ length: 2 * SWEEP_PAGE + 1 }, (_, i) => `raw/rows/msg_${i % 2 ? '00' : 'zz'}many${String(i).padStart(20, '0')}.eml`);
+  await rawRun(
+    db,
+    `INSERT INTO blob_chunks (key, seq, data, created_at) VALUES ${many.map(() => '(?, 0, ?, ?)').join(', ')}`,
+    many.flatMap((k) => [k, Buffer.from('orphan'), old]),
+  );
 
   const { removed } = await sweepOrphanBlobs(t.server.ctx);
-  assert.ok(removed >= 1, `removed ${removed}`);
+  assert.ok(removed >= many.length + 1, `removed ${removed}`);
   const left = new Set((await storedBlobs(t.server.ctx, 'raw')).map((b) => b.key));
   assert.ok(!left.has(orphan), 'the orphaned source was kept');
+  assert.deepEqual(
+    many.filter((k) => left.has(k)),
+    [],
+    'orphans past the first page were kept',
+  );
   assert.ok(left.has(recent), 'a recent source (its commit may be in flight) was removed');
   assert.ok(left.has(rawPath), "a sent message's source was removed");
   const raw = await fetch(`${t.url}/messages/${res.body.id}/raw`, { headers: { authorization: `Bearer ${t.key}` } });

@@ -25,6 +25,7 @@ import { runCli } from '../support/cli.ts';
 import { expectError, startTestServer, type TestServer } from '../support/server.ts';
 import { loseBlob, storedBlobs } from '../support/blobs.ts';
 import { rawRows } from '../../src/store/store.ts';
+import { ROW_BLOB_MAX_BYTES } from '../../src/store/blobs/blobs.ts';
 import { guard, until } from '../support/wait.ts';
 import { skipOrFail } from '../support/peers.ts';
 import { sqlDb } from '../support/db.ts';
@@ -254,6 +255,22 @@ describe('delivery to a remote MX', () => {
     assert.equal(Buffer.from(await raw.arrayBuffer()).length, row.size);
     assert.equal((await t.api('DELETE', `/messages/${res.body.id}`)).status, 204);
     assert.deepEqual(await rawRows(ctx.db, 'SELECT seq FROM blob_chunks WHERE key = ?', [row.rawPath]), []);
+  });
+
+  test('a source over ROW_BLOB_MAX_BYTES is a file, as before, and read back whole', async () => {
+    const ctx = t.server.ctx;
+    const res = await send({ to: ['big@remote.test'], subject: 'a file', bodyText: 'long line of text. '.repeat(4000) });
+    assert.equal(res.status, 202, res.text);
+    await waitForStatus(t, res.body.id, ['sent']);
+    const row = (await sqlDb(ctx).select().from(messages).where(eq(messages.id, res.body.id)).get())!;
+    assert.ok(row.size > ROW_BLOB_MAX_BYTES, `size ${row.size}`);
+    assert.match(row.rawPath!, new RegExp(`^raw/\\d{4}-\\d{2}/${res.body.id}\\.eml$`));
+    assert.deepEqual(
+      (await storedBlobs(ctx, 'raw')).filter((b) => b.key === row.rawPath).map((b) => b.size),
+      [row.size],
+    );
+    const raw = await fetch(`${t.url}/messages/${res.body.id}/raw`, { headers: { authorization: `Bearer ${t.key}` } });
+    assert.equal(Buffer.from(await raw.arrayBuffer()).length, row.size);
   });
 
   test('a send refused inside its transaction (every recipient suppressed meanwhile) leaves no source behind', async () => {

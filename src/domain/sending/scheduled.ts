@@ -64,8 +64,8 @@ export async function releaseIn(tx: Tx, ctx: AppContext, messageId: string, sour
   // takes an inbox before the usage row, so two of them never wait on each other (PostgreSQL
   // found sends and releases deadlocked the other way round).
   const withSource = async <T>(result: T): Promise<T> => {
-    await setMessageSource(tx, row.id, { rawPath: source.rawPath, size: source.size });
-    await writeSourceIn(tx, ctx, source);
+    // A message deleted since it was read (PostgreSQL: another node) gets no source rows.
+    if (await setMessageSource(tx, row.id, { rawPath: source.rawPath, size: source.size })) await writeSourceIn(tx, ctx, source);
     return result;
   };
   const fresh = { ...row, rawPath: source.rawPath, size: source.size };

@@ -13,7 +13,7 @@ import { Readable } from 'node:stream';
 import { dkimSignature, signMessage, SignedParts } from '../../outbound/dkim.ts';
 import { buildMime, mimeStream, textFromHtml, type ComposeInput, type MailAddress } from '../../outbound/mime.ts';
 import { keepSource, STREAMED_SOURCE_BYTES } from '../../outbound/source-cache.ts';
-import { Blobs } from '../../store/blobs/blobs.ts';
+import { Blobs, ROW_BLOB_MAX_BYTES } from '../../store/blobs/blobs.ts';
 import { StagedWriter } from '../../store/blobs/staging.ts';
 import { normalizeRecipient, splitAddress } from '../addresses.ts';
 import { attachmentMeta, attachmentMetaFor, getAttachmentRows, type AttachmentRow } from '../mail/attachments.ts';
@@ -372,18 +372,19 @@ export interface RenderedSource {
   rawPath: string;
   size: number;
   /**
-   * A source built in memory: its bytes, to be written with the rows that name it (writeSourceIn)
-   * under a row blob key (Blobs.rowKey). Absent for a large source: its file is written already.
+   * A small source: its bytes, to be written with the rows that name it (writeSourceIn) under a
+   * row blob key (Blobs.rowKey). Absent for a larger source: its file is written already.
    */
   bytes?: Buffer;
 }
 
 /**
  * Builds the RFC 5322 source of outbound message `row` (Date: `now`) and DKIM-signs it.
- * Recipients carry their display names. A source built in memory is kept in the database, written
- * in the transaction that commits its message (writeSourceIn): as a file, its create, fsync,
- * rename and directory fsync cost more than everything else a send does (docs/performance.md).
- * A large one is streamed into a file (fsynced) here.
+ * Recipients carry their display names. A source of at most ROW_BLOB_MAX_BYTES is kept in the
+ * database, written in the transaction that commits its message (writeSourceIn): as a file, its
+ * create, fsync, rename and directory fsync cost more than everything else a send does
+ * (docs/performance.md). A larger one is written to a file (fsynced) here, streamed there when
+ * its bodies and attachments pass STREAMED_SOURCE_BYTES.
  */
 export async function renderSource(
   ctx: AppContext,
@@ -414,9 +415,11 @@ export async function renderSource(
   const bytes = files.reduce((n, a) => n + a.size, (row.bodyText?.length ?? 0) + (row.bodyHtml?.length ?? 0));
   if (bytes <= STREAMED_SOURCE_BYTES) {
     const raw = await signMessage(ctx, await buildMime(input), domain);
-    const rawPath = Blobs.rowKey(row.id, '.eml');
+    const kept = raw.length <= ROW_BLOB_MAX_BYTES;
+    const rawPath = kept ? Blobs.rowKey(row.id, '.eml') : Blobs.key('raw', row.id, '.eml');
+    if (!kept) await ctx.blobs.write(rawPath, raw);
     keepSource(ctx, rawPath, raw);
-    return { rawPath, size: raw.length, bytes: raw };
+    return { rawPath, size: raw.length, bytes: kept ? raw : undefined };
   }
   const rawPath = Blobs.key('raw', row.id, '.eml');
   // Composed into a staged file while the body hash of its signature is taken, then stored

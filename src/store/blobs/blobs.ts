@@ -22,10 +22,19 @@ export const ROW_BLOB_PREFIX = 'raw/rows/';
 export const isRowBlob = (rel: string): boolean => rel.startsWith(ROW_BLOB_PREFIX);
 
 /**
+ * The largest source kept as rows; a larger one is a file. Sends share group commits of up to
+ * 256 transactions (src/store/sqlite.ts MAX_BATCH): one then writes at most 16 MiB of sources,
+ * within the write-ahead log's usual size (docs/operations.md).
+ */
+export const ROW_BLOB_MAX_BYTES = 64 * 1024;
+
+/**
  * Where raw messages and attachment bytes live: files under data_dir (Blobs) with the embedded
  * database, rows of blob_chunks (DbBlobs, src/store/blobs/pg-blobs.ts) with PostgreSQL, so that no
  * node needs another's disk. Keys are relative paths (Blobs.key, Blobs.contentKey). Every write
- * is durable when it resolves.
+ * is durable when it resolves, except writeRowsIn's, which commits with its transaction. On
+ * both engines small outbound sources are rows (ROW_BLOB_PREFIX), and a spooled message's
+ * source is its spooled row (src/store/blobs/spooled.ts).
  */
 export interface BlobStore {
   /** Writes `data` (several buffers are written one after another, never joined in memory). */
@@ -55,8 +64,14 @@ export interface BlobStore {
   read(rel: string): Promise<Buffer>;
   /** The bytes as a stream, read as they are sent. */
   stream(rel: string): Readable;
-  /** Blobs kept as rows, written before `beforeMs` (epoch), that no row names: the orphan sweep's candidates. */
-  unreferenced(beforeMs: number): Promise<string[]>;
+  /** A page of blobs kept as rows (by key, after `after`), with those written before `beforeMs` (epoch) that no row names: the orphan sweep's candidates. */
+  unreferenced(beforeMs: number, after: string, limit: number): Promise<UnreferencedPage>;
+}
+
+/** A page of the orphan sweep over blobs kept as rows: the unnamed old ones, and the key the next page starts after (none: the last page). */
+export interface UnreferencedPage {
+  keys: string[];
+  last: string | undefined;
 }
 
 export class Blobs implements BlobStore {
@@ -273,8 +288,8 @@ export class Blobs implements BlobStore {
     return this.database(rel).rows.write(tx, rel, data);
   }
 
-  async unreferenced(beforeMs: number): Promise<string[]> {
-    return this.rows ? this.rows.unreferenced(beforeMs) : [];
+  async unreferenced(beforeMs: number, after: string, limit: number): Promise<UnreferencedPage> {
+    return this.rows ? this.rows.unreferenced(beforeMs, after, limit) : { keys: [], last: undefined };
   }
 
   async ensure(_tx: Db, rel: string, content: Buffer | { staged: string }): Promise<void> {

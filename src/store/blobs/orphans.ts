@@ -12,8 +12,8 @@ import { spooledSourceKey } from './spooled.ts';
 import { listUnnamedSpooled } from '../repo/spool.ts';
 
 export const ORPHAN_AGE_MS = 3_600_000;
-/** Spooled rows looked at per statement: a table of every spooled message is never read in one. */
-export const SPOOLED_PAGE = 500;
+/** Spooled rows, or blobs kept as rows, looked at per statement: such a table is never read in one. */
+export const SWEEP_PAGE = 500;
 
 async function* files(dir: string): AsyncGenerator<string> {
   let entries;
@@ -34,7 +34,12 @@ export async function sweepOrphanBlobs(ctx: AppContext): Promise<{ removed: numb
   const cutoff = ctx.clock.now().getTime() - ORPHAN_AGE_MS;
   let removed = 0;
   // Blobs that are rows (every blob on PostgreSQL, small outbound sources on both engines): their age is on them.
-  removed += await removeUnreferenced(ctx, await ctx.blobs.unreferenced(cutoff));
+  for (let after = ''; ;) {
+    const page = await ctx.blobs.unreferenced(cutoff, after, SWEEP_PAGE);
+    if (page.keys.length) removed += await removeUnreferenced(ctx, page.keys);
+    if (page.last === undefined) break;
+    after = page.last;
+  }
   const root = ctx.blobs instanceof Blobs ? ctx.blobs.root : undefined;
   for (const kind of root ? ['raw', 'attachments'] : []) {
     if (!root) break;
@@ -52,7 +57,7 @@ export async function sweepOrphanBlobs(ctx: AppContext): Promise<{ removed: numb
   }
   // Spooled rows kept as sources whose message was deleted but whose release failed (either engine).
   for (let after = ''; ;) {
-    const page = await listUnnamedSpooled(ctx.db, new Date(cutoff).toISOString(), after, SPOOLED_PAGE);
+    const page = await listUnnamedSpooled(ctx.db, new Date(cutoff).toISOString(), after, SWEEP_PAGE);
     if (page.ids.length) removed += await removeUnreferenced(ctx, page.ids.map(spooledSourceKey));
     if (page.last === undefined) break;
     after = page.last;

@@ -5,7 +5,7 @@
 // engine's blob_chunks too, where small outbound sources are kept (src/store/blobs/blobs.ts ROW_BLOB_PREFIX).
 import { createReadStream, promises as fs } from 'node:fs';
 import { Readable } from 'node:stream';
-import type { BlobStore } from './blobs.ts';
+import type { BlobStore, UnreferencedPage } from './blobs.ts';
 import type { Db, Store } from '../store.ts';
 import { readSpooledSource, spooledSourceJob, streamSpooledSource } from './spooled.ts';
 import { deleteSpooledMessage } from '../repo/spool.ts';
@@ -32,7 +32,7 @@ export class PgBlobs {
    * Writing a key again is a no-op (content-addressed keys name the same bytes).
    */
   async write(db: Db, key: string, data: Buffer | string | Buffer[]): Promise<void> {
-    const bytes = Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data);
+    const bytes = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data);
     let seq = 0;
     for (let at = 0; at < bytes.length || seq === 0; at += this.chunkBytes) {
       await this.putChunk(db, key, seq++, bytes.subarray(at, at + this.chunkBytes));
@@ -99,16 +99,23 @@ export class PgBlobs {
     return (await this.store.run(db, 'DELETE FROM blob_chunks WHERE key = ?', [key])) > 0 ? 1 : 0;
   }
 
-  /** Blobs written before `beforeMs` (epoch) that no row names: the orphan sweep's candidates. */
-  async unreferenced(beforeMs: number): Promise<string[]> {
-    const rows = await this.store.rows<[string]>(
+  /**
+   * Up to `limit` blobs by key after `after`, and among them those written before `beforeMs`
+   * (epoch) that no row names: a page of the orphan sweep's candidates (`last`: where the next
+   * page starts, none after the last). On SQLite the page reads index blob_chunks_sweep alone.
+   */
+  async unreferenced(beforeMs: number, after: string, limit: number): Promise<UnreferencedPage> {
+    const rows = await this.store.rows<[string, number]>(
       this.store.db,
-      `SELECT b.key FROM blob_chunks b WHERE b.seq = 0 AND b.created_at < ?
-         AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.raw_path = b.key)
-         AND NOT EXISTS (SELECT 1 FROM attachments a WHERE a.storage_path = b.key)`,
-      [beforeMs],
+      `SELECT b.key,
+              CASE WHEN b.created_at < ?
+                    AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.raw_path = b.key)
+                    AND NOT EXISTS (SELECT 1 FROM attachments a WHERE a.storage_path = b.key)
+                   THEN 1 ELSE 0 END
+         FROM blob_chunks b WHERE b.seq = 0 AND b.key > ? ORDER BY b.key LIMIT ?`,
+      [beforeMs, after, limit],
     );
-    return rows.map(([key]) => key);
+    return { keys: rows.filter(([, unnamed]) => Number(unnamed) === 1).map(([key]) => key), last: rows.length === limit ? rows[rows.length - 1][0] : undefined };
   }
 
   /** Removes the blobs; through a transaction handle, they go with the rows that named them. */
@@ -203,8 +210,7 @@ export class DbBlobs implements BlobStore {
     return this.pg.stream(rel);
   }
 
-  /** Blobs written before `beforeMs` (epoch) that no row names: the orphan sweep's candidates. */
-  unreferenced(beforeMs: number): Promise<string[]> {
-    return this.pg.unreferenced(beforeMs);
+  unreferenced(beforeMs: number, after: string, limit: number): Promise<UnreferencedPage> {
+    return this.pg.unreferenced(beforeMs, after, limit);
   }
 }

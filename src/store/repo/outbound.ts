@@ -75,7 +75,7 @@ export async function updateMessageStateIf(db: Db, state: MessageState, was: { r
   return changes(await preparedQuery(db, stateUpdateIf).run({ ...state, wasRecipients: was.recipients, wasStatus: was.status })) === 1;
 }
 
-/** Gives a released message the source built for it. */
-export async function setMessageSource(db: Db, id: string, source: { rawPath: string; size: number }): Promise<void> {
-  await db.update(messages).set(source).where(eq(messages.id, id)).run();
+/** Gives a released message the source built for it; answers whether the message is still there. */
+export async function setMessageSource(db: Db, id: string, source: { rawPath: string; size: number }): Promise<boolean> {
+  return changes(await db.update(messages).set(source).where(eq(messages.id, id)).run()) === 1;
 }
