@@ -7,7 +7,7 @@
 import { and, asc, eq, inArray, lte, or, sql, type Placeholder, type SQL } from 'drizzle-orm';
 import { preparedQuery } from '../prepared.ts';
 import { jobs } from '../schema.ts';
-import { changes, rawRows, rawRun, type Db } from '../store.ts';
+import { PLAN_EACH_TIME, changes, rawRows, rawRun, type Db } from '../store.ts';
 
 export type JobRow = typeof jobs.$inferSelect;
 
@@ -212,9 +212,11 @@ export function claimJob(db: Db, claim: JobClaim): Promise<JobRow | undefined> {
 /**
  * PostgreSQL only, inside a transaction: locks the jobs of `ids` no other transaction holds and
  * answers their ids (FOR UPDATE SKIP LOCKED: a row another node is claiming is left to it).
+ * Planned for each run (PLAN_EACH_TIME), as listMessageBodies is: a generic plan made while the
+ * table was small scanned every job for each claim (bench (o), 10,000 messages: 4.3 ms a claim).
  */
 export async function lockFreeJobs(db: Db, ids: string[]): Promise<string[]> {
-  const rows = await rawRows<[string]>(db, 'SELECT id FROM jobs WHERE id IN (SELECT value FROM json_each(?)) FOR UPDATE SKIP LOCKED', [JSON.stringify(ids)]);
+  const rows = await rawRows<[string]>(db, `${PLAN_EACH_TIME}SELECT id FROM jobs WHERE id IN (SELECT value FROM json_each(?)) FOR UPDATE SKIP LOCKED`, [JSON.stringify(ids)]);
   return rows.map(([id]) => id);
 }
 
