@@ -61,7 +61,7 @@ async function smtpSend(to: string, bodyBytes: number): Promise<{ rcpt: number; 
 /** The counter the triggers keep, and the sum it stands for. */
 async function usage(accountId: string): Promise<{ kept: number; summed: number }> {
   const db = t.server.ctx.db;
-  const [kept] = await rawRows<[number]>(db, 'SELECT bytes FROM account_usage WHERE account_id = ?', [accountId]);
+  const [kept] = await rawRows<[number]>(db, 'SELECT sum(bytes) FROM account_usage WHERE account_id = ?', [accountId]);
   const [summed] = await rawRows<[number]>(db, 'SELECT (SELECT coalesce(sum(size), 0) FROM messages WHERE account_id = ?) + (SELECT coalesce(sum(size), 0) FROM attachments WHERE account_id = ?)', [
     accountId,
     accountId,

@@ -16,6 +16,7 @@ import { openStore } from '../../src/store/open.ts';
 import { changes, isUniqueViolation, type Db, type Store } from '../../src/store/store.ts';
 import { numberPlaceholders } from '../../src/store/placeholders.ts';
 import { pgCluster, postgresMissing } from '../support/postgres.ts';
+import pg from 'pg';
 import { PgBlobs } from '../../src/store/blobs/pg-blobs.ts';
 import { Readable } from 'node:stream';
 import { randomBytes } from 'node:crypto';
@@ -60,12 +61,14 @@ for (const [engine, databaseUrl] of engines) {
   describe(`store on ${engine}`, { skip: engine === 'postgres' && peerSkip(postgresMissing()) }, () => {
     let store: Store;
     let dir: string;
+    let url: string | undefined;
     // This file tests the port itself, as src/store sees it: with drizzle's handle.
     const db = (): Db => store.db;
 
     before(async () => {
       dir = mkdtempSync(join(tmpdir(), 'mailroom-store-'));
-      store = await openStore({ dataDir: dir, databaseUrl: await databaseUrl() });
+      url = await databaseUrl();
+      store = await openStore({ dataDir: dir, databaseUrl: url });
       await db().insert(schema.accounts).values({ id: 'acc_1', name: 'one', createdAt: NOW });
     });
     after(async () => {
@@ -196,12 +199,56 @@ for (const [engine, databaseUrl] of engines) {
       await db().update(schema.messages).set({ status: 'bounced' }).where(eq(schema.messages.id, 'msg_2'));
       await db().update(schema.messages).set({ subject: 'no status change' }).where(eq(schema.messages.id, 'msg_1'));
       await db().delete(schema.messages).where(eq(schema.messages.id, 'msg_3'));
-      const counts = await store.rows<[string, number]>(store.db, 'SELECT status, n FROM inbox_message_counts WHERE inbox_id = ? ORDER BY status', ['inb_1']);
+      const counts = await store.rows<[string, number]>(store.db, 'SELECT status, sum(n) FROM inbox_message_counts WHERE inbox_id = ? GROUP BY status HAVING sum(n) <> 0 ORDER BY status', ['inb_1']);
       assert.deepEqual(counts, [
         ['bounced', 1],
         ['received', 1],
       ]);
     });
+
+    if (engine === 'postgres')
+      test('PostgreSQL: two connections storing mail for one inbox do not wait for each other on its counters, and the sums stay exact', async () => {
+        // Each connection adds to its own slot of a counter (migrations/pg/0022_counter_slots.sql):
+        // two clients whose slots differ, one holding its transaction open.
+        const clients: pg.Client[] = [];
+        const slotOf = async (c: pg.Client) => Number((await c.query('SELECT pg_backend_pid() % 64 AS s')).rows[0].s);
+        try {
+          const open = async () => {
+            const c = new pg.Client({ connectionString: url });
+            await c.connect();
+            clients.push(c);
+            return c;
+          };
+          const a = await open();
+          let b = await open();
+          while ((await slotOf(b)) === (await slotOf(a))) b = await open();
+          const insert = (c: pg.Client, id: string) =>
+            c.query(
+              `INSERT INTO messages (id, account_id, inbox_id, thread_id, direction, from_address, status, message_id_header, size, created_at, updated_at)
+             VALUES ($1, 'acc_1', 'inb_1', 'thr_1', 'inbound', 'a@example.net', 'received', $2, 100, $3, $3)`,
+              [id, `<${id}@example.net>`, NOW],
+            );
+          const totals = async () => {
+            const [[received]] = await store.rows<[number]>(store.db, "SELECT coalesce(sum(n), 0) FROM inbox_message_counts WHERE inbox_id = 'inb_1' AND status = 'received'");
+            const [[bytes]] = await store.rows<[number]>(store.db, "SELECT coalesce(sum(bytes), 0) FROM account_usage WHERE account_id = 'acc_1'");
+            return { received: Number(received), bytes: Number(bytes) };
+          };
+          const before = await totals();
+          await a.query('BEGIN');
+          await insert(a, 'msg_slot_a');
+          // Before the slots, b waited here for a's commit: the lock timeout makes that an error.
+          await b.query("SET lock_timeout = '2s'");
+          await insert(b, 'msg_slot_b');
+          await a.query('COMMIT');
+          assert.deepEqual(await totals(), { received: before.received + 2, bytes: before.bytes + 200 });
+          // A decrement on a connection whose slot holds nothing for the counter takes another slot's row.
+          const c = await open();
+          await c.query("DELETE FROM messages WHERE id IN ('msg_slot_a', 'msg_slot_b')");
+          assert.deepEqual(await totals(), before);
+        } finally {
+          for (const c of clients) await c.end();
+        }
+      });
 
     test('inside a transaction the store handle joins it; work left running after it ends does not', async () => {
       let leftover: Promise<unknown> | undefined;

@@ -50,7 +50,7 @@ const QUERIES: Record<string, string> = {
   attachments: 'SELECT id, sha256, storage_path FROM attachments ORDER BY id',
   domains: 'SELECT id, domain, dkim_private_key FROM domains ORDER BY id',
   webhooks: 'SELECT id, url, secret, is_active FROM webhooks ORDER BY id',
-  counts: 'SELECT inbox_id, status, n FROM inbox_message_counts WHERE n > 0 ORDER BY inbox_id, status',
+  counts: 'SELECT inbox_id, status, sum(n) FROM inbox_message_counts GROUP BY inbox_id, status HAVING sum(n) > 0 ORDER BY inbox_id, status',
   suppressions: 'SELECT account_id, address, reason, created_at FROM suppressions ORDER BY account_id, address',
 };
 

@@ -159,9 +159,9 @@ export async function findInboxIdsOf(db: Db, kind: 'webhook' | 'key', accountId:
 
 // ---- usage -----------------------------------------------------------------------------------
 
-// Read on every RCPT of inbound mail: one primary-key read of the counter the triggers keep
-// (schema.ts accountUsage), prepared once.
-const usageOf = (db: Db) => preparedRows<[string], [number | string]>(db, 'SELECT bytes FROM account_usage WHERE account_id = ?');
+// Read on every RCPT of inbound mail: one primary-key range of the counter the triggers keep
+// (schema.ts accountUsage; on PostgreSQL split into slots, one per connection, summed here), prepared once.
+const usageOf = (db: Db) => preparedRows<[string], [number | string | null]>(db, 'SELECT sum(bytes) FROM account_usage WHERE account_id = ?');
 
 /** Bytes the account stores: its messages' sources and its attachments (0 before its first). */
 export async function findAccountUsageBytes(db: Db, accountId: string): Promise<number> {
