@@ -238,6 +238,8 @@ export const messageLabels = sqliteTable(
  * Messages per inbox and status, kept by triggers on `messages` (migration 0001), so list
  * totals are one index lookup instead of a COUNT(*) that grows with the mailbox (bench/: 100–
  * 160 ms at 10⁶ messages). Every write path, the CLI and bulk loads included, keeps it right.
+ * On PostgreSQL a count is split over up to 64 rows by a `slot` column this file does not have
+ * (one per server connection, migrations/pg/0022_counter_slots.sql): readers sum them.
  */
 export const inboxMessageCounts = sqliteTable(
   'inbox_message_counts',
@@ -255,7 +257,8 @@ export const inboxMessageCounts = sqliteTable(
  * Bytes each account stores (messages' sources and attachments), kept by triggers on `messages`
  * and `attachments` (migration 0013), so the storage quota (src/domain/accounts/quotas.ts) is one
  * primary-key read per RCPT instead of a SUM over the account's mail. Every write path, deletions
- * by cascade included, keeps it right. No foreign key: a row follows `messages.account_id`.
+ * by cascade included, keeps it right. No foreign key: a row follows `messages.account_id`. On
+ * PostgreSQL split into slots like inboxMessageCounts, and summed by its reader.
  */
 export const accountUsage = sqliteTable('account_usage', {
   accountId: text('account_id').primaryKey(),

@@ -4,7 +4,7 @@
 import { and, asc, eq, gt, inArray, lt, sql, type SQL } from 'drizzle-orm';
 import { preparedQuery, preparedRows } from '../prepared.ts';
 import { events, webhookAttempts } from '../schema.ts';
-import { changes, dialectOf, rawRows, type Db } from '../store.ts';
+import { PLAN_EACH_TIME, changes, dialectOf, rawRows, type Db } from '../store.ts';
 
 export type EventRow = typeof events.$inferSelect;
 
@@ -171,7 +171,8 @@ export async function findEventCreatedAt(db: Db, id: string): Promise<string | u
 export async function listMessageBodyHeads(db: Db, ids: string[], chars: number): Promise<Map<string, { bodyText: string | null; bodyHtml: string | null; longer: boolean }>> {
   const rows = await preparedRows<[number, number, number, number, string], [string, string | null, unknown, string | null, unknown]>(
     db,
-    'SELECT id, substr(body_text, 1, ?), length(body_text) > ?, substr(body_html, 1, ?), length(body_html) > ? FROM messages WHERE id IN (SELECT value FROM json_each(?))',
+    // Planned for each run on PostgreSQL, as listMessageBodies (src/store/repo/messages.ts) is.
+    `${PLAN_EACH_TIME}SELECT id, substr(body_text, 1, ?), length(body_text) > ?, substr(body_html, 1, ?), length(body_html) > ? FROM messages WHERE id IN (SELECT value FROM json_each(?))`,
   ).all(chars, chars, chars, chars, JSON.stringify(ids));
   // SQLite answers 0/1 (NULL for a NULL body), PostgreSQL booleans.
   return new Map(rows.map(([id, bodyText, textLonger, bodyHtml, htmlLonger]) => [id, { bodyText, bodyHtml, longer: Boolean(textLonger) || Boolean(htmlLonger) }]));
