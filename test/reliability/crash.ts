@@ -282,8 +282,14 @@ export async function crashSmtpIngest(rounds: number, seed: number): Promise<Sce
       }
     });
     const orphans = onDisk.filter((f) => !referenced.has(f));
-    const spooledSources = new Set(readDb(inst, (db) => db.prepare(`SELECT 'raw/spooled/' || job_id FROM spooled_messages`).pluck().all() as string[]));
-    const unreadable = [...referenced].filter((f) => !(f.startsWith('raw/spooled/') ? spooledSources.has(f) : existsSync(join(inst.dataDir, f))));
+    // Sources kept in the database: spooled rows, and blob rows (small outbound sources, raw/rows/).
+    const inDatabase = new Set(
+      readDb(inst, (db) => [
+        ...(db.prepare(`SELECT 'raw/spooled/' || job_id FROM spooled_messages`).pluck().all() as string[]),
+        ...(db.prepare(`SELECT key FROM blob_chunks WHERE seq = 0`).pluck().all() as string[]),
+      ]),
+    );
+    const unreadable = [...referenced].filter((f) => !(f.startsWith('raw/spooled/') || f.startsWith('raw/rows/') ? inDatabase.has(f) : existsSync(join(inst.dataDir, f))));
     if (unreadable.length) violations.push(`${unreadable.length} stored rows point at missing files: ${unreadable.slice(0, 5).join(', ')}`);
     const count = new Map(stored.map((s) => [bare(s.id), s.n]));
     const missing = [...fate.accepted].filter((id) => !count.has(id));
