@@ -70,3 +70,27 @@ test('a server keeps agents for its 64 most recently used receivers: the least r
     await t.close();
   }
 });
+
+test('a webhook keeps as many idle connections as it may have deliveries in flight: a second wave at the limit opens none', async () => {
+  // Each answer takes a second, so the six deliveries of a wave overlap and need six connections.
+  const receiver = await startReceiver({ status: 200, delayMs: 1000 });
+  try {
+    const t = await startTestServer({ webhooks: { ...FAST, concurrency_per_webhook: 6 } });
+    try {
+      const hook = await t.api('POST', '/webhooks', { url: `${receiver.url}/hook`, events: ['domain.verified'] });
+      assert.equal(hook.status, 201, hook.text);
+      const wave = async (n: number) => {
+        for (let i = 0; i < 6; i++) await emitEvent(t.server.ctx, t.accountId, 'domain.verified', { domain: `w${n}-${i}.test` });
+        await deliveredLog(t, 6 * n);
+      };
+      await wave(1);
+      assert.equal(receiver.connections, 6, 'six deliveries at once, six connections');
+      await wave(2);
+      assert.equal(receiver.connections, 6, 'the second wave reused the six kept connections');
+    } finally {
+      await t.close();
+    }
+  } finally {
+    await receiver.close();
+  }
+});

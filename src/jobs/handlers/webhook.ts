@@ -56,12 +56,14 @@ function pinnedLookup(target: { address: string; family: 4 | 6 }): LookupFunctio
  * connection per POST (and for https a new TLS handshake) cost both sides more than the POST
  * itself. One keep-alive agent per receiver and checked address, so that a reused socket always
  * leads to the address this delivery's own check answered (a name that now resolves elsewhere
- * gets a new agent, and a new connection). Idle sockets close after IDLE_SOCKET_MS, or sooner
- * when the receiver's Keep-Alive header says so (Node's agent reads it), and do not hold the
- * process open.
+ * gets a new agent, and a new connection). It keeps as many idle sockets as a webhook may have
+ * deliveries in flight (`webhooks.concurrency_per_webhook`): with fewer, each wave of finished
+ * POSTs closed the sockets past the limit and the next wave opened new ones (bench (o), 10,000
+ * messages at 8 in flight and 4 kept: 4,335 connections for about 11,500 POSTs). Idle sockets
+ * close after IDLE_SOCKET_MS, or sooner when the receiver's Keep-Alive header says so (Node's
+ * agent reads it), and do not hold the process open.
  */
 const MAX_AGENTS = 64;
-const IDLE_SOCKETS_PER_AGENT = 4;
 const IDLE_SOCKET_MS = 4_000;
 
 const agentsOf = new WeakMap<AppContext, Map<string, http.Agent>>();
@@ -74,7 +76,7 @@ export function webhookAgent(ctx: AppContext, target: ResolvedTarget): http.Agen
   let agent = agents.get(key);
   if (agent) agents.delete(key);
   else {
-    const options = { keepAlive: true, maxFreeSockets: IDLE_SOCKETS_PER_AGENT, timeout: IDLE_SOCKET_MS };
+    const options = { keepAlive: true, maxFreeSockets: ctx.config.webhooks.concurrency_per_webhook, timeout: IDLE_SOCKET_MS };
     agent = target.url.protocol === 'https:' ? new https.Agent(options) : new http.Agent(options);
   }
   agents.set(key, agent);
