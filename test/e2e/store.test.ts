@@ -16,6 +16,7 @@ import { openStore } from '../../src/store/open.ts';
 import { changes, isUniqueViolation, type Db, type Store } from '../../src/store/store.ts';
 import { numberPlaceholders } from '../../src/store/placeholders.ts';
 import { pgCluster, postgresMissing } from '../support/postgres.ts';
+import { findThreadIdOfParents } from '../../src/store/repo/messages.ts';
 import pg from 'pg';
 import { PgBlobs } from '../../src/store/blobs/pg-blobs.ts';
 import { Readable } from 'node:stream';
@@ -204,6 +205,39 @@ for (const [engine, databaseUrl] of engines) {
         ['bounced', 1],
         ['received', 1],
       ]);
+    });
+
+    test('a message joins the thread of its newest parent in its inbox; unknown parents and other inboxes give none', async () => {
+      await db().insert(schema.inboxes).values({ id: 'inb_p2', accountId: 'acc_1', address: 'p2@example.org', dailySendLimit: 3, createdAt: NOW });
+      for (const [id, inboxId] of [
+        ['thr_p_old', 'inb_1'],
+        ['thr_p_new', 'inb_1'],
+        ['thr_p_other', 'inb_p2'],
+      ])
+        await db().insert(schema.threads).values({ id, accountId: 'acc_1', inboxId, lastMessageAt: NOW, createdAt: NOW });
+      const message = (id: string, threadId: string, header: string, createdAt: string, inboxId = 'inb_1') => ({
+        id,
+        accountId: 'acc_1',
+        inboxId,
+        threadId,
+        direction: 'inbound',
+        fromAddress: 'a@example.net',
+        status: 'received',
+        messageIdHeader: header,
+        createdAt,
+        updatedAt: createdAt,
+      });
+      await db()
+        .insert(schema.messages)
+        .values([
+          message('msg_p1', 'thr_p_old', '<root@example.net>', '2026-11-25T00:00:01.000Z'),
+          message('msg_p2', 'thr_p_new', '<second@example.net>', '2026-11-25T00:00:02.000Z'),
+          message('msg_p3', 'thr_p_other', '<third@example.net>', '2026-11-25T00:00:03.000Z', 'inb_p2'),
+        ]);
+      assert.equal(await findThreadIdOfParents(db(), 'acc_1', 'inb_1', ['<root@example.net>', '<second@example.net>', '<third@example.net>']), 'thr_p_new');
+      assert.equal(await findThreadIdOfParents(db(), 'acc_1', 'inb_1', ['<root@example.net>']), 'thr_p_old');
+      assert.equal(await findThreadIdOfParents(db(), 'acc_1', 'inb_1', ['<third@example.net>', '<never@example.net>']), undefined);
+      assert.equal(await findThreadIdOfParents(db(), 'acc_1', 'inb_p2', ['<third@example.net>']), 'thr_p_other');
     });
 
     if (engine === 'postgres')

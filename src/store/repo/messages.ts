@@ -2,7 +2,7 @@
 // `message_labels`, and reads the per-inbox counters `inbox_message_counts` (kept by triggers)
 // and `inboxes` (an account's inboxes), for src/domain/mail/messages.ts, threads.ts and
 // labels.ts. Which messages pass a list's filters is worded in ./message-search.ts.
-import { count, desc, eq, and, getTableColumns, sql } from 'drizzle-orm';
+import { count, eq, and, getTableColumns, sql } from 'drizzle-orm';
 import { preparedQuery, preparedRows } from '../prepared.ts';
 import { messages, threads } from '../schema.ts';
 import { PLAN_EACH_TIME, dialectOf, rawRows, rawRun, type Db } from '../store.ts';
@@ -406,21 +406,19 @@ export function findThreadById(db: Db, id: string): Promise<ThreadRow | undefine
   return db.select().from(threads).where(eq(threads.id, id)).get();
 }
 
-// Run for every stored message: prepared once (src/store/prepared.ts).
-const parentThread = (db: Db) =>
-  db
-    .select({ threadId: messages.threadId })
-    .from(messages)
-    .where(
-      and(
-        eq(messages.accountId, sql.placeholder('accountId')),
-        sql`${messages.messageIdHeader} IN (SELECT value FROM json_each(${sql.placeholder('parents')}))`,
-        eq(messages.inboxId, sql.placeholder('inboxId')),
-      ),
-    )
-    .orderBy(desc(messages.createdAt))
-    .limit(1)
-    .prepare();
+// Run for every stored message that names parents. No ORDER BY ... LIMIT 1 in SQL: with it
+// both engines walked the inbox newest first looking for a parent, and read every message of
+// it when none was there (the usual case for the first reply from outside): 4.7 ms on SQLite and
+// 6.2 ms on PostgreSQL at 20,000 messages in the inbox (a call per message, growing with the
+// inbox). Equality on (account_id, message_id_header) finds the few copies of the parents; the
+// newest is picked here. On PostgreSQL the parents go as an array, planned for each run
+// (PLAN_EACH_TIME): knowing how many there are, the planner takes that index even before the
+// table's first ANALYZE; with a JSON list (estimated at 100 rows) it took (inbox_id, …) and read
+// the inbox (10 ms a call at 20,000 messages).
+const PARENT_THREADS = {
+  sqlite: 'SELECT thread_id, created_at FROM messages WHERE account_id = ? AND message_id_header IN (SELECT value FROM json_each(?)) AND inbox_id = ?',
+  postgres: `${PLAN_EACH_TIME}SELECT thread_id, created_at FROM messages WHERE account_id = ? AND message_id_header = ANY (CAST(? AS text[])) AND inbox_id = ?`,
+};
 const countOnThread = (db: Db) =>
   db
     .update(threads)
@@ -446,7 +444,11 @@ const insertThreadQuery = (db: Db) =>
 
 /** The thread of the newest message of the inbox whose Message-ID is one of `parents`. */
 export async function findThreadIdOfParents(db: Db, accountId: string, inboxId: string, parents: string[]): Promise<string | undefined> {
-  return (await preparedQuery(db, parentThread).get({ accountId, inboxId, parents: JSON.stringify(parents) }))?.threadId;
+  const dialect = dialectOf(db);
+  const rows = await rawRows<[string, string]>(db, PARENT_THREADS[dialect], [accountId, dialect === 'postgres' ? parents : JSON.stringify(parents), inboxId]);
+  let newest: [string, string] | undefined;
+  for (const row of rows) if (!newest || row[1] > newest[1]) newest = row;
+  return newest?.[0];
 }
 
 /** Counts one more message, stored at `at`, on thread `id`. */
