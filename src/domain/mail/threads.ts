@@ -89,7 +89,7 @@ export function messageIdsIn(...values: Array<string | string[] | null | undefin
 export async function threadForMessage(db: Db, input: { accountId: string; inboxId: string; parents: string[]; subject: string; at: string; threadId?: string }): Promise<string> {
   let threadId = input.threadId;
   if (!threadId && input.parents.length) {
-    threadId = await findThreadIdOfParents(db, input.accountId, input.inboxId, input.parents.slice(-100));
+    threadId = await findThreadIdOfParents(db, input.accountId, input.inboxId, input.parents.slice(-MAX_PARENT_IDS));
   }
   if (threadId) {
     await updateThreadWithMessage(db, threadId, input.at);

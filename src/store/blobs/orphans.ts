@@ -7,7 +7,7 @@ import { promises as fs } from 'node:fs';
 import { join, relative } from 'node:path';
 import type { AppContext } from '../../context.ts';
 import { removeUnreferenced } from './blob-refs.ts';
-import { Blobs } from './blobs.ts';
+import { Blobs, type UnreferencedPage } from './blobs.ts';
 import { spooledSourceKey } from './spooled.ts';
 import { listUnnamedSpooled } from '../repo/spool.ts';
 
@@ -29,17 +29,23 @@ async function* files(dir: string): AsyncGenerator<string> {
   }
 }
 
+/** Removes the candidates of every page `next` gives, from the first (after '') to the last; answers how many went. */
+async function removePages(ctx: AppContext, next: (after: string) => Promise<UnreferencedPage>): Promise<number> {
+  let removed = 0;
+  for (let after = ''; ;) {
+    const page = await next(after);
+    if (page.keys.length) removed += await removeUnreferenced(ctx, page.keys);
+    if (page.last === undefined) return removed;
+    after = page.last;
+  }
+}
+
 /** Removes unreferenced blob files (and `.tmp` leftovers, and data_dir/tmp files) older than `ORPHAN_AGE_MS`. */
 export async function sweepOrphanBlobs(ctx: AppContext): Promise<{ removed: number }> {
   const cutoff = ctx.clock.now().getTime() - ORPHAN_AGE_MS;
   let removed = 0;
   // Blobs that are rows (every blob on PostgreSQL, small outbound sources on both engines): their age is on them.
-  for (let after = ''; ;) {
-    const page = await ctx.blobs.unreferenced(cutoff, after, SWEEP_PAGE);
-    if (page.keys.length) removed += await removeUnreferenced(ctx, page.keys);
-    if (page.last === undefined) break;
-    after = page.last;
-  }
+  removed += await removePages(ctx, (after) => ctx.blobs.unreferenced(cutoff, after, SWEEP_PAGE));
   const root = ctx.blobs instanceof Blobs ? ctx.blobs.root : undefined;
   for (const kind of root ? ['raw', 'attachments'] : []) {
     if (!root) break;
@@ -56,12 +62,10 @@ export async function sweepOrphanBlobs(ctx: AppContext): Promise<{ removed: numb
     }
   }
   // Spooled rows kept as sources whose message was deleted but whose release failed (either engine).
-  for (let after = ''; ;) {
+  removed += await removePages(ctx, async (after) => {
     const page = await listUnnamedSpooled(ctx.db, new Date(cutoff).toISOString(), after, SWEEP_PAGE);
-    if (page.ids.length) removed += await removeUnreferenced(ctx, page.ids.map(spooledSourceKey));
-    if (page.last === undefined) break;
-    after = page.last;
-  }
+    return { keys: page.ids.map(spooledSourceKey), last: page.last };
+  });
   // Uploads spooled for an Idempotency-Key hash (src/http/routes.ts) by a process that died.
   for await (const abs of files(join(ctx.config.data_dir, 'tmp'))) {
     const stat = await fs.stat(abs).catch(() => undefined);
