@@ -270,7 +270,7 @@ export async function startBaseline(file: string, args: string[] = []): Promise<
  * A webhook receiver on loopback answering 204: `onEvent` gets each POSTed JSON body and the
  * time (performance.now()) it was read in full; bodies that do not parse are ignored.
  */
-export async function startReceiver(onEvent: (event: any, at: number) => void): Promise<{ url: string; close(): void }> {
+export async function startReceiver(onEvent: (event: any, at: number) => void): Promise<{ url: string; close(): void; readonly connections: number }> {
   const server = createHttpServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -286,8 +286,17 @@ export async function startReceiver(onEvent: (event: any, at: number) => void): 
       onEvent(event, at);
     });
   });
+  // Connections accepted: how well the sender's keep-alive pool holds (src/jobs/handlers/webhook.ts).
+  let connections = 0;
+  server.on('connection', () => connections++);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}/hook`, close: () => server.close() };
+  return {
+    url: `http://127.0.0.1:${(server.address() as { port: number }).port}/hook`,
+    close: () => server.close(),
+    get connections() {
+      return connections;
+    },
+  };
 }
 
 // ---- Tools -------------------------------------------------------------------------------

@@ -13,13 +13,16 @@
 //     and per 10 s window, so a backlog that grows shows as a p99 that grows.
 // Both on embedded SQLite and, when Debian's postgresql is installed, on a private durable
 // PostgreSQL cluster (fsync on): ids `flow` and `flow-pg`. BENCH_FLOW_ENGINES=sqlite for one.
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import pg from 'pg';
 import type { TestDns } from '../../test/support/dns.ts';
 import { SmtpClient } from '../../test/support/smtp-client.ts';
 import { postgresMissing, startCluster, type PgCluster } from '../../test/support/postgres.ts';
 import { createInbox, startMailroom, type Mailroom } from '../mailroom.ts';
 import { postfixMaildir, type PostfixRun } from '../postfix.ts';
 import { judge } from '../targets.ts';
-import { cpuMsOf, ensurePostfixTools, log, round, sleep, startReceiver, summarize, type Row, type ScenarioResult } from '../support.ts';
+import { WORK, cpuMsOf, ensurePostfixTools, log, round, sleep, startReceiver, summarize, type Row, type ScenarioResult } from '../support.ts';
 import { readEvents } from './events.ts';
 import { blast, MESSAGE_BYTES, SESSIONS } from './smtp.ts';
 
@@ -140,6 +143,32 @@ async function steady(m: Mailroom, inbox: { address: string }): Promise<Steady> 
   };
 }
 
+/**
+ * BENCH_PG_STATEMENTS=1: the PostgreSQL burst's statements (pg_stat_statements, triggers' too),
+ * by database time, written to bench/work/flow-pg/statements.tsv: calls, ms, rows, statement.
+ */
+const STATEMENTS = process.env.BENCH_PG_STATEMENTS === '1';
+
+/** Resets pg_stat_statements on `url`; the function returned writes what was counted since and answers the file. */
+async function statementStats(url: string): Promise<() => Promise<string>> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  await client.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+  await client.query('SELECT pg_stat_statements_reset()');
+  return async () => {
+    try {
+      const { rows } = await client.query<{ calls: string; ms: string; rows: string; q: string }>(
+        `SELECT calls, round(total_exec_time::numeric, 1) AS ms, rows, regexp_replace(query, '\\s+', ' ', 'g') AS q FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 60`,
+      );
+      const file = join(WORK, 'flow-pg', 'statements.tsv');
+      writeFileSync(file, rows.map((r) => `${r.calls}\t${r.ms}\t${r.rows}\t${r.q}`).join('\n') + '\n');
+      return file;
+    } finally {
+      await client.end();
+    }
+  };
+}
+
 export async function inboundFlow(env: { dns: TestDns }): Promise<ScenarioResult[]> {
   ensurePostfixTools();
   const postfix = await postfixMaildir(COUNT, SESSIONS);
@@ -147,7 +176,7 @@ export async function inboundFlow(env: { dns: TestDns }): Promise<ScenarioResult
   const sqlite = await flowOn(env, typeof postfix === 'string' ? undefined : postfix);
   const out = [sqlite];
   if ((process.env.BENCH_FLOW_ENGINES ?? 'sqlite,postgres').includes('postgres') && !postgresMissing()) {
-    const cluster = await startCluster({ durable: true });
+    const cluster = await startCluster({ durable: true, statements: STATEMENTS });
     try {
       out.push(await flowOn(env, typeof postfix === 'string' ? undefined : postfix, cluster, sqlite.rows[0]!.mailroom ?? undefined));
     } finally {
@@ -163,7 +192,8 @@ async function flowOn(env: { dns: TestDns }, postfix: PostfixRun | undefined, cl
   const receiver = await startReceiver((e: { data?: { id?: string } }) => {
     if (typeof e.data?.id === 'string') webhooked.add(e.data.id);
   });
-  const database = cluster ? { database: { url: await cluster.createDatabase('bench_flow') } } : {};
+  const url = cluster ? await cluster.createDatabase('bench_flow') : undefined;
+  const database = url ? { database: { url } } : {};
   const m = await startMailroom(cluster ? 'flow-pg' : 'flow', { dns: env.dns.server, config: database });
   const engine = cluster ? 'PostgreSQL' : 'SQLite';
   let b: Burst;
@@ -175,7 +205,9 @@ async function flowOn(env: { dns: TestDns }, postfix: PostfixRun | undefined, cl
     log(`flow (${engine}): warm-up, then a burst of ${COUNT} messages over ${SESSIONS} sessions`);
     await blast(m.smtpPort, inbox.address, 500, 10);
     await sleep(3000);
+    const statements = url && STATEMENTS ? await statementStats(url) : undefined;
     b = await burst(m, inbox, () => webhooked.size);
+    if (statements) log(`flow (${engine}): the burst's statements by database time in ${await statements()}`);
     log(`flow (${engine}): 250s in ${b.acceptSeconds} s, all visible after ${b.visibleSeconds} s, all webhooks after ${b.webhookSeconds} s, ${b.cpuMsPerMsg} ms CPU/msg`);
     log(`flow (${engine}): ${RATE} msg/s offered for ${SECONDS} s over ${SESSIONS} connections`);
     s = await steady(m, inbox);
@@ -222,7 +254,7 @@ async function flowOn(env: { dns: TestDns }, postfix: PostfixRun | undefined, cl
         'last message webhooked (distinct ids)',
         hookRate,
         judge('webhookedVsVisible', hookRate, e2eRate, b.webhooks >= COUNT),
-        `${b.webhooks} of ${COUNT} distinct messages webhooked after ${b.webhookSeconds} s; ${(hookRate / e2eRate).toFixed(2)}× visible`,
+        `${b.webhooks} of ${COUNT} distinct messages webhooked after ${b.webhookSeconds} s; ${(hookRate / e2eRate).toFixed(2)}× visible; the receiver accepted ${receiver.connections} connections in the whole scenario`,
       ),
       {
         metric: `250 → visible (stream), p50, at ${RATE} msg/s offered`,

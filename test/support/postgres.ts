@@ -107,8 +107,9 @@ export async function initTemplate(): Promise<string> {
 /**
  * Starts a cluster. `durable: false` turns fsync off (tests: the server is never killed, only
  * the nodes are); benchmarks pass `durable: true` to measure what an operator would run.
+ * `statements`: pg_stat_statements loaded, nested statements (triggers') counted too.
  */
-export async function startCluster(opts: { durable: boolean }): Promise<PgCluster> {
+export async function startCluster(opts: { durable: boolean; statements?: boolean }): Promise<PgCluster> {
   const { dir, run } = clusterHome('mailroom-pg-');
   const data = join(dir, 'data');
   const template = process.env[TEMPLATE_ENV];
@@ -117,11 +118,11 @@ export async function startCluster(opts: { durable: boolean }): Promise<PgCluste
     const r = spawnSync('cp', ['-a', template, data], { encoding: 'utf8' });
     if (r.status !== 0) throw new Error(`copying ${template} failed (${r.status}): ${r.stderr}`);
   } else initdb(run, data);
-  return serve(dir, data, run, { durable: opts.durable, remove: true, migrated: Boolean(template) });
+  return serve(dir, data, run, { durable: opts.durable, statements: opts.statements, remove: true, migrated: Boolean(template) });
 }
 
 /** Runs the server on `data` until stop(), which removes `dir` too when `remove`. */
-async function serve(dir: string, data: string, run: (cmd: string, args: string[]) => void, opts: { durable: boolean; remove: boolean; migrated?: boolean }): Promise<PgCluster> {
+async function serve(dir: string, data: string, run: (cmd: string, args: string[]) => void, opts: { durable: boolean; statements?: boolean; remove: boolean; migrated?: boolean }): Promise<PgCluster> {
   const port = await freePort();
   const settings = [
     `-p ${port}`,
@@ -129,6 +130,7 @@ async function serve(dir: string, data: string, run: (cmd: string, args: string[
     "-c listen_addresses='127.0.0.1'",
     '-c max_connections=200',
     ...(opts.durable ? [] : ['-c fsync=off', '-c synchronous_commit=off', '-c full_page_writes=off']),
+    ...(opts.statements ? ['-c shared_preload_libraries=pg_stat_statements', '-c pg_stat_statements.track=all'] : []),
   ].join(' ');
   run('pg_ctl', ['start', '-w', '-s', '-D', data, '-l', join(dir, 'server.log'), '-o', settings]);
   const url = (database = 'postgres') => `postgres://mailroom@127.0.0.1:${port}/${database}`;
