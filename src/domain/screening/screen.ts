@@ -272,9 +272,11 @@ function decodedBlocks(text: string): string[] {
   for (const m of base64Runs(text).flatMap((run) => [...run.matchAll(BASE64_BLOCK)])) {
     if (out.length >= MAX_DECODED_BLOCKS) break;
     const decoded = Buffer.from(m[0], 'base64').toString('utf8');
-    // Readable: mostly letters and spaces, no replacement characters.
+    // Readable: no replacement characters (checked first: it rules out most binary at once), and
+    // mostly letters and spaces.
+    if (decoded.includes('\uFFFD')) continue;
     const letters = decoded.match(/[\p{L}\s]/gu)?.length ?? 0;
-    if (!decoded.includes('\uFFFD') && letters / decoded.length > 0.8) out.push(decoded);
+    if (letters / decoded.length > 0.8) out.push(decoded);
   }
   return out;
 }
