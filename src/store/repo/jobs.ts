@@ -142,7 +142,7 @@ const candidateStatements = new Map<number, string>();
  * kind and one for leases is one round trip per claim on PostgreSQL, and on SQLite a claim's
  * reads cost a fifth of the CPU they did per send in bench/ scenario (c). Planned for each run
  * on PostgreSQL (PLAN_EACH_TIME): the generic plan took 2.0–2.1 ms a claim in bench (o) at 6,000
- * messages (pg_stat_statements, 1,025 and 1,439 claims), planned with its values 0.26 ms.
+ * messages (pg_stat_statements, 1,025 and 1,439 claims), planned with its values 0.26–0.28 ms.
  */
 export async function listClaimCandidates(db: Db, now: number, kinds: string[], limit: number): Promise<JobCandidate[]> {
   let source = candidateStatements.get(kinds.length);
