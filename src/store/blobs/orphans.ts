@@ -43,9 +43,8 @@ async function removePages(ctx: AppContext, next: (after: string) => Promise<Unr
 /** Removes unreferenced blob files (and `.tmp` leftovers, and data_dir/tmp files) older than `ORPHAN_AGE_MS`. */
 export async function sweepOrphanBlobs(ctx: AppContext): Promise<{ removed: number }> {
   const cutoff = ctx.clock.now().getTime() - ORPHAN_AGE_MS;
-  let removed = 0;
   // Blobs that are rows (every blob on PostgreSQL, small outbound sources on both engines): their age is on them.
-  removed += await removePages(ctx, (after) => ctx.blobs.unreferenced(cutoff, after, SWEEP_PAGE));
+  let removed = await removePages(ctx, (after) => ctx.blobs.unreferenced(cutoff, after, SWEEP_PAGE));
   const root = ctx.blobs instanceof Blobs ? ctx.blobs.root : undefined;
   for (const kind of root ? ['raw', 'attachments'] : []) {
     if (!root) break;
