@@ -11,7 +11,7 @@
 import type { AppContext } from '../context.ts';
 import type { Db, Tx } from '../store/client.ts';
 import { newId } from '../ids.ts';
-import { afterCommit } from '../store/store.ts';
+import { afterCommit, sendAlong } from '../store/store.ts';
 import {
   claimJob,
   countRunningByPartition,
@@ -121,7 +121,7 @@ export async function enqueueJobHere(ctx: AppContext, input: EnqueueInput): Prom
   const id = newId('job', now.getTime());
   const schedule = taker.schedule(input.kind);
   const claimed = { ...jobRow(id, now, input), leaseUntil: now.getTime() + ctx.config.jobs.lease, runAt: now.getTime() + retryDelay(schedule, 1), updatedAt: now.toISOString() };
-  await insertClaimedJob(ctx.db, claimed);
+  sendAlong(insertClaimedJob(ctx.db, claimed));
   afterCommit(() => taker.take({ ...claimed, status: 'running', attempts: 1, lastError: null, finishedAt: null }));
   return id;
 }
@@ -195,17 +195,21 @@ export async function claimDue(
     const nowMs = now.getTime();
     const taken: JobRow[] = [];
     const claimable = ctx.store.dialect === 'postgres' ? await acrossNodes(ctx, tx, chosen, nowMs, partitionLimit) : chosen;
-    for (const job of claimable) {
-      const schedule = scheduleOf(job.kind);
-      const nextDelay = retryDelay(schedule, job.attempts + 1);
-      const row = await claimJob(tx, {
-        id: job.id,
-        attempts: job.attempts,
-        now: nowMs,
-        leaseUntil: nowMs + ctx.config.jobs.lease,
-        runAt: nowMs + nextDelay,
-        updatedAt: now.toISOString(),
-      });
+    // Every claim at once (on PostgreSQL written together: one round trip, not one per job), and
+    // then what each claimed job writes: job rows are locked before such rows, as finishes do.
+    const rows = await Promise.all(
+      claimable.map((job) =>
+        claimJob(tx, {
+          id: job.id,
+          attempts: job.attempts,
+          now: nowMs,
+          leaseUntil: nowMs + ctx.config.jobs.lease,
+          runAt: nowMs + retryDelay(scheduleOf(job.kind), job.attempts + 1),
+          updatedAt: now.toISOString(),
+        }),
+      ),
+    );
+    for (const row of rows) {
       if (!row) continue;
       await claimed?.(tx, row);
       taken.push(row);
@@ -393,7 +397,8 @@ async function recordOutcome(tx: Tx, job: JobRow, outcome: JobOutcome, now: Date
   // wait for each other in opposite orders. On PostgreSQL they did: a claim on another node
   // that had locked this row (a candidate taken meanwhile) waited on the counts this finish
   // held, the deadlock ended one of them, and a lost finish ran the attempt (a delivery) again.
-  await updateJobOutcome(tx, { id: job.id, status, lastError, runAt, finishedAt: status === 'queued' ? null : iso, updatedAt: iso });
+  // Sent along, it still runs first: the server runs a transaction's statements in order.
+  sendAlong(updateJobOutcome(tx, { id: job.id, status, lastError, runAt, finishedAt: status === 'queued' ? null : iso, updatedAt: iso }));
   await outcome.commit?.(tx);
   return status;
 }

@@ -192,7 +192,7 @@ export class SqliteStore extends StoreBase implements Store {
   }
 
   private frame(): TxFrame {
-    return { owner: this, db: this.txDb, hooks: [], open: true };
+    return { owner: this, db: this.txDb, hooks: [], pending: [], open: true };
   }
 
   /** Run first when the store closes (the search worker threads: ./search-reader.ts). */

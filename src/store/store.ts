@@ -147,6 +147,8 @@ export interface TxFrame<C = unknown> {
   readonly client?: C;
   /** Run after the commit (afterCommit). */
   readonly hooks: Array<() => void>;
+  /** Writes started and not waited for (sendAlong): the work ends when they have. */
+  readonly pending: Array<Promise<unknown>>;
   /** False once the work is over: a call chain it left running no longer joins it. */
   open: boolean;
 }
@@ -170,10 +172,32 @@ export function afterCommit(fn: () => void): void {
   else queueMicrotask(fn);
 }
 
+/**
+ * Inside a transaction: a write whose answer the caller does not need, started now and not
+ * waited for. On PostgreSQL the statements that follow it go out in the same write instead of
+ * a round trip each (pipeline mode, src/store/postgres.ts), and the server runs them in the
+ * order they were started; on SQLite it has run already. The transaction's work ends when its
+ * writes have (before the COMMIT, or a grouped writer's RELEASE), and fails with the first
+ * one's error: the statements after a failed one fail only because of it.
+ */
+export function sendAlong(write: Promise<unknown>): void {
+  const f = currentTransaction.getStore();
+  if (!f?.open) throw new Error('sendAlong outside a transaction');
+  // Handled here, so a failure met before the work ends is no unhandled rejection; runWork reports it.
+  write.catch(() => undefined);
+  f.pending.push(write);
+}
+
 /** For the adapters: runs one transaction's `work` in `frame`; the frame closes when it ends. */
 export async function runWork<T>(frame: TxFrame, work: (tx: Tx) => Promise<T>): Promise<T> {
   try {
-    return await currentTransaction.run(frame, () => work(frame.db));
+    const result = await currentTransaction.run(frame, () => work(frame.db));
+    for (const write of frame.pending) await write;
+    return result;
+  } catch (err) {
+    // The first failed write is the cause: throws its error, if one failed.
+    for (const write of frame.pending) await write;
+    throw err;
   } finally {
     frame.open = false;
   }

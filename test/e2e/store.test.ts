@@ -13,7 +13,7 @@ import { getTableConfig as getPgTableConfig } from 'drizzle-orm/pg-core';
 import * as schema from '../../src/store/schema.ts';
 import { derivedTables } from '../../src/store/schema-pg.ts';
 import { openStore } from '../../src/store/open.ts';
-import { changes, isUniqueViolation, type Db, type Store } from '../../src/store/store.ts';
+import { changes, isUniqueViolation, sendAlong, type Db, type Store } from '../../src/store/store.ts';
 import { numberPlaceholders } from '../../src/store/placeholders.ts';
 import { pgCluster, postgresMissing } from '../support/postgres.ts';
 import { findThreadIdOfParents } from '../../src/store/repo/messages.ts';
@@ -124,6 +124,36 @@ for (const [engine, databaseUrl] of engines) {
         (err) => isUniqueViolation(err),
       );
       assert.equal((await db().select().from(schema.accounts).where(eq(schema.accounts.id, 'acc_2')).all()).length, 0);
+    });
+
+    test('a write sent along commits with its transaction, and the statements after it see it', async () => {
+      const seen = await store.transaction(async (tx: Db) => {
+        sendAlong(tx.insert(schema.accounts).values({ id: 'acc_along', name: 'along', createdAt: NOW }).run());
+        return tx.select({ id: schema.accounts.id }).from(schema.accounts).where(eq(schema.accounts.id, 'acc_along')).all();
+      });
+      assert.deepEqual(seen, [{ id: 'acc_along' }]);
+      assert.equal((await db().select().from(schema.accounts).where(eq(schema.accounts.id, 'acc_along')).all()).length, 1);
+      await db().delete(schema.accounts).where(eq(schema.accounts.id, 'acc_along')).run();
+      assert.throws(() => sendAlong(Promise.resolve()), /outside a transaction/);
+    });
+
+    test('a failed write sent along fails its transaction with its own error, and nothing of it commits', async () => {
+      await assert.rejects(
+        store.transaction(async (tx: Db) => {
+          await tx.insert(schema.accounts).values({ id: 'acc_before', name: 'before', createdAt: NOW });
+          sendAlong(tx.insert(schema.inboxes).values({ id: 'inb_dup', accountId: 'acc_1', address: 'one@example.org', dailySendLimit: 3, createdAt: NOW }).run());
+          // PostgreSQL refuses this one only because the write before it failed ("current
+          // transaction is aborted"); SQLite runs it. Either way the error is the duplicate's.
+          await tx.insert(schema.accounts).values({ id: 'acc_after', name: 'after', createdAt: NOW });
+        }),
+        (err) => isUniqueViolation(err),
+      );
+      const left = await db()
+        .select({ id: schema.accounts.id })
+        .from(schema.accounts)
+        .where(sql`${schema.accounts.id} IN ('acc_before', 'acc_after')`)
+        .all();
+      assert.deepEqual(left, []);
     });
 
     test('a transaction reports success only if it committed, even when its work caught a failed statement', async () => {

@@ -31,6 +31,7 @@ import { removeStaged } from '../../store/blobs/staging.ts';
 import { domainExists, findStoredDelivery } from '../../store/repo/inbound.ts';
 import { insertAttachments } from '../../store/repo/attachments.ts';
 import { listLiveInboxIds } from '../../store/repo/inboxes.ts';
+import { sendAlong } from '../../store/store.ts';
 
 /**
  * Early handlers for reports about our own outbound mail (DSN multipart/report, ARF feedback).
@@ -372,7 +373,7 @@ async function prepareStore(
         await writeIn!(tx, rawPath, rawData);
         rawWritten = true;
       }
-      await insertMessageRow(tx, row);
+      sendAlong(insertMessageRow(tx, row));
       sourceNamed = true;
       const attRows: AttachmentRow[] = p.attachments.map((a) => ({
         id: a.id,
@@ -385,7 +386,7 @@ async function prepareStore(
         storagePath: a.storagePath,
         createdAt,
       }));
-      if (attRows.length) await insertAttachments(tx, attRows);
+      if (attRows.length) sendAlong(insertAttachments(tx, attRows));
       const view = messageView(
         row,
         attRows.map((a) => ({ id: a.id, filename: a.filename, contentType: a.contentType, size: a.size })),

@@ -21,6 +21,7 @@ import { marksOfThreads } from './labels.ts';
 import { runSearch } from './search.ts';
 import { findInboxRow } from '../inboxes/inboxes.ts';
 import type { Page, PageResult } from '../pagination.ts';
+import { sendAlong } from '../../store/store.ts';
 
 export type { ThreadRow };
 
@@ -91,12 +92,13 @@ export async function threadForMessage(db: Db, input: { accountId: string; inbox
   if (!threadId && input.parents.length) {
     threadId = await findThreadIdOfParents(db, input.accountId, input.inboxId, input.parents.slice(-MAX_PARENT_IDS));
   }
+  // Sent along (src/store/store.ts): the message row that names the thread follows it.
   if (threadId) {
-    await updateThreadWithMessage(db, threadId, input.at);
+    sendAlong(updateThreadWithMessage(db, threadId, input.at));
     return threadId;
   }
   const id = newId('thr');
-  await insertThread(db, { id, accountId: input.accountId, inboxId: input.inboxId, subject: input.subject.slice(0, 998), at: input.at });
+  sendAlong(insertThread(db, { id, accountId: input.accountId, inboxId: input.inboxId, subject: input.subject.slice(0, 998), at: input.at }));
   return id;
 }
 

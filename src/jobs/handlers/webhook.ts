@@ -18,6 +18,7 @@ import { fail, ok, retry, type Commit, type JobOutcome } from '../table.ts';
 import { failPendingAttemptsOfJob, findWebhookById, insertAttempt } from '../../store/repo/webhooks.ts';
 import { findEventById } from '../../store/repo/events.ts';
 import { eventPayloads } from '../../domain/events/events.ts';
+import { sendAlong } from '../../store/store.ts';
 
 export const SIGNATURE_HEADER = 'X-Service-Signature';
 
@@ -188,20 +189,22 @@ function logAttempt(
 ): Commit {
   return async (tx) => {
     if (job.attempts > 1) await supersedePending(tx, job, hook.id);
-    await insertAttempt(tx, {
-      id,
-      accountId: hook.accountId,
-      webhookId: hook.id,
-      eventId: event.id,
-      eventType: event.type,
-      jobId: job.id,
-      status,
-      httpStatus: result.status ?? null,
-      durationMs: result.durationMs,
-      attempt,
-      error: result.error ?? null,
-      createdAt,
-    });
+    sendAlong(
+      insertAttempt(tx, {
+        id,
+        accountId: hook.accountId,
+        webhookId: hook.id,
+        eventId: event.id,
+        eventType: event.type,
+        jobId: job.id,
+        status,
+        httpStatus: result.status ?? null,
+        durationMs: result.durationMs,
+        attempt,
+        error: result.error ?? null,
+        createdAt,
+      }),
+    );
   };
 }
 
