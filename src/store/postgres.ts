@@ -10,7 +10,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { errorFields, type Logger } from '../log.ts';
 import { toPostgres } from './placeholders.ts';
-import { PLAN_EACH_TIME, handleFor, openFrame, withoutNul, runHooks, runWork, type Db, type Tx, type TxFrame, type Method, type Store, StoreBase } from './store.ts';
+import { PLAN_EACH_TIME, handleFor, openFrame, withoutNul, runHooks, runWork, settleWrites, type Db, type Tx, type TxFrame, type Method, type Store, StoreBase } from './store.ts';
 
 const asNumber = (text: string) => Number(text);
 const TYPES = {
@@ -136,10 +136,15 @@ export class PostgresStore extends StoreBase implements Store {
       try {
         const result = await runWork(frame, work);
         await begun;
+        // COMMIT goes right behind the writes still under way (sent along): should one of them
+        // fail, the COMMIT rolls back, and settleWrites throws its error.
+        const committed = client.query('COMMIT');
+        committed.catch(() => undefined);
+        await settleWrites(frame);
         // A statement that failed ends a PostgreSQL transaction even when the work caught its
         // error and went on; COMMIT then rolls back and says so in its tag, without an error.
         // Reporting that as a commit would let callers act on writes that never happened.
-        const done = await client.query('COMMIT');
+        const done = await committed;
         if (done.command === 'ROLLBACK') throw new Error('transaction rolled back at COMMIT: a statement in it had failed');
         runHooks(frame);
         return result;

@@ -5,7 +5,7 @@
 import type Database from 'better-sqlite3';
 import { promises as fs } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
-import { handleFor, openFrame, withoutNul, runHooks, runWork, type Tx, type TxFrame, type Executor, type Method, type Store, StoreBase } from './store.ts';
+import { handleFor, openFrame, withoutNul, runHooks, runWork, settleWrites, type Tx, type TxFrame, type Executor, type Method, type Store, StoreBase } from './store.ts';
 
 /** Distinct SQL texts kept compiled; `IN (?, ?, …)` lists of varying length make new texts. */
 const STATEMENT_CACHE_SIZE = 500;
@@ -123,6 +123,7 @@ export class SqliteStore extends StoreBase implements Store {
       let result: T;
       try {
         result = await runWork(frame, work);
+        await settleWrites(frame);
       } catch (err) {
         if (this.client.inTransaction) this.statement('ROLLBACK').run();
         throw err;
@@ -310,7 +311,9 @@ export class SqliteStore extends StoreBase implements Store {
       const frame = this.frame();
       this.active = frame;
       try {
-        outcomes.push({ ok: true, value: await runWork(frame, p.work), frame });
+        const value = await runWork(frame, p.work);
+        await settleWrites(frame);
+        outcomes.push({ ok: true, value, frame });
         if (savepoints) this.statement('RELEASE grouped').run();
       } catch (err) {
         // Some errors (a full disk) end the whole transaction: nothing of the batch is kept.

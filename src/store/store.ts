@@ -188,19 +188,27 @@ export function sendAlong(write: Promise<unknown>): void {
   f.pending.push(write);
 }
 
-/** For the adapters: runs one transaction's `work` in `frame`; the frame closes when it ends. */
+/**
+ * For the adapters: runs one transaction's `work` in `frame`; the frame closes when it ends.
+ * Its writes sent along may still be under way: settleWrites before the COMMIT is known good.
+ */
 export async function runWork<T>(frame: TxFrame, work: (tx: Tx) => Promise<T>): Promise<T> {
   try {
-    const result = await currentTransaction.run(frame, () => work(frame.db));
-    for (const write of frame.pending) await write;
-    return result;
+    return await currentTransaction.run(frame, () => work(frame.db));
   } catch (err) {
-    // The first failed write is the cause: throws its error, if one failed.
-    for (const write of frame.pending) await write;
+    await settleWrites(frame);
     throw err;
   } finally {
     frame.open = false;
   }
+}
+
+/**
+ * For the adapters: waits for the writes the work sent along, and throws the first one's error
+ * if one failed (the cause: a statement after it may have failed only because of it).
+ */
+export async function settleWrites(frame: TxFrame): Promise<void> {
+  for (const write of frame.pending) await write;
 }
 
 /** For the adapters: runs the hooks of a committed transaction. */

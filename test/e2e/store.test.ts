@@ -148,12 +148,33 @@ for (const [engine, databaseUrl] of engines) {
         }),
         (err) => isUniqueViolation(err),
       );
+      // The failed write the last of the work: on PostgreSQL the COMMIT went out right behind it.
+      await assert.rejects(
+        store.transaction(async (tx: Db) => {
+          await tx.insert(schema.accounts).values({ id: 'acc_before', name: 'before', createdAt: NOW });
+          sendAlong(tx.insert(schema.inboxes).values({ id: 'inb_dup', accountId: 'acc_1', address: 'one@example.org', dailySendLimit: 3, createdAt: NOW }).run());
+        }),
+        (err) => isUniqueViolation(err),
+      );
+      // Among grouped writers (SQLite: one transaction, a savepoint each), only the failed one's writes go.
+      const [bad, good] = await Promise.allSettled([
+        store.grouped(async (tx: Db) => {
+          await tx.insert(schema.accounts).values({ id: 'acc_g1', name: 'g1', createdAt: NOW });
+          sendAlong(tx.insert(schema.inboxes).values({ id: 'inb_dup', accountId: 'acc_1', address: 'one@example.org', dailySendLimit: 3, createdAt: NOW }).run());
+        }),
+        store.grouped(async (tx: Db) => {
+          sendAlong(tx.insert(schema.accounts).values({ id: 'acc_g2', name: 'g2', createdAt: NOW }).run());
+        }),
+      ]);
+      assert.ok(bad.status === 'rejected' && isUniqueViolation(bad.reason));
+      assert.equal(good.status, 'fulfilled');
       const left = await db()
         .select({ id: schema.accounts.id })
         .from(schema.accounts)
-        .where(sql`${schema.accounts.id} IN ('acc_before', 'acc_after')`)
+        .where(sql`${schema.accounts.id} IN ('acc_before', 'acc_after', 'acc_g1', 'acc_g2')`)
         .all();
-      assert.deepEqual(left, []);
+      assert.deepEqual(left, [{ id: 'acc_g2' }]);
+      await db().delete(schema.accounts).where(eq(schema.accounts.id, 'acc_g2')).run();
     });
 
     test('a transaction reports success only if it committed, even when its work caught a failed statement', async () => {

@@ -326,8 +326,9 @@ async function prepareStore(
       if (!alive.has(p.inbox.id)) continue;
       // Inside the write transaction, under a lock on this message for this inbox, so two
       // sessions (or nodes) delivering the same message at once are serialised here and the
-      // second one finds the first's row.
-      await ctx.store.lock(tx, `inbound:${p.inbox.id}:${messageIdHeader}`);
+      // second one finds the first's row. The lock is sent along: the server runs the read
+      // after it, once it is held.
+      sendAlong(ctx.store.lock(tx, `inbound:${p.inbox.id}:${messageIdHeader}`));
       const before = await findStoredDelivery(tx, { accountId: p.inbox.accountId, messageIdHeader, inboxId: p.inbox.id, contentHash, since });
       if (before) {
         ids.push(before);

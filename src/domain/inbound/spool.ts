@@ -22,6 +22,7 @@ import { isBlobNamed } from '../../store/repo/blob-refs.ts';
 import { spooledSourceKey } from '../../store/blobs/spooled.ts';
 import { newId } from '../../ids.ts';
 import { traceHeaders } from './inbound-parse.ts';
+import { sendAlong } from '../../store/store.ts';
 
 export const INBOUND_JOB = 'inbound';
 
@@ -308,7 +309,8 @@ export async function processSpooled(ctx: AppContext, jobId: string, envelope: S
       // Under the source's lock, as its removal takes it: a run whose message the job's other
       // run stored already, or whose row went since it was read, stores nothing (a row naming
       // a removed source, or a deleted message back again, otherwise).
-      await ctx.store.lock(tx, `blob:${key}`);
+      // Sent along: the server runs the read after it, once the lock is held.
+      sendAlong(ctx.store.lock(tx, `blob:${key}`));
       if (!(await spooledSourceUnclaimed(tx, jobId))) return;
     }
     await prepared.store(tx);
