@@ -129,7 +129,7 @@ export class PostgresStore extends StoreBase implements Store {
     const frame: TxFrame<pg.PoolClient> = { owner: this, db: this.txDb, client, hooks: [], pending: [], open: true };
     try {
       // Not awaited before the work: its first statement follows BEGIN in the same write, which
-      // saves a round trip per transaction (bench (o): three transactions a message). Should
+      // saves a round trip per transaction (two or three for each spooled message). Should
       // BEGIN fail (only a lost connection can), so do the statements behind it, and this await.
       const begun = client.query('BEGIN');
       begun.catch(() => undefined);
