@@ -10,6 +10,9 @@
 //   4. PostgreSQL 10 KB bytea rows: pglz-compressed against stored uncompressed (pg/0020).
 //   5. PostgreSQL: what the generated tsvector of a 10 KB body (pg/0004) adds to an INSERT,
 //      with the `mailroom` configuration and with `simple`, on 10 KB of varied words.
+//   6. PostgreSQL: what a statement costs the client (this process's CPU, 30,000 of them on one
+//      connection), awaited one after another and written 2 and 4 at a time in pg's pipeline
+//      mode (src/store/postgres.ts), over loopback TCP and over the Unix socket.
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -106,6 +109,26 @@ if (missing) {
       cost.push(`${label} ${await perRow('INSERT INTO m (body_text) VALUES ($1)', bodies)} ms`);
     }
     console.log(`5. INSERT of a 10 KB body, server CPU: ${cost.join(', ')}`);
+    const socket = `postgres://mailroom@localhost/postgres?host=${encodeURIComponent(cluster.dir)}&port=${cluster.port}`;
+    for (const [over, url] of [
+      ['TCP', cluster.url()],
+      ['Unix socket', socket],
+    ]) {
+      const each: string[] = [];
+      for (const together of [1, 2, 4]) {
+        const c = new pg.Client({ connectionString: url, pipeline: together > 1 });
+        await c.connect();
+        const n = 30_000;
+        const c0 = process.cpuUsage();
+        for (let i = 0; i < n; i += together) {
+          await Promise.all(Array.from({ length: together }, (_, k) => c.query({ name: 'one', text: 'SELECT $1::int', values: [i + k], rowMode: 'array' })));
+        }
+        const used = process.cpuUsage(c0);
+        each.push(`${together === 1 ? 'one at a time' : `${together} together`} ${((used.user + used.system) / n).toFixed(1)} µs`);
+        await c.end();
+      }
+      console.log(`6. a statement's client CPU over ${over}: ${each.join(', ')}`);
+    }
   } finally {
     await client.end();
     cluster.stop();

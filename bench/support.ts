@@ -147,6 +147,20 @@ export function threadCpuMs(pid: number): Map<string, number> {
   return out;
 }
 
+/**
+ * Where a run's CPU went, by thread name (main thread, analysis workers, libuv pool, GC helpers):
+ * ms per operation of each thread of `pid` since `before` (threadCpuMs), largest first, threads
+ * under 0.01 ms left out.
+ */
+export function threadCpuPer(pid: number, before: Map<string, number>, count: number): Record<string, number> {
+  return Object.fromEntries(
+    [...threadCpuMs(pid)]
+      .map(([name, ms]) => [name, round((ms - (before.get(name) ?? 0)) / count, 3)] as const)
+      .filter(([, ms]) => ms >= 0.01)
+      .sort((a, b) => b[1] - a[1]),
+  );
+}
+
 /** The fields of /proc/<pid>/stat after the parenthesised command name (state first, then ppid). */
 function statFields(pid: number): string[] | undefined {
   try {

@@ -12,7 +12,9 @@
 //     = the frame's arrival − the 250's arrival at the client, same clock; p50/p99 over the run
 //     and per 10 s window, so a backlog that grows shows as a p99 that grows.
 // Both on embedded SQLite and, when Debian's postgresql is installed, on a private durable
-// PostgreSQL cluster (fsync on): ids `flow` and `flow-pg`. BENCH_FLOW_ENGINES=sqlite for one.
+// PostgreSQL cluster (fsync on): ids `flow` and `flow-pg`. BENCH_FLOW_ENGINES=sqlite for one;
+// BENCH_PG_SOCKET=1 has the server connect over the cluster's Unix socket instead of loopback TCP.
+// Each burst's server CPU is also given per thread (main thread, analysis workers, GC helpers).
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -22,7 +24,7 @@ import { postgresMissing, startCluster, type PgCluster } from '../../test/suppor
 import { createInbox, startMailroom, type Mailroom } from '../mailroom.ts';
 import { postfixMaildir, type PostfixRun } from '../postfix.ts';
 import { judge } from '../targets.ts';
-import { WORK, cpuMsOf, ensurePostfixTools, log, round, sleep, startReceiver, summarize, type Row, type ScenarioResult } from '../support.ts';
+import { WORK, cpuMsOf, ensurePostfixTools, log, round, sleep, startReceiver, summarize, threadCpuMs, threadCpuPer, type Row, type ScenarioResult } from '../support.ts';
 import { readEvents } from './events.ts';
 import { blast, MESSAGE_BYTES, SESSIONS } from './smtp.ts';
 
@@ -47,6 +49,8 @@ interface Burst {
   visible: number;
   webhooks: number;
   cpuMsPerMsg?: number;
+  /** The same by thread name (threadCpuPer). */
+  threads: Record<string, number>;
 }
 
 async function burst(m: Mailroom, inbox: { id: string; address: string }, hooks: () => number): Promise<Burst> {
@@ -55,6 +59,7 @@ async function burst(m: Mailroom, inbox: { id: string; address: string }, hooks:
   const hooksBefore = hooks();
   const t0 = performance.now();
   const cpu0 = cpuMsOf(m.pid);
+  const threads0 = threadCpuMs(m.pid);
   const sent = await blast(m.smtpPort, inbox.address, COUNT, SESSIONS);
   const deadline = performance.now() + DRAIN_LIMIT_MS;
   let visible = 0;
@@ -75,6 +80,7 @@ async function burst(m: Mailroom, inbox: { id: string; address: string }, hooks:
     visible,
     webhooks: hooks() - hooksBefore,
     cpuMsPerMsg: cpu0 !== undefined && cpu1 !== undefined ? round((cpu1 - cpu0) / COUNT, 3) : undefined,
+    threads: threadCpuPer(m.pid, threads0, COUNT),
   };
 }
 
@@ -149,6 +155,10 @@ async function steady(m: Mailroom, inbox: { address: string }): Promise<Steady> 
  */
 const STATEMENTS = process.env.BENCH_PG_STATEMENTS === '1';
 
+/** BENCH_PG_SOCKET=1: the server connects to the cluster over its Unix socket instead of loopback TCP. */
+const viaSocket = (cluster: PgCluster, url: string): string =>
+  process.env.BENCH_PG_SOCKET === '1' ? `postgres://mailroom@localhost${new URL(url).pathname}?host=${encodeURIComponent(cluster.dir)}&port=${cluster.port}` : url;
+
 /** Resets pg_stat_statements on `url`; the function returned writes what was counted since and answers the file. */
 async function statementStats(url: string): Promise<() => Promise<string>> {
   const client = new pg.Client({ connectionString: url });
@@ -192,7 +202,7 @@ async function flowOn(env: { dns: TestDns }, postfix: PostfixRun | undefined, cl
   const receiver = await startReceiver((e: { data?: { id?: string } }) => {
     if (typeof e.data?.id === 'string') webhooked.add(e.data.id);
   });
-  const url = cluster ? await cluster.createDatabase('bench_flow') : undefined;
+  const url = cluster ? viaSocket(cluster, await cluster.createDatabase('bench_flow')) : undefined;
   const database = url ? { database: { url } } : {};
   const m = await startMailroom(cluster ? 'flow-pg' : 'flow', { dns: env.dns.server, config: database });
   const engine = cluster ? 'PostgreSQL' : 'SQLite';
@@ -208,7 +218,13 @@ async function flowOn(env: { dns: TestDns }, postfix: PostfixRun | undefined, cl
     const statements = url && STATEMENTS ? await statementStats(url) : undefined;
     b = await burst(m, inbox, () => webhooked.size);
     if (statements) log(`flow (${engine}): the burst's statements by database time in ${await statements()}`);
-    log(`flow (${engine}): 250s in ${b.acceptSeconds} s, all visible after ${b.visibleSeconds} s, all webhooks after ${b.webhookSeconds} s, ${b.cpuMsPerMsg} ms CPU/msg`);
+    log(
+      `flow (${engine}): 250s in ${b.acceptSeconds} s, all visible after ${b.visibleSeconds} s, all webhooks after ${b.webhookSeconds} s, ${b.cpuMsPerMsg} ms CPU/msg (by thread: ${Object.entries(
+        b.threads,
+      )
+        .map(([t, ms]) => `${t} ${ms}`)
+        .join(', ')})`,
+    );
     log(`flow (${engine}): ${RATE} msg/s offered for ${SECONDS} s over ${SESSIONS} connections`);
     s = await steady(m, inbox);
     log(`flow (${engine}): ${s.accepted} accepted (${s.refused} refused), 250 → stream p50 ${s.latency.p50} ms, p99 ${s.latency.p99} ms; windows p99 ${s.windows.map((w) => w.p99).join(' / ')}`);

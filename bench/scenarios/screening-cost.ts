@@ -13,7 +13,7 @@ import type { TestDns } from '../../test/support/dns.ts';
 import { SmtpClient } from '../../test/support/smtp-client.ts';
 import { createInbox, startMailroom, type Mailroom } from '../mailroom.ts';
 import { judge } from '../targets.ts';
-import { ROOT, cpuMsOf, load, log, round, runBounded, sleep, threadCpuMs, type ScenarioResult } from '../support.ts';
+import { ROOT, cpuMsOf, load, log, round, runBounded, sleep, threadCpuMs, threadCpuPer, type ScenarioResult } from '../support.ts';
 
 const COUNT = Number(process.env.BENCH_SCREEN_COUNT ?? 3_000);
 const ROUNDS = Number(process.env.BENCH_SCREEN_ROUNDS ?? 5);
@@ -140,13 +140,7 @@ async function oneRun(env: { dns: TestDns }, mode: 'off' | 'monitor', index: num
     while ((visible = (await total()) - before) < COUNT - sent.refused && performance.now() < deadline) await sleep(25);
     const visibleSeconds = (performance.now() - t0) / 1000;
     const cpu1 = cpuMsOf(m.pid);
-    // Where the CPU went, by thread name (main thread, analysis workers, libuv pool, GC helpers).
-    const threads = Object.fromEntries(
-      [...threadCpuMs(m.pid)]
-        .map(([name, ms]) => [name, round((ms - (threads0.get(name) ?? 0)) / COUNT, 3)] as const)
-        .filter(([, ms]) => ms >= 0.01)
-        .sort((a, b) => b[1] - a[1]),
-    );
+    const threads = threadCpuPer(m.pid, threads0, COUNT);
     const check = await m.api('GET', `/inboxes/${inbox.id}/messages?limit=1`);
     const last = check.body?.data?.[0]?.id as string | undefined;
     const screened = last ? (await m.api('GET', `/messages/${last}`)).body?.screening : undefined;
