@@ -263,7 +263,6 @@ test('a running job whose lease lapsed is claimed again by the runner, with due 
   }
 });
 
-// Row locks: PostgreSQL's.
 onEngine('postgres').test("the claim's candidate read is planned with its values on each run, never kept as a prepared statement", async () => {
   // A prepared statement's generic plan, made after five runs while the table was nearly empty,
   // took 2 ms a claim in bench (o) (src/store/repo/jobs.ts); PLAN_EACH_TIME sends it unnamed.
@@ -286,6 +285,7 @@ onEngine('postgres').test("the claim's candidate read is planned with its values
   }
 });
 
+// Row locks: PostgreSQL's.
 onEngine('postgres').test("a finish takes its job's row before its outcome's writes, so it cannot deadlock with a transaction holding that row", async () => {
   // Another node's claim can hold the row of a job this node runs (it read the job as due and
   // locked it just after this node took it) while it writes rows the finish writes too (a
