@@ -13,12 +13,21 @@
 //   6. PostgreSQL: what a statement costs the client (this process's CPU, 30,000 of them on one
 //      connection), awaited one after another and written 2 and 4 at a time in pg's pipeline
 //      mode (src/store/postgres.ts), over loopback TCP and over the Unix socket.
+//   7. PostgreSQL: the job claim's lock of 8 listed jobs (src/store/repo/jobs.ts, lockFreeJobs)
+//      in a jobs table of 3,000 rows each updated twice, its statistics taken at 300 rows (a
+//      burst's table before autovacuum comes by): the IN-list as a set-returning function
+//      against `= ANY(ARRAY(…))` (src/store/placeholders.ts), its plan and its server time.
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { readdirSync, readFileSync } from 'node:fs';
 import { postgresMissing, startCluster } from '../test/support/postgres.ts';
 
 const ms = (t0: number) => (performance.now() - t0).toFixed(1);
+/**
+ * Part 7: rows in the jobs table, as in bench (o)'s bursts (the scans auto_explain logged there
+ * read 1,283-2,457 rows; from some 10,000 rows on, the planner probes the index either way).
+ */
+const JOBS = 3_000;
 const COLS = '`subject`, `body_text`';
 
 function ftsInsert(cut: boolean): string {
@@ -128,6 +137,32 @@ if (missing) {
         await c.end();
       }
       console.log(`6. a statement's client CPU over ${over}: ${each.join(', ')}`);
+    }
+    await client.query(`CREATE TABLE jobs (id text PRIMARY KEY, status text NOT NULL, payload text NOT NULL, run_at bigint NOT NULL, lease_until bigint) WITH (autovacuum_enabled = false)`);
+    const addJobs = (from: number, to: number) => client.query(`INSERT INTO jobs SELECT 'job_' || i, 'queued', repeat('x', 200), i, NULL FROM generate_series(${from}, ${to}) i`);
+    await addJobs(1, 300);
+    await client.query('ANALYZE jobs');
+    await addJobs(301, JOBS);
+    for (let k = 0; k < 2; k++) await client.query('UPDATE jobs SET lease_until = run_at + 1');
+    const listed = JSON.stringify(Array.from({ length: 8 }, (_, i) => `job_${1 + ((i * 379) % JOBS)}`));
+    for (const [label, where] of [
+      ['IN (SELECT value FROM json_array_elements_text($1))', 'id IN (SELECT value FROM json_array_elements_text($1))'],
+      ['= ANY(ARRAY(SELECT json_array_elements_text($1)))', 'id = ANY(ARRAY(SELECT json_array_elements_text($1)))'],
+    ]) {
+      const text = `SELECT id FROM jobs WHERE ${where} FOR UPDATE SKIP LOCKED`;
+      const times: number[] = [];
+      let plan = '';
+      for (let i = 0; i < 200; i++) {
+        await client.query('BEGIN');
+        const [explained] = (await client.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${text}`, [listed])).rows[0]['QUERY PLAN'] as Array<{ 'Execution Time': number; 'Planning Time': number }>;
+        plan = JSON.stringify(explained);
+        times.push(explained['Planning Time'] + explained['Execution Time']);
+        await client.query('ROLLBACK');
+      }
+      const scan = plan.includes('"Seq Scan"') ? 'scans the table' : plan.includes('jobs_pkey') ? 'probes the primary key' : 'another plan';
+      console.log(
+        `7. the claim's lock in ${JOBS.toLocaleString('en')} jobs, id ${label}: ${scan}, ${times.sort((a, b) => a - b)[100]!.toFixed(3)} ms of the server's (planning and execution, median of 200)`,
+      );
     }
   } finally {
     await client.end();

@@ -14,7 +14,8 @@ import * as schema from '../../src/store/schema.ts';
 import { derivedTables } from '../../src/store/schema-pg.ts';
 import { openStore } from '../../src/store/open.ts';
 import { changes, isUniqueViolation, sendAlong, type Db, type Store } from '../../src/store/store.ts';
-import { numberPlaceholders } from '../../src/store/placeholders.ts';
+import { numberPlaceholders, toPostgres } from '../../src/store/placeholders.ts';
+import { lockFreeJobs } from '../../src/store/repo/jobs.ts';
 import { pgCluster, postgresMissing } from '../support/postgres.ts';
 import { findThreadIdOfParents } from '../../src/store/repo/messages.ts';
 import pg from 'pg';
@@ -32,6 +33,18 @@ test('placeholders are numbered outside quoted text and comments only', () => {
     numberPlaceholders(`SELECT '?', "a?" FROM t WHERE x = ? AND y = 'it''s ?' AND z = ? -- why?\nLIMIT ?`),
     `SELECT '?', "a?" FROM t WHERE x = $1 AND y = 'it''s ?' AND z = $2 -- why?\nLIMIT $3`,
   );
+});
+
+test('a JSON IN-list becomes = ANY(ARRAY(…)) on PostgreSQL; NOT IN and a json_each in FROM stay set-returning', () => {
+  assert.equal(
+    toPostgres('SELECT id FROM jobs WHERE id IN (SELECT value FROM json_each(?)) AND kind = ?'),
+    'SELECT id FROM jobs WHERE id = ANY(ARRAY(SELECT json_array_elements_text($1))) AND kind = $2',
+  );
+  assert.equal(
+    toPostgres('SELECT x FROM t WHERE a NOT IN (SELECT value FROM json_each(?)) AND b in (select value from json_each(?))'),
+    'SELECT x FROM t WHERE a NOT IN (SELECT value FROM json_array_elements_text($1)) AND b = ANY(ARRAY(SELECT json_array_elements_text($2)))',
+  );
+  assert.equal(toPostgres('SELECT l.value FROM messages m, json_each(?) l'), 'SELECT l.value FROM messages m, json_array_elements_text($1) l');
 });
 
 test('every table has a PostgreSQL form with the same columns, keys and indexes', () => {
@@ -423,6 +436,50 @@ describe('blobs in PostgreSQL', { skip: peerSkip(postgresMissing()) }, () => {
     await blobs.remove(store.db, ['attachments/sha256/ab/abc', 'raw/2026-11/msg_a.eml']);
     assert.equal(await blobs.exists(store.db, 'attachments/sha256/ab/abc'), false);
     assert.equal(await blobs.exists(store.db, 'raw/2026-11/msg_a.eml'), false);
+  });
+});
+
+describe('JSON IN-lists on PostgreSQL', { skip: peerSkip(postgresMissing()) }, () => {
+  test("the claim's lock probes the jobs' primary key in a table of many updated rows, and locks each listed job once", async () => {
+    const url = await (await pgCluster()).createDatabase();
+    const store = await openStore({ dataDir: '/nonexistent', databaseUrl: url });
+    const raw = new pg.Client({ connectionString: url });
+    await raw.connect();
+    const query = pg.Client.prototype.query;
+    try {
+      // A burst's jobs table: thousands of rows, each updated several times (claimed, finished)
+      // before autovacuum comes by, the planner's statistics taken on the first rows.
+      await raw.query('ALTER TABLE jobs SET (autovacuum_enabled = false)');
+      const insert = (from: number, to: number) =>
+        raw.query(
+          `INSERT INTO jobs (id, kind, payload, status, max_attempts, run_at, created_at, updated_at)
+           SELECT 'job_' || i, 'inbound', '{}', 'done', 5, i, '${NOW}', '${NOW}' FROM generate_series(${from}, ${to}) i`,
+        );
+      await insert(1, 300);
+      await raw.query('ANALYZE jobs');
+      await insert(301, 3000);
+      for (let k = 0; k < 2; k++) await raw.query('UPDATE jobs SET lease_until = run_at + 1');
+      const ids = ['job_7', 'job_2999', 'job_150', 'job_7', 'job_missing'];
+
+      const sent: Array<{ text: string; values: unknown[] }> = [];
+      pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+        const config = args[0] as { text?: unknown; values?: unknown[] };
+        if (typeof config.text === 'string' && config.text.includes('FOR UPDATE SKIP LOCKED')) sent.push({ text: config.text, values: config.values ?? [] });
+        return (query as (...a: unknown[]) => unknown).apply(this, args);
+      } as typeof query;
+      const locked = await store.transaction((tx) => lockFreeJobs(tx, ids));
+      pg.Client.prototype.query = query;
+      assert.deepEqual([...locked].sort(), ['job_150', 'job_2999', 'job_7']);
+
+      assert.equal(sent.length, 1, 'one statement locks the jobs');
+      const plan = JSON.stringify((await raw.query(`EXPLAIN (FORMAT JSON) ${sent[0].text}`, sent[0].values)).rows[0]);
+      assert.ok(!plan.includes('"Seq Scan"'), `no scan of the jobs table: ${plan}`);
+      assert.ok(plan.includes('"Index Name":"jobs_pkey"'), `the jobs' primary key is probed: ${plan}`);
+    } finally {
+      pg.Client.prototype.query = query;
+      await raw.end();
+      await store.close();
+    }
   });
 });
 
