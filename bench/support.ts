@@ -185,6 +185,9 @@ export function treeCpuMsOf(pid: number): number | undefined {
   }
   return own + children;
 }
+/** The pid of a PostgreSQL cluster's postmaster: the first line of postmaster.pid in its data directory. */
+export const postmasterOf = (cluster: { dir: string }): number => Number(readFileSync(join(cluster.dir, 'data', 'postmaster.pid'), 'utf8').split('\n')[0]);
+
 /**
  * CPU time every process on the machine has used so far (all cores, from /proc/stat), in ms:
  * over a run, what the processes measured one by one leave over is the load generators' and

@@ -24,7 +24,7 @@ import { postgresMissing, startCluster, type PgCluster } from '../../test/suppor
 import { createInbox, startMailroom, type Mailroom } from '../mailroom.ts';
 import { postfixMaildir, type PostfixRun } from '../postfix.ts';
 import { judge } from '../targets.ts';
-import { WORK, cpuMsOf, ensurePostfixTools, log, round, sleep, startReceiver, summarize, threadCpuMs, threadCpuPer, type Row, type ScenarioResult } from '../support.ts';
+import { WORK, cpuMsOf, ensurePostfixTools, log, postmasterOf, round, sleep, startReceiver, summarize, threadCpuMs, threadCpuPer, treeCpuMsOf, type Row, type ScenarioResult } from '../support.ts';
 import { readEvents } from './events.ts';
 import { blast, MESSAGE_BYTES, SESSIONS } from './smtp.ts';
 
@@ -51,15 +51,18 @@ interface Burst {
   cpuMsPerMsg?: number;
   /** The same by thread name (threadCpuPer). */
   threads: Record<string, number>;
+  /** PostgreSQL: the CPU time of the cluster's processes (postmaster and backends) per message. */
+  databaseMsPerMsg?: number;
 }
 
-async function burst(m: Mailroom, inbox: { id: string; address: string }, hooks: () => number): Promise<Burst> {
+async function burst(m: Mailroom, inbox: { id: string; address: string }, hooks: () => number, postmaster?: number): Promise<Burst> {
   const total = async () => ((await m.api('GET', `/inboxes/${inbox.id}/messages?limit=1`)).body?.total ?? 0) as number;
   const before = await total();
   const hooksBefore = hooks();
   const t0 = performance.now();
   const cpu0 = cpuMsOf(m.pid);
   const threads0 = threadCpuMs(m.pid);
+  const db0 = postmaster === undefined ? undefined : treeCpuMsOf(postmaster);
   const sent = await blast(m.smtpPort, inbox.address, COUNT, SESSIONS);
   const deadline = performance.now() + DRAIN_LIMIT_MS;
   let visible = 0;
@@ -72,6 +75,7 @@ async function burst(m: Mailroom, inbox: { id: string; address: string }, hooks:
     await sleep(50);
   }
   const cpu1 = cpuMsOf(m.pid);
+  const db1 = postmaster === undefined ? undefined : treeCpuMsOf(postmaster);
   return {
     accepted: COUNT,
     acceptSeconds: sent.seconds,
@@ -81,6 +85,7 @@ async function burst(m: Mailroom, inbox: { id: string; address: string }, hooks:
     webhooks: hooks() - hooksBefore,
     cpuMsPerMsg: cpu0 !== undefined && cpu1 !== undefined ? round((cpu1 - cpu0) / COUNT, 3) : undefined,
     threads: threadCpuPer(m.pid, threads0, COUNT),
+    databaseMsPerMsg: db0 !== undefined && db1 !== undefined ? round((db1 - db0) / COUNT, 3) : undefined,
   };
 }
 
@@ -216,14 +221,14 @@ async function flowOn(env: { dns: TestDns }, postfix: PostfixRun | undefined, cl
     await blast(m.smtpPort, inbox.address, 500, 10);
     await sleep(3000);
     const statements = url && STATEMENTS ? await statementStats(url) : undefined;
-    b = await burst(m, inbox, () => webhooked.size);
+    b = await burst(m, inbox, () => webhooked.size, cluster && postmasterOf(cluster));
     if (statements) log(`flow (${engine}): the burst's statements by database time in ${await statements()}`);
     log(
       `flow (${engine}): 250s in ${b.acceptSeconds} s, all visible after ${b.visibleSeconds} s, all webhooks after ${b.webhookSeconds} s, ${b.cpuMsPerMsg} ms CPU/msg (by thread: ${Object.entries(
         b.threads,
       )
         .map(([t, ms]) => `${t} ${ms}`)
-        .join(', ')})`,
+        .join(', ')})${b.databaseMsPerMsg === undefined ? '' : `, the database's processes ${b.databaseMsPerMsg} ms/msg`}`,
     );
     log(`flow (${engine}): ${RATE} msg/s offered for ${SECONDS} s over ${SESSIONS} connections`);
     s = await steady(m, inbox);
@@ -264,7 +269,7 @@ async function flowOn(env: { dns: TestDns }, postfix: PostfixRun | undefined, cl
         'last visible in the API',
         e2eRate,
         visibleTarget,
-        `${b.visible} of ${COUNT} visible after ${b.visibleSeconds} s; 250s took ${b.acceptSeconds} s; ${b.cpuMsPerMsg} ms of server CPU per message in all${cluster && sqliteRate ? `; ${(e2eRate / sqliteRate).toFixed(2)}× SQLite's ${sqliteRate} msg/s in this run` : ''}${pfNote}`,
+        `${b.visible} of ${COUNT} visible after ${b.visibleSeconds} s; 250s took ${b.acceptSeconds} s; ${b.cpuMsPerMsg} ms of server CPU per message in all${b.databaseMsPerMsg === undefined ? '' : ` (and ${b.databaseMsPerMsg} ms of the database's processes)`}${cluster && sqliteRate ? `; ${(e2eRate / sqliteRate).toFixed(2)}× SQLite's ${sqliteRate} msg/s in this run` : ''}${pfNote}`,
       ),
       endToEnd(
         'last message webhooked (distinct ids)',

@@ -5,7 +5,7 @@
 // `mailroom serve` process. With two nodes and PostgreSQL on 2 cores the CPU is the limit, so
 // the CPU time of the node processes and of the cluster's processes is read from /proc around
 // every measured phase: where the time goes, per message or request.
-import { readFileSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { cpus } from 'node:os';
 import pg from 'pg';
@@ -13,7 +13,7 @@ import type { TestDns } from '../../test/support/dns.ts';
 import { postgresMissing, startCluster, type PgCluster } from '../../test/support/postgres.ts';
 import { createInbox, startMailroom, type Mailroom } from '../mailroom.ts';
 import type { LoadOptions, LoadResult } from '../smtp-load.ts';
-import { ROOT, SkipError, autocannon, cpuMsOf, load, log, machineBusyMs, round, runBounded, sleep, treeCpuMsOf, type HttpLoad, type Row, type ScenarioResult } from '../support.ts';
+import { ROOT, SkipError, autocannon, cpuMsOf, load, log, machineBusyMs, postmasterOf, round, runBounded, sleep, treeCpuMsOf, type HttpLoad, type Row, type ScenarioResult } from '../support.ts';
 import { CONNECTIONS } from './http.ts';
 import { MESSAGE_BYTES, SESSIONS } from './smtp.ts';
 
@@ -193,9 +193,6 @@ async function checkpoint(cluster: PgCluster): Promise<void> {
     await admin.end();
   }
 }
-
-/** The postmaster's pid: the first line of postmaster.pid in the cluster's data directory. */
-const postmasterOf = (cluster: PgCluster): number => Number(readFileSync(join(cluster.dir, 'data', 'postmaster.pid'), 'utf8').split('\n')[0]);
 
 // ---- Report -------------------------------------------------------------------------------
 
