@@ -137,6 +137,9 @@ export async function listEvents(ctx: AppContext, accountId: string, query: Even
  */
 const FROM_MESSAGE = true;
 
+/** A message's bodies, by message id, as eventPayloads fills them in. */
+export type MessageBodies = { bodyText: string | null; bodyHtml: string | null };
+
 function withoutBodies(data: unknown): unknown {
   const d = data as { bodyText?: unknown; bodyHtml?: unknown };
   if (typeof d?.bodyText !== 'string' && typeof d?.bodyHtml !== 'string') return data;
@@ -148,13 +151,15 @@ function withoutBodies(data: unknown): unknown {
  * (webhooks), or, with `cutTo`, cut to that many bytes with `bodyTruncated` (lists and streams:
  * only the head of each body is read, so a 14 MB body is never a string here).
  */
-export async function eventPayloads(ctx: AppContext, rows: Array<{ data: string }>, cutTo?: number): Promise<unknown[]> {
+export async function eventPayloads(ctx: AppContext, rows: Array<{ data: string }>, cutTo?: number, known?: ReadonlyMap<string, MessageBodies>): Promise<unknown[]> {
   const payloads = rows.map((r) => JSON.parse(r.data) as { id?: string; bodyText?: unknown; bodyHtml?: unknown; bodyTruncated?: boolean });
   const held = payloads.filter((p) => p?.bodyText === FROM_MESSAGE || p?.bodyHtml === FROM_MESSAGE);
   if (held.length === 0) return payloads;
   const ids = [...new Set(held.map((p) => String(p.id)))];
   // A character is at least one byte: the first `cutTo` characters hold the first `cutTo` bytes.
-  const bodies = cutTo === undefined ? await listMessageBodies(ctx.db, ids) : await listMessageBodyHeads(ctx.db, ids, cutTo);
+  // Whole bodies the caller read already (a webhook delivery, with its event) are not read again.
+  const bodies: ReadonlyMap<string, MessageBodies & { longer?: boolean }> =
+    known && cutTo === undefined && ids.every((id) => known.has(id)) ? known : cutTo === undefined ? await listMessageBodies(ctx.db, ids) : await listMessageBodyHeads(ctx.db, ids, cutTo);
   for (const p of held) {
     const b = bodies.get(String(p.id));
     if (p.bodyText === FROM_MESSAGE) p.bodyText = b?.bodyText ?? null;

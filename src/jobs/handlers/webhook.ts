@@ -15,8 +15,7 @@ import type { AttemptStatus } from '../../domain/webhooks/webhooks.ts';
 import { newId } from '../../ids.ts';
 import type { JobHandler } from '../runner.ts';
 import { fail, ok, retry, type Commit, type JobOutcome } from '../table.ts';
-import { failPendingAttemptsOfJob, findWebhookById, insertAttempt } from '../../store/repo/webhooks.ts';
-import { findEventById } from '../../store/repo/events.ts';
+import { failPendingAttemptsOfJob, findDeliveryRows, insertAttempt } from '../../store/repo/webhooks.ts';
 import { eventPayloads } from '../../domain/events/events.ts';
 import { sendAlong } from '../../store/store.ts';
 
@@ -215,10 +214,10 @@ export const webhookHandler: JobHandler = {
   partitionLimit: (ctx) => ctx.config.webhooks.concurrency_per_webhook,
   async run(ctx: AppContext, job, signal): Promise<JobOutcome> {
     const payload = JSON.parse(job.payload) as WebhookJobPayload;
-    const hook = await findWebhookById(ctx.db, payload.webhookId);
-    const event = await findEventById(ctx.db, payload.eventId);
+    const found = await findDeliveryRows(ctx.db, payload.webhookId, payload.eventId);
     // Gone with its account (cascade): nobody is left to deliver to or to read a log.
-    if (!hook || !event) return fail('webhook or event no longer exists', (tx) => supersedePending(tx, job, payload.webhookId));
+    if (!found) return fail('webhook or event no longer exists', (tx) => supersedePending(tx, job, payload.webhookId));
+    const { hook, event } = found;
 
     // The attempt's time is when it was claimed (the job's updatedAt): the next retry is due a
     // schedule step after that same instant, so the log shows the schedule exactly.
@@ -237,7 +236,8 @@ export const webhookHandler: JobHandler = {
       return fail(reason, record('failed', { error: reason, durationMs: 0 }));
     }
 
-    const [data] = await eventPayloads(ctx, [event]);
+    // The bodies of the event's message came with the event (findDeliveryRows).
+    const [data] = await eventPayloads(ctx, [event], undefined, event.messageId ? new Map([[event.messageId, found]]) : undefined);
     const envelope = { id: event.id, type: event.type, createdAt: event.createdAt, webhookId: hook.id, data };
     const body = Buffer.from(JSON.stringify(envelope), 'utf8');
     // webhook-id is the event id, the same on every retry and replay, so receivers can dedupe.

@@ -146,18 +146,6 @@ export async function deleteWebhookAttemptsCreatedBefore(db: Db, cutoff: string)
   return changes(await db.delete(webhookAttempts).where(lt(webhookAttempts.createdAt, cutoff)).run());
 }
 
-// Read by every delivery attempt: prepared once (src/store/prepared.ts).
-const eventById = (db: Db) =>
-  db
-    .select()
-    .from(events)
-    .where(eq(events.id, sql.placeholder('id')))
-    .prepare();
-
-export function findEventById(db: Db, id: string): Promise<EventRow | undefined> {
-  return preparedQuery(db, eventById).get({ id });
-}
-
 /** When event `id` was recorded, while it is kept. */
 export async function findEventCreatedAt(db: Db, id: string): Promise<string | undefined> {
   return (await db.select({ createdAt: events.createdAt }).from(events).where(eq(events.id, id)).get())?.createdAt;

@@ -2,10 +2,10 @@
 // src/domain/webhooks/webhooks.ts (CRUD, the log, activity figures), webhook-fanout.ts (which
 // webhooks an event goes to, the numbering of a replay) and src/jobs/handlers/webhook.ts (one
 // attempt: the webhook, its event, the log entry). The event a delivery carries is read from
-// table events here too: a delivery needs only its row.
+// table events here too, with its message's bodies, in the statement that reads the webhook.
 import { and, desc, eq, gte, isNull, lt, sql, type SQL } from 'drizzle-orm';
 import { preparedQuery } from '../prepared.ts';
-import { webhookAttempts, webhooks } from '../schema.ts';
+import { events, messages, webhookAttempts, webhooks } from '../schema.ts';
 import { changes, type Db } from '../store.ts';
 
 export type WebhookRow = typeof webhooks.$inferSelect;
@@ -23,6 +23,27 @@ const webhookById = (db: Db) =>
 
 export function findWebhookById(db: Db, id: string): Promise<WebhookRow | undefined> {
   return preparedQuery(db, webhookById).get({ id });
+}
+
+const deliveryRows = (db: Db) =>
+  db
+    .select({ hook: webhooks, event: events, bodyText: messages.bodyText, bodyHtml: messages.bodyHtml })
+    .from(webhooks)
+    .innerJoin(events, eq(events.id, sql.placeholder('eventId')))
+    .leftJoin(messages, eq(messages.id, events.messageId))
+    .where(eq(webhooks.id, sql.placeholder('webhookId')))
+    .prepare();
+
+export type DeliveryRows = { hook: WebhookRow; event: typeof events.$inferSelect; bodyText: string | null; bodyHtml: string | null };
+
+/**
+ * What one delivery attempt reads, in one statement: the webhook, the event, and the bodies of
+ * the event's message (a stored message.* event leaves them to the message row,
+ * src/domain/events/events.ts; null for other events). Undefined when the webhook or the event
+ * is gone. Three statements before, each a round trip and a statement's work on PostgreSQL.
+ */
+export function findDeliveryRows(db: Db, webhookId: string, eventId: string): Promise<DeliveryRows | undefined> {
+  return preparedQuery(db, deliveryRows).get({ webhookId, eventId });
 }
 
 /** Webhook `id` of the account; a deleted one only with `includeDeleted`. */
