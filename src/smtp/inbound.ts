@@ -8,7 +8,6 @@ import type { BounceTarget } from '../domain/inbound/bounce-address.ts';
 import { resolveServiceRecipient, type ServiceTarget } from '../domain/inbound/service-address.ts';
 import { resolveBounceRecipient, resolveRecipient } from '../domain/inbound/inbound.ts';
 import { receiveInbound } from '../domain/inbound/spool.ts';
-import { assertStorageRoom } from '../domain/accounts/quotas.ts';
 import type { InboxRow } from '../domain/inboxes/inboxes.ts';
 import { errorFields } from '../log.ts';
 import type { Service } from '../context.ts';
@@ -87,11 +86,9 @@ export function createSmtpService(ctx: AppContext): SmtpService {
             const service = bounce ? undefined : await resolveServiceRecipient(ctx, address.address);
             if (bounce) (address as Recipient).bounce = bounce;
             else if (service) (address as Recipient).service = service;
-            // The sender is checked against the inbox's receive lists here, before any data.
-            else (address as Recipient).inbox = await resolveRecipient(ctx, address.address, session.envelope.mailFrom ? session.envelope.mailFrom.address : '');
-            // 452 4.2.2 (mailbox full) once the account stores its quota (src/domain/accounts/quotas.ts).
-            const inbox = (address as Recipient).inbox;
-            if (inbox) await assertStorageRoom(ctx, inbox.accountId);
+            // The sender is checked against the inbox's receive lists here, before any data, and
+            // then 452 4.2.2 (mailbox full) once the account stores its quota (src/domain/accounts/quotas.ts).
+            else (address as Recipient).inbox = await resolveRecipient(ctx, address.address, session.envelope.mailFrom ? session.envelope.mailFrom.address : '', { storage: true });
           })().then(
             () => {
               countSmtpRecipient(ctx, 'accepted');

@@ -23,7 +23,12 @@ export const storageFull = (ctx: AppContext) =>
  * src/smtp/replies.ts), sends and uploads (403 QUOTA_EXCEEDED).
  */
 export async function assertStorageRoom(ctx: AppContext, accountId: string): Promise<void> {
-  if ((await storageRoom(ctx, accountId)) === 0) throw storageFull(ctx);
+  assertStoredBelowQuota(ctx, await findAccountUsageBytes(ctx.db, accountId));
+}
+
+/** assertStorageRoom for an account whose stored bytes were read already (with the inbox at RCPT). */
+export function assertStoredBelowQuota(ctx: AppContext, storedBytes: number): void {
+  if (storedBytes >= ctx.config.limits.storage_bytes_per_account) throw storageFull(ctx);
 }
 
 /** POST /inboxes: 403 INBOX_LIMIT_REACHED at `[limits] inboxes_per_account`. */

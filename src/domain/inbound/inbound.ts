@@ -15,7 +15,8 @@ import type { ServiceTarget } from './service-address.ts';
 import { AppError } from '../errors.ts';
 import { recordEvent } from '../events/events.ts';
 import { releaseBlobs } from '../../store/blobs/blob-refs.ts';
-import { findInboxByAddress, type InboxRow } from '../inboxes/inboxes.ts';
+import { findRecipientByAddress, type InboxRow } from '../inboxes/inboxes.ts';
+import { assertStoredBelowQuota } from '../accounts/quotas.ts';
 import { assertSenderAccepted, receiveListsAdmit, senderNotAccepted } from '../inboxes/lists.ts';
 import { insertMessageRow, messageView, type MessageRow } from '../mail/messages.ts';
 import { findOutboundRow } from '../sending/sending.ts';
@@ -60,8 +61,10 @@ export async function resolveBounceRecipient(ctx: AppContext, address: string): 
  * INBOX_NOT_FOUND for an unknown mailbox of ours, INBOX_SUSPENDED for a suspended inbox, and,
  * when the envelope `sender` is given ('' for the null sender), FORBIDDEN (550 5.7.1) when the
  * inbox's receive allow/block lists refuse it (src/domain/inboxes/lists.ts): nothing is stored.
+ * With `storage`, QUOTA_EXCEEDED (452 4.2.2) once the inbox's account stores its quota, read with
+ * the inbox (one statement at every RCPT instead of two).
  */
-export async function resolveRecipient(ctx: AppContext, address: string, sender?: string): Promise<InboxRow> {
+export async function resolveRecipient(ctx: AppContext, address: string, sender?: string, opts: { storage?: boolean } = {}): Promise<InboxRow> {
   const parts = splitAddress(address.trim());
   // Never an open relay (RFC 5321 §3.6): quoted local parts, `%` hacks and `!` UUCP paths are
   // ways of naming another host; a local part with an `@` left in it is one too.
@@ -70,10 +73,12 @@ export async function resolveRecipient(ctx: AppContext, address: string, sender?
   }
   const domain = parts.domain.toLowerCase().replace(/\.$/, '');
   if (!(await servesDomain(ctx, domain))) throw new AppError('FORBIDDEN', `relaying denied: ${domain} is not a domain of this server`);
-  const inbox = await findInboxByAddress(ctx, `${parts.local}@${domain}`);
-  if (!inbox) throw new AppError('INBOX_NOT_FOUND', 'no such mailbox here');
+  const found = await findRecipientByAddress(ctx, `${parts.local}@${domain}`);
+  if (!found) throw new AppError('INBOX_NOT_FOUND', 'no such mailbox here');
+  const { inbox } = found;
   if (inbox.status !== 'active') throw new AppError('INBOX_SUSPENDED', 'mailbox disabled, not accepting messages');
   if (sender !== undefined) await assertSenderAccepted(ctx, inbox.accountId, inbox.id, sender);
+  if (opts.storage) assertStoredBelowQuota(ctx, found.storedBytes);
   return inbox;
 }
 

@@ -16,6 +16,7 @@ import {
   deleteInboxOfAccount,
   findInboxByAddress as findInboxRowByAddress,
   findInboxById,
+  findRecipientByAddress as findRecipientRowByAddress,
   insertInbox,
   listInboxesNewestFirst,
   listInboxesOfAccount,
@@ -189,6 +190,11 @@ export async function getInbox(ctx: AppContext, accountId: string, id: string): 
 /** The inbox that receives mail for an address (case-insensitive), whatever its status. */
 export async function findInboxByAddress(ctx: AppContext, address: string): Promise<InboxRow | undefined> {
   return findInboxRowByAddress(ctx.db, address.toLowerCase());
+}
+
+/** findInboxByAddress, with the bytes the inbox's account stores (what RCPT checks against its quota). */
+export async function findRecipientByAddress(ctx: AppContext, address: string): Promise<{ inbox: InboxRow; storedBytes: number } | undefined> {
+  return findRecipientRowByAddress(ctx.db, address.toLowerCase());
 }
 
 export async function listInboxes(ctx: AppContext, accountId: string, page: Page): Promise<PageResult<Inbox>> {

@@ -45,9 +45,9 @@ type InboxTuple = [
   sendsHour: string | null,
   screening: string | null,
 ];
-const SELECT_INBOX = `SELECT id, account_id, address, domain_id, display_name, status, daily_send_limit, sends_today, sends_day, total_sent,
-            bounce_count, complaint_count, created_at, approval, hourly_send_limit, sends_this_hour, sends_hour, screening
-       FROM inboxes`;
+const INBOX_COLUMNS = `id, account_id, address, domain_id, display_name, status, daily_send_limit, sends_today, sends_day, total_sent,
+            bounce_count, complaint_count, created_at, approval, hourly_send_limit, sends_this_hour, sends_hour, screening`;
+const SELECT_INBOX = `SELECT ${INBOX_COLUMNS} FROM inboxes`;
 const inboxById = (db: Db) => preparedRows<[string], InboxTuple>(db, `${SELECT_INBOX} WHERE id = ?`);
 const inboxRow = (r: InboxTuple): InboxRow => ({
   id: r[0],
@@ -69,8 +69,14 @@ const inboxRow = (r: InboxTuple): InboxRow => ({
   sendsHour: r[16],
   screening: r[17],
 });
-// Every RCPT TO: the same plain statement and row shape as inbox by id.
 const inboxByAddress = (db: Db) => preparedRows<[string], InboxTuple>(db, `${SELECT_INBOX} WHERE address = ?`);
+// Every RCPT TO of inbound mail: the inbox, and the bytes its account stores (the quota's
+// counter, summed as findAccountUsageBytes in repo/accounts.ts does) in the same statement.
+const recipientByAddress = (db: Db) =>
+  preparedRows<[string], [...InboxTuple, number | string | null]>(
+    db,
+    `SELECT ${INBOX_COLUMNS}, (SELECT sum(bytes) FROM account_usage u WHERE u.account_id = inboxes.account_id) FROM inboxes WHERE address = ?`,
+  );
 
 /** The inbox `id`, of whichever account. */
 export async function findInboxById(db: Db, id: string): Promise<InboxRow | undefined> {
@@ -82,6 +88,12 @@ export async function findInboxById(db: Db, id: string): Promise<InboxRow | unde
 export async function findInboxByAddress(db: Db, address: string): Promise<InboxRow | undefined> {
   const found = await preparedQuery(db, inboxByAddress).get(address);
   return found && inboxRow(found);
+}
+
+/** findInboxByAddress, with the bytes the inbox's account stores (0 before its first). */
+export async function findRecipientByAddress(db: Db, address: string): Promise<{ inbox: InboxRow; storedBytes: number } | undefined> {
+  const found = await preparedQuery(db, recipientByAddress).get(address);
+  return found && { inbox: inboxRow(found as unknown as InboxTuple), storedBytes: Number(found[18] ?? 0) };
 }
 
 /** The id of the inbox whose address is `address`, if one has it. */
