@@ -18,7 +18,7 @@ import {
 import { afterCommit, sendAlong } from '../../store/store.ts';
 import { cutBodies } from '../mail/body-cut.ts';
 import { eventRecorded } from './event-feed.ts';
-import { listMessageBodies } from '../../store/repo/messages.ts';
+import { listMessageBodies, type MessageBodies } from '../../store/repo/messages.ts';
 import { AppError } from '../errors.ts';
 import { findInboxRow } from '../inboxes/inboxes.ts';
 import { intParam } from '../pagination.ts';
@@ -137,9 +137,6 @@ export async function listEvents(ctx: AppContext, accountId: string, query: Even
  */
 const FROM_MESSAGE = true;
 
-/** A message's bodies, by message id, as eventPayloads fills them in. */
-export type MessageBodies = { bodyText: string | null; bodyHtml: string | null };
-
 function withoutBodies(data: unknown): unknown {
   const d = data as { bodyText?: unknown; bodyHtml?: unknown };
   if (typeof d?.bodyText !== 'string' && typeof d?.bodyHtml !== 'string') return data;
@@ -158,8 +155,9 @@ export async function eventPayloads(ctx: AppContext, rows: Array<{ data: string 
   const ids = [...new Set(held.map((p) => String(p.id)))];
   // A character is at least one byte: the first `cutTo` characters hold the first `cutTo` bytes.
   // Whole bodies the caller read already (a webhook delivery, with its event) are not read again.
-  const bodies: ReadonlyMap<string, MessageBodies & { longer?: boolean }> =
-    known && cutTo === undefined && ids.every((id) => known.has(id)) ? known : cutTo === undefined ? await listMessageBodies(ctx.db, ids) : await listMessageBodyHeads(ctx.db, ids, cutTo);
+  let bodies: ReadonlyMap<string, MessageBodies & { longer?: boolean }>;
+  if (cutTo !== undefined) bodies = await listMessageBodyHeads(ctx.db, ids, cutTo);
+  else bodies = known && ids.every((id) => known.has(id)) ? known : await listMessageBodies(ctx.db, ids);
   for (const p of held) {
     const b = bodies.get(String(p.id));
     if (p.bodyText === FROM_MESSAGE) p.bodyText = b?.bodyText ?? null;

@@ -5,6 +5,7 @@ import { and, asc, eq, gt, inArray, lt, sql, type SQL } from 'drizzle-orm';
 import { preparedQuery, preparedRows } from '../prepared.ts';
 import { events, webhookAttempts } from '../schema.ts';
 import { PLAN_EACH_TIME, changes, dialectOf, rawRows, type Db } from '../store.ts';
+import type { MessageBodies } from './messages.ts';
 
 export type EventRow = typeof events.$inferSelect;
 
@@ -156,7 +157,7 @@ export async function findEventCreatedAt(db: Db, id: string): Promise<string | u
  * an event list or stream frame carries (src/domain/events/events.ts). Cut here, so a 14 MB body
  * never becomes a string in the server for each stream that reads its event.
  */
-export async function listMessageBodyHeads(db: Db, ids: string[], chars: number): Promise<Map<string, { bodyText: string | null; bodyHtml: string | null; longer: boolean }>> {
+export async function listMessageBodyHeads(db: Db, ids: string[], chars: number): Promise<Map<string, MessageBodies & { longer: boolean }>> {
   const rows = await preparedRows<[number, number, number, number, string], [string, string | null, unknown, string | null, unknown]>(
     db,
     // Planned for each run on PostgreSQL, as listMessageBodies (src/store/repo/messages.ts) is.

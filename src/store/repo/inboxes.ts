@@ -49,7 +49,8 @@ const INBOX_COLUMNS = `id, account_id, address, domain_id, display_name, status,
             bounce_count, complaint_count, created_at, approval, hourly_send_limit, sends_this_hour, sends_hour, screening`;
 const SELECT_INBOX = `SELECT ${INBOX_COLUMNS} FROM inboxes`;
 const inboxById = (db: Db) => preparedRows<[string], InboxTuple>(db, `${SELECT_INBOX} WHERE id = ?`);
-const inboxRow = (r: InboxTuple): InboxRow => ({
+// A row of any statement whose first columns are an inbox's.
+const inboxRow = (r: [...InboxTuple, ...unknown[]]): InboxRow => ({
   id: r[0],
   accountId: r[1],
   address: r[2],
@@ -93,7 +94,7 @@ export async function findInboxByAddress(db: Db, address: string): Promise<Inbox
 /** findInboxByAddress, with the bytes the inbox's account stores (0 before its first). */
 export async function findRecipientByAddress(db: Db, address: string): Promise<{ inbox: InboxRow; storedBytes: number } | undefined> {
   const found = await preparedQuery(db, recipientByAddress).get(address);
-  return found && { inbox: inboxRow(found as unknown as InboxTuple), storedBytes: Number(found[18] ?? 0) };
+  return found && { inbox: inboxRow(found), storedBytes: Number(found[18] ?? 0) };
 }
 
 /** The id of the inbox whose address is `address`, if one has it. */

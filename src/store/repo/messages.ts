@@ -597,7 +597,9 @@ export async function listMessageIdsOfThread(db: Db, threadId: string, after: st
  * small joins the id list by hash against a sequential scan of every message, kept as the table
  * grows (bench (o), 10,000 messages into a fresh database: 1.9 ms a run, once per webhook).
  */
-export async function listMessageBodies(db: Db, ids: string[]): Promise<Map<string, { bodyText: string | null; bodyHtml: string | null }>> {
+export type MessageBodies = { bodyText: string | null; bodyHtml: string | null };
+
+export async function listMessageBodies(db: Db, ids: string[]): Promise<Map<string, MessageBodies>> {
   const rows = await rawRows<[string, string | null, string | null]>(db, `${PLAN_EACH_TIME}SELECT id, body_text, body_html FROM messages WHERE id IN (SELECT value FROM json_each(?))`, [
     JSON.stringify(ids),
   ]);

@@ -7,6 +7,8 @@ import { and, desc, eq, gte, isNull, lt, sql, type SQL } from 'drizzle-orm';
 import { preparedQuery } from '../prepared.ts';
 import { events, messages, webhookAttempts, webhooks } from '../schema.ts';
 import { changes, type Db } from '../store.ts';
+import type { EventRow } from './events.ts';
+import type { MessageBodies } from './messages.ts';
 
 export type WebhookRow = typeof webhooks.$inferSelect;
 export type AttemptRow = typeof webhookAttempts.$inferSelect;
@@ -34,7 +36,7 @@ const deliveryRows = (db: Db) =>
     .where(eq(webhooks.id, sql.placeholder('webhookId')))
     .prepare();
 
-export type DeliveryRows = { hook: WebhookRow; event: typeof events.$inferSelect; bodyText: string | null; bodyHtml: string | null };
+export type DeliveryRows = { hook: WebhookRow; event: EventRow } & MessageBodies;
 
 /**
  * What one delivery attempt reads, in one statement: the webhook, the event, and the bodies of
