@@ -269,7 +269,9 @@ export function runBounded(
 
 /** Starts a bench/baselines/*.ts server as a child process; resolves once it prints its port. */
 export async function startBaseline(file: string, args: string[] = []): Promise<{ child: ChildProcess; port: number; extra: string[] }> {
-  const child = track(spawn(process.execPath, [join(ROOT, 'bench', 'baselines', file), ...args], { stdio: ['ignore', 'pipe', 'inherit'], cwd: ROOT }));
+  // BENCH_PROFILE=1: a V8 CPU profile of the baseline too, in bench/work/profile-<file>/ (bench/profile.ts reads it).
+  const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${join(WORK, `profile-${file.replace(/\.ts$/, '')}`)}`] : [];
+  const child = track(spawn(process.execPath, [...profile, join(ROOT, 'bench', 'baselines', file), ...args], { stdio: ['ignore', 'pipe', 'inherit'], cwd: ROOT }));
   let out = '';
   child.stdout!.on('data', (d) => (out += d));
   const line = await waitFor(

@@ -23,11 +23,16 @@ interface Endpoint {
   read: boolean;
 }
 
-const ENDPOINTS: Endpoint[] = [
+const ALL_ENDPOINTS: Endpoint[] = [
   { name: 'GET /inboxes/{id}', method: 'GET', path: (id) => `/inboxes/${id}`, read: true },
   { name: 'GET /inboxes/{id}/messages?limit=20', method: 'GET', path: (id) => `/inboxes/${id}/messages?limit=20`, read: true },
   { name: 'POST /inboxes', method: 'POST', path: () => '/inboxes', body: '{"displayName":"bench"}', read: false },
 ];
+/**
+ * BENCH_HTTP_ENDPOINTS=1,3: only these of the list above (1 is the first), say for a CPU profile
+ * (BENCH_PROFILE=1) of one endpoint in each server.
+ */
+const ENDPOINTS = process.env.BENCH_HTTP_ENDPOINTS ? process.env.BENCH_HTTP_ENDPOINTS.split(',').map((n) => ALL_ENDPOINTS[Number(n) - 1]!) : ALL_ENDPOINTS;
 
 /** One server under test: where it listens, the inbox it serves and the headers it needs. */
 interface Target {
@@ -51,7 +56,7 @@ const loadOptions = (t: Target, e: Endpoint) => ({
 
 /** Bytes of one list page as a server answers it: the baselines are meant to send what mailroom does. */
 async function pageBytes(t: Target): Promise<number> {
-  const res = await fetch(t.base + ENDPOINTS[1].path(t.inboxId), { headers: t.headers });
+  const res = await fetch(t.base + ALL_ENDPOINTS[1].path(t.inboxId), { headers: t.headers });
   return (await res.arrayBuffer()).byteLength;
 }
 
