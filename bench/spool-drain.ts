@@ -85,7 +85,7 @@ function timeStatements(): Map<string, { n: number; ms: number }> {
 }
 
 const stats = process.env.BENCH_DRAIN_STATEMENTS ? timeStatements() : undefined;
-const t = await startTestServer({ smtp: { inline_processing: 0, spool_limit: 100_000 }, limits: { requests_per_minute: 1_000_000 } });
+const t = await startTestServer({ smtp: { inline_processing: 0, spool_limit: 100_000, max_connections_per_ip: 1000 }, limits: { requests_per_minute: 1_000_000 } });
 const inbox = (await t.api('POST', '/inboxes', { address: 'drain' })).body;
 const runner = t.server.services.find((s) => s.name === 'jobs') as Service;
 await runner.stop(1000);

@@ -11,8 +11,6 @@ import { handleFor, openFrame, withoutNul, runHooks, runWork, settleWrites, type
 const STATEMENT_CACHE_SIZE = 500;
 
 /** Full-text indexes of deletable text (migrations 0008, 0011). */
-const SECURE_FTS = ['messages_fts', 'attachments_fts'];
-
 /** What became of one writer of a batch. */
 type Outcome = { ok: true; value: unknown; frame: TxFrame } | { ok: false; err: unknown };
 
@@ -95,20 +93,6 @@ export class SqliteStore extends StoreBase implements Store {
     };
     this.db = handleFor(outside) as Tx;
     this.txDb = handleFor(inTransaction) as Tx;
-    this.secureFullText();
-  }
-
-  /**
-   * FTS5 indexes whose deletes take a message's terms out of the index at once (FTS5
-   * `secure-delete`, SQLite ≥ 3.42) instead of adding delete markers, which keep the terms in
-   * the file until a segment merge. A setting stored in the index, made once.
-   */
-  private secureFullText(): void {
-    for (const table of SECURE_FTS) {
-      if (!this.client.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(table)) continue;
-      if (this.client.prepare(`SELECT v FROM ${table}_config WHERE k = 'secure-delete'`).pluck().get() === 1) continue;
-      this.client.prepare(`INSERT INTO ${table}(${table}, rank) VALUES ('secure-delete', 1)`).run();
-    }
   }
 
   async transaction<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
