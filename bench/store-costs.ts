@@ -17,6 +17,9 @@
 //      in a jobs table of 3,000 rows each updated twice, its statistics taken at 300 rows (a
 //      burst's table before autovacuum comes by): the IN-list as a set-returning function
 //      against `= ANY(ARRAY(…))` (src/store/placeholders.ts), its plan and its server time.
+//   8. SQLite search index: batches of 20 messages of 9 KB of text, FTS5 `secure-delete` on for
+//      good (0023) against switched on only by the delete trigger (0028), a batch's time (its
+//      INSERTs and COMMIT) a message as the index grows.
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -55,8 +58,39 @@ function eventsRead(index: string): string {
   return (Number(ms(t0)) / 200).toFixed(3);
 }
 
+/** Part 8: a batch's ms a message (its INSERTs and COMMIT), at each 1,000 messages indexed, up to 8,000. */
+function ftsBatches(secureForGood: boolean): string[] {
+  const db = new Database(':memory:');
+  const mode = (v: number, table = 'messages_fts') =>
+    secureForGood ? '' : `INSERT INTO ${table}(${table}, rank) SELECT 'secure-delete', ${v} WHERE (SELECT v FROM ${table}_config WHERE k = 'secure-delete') IS NOT ${v};`;
+  db.exec(`CREATE TABLE messages (subject TEXT, body_text TEXT);
+    CREATE VIRTUAL TABLE messages_fts USING fts5(${COLS}, content='messages', tokenize='unicode61 remove_diacritics 2', prefix='2 3');
+    INSERT INTO messages_fts(messages_fts, rank) VALUES ('secure-delete', 1);
+    CREATE TRIGGER i AFTER INSERT ON messages BEGIN ${mode(0)} INSERT INTO messages_fts(rowid, ${COLS}) VALUES (NEW.rowid, NEW.subject, NEW.body_text); END;
+    CREATE TRIGGER d AFTER DELETE ON messages BEGIN ${mode(1)} INSERT INTO messages_fts(messages_fts, rowid, ${COLS}) VALUES ('delete', OLD.rowid, OLD.subject, OLD.body_text); END;`);
+  const text = ('The quarterly figures are attached; please review the totals before Friday. '.repeat(2) + '\n').repeat(60);
+  const insert = db.prepare('INSERT INTO messages VALUES (?, ?)');
+  const out: string[] = [];
+  let spent = 0;
+  for (let n = 0; n < 8_000; n += 20) {
+    const t0 = performance.now();
+    db.exec('BEGIN');
+    for (let i = n; i < n + 20; i++) insert.run(`message ${i}`, `${i} ${text}`);
+    db.exec('COMMIT');
+    spent += performance.now() - t0;
+    if ((n + 20) % 1_000 === 0) {
+      out.push((spent / 1_000).toFixed(3));
+      spent = 0;
+    }
+  }
+  return out;
+}
+
 console.log(`1. search index, one copy of a 20 MB body: whole ${ftsInsert(false)} ms, first 262,144 characters ${ftsInsert(true)} ms`);
 console.log(`2. event feed read at 13,000 events: (account_id, created_at) ${eventsRead('')} ms, (account_id, id) ${eventsRead('CREATE INDEX events_account_id ON events (account_id, id);')} ms`);
+console.log(
+  `8. search index, a batch of 20 INSERTs and their COMMIT, ms a message at 1,000 … 8,000 messages indexed: secure-delete on for good ${ftsBatches(true).join(' ')}; on only while deleting ${ftsBatches(false).join(' ')}`,
+);
 
 const missing = postgresMissing();
 if (missing) {
