@@ -10,7 +10,6 @@ import { handleFor, openFrame, withoutNul, runHooks, runWork, settleWrites, type
 /** Distinct SQL texts kept compiled; `IN (?, ?, …)` lists of varying length make new texts. */
 const STATEMENT_CACHE_SIZE = 500;
 
-/** Full-text indexes of deletable text (migrations 0008, 0011). */
 /** What became of one writer of a batch. */
 type Outcome = { ok: true; value: unknown; frame: TxFrame } | { ok: false; err: unknown };
 
