@@ -2,14 +2,16 @@
 -- full-text index and off by the one that adds to it, instead of being on for good. With it on,
 -- FTS5 (3.42 up to 3.53.2, the one better-sqlite3 12.11.1 builds) takes an added row's term for
 -- a deleted one whenever the term's position list is 64-127 bytes long, or 192-255 and so on
--- (it tests a bit of the list's size varint, not its delete flag), and looks the row up in every
--- segment holding
--- the term: batches of 20 messages of 9 KB took 0.87 ms a message at 1,000 indexed and 1.57 ms
--- at 8,000, against 0.15-0.30 ms with the option off (bench/store-costs.ts part 8). FTS5 reads the
--- option when it writes out the rows it holds in memory, and setting it writes them out first,
--- under the value it had. So deleted rows are always written out with the option on (their
--- terms leave the index at once, docs/security.md), added rows with it off. Each trigger
--- changes the option only when it is not already the value it needs: a change writes a segment.
+-- (it tests a bit of the list's size varint, not its delete flag), and looks the row up in
+-- every segment holding the term: batches of 20 messages of 9 KB added and one deleted took
+-- 0.8-1.4 ms a message as the index grew to 8,000, against 0.15-0.25 ms with the option
+-- switched as here (bench/store-costs.ts part 8). FTS5 reads the option when it writes out the
+-- rows it holds in
+-- memory, and setting it writes them out first, under the value it had. So deleted rows are
+-- always written out with the option on (their terms leave the index at once,
+-- docs/security.md), added rows with it off, but for the row an update adds again, written
+-- with its deletion. Each trigger changes the option only when it is not already the value it
+-- needs: a change writes out what FTS5 holds and rewrites a row of the index's %_config.
 DROP TRIGGER `messages_fts_insert`;
 --> statement-breakpoint
 DROP TRIGGER `messages_fts_delete`;
