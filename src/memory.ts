@@ -51,7 +51,7 @@ export function createStartupCollection(_ctx: AppContext): Service {
         // V8's flags are the whole process's, and the collection changes two of them for a
         // moment: an analysis worker compiling a chunk meanwhile had its code cache refused
         // (the flag hash, src/startup-tiers.ts), a warning on stderr. A server that already
-        // analyses mail is no idle one; it goes without.
+        // analyses mail is not idle, so it goes without the collection.
         if (analysisWorkerCount() > 0) return;
         const collect = fullCollection();
         // V8 drops the bytecode of a function that has not run for a few full collections
