@@ -8,7 +8,6 @@
 // with the bytecode of the functions that ran only to start (-1 MB); see docs/performance.md,
 // "Idle memory".
 import type { AppContext, Service } from './context.ts';
-import { analysisWorkerCount } from './domain/inbound/analysis.ts';
 import { AFTER_START_MS } from './startup.ts';
 import { resumeOptimizingTiers } from './startup-tiers.ts';
 import { setFlagsFromString } from 'node:v8';
@@ -48,11 +47,6 @@ export function createStartupCollection(_ctx: AppContext): Service {
         timer = undefined;
         // Start-up is over: V8 may optimize what gets hot from now on (src/startup-tiers.ts).
         resumeOptimizingTiers();
-        // V8's flags are the whole process's, and the collection changes two of them for a
-        // moment: an analysis worker compiling a chunk meanwhile had its code cache refused
-        // (the flag hash, src/startup-tiers.ts), a warning on stderr. A server that already
-        // analyses mail is not idle, so it goes without the collection.
-        if (analysisWorkerCount() > 0) return;
         const collect = fullCollection();
         // V8 drops the bytecode of a function that has not run for a few full collections
         // (--bytecode-old-age); this one drops it from every function not running now, which
