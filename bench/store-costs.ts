@@ -24,10 +24,15 @@
 //      0008): 20,000 messages of 6 KB of varied words, the time of their batches (INSERTs and
 //      COMMIT) and the index's size a message, and a two-letter prefix query ranked and newest
 //      first.
+//  10. PostgreSQL: the message INSERT of mailroom's own schema (every migration) with a body of
+//      bench (o)'s smtp-source lines, its autocommitted round trip as it is, with the GIN
+//      indexes' fastupdate off, without the GIN indexes, without the search columns; then
+//      to_tsvector alone on 10 KB (those lines and varied words) against the bare round trip.
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { readdirSync, readFileSync } from 'node:fs';
 import { postgresMissing, startCluster } from '../test/support/postgres.ts';
+import { migratePostgres } from '../src/store/migrate.ts';
 
 const ms = (t0: number) => (performance.now() - t0).toFixed(1);
 /**
@@ -244,6 +249,59 @@ if (missing) {
         `7. the claim's lock in ${JOBS.toLocaleString('en')} jobs, id ${label}: ${scan}, ${times.sort((a, b) => a - b)[100]!.toFixed(3)} ms of the server's (planning and execution, median of 200)`,
       );
     }
+    // Part 10: smtp-source's body lines (a line number and 78 X's), as bench (o) sends them.
+    const lines = Array.from({ length: 128 }, (_, i) => `${i + 1}${'X'.repeat(78)}`).join('\n');
+    const insertCosts: string[] = [];
+    for (const [label, change] of [
+      ['as it is', ''],
+      ['GIN fastupdate off', 'ALTER INDEX messages_fts SET (fastupdate = off); ALTER INDEX messages_fts_cc SET (fastupdate = off)'],
+      ['no GIN indexes', 'DROP INDEX messages_fts; DROP INDEX messages_fts_cc'],
+      ['no search columns', 'ALTER TABLE messages DROP COLUMN fts; ALTER TABLE messages DROP COLUMN fts_cc'],
+    ]) {
+      const pool = new pg.Pool({ connectionString: await cluster.createDatabase(), max: 1 });
+      try {
+        await migratePostgres(pool);
+        const c = await pool.connect();
+        try {
+          if (change) await c.query(change);
+          const now = new Date().toISOString();
+          await c.query("INSERT INTO accounts (id, name, created_at) VALUES ('acc', 'a', $1)", [now]);
+          await c.query("INSERT INTO inboxes (id, account_id, address, daily_send_limit, created_at) VALUES ('inb', 'acc', 'x@example.org', 100, $1)", [now]);
+          let spent = 0;
+          for (let i = 0; i < 3_000; i++) {
+            await c.query("INSERT INTO threads (id, account_id, inbox_id, subject, message_count, last_message_at, created_at) VALUES ($1, 'acc', 'inb', 's', 1, $2, $2)", [`thr${i}`, now]);
+            const t0 = performance.now();
+            await c.query({
+              name: 'message',
+              text: `INSERT INTO messages (id, account_id, inbox_id, thread_id, direction, from_address, to_addresses, subject, body_text, status, message_id_header, size, created_at, updated_at)
+                     VALUES ($1, 'acc', 'inb', $2, 'inbound', 'a@example.org', '["x@example.org"]', $3, $4, 'received', $5, 10240, $6, $6)`,
+              values: [`msg${i}`, `thr${i}`, `message ${i}`, lines, `<${i}@x>`, now],
+            });
+            spent += performance.now() - t0;
+          }
+          insertCosts.push(`${label} ${(spent / 3_000).toFixed(2)} ms`);
+        } finally {
+          c.release();
+        }
+      } finally {
+        await pool.end();
+      }
+    }
+    console.log(`10. the message INSERT, autocommitted round trip, mailroom's schema, 3,000 rows: ${insertCosts.join(', ')}`);
+    const parsed: string[] = [];
+    for (const [label, body] of [
+      ["smtp-source's lines", lines],
+      ['varied words', bodies[0]!],
+    ]) {
+      for (const expr of ['length($1::text)', "length(to_tsvector('simple', $1))", "length(to_tsvector('mailroom', $1))"]) {
+        const q = { name: `${label} ${expr}`, text: `SELECT ${expr}`, values: [body] };
+        for (let i = 0; i < 50; i++) await client.query(q);
+        const t0 = performance.now();
+        for (let i = 0; i < 500; i++) await client.query(q);
+        parsed.push(`${label}, ${expr}: ${((performance.now() - t0) / 500).toFixed(2)} ms`);
+      }
+    }
+    console.log(`10. round trips on 10 KB: ${parsed.join('; ')}`);
   } finally {
     await client.end();
     cluster.stop();
