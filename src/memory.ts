@@ -12,6 +12,7 @@ import { AFTER_START_MS } from './startup.ts';
 import { resumeOptimizingTiers } from './startup-tiers.ts';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
+import { holdingV8Flags } from './v8-flags.ts';
 
 /**
  * When the collection runs: after the first background passes (AFTER_START_MS: housekeeping,
@@ -30,12 +31,14 @@ type Collect = (options: { type: 'major'; execution: 'sync'; flavor: 'last-resor
 function fullCollection(): Collect {
   const exposed = (globalThis as { gc?: unknown }).gc;
   if (typeof exposed === 'function') return exposed as Collect;
-  setFlagsFromString('--expose-gc');
-  try {
-    return runInNewContext('gc') as Collect;
-  } finally {
-    setFlagsFromString('--no-expose-gc');
-  }
+  return holdingV8Flags(() => {
+    setFlagsFromString('--expose-gc');
+    try {
+      return runInNewContext('gc') as Collect;
+    } finally {
+      setFlagsFromString('--no-expose-gc');
+    }
+  });
 }
 
 export function createStartupCollection(_ctx: AppContext): Service {
@@ -52,15 +55,18 @@ export function createStartupCollection(_ctx: AppContext): Service {
         // (--bytecode-old-age); this one drops it from every function not running now, which
         // after start-up are mostly the ones that ran only to start (module bodies, migrations,
         // the listeners' set-up). Those that run again are compiled again from the source, as
-        // after any flush. Unset after, like --expose-gc, for V8's flag hash.
-        setFlagsFromString('--stress-flush-code');
-        try {
-          // "last-resort": collects until nothing more is freed, shrinks the young generation
-          // back to its first page and returns the freed pages to the system.
-          collect({ type: 'major', execution: 'sync', flavor: 'last-resort' });
-        } finally {
-          setFlagsFromString('--no-stress-flush-code');
-        }
+        // after any flush. Unset after, like --expose-gc, for V8's flag hash; no worker compiles
+        // with a code cache meanwhile (src/v8-flags.ts).
+        holdingV8Flags(() => {
+          setFlagsFromString('--stress-flush-code');
+          try {
+            // "last-resort": collects until nothing more is freed, shrinks the young generation
+            // back to its first page and returns the freed pages to the system.
+            collect({ type: 'major', execution: 'sync', flavor: 'last-resort' });
+          } finally {
+            setFlagsFromString('--no-stress-flush-code');
+          }
+        });
       }, COLLECT_AFTER_START_MS);
       timer.unref();
     },

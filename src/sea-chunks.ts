@@ -8,6 +8,7 @@ import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import { Script } from 'node:vm';
+import { holdingV8Flags } from './v8-flags.ts';
 
 const loaded = new Map<string, Record<string, unknown>>();
 
@@ -152,10 +153,10 @@ export function assetText(name: string): string {
  * file names are the ones the main script gets inside a single executable.
  */
 export function runScriptAsset(assets: { source: string; cache: string }, require: NodeRequire, beforeRun?: () => void): Record<string, unknown> {
-  const script = new Script(assetText(assets.source), {
-    filename: `mailroom:${assets.source}`,
-    cachedData: hasAsset(assets.cache) ? assetBytes(assets.cache) : undefined,
-  });
+  const source = assetText(assets.source);
+  const cachedData = hasAsset(assets.cache) ? assetBytes(assets.cache) : undefined;
+  // Not while another thread changes V8's flags, which the cache must match (src/v8-flags.ts).
+  const script = holdingV8Flags(() => new Script(source, { filename: `mailroom:${assets.source}`, cachedData }));
   // Only a build that made the cache under other flags gets here without NODE_OPTIONS; it
   // still works, but slower, so it says so (the binary's tests require an empty stderr).
   if (script.cachedDataRejected && !process.env.NODE_OPTIONS) process.stderr.write(`mailroom: warning: V8 refused the code cache of ${assets.source}\n`);

@@ -11,6 +11,7 @@
 // workers' "mail" chunk, src/sea.ts).
 import { isSea } from 'node:sea';
 import { setFlagsFromString } from 'node:v8';
+import { holdingV8Flags } from './v8-flags.ts';
 
 const TIERS = ['maglev', 'turbofan'];
 
@@ -20,7 +21,7 @@ let paused = isSea();
 
 /** Turns the optimizing compilers off (src/sea-loader.ts, before it runs the main script). */
 export function pauseOptimizingTiers(): void {
-  for (const tier of TIERS) setFlagsFromString(`--no-${tier}`);
+  holdingV8Flags(() => TIERS.forEach((tier) => setFlagsFromString(`--no-${tier}`)));
   paused = true;
 }
 
@@ -28,5 +29,5 @@ export function pauseOptimizingTiers(): void {
 export function resumeOptimizingTiers(): void {
   if (!paused) return;
   paused = false;
-  for (const tier of TIERS) setFlagsFromString(`--${tier}`);
+  holdingV8Flags(() => TIERS.forEach((tier) => setFlagsFromString(`--${tier}`)));
 }
