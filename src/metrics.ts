@@ -179,40 +179,11 @@ export const countSubmissionAuth = (ctx: AppContext, result: 'accepted' | 'rejec
 export const countSubmission = (ctx: AppContext, result: 'accepted' | 'rejected') => metricsOf(ctx).submissionMessages.inc({ result });
 export const countImapLogin = (ctx: AppContext, result: 'accepted' | 'rejected' | 'rate_limited' | 'limited') => metricsOf(ctx).imapLogins.inc({ result });
 
-/** A registered route, as src/http/routes.ts records it. */
-export interface RoutePattern {
-  method: string;
-  path: string;
-}
-
-const compiled = new WeakMap<RoutePattern[], Array<{ method: string; path: string; re: RegExp }>>();
-
-/**
- * The route pattern a request matched (`/inboxes/:id`), found the way tinyhttp finds it: the
- * first registered route whose method and pattern match. Unknown paths all count as
- * "unmatched", so a scanner probing random URLs cannot blow up the number of series.
- */
-export function routeOf(routes: RoutePattern[] | undefined, method: string, path: string): string {
-  if (!routes) return 'unmatched';
-  let list = compiled.get(routes);
-  if (!list || list.length !== routes.length) {
-    list = routes.map((r) => ({
-      method: r.method,
-      path: r.path,
-      re: new RegExp(`^${r.path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/:[A-Za-z_][A-Za-z0-9_]*/g, '[^/]+')}/?$`),
-    }));
-    compiled.set(routes, list);
-  }
-  // HEAD is answered by the GET route.
-  const m = method === 'HEAD' ? 'GET' : method;
-  return list.find((r) => r.method === m && r.re.test(path))?.path ?? 'unmatched';
-}
-
 const KNOWN_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
 
 /**
  * Called once per answered request from the HTTP app's global step, with the pattern of the
- * route that answered (routeOf() for answers given before routing, "unmatched" for none).
+ * route that answered (matched afterwards for answers given before routing, "unmatched" for none).
  */
 export function observeRequest(ctx: AppContext, method: string | undefined, route: string, status: number, seconds: number): void {
   const m = method && KNOWN_METHODS.has(method) ? method : 'OTHER';

@@ -8,8 +8,8 @@ import { NOT_REMEMBERED, readKey, rememberedKey, type Principal } from '../domai
 import { AppError } from '../domain/errors.ts';
 import { errorFields } from '../log.ts';
 import { RateLimiter } from './ratelimit.ts';
-import { observeRequest, routeOf } from '../metrics.ts';
-import { Routes, callerOf, newRequestId, sendError, type CallerInfo, type RegisteredRoute } from './routes.ts';
+import { observeRequest } from '../metrics.ts';
+import { Routes, callerOf, newRequestId, sendError, type CallerInfo } from './routes.ts';
 import { registerHealthRoutes } from './routes/health.ts';
 import { registerInboxRoutes } from './routes/inboxes.ts';
 import { registerApiKeyRoutes } from './routes/apikeys.ts';
@@ -64,6 +64,7 @@ function presentedKey(req: Request): string | undefined {
 
 export function createHttpApp(ctx: AppContext, extraModules: Array<(r: Routes, ctx: AppContext) => void> = []): App {
   const limiter = new RateLimiter(ctx.config.limits.requests_per_minute);
+  const routes = new Routes(ctx);
   const app: App = new App({
     settings: { xPoweredBy: false },
     // tinyhttp runs this first for every request, before any route, in place of its own
@@ -154,7 +155,7 @@ export function createHttpApp(ctx: AppContext, extraModules: Array<(r: Routes, c
       const path = (req.url ?? '/').split('?')[0];
       // The route that answered recorded its pattern; answers given before routing (429, a bad
       // %-escape) find it by matching the path.
-      const route = caller.route ?? routeOf(app.locals.routes as RegisteredRoute[], req.method ?? '', path);
+      const route = caller.route ?? routes.match(req.method ?? '', path)?.route.path ?? UNMATCHED;
       observeRequest(ctx, req.method, route, res.statusCode, ms / 1000);
       ctx.log.info('request', {
         requestId: caller.requestId,
@@ -188,11 +189,12 @@ export function createHttpApp(ctx: AppContext, extraModules: Array<(r: Routes, c
     return true;
   }
 
-  const routes = new Routes(app, ctx);
   for (const register of [...ROUTE_MODULES, ...extraModules]) register(routes, ctx);
-  // Last of all: a HEAD that no GET route answered (its path has only POST or DELETE routes,
-  // which pass HEAD on) is a 404 like the GET would be, not tinyhttp's empty 204.
-  app.use(notFound);
+  // The routes' own table finds the route (src/http/routes.ts); a HEAD that no GET route answers
+  // is a 404 like the GET would be, not tinyhttp's empty 204.
+  app.use((req: Request, res: Response) => {
+    if (!routes.dispatch(req, res)) notFound(req, res);
+  });
   app.locals.routes = routes.registered;
   return app;
 }

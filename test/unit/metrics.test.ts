@@ -1,28 +1,7 @@
-// The metric primitives: route patterns as tinyhttp matches them (first registered wins, so
-// fixed words beat `/:id`), label escaping of the text format, histogram buckets.
+// The metric primitives: label escaping of the text format, histogram buckets.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Counter, Histogram, routeOf } from '../../src/metrics.ts';
-
-const ROUTES = [
-  { method: 'GET', path: '/webhooks/catalog' },
-  { method: 'GET', path: '/webhooks/:id' },
-  { method: 'PUT', path: '/webhooks/:id' },
-  { method: 'GET', path: '/inboxes/:inboxId/messages' },
-  { method: 'GET', path: '/dashboard/app.js' },
-];
-
-test('routeOf: first matching registration wins; method matters; HEAD counts as GET; unknown paths share one name', () => {
-  assert.equal(routeOf(ROUTES, 'GET', '/webhooks/catalog'), '/webhooks/catalog');
-  assert.equal(routeOf(ROUTES, 'GET', '/webhooks/whk_1'), '/webhooks/:id');
-  assert.equal(routeOf(ROUTES, 'PUT', '/webhooks/whk_1'), '/webhooks/:id');
-  assert.equal(routeOf(ROUTES, 'DELETE', '/webhooks/whk_1'), 'unmatched');
-  assert.equal(routeOf(ROUTES, 'HEAD', '/inboxes/inb_1/messages'), '/inboxes/:inboxId/messages');
-  assert.equal(routeOf(ROUTES, 'GET', '/inboxes/inb_1/messages/extra'), 'unmatched');
-  // A dot in a pattern is literal, not "any character".
-  assert.equal(routeOf(ROUTES, 'GET', '/dashboard/appXjs'), 'unmatched');
-  assert.equal(routeOf(undefined, 'GET', '/'), 'unmatched');
-});
+import { Counter, Histogram } from '../../src/metrics.ts';
 
 test('counter labels are escaped as the text format requires', () => {
   const c = new Counter('x_total', 'help');
