@@ -63,6 +63,8 @@ export interface ChildServer {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
+const CRASH_SIGNALS = new Set<NodeJS.Signals>(['SIGABRT', 'SIGSEGV', 'SIGBUS', 'SIGILL', 'SIGFPE', 'SIGTRAP']);
+
 /** Starts `mailroom serve` and resolves once it logged "started" (listeners bound, jobs recovered). */
 export function startChild(inst: Instance, timeoutMs = 30_000): Promise<ChildServer> {
   return new Promise((resolve, reject) => {
@@ -87,6 +89,12 @@ export function startChild(inst: Instance, timeoutMs = 30_000): Promise<ChildSer
     void exited.then(({ code, signal }) => {
       clearTimeout(timer);
       if (!started) reject(new Error(`serve exited (${code ?? signal}) before starting: ${err.slice(-2000)}`));
+      // Tests stop a server with a signal (SIGTERM answered with 0, or SIGKILL); any other end of a
+      // started server is a crash, which its test sees only as refused connections: say why here.
+      else if ((code !== null && code !== 0) || (signal && CRASH_SIGNALS.has(signal))) {
+        const errors = out.split('\n').filter((l) => l.includes('"level":"error"'));
+        console.log(`# mailroom serve (pid ${child.pid}) exited with ${code ?? signal} after starting; its stderr ends: ${err.slice(-2000)}; its last errors logged: ${errors.slice(-5).join('\n')}`);
+      }
     });
   });
 }
