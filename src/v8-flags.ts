@@ -18,12 +18,24 @@ const lock: Int32Array = (() => {
 })();
 
 /**
+ * How long a thread waits for the lock before it goes on without it: a worker terminated while
+ * holding it (its `finally` never runs) must not stop the main thread's next compile for good.
+ */
+const STALE_MS = 5_000;
+
+/**
  * Runs `fn` with the lock held: no other thread changes V8's flags or compiles with a code cache
  * meanwhile. Holders never wait for anything else, so the wait is the other holder's run: a
- * compile (a few ms) or the start-up collection (50-100 ms, once).
+ * compile (a few ms) or the start-up collection (50-100 ms, once). Past `staleMs` the holder is
+ * taken for gone, and `fn` runs anyway: at worst a cache is refused, as without the lock.
  */
-export function holdingV8Flags<T>(fn: () => T): T {
-  while (Atomics.compareExchange(lock, 0, 0, 1) !== 0) Atomics.wait(lock, 0, 1);
+export function holdingV8Flags<T>(fn: () => T, staleMs = STALE_MS): T {
+  const giveUp = Date.now() + staleMs;
+  while (Atomics.compareExchange(lock, 0, 0, 1) !== 0) {
+    const left = giveUp - Date.now();
+    if (left <= 0) break;
+    Atomics.wait(lock, 0, 1, left);
+  }
   try {
     return fn();
   } finally {

@@ -94,3 +94,27 @@ test('holdingV8Flags hands back what its function returns and frees the lock whe
     'free',
   );
 });
+
+test('a holder that never lets go (a worker terminated while holding the lock) stops the others only for a while', async () => {
+  const holder = new Worker(
+    `const { parentPort, workerData } = require('node:worker_threads');
+     import(workerData).then(({ holdingV8Flags }) => holdingV8Flags(() => {
+       parentPort.postMessage('held');
+       Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0);
+     }));`,
+    { eval: true, workerData: new URL('../../src/v8-flags.ts', import.meta.url).href },
+  );
+  await new Promise((resolve) => holder.once('message', resolve));
+  await holder.terminate();
+  const started = performance.now();
+  assert.equal(
+    holdingV8Flags(() => 'ran', 300),
+    'ran',
+  );
+  const waited = performance.now() - started;
+  assert.ok(waited >= 250 && waited < 5_000, `waited ${Math.round(waited)} ms`);
+  // Free again afterwards: the next holder does not wait.
+  const next = performance.now();
+  holdingV8Flags(() => undefined, 300);
+  assert.ok(performance.now() - next < 250);
+});
