@@ -10,9 +10,8 @@
 import type { AppContext, Service } from './context.ts';
 import { AFTER_START_MS } from './startup.ts';
 import { resumeOptimizingTiers } from './startup-tiers.ts';
-import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { holdingV8Flags } from './v8-flags.ts';
+import { whileV8Flag } from './v8-flags.ts';
 
 /**
  * When the collection runs: after the first background passes (AFTER_START_MS: housekeeping,
@@ -31,14 +30,7 @@ type Collect = (options: { type: 'major'; execution: 'sync'; flavor: 'last-resor
 function fullCollection(): Collect {
   const exposed = (globalThis as { gc?: unknown }).gc;
   if (typeof exposed === 'function') return exposed as Collect;
-  return holdingV8Flags(() => {
-    setFlagsFromString('--expose-gc');
-    try {
-      return runInNewContext('gc') as Collect;
-    } finally {
-      setFlagsFromString('--no-expose-gc');
-    }
-  });
+  return whileV8Flag('expose-gc', () => runInNewContext('gc') as Collect);
 }
 
 export function createStartupCollection(_ctx: AppContext): Service {
@@ -56,17 +48,10 @@ export function createStartupCollection(_ctx: AppContext): Service {
         // after start-up are mostly the ones that ran only to start (module bodies, migrations,
         // the listeners' set-up). Those that run again are compiled again from the source, as
         // after any flush. Unset after, like --expose-gc, for V8's flag hash; no worker compiles
-        // with a code cache meanwhile (src/v8-flags.ts).
-        holdingV8Flags(() => {
-          setFlagsFromString('--stress-flush-code');
-          try {
-            // "last-resort": collects until nothing more is freed, shrinks the young generation
-            // back to its first page and returns the freed pages to the system.
-            collect({ type: 'major', execution: 'sync', flavor: 'last-resort' });
-          } finally {
-            setFlagsFromString('--no-stress-flush-code');
-          }
-        });
+        // with a code cache meanwhile (src/v8-flags.ts). "last-resort": collects until nothing
+        // more is freed, shrinks the young generation back to its first page and returns the
+        // freed pages to the system.
+        whileV8Flag('stress-flush-code', () => collect({ type: 'major', execution: 'sync', flavor: 'last-resort' }));
       }, COLLECT_AFTER_START_MS);
       timer.unref();
     },

@@ -4,6 +4,7 @@
 // start-up collection), while a worker may be compiling a chunk with its code cache
 // (src/sea-chunks.ts): a worker compiling inside that moment had its cache refused, and said so
 // on stderr. One lock, shared by every thread of the process, keeps the two apart.
+import { setFlagsFromString } from 'node:v8';
 import { getEnvironmentData, isMainThread, setEnvironmentData } from 'node:worker_threads';
 
 const LOCK_KEY = 'mailroom:v8-flags';
@@ -42,4 +43,16 @@ export function holdingV8Flags<T>(fn: () => T, staleMs = STALE_MS): T {
     Atomics.store(lock, 0, 0);
     Atomics.notify(lock, 0, 1);
   }
+}
+
+/** Runs `fn` with V8's `--flag` set, unset again after, under the lock. */
+export function whileV8Flag<T>(flag: string, fn: () => T): T {
+  return holdingV8Flags(() => {
+    setFlagsFromString(`--${flag}`);
+    try {
+      return fn();
+    } finally {
+      setFlagsFromString(`--no-${flag}`);
+    }
+  });
 }
