@@ -1,6 +1,9 @@
 // Summarises a V8 .cpuprofile (from `BENCH_PROFILE=1 npm run bench`, which runs the server with
 // --cpu-prof): self time by function and by package, so docs/performance.md can say what limits a
-// scenario from a measurement. Usage: node bench/profile.ts FILE.cpuprofile [N]
+// scenario from a measurement. Usage: node bench/profile.ts FILE.cpuprofile [N] [REQUESTS]:
+// with REQUESTS (how many requests or messages the profiled process served), every line also
+// gives µs of that thread's time per request, and the inclusive list covers every function,
+// libraries' included (bench (b): tinyhttp's router).
 import { readFileSync } from 'node:fs';
 
 interface Node {
@@ -25,7 +28,10 @@ function packageOf(url: string): string {
   return url.includes('/bench/work/') ? 'mailroom (bundle)' : url;
 }
 
-export function summarizeProfile(file: string, top = 25): string {
+/** A function and where it is: its package's path, or the bundle's, and line. */
+const frameName = (f: Node['callFrame']) => `${f.functionName || '(anonymous)'} ${f.url.replace(/^.*node_modules\//, '').replace(/^file:\/\/.*\/bench\/work\//, '')}:${f.lineNumber + 1}`;
+
+export function summarizeProfile(file: string, top = 25, requests?: number): string {
   const p = JSON.parse(readFileSync(file, 'utf8')) as Profile;
   const byId = new Map(p.nodes.map((n) => [n.id, n]));
   const self = new Map<number, number>();
@@ -41,12 +47,13 @@ export function summarizeProfile(file: string, top = 25): string {
       pkg.set('(idle)', (pkg.get('(idle)') ?? 0) + us);
       continue;
     }
-    const key = `${name} ${n.callFrame.url.replace(/^.*node_modules\//, '').replace(/^file:\/\/.*\/bench\/work\//, '')}:${n.callFrame.lineNumber + 1}`;
+    const key = frameName(n.callFrame);
     fn.set(key, (fn.get(key) ?? 0) + us);
     const k = ['(garbage collector)', '(program)'].includes(name) ? name : packageOf(n.callFrame.url);
     pkg.set(k, (pkg.get(k) ?? 0) + us);
   }
-  const pct = (us: number) => `${((100 * us) / total).toFixed(1).padStart(5)}%`;
+  const perRequest = (us: number) => (requests ? `  ${(us / requests).toFixed(1).padStart(6)} µs/request` : '');
+  const pct = (us: number) => `${((100 * us) / total).toFixed(1).padStart(5)}%${perRequest(us)}`;
   const lines = [`${file}: ${(total / 1e6).toFixed(1)} s sampled`, '', 'self time by package:'];
   for (const [k, us] of [...pkg].sort((a, b) => b[1] - a[1]).slice(0, 15)) lines.push(`  ${pct(us)}  ${k}`);
   lines.push('', 'self time by function:');
@@ -60,16 +67,16 @@ export function summarizeProfile(file: string, top = 25): string {
     const seen = new Set<string>();
     for (let cur: number | undefined = id; cur !== undefined; cur = parent.get(cur)) {
       const f = byId.get(cur)!.callFrame;
-      if (!f.url.includes('/bench/work/')) continue;
-      seen.add(`${f.functionName || '(anonymous)'}:${f.lineNumber + 1}`);
+      if (requests) seen.add(frameName(f));
+      else if (f.url.includes('/bench/work/')) seen.add(`${f.functionName || '(anonymous)'}:${f.lineNumber + 1}`);
     }
     for (const k of seen) incl.set(k, (incl.get(k) ?? 0) + (p.timeDeltas[i] ?? 0));
   });
-  lines.push('', 'inclusive time of mailroom functions:');
+  lines.push('', requests ? 'inclusive time of every function:' : 'inclusive time of mailroom functions:');
   for (const [k, us] of [...incl].sort((a, b) => b[1] - a[1]).slice(0, top)) lines.push(`  ${pct(us)}  ${k}`);
   return lines.join('\n');
 }
 
 if (process.argv[1] && import.meta.url.endsWith(process.argv[1].replace(/^.*\/bench\//, '/bench/'))) {
-  process.stdout.write(summarizeProfile(process.argv[2], Number(process.argv[3] ?? 25)) + '\n');
+  process.stdout.write(summarizeProfile(process.argv[2], Number(process.argv[3] ?? 25), process.argv[4] ? Number(process.argv[4]) : undefined) + '\n');
 }
