@@ -73,9 +73,33 @@ function statementName(text: string): string {
   return name;
 }
 
+/** A connection's socket, which pg writes each message of a statement to. */
+type Corkable = { connection?: { stream?: { cork?(): void; uncork?(): void } } };
+const corked = new WeakSet<object>();
+
+/**
+ * Holds what a transaction's connection is given until the statements of this turn are all
+ * written, then sends them in one write. pg corks each statement's Parse, Bind, Execute and Sync
+ * together, but writes every statement on its own: a BEGIN and the statement behind it, writes
+ * sent along and the read after them, each a `writev` on loopback that wakes the backend.
+ * Released in a process.nextTick, which runs once the microtasks queued now (the awaits between
+ * one statement of the turn and the next) have run.
+ */
+function corkForTurn(client: pg.PoolClient): void {
+  const stream = (client as unknown as Corkable).connection?.stream;
+  if (!stream?.cork || !stream.uncork || corked.has(stream)) return;
+  corked.add(stream);
+  stream.cork();
+  process.nextTick(() => {
+    corked.delete(stream);
+    stream.uncork!();
+  });
+}
+
 /** Runs a statement on `on` (the pool, or the one connection of a transaction). */
 async function execOn(on: pg.Pool | pg.PoolClient, source: string, params: unknown[], method: Method) {
   const text = toPostgres(source);
+  if (!(on instanceof pg.Pool)) corkForTurn(on);
   const r = await on.query({ name: text.startsWith(PLAN_EACH_TIME) ? undefined : statementName(text), text, values: withoutNul(params), rowMode: 'array' });
   if (method === 'run') return { rows: [], changes: r.rowCount ?? 0 };
   return { rows: method === 'get' ? r.rows[0] : r.rows, changes: r.rowCount ?? 0 };
@@ -131,6 +155,7 @@ export class PostgresStore extends StoreBase implements Store {
       // Not awaited before the work: its first statement follows BEGIN in the same write, which
       // saves a round trip per transaction (two or three for each spooled message). Should
       // BEGIN fail (only a lost connection can), so do the statements behind it, and this await.
+      corkForTurn(client);
       const begun = client.query('BEGIN');
       begun.catch(() => undefined);
       try {
@@ -138,6 +163,7 @@ export class PostgresStore extends StoreBase implements Store {
         await begun;
         // COMMIT goes right behind the writes still under way (sent along): should one of them
         // fail, the COMMIT rolls back, and settleWrites throws its error.
+        corkForTurn(client);
         const committed = client.query('COMMIT');
         committed.catch(() => undefined);
         await settleWrites(frame);

@@ -13,7 +13,8 @@ import { getTableConfig as getPgTableConfig } from 'drizzle-orm/pg-core';
 import * as schema from '../../src/store/schema.ts';
 import { derivedTables } from '../../src/store/schema-pg.ts';
 import { openStore } from '../../src/store/open.ts';
-import { changes, isUniqueViolation, sendAlong, type Db, type Store } from '../../src/store/store.ts';
+import { changes, isUniqueViolation, rawRows, sendAlong, type Db, type Store } from '../../src/store/store.ts';
+import { Socket } from 'node:net';
 import { numberPlaceholders, toPostgres } from '../../src/store/placeholders.ts';
 import { lockFreeJobs } from '../../src/store/repo/jobs.ts';
 import { pgCluster, postgresMissing } from '../support/postgres.ts';
@@ -525,6 +526,44 @@ describe('announcements between nodes (PostgreSQL NOTIFY)', { skip: peerSkip(pos
     } finally {
       await a.close();
       await b.close();
+    }
+  });
+});
+
+describe('socket writes of a PostgreSQL transaction', { skip: peerSkip(postgresMissing()) }, () => {
+  test('the statements of one turn go to the server in one write: BEGIN, the writes sent along and the read behind them', async () => {
+    const url = await (await pgCluster()).createDatabase();
+    const store = await openStore({ dataDir: '/nonexistent', databaseUrl: url });
+    const port = Number(new URL(url).port);
+    type Write = (this: Socket, ...args: unknown[]) => unknown;
+    const proto = Socket.prototype as unknown as { _write: Write; _writev: Write };
+    const { _write, _writev } = proto;
+    let writes = 0;
+    const counted = (original: Write): Write =>
+      function (this: Socket, ...args: unknown[]) {
+        if (this.remotePort === port) writes++;
+        return original.apply(this, args);
+      };
+    try {
+      // The pool's connection opened, and the statements prepared on it, before counting.
+      const work = async (tx: Db) => {
+        sendAlong(rawRows(tx, 'SELECT pg_advisory_xact_lock(?)', [42]));
+        sendAlong(rawRows(tx, 'SELECT ?::int + 1', [1]));
+        return rawRows<[number]>(tx, 'SELECT ?::int * 2', [21]);
+      };
+      await store.transaction(work);
+      proto._write = counted(_write);
+      proto._writev = counted(_writev);
+      const rows = await store.transaction(work);
+      proto._write = _write;
+      proto._writev = _writev;
+      assert.deepEqual(rows, [[42]]);
+      // BEGIN and the three statements in one write, COMMIT in a second (it waits for the work).
+      assert.equal(writes, 2);
+    } finally {
+      proto._write = _write;
+      proto._writev = _writev;
+      await store.close();
     }
   });
 });
