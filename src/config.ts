@@ -215,6 +215,15 @@ export const CONFIG_SCHEMA = {
     url: databaseUrl(
       'Where the state lives: "" for the embedded SQLite file under data_dir; a "postgres://user:pass@host:5432/db" URL names the PostgreSQL database that several nodes share (docs/several-nodes.md). The environment variable MAILROOM_DATABASE_URL overrides it.',
     ),
+    connections: int(
+      10,
+      'PostgreSQL: connections this node opens for mail (SMTP, the job runner) and for the API when `api_connections` is 0. More than about twice the cores rarely helps: the database and the node share them.',
+      1,
+    ),
+    api_connections: int(
+      6,
+      'PostgreSQL: connections of a pool of their own for API clients (HTTP, MCP, IMAP), so a flood of API reads cannot leave mail waiting for a connection, nor mail the API; 0 shares `connections`. Searches take at most `limits.concurrent_searches` of them.',
+    ),
     connect_timeout: duration(
       '10s',
       'PostgreSQL: opening a connection (TCP, TLS, login) may take this long; then the statement that needed it fails (a start-up exits with the error) instead of waiting for ever on an unreachable server.',
@@ -390,7 +399,7 @@ export const CONFIG_SCHEMA = {
     ),
     concurrent_searches: int(
       4,
-      'Searches the process runs at once, all accounts together: on SQLite the worker threads that run them off the event loop, on PostgreSQL the pool connections they may hold. More wait for a slot, within their `search_timeout`.',
+      'Searches the process runs at once, all accounts together: on SQLite the worker threads that run them off the event loop, on PostgreSQL the connections of `database.api_connections` they may hold. More wait for a slot, within their `search_timeout`.',
       1,
     ),
     labels_per_message: int(50, 'Most labels one message carries; a PATCH of a message or thread that would give one more gets 400 VALIDATION_ERROR naming `addLabels` and changes nothing.', 1),

@@ -49,7 +49,7 @@ export async function createContext(config: Config, log: Logger, opts: { clock?:
   const store = await openStore({
     dataDir: config.data_dir,
     databaseUrl: config.database.url,
-    postgres: { limits: config.database, log },
+    postgres: { limits: config.database, max: config.database.connections, apiMax: config.database.api_connections, log },
     fatal: (err) => exitOnFatal(log, 'the database cannot be made durable: stopping', err),
   });
   const listeners = new Map<Signal, Array<() => void>>();

@@ -12,6 +12,7 @@ import { sweepAudit } from './domain/audit/audit.ts';
 import { sweepReports } from './domain/domains/dmarc-reports.ts';
 import { closeEventWatchers } from './domain/events/event-feed.ts';
 import { sweepOrphanBlobs } from './store/blobs/orphans.ts';
+import { asApiWork } from './store/store.ts';
 import { errorFields } from './log.ts';
 import { createJobRunner } from './jobs/runner.ts';
 import { JOB_HANDLERS } from './jobs/handlers/index.ts';
@@ -142,7 +143,8 @@ export async function startServer(config: Config, log: Logger, opts: StartOption
     // Node checks both timeouts every connectionsCheckingInterval (30 s by default, which would
     // double a 30 s limit); headers are part of the request, so their limit is at most its.
     { requestTimeout, headersTimeout: Math.min(headersTimeout, requestTimeout), connectionsCheckingInterval: Math.min(1000, headersTimeout) },
-    (req, res) => app.attach(req as never, res as never),
+    // Each request is API work: on PostgreSQL its statements use the API's connections (asApiWork).
+    (req, res) => asApiWork(() => app.attach(req as never, res as never)),
   );
   http.keepAliveTimeout = 65_000;
   http.maxConnections = maxConnections;

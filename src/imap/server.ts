@@ -12,6 +12,7 @@ import { AuthFailures } from '../smtp/auth-failures.ts';
 import { KEY_RECHECK_MS } from '../smtp/submission.ts';
 import { TlsCertificate } from '../smtp/tls.ts';
 import { contextOf, ImapSession, type SessionHost } from './session.ts';
+import { asApiWork } from '../store/store.ts';
 
 export interface ImapService extends Service {
   /** The ports bound (0 when off or before start). */
@@ -70,7 +71,8 @@ export function createImapService(ctx: AppContext): ImapService {
       perClient.remove(who);
     });
     const session = new ImapSession(host, socket, { secure, remoteAddress: socket.remoteAddress });
-    void session.run();
+    // API work: on PostgreSQL the session's statements use the API's connections (asApiWork).
+    void asApiWork(() => session.run());
   };
 
   const listen = async (server: Server, address: ListenAddress): Promise<number> => {

@@ -10,6 +10,7 @@ import type { AppContext } from '../context.ts';
 import { errorFields } from '../log.ts';
 import type { Service } from '../context.ts';
 import type { Tx } from '../store/client.ts';
+import { asMailWork } from '../store/store.ts';
 import {
   claimDue,
   finishJobs,
@@ -322,7 +323,9 @@ export function createJobRunner(ctx: AppContext, handlers: JobHandler[]): JobRun
   function wake(): void {
     if (stopped || scheduled) return;
     scheduled = true;
-    setImmediate(pass);
+    // Woken by a request (it queued a job) or by mail: the pass is mail's work either way, on
+    // mail's connections (src/store/store.ts, asMailWork), and so is every job it starts.
+    asMailWork(() => setImmediate(pass));
   }
 
   return {

@@ -30,7 +30,8 @@ export async function openStore(opts: StoreOptions): Promise<Store> {
       await pool.end();
       throw err;
     }
-    return new PostgresStore(pool);
+    const apiMax = opts.postgres?.apiMax ?? 0;
+    return new PostgresStore(pool, apiMax > 0 ? connectPostgres(opts.databaseUrl, opts.postgres, apiMax) : undefined);
   }
   const client = openConnection(join(opts.dataDir, 'mailroom.db'));
   migrateDatabase(drizzle(client) as FileDb);

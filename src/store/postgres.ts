@@ -10,7 +10,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { errorFields, type Logger } from '../log.ts';
 import { toPostgres } from './placeholders.ts';
-import { PLAN_EACH_TIME, handleFor, openFrame, withoutNul, runHooks, runWork, settleWrites, type Db, type Tx, type TxFrame, type Method, type Store, StoreBase } from './store.ts';
+import { PLAN_EACH_TIME, handleFor, isApiWork, openFrame, withoutNul, runHooks, runWork, settleWrites, type Db, type Tx, type TxFrame, type Method, type Store, StoreBase } from './store.ts';
 
 const asNumber = (text: string) => Number(text);
 const TYPES = {
@@ -18,19 +18,21 @@ const TYPES = {
 };
 
 export interface PostgresOptions {
-  /** Connections in the pool (default 10). */
+  /** Connections in the pool (default 10; `database.connections`). */
   max?: number;
+  /** Connections of the API's own pool (`database.api_connections`; 0 or absent: it shares the one pool). */
+  apiMax?: number;
   /** The `[database]` budgets (config.ts); without them (`mailroom migrate`) none applies. */
   limits?: { connect_timeout: number; statement_timeout: number; idle_in_transaction_timeout: number; keepalive: number };
   /** Where the errors of idle connections go. */
   log?: Logger;
 }
 
-export function connectPostgres(url: string, opts: PostgresOptions = {}): pg.Pool {
+export function connectPostgres(url: string, opts: PostgresOptions = {}, max = opts.max ?? 10): pg.Pool {
   const l = opts.limits;
   const pool = new pg.Pool({
     connectionString: url,
-    max: opts.max ?? 10,
+    max,
     types: TYPES,
     // Statements given to one connection before the previous one's answer are written at once
     // (pg's pipeline mode, each with its own Sync): a transaction's BEGIN goes with its first
@@ -113,21 +115,30 @@ export class PostgresStore extends StoreBase implements Store {
    * the call chain is in, so queries prepared once per handle (src/store/prepared.ts) serve all.
    */
   private readonly txDb: Tx;
+  /** Mail's connections (SMTP, the job runner), the NOTIFYs and exclusive work; the API's too without apiPool. */
   readonly pool: pg.Pool;
+  /** The API's own connections (isApiWork: HTTP requests, IMAP sessions), when configured. */
+  private readonly apiPool: pg.Pool | undefined;
 
-  constructor(pool: pg.Pool) {
+  constructor(pool: pg.Pool, apiPool?: pg.Pool) {
     super();
     this.pool = pool;
+    this.apiPool = apiPool;
     // Inside a transaction's call chain the store's handle is the transaction's (Store.transaction);
     // work the transaction started and left running finds it closed, and uses the pool.
     const open = () => openFrame<pg.PoolClient>(this)?.client;
-    this.db = handleFor({ dialect: 'postgres', exec: (source, params, method) => execOn(open() ?? pool, source, params, method) }) as Tx;
+    this.db = handleFor({ dialect: 'postgres', exec: (source, params, method) => execOn(open() ?? this.poolOfWork(), source, params, method) }) as Tx;
     const current = (): pg.PoolClient => {
       const client = open();
       if (!client) throw new Error('a transaction handle used outside its transaction');
       return client;
     };
     this.txDb = handleFor({ dialect: 'postgres', exec: (source, params, method) => execOn(current(), source, params, method) }) as Tx;
+  }
+
+  /** The pool the current call chain's statements take a connection from. */
+  private poolOfWork(): pg.Pool {
+    return this.apiPool && isApiWork() ? this.apiPool : this.pool;
   }
 
   async transaction<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
@@ -148,7 +159,7 @@ export class PostgresStore extends StoreBase implements Store {
   }
 
   private async transactionOnce<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect();
+    const client = await this.poolOfWork().connect();
     let broken: Error | undefined;
     const frame: TxFrame<pg.PoolClient> = { owner: this, db: this.txDb, client, hooks: [], pending: [], open: true };
     try {
@@ -292,7 +303,7 @@ export class PostgresStore extends StoreBase implements Store {
     while (this.sending || this.announcing.size) await (this.sending ?? this.sendAnnouncements());
     this.closed = true;
     await this.listener?.end().catch(() => undefined);
-    await this.pool.end();
+    await Promise.all([this.pool.end(), this.apiPool?.end()]);
   }
 }
 

@@ -153,6 +153,23 @@ export interface TxFrame<C = unknown> {
   open: boolean;
 }
 
+/**
+ * Work done for an API client (an HTTP request, an IMAP session) rather than for mail (SMTP, the
+ * job runner): on PostgreSQL its statements take connections of a pool of their own
+ * (`database.api_connections`), so a flood of reads cannot leave mail waiting for a connection,
+ * nor mail the API. SQLite has one connection, and ignores it.
+ */
+const apiLane = new AsyncLocalStorage<true>();
+
+/** Runs `fn`, and what its call chain starts, as work for an API client (see apiLane). */
+export const asApiWork = <T>(fn: () => T): T => apiLane.run(true, fn);
+
+/** Runs `fn`, and what its call chain starts, as work for mail: the job runner, woken by a request. */
+export const asMailWork = <T>(fn: () => T): T => apiLane.exit(fn);
+
+/** Whether the current call chain is work for an API client. */
+export const isApiWork = (): boolean => apiLane.getStore() === true;
+
 /** The transaction the current async call chain runs in, if any (see Store.transaction). */
 export const currentTransaction = new AsyncLocalStorage<TxFrame>();
 
