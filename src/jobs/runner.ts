@@ -14,6 +14,7 @@ import { asMailWork } from '../store/store.ts';
 import {
   claimDue,
   finishJobs,
+  finishJobsTogether,
   partitionKey,
   nextDueAt,
   recoverJobs,
@@ -45,6 +46,13 @@ export interface JobHandler {
    * abandoned and counted as a retry.
    */
   run(ctx: AppContext, job: JobRow, signal: AbortSignal): Promise<JobOutcome>;
+  /**
+   * PostgreSQL: the outcomes of this kind's jobs that end at the same moment are committed in
+   * one transaction (finishJobsTogether), as on SQLite, not each in its own. For kinds whose
+   * outcome writes without reading (nothing to wait for between one job's and the next's), whose
+   * `commit` may run again after a rollback, and whose attempts may run twice: webhook deliveries.
+   */
+  finishTogether?: boolean;
 }
 
 /** Why an attempt was aborted: its deadline (the signal's reason). */
@@ -70,6 +78,8 @@ const MAX_SLEEP_MS = 30_000;
  */
 const EXTERNAL_CHECK_MS = 500;
 const SWEEP_EVERY_MS = 3_600_000;
+/** Most outcomes in one PostgreSQL transaction (finishJobsTogether): its job rows stay locked until its COMMIT. */
+const FINISHED_TOGETHER = 32;
 
 export interface JobRunner extends Service {
   /** Resolves when no job is running (tests, shutdown). */
@@ -201,12 +211,13 @@ export function createJobRunner(ctx: AppContext, handlers: JobHandler[]): JobRun
    * On SQLite, outcomes are committed in batches (finishJobs: one transaction, one fsync): those
    * that end while a batch commits wait for it and go together in the next, so under load a
    * commit carries many outcomes, and alone one costs no wait but a turn of the event loop.
-   * PostgreSQL commits each at once in its own transaction (see finishJobs).
+   * PostgreSQL commits each at once in its own transaction (see finishJobs), but for the kinds
+   * that finish together (JobHandler.finishTogether), batched as on SQLite.
    */
   const finishing: Array<{ job: JobRow; outcome: JobOutcome; saved: (r: PromiseSettledResult<JobStatus>) => void }> = [];
   let committing = false;
   function saveOutcome(job: JobRow, outcome: JobOutcome): Promise<PromiseSettledResult<JobStatus>> {
-    if (ctx.store.dialect === 'postgres') return finishJobs(ctx, [{ job, outcome }]).then(([saved]) => saved);
+    if (ctx.store.dialect === 'postgres' && !byKind.get(job.kind)?.finishTogether) return finishJobs(ctx, [{ job, outcome }]).then(([saved]) => saved);
     return new Promise((saved) => {
       finishing.push({ job, outcome, saved });
       if (!committing) {
@@ -216,8 +227,8 @@ export function createJobRunner(ctx: AppContext, handlers: JobHandler[]): JobRun
     });
   }
   function commitOutcomes(): void {
-    const batch = finishing.splice(0);
-    void finishJobs(ctx, batch)
+    const batch = finishing.splice(0, ctx.store.dialect === 'postgres' ? FINISHED_TOGETHER : finishing.length);
+    void (ctx.store.dialect === 'postgres' ? finishJobsTogether : finishJobs)(ctx, batch)
       .catch((err: unknown) => batch.map((): PromiseSettledResult<JobStatus> => ({ status: 'rejected', reason: err })))
       .then((results) => {
         batch.forEach((item, i) => item.saved(results[i]));

@@ -348,7 +348,8 @@ export function unclaimJobsOf(ctx: AppContext, ids: string[]): Promise<number> {
 export async function renewLeases(ctx: AppContext, ids: string[]): Promise<number> {
   if (!ids.length) return 0;
   const now = ctx.clock.now().getTime();
-  return renewJobLeases(ctx.db, ids, now + ctx.config.jobs.lease);
+  // In the order of their ids, as finishJobsTogether takes several rows: never the other way round.
+  return renewJobLeases(ctx.db, [...ids].sort(), now + ctx.config.jobs.lease);
 }
 
 /**
@@ -369,14 +370,48 @@ export function finishJob(ctx: AppContext, job: JobRow, outcome: JobOutcome): Pr
  * already groups concurrent commits' WAL flushes) and holds every job's row lock until the last
  * outcome is written. Tried, it made test/e2e/node-failover.test.ts deliver sends twice under
  * load, in both of two runs (most likely: the lease renewal, one statement for all running
- * jobs, waited on those locks past the lease, and the other node took the jobs over). Answers,
- * in order, each job's saved status or why it was not saved.
+ * jobs, waited on those locks past the lease, and the other node took the jobs over). Only the
+ * kinds whose outcomes only write go together there (finishJobsTogether). Answers, in order,
+ * each job's saved status or why it was not saved.
  */
 export function finishJobs(ctx: AppContext, items: Array<{ job: JobRow; outcome: JobOutcome }>): Promise<Array<PromiseSettledResult<JobStatus>>> {
   return Promise.allSettled(items.map((item) => finishJob(ctx, item.job, item.outcome)));
 }
 
+/**
+ * PostgreSQL: the outcomes of several jobs (of kinds that finish together, JobHandler) in one
+ * transaction, each job's row and `commit` in turn: one BEGIN, COMMIT and WAL flush, and for
+ * outcomes that only write, one round trip for all of them. Should any of them fail, that
+ * transaction rolls back and each is recorded alone (finishJobs), so only the one at fault
+ * fails; their `commit`s run again. Answers as finishJobs does.
+ */
+export async function finishJobsTogether(ctx: AppContext, items: Array<{ job: JobRow; outcome: JobOutcome }>): Promise<Array<PromiseSettledResult<JobStatus>>> {
+  if (items.length < 2) return finishJobs(ctx, items);
+  const now = ctx.clock.now();
+  try {
+    const statuses = await ctx.store.transaction(async (tx) => {
+      // Every job's row first, then what the outcomes write, as recordOutcome orders one job's;
+      // the rows in the order of their ids, as a lease renewal takes them (renewLeases).
+      const byId = [...items].sort((a, b) => (a.job.id < b.job.id ? -1 : 1));
+      const statuses = new Map(byId.map((item) => [item, writeOutcomeRow(tx, item.job, item.outcome, now)]));
+      const out = items.map((item) => statuses.get(item)!);
+      for (const item of items) await item.outcome.commit?.(tx);
+      return out;
+    });
+    return statuses.map((value) => ({ status: 'fulfilled', value }));
+  } catch {
+    return finishJobs(ctx, items);
+  }
+}
+
 async function recordOutcome(tx: Tx, job: JobRow, outcome: JobOutcome, now: Date): Promise<JobStatus> {
+  const status = writeOutcomeRow(tx, job, outcome, now);
+  await outcome.commit?.(tx);
+  return status;
+}
+
+/** Sends along the UPDATE of a job's row for its outcome; answers the status it gets. */
+function writeOutcomeRow(tx: Tx, job: JobRow, outcome: JobOutcome, now: Date): JobStatus {
   let status: JobStatus;
   // null keeps the column as it is (lastError of an earlier attempt, the claim's runAt).
   let lastError: string | null = null;
@@ -399,7 +434,6 @@ async function recordOutcome(tx: Tx, job: JobRow, outcome: JobOutcome, now: Date
   // held, the deadlock ended one of them, and a lost finish ran the attempt (a delivery) again.
   // Sent along, it still runs first: the server runs a transaction's statements in order.
   sendAlong(updateJobOutcome(tx, { id: job.id, status, lastError, runAt, finishedAt: status === 'queued' ? null : iso, updatedAt: iso }));
-  await outcome.commit?.(tx);
   return status;
 }
 

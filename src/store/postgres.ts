@@ -84,8 +84,10 @@ const corked = new WeakSet<object>();
  * written, then sends them in one write. pg corks each statement's Parse, Bind, Execute and Sync
  * together, but writes every statement on its own: a BEGIN and the statement behind it, writes
  * sent along and the read after them, each a `writev` on loopback that wakes the backend.
- * Released in a process.nextTick, which runs once the microtasks queued now (the awaits between
- * one statement of the turn and the next) have run.
+ * Released in a process.nextTick. Where the statement was issued from a promise continuation,
+ * that runs once the microtasks then queued have run (the awaits between one statement and the
+ * next: a transaction of writes alone goes out whole, COMMIT included); from an I/O or timer
+ * callback, before them (the statements issued in that callback go together).
  */
 function corkForTurn(client: pg.PoolClient): void {
   const stream = (client as unknown as Corkable).connection?.stream;
@@ -171,12 +173,14 @@ export class PostgresStore extends StoreBase implements Store {
       begun.catch(() => undefined);
       try {
         const result = await runWork(frame, work);
-        await begun;
         // COMMIT goes right behind the writes still under way (sent along): should one of them
-        // fail, the COMMIT rolls back, and settleWrites throws its error.
+        // fail, the COMMIT rolls back, and settleWrites throws its error. BEGIN's answer is
+        // awaited only after: a transaction of writes alone (a job's outcome, a webhook's
+        // attempt) costs one round trip, not two.
         corkForTurn(client);
         const committed = client.query('COMMIT');
         committed.catch(() => undefined);
+        await begun;
         await settleWrites(frame);
         // A statement that failed ends a PostgreSQL transaction even when the work caught its
         // error and went on; COMMIT then rolls back and says so in its tag, without an error.

@@ -10,7 +10,7 @@ import { eq } from 'drizzle-orm';
 import { configFrom } from '../../src/config.ts';
 import { closeContext, createContext, type AppContext } from '../../src/context.ts';
 import { jobs } from '../../src/store/schema.ts';
-import { claimDue, enqueueJob, enqueueJobHere, fail, finishJob, getJob, ok, recoverJobs, retry, sweepJobs, type JobOutcome, type JobRow } from '../../src/jobs/table.ts';
+import { claimDue, enqueueJob, enqueueJobHere, fail, finishJob, finishJobsTogether, getJob, ok, recoverJobs, retry, sweepJobs, type JobOutcome, type JobRow } from '../../src/jobs/table.ts';
 import { createJobRunner, type JobHandler } from '../../src/jobs/runner.ts';
 import { silentLogger } from '../../src/log.ts';
 import { rawRows, rawRun, type Db } from '../../src/store/store.ts';
@@ -325,6 +325,48 @@ onEngine('postgres').test("a finish takes its job's row before its outcome's wri
     await Promise.all([claim, finished]);
     assert.equal((await getJob(ctx, x))!.status, 'done');
     assert.equal((await getJob(ctx, y))!.lastError, 'finish');
+  } finally {
+    await closeContext(ctx);
+  }
+});
+
+onEngine('postgres').test('outcomes finished together commit in one transaction; when one fails, the others are recorded alone', async () => {
+  const ctx = await context();
+  try {
+    const claimAll = async (n: number) => {
+      for (let i = 0; i < n; i++) await enqueue(ctx, { i });
+      return claimDue(ctx, n, () => [60_000]);
+    };
+    const xmins = async (ids: string[]) =>
+      (await rawRows<[string]>(ctx.db, 'SELECT xmin::text FROM jobs WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id', [JSON.stringify(ids)])).map(([x]) => x);
+    const note = (id: string) => ok((tx) => rawRun(tx, 'UPDATE jobs SET last_error = ? WHERE id = ?', [`noted ${id}`, id]));
+
+    const jobs3 = await claimAll(3);
+    assert.equal(jobs3.length, 3);
+    const saved = await finishJobsTogether(
+      ctx,
+      jobs3.map((job) => ({ job, outcome: note(job.id) })),
+    );
+    assert.deepEqual(
+      saved.map((r) => r.status === 'fulfilled' && r.value),
+      ['done', 'done', 'done'],
+    );
+    assert.equal(new Set(await xmins(jobs3.map((j) => j.id))).size, 1, 'one transaction wrote the three');
+    for (const job of jobs3) assert.equal((await getJob(ctx, job.id))!.lastError, `noted ${job.id}`);
+
+    const [a, b, c] = await claimAll(3);
+    const results = await finishJobsTogether(ctx, [
+      { job: a!, outcome: note(a!.id) },
+      { job: b!, outcome: ok((tx) => rawRun(tx, 'SELECT 1 / 0')) },
+      { job: c!, outcome: note(c!.id) },
+    ]);
+    assert.equal(results[0]!.status, 'fulfilled');
+    assert.match(String((results[1] as PromiseRejectedResult).reason), /division by zero/);
+    assert.equal(results[2]!.status, 'fulfilled');
+    assert.equal((await getJob(ctx, a!.id))!.status, 'done');
+    assert.equal((await getJob(ctx, b!.id))!.status, 'running', 'the failed outcome left its job to its lease');
+    assert.equal((await getJob(ctx, c!.id))!.lastError, `noted ${c!.id}`);
+    assert.equal(new Set(await xmins([a!.id, c!.id])).size, 2, 'recorded alone, each in its own transaction');
   } finally {
     await closeContext(ctx);
   }

@@ -531,7 +531,7 @@ describe('announcements between nodes (PostgreSQL NOTIFY)', { skip: peerSkip(pos
 });
 
 describe('socket writes of a PostgreSQL transaction', { skip: peerSkip(postgresMissing()) }, () => {
-  test('the statements of one turn go to the server in one write: BEGIN, the writes sent along and the read behind them', async () => {
+  test('the statements of one turn go to the server in one write: BEGIN, the writes sent along and the read behind them, and COMMIT too when nothing is read', async () => {
     const url = await (await pgCluster()).createDatabase();
     const store = await openStore({ dataDir: '/nonexistent', databaseUrl: url });
     const port = Number(new URL(url).port);
@@ -555,11 +555,18 @@ describe('socket writes of a PostgreSQL transaction', { skip: peerSkip(postgresM
       proto._write = counted(_write);
       proto._writev = counted(_writev);
       const rows = await store.transaction(work);
-      proto._write = _write;
-      proto._writev = _writev;
       assert.deepEqual(rows, [[42]]);
       // BEGIN and the three statements in one write, COMMIT in a second (it waits for the work).
       assert.equal(writes, 2);
+      // A transaction of writes alone: BEGIN, the writes and COMMIT in one.
+      writes = 0;
+      await store.transaction(async (tx) => {
+        sendAlong(rawRows(tx, 'SELECT pg_advisory_xact_lock(?)', [42]));
+        sendAlong(rawRows(tx, 'SELECT ?::int + 1', [1]));
+      });
+      proto._write = _write;
+      proto._writev = _writev;
+      assert.equal(writes, 1);
     } finally {
       proto._write = _write;
       proto._writev = _writev;

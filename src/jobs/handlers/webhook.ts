@@ -212,6 +212,8 @@ export const webhookHandler: JobHandler = {
   schedule: (ctx) => ctx.config.webhooks.retry_schedule,
   // A webhook is a partition (webhook-fanout.ts): one receiver gets at most this many at once.
   partitionLimit: (ctx) => ctx.config.webhooks.concurrency_per_webhook,
+  // An attempt's outcome writes its log row without reading (a retry's supersedes the pending one first).
+  finishTogether: true,
   async run(ctx: AppContext, job, signal): Promise<JobOutcome> {
     const payload = JSON.parse(job.payload) as WebhookJobPayload;
     const found = await findDeliveryRows(ctx.db, payload.webhookId, payload.eventId);
