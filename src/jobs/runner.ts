@@ -48,9 +48,10 @@ export interface JobHandler {
   run(ctx: AppContext, job: JobRow, signal: AbortSignal): Promise<JobOutcome>;
   /**
    * PostgreSQL: the outcomes of this kind's jobs that end at the same moment are committed in
-   * one transaction (finishJobsTogether), as on SQLite, not each in its own. For kinds whose
-   * outcome writes without reading (nothing to wait for between one job's and the next's), whose
-   * `commit` may run again after a rollback, and whose attempts may run twice: webhook deliveries.
+   * one transaction, their `commit`s side by side (finishJobsTogether), not each in its own.
+   * For kinds whose `commit` may run again after a rollback, whose attempts may run twice, and
+   * whose outcomes name the locks that keep them apart (JobOutcome.keys): webhook deliveries and
+   * spooled mail.
    */
   finishTogether?: boolean;
 }
@@ -212,28 +213,35 @@ export function createJobRunner(ctx: AppContext, handlers: JobHandler[]): JobRun
    * that end while a batch commits wait for it and go together in the next, so under load a
    * commit carries many outcomes, and alone one costs no wait but a turn of the event loop.
    * PostgreSQL commits each at once in its own transaction (see finishJobs), but for the kinds
-   * that finish together (JobHandler.finishTogether), batched as on SQLite.
+   * that finish together (JobHandler.finishTogether): batched as on SQLite, a queue per kind, so
+   * that a webhook's outcome does not wait behind a batch of stored messages.
    */
-  const finishing: Array<{ job: JobRow; outcome: JobOutcome; saved: (r: PromiseSettledResult<JobStatus>) => void }> = [];
-  let committing = false;
+  type Finishing = { job: JobRow; outcome: JobOutcome; saved: (r: PromiseSettledResult<JobStatus>) => void };
+  const queues = new Map<string, { items: Finishing[]; committing: boolean }>();
   function saveOutcome(job: JobRow, outcome: JobOutcome): Promise<PromiseSettledResult<JobStatus>> {
-    if (ctx.store.dialect === 'postgres' && !byKind.get(job.kind)?.finishTogether) return finishJobs(ctx, [{ job, outcome }]).then(([saved]) => saved);
+    const postgres = ctx.store.dialect === 'postgres';
+    if (postgres && !byKind.get(job.kind)?.finishTogether) return finishJobs(ctx, [{ job, outcome }]).then(([saved]) => saved);
+    const kind = postgres ? job.kind : '';
+    let queue = queues.get(kind);
+    if (!queue) queues.set(kind, (queue = { items: [], committing: false }));
+    const q = queue;
     return new Promise((saved) => {
-      finishing.push({ job, outcome, saved });
-      if (!committing) {
-        committing = true;
-        setImmediate(commitOutcomes);
+      q.items.push({ job, outcome, saved });
+      if (!q.committing) {
+        q.committing = true;
+        setImmediate(() => commitOutcomes(q));
       }
     });
   }
-  function commitOutcomes(): void {
-    const batch = finishing.splice(0, ctx.store.dialect === 'postgres' ? FINISHED_TOGETHER : finishing.length);
-    void (ctx.store.dialect === 'postgres' ? finishJobsTogether : finishJobs)(ctx, batch)
+  function commitOutcomes(q: { items: Finishing[]; committing: boolean }): void {
+    const postgres = ctx.store.dialect === 'postgres';
+    const batch = q.items.splice(0, postgres ? FINISHED_TOGETHER : q.items.length);
+    void (postgres ? finishJobsTogether : finishJobs)(ctx, batch)
       .catch((err: unknown) => batch.map((): PromiseSettledResult<JobStatus> => ({ status: 'rejected', reason: err })))
       .then((results) => {
         batch.forEach((item, i) => item.saved(results[i]));
-        if (finishing.length) setImmediate(commitOutcomes);
-        else committing = false;
+        if (q.items.length) setImmediate(() => commitOutcomes(q));
+        else q.committing = false;
       });
   }
 

@@ -44,11 +44,15 @@ export type JobStatus = 'queued' | 'running' | 'done' | 'failed';
  * What a handler reports. `commit`, when given, runs in the same transaction that records the
  * outcome, so a state change and the job's end are saved together.
  */
-export type JobOutcome = { kind: 'ok'; commit?: Commit } | { kind: 'retry'; reason: string; delayMs?: number; commit?: Commit } | { kind: 'fail'; reason: string; commit?: Commit };
+export type JobOutcome = ({ kind: 'ok' } | { kind: 'retry'; reason: string; delayMs?: number } | { kind: 'fail'; reason: string }) & {
+  commit?: Commit;
+  /** Locks `commit` takes that keep it apart from another's: outcomes finished together never share one (finishJobsTogether). */
+  keys?: readonly string[];
+};
 /** Writes that commit together with a job's outcome (`tx` is the outcome's transaction). */
 export type Commit = (tx: Tx) => Promise<unknown>;
 
-export const ok = (commit?: Commit): JobOutcome => ({ kind: 'ok', commit });
+export const ok = (commit?: Commit, keys?: readonly string[]): JobOutcome => ({ kind: 'ok', commit, keys });
 export const retry = (reason: string, commit?: Commit, delayMs?: number): JobOutcome => ({ kind: 'retry', reason, commit, delayMs });
 export const fail = (reason: string, commit?: Commit): JobOutcome => ({ kind: 'fail', reason, commit });
 
@@ -380,12 +384,29 @@ export function finishJobs(ctx: AppContext, items: Array<{ job: JobRow; outcome:
 
 /**
  * PostgreSQL: the outcomes of several jobs (of kinds that finish together, JobHandler) in one
- * transaction, each job's row and `commit` in turn: one BEGIN, COMMIT and WAL flush, and for
- * outcomes that only write, one round trip for all of them. Should any of them fail, that
- * transaction rolls back and each is recorded alone (finishJobs), so only the one at fault
- * fails; their `commit`s run again. Answers as finishJobs does.
+ * transaction: the jobs' rows, then their `commit`s side by side, so the round trips of one
+ * overlap the others' (one BEGIN, COMMIT and WAL flush, and the statements of a turn in one
+ * socket write). Like concurrent transactions but for their locks, which one transaction holds
+ * for all: an outcome sharing a key with an earlier one (JobOutcome.keys: a second delivery of
+ * the same message to the same inbox) is recorded after the others, alone. Should any of them
+ * fail, that transaction rolls back and each is recorded alone (finishJobs), so only the one at
+ * fault fails; their `commit`s run again. Answers as finishJobs does.
  */
 export async function finishJobsTogether(ctx: AppContext, items: Array<{ job: JobRow; outcome: JobOutcome }>): Promise<Array<PromiseSettledResult<JobStatus>>> {
+  const taken = new Set<string>();
+  const apart = items.filter((item) => {
+    const keys = item.outcome.keys ?? [];
+    if (keys.some((k) => taken.has(k))) return true;
+    for (const k of keys) taken.add(k);
+    return false;
+  });
+  if (apart.length) {
+    const together = items.filter((item) => !apart.includes(item));
+    const results = new Map<unknown, PromiseSettledResult<JobStatus>>();
+    (await finishJobsTogether(ctx, together)).forEach((r, i) => results.set(together[i], r));
+    (await finishJobs(ctx, apart)).forEach((r, i) => results.set(apart[i], r));
+    return items.map((item) => results.get(item)!);
+  }
   if (items.length < 2) return finishJobs(ctx, items);
   const now = ctx.clock.now();
   try {
@@ -395,7 +416,7 @@ export async function finishJobsTogether(ctx: AppContext, items: Array<{ job: Jo
       const byId = [...items].sort((a, b) => (a.job.id < b.job.id ? -1 : 1));
       const statuses = new Map(byId.map((item) => [item, writeOutcomeRow(tx, item.job, item.outcome, now)]));
       const out = items.map((item) => statuses.get(item)!);
-      for (const item of items) await item.outcome.commit?.(tx);
+      await Promise.all(items.flatMap((item) => (item.outcome.commit ? [item.outcome.commit(tx)] : [])));
       return out;
     });
     return statuses.map((value) => ({ status: 'fulfilled', value }));

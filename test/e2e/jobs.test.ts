@@ -330,7 +330,7 @@ onEngine('postgres').test("a finish takes its job's row before its outcome's wri
   }
 });
 
-onEngine('postgres').test('outcomes finished together commit in one transaction; when one fails, the others are recorded alone', async () => {
+onEngine('postgres').test('outcomes finished together commit in one transaction; when one fails, the others are recorded alone; one sharing a lock key is recorded apart', async () => {
   const ctx = await context();
   try {
     const claimAll = async (n: number) => {
@@ -367,6 +367,20 @@ onEngine('postgres').test('outcomes finished together commit in one transaction;
     assert.equal((await getJob(ctx, b!.id))!.status, 'running', 'the failed outcome left its job to its lease');
     assert.equal((await getJob(ctx, c!.id))!.lastError, `noted ${c!.id}`);
     assert.equal(new Set(await xmins([a!.id, c!.id])).size, 2, 'recorded alone, each in its own transaction');
+
+    // Outcomes naming a lock in common (two copies of one message): the later one is recorded
+    // after the others, in a transaction of its own.
+    const [d, e, f] = await claimAll(3);
+    const keyed = (id: string, keys: string[]) => ({ ...note(id), keys });
+    const apart = await finishJobsTogether(ctx, [
+      { job: d!, outcome: keyed(d!.id, ['inbound:box:<m1>']) },
+      { job: e!, outcome: keyed(e!.id, ['inbound:box:<m2>']) },
+      { job: f!, outcome: keyed(f!.id, ['inbound:box:<m1>']) },
+    ]);
+    assert.ok(apart.every((r) => r.status === 'fulfilled'));
+    const [xd, xe, xf] = await Promise.all([d!, e!, f!].map(async (j) => (await xmins([j.id]))[0]));
+    assert.equal(xd, xe, 'the outcomes without a key in common together');
+    assert.notEqual(xf, xd, 'the one sharing a key alone');
   } finally {
     await closeContext(ctx);
   }

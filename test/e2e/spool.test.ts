@@ -125,9 +125,9 @@ describe('spooled inbound mail', () => {
     const jobId = /queued as (job_\S+)/.exec(reply.text)![1];
     const stored = await until('the message', async () => (await messagesOf(t, inboxId)).find((m) => m.subject === 'processed twice'));
     const job = await sqlDb(t.server.ctx).select().from(jobs).where(eq(jobs.id, jobId)).get();
-    const commit = await processSpooled(t.server.ctx, jobId, JSON.parse(job!.payload));
-    assert.ok(commit, 'the bytes are still there: it runs');
-    await t.server.ctx.store.transaction(commit);
+    const processed = await processSpooled(t.server.ctx, jobId, JSON.parse(job!.payload));
+    assert.ok(processed, 'the bytes are still there: it runs');
+    await t.server.ctx.store.transaction(processed.commit);
     assert.deepEqual(
       (await messagesOf(t, inboxId)).filter((m) => m.subject === 'processed twice').map((m) => m.id),
       [stored.id],
@@ -141,7 +141,7 @@ describe('spooled inbound mail', () => {
     assert.ok(late);
     assert.equal((await t.api('DELETE', `/messages/${stored.id}`)).status, 204);
     await until('the source to go', async () => ((await sqlDb(t.server.ctx).select().from(spooledMessages).where(eq(spooledMessages.jobId, jobId)).get()) === undefined ? true : undefined));
-    await t.server.ctx.store.transaction(late);
+    await t.server.ctx.store.transaction(late.commit);
     assert.deepEqual(
       (await messagesOf(t, inboxId)).filter((m) => m.subject === 'processed twice'),
       [],
@@ -216,6 +216,24 @@ describe('spooled inbound mail', () => {
     const stored = await until('the retried message', async () => (await messagesOf(t, inboxId)).find((m) => m.subject === 'retried one'));
     assert.equal(stored.bodyText, 'spooled body');
     assert.equal((await getJob(t.server.ctx, jobId))?.status, 'done');
+  });
+
+  test('copies of one message spooled together and processed together (finished in one transaction on PostgreSQL) are stored once', async () => {
+    const ctx = t.server.ctx;
+    const inbox = (await findInboxByAddress(ctx, 'box@agents.test'))!;
+    const copy = () => ({ raw: message('one message, thirty copies'), mailFrom: 'sender@example.net', recipients: [inbox], remoteAddress: '192.0.2.9' });
+    await jobRunner(t).stop(1000);
+    try {
+      // Other messages between the copies: they are stored side by side with the first copy.
+      const received = await Promise.all(Array.from({ length: 60 }, (_, i) => receiveInbound(ctx, i % 2 ? copy() : { ...copy(), raw: message(`neighbour ${i}`) })));
+      assert.ok(received.every((r) => r.spooledAs));
+    } finally {
+      await jobRunner(t).start();
+    }
+    const all = async () => (await messagesOf(t, inboxId)).filter((m) => m.subject === 'one message, thirty copies' || m.subject.startsWith('neighbour '));
+    const stored = await until('the spool to be worked off', async () => ((await spooledCount(t)) === 0 && (await all()).length >= 31 ? await all() : undefined));
+    assert.equal(stored.filter((m) => m.subject === 'one message, thirty copies').length, 1);
+    assert.equal(stored.length, 31);
   });
 
   test(`messages spooled at the same moment share batches of at most ${SPOOL_BATCH_ROWS}: one job each, each stored once with its own bytes`, async () => {

@@ -165,6 +165,12 @@ export interface PreparedInbound {
   sourceNamed(): boolean;
   /** Staged attachment files to remove once `store` has committed or failed. */
   staged: string[];
+  /**
+   * The locks `store` takes, one per recipient inbox and Message-ID: the second of two deliveries
+   * of one message waits there for the first's commit and finds its row. Two stores sharing a key
+   * must not run side by side in one transaction, where the lock does not keep them apart.
+   */
+  keys: string[];
 }
 
 /**
@@ -311,6 +317,7 @@ async function prepareStore(
   const contentHash = isStaged(raw) ? raw.sha256 : createHash('sha256').update(raw).digest('hex');
   const since = new Date(receivedAt.getTime() - REDELIVERY_WINDOW_MS).toISOString();
   let sourceNamed = false;
+  const lockKey = (inboxId: string) => `inbound:${inboxId}:${messageIdHeader}`;
   const store = async (tx: Tx): Promise<string[]> => {
     sourceNamed = false;
     // An inbox deleted since RCPT gets nothing (its rows would be orphans).
@@ -333,7 +340,7 @@ async function prepareStore(
       // sessions (or nodes) delivering the same message at once are serialised here and the
       // second one finds the first's row. The lock is sent along: the server runs the read
       // after it, once it is held.
-      sendAlong(ctx.store.lock(tx, `inbound:${p.inbox.id}:${messageIdHeader}`));
+      sendAlong(ctx.store.lock(tx, lockKey(p.inbox.id)));
       const before = await findStoredDelivery(tx, { accountId: p.inbox.accountId, messageIdHeader, inboxId: p.inbox.id, contentHash, since });
       if (before) {
         ids.push(before);
@@ -404,5 +411,5 @@ async function prepareStore(
     }
     return ids;
   };
-  return { files, store, sourceNamed: () => sourceNamed };
+  return { files, store, sourceNamed: () => sourceNamed, keys: admitted.map((p) => lockKey(p.inbox.id)) };
 }

@@ -265,7 +265,7 @@ export const INBOUND_RETRY_SCHEDULE = [5_000, 30_000, 120_000, 600_000, 1_800_00
  * removal of that row. Null when the bytes are gone (the job already completed under an earlier
  * lease, and its message was deleted since).
  */
-export async function processSpooled(ctx: AppContext, jobId: string, envelope: SpooledEnvelope): Promise<((tx: Tx) => Promise<void>) | null> {
+export async function processSpooled(ctx: AppContext, jobId: string, envelope: SpooledEnvelope): Promise<{ commit: (tx: Tx) => Promise<void>; keys: string[] } | null> {
   const spooled = await findSpooledRaw(ctx.db, jobId);
   if (!spooled) return null;
   const traceLength = envelope.traceLength ?? 0;
@@ -282,7 +282,7 @@ export async function processSpooled(ctx: AppContext, jobId: string, envelope: S
     if (!(await isBlobNamed(tx, key))) await deleteSpooledMessage(tx, jobId);
   };
   // Every recipient inbox was deleted after the 250: like deleting the stored message.
-  if (recipients.length === 0 && !envelope.bounces?.length && !envelope.services?.length) return drop;
+  if (recipients.length === 0 && !envelope.bounces?.length && !envelope.services?.length) return { commit: drop, keys: [] };
   const prepared = await prepareInbound(ctx, {
     raw,
     mailFrom: envelope.mailFrom,
@@ -303,8 +303,8 @@ export async function processSpooled(ctx: AppContext, jobId: string, envelope: S
     }
     throw err;
   });
-  if (!prepared) return drop;
-  return async (tx) => {
+  if (!prepared) return { commit: drop, keys: [] };
+  const commit = async (tx: Tx) => {
     if (source) {
       // Under the source's lock, as its removal takes it: a run whose message the job's other
       // run stored already, or whose row went since it was read, stores nothing (a row naming
@@ -316,6 +316,7 @@ export async function processSpooled(ctx: AppContext, jobId: string, envelope: S
     await prepared.store(tx);
     if (!source || !prepared.sourceNamed()) await drop(tx);
   };
+  return { commit, keys: prepared.keys };
 }
 
 /**

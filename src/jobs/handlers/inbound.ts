@@ -10,13 +10,15 @@ export const inboundHandler: JobHandler = {
   kind: INBOUND_JOB,
   schedule: () => INBOUND_RETRY_SCHEDULE,
   partitionLimit: spoolProcessingLimit,
+  // Stored side by side with the others of the moment on PostgreSQL; its keys keep two copies of one message apart.
+  finishTogether: true,
   async run(ctx, job) {
     try {
-      const commit = await processSpooled(ctx, job.id, JSON.parse(job.payload) as SpooledEnvelope);
+      const processed = await processSpooled(ctx, job.id, JSON.parse(job.payload) as SpooledEnvelope);
       spoolJobEnded(ctx);
       // Should this commit fail, the files just written are left without a row; the hourly
       // sweep of orphaned files (src/store/blobs/orphans.ts) removes them.
-      return ok(commit ?? undefined);
+      return ok(processed?.commit, processed?.keys);
     } catch (err) {
       // The bytes stay spooled and a later attempt starts over (prepareInbound removed its files).
       return retry((err as Error).message);
