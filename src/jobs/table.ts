@@ -375,8 +375,9 @@ export function finishJob(ctx: AppContext, job: JobRow, outcome: JobOutcome): Pr
  * outcome is written. Tried, it made test/e2e/node-failover.test.ts deliver sends twice under
  * load, in both of two runs (most likely: the lease renewal, one statement for all running
  * jobs, waited on those locks past the lease, and the other node took the jobs over). Only the
- * kinds whose outcomes only write go together there (finishJobsTogether). Answers, in order,
- * each job's saved status or why it was not saved.
+ * kinds that finish together (JobHandler.finishTogether: webhook deliveries, spooled mail) share
+ * one there, their commits side by side (finishJobsTogether). Answers, in order, each job's
+ * saved status or why it was not saved.
  */
 export function finishJobs(ctx: AppContext, items: Array<{ job: JobRow; outcome: JobOutcome }>): Promise<Array<PromiseSettledResult<JobStatus>>> {
   return Promise.allSettled(items.map((item) => finishJob(ctx, item.job, item.outcome)));
@@ -414,8 +415,8 @@ export async function finishJobsTogether(ctx: AppContext, items: Array<{ job: Jo
       // Every job's row first, then what the outcomes write, as recordOutcome orders one job's;
       // the rows in the order of their ids, as a lease renewal takes them (renewLeases).
       const byId = [...items].sort((a, b) => (a.job.id < b.job.id ? -1 : 1));
-      const statuses = new Map(byId.map((item) => [item, writeOutcomeRow(tx, item.job, item.outcome, now)]));
-      const out = items.map((item) => statuses.get(item)!);
+      const written = new Map(byId.map((item) => [item, writeOutcomeRow(tx, item.job, item.outcome, now)]));
+      const out = items.map((item) => written.get(item)!);
       await Promise.all(items.flatMap((item) => (item.outcome.commit ? [item.outcome.commit(tx)] : [])));
       return out;
     });
