@@ -580,6 +580,14 @@ export const BUDGETS: Record<string, { what: string; past: string }> = {
   'outbound.mta_sts_max_bytes': { what: "A recipient domain's MTA-STS policy file", past: 'refused as no policy (sts-policy-invalid in the TLS report); a cached one still applies' },
   'webhooks.timeout': { what: 'One webhook delivery', past: 'failed attempt, retried on schedule' },
   'webhooks.concurrency_per_webhook': { what: 'Deliveries in flight to one webhook', past: 'the rest wait' },
+  'database.connections': {
+    what: 'PostgreSQL connections for mail (SMTP, the job runner)',
+    past: 'the next statement waits for one, up to `database.connect_timeout`; then the SMTP command is answered 451 4.3.0 or the job is retried',
+  },
+  'database.api_connections': {
+    what: 'PostgreSQL connections for API clients (HTTP, MCP, IMAP)',
+    past: 'the next statement waits for one, up to `database.connect_timeout`; then `503 SERVICE_UNAVAILABLE` with `Retry-After`',
+  },
   'database.connect_timeout': { what: 'Connecting to PostgreSQL', past: 'the connection attempt fails (start-up stops; a request gets `503`)' },
   'database.statement_timeout': { what: 'One PostgreSQL statement', past: 'cancelled by the server; the request answers `503 SERVICE_UNAVAILABLE`' },
   'database.idle_in_transaction_timeout': { what: 'A PostgreSQL transaction left idle', past: 'the server ends its session' },

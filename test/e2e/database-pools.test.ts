@@ -5,7 +5,7 @@
 import { after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import pg from 'pg';
-import { onEngine, startTestServer, type TestServer } from '../support/server.ts';
+import { expectError, onEngine, startTestServer, type TestServer } from '../support/server.ts';
 import { testDatabaseUrl } from '../support/server.ts';
 import { SmtpClient } from '../support/smtp-client.ts';
 import { until } from '../support/wait.ts';
@@ -23,7 +23,7 @@ describe('separate connection pools for the API and for mail (PostgreSQL)', () =
   before(async () => {
     dataDir = mkdtempSync(join(tmpdir(), 'mailroom-pools-'));
     url = await testDatabaseUrl(dataDir);
-    t = await startTestServer({ database: { url, connections: 3, api_connections: 2 } }, { dataDir });
+    t = await startTestServer({ database: { url, connections: 3, api_connections: 2, connect_timeout: '1s' } }, { dataDir });
     const inbox = await t.api('POST', '/inboxes', { address: 'pools' });
     assert.equal(inbox.status, 201, inbox.text);
     inboxId = inbox.body.id;
@@ -38,7 +38,7 @@ describe('separate connection pools for the API and for mail (PostgreSQL)', () =
     assert.equal((await t.api('GET', '/audit')).status, 200);
     const locker = new pg.Client({ connectionString: url });
     await locker.connect();
-    const waiting: Array<Promise<{ status: number }>> = [];
+    const waiting: Array<ReturnType<TestServer['api']>> = [];
     try {
       await locker.query('BEGIN');
       await locker.query('LOCK TABLE audit_log IN ACCESS EXCLUSIVE MODE');
@@ -76,10 +76,14 @@ describe('separate connection pools for the API and for mail (PostgreSQL)', () =
       assert.deepEqual(await until('the message to be stored', stored), [{ subject: 'while the API waits' }]);
       // Still waiting: the requests did not get through some other way.
       assert.equal(await blocked(), true);
+      // Past the budget: the request that found no free API connection within
+      // `database.connect_timeout` (1 s here) answers 503 while the two holding one still wait.
+      expectError(await Promise.race(waiting), 503, 'SERVICE_UNAVAILABLE');
     } finally {
       await locker.query('ROLLBACK').catch(() => undefined);
       await locker.end();
     }
-    for (const res of await Promise.all(waiting)) assert.equal(res.status, 200);
+    // The two that held a connection answer once the lock goes.
+    assert.deepEqual((await Promise.all(waiting)).map((r) => r.status).sort(), [200, 200, 503]);
   });
 });
