@@ -13,7 +13,7 @@ import type { Db, Tx } from '../store/client.ts';
 import { newId } from '../ids.ts';
 import { afterCommit, sendAlong } from '../store/store.ts';
 import {
-  claimJob,
+  claimJobs,
   countRunningByPartition,
   deleteFinishedJobs,
   findJobById,
@@ -33,7 +33,10 @@ import {
   requeueRunningJobs,
   unclaimJobs,
   updateJobOutcome,
+  updateJobOutcomes,
   type JobCandidate,
+  type JobClaim,
+  type JobFinish,
   type JobRow,
 } from '../store/repo/jobs.ts';
 
@@ -199,20 +202,20 @@ export async function claimDue(
     const nowMs = now.getTime();
     const taken: JobRow[] = [];
     const claimable = ctx.store.dialect === 'postgres' ? await acrossNodes(ctx, tx, chosen, nowMs, partitionLimit) : chosen;
-    // Every claim at once (on PostgreSQL written together: one round trip, not one per job), and
-    // then what each claimed job writes: job rows are locked before such rows, as finishes do.
-    const rows = await Promise.all(
-      claimable.map((job) =>
-        claimJob(tx, {
-          id: job.id,
-          attempts: job.attempts,
-          now: nowMs,
-          leaseUntil: nowMs + ctx.config.jobs.lease,
-          runAt: nowMs + retryDelay(scheduleOf(job.kind), job.attempts + 1),
-          updatedAt: now.toISOString(),
-        }),
-      ),
-    );
+    // One statement for the jobs that had the same attempts and get the same retry time (most
+    // often one per kind), and then what each claimed job writes: job rows are locked before
+    // such rows, as finishes do.
+    const groups = new Map<string, JobClaim>();
+    for (const job of claimable) {
+      const runAt = nowMs + retryDelay(scheduleOf(job.kind), job.attempts + 1);
+      const key = `${job.attempts}:${runAt}`;
+      const group = groups.get(key);
+      if (group) group.ids.push(job.id);
+      else groups.set(key, { ids: [job.id], attempts: job.attempts, now: nowMs, leaseUntil: nowMs + ctx.config.jobs.lease, runAt, updatedAt: now.toISOString() });
+    }
+    const byId = new Map((await Promise.all([...groups.values()].map((claim) => claimJobs(tx, claim)))).flat().map((row) => [row.id, row]));
+    // In the order chosen (kinds in turn), as they start.
+    const rows = claimable.map((job) => byId.get(job.id));
     for (const row of rows) {
       if (!row) continue;
       await claimed?.(tx, row);
@@ -414,9 +417,7 @@ export async function finishJobsTogether(ctx: AppContext, items: Array<{ job: Jo
     const statuses = await ctx.store.transaction(async (tx) => {
       // Every job's row first, then what the outcomes write, as recordOutcome orders one job's;
       // the rows in the order of their ids, as a lease renewal takes them (renewLeases).
-      const byId = [...items].sort((a, b) => (a.job.id < b.job.id ? -1 : 1));
-      const written = new Map(byId.map((item) => [item, writeOutcomeRow(tx, item.job, item.outcome, now)]));
-      const out = items.map((item) => written.get(item)!);
+      const out = writeOutcomeRows(tx, items, now);
       await Promise.all(items.flatMap((item) => (item.outcome.commit ? [item.outcome.commit(tx)] : [])));
       return out;
     });
@@ -427,13 +428,13 @@ export async function finishJobsTogether(ctx: AppContext, items: Array<{ job: Jo
 }
 
 async function recordOutcome(tx: Tx, job: JobRow, outcome: JobOutcome, now: Date): Promise<JobStatus> {
-  const status = writeOutcomeRow(tx, job, outcome, now);
+  const [status] = writeOutcomeRows(tx, [{ job, outcome }], now);
   await outcome.commit?.(tx);
   return status;
 }
 
-/** Sends along the UPDATE of a job's row for its outcome; answers the status it gets. */
-function writeOutcomeRow(tx: Tx, job: JobRow, outcome: JobOutcome, now: Date): JobStatus {
+/** What a job's row becomes for its outcome. */
+function finishOf(job: JobRow, outcome: JobOutcome, now: Date): JobFinish & { status: JobStatus } {
   let status: JobStatus;
   // null keeps the column as it is (lastError of an earlier attempt, the claim's runAt).
   let lastError: string | null = null;
@@ -449,14 +450,37 @@ function writeOutcomeRow(tx: Tx, job: JobRow, outcome: JobOutcome, now: Date): J
     lastError = outcome.reason;
   }
   const iso = now.toISOString();
-  // The job's row first, then what the outcome writes (a send's message and the inbox counts
-  // its status moves): a claim locks job rows before it writes such rows, so the two never
-  // wait for each other in opposite orders. On PostgreSQL they did: a claim on another node
-  // that had locked this row (a candidate taken meanwhile) waited on the counts this finish
-  // held, the deadlock ended one of them, and a lost finish ran the attempt (a delivery) again.
-  // Sent along, it still runs first: the server runs a transaction's statements in order.
-  sendAlong(updateJobOutcome(tx, { id: job.id, status, lastError, runAt, finishedAt: status === 'queued' ? null : iso, updatedAt: iso }));
-  return status;
+  return { status, lastError, runAt, finishedAt: status === 'queued' ? null : iso, updatedAt: iso };
+}
+
+/**
+ * Sends along the UPDATEs of the jobs' rows for their outcomes, in the order of the jobs' ids;
+ * answers the status each gets. Rows that come out alike (most often: every outcome `ok`) go in
+ * one statement, which locks them in the order of their ids too; otherwise each has its own.
+ *
+ * The job's row first, then what the outcome writes (a send's message and the inbox counts
+ * its status moves): a claim locks job rows before it writes such rows, so the two never wait
+ * for each other in opposite orders. On PostgreSQL they did: a claim on another node that had
+ * locked this row (a candidate taken meanwhile) waited on the counts this finish held, the
+ * deadlock ended one of them, and a lost finish ran the attempt (a delivery) again. Sent along,
+ * it still runs first: the server runs a transaction's statements in order.
+ */
+function writeOutcomeRows(tx: Tx, items: Array<{ job: JobRow; outcome: JobOutcome }>, now: Date): JobStatus[] {
+  const finishes = items.map((item) => finishOf(item.job, item.outcome, now));
+  const first = JSON.stringify(finishes[0]);
+  if (items.length > 1 && finishes.every((f) => JSON.stringify(f) === first)) {
+    sendAlong(
+      updateJobOutcomes(
+        tx,
+        items.map((item) => item.job.id),
+        finishes[0]!,
+      ),
+    );
+  } else {
+    const order = items.map((item, i) => ({ id: item.job.id, i })).sort((a, b) => (a.id < b.id ? -1 : 1));
+    for (const { id, i } of order) sendAlong(updateJobOutcome(tx, id, finishes[i]!));
+  }
+  return finishes.map((f) => f.status);
 }
 
 /**

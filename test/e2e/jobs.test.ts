@@ -386,6 +386,51 @@ onEngine('postgres').test('outcomes finished together commit in one transaction;
   }
 });
 
+onEngine('postgres').test('a claim writes alike jobs in one statement, and outcomes that come out alike are recorded in one', async () => {
+  const ctx = await context();
+  try {
+    for (let i = 0; i < 3; i++) await enqueue(ctx, { i });
+    for (let i = 0; i < 2; i++) await enqueue(ctx, { i }, { kind: 'other' });
+    // cmin: the command of its transaction that wrote a row's version. One statement, one cmin.
+    const written = async (ids: string[]) =>
+      new Map(
+        (await rawRows<[string, string, string]>(ctx.db, 'SELECT id, xmin::text, cmin::text FROM jobs WHERE id IN (SELECT value FROM json_each(?))', [JSON.stringify(ids)])).map(([id, x, c]) => [
+          id,
+          `${x}/${c}`,
+        ]),
+      );
+    const claimed = await claimDue(ctx, 10, (kind) => (kind === 'test' ? [60_000] : [120_000]));
+    assert.equal(claimed.length, 5);
+    const byKind = (kind: string) => claimed.filter((j) => j.kind === kind).map((j) => j.id);
+    const claims = await written(claimed.map((j) => j.id));
+    assert.equal(new Set(byKind('test').map((id) => claims.get(id))).size, 1, "the kind's three in one statement");
+    assert.equal(new Set(byKind('other').map((id) => claims.get(id))).size, 1, "the other kind's two in one");
+    assert.equal(new Set(claims.values()).size, 2, 'a statement per retry time');
+
+    const [a, b, c, d, e] = claimed;
+    await finishJobsTogether(
+      ctx,
+      [a!, b!, c!].map((job) => ({ job, outcome: ok() })),
+    );
+    const alike = await written([a!.id, b!.id, c!.id]);
+    assert.equal(new Set(alike.values()).size, 1, 'three outcomes alike: one statement');
+    for (const job of [a!, b!, c!]) assert.equal((await getJob(ctx, job.id))!.status, 'done');
+
+    await finishJobsTogether(ctx, [
+      { job: d!, outcome: ok() },
+      { job: e!, outcome: retry('try again', undefined, 1000) },
+    ]);
+    const unlike = await written([d!.id, e!.id]);
+    assert.equal(new Set([...unlike.values()].map((v) => v.split('/')[0])).size, 1, 'one transaction');
+    assert.equal(new Set(unlike.values()).size, 2, 'outcomes unlike: a statement each');
+    assert.equal((await getJob(ctx, d!.id))!.status, 'done');
+    assert.equal((await getJob(ctx, e!.id))!.status, 'queued');
+    assert.equal((await getJob(ctx, e!.id))!.lastError, 'try again');
+  } finally {
+    await closeContext(ctx);
+  }
+});
+
 test('a job left running by a dead process is recovered at start and runs again', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'mailroom-jobs-'));
   const cfg = configFrom({ data_dir: dir });

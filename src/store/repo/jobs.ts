@@ -180,8 +180,15 @@ export async function listDueOfPartition(db: Db, kind: string, partition: string
   return rows.map(([id, k, p, attempts, runAt]) => ({ id, kind: k, partition: p, attempts, runAt }));
 }
 
-/** Claims one job if it is still as it was read (another process, the CLI, may have changed it). */
-const claimOne = (db: Db) =>
+/** The jobs of a JSON list of ids (`ids`): one statement for many rows, probing the primary key on either engine (src/store/placeholders.ts). */
+const idListed = sql`${jobs.id} IN (SELECT value FROM json_each(${sql.placeholder('ids')}))`;
+
+/**
+ * Claims the listed jobs still as they were read (another process, the CLI, may have changed
+ * them): one statement for all jobs of a claim that had the same attempts and get the same
+ * retry time, not one per job (a round trip and a statement's work on both sides each).
+ */
+const claimListed = (db: Db) =>
   db
     .update(jobs)
     .set({
@@ -191,24 +198,25 @@ const claimOne = (db: Db) =>
       runAt: sql`${sql.placeholder('runAt')}`,
       updatedAt: sql`${sql.placeholder('updatedAt')}`,
     })
-    .where(and(eq(jobs.id, sql.placeholder('id')), eq(jobs.attempts, sql.placeholder('attempts')), or(due(sql.placeholder('now')), leaseOver(sql.placeholder('now')))))
+    .where(and(idListed, eq(jobs.attempts, sql.placeholder('attempts')), or(due(sql.placeholder('now')), leaseOver(sql.placeholder('now')))))
     .returning()
     .prepare();
 
 export interface JobClaim {
-  id: string;
-  /** The attempts the job had when it was read: a job changed since is not claimed. */
+  ids: string[];
+  /** The attempts the jobs had when they were read: a job changed since is not claimed. */
   attempts: number;
   now: number;
   leaseUntil: number;
-  /** When it is due again should this attempt not finish. */
+  /** When they are due again should this attempt not finish. */
   runAt: number;
   updatedAt: string;
 }
 
-/** Marks the job running (one more attempt) while it is still due as read; its row, or undefined. */
-export function claimJob(db: Db, claim: JobClaim): Promise<JobRow | undefined> {
-  return preparedQuery(db, claimOne).get({ ...claim });
+/** Marks the listed jobs running (one more attempt) while they are still due as read; the rows of those it did, in no order. */
+export function claimJobs(db: Db, claim: JobClaim): Promise<JobRow[]> {
+  const { ids, ...rest } = claim;
+  return preparedQuery(db, claimListed).all({ ...rest, ids: JSON.stringify(ids) });
 }
 
 /**
@@ -238,7 +246,6 @@ export function renewJobLeases(db: Db, ids: string[], leaseUntil: number): Promi
 
 /** A job's end (or its return to the queue); null keeps a column as it is. */
 export interface JobFinish {
-  id: string;
   status: string;
   lastError: string | null;
   runAt: number | null;
@@ -247,11 +254,21 @@ export interface JobFinish {
 }
 
 /** Records an attempt's result and drops the lease. */
-export async function updateJobOutcome(db: Db, finish: JobFinish): Promise<void> {
-  await preparedQuery(db, finishOne).run({ ...finish });
+export async function updateJobOutcome(db: Db, id: string, finish: JobFinish): Promise<void> {
+  await preparedQuery(db, finishOne).run({ ...finish, id });
 }
 
-const finishOne = (db: Db) =>
+/**
+ * Records the same result for the listed jobs and drops their leases: one statement for the
+ * outcomes of a moment that came out alike (finishJobsTogether). On PostgreSQL the rows are
+ * locked in the order of their ids, as the primary key is probed in that order.
+ */
+export async function updateJobOutcomes(db: Db, ids: string[], finish: JobFinish): Promise<void> {
+  await preparedQuery(db, finishListed).run({ ...finish, ids: JSON.stringify(ids) });
+}
+
+/** What an outcome sets, for the rows `where` picks. */
+const finishing = (db: Db, where: SQL) =>
   db
     .update(jobs)
     .set({
@@ -262,8 +279,10 @@ const finishOne = (db: Db) =>
       finishedAt: sql`coalesce(${sql.placeholder('finishedAt')}, ${jobs.finishedAt})`,
       updatedAt: sql`${sql.placeholder('updatedAt')}`,
     })
-    .where(eq(jobs.id, sql.placeholder('id')))
+    .where(where)
     .prepare();
+const finishOne = (db: Db) => finishing(db, eq(jobs.id, sql.placeholder('id')));
+const finishListed = (db: Db) => finishing(db, idListed);
 
 /** Every running job back to queued, due by `now` at the latest; answers how many. */
 export async function requeueRunningJobs(db: Db, now: Date): Promise<number> {
