@@ -11,14 +11,14 @@
 import type { AppContext } from '../context.ts';
 import type { Db, Tx } from '../store/client.ts';
 import { newId } from '../ids.ts';
-import { afterCommit, sendAlong } from '../store/store.ts';
+import { afterCommit, sendAlong, sendAlongRow } from '../store/store.ts';
 import {
   claimJobs,
   countRunningByPartition,
   deleteFinishedJobs,
   findJobById,
   findNextWakeTimes,
-  insertClaimedJob,
+  insertClaimedJobs,
   insertJob,
   insertJobs,
   insertJobOnce,
@@ -128,7 +128,8 @@ export async function enqueueJobHere(ctx: AppContext, input: EnqueueInput): Prom
   const id = newId('job', now.getTime());
   const schedule = taker.schedule(input.kind);
   const claimed = { ...jobRow(id, now, input), leaseUntil: now.getTime() + ctx.config.jobs.lease, runAt: now.getTime() + retryDelay(schedule, 1), updatedAt: now.toISOString() };
-  sendAlong(insertClaimedJob(ctx.db, claimed));
+  // Written at the end of the transaction with the other jobs it claimed (sendAlongRow).
+  sendAlongRow(ctx.db, 'claimed jobs', claimed, insertClaimedJobs);
   afterCommit(() => taker.take({ ...claimed, status: 'running', attempts: 1, lastError: null, finishedAt: null }));
   return id;
 }

@@ -13,7 +13,8 @@ import { getTableConfig as getPgTableConfig } from 'drizzle-orm/pg-core';
 import * as schema from '../../src/store/schema.ts';
 import { derivedTables } from '../../src/store/schema-pg.ts';
 import { openStore } from '../../src/store/open.ts';
-import { changes, isUniqueViolation, rawRows, sendAlong, type Db, type Store } from '../../src/store/store.ts';
+import { changes, isUniqueViolation, rawRows, sendAlong, sendAlongRow, type Db, type Store } from '../../src/store/store.ts';
+import { insertEvents } from '../../src/store/repo/events.ts';
 import { Socket } from 'node:net';
 import { numberPlaceholders, toPostgres } from '../../src/store/placeholders.ts';
 import { lockFreeJobs } from '../../src/store/repo/jobs.ts';
@@ -189,6 +190,29 @@ for (const [engine, databaseUrl] of engines) {
         .all();
       assert.deepEqual(left, [{ id: 'acc_g2' }]);
       await db().delete(schema.accounts).where(eq(schema.accounts.id, 'acc_g2')).run();
+    });
+
+    test('rows kept for the end of a transaction are written there, each kind in one statement on PostgreSQL; a failed one fails the transaction', async () => {
+      const event = (id: string) => ({ id, accountId: 'acc_1', type: 'domain.verified', data: '{}', messageId: null, createdAt: NOW });
+      await store.transaction(async (tx: Db) => {
+        for (const id of ['evt_r1', 'evt_r2', 'evt_r3']) sendAlongRow(tx, 'events', event(id), insertEvents);
+        // Read in the work: not written yet where rows are kept for the end.
+        const [[seen]] = await rawRows<[number]>(tx, "SELECT count(*) FROM events WHERE id LIKE 'evt_r%'");
+        assert.equal(Number(seen), engine === 'postgres' ? 0 : 3);
+      });
+      const rows = await rawRows<[string]>(db(), `SELECT ${engine === 'postgres' ? "xmin::text || '/' || cmin::text" : "'-'"} FROM events WHERE id LIKE 'evt_r%' ORDER BY id`);
+      assert.equal(rows.length, 3);
+      if (engine === 'postgres') assert.equal(new Set(rows.map(([w]) => w)).size, 1, 'one statement wrote the three');
+      // A kept row that fails (its account does not exist) fails the transaction, whose other writes go too.
+      await assert.rejects(
+        store.transaction(async (tx: Db) => {
+          await tx.insert(schema.accounts).values({ id: 'acc_kept', name: 'kept', createdAt: NOW });
+          sendAlongRow(tx, 'events', { ...event('evt_r4'), accountId: 'acc_none' }, insertEvents);
+        }),
+        (err: { cause?: { code?: string } }) => ['SQLITE_CONSTRAINT_FOREIGNKEY', '23503'].includes(err.cause?.code ?? ''),
+      );
+      assert.equal((await db().select().from(schema.accounts).where(eq(schema.accounts.id, 'acc_kept')).all()).length, 0);
+      await rawRows(db(), "DELETE FROM events WHERE id LIKE 'evt_r%'");
     });
 
     test('a transaction reports success only if it committed, even when its work caught a failed statement', async () => {

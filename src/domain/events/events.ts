@@ -11,11 +11,11 @@ import {
   deleteWebhookAttemptsCreatedBefore,
   findLatestEventId,
   hasEventsHeldBack,
-  insertEvent,
+  insertEvents,
   listEventsOfAccount,
   listMessageBodyHeads,
 } from '../../store/repo/events.ts';
-import { afterCommit, sendAlong } from '../../store/store.ts';
+import { afterCommit, sendAlongRow } from '../../store/store.ts';
 import { cutBodies } from '../mail/body-cut.ts';
 import { eventRecorded } from './event-feed.ts';
 import { listMessageBodies, type MessageBodies } from '../../store/repo/messages.ts';
@@ -51,7 +51,8 @@ export const EVENT_FANOUT: Array<(tx: Tx, ctx: AppContext, event: EventRecord) =
 export async function recordEvent(tx: Tx, ctx: AppContext, accountId: string, type: EventType, data: unknown): Promise<EventRecord> {
   const event: EventRecord = { id: newId('evt'), accountId, type, data, createdAt: ctx.clock.now().toISOString() };
   const messageId = type.startsWith('message.') ? (data as { id: string }).id : null;
-  sendAlong(insertEvent(tx, { id: event.id, accountId, type, data: JSON.stringify(messageId ? withoutBodies(data) : data), messageId, createdAt: event.createdAt }));
+  // Written at the end of the transaction with its other events (sendAlongRow): nothing in it reads them.
+  sendAlongRow(tx, 'events', { id: event.id, accountId, type, data: JSON.stringify(messageId ? withoutBodies(data) : data), messageId, createdAt: event.createdAt }, insertEvents);
   for (const fan of EVENT_FANOUT) await fan(tx, ctx, event);
   const inboxId = messageId ? (data as { inboxId?: unknown }).inboxId : undefined;
   afterCommit(() => eventRecorded(ctx, accountId, typeof inboxId === 'string' ? inboxId : undefined));

@@ -15,9 +15,9 @@ import type { AttemptStatus } from '../../domain/webhooks/webhooks.ts';
 import { newId } from '../../ids.ts';
 import type { JobHandler } from '../runner.ts';
 import { fail, ok, retry, type Commit, type JobOutcome } from '../table.ts';
-import { failPendingAttemptsOfJob, findDeliveryRows, insertAttempt } from '../../store/repo/webhooks.ts';
+import { failPendingAttemptsOfJob, findDeliveryRows, insertAttempts } from '../../store/repo/webhooks.ts';
 import { eventPayloads } from '../../domain/events/events.ts';
-import { sendAlong } from '../../store/store.ts';
+import { sendAlongRow } from '../../store/store.ts';
 
 export const SIGNATURE_HEADER = 'X-Service-Signature';
 
@@ -188,8 +188,11 @@ function logAttempt(
 ): Commit {
   return async (tx) => {
     if (job.attempts > 1) await supersedePending(tx, job, hook.id);
-    sendAlong(
-      insertAttempt(tx, {
+    // Written at the end of the transaction with the other outcomes' rows (sendAlongRow).
+    sendAlongRow(
+      tx,
+      'webhook attempts',
+      {
         id,
         accountId: hook.accountId,
         webhookId: hook.id,
@@ -202,7 +205,8 @@ function logAttempt(
         attempt,
         error: result.error ?? null,
         createdAt,
-      }),
+      },
+      insertAttempts,
     );
   };
 }

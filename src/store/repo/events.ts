@@ -4,7 +4,7 @@
 import { and, asc, eq, gt, inArray, lt, sql, type SQL } from 'drizzle-orm';
 import { preparedQuery, preparedRows } from '../prepared.ts';
 import { events, webhookAttempts } from '../schema.ts';
-import { PLAN_EACH_TIME, changes, dialectOf, rawRows, type Db } from '../store.ts';
+import { PLAN_EACH_TIME, changes, dialectOf, insertRows, rawRows, type Db } from '../store.ts';
 import type { MessageBodies } from './messages.ts';
 
 export type EventRow = typeof events.$inferSelect;
@@ -54,8 +54,15 @@ const insertEventQuery = (db: Db) =>
     })
     .prepare();
 
-export async function insertEvent(db: Db, row: EventInsert): Promise<void> {
-  await preparedQuery(db, insertEventQuery).run({ ...row });
+/** Inserts events, in their order; one alone by the statement prepared once. */
+export async function insertEvents(db: Db, rows: EventInsert[]): Promise<void> {
+  if (rows.length === 1) return void (await preparedQuery(db, insertEventQuery).run({ ...rows[0] }));
+  await insertRows(
+    db,
+    'events',
+    ['id', 'account_id', 'type', 'data', 'message_id', 'created_at'],
+    rows.map((e) => [e.id, e.accountId, e.type, e.data, e.messageId, e.createdAt]),
+  );
 }
 
 /**

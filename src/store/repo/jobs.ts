@@ -7,7 +7,7 @@
 import { and, asc, eq, inArray, lte, or, sql, type Placeholder, type SQL } from 'drizzle-orm';
 import { preparedQuery } from '../prepared.ts';
 import { jobs } from '../schema.ts';
-import { PLAN_EACH_TIME, changes, rawRows, rawRun, type Db } from '../store.ts';
+import { PLAN_EACH_TIME, changes, insertRows, rawRows, rawRun, type Db } from '../store.ts';
 
 export type JobRow = typeof jobs.$inferSelect;
 
@@ -31,12 +31,22 @@ export async function insertJob(db: Db, job: NewJob): Promise<void> {
   await preparedQuery(db, insertJobQuery).run({ ...job, status: 'queued', attempts: 0, leaseUntil: null, updatedAt: job.createdAt });
 }
 
+/** A job inserted already claimed (insertClaimedJobs). */
+export type ClaimedJob = NewJob & { leaseUntil: number; updatedAt: string };
+
 /**
- * Inserts a job already claimed: running its first attempt under a lease until `leaseUntil`,
- * due again at `runAt` should that attempt not finish (what claimJob makes of a queued job).
+ * Inserts jobs already claimed: each running its first attempt under a lease until `leaseUntil`,
+ * due again at `runAt` should that attempt not finish (what claimJobs makes of a queued job).
+ * One row alone goes by a statement prepared once.
  */
-export async function insertClaimedJob(db: Db, job: NewJob & { leaseUntil: number; updatedAt: string }): Promise<void> {
-  await preparedQuery(db, insertJobQuery).run({ ...job, status: 'running', attempts: 1 });
+export async function insertClaimedJobs(db: Db, rows: ClaimedJob[]): Promise<void> {
+  if (rows.length === 1) return void (await preparedQuery(db, insertJobQuery).run({ ...rows[0], status: 'running', attempts: 1 }));
+  await insertRows(
+    db,
+    'jobs',
+    ['id', 'kind', 'payload', 'partition', 'status', 'attempts', 'max_attempts', 'run_at', 'lease_until', 'created_at', 'updated_at'],
+    rows.map((j) => [j.id, j.kind, j.payload, j.partition, 'running', 1, j.maxAttempts, j.runAt, j.leaseUntil, j.createdAt, j.updatedAt]),
+  );
 }
 
 /**
@@ -52,16 +62,16 @@ export function unclaimJobs(db: Db, ids: string[], now: Date): Promise<number> {
 }
 
 /**
- * Inserts several jobs in one statement (the spool's batch: src/domain/inbound/spool.ts); one
- * statement text per batch size, each prepared once. On a transaction's handle they commit with it.
+ * Inserts several jobs in one statement (the spool's batch: src/domain/inbound/spool.ts). On a
+ * transaction's handle they commit with it.
  */
 export async function insertJobs(db: Db, rows: NewJob[]): Promise<void> {
   if (rows.length === 1) return insertJob(db, rows[0]);
-  const values = rows.map(() => '(?, ?, ?, ?, ?, ?, ?, ?)').join(', ');
-  await rawRun(
+  await insertRows(
     db,
-    `INSERT INTO jobs (id, kind, payload, "partition", max_attempts, run_at, created_at, updated_at) VALUES ${values}`,
-    rows.flatMap((j) => [j.id, j.kind, j.payload, j.partition, j.maxAttempts, j.runAt, j.createdAt, j.createdAt]),
+    'jobs',
+    ['id', 'kind', 'payload', 'partition', 'max_attempts', 'run_at', 'created_at', 'updated_at'],
+    rows.map((j) => [j.id, j.kind, j.payload, j.partition, j.maxAttempts, j.runAt, j.createdAt, j.createdAt]),
   );
 }
 

@@ -6,7 +6,7 @@
 import { and, desc, eq, gte, isNull, lt, sql, type SQL } from 'drizzle-orm';
 import { preparedQuery } from '../prepared.ts';
 import { events, messages, webhookAttempts, webhooks } from '../schema.ts';
-import { changes, type Db } from '../store.ts';
+import { changes, insertRows, type Db } from '../store.ts';
 import type { EventRow } from './events.ts';
 import type { MessageBodies } from './messages.ts';
 
@@ -121,8 +121,15 @@ const insertAttemptQuery = (db: Db) =>
     })
     .prepare();
 
-export async function insertAttempt(db: Db, row: AttemptRow): Promise<void> {
-  await preparedQuery(db, insertAttemptQuery).run({ ...row });
+/** Inserts delivery log rows; one alone by the statement prepared once. */
+export async function insertAttempts(db: Db, rows: AttemptRow[]): Promise<void> {
+  if (rows.length === 1) return void (await preparedQuery(db, insertAttemptQuery).run({ ...rows[0] }));
+  await insertRows(
+    db,
+    'webhook_attempts',
+    ['id', 'account_id', 'webhook_id', 'event_id', 'event_type', 'job_id', 'status', 'http_status', 'duration_ms', 'attempt', 'error', 'created_at'],
+    rows.map((a) => [a.id, a.accountId, a.webhookId, a.eventId, a.eventType, a.jobId, a.status, a.httpStatus, a.durationMs, a.attempt, a.error, a.createdAt]),
+  );
 }
 
 /** Which log entries to read; an absent field does not filter. */
