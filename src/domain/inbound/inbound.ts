@@ -19,6 +19,7 @@ import { findRecipientByAddress, type InboxRow } from '../inboxes/inboxes.ts';
 import { assertStoredBelowQuota } from '../accounts/quotas.ts';
 import { assertSenderAccepted, receiveListsAdmit, senderNotAccepted } from '../inboxes/lists.ts';
 import { insertMessageRow, messageView, type MessageRow } from '../mail/messages.ts';
+import { searchVector } from '../../store/search-vector.ts';
 import { findOutboundRow } from '../sending/sending.ts';
 import { messageIdsIn, threadForMessage } from '../mail/threads.ts';
 import { isoNow } from '../time.ts';
@@ -316,6 +317,18 @@ async function prepareStore(
   const subject = headerText(parsed.subject ?? '').slice(0, 998);
   const contentHash = isStaged(raw) ? raw.sha256 : createHash('sha256').update(raw).digest('hex');
   const since = new Date(receivedAt.getTime() - REDELIVERY_WINDOW_MS).toISOString();
+  const texts = {
+    subject,
+    fromAddress: from[0] ?? input.mailFrom ?? '',
+    fromName,
+    toAddresses: JSON.stringify(addressesOf(parsed.to)),
+    ccAddresses: JSON.stringify(addressesOf(parsed.cc)),
+    // The line break that ends the last body line belongs to MIME framing, not the text.
+    bodyText: parsed.text === undefined ? null : noNul(parsed.text.replace(/\r?\n$/, '')),
+  };
+  // On PostgreSQL the search column of every copy, made here, before the transaction, rather
+  // than by the server's text parser (src/store/search-vector.ts); null leaves it to the server.
+  const vector = ctx.store.dialect === 'postgres' ? searchVector(texts) : null;
   let sourceNamed = false;
   const lockKey = (inboxId: string) => `inbound:${inboxId}:${messageIdHeader}`;
   const store = async (tx: Tx): Promise<string[]> => {
@@ -356,14 +369,8 @@ async function prepareStore(
         inboxId: p.inbox.id,
         threadId,
         direction: 'inbound',
-        fromAddress: from[0] ?? input.mailFrom ?? '',
-        fromName,
-        toAddresses: JSON.stringify(addressesOf(parsed.to)),
-        ccAddresses: JSON.stringify(addressesOf(parsed.cc)),
+        ...texts,
         bccAddresses: '[]',
-        subject,
-        // The line break that ends the last body line belongs to MIME framing, not the text.
-        bodyText: parsed.text === undefined ? null : noNul(parsed.text.replace(/\r?\n$/, '')),
         bodyHtml: typeof parsed.html === 'string' ? noNul(parsed.html) : null,
         delivery: null,
         status: held ? 'held' : 'received',
@@ -386,7 +393,7 @@ async function prepareStore(
         await writeIn!(tx, rawPath, rawData);
         rawWritten = true;
       }
-      sendAlong(insertMessageRow(tx, row));
+      sendAlong(insertMessageRow(tx, row, vector));
       sourceNamed = true;
       const attRows: AttachmentRow[] = p.attachments.map((a) => ({
         id: a.id,

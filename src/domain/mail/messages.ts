@@ -35,9 +35,12 @@ import type { Hold } from '../sending/holds.ts';
 
 export type { MessageRow, MessageViewRow };
 
-/** Inserts a message row inside the caller's transaction (the statement runs on `db`'s connection). */
-export function insertMessageRow(db: Db, row: MessageRow): Promise<void> {
-  return insertMessage(db, row);
+/**
+ * Inserts a message row inside the caller's transaction (the statement runs on `db`'s
+ * connection); with `vector`, its search column as searchVector() made it (PostgreSQL).
+ */
+export function insertMessageRow(db: Db, row: MessageRow, vector?: string | null): Promise<void> {
+  return insertMessage(db, row, vector);
 }
 
 export interface RecipientOutcome {

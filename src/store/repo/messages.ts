@@ -35,7 +35,19 @@ const insertMessageQuery = (db: Db) =>
     .values(Object.fromEntries(MESSAGE_COLUMNS.map((k) => [k, sql.placeholder(k)])) as unknown as MessageRow)
     .prepare();
 
-export async function insertMessage(db: Db, row: MessageRow): Promise<void> {
+/** PostgreSQL: the message INSERT with its search column given (`vector`, src/store/search-vector.ts). */
+const MESSAGE_TABLE_COLUMNS = Object.entries(getTableColumns(messages));
+const INSERT_WITH_VECTOR = `INSERT INTO messages (${MESSAGE_TABLE_COLUMNS.map(([, c]) => `"${c.name}"`).join(', ')}, fts) VALUES (${MESSAGE_TABLE_COLUMNS.map(() => '?').join(', ')}, CAST(? AS tsvector))`;
+
+/**
+ * Inserts a message. On PostgreSQL a `vector` given (the tsvector literal of its search column)
+ * is stored as it is; without one, the server computes the column (migration pg/0023).
+ */
+export async function insertMessage(db: Db, row: MessageRow, vector?: string | null): Promise<void> {
+  if (vector != null && dialectOf(db) === 'postgres') {
+    await rawRun(db, INSERT_WITH_VECTOR, [...MESSAGE_TABLE_COLUMNS.map(([key, column]) => column.mapToDriverValue(row[key as keyof MessageRow])), vector]);
+    return;
+  }
   await preparedQuery(db, insertMessageQuery).run(row as unknown as Record<string, unknown>);
 }
 
