@@ -124,8 +124,12 @@ export function setJobTaker(ctx: AppContext, taker: JobTaker | undefined): void 
 export async function enqueueJobHere(ctx: AppContext, input: EnqueueInput): Promise<string> {
   const now = ctx.clock.now();
   const taker = takers.get(ctx);
-  if (!taker?.wants(input.kind) || (input.runAt !== undefined && input.runAt > now.getTime())) return enqueueJob(ctx.db, now, input);
   const id = newId('job', now.getTime());
+  if (!taker?.wants(input.kind) || (input.runAt !== undefined && input.runAt > now.getTime())) {
+    // Written at the end of the transaction with the other jobs it queues (sendAlongRow).
+    sendAlongRow(ctx.db, 'queued jobs', jobRow(id, now, input), insertJobs);
+    return id;
+  }
   const schedule = taker.schedule(input.kind);
   const claimed = { ...jobRow(id, now, input), leaseUntil: now.getTime() + ctx.config.jobs.lease, runAt: now.getTime() + retryDelay(schedule, 1), updatedAt: now.toISOString() };
   // Written at the end of the transaction with the other jobs it claimed (sendAlongRow).
