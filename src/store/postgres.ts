@@ -163,7 +163,7 @@ export class PostgresStore extends StoreBase implements Store {
   private async transactionOnce<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
     const client = await this.poolOfWork().connect();
     let broken: Error | undefined;
-    const frame: TxFrame<pg.PoolClient> = { owner: this, db: this.txDb, client, hooks: [], pending: [], open: true, rowBatches: new Map() };
+    const frame: TxFrame<pg.PoolClient> = { owner: this, db: this.txDb, client, hooks: [], pending: [], open: true, rowBatches: new Map(), reads: new Map() };
     try {
       // Not awaited before the work: its first statement follows BEGIN in the same write, which
       // saves a round trip per transaction (two or three for each spooled message). Should

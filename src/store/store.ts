@@ -154,6 +154,8 @@ export interface TxFrame<C = unknown> {
    * (sendAlongRow): on PostgreSQL, whose adapter sets it. Undefined once they are written.
    */
   rowBatches?: Map<string, RowBatch>;
+  /** Reads made once for the whole transaction, by key (readOnce): on PostgreSQL, whose adapter sets it. */
+  readonly reads?: Map<string, Promise<unknown>>;
   /** False once the work is over: a call chain it left running no longer joins it. */
   open: boolean;
 }
@@ -232,6 +234,53 @@ export function sendAlongRow<R>(db: Db, kind: string, row: R, write: (db: Db, ro
   const batch = batches.get(kind);
   if (batch) batch.rows.push(row);
   else batches.set(kind, { rows: [row], write: write as RowBatch['write'] });
+}
+
+/**
+ * Inside a transaction: `read`, made once for the whole transaction where the adapter keeps
+ * such reads (PostgreSQL); later calls with the same `key` get the first one's answer. For reads
+ * of what the transaction does not change, repeated by each outcome of a batch (spooled mail
+ * finished together: an inbox still there, the account's webhooks), one statement instead of
+ * one a message. Elsewhere, and outside a transaction, each call reads.
+ */
+export function readOnce<T>(key: string, read: () => Promise<T>): Promise<T> {
+  const f = currentTransaction.getStore();
+  const reads = f?.open ? f.reads : undefined;
+  if (!reads) return read();
+  let answer = reads.get(key) as Promise<T> | undefined;
+  if (!answer) reads.set(key, (answer = read()));
+  return answer;
+}
+
+/**
+ * A read by key that the callers of one turn of the event loop share: the keys asked for before
+ * the turn's I/O go to `readMany` together (each once), and each caller gets its key's value
+ * (undefined when `readMany` has none). For reads outside a transaction that several jobs make
+ * at once (the spooled messages a claim hands out: their bytes, their inboxes), one statement
+ * instead of one a job. Should the read fail, every caller of that turn gets its error.
+ */
+export function sharedReads<K, V>(readMany: (keys: K[]) => Promise<Map<K, V>>): (key: K) => Promise<V | undefined> {
+  let waiting: Map<K, Array<{ resolve: (v: V | undefined) => void; reject: (err: unknown) => void }>> | undefined;
+  return (key) =>
+    new Promise((resolve, reject) => {
+      if (!waiting) {
+        const batch = (waiting = new Map());
+        setImmediate(() => {
+          waiting = undefined;
+          readMany([...batch.keys()]).then(
+            (values) => {
+              for (const [k, callers] of batch) for (const c of callers) c.resolve(values.get(k));
+            },
+            (err: unknown) => {
+              for (const callers of batch.values()) for (const c of callers) c.reject(err);
+            },
+          );
+        });
+      }
+      const callers = waiting.get(key);
+      if (callers) callers.push({ resolve, reject });
+      else waiting.set(key, [{ resolve, reject }]);
+    });
 }
 
 /**

@@ -13,7 +13,7 @@ import { getTableConfig as getPgTableConfig } from 'drizzle-orm/pg-core';
 import * as schema from '../../src/store/schema.ts';
 import { derivedTables } from '../../src/store/schema-pg.ts';
 import { openStore } from '../../src/store/open.ts';
-import { changes, isUniqueViolation, rawRows, sendAlong, sendAlongRow, type Db, type Store } from '../../src/store/store.ts';
+import { changes, isUniqueViolation, rawRows, readOnce, sendAlong, sendAlongRow, type Db, type Store } from '../../src/store/store.ts';
 import { insertEvents } from '../../src/store/repo/events.ts';
 import { Socket } from 'node:net';
 import { numberPlaceholders, toPostgres } from '../../src/store/placeholders.ts';
@@ -213,6 +213,21 @@ for (const [engine, databaseUrl] of engines) {
       );
       assert.equal((await db().select().from(schema.accounts).where(eq(schema.accounts.id, 'acc_kept')).all()).length, 0);
       await rawRows(db(), "DELETE FROM events WHERE id LIKE 'evt_r%'");
+    });
+
+    test('a read made once for the transaction (PostgreSQL) answers every later call with the same key; elsewhere each call reads', async () => {
+      let reads = 0;
+      const count = () => {
+        reads++;
+        return rawRows<[number]>(db(), 'SELECT count(*) FROM accounts');
+      };
+      const answers = await store.transaction(async () => [await readOnce('accounts', count), await readOnce('accounts', count), await readOnce('other', count)]);
+      assert.equal(reads, engine === 'postgres' ? 2 : 3);
+      assert.deepEqual(answers[0], answers[1]);
+      reads = 0;
+      await readOnce('accounts', count);
+      await readOnce('accounts', count);
+      assert.equal(reads, 2, 'outside a transaction, each call reads');
     });
 
     test('a transaction reports success only if it committed, even when its work caught a failed statement', async () => {

@@ -33,7 +33,7 @@ import { removeStaged } from '../../store/blobs/staging.ts';
 import { domainExists, findStoredDelivery } from '../../store/repo/inbound.ts';
 import { insertAttachments } from '../../store/repo/attachments.ts';
 import { listLiveInboxIds } from '../../store/repo/inboxes.ts';
-import { sendAlong } from '../../store/store.ts';
+import { readOnce, sendAlong } from '../../store/store.ts';
 
 /**
  * Early handlers for reports about our own outbound mail (DSN multipart/report, ARF feedback).
@@ -334,12 +334,9 @@ async function prepareStore(
   const store = async (tx: Tx): Promise<string[]> => {
     sourceNamed = false;
     // An inbox deleted since RCPT gets nothing (its rows would be orphans).
-    const alive = new Set(
-      await listLiveInboxIds(
-        tx,
-        plan.map((p) => p.inbox.id),
-      ),
-    );
+    // Once for the messages of a batch to the same inboxes (readOnce).
+    const inboxIds = plan.map((p) => p.inbox.id);
+    const alive = new Set(await readOnce(`live inboxes ${inboxIds.join(' ')}`, () => listLiveInboxIds(tx, inboxIds)));
     // The deletion of another message sharing these bytes may have removed them since (or,
     // written in this transaction, they are not there yet).
     for (const [path, content] of [...shared].sort(([a], [b]) => (a < b ? -1 : 1))) {

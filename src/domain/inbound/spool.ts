@@ -16,13 +16,13 @@ import type { ServiceTarget } from './service-address.ts';
 import './service-mail.ts';
 import { LARGE_MESSAGE_BYTES, isStaged } from './inbound-large.ts';
 import { countUnfinishedJobsOfKind, requeueJob } from '../../store/repo/jobs.ts';
-import { deleteSpooledMessage, findSpooledRaw, insertSpooledMessages, spooledMessageExists, spooledSourceUnclaimed } from '../../store/repo/spool.ts';
+import { deleteSpooledMessage, insertSpooledMessages, listSpooledRaw, spooledMessageExists, spooledSourceUnclaimed } from '../../store/repo/spool.ts';
 import { listInboxesByIds } from '../../store/repo/inboxes.ts';
 import { isBlobNamed } from '../../store/repo/blob-refs.ts';
 import { spooledSourceKey } from '../../store/blobs/spooled.ts';
 import { newId } from '../../ids.ts';
 import { traceHeaders } from './inbound-parse.ts';
-import { sendAlong } from '../../store/store.ts';
+import { sendAlong, sharedReads } from '../../store/store.ts';
 
 export const INBOUND_JOB = 'inbound';
 
@@ -259,6 +259,23 @@ async function flushSpool(ctx: AppContext): Promise<void> {
 export const INBOUND_RETRY_SCHEDULE = [5_000, 30_000, 120_000, 600_000, 1_800_000, 3_600_000];
 
 /**
+ * What processSpooled reads first, shared by the jobs a claim hands out at once (sharedReads):
+ * one statement for their bytes and one for their inboxes, not two a message.
+ */
+const readsOf = (ctx: AppContext) => {
+  let reads = sharedReadsOf.get(ctx);
+  if (!reads) {
+    reads = {
+      raw: sharedReads((jobIds: string[]) => listSpooledRaw(ctx.db, jobIds)),
+      inbox: sharedReads(async (ids: string[]) => new Map((await listInboxesByIds(ctx.db, ids)).map((inbox) => [inbox.id, inbox]))),
+    };
+    sharedReadsOf.set(ctx, reads);
+  }
+  return reads;
+};
+const sharedReadsOf = new WeakMap<AppContext, { raw: (jobId: string) => Promise<Buffer | undefined>; inbox: (id: string) => Promise<InboxRow | undefined> }>();
+
+/**
  * Processes one spooled message: the same steps as a message processed before its reply, with
  * the 250's time as its received time. Returns what to commit with the job's end: the rows (if
  * any recipient inbox still exists), whose stored source is the spooled row itself, or else the
@@ -266,13 +283,14 @@ export const INBOUND_RETRY_SCHEDULE = [5_000, 30_000, 120_000, 600_000, 1_800_00
  * lease, and its message was deleted since).
  */
 export async function processSpooled(ctx: AppContext, jobId: string, envelope: SpooledEnvelope): Promise<{ commit: (tx: Tx) => Promise<void>; keys: string[] } | null> {
-  const spooled = await findSpooledRaw(ctx.db, jobId);
+  const reads = readsOf(ctx);
+  const [spooled, found] = await Promise.all([reads.raw(jobId), Promise.all([...new Set(envelope.recipients)].map(reads.inbox))]);
   if (!spooled) return null;
   const traceLength = envelope.traceLength ?? 0;
   const raw = spooled.subarray(traceLength);
   const key = spooledSourceKey(jobId);
   const source = envelope.firstMessageId ? { key, firstId: envelope.firstMessageId, trace: spooled.subarray(0, traceLength) } : undefined;
-  const recipients: InboxRow[] = await listInboxesByIds(ctx.db, envelope.recipients);
+  const recipients = found.filter((inbox) => inbox !== undefined);
   // Runs inside the job's finishing transaction. A kept source is removed as any blob is
   // (removeUnreferenced): under its lock, and only while no message names it (the job ran
   // twice, its lease having run out, and the other run stored its message).

@@ -4,7 +4,7 @@
 import type { AppContext } from '../../context.ts';
 import type { Tx } from '../../store/client.ts';
 import { enqueueJobHere } from '../../jobs/table.ts';
-import { afterCommit } from '../../store/store.ts';
+import { afterCommit, readOnce } from '../../store/store.ts';
 import { AppError } from '../errors.ts';
 import { EVENT_FANOUT, type EventRecord } from '../events/events.ts';
 import { getDeliveryAttempt, subscribedInboxes, subscribedTypes } from './webhooks.ts';
@@ -32,7 +32,8 @@ export function queueDelivery(ctx: AppContext, payload: WebhookJobPayload, maxAt
  * receiver gets nothing for that period, not a backlog on resume.
  */
 export async function fanOutToWebhooks(tx: Tx, ctx: AppContext, event: EventRecord): Promise<void> {
-  const targets = await listActiveWebhooksOfAccount(tx, event.accountId);
+  // Once for all the events of the transaction (a batch of spooled mail): its webhooks do not change in it.
+  const targets = await readOnce(`webhooks of ${event.accountId}`, () => listActiveWebhooksOfAccount(tx, event.accountId));
   const inboxId = (event.data as { inboxId?: unknown } | null)?.inboxId;
   let queued = 0;
   for (const w of targets) {

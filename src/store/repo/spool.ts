@@ -6,7 +6,7 @@
 import { eq, sql } from 'drizzle-orm';
 import { preparedQuery } from '../prepared.ts';
 import { spooledMessages } from '../schema.ts';
-import { rawRows, rawRun, type Db } from '../store.ts';
+import { PLAN_EACH_TIME, rawRows, rawRun, type Db } from '../store.ts';
 
 // Once per spooled message each: prepared once (src/store/prepared.ts).
 const insertSpooled = (db: Db) =>
@@ -33,6 +33,12 @@ export async function insertSpooledMessages(db: Db, rows: Array<{ jobId: string;
     `INSERT INTO spooled_messages (job_id, raw, created_at) VALUES ${rows.map(() => '(?, ?, ?)').join(', ')}`,
     rows.flatMap((r) => [r.jobId, r.raw, r.createdAt]),
   );
+}
+
+/** The spooled bytes of the jobs of `jobIds` still kept, by job id. Planned for each run (PLAN_EACH_TIME), as the job claim is. */
+export async function listSpooledRaw(db: Db, jobIds: string[]): Promise<Map<string, Buffer>> {
+  const rows = await rawRows<[string, Buffer]>(db, `${PLAN_EACH_TIME}SELECT job_id, raw FROM spooled_messages WHERE job_id IN (SELECT value FROM json_each(?))`, [JSON.stringify(jobIds)]);
+  return new Map(rows);
 }
 
 /** The spooled bytes of job `jobId`, while they are kept. */
