@@ -15,6 +15,7 @@ import { derivedTables } from '../../src/store/schema-pg.ts';
 import { openStore } from '../../src/store/open.ts';
 import { changes, isUniqueViolation, rawRows, readOnce, sendAlong, sendAlongRow, type Db, type Store } from '../../src/store/store.ts';
 import { insertEvents } from '../../src/store/repo/events.ts';
+import { listDeliveryRows } from '../../src/store/repo/webhooks.ts';
 import { Socket } from 'node:net';
 import { numberPlaceholders, toPostgres } from '../../src/store/placeholders.ts';
 import { lockFreeJobs } from '../../src/store/repo/jobs.ts';
@@ -228,6 +229,62 @@ for (const [engine, databaseUrl] of engines) {
       await readOnce('accounts', count);
       await readOnce('accounts', count);
       assert.equal(reads, 2, 'outside a transaction, each call reads');
+    });
+
+    test('the rows of several webhook deliveries come in one read: each pair asked for, with its message bodies; a pair whose event is gone is absent', async () => {
+      const hook = (id: string, isActive: boolean) => ({ id, accountId: 'acc_1', url: 'https://example.org/h', isActive, secret: 's', createdAt: NOW, updatedAt: NOW });
+      await db()
+        .insert(schema.webhooks)
+        .values([hook('wh_d1', true), hook('wh_d2', false)])
+        .run();
+      await db().insert(schema.inboxes).values({ id: 'inb_d', accountId: 'acc_1', address: 'd@example.org', dailySendLimit: 5, createdAt: NOW }).run();
+      await db().insert(schema.threads).values({ id: 'thr_d', accountId: 'acc_1', inboxId: 'inb_d', lastMessageAt: NOW, createdAt: NOW }).run();
+      await db()
+        .insert(schema.messages)
+        .values({
+          id: 'msg_d',
+          accountId: 'acc_1',
+          inboxId: 'inb_d',
+          threadId: 'thr_d',
+          direction: 'inbound',
+          fromAddress: 'a@b',
+          status: 'received',
+          messageIdHeader: '<d@b>',
+          bodyText: 'the text',
+          createdAt: NOW,
+          updatedAt: NOW,
+        })
+        .run();
+      const event = (id: string, messageId: string | null) => ({ id, accountId: 'acc_1', type: 'message.received', data: '{}', messageId, createdAt: NOW });
+      await db()
+        .insert(schema.events)
+        .values([event('evt_d1', 'msg_d'), event('evt_d2', null)])
+        .run();
+      const rows = await listDeliveryRows(db(), [
+        { webhookId: 'wh_d1', eventId: 'evt_d1' },
+        { webhookId: 'wh_d2', eventId: 'evt_d2' },
+        { webhookId: 'wh_d1', eventId: 'evt_gone' },
+      ]);
+      assert.deepEqual([...rows.keys()].sort(), ['wh_d1 evt_d1', 'wh_d2 evt_d2'], 'the pairs asked for, not every webhook with every event');
+      const first = rows.get('wh_d1 evt_d1')!;
+      assert.equal(first.hook.url, 'https://example.org/h');
+      assert.equal(first.hook.isActive, true);
+      assert.equal(first.event.messageId, 'msg_d');
+      assert.equal(first.bodyText, 'the text');
+      assert.equal(first.bodyHtml, null);
+      const second = rows.get('wh_d2 evt_d2')!;
+      assert.equal(second.hook.isActive, false);
+      assert.equal(second.event.messageId, null);
+      assert.equal(second.bodyText, null);
+      await db().delete(schema.inboxes).where(eq(schema.inboxes.id, 'inb_d')).run();
+      await db()
+        .delete(schema.webhooks)
+        .where(sql`${schema.webhooks.id} IN ('wh_d1', 'wh_d2')`)
+        .run();
+      await db()
+        .delete(schema.events)
+        .where(sql`${schema.events.id} IN ('evt_d1', 'evt_d2')`)
+        .run();
     });
 
     test('a transaction reports success only if it committed, even when its work caught a failed statement', async () => {

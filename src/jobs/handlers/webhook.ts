@@ -15,9 +15,9 @@ import type { AttemptStatus } from '../../domain/webhooks/webhooks.ts';
 import { newId } from '../../ids.ts';
 import type { JobHandler } from '../runner.ts';
 import { fail, ok, retry, type Commit, type JobOutcome } from '../table.ts';
-import { failPendingAttemptsOfJob, findDeliveryRows, insertAttempts } from '../../store/repo/webhooks.ts';
+import { failPendingAttemptsOfJob, insertAttempts, listDeliveryRows, type DeliveryRows } from '../../store/repo/webhooks.ts';
 import { eventPayloads } from '../../domain/events/events.ts';
-import { sendAlongRow } from '../../store/store.ts';
+import { sendAlongRow, sharedReads } from '../../store/store.ts';
 
 export const SIGNATURE_HEADER = 'X-Service-Signature';
 
@@ -211,6 +211,28 @@ function logAttempt(
   };
 }
 
+/**
+ * What an attempt reads first, shared by the deliveries a claim hands out at once (sharedReads):
+ * one statement for all of them, not one a delivery.
+ */
+function readDelivery(ctx: AppContext, webhookId: string, eventId: string): Promise<DeliveryRows | undefined> {
+  let read = deliveryReads.get(ctx);
+  if (!read) {
+    read = sharedReads((keys: string[]) =>
+      listDeliveryRows(
+        ctx.db,
+        keys.map((key) => {
+          const [hook, event] = key.split(' ');
+          return { webhookId: hook!, eventId: event! };
+        }),
+      ),
+    );
+    deliveryReads.set(ctx, read);
+  }
+  return read(`${webhookId} ${eventId}`);
+}
+const deliveryReads = new WeakMap<AppContext, (key: string) => Promise<DeliveryRows | undefined>>();
+
 export const webhookHandler: JobHandler = {
   kind: WEBHOOK_JOB,
   schedule: (ctx) => ctx.config.webhooks.retry_schedule,
@@ -220,7 +242,7 @@ export const webhookHandler: JobHandler = {
   finishTogether: true,
   async run(ctx: AppContext, job, signal): Promise<JobOutcome> {
     const payload = JSON.parse(job.payload) as WebhookJobPayload;
-    const found = await findDeliveryRows(ctx.db, payload.webhookId, payload.eventId);
+    const found = await readDelivery(ctx, payload.webhookId, payload.eventId);
     // Gone with its account (cascade): nobody is left to deliver to or to read a log.
     if (!found) return fail('webhook or event no longer exists', (tx) => supersedePending(tx, job, payload.webhookId));
     const { hook, event } = found;
@@ -242,7 +264,7 @@ export const webhookHandler: JobHandler = {
       return fail(reason, record('failed', { error: reason, durationMs: 0 }));
     }
 
-    // The bodies of the event's message came with the event (findDeliveryRows).
+    // The bodies of the event's message came with the event (listDeliveryRows).
     const [data] = await eventPayloads(ctx, [event], undefined, event.messageId ? new Map([[event.messageId, found]]) : undefined);
     const envelope = { id: event.id, type: event.type, createdAt: event.createdAt, webhookId: hook.id, data };
     const body = Buffer.from(JSON.stringify(envelope), 'utf8');

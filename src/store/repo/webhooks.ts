@@ -3,10 +3,10 @@
 // webhooks an event goes to, the numbering of a replay) and src/jobs/handlers/webhook.ts (one
 // attempt: the webhook, its event, the log entry). The event a delivery carries is read from
 // table events here too, with its message's bodies, in the statement that reads the webhook.
-import { and, desc, eq, gte, isNull, lt, sql, type SQL } from 'drizzle-orm';
+import { and, desc, eq, getTableColumns, gte, isNull, lt, sql, type SQL } from 'drizzle-orm';
 import { preparedQuery } from '../prepared.ts';
-import { events, messages, webhookAttempts, webhooks } from '../schema.ts';
-import { changes, insertRows, type Db } from '../store.ts';
+import { events, webhookAttempts, webhooks } from '../schema.ts';
+import { PLAN_EACH_TIME, changes, insertRows, rawRows, type Db } from '../store.ts';
 import type { EventRow } from './events.ts';
 import type { MessageBodies } from './messages.ts';
 
@@ -27,25 +27,48 @@ export function findWebhookById(db: Db, id: string): Promise<WebhookRow | undefi
   return preparedQuery(db, webhookById).get({ id });
 }
 
-const deliveryRows = (db: Db) =>
-  db
-    .select({ hook: webhooks, event: events, bodyText: messages.bodyText, bodyHtml: messages.bodyHtml })
-    .from(webhooks)
-    .innerJoin(events, eq(events.id, sql.placeholder('eventId')))
-    .leftJoin(messages, eq(messages.id, events.messageId))
-    .where(eq(webhooks.id, sql.placeholder('webhookId')))
-    .prepare();
-
 export type DeliveryRows = { hook: WebhookRow; event: EventRow } & MessageBodies;
 
+/** A table's columns as a SELECT lists them (`alias`."name", …) and a reader of its row from those values. */
+function columnsOf<T>(table: Parameters<typeof getTableColumns>[0], alias: string) {
+  const columns = Object.entries(getTableColumns(table));
+  return {
+    list: columns.map(([, c]) => `${alias}."${c.name}"`).join(', '),
+    count: columns.length,
+    row: (values: unknown[]) => Object.fromEntries(columns.map(([key, c], i) => [key, values[i] === null ? null : c.mapFromDriverValue(values[i])])) as T,
+  };
+}
+const hookColumns = columnsOf<WebhookRow>(webhooks, 'w');
+const eventColumns = columnsOf<EventRow>(events, 'e');
 /**
- * What one delivery attempt reads, in one statement: the webhook, the event, and the bodies of
- * the event's message (a stored message.* event leaves them to the message row,
- * src/domain/events/events.ts; null for other events). Undefined when the webhook or the event
- * is gone. Three statements before, each a round trip and a statement's work on PostgreSQL.
+ * Planned for each run (PLAN_EACH_TIME): a generic plan made while the tables were small would
+ * scan them whole as they grow (the job claim's, src/store/repo/jobs.ts). Every listed webhook
+ * with every listed event: the pairs asked for are picked from them.
  */
-export function findDeliveryRows(db: Db, webhookId: string, eventId: string): Promise<DeliveryRows | undefined> {
-  return preparedQuery(db, deliveryRows).get({ webhookId, eventId });
+const DELIVERIES = `${PLAN_EACH_TIME}SELECT ${hookColumns.list}, ${eventColumns.list}, m.body_text, m.body_html
+  FROM webhooks w JOIN events e ON e.id IN (SELECT value FROM json_each(?)) LEFT JOIN messages m ON m.id = e.message_id
+  WHERE w.id IN (SELECT value FROM json_each(?))`;
+
+/**
+ * What delivery attempts read, in one statement for several (the deliveries a claim hands out
+ * at once: src/jobs/handlers/webhook.ts): the webhook, the event, and the bodies of the event's
+ * message (a stored message.* event leaves them to the message row,
+ * src/domain/events/events.ts; null for other events), by `${webhookId} ${eventId}`. A pair
+ * whose webhook or event is gone is absent.
+ */
+export async function listDeliveryRows(db: Db, pairs: Array<{ webhookId: string; eventId: string }>): Promise<Map<string, DeliveryRows>> {
+  const wanted = new Set(pairs.map((p) => `${p.webhookId} ${p.eventId}`));
+  const rows = await rawRows<unknown[]>(db, DELIVERIES, [JSON.stringify([...new Set(pairs.map((p) => p.eventId))]), JSON.stringify([...new Set(pairs.map((p) => p.webhookId))])]);
+  const found = new Map<string, DeliveryRows>();
+  for (const values of rows) {
+    const hook = hookColumns.row(values.slice(0, hookColumns.count));
+    const event = eventColumns.row(values.slice(hookColumns.count, hookColumns.count + eventColumns.count));
+    const key = `${hook.id} ${event.id}`;
+    if (!wanted.has(key)) continue;
+    const [bodyText, bodyHtml] = values.slice(hookColumns.count + eventColumns.count) as Array<string | null>;
+    found.set(key, { hook, event, bodyText, bodyHtml });
+  }
+  return found;
 }
 
 /** Webhook `id` of the account; a deleted one only with `includeDeleted`. */
