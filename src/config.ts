@@ -423,7 +423,7 @@ export const CONFIG_SCHEMA = {
   webhooks: {
     retry_schedule: durations(['5s', '30s', '5m', '30m', '2h'], 'Delays between webhook delivery attempts; after the last the delivery is failed.'),
     timeout: duration('10s', 'A delivery succeeds only on a 2xx answer within this time.'),
-    concurrency_per_webhook: int(8, 'Most deliveries in flight to one webhook; its further events wait their turn, in order of their due time. Within jobs.concurrency, which all jobs share.', 1),
+    concurrency_per_webhook: int(16, 'Most deliveries in flight to one webhook; its further events wait their turn, in order of their due time. Within jobs.concurrency, which all jobs share.', 1),
     allow_insecure_targets: bool(false, 'Allow http:// and loopback/private webhook targets (development and tests only).'),
   },
   attachments: {

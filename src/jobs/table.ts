@@ -327,17 +327,20 @@ async function walkPartitions(
 
 /** On a shared database: the chosen jobs no other transaction holds, within every partition's limit across nodes. */
 async function acrossNodes(ctx: AppContext, tx: Tx, chosen: JobCandidate[], nowMs: number, partitionLimit?: (kind: string) => number | undefined): Promise<JobCandidate[]> {
-  await ctx.store.lock(tx, 'jobs:claim');
-  const free = new Set(
-    await lockFreeJobs(
+  // The lock, the rows' locks and the count of what runs in the chosen jobs' limited partitions
+  // go in one write (sendAlong, Promise.all): the server runs them in that order, the reads
+  // once the lock is held. One round trip for a claim's checks, not three.
+  sendAlong(ctx.store.lock(tx, 'jobs:claim'));
+  const partitions = [...new Set(chosen.filter((j) => j.partition && partitionLimit?.(j.kind) !== undefined).map((j) => j.partition))];
+  const [locked, rows] = await Promise.all([
+    lockFreeJobs(
       tx,
       chosen.map((j) => j.id),
     ),
-  );
-  const limited = chosen.filter((j) => free.has(j.id) && j.partition && partitionLimit?.(j.kind) !== undefined);
-  if (!limited.length) return chosen.filter((j) => free.has(j.id));
+    partitions.length ? countRunningByPartition(tx, nowMs, partitions) : [],
+  ]);
+  const free = new Set(locked);
   const running = new Map<string, number>();
-  const rows = await countRunningByPartition(tx, nowMs, [...new Set(limited.map((j) => j.partition))]);
   for (const [kind, partition, n] of rows) running.set(partitionKey({ kind, partition }), n);
   return chosen.filter((j) => {
     if (!free.has(j.id)) return false;

@@ -254,7 +254,7 @@ export function readOnce<T>(key: string, read: () => Promise<T>): Promise<T> {
 
 /**
  * A read by key that the callers of one turn of the event loop share: the keys asked for before
- * the turn's I/O go to `readMany` together (each once), and each caller gets its key's value
+ * the turn ends go to `readMany` together (each once), and each caller gets its key's value
  * (undefined when `readMany` has none). For reads outside a transaction that several jobs make
  * at once (the spooled messages a claim hands out: their bytes, their inboxes), one statement
  * instead of one a job. Should the read fail, every caller of that turn gets its error.
@@ -265,7 +265,9 @@ export function sharedReads<K, V>(readMany: (keys: K[]) => Promise<Map<K, V>>): 
     new Promise((resolve, reject) => {
       if (!waiting) {
         const batch = (waiting = new Map());
-        setImmediate(() => {
+        // After the microtasks then queued have run (the awaits between a job's start and its
+        // read), not after the loop's next poll for I/O: a job's read waits for no one's I/O.
+        process.nextTick(() => {
           waiting = undefined;
           readMany([...batch.keys()]).then(
             (values) => {
