@@ -285,6 +285,23 @@ export function sharedReads<K, V>(readMany: (keys: K[]) => Promise<Map<K, V>>): 
     });
 }
 
+/** Two ids as one key of sharedReads (ids hold no space), and back. */
+export const pairKey = (a: string, b: string): string => `${a} ${b}`;
+export const pairOf = (key: string): [string, string] => key.split(' ') as [string, string];
+
+/**
+ * sharedReads for each owner (a server's context): `readMany` gets the owner and the turn's
+ * keys. Made once at module level; each owner gets its own batches.
+ */
+export function sharedReadsOf<O extends object, K, V>(readMany: (owner: O, keys: K[]) => Promise<Map<K, V>>): (owner: O, key: K) => Promise<V | undefined> {
+  const byOwner = new WeakMap<O, (key: K) => Promise<V | undefined>>();
+  return (owner, key) => {
+    let read = byOwner.get(owner);
+    if (!read) byOwner.set(owner, (read = sharedReads((keys: K[]) => readMany(owner, keys))));
+    return read(key);
+  };
+}
+
 /**
  * For the adapters: runs one transaction's `work` in `frame`; the frame closes when it ends.
  * Its writes sent along may still be under way: settleWrites before the COMMIT is known good.

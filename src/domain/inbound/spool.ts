@@ -9,7 +9,6 @@ import type { Tx } from '../../store/client.ts';
 import { enqueueJobs, getJob } from '../../jobs/table.ts';
 import { AppError, isAppError } from '../errors.ts';
 import { acceptInbound, isEmptyMessage, prepareInbound, type InboundInput } from './inbound.ts';
-import type { InboxRow } from '../inboxes/inboxes.ts';
 import type { BounceTarget } from './bounce-address.ts';
 import type { ServiceTarget } from './service-address.ts';
 // Registers the handler of mail at service addresses (unsubscribe, DMARC and TLS reports).
@@ -22,7 +21,7 @@ import { isBlobNamed } from '../../store/repo/blob-refs.ts';
 import { spooledSourceKey } from '../../store/blobs/spooled.ts';
 import { newId } from '../../ids.ts';
 import { traceHeaders } from './inbound-parse.ts';
-import { sendAlong, sharedReads } from '../../store/store.ts';
+import { sendAlong, sharedReadsOf } from '../../store/store.ts';
 
 export const INBOUND_JOB = 'inbound';
 
@@ -262,18 +261,8 @@ export const INBOUND_RETRY_SCHEDULE = [5_000, 30_000, 120_000, 600_000, 1_800_00
  * What processSpooled reads first, shared by the jobs a claim hands out at once (sharedReads):
  * one statement for their bytes and one for their inboxes, not two a message.
  */
-const readsOf = (ctx: AppContext) => {
-  let reads = sharedReadsOf.get(ctx);
-  if (!reads) {
-    reads = {
-      raw: sharedReads((jobIds: string[]) => listSpooledRaw(ctx.db, jobIds)),
-      inbox: sharedReads(async (ids: string[]) => new Map((await listInboxesByIds(ctx.db, ids)).map((inbox) => [inbox.id, inbox]))),
-    };
-    sharedReadsOf.set(ctx, reads);
-  }
-  return reads;
-};
-const sharedReadsOf = new WeakMap<AppContext, { raw: (jobId: string) => Promise<Buffer | undefined>; inbox: (id: string) => Promise<InboxRow | undefined> }>();
+const readSpooled = sharedReadsOf((ctx: AppContext, jobIds: string[]) => listSpooledRaw(ctx.db, jobIds));
+const readInbox = sharedReadsOf(async (ctx: AppContext, ids: string[]) => new Map((await listInboxesByIds(ctx.db, ids)).map((inbox) => [inbox.id, inbox])));
 
 /**
  * Processes one spooled message: the same steps as a message processed before its reply, with
@@ -283,8 +272,7 @@ const sharedReadsOf = new WeakMap<AppContext, { raw: (jobId: string) => Promise<
  * lease, and its message was deleted since).
  */
 export async function processSpooled(ctx: AppContext, jobId: string, envelope: SpooledEnvelope): Promise<{ commit: (tx: Tx) => Promise<void>; keys: string[] } | null> {
-  const reads = readsOf(ctx);
-  const [spooled, found] = await Promise.all([reads.raw(jobId), Promise.all([...new Set(envelope.recipients)].map(reads.inbox))]);
+  const [spooled, found] = await Promise.all([readSpooled(ctx, jobId), Promise.all([...new Set(envelope.recipients)].map((id) => readInbox(ctx, id)))]);
   if (!spooled) return null;
   const traceLength = envelope.traceLength ?? 0;
   const raw = spooled.subarray(traceLength);

@@ -6,6 +6,7 @@
 // Every hold and release is an audit entry written in the transaction that makes it.
 import type { AppContext } from '../../context.ts';
 import type { Tx } from '../../store/client.ts';
+import { sharedReadsOf } from '../../store/store.ts';
 import { updateMessageStatusIf } from '../../store/repo/messages.ts';
 import { recordAudit, SYSTEM_ACTOR, type Actor } from '../audit/audit.ts';
 import { AppError } from '../errors.ts';
@@ -14,7 +15,7 @@ import type { InboxRow } from '../inboxes/inboxes.ts';
 import { findMessageRow, getMessage, messageView, type Message, type MessageRow } from '../mail/messages.ts';
 import { attachmentMetaForMany } from '../mail/attachments.ts';
 import type { ScreenFor, Screening } from './screen.ts';
-import { listDomainNamesOfAccount } from '../../store/repo/domains.ts';
+import { listDomainNamesOfAccounts } from '../../store/repo/domains.ts';
 
 export const SCREENING_MODES = ['off', 'monitor', 'hold'] as const;
 export type ScreeningMode = (typeof SCREENING_MODES)[number];
@@ -58,6 +59,9 @@ export async function releaseHeldInbound(ctx: AppContext, accountId: string, id:
   return getMessage(ctx, accountId, id);
 }
 
+/** An account's domain names, read once for the messages screened at the same moment (sharedReadsOf). */
+const readDomainNames = sharedReadsOf((ctx: AppContext, accountIds: string[]) => listDomainNamesOfAccounts(ctx.db, accountIds));
+
 /**
  * Whom a message for `recipients` is screened for: their addresses, and the domains of those
  * addresses and of their accounts; undefined when every recipient's inbox screens nothing.
@@ -67,7 +71,7 @@ export async function screenTargets(ctx: AppContext, recipients: InboxRow[]): Pr
   if (!screened.length) return undefined;
   const domains = new Set(screened.map((r) => r.address.slice(r.address.lastIndexOf('@') + 1).toLowerCase()));
   for (const accountId of new Set(screened.map((r) => r.accountId))) {
-    for (const d of await listDomainNamesOfAccount(ctx.db, accountId)) domains.add(d.toLowerCase());
+    for (const d of (await readDomainNames(ctx, accountId)) ?? []) domains.add(d.toLowerCase());
   }
   return { ownDomains: [...domains], ownAddresses: screened.map((r) => r.address.toLowerCase()) };
 }

@@ -15,9 +15,9 @@ import type { AttemptStatus } from '../../domain/webhooks/webhooks.ts';
 import { newId } from '../../ids.ts';
 import type { JobHandler } from '../runner.ts';
 import { fail, ok, retry, type Commit, type JobOutcome } from '../table.ts';
-import { failPendingAttemptsOfJob, insertAttempts, listDeliveryRows, type DeliveryRows } from '../../store/repo/webhooks.ts';
+import { failPendingAttemptsOfJob, insertAttempts, listDeliveryRows } from '../../store/repo/webhooks.ts';
 import { eventPayloads } from '../../domain/events/events.ts';
-import { sendAlongRow, sharedReads } from '../../store/store.ts';
+import { pairKey, pairOf, sendAlongRow, sharedReadsOf } from '../../store/store.ts';
 
 export const SIGNATURE_HEADER = 'X-Service-Signature';
 
@@ -213,25 +213,14 @@ function logAttempt(
 
 /**
  * What an attempt reads first, shared by the deliveries a claim hands out at once (sharedReads):
- * one statement for all of them, not one a delivery.
+ * one statement for all of them, not one a delivery. By `${webhookId} ${eventId}`.
  */
-function readDelivery(ctx: AppContext, webhookId: string, eventId: string): Promise<DeliveryRows | undefined> {
-  let read = deliveryReads.get(ctx);
-  if (!read) {
-    read = sharedReads((keys: string[]) =>
-      listDeliveryRows(
-        ctx.db,
-        keys.map((key) => {
-          const [hook, event] = key.split(' ');
-          return { webhookId: hook!, eventId: event! };
-        }),
-      ),
-    );
-    deliveryReads.set(ctx, read);
-  }
-  return read(`${webhookId} ${eventId}`);
-}
-const deliveryReads = new WeakMap<AppContext, (key: string) => Promise<DeliveryRows | undefined>>();
+const readDelivery = sharedReadsOf((ctx: AppContext, keys: string[]) =>
+  listDeliveryRows(
+    ctx.db,
+    keys.map(pairOf).map(([webhookId, eventId]) => ({ webhookId, eventId })),
+  ),
+);
 
 export const webhookHandler: JobHandler = {
   kind: WEBHOOK_JOB,
@@ -242,7 +231,7 @@ export const webhookHandler: JobHandler = {
   finishTogether: true,
   async run(ctx: AppContext, job, signal): Promise<JobOutcome> {
     const payload = JSON.parse(job.payload) as WebhookJobPayload;
-    const found = await readDelivery(ctx, payload.webhookId, payload.eventId);
+    const found = await readDelivery(ctx, pairKey(payload.webhookId, payload.eventId));
     // Gone with its account (cascade): nobody is left to deliver to or to read a log.
     if (!found) return fail('webhook or event no longer exists', (tx) => supersedePending(tx, job, payload.webhookId));
     const { hook, event } = found;

@@ -4,8 +4,7 @@
 // repository (inboxes.ts); the rules (names, DNS checks, statuses) stay in the domain.
 import { and, count, desc, eq, isNull, lte, ne, or, sql } from 'drizzle-orm';
 import { domains } from '../schema.ts';
-import type { Db } from '../store.ts';
-import { preparedQuery, preparedRows } from '../prepared.ts';
+import { PLAN_EACH_TIME, rawRows, type Db } from '../store.ts';
 
 export type DomainRow = typeof domains.$inferSelect;
 
@@ -92,13 +91,16 @@ export function listDomainsOfAccount(db: Db, accountId: string): Promise<DomainR
   return db.select().from(domains).where(eq(domains.accountId, accountId)).orderBy(desc(domains.createdAt), desc(domains.id));
 }
 
-// On every screened inbound message (src/domain/screening/hold.ts screenTargets): a plain
-// statement prepared once (src/store/prepared.ts); drizzle's builder cost more than the read.
-const domainNamesOf = (db: Db) => preparedRows<[string], [string]>(db, 'SELECT domain FROM domains WHERE account_id = ?');
-
-/** The names of an account's domains. */
-export async function listDomainNamesOfAccount(db: Db, accountId: string): Promise<string[]> {
-  return (await preparedQuery(db, domainNamesOf).all(accountId)).map(([d]) => d);
+/**
+ * The names of the domains of each of `accountIds` (an account without any is absent). Read for
+ * every screened inbound message (src/domain/screening/hold.ts screenTargets), for the messages
+ * of a moment at once. Planned for each run (PLAN_EACH_TIME), as the job claim is.
+ */
+export async function listDomainNamesOfAccounts(db: Db, accountIds: string[]): Promise<Map<string, string[]>> {
+  const rows = await rawRows<[string, string]>(db, `${PLAN_EACH_TIME}SELECT account_id, domain FROM domains WHERE account_id IN (SELECT value FROM json_each(?))`, [JSON.stringify(accountIds)]);
+  const names = new Map<string, string[]>();
+  for (const [accountId, domain] of rows) names.set(accountId, [...(names.get(accountId) ?? []), domain]);
+  return names;
 }
 
 export async function countDomainsOfAccount(db: Db, accountId: string): Promise<number> {

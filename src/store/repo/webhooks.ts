@@ -6,7 +6,7 @@
 import { and, desc, eq, getTableColumns, gte, isNull, lt, sql, type SQL } from 'drizzle-orm';
 import { preparedQuery } from '../prepared.ts';
 import { events, webhookAttempts, webhooks } from '../schema.ts';
-import { PLAN_EACH_TIME, changes, insertRows, rawRows, type Db } from '../store.ts';
+import { PLAN_EACH_TIME, changes, insertRows, pairKey, rawRows, type Db } from '../store.ts';
 import type { EventRow } from './events.ts';
 import type { MessageBodies } from './messages.ts';
 
@@ -57,13 +57,13 @@ const DELIVERIES = `${PLAN_EACH_TIME}SELECT ${hookColumns.list}, ${eventColumns.
  * whose webhook or event is gone is absent.
  */
 export async function listDeliveryRows(db: Db, pairs: Array<{ webhookId: string; eventId: string }>): Promise<Map<string, DeliveryRows>> {
-  const wanted = new Set(pairs.map((p) => `${p.webhookId} ${p.eventId}`));
+  const wanted = new Set(pairs.map((p) => pairKey(p.webhookId, p.eventId)));
   const rows = await rawRows<unknown[]>(db, DELIVERIES, [JSON.stringify([...new Set(pairs.map((p) => p.eventId))]), JSON.stringify([...new Set(pairs.map((p) => p.webhookId))])]);
   const found = new Map<string, DeliveryRows>();
   for (const values of rows) {
     const hook = hookColumns.row(values.slice(0, hookColumns.count));
     const event = eventColumns.row(values.slice(hookColumns.count, hookColumns.count + eventColumns.count));
-    const key = `${hook.id} ${event.id}`;
+    const key = pairKey(hook.id, event.id);
     if (!wanted.has(key)) continue;
     const [bodyText, bodyHtml] = values.slice(hookColumns.count + eventColumns.count) as Array<string | null>;
     found.set(key, { hook, event, bodyText, bodyHtml });
