@@ -18,7 +18,6 @@
 // `requireAuth` matches the envelope sender or the header From, unauthenticated, as lists did
 // before. Refused: 550 5.7.1 at the end of DATA, nothing stored.
 import type { AppContext } from '../../context.ts';
-import { pairKey, pairOf, sharedReadsOf } from '../../store/store.ts';
 import { newId } from '../../ids.ts';
 import {
   countListEntriesOfAccount,
@@ -26,7 +25,6 @@ import {
   findSameListEntry,
   insertListEntry,
   listApplicableListEntries,
-  listReceiveEntriesFor,
   listListEntriesOfAccount,
   type ApplicableListEntry,
   type ListEntryRow,
@@ -212,24 +210,12 @@ export function blocksAny(entries: ReadonlyArray<{ kind: string; entry: string }
  * header From and its authentication (the envelope sender passed them at RCPT already).
  */
 export async function receiveListsAdmit(ctx: AppContext, accountId: string, inboxId: string, sender: MessageSender): Promise<boolean> {
-  const entries = (await readReceiveEntries(ctx, pairKey(accountId, inboxId))) ?? [];
+  const entries = await listApplicableListEntries(ctx.db, accountId, 'receive', inboxId);
   if (!entries.length) return true;
   if (blocksAny(entries, sender.from)) return false;
   const allow = entries.filter((e) => e.kind === 'allow');
   return !allow.length || allow.some((e) => allowEntryAdmits(e, sender));
 }
-
-/**
- * The receive entries of an inbox, read once for the messages that ask at the same moment
- * (sharedReadsOf: a batch of spooled mail, SMTP sessions ending DATA together). By
- * `${accountId} ${inboxId}`.
- */
-const readReceiveEntries = sharedReadsOf((ctx: AppContext, keys: string[]) =>
-  listReceiveEntriesFor(
-    ctx.db,
-    keys.map(pairOf).map(([accountId, inboxId]) => ({ accountId, inboxId })),
-  ),
-);
 
 /** The refusal (SMTP 550 5.7.1) of a sender the receive lists do not let in. */
 export const senderNotAccepted = () => new AppError('FORBIDDEN', 'sender not accepted by this mailbox (blocked, or not on its allow list)');

@@ -6,7 +6,7 @@
 import { and, count, desc, eq, inArray, isNull, or, sql, type Column, type SQL } from 'drizzle-orm';
 import { preparedQuery, preparedRows } from '../prepared.ts';
 import { accounts, addressPolicies, attachments, inboxes, listEntries, messages } from '../schema.ts';
-import { PLAN_EACH_TIME, changes, pairKey, rawRows, type Db } from '../store.ts';
+import { changes, type Db } from '../store.ts';
 
 export type InboxRow = typeof inboxes.$inferSelect;
 export type ListEntryRow = typeof listEntries.$inferSelect;
@@ -308,29 +308,6 @@ const entriesFor = (db: Db) =>
 /** The account's entries for `direction` that apply to inbox `inboxId`: its own and the account-wide ones. */
 export function listApplicableListEntries(db: Db, accountId: string, direction: string, inboxId: string): Promise<ApplicableListEntry[]> {
   return preparedQuery(db, entriesFor).all({ accountId, direction, inboxId });
-}
-
-/**
- * The receive entries that apply to each (account, inbox) of `pairs` (by `${accountId}
- * ${inboxId}`): listApplicableListEntries for the messages of a moment at once. Planned for
- * each run (PLAN_EACH_TIME), as the job claim is.
- */
-export async function listReceiveEntriesFor(db: Db, pairs: Array<{ accountId: string; inboxId: string }>): Promise<Map<string, ApplicableListEntry[]>> {
-  const rows = await rawRows<[string, string | null, string, string, number]>(
-    db,
-    `${PLAN_EACH_TIME}SELECT account_id, inbox_id, kind, entry, require_auth FROM list_entries WHERE direction = 'receive' AND account_id IN (SELECT value FROM json_each(?))
-      AND (inbox_id IS NULL OR inbox_id IN (SELECT value FROM json_each(?)))`,
-    [JSON.stringify([...new Set(pairs.map((p) => p.accountId))]), JSON.stringify([...new Set(pairs.map((p) => p.inboxId))])],
-  );
-  const entries = new Map<string, ApplicableListEntry[]>();
-  for (const { accountId, inboxId } of pairs) {
-    const applicable = rows.filter(([a, i]) => a === accountId && (i === null || i === inboxId));
-    entries.set(
-      pairKey(accountId, inboxId),
-      applicable.map(([, , kind, entry, requireAuth]) => ({ kind, entry, requireAuth: Number(requireAuth) === 1 }) as ApplicableListEntry),
-    );
-  }
-  return entries;
 }
 
 // Inboxes by id, the id list passed as one JSON array: prepared once (src/store/prepared.ts).
