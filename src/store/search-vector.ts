@@ -19,7 +19,8 @@
 //     once). `||` adds the largest number so far to the next field's numbers and appends them,
 //     up to 256 a word, none after one that reached 16,383.
 // Text with any other character (a letter outside ASCII, where unaccent and the locale's case
-// rules decide) gets null too: the server computes the column. test/e2e/search-words.test.ts
+// rules decide), or more than SEARCH_VECTOR_MAX_CHARS of it, gets null too: the server computes
+// the column. test/e2e/search-words.test.ts
 // compares the two on generated and hostile text.
 
 /** What the search column is made of: the row's columns, as stored. */
@@ -34,8 +35,12 @@ export interface SearchFields {
 
 /** The weight letters of the fields, in order; D (the body) is the default and is not written. */
 const WEIGHTS = ['A', 'B', 'C', ''];
-/** left(…, 262144) of the body: characters, which in ASCII text are bytes. */
-const BODY_CHARS = 262_144;
+/**
+ * Text built here at most, all fields together: a message's main thread time is bounded (2 ms
+ * for 64 KiB of varied words; 8.5 ms for the 256 KiB the server indexes, AMD EPYC, `node
+ * bench/store-costs.ts` part 10). Past it the server computes the column.
+ */
+export const SEARCH_VECTOR_MAX_CHARS = 65_536;
 /** PostgreSQL's MAXSTRLEN: a word this long or longer is not indexed. */
 const WORD_TOO_LONG = 2_048;
 /** MAXENTRYPOS - 1: the largest word number. */
@@ -45,8 +50,8 @@ const MAX_POSITIONS = 256;
 
 /** A run of digits then e or E then a digit: where PostgreSQL's parser sees a number in scientific notation. */
 const EXPONENT = /^[0-9]+[eE][0-9]/;
-/** Whether the character at `i` is a digit. */
-const c0 = (text: string, i: number) => text.charCodeAt(i) <= 57;
+/** Whether the character at `i` (a letter or digit) is a digit. */
+const isDigitAt = (text: string, i: number) => text.charCodeAt(i) <= 57;
 
 /** A word's numbers so far, each times 4 plus its field's index (its weight). */
 type Entry = number[];
@@ -56,7 +61,9 @@ type Entry = number[];
  * (the server computes the column then).
  */
 export function searchVector(f: SearchFields): string | null {
-  const fields = [f.subject, `${f.fromAddress} ${f.fromName ?? ''}`, `${f.toAddresses} ${f.ccAddresses}`, (f.bodyText ?? '').slice(0, BODY_CHARS)];
+  // Within the limit the body is shorter than the 262,144 characters the server's left() keeps.
+  const fields = [f.subject, `${f.fromAddress} ${f.fromName ?? ''}`, `${f.toAddresses} ${f.ccAddresses}`, f.bodyText ?? ''];
+  if (fields.reduce((n, text) => n + text.length, 0) > SEARCH_VECTOR_MAX_CHARS) return null;
   const words = new Map<string, Entry>();
   let maxPos = 0;
   for (let k = 0; k < fields.length; k++) {
@@ -76,7 +83,7 @@ export function searchVector(f: SearchFields): string | null {
       const length = i - start;
       // One byte short of the limit: the server indexes the word, but a literal cannot hold it.
       // Digits then an exponent (3e5beta): the parser reads a number (3e5) and splits there.
-      if (length === WORD_TOO_LONG - 1 || (c0(text, start) && EXPONENT.test(text.slice(start, i)))) return null;
+      if (length === WORD_TOO_LONG - 1 || (isDigitAt(text, start) && EXPONENT.test(text.slice(start, i)))) return null;
       const word = length < WORD_TOO_LONG ? text.slice(start, i).toLowerCase() : '';
       start = -1;
       if (!word) continue;

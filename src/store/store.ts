@@ -358,6 +358,9 @@ const MAX_PARAMETERS = 30_000;
  */
 export async function insertRows(db: Db, table: string, columns: readonly string[], rows: unknown[][]): Promise<void> {
   const most = Math.max(1, Math.floor(MAX_PARAMETERS / columns.length));
+  const statements: Array<Promise<number>> = [];
+  // All issued at once, in order: a transaction's rows kept for its end are written as its work
+  // ends (sendAlongRow), and a statement issued after an await would find the work over.
   for (let at = 0; at < rows.length; at += most) {
     const part = rows.slice(at, at + most);
     const key = `${table}\u0000${part.length}`;
@@ -368,8 +371,9 @@ export async function insertRows(db: Db, table: string, columns: readonly string
       if (insertTexts.size >= 1000) insertTexts.clear();
       insertTexts.set(key, source);
     }
-    await rawRun(db, source, part.flat());
+    statements.push(rawRun(db, source, part.flat()));
   }
+  await Promise.all(statements);
 }
 
 /**
