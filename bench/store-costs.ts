@@ -25,15 +25,20 @@
 //      COMMIT) and the index's size a message, and a two-letter prefix query ranked and newest
 //      first.
 //  10. PostgreSQL: the message INSERT of mailroom's own schema (every migration) with a body of
-//      bench (o)'s smtp-source lines, its autocommitted round trip as it is, with the GIN
-//      indexes' fastupdate off, without the GIN indexes, without the search columns; then
-//      to_tsvector alone on 10 KB (those lines and varied words) against the bare round trip.
+//      bench (o)'s smtp-source lines, its autocommitted round trip as it is (the trigger of
+//      pg/0023 computes the search column), with the column given as mailroom builds it
+//      (src/store/search-vector.ts), with the GIN indexes' fastupdate off, without the GIN
+//      indexes, without the search columns; then to_tsvector alone on 10 KB (those lines and
+//      varied words) against the bare round trip; then searchVector's time on the main thread.
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { readdirSync, readFileSync } from 'node:fs';
 import { postgresMissing, startCluster } from '../test/support/postgres.ts';
 import { migratePostgres } from '../src/store/migrate.ts';
+import { searchVector } from '../src/store/search-vector.ts';
 
+/** Part 10's variant whose INSERT gives the search column as mailroom builds it. */
+const LITERAL = "the column given (mailroom's literal)";
 const ms = (t0: number) => (performance.now() - t0).toFixed(1);
 /**
  * Part 7: rows in the jobs table, as in bench (o)'s bursts (the scans auto_explain logged there
@@ -253,10 +258,11 @@ if (missing) {
     const lines = Array.from({ length: 128 }, (_, i) => `${i + 1}${'X'.repeat(78)}`).join('\n');
     const insertCosts: string[] = [];
     for (const [label, change] of [
-      ['as it is', ''],
+      ['as it is (the trigger computes the search column)', ''],
+      [LITERAL, ''],
       ['GIN fastupdate off', 'ALTER INDEX messages_fts SET (fastupdate = off); ALTER INDEX messages_fts_cc SET (fastupdate = off)'],
       ['no GIN indexes', 'DROP INDEX messages_fts; DROP INDEX messages_fts_cc'],
-      ['no search columns', 'ALTER TABLE messages DROP COLUMN fts; ALTER TABLE messages DROP COLUMN fts_cc'],
+      ['no search columns', 'ALTER TABLE messages DROP COLUMN fts CASCADE; ALTER TABLE messages DROP COLUMN fts_cc'],
     ]) {
       const pool = new pg.Pool({ connectionString: await cluster.createDatabase(), max: 1 });
       try {
@@ -270,12 +276,14 @@ if (missing) {
           let spent = 0;
           for (let i = 0; i < 3_000; i++) {
             await c.query("INSERT INTO threads (id, account_id, inbox_id, subject, message_count, last_message_at, created_at) VALUES ($1, 'acc', 'inb', 's', 1, $2, $2)", [`thr${i}`, now]);
+            const given = label === LITERAL;
             const t0 = performance.now();
+            const vector = given ? searchVector({ subject: `message ${i}`, fromAddress: 'a@example.org', fromName: null, toAddresses: '["x@example.org"]', ccAddresses: '[]', bodyText: lines }) : null;
             await c.query({
-              name: 'message',
-              text: `INSERT INTO messages (id, account_id, inbox_id, thread_id, direction, from_address, to_addresses, subject, body_text, status, message_id_header, size, created_at, updated_at)
-                     VALUES ($1, 'acc', 'inb', $2, 'inbound', 'a@example.org', '["x@example.org"]', $3, $4, 'received', $5, 10240, $6, $6)`,
-              values: [`msg${i}`, `thr${i}`, `message ${i}`, lines, `<${i}@x>`, now],
+              name: given ? 'message with its column' : 'message',
+              text: `INSERT INTO messages (id, account_id, inbox_id, thread_id, direction, from_address, to_addresses, subject, body_text, status, message_id_header, size, created_at, updated_at${given ? ', fts' : ''})
+                     VALUES ($1, 'acc', 'inb', $2, 'inbound', 'a@example.org', '["x@example.org"]', $3, $4, 'received', $5, 10240, $6, $6${given ? ', $7' : ''})`,
+              values: [`msg${i}`, `thr${i}`, `message ${i}`, lines, `<${i}@x>`, now, ...(given ? [vector] : [])],
             });
             spent += performance.now() - t0;
           }
@@ -302,6 +310,21 @@ if (missing) {
       }
     }
     console.log(`10. round trips on 10 KB: ${parsed.join('; ')}`);
+    // What searchVector costs mailroom's main thread, on those lines and on varied words.
+    const built: string[] = [];
+    for (const [label, body] of [
+      ["smtp-source's lines", lines],
+      ['10 KB of varied words', bodies[0]!],
+      ['64 KiB of varied words', bodies.join(' ').slice(0, 65_000)],
+    ]) {
+      const f = { subject: 'message', fromAddress: 'a@example.org', fromName: null, toAddresses: '[]', ccAddresses: '[]', bodyText: body };
+      if (searchVector(f) === null) throw new Error(`searchVector left ${label} to the server`);
+      for (let i = 0; i < 50; i++) searchVector(f);
+      const t0 = performance.now();
+      for (let i = 0; i < 200; i++) searchVector(f);
+      built.push(`${label} ${((performance.now() - t0) / 200).toFixed(2)} ms`);
+    }
+    console.log(`10. the search column built by mailroom (searchVector), main thread: ${built.join(', ')}`);
   } finally {
     await client.end();
     cluster.stop();

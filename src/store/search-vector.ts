@@ -36,9 +36,9 @@ export interface SearchFields {
 /** The weight letters of the fields, in order; D (the body) is the default and is not written. */
 const WEIGHTS = ['A', 'B', 'C', ''];
 /**
- * Text built here at most, all fields together: a message's main thread time is bounded (2 ms
- * for 64 KiB of varied words; 8.5 ms for the 256 KiB the server indexes, AMD EPYC, `node
- * bench/store-costs.ts` part 10). Past it the server computes the column.
+ * Text built here at most, all fields together, so a message's main thread time is bounded:
+ * 3.5 ms for 64 KiB of varied words, 0.6 ms for 10 KB (`node bench/store-costs.ts` part 10,
+ * AMD EPYC). Past it the server computes the column.
  */
 export const SEARCH_VECTOR_MAX_CHARS = 65_536;
 /** PostgreSQL's MAXSTRLEN: a word this long or longer is not indexed. */
