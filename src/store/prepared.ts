@@ -2,6 +2,7 @@
 // than SQLite's work for the point reads on every request and every inbound message (bench/:
 // one inbox by id 120–190 µs built per call, 8 µs prepared), so hot paths define their query
 // once with sql.placeholder() values and run it through preparedQuery().
+import { getTableColumns, type Table } from 'drizzle-orm';
 import { rawRows, rawRun, type Db } from './store.ts';
 
 const byDb = new WeakMap<Db, Map<(db: Db) => unknown, unknown>>();
@@ -42,5 +43,21 @@ export function preparedRows<P extends unknown[], R extends unknown[]>(db: Db, s
     all: (...params) => rawRows<R>(db, source, params),
     get: async (...params) => (await rawRows<R>(db, source, params))[0],
     run: (...params) => rawRun(db, source, params),
+  };
+}
+
+/**
+ * A table's columns for raw SQL: as a SELECT or RETURNING lists them (`alias`."name", or bare
+ * names without `alias`), how many, and a reader of a row from those values (each through its
+ * column's decoder, as drizzle reads it), and of the values an INSERT gives for a row.
+ */
+export function tableColumns<T>(table: Table, alias?: string) {
+  const columns = Object.entries(getTableColumns(table));
+  return {
+    names: columns.map(([, c]) => c.name),
+    list: columns.map(([, c]) => (alias ? `${alias}."${c.name}"` : `"${c.name}"`)).join(', '),
+    count: columns.length,
+    row: (values: unknown[]) => Object.fromEntries(columns.map(([key, c], i) => [key, values[i] === null ? null : c.mapFromDriverValue(values[i])])) as T,
+    values: (row: T) => columns.map(([key, c]) => c.mapToDriverValue((row as Record<string, unknown>)[key])),
   };
 }

@@ -5,7 +5,7 @@
 // (src/domain/webhooks/webhook-fanout.ts: the deliveries still to come). Which job is claimed,
 // and what an outcome makes of it, is decided in src/jobs/table.ts.
 import { and, asc, eq, inArray, lte, sql, type Placeholder, type SQL } from 'drizzle-orm';
-import { preparedQuery } from '../prepared.ts';
+import { preparedQuery, tableColumns } from '../prepared.ts';
 import { jobs } from '../schema.ts';
 import { PLAN_EACH_TIME, changes, insertRows, rawRows, rawRun, type Db } from '../store.ts';
 
@@ -197,9 +197,10 @@ export async function listDueOfPartition(db: Db, kind: string, partition: string
  * Planned for each run (PLAN_EACH_TIME), as lockFreeJobs is: a generic plan made while the table
  * was small scanned it whole as it grew (pg_stat_statements, bench (o): 1.35 ms a claim).
  */
+const JOB_COLUMNS = tableColumns<JobRow>(jobs);
 const CLAIM_LISTED = `${PLAN_EACH_TIME}UPDATE jobs SET status = 'running', attempts = attempts + 1, lease_until = ?, run_at = ?, updated_at = ?
   WHERE id IN (SELECT value FROM json_each(?)) AND attempts = ? AND ((status = 'queued' AND run_at <= ?) OR (status = 'running' AND lease_until <= ?))
-  RETURNING id, kind, payload, status, "partition", attempts, max_attempts, run_at, lease_until, last_error, created_at, updated_at, finished_at`;
+  RETURNING ${JOB_COLUMNS.list}`;
 
 export interface JobClaim {
   ids: string[];
@@ -214,23 +215,8 @@ export interface JobClaim {
 
 /** Marks the listed jobs running (one more attempt) while they are still due as read; the rows of those it did, in no order. */
 export async function claimJobs(db: Db, c: JobClaim): Promise<JobRow[]> {
-  type Tuple = [string, string, string, string, string, number, number, number, number | null, string | null, string, string, string | null];
-  const rows = await rawRows<Tuple>(db, CLAIM_LISTED, [c.leaseUntil, c.runAt, c.updatedAt, JSON.stringify(c.ids), c.attempts, c.now, c.now]);
-  return rows.map(([id, kind, payload, status, partition, attempts, maxAttempts, runAt, leaseUntil, lastError, createdAt, updatedAt, finishedAt]) => ({
-    id,
-    kind,
-    payload,
-    status,
-    partition,
-    attempts: Number(attempts),
-    maxAttempts: Number(maxAttempts),
-    runAt: Number(runAt),
-    leaseUntil: leaseUntil === null ? null : Number(leaseUntil),
-    lastError,
-    createdAt,
-    updatedAt,
-    finishedAt,
-  }));
+  const rows = await rawRows<unknown[]>(db, CLAIM_LISTED, [c.leaseUntil, c.runAt, c.updatedAt, JSON.stringify(c.ids), c.attempts, c.now, c.now]);
+  return rows.map(JOB_COLUMNS.row);
 }
 
 /**

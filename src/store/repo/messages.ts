@@ -3,9 +3,9 @@
 // and `inboxes` (an account's inboxes), for src/domain/mail/messages.ts, threads.ts and
 // labels.ts. Which messages pass a list's filters is worded in ./message-search.ts.
 import { count, eq, and, getTableColumns, sql } from 'drizzle-orm';
-import { preparedQuery, preparedRows } from '../prepared.ts';
+import { preparedQuery, preparedRows, tableColumns } from '../prepared.ts';
 import { messages, threads } from '../schema.ts';
-import { PLAN_EACH_TIME, dialectOf, rawRows, rawRun, type Db } from '../store.ts';
+import { PLAN_EACH_TIME, dialectOf, insertRows, rawRows, rawRun, type Db } from '../store.ts';
 import { countMatchesUpTo, isRanked, listRankedSearchPage, matchMessages, scopeCondition, type ListScope, type MatchFilters } from './message-search.ts';
 
 export type MessageRow = typeof messages.$inferSelect;
@@ -35,9 +35,7 @@ const insertMessageQuery = (db: Db) =>
     .values(Object.fromEntries(MESSAGE_COLUMNS.map((k) => [k, sql.placeholder(k)])) as unknown as MessageRow)
     .prepare();
 
-/** PostgreSQL: the message INSERT with its search column given (`vector`, src/store/search-vector.ts). */
-const MESSAGE_TABLE_COLUMNS = Object.entries(getTableColumns(messages));
-const INSERT_WITH_VECTOR = `INSERT INTO messages (${MESSAGE_TABLE_COLUMNS.map(([, c]) => `"${c.name}"`).join(', ')}, fts) VALUES (${MESSAGE_TABLE_COLUMNS.map(() => '?').join(', ')}, CAST(? AS tsvector))`;
+const MESSAGE_TABLE = tableColumns<MessageRow>(messages);
 
 /**
  * Inserts a message. On PostgreSQL a `vector` given (the tsvector literal of its search column)
@@ -45,7 +43,7 @@ const INSERT_WITH_VECTOR = `INSERT INTO messages (${MESSAGE_TABLE_COLUMNS.map(([
  */
 export async function insertMessage(db: Db, row: MessageRow, vector?: string | null): Promise<void> {
   if (vector != null && dialectOf(db) === 'postgres') {
-    await rawRun(db, INSERT_WITH_VECTOR, [...MESSAGE_TABLE_COLUMNS.map(([key, column]) => column.mapToDriverValue(row[key as keyof MessageRow])), vector]);
+    await insertRows(db, 'messages', [...MESSAGE_TABLE.names, 'fts'], [[...MESSAGE_TABLE.values(row), vector]]);
     return;
   }
   await preparedQuery(db, insertMessageQuery).run(row as unknown as Record<string, unknown>);

@@ -6,7 +6,7 @@
 import { eq, sql } from 'drizzle-orm';
 import { preparedQuery } from '../prepared.ts';
 import { spooledMessages } from '../schema.ts';
-import { PLAN_EACH_TIME, rawRows, rawRun, type Db } from '../store.ts';
+import { PLAN_EACH_TIME, insertRows, rawRows, rawRun, type Db } from '../store.ts';
 
 // Once per spooled message each: prepared once (src/store/prepared.ts).
 const insertSpooled = (db: Db) =>
@@ -28,10 +28,11 @@ export async function insertSpooledMessage(db: Db, jobId: string, raw: Buffer, c
 /** Keeps the bytes of several messages, one row per job, in one statement (the spool's batch). */
 export async function insertSpooledMessages(db: Db, rows: Array<{ jobId: string; raw: Buffer; createdAt: string }>): Promise<void> {
   if (rows.length === 1) return insertSpooledMessage(db, rows[0].jobId, rows[0].raw, rows[0].createdAt);
-  await rawRun(
+  await insertRows(
     db,
-    `INSERT INTO spooled_messages (job_id, raw, created_at) VALUES ${rows.map(() => '(?, ?, ?)').join(', ')}`,
-    rows.flatMap((r) => [r.jobId, r.raw, r.createdAt]),
+    'spooled_messages',
+    ['job_id', 'raw', 'created_at'],
+    rows.map((r) => [r.jobId, r.raw, r.createdAt]),
   );
 }
 

@@ -3,8 +3,8 @@
 // webhooks an event goes to, the numbering of a replay) and src/jobs/handlers/webhook.ts (one
 // attempt: the webhook, its event, the log entry). The event a delivery carries is read from
 // table events here too, with its message's bodies, in the statement that reads the webhook.
-import { and, desc, eq, getTableColumns, gte, isNull, lt, sql, type SQL } from 'drizzle-orm';
-import { preparedQuery } from '../prepared.ts';
+import { and, desc, eq, gte, isNull, lt, sql, type SQL } from 'drizzle-orm';
+import { preparedQuery, tableColumns } from '../prepared.ts';
 import { events, webhookAttempts, webhooks } from '../schema.ts';
 import { PLAN_EACH_TIME, changes, insertRows, pairKey, rawRows, type Db } from '../store.ts';
 import type { EventRow } from './events.ts';
@@ -29,17 +29,8 @@ export function findWebhookById(db: Db, id: string): Promise<WebhookRow | undefi
 
 export type DeliveryRows = { hook: WebhookRow; event: EventRow } & MessageBodies;
 
-/** A table's columns as a SELECT lists them (`alias`."name", …) and a reader of its row from those values. */
-function columnsOf<T>(table: Parameters<typeof getTableColumns>[0], alias: string) {
-  const columns = Object.entries(getTableColumns(table));
-  return {
-    list: columns.map(([, c]) => `${alias}."${c.name}"`).join(', '),
-    count: columns.length,
-    row: (values: unknown[]) => Object.fromEntries(columns.map(([key, c], i) => [key, values[i] === null ? null : c.mapFromDriverValue(values[i])])) as T,
-  };
-}
-const hookColumns = columnsOf<WebhookRow>(webhooks, 'w');
-const eventColumns = columnsOf<EventRow>(events, 'e');
+const hookColumns = tableColumns<WebhookRow>(webhooks, 'w');
+const eventColumns = tableColumns<EventRow>(events, 'e');
 /**
  * Planned for each run (PLAN_EACH_TIME): a generic plan made while the tables were small would
  * scan them whole as they grow (the job claim's, src/store/repo/jobs.ts). Every listed webhook
