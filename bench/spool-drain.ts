@@ -4,6 +4,8 @@
 // into its spool; then the runner starts and the script times until every message is visible,
 // with the CPU each thread of the process spent meanwhile (from /proc). BENCH_DRAIN_STATEMENTS=1
 // also times every SQLite statement and COMMIT/RELEASE of the adapter and prints the costliest;
+// on SQLite it also prints the query plan of every statement run that reads a table other than
+// by a key (a SCAN, or an OR over an index: what a growing table or backlog makes slower);
 // on PostgreSQL it has the cluster log every statement and prints the statements per message.
 // Run with the code to compare checked out, taking turns:
 //   node --import=./test/support/fast-start.ts bench/spool-drain.ts
@@ -46,6 +48,7 @@ async function logStatements(url: string, level: 'all' | 'none'): Promise<number
 }
 
 /** Times every statement the SQLite adapter runs, and its COMMITs and RELEASEs, by text. */
+const sources = new Set<string>();
 function timeStatements(): Map<string, { n: number; ms: number }> {
   const stats = new Map<string, { n: number; ms: number }>();
   const count = (key: string, t0: number) => {
@@ -58,6 +61,7 @@ function timeStatements(): Map<string, { n: number; ms: number }> {
   const execute = proto.execute;
   proto.execute = function (this: unknown, source: unknown, ...rest: unknown[]) {
     const t0 = performance.now();
+    sources.add(String(source));
     try {
       return execute.call(this, source, ...rest);
     } finally {
@@ -131,6 +135,20 @@ process.stdout.write(
 );
 for (const [source, e] of [...(stats ?? [])].sort((a, b) => b[1].ms - a[1].ms).slice(0, 15)) {
   process.stdout.write(`  ${(e.ms / MESSAGES).toFixed(3)} ms a message, ${(e.n / MESSAGES).toFixed(2)} runs: ${source.replace(/\s+/g, ' ')}\n`);
+}
+if (stats && TEST_ENGINE !== 'postgres') {
+  // Explained with the store's own connection and null for every value: the plan, not the rows.
+  const client = (t.server.ctx.store as unknown as { client: { prepare(s: string): { all(...a: unknown[]): Array<{ detail: string }> } } }).client;
+  const tables = new Set((client.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as unknown as Array<{ name: string }>).map((r) => r.name));
+  for (const source of sources) {
+    const plan = client
+      .prepare(`EXPLAIN QUERY PLAN ${source}`)
+      .all(...[...source.matchAll(/\?/g)].map(() => null))
+      .map((r) => r.detail);
+    if (plan.some((d) => tables.has(/^SCAN (\S+)/.exec(d)?.[1] ?? '') || d.startsWith('MULTI-INDEX OR'))) {
+      process.stdout.write(`  plan of ${source.replace(/\s+/g, ' ').slice(0, 160)}:\n    ${plan.join('\n    ')}\n`);
+    }
+  }
 }
 await t.close();
 process.exit(0);

@@ -1,6 +1,6 @@
 // The SQLite query plan of the statements a repository function really runs: the store's
 // connection records what it prepares while `run` runs, and each statement on `table` is
-// explained with placeholder values. For tests that hold a read to an index (a cost bound).
+// (read or updated) is explained with placeholder values. For tests that hold a read to an index (a cost bound).
 import type Database from 'better-sqlite3';
 import type { Store } from '../../src/store/store.ts';
 
@@ -15,6 +15,6 @@ export async function plansOf(store: Store, table: string, run: () => Promise<un
     client.prepare = prepare;
   }
   return seen
-    .filter((s) => new RegExp(`from "?${table}"?\\b`, 'i').test(s))
+    .filter((s) => new RegExp(`(from|update) "?${table}"?\\b`, 'i').test(s))
     .map((s) => (prepare(`EXPLAIN QUERY PLAN ${s}`).all(...[...s.matchAll(/\?/g)].map(() => 'x')) as Array<{ detail: string }>).map((r) => r.detail));
 }

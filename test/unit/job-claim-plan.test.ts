@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { openStore } from '../../src/store/open.ts';
-import { listDueOfPartition, nextQueuedPartition } from '../../src/store/repo/jobs.ts';
+import { claimJobs, listDueOfPartition, nextQueuedPartition } from '../../src/store/repo/jobs.ts';
 import type { Db } from '../../src/store/store.ts';
 import { plansOf } from '../support/query-plan.ts';
 
@@ -28,6 +28,22 @@ test('the partition walk seeks in jobs_kind_partition_due: no scan of a backlog,
       assert.match(plan.find((d) => /^(SEARCH|SCAN) jobs\b/.test(d)) ?? '', expected, plan.join('\n'));
       assert.ok(!plan.some((d) => d.includes('TEMP B-TREE')), `no sort: ${plan.join('; ')}`);
     }
+  } finally {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a claim updates its listed jobs by primary key, not through the due index (a backlog read per claim)', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'mailroom-claim-plan-'));
+  const store = await openStore({ dataDir: dir });
+  try {
+    const db = store.db as unknown as Db;
+    const now = Date.now();
+    const [plan] = await plansOf(store, 'jobs', () => claimJobs(db, { ids: ['a', 'b'], attempts: 0, now, leaseUntil: now + 1, runAt: now + 1, updatedAt: new Date(now).toISOString() }));
+    assert.ok(plan, 'the statement was seen');
+    const reads = plan.filter((d) => /^(SEARCH|SCAN) jobs\b/.test(d));
+    assert.deepEqual(reads, ['SEARCH jobs USING INDEX sqlite_autoindex_jobs_1 (id=?)'], plan.join('\n'));
   } finally {
     await store.close();
     rmSync(dir, { recursive: true, force: true });
