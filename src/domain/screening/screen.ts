@@ -5,6 +5,7 @@
 // (the list mailauth already pins); HTML is read with htmlparser2 (./hidden.ts).
 import { getDomain, parse as parseHost } from 'tldts';
 import { domainToUnicode } from 'node:url';
+import { isUtf8 } from 'node:buffer';
 import { readHtml } from './hidden.ts';
 import {
   ARCHIVE_EXTENSIONS,
@@ -266,17 +267,30 @@ export function base64Runs(text: string): string[] {
   return runs;
 }
 
+/**
+ * The BASE64_BLOCK matches of a run. A run without `=` is one: its start follows a character
+ * that is no base64, and whole groups of four up to its end are the match (without padding
+ * there is none of a last group of two or three). Only a run with padding in it needs the
+ * regular expression, which tried a match at every character of every run.
+ */
+export const blocksOf = (run: string): string[] => (run.includes('=') ? [...run.matchAll(BASE64_BLOCK)].map((m) => m[0]) : [run.slice(0, run.length - (run.length % 4))]);
+
 /** Base64 blocks that decode to readable text. */
 function decodedBlocks(text: string): string[] {
   const out: string[] = [];
-  for (const m of base64Runs(text).flatMap((run) => [...run.matchAll(BASE64_BLOCK)])) {
-    if (out.length >= MAX_DECODED_BLOCKS) break;
-    const decoded = Buffer.from(m[0], 'base64').toString('utf8');
-    // Readable: no replacement characters (checked first: it rules out most binary at once), and
-    // mostly letters and spaces.
-    if (decoded.includes('\uFFFD')) continue;
-    const letters = decoded.match(/[\p{L}\s]/gu)?.length ?? 0;
-    if (letters / decoded.length > 0.8) out.push(decoded);
+  for (const run of base64Runs(text)) {
+    for (const block of blocksOf(run)) {
+      if (out.length >= MAX_DECODED_BLOCKS) return out;
+      const bytes = Buffer.from(block, 'base64');
+      // Readable: valid UTF-8 without replacement characters (checked first, on the bytes: it
+      // rules out most binary at once, without making a string of it), and mostly letters and
+      // spaces.
+      if (!isUtf8(bytes)) continue;
+      const decoded = bytes.toString('utf8');
+      if (decoded.includes('\uFFFD')) continue;
+      const letters = decoded.match(/[\p{L}\s]/gu)?.length ?? 0;
+      if (letters / decoded.length > 0.8) out.push(decoded);
+    }
   }
   return out;
 }
