@@ -30,6 +30,8 @@
 //      (src/store/search-vector.ts), with the GIN indexes' fastupdate off, without the GIN
 //      indexes, without the search columns; then to_tsvector alone on 10 KB (those lines and
 //      varied words) against the bare round trip; then searchVector's time on the main thread.
+//  11. PostgreSQL 10 KB text rows (varied words, and bench (o)'s lines): compressed with pglz
+//      (the default) against lz4 (pg/0024) and uncompressed, insert and read, server CPU.
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -195,6 +197,26 @@ if (missing) {
       );
       console.log(`4. 10 KB bytea, ${storage === 'MAIN' ? 'pglz-compressed' : 'uncompressed'}: insert ${insert} ms, read ${read} ms of server CPU`);
     }
+    // smtp-source's body lines (a line number and 78 X's), as bench (o) sends them (parts 10 and 11).
+    const lines = Array.from({ length: 128 }, (_, i) => `${i + 1}${'X'.repeat(78)}`).join('\n');
+    for (const [label, texts] of [
+      ['varied words', bodies],
+      ["bench (o)'s lines", bodies.map(() => lines)],
+    ] as const) {
+      const each: string[] = [];
+      for (const method of ['pglz', 'lz4', 'none']) {
+        await client.query('DROP TABLE IF EXISTS t; CREATE TABLE t (id serial PRIMARY KEY, body text NOT NULL)');
+        await client.query(method === 'none' ? 'ALTER TABLE t ALTER COLUMN body SET STORAGE EXTERNAL' : `ALTER TABLE t ALTER COLUMN body SET COMPRESSION ${method}`);
+        const insert = await perRow('INSERT INTO t (body) VALUES ($1)', texts);
+        const read = await perRow(
+          'SELECT body FROM t WHERE id = $1',
+          texts.map((_, i) => i + 1),
+        );
+        const { rows } = await client.query("SELECT pg_total_relation_size('t') AS size");
+        each.push(`${method === 'none' ? 'uncompressed' : method} insert ${insert} ms, read ${read} ms, ${(Number(rows[0].size) / texts.length / 1024).toFixed(1)} KiB a row`);
+      }
+      console.log(`11. 10 KB text of ${label}, server CPU: ${each.join('; ')}`);
+    }
     await client.query(`CREATE EXTENSION IF NOT EXISTS unaccent; CREATE TEXT SEARCH CONFIGURATION mailroom (COPY = simple);
       ALTER TEXT SEARCH CONFIGURATION mailroom ALTER MAPPING FOR asciiword, asciihword, hword_asciipart, word, hword, hword_part, numword, numhword, hword_numpart WITH unaccent, simple`);
     const fts: Array<[string, string]> = [
@@ -254,8 +276,6 @@ if (missing) {
         `7. the claim's lock in ${JOBS.toLocaleString('en')} jobs, id ${label}: ${scan}, ${times.sort((a, b) => a - b)[100]!.toFixed(3)} ms of the server's (planning and execution, median of 200)`,
       );
     }
-    // Part 10: smtp-source's body lines (a line number and 78 X's), as bench (o) sends them.
-    const lines = Array.from({ length: 128 }, (_, i) => `${i + 1}${'X'.repeat(78)}`).join('\n');
     const insertCosts: string[] = [];
     for (const [label, change] of [
       ['as it is (the trigger computes the search column)', ''],

@@ -156,7 +156,8 @@ async function steady(m: Mailroom, inbox: { address: string }): Promise<Steady> 
 
 /**
  * BENCH_PG_STATEMENTS=1: the PostgreSQL burst's statements (pg_stat_statements, triggers' too),
- * by database time, written to bench/work/flow-pg/statements.tsv: calls, ms, rows, statement.
+ * by database time, written to bench/work/flow-pg/statements.tsv: calls, execution ms, planning
+ * ms, rows, statement.
  */
 const STATEMENTS = process.env.BENCH_PG_STATEMENTS === '1';
 
@@ -169,14 +170,17 @@ async function statementStats(url: string): Promise<() => Promise<string>> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   await client.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+  await client.query('ALTER SYSTEM SET pg_stat_statements.track_planning = on');
+  await client.query('SELECT pg_reload_conf()');
   await client.query('SELECT pg_stat_statements_reset()');
   return async () => {
     try {
-      const { rows } = await client.query<{ calls: string; ms: string; rows: string; q: string }>(
-        `SELECT calls, round(total_exec_time::numeric, 1) AS ms, rows, regexp_replace(query, '\\s+', ' ', 'g') AS q FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 60`,
+      const { rows } = await client.query<{ calls: string; ms: string; plan: string; rows: string; q: string }>(
+        `SELECT calls, round(total_exec_time::numeric, 1) AS ms, round(total_plan_time::numeric, 1) AS plan, rows, regexp_replace(query, '\\s+', ' ', 'g') AS q
+         FROM pg_stat_statements ORDER BY total_exec_time + total_plan_time DESC LIMIT 60`,
       );
       const file = join(WORK, 'flow-pg', 'statements.tsv');
-      writeFileSync(file, rows.map((r) => `${r.calls}\t${r.ms}\t${r.rows}\t${r.q}`).join('\n') + '\n');
+      writeFileSync(file, rows.map((r) => `${r.calls}\t${r.ms}\t${r.plan}\t${r.rows}\t${r.q}`).join('\n') + '\n');
       return file;
     } finally {
       await client.end();
