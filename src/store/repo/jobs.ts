@@ -7,7 +7,7 @@
 import { and, asc, eq, inArray, lte, sql, type Placeholder, type SQL } from 'drizzle-orm';
 import { preparedQuery, tableColumns } from '../prepared.ts';
 import { jobs } from '../schema.ts';
-import { PLAN_EACH_TIME, changes, insertRows, rawRows, rawRun, type Db } from '../store.ts';
+import { PLAN_EACH_TIME, changes, dialectOf, insertRows, rawRows, rawRun, type Db } from '../store.ts';
 
 export type JobRow = typeof jobs.$inferSelect;
 
@@ -143,6 +143,15 @@ const expiredBranch = `SELECT ${CANDIDATE_COLUMNS} FROM jobs WHERE status = 'run
 const dueOfKindBranch = `SELECT ${CANDIDATE_COLUMNS} FROM jobs WHERE kind = ? AND status = 'queued' AND run_at <= ? ORDER BY run_at LIMIT ?`;
 /** By the number of kinds: the statement's text, made once. */
 const candidateStatements = new Map<number, string>();
+/**
+ * PostgreSQL's form: the kinds as an array, each kind's branch one LATERAL subquery. Planned
+ * for each run as the other, it is planned once instead of once per kind: the UNION ALL of a
+ * lease branch and seven kinds took 0.44 ms of the database's CPU to plan and 0.21 ms to run
+ * (pg_stat_statements with track_planning, bench (o) at 6,000 messages).
+ */
+const CANDIDATES_LATERAL = `${PLAN_EACH_TIME}SELECT * FROM (${expiredBranch}) AS b0
+  UNION ALL SELECT d.* FROM unnest(CAST(? AS text[])) AS k(kind)
+  CROSS JOIN LATERAL (SELECT ${CANDIDATE_COLUMNS} FROM jobs WHERE jobs.kind = k.kind AND status = 'queued' AND run_at <= ? ORDER BY run_at LIMIT ?) AS d`;
 
 /**
  * What a claim looks at, in one statement: up to `limit` running jobs whose lease ended by
@@ -155,14 +164,20 @@ const candidateStatements = new Map<number, string>();
  * messages (pg_stat_statements, 1,025 and 1,439 claims), planned with its values 0.26–0.28 ms.
  */
 export async function listClaimCandidates(db: Db, now: number, kinds: string[], limit: number): Promise<JobCandidate[]> {
-  let source = candidateStatements.get(kinds.length);
-  if (!source) {
-    // Each branch a subquery: ORDER BY and LIMIT apply to it alone (both engines want the alias).
-    const branches = [expiredBranch, ...kinds.map(() => dueOfKindBranch)].map((b, i) => `SELECT * FROM (${b}) AS b${i}`);
-    candidateStatements.set(kinds.length, (source = PLAN_EACH_TIME + branches.join(' UNION ALL ')));
-  }
   const params: unknown[] = [now, limit];
-  for (const kind of kinds) params.push(kind, now, limit);
+  let source: string | undefined;
+  if (dialectOf(db) === 'postgres') {
+    source = CANDIDATES_LATERAL;
+    params.push(kinds, now, limit);
+  } else {
+    source = candidateStatements.get(kinds.length);
+    if (!source) {
+      // Each branch a subquery: ORDER BY and LIMIT apply to it alone (both engines want the alias).
+      const branches = [expiredBranch, ...kinds.map(() => dueOfKindBranch)].map((b, i) => `SELECT * FROM (${b}) AS b${i}`);
+      candidateStatements.set(kinds.length, (source = PLAN_EACH_TIME + branches.join(' UNION ALL ')));
+    }
+    for (const kind of kinds) params.push(kind, now, limit);
+  }
   const rows = await rawRows<[string, string, string, number, number]>(db, source, params);
   return rows.map(([id, kind, partition, attempts, runAt]) => ({ id, kind, partition, attempts, runAt }));
 }
