@@ -99,7 +99,11 @@ export function listDomainsOfAccount(db: Db, accountId: string): Promise<DomainR
 export async function listDomainNamesOfAccounts(db: Db, accountIds: string[]): Promise<Map<string, string[]>> {
   const rows = await rawRows<[string, string]>(db, `${PLAN_EACH_TIME}SELECT account_id, domain FROM domains WHERE account_id IN (SELECT value FROM json_each(?))`, [JSON.stringify(accountIds)]);
   const names = new Map<string, string[]>();
-  for (const [accountId, domain] of rows) names.set(accountId, [...(names.get(accountId) ?? []), domain]);
+  for (const [accountId, domain] of rows) {
+    const list = names.get(accountId);
+    if (list) list.push(domain);
+    else names.set(accountId, [domain]);
+  }
   return names;
 }
 
