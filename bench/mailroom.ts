@@ -104,7 +104,9 @@ export async function startMailroom(name: string, opts: { dns: string; config?: 
   const errStart = existsSync(errFile) ? readFileSync(errFile).length : 0;
   // BENCH_PROFILE=1: a V8 CPU profile per server process in <dir>/profile (see bench/profile.ts).
   const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${join(dir, 'profile')}`] : [];
-  const child = track(spawn(process.execPath, [...profile, ...(opts.nodeArgs ?? []), bundle, 'serve', '--config', configFile], { stdio: ['ignore', out, err], cwd: dir }));
+  // BENCH_NODE_ARGS: more options for the server's Node, space-separated (a V8 flag to try).
+  const tried = process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+  const child = track(spawn(process.execPath, [...profile, ...tried, ...(opts.nodeArgs ?? []), bundle, 'serve', '--config', configFile], { stdio: ['ignore', out, err], cwd: dir }));
   closeSync(out);
   closeSync(err);
   const readNew = (file: string, from: number) => readFileSync(file, 'utf8').slice(from);
