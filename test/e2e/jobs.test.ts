@@ -64,8 +64,13 @@ test('a due job changed by another writer before the claim commits is left alone
     const id = await enqueue(ctx, { n: 1 });
     // The claim reads the due jobs now and commits them moments later (group commit); the CLI
     // or another process may change the job in between. The change is made once the claim has
-    // read the due jobs and chosen this one (its accept callback), before the claim commits.
+    // read the due jobs and chosen this one (its accept callback), and its transaction starts
+    // once the change has committed: on PostgreSQL the change runs on a connection of its own,
+    // and left to race, under load it reached the row after the claim had locked it (the claim
+    // then wins, and the change waits for it).
     let change: Promise<unknown> | undefined;
+    const grouped = ctx.store.grouped.bind(ctx.store);
+    ctx.store.grouped = async (work) => (await change, grouped(work));
     const claim = claimDue(
       ctx,
       10,
