@@ -33,12 +33,10 @@ export interface SearchFields {
   bodyText: string | null;
 }
 
-/** The weight letters of the fields, in order; D (the body) is the default and is not written. */
-const WEIGHTS = ['A', 'B', 'C', ''];
 /**
  * Text built here at most, all fields together, so a message's main thread time is bounded:
- * 3.5 ms for 64 KiB of varied words, 0.6 ms for 10 KB (`node bench/store-costs.ts` part 10,
- * AMD EPYC). Past it the server computes the column.
+ * 1.0 ms for 64 KiB of varied words, 0.22-0.26 ms for 10 KB (`node bench/store-costs.ts` part
+ * 10, AMD EPYC). Past it the server computes the column.
  */
 export const SEARCH_VECTOR_MAX_CHARS = 65_536;
 /** PostgreSQL's MAXSTRLEN: a word this long or longer is not indexed. */
@@ -65,30 +63,101 @@ function exponentAt(text: string, start: number, end: number): boolean {
   return (e === 101 || e === 69) && isDigitAt(text, i + 1);
 }
 
-/** A word's numbers so far, each times 4 plus its field's index (its weight). */
-type Entry = number[];
+/** The characters a word number and its weight take at most in the literal: ",16383A". */
+const POSITION_CHARS = 7;
+
+/**
+ * The words of one text, each kept once: an open-addressing table of word indexes by a hash of
+ * the word's lower-cased characters, which the scan computes as it reads them. A word's string
+ * is made only the first time it is seen; a word seen again is matched in place. A Map keyed by
+ * a new string for every word spent more than half of searchVector's time hashing and
+ * comparing those strings, and made most of its garbage. The slots are kept from one call to
+ * the next (a call's are those stamped with its number): at most 2 × 64 Ki of them, 512 KiB.
+ */
+let slots = new Int32Array(0);
+/** The word hash's multiplier, odd, drawn for each process: text cannot be written to collide. */
+const HASH_MULTIPLIER = crypto.getRandomValues(new Uint32Array(1))[0]! | 1 | 0;
+let stamps = new Int32Array(0);
+let call = 0;
+
+class WordTable {
+  readonly words: string[] = [];
+  private readonly hashes: number[] = [];
+  private readonly mask: number;
+  private readonly call: number;
+
+  constructor(chars: number) {
+    // At most one word in two characters, and a table at least twice the words.
+    let size = 256;
+    while (size < chars) size *= 2;
+    if (slots.length < size) ((slots = new Int32Array(size)), (stamps = new Int32Array(size)));
+    this.mask = size - 1;
+    // A stamp of a call 2^31 calls ago reads as empty again: the table starts over then.
+    if (++call === 0x7fffffff) ((call = 1), stamps.fill(0));
+    this.call = call;
+  }
+
+  /** The index of the word text[from, to) (hashed to `hash`), added when new. */
+  indexOf(text: string, from: number, to: number, hash: number): number {
+    let s = (hash ^ (hash >>> 16)) & this.mask;
+    for (; stamps[s] === this.call; s = (s + 1) & this.mask) {
+      const w = slots[s]!;
+      if (this.hashes[w] === hash && sameWord(this.words[w]!, text, from, to)) return w;
+    }
+    const w = this.words.length;
+    this.words.push(text.slice(from, to).toLowerCase());
+    this.hashes.push(hash);
+    slots[s] = w;
+    stamps[s] = this.call;
+    return w;
+  }
+}
+
+/** Whether `word` (lower case) is text[from, to) lower-cased. */
+function sameWord(word: string, text: string, from: number, to: number): boolean {
+  if (word.length !== to - from) return false;
+  for (let j = 0; j < word.length; j++) if (word.charCodeAt(j) !== (text.charCodeAt(from + j) | 32)) return false;
+  return true;
+}
 
 /**
  * The tsvector literal of the row's search column, or null when any of its text is not ASCII
  * (the server computes the column then).
+ *
+ * One pass over the text: each word's numbers are appended as they come, with to_tsvector's
+ * limits of the field and `||`'s of the whole kept on the way, and the literal is written into
+ * one buffer. Built field by field as maps of number lists, then merged and joined as strings,
+ * it allocated a string for every word and for every number written: `node bench/store-costs.ts`
+ * part 10 has its time.
  */
 export function searchVector(f: SearchFields): string | null {
   // Within the limit the body is shorter than the 262,144 characters the server's left() keeps.
   const fields = [f.subject, `${f.fromAddress} ${f.fromName ?? ''}`, `${f.toAddresses} ${f.ccAddresses}`, f.bodyText ?? ''];
-  if (fields.reduce((n, text) => n + text.length, 0) > SEARCH_VECTOR_MAX_CHARS) return null;
-  const words = new Map<string, Entry>();
+  const total = fields.reduce((n, text) => n + text.length, 0);
+  if (total > SEARCH_VECTOR_MAX_CHARS) return null;
+  const table = new WordTable(total);
+  // Each word's numbers so far (each times 4 plus its field's index, its weight), and what its
+  // list in the current field holds: to_tsvector keeps at most MAX_POSITIONS - 1 numbers of a
+  // word in a field, one of each.
+  const numbers: number[][] = [];
+  const fieldOf: number[] = [];
+  const inField: number[] = [];
+  const lastInField: number[] = [];
   let maxPos = 0;
   for (let k = 0; k < fields.length; k++) {
     const text = fields[k]!;
-    // to_tsvector of the field: each word's numbers, ascending.
-    const field = new Map<string, number[]>();
+    // `||` moves this field's numbers past the largest number so far.
+    let fieldMax = maxPos;
     let pos = 0;
     let start = -1;
+    let hash = 0;
     for (let i = 0, n = text.length; i <= n; i++) {
       const c = i < n ? text.charCodeAt(i) : 32;
       if (c > 127) return null;
       if ((c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122)) {
-        if (start < 0) start = i;
+        if (start < 0) ((start = i), (hash = 0));
+        // c | 32 is a letter's or digit's lower-case code.
+        hash = (Math.imul(hash, HASH_MULTIPLIER) + (c | 32)) | 0;
         continue;
       }
       if (start < 0) continue;
@@ -96,34 +165,64 @@ export function searchVector(f: SearchFields): string | null {
       // One byte short of the limit: the server indexes the word, but a literal cannot hold it.
       // Digits then an exponent (3e5beta): the parser reads a number (3e5) and splits there.
       if (length === WORD_TOO_LONG - 1 || exponentAt(text, start, i)) return null;
-      const word = length < WORD_TOO_LONG ? text.slice(start, i).toLowerCase() : '';
+      const from = start;
       start = -1;
-      if (!word) continue;
+      if (length >= WORD_TOO_LONG) continue;
       const at = ++pos < LAST_POS ? pos : LAST_POS;
-      const list = field.get(word);
-      if (!list) field.set(word, [at]);
-      else if (list.length < MAX_POSITIONS - 1 && list[list.length - 1] !== at) list.push(at);
-    }
-    // ||: appended to the word's numbers so far, moved past the largest number so far.
-    let fieldMax = maxPos;
-    for (const [word, list] of field) {
-      let entry = words.get(word);
-      if (!entry) words.set(word, (entry = []));
-      for (const p of list) {
-        const n = entry.length;
-        if (n >= MAX_POSITIONS || (n && entry[n - 1]! >> 2 === LAST_POS)) break;
-        const moved = p + maxPos < LAST_POS ? p + maxPos : LAST_POS;
-        entry.push((moved << 2) | k);
-        if (moved > fieldMax) fieldMax = moved;
-      }
+      const w = table.indexOf(text, from, i, hash);
+      if (w === numbers.length) {
+        numbers.push([]);
+        fieldOf.push(k);
+        inField.push(0);
+        lastInField.push(0);
+      } else if (fieldOf[w] !== k) {
+        fieldOf[w] = k;
+        inField[w] = 0;
+      } else if (inField[w]! >= MAX_POSITIONS - 1 || lastInField[w] === at) continue;
+      inField[w]!++;
+      lastInField[w] = at;
+      // `||` keeps MAX_POSITIONS numbers a word, and none after one that reached LAST_POS.
+      const list = numbers[w]!;
+      const m = list.length;
+      if (m >= MAX_POSITIONS || (m && list[m - 1]! >> 2 === LAST_POS)) continue;
+      const moved = at + maxPos < LAST_POS ? at + maxPos : LAST_POS;
+      list.push((moved << 2) | k);
+      if (moved > fieldMax) fieldMax = moved;
     }
     maxPos = fieldMax;
   }
-  const out: string[] = [];
-  for (const [word, entry] of words) {
-    let positions = '';
-    for (const p of entry) positions += `${positions ? ',' : ''}${p >> 2}${WEIGHTS[p & 3]}`;
-    out.push(`${word}:${positions}`);
+  // "word:1A,2 other:3": ASCII, written byte by byte.
+  const words = table.words;
+  let size = 0;
+  for (let w = 0; w < words.length; w++) size += words[w]!.length + 1 + numbers[w]!.length * POSITION_CHARS;
+  const out = size <= literal.length ? literal : Buffer.allocUnsafe(size);
+  if (size > literal.length && size <= MAX_KEPT_LITERAL) literal = out;
+  let o = 0;
+  for (let w = 0; w < words.length; w++) {
+    if (w) out[o++] = 32;
+    o += out.write(words[w]!, o, 'latin1');
+    let sep = 58;
+    for (const p of numbers[w]!) {
+      out[o++] = sep;
+      sep = 44;
+      o = writeNumber(out, o, p >> 2);
+      const weight = p & 3;
+      if (weight < 3) out[o++] = 65 + weight;
+    }
   }
-  return out.join(' ');
+  return out.toString('latin1', 0, o);
+}
+
+/** The buffer literals are written in, kept from one call to the next up to MAX_KEPT_LITERAL bytes. */
+let literal = Buffer.alloc(0);
+const MAX_KEPT_LITERAL = 256 * 1024;
+
+/** Writes `n` (1 to 16,383) in decimal at `o`; answers the offset after it. */
+function writeNumber(out: Buffer, o: number, n: number): number {
+  const digits = n < 10 ? 1 : n < 100 ? 2 : n < 1000 ? 3 : n < 10000 ? 4 : 5;
+  for (let d = o + digits - 1; d >= o; d--) {
+    out[d] = 48 + (n % 10);
+    n = (n / 10) | 0;
+  }
+  return o + digits;
 }

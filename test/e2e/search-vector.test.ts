@@ -53,11 +53,21 @@ onEngine('postgres').test('the search column built by mailroom is the tsvector t
       { subject: 'a'.repeat(2046), fromAddress: 'b'.repeat(2048), fromName: 'c'.repeat(5000), toAddresses: '[]', ccAddresses: '[]', bodyText: `x ${'d'.repeat(2048)} y ${'e'.repeat(2046)} z` },
       // A word more often than a field keeps numbers (255), and again after the concatenation (256).
       { subject: 'word '.repeat(300), fromAddress: '', fromName: null, toAddresses: '[]', ccAddresses: '[]', bodyText: 'word '.repeat(300) },
+      { subject: 'Word word WORD '.repeat(100), fromAddress: 'WoRd', fromName: null, toAddresses: '[]', ccAddresses: '[]', bodyText: 'wORD Word '.repeat(150) },
       { subject: 'word '.repeat(200), fromAddress: 'word', fromName: 'word', toAddresses: '["word"]', ccAddresses: '[]', bodyText: 'word other '.repeat(100) },
       // Past 16,383 words, numbers stop at 16,383; up to the 65,536 characters built here.
       { subject: 'start', fromAddress: '', fromName: null, toAddresses: '[]', ccAddresses: '[]', bodyText: Array.from({ length: 17_000 }, (_, i) => `w${i % 9}`).join(' ') },
       { subject: 's', fromAddress: '', fromName: null, toAddresses: '[]', ccAddresses: '[]', bodyText: `${'ab '.repeat(21_800)}cdefgh tail` },
       { subject: 's '.repeat(9000), fromAddress: 'f '.repeat(9000), fromName: null, toAddresses: '[]', ccAddresses: '[]', bodyText: 'late words here' },
+      // Thousands of different words, each seen again in other cases (the word table matches them in place).
+      {
+        subject: Array.from({ length: 300 }, (_, i) => `KEY${(i * 7).toString(36)}`).join(' '),
+        fromAddress: '',
+        fromName: null,
+        toAddresses: '[]',
+        ccAddresses: '[]',
+        bodyText: Array.from({ length: 6000 }, (_, i) => (i % 3 ? `Key${i.toString(36)}` : `kEy${(i >> 1).toString(36)}`)).join(' '),
+      },
       { subject: PUNCTUATION, fromAddress: `a${PUNCTUATION}b`, fromName: PUNCTUATION.split('').join('x'), toAddresses: '[]', ccAddresses: '[]', bodyText: `1${PUNCTUATION}2` },
     ];
     for (let i = 0; i < 1500; i++) {
