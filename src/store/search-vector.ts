@@ -71,14 +71,16 @@ const POSITION_CHARS = 7;
  * the word's lower-cased characters, which the scan computes as it reads them. A word's string
  * is made only the first time it is seen; a word seen again is matched in place. A Map keyed by
  * a new string for every word spent more than half of searchVector's time hashing and
- * comparing those strings, and made most of its garbage. The slots are kept from one call to
- * the next (a call's are those stamped with its number): at most 2 × 64 Ki of them, 512 KiB.
+ * comparing those strings, and made most of its garbage.
+ *
+ * The slots are kept from one call to the next, a call's being those stamped with its number:
+ * at most 2 × 64 Ki of them (512 KiB). The hash's multiplier is odd and drawn for each process,
+ * so no text can be written in advance to give many words one hash.
  */
 let slots = new Int32Array(0);
-/** The word hash's multiplier, odd, drawn for each process: text cannot be written to collide. */
-const HASH_MULTIPLIER = crypto.getRandomValues(new Uint32Array(1))[0]! | 1 | 0;
 let stamps = new Int32Array(0);
 let call = 0;
+const HASH_MULTIPLIER = crypto.getRandomValues(new Uint32Array(1))[0]! | 1 | 0;
 
 class WordTable {
   readonly words: string[] = [];
@@ -206,6 +208,7 @@ export function searchVector(f: SearchFields): string | null {
       out[o++] = sep;
       sep = 44;
       o = writeNumber(out, o, p >> 2);
+      // A, B or C; D, the body's, is the default and not written.
       const weight = p & 3;
       if (weight < 3) out[o++] = 65 + weight;
     }
