@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { generateKeyPairSync } from 'node:crypto';
 import nodemailer from 'nodemailer';
 import { createApiKey } from '../../src/domain/accounts/apikeys.ts';
-import { rawRows } from '../../src/store/store.ts';
+import { rawRows, rawRun } from '../../src/store/store.ts';
 import { dbDigest, settleJobs } from '../support/db-digest.ts';
 import { deliverMail } from '../support/mail.ts';
 import { SmtpClient } from '../support/smtp-client.ts';
@@ -194,6 +194,27 @@ describe('receive lists at the SMTP listener', () => {
     assert.equal((await rcptReply('boss@corp.test', open.address)).code, 550);
     for (const e of [allow, wide, block]) await removeEntry(e.id);
     assert.equal((await rcptReply('stranger@elsewhere.test', closed.address)).code, 250);
+  });
+});
+
+describe('the lists a node remembers', () => {
+  test('the entries that apply are read once and remembered until a list changes through mailroom', async () => {
+    const box = await inbox('remembered');
+    assert.equal((await rcptReply('sneaky@behind.test', box.address)).code, 250);
+    // An entry written behind mailroom's back (no API, no announcement) is not read at once...
+    const [[accountId]] = await rawRows<[string]>(t.server.ctx.db, 'SELECT account_id FROM inboxes WHERE id = ?', [box.id]);
+    await rawRun(
+      t.server.ctx.db,
+      `INSERT INTO list_entries (id, account_id, inbox_id, direction, kind, entry, require_auth, created_at) VALUES ('lst_behind', ?, ?, 'receive', 'block', 'behind.test', 0, ?)`,
+      [accountId, box.id, new Date().toISOString()],
+    );
+    assert.equal((await rcptReply('sneaky@behind.test', box.address)).code, 250, 'the remembered (empty) list was read again');
+    // ...but any change through the API has every list read again.
+    const other = await addEntry({ direction: 'send', kind: 'block', entry: 'unrelated.test' });
+    assert.equal((await rcptReply('sneaky@behind.test', box.address)).code, 550);
+    await rawRun(t.server.ctx.db, "DELETE FROM list_entries WHERE id = 'lst_behind'");
+    await removeEntry(other.id);
+    assert.equal((await rcptReply('sneaky@behind.test', box.address)).code, 250);
   });
 });
 

@@ -1,8 +1,8 @@
 // Two nodes on one PostgreSQL (docs/several-nodes.md): two real servers in this process, each
 // with its own data directory, HTTP and SMTP listeners and job runner, sharing one database.
 // Mail in through one is read through the other, bytes included; a send accepted by one is
-// delivered once; a webhook event is delivered once; a CLI act is seen by both; an idle node
-// wakes for what the other queued (LISTEN/NOTIFY).
+// delivered once; a webhook event is delivered once; a list changed through one applies on the
+// other; a CLI act is seen by both; an idle node wakes for what the other queued (LISTEN/NOTIFY).
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -13,6 +13,7 @@ import { deliverMail } from '../support/mail.ts';
 import { startTestMx, type TestMx } from '../support/mx.ts';
 import { pgCluster, postgresMissing } from '../support/postgres.ts';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
+import { SmtpClient } from '../support/smtp-client.ts';
 import { onEngine, startTestServer, type TestServer } from '../support/server.ts';
 import { until } from '../support/wait.ts';
 import { peerSkip } from '../support/peers.ts';
@@ -114,6 +115,28 @@ onEngine('postgres').describe('two nodes on one PostgreSQL', { skip }, () => {
     const ids = rx.received.slice(before).map((r) => r.json.id as string);
     assert.equal(ids.length, 4);
     assert.equal(new Set(ids).size, 4, 'an event was delivered twice');
+  });
+
+  test('a list changed through node A applies on node B as soon as B hears of it (LISTEN/NOTIFY)', async () => {
+    const inbox = (await a.api('POST', '/inboxes', { address: 'listed' })).body;
+    const rcpt = async (node: TestServer): Promise<number> => {
+      const { client } = await SmtpClient.open(node.server.smtpPort);
+      try {
+        assert.equal((await client.cmd('EHLO sender.example')).code, 250);
+        assert.equal((await client.cmd('MAIL FROM:<pest@nuisance.test>')).code, 250);
+        return (await client.cmd(`RCPT TO:<${inbox.address}>`)).code;
+      } finally {
+        await client.quit();
+      }
+    };
+    // Node B reads the inbox's lists (none) and remembers them.
+    assert.equal(await rcpt(b), 250);
+    const entry = await a.api('POST', '/lists', { direction: 'receive', kind: 'block', entry: 'nuisance.test' });
+    assert.equal(entry.status, 201, entry.text);
+    // Guards well under the 10 s after which B would read its lists again unannounced.
+    await until('node B to refuse the blocked sender', async () => ((await rcpt(b)) === 550 ? true : undefined), 3000);
+    assert.equal((await a.api('DELETE', `/lists/${entry.body.id}`)).status, 204);
+    await until('node B to let the sender in again', async () => ((await rcpt(b)) === 250 ? true : undefined), 3000);
   });
 
   test('a CLI act on the shared database is seen by both nodes', async () => {

@@ -121,7 +121,7 @@ export async function createListEntry(ctx: AppContext, accountId: string, input:
   if (input.requireAuth && !usesAuth(input)) throw new AppError('VALIDATION_ERROR', '`requireAuth`: applies to receive allow entries only');
   if (inboxId !== null) await findInboxRow(ctx, accountId, inboxId);
   const wanted = { direction: input.direction, kind: input.kind, entry, inboxId };
-  return ctx.store.transaction(async (tx) => {
+  const added = await ctx.store.transaction(async (tx) => {
     const existing = await findSameListEntry(tx, accountId, wanted);
     if (existing) return { entry: view(existing), created: false };
     const row: ListEntryRow = { id: newId('lst'), accountId, ...wanted, requireAuth: usesAuth(input) && input.requireAuth !== false, createdAt: isoNow(ctx.clock) };
@@ -129,6 +129,8 @@ export async function createListEntry(ctx: AppContext, accountId: string, input:
     await recordAudit(ctx, tx, accountId, actor, 'list.added', row.id, { direction: row.direction, kind: row.kind, entry: row.entry, inboxId: row.inboxId });
     return { entry: view(row), created: true };
   });
+  if (added.created) listsChanged(ctx);
+  return added;
 }
 
 /** GET /lists: newest first, optionally one direction, kind or inbox (its own entries). */
@@ -145,6 +147,72 @@ export async function deleteListEntry(ctx: AppContext, accountId: string, id: st
     if (!removed) throw new AppError('LIST_ENTRY_NOT_FOUND', `list entry ${id} not found`);
     await recordAudit(ctx, tx, accountId, actor, 'list.removed', id);
   });
+  listsChanged(ctx);
+}
+
+// ---- the entries that apply, remembered --------------------------------------------------------
+
+/**
+ * How long a node serves the entries it read before reading them again: the bound on how late a
+ * change applies there if its announcement never came (a node whose LISTEN connection was down).
+ */
+const REMEMBERED_MS = 10_000;
+/** What one process remembers at most, counted as a list's entries plus one: a longer list is read each time. */
+const REMEMBERED_SIZE = 50_000;
+
+interface Remembered {
+  /** Moved on by every change: a read begun before one is not remembered after it. */
+  generation: number;
+  lists: Map<string, { at: number; entries: ApplicableListEntry[] }>;
+  size: number;
+}
+const rememberedOf = new WeakMap<AppContext, Remembered>();
+
+/**
+ * The entries that apply to an inbox in `direction` (its own and the account's). Every RCPT TO
+ * and every received message asks, most often of an account without lists: two statements a
+ * message, remembered per (account, direction, inbox) instead. A change of any list forgets all
+ * of this process's and is announced to the other nodes (the `lists` signal), which forget
+ * theirs as they hear it; what is remembered is read again after REMEMBERED_MS whatever happens.
+ */
+async function applicableEntries(ctx: AppContext, accountId: string, direction: ListDirection, inboxId: string): Promise<ApplicableListEntry[]> {
+  let r = rememberedOf.get(ctx);
+  if (!r) {
+    rememberedOf.set(ctx, (r = { generation: 0, lists: new Map(), size: 0 }));
+    ctx.onSignal('lists', () => forgetLists(ctx));
+  }
+  const key = `${accountId} ${direction} ${inboxId}`;
+  const now = performance.now();
+  const known = r.lists.get(key);
+  if (known && now - known.at < REMEMBERED_MS) return known.entries;
+  const generation = r.generation;
+  const entries = await listApplicableListEntries(ctx.db, accountId, direction, inboxId);
+  if (r.generation !== generation || entries.length + 1 > REMEMBERED_SIZE) return entries;
+  const stale = r.lists.get(key);
+  if (stale) (r.lists.delete(key), (r.size -= stale.entries.length + 1));
+  // The oldest go first (a Map keeps the order things were put in).
+  for (const [k, v] of r.lists) {
+    if (r.size + entries.length + 1 <= REMEMBERED_SIZE) break;
+    r.lists.delete(k);
+    r.size -= v.entries.length + 1;
+  }
+  r.lists.set(key, { at: now, entries });
+  r.size += entries.length + 1;
+  return entries;
+}
+
+function forgetLists(ctx: AppContext): void {
+  const r = rememberedOf.get(ctx);
+  if (!r) return;
+  r.generation++;
+  r.lists.clear();
+  r.size = 0;
+}
+
+/** After a change of a list has committed: forgotten here at once, and announced to the other nodes. */
+function listsChanged(ctx: AppContext): void {
+  forgetLists(ctx);
+  ctx.notify('lists');
 }
 
 // ---- the rules -------------------------------------------------------------------------------
@@ -154,7 +222,7 @@ export async function deleteListEntry(ctx: AppContext, accountId: string, id: st
  * not matched by a block entry, and matched by an allow entry when any applies.
  */
 export async function listsAdmit(ctx: AppContext, accountId: string, inboxId: string, direction: ListDirection, address: string): Promise<boolean> {
-  const entries = await listApplicableListEntries(ctx.db, accountId, direction, inboxId);
+  const entries = await applicableEntries(ctx, accountId, direction, inboxId);
   if (!entries.length) return true;
   if (entries.some((e) => e.kind === 'block' && entryMatches(e.entry, address))) return false;
   const allow = entries.filter((e) => e.kind === 'allow');
@@ -210,7 +278,7 @@ export function blocksAny(entries: ReadonlyArray<{ kind: string; entry: string }
  * header From and its authentication (the envelope sender passed them at RCPT already).
  */
 export async function receiveListsAdmit(ctx: AppContext, accountId: string, inboxId: string, sender: MessageSender): Promise<boolean> {
-  const entries = await listApplicableListEntries(ctx.db, accountId, 'receive', inboxId);
+  const entries = await applicableEntries(ctx, accountId, 'receive', inboxId);
   if (!entries.length) return true;
   if (blocksAny(entries, sender.from)) return false;
   const allow = entries.filter((e) => e.kind === 'allow');
