@@ -18,6 +18,10 @@ test('every scenario of bench/results/latest.json says when, on what and under w
   }
 });
 
+test('every note of bench/results/latest.json is text (a partial bench run reads them all)', () => {
+  for (const [i, n] of (readResults().notes ?? []).entries()) assert.equal(typeof n, 'string', `note ${i} is ${JSON.stringify(n)}`);
+});
+
 test('every target in the results is one of bench/targets.ts', () => {
   const known = new Set(Object.values(TARGETS).map((t) => t.text));
   for (const s of readResults().scenarios) for (const r of s.rows) if (r.target) assert.ok(known.has(r.target), `${s.id} "${r.metric}": target "${r.target}" is not in bench/targets.ts`);
