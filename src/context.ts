@@ -19,7 +19,7 @@ export const systemClock: Clock = { now: () => new Date() };
  * In-process notifications so workers wake without polling: 'jobs' (a job was enqueued),
  * 'events' (an event was committed: the event stream and long-polls, src/domain/events/event-feed.ts).
  */
-export type Signal = 'jobs' | 'events' | 'lists';
+export type Signal = 'jobs' | 'events';
 
 /** A long-running part of the server (HTTP, SMTP, the job runner, …), started and stopped by main.ts. */
 export interface Service {

@@ -276,9 +276,8 @@ export class PostgresStore extends StoreBase implements Store {
       retried = true;
       client.removeAllListeners('notification');
       void client.end().catch(() => undefined);
-      // Missed while down: the runner's timer and the event feed's poll catch up; wake them now
-      // too, and have the allow and block lists read again.
-      for (const fn of this.listeners) (fn('jobs'), fn('lists'));
+      // Missed while down: the runner's timer and the event feed's poll catch up; wake them now too.
+      for (const fn of this.listeners) fn('jobs');
       setTimeout(() => this.connectListener(), 1000).unref();
     };
     client.on('notification', (n) => {

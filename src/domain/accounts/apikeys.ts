@@ -351,10 +351,9 @@ export async function readKey(ctx: AppContext, presented: string): Promise<Princ
       inboxIds: inboxIds ? new Set(readInboxIds(inboxIds)) : null,
       expiresAt: expiresAt ? Date.parse(expiresAt) : null,
       lastUsed: lastUsedAt ? Date.parse(lastUsedAt) : 0,
-      filled: now,
     };
     const principal = admit(ctx, entry, now);
-    if (principal) cache.put(digest, entry, generation);
+    if (principal) cache.put(digest, entry, generation, now);
     return principal;
   }
   return undefined;

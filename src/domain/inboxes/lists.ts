@@ -35,6 +35,7 @@ import { findInboxRow } from './inboxes.ts';
 import type { Page, PageResult } from '../pagination.ts';
 import { isoNow } from '../time.ts';
 import { SYSTEM_ACTOR, recordAudit, type Actor } from '../audit/audit.ts';
+import { changed, rememberedOf } from '../remembered.ts';
 
 export const LIST_DIRECTIONS = ['receive', 'send'] as const;
 export const LIST_KINDS = ['allow', 'block'] as const;
@@ -129,7 +130,7 @@ export async function createListEntry(ctx: AppContext, accountId: string, input:
     await recordAudit(ctx, tx, accountId, actor, 'list.added', row.id, { direction: row.direction, kind: row.kind, entry: row.entry, inboxId: row.inboxId });
     return { entry: view(row), created: true };
   });
-  if (added.created) listsChanged(ctx);
+  if (added.created) changed(ctx, KIND);
   return added;
 }
 
@@ -147,72 +148,32 @@ export async function deleteListEntry(ctx: AppContext, accountId: string, id: st
     if (!removed) throw new AppError('LIST_ENTRY_NOT_FOUND', `list entry ${id} not found`);
     await recordAudit(ctx, tx, accountId, actor, 'list.removed', id);
   });
-  listsChanged(ctx);
+  changed(ctx, KIND);
 }
 
 // ---- the entries that apply, remembered --------------------------------------------------------
 
-/**
- * How long a node serves the entries it read before reading them again: the bound on how late a
- * change applies there if its announcement never came (a node whose LISTEN connection was down).
- */
-const REMEMBERED_MS = 10_000;
 /** What one process remembers at most, counted as a list's entries plus one: a longer list is read each time. */
 const REMEMBERED_SIZE = 50_000;
-
-interface Remembered {
-  /** Moved on by every change: a read begun before one is not remembered after it. */
-  generation: number;
-  lists: Map<string, { at: number; entries: ApplicableListEntry[] }>;
-  size: number;
-}
-const rememberedOf = new WeakMap<AppContext, Remembered>();
+/** What a change of a list announces to the other processes of the database. */
+const KIND = 'lists';
 
 /**
  * The entries that apply to an inbox in `direction` (its own and the account's). Every RCPT TO
  * and every received message asks, most often of an account without lists: two statements a
- * message, remembered per (account, direction, inbox) instead. A change of any list forgets all
- * of this process's and is announced to the other nodes (the `lists` signal), which forget
- * theirs as they hear it; what is remembered is read again after REMEMBERED_MS whatever happens.
+ * message, remembered per (account, direction, inbox) instead, as src/domain/remembered.ts
+ * says (read again after any change, and after TTL_MS whatever happens).
  */
 async function applicableEntries(ctx: AppContext, accountId: string, direction: ListDirection, inboxId: string): Promise<ApplicableListEntry[]> {
-  let r = rememberedOf.get(ctx);
-  if (!r) {
-    rememberedOf.set(ctx, (r = { generation: 0, lists: new Map(), size: 0 }));
-    ctx.onSignal('lists', () => forgetLists(ctx));
-  }
+  const memory = rememberedOf<ApplicableListEntry[]>(ctx, KIND, REMEMBERED_SIZE, (entries) => entries.length + 1);
   const key = `${accountId} ${direction} ${inboxId}`;
-  const now = performance.now();
-  const known = r.lists.get(key);
-  if (known && now - known.at < REMEMBERED_MS) return known.entries;
-  const generation = r.generation;
+  const now = ctx.clock.now().getTime();
+  const known = memory.get(key, now);
+  if (known) return known;
+  const generation = memory.generation;
   const entries = await listApplicableListEntries(ctx.db, accountId, direction, inboxId);
-  if (r.generation !== generation || entries.length + 1 > REMEMBERED_SIZE) return entries;
-  const stale = r.lists.get(key);
-  if (stale) (r.lists.delete(key), (r.size -= stale.entries.length + 1));
-  // The oldest go first (a Map keeps the order things were put in).
-  for (const [k, v] of r.lists) {
-    if (r.size + entries.length + 1 <= REMEMBERED_SIZE) break;
-    r.lists.delete(k);
-    r.size -= v.entries.length + 1;
-  }
-  r.lists.set(key, { at: now, entries });
-  r.size += entries.length + 1;
+  memory.put(key, entries, generation, now);
   return entries;
-}
-
-function forgetLists(ctx: AppContext): void {
-  const r = rememberedOf.get(ctx);
-  if (!r) return;
-  r.generation++;
-  r.lists.clear();
-  r.size = 0;
-}
-
-/** After a change of a list has committed: forgotten here at once, and announced to the other nodes. */
-function listsChanged(ctx: AppContext): void {
-  forgetLists(ctx);
-  ctx.notify('lists');
 }
 
 // ---- the rules -------------------------------------------------------------------------------
