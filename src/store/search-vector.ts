@@ -71,46 +71,36 @@ const POSITION_CHARS = 7;
  * the word's lower-cased characters, which the scan computes as it reads them. A word's string
  * is made only the first time it is seen; a word seen again is matched in place. A Map keyed by
  * a new string for every word spent more than half of searchVector's time hashing and
- * comparing those strings, and made most of its garbage.
- *
- * The slots are kept from one call to the next, a call's being those stamped with its number:
- * at most 2 × 64 Ki of them (512 KiB). The hash's multiplier is odd and drawn for each process,
- * so no text can be written in advance to give many words one hash.
+ * comparing those strings, and made most of its garbage. The hash's multiplier is odd and drawn
+ * for each process, so no text can be written in advance to give many words one hash.
  */
-let slots = new Int32Array(0);
-let stamps = new Int32Array(0);
-let call = 0;
 const HASH_MULTIPLIER = crypto.getRandomValues(new Uint32Array(1))[0]! | 1 | 0;
 
 class WordTable {
   readonly words: string[] = [];
   private readonly hashes: number[] = [];
+  /** Word index + 1 by slot; 0 is an empty slot. */
+  private readonly slots: Int32Array;
   private readonly mask: number;
-  private readonly call: number;
 
   constructor(chars: number) {
     // At most one word in two characters, and a table at least twice the words.
     let size = 256;
     while (size < chars) size *= 2;
-    if (slots.length < size) ((slots = new Int32Array(size)), (stamps = new Int32Array(size)));
+    this.slots = new Int32Array(size);
     this.mask = size - 1;
-    // A stamp of a call 2^31 calls ago reads as empty again: the table starts over then.
-    if (++call === 0x7fffffff) ((call = 1), stamps.fill(0));
-    this.call = call;
   }
 
   /** The index of the word text[from, to) (hashed to `hash`), added when new. */
   indexOf(text: string, from: number, to: number, hash: number): number {
     let s = (hash ^ (hash >>> 16)) & this.mask;
-    for (; stamps[s] === this.call; s = (s + 1) & this.mask) {
-      const w = slots[s]!;
+    for (let w; (w = this.slots[s]! - 1) >= 0; s = (s + 1) & this.mask) {
       if (this.hashes[w] === hash && sameWord(this.words[w]!, text, from, to)) return w;
     }
     const w = this.words.length;
     this.words.push(text.slice(from, to).toLowerCase());
     this.hashes.push(hash);
-    slots[s] = w;
-    stamps[s] = this.call;
+    this.slots[s] = w + 1;
     return w;
   }
 }
@@ -197,8 +187,7 @@ export function searchVector(f: SearchFields): string | null {
   const words = table.words;
   let size = 0;
   for (let w = 0; w < words.length; w++) size += words[w]!.length + 1 + numbers[w]!.length * POSITION_CHARS;
-  const out = size <= literal.length ? literal : Buffer.allocUnsafe(size);
-  if (size > literal.length && size <= MAX_KEPT_LITERAL) literal = out;
+  const out = Buffer.allocUnsafe(size);
   let o = 0;
   for (let w = 0; w < words.length; w++) {
     if (w) out[o++] = 32;
@@ -215,10 +204,6 @@ export function searchVector(f: SearchFields): string | null {
   }
   return out.toString('latin1', 0, o);
 }
-
-/** The buffer literals are written in, kept from one call to the next up to MAX_KEPT_LITERAL bytes. */
-let literal = Buffer.alloc(0);
-const MAX_KEPT_LITERAL = 256 * 1024;
 
 /** Writes `n` (1 to 16,383) in decimal at `o`; answers the offset after it. */
 function writeNumber(out: Buffer, o: number, n: number): number {
